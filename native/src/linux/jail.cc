@@ -1,0 +1,267 @@
+// runboard-jail: the one process the supervisor puts between itself and a worker.
+//
+// Why a separate executable and not code in the supervisor: Node cannot run code between fork and
+// exec, and everything here (namespaces, parent-death signals, Landlock) must happen exactly there,
+// in a single-threaded process, so that the worker and all it starts inherit it.
+//
+//   supervisor ──spawn──▶ jail (outside)  ──fork──▶ worker = PID 1 of a new PID namespace ──▶ tools
+//        │ SIGKILL on supervisor death ▲ │ SIGKILL on jail death ▲
+//
+// Containment (docs/security-model.md):
+//  * pid-namespace (preferred): the worker is the init of a fresh user+PID namespace. When it dies the
+//    kernel kills every process in the namespace, double-forked, setsid and SIGTERM-ignoring ones too,
+//    and the jail's wait for it returns only after they are all gone.
+//  * subreaper (fallback where unprivileged user namespaces are restricted): orphans re-parent to the
+//    jail, which SIGKILLs every remaining descendant when the worker ends.
+//  * Both: PR_SET_PDEATHSIG makes the jail die with the supervisor and the worker die with the jail.
+//
+// Protocol with the supervisor: JSON lines on --status-fd (see supervisor/src/node/jail.ts).
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <string>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include "linux/landlock.h"
+
+namespace {
+
+int gStatusFd = -1;
+
+std::string JsonEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void Status(const std::string& json) {
+  if (gStatusFd < 0) return;
+  std::string line = json + "\n";
+  ssize_t off = 0;
+  while (off < static_cast<ssize_t>(line.size())) {
+    ssize_t n = write(gStatusFd, line.data() + off, line.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    off += n;
+  }
+}
+
+[[noreturn]] void Die(const std::string& msg, int code) {
+  Status("{\"event\":\"error\",\"message\":\"" + JsonEscape(msg) + "\"}");
+  fprintf(stderr, "runboard-jail: %s\n", msg.c_str());
+  _exit(code);
+}
+
+bool WriteFile(const char* path, const std::string& text) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  return ok;
+}
+
+// A fresh user namespace (so no privilege is needed) owning a fresh PID namespace for our children.
+std::string EnterNamespaces() {
+  uid_t uid = getuid();
+  gid_t gid = getgid();
+  if (unshare(CLONE_NEWUSER | CLONE_NEWPID) < 0) return std::string("unshare: ") + strerror(errno);
+  if (!WriteFile("/proc/self/setgroups", "deny") && errno != ENOENT) return "setgroups: " + std::string(strerror(errno));
+  if (!WriteFile("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1"))
+    return "uid_map: " + std::string(strerror(errno));
+  if (!WriteFile("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1"))
+    return "gid_map: " + std::string(strerror(errno));
+  return "";
+}
+
+// Subreaper mode: SIGKILL every process that re-parented to us, until none is left.
+void KillRemainingChildren() {
+  for (int round = 0; round < 1000; ++round) {
+    DIR* d = opendir("/proc");
+    if (d) {
+      while (dirent* e = readdir(d)) {
+        char* end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0) continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0) continue;
+        buf[n] = 0;
+        const char* rp = strrchr(buf, ')');  // comm may hold spaces and parens
+        int ppid = 0;
+        char state;
+        if (rp && sscanf(rp + 2, "%c %d", &state, &ppid) == 2 && ppid == getpid()) kill(pid, SIGKILL);
+      }
+      closedir(d);
+    }
+    int st;
+    pid_t r = waitpid(-1, &st, WNOHANG);
+    if (r < 0 && errno == ECHILD) return;
+    if (r == 0) usleep(2000);
+  }
+}
+
+long long IoField(const std::string& text, const char* key) {
+  size_t at = text.find(std::string(key) + ": ");
+  return at == std::string::npos ? -1 : atoll(text.c_str() + at + strlen(key) + 2);
+}
+
+void Usage() {
+  fprintf(stderr,
+          "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--device FILE]...\n"
+          "                     [--tcp PORT]... [--allow-abstract-unix] [--no-landlock] [--no-namespaces]\n"
+          "                     -- COMMAND [ARG]...\n");
+  _exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  runboard::landlock::Policy policy;
+  policy.devices = {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom", "/dev/ptmx"};
+  policy.writable = {"/dev/pts"};
+  bool useLandlock = true, useNamespaces = true;
+  pid_t parentPid = 0;
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) Usage();
+      return argv[++i];
+    };
+    if (a == "--") {
+      ++i;
+      break;
+    } else if (a == "--status-fd") gStatusFd = atoi(next());
+    else if (a == "--parent-pid") parentPid = atoi(next());
+    else if (a == "--write") policy.writable.push_back(next());
+    else if (a == "--device") policy.devices.push_back(next());
+    else if (a == "--tcp") policy.tcpConnectPorts.push_back(static_cast<uint16_t>(atoi(next())));
+    else if (a == "--allow-abstract-unix") policy.scopeAbstractUnix = false;
+    else if (a == "--no-landlock") useLandlock = false;
+    else if (a == "--no-namespaces") useNamespaces = false;
+    else Usage();
+  }
+  if (i >= argc) Usage();
+  char** command = argv + i;
+
+  // Die with the supervisor. Checked after arming, so a supervisor that died first is noticed too.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (parentPid && getppid() != parentPid) Die("supervisor is gone", 1);
+
+  // Nothing but stdio, the run endpoint (fd 3) and the status fd crosses into the run.
+  int keepFrom = (gStatusFd > 3 ? gStatusFd : 3) + 1;
+  syscall(SYS_close_range, keepFrom, ~0U, 0);
+  if (gStatusFd >= 0) fcntl(gStatusFd, F_SETFD, FD_CLOEXEC);
+
+  std::string containment = "pid-namespace", nsError;
+  if (useNamespaces) nsError = EnterNamespaces();
+  if (!useNamespaces || !nsError.empty()) {
+    containment = "subreaper";
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+  }
+
+  int landlockAbi = 0;
+  std::string landlockReason;
+  if (useLandlock) {
+    landlockAbi = runboard::landlock::Abi(&landlockReason);
+    if (landlockAbi == 0) Die("Landlock is not available: " + landlockReason, 125);
+  }
+
+  sigset_t handled, previous;
+  sigemptyset(&handled);
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&handled, s);
+  sigprocmask(SIG_BLOCK, &handled, &previous);
+
+  int lifeline[2];  // the child sees EOF here if we are gone before it armed PDEATHSIG
+  if (pipe2(lifeline, O_CLOEXEC) < 0) Die("pipe: " + std::string(strerror(errno)), 1);
+
+  pid_t child = fork();
+  if (child < 0) Die("fork: " + std::string(strerror(errno)), 1);
+  if (child == 0) {
+    close(lifeline[1]);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    pollfd p{lifeline[0], POLLIN, 0};
+    if (poll(&p, 1, 0) > 0) _exit(1);  // jail already gone
+    close(lifeline[0]);
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    if (useLandlock) {
+      std::string err = runboard::landlock::RestrictSelf(policy, landlockAbi);
+      if (!err.empty()) Die("sandbox setup failed: " + err, 126);
+      Status("{\"event\":\"sandbox\",\"landlockAbi\":" + std::to_string(landlockAbi) + ",\"enforced\":true}");
+    } else {
+      Status("{\"event\":\"sandbox\",\"landlockAbi\":0,\"enforced\":false}");
+    }
+    execvp(command[0], command);
+    Die("cannot execute " + std::string(command[0]) + ": " + strerror(errno), 127);
+  }
+  close(lifeline[0]);
+  Status("{\"event\":\"started\",\"pid\":" + std::to_string(child) + ",\"containment\":\"" + containment +
+         "\",\"namespaceError\":\"" + JsonEscape(nsError) + "\"}");
+
+  int status = 0;
+  rusage usage{};
+  for (;;) {
+    siginfo_t info;
+    int sig = sigwaitinfo(&handled, &info);
+    if (sig < 0) continue;
+    if (sig != SIGCHLD) {
+      kill(child, sig);  // the worker decides how to wind down; the supervisor escalates to SIGKILL
+      continue;
+    }
+    pid_t r = wait4(child, &status, WNOHANG, &usage);
+    if (r == child) break;
+    if (containment == "subreaper") {
+      while (waitpid(-1, nullptr, WNOHANG) > 0) {  // reap orphans as they end
+      }
+    }
+  }
+  if (containment == "subreaper") KillRemainingChildren();
+
+  std::string io;
+  {
+    int fd = open("/proc/self/io", O_RDONLY | O_CLOEXEC);
+    char buf[1024];
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (n > 0) io.assign(buf, n);
+    if (fd >= 0) close(fd);
+  }
+  bool signaled = WIFSIGNALED(status);
+  int code = signaled ? -1 : WEXITSTATUS(status);
+  int termsig = signaled ? WTERMSIG(status) : 0;
+  char line[512];
+  snprintf(line, sizeof line,
+           "{\"event\":\"exit\",\"code\":%s,\"signal\":%d,\"rchar\":%lld,\"wchar\":%lld,\"readBytes\":%lld,"
+           "\"writeBytes\":%lld,\"utimeMs\":%ld,\"stimeMs\":%ld,\"maxRssKb\":%ld}",
+           signaled ? "null" : std::to_string(code).c_str(), termsig, IoField(io, "rchar"), IoField(io, "wchar"),
+           IoField(io, "read_bytes"), IoField(io, "write_bytes"),
+           usage.ru_utime.tv_sec * 1000 + usage.ru_utime.tv_usec / 1000,
+           usage.ru_stime.tv_sec * 1000 + usage.ru_stime.tv_usec / 1000, usage.ru_maxrss);
+  Status(line);
+  return signaled ? 128 + termsig : code;
+}

@@ -1,0 +1,131 @@
+#include "linux/landlock.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace runboard::landlock {
+namespace {
+
+// Values from the kernel UAPI (include/uapi/linux/landlock.h), declared here because the distribution's
+// header may be older than the kernel (Debian 12 ships ABI 2 constants on a kernel with ABI 7).
+constexpr uint32_t LANDLOCK_CREATE_RULESET_VERSION = 1U << 0;
+constexpr int LANDLOCK_RULE_PATH_BENEATH = 1;
+constexpr uint64_t LANDLOCK_ACCESS_FS_EXECUTE = 1ULL << 0;
+constexpr uint64_t LANDLOCK_ACCESS_FS_WRITE_FILE = 1ULL << 1;
+constexpr uint64_t LANDLOCK_ACCESS_FS_READ_FILE = 1ULL << 2;
+constexpr uint64_t LANDLOCK_ACCESS_FS_READ_DIR = 1ULL << 3;
+constexpr uint64_t LANDLOCK_ACCESS_FS_MAKE_SYM = 1ULL << 12;
+constexpr uint64_t LANDLOCK_ACCESS_FS_REFER = 1ULL << 13;  // ABI 2
+constexpr uint64_t kFsTruncate = 1ULL << 14;  // ABI 3
+constexpr uint64_t kFsIoctlDev = 1ULL << 15;  // ABI 5 (not handled: see RestrictSelf)
+constexpr uint64_t kNetBindTcp = 1ULL << 0;     // ABI 4
+constexpr uint64_t kNetConnectTcp = 1ULL << 1;  // ABI 4
+constexpr uint64_t kScopeAbstractUnix = 1ULL << 0;  // ABI 6
+constexpr uint64_t kScopeSignal = 1ULL << 1;        // ABI 6
+constexpr int kRuleNetPort = 2;
+
+struct RulesetAttr {
+  uint64_t handled_access_fs;
+  uint64_t handled_access_net;
+  uint64_t scoped;
+};
+struct PathBeneathAttr {
+  uint64_t allowed_access;
+  int32_t parent_fd;
+} __attribute__((packed));
+struct NetPortAttr {
+  uint64_t allowed_access;
+  uint64_t port;
+};
+
+long CreateRuleset(const RulesetAttr* attr, size_t size, uint32_t flags) {
+  return syscall(__NR_landlock_create_ruleset, attr, size, flags);
+}
+long AddRule(int fd, int type, const void* attr) { return syscall(__NR_landlock_add_rule, fd, type, attr, 0); }
+
+uint64_t FsRightsFor(int abi) {
+  uint64_t all = (LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1;  // ABI 1: bits 0..12
+  if (abi >= 2) all |= LANDLOCK_ACCESS_FS_REFER;
+  if (abi >= 3) all |= kFsTruncate;
+  (void)kFsIoctlDev;
+  return all;
+}
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+}  // namespace
+
+int Abi(std::string* reason) {
+  long abi = CreateRuleset(nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  if (abi < 0) {
+    if (reason) {
+      *reason = errno == ENOSYS       ? "the kernel was built without Landlock"
+                : errno == EOPNOTSUPP ? "Landlock is disabled at boot (add landlock to the lsm= kernel parameter)"
+                                      : Errno("landlock_create_ruleset");
+    }
+    return 0;
+  }
+  return static_cast<int>(abi);
+}
+
+std::string RestrictSelf(const Policy& policy, int abi) {
+  const uint64_t fsAll = FsRightsFor(abi);
+  const uint64_t readOnly = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
+  // IOCTL_DEV (ABI 5) is deliberately not handled: restricting it breaks isatty() on terminals, and
+  // device ioctls are not a write path into the user's files.
+  RulesetAttr attr{fsAll, 0, 0};
+  if (abi >= 4 && policy.restrictNetwork) attr.handled_access_net = kNetBindTcp | kNetConnectTcp;
+  if (abi >= 6) {
+    if (policy.scopeAbstractUnix) attr.scoped |= kScopeAbstractUnix;
+    if (policy.scopeSignals) attr.scoped |= kScopeSignal;
+  }
+  size_t size = abi >= 6 ? sizeof(RulesetAttr) : abi >= 4 ? 2 * sizeof(uint64_t) : sizeof(uint64_t);
+  int rfd = static_cast<int>(CreateRuleset(&attr, size, 0));
+  if (rfd < 0) return Errno("landlock_create_ruleset");
+
+  auto addPath = [&](const std::string& path, uint64_t access) -> std::string {
+    int fd = open(path.c_str(), O_PATH | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT ? "" : Errno("open " + path);  // a missing optional path is no error
+    struct stat st {};
+    uint64_t allowed = access & fsAll;
+    if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) {
+      // Rules on a non-directory may only carry file rights.
+      allowed &= LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE |
+                 kFsTruncate;
+    }
+    PathBeneathAttr rule{allowed, fd};
+    long rc = AddRule(rfd, LANDLOCK_RULE_PATH_BENEATH, &rule);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return rc < 0 ? Errno("landlock_add_rule " + path) : "";
+  };
+
+  std::string err = addPath("/", readOnly);
+  for (const auto& p : policy.writable) {
+    if (err.empty()) err = addPath(p, fsAll);
+  }
+  for (const auto& d : policy.devices) {
+    if (err.empty()) err = addPath(d, readOnly | LANDLOCK_ACCESS_FS_WRITE_FILE | kFsTruncate);
+  }
+  if (err.empty() && attr.handled_access_net) {
+    for (uint16_t port : policy.tcpConnectPorts) {
+      NetPortAttr rule{kNetConnectTcp, port};
+      if (AddRule(rfd, kRuleNetPort, &rule) < 0) {
+        err = Errno("landlock_add_rule port " + std::to_string(port));
+        break;
+      }
+    }
+  }
+  if (err.empty() && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) err = Errno("prctl(NO_NEW_PRIVS)");
+  if (err.empty() && syscall(__NR_landlock_restrict_self, rfd, 0) < 0) err = Errno("landlock_restrict_self");
+  close(rfd);
+  return err;
+}
+
+}  // namespace runboard::landlock

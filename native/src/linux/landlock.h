@@ -1,0 +1,26 @@
+// Landlock, by raw syscalls: Debian's linux-libc-dev may predate the ABI this kernel offers, so the
+// structures and flags of ABI 4-7 are declared here (values from the kernel's UAPI, which is stable).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace runboard::landlock {
+
+struct Policy {
+  std::vector<std::string> writable;      // trees a run may write (workspace, run dir, flow extras)
+  std::vector<std::string> devices;       // single device files that may be written (/dev/null, ...)
+  std::vector<uint16_t> tcpConnectPorts;  // TCP ports a run may connect to (empty: none)
+  bool restrictNetwork = true;            // handle TCP connect/bind at all (ABI >= 4)
+  bool scopeAbstractUnix = true;          // no connect to abstract unix sockets outside (ABI >= 6)
+  bool scopeSignals = true;               // no signals to processes outside the run (ABI >= 6)
+};
+
+// The ABI version the running kernel offers; 0 with errno-derived text in *reason when none.
+int Abi(std::string* reason);
+
+// Confines the calling thread and everything it later executes. Single-threaded callers only
+// (the jail calls it between fork and exec). Returns "" on success, else what failed.
+std::string RestrictSelf(const Policy& policy, int abi);
+
+}  // namespace runboard::landlock
