@@ -1,0 +1,21 @@
+// Typed facade over the native addon. The platform implementation is picked in one place: the
+// addon's build (binding.gyp); this facade does not care which platform it runs on.
+import path from 'node:path';
+import { binding, nativeBuildDir } from './binding.ts';
+
+export interface SandboxSupport {
+  /** Landlock ABI version the kernel offers; 0 when it has none. */
+  landlockAbi: number;
+  /** Why landlockAbi is 0, in words a user can act on ('' when it is not). */
+  reason: string;
+}
+
+/** What the kernel offers for confining runs. Cheap: one syscall. */
+export function sandboxSupport(): SandboxSupport {
+  return binding().sandboxSupport();
+}
+
+/** Path of the run jail executable (see native/src/linux/jail.cc). */
+export function jailPath(): string {
+  return path.join(nativeBuildDir(), 'runboard-jail');
+}

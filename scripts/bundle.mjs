@@ -1,0 +1,29 @@
+// Bundles each process entry point into one file under dist/ (fast start-up: one file to load, no
+// module resolution at run time). The native addon stays a separate .node file, found at run time.
+import { build } from 'esbuild';
+
+const entries = {
+  supervisor: 'supervisor/src/node/main.ts',
+  worker: 'worker/src/main.ts',
+  runboard: 'host/src/cli/main.ts',
+};
+const extra = process.argv.slice(2);
+await Promise.all(
+  Object.entries(entries)
+    .filter(([name]) => extra.length === 0 || extra.includes(name))
+    .map(([name, entry]) =>
+      build({
+        entryPoints: [entry],
+        outfile: `dist/${name}.mjs`,
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        target: 'node20',
+        sourcemap: 'linked',
+        logLevel: 'warning',
+        external: ['*.node'],
+        // Some CommonJS dependencies call require(); give the ESM bundle one.
+        banner: { js: "import { createRequire as __rbCreateRequire } from 'node:module'; const require = __rbCreateRequire(import.meta.url);" },
+      }),
+    ),
+);
