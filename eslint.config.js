@@ -8,17 +8,43 @@ import tseslint from 'typescript-eslint';
 
 const supervisorInternals = {
   group: ['**/supervisor/src/**', '@runboard/supervisor/src/**'],
-  message: 'Import the supervisor only through its entry points (@runboard/supervisor/protocol, /paths, /grants).',
+  message:
+    'Import the supervisor only through its entry points (@runboard/supervisor/protocol, /paths, /grants).',
 };
-const workerAny = { group: ['@runboard/worker', '@runboard/worker/**', '**/worker/src/**'], message: 'host never imports worker code.' };
-const hostAny = { group: ['@runboard/host', '@runboard/host/**', '**/host/src/**'], message: 'Only the host may import host code.' };
+const workerAny = {
+  group: ['@runboard/worker', '@runboard/worker/**', '**/worker/src/**'],
+  message: 'host never imports worker code.',
+};
+const hostAny = {
+  group: ['@runboard/host', '@runboard/host/**', '**/host/src/**'],
+  message: 'Only the host may import host code.',
+};
 
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '**/dist/**', 'native/build/**', 'test-results/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', Buffer: 'readonly', AbortController: 'readonly', AbortSignal: 'readonly', TextDecoder: 'readonly', TextEncoder: 'readonly', queueMicrotask: 'readonly', setImmediate: 'readonly', structuredClone: 'readonly', performance: 'readonly' } },
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        URL: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        Buffer: 'readonly',
+        AbortController: 'readonly',
+        AbortSignal: 'readonly',
+        TextDecoder: 'readonly',
+        TextEncoder: 'readonly',
+        queueMicrotask: 'readonly',
+        setImmediate: 'readonly',
+        structuredClone: 'readonly',
+        performance: 'readonly',
+      },
+    },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
@@ -26,7 +52,19 @@ export default tseslint.config(
   },
   {
     files: ['native/**/*.{ts,mjs,js}'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['@runboard/*', '**/host/**', '**/supervisor/**', '**/worker/**'], message: 'native imports nothing of ours.' }] }] },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['@runboard/*', '**/host/**', '**/supervisor/**', '**/worker/**'],
+              message: 'native imports nothing of ours.',
+            },
+          ],
+        },
+      ],
+    },
   },
   {
     files: ['worker/**/*.ts'],
@@ -34,11 +72,36 @@ export default tseslint.config(
   },
   {
     files: ['supervisor/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [hostAny, { group: ['@runboard/worker', '@runboard/worker/**', '**/worker/src/**'], message: 'The supervisor spawns the worker bundle; it never imports worker code.' }] }] },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            hostAny,
+            {
+              group: ['@runboard/worker', '@runboard/worker/**', '**/worker/src/**'],
+              message: 'The supervisor spawns the worker bundle; it never imports worker code.',
+            },
+          ],
+        },
+      ],
+    },
   },
   {
     files: ['supervisor/src/protocol/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['node:*', '../**', '@runboard/*'], message: 'The protocol module depends on nothing but vscode-jsonrpc and zod.' }] }] },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['node:*', '../**', '@runboard/*'],
+              message: 'The protocol module depends on nothing but vscode-jsonrpc and zod.',
+            },
+          ],
+        },
+      ],
+    },
   },
   {
     files: ['host/**/*.{ts,tsx}'],
@@ -46,6 +109,21 @@ export default tseslint.config(
   },
   {
     files: ['host/src/renderer/**/*.{ts,tsx}'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['node:*', 'fs', 'child_process', 'electron', '**/core/**', '**/cli/**', '**/server/**'], message: 'The renderer is untrusted: no Node, no host core; it talks through the typed bridge only.' }, workerAny, supervisorInternals] }] },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['node:*', 'fs', 'child_process', 'electron', '**/core/**', '**/cli/**', '**/server/**'],
+              message:
+                'The renderer is untrusted: no Node, no host core; it talks through the typed bridge only.',
+            },
+            workerAny,
+            supervisorInternals,
+          ],
+        },
+      ],
+    },
   },
 );

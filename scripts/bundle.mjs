@@ -23,7 +23,9 @@ await Promise.all(
         logLevel: 'warning',
         external: ['*.node'],
         // Some CommonJS dependencies call require(); give the ESM bundle one.
-        banner: { js: "import { createRequire as __rbCreateRequire } from 'node:module'; const require = __rbCreateRequire(import.meta.url);" },
+        banner: {
+          js: "import { createRequire as __rbCreateRequire } from 'node:module'; const require = __rbCreateRequire(import.meta.url);",
+        },
       }),
     ),
 );

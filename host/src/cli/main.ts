@@ -1,0 +1,292 @@
+/**
+ * `runboard`: the headless CLI over the same host core the Electron app uses. Composition root of the
+ * CLI process. Exit codes (docs/user-guide.md): 0 succeeded, 1 failed, 2 bad input or usage,
+ * 3 needs input, 4 timed out, 69 supervisor unavailable, 130 cancelled.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { statePaths } from '@runboard/supervisor/paths';
+import {
+  ExitCodeForStatus,
+  ResponseError,
+  type RunEvent,
+  type RunResult,
+} from '@runboard/supervisor/protocol';
+import { GrantStore } from '../core/grant-store.ts';
+import { launchRequest, NoGrantError } from '../core/launch.ts';
+import { loadCard, loadConfig, ProjectError } from '../core/project.ts';
+import { SupervisorClient, SupervisorUnavailable } from '../core/supervisor-client.ts';
+
+const EXIT = { usage: 2, unavailable: 69 } as const;
+const USAGE = `usage: runboard <command> [options]
+
+  run <card.md> [--project DIR] [--json]   run a card now, streaming its output; exit code from its status
+  runs [--active] [--json]                 list runs, newest first
+  logs <run-id> [-f] [--json]              print a run's output (-f: follow until it ends)
+  cancel <run-id>                          cancel a run (idempotent) and wait until it has stopped
+  grant <dir>                              grant runs access to a folder (and nothing outside it)
+  supervisor status|stop [--force]         the supervisor for this state root
+
+State lives in $RUNBOARD_HOME (default: the XDG data dir). See docs/user-guide.md.`;
+
+class UsageError extends Error {}
+
+const paths = statePaths();
+const tty = process.stderr.isTTY === true;
+const dim = (s: string): string => (tty ? `\x1b[2m${s}\x1b[0m` : s);
+
+function jsonLine(obj: unknown): void {
+  process.stdout.write(JSON.stringify(obj) + '\n');
+}
+
+function findProjectDir(cardFile: string, given: string | undefined): string {
+  if (given) return path.resolve(given);
+  for (let dir = path.dirname(path.resolve(cardFile)); ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, 'config.yaml'))) return dir;
+    if (path.dirname(dir) === dir)
+      throw new UsageError(`no config.yaml found above ${cardFile}; pass --project DIR`);
+  }
+}
+
+function describeEvent(e: RunEvent): string {
+  const frac =
+    typeof e.data?.fraction === 'number' ? ` ${Math.round((e.data.fraction as number) * 100)}%` : '';
+  return `▸ ${e.type}${frac}${e.message ? `: ${e.message}` : ''}`;
+}
+
+function describeResult(r: RunResult): string {
+  const secs = r.durationMs !== null ? `${(r.durationMs / 1000).toFixed(2)}s` : '';
+  return `${r.status} in ${secs} (exit ${r.exitCode ?? '-'}${r.signal ? `, ${r.signal}` : ''}) — ${r.termination?.reason}: ${r.termination?.detail}`;
+}
+
+/** Streams an attached run to this terminal (or as JSON lines); resolves with the final result. */
+function follow(client: SupervisorClient, runId: string, json: boolean): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    client
+      .attach(runId, {
+        onEvent: (e) =>
+          json
+            ? jsonLine({ type: 'event', runId, event: e })
+            : tty && process.stderr.write(dim(describeEvent(e)) + '\n'),
+        onOutput: (stream, data) =>
+          json
+            ? jsonLine({ type: 'output', runId, stream, data })
+            : (stream === 'stdout' ? process.stdout : process.stderr).write(data),
+        onEnd: resolve,
+      })
+      .catch(reject);
+  });
+}
+
+async function cmdRun(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { project: { type: 'string' }, json: { type: 'boolean' } },
+    allowPositionals: true,
+  });
+  if (positionals.length !== 1) throw new UsageError('run takes one card file');
+  const cardFile = positionals[0]!;
+  const projectDir = findProjectDir(cardFile, values.project);
+  const config = loadConfig(projectDir);
+  const card = loadCard(cardFile, projectDir);
+  const request = launchRequest(card, config, projectDir, new GrantStore(paths));
+  const client = await SupervisorClient.connect(paths, { autoStart: true });
+  const { runId, logDir } = await client.launch(request);
+  if (values.json) jsonLine({ type: 'run', runId, logDir });
+  else if (tty) process.stderr.write(dim(`run ${runId} (logs: ${logDir})`) + '\n');
+  let interrupts = 0;
+  process.on('SIGINT', () => {
+    if (++interrupts > 1) process.exit(130);
+    if (tty) process.stderr.write(dim('\n▸ cancelling (Ctrl-C again to detach)…') + '\n');
+    void client.cancel(runId);
+  });
+  const result = await follow(client, runId, values.json ?? false);
+  if (values.json) jsonLine({ type: 'result', runId, result });
+  else process.stderr.write(`${result.status === 'succeeded' ? '✓' : '✗'} ${describeResult(result)}\n`);
+  client.close();
+  return ExitCodeForStatus[result.status as Exclude<RunResult['status'], 'running'>] ?? 1;
+}
+
+async function cmdRuns(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: { json: { type: 'boolean' }, active: { type: 'boolean' }, limit: { type: 'string' } },
+  });
+  const client = await SupervisorClient.connect(paths, { autoStart: true });
+  const { runs } = await client.list({
+    activeOnly: values.active ?? false,
+    limit: Number(values.limit ?? 50),
+  });
+  client.close();
+  if (values.json) {
+    for (const r of runs) jsonLine(r);
+    return 0;
+  }
+  if (runs.length === 0) {
+    process.stdout.write('no runs yet\n');
+    return 0;
+  }
+  const rows = runs.map((r) => [
+    r.runId,
+    r.status,
+    r.flow,
+    r.durationMs !== null ? `${(r.durationMs / 1000).toFixed(1)}s` : '…',
+    r.card.title ?? path.basename(r.card.path),
+  ]);
+  const head = ['RUN', 'STATUS', 'FLOW', 'TIME', 'CARD'];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  for (const r of [head, ...rows])
+    process.stdout.write(r.map((c, i) => (i < r.length - 1 ? c.padEnd(widths[i]!) : c)).join('  ') + '\n');
+  return 0;
+}
+
+async function cmdLogs(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { follow: { type: 'boolean', short: 'f' }, json: { type: 'boolean' } },
+    allowPositionals: true,
+  });
+  if (positionals.length !== 1) throw new UsageError('logs takes one run id');
+  const runId = positionals[0]!;
+  const client = await SupervisorClient.connect(paths, { autoStart: true });
+  if (values.follow) {
+    const result = await follow(client, runId, values.json ?? false);
+    if (values.json) jsonLine({ type: 'result', runId, result });
+    else if (tty) process.stderr.write(dim(describeResult(result)) + '\n');
+    client.close();
+    return 0;
+  }
+  const { runs } = await client.list({ limit: 10_000 });
+  client.close();
+  const run = runs.find((r) => r.runId === runId);
+  if (!run) throw new UsageError(`no run ${runId} (see \`runboard runs\`)`);
+  for (const [name, out] of [
+    ['stdout.log', process.stdout],
+    ['stderr.log', process.stderr],
+  ] as const) {
+    const file = path.join(run.logDir, name);
+    if (existsSync(file)) out.write(readFileSync(file));
+  }
+  return 0;
+}
+
+async function cmdCancel(args: string[]): Promise<number> {
+  const { positionals } = parseArgs({ args, allowPositionals: true });
+  if (positionals.length !== 1) throw new UsageError('cancel takes one run id');
+  const runId = positionals[0]!;
+  const client = await SupervisorClient.connect(paths, { autoStart: true });
+  const started = Date.now();
+  const r = await client.cancel(runId);
+  if (r.alreadyEnded) {
+    process.stdout.write(`run ${runId} had already ended: ${r.status}\n`);
+    client.close();
+    return 0;
+  }
+  const final = await new Promise<RunResult>((resolve, reject) => {
+    client
+      .attach(
+        runId,
+        { onEnd: resolve },
+        { events: Number.MAX_SAFE_INTEGER, stdout: Number.MAX_SAFE_INTEGER, stderr: Number.MAX_SAFE_INTEGER },
+      )
+      .catch(reject);
+  });
+  process.stdout.write(`run ${runId} ${final.status} after ${Date.now() - started} ms\n`);
+  client.close();
+  return 0;
+}
+
+function cmdGrant(args: string[]): number {
+  const { positionals } = parseArgs({ args, allowPositionals: true });
+  if (positionals.length !== 1) throw new UsageError('grant takes one folder');
+  const g = new GrantStore(paths).grant(positionals[0]!);
+  process.stdout.write(`granted ${g.path} (grant ${g.id})\n`);
+  return 0;
+}
+
+async function cmdSupervisor(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { force: { type: 'boolean' }, json: { type: 'boolean' } },
+    allowPositionals: true,
+  });
+  const sub = positionals[0];
+  if (sub !== 'status' && sub !== 'stop') throw new UsageError('supervisor takes status or stop');
+  let client: SupervisorClient;
+  try {
+    client = await SupervisorClient.connect(paths);
+  } catch (err) {
+    if (!(err instanceof SupervisorUnavailable)) throw err;
+    process.stdout.write(
+      values.json ? JSON.stringify({ running: false }) + '\n' : `no supervisor running for ${paths.root}\n`,
+    );
+    return sub === 'status' ? 3 : 0;
+  }
+  if (sub === 'status') {
+    const s = await client.status();
+    if (values.json) jsonLine({ running: true, ...s });
+    else {
+      process.stdout.write(
+        `supervisor ${s.version} pid ${s.pid}, up since ${s.startedAt}\n  state: ${s.stateRoot}\n  socket: ${paths.socket}\n  active runs: ${s.activeRuns}\n  sandbox: ${s.landlockAbi ? `Landlock ABI ${s.landlockAbi}` : `none (${s.landlockReason})`}\n`,
+      );
+    }
+    client.close();
+    return 0;
+  }
+  const r = await client.shutdown(values.force ?? false);
+  client.close();
+  if (!r.stopping) {
+    process.stderr.write(
+      `the supervisor has ${r.activeRuns} active run(s); \`runboard supervisor stop --force\` cancels them and stops\n`,
+    );
+    return 1;
+  }
+  process.stdout.write('supervisor stopping\n');
+  return 0;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  switch (cmd) {
+    case 'run':
+      return cmdRun(rest);
+    case 'runs':
+      return cmdRuns(rest);
+    case 'logs':
+      return cmdLogs(rest);
+    case 'cancel':
+      return cmdCancel(rest);
+    case 'grant':
+      return cmdGrant(rest);
+    case 'supervisor':
+      return cmdSupervisor(rest);
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(USAGE + '\n');
+      return cmd === undefined ? EXIT.usage : 0;
+    default:
+      throw new UsageError(`unknown command "${cmd}"`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    let code: number = EXIT.usage;
+    let msg = (err as Error).message ?? String(err);
+    if (err instanceof UsageError) msg += `\n\n${USAGE}`;
+    else if (err instanceof SupervisorUnavailable) code = EXIT.unavailable;
+    else if (err instanceof ResponseError) msg = `refused: ${err.message}`;
+    else if (!(
+      err instanceof ProjectError ||
+      err instanceof NoGrantError ||
+      (err as NodeJS.ErrnoException).code
+    ))
+      msg = (err as Error).stack ?? msg;
+    process.stderr.write(`runboard: ${msg}\n`);
+    process.exit(code);
+  },
+);

@@ -1,0 +1,59 @@
+/** From a card and its project to a `run/launch` request: the host's half of launching a run. */
+import path from 'node:path';
+import type { z } from 'zod';
+import type { FlowSpec, LaunchRun } from '@runboard/supervisor/protocol';
+import type { GrantStore } from './grant-store.ts';
+import { ProjectError, type Card, type FlowConfig, type ProjectConfig } from './project.ts';
+
+export class NoGrantError extends Error {
+  constructor(readonly workspace: string) {
+    super(
+      `no grant covers the workspace ${workspace}. Grant it (your choice, once): runboard grant ${workspace}`,
+    );
+  }
+}
+
+export function flowSpec(name: string, flow: FlowConfig, projectDir: string): FlowSpec {
+  return {
+    name,
+    runner: flow.runner,
+    ...(flow.timeout ? { timeoutMs: flow.timeout } : {}),
+    ...(flow.heartbeatTimeout ? { heartbeatTimeoutMs: flow.heartbeatTimeout } : {}),
+    ...(flow.killGrace !== undefined ? { killGraceMs: flow.killGrace } : {}),
+    ...(flow.sandbox
+      ? {
+          sandbox: {
+            ...flow.sandbox,
+            ...(flow.sandbox.writable
+              ? { writable: flow.sandbox.writable.map((w) => path.resolve(projectDir, w)) }
+              : {}),
+          },
+        }
+      : {}),
+    ...(flow.env ? { env: flow.env } : {}),
+  };
+}
+
+export function launchRequest(
+  card: Card,
+  config: ProjectConfig,
+  projectDir: string,
+  grants: GrantStore,
+): z.input<typeof LaunchRun.params> {
+  const flow = config.flows[card.front.flow];
+  if (!flow) {
+    throw new ProjectError(
+      card.file,
+      `flow "${card.front.flow}" is not in config.yaml (flows: ${Object.keys(config.flows).join(', ') || 'none'})`,
+    );
+  }
+  const grant = grants.find(card.workspace);
+  if (!grant) throw new NoGrantError(card.workspace);
+  return {
+    card: { path: card.file, ...(card.front.id ? { id: card.front.id } : {}), title: card.front.title },
+    flow: flowSpec(card.front.flow, flow, projectDir),
+    workspace: card.workspace,
+    grant,
+    ...(card.front.command !== undefined ? { command: card.front.command } : {}),
+  };
+}

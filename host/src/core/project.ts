@@ -1,0 +1,148 @@
+/**
+ * A project folder: config.yaml plus one markdown card per task (YAML front matter + markdown body).
+ * Parsing only; errors say what is wrong, where, and what to do.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import YAML from 'yaml';
+import { z } from 'zod';
+import { Command, RunnerName } from '@runboard/supervisor/protocol';
+
+/** "90s", "10m", "1h", "1500ms" or a number of milliseconds. */
+const Duration = z.union([
+  z.number().int().positive(),
+  z
+    .string()
+    .regex(/^\d+(\.\d+)?\s*(ms|s|m|h)$/, 'a duration such as 500ms, 30s, 10m or 1h')
+    .transform((s) => {
+      const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)$/.exec(s)!;
+      return Math.round(
+        Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'],
+      );
+    }),
+]);
+
+export const FlowConfig = z.object({
+  runner: RunnerName,
+  /** How many runs of this flow may go at once. */
+  cap: z.number().int().min(0).max(1000).default(1),
+  timeout: Duration.optional(),
+  heartbeatTimeout: Duration.optional(),
+  killGrace: Duration.optional(),
+  sandbox: z
+    .object({
+      writable: z.array(z.string()).optional(),
+      tcpPorts: z.array(z.number().int().min(1).max(65535)).optional(),
+      allowUnsandboxed: z.boolean().optional(),
+      allowAbstractUnix: z.boolean().optional(),
+    })
+    .optional(),
+  env: z.record(z.string(), z.string()).optional(),
+});
+export type FlowConfig = z.output<typeof FlowConfig>;
+
+export const ProjectConfig = z.object({
+  version: z.literal(1, { message: 'version must be 1 (the only config version so far)' }),
+  scheduler: z
+    .object({ maxConcurrency: z.number().int().min(1).max(1000).default(4) })
+    .default({ maxConcurrency: 4 }),
+  flows: z.record(
+    z.string().regex(/^[a-z][a-z0-9-]*$/, 'flow names are lowercase words (a-z, 0-9, -)'),
+    FlowConfig,
+  ),
+});
+export type ProjectConfig = z.output<typeof ProjectConfig>;
+
+export const CardStatus = z.enum(['backlog', 'queued', 'running', 'needs-input', 'done', 'failed']);
+export type CardStatus = z.infer<typeof CardStatus>;
+
+export const CardFrontMatter = z
+  .object({
+    id: z.string().optional(),
+    title: z.string().min(1, 'a card needs a title'),
+    flow: z.string().min(1, 'a card needs a flow (one of the flows in config.yaml)'),
+    status: CardStatus.optional(),
+    workspace: z.string().min(1).optional(),
+    command: Command.optional(),
+  })
+  .passthrough();
+export type CardFrontMatter = z.infer<typeof CardFrontMatter>;
+
+export interface Card {
+  file: string;
+  front: CardFrontMatter;
+  body: string;
+  /** Absolute workspace folder (front matter `workspace`, relative to the project folder; default: the project folder). */
+  workspace: string;
+}
+
+export class ProjectError extends Error {
+  constructor(
+    readonly file: string,
+    message: string,
+  ) {
+    super(`${file}: ${message}`);
+  }
+}
+
+function zodMessage(err: z.ZodError): string {
+  return err.issues.map((i) => `${i.path.length ? i.path.join('.') + ': ' : ''}${i.message}`).join('; ');
+}
+
+export function parseConfig(file: string, text: string): ProjectConfig {
+  let raw: unknown;
+  try {
+    raw = YAML.parse(text, { prettyErrors: true });
+  } catch (err) {
+    throw new ProjectError(file, `not valid YAML: ${(err as Error).message}`);
+  }
+  const parsed = ProjectConfig.safeParse(raw);
+  if (!parsed.success) throw new ProjectError(file, `invalid config: ${zodMessage(parsed.error)}`);
+  return parsed.data;
+}
+
+export function loadConfig(projectDir: string): ProjectConfig {
+  const file = path.join(projectDir, 'config.yaml');
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    throw new ProjectError(
+      file,
+      'cannot read it; a project folder needs a config.yaml (see docs/user-guide.md)',
+    );
+  }
+  return parseConfig(file, text);
+}
+
+const FRONT = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/;
+
+export function parseCard(file: string, text: string, projectDir: string): Card {
+  const m = FRONT.exec(text);
+  if (!m)
+    throw new ProjectError(
+      file,
+      'no front matter: a card starts with a `---` line, YAML fields, and another `---` line',
+    );
+  let raw: unknown;
+  try {
+    raw = YAML.parse(m[1]!, { prettyErrors: true }) ?? {};
+  } catch (err) {
+    throw new ProjectError(file, `front matter is not valid YAML: ${(err as Error).message}`);
+  }
+  const parsed = CardFrontMatter.safeParse(raw);
+  if (!parsed.success) throw new ProjectError(file, `invalid card: ${zodMessage(parsed.error)}`);
+  const front = parsed.data;
+  const workspace = path.resolve(projectDir, front.workspace ?? '.');
+  return { file, front, body: m[2]!, workspace };
+}
+
+export function loadCard(file: string, projectDir: string): Card {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    throw new ProjectError(file, 'cannot read the card file');
+  }
+  return parseCard(path.resolve(file), text, projectDir);
+}

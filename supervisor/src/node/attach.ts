@@ -1,0 +1,215 @@
+/**
+ * Streaming a run to an attached client: replay from an offset, then follow live, then `didEnd`.
+ * Every stream is read back from the run's files up to what is committed on disk, so a client that
+ * re-attaches with the offsets it has gets every line exactly once, in order, whether the run is live,
+ * ended, or from before a supervisor restart.
+ */
+import { EventEmitter } from 'node:events';
+import { open, stat, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import type { MessageConnection } from 'vscode-jsonrpc/node';
+import {
+  DidEnd,
+  DidEvent,
+  DidOutput,
+  notify,
+  RunEvent,
+  type Offsets,
+  type OutputStream,
+  type RunResult,
+} from '../protocol/index.ts';
+
+/** A view of one growing file. */
+export interface FileView {
+  path: string;
+  committed(): number;
+  /** True once nothing more will ever be appended. */
+  isFinal(): boolean;
+}
+
+/** What can be attached to: an active run or an ended run on disk. */
+export interface AttachSource {
+  runId: string;
+  events: FileView;
+  stdout: FileView;
+  stderr: FileView;
+  /** Byte offset of each event seq in events.jsonl, when known (active runs). */
+  eventOffset(seq: number): number | undefined;
+  /** Fires 'grow' on any append and 'final' when the run has ended and its files are closed. */
+  signals: EventEmitter;
+  result(): Promise<RunResult>;
+}
+
+const MAX_CHUNK = 1024 * 1024;
+const PARTIAL_LINE_WAIT_MS = 150;
+
+/** Largest n <= len such that buf[0..n) does not end inside a UTF-8 sequence. */
+export function utf8Boundary(buf: Buffer, len: number): number {
+  let i = len;
+  for (let back = 0; back < 4 && i > 0; back++) {
+    const b = buf[i - 1]!;
+    if ((b & 0xc0) === 0x80) {
+      i--; // continuation byte: keep walking back to the lead byte
+      continue;
+    }
+    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+    return len - (i - 1) >= need ? len : i - 1;
+  }
+  return len; // not valid UTF-8 anyway: cut anywhere
+}
+
+function waitFor(signals: EventEmitter, abort: AbortSignal, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signals.off('grow', done);
+      signals.off('final', done);
+      abort.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signals.on('grow', done);
+    signals.on('final', done);
+    abort.addEventListener('abort', done);
+  });
+}
+
+async function pumpOutput(
+  src: AttachSource,
+  stream: OutputStream,
+  from: number,
+  send: (offset: number, length: number, data: string) => Promise<void>,
+  abort: AbortSignal,
+): Promise<void> {
+  const view = src[stream];
+  let fh: FileHandle | undefined;
+  const buf = Buffer.allocUnsafe(MAX_CHUNK);
+  let pos = from;
+  let partialSince = 0;
+  try {
+    while (!abort.aborted) {
+      const final = view.isFinal();
+      const end = view.committed();
+      if (pos < end) {
+        fh ??= await open(view.path, 'r');
+        const want = Math.min(end - pos, MAX_CHUNK);
+        const { bytesRead } = await fh.read(buf, 0, want, pos);
+        if (bytesRead === 0) break;
+        let cut = buf.lastIndexOf(10, bytesRead - 1) + 1;
+        if (cut === 0) {
+          const waited = partialSince && Date.now() - partialSince >= PARTIAL_LINE_WAIT_MS;
+          if (bytesRead === MAX_CHUNK || final || waited) cut = utf8Boundary(buf, bytesRead) || bytesRead;
+          else {
+            partialSince ||= Date.now();
+            await waitFor(src.signals, abort, PARTIAL_LINE_WAIT_MS);
+            continue;
+          }
+        }
+        partialSince = 0;
+        await send(pos, cut, buf.toString('utf8', 0, cut));
+        pos += cut;
+        continue;
+      }
+      if (final) break;
+      await waitFor(src.signals, abort, 1000);
+    }
+  } finally {
+    await fh?.close();
+  }
+}
+
+async function pumpEvents(
+  src: AttachSource,
+  fromSeq: number,
+  send: (e: RunEvent) => Promise<void>,
+  abort: AbortSignal,
+): Promise<void> {
+  let pos = src.eventOffset(fromSeq) ?? 0;
+  let fh: FileHandle | undefined;
+  let carry = '';
+  const buf = Buffer.allocUnsafe(256 * 1024);
+  try {
+    while (!abort.aborted) {
+      const final = src.events.isFinal();
+      const end = src.events.committed();
+      if (pos < end) {
+        fh ??= await open(src.events.path, 'r');
+        const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, end - pos), pos);
+        if (bytesRead === 0) break;
+        pos += bytesRead;
+        const text = carry + buf.toString('utf8', 0, bytesRead);
+        const lines = text.split('\n');
+        carry = lines.pop() ?? '';
+        for (const line of lines) {
+          if (!line.trim()) continue;
+          let parsed;
+          try {
+            parsed = RunEvent.safeParse(JSON.parse(line));
+          } catch {
+            continue; // a torn last line after a crash: skipped, the rest stays readable
+          }
+          if (parsed.success && parsed.data.seq >= fromSeq) await send(parsed.data);
+        }
+        continue;
+      }
+      if (final) break;
+      await waitFor(src.signals, abort, 1000);
+    }
+  } finally {
+    await fh?.close();
+  }
+}
+
+/** Streams `src` to `conn` from `from`; resolves when didEnd was sent or the attachment was aborted. */
+export async function streamRun(
+  conn: MessageConnection,
+  src: AttachSource,
+  from: Offsets,
+  abort: AbortSignal,
+): Promise<void> {
+  const runId = src.runId;
+  await Promise.all([
+    pumpEvents(src, from.events, (event) => notify(conn, DidEvent, { runId, event }), abort),
+    pumpOutput(
+      src,
+      'stdout',
+      from.stdout,
+      (offset, length, data) => notify(conn, DidOutput, { runId, stream: 'stdout', offset, length, data }),
+      abort,
+    ),
+    pumpOutput(
+      src,
+      'stderr',
+      from.stderr,
+      (offset, length, data) => notify(conn, DidOutput, { runId, stream: 'stderr', offset, length, data }),
+      abort,
+    ),
+  ]);
+  if (!abort.aborted) await notify(conn, DidEnd, { runId, result: await src.result() });
+}
+
+/** An ended run, from its directory on disk. */
+export async function diskSource(logDir: string, runId: string, result: RunResult): Promise<AttachSource> {
+  const size = async (name: string): Promise<number> => {
+    try {
+      return (await stat(path.join(logDir, name))).size;
+    } catch {
+      return 0;
+    }
+  };
+  const [ev, out, err] = await Promise.all([size('events.jsonl'), size('stdout.log'), size('stderr.log')]);
+  const view = (name: string, n: number): FileView => ({
+    path: path.join(logDir, name),
+    committed: () => n,
+    isFinal: () => true,
+  });
+  return {
+    runId,
+    events: view('events.jsonl', ev),
+    stdout: view('stdout.log', out),
+    stderr: view('stderr.log', err),
+    eventOffset: () => undefined,
+    signals: new EventEmitter(),
+    result: async () => result,
+  };
+}

@@ -1,0 +1,135 @@
+/**
+ * Supervisor entry point and composition root: the one place where its services are created and wired.
+ * Long-lived; survives host restarts; one per state root.
+ */
+import { existsSync, unlinkSync, chmodSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pino from 'pino';
+import { jailPath, sandboxSupport } from '@runboard/native';
+import { ensurePrivateDir, statePaths } from '../common/paths.ts';
+import { RunRegistry } from './registry.ts';
+import { SupervisorServer } from './server.ts';
+
+const VERSION = '0.1.0';
+
+async function listen(server: net.Server, socketPath: string): Promise<'listening' | 'taken'> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const outcome = await new Promise<'ok' | 'inuse'>((resolve, reject) => {
+      const onError = (err: NodeJS.ErrnoException): void =>
+        err.code === 'EADDRINUSE' ? resolve('inuse') : reject(err);
+      server.once('error', onError);
+      const old = process.umask(0o177); // the socket is born 0600
+      server.listen(socketPath, () => {
+        server.off('error', onError);
+        resolve('ok');
+      });
+      process.umask(old);
+    });
+    if (outcome === 'ok') {
+      chmodSync(socketPath, 0o600);
+      return 'listening';
+    }
+    // Someone's socket file: alive (another supervisor) or stale (a dead one's)?
+    const alive = await new Promise<boolean>((resolve) => {
+      const c = net.connect(socketPath, () => {
+        c.destroy();
+        resolve(true);
+      });
+      c.on('error', () => resolve(false));
+    });
+    if (alive) return 'taken';
+    unlinkSync(socketPath);
+  }
+  throw new Error(`cannot listen on ${socketPath}`);
+}
+
+async function main(): Promise<void> {
+  const paths = statePaths();
+  const log = pino(
+    { base: { pid: process.pid }, level: process.env.RUNBOARD_LOG_LEVEL ?? 'info' },
+    pino.destination(2),
+  );
+  ensurePrivateDir(paths.root);
+  ensurePrivateDir(paths.runtimeDir);
+  ensurePrivateDir(paths.supervisorDir);
+  ensurePrivateDir(paths.scratchDir);
+
+  const sandbox = sandboxSupport();
+  // RUNBOARD_LANDLOCK=off: behave as on a kernel without Landlock (diagnostics and tests of that path).
+  const landlockAbi = process.env.RUNBOARD_LANDLOCK === 'off' ? 0 : sandbox.landlockAbi;
+  const landlockReason =
+    process.env.RUNBOARD_LANDLOCK === 'off' ? 'Landlock disabled by RUNBOARD_LANDLOCK=off' : sandbox.reason;
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const workerEntry = process.env.RUNBOARD_WORKER_ENTRY ?? path.join(here, 'worker.mjs');
+  if (!existsSync(workerEntry))
+    throw new Error(`worker bundle not found at ${workerEntry}; run scripts/setup.sh`);
+
+  const registry = new RunRegistry(paths, {
+    log,
+    jailPath: jailPath(),
+    workerEntry,
+    nodePath: process.execPath,
+    landlockAbi,
+    landlockReason,
+    useNamespaces: process.env.RUNBOARD_NAMESPACES !== 'off',
+    supervisorDir: paths.supervisorDir,
+    baseEnv: process.env,
+  });
+
+  let shuttingDown = false;
+  const netServer = net.createServer();
+  const shutdown = (cancelRuns: boolean): void => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    log.info({ cancelRuns }, 'shutting down');
+    void registry.drain(cancelRuns).then(() => {
+      netServer.close();
+      server.closeAll();
+      try {
+        unlinkSync(paths.socket);
+      } catch {
+        // already gone
+      }
+      process.exit(0);
+    });
+  };
+  const server = new SupervisorServer(
+    registry,
+    {
+      version: VERSION,
+      startedAt: new Date().toISOString(),
+      stateRoot: paths.root,
+      landlockAbi,
+      landlockReason,
+    },
+    log,
+    shutdown,
+  );
+  netServer.on('connection', (s) => server.accept(s));
+
+  const state = await listen(netServer, paths.socket);
+  if (state === 'taken') {
+    process.stderr.write(`runboard supervisor: another supervisor is already serving ${paths.socket}\n`);
+    process.exit(0);
+  }
+  // We own the socket, so any run still marked active belongs to a supervisor that died.
+  const recovered = registry.recoverOrphans();
+  if (recovered.length) log.warn({ runs: recovered }, 'closed runs left by a supervisor that died');
+  log.info({ socket: paths.socket, landlockAbi, version: VERSION }, 'supervisor ready');
+  process.stdout.write(`ready ${paths.socket}\n`);
+
+  process.on('SIGTERM', () => shutdown(true));
+  process.on('SIGINT', () => shutdown(true));
+  process.on('SIGHUP', () => undefined); // detached from the terminal that started it
+  process.on('uncaughtException', (err) => {
+    // One bad run or client must not take the others down; record it and keep serving.
+    log.error({ err: err.stack }, 'uncaught exception');
+  });
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`runboard supervisor: ${(err as Error).message}\n`);
+  process.exit(1);
+});

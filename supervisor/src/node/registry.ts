@@ -1,0 +1,229 @@
+/**
+ * The runs this supervisor knows: active ones in memory, ended ones on disk. Launch validation
+ * (payload, grant, paths, sandbox availability) happens here, before anything is spawned.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
+import path from 'node:path';
+import type { z } from 'zod';
+import { GrantError, validateGrant } from '../common/grants.ts';
+import { runLogDir, type StatePaths } from '../common/paths.ts';
+import { ErrorCodes, ResponseError, RunResult, type LaunchRun } from '../protocol/index.ts';
+import { diskSource, type AttachSource } from './attach.ts';
+import { ResultFile } from './result-file.ts';
+import { Run, removeScratch, type RunDeps } from './run.ts';
+
+function newRunId(now = new Date()): string {
+  const p = (n: number, w = 2): string => String(n).padStart(w, '0');
+  const date = `${now.getUTCFullYear()}${p(now.getUTCMonth() + 1)}${p(now.getUTCDate())}`;
+  const time = `${p(now.getUTCHours())}${p(now.getUTCMinutes())}${p(now.getUTCSeconds())}`;
+  return `${date}-${time}-${randomBytes(3).toString('hex')}`;
+}
+
+export class RunRegistry {
+  private readonly active = new Map<string, Run>();
+  private readonly recent = new Map<string, Run>(); // ended in this process: fast attach, bounded
+  private acceptingRuns = true;
+
+  constructor(
+    private readonly paths: StatePaths,
+    private readonly deps: RunDeps,
+  ) {
+    mkdirSync(path.join(paths.supervisorDir, 'active'), { recursive: true, mode: 0o700 });
+  }
+
+  get activeCount(): number {
+    return this.active.size;
+  }
+
+  launch(p: z.output<typeof LaunchRun.params>): { runId: string; logDir: string } {
+    if (!this.acceptingRuns)
+      throw new ResponseError(
+        ErrorCodes.ShuttingDown,
+        'the supervisor is shutting down; launch again in a moment',
+      );
+    let validated;
+    try {
+      validated = validateGrant(this.paths, p.grant, p.workspace, p.paths ?? []);
+    } catch (err) {
+      if (err instanceof GrantError) throw new ResponseError(err.code, err.message, { reason: err.reason });
+      throw err;
+    }
+    if (p.flow.runner === 'command' && p.command === undefined) {
+      throw new ResponseError(
+        -32602,
+        "invalid params for run/launch: a `command` flow needs the card's `command:`",
+      );
+    }
+    const runId = newRunId();
+    const logDir = runLogDir(this.paths, runId);
+    let run: Run;
+    try {
+      run = new Run(this.deps, {
+        runId,
+        logDir,
+        scratchDir: path.join(this.paths.scratchDir, runId),
+        card: p.card,
+        flow: p.flow,
+        workspace: validated.workspace,
+        command: p.command,
+      });
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      throw new ResponseError(
+        ErrorCodes.LogDirFailed,
+        `could not create the run's log dir ${logDir}: ${e.code ?? e.message}${e.code === 'ENOSPC' ? ' (the disk is full; free space and launch again)' : ''}`,
+      );
+    }
+    this.active.set(runId, run);
+    void run.whenEnded().then(() => {
+      this.active.delete(runId);
+      this.recent.set(runId, run);
+      if (this.recent.size > 200) this.recent.delete(this.recent.keys().next().value!);
+    });
+    run.start();
+    return { runId, logDir };
+  }
+
+  get(runId: string): Run | undefined {
+    return this.active.get(runId) ?? this.recent.get(runId);
+  }
+
+  cancel(runId: string): { runId: string; alreadyEnded: boolean; status: RunResult['status'] } {
+    const run = this.get(runId);
+    if (run) {
+      const alreadyEnded = !run.isActive;
+      run.cancel();
+      return { runId, alreadyEnded, status: run.result.status };
+    }
+    const onDisk = this.readResult(runId);
+    if (!onDisk) throw new ResponseError(ErrorCodes.RunNotFound, `no run ${runId}`);
+    return { runId, alreadyEnded: true, status: onDisk.status };
+  }
+
+  readResult(runId: string): RunResult | null {
+    try {
+      const parsed = RunResult.safeParse(
+        JSON.parse(readFileSync(path.join(runLogDir(this.paths, runId), 'result.json'), 'utf8')),
+      );
+      return parsed.success ? parsed.data : null;
+    } catch {
+      return null;
+    }
+  }
+
+  async source(runId: string): Promise<AttachSource> {
+    const run = this.get(runId);
+    if (run) return run.attachSource();
+    const result = this.readResult(runId);
+    if (!result) throw new ResponseError(ErrorCodes.RunNotFound, `no run ${runId}`);
+    return diskSource(runLogDir(this.paths, runId), runId, result);
+  }
+
+  list(activeOnly: boolean, limit: number): RunResult[] {
+    const out: RunResult[] = [...this.active.values()].map((r) => r.result).reverse();
+    if (activeOnly) return out.slice(0, limit);
+    const seen = new Set(out.map((r) => r.runId));
+    let days: string[] = [];
+    try {
+      days = readdirSync(this.paths.logsDir)
+        .filter((d) => /^\d{8}$/.test(d))
+        .sort()
+        .reverse();
+    } catch {
+      // no runs yet
+    }
+    for (const day of days) {
+      if (out.length >= limit) break;
+      const ids = readdirSync(path.join(this.paths.logsDir, day)).sort().reverse();
+      for (const id of ids) {
+        if (out.length >= limit) break;
+        if (seen.has(id)) continue;
+        const r = this.readResult(id);
+        if (r) out.push(r);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * After a supervisor restart: runs the previous supervisor left active died with it (parent-death
+   * signals); make sure, and record why they ended.
+   */
+  recoverOrphans(): string[] {
+    const dir = path.join(this.paths.supervisorDir, 'active');
+    const closed: string[] = [];
+    for (const runId of readdirSync(dir)) {
+      const file = path.join(dir, runId);
+      let marker: {
+        logDir: string;
+        jailPid: number;
+        workerPid: number | null;
+        supervisorPid: number;
+        scratchDir?: string;
+      };
+      try {
+        marker = JSON.parse(readFileSync(file, 'utf8'));
+      } catch {
+        continue;
+      }
+      for (const pid of [marker.workerPid, marker.jailPid]) {
+        if (pid && isJailOrWorker(pid)) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // gone
+          }
+        }
+      }
+      const resultPath = path.join(marker.logDir, 'result.json');
+      const prev = this.readResult(runId);
+      if (prev && prev.status === 'running') {
+        const now = new Date();
+        new ResultFile(resultPath).write({
+          ...prev,
+          status: 'failed',
+          endedAt: now.toISOString(),
+          durationMs: now.getTime() - Date.parse(prev.startedAt),
+          termination: {
+            reason: 'supervisor-died',
+            detail: `the supervisor (pid ${marker.supervisorPid}) died while this run was going; the run's processes died with it`,
+          },
+          summary: prev.summary || 'the supervisor died during the run',
+        });
+      }
+      if (marker.scratchDir) removeScratch(marker.scratchDir);
+      try {
+        unlinkSync(file);
+      } catch {
+        // ignore
+      }
+      closed.push(runId);
+    }
+    return closed;
+  }
+
+  /** Stop taking runs; cancel the active ones; resolve when all have ended. */
+  async drain(cancel: boolean): Promise<void> {
+    this.acceptingRuns = false;
+    const runs = [...this.active.values()];
+    if (cancel) for (const r of runs) r.stop('cancelled', 'the supervisor was stopped');
+    await Promise.all(runs.map((r) => r.whenEnded()));
+  }
+
+  hasLeftovers(): boolean {
+    return existsSync(path.join(this.paths.supervisorDir, 'active'));
+  }
+}
+
+/** Guards against PID reuse: only kill what still looks like one of our processes. */
+function isJailOrWorker(pid: number): boolean {
+  try {
+    const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    return cmd.includes('runboard-jail') || cmd.includes('worker.mjs');
+  } catch {
+    return false;
+  }
+}
+
+export type { RunDeps };

@@ -1,0 +1,38 @@
+/**
+ * result.json, kept readable whatever happens: it is written atomically (temp + rename) and the
+ * first version is padded so that, when the disk is full and a rename is impossible, the final record
+ * can still be written over it in place.
+ */
+import { closeSync, openSync, renameSync, writeFileSync, writeSync, ftruncateSync } from 'node:fs';
+import type { RunResult } from '../protocol/index.ts';
+
+const RESERVE = 16 * 1024;
+
+export class ResultFile {
+  constructor(readonly path: string) {}
+
+  /** First write, at launch. Throws if even that is impossible (the launch then fails with the reason). */
+  init(result: RunResult): void {
+    const json = JSON.stringify(result, null, 2);
+    writeFileSync(this.path, json.padEnd(Math.max(RESERVE, json.length), ' ') + '\n', { mode: 0o644 });
+  }
+
+  write(result: RunResult): void {
+    const json = JSON.stringify(result, null, 2) + '\n';
+    const tmp = `${this.path}.tmp`;
+    try {
+      writeFileSync(tmp, json, { mode: 0o644 });
+      renameSync(tmp, this.path);
+    } catch {
+      // Disk full (or similar): overwrite the reserved space in place; JSON tolerates trailing spaces.
+      const fd = openSync(this.path, 'r+');
+      try {
+        const padded = Buffer.from(json.length < RESERVE ? json.trimEnd().padEnd(RESERVE, ' ') + '\n' : json);
+        writeSync(fd, padded, 0, padded.length, 0);
+        ftruncateSync(fd, padded.length);
+      } finally {
+        closeSync(fd);
+      }
+    }
+  }
+}

@@ -1,0 +1,606 @@
+/**
+ * One run, from launch to its final record. Owns the run's log dir, its jail + worker process, its
+ * timers (heartbeat, time limit, kill grace) and decides, from evidence, how the run ended.
+ */
+import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { Socket } from 'node:net';
+import readline from 'node:readline';
+import type { Readable } from 'node:stream';
+import type { Logger } from 'pino';
+import { execa } from 'execa';
+import {
+  connect,
+  handle,
+  on,
+  ResponseError,
+  ErrorCodes,
+  RunState,
+  WorkerFinished,
+  WorkerHeartbeat,
+  WorkerLog,
+  WorkerProgress,
+  WorkerReady,
+  type Command,
+  type CardRef,
+  type FlowSpec,
+  type MessageConnection,
+  type RunEvent,
+  type RunResult,
+  type TerminationReason,
+  type WorkerSpec,
+} from '../protocol/index.ts';
+import { AppendFile } from './append-file.ts';
+import type { AttachSource } from './attach.ts';
+import { DenialScanner } from './denials.ts';
+import { ResultFile } from './result-file.ts';
+
+export interface RunDeps {
+  log: Logger;
+  jailPath: string;
+  workerEntry: string;
+  nodePath: string;
+  /** Landlock ABI of the kernel (0: none). */
+  landlockAbi: number;
+  landlockReason: string;
+  useNamespaces: boolean;
+  supervisorDir: string;
+  baseEnv: NodeJS.ProcessEnv;
+}
+
+export interface LaunchSpec {
+  runId: string;
+  logDir: string;
+  scratchDir: string;
+  card: CardRef;
+  flow: FlowSpec;
+  workspace: string;
+  command: Command | undefined;
+}
+
+function spawnJail(file: string, args: string[], cwd: string, env: Record<string, string>) {
+  return execa(file, args, {
+    cwd,
+    env,
+    extendEnv: false,
+    // 0: nothing, 1/2: output into the run log, 3: the run endpoint (a socketpair), 4: jail status lines.
+    stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+    buffer: false,
+    reject: false,
+    cleanup: false,
+    encoding: 'buffer',
+  });
+}
+type JailProcess = ReturnType<typeof spawnJail>;
+
+const DEFAULTS = { heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 15_000, killGraceMs: 1000 };
+
+interface JailExit {
+  code: number | null;
+  signal: number;
+  rchar: number;
+  wchar: number;
+  readBytes: number;
+  writeBytes: number;
+  utimeMs: number;
+  stimeMs: number;
+  maxRssKb: number;
+}
+
+const SIGNAL_NAMES: Record<number, string> = {
+  1: 'SIGHUP',
+  2: 'SIGINT',
+  3: 'SIGQUIT',
+  4: 'SIGILL',
+  6: 'SIGABRT',
+  7: 'SIGBUS',
+  8: 'SIGFPE',
+  9: 'SIGKILL',
+  11: 'SIGSEGV',
+  13: 'SIGPIPE',
+  14: 'SIGALRM',
+  15: 'SIGTERM',
+};
+const signalName = (n: number): string => SIGNAL_NAMES[n] ?? `signal ${n}`;
+
+export class Run {
+  readonly id: string;
+  readonly token = randomBytes(24).toString('hex');
+  readonly signals = new EventEmitter();
+  state: RunState = RunState.launching();
+  result: RunResult;
+
+  private readonly events: AppendFile;
+  private readonly stdout: AppendFile;
+  private readonly stderr: AppendFile;
+  private readonly resultFile: ResultFile;
+  private readonly eventOffsets: number[] = [];
+  private seq = 0;
+  private child: JailProcess | undefined;
+  private conn: MessageConnection | undefined;
+  private workerPid: number | null = null;
+  private finishedReport: {
+    status: 'succeeded' | 'failed' | 'needs-input';
+    exitCode: number | null;
+    summary: string;
+    metrics: Record<string, unknown>;
+  } | null = null;
+  private jailExit: JailExit | null = null;
+  private jailError = '';
+  private endCause: { reason: TerminationReason; detail: string } | null = null;
+  private timers: NodeJS.Timeout[] = [];
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private filesFinal = false;
+  private readonly denials: DenialScanner;
+  private readonly startedAt = Date.now();
+  private readonly ended: Promise<RunResult>;
+  private resolveEnded!: (r: RunResult) => void;
+
+  constructor(
+    private readonly deps: RunDeps,
+    private readonly spec: LaunchSpec,
+  ) {
+    this.id = spec.runId;
+    this.ended = new Promise((r) => (this.resolveEnded = r));
+    mkdirSync(spec.logDir, { recursive: true, mode: 0o700 });
+    this.result = {
+      runId: spec.runId,
+      status: 'running',
+      card: spec.card,
+      flow: spec.flow.name,
+      runner: spec.flow.runner,
+      workspace: spec.workspace,
+      logDir: spec.logDir,
+      startedAt: new Date(this.startedAt).toISOString(),
+      endedAt: null,
+      durationMs: null,
+      exitCode: null,
+      signal: null,
+      termination: null,
+      lastHeartbeat: null,
+      bytesRead: null,
+      bytesWritten: null,
+      storageBytesRead: null,
+      storageBytesWritten: null,
+      stdoutBytes: 0,
+      stderrBytes: 0,
+      summary: '',
+      metrics: {},
+      containment: null,
+      sandbox: null,
+      pid: null,
+      supervisorPid: process.pid,
+    };
+    this.resultFile = new ResultFile(path.join(spec.logDir, 'result.json'));
+    this.resultFile.init(this.result);
+    this.events = new AppendFile(path.join(spec.logDir, 'events.jsonl'));
+    this.stdout = new AppendFile(path.join(spec.logDir, 'stdout.log'));
+    this.stderr = new AppendFile(path.join(spec.logDir, 'stderr.log'));
+    for (const f of [this.events, this.stdout, this.stderr]) {
+      f.on('grow', () => this.signals.emit('grow'));
+      f.on('failed', (err) => this.onLogWriteFailed(f.path, err));
+    }
+    const writable = [spec.workspace, spec.scratchDir, ...(spec.flow.sandbox?.writable ?? [])];
+    this.denials = new DenialScanner(writable, (d) =>
+      this.event('denial', `sandbox denied: ${d.path ?? d.line}`, { path: d.path, line: d.line }),
+    );
+  }
+
+  get isActive(): boolean {
+    return this.state.kind !== 'ended';
+  }
+
+  /** Spawns the jail and the worker. Errors here end the run (recorded), they do not throw. */
+  start(): void {
+    const { flow } = this.spec;
+    const sandboxed = this.deps.landlockAbi > 0;
+    this.event('launched', `launching ${flow.runner} run of ${this.spec.card.path}`, {
+      flow: flow.name,
+      workspace: this.spec.workspace,
+    });
+    if (!sandboxed && !flow.sandbox?.allowUnsandboxed) {
+      this.finish(
+        'failed',
+        'sandbox-failed',
+        `this kernel cannot sandbox runs (${this.deps.landlockReason}); set sandbox.allowUnsandboxed: true on flow "${flow.name}" to run it unconfined`,
+      );
+      return;
+    }
+    for (const d of ['home', 'tmp', 'cache', 'config', 'data'])
+      mkdirSync(path.join(this.spec.scratchDir, d), { recursive: true, mode: 0o700 });
+    const args = ['--status-fd', '4', '--parent-pid', String(process.pid)];
+    for (const w of [this.spec.workspace, this.spec.scratchDir, ...(flow.sandbox?.writable ?? [])])
+      args.push('--write', w);
+    for (const p of flow.sandbox?.tcpPorts ?? []) args.push('--tcp', String(p));
+    if (flow.sandbox?.allowAbstractUnix) args.push('--allow-abstract-unix');
+    if (!sandboxed) args.push('--no-landlock');
+    if (!this.deps.useNamespaces) args.push('--no-namespaces');
+    args.push('--', this.deps.nodePath, this.deps.workerEntry);
+
+    const s = this.spec.scratchDir;
+    const env: Record<string, string> = {
+      PATH: this.deps.baseEnv.PATH || '/usr/local/bin:/usr/bin:/bin',
+      LANG: this.deps.baseEnv.LANG || 'C.UTF-8',
+      HOME: path.join(s, 'home'),
+      TMPDIR: path.join(s, 'tmp'),
+      XDG_CACHE_HOME: path.join(s, 'cache'),
+      XDG_CONFIG_HOME: path.join(s, 'config'),
+      XDG_DATA_HOME: path.join(s, 'data'),
+      npm_config_cache: path.join(s, 'cache', 'npm'),
+      npm_config_update_notifier: 'false',
+      RUNBOARD_RUN_ID: this.id,
+      RUNBOARD_RUN_TOKEN: this.token,
+      RUNBOARD_WORKSPACE: this.spec.workspace,
+      ...(this.deps.baseEnv.TZ ? { TZ: this.deps.baseEnv.TZ } : {}),
+      ...(flow.env ?? {}),
+    };
+    let child: JailProcess;
+    try {
+      child = spawnJail(this.deps.jailPath, args, this.spec.workspace, env);
+    } catch (err) {
+      this.finish('failed', 'spawn-failed', `could not start the worker: ${(err as Error).message}`);
+      return;
+    }
+    this.child = child;
+    this.pipeOutput(child.stdout as Readable, this.stdout, 'stdout');
+    this.pipeOutput(child.stderr as Readable, this.stderr, 'stderr');
+    this.readJailStatus(child.stdio[4] as Readable);
+    this.serveEndpoint(child.stdio[3] as unknown as NodeJS.ReadWriteStream);
+    this.writeMarker(child.pid ?? 0);
+    void child.then((r) => this.onJailExit(r.exitCode ?? null, r.signal ?? null));
+
+    this.armHeartbeat();
+    if (flow.timeoutMs)
+      this.timers.push(
+        setTimeout(
+          () => this.stop('timeout', `the flow's time limit of ${flow.timeoutMs} ms passed`),
+          flow.timeoutMs,
+        ),
+      );
+  }
+
+  /** Cancel: idempotent. */
+  cancel(): void {
+    this.stop('cancelled', 'cancelled by the user');
+  }
+
+  /** Ends the run for `reason`: SIGTERM to the worker (via the jail), SIGKILL after the grace. */
+  stop(
+    reason: TerminationReason,
+    detail: string,
+    graceMs = this.spec.flow.killGraceMs ?? DEFAULTS.killGraceMs,
+  ): void {
+    if (!this.isActive || this.endCause) return;
+    this.endCause = { reason, detail };
+    this.event('cancel', detail, { reason });
+    if (!this.child) {
+      this.finish(reason === 'cancelled' ? 'cancelled' : 'failed', reason, detail);
+      return;
+    }
+    if (graceMs > 0) this.child.kill('SIGTERM');
+    this.timers.push(setTimeout(() => this.killNow(), graceMs));
+  }
+
+  attachSource(): AttachSource {
+    const view = (f: AppendFile) => ({
+      path: f.path,
+      committed: () => f.committed,
+      isFinal: () => this.filesFinal,
+    });
+    return {
+      runId: this.id,
+      events: view(this.events),
+      stdout: view(this.stdout),
+      stderr: view(this.stderr),
+      eventOffset: (seq) => this.eventOffsets[seq],
+      signals: this.signals,
+      result: () => this.ended,
+    };
+  }
+
+  whenEnded(): Promise<RunResult> {
+    return this.ended;
+  }
+
+  // ─── internals ────────────────────────────────────────────────────────────────────────────────
+
+  private killNow(): void {
+    // The worker is the init of the run's PID namespace: killing it kills every process of the run,
+    // and the jail's wait for it returns only when they are all gone.
+    if (this.workerPid) {
+      try {
+        process.kill(this.workerPid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    this.child?.kill('SIGKILL'); // the jail; its parent-death signal takes the worker along
+  }
+
+  private event(type: RunEvent['type'], message?: string, data?: Record<string, unknown>): void {
+    const e: RunEvent = {
+      seq: this.seq++,
+      ts: new Date().toISOString(),
+      type,
+      ...(message !== undefined ? { message } : {}),
+      ...(data ? { data } : {}),
+    };
+    this.eventOffsets.push(this.events.committed + this.events.pendingBytes);
+    this.events.append(Buffer.from(JSON.stringify(e) + '\n'));
+  }
+
+  private pipeOutput(stream: Readable, file: AppendFile, which: 'stdout' | 'stderr'): void {
+    stream.on('data', (chunk: Buffer) => {
+      if (which === 'stderr') this.denials.scan(chunk);
+      if (!file.append(chunk)) {
+        stream.pause();
+        void file.drained().then(() => stream.resume());
+      }
+    });
+    stream.on('error', () => undefined);
+  }
+
+  private readJailStatus(stream: Readable): void {
+    const rl = readline.createInterface({ input: stream, crlfDelay: Infinity });
+    rl.on('line', (line) => {
+      let msg: Record<string, unknown>;
+      try {
+        msg = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        return;
+      }
+      switch (msg.event) {
+        case 'started':
+          this.workerPid = Number(msg.pid);
+          this.result.pid = this.workerPid;
+          this.result.containment = String(msg.containment);
+          this.event(
+            'started',
+            `worker started (pid ${this.workerPid}, containment: ${msg.containment})`,
+            msg,
+          );
+          this.writeMarker(this.child?.pid ?? 0);
+          break;
+        case 'sandbox':
+          this.result.sandbox = { landlockAbi: Number(msg.landlockAbi), enforced: Boolean(msg.enforced) };
+          this.event(
+            'sandbox',
+            msg.enforced
+              ? `Landlock ABI ${msg.landlockAbi} enforced`
+              : 'running unsandboxed (allowed by the flow)',
+            msg,
+          );
+          break;
+        case 'error':
+          this.jailError = String(msg.message);
+          this.event('error', this.jailError);
+          break;
+        case 'exit':
+          this.jailExit = msg as unknown as JailExit;
+          break;
+      }
+    });
+    stream.on('error', () => undefined);
+  }
+
+  private serveEndpoint(stream: NodeJS.ReadWriteStream): void {
+    const socket = stream as unknown as Socket;
+    socket.on('error', () => undefined);
+    const conn = connect(socket, socket, {
+      maxMessageBytes: 4 * 1024 * 1024,
+      onProtocolError: (e) => this.event('error', `bad message from worker: ${e.message}`),
+      close: () => socket.destroy(),
+    });
+    this.conn = conn;
+    let ready = false;
+    handle(conn, WorkerReady, (p): WorkerSpec => {
+      if (p.runId !== this.id || p.token !== this.token)
+        throw new ResponseError(ErrorCodes.Unauthorized, 'wrong run token');
+      if (ready) throw new ResponseError(ErrorCodes.Unauthorized, 'worker already reported ready');
+      ready = true;
+      if (this.isActive && !this.endCause) this.state = RunState.running(this.workerPid ?? p.pid);
+      this.event('ready', `worker ready (version ${p.version})`);
+      return {
+        runId: this.id,
+        runner: this.spec.flow.runner,
+        flow: this.spec.flow,
+        card: this.spec.card,
+        workspace: this.spec.workspace,
+        command: this.spec.command,
+        heartbeatIntervalMs: DEFAULTS.heartbeatIntervalMs,
+      };
+    });
+    const onInvalid = (m: string): void => this.event('error', m);
+    on(conn, WorkerHeartbeat, () => this.armHeartbeat(), onInvalid);
+    on(
+      conn,
+      WorkerLog,
+      (p) => this.event('log', p.message, { level: p.level, ...(p.data ?? {}) }),
+      onInvalid,
+    );
+    on(
+      conn,
+      WorkerProgress,
+      (p) =>
+        this.event('progress', p.message, p.fraction !== undefined ? { fraction: p.fraction } : undefined),
+      onInvalid,
+    );
+    handle(conn, WorkerFinished, (p) => {
+      if (!ready) throw new ResponseError(ErrorCodes.Unauthorized, 'worker finished before it was ready');
+      this.finishedReport = p;
+      this.event('finished', p.summary, { status: p.status, exitCode: p.exitCode });
+      return {};
+    });
+    conn.listen();
+  }
+
+  private armHeartbeat(): void {
+    this.result.lastHeartbeat = this.heartbeatTimer ? new Date().toISOString() : null;
+    clearTimeout(this.heartbeatTimer);
+    const timeout = this.spec.flow.heartbeatTimeoutMs ?? DEFAULTS.heartbeatTimeoutMs;
+    this.heartbeatTimer = setTimeout(() => {
+      const last = this.result.lastHeartbeat
+        ? `last heartbeat at ${this.result.lastHeartbeat}`
+        : 'no heartbeat at all';
+      this.stop(
+        'heartbeat-timeout',
+        `the worker sent no heartbeat for ${timeout} ms (${last}); it was killed as hung`,
+        0,
+      );
+    }, timeout);
+  }
+
+  private onLogWriteFailed(file: string, err: NodeJS.ErrnoException): void {
+    this.deps.log.error({ runId: this.id, file, err: err.message }, 'run log write failed');
+    this.stop(
+      'log-write-failed',
+      `could not write ${path.basename(file)}: ${err.code ?? err.message} (${err.code === 'ENOSPC' ? 'the disk holding the run logs is full; free space and run again' : err.message}); the run was stopped so that no output is lost silently`,
+      0,
+    );
+  }
+
+  private writeMarker(jailPid: number): void {
+    try {
+      const file = path.join(this.deps.supervisorDir, 'active', this.id);
+      writeFileSync(
+        file,
+        JSON.stringify({
+          logDir: this.spec.logDir,
+          jailPid,
+          workerPid: this.workerPid,
+          supervisorPid: process.pid,
+          scratchDir: this.spec.scratchDir,
+        }),
+      );
+    } catch (err) {
+      this.deps.log.warn(
+        { runId: this.id, err: (err as Error).message },
+        'could not write the active-run marker',
+      );
+    }
+  }
+
+  private async onJailExit(_code: number | null, _signal: string | null): Promise<void> {
+    // Let the output pipes drain into the files first: nothing the run printed is lost.
+    await Promise.all([
+      this.streamEnd(this.child?.stdout as Readable),
+      this.streamEnd(this.child?.stderr as Readable),
+      this.streamEnd(this.child?.stdio[4] as Readable | undefined),
+    ]);
+    const exit = this.jailExit;
+    const rep = this.finishedReport;
+    let status: Exclude<RunResult['status'], 'running'>;
+    let reason: TerminationReason;
+    let detail: string;
+    if (this.endCause) {
+      reason = this.endCause.reason;
+      detail = this.endCause.detail;
+      status = reason === 'cancelled' ? 'cancelled' : reason === 'timeout' ? 'timed-out' : 'failed';
+    } else if (!exit || exit.code === 125 || exit.code === 126) {
+      status = 'failed';
+      reason =
+        exit?.code === 125 || exit?.code === 126 || this.jailError.includes('sandbox')
+          ? 'sandbox-failed'
+          : 'spawn-failed';
+      detail = this.jailError || `the run jail exited with ${_code ?? _signal}`;
+    } else if (!rep) {
+      status = 'failed';
+      reason = 'crashed';
+      detail = exit.signal
+        ? `the worker was killed by ${signalName(exit.signal)} before it reported`
+        : `the worker exited with code ${exit.code} before it reported`;
+    } else if (exit.signal || exit.code !== 0) {
+      status = 'failed';
+      reason = 'crashed';
+      detail = `the worker reported "${rep.status}" but then ${exit.signal ? `was killed by ${signalName(exit.signal)}` : `exited with code ${exit.code}`}`;
+    } else {
+      status = rep.status;
+      reason = 'finished';
+      detail = rep.summary;
+      if (status === 'failed' && this.denials.found.length > 0) {
+        reason = 'sandbox-denial';
+        detail = `${rep.summary}; the sandbox denied: ${this.denials.found.map((d) => d.path ?? d.line).join(', ')}`;
+      }
+    }
+    if (exit) {
+      this.result.bytesRead = exit.rchar;
+      this.result.bytesWritten = exit.wchar;
+      this.result.storageBytesRead = exit.readBytes;
+      this.result.storageBytesWritten = exit.writeBytes;
+      this.result.metrics = {
+        ...this.result.metrics,
+        cpuUserMs: exit.utimeMs,
+        cpuSystemMs: exit.stimeMs,
+        maxRssKb: exit.maxRssKb,
+      };
+      if (exit.signal) this.result.signal = signalName(exit.signal);
+    }
+    this.result.exitCode = rep?.exitCode ?? exit?.code ?? null;
+    if (rep) {
+      this.result.summary = rep.summary;
+      this.result.metrics = { ...rep.metrics, ...this.result.metrics } as RunResult['metrics'];
+    }
+    await this.finish(status, reason, detail);
+  }
+
+  private streamEnd(s: Readable | undefined): Promise<void> {
+    if (!s || s.readableEnded || s.destroyed) return Promise.resolve();
+    return new Promise((resolve) => {
+      s.once('end', resolve);
+      s.once('close', resolve);
+      s.once('error', () => resolve());
+    });
+  }
+
+  private async finish(
+    status: Exclude<RunResult['status'], 'running'>,
+    reason: TerminationReason,
+    detail: string,
+  ): Promise<void> {
+    if (this.state.kind === 'ended') return;
+    this.state = RunState.ended(status, reason, detail);
+    for (const t of this.timers) clearTimeout(t);
+    clearTimeout(this.heartbeatTimer);
+    this.conn?.dispose();
+    const endedAt = Date.now();
+    Object.assign(this.result, {
+      status,
+      termination: { reason, detail },
+      endedAt: new Date(endedAt).toISOString(),
+      durationMs: endedAt - this.startedAt,
+      summary: this.result.summary || detail,
+    });
+    this.event('ended', `${status}: ${detail}`, { status, reason });
+    await Promise.all([this.events.close(), this.stdout.close(), this.stderr.close()]);
+    this.result.stdoutBytes = this.stdout.committed;
+    this.result.stderrBytes = this.stderr.committed;
+    if (this.stdout.dropped || this.stderr.dropped)
+      this.result.metrics = {
+        ...this.result.metrics,
+        droppedOutputBytes: this.stdout.dropped + this.stderr.dropped,
+      };
+    try {
+      this.resultFile.write(this.result);
+    } catch (err) {
+      this.deps.log.error({ runId: this.id, err: (err as Error).message }, 'could not write result.json');
+    }
+    try {
+      unlinkSync(path.join(this.deps.supervisorDir, 'active', this.id));
+    } catch {
+      // no marker
+    }
+    void rm(this.spec.scratchDir, { recursive: true, force: true }).catch(() => undefined);
+    this.filesFinal = true;
+    this.signals.emit('final');
+    this.deps.log.info({ runId: this.id, status, reason }, 'run ended');
+    this.resolveEnded(this.result);
+  }
+}
+
+/** Synchronous scratch cleanup for a run from a dead supervisor. */
+export function removeScratch(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,108 @@
+/**
+ * The supervisor socket: one JSON-RPC connection per host (or CLI) client. Every request is validated
+ * by its schema; bad frames get JSON-RPC errors; a client that goes away mid-request harms no one.
+ */
+import type net from 'node:net';
+import type { Logger } from 'pino';
+import {
+  AttachRun,
+  CancelRun,
+  connect,
+  DetachRun,
+  handle,
+  LaunchRun,
+  ListRuns,
+  Offsets,
+  Shutdown,
+  SupervisorStatus,
+  type MessageConnection,
+} from '../protocol/index.ts';
+import { streamRun } from './attach.ts';
+import type { RunRegistry } from './registry.ts';
+
+export interface ServerInfo {
+  version: string;
+  startedAt: string;
+  stateRoot: string;
+  landlockAbi: number;
+  landlockReason: string;
+}
+
+export class SupervisorServer {
+  private readonly connections = new Set<net.Socket>();
+
+  constructor(
+    private readonly registry: RunRegistry,
+    private readonly info: ServerInfo,
+    private readonly log: Logger,
+    private readonly requestShutdown: (cancelRuns: boolean) => void,
+  ) {}
+
+  accept(socket: net.Socket): void {
+    this.connections.add(socket);
+    socket.on('error', (err) => this.log.debug({ err: err.message }, 'client socket error'));
+    const conn = connect(socket, socket, {
+      onProtocolError: (e) =>
+        this.log.warn({ code: e.code, message: e.message }, 'protocol error from client'),
+      close: () => socket.end(),
+    });
+    const attachments = new Map<string, AbortController>();
+    conn.onClose(() => {
+      for (const a of attachments.values()) a.abort();
+      this.connections.delete(socket);
+    });
+    conn.onError(([err]) => this.log.debug({ err: err.message }, 'connection error'));
+    this.register(conn, attachments);
+    conn.listen();
+  }
+
+  closeAll(): void {
+    for (const s of this.connections) s.destroy();
+  }
+
+  private register(conn: MessageConnection, attachments: Map<string, AbortController>): void {
+    const reg = this.registry;
+    handle(conn, LaunchRun, (p) => reg.launch(p));
+    handle(conn, CancelRun, (p) => reg.cancel(p.runId));
+    handle(conn, ListRuns, (p) => ({ runs: reg.list(p.activeOnly ?? false, p.limit ?? 100) }));
+    handle(conn, AttachRun, async (p) => {
+      const src = await reg.source(p.runId);
+      attachments.get(p.runId)?.abort();
+      const ac = new AbortController();
+      attachments.set(p.runId, ac);
+      const run = reg.get(p.runId);
+      const snapshot = run ? run.result : await src.result();
+      // Streaming starts after the response is on its way, so the client knows the run first.
+      setImmediate(() => {
+        streamRun(conn, src, Offsets.parse(p.from ?? {}), ac.signal)
+          .catch((err: Error) =>
+            this.log.debug({ runId: p.runId, err: err.message }, 'attach stream ended with error'),
+          )
+          .finally(() => {
+            if (attachments.get(p.runId) === ac) attachments.delete(p.runId);
+          });
+      });
+      return { run: snapshot };
+    });
+    handle(conn, DetachRun, (p) => {
+      attachments.get(p.runId)?.abort();
+      attachments.delete(p.runId);
+      return {};
+    });
+    handle(conn, SupervisorStatus, () => ({
+      pid: process.pid,
+      version: this.info.version,
+      startedAt: this.info.startedAt,
+      stateRoot: this.info.stateRoot,
+      activeRuns: reg.activeCount,
+      landlockAbi: this.info.landlockAbi,
+      landlockReason: this.info.landlockReason,
+    }));
+    handle(conn, Shutdown, (p) => {
+      const active = reg.activeCount;
+      if (active > 0 && !p.cancelRuns) return { stopping: false, activeRuns: active };
+      setImmediate(() => this.requestShutdown(p.cancelRuns ?? false));
+      return { stopping: true, activeRuns: active };
+    });
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * Error codes of Runboard's JSON-RPC protocol, in one place. They sit outside JSON-RPC's reserved range
+ * (-32768..-32000) so they never collide with transport errors such as InvalidParams (-32602).
+ */
+export const ErrorCodes = {
+  /** The grant's signature does not verify and no grant with its id was ever issued here. */
+  GrantForged: 1001,
+  /** A grant this host issued, with fields changed after signing. */
+  GrantTampered: 1002,
+  /** The granted folder was replaced or removed (device/inode differ): the user must grant it again. */
+  GrantStale: 1003,
+  /** The workspace or a path of the run resolves outside the granted folder (`..`, symlink). */
+  PathOutsideGrant: 1004,
+  /** The grant is not a grant at all (wrong shape/version). */
+  GrantMalformed: 1005,
+  /** No run with that id is known to this supervisor. */
+  RunNotFound: 1010,
+  /** The kernel cannot sandbox the run and the flow does not allow unsandboxed runs. */
+  SandboxUnavailable: 1020,
+  /** The worker could not be started. */
+  SpawnFailed: 1021,
+  /** A frame larger than the receiver accepts. */
+  MessageTooLarge: 1030,
+  /** The peer is not allowed to call this (wrong run token, or a run process calling the host socket). */
+  Unauthorized: 1040,
+  /** The supervisor is shutting down and takes no new runs. */
+  ShuttingDown: 1050,
+  /** The run could not get its log directory (disk full, permissions). */
+  LogDirFailed: 1060,
+} as const;
+export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
+
+/** JSON-RPC's own codes that Runboard uses by name. */
+export const JsonRpcCodes = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  InternalError: -32603,
+} as const;

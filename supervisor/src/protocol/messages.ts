@@ -1,0 +1,182 @@
+/**
+ * Every message between host, supervisor and worker, declared once. Method names read `area/verb`.
+ * Both sides import these; the receiver validates every payload with the schema declared here.
+ */
+import { z } from 'zod';
+import { notification, request } from './define.ts';
+import {
+  CardRef,
+  Command,
+  FlowSpec,
+  Grant,
+  Metrics,
+  Offsets,
+  OutputStream,
+  RunEvent,
+  RunId,
+  RunResult,
+  WorkerStatus,
+} from './schemas.ts';
+
+// ─── host → supervisor (the supervisor socket) ────────────────────────────────────────────────────
+
+/** launchWorker: validate the grant and paths, create the run's log dir, spawn its worker. */
+export const LaunchRun = request(
+  'run/launch',
+  'host→supervisor',
+  z.object({
+    card: CardRef,
+    flow: FlowSpec,
+    /** The card's workspace, absolute; must resolve inside the grant. */
+    workspace: z.string().min(1).max(4096),
+    grant: Grant,
+    /** For runner `command`. */
+    command: Command.optional(),
+    /** Any other path the run is given (inputs, outputs); each must resolve inside the grant. */
+    paths: z.array(z.string().max(4096)).max(256).optional(),
+  }),
+  z.object({ runId: RunId, logDir: z.string() }),
+);
+
+/** cancelWorker: idempotent. Cancelling an ended run reports its final status and changes nothing. */
+export const CancelRun = request(
+  'run/cancel',
+  'host→supervisor',
+  z.object({ runId: RunId }),
+  z.object({ runId: RunId, alreadyEnded: z.boolean(), status: RunResult.shape.status }),
+);
+
+/** Runs this supervisor knows: active ones first, then ended ones from disk, newest first. */
+export const ListRuns = request(
+  'run/list',
+  'host→supervisor',
+  z.object({ activeOnly: z.boolean().optional(), limit: z.number().int().min(1).max(10_000).optional() }),
+  z.object({ runs: z.array(RunResult) }),
+);
+
+/**
+ * Attach to a run from an offset: the supervisor replays what was recorded after `from` (events by seq,
+ * output by byte offset), then streams live, then sends `run/didEnd`. No line is lost or duplicated.
+ */
+export const AttachRun = request(
+  'run/attach',
+  'host→supervisor',
+  z.object({ runId: RunId, from: Offsets.optional() }),
+  z.object({ run: RunResult }),
+);
+
+/** Stop streaming a run to this connection (the run goes on). */
+export const DetachRun = request('run/detach', 'host→supervisor', z.object({ runId: RunId }), z.object({}));
+
+export const SupervisorStatus = request(
+  'supervisor/status',
+  'host→supervisor',
+  z.object({}),
+  z.object({
+    pid: z.number().int(),
+    version: z.string(),
+    startedAt: z.string(),
+    stateRoot: z.string(),
+    activeRuns: z.number().int(),
+    landlockAbi: z.number().int(),
+    landlockReason: z.string(),
+  }),
+);
+
+/** Stop the supervisor. Without `cancelRuns` it refuses while runs are active. */
+export const Shutdown = request(
+  'supervisor/shutdown',
+  'host→supervisor',
+  z.object({ cancelRuns: z.boolean().optional() }),
+  z.object({ stopping: z.boolean(), activeRuns: z.number().int() }),
+);
+
+// ─── supervisor → host (on the connection that attached) ─────────────────────────────────────────
+
+/** One event from events.jsonl. */
+export const DidEvent = notification(
+  'run/didEvent',
+  'supervisor→host',
+  z.object({ runId: RunId, event: RunEvent }),
+);
+
+/**
+ * Output bytes [offset, offset+length) of stdout.log or stderr.log, decoded as UTF-8 (invalid bytes
+ * become U+FFFD). Chunks end at a line end when they can; resume from offset+length.
+ */
+export const DidOutput = notification(
+  'run/didOutput',
+  'supervisor→host',
+  z.object({
+    runId: RunId,
+    stream: OutputStream,
+    offset: z.number().int().min(0),
+    length: z.number().int().min(0),
+    data: z.string(),
+  }),
+);
+
+/** The run has ended and everything recorded was sent. */
+export const DidEnd = notification(
+  'run/didEnd',
+  'supervisor→host',
+  z.object({ runId: RunId, result: RunResult }),
+);
+
+// ─── worker → supervisor (the run endpoint: fd 3 of the worker) ──────────────────────────────────
+
+/** What a worker gets when it reports ready: everything it needs to run. */
+export const WorkerSpec = z.object({
+  runId: RunId,
+  runner: FlowSpec.shape.runner,
+  flow: FlowSpec,
+  card: CardRef,
+  workspace: z.string(),
+  command: Command.optional(),
+  heartbeatIntervalMs: z.number().int().positive(),
+});
+export type WorkerSpec = z.infer<typeof WorkerSpec>;
+
+/** workerReady: the worker proves it is the run's worker (token) and receives its spec. */
+export const WorkerReady = request(
+  'worker/ready',
+  'worker→supervisor',
+  z.object({ runId: RunId, token: z.string().min(16).max(128), pid: z.number().int(), version: z.string() }),
+  WorkerSpec,
+);
+
+/** A structured log line of the worker itself (not the tool's output, which flows through stdout/stderr). */
+export const WorkerLog = notification(
+  'worker/log',
+  'worker→supervisor',
+  z.object({
+    level: z.enum(['debug', 'info', 'warn', 'error']),
+    message: z.string().max(65_536),
+    data: z.record(z.string(), z.unknown()).optional(),
+  }),
+);
+
+export const WorkerProgress = notification(
+  'worker/progress',
+  'worker→supervisor',
+  z.object({ fraction: z.number().min(0).max(1).optional(), message: z.string().max(4096).optional() }),
+);
+
+export const WorkerHeartbeat = notification(
+  'worker/heartbeat',
+  'worker→supervisor',
+  z.object({ at: z.number() }),
+);
+
+/** workerFinished: the worker's own account. The supervisor checks it against what it saw. */
+export const WorkerFinished = request(
+  'worker/finished',
+  'worker→supervisor',
+  z.object({
+    status: WorkerStatus,
+    exitCode: z.number().int().nullable(),
+    summary: z.string().max(65_536),
+    metrics: Metrics,
+  }),
+  z.object({}),
+);

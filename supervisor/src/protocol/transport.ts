@@ -1,0 +1,209 @@
+/**
+ * Framing for every Runboard connection: `Content-Length` frames as in the LSP base protocol, read by
+ * a reader that survives bad input. vscode-jsonrpc's stock reader buffers any announced length and
+ * drops a frame it cannot parse without a word; this one
+ *  - answers a frame over `maxMessageBytes` with MessageTooLarge and skips its body without buffering it,
+ *  - answers a body that is not JSON with ParseError and goes on with the next frame,
+ *  - answers JSON that is not a JSON-RPC message with InvalidRequest,
+ *  - answers a header it cannot parse with ParseError and then closes (framing is lost).
+ */
+import {
+  AbstractMessageReader,
+  createMessageConnection,
+  type DataCallback,
+  type Disposable,
+  type Message,
+  type MessageConnection,
+  StreamMessageWriter,
+} from 'vscode-jsonrpc/node';
+import { ErrorCodes, JsonRpcCodes } from './errors.ts';
+
+export interface ByteSource {
+  on(event: 'data', cb: (chunk: Buffer) => void): unknown;
+  on(event: 'close' | 'end', cb: () => void): unknown;
+  on(event: 'error', cb: (err: Error) => void): unknown;
+}
+export interface ByteSink {
+  write(data: Buffer | string, cb?: (err?: Error | null) => void): boolean;
+  on(event: string, cb: (...args: never[]) => void): unknown;
+  end(): unknown;
+}
+
+export interface ProtocolError {
+  id: number | string | null;
+  code: number;
+  message: string;
+  /** True when the stream can no longer be read (framing lost): the caller should close it. */
+  fatal: boolean;
+}
+
+export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+const MAX_HEADER_BYTES = 8192;
+const HEADER_END = Buffer.from('\r\n\r\n');
+
+export class FramedMessageReader extends AbstractMessageReader {
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  private need = -1; // body length awaited; -1 while reading a header
+  private skip = 0; // bytes of an oversize body still to discard
+  private dead = false;
+
+  constructor(
+    private readonly source: ByteSource,
+    private readonly onProtocolError: (e: ProtocolError) => void,
+    private readonly maxMessageBytes = DEFAULT_MAX_MESSAGE_BYTES,
+  ) {
+    super();
+  }
+
+  listen(callback: DataCallback): Disposable {
+    this.source.on('data', (chunk: Buffer) => this.onData(chunk, callback));
+    this.source.on('error', (err: Error) => this.fireError(err));
+    this.source.on('close', () => this.fireClose());
+    return { dispose: () => undefined };
+  }
+
+  private onData(chunk: Buffer, callback: DataCallback): void {
+    if (this.dead) return;
+    if (this.skip > 0) {
+      const n = Math.min(this.skip, chunk.length);
+      this.skip -= n;
+      chunk = chunk.subarray(n);
+      if (chunk.length === 0) return;
+    }
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    for (;;) {
+      if (this.need < 0) {
+        if (this.buffered === 0 || !this.readHeader()) return;
+      } else {
+        if (this.buffered < this.need) return;
+        const body = this.take(this.need);
+        this.need = -1;
+        this.deliver(body, callback);
+      }
+      if (this.dead) return;
+    }
+  }
+
+  private readHeader(): boolean {
+    const head = this.peek(Math.min(this.buffered, MAX_HEADER_BYTES + 4));
+    const end = head.indexOf(HEADER_END);
+    if (end < 0) {
+      if (this.buffered > MAX_HEADER_BYTES) this.fail('malformed frame: no header end within 8 KiB');
+      return false;
+    }
+    const text = head.subarray(0, end).toString('ascii');
+    this.take(end + 4);
+    let length = -1;
+    for (const line of text.split('\r\n')) {
+      const m = /^([^:]+):\s*(.*)$/.exec(line);
+      if (!m) return this.fail(`malformed frame header line: ${JSON.stringify(line.slice(0, 80))}`);
+      if (m[1]!.toLowerCase() === 'content-length') length = /^\d{1,15}$/.test(m[2]!) ? Number(m[2]) : -1;
+    }
+    if (length < 0) return this.fail('malformed frame: missing or invalid Content-Length');
+    if (length > this.maxMessageBytes) {
+      this.onProtocolError({
+        id: null,
+        code: ErrorCodes.MessageTooLarge,
+        message: `message of ${length} bytes exceeds the limit of ${this.maxMessageBytes} bytes; it was skipped`,
+        fatal: false,
+      });
+      const have = Math.min(this.buffered, length);
+      this.take(have);
+      this.skip = length - have;
+      return this.buffered > 0;
+    }
+    this.need = length;
+    return true;
+  }
+
+  private deliver(body: Buffer, callback: DataCallback): void {
+    let msg: unknown;
+    try {
+      msg = JSON.parse(body.toString('utf8'));
+    } catch (err) {
+      this.onProtocolError({
+        id: null,
+        code: JsonRpcCodes.ParseError,
+        message: `invalid JSON in message body: ${(err as Error).message}`,
+        fatal: false,
+      });
+      return;
+    }
+    if (
+      typeof msg !== 'object' ||
+      msg === null ||
+      Array.isArray(msg) ||
+      (msg as { jsonrpc?: unknown }).jsonrpc !== '2.0'
+    ) {
+      const id = (msg as { id?: unknown } | null)?.id;
+      this.onProtocolError({
+        id: typeof id === 'number' || typeof id === 'string' ? id : null,
+        code: JsonRpcCodes.InvalidRequest,
+        message: 'not a JSON-RPC 2.0 message (expected an object with "jsonrpc": "2.0")',
+        fatal: false,
+      });
+      return;
+    }
+    callback(msg as Message);
+  }
+
+  private fail(message: string): false {
+    this.dead = true;
+    this.chunks = [];
+    this.buffered = 0;
+    this.onProtocolError({ id: null, code: JsonRpcCodes.ParseError, message, fatal: true });
+    return false;
+  }
+
+  private peek(n: number): Buffer {
+    if (this.chunks.length === 0) return Buffer.alloc(0);
+    if (this.chunks.length > 1 && this.chunks[0]!.length < n) {
+      const all = Buffer.concat(this.chunks);
+      this.chunks = [all];
+    }
+    return this.chunks[0]!.subarray(0, n);
+  }
+
+  private take(n: number): Buffer {
+    const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
+    const out = all.subarray(0, n);
+    const rest = all.subarray(n);
+    this.chunks = rest.length ? [rest] : [];
+    this.buffered = rest.length;
+    return out;
+  }
+}
+
+export interface ConnectionOptions {
+  maxMessageBytes?: number;
+  /** Called for every protocol error (after the error response was sent). */
+  onProtocolError?: (e: ProtocolError) => void;
+  /** Called when the stream must be closed (framing lost). */
+  close?: () => void;
+}
+
+/** A JSON-RPC connection over a byte stream pair, with the robust reader above. Not yet listening. */
+export function connect(source: ByteSource, sink: ByteSink, opts: ConnectionOptions = {}): MessageConnection {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- StreamMessageWriter wants a Node Writable
+  const writer = new StreamMessageWriter(sink as any);
+  const reader = new FramedMessageReader(
+    source,
+    (e) => {
+      void writer
+        .write({
+          jsonrpc: '2.0',
+          id: e.id,
+          error: { code: e.code, message: e.message },
+        } as unknown as Message)
+        .catch(() => undefined)
+        .finally(() => {
+          opts.onProtocolError?.(e);
+          if (e.fatal) opts.close?.();
+        });
+    },
+    opts.maxMessageBytes,
+  );
+  return createMessageConnection(reader, writer);
+}

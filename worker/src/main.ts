@@ -1,0 +1,87 @@
+/**
+ * Worker entry point and composition root: one run, then exit.
+ * It is started by the supervisor inside the run jail with its run endpoint on fd 3.
+ */
+import net from 'node:net';
+import {
+  call,
+  connect,
+  notify,
+  WorkerFinished,
+  WorkerHeartbeat,
+  WorkerLog,
+  WorkerProgress,
+  WorkerReady,
+} from '@runboard/supervisor/protocol';
+import { CommandRunner } from './runners/command.ts';
+import type { Runner, RunnerContext, RunnerOutcome } from './runners/runner.ts';
+
+const VERSION = '0.1.0';
+const runners: Partial<Record<string, () => Runner>> = {
+  command: () => new CommandRunner(),
+};
+
+async function main(): Promise<void> {
+  const runId = process.env.RUNBOARD_RUN_ID ?? '';
+  const token = process.env.RUNBOARD_RUN_TOKEN ?? '';
+  const toolEnv: NodeJS.ProcessEnv = { ...process.env };
+  delete toolEnv.RUNBOARD_RUN_TOKEN; // the run's tools never hold the endpoint token
+
+  const socket = new net.Socket({ fd: 3, readable: true, writable: true });
+  const conn = connect(socket, socket, { close: () => socket.destroy() });
+  // The supervisor gone means the run is over (the jail's parent-death signal ends us too).
+  conn.onClose(() => process.exit(70));
+  conn.listen();
+
+  const spec = await call(conn, WorkerReady, { runId, token, pid: process.pid, version: VERSION });
+  const heartbeat = setInterval(
+    () => void notify(conn, WorkerHeartbeat, { at: Date.now() }),
+    spec.heartbeatIntervalMs,
+  );
+
+  const make = runners[spec.runner];
+  let outcome: RunnerOutcome;
+  if (!make) {
+    outcome = {
+      status: 'failed',
+      exitCode: null,
+      summary: `runner "${spec.runner}" is not available in this version of Runboard`,
+      metrics: {},
+    };
+  } else {
+    const runner = make();
+    let stopping = false;
+    for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+      process.on(sig, () => {
+        if (stopping) return;
+        stopping = true;
+        void notify(conn, WorkerLog, { level: 'info', message: `worker received ${sig}; stopping the run` });
+        runner.cancel();
+      });
+    }
+    const ctx: RunnerContext = {
+      spec,
+      env: toolEnv,
+      progress: (fraction, message) => void notify(conn, WorkerProgress, { fraction, message }),
+      log: (level, message, data) => void notify(conn, WorkerLog, { level, message, data }),
+    };
+    try {
+      outcome = await runner.run(ctx);
+    } catch (err) {
+      outcome = {
+        status: 'failed',
+        exitCode: null,
+        summary: `runner error: ${(err as Error).message}`,
+        metrics: {},
+      };
+    }
+  }
+  await call(conn, WorkerFinished, outcome);
+  clearInterval(heartbeat);
+  process.exit(0);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`runboard worker: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(70);
+});
