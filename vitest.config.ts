@@ -15,6 +15,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['tests/**/*.integration.test.ts'],
+          globalSetup: ['tests/helpers/global-setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
           pool: 'forks',

@@ -35,11 +35,17 @@ export class DenialScanner {
     this.carry = (lines.pop() ?? '').slice(-4096);
     for (const line of lines) {
       if (!/permission denied|EACCES|read-only file system/i.test(line)) continue;
-      const paths = [...line.matchAll(PATH_RE)].map((m) => m[1]!);
-      const outside = paths.find(
-        (p) => !this.writable.some((w) => p === w || p.startsWith(w.endsWith('/') ? w : w + path.sep)),
-      );
-      if (paths.length > 0 && !outside) continue; // a denial inside the writable set is not the sandbox's doing
+      // The path a tool complains about stands just before the complaint ("sh: cannot create /x: Permission denied").
+      const at = line.search(/permission denied|EACCES|read-only file system/i);
+      const found = [...line.matchAll(PATH_RE)].map((m) => ({ p: m[1]!, i: m.index ?? 0 }));
+      const before = found.filter((f) => f.i < at);
+      const named = (before.length ? before[before.length - 1] : found[0])?.p;
+      const outside =
+        named &&
+        !this.writable.some((w) => named === w || named.startsWith(w.endsWith('/') ? w : w + path.sep))
+          ? named
+          : undefined;
+      if (named && !outside) continue; // a denial inside the writable set is not the sandbox's doing
       const d = { path: outside ?? null, line: line.slice(0, 500) };
       this.found.push(d);
       this.onDenial(d);

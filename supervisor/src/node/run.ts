@@ -410,11 +410,11 @@ export class Run {
         card: this.spec.card,
         workspace: this.spec.workspace,
         command: this.spec.command,
-        heartbeatIntervalMs: DEFAULTS.heartbeatIntervalMs,
+        heartbeatIntervalMs: this.heartbeatIntervalMs,
       };
     });
     const onInvalid = (m: string): void => this.event('error', m);
-    on(conn, WorkerHeartbeat, () => this.armHeartbeat(), onInvalid);
+    on(conn, WorkerHeartbeat, () => this.armHeartbeat(true), onInvalid);
     on(
       conn,
       WorkerLog,
@@ -437,10 +437,19 @@ export class Run {
     conn.listen();
   }
 
-  private armHeartbeat(): void {
-    this.result.lastHeartbeat = this.heartbeatTimer ? new Date().toISOString() : null;
+  private get heartbeatTimeoutMs(): number {
+    return this.spec.flow.heartbeatTimeoutMs ?? DEFAULTS.heartbeatTimeoutMs;
+  }
+
+  /** Workers beat several times per timeout, so one late beat never kills a healthy worker. */
+  private get heartbeatIntervalMs(): number {
+    return Math.max(50, Math.min(DEFAULTS.heartbeatIntervalMs, Math.floor(this.heartbeatTimeoutMs / 4)));
+  }
+
+  private armHeartbeat(beat = false): void {
+    if (beat) this.result.lastHeartbeat = new Date().toISOString();
     clearTimeout(this.heartbeatTimer);
-    const timeout = this.spec.flow.heartbeatTimeoutMs ?? DEFAULTS.heartbeatTimeoutMs;
+    const timeout = this.heartbeatTimeoutMs;
     this.heartbeatTimer = setTimeout(() => {
       const last = this.result.lastHeartbeat
         ? `last heartbeat at ${this.result.lastHeartbeat}`

@@ -1,0 +1,139 @@
+// How runs end: crash, hang, cancel, time limit, and the supervisor itself dying. No process of a run
+// may outlive it, whatever it does (double fork, setsid, ignoring SIGTERM).
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RunResult } from '@runboard/supervisor/protocol';
+import { Harness, pidAlive, processesMentioning, sleep, waitUntil } from '../helpers/harness.ts';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await Harness.start();
+});
+afterAll(async () => {
+  await h.stop();
+});
+
+async function workerPid(runId: string): Promise<number> {
+  let pid = 0;
+  await waitUntil('the worker to be running', async () => {
+    const { runs } = await h.client.list({ activeOnly: true });
+    pid = runs.find((r) => r.runId === runId)?.pid ?? 0;
+    return pid > 0;
+  });
+  return pid;
+}
+
+/** A process that double-forks, leaves its session and ignores SIGTERM, marked so we can find it. */
+function stubbornGrandchild(marker: string): string {
+  return `trap '' TERM; (setsid sh -c 'trap "" TERM; exec -a ${marker} sleep 300' &) ; echo spawned; sleep 300`;
+}
+
+describe('run endings', () => {
+  it('kill -9 of the worker: the run fails as crashed with the signal, the supervisor goes on', async () => {
+    const { runId } = await h.launch('echo started; sleep 300');
+    const done = h.collect(runId);
+    const pid = await workerPid(runId);
+    process.kill(pid, 'SIGKILL');
+    const rec = await done;
+    expect(rec.result.status).toBe('failed');
+    expect(rec.result.termination?.reason).toBe('crashed');
+    expect(rec.result.signal).toBe('SIGKILL');
+    expect(rec.result.termination?.detail).toContain('SIGKILL');
+    expect(processesMentioning(`RUNBOARD_RUN_ID=${runId}`)).toEqual([]);
+    // still serving
+    expect((await h.run('echo still here')).stdout).toBe('still here\n');
+  });
+
+  it('a hung worker (stopped, no heartbeats) is killed after the heartbeat timeout', async () => {
+    const { runId } = await h.launch('sleep 300', { heartbeatTimeoutMs: 800 });
+    const done = h.collect(runId);
+    const pid = await workerPid(runId);
+    await waitUntil('a first heartbeat', async () =>
+      (await h.client.list({ activeOnly: true })).runs.some((r) => r.runId === runId && r.lastHeartbeat),
+    );
+    await sleep(1000); // healthy for longer than the timeout: heartbeats keep it alive
+    expect((await h.client.list({ activeOnly: true })).runs.some((r) => r.runId === runId)).toBe(true);
+    process.kill(pid, 'SIGSTOP');
+    const rec = await done;
+    expect(rec.result.status).toBe('failed');
+    expect(rec.result.termination?.reason).toBe('heartbeat-timeout');
+    expect(rec.result.termination?.detail).toMatch(/no heartbeat for 800 ms/);
+    expect(rec.result.lastHeartbeat).not.toBeNull();
+    expect(pidAlive(pid)).toBe(false);
+  });
+
+  it('cancel is idempotent and stops a run with a stubborn double-forked grandchild within 2 s', async () => {
+    const marker = `rb-stubborn-${process.pid}-${Date.now()}`;
+    const { runId } = await h.launch(stubbornGrandchild(marker));
+    const done = h.collect(runId);
+    await waitUntil('the grandchild', () => processesMentioning(marker).length > 0);
+    const t0 = Date.now();
+    const first = await h.client.cancel(runId);
+    const second = await h.client.cancel(runId);
+    expect(first).toEqual({ runId, alreadyEnded: false, status: 'running' });
+    expect(second.alreadyEnded).toBe(false);
+    const rec = await done;
+    const took = Date.now() - t0;
+    expect(rec.result.status).toBe('cancelled');
+    expect(rec.result.termination?.reason).toBe('cancelled');
+    expect(took).toBeLessThan(2000);
+    expect(processesMentioning(marker)).toEqual([]); // gone by the time the run is marked ended
+    const third = await h.client.cancel(runId);
+    expect(third).toEqual({ runId, alreadyEnded: true, status: 'cancelled' });
+    expect(rec.events.filter((e) => e.type === 'cancel')).toHaveLength(1);
+  });
+
+  it('a run that leaves a background process behind on success still leaves nothing running', async () => {
+    const marker = `rb-leftover-${process.pid}-${Date.now()}`;
+    const rec = await h.run(`(setsid sh -c 'trap "" TERM HUP; exec -a ${marker} sleep 300' &); echo done`);
+    expect(rec.result.status).toBe('succeeded');
+    expect(processesMentioning(marker)).toEqual([]);
+  });
+
+  it('the flow time limit ends a run as timed-out', async () => {
+    const rec = await h.run('echo working; sleep 300', { timeoutMs: 500, killGraceMs: 200 });
+    expect(rec.result.status).toBe('timed-out');
+    expect(rec.result.termination?.reason).toBe('timeout');
+    expect(rec.stdout).toBe('working\n');
+  });
+
+  it('cancelling an unknown run is a clear error', async () => {
+    await expect(h.client.cancel('20000101-000000-abcdef')).rejects.toMatchObject({
+      code: 1010,
+      message: 'no run 20000101-000000-abcdef',
+    });
+  });
+});
+
+describe('supervisor death', () => {
+  it('kill -9 of the supervisor leaves no run process behind; a restarted one records why the run ended', async () => {
+    const local = await Harness.start();
+    try {
+      const marker = `rb-orphan-${process.pid}-${Date.now()}`;
+      const { runId, logDir } = await local.launch(stubbornGrandchild(marker));
+      await waitUntil('the grandchild', () => processesMentioning(marker).length > 0);
+      const svPid = local.supervisor.pid!;
+      local.client.close();
+      process.kill(svPid, 'SIGKILL');
+      await waitUntil(
+        'every process of the run to be gone',
+        () =>
+          processesMentioning(marker).length === 0 &&
+          processesMentioning(`RUNBOARD_RUN_ID=${runId}`).length === 0,
+        3000,
+      );
+      const before = RunResult.parse(JSON.parse(readFileSync(path.join(logDir, 'result.json'), 'utf8')));
+      expect(before.status).toBe('running'); // nobody was left to record the end…
+      await local.startSupervisor();
+      const after = RunResult.parse(JSON.parse(readFileSync(path.join(logDir, 'result.json'), 'utf8')));
+      expect(after.status).toBe('failed'); // …until a supervisor came back
+      expect(after.termination?.reason).toBe('supervisor-died');
+      expect(after.termination?.detail).toContain(`pid ${svPid}`);
+      const { runs } = await local.client.list({});
+      expect(runs.find((r) => r.runId === runId)?.termination?.reason).toBe('supervisor-died');
+    } finally {
+      await local.stop();
+    }
+  });
+});
