@@ -1,5 +1,6 @@
 // The core runner end to end: supervisor → jail → worker → command, with real processes and files.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunEvent, RunResult } from '@runboard/supervisor/protocol';
@@ -127,10 +128,9 @@ describe('the sandbox', () => {
   });
 
   it('refuses TCP connections to ports the flow does not allow', async () => {
-    const net = await import('node:net');
     const server = net.createServer((s) => s.end('hello from server\n'));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const port = (server.address() as import('node:net').AddressInfo).port;
+    const port = (server.address() as AddressInfo).port;
     const script = `require('net').connect(${port},'127.0.0.1').on('data',d=>process.stdout.write(d)).on('error',e=>{console.log(e.code);})`;
     const denied = await h.run(['node', '-e', script]);
     expect(denied.stdout.trim()).toBe('EACCES');
