@@ -272,6 +272,12 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+process.on('beforeExit', () => {
+  // Reaching here means a promise was left pending (e.g. the supervisor went away mid-request).
+  process.stderr.write('runboard: the supervisor closed the connection before answering\n');
+  process.exit(EXIT.unavailable);
+});
+
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {

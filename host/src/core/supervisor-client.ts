@@ -123,7 +123,10 @@ export class SupervisorClient {
       },
       bad,
     );
-    conn.onClose(() => (this.closed = true));
+    conn.onClose(() => {
+      this.closed = true;
+      conn.dispose(); // rejects requests still waiting for a reply, instead of leaving them pending forever
+    });
   }
 
   /** Connects to the supervisor of this state root, starting one when none runs (if allowed). */

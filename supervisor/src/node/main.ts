@@ -84,8 +84,9 @@ async function main(): Promise<void> {
     if (shuttingDown) return;
     shuttingDown = true;
     log.info({ cancelRuns }, 'shutting down');
-    void registry.drain(cancelRuns).then(() => {
+    void registry.drain(cancelRuns).then(async () => {
       netServer.close();
+      await new Promise((r) => setTimeout(r, 100)); // let replies (e.g. to supervisor/shutdown) reach their clients
       server.closeAll();
       try {
         unlinkSync(paths.socket);

@@ -57,7 +57,7 @@ export class SupervisorServer {
   }
 
   closeAll(): void {
-    for (const s of this.connections) s.destroy();
+    for (const s of this.connections) s.end();
   }
 
   private register(conn: MessageConnection, attachments: Map<string, AbortController>): void {
