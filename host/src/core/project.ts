@@ -9,18 +9,19 @@ import { z } from 'zod';
 import { Command, RunnerName } from '@runboard/supervisor/protocol';
 
 /** "90s", "10m", "1h", "1500ms" or a number of milliseconds. */
-const Duration = z.union([
-  z.number().int().positive(),
-  z
-    .string()
-    .regex(/^\d+(\.\d+)?\s*(ms|s|m|h)$/, 'a duration such as 500ms, 30s, 10m or 1h')
-    .transform((s) => {
-      const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)$/.exec(s)!;
-      return Math.round(
-        Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'],
-      );
-    }),
-]);
+const Duration = z.union([z.number(), z.string()]).transform((v, ctx) => {
+  if (typeof v === 'number' && Number.isInteger(v) && v > 0) return v;
+  const m = typeof v === 'string' ? /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)$/.exec(v.trim()) : null;
+  if (m)
+    return Math.round(
+      Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'],
+    );
+  ctx.addIssue({
+    code: 'custom',
+    message: `expected a duration such as 500ms, 30s, 10m or 1h (got ${JSON.stringify(v)})`,
+  });
+  return z.NEVER;
+});
 
 export const FlowConfig = z.object({
   runner: RunnerName,

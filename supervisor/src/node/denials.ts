@@ -16,6 +16,7 @@ const MARKERS = [
   Buffer.from('EACCES'),
   Buffer.from('Read-only file system'),
 ];
+const MARKER_RE = /permission denied|EACCES|read-only file system/i;
 const PATH_RE = /(?:^|[\s'"`(:])(\/[^\s'"`:)]+)/g;
 
 export class DenialScanner {
@@ -29,14 +30,25 @@ export class DenialScanner {
 
   scan(chunk: Buffer): void {
     if (this.found.length >= 20) return;
-    if (!MARKERS.some((m) => chunk.includes(m)) && !this.carry) return;
+    if (!MARKERS.some((m) => chunk.includes(m))) {
+      // The common case: no complaint in this chunk. Keep only the unfinished last line, in case a
+      // complaint about it arrives with the next chunk.
+      const nl = chunk.lastIndexOf(10);
+      const head = nl < 0 ? chunk : chunk.subarray(0, nl);
+      if (!(this.carry && MARKER_RE.test(this.carry + head.toString('utf8')))) {
+        this.carry = (
+          nl < 0 ? this.carry + chunk.toString('utf8') : chunk.subarray(nl + 1).toString('utf8')
+        ).slice(-4096);
+        return;
+      }
+    }
     const text = this.carry + chunk.toString('utf8');
     const lines = text.split('\n');
     this.carry = (lines.pop() ?? '').slice(-4096);
     for (const line of lines) {
-      if (!/permission denied|EACCES|read-only file system/i.test(line)) continue;
+      if (!MARKER_RE.test(line)) continue;
       // The path a tool complains about stands just before the complaint ("sh: cannot create /x: Permission denied").
-      const at = line.search(/permission denied|EACCES|read-only file system/i);
+      const at = line.search(MARKER_RE);
       const found = [...line.matchAll(PATH_RE)].map((m) => ({ p: m[1]!, i: m.index ?? 0 }));
       const before = found.filter((f) => f.i < at);
       const named = (before.length ? before[before.length - 1] : found[0])?.p;

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { parseCard, parseConfig } from './project.ts';
+
+describe('config.yaml', () => {
+  it('reads the minimum format, with defaults and durations', () => {
+    const c = parseConfig(
+      'c.yaml',
+      'version: 1\nflows:\n  shell: { runner: command, cap: 2, timeout: 10m, killGrace: 500ms }\n',
+    );
+    expect(c.scheduler.maxConcurrency).toBe(4);
+    expect(c.flows.shell).toMatchObject({ runner: 'command', cap: 2, timeout: 600_000, killGrace: 500 });
+  });
+
+  it('says what is wrong and where', () => {
+    expect(() => parseConfig('c.yaml', 'version: 2\nflows: {}\n')).toThrow(
+      /c\.yaml: invalid config: version: version must be 1/,
+    );
+    expect(() => parseConfig('c.yaml', 'version: 1\nflows:\n  shell: { runner: rocket }\n')).toThrow(
+      /flows\.shell\.runner/,
+    );
+    expect(() =>
+      parseConfig('c.yaml', 'version: 1\nflows:\n  shell: { runner: command, timeout: soon }\n'),
+    ).toThrow(/a duration such as/);
+    expect(() => parseConfig('c.yaml', 'version: [1\n')).toThrow(/not valid YAML/);
+  });
+});
+
+describe('cards', () => {
+  it('parses front matter and body, resolving the workspace against the project', () => {
+    const card = parseCard(
+      '/p/cards/a.md',
+      '---\ntitle: A\nflow: shell\nworkspace: ../ws\ncommand: [ls, -l]\n---\n# Task\nDo it.\n',
+      '/p',
+    );
+    expect(card.front).toMatchObject({ title: 'A', flow: 'shell', command: ['ls', '-l'] });
+    expect(card.workspace).toBe('/ws');
+    expect(card.body).toBe('# Task\nDo it.\n');
+  });
+
+  it('refuses a card without front matter, title or flow, with the reason', () => {
+    expect(() => parseCard('/p/a.md', '# Task\n', '/p')).toThrow(/no front matter/);
+    expect(() => parseCard('/p/a.md', '---\nflow: shell\n---\n', '/p')).toThrow(/title/);
+    expect(() => parseCard('/p/a.md', '---\ntitle: A\nstatus: flying\nflow: x\n---\n', '/p')).toThrow(
+      /status/,
+    );
+  });
+});

@@ -1,0 +1,68 @@
+// The framing reader over an in-memory stream pair: what it does with good, split, bad and huge frames.
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { FramedMessageReader, type ProtocolError } from './transport.ts';
+
+function setup(max = 1024) {
+  const src = new PassThrough();
+  const messages: unknown[] = [];
+  const errors: ProtocolError[] = [];
+  const reader = new FramedMessageReader(src, (e) => errors.push(e), max);
+  reader.listen((m) => messages.push(m));
+  const frame = (body: string): Buffer =>
+    Buffer.from(`Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  return { src, messages, errors, frame };
+}
+const msg = (id: number): string => JSON.stringify({ jsonrpc: '2.0', id, method: 'x' });
+
+describe('FramedMessageReader', () => {
+  it('reads several frames from one chunk and one frame split byte by byte', () => {
+    const { src, messages, frame } = setup();
+    src.write(Buffer.concat([frame(msg(1)), frame(msg(2))]));
+    const third = frame(msg(3));
+    for (const b of third) src.write(Buffer.from([b]));
+    expect(messages.map((m) => (m as { id: number }).id)).toEqual([1, 2, 3]);
+  });
+
+  it('handles multi-byte UTF-8 split across chunks', () => {
+    const { src, messages, frame } = setup();
+    const f = frame(JSON.stringify({ jsonrpc: '2.0', method: 'x', params: { t: 'héllo ✓ 世界' } }));
+    src.write(f.subarray(0, f.length - 8));
+    src.write(f.subarray(f.length - 8));
+    expect(messages).toEqual([{ jsonrpc: '2.0', method: 'x', params: { t: 'héllo ✓ 世界' } }]);
+  });
+
+  it('answers invalid JSON with a parse error and reads the next frame', () => {
+    const { src, messages, errors, frame } = setup();
+    src.write(Buffer.concat([frame('{nope'), frame(msg(4))]));
+    expect(errors).toMatchObject([{ id: null, code: -32700, fatal: false }]);
+    expect(messages).toHaveLength(1);
+  });
+
+  it('answers a non-JSON-RPC message with InvalidRequest carrying its id', () => {
+    const { src, errors, frame } = setup();
+    src.write(frame('{"id": 5, "method": "x"}'));
+    expect(errors).toMatchObject([{ id: 5, code: -32600 }]);
+  });
+
+  it('skips an oversize frame without buffering it, then goes on', () => {
+    const { src, messages, errors, frame } = setup(100);
+    src.write(Buffer.from('Content-Length: 5000\r\n\r\n'));
+    for (let i = 0; i < 5; i++) src.write(Buffer.alloc(1000, 0x41));
+    src.write(frame(msg(6)));
+    expect(errors).toMatchObject([{ code: 1030, fatal: false }]);
+    expect(errors[0]!.message).toMatch(/5000 bytes exceeds the limit of 100/);
+    expect(messages).toEqual([JSON.parse(msg(6))]);
+  });
+
+  it('gives up (fatal) on a header without Content-Length, and on endless header bytes', () => {
+    const a = setup();
+    a.src.write('X-Other: 1\r\n\r\n{}');
+    expect(a.errors).toMatchObject([{ code: -32700, fatal: true }]);
+    a.src.write(a.frame(msg(1)));
+    expect(a.messages).toEqual([]); // framing is lost: nothing more is read
+    const b = setup();
+    b.src.write(Buffer.alloc(9000, 0x41));
+    expect(b.errors).toMatchObject([{ fatal: true }]);
+  });
+});
