@@ -89,6 +89,7 @@ export default tseslint.config(
   },
   {
     files: ['supervisor/src/protocol/**/*.ts'],
+    ignores: ['**/*.test.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
