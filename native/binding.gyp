@@ -11,7 +11,7 @@
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "src"],
       "sources": ["src/main.cc"],
       "conditions": [
-        ["OS=='linux'", { "sources": ["src/linux/landlock.cc", "src/linux/sandbox_linux.cc"] }]
+        ["OS=='linux'", { "sources": ["src/linux/landlock.cc", "src/linux/sandbox_linux.cc", "src/linux/peer_linux.cc"] }]
       ]
     },
     {

@@ -25,6 +25,7 @@ export function nativeBuildDir(): string {
 
 interface RawBinding {
   sandboxSupport(): { landlockAbi: number; reason: string };
+  peerCredentials(fd: number): { pid: number; uid: number; gid: number };
 }
 
 let cached: RawBinding | undefined;

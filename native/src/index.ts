@@ -19,3 +19,14 @@ export function sandboxSupport(): SandboxSupport {
 export function jailPath(): string {
   return path.join(nativeBuildDir(), 'runboard-jail');
 }
+
+export interface PeerCredentials {
+  pid: number;
+  uid: number;
+  gid: number;
+}
+
+/** Who is at the other end of a connected Unix socket (by its file descriptor). */
+export function peerCredentials(fd: number): PeerCredentials {
+  return binding().peerCredentials(fd);
+}

@@ -138,4 +138,16 @@ describe('the sandbox', () => {
     expect(allowed.stdout).toBe('hello from server\n');
     server.close();
   });
+
+  it('refuses a run that connects to the supervisor socket (it could launch runs with broader grants)', async () => {
+    const script = `const s = require('net').connect(${JSON.stringify(h.paths.socket)});
+      let got = '';
+      s.on('data', (d) => (got += d)).on('close', () => console.log(got.slice(got.indexOf('{'))));
+      s.on('connect', () => { const b = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'supervisor/status', params: {} }); s.write('Content-Length: ' + b.length + '\\r\\n\\r\\n' + b); });`;
+    const rec = await h.run(['node', '-e', script]);
+    const reply = JSON.parse(rec.stdout);
+    expect(reply.error.code).toBe(1040);
+    expect(reply.error.message).toMatch(/processes of a run may not use the supervisor socket/);
+    expect((await h.client.status()).pid).toBe(h.supervisor.pid); // the host's own client still works
+  });
 });

@@ -7,8 +7,9 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
-import { jailPath, sandboxSupport } from '@runboard/native';
+import { jailPath, peerCredentials, sandboxSupport } from '@runboard/native';
 import { ensurePrivateDir, statePaths } from '../common/paths.ts';
+import { refusePeer } from './peer.ts';
 import { RunRegistry } from './registry.ts';
 import { SupervisorServer } from './server.ts';
 
@@ -96,6 +97,17 @@ async function main(): Promise<void> {
       process.exit(0);
     });
   };
+  const ownUid = process.getuid?.() ?? -1;
+  const refuse = (socket: net.Socket): string | null => {
+    const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
+    let peer = null;
+    try {
+      peer = fd !== undefined && fd >= 0 ? peerCredentials(fd) : null;
+    } catch {
+      // treated as unknown below
+    }
+    return refusePeer(peer, ownUid, registry.jailPids());
+  };
   const server = new SupervisorServer(
     registry,
     {
@@ -107,6 +119,7 @@ async function main(): Promise<void> {
     },
     log,
     shutdown,
+    refuse,
   );
   netServer.on('connection', (s) => server.accept(s));
 

@@ -85,6 +85,13 @@ export class RunRegistry {
     return { runId, logDir };
   }
 
+  /** Jail pids of the active runs: every process of a run descends from one of them. */
+  jailPids(): Set<number> {
+    const out = new Set<number>();
+    for (const r of this.active.values()) if (r.jailPid) out.add(r.jailPid);
+    return out;
+  }
+
   get(runId: string): Run | undefined {
     return this.active.get(runId) ?? this.recent.get(runId);
   }

@@ -189,6 +189,10 @@ export class Run {
     );
   }
 
+  get jailPid(): number | undefined {
+    return this.child?.pid;
+  }
+
   get isActive(): boolean {
     return this.state.kind !== 'ended';
   }

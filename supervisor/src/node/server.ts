@@ -9,6 +9,7 @@ import {
   CancelRun,
   connect,
   DetachRun,
+  ErrorCodes,
   handle,
   LaunchRun,
   ListRuns,
@@ -36,11 +37,24 @@ export class SupervisorServer {
     private readonly info: ServerInfo,
     private readonly log: Logger,
     private readonly requestShutdown: (cancelRuns: boolean) => void,
+    /** Why this client may not connect, or null (see peer.ts). */
+    private readonly refuse: (socket: net.Socket) => string | null,
   ) {}
 
   accept(socket: net.Socket): void {
-    this.connections.add(socket);
     socket.on('error', (err) => this.log.debug({ err: err.message }, 'client socket error'));
+    const refusal = this.refuse(socket);
+    if (refusal) {
+      this.log.warn({ refusal }, 'refused a client');
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: ErrorCodes.Unauthorized, message: `connection refused: ${refusal}` },
+      });
+      socket.end(`Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      return;
+    }
+    this.connections.add(socket);
     const conn = connect(socket, socket, {
       onProtocolError: (e) =>
         this.log.warn({ code: e.code, message: e.message }, 'protocol error from client'),
