@@ -14,6 +14,7 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
+          sequence: { groupOrder: 1 }, // after the unit tests
           include: ['tests/**/*.integration.test.ts'],
           globalSetup: ['tests/helpers/global-setup.ts'],
           testTimeout: 60_000,

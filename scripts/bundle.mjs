@@ -1,6 +1,24 @@
 // Bundles each process entry point into one file under dist/ (fast start-up: one file to load, no
 // module resolution at run time). The native addon stays a separate .node file, found at run time.
 import { build } from 'esbuild';
+import path from 'node:path';
+
+// zod bundles every locale's error messages (~300 KB) behind one namespace export; Runboard speaks
+// English only, and every run's worker pays the parse time at start-up. Keep `en`, drop the rest.
+const zodEnglishOnly = {
+  name: 'zod-english-only',
+  setup(b) {
+    b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      args.importer.includes(`${path.sep}zod${path.sep}`)
+        ? { path: 'zod-locales-en', namespace: 'rb-stub' }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'rb-stub' }, () => ({
+      contents: "export { default as en } from 'zod/v4/locales/en.js';",
+      resolveDir: process.cwd(),
+    }));
+  },
+};
 
 const entries = {
   supervisor: 'supervisor/src/node/main.ts',
@@ -20,6 +38,9 @@ await Promise.all(
         format: 'esm',
         target: 'node20',
         sourcemap: 'linked',
+        minify: true, // less to parse at every worker start
+        keepNames: true,
+        plugins: [zodEnglishOnly],
         logLevel: 'warning',
         external: ['*.node'],
         // Some CommonJS dependencies call require(); give the ESM bundle one.

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Offsets, RunResult } from '@runboard/supervisor/protocol';
 import { SupervisorClient } from '../../host/src/core/supervisor-client.ts';
-import { Harness, sleep } from '../helpers/harness.ts';
+import { Harness, sleep, waitUntil } from '../helpers/harness.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -18,13 +18,13 @@ afterAll(async () => {
 describe('attach', () => {
   it('host detach + re-attach (new connection) during a 100k-line run: every line once, in order', async () => {
     // 100k numbered lines on stdout, paced so the run is still going when we re-attach.
-    const script = `for (let i = 0; i < 100000; i++) { process.stdout.write('line ' + i + '\\n'); if (i % 5000 === 4999) await new Promise(r => setTimeout(r, 40)); }`;
+    const script = `for (let i = 0; i < 100000; i++) { process.stdout.write('line ' + i + '\\n'); if (i % 5000 === 4999) await new Promise(r => setTimeout(r, 100)); }`;
     const { runId } = await h.launch(['node', '--input-type=module', '-e', script]);
     let received = '';
     let ended: RunResult | undefined;
     const first = await SupervisorClient.connect(h.paths);
     await first.attach(runId, { onOutput: (_s, d) => (received += d) });
-    await sleep(150);
+    await waitUntil('some output', () => received.length > 0);
     const offsets = (await first.detach(runId)) as Offsets;
     first.close(); // the host goes away
     expect(offsets.stdout).toBe(Buffer.byteLength(received));

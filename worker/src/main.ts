@@ -3,6 +3,7 @@
  * It is started by the supervisor inside the run jail with its run endpoint on fd 3.
  */
 import net from 'node:net';
+import { config as zodConfig } from 'zod/mini';
 import {
   call,
   connect,
@@ -22,6 +23,8 @@ const runners: Partial<Record<string, () => Runner>> = {
 };
 
 async function main(): Promise<void> {
+  // A worker parses a handful of messages once: compiling validators (zod's JIT) would cost more than it saves.
+  zodConfig({ jitless: true });
   const runId = process.env.RUNBOARD_RUN_ID ?? '';
   const token = process.env.RUNBOARD_RUN_TOKEN ?? '';
   const toolEnv: NodeJS.ProcessEnv = { ...process.env };

@@ -272,14 +272,29 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** Exit once everything written to stdout/stderr has left the process (pipes are asynchronous here). */
+function exitAfterFlush(code: number): void {
+  let pending = 2;
+  const done = (): void => {
+    if (--pending === 0) process.exit(code);
+  };
+  process.stdout.write('', done);
+  process.stderr.write('', done);
+}
+
+let finished = false;
 process.on('beforeExit', () => {
+  if (finished) return;
   // Reaching here means a promise was left pending (e.g. the supervisor went away mid-request).
   process.stderr.write('runboard: the supervisor closed the connection before answering\n');
   process.exit(EXIT.unavailable);
 });
 
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+  (code) => {
+    finished = true;
+    exitAfterFlush(code);
+  },
   (err: unknown) => {
     let code: number = EXIT.usage;
     let msg = (err as Error).message ?? String(err);
@@ -292,7 +307,8 @@ main(process.argv.slice(2)).then(
       (err as NodeJS.ErrnoException).code
     ))
       msg = (err as Error).stack ?? msg;
+    finished = true;
     process.stderr.write(`runboard: ${msg}\n`);
-    process.exit(code);
+    exitAfterFlush(code);
   },
 );

@@ -60,11 +60,15 @@ export type CardStatus = z.infer<typeof CardStatus>;
 export const CardFrontMatter = z
   .object({
     id: z.string().optional(),
-    title: z.string().min(1, 'a card needs a title'),
+    // `title: True` or `title: 2024` is YAML for a boolean or a number; a person meant the text.
+    title: z
+      .union([z.string(), z.number(), z.boolean()])
+      .transform(String)
+      .pipe(z.string().min(1, 'a card needs a title')),
     flow: z.string().min(1, 'a card needs a flow (one of the flows in config.yaml)'),
     status: CardStatus.optional(),
     workspace: z.string().min(1).optional(),
-    command: Command.optional(),
+    command: z.optional(Command),
   })
   .passthrough();
 export type CardFrontMatter = z.infer<typeof CardFrontMatter>;

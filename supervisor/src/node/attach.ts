@@ -42,6 +42,9 @@ export interface AttachSource {
 
 const MAX_CHUNK = 1024 * 1024;
 const PARTIAL_LINE_WAIT_MS = 150;
+/** Below this much new output a live stream waits a moment for more: fewer, larger messages. */
+const COALESCE_BYTES = 256 * 1024;
+const COALESCE_MS = 8;
 
 /** Largest n <= len such that buf[0..n) does not end inside a UTF-8 sequence. */
 export function utf8Boundary(buf: Buffer, len: number): number {
@@ -91,8 +94,11 @@ async function pumpOutput(
       const final = view.isFinal();
       const end = view.committed();
       if (pos < end) {
+        if (!final && end - pos < COALESCE_BYTES && !partialSince) {
+          await new Promise((r) => setTimeout(r, COALESCE_MS)); // once: then send what there is
+        }
         fh ??= await open(view.path, 'r');
-        const want = Math.min(end - pos, MAX_CHUNK);
+        const want = Math.min(view.committed() - pos, MAX_CHUNK);
         const { bytesRead } = await fh.read(buf, 0, want, pos);
         if (bytesRead === 0) break;
         let cut = buf.lastIndexOf(10, bytesRead - 1) + 1;

@@ -7,6 +7,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
+import { config as zodConfig } from 'zod/mini';
+import en from 'zod/v4/locales/en.js';
 import { jailPath, peerCredentials, sandboxSupport } from '@runboard/native';
 import { ensurePrivateDir, statePaths } from '../common/paths.ts';
 import { refusePeer } from './peer.ts';
@@ -47,6 +49,7 @@ async function listen(server: net.Server, socketPath: string): Promise<'listenin
 }
 
 async function main(): Promise<void> {
+  zodConfig(en()); // English validation messages for clients (zod/mini loads no locale by itself)
   const paths = statePaths();
   const log = pino(
     { base: { pid: process.pid }, level: process.env.RUNBOARD_LOG_LEVEL ?? 'info' },

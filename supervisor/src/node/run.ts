@@ -313,15 +313,18 @@ export class Run {
 
   private killNow(): void {
     // The worker is the init of the run's PID namespace: killing it kills every process of the run,
-    // and the jail's wait for it returns only when they are all gone.
+    // and the jail's wait for it returns only when they are all gone. So the jail is left to report
+    // (and the run counts as ended only then); it is killed itself only if it does not.
     if (this.workerPid) {
       try {
         process.kill(this.workerPid, 'SIGKILL');
       } catch {
         // already gone
       }
+      this.timers.push(setTimeout(() => this.child?.kill('SIGKILL'), 2000));
+    } else {
+      this.child?.kill('SIGKILL'); // no worker yet; the jail's parent-death signal covers a late fork
     }
-    this.child?.kill('SIGKILL'); // the jail; its parent-death signal takes the worker along
   }
 
   private event(type: RunEvent['type'], message?: string, data?: Record<string, unknown>): void {
@@ -605,7 +608,7 @@ export class Run {
     } catch {
       // no marker
     }
-    void rm(this.spec.scratchDir, { recursive: true, force: true }).catch(() => undefined);
+    await rm(this.spec.scratchDir, { recursive: true, force: true }).catch(() => undefined);
     this.filesFinal = true;
     this.signals.emit('final');
     this.deps.log.info({ runId: this.id, status, reason }, 'run ended');

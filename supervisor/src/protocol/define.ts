@@ -1,24 +1,24 @@
 import { NotificationType, RequestType } from 'vscode-jsonrpc';
-import type { z } from 'zod';
+import type * as z from 'zod/mini';
 
 /** Which side sends a message. */
 export type Direction = 'host→supervisor' | 'supervisor→host' | 'worker→supervisor';
 
-export interface RequestDef<P extends z.ZodType, R extends z.ZodType> {
+export interface RequestDef<P extends z.ZodMiniType, R extends z.ZodMiniType> {
   readonly method: string;
   readonly direction: Direction;
   readonly params: P;
   readonly result: R;
   readonly type: RequestType<z.input<P>, z.output<R>, void>;
 }
-export interface NotificationDef<P extends z.ZodType> {
+export interface NotificationDef<P extends z.ZodMiniType> {
   readonly method: string;
   readonly direction: Direction;
   readonly params: P;
   readonly type: NotificationType<z.input<P>>;
 }
 
-export function request<P extends z.ZodType, R extends z.ZodType>(
+export function request<P extends z.ZodMiniType, R extends z.ZodMiniType>(
   method: string,
   direction: Direction,
   params: P,
@@ -27,7 +27,7 @@ export function request<P extends z.ZodType, R extends z.ZodType>(
   return { method, direction, params, result, type: new RequestType(method) };
 }
 
-export function notification<P extends z.ZodType>(
+export function notification<P extends z.ZodMiniType>(
   method: string,
   direction: Direction,
   params: P,

@@ -2,7 +2,7 @@
  * Every message between host, supervisor and worker, declared once. Method names read `area/verb`.
  * Both sides import these; the receiver validates every payload with the schema declared here.
  */
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { notification, request } from './define.ts';
 import {
   CardRef,
@@ -28,12 +28,12 @@ export const LaunchRun = request(
     card: CardRef,
     flow: FlowSpec,
     /** The card's workspace, absolute; must resolve inside the grant. */
-    workspace: z.string().min(1).max(4096),
+    workspace: z.string().check(z.minLength(1), z.maxLength(4096)),
     grant: Grant,
     /** For runner `command`. */
-    command: Command.optional(),
+    command: z.optional(Command),
     /** Any other path the run is given (inputs, outputs); each must resolve inside the grant. */
-    paths: z.array(z.string().max(4096)).max(256).optional(),
+    paths: z.optional(z.array(z.string().check(z.maxLength(4096))).check(z.maxLength(256))),
   }),
   z.object({ runId: RunId, logDir: z.string() }),
 );
@@ -50,7 +50,10 @@ export const CancelRun = request(
 export const ListRuns = request(
   'run/list',
   'host→supervisor',
-  z.object({ activeOnly: z.boolean().optional(), limit: z.number().int().min(1).max(10_000).optional() }),
+  z.object({
+    activeOnly: z.optional(z.boolean()),
+    limit: z.optional(z.int().check(z.minimum(1), z.maximum(10_000))),
+  }),
   z.object({ runs: z.array(RunResult) }),
 );
 
@@ -61,7 +64,7 @@ export const ListRuns = request(
 export const AttachRun = request(
   'run/attach',
   'host→supervisor',
-  z.object({ runId: RunId, from: Offsets.optional() }),
+  z.object({ runId: RunId, from: z.optional(Offsets) }),
   z.object({ run: RunResult }),
 );
 
@@ -73,12 +76,12 @@ export const SupervisorStatus = request(
   'host→supervisor',
   z.object({}),
   z.object({
-    pid: z.number().int(),
+    pid: z.int(),
     version: z.string(),
     startedAt: z.string(),
     stateRoot: z.string(),
-    activeRuns: z.number().int(),
-    landlockAbi: z.number().int(),
+    activeRuns: z.int(),
+    landlockAbi: z.int(),
     landlockReason: z.string(),
   }),
 );
@@ -87,8 +90,8 @@ export const SupervisorStatus = request(
 export const Shutdown = request(
   'supervisor/shutdown',
   'host→supervisor',
-  z.object({ cancelRuns: z.boolean().optional() }),
-  z.object({ stopping: z.boolean(), activeRuns: z.number().int() }),
+  z.object({ cancelRuns: z.optional(z.boolean()) }),
+  z.object({ stopping: z.boolean(), activeRuns: z.int() }),
 );
 
 // ─── supervisor → host (on the connection that attached) ─────────────────────────────────────────
@@ -110,8 +113,8 @@ export const DidOutput = notification(
   z.object({
     runId: RunId,
     stream: OutputStream,
-    offset: z.number().int().min(0),
-    length: z.number().int().min(0),
+    offset: z.int().check(z.minimum(0)),
+    length: z.int().check(z.minimum(0)),
     data: z.string(),
   }),
 );
@@ -132,8 +135,8 @@ export const WorkerSpec = z.object({
   flow: FlowSpec,
   card: CardRef,
   workspace: z.string(),
-  command: Command.optional(),
-  heartbeatIntervalMs: z.number().int().positive(),
+  command: z.optional(Command),
+  heartbeatIntervalMs: z.int().check(z.positive()),
 });
 export type WorkerSpec = z.infer<typeof WorkerSpec>;
 
@@ -141,7 +144,12 @@ export type WorkerSpec = z.infer<typeof WorkerSpec>;
 export const WorkerReady = request(
   'worker/ready',
   'worker→supervisor',
-  z.object({ runId: RunId, token: z.string().min(16).max(128), pid: z.number().int(), version: z.string() }),
+  z.object({
+    runId: RunId,
+    token: z.string().check(z.minLength(16), z.maxLength(128)),
+    pid: z.int(),
+    version: z.string(),
+  }),
   WorkerSpec,
 );
 
@@ -151,15 +159,18 @@ export const WorkerLog = notification(
   'worker→supervisor',
   z.object({
     level: z.enum(['debug', 'info', 'warn', 'error']),
-    message: z.string().max(65_536),
-    data: z.record(z.string(), z.unknown()).optional(),
+    message: z.string().check(z.maxLength(65_536)),
+    data: z.optional(z.record(z.string(), z.unknown())),
   }),
 );
 
 export const WorkerProgress = notification(
   'worker/progress',
   'worker→supervisor',
-  z.object({ fraction: z.number().min(0).max(1).optional(), message: z.string().max(4096).optional() }),
+  z.object({
+    fraction: z.optional(z.number().check(z.minimum(0), z.maximum(1))),
+    message: z.optional(z.string().check(z.maxLength(4096))),
+  }),
 );
 
 export const WorkerHeartbeat = notification(
@@ -174,8 +185,8 @@ export const WorkerFinished = request(
   'worker→supervisor',
   z.object({
     status: WorkerStatus,
-    exitCode: z.number().int().nullable(),
-    summary: z.string().max(65_536),
+    exitCode: z.nullable(z.int()),
+    summary: z.string().check(z.maxLength(65_536)),
     metrics: Metrics,
   }),
   z.object({}),

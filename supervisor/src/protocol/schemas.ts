@@ -2,17 +2,19 @@
  * The data that crosses process boundaries, one zod schema each; the TypeScript types are inferred
  * from them so a type and its validator cannot drift.
  */
-import { z } from 'zod';
+import * as z from 'zod/mini';
 
 /** `YYYYMMDD-HHMMSS-xxxxxx`: sortable, and names its own date folder under logs/agents/. */
-export const RunId = z.string().regex(/^\d{8}-\d{6}-[0-9a-f]{6}$/, 'not a run id (YYYYMMDD-HHMMSS-xxxxxx)');
+export const RunId = z
+  .string()
+  .check(z.regex(/^\d{8}-\d{6}-[0-9a-f]{6}$/, 'not a run id (YYYYMMDD-HHMMSS-xxxxxx)'));
 export type RunId = z.infer<typeof RunId>;
 
-const AbsPath = z
-  .string()
-  .min(1)
-  .max(4096)
-  .refine((p) => p.startsWith('/'), 'must be an absolute path');
+const AbsPath = z.string().check(
+  z.minLength(1),
+  z.maxLength(4096),
+  z.refine((p) => p.startsWith('/'), 'must be an absolute path'),
+);
 
 /**
  * A workspace grant: the Linux analogue of a security-scoped bookmark. Created only by the host from
@@ -22,16 +24,16 @@ export const Grant = z.object({
   /** Format version. */
   v: z.literal(1),
   /** Random id, also the file name in the host's grant store. */
-  id: z.string().regex(/^[0-9a-f]{16,64}$/),
+  id: z.string().check(z.regex(/^[0-9a-f]{16,64}$/)),
   /** The folder as chosen, after realpath. */
   path: AbsPath,
   /** Device and inode of the folder when granted (decimal strings: they can exceed 2^53). */
-  dev: z.string().regex(/^\d+$/),
-  ino: z.string().regex(/^\d+$/),
+  dev: z.string().check(z.regex(/^\d+$/)),
+  ino: z.string().check(z.regex(/^\d+$/)),
   /** ISO time the user granted it. */
   createdAt: z.string(),
   /** Hex HMAC-SHA256 over the fields above. */
-  sig: z.string().regex(/^[0-9a-f]{64}$/),
+  sig: z.string().check(z.regex(/^[0-9a-f]{64}$/)),
 });
 export type Grant = z.infer<typeof Grant>;
 
@@ -40,48 +42,45 @@ export type RunnerName = z.infer<typeof RunnerName>;
 
 /** What a flow in config.yaml says about how its runs are run and confined. */
 export const FlowSpec = z.object({
-  name: z.string().min(1).max(100),
+  name: z.string().check(z.minLength(1), z.maxLength(100)),
   runner: RunnerName,
   /** Whole-run time limit; the run ends `timed-out` after it. */
-  timeoutMs: z
-    .number()
-    .int()
-    .positive()
-    .max(7 * 24 * 3600_000)
-    .optional(),
+  timeoutMs: z.optional(z.int().check(z.positive(), z.maximum(7 * 24 * 3600_000))),
   /** A worker silent for this long is considered hung and killed. */
-  heartbeatTimeoutMs: z.number().int().min(200).max(3600_000).optional(),
+  heartbeatTimeoutMs: z.optional(z.int().check(z.minimum(200), z.maximum(3600_000))),
   /** Time between SIGTERM and SIGKILL when a run is cancelled or timed out. */
-  killGraceMs: z.number().int().min(0).max(60_000).optional(),
-  sandbox: z
-    .object({
+  killGraceMs: z.optional(z.int().check(z.minimum(0), z.maximum(60_000))),
+  sandbox: z.optional(
+    z.object({
       /** Extra trees the run may write (absolute, e.g. a shared package cache). */
-      writable: z.array(AbsPath).max(64).optional(),
+      writable: z.optional(z.array(AbsPath).check(z.maxLength(64))),
       /** TCP ports the run may connect to (none by default). */
-      tcpPorts: z.array(z.number().int().min(1).max(65535)).max(64).optional(),
+      tcpPorts: z.optional(z.array(z.int().check(z.minimum(1), z.maximum(65535))).check(z.maxLength(64))),
       /** Run even where the kernel cannot sandbox (no Landlock). Off by default. */
-      allowUnsandboxed: z.boolean().optional(),
+      allowUnsandboxed: z.optional(z.boolean()),
       /** Allow connecting to abstract unix sockets (X11 uses one). Off by default. */
-      allowAbstractUnix: z.boolean().optional(),
-    })
-    .optional(),
+      allowAbstractUnix: z.optional(z.boolean()),
+    }),
+  ),
   /** Environment variables passed to the run, on top of the trimmed base environment. */
-  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string().max(32_768)).optional(),
+  env: z.optional(
+    z.record(z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/)), z.string().check(z.maxLength(32_768))),
+  ),
 });
 export type FlowSpec = z.infer<typeof FlowSpec>;
 
 export const CardRef = z.object({
   /** Absolute path of the card file. */
   path: AbsPath,
-  id: z.string().max(200).optional(),
-  title: z.string().max(500).optional(),
+  id: z.optional(z.string().check(z.maxLength(200))),
+  title: z.optional(z.string().check(z.maxLength(500))),
 });
 export type CardRef = z.infer<typeof CardRef>;
 
 /** What a `command` runner runs: a string for `sh -c`, or an argv list. */
 export const Command = z.union([
-  z.string().min(1).max(65_536),
-  z.array(z.string().max(65_536)).min(1).max(4096),
+  z.string().check(z.minLength(1), z.maxLength(65_536)),
+  z.array(z.string().check(z.maxLength(65_536))).check(z.minLength(1), z.maxLength(4096)),
 ]);
 export type Command = z.infer<typeof Command>;
 
@@ -119,32 +118,32 @@ export const RunResult = z.object({
   workspace: z.string(),
   logDir: z.string(),
   startedAt: z.string(),
-  endedAt: z.string().nullable(),
-  durationMs: z.number().nullable(),
-  exitCode: z.number().int().nullable(),
-  signal: z.string().nullable(),
-  termination: z.object({ reason: TerminationReason, detail: z.string() }).nullable(),
-  lastHeartbeat: z.string().nullable(),
+  endedAt: z.nullable(z.string()),
+  durationMs: z.nullable(z.number()),
+  exitCode: z.nullable(z.int()),
+  signal: z.nullable(z.string()),
+  termination: z.nullable(z.object({ reason: TerminationReason, detail: z.string() })),
+  lastHeartbeat: z.nullable(z.string()),
   /** Bytes the run's processes read and wrote through I/O syscalls (rchar/wchar), and at the storage layer. */
-  bytesRead: z.number().nullable(),
-  bytesWritten: z.number().nullable(),
-  storageBytesRead: z.number().nullable(),
-  storageBytesWritten: z.number().nullable(),
+  bytesRead: z.nullable(z.number()),
+  bytesWritten: z.nullable(z.number()),
+  storageBytesRead: z.nullable(z.number()),
+  storageBytesWritten: z.nullable(z.number()),
   /** Output sizes as recorded in stdout.log / stderr.log. */
   stdoutBytes: z.number(),
   stderrBytes: z.number(),
   summary: z.string(),
   metrics: Metrics,
-  containment: z.string().nullable(),
-  sandbox: z.object({ landlockAbi: z.number(), enforced: z.boolean() }).nullable(),
-  pid: z.number().int().nullable(),
-  supervisorPid: z.number().int(),
+  containment: z.nullable(z.string()),
+  sandbox: z.nullable(z.object({ landlockAbi: z.number(), enforced: z.boolean() })),
+  pid: z.nullable(z.int()),
+  supervisorPid: z.int(),
 });
 export type RunResult = z.infer<typeof RunResult>;
 
 /** One line of events.jsonl. `seq` starts at 0 and has no gaps: it is the replay offset for events. */
 export const RunEvent = z.object({
-  seq: z.number().int().min(0),
+  seq: z.int().check(z.minimum(0)),
   ts: z.string(),
   type: z.enum([
     'launched',
@@ -159,8 +158,8 @@ export const RunEvent = z.object({
     'ended',
     'error',
   ]),
-  message: z.string().optional(),
-  data: z.record(z.string(), z.unknown()).optional(),
+  message: z.optional(z.string()),
+  data: z.optional(z.record(z.string(), z.unknown())),
 });
 export type RunEvent = z.infer<typeof RunEvent>;
 
@@ -169,8 +168,8 @@ export type OutputStream = z.infer<typeof OutputStream>;
 
 /** A replay position: next event seq, and byte offsets into stdout.log / stderr.log. */
 export const Offsets = z.object({
-  events: z.number().int().min(0).default(0),
-  stdout: z.number().int().min(0).default(0),
-  stderr: z.number().int().min(0).default(0),
+  events: z._default(z.int().check(z.minimum(0)), 0),
+  stdout: z._default(z.int().check(z.minimum(0)), 0),
+  stderr: z._default(z.int().check(z.minimum(0)), 0),
 });
 export type Offsets = z.infer<typeof Offsets>;

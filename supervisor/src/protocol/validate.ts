@@ -3,11 +3,11 @@
  * schema did not accept, and a caller never trusts a result its schema did not accept.
  */
 import { type MessageConnection, ResponseError } from 'vscode-jsonrpc/node';
-import type { z } from 'zod';
+import type * as z from 'zod/mini';
 import type { NotificationDef, RequestDef } from './define.ts';
 import { JsonRpcCodes } from './errors.ts';
 
-function describe(err: z.ZodError): string {
+function describe(err: z.core.$ZodError): string {
   return err.issues
     .slice(0, 5)
     .map((i) => `${i.path.length ? i.path.join('.') : '(params)'}: ${i.message}`)
@@ -15,7 +15,7 @@ function describe(err: z.ZodError): string {
 }
 
 /** Serve a request: params validated, errors thrown as ResponseError pass through, others become InternalError. */
-export function handle<P extends z.ZodType, R extends z.ZodType>(
+export function handle<P extends z.ZodMiniType, R extends z.ZodMiniType>(
   connection: MessageConnection,
   def: RequestDef<P, R>,
   handler: (params: z.output<P>) => Promise<z.input<R>> | z.input<R>,
@@ -41,7 +41,7 @@ export function handle<P extends z.ZodType, R extends z.ZodType>(
 }
 
 /** Receive a notification: an invalid one is reported to `onInvalid` and dropped. */
-export function on<P extends z.ZodType>(
+export function on<P extends z.ZodMiniType>(
   connection: MessageConnection,
   def: NotificationDef<P>,
   handler: (params: z.output<P>) => void,
@@ -55,7 +55,7 @@ export function on<P extends z.ZodType>(
 }
 
 /** Send a request and validate the result. */
-export async function call<P extends z.ZodType, R extends z.ZodType>(
+export async function call<P extends z.ZodMiniType, R extends z.ZodMiniType>(
   connection: MessageConnection,
   def: RequestDef<P, R>,
   params: z.input<P>,
@@ -66,7 +66,7 @@ export async function call<P extends z.ZodType, R extends z.ZodType>(
   return parsed.data;
 }
 
-export function notify<P extends z.ZodType>(
+export function notify<P extends z.ZodMiniType>(
   connection: MessageConnection,
   def: NotificationDef<P>,
   params: z.input<P>,

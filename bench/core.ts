@@ -1,0 +1,157 @@
+/**
+ * Core runner benchmark (issue: core runner). Prints ratios against baselines measured in the same run.
+ *  (a) 200 `command` runs of `true` at concurrency 4: runs/s and launch latency (launch request →
+ *      workerReady seen by the client), next to a bare loop spawning `node -e 0` the same way.
+ *  (b) a run writing 200 MB of log lines to an attached client: MB/s received, next to `cat` piping
+ *      the same bytes.
+ * Usage: node bench/run.mjs bench/core.ts [--runs N] [--mb M]
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { createGrant } from '@runboard/supervisor/grants';
+import { statePaths } from '@runboard/supervisor/paths';
+import { SupervisorClient } from '../host/src/core/supervisor-client.ts';
+
+const { values } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '200' },
+    mb: { type: 'string', default: '200' },
+    concurrency: { type: 'string', default: '4' },
+  },
+});
+const RUNS = Number(values.runs);
+const MB = Number(values.mb);
+const CONC = Number(values.concurrency);
+
+const pct = (xs: number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+const f1 = (n: number): string => n.toFixed(1);
+
+async function pool<T>(n: number, conc: number, job: (i: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: conc }, async () => {
+      while (next < n) {
+        const i = next++;
+        out[i] = await job(i);
+      }
+    }),
+  );
+  return out;
+}
+
+const trimmedEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };
+
+/** Bare baseline: spawn node, latency to its first output byte (= "ready"), then wait for exit. */
+function bareSpawn(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    let ready = 0;
+    const c = spawn(process.execPath, ['-e', "process.stdout.write('r')"], {
+      env: trimmedEnv,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    c.stdout.once('data', () => (ready = performance.now() - t0));
+    c.once('error', reject);
+    c.once('exit', () => resolve(ready));
+  });
+}
+
+async function main(): Promise<void> {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'rb-bench-'));
+  const paths = statePaths({ RUNBOARD_HOME: path.join(root, 'home') });
+  process.env.RUNBOARD_HOME = paths.root;
+  const ws = path.join(root, 'ws');
+  mkdirSync(ws);
+  const grant = createGrant(paths, ws);
+  const client = await SupervisorClient.connect(paths, { autoStart: true });
+  const flow = { name: 'bench', runner: 'command' as const };
+  const card = { path: path.join(root, 'card.md'), title: 'bench' };
+
+  const launchOne = async (
+    command: string,
+  ): Promise<{ ready: number; total: number; bytes: number; chunks: number }> => {
+    const t0 = performance.now();
+    const { runId } = await client.launch({ card, flow, workspace: ws, grant, command });
+    let ready = 0;
+    let bytes = 0;
+    let chunks = 0;
+    await new Promise<void>((resolve) => {
+      void client.attach(runId, {
+        onEvent: (e) => {
+          if (e.type === 'ready') ready = performance.now() - t0;
+        },
+        onOutput: (_s, _d, _o, len) => {
+          bytes += len;
+          chunks++;
+        },
+        onEnd: (r) => {
+          if (r.status !== 'succeeded')
+            throw new Error(`bench run ${runId} ${r.status}: ${r.termination?.detail}`);
+          resolve();
+        },
+      });
+    });
+    return { ready, total: performance.now() - t0, bytes, chunks };
+  };
+
+  // Warm-up (page cache, JIT) for both sides.
+  await pool(8, CONC, () => bareSpawn());
+  await pool(8, CONC, () => launchOne('true'));
+
+  let t = performance.now();
+  const bare = await pool(RUNS, CONC, () => bareSpawn());
+  const bareSecs = (performance.now() - t) / 1000;
+  t = performance.now();
+  const runs = await pool(RUNS, CONC, () => launchOne('true'));
+  const runSecs = (performance.now() - t) / 1000;
+  const readyMs = runs.map((r) => r.ready);
+
+  console.log(`\n(a) ${RUNS} runs of \`true\` at concurrency ${CONC}`);
+  console.log(
+    `    bare \`node -e 0\` spawn : ${f1(RUNS / bareSecs)} runs/s, ready p50 ${f1(pct(bare, 50))} ms, p99 ${f1(pct(bare, 99))} ms`,
+  );
+  console.log(
+    `    runboard command run  : ${f1(RUNS / runSecs)} runs/s, launch→workerReady p50 ${f1(pct(readyMs, 50))} ms, p99 ${f1(pct(readyMs, 99))} ms`,
+  );
+  console.log(
+    `    ratio (runboard / bare): latency p50 ${(pct(readyMs, 50) / pct(bare, 50)).toFixed(2)}×, p99 ${(pct(readyMs, 99) / pct(bare, 99)).toFixed(2)}×, throughput ${(bareSecs / runSecs).toFixed(2)}× of bare`,
+  );
+
+  // (b) log throughput
+  const gen = `yes 'a typical log line: step 1234 of 5678 finished in 12.3 ms, all good' | head -c ${MB * 1_000_000}`;
+  t = performance.now();
+  await new Promise<void>((resolve, reject) => {
+    const c = spawn('sh', ['-c', `${gen} | cat > /dev/null`], { stdio: 'ignore' });
+    c.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`cat baseline exited ${code}`))));
+  });
+  const catSecs = (performance.now() - t) / 1000;
+  const big = await launchOne(gen);
+  if (big.bytes !== MB * 1_000_000)
+    throw new Error(`received ${big.bytes} bytes, expected ${MB * 1_000_000}`);
+  const rbSecs = big.total / 1000;
+  console.log(`\n(b) ${MB} MB of log lines to an attached client`);
+  console.log(`    through \`cat\`         : ${f1(MB / catSecs)} MB/s`);
+  console.log(
+    `    runboard (attached)   : ${f1(MB / rbSecs)} MB/s (written to stdout.log, read back, sent as JSON-RPC in ${big.chunks} messages)`,
+  );
+  console.log(`    ratio (runboard / cat): ${(catSecs / rbSecs).toFixed(2)}× the throughput`);
+  console.log(
+    `\nmachine: ${os.cpus().length} × ${os.cpus()[0]?.model}, node ${process.version}, ${new Date().toISOString()}`,
+  );
+
+  await client.shutdown(true);
+  client.close();
+  rmSync(root, { recursive: true, force: true });
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
