@@ -7,7 +7,7 @@ import path from 'node:path';
 
 const require = createRequire(import.meta.url);
 const nodeDir = path.resolve(path.dirname(process.execPath), '..');
-const args = ['rebuild', '-j', '2'];
+const args = ['rebuild', '-j', '2', '--loglevel=warn'];
 if (existsSync(path.join(nodeDir, 'include', 'node', 'node.h'))) args.push(`--nodedir=${nodeDir}`);
 let gyp;
 try {

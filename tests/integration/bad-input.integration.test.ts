@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, s
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Harness, processesMentioning, sleep } from '../helpers/harness.ts';
+import { Harness, processesMentioning, waitUntil } from '../helpers/harness.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -148,11 +148,14 @@ describe('malformed protocol input', () => {
       command: 'echo launched-by-a-ghost',
     });
     raw.sock.destroy();
-    await sleep(500);
     await stillServing();
-    const { runs } = await h.client.list({ limit: 5 });
-    const ghost = runs.find((r) => r.card.path === path.join(h.root, 'c.md'));
-    expect(ghost?.status).toBe('succeeded');
+    const ghost = async () =>
+      (await h.client.list({ limit: 5 })).runs.find((r) => r.card.path === path.join(h.root, 'c.md'));
+    await waitUntil(
+      'the launched run to end',
+      async () => (await ghost())?.status !== 'running' && (await ghost()) !== undefined,
+    );
+    expect((await ghost())?.status).toBe('succeeded');
   });
 });
 

@@ -3,7 +3,7 @@ import { DenialScanner, type Denial } from './denials.ts';
 
 function scan(lines: string[], writable = ['/ws', '/scratch/r1']): Denial[] {
   const found: Denial[] = [];
-  const s = new DenialScanner(writable, (d) => found.push(d));
+  const s = new DenialScanner('/ws', writable, (d) => found.push(d));
   for (const l of lines) s.scan(Buffer.from(l));
   return found;
 }
@@ -15,6 +15,18 @@ describe('DenialScanner', () => {
     ]);
     expect(scan(["touch: cannot touch '/etc/y': Permission denied\n"])[0]?.path).toBe('/etc/y');
     expect(scan(["Error: EACCES: permission denied, open '/opt/z'\n"])[0]?.path).toBe('/opt/z');
+  });
+
+  it('normalises the path before deciding it is outside', () => {
+    expect(
+      scan(["touch: cannot touch '/scratch/r1/home/../../../etc/x': Permission denied\n"])[0]?.path,
+    ).toBe('/etc/x');
+  });
+
+  it('resolves a relative path against the working directory', () => {
+    expect(scan(['/bin/sh: 1: cannot create ../outside.txt: Permission denied\n'])[0]?.path).toBe(
+      '/outside.txt',
+    );
   });
 
   it('ignores refusals inside the writable set and lines without a refusal', () => {

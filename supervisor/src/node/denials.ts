@@ -17,13 +17,15 @@ const MARKERS = [
   Buffer.from('Read-only file system'),
 ];
 const MARKER_RE = /permission denied|EACCES|read-only file system/i;
-const PATH_RE = /(?:^|[\s'"`(:])(\/[^\s'"`:)]+)/g;
+const PATH_RE = /(?:^|[\s'"`(:‘])((?:\/|\.\.?\/)[^\s'"`:)’]+)/g;
 
 export class DenialScanner {
   readonly found: Denial[] = [];
   private carry = '';
 
   constructor(
+    /** The tools' working directory, for relative paths in their complaints. */
+    private readonly cwd: string,
     private readonly writable: string[],
     private readonly onDenial: (d: Denial) => void,
   ) {}
@@ -51,7 +53,8 @@ export class DenialScanner {
       const at = line.search(MARKER_RE);
       const found = [...line.matchAll(PATH_RE)].map((m) => ({ p: m[1]!, i: m.index ?? 0 }));
       const before = found.filter((f) => f.i < at);
-      const named = (before.length ? before[before.length - 1] : found[0])?.p;
+      const raw = (before.length ? before[before.length - 1] : found[0])?.p;
+      const named = raw === undefined ? undefined : path.resolve(this.cwd, raw); // `a/../../b` names b
       const outside =
         named &&
         !this.writable.some((w) => named === w || named.startsWith(w.endsWith('/') ? w : w + path.sep))

@@ -76,6 +76,7 @@ function spawnJail(file: string, args: string[], cwd: string, env: Record<string
 }
 type JailProcess = ReturnType<typeof spawnJail>;
 
+const START_ALLOWANCE_MS = 30_000;
 const DEFAULTS = { heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 15_000, killGraceMs: 1000 };
 
 interface JailExit {
@@ -184,7 +185,7 @@ export class Run {
       f.on('failed', (err) => this.onLogWriteFailed(f.path, err));
     }
     const writable = [spec.workspace, spec.scratchDir, ...(spec.flow.sandbox?.writable ?? [])];
-    this.denials = new DenialScanner(writable, (d) =>
+    this.denials = new DenialScanner(spec.workspace, writable, (d) =>
       this.event('denial', `sandbox denied: ${d.path ?? d.line}`, { path: d.path, line: d.line }),
     );
   }
@@ -456,7 +457,11 @@ export class Run {
   private armHeartbeat(beat = false): void {
     if (beat) this.result.lastHeartbeat = new Date().toISOString();
     clearTimeout(this.heartbeatTimer);
-    const timeout = this.heartbeatTimeoutMs;
+    // Until its first heartbeat a worker is still starting (Node, the bundle, the sandbox): on a loaded
+    // machine that can take longer than a tight heartbeat timeout, so it gets at least START_ALLOWANCE_MS.
+    const timeout = this.result.lastHeartbeat
+      ? this.heartbeatTimeoutMs
+      : Math.max(this.heartbeatTimeoutMs, START_ALLOWANCE_MS);
     this.heartbeatTimer = setTimeout(() => {
       const last = this.result.lastHeartbeat
         ? `last heartbeat at ${this.result.lastHeartbeat}`
