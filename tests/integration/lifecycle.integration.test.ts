@@ -77,6 +77,7 @@ describe('run endings', () => {
     const took = Date.now() - t0;
     expect(rec.result.status).toBe('cancelled');
     expect(rec.result.termination?.reason).toBe('cancelled');
+    expect(rec.result.exitCode).toBeNull(); // the command was killed, it did not exit
     expect(took).toBeLessThan(2000);
     expect(processesMentioning(marker)).toEqual([]); // gone by the time the run is marked ended
     const third = await h.client.cancel(runId);

@@ -559,7 +559,8 @@ export class Run {
       };
       if (exit.signal) this.result.signal = signalName(exit.signal);
     }
-    this.result.exitCode = rep?.exitCode ?? exit?.code ?? null;
+    // The tool's exit code when the worker reported one (null: killed by a signal), else the worker's own.
+    this.result.exitCode = rep ? rep.exitCode : (exit?.code ?? null);
     if (rep) {
       this.result.summary = rep.summary;
       this.result.metrics = { ...rep.metrics, ...this.result.metrics } as RunResult['metrics'];
