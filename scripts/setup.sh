@@ -20,17 +20,18 @@ if ((${#missing[@]})); then
 fi
 
 # 2. npm dependencies (npm ci also builds native/ through its install script).
+nstamp=native/build/.runboard-stamp
+nwant=$(cat native/binding.gyp $(find native/src -name '*.cc' -o -name '*.h' | sort) | sha256sum | cut -c1-16)
 stamp=node_modules/.runboard-stamp
 want=$(cat package-lock.json */package.json package.json | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   log "installing npm dependencies"
   npm ci --no-audit --no-fund --loglevel=error
   echo "$want" > "$stamp"
+  echo "$nwant" > "$nstamp" # npm ci has just built it
 fi
 
 # 3. Native addon: rebuild when its sources changed since the last build.
-nstamp=native/build/.runboard-stamp
-nwant=$(cat native/binding.gyp $(find native/src -name '*.cc' -o -name '*.h' | sort) | sha256sum | cut -c1-16)
 if [ ! -f "$nstamp" ] || [ "$(cat "$nstamp")" != "$nwant" ]; then
   log "building the native addon"
   node native/scripts/build.mjs >/dev/null
