@@ -278,6 +278,17 @@ describe('the environment', () => {
     }
   });
 
+  it('without the worker start-up snapshot, workers start from the plain bundle', async () => {
+    const h2 = await Harness.start({ env: { RUNBOARD_WORKER_SNAPSHOT: 'off' } });
+    try {
+      const rec = await h2.run('echo from the bundle');
+      expect(rec.result.status).toBe('succeeded');
+      expect(rec.stdout).toBe('from the bundle\n');
+    } finally {
+      await h2.stop();
+    }
+  });
+
   it('without user namespaces the subreaper fallback still leaves no process behind', async () => {
     const h2 = await Harness.start({ env: { RUNBOARD_NAMESPACES: 'off' } });
     try {

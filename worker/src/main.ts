@@ -3,6 +3,7 @@
  * It is started by the supervisor inside the run jail with its run endpoint on fd 3.
  */
 import net from 'node:net';
+import v8 from 'node:v8';
 import { config as zodConfig } from 'zod/mini';
 import {
   call,
@@ -84,7 +85,18 @@ async function main(): Promise<void> {
   process.exit(0);
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`runboard worker: ${(err as Error).stack ?? String(err)}\n`);
-  process.exit(70);
-});
+function start(): void {
+  if (process.env.RUNBOARD_WORKER_PROBE === '1') {
+    process.stdout.write('runboard-worker-ok\n'); // the supervisor checks that a start-up snapshot loads
+    return;
+  }
+  main().catch((err: unknown) => {
+    process.stderr.write(`runboard worker: ${(err as Error).stack ?? String(err)}\n`);
+    process.exit(70);
+  });
+}
+
+// Built into a V8 start-up snapshot (scripts/bundle.mjs), the worker's code is already loaded when a
+// run starts: `start` runs when the snapshot is deserialised. Run as a plain script, it starts now.
+if (v8.startupSnapshot?.isBuildingSnapshot()) v8.startupSnapshot.setDeserializeMainFunction(start);
+else start();

@@ -3,6 +3,7 @@
  * Long-lived; survives host restarts; one per state root.
  */
 import { existsSync, unlinkSync, chmodSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -48,6 +49,32 @@ async function listen(server: net.Server, socketPath: string): Promise<'listenin
   throw new Error(`cannot listen on ${socketPath}`);
 }
 
+/**
+ * How to start a worker: from its V8 start-up snapshot when there is one that this Node loads (checked
+ * once, here), else from the plain bundle. RUNBOARD_WORKER_SNAPSHOT=off forces the bundle.
+ */
+function pickWorkerArgv(blob: string, bundle: string, log: pino.Logger): string[] {
+  const plain = [process.execPath, bundle];
+  if (
+    process.env.RUNBOARD_WORKER_SNAPSHOT === 'off' ||
+    process.env.RUNBOARD_WORKER_ENTRY ||
+    !existsSync(blob)
+  )
+    return plain;
+  const probe = spawnSync(process.execPath, ['--snapshot-blob', blob], {
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', RUNBOARD_WORKER_PROBE: '1' },
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
+  if (probe.status === 0 && probe.stdout.includes('runboard-worker-ok'))
+    return [process.execPath, '--snapshot-blob', blob];
+  log.warn(
+    { stderr: probe.stderr?.slice(0, 500) },
+    'worker start-up snapshot unusable; using the plain bundle',
+  );
+  return plain;
+}
+
 async function main(): Promise<void> {
   zodConfig(en()); // English validation messages for clients (zod/mini loads no locale by itself)
   const paths = statePaths();
@@ -69,12 +96,12 @@ async function main(): Promise<void> {
   const workerEntry = process.env.RUNBOARD_WORKER_ENTRY ?? path.join(here, 'worker.mjs');
   if (!existsSync(workerEntry))
     throw new Error(`worker bundle not found at ${workerEntry}; run scripts/setup.sh`);
+  const workerArgv = pickWorkerArgv(path.join(here, 'worker.blob'), workerEntry, log);
 
   const registry = new RunRegistry(paths, {
     log,
     jailPath: jailPath(),
-    workerEntry,
-    nodePath: process.execPath,
+    workerArgv,
     landlockAbi,
     landlockReason,
     useNamespaces: process.env.RUNBOARD_NAMESPACES !== 'off',

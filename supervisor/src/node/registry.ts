@@ -227,7 +227,7 @@ export class RunRegistry {
 function isJailOrWorker(pid: number): boolean {
   try {
     const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    return cmd.includes('runboard-jail') || cmd.includes('worker.mjs');
+    return cmd.includes('runboard-jail') || cmd.includes('worker.mjs') || cmd.includes('worker.blob');
   } catch {
     return false;
   }

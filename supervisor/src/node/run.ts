@@ -41,8 +41,8 @@ import { ResultFile } from './result-file.ts';
 export interface RunDeps {
   log: Logger;
   jailPath: string;
-  workerEntry: string;
-  nodePath: string;
+  /** The command line that starts a worker (node + snapshot or bundle). */
+  workerArgv: string[];
   /** Landlock ABI of the kernel (0: none). */
   landlockAbi: number;
   landlockReason: string;
@@ -223,7 +223,7 @@ export class Run {
     if (flow.sandbox?.allowAbstractUnix) args.push('--allow-abstract-unix');
     if (!sandboxed) args.push('--no-landlock');
     if (!this.deps.useNamespaces) args.push('--no-namespaces');
-    args.push('--', this.deps.nodePath, this.deps.workerEntry);
+    args.push('--', ...this.deps.workerArgv);
 
     const s = this.spec.scratchDir;
     const env: Record<string, string> = {
