@@ -41,6 +41,7 @@ export interface AttachSource {
 }
 
 const MAX_CHUNK = 1024 * 1024;
+const SEND_WINDOW = 3;
 const PARTIAL_LINE_WAIT_MS = 150;
 /** Below this much new output a live stream waits a moment for more: fewer, larger messages. */
 const COALESCE_BYTES = 256 * 1024;
@@ -89,6 +90,8 @@ async function pumpOutput(
   const buf = Buffer.allocUnsafe(MAX_CHUNK);
   let pos = from;
   let partialSince = 0;
+  // A few messages in flight, so reading the next chunk overlaps with the client taking the last one.
+  const inflight: Promise<void>[] = [];
   try {
     while (!abort.aborted) {
       const final = view.isFinal();
@@ -112,13 +115,15 @@ async function pumpOutput(
           }
         }
         partialSince = 0;
-        await send(pos, cut, buf.toString('utf8', 0, cut));
+        inflight.push(send(pos, cut, buf.toString('utf8', 0, cut)));
+        if (inflight.length >= SEND_WINDOW) await inflight.shift();
         pos += cut;
         continue;
       }
       if (final) break;
       await waitFor(src.signals, abort, 1000);
     }
+    await Promise.all(inflight);
   } finally {
     await fh?.close();
   }

@@ -1,7 +1,7 @@
 // The framing reader over an in-memory stream pair: what it does with good, split, bad and huge frames.
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { FramedMessageReader, type ProtocolError } from './transport.ts';
+import { FramedMessageReader, FramedMessageWriter, type ProtocolError } from './transport.ts';
 
 function setup(max = 1024) {
   const src = new PassThrough();
@@ -64,5 +64,23 @@ describe('FramedMessageReader', () => {
     const b = setup();
     b.src.write(Buffer.alloc(9000, 0x41));
     expect(b.errors).toMatchObject([{ fatal: true }]);
+  });
+});
+
+describe('FramedMessageWriter', () => {
+  it('writes frames in order that the reader reads back, without waiting for each to be flushed', async () => {
+    const pipe = new PassThrough();
+    const writer = new FramedMessageWriter(pipe as never);
+    const got: unknown[] = [];
+    new FramedMessageReader(pipe, () => undefined, 1 << 24).listen((m) => got.push(m));
+    const big = 'x'.repeat(3 * 1024 * 1024);
+    await Promise.all(
+      [1, 2, 3].map((id) =>
+        writer.write({ jsonrpc: '2.0', id, method: 'm', params: { big, t: 'é✓' } } as never),
+      ),
+    );
+    await new Promise((r) => setImmediate(r));
+    expect(got.map((m) => (m as { id: number }).id)).toEqual([1, 2, 3]);
+    expect((got[2] as { params: { big: string; t: string } }).params.t).toBe('é✓');
   });
 });

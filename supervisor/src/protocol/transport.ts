@@ -9,12 +9,13 @@
  */
 import {
   AbstractMessageReader,
+  AbstractMessageWriter,
   createMessageConnection,
   type DataCallback,
   type Disposable,
   type Message,
   type MessageConnection,
-  StreamMessageWriter,
+  type MessageWriter,
 } from 'vscode-jsonrpc/node';
 import { ErrorCodes, JsonRpcCodes } from './errors.ts';
 
@@ -25,8 +26,13 @@ export interface ByteSource {
 }
 export interface ByteSink {
   write(data: Buffer | string, cb?: (err?: Error | null) => void): boolean;
-  on(event: string, cb: (...args: never[]) => void): unknown;
+  on(event: 'error', cb: (err: Error) => void): unknown;
+  on(event: 'close' | 'drain', cb: () => void): unknown;
+  once(event: 'close' | 'drain', cb: () => void): unknown;
+  off(event: 'close' | 'drain', cb: () => void): unknown;
   end(): unknown;
+  readonly writableLength: number;
+  readonly destroyed: boolean;
 }
 
 export interface ProtocolError {
@@ -176,6 +182,55 @@ export class FramedMessageReader extends AbstractMessageReader {
   }
 }
 
+/** Above this many bytes queued in the socket, writers wait for it to drain. */
+const WRITE_HIGH_WATER = 8 * 1024 * 1024;
+
+/**
+ * Writes frames without waiting for each one to reach the kernel (vscode-jsonrpc's writer does, which
+ * makes a fast sender and its reader take turns instead of working at the same time). Order is kept
+ * (one synchronous write per frame); `write` resolves at once while less than WRITE_HIGH_WATER is
+ * queued, else on 'drain', so a slow reader still holds the sender back.
+ */
+export class FramedMessageWriter extends AbstractMessageWriter implements MessageWriter {
+  private closed = false;
+
+  constructor(private readonly sink: ByteSink) {
+    super();
+    sink.on('error', (err: Error) => this.fireError(err));
+    sink.on('close', () => {
+      this.closed = true;
+      this.fireClose();
+    });
+  }
+
+  write(msg: Message): Promise<void> {
+    if (this.closed || this.sink.destroyed) return Promise.reject(new Error('connection is closed'));
+    let body: Buffer;
+    try {
+      body = Buffer.from(JSON.stringify(msg), 'utf8');
+    } catch (err) {
+      this.fireError(err, msg);
+      return Promise.reject(err);
+    }
+    this.sink.write(`Content-Length: ${body.length}\r\n\r\n`); // header and body in one tick: nothing between them
+    this.sink.write(body);
+    if (this.sink.writableLength < WRITE_HIGH_WATER) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        this.sink.off('drain', done);
+        this.sink.off('close', done);
+        resolve();
+      };
+      this.sink.once('drain', done);
+      this.sink.once('close', done);
+    });
+  }
+
+  end(): void {
+    this.sink.end();
+  }
+}
+
 export interface ConnectionOptions {
   maxMessageBytes?: number;
   /** Called for every protocol error (after the error response was sent). */
@@ -186,8 +241,7 @@ export interface ConnectionOptions {
 
 /** A JSON-RPC connection over a byte stream pair, with the robust reader above. Not yet listening. */
 export function connect(source: ByteSource, sink: ByteSink, opts: ConnectionOptions = {}): MessageConnection {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- StreamMessageWriter wants a Node Writable
-  const writer = new StreamMessageWriter(sink as any);
+  const writer = new FramedMessageWriter(sink);
   const reader = new FramedMessageReader(
     source,
     (e) => {
