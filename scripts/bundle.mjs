@@ -1,5 +1,6 @@
 // Bundles each process entry point into one file under dist/ (fast start-up: one file to load, no
 // module resolution at run time). The native addon stays a separate .node file, found at run time.
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const entries = {
@@ -29,3 +30,23 @@ await Promise.all(
       }),
     ),
 );
+
+// The board's renderer: one browser bundle + its page and styles, served by `runboard serve` and
+// loaded by the Electron shell.
+if (extra.length === 0 || extra.includes('renderer')) {
+  mkdirSync('dist/renderer', { recursive: true });
+  await build({
+    entryPoints: ['host/src/renderer/main.tsx'],
+    outfile: 'dist/renderer/app.js',
+    bundle: true,
+    platform: 'browser',
+    format: 'esm',
+    target: 'chrome120',
+    jsx: 'automatic',
+    minify: true,
+    sourcemap: 'linked',
+    logLevel: 'warning',
+    define: { 'process.env.NODE_ENV': '"production"' },
+  });
+  for (const f of ['index.html', 'app.css']) copyFileSync(`host/src/renderer/${f}`, `dist/renderer/${f}`);
+}
