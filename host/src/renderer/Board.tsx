@@ -6,6 +6,10 @@
 import {
   closestCorners,
   DndContext,
+  DragOverlay,
+  pointerWithin,
+  rectIntersection,
+  type CollisionDetection,
   KeyboardSensor,
   PointerSensor,
   useDroppable,
@@ -21,6 +25,7 @@ import {
   verticalListSortingStrategy,
 } from '@dnd-kit/sortable';
 import { CSS } from '@dnd-kit/utilities';
+import { useState } from 'react';
 import type { BoardView, CardView, Column } from './api.ts';
 import { COLUMN_TITLES } from './api.ts';
 
@@ -78,7 +83,7 @@ function CardTile({ card, selected, onSelect }: { card: CardView; selected: bool
           <div className="card-title">{card.title}</div>
           <div className="card-meta">
             <span className="flow">{card.flow}</span>
-            {card.locked && <span className="lock">🔒 running</span>}
+            {card.locked && <span className="lock">● running · locked</span>}
             {card.failures ? <span className="fails">{card.failures}× failed</span> : null}
           </div>
           {card.column === 'running' && (
@@ -169,6 +174,23 @@ export function dropTarget(
   return { id: activeId, to: over.column, index: from === -1 ? index : index };
 }
 
+/**
+ * With a pointer: the card or column under it. With the keyboard (no pointer): what the moved card
+ * overlaps (closest corners alone would prefer the card's own old place to a tall column). Cards win
+ * over columns, so a drop lands at a card's place.
+ */
+const collision: CollisionDetection = (args) => {
+  const preferCards = (hits: ReturnType<CollisionDetection>) => {
+    const cards = hits.filter((c) => !String(c.id).startsWith(COL_PREFIX));
+    return cards.length ? cards : hits;
+  };
+  const within = pointerWithin(args);
+  if (within.length) return preferCards(within);
+  const overlapping = rectIntersection(args);
+  if (overlapping.length) return preferCards(overlapping);
+  return closestCorners(args);
+};
+
 export function Board({
   board,
   selected,
@@ -202,14 +224,18 @@ export function Board({
     onDragEnd: ({ active, over }) => `Card ${titleOf(active.id)} was dropped on ${where(over?.id)}.`,
     onDragCancel: ({ active }) => `Moving card ${titleOf(active.id)} was cancelled.`,
   };
+  const [dragging, setDragging] = useState<CardView>();
   const onDragEnd = (e: DragEndEvent): void => {
+    setDragging(undefined);
     const m = dropTarget(board, String(e.active.id), e.over ? String(e.over.id) : undefined);
     if (m) onMove(m);
   };
   return (
     <DndContext
       sensors={sensors}
-      collisionDetection={closestCorners}
+      collisionDetection={collision}
+      onDragStart={(e) => setDragging(board.cards.find((c) => c.id === e.active.id))}
+      onDragCancel={() => setDragging(undefined)}
       onDragEnd={onDragEnd}
       accessibility={{
         announcements,
@@ -231,6 +257,16 @@ export function Board({
           />
         ))}
       </div>
+      <DragOverlay dropAnimation={null}>
+        {dragging ? (
+          <div className="card overlay" aria-hidden="true">
+            <div className="card-title">{dragging.title}</div>
+            <div className="card-meta">
+              <span className="flow">{dragging.flow}</span>
+            </div>
+          </div>
+        ) : null}
+      </DragOverlay>
     </DndContext>
   );
 }
