@@ -50,3 +50,29 @@ if (extra.length === 0 || extra.includes('renderer')) {
   });
   for (const f of ['index.html', 'app.css']) copyFileSync(`host/src/renderer/${f}`, `dist/renderer/${f}`);
 }
+
+// The Electron shell (only run where an Electron binary exists): ESM main, sandboxed CJS preload.
+if (extra.length === 0 || extra.includes('electron')) {
+  const common = {
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    logLevel: 'warning',
+    external: ['electron', '*.node'],
+  };
+  await build({
+    ...common,
+    entryPoints: ['host/src/electron/main.ts'],
+    outfile: 'dist/electron-main.mjs',
+    format: 'esm',
+    banner: {
+      js: "import { createRequire as __rbCreateRequire } from 'node:module'; const require = __rbCreateRequire(import.meta.url);",
+    },
+  });
+  await build({
+    ...common,
+    entryPoints: ['host/src/electron/preload.ts'],
+    outfile: 'dist/electron-preload.cjs',
+    format: 'cjs',
+  });
+}
