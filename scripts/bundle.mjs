@@ -1,5 +1,6 @@
 // Bundles each process entry point into one file under dist/ (fast start-up: one file to load, no
 // module resolution at run time). The native addon stays a separate .node file, found at run time.
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { build } from 'esbuild';
 import path from 'node:path';
 
@@ -79,4 +80,50 @@ if (extra.length === 0 || extra.includes('worker')) {
       `bundle: no worker start-up snapshot (runs start a little slower): ${r.stderr.trim().split('\n').pop()}`,
     );
   }
+}
+
+// The board's renderer: one browser bundle + its page and styles, served by `runboard serve` and
+// loaded by the Electron shell.
+if (extra.length === 0 || extra.includes('renderer')) {
+  mkdirSync('dist/renderer', { recursive: true });
+  await build({
+    entryPoints: ['host/src/renderer/main.tsx'],
+    outfile: 'dist/renderer/app.js',
+    bundle: true,
+    platform: 'browser',
+    format: 'esm',
+    target: 'chrome120',
+    jsx: 'automatic',
+    minify: true,
+    sourcemap: 'linked',
+    logLevel: 'warning',
+    define: { 'process.env.NODE_ENV': '"production"' },
+  });
+  for (const f of ['index.html', 'app.css']) copyFileSync(`host/src/renderer/${f}`, `dist/renderer/${f}`);
+}
+
+// The Electron shell (only run where an Electron binary exists): ESM main, sandboxed CJS preload.
+if (extra.length === 0 || extra.includes('electron')) {
+  const common = {
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    logLevel: 'warning',
+    external: ['electron', '*.node'],
+  };
+  await build({
+    ...common,
+    entryPoints: ['host/src/electron/main.ts'],
+    outfile: 'dist/electron-main.mjs',
+    format: 'esm',
+    banner: {
+      js: "import { createRequire as __rbCreateRequire } from 'node:module'; const require = __rbCreateRequire(import.meta.url);",
+    },
+  });
+  await build({
+    ...common,
+    entryPoints: ['host/src/electron/preload.ts'],
+    outfile: 'dist/electron-preload.cjs',
+    format: 'cjs',
+  });
 }

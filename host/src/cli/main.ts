@@ -17,6 +17,7 @@ import { GrantStore } from '../core/grant-store.ts';
 import { launchRequest, NoGrantError } from '../core/launch.ts';
 import { loadCard, loadConfig, ProjectError } from '../core/project.ts';
 import { SupervisorClient, SupervisorUnavailable } from '../core/supervisor-client.ts';
+import { cmdServe, SERVE_USAGE } from './serve.ts';
 
 const EXIT = { usage: 2, unavailable: 69 } as const;
 const USAGE = `usage: runboard <command> [options]
@@ -27,6 +28,7 @@ const USAGE = `usage: runboard <command> [options]
   cancel <run-id>                          cancel a run (idempotent) and wait until it has stopped
   grant <dir>                              grant runs access to a folder (and nothing outside it)
   supervisor status|stop [--force]         the supervisor for this state root
+  ${SERVE_USAGE}
 
 State lives in $RUNBOARD_HOME (default: the XDG data dir). See docs/user-guide.md.`;
 
@@ -261,6 +263,8 @@ async function main(argv: string[]): Promise<number> {
       return cmdGrant(rest);
     case 'supervisor':
       return cmdSupervisor(rest);
+    case 'serve':
+      return cmdServe(rest, paths);
     case undefined:
     case 'help':
     case '--help':

@@ -42,20 +42,41 @@ export const FlowConfig = z.object({
 });
 export type FlowConfig = z.output<typeof FlowConfig>;
 
+export const CardStatus = z.enum(['backlog', 'queued', 'running', 'needs-input', 'done', 'failed']);
+export type CardStatus = z.infer<typeof CardStatus>;
+
+/** The longest wait between retries of a failing card (seed 001: capped at 5 minutes). */
+export const MAX_BACKOFF_MS = 300_000;
+
+export const SchedulerConfig = z.object({
+  maxConcurrency: z.number().int().min(1).max(1000).default(4),
+  /** Per-card exponential backoff on consecutive failures: base * 2^(failures-1), at most 5 minutes. */
+  backoff: z
+    .object({
+      base: Duration.default(2000),
+      max: Duration.refine((ms) => ms <= MAX_BACKOFF_MS, 'backoff.max is at most 5m').default(MAX_BACKOFF_MS),
+      /** How many times a failed run is queued again by itself before its card goes to Failed. */
+      retries: z.number().int().min(0).max(100).default(0),
+    })
+    .default({ base: 2000, max: MAX_BACKOFF_MS, retries: 0 }),
+  /** Start no new runs while a column holds this many cards (e.g. `needs-input: 4`). */
+  columnLimits: z.partialRecord(CardStatus, z.number().int().min(0).max(100_000)).default({}),
+});
+export type SchedulerConfig = z.output<typeof SchedulerConfig>;
+
 export const ProjectConfig = z.object({
   version: z.literal(1, { message: 'version must be 1 (the only config version so far)' }),
-  scheduler: z
-    .object({ maxConcurrency: z.number().int().min(1).max(1000).default(4) })
-    .default({ maxConcurrency: 4 }),
+  scheduler: SchedulerConfig.default({
+    maxConcurrency: 4,
+    backoff: { base: 2000, max: MAX_BACKOFF_MS, retries: 0 },
+    columnLimits: {},
+  }),
   flows: z.record(
     z.string().regex(/^[a-z][a-z0-9-]*$/, 'flow names are lowercase words (a-z, 0-9, -)'),
     FlowConfig,
   ),
 });
 export type ProjectConfig = z.output<typeof ProjectConfig>;
-
-export const CardStatus = z.enum(['backlog', 'queued', 'running', 'needs-input', 'done', 'failed']);
-export type CardStatus = z.infer<typeof CardStatus>;
 
 export const CardFrontMatter = z
   .object({
@@ -69,6 +90,15 @@ export const CardFrontMatter = z
     status: CardStatus.optional(),
     workspace: z.string().min(1).optional(),
     command: z.optional(Command),
+    /** Position in its column (lower first); the host writes it when a card is moved. */
+    rank: z.number().optional(),
+    /** Host-written run state. */
+    lastRun: z.string().optional(),
+    failures: z.number().int().min(0).optional(),
+    nextTryAt: z.string().optional(),
+    lastError: z.string().optional(),
+    /** What a card needs before it can run (e.g. a provider key), shown on the card. */
+    needs: z.string().optional(),
   })
   .passthrough();
 export type CardFrontMatter = z.infer<typeof CardFrontMatter>;

@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { compareCards, moveRefusal, ranksForMove } from './board-model.ts';
+
+describe('board model', () => {
+  const col = [
+    { id: 'a', file: 'a.md', rank: 1024 },
+    { id: 'b', file: 'b.md', rank: 2048 },
+    { id: 'c', file: 'c.md', rank: 3072 },
+  ];
+
+  it('orders by rank, then unranked by file', () => {
+    const cards = [{ id: 'z', file: 'z.md' }, { id: 'y', file: 'y.md' }, ...col];
+    expect([...cards].sort(compareCards).map((c) => c.id)).toEqual(['a', 'b', 'c', 'y', 'z']);
+  });
+
+  it('a move writes one rank between the neighbours', () => {
+    expect([...ranksForMove(col, 'c', 0)]).toEqual([['c', 0]]);
+    expect([...ranksForMove(col, 'a', 1)]).toEqual([['a', 2560]]);
+    expect([...ranksForMove(col, 'x', 3)]).toEqual([['x', 4096]]);
+    expect([...ranksForMove([], 'x', 0)]).toEqual([['x', 1024]]);
+  });
+
+  it('renumbers a column whose neighbours have no rank', () => {
+    const out = ranksForMove([{ id: 'p', file: 'p.md' }, ...col], 'x', 1);
+    expect(out.get('p')).toBe(1024);
+    expect(out.get('x')).toBe(2048);
+    expect(out.get('c')).toBe(5120);
+  });
+
+  it('a running card is locked', () => {
+    expect(moveRefusal('running', 'backlog', true)).toMatch(/locked/);
+    expect(moveRefusal('backlog', 'running', false)).toMatch(/Queued/);
+    expect(moveRefusal('backlog', 'queued', false)).toBeUndefined();
+    expect(moveRefusal('queued', 'backlog', false)).toBeUndefined();
+  });
+});

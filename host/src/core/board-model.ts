@@ -1,0 +1,78 @@
+/**
+ * Pure board rules: column order, where a moved card lands, which moves a person may make.
+ * No I/O; the BoardService applies the answers.
+ */
+import type { CardStatus } from './project.ts';
+
+export const COLUMNS: readonly CardStatus[] = [
+  'backlog',
+  'queued',
+  'running',
+  'needs-input',
+  'done',
+  'failed',
+];
+
+export interface Ranked {
+  id: string;
+  file: string;
+  rank?: number | undefined;
+}
+
+/** Column order: by rank, cards without one after those with one, by file name. */
+export function compareCards(a: Ranked, b: Ranked): number {
+  const ra = a.rank ?? Number.POSITIVE_INFINITY;
+  const rb = b.rank ?? Number.POSITIVE_INFINITY;
+  if (ra !== rb) return ra < rb ? -1 : 1;
+  return a.file < b.file ? -1 : a.file > b.file ? 1 : 0;
+}
+
+const STEP = 1024;
+
+/**
+ * Ranks to write so that `movedId` sits at `index` of `column` (the column's cards in order, the moved
+ * card possibly among them). Usually one write (the moved card, between its neighbours); when the
+ * neighbours have no room (or no ranks), the whole column is renumbered.
+ */
+export function ranksForMove(column: readonly Ranked[], movedId: string, index: number): Map<string, number> {
+  const others = column.filter((c) => c.id !== movedId);
+  const at = Math.max(0, Math.min(index, others.length));
+  const prev = others[at - 1];
+  const next = others[at];
+  const out = new Map<string, number>();
+  const pr = prev ? prev.rank : undefined;
+  const nr = next ? next.rank : undefined;
+  if ((prev && pr === undefined) || (next && nr === undefined)) {
+    const order = [...others.slice(0, at).map((c) => c.id), movedId, ...others.slice(at).map((c) => c.id)];
+    order.forEach((id, i) => {
+      const want = (i + 1) * STEP;
+      const had = column.find((c) => c.id === id)?.rank;
+      if (had !== want) out.set(id, want);
+    });
+    return out;
+  }
+  let rank: number;
+  if (pr === undefined && nr === undefined) rank = STEP;
+  else if (pr === undefined) rank = nr! - STEP;
+  else if (nr === undefined) rank = pr + STEP;
+  else {
+    rank = (pr + nr) / 2;
+    if (!(rank > pr && rank < nr)) {
+      // no room left between them (float precision): renumber
+      const order = [...others.slice(0, at).map((c) => c.id), movedId, ...others.slice(at).map((c) => c.id)];
+      order.forEach((id, i) => out.set(id, (i + 1) * STEP));
+      return out;
+    }
+  }
+  out.set(movedId, rank);
+  return out;
+}
+
+/** Why a person may not move a card from one column to another, or undefined when they may. */
+export function moveRefusal(from: CardStatus, to: CardStatus, isRunning: boolean): string | undefined {
+  if (isRunning || from === 'running') {
+    return to === 'running' ? undefined : 'a running card is locked: cancel its run to move it';
+  }
+  if (to === 'running') return 'cards enter Running when the scheduler starts them: drop it in Queued';
+  return undefined;
+}

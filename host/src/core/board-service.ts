@@ -1,0 +1,357 @@
+/**
+ * The host core behind both shells (Electron main and `runboard serve`): the board store, the
+ * scheduler and the supervisor connections, exposed as the intents and views of the renderer's
+ * BoardApi (host/src/renderer/api.ts). Composition happens in `BoardService.open`.
+ */
+import { EventEmitter } from 'node:events';
+import { createReadStream, readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import type { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGzip } from 'node:zlib';
+import tar from 'tar-stream';
+import { RunId, type RunResult } from '@runboard/supervisor/protocol';
+import type { StatePaths } from '@runboard/supervisor/paths';
+import type {
+  BoardView,
+  CardDetail,
+  CardView,
+  Column,
+  RunFiles,
+  RunStreamMessage,
+  Settings,
+} from '../renderer/api.ts';
+import { compareCards, COLUMNS, moveRefusal, ranksForMove } from './board-model.ts';
+import { BoardStore, questionsOf } from './board-store.ts';
+import { GrantStore } from './grant-store.ts';
+import type { Card, CardStatus } from './project.ts';
+import { Scheduler } from './scheduler.ts';
+import { SupervisorClient } from './supervisor-client.ts';
+
+export class MoveRefused extends Error {}
+export class NotFound extends Error {}
+
+/** How much of each output stream an inspector is sent when it opens a run (the rest: "export run"). */
+export const STREAM_TAIL_BYTES = 2 * 1024 * 1024;
+const IMAGE = /\.(png|jpe?g|webp|gif)$/i;
+
+export class BoardService extends EventEmitter<{ changed: [] }> {
+  private changeTimer: NodeJS.Timeout | undefined;
+  /** Runs seen lately (from card details), for the tail offsets of a stream. */
+  private readonly knownRuns = new Map<string, RunResult>();
+
+  private constructor(
+    readonly store: BoardStore,
+    readonly scheduler: Scheduler,
+    private readonly client: SupervisorClient,
+    private readonly paths: StatePaths,
+  ) {
+    super();
+    const changed = (): void => this.changedSoon();
+    store.on('cards', changed);
+    store.on('config', changed);
+    scheduler.on('changed', changed);
+  }
+
+  static async open(projectDir: string, paths: StatePaths): Promise<BoardService> {
+    const store = new BoardStore(projectDir);
+    store.load();
+    await store.watch();
+    const client = await SupervisorClient.connect(paths, { autoStart: true });
+    const scheduler = new Scheduler(store, client, new GrantStore(paths));
+    const service = new BoardService(store, scheduler, client, paths);
+    await scheduler.recover();
+    return service;
+  }
+
+  async close(): Promise<void> {
+    this.scheduler.stop();
+    clearTimeout(this.changeTimer);
+    await this.store.close();
+    this.client.close();
+  }
+
+  /** Coalesces bursts of changes (progress events, many card writes) into one signal per 50 ms. */
+  private changedSoon(): void {
+    if (this.changeTimer) return;
+    this.changeTimer = setTimeout(() => {
+      this.changeTimer = undefined;
+      this.emit('changed');
+    }, 50);
+  }
+
+  private columnOf(id: string, card: Card): Column {
+    return this.scheduler.isActive(id) ? 'running' : (card.front.status ?? 'backlog');
+  }
+
+  private cardView(card: Card): CardView {
+    const id = String(card.front.id);
+    const f = card.front;
+    const column = this.columnOf(id, card);
+    const v: CardView = {
+      id,
+      file: path.relative(this.store.projectDir, card.file),
+      title: f.title,
+      flow: f.flow,
+      column,
+      locked: column === 'running',
+    };
+    const runId = this.scheduler.runIdOf(id) ?? f.lastRun;
+    if (runId) v.runId = runId;
+    const progress = this.scheduler.progress(id);
+    if (progress && column === 'running') v.progress = progress;
+    const waiting = this.scheduler.waitingReason(id);
+    if (waiting && column === 'queued') v.waiting = waiting;
+    if (f.failures) v.failures = f.failures;
+    if (f.nextTryAt && f.failures) v.nextTryAt = f.nextTryAt;
+    if (f.lastError) v.lastError = f.lastError;
+    if (f.needs) v.needs = f.needs;
+    return v;
+  }
+
+  view(): BoardView {
+    const cfg = this.store.config;
+    const cards = this.store
+      .all()
+      .map((c) => ({ id: String(c.front.id), file: c.file, rank: c.front.rank, card: c }))
+      .sort(compareCards)
+      .map((c) => this.cardView(c.card));
+    for (const b of this.store.brokenCards()) {
+      const file = path.relative(this.store.projectDir, b.file);
+      cards.push({
+        id: `broken:${file}`,
+        file,
+        title: path.basename(b.file),
+        flow: '',
+        column: 'backlog',
+        locked: true,
+        broken: b.error,
+      });
+    }
+    const runningPerFlow = new Map<string, number>();
+    for (const c of cards)
+      if (c.column === 'running') runningPerFlow.set(c.flow, (runningPerFlow.get(c.flow) ?? 0) + 1);
+    return {
+      project: this.store.projectDir,
+      cards,
+      maxConcurrency: cfg.scheduler.maxConcurrency,
+      running: this.scheduler.activeCount,
+      flows: Object.entries(cfg.flows).map(([name, f]) => ({
+        name,
+        runner: f.runner,
+        cap: f.cap,
+        running: runningPerFlow.get(name) ?? 0,
+      })),
+      columnLimits: cfg.scheduler.columnLimits,
+      ...(this.store.configError ? { configError: this.store.configError } : {}),
+    };
+  }
+
+  private card(id: string): Card {
+    const card = this.store.get(id);
+    if (!card) throw new NotFound(`no card ${id}`);
+    return card;
+  }
+
+  async cardDetail(id: string): Promise<CardDetail> {
+    const card = this.card(id);
+    const { runs } = await this.client.list({ limit: 2000 });
+    const mine = runs.filter((r) => r.card.path === card.file);
+    for (const r of mine) this.knownRuns.set(r.runId, r);
+    const questions = questionsOf(card.body);
+    return {
+      card: this.cardView(card),
+      body: card.body,
+      ...(questions ? { questions } : {}),
+      ...(card.front.command !== undefined ? { command: card.front.command } : {}),
+      workspace: card.workspace,
+      runs: mine.sort((a, b) => (a.runId < b.runId ? 1 : -1)),
+    };
+  }
+
+  /** A person moves a card to `index` of column `to` (drag and drop, keyboard, or the API). */
+  move(id: string, to: Column, index: number): void {
+    const card = this.card(id);
+    const from = this.columnOf(id, card);
+    const refusal = moveRefusal(from, to, this.scheduler.isActive(id));
+    if (refusal) throw new MoveRefused(refusal);
+    if (!COLUMNS.includes(to)) throw new MoveRefused(`no column ${to}`);
+    const column = this.store
+      .all()
+      .filter((c) => this.columnOf(String(c.front.id), c) === to)
+      .map((c) => ({ id: String(c.front.id), file: c.file, rank: c.front.rank }))
+      .sort(compareCards);
+    const ranks = ranksForMove(column, id, index);
+    for (const [other, rank] of ranks) if (other !== id) this.store.update(other, { rank });
+    const patch: Record<string, unknown> = { status: to satisfies CardStatus };
+    if (ranks.has(id)) patch.rank = ranks.get(id);
+    this.store.update(id, patch);
+    this.scheduler.kick();
+  }
+
+  async cancel(id: string): Promise<void> {
+    this.card(id);
+    if (!(await this.scheduler.cancel(id))) throw new MoveRefused('the card has no run going');
+  }
+
+  settings(): Settings {
+    const cfg = this.store.config;
+    return {
+      maxConcurrency: cfg.scheduler.maxConcurrency,
+      flows: Object.entries(cfg.flows).map(([name, f]) => ({ name, cap: f.cap })),
+      columnLimits: cfg.scheduler.columnLimits,
+    };
+  }
+
+  /** Writes the caps back into config.yaml, keeping its comments and order. */
+  saveSettings(s: Settings): void {
+    const known = this.store.config.flows;
+    this.store.updateConfig((doc) => {
+      doc.setIn(['scheduler', 'maxConcurrency'], s.maxConcurrency);
+      for (const f of s.flows) {
+        if (!known[f.name]) throw new MoveRefused(`no flow ${f.name} in config.yaml`);
+        doc.setIn(['flows', f.name, 'cap'], f.cap);
+      }
+      for (const col of COLUMNS) {
+        const limit = s.columnLimits[col];
+        if (limit !== undefined && limit > 0) doc.setIn(['scheduler', 'columnLimits', col], limit);
+        else if (doc.hasIn(['scheduler', 'columnLimits', col]))
+          doc.deleteIn(['scheduler', 'columnLimits', col]);
+      }
+    });
+    this.scheduler.kick();
+  }
+
+  private logDir(runId: string): string {
+    if (!RunId.safeParse(runId).success) throw new NotFound(`not a run id: ${runId}`);
+    const dir = path.join(this.paths.logsDir, runId.slice(0, 8), runId);
+    try {
+      statSync(dir);
+    } catch {
+      throw new NotFound(`no run ${runId}`);
+    }
+    return dir;
+  }
+
+  runFiles(runId: string): RunFiles {
+    const dir = this.logDir(runId);
+    const screenshots: string[] = [];
+    const walk = (rel: string): void => {
+      for (const e of readdirSync(path.join(dir, rel), { withFileTypes: true })) {
+        const r = rel ? `${rel}/${e.name}` : e.name;
+        if (e.isDirectory() && r.split('/').length < 3) walk(r);
+        else if (e.isFile() && IMAGE.test(e.name)) screenshots.push(r);
+      }
+    };
+    walk('');
+    return { screenshots: screenshots.sort() };
+  }
+
+  /** Absolute path of an image of a run, only when it is one of its screenshots. */
+  screenshotPath(runId: string, name: string): string {
+    if (!this.runFiles(runId).screenshots.includes(name)) throw new NotFound(`no screenshot ${name}`);
+    return path.join(this.logDir(runId), name);
+  }
+
+  /** Writes the run dir as one .tar.gz to `out`. */
+  async exportRun(runId: string, out: Writable): Promise<void> {
+    const dir = this.logDir(runId);
+    const pack = tar.pack();
+    const done = pipeline(pack, createGzip(), out);
+    const add = async (rel: string): Promise<void> => {
+      for (const e of readdirSync(path.join(dir, rel), { withFileTypes: true })) {
+        const r = rel ? `${rel}/${e.name}` : e.name;
+        if (e.isDirectory()) await add(r);
+        else if (e.isFile()) {
+          const full = path.join(dir, r);
+          const st = statSync(full);
+          const header = { name: `${runId}/${r}`, size: st.size, mtime: st.mtime };
+          await new Promise<void>((resolve, reject) => {
+            const cb = (err?: Error | null): void => (err ? reject(err) : resolve());
+            if (st.size === 0) return void pack.entry(header, '', cb);
+            // a growing log: send exactly the size announced in the header
+            createReadStream(full, { start: 0, end: st.size - 1 })
+              .on('error', reject)
+              .pipe(pack.entry(header, cb));
+          });
+        }
+      }
+    };
+    await add('');
+    pack.finalize();
+    await done;
+  }
+
+  /**
+   * Streams a run to one viewer over its own supervisor connection (attachments are per connection):
+   * the last STREAM_TAIL_BYTES of each output first, then live, as whole lines in batches.
+   */
+  streamRun(runId: string, send: (m: RunStreamMessage) => void): () => void {
+    let stopped = false;
+    let client: SupervisorClient | undefined;
+    const partial = { stdout: '', stderr: '' };
+    const pending = { stdout: [] as string[], stderr: [] as string[] };
+    let flushTimer: NodeJS.Timeout | undefined;
+    const flush = (): void => {
+      flushTimer = undefined;
+      for (const s of ['stdout', 'stderr'] as const) {
+        if (pending[s].length) send({ type: 'lines', stream: s, lines: pending[s] });
+        pending[s] = [];
+      }
+    };
+    const known = this.knownRuns.get(runId);
+    const from = {
+      events: 0,
+      stdout: Math.max(0, (known?.stdoutBytes ?? 0) - STREAM_TAIL_BYTES),
+      stderr: Math.max(0, (known?.stderrBytes ?? 0) - STREAM_TAIL_BYTES),
+    };
+    const skipFirstPartial = { stdout: from.stdout > 0, stderr: from.stderr > 0 };
+    void (async () => {
+      try {
+        client = await SupervisorClient.connect(this.paths);
+        if (stopped) return client.close();
+        const run = await client.attach(
+          runId,
+          {
+            onOutput: (stream, data) => {
+              const text = partial[stream] + data;
+              const lines = text.split('\n');
+              partial[stream] = lines.pop()!;
+              if (skipFirstPartial[stream] && lines.length) {
+                lines.shift(); // the tail started mid-line
+                skipFirstPartial[stream] = false;
+              }
+              for (const l of lines) pending[stream].push(l);
+              flushTimer ??= setTimeout(flush, 50);
+            },
+            onEvent: (event) => {
+              flush();
+              send({ type: 'event', event });
+            },
+            onEnd: (result) => {
+              for (const s of ['stdout', 'stderr'] as const) {
+                if (partial[s]) pending[s].push(partial[s]);
+                partial[s] = '';
+              }
+              clearTimeout(flushTimer);
+              flush();
+              send({ type: 'end', result });
+            },
+          },
+          from,
+        );
+        send({ type: 'start', run, skippedBytes: from.stdout + from.stderr });
+      } catch (err) {
+        send({
+          type: 'event',
+          event: { seq: -1, ts: new Date().toISOString(), type: 'error', message: String(err) },
+        });
+      }
+    })();
+    return () => {
+      stopped = true;
+      clearTimeout(flushTimer);
+      client?.close();
+    };
+  }
+}

@@ -1,0 +1,100 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BoardStore, patchFrontMatter, questionsOf } from './board-store.ts';
+
+const CONFIG = `# my board
+version: 1
+scheduler:
+  maxConcurrency: 3 # all flows
+flows:
+  shell: { runner: command, cap: 2 } # keep me
+`;
+
+describe('BoardStore', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'rb-store-'));
+    mkdirSync(path.join(dir, 'cards'));
+    writeFileSync(path.join(dir, 'config.yaml'), CONFIG);
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('assigns a missing id and status and writes them back, keeping the rest of the file', () => {
+    const file = path.join(dir, 'cards', 'Run Tests.md');
+    writeFileSync(
+      file,
+      '---\ntitle: Run the tests # why\nflow: shell\ncommand: npm test\n---\n# Task\nRun.\n',
+    );
+    const store = new BoardStore(dir);
+    store.load();
+    const [card] = store.all();
+    expect(card!.front.id).toBe('run-tests');
+    expect(card!.front.status).toBe('backlog');
+    const text = readFileSync(file, 'utf8');
+    expect(text).toContain('title: Run the tests # why');
+    expect(text).toMatch(/id: run-tests\nstatus: backlog\n---\n# Task\nRun.\n$/);
+  });
+
+  it('a card that does not parse is a broken card with its error; the others load', () => {
+    writeFileSync(path.join(dir, 'cards', 'ok.md'), '---\ntitle: ok\nflow: shell\n---\n');
+    writeFileSync(path.join(dir, 'cards', 'bad.md'), '---\ntitle: [unclosed\n---\n');
+    writeFileSync(path.join(dir, 'cards', 'none.md'), 'just text\n');
+    const store = new BoardStore(dir);
+    store.load();
+    expect(store.all().map((c) => c.front.id)).toEqual(['ok']);
+    const broken = store.brokenCards();
+    expect(broken.map((b) => path.basename(b.file)).sort()).toEqual(['bad.md', 'none.md']);
+    expect(broken.find((b) => b.file.endsWith('none.md'))!.error).toMatch(/no front matter/);
+  });
+
+  it('a copied card with a taken id gets its own', () => {
+    const text = '---\nid: same\ntitle: t\nflow: shell\nstatus: backlog\n---\n';
+    writeFileSync(path.join(dir, 'cards', 'a.md'), text);
+    writeFileSync(path.join(dir, 'cards', 'b.md'), text);
+    const store = new BoardStore(dir);
+    store.load();
+    expect(
+      store
+        .all()
+        .map((c) => c.front.id)
+        .sort(),
+    ).toEqual(['b', 'same']);
+  });
+
+  it('updates front matter atomically; an invalid config keeps the last good one', () => {
+    writeFileSync(
+      path.join(dir, 'cards', 'a.md'),
+      '---\nid: a\ntitle: t\nflow: shell\nstatus: backlog\n---\nbody\n',
+    );
+    const store = new BoardStore(dir);
+    store.load();
+    store.update('a', { status: 'queued', rank: 5 });
+    expect(readFileSync(path.join(dir, 'cards', 'a.md'), 'utf8')).toBe(
+      '---\nid: a\ntitle: t\nflow: shell\nstatus: queued\nrank: 5\n---\nbody\n',
+    );
+    store.updateConfig((doc) => doc.setIn(['flows', 'shell', 'cap'], 1));
+    const cfg = readFileSync(path.join(dir, 'config.yaml'), 'utf8');
+    expect(cfg).toContain('# my board');
+    expect(cfg).toContain('maxConcurrency: 3 # all flows');
+    expect(cfg).toMatch(/cap: 1 \} # keep me/);
+    expect(store.config.flows.shell!.cap).toBe(1);
+    expect(() => store.updateConfig((doc) => doc.setIn(['version'], 2))).toThrow(/version/);
+    expect(store.config.flows.shell!.cap).toBe(1);
+  });
+});
+
+describe('card text', () => {
+  it('patches and removes fields', () => {
+    expect(patchFrontMatter('---\na: 1\nb: 2\n---\nx', { a: undefined, c: 'q' })).toBe(
+      '---\nb: 2\nc: q\n---\nx',
+    );
+  });
+  it('finds the Questions section', () => {
+    expect(questionsOf('# Task\nDo it.\n\n## Questions\n- Which branch?\n\n## Notes\nn')).toBe(
+      '- Which branch?',
+    );
+    expect(questionsOf('# Task\nDo it.')).toBeUndefined();
+  });
+});

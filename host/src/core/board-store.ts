@@ -1,0 +1,260 @@
+/**
+ * The board on disk: a project folder with config.yaml and cards/*.md. The host is the only writer of
+ * card state; every write is atomic (write a temp file beside it, then rename). Edits made outside the
+ * app (an editor, a script, `git pull`) are picked up live through chokidar, which smooths over the
+ * platform differences of fs.watch (rename-based saves, duplicate events, editors' temp files) that a
+ * raw fs.watch would leave to us. A card that fails to parse becomes a broken card with its error; an
+ * invalid config.yaml keeps the last good config and reports the error.
+ */
+import { EventEmitter } from 'node:events';
+import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync, unlinkSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { watch, type FSWatcher } from 'chokidar';
+import YAML from 'yaml';
+import { parseCard, parseConfig, type Card, type CardFrontMatter, type ProjectConfig } from './project.ts';
+
+export interface BrokenCard {
+  /** Absolute path. */
+  file: string;
+  error: string;
+}
+
+export interface StoreEvents {
+  /** A card was added, changed or removed (by the host or from outside); `id` when known. */
+  cards: [changed: { file: string; id?: string; external: boolean }];
+  /** config.yaml changed: a new good config, or an error (the last good config stays). */
+  config: [];
+}
+
+const FRONT = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/;
+
+/** Writes `text` to `file` atomically: a crash leaves the old file or the new one, never half of one. */
+export function writeAtomic(file: string, text: string): void {
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${Date.now()}.tmp`);
+  try {
+    writeFileSync(tmp, text);
+    renameSync(tmp, file);
+  } catch (err) {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // nothing to clean
+    }
+    throw err;
+  }
+}
+
+/** A card id from its file name: stable, readable, unique within the folder. */
+function idFromFile(file: string): string {
+  return (
+    path
+      .basename(file, '.md')
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, '-')
+      .replace(/^-+|-+$/g, '') || 'card'
+  );
+}
+
+export class BoardStore extends EventEmitter<StoreEvents> {
+  readonly cardsDir: string;
+  readonly configFile: string;
+  config!: ProjectConfig;
+  configError: string | undefined;
+  /** Cards by id. */
+  private readonly cards = new Map<string, Card>();
+  /** id by file. */
+  private readonly idOf = new Map<string, string>();
+  private readonly broken = new Map<string, BrokenCard>();
+  /** What the host last wrote to each file: a watcher event with that content is our own echo. */
+  private readonly written = new Map<string, string>();
+  private watcher: FSWatcher | undefined;
+
+  constructor(readonly projectDir: string) {
+    super();
+    this.projectDir = path.resolve(projectDir);
+    this.cardsDir = path.join(this.projectDir, 'cards');
+    this.configFile = path.join(this.projectDir, 'config.yaml');
+  }
+
+  /** Loads everything (throws when there was never a good config), assigns missing ids/status. */
+  load(): void {
+    this.config = parseConfig(this.configFile, readFileSync(this.configFile, 'utf8'));
+    mkdirSync(this.cardsDir, { recursive: true });
+    const files = readdirSync(this.cardsDir)
+      .filter((f) => f.endsWith('.md') && !f.startsWith('.'))
+      .sort();
+    for (const f of files) {
+      const file = path.join(this.cardsDir, f);
+      this.ingest(file, readFileSync(file, 'utf8'));
+    }
+  }
+
+  /** Starts following changes made outside the app. */
+  async watch(): Promise<void> {
+    this.watcher = watch([this.cardsDir, this.configFile], {
+      ignoreInitial: true,
+      depth: 0,
+      ignored: (p: string) => {
+        const base = path.basename(p);
+        return (
+          base.startsWith('.') || (p !== this.cardsDir && p !== this.configFile && !base.endsWith('.md'))
+        );
+      },
+      // A save in progress must not show as a broken card: wait until the file stops changing.
+      awaitWriteFinish: { stabilityThreshold: 60, pollInterval: 20 },
+    });
+    const onFile = (file: string): void => {
+      void this.reread(file);
+    };
+    this.watcher
+      .on('add', onFile)
+      .on('change', onFile)
+      .on('unlink', (file) => this.forget(file));
+    await new Promise<void>((resolve) => this.watcher!.once('ready', () => resolve()));
+  }
+
+  async close(): Promise<void> {
+    await this.watcher?.close();
+  }
+
+  all(): Card[] {
+    return [...this.cards.values()];
+  }
+  brokenCards(): BrokenCard[] {
+    return [...this.broken.values()];
+  }
+  get(id: string): Card | undefined {
+    return this.cards.get(id);
+  }
+  idForFile(file: string): string | undefined {
+    return this.idOf.get(path.resolve(file));
+  }
+
+  /**
+   * Changes a card's front matter (undefined removes a field), preserving everything else in the file
+   * (comments, order, the body), and writes it atomically.
+   */
+  update(id: string, patch: Partial<Record<keyof CardFrontMatter | string, unknown>>): Card {
+    const card = this.cards.get(id);
+    if (!card) throw new Error(`no card ${id}`);
+    const text = readFileSync(card.file, 'utf8');
+    const next = patchFrontMatter(text, patch);
+    this.write(card.file, next);
+    return this.ingest(card.file, next, false) ?? card;
+  }
+
+  /** Rewrites config.yaml through the yaml Document API, so comments and key order stay. */
+  updateConfig(edit: (doc: YAML.Document) => void): void {
+    const text = readFileSync(this.configFile, 'utf8');
+    const doc = YAML.parseDocument(text);
+    if (doc.errors.length) throw new Error(`config.yaml is not valid YAML: ${doc.errors[0]!.message}`);
+    edit(doc);
+    const next = doc.toString({ lineWidth: 0 });
+    parseConfig(this.configFile, next); // refuse to write a config that would not load
+    this.write(this.configFile, next);
+    this.ingestConfig(next);
+  }
+
+  configText(): string {
+    return readFileSync(this.configFile, 'utf8');
+  }
+
+  private write(file: string, text: string): void {
+    this.written.set(file, text);
+    writeAtomic(file, text);
+  }
+
+  private async reread(file: string): Promise<void> {
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch {
+      return this.forget(file);
+    }
+    if (this.written.get(file) === text) return;
+    this.written.delete(file);
+    if (file === this.configFile) this.ingestConfig(text);
+    else this.ingest(file, text, true);
+  }
+
+  private ingestConfig(text: string): void {
+    try {
+      this.config = parseConfig(this.configFile, text);
+      this.configError = undefined;
+    } catch (err) {
+      this.configError = (err as Error).message;
+    }
+    this.emit('config');
+  }
+
+  private forget(file: string): void {
+    const id = this.idOf.get(file);
+    this.idOf.delete(file);
+    if (id) this.cards.delete(id);
+    const wasBroken = this.broken.delete(file);
+    if (id || wasBroken) this.emit('cards', { file, ...(id ? { id } : {}), external: true });
+  }
+
+  /**
+   * Parses a card's text and takes it in. A card without `id` or `status` gets them and is written
+   * back. `emit` is false for the host's own writes made while loading.
+   */
+  private ingest(file: string, text: string, external?: boolean): Card | undefined {
+    let card: Card;
+    try {
+      card = parseCard(file, text, this.projectDir);
+    } catch (err) {
+      const oldId = this.idOf.get(file);
+      if (oldId) this.cards.delete(oldId);
+      this.idOf.delete(file);
+      this.broken.set(file, { file, error: (err as Error).message.replace(`${file}: `, '') });
+      if (external !== undefined) this.emit('cards', { file, external });
+      return undefined;
+    }
+    const patch: Record<string, unknown> = {};
+    let id = card.front.id !== undefined ? String(card.front.id) : undefined;
+    const owner = id !== undefined ? this.cards.get(id) : undefined;
+    if (id === undefined || (owner && owner.file !== file)) {
+      // no id, or another file already has it (a copied card): give this one its own
+      let candidate = idFromFile(file);
+      for (let n = 2; this.cards.has(candidate) && this.cards.get(candidate)!.file !== file; n++)
+        candidate = `${idFromFile(file)}-${n}`;
+      id = candidate;
+      patch.id = id;
+    }
+    if (card.front.status === undefined) patch.status = 'backlog';
+    if (Object.keys(patch).length) {
+      text = patchFrontMatter(text, patch);
+      this.write(file, text);
+      card = parseCard(file, text, this.projectDir);
+    }
+    const oldId = this.idOf.get(file);
+    if (oldId && oldId !== id) this.cards.delete(oldId);
+    this.broken.delete(file);
+    this.cards.set(id, card);
+    this.idOf.set(file, id);
+    if (external !== undefined) this.emit('cards', { file, id, external });
+    return card;
+  }
+}
+
+/** Sets (or, for undefined, removes) front matter fields, keeping comments, order and the body. */
+export function patchFrontMatter(text: string, patch: Record<string, unknown>): string {
+  const m = FRONT.exec(text);
+  if (!m) throw new Error('no front matter');
+  const doc = YAML.parseDocument(m[1]!);
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === undefined) doc.delete(k);
+    else doc.set(k, v);
+  }
+  const front = doc.toString({ lineWidth: 0 });
+  return `---\n${front.endsWith('\n') ? front : front + '\n'}---\n${m[2]!}`;
+}
+
+/** The text of a card body's `## Questions` section, if any. */
+export function questionsOf(body: string): string | undefined {
+  const m = /^##\s+Questions\s*$([\s\S]*?)(?=^#{1,2}\s|$(?![\s\S]))/m.exec(body);
+  const text = m?.[1]?.trim();
+  return text ? text : undefined;
+}

@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest';
+import { backoffDelay, decide, type PolicyInput } from './scheduler-policy.ts';
+
+const base = (over: Partial<PolicyInput>): PolicyInput => ({
+  queued: [],
+  running: [],
+  maxConcurrency: 4,
+  flowCaps: { shell: 2, agent: 1 },
+  now: 1_000_000,
+  ...over,
+});
+const q = (id: string, flow = 'shell', notBefore?: number) =>
+  notBefore === undefined ? { id, flow } : { id, flow, notBefore };
+
+describe('scheduler policy', () => {
+  it('starts cards in Queued-column order up to the flow cap', () => {
+    const d = decide(base({ queued: [q('a'), q('b'), q('c')] }));
+    expect(d.start).toEqual(['a', 'b']);
+    expect(d.waiting.c).toMatch(/at its cap \(2\/2\)/);
+  });
+
+  it('honours the global maxConcurrency across flows', () => {
+    const d = decide(
+      base({
+        maxConcurrency: 2,
+        queued: [q('a'), q('x', 'agent'), q('b')],
+        running: [{ id: 'r', flow: 'shell' }],
+      }),
+    );
+    expect(d.start).toEqual(['a']);
+    expect(d.waiting.x).toMatch(/slots are busy/);
+    expect(d.waiting.b).toMatch(/at its cap/);
+  });
+
+  it('a capped flow does not block later cards of other flows', () => {
+    const d = decide(base({ queued: [q('a'), q('b'), q('c'), q('x', 'agent')], running: [] }));
+    expect(d.start).toEqual(['a', 'b', 'x']);
+  });
+
+  it('reordering the Queued column changes which card starts', () => {
+    const one = { ...base({}), flowCaps: { shell: 1 } };
+    expect(decide({ ...one, queued: [q('a'), q('b')] }).start).toEqual(['a']);
+    expect(decide({ ...one, queued: [q('b'), q('a')] }).start).toEqual(['b']);
+  });
+
+  it('live reload: a lower cap holds new runs but never stops running ones; a higher cap starts at once', () => {
+    const running = [
+      { id: 'r1', flow: 'shell' },
+      { id: 'r2', flow: 'shell' },
+    ];
+    const lower = decide(base({ flowCaps: { shell: 1 }, running, queued: [q('a')] }));
+    expect(lower.start).toEqual([]);
+    expect(lower.waiting.a).toMatch(/2\/1/);
+    const higher = decide(base({ flowCaps: { shell: 4 }, running, queued: [q('a'), q('b'), q('c')] }));
+    expect(higher.start).toEqual(['a', 'b']);
+  });
+
+  it('cards of a flow missing from config.yaml wait with a reason', () => {
+    const d = decide(base({ queued: [q('a', 'nope')] }));
+    expect(d.start).toEqual([]);
+    expect(d.waiting.a).toMatch(/not in config.yaml/);
+  });
+
+  it('a card in backoff waits until its next try, and says when to look again', () => {
+    const now = 1_000_000;
+    const d = decide(
+      base({ now, queued: [q('a', 'shell', now + 4000), q('b', 'shell', now + 2000), q('c')] }),
+    );
+    expect(d.start).toEqual(['c']);
+    expect(d.waiting.a).toMatch(/next try at/);
+    expect(d.wakeAt).toBe(now + 2000);
+    expect(decide(base({ now: now + 4000, queued: [q('a', 'shell', now + 4000)] })).start).toEqual(['a']);
+  });
+
+  it('a full column limit starts nothing new', () => {
+    const d = decide(
+      base({
+        queued: [q('a')],
+        columnLimits: { 'needs-input': 4 },
+        columnCounts: { 'needs-input': 4 },
+      }),
+    );
+    expect(d.start).toEqual([]);
+    expect(d.waiting.a).toMatch(/needs-input/);
+    const room = decide(
+      base({ queued: [q('a')], columnLimits: { 'needs-input': 4 }, columnCounts: { 'needs-input': 3 } }),
+    );
+    expect(room.start).toEqual(['a']);
+  });
+});
+
+describe('backoff', () => {
+  it('doubles per consecutive failure and is capped at 5 minutes', () => {
+    expect(backoffDelay(0, 2000, 300_000)).toBe(0);
+    expect(backoffDelay(1, 2000, 300_000)).toBe(2000);
+    expect(backoffDelay(2, 2000, 300_000)).toBe(4000);
+    expect(backoffDelay(5, 2000, 300_000)).toBe(32_000);
+    expect(backoffDelay(9, 2000, 300_000)).toBe(300_000);
+    expect(backoffDelay(1000, 2000, 300_000)).toBe(300_000);
+  });
+});

@@ -1,0 +1,96 @@
+/**
+ * The scheduler's policy, pure: given the Queued column (in order), what runs, the caps and the time,
+ * say which cards start now, why the others wait, and when to look again. No I/O, no clock of its own:
+ * the Scheduler (scheduler.ts) feeds it and carries out its answer. Unit-tested in scheduler-policy.test.ts.
+ */
+import type { CardStatus } from './project.ts';
+
+export interface QueuedCard {
+  id: string;
+  flow: string;
+  /** Epoch ms before which the card must not start (backoff after failures). */
+  notBefore?: number;
+}
+
+export interface RunningCard {
+  id: string;
+  flow: string;
+}
+
+export interface PolicyInput {
+  /** The Queued column, top first: this order is the queue order. */
+  queued: readonly QueuedCard[];
+  /** Cards whose runs are launching or going. */
+  running: readonly RunningCard[];
+  maxConcurrency: number;
+  /** Cap per flow; a flow missing here is not configured and cannot start. */
+  flowCaps: Readonly<Record<string, number>>;
+  /** Column limits (start nothing while a column holds `max` or more cards) and current counts. */
+  columnLimits?: Readonly<Partial<Record<CardStatus, number>>>;
+  columnCounts?: Readonly<Partial<Record<CardStatus, number>>>;
+  now: number;
+}
+
+export interface PolicyDecision {
+  /** Cards to start now, in queue order. */
+  start: string[];
+  /** Why each other queued card waits (shown on the card). */
+  waiting: Record<string, string>;
+  /** Earliest time a backoff ends, when one is pending: look again then. */
+  wakeAt?: number;
+}
+
+/** Consecutive-failure backoff: base * 2^(failures-1), capped (seed 001: 5 minutes). 0 when no failures. */
+export function backoffDelay(failures: number, baseMs: number, maxMs: number): number {
+  if (failures <= 0) return 0;
+  return Math.min(maxMs, baseMs * 2 ** Math.min(failures - 1, 30));
+}
+
+export function decide(input: PolicyInput): PolicyDecision {
+  const start: string[] = [];
+  const waiting: Record<string, string> = {};
+  let wakeAt: number | undefined;
+
+  const perFlow = new Map<string, number>();
+  for (const r of input.running) perFlow.set(r.flow, (perFlow.get(r.flow) ?? 0) + 1);
+  let free = input.maxConcurrency - input.running.length;
+
+  let blockedBy: string | undefined;
+  for (const [column, max] of Object.entries(input.columnLimits ?? {})) {
+    const count = input.columnCounts?.[column as CardStatus] ?? 0;
+    if (max !== undefined && count >= max) {
+      blockedBy = `column "${column}" holds ${count} (limit ${max}): no new runs until it has room`;
+      break;
+    }
+  }
+
+  for (const card of input.queued) {
+    if (blockedBy) {
+      waiting[card.id] = blockedBy;
+      continue;
+    }
+    if (card.notBefore !== undefined && card.notBefore > input.now) {
+      waiting[card.id] = `backoff: next try at ${new Date(card.notBefore).toISOString()}`;
+      wakeAt = wakeAt === undefined ? card.notBefore : Math.min(wakeAt, card.notBefore);
+      continue;
+    }
+    const cap = input.flowCaps[card.flow];
+    if (cap === undefined) {
+      waiting[card.id] = `flow "${card.flow}" is not in config.yaml`;
+      continue;
+    }
+    const inFlow = perFlow.get(card.flow) ?? 0;
+    if (inFlow >= cap) {
+      waiting[card.id] = `flow "${card.flow}" is at its cap (${inFlow}/${cap})`;
+      continue;
+    }
+    if (free <= 0) {
+      waiting[card.id] = `all ${input.maxConcurrency} run slots are busy`;
+      continue;
+    }
+    start.push(card.id);
+    perFlow.set(card.flow, inFlow + 1);
+    free--;
+  }
+  return wakeAt === undefined ? { start, waiting } : { start, waiting, wakeAt };
+}

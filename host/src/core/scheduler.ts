@@ -1,0 +1,329 @@
+/**
+ * The Scheduler: carries out the pure policy (scheduler-policy.ts) against the board store and the
+ * supervisor. Each run is one task of a p-queue whose concurrency is the global maxConcurrency (kept in
+ * step with config.yaml); the policy decides which card goes next (Queued-column order, per-flow caps,
+ * backoff, column limits), the queue holds the run's slot until the run has ended.
+ *
+ * Card state it writes (front matter): status, lastRun, failures, nextTryAt, lastError.
+ *   queued ──start──▶ running ──succeeded──▶ done
+ *                        ├──needs-input──▶ needs-input
+ *                        ├──cancelled────▶ backlog
+ *                        └──failed/timed-out──▶ queued (retry after backoff) | failed
+ */
+import { EventEmitter } from 'node:events';
+import PQueue from 'p-queue';
+import { ResponseError, type RunResult } from '@runboard/supervisor/protocol';
+import type { BoardStore } from './board-store.ts';
+import { compareCards } from './board-model.ts';
+import type { GrantStore } from './grant-store.ts';
+import { launchRequest } from './launch.ts';
+import type { Card, CardStatus } from './project.ts';
+import { backoffDelay, decide } from './scheduler-policy.ts';
+import type { SupervisorClient } from './supervisor-client.ts';
+
+export interface Progress {
+  fraction?: number | undefined;
+  message?: string | undefined;
+}
+
+interface Active {
+  cardId: string;
+  flow: string;
+  runId?: string;
+  cancelRequested?: boolean;
+}
+
+export interface SchedulerEvents {
+  /** Something shown on cards changed (waiting reasons, progress, run ids). */
+  changed: [];
+  /** Timing of a dispatch: from a slot freeing (or a kick) to the launch request being sent. */
+  dispatch: [{ cardId: string; sinceFreeMs: number }];
+}
+
+export class Scheduler extends EventEmitter<SchedulerEvents> {
+  private readonly queue = new PQueue({ concurrency: 4 });
+  private readonly active = new Map<string, Active>();
+  private readonly byRun = new Map<string, string>();
+  private readonly progressOf = new Map<string, Progress>();
+  private waiting: Record<string, string> = {};
+  private wakeTimer: NodeJS.Timeout | undefined;
+  private tickPending = false;
+  private freedAt = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly store: BoardStore,
+    private readonly client: SupervisorClient,
+    private readonly grants: GrantStore,
+    private readonly now: () => number = Date.now,
+  ) {
+    super();
+    this.queue.concurrency = store.config.scheduler.maxConcurrency;
+    store.on('config', () => {
+      this.queue.concurrency = store.config.scheduler.maxConcurrency;
+      this.kick();
+    });
+    store.on('cards', ({ id, external }) => {
+      if (!id) return;
+      const card = store.get(id);
+      // The host is the only writer of a running card's state: an outside edit cannot unlock it.
+      if (card && external && this.active.has(id) && card.front.status !== 'running')
+        this.safeUpdate(id, { status: 'running' });
+      this.kick();
+    });
+  }
+
+  isActive(cardId: string): boolean {
+    return this.active.has(cardId);
+  }
+  runIdOf(cardId: string): string | undefined {
+    return this.active.get(cardId)?.runId;
+  }
+  progress(cardId: string): Progress | undefined {
+    return this.progressOf.get(cardId);
+  }
+  waitingReason(cardId: string): string | undefined {
+    return this.waiting[cardId];
+  }
+  get activeCount(): number {
+    return this.active.size;
+  }
+
+  /**
+   * After a host restart: runs still going are re-attached (not re-run); cards left `running` whose run
+   * ended meanwhile get its outcome; queued cards are simply queued again by the next tick.
+   */
+  async recover(): Promise<void> {
+    const { runs: live } = await this.client.list({ activeOnly: true });
+    const liveByCard = new Map(live.map((r) => [r.card.path, r]));
+    let recent: RunResult[] | undefined;
+    for (const card of this.store.all()) {
+      const id = this.idOf(card);
+      const run = liveByCard.get(card.file);
+      if (run) {
+        if (card.front.status !== 'running' || card.front.lastRun !== run.runId)
+          this.safeUpdate(id, { status: 'running', lastRun: run.runId });
+        this.adopt(id, card.front.flow, run.runId);
+        continue;
+      }
+      if (card.front.status !== 'running') continue;
+      recent ??= (await this.client.list({ limit: 500 })).runs;
+      const ended = card.front.lastRun ? recent.find((r) => r.runId === card.front.lastRun) : undefined;
+      if (ended && ended.status !== 'running') this.finish(id, ended);
+      else this.safeUpdate(id, { status: 'queued' });
+    }
+    this.kick();
+  }
+
+  /** Looks at the board again soon (coalesced). */
+  kick(): void {
+    if (this.tickPending || this.stopped) return;
+    this.tickPending = true;
+    setImmediate(() => {
+      this.tickPending = false;
+      this.tick();
+    });
+  }
+
+  /** Cancels the card's run (idempotent). Resolves when the supervisor has taken the cancel. */
+  async cancel(cardId: string): Promise<boolean> {
+    const a = this.active.get(cardId);
+    if (!a) return false;
+    a.cancelRequested = true;
+    if (a.runId) await this.client.cancel(a.runId);
+    return true;
+  }
+
+  /** Stops dispatching; runs go on in the supervisor (a restarted host re-attaches them). */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.wakeTimer);
+  }
+
+  private idOf(card: Card): string {
+    return String(card.front.id ?? this.store.idForFile(card.file));
+  }
+
+  private tick(): void {
+    if (this.stopped) return;
+    const cfg = this.store.config;
+    const cards = this.store.all();
+    const counts: Partial<Record<CardStatus, number>> = {};
+    for (const c of cards)
+      counts[c.front.status ?? 'backlog'] = (counts[c.front.status ?? 'backlog'] ?? 0) + 1;
+    const queued = cards
+      .filter((c) => c.front.status === 'queued' && !this.active.has(this.idOf(c)))
+      .map((c) => ({ id: this.idOf(c), file: c.file, rank: c.front.rank, card: c }))
+      .sort(compareCards);
+    const decision = decide({
+      queued: queued.map((q) => ({
+        id: q.id,
+        flow: q.card.front.flow,
+        ...(q.card.front.nextTryAt ? { notBefore: Date.parse(q.card.front.nextTryAt) } : {}),
+      })),
+      running: [...this.active.values()].map((a) => ({ id: a.cardId, flow: a.flow })),
+      maxConcurrency: cfg.scheduler.maxConcurrency,
+      flowCaps: Object.fromEntries(Object.entries(cfg.flows).map(([n, f]) => [n, f.cap])),
+      columnLimits: cfg.scheduler.columnLimits,
+      columnCounts: counts,
+      now: this.now(),
+    });
+    const changed = JSON.stringify(decision.waiting) !== JSON.stringify(this.waiting);
+    this.waiting = decision.waiting;
+    clearTimeout(this.wakeTimer);
+    if (decision.wakeAt !== undefined)
+      this.wakeTimer = setTimeout(() => this.kick(), Math.max(10, decision.wakeAt - this.now()));
+    for (const id of decision.start) this.start(id);
+    if (changed && decision.start.length === 0) this.emit('changed');
+  }
+
+  private start(cardId: string): void {
+    const card = this.store.get(cardId);
+    if (!card) return;
+    const a: Active = { cardId, flow: card.front.flow };
+    this.active.set(cardId, a);
+    this.progressOf.delete(cardId);
+    void this.queue.add(async () => {
+      let request;
+      try {
+        request = launchRequest(card, this.store.config, this.store.projectDir, this.grants);
+      } catch (err) {
+        return this.launchFailed(cardId, (err as Error).message);
+      }
+      this.emit('dispatch', { cardId, sinceFreeMs: this.freedAt ? performance.now() - this.freedAt : 0 });
+      let runId: string;
+      try {
+        ({ runId } = await this.client.launch(request));
+      } catch (err) {
+        const msg = err instanceof ResponseError ? `refused: ${err.message}` : (err as Error).message;
+        return this.launchFailed(cardId, msg);
+      }
+      a.runId = runId;
+      this.byRun.set(runId, cardId);
+      this.safeUpdate(cardId, { status: 'running', lastRun: runId, lastError: undefined });
+      this.emit('changed');
+      if (a.cancelRequested) void this.client.cancel(runId);
+      await this.follow(cardId, runId);
+    });
+  }
+
+  /** A run found going after a restart: hold its slot and follow it to its end. */
+  private adopt(cardId: string, flow: string, runId: string): void {
+    this.active.set(cardId, { cardId, flow, runId });
+    this.byRun.set(runId, cardId);
+    void this.queue.add(() => this.follow(cardId, runId));
+  }
+
+  /** Follows a run's events (progress) and its end; output is not streamed here (see RunStreams). */
+  private follow(cardId: string, runId: string): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const end = (result: RunResult): void => {
+        this.finish(cardId, result);
+        resolve();
+      };
+      this.client
+        .attach(
+          runId,
+          {
+            onEvent: (e) => {
+              if (e.type !== 'progress') return;
+              const fraction = typeof e.data?.fraction === 'number' ? e.data.fraction : undefined;
+              this.progressOf.set(cardId, { fraction, message: e.message });
+              this.emit('changed');
+            },
+            onEnd: end,
+          },
+          { events: 0, stdout: Number.MAX_SAFE_INTEGER, stderr: Number.MAX_SAFE_INTEGER },
+        )
+        .then((run) => {
+          // attach answers with the run as it is; an ended run still gets its didEnd, but be sure
+          if (run.status !== 'running') setTimeout(() => this.active.has(cardId) && end(run), 2000);
+        })
+        .catch((err: Error) => {
+          this.launchFailed(cardId, `lost the run ${runId}: ${err.message}`);
+          resolve();
+        });
+    });
+  }
+
+  private finish(cardId: string, result: RunResult): void {
+    if (this.active.get(cardId)?.runId === result.runId || !this.active.has(cardId)) {
+      this.active.delete(cardId);
+      this.byRun.delete(result.runId);
+      this.freedAt = performance.now();
+    } else return; // a stale end for an older run
+    const card = this.store.get(cardId);
+    if (card) {
+      const failures = card.front.failures ?? 0;
+      const detail = result.termination ? `${result.termination.reason}: ${result.termination.detail}` : '';
+      switch (result.status) {
+        case 'succeeded':
+          this.safeUpdate(cardId, {
+            status: 'done',
+            rank: this.topRank('done'),
+            lastRun: result.runId,
+            failures: undefined,
+            nextTryAt: undefined,
+            lastError: undefined,
+          });
+          break;
+        case 'needs-input':
+          this.safeUpdate(cardId, {
+            status: 'needs-input',
+            rank: this.topRank('needs-input'),
+            lastRun: result.runId,
+          });
+          break;
+        case 'cancelled':
+          this.safeUpdate(cardId, {
+            status: 'backlog',
+            rank: this.topRank('backlog'),
+            lastError: 'cancelled',
+          });
+          break;
+        default:
+          this.failed(cardId, failures + 1, `${result.status} (${detail})`, result.runId);
+      }
+    }
+    this.emit('changed');
+    this.kick();
+  }
+
+  private launchFailed(cardId: string, message: string): void {
+    this.active.delete(cardId);
+    this.freedAt = performance.now();
+    const card = this.store.get(cardId);
+    if (card) this.failed(cardId, (card.front.failures ?? 0) + 1, message);
+    this.emit('changed');
+    this.kick();
+  }
+
+  private failed(cardId: string, failures: number, message: string, runId?: string): void {
+    const b = this.store.config.scheduler.backoff;
+    const retry = failures <= b.retries;
+    const status: CardStatus = retry ? 'queued' : 'failed';
+    this.safeUpdate(cardId, {
+      status,
+      rank: retry ? undefined : this.topRank('failed'),
+      failures,
+      nextTryAt: new Date(this.now() + backoffDelay(failures, b.base, b.max)).toISOString(),
+      lastError: message.slice(0, 2000),
+      ...(runId ? { lastRun: runId } : {}),
+    });
+  }
+
+  private topRank(status: CardStatus): number {
+    let min = 1024;
+    for (const c of this.store.all())
+      if (c.front.status === status && c.front.rank !== undefined) min = Math.min(min, c.front.rank);
+    return min - 1024;
+  }
+
+  private safeUpdate(cardId: string, patch: Record<string, unknown>): void {
+    try {
+      this.store.update(cardId, patch);
+    } catch (err) {
+      process.emitWarning(`runboard: could not write card ${cardId}: ${(err as Error).message}`);
+    }
+  }
+}

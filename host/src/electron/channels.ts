@@ -1,0 +1,24 @@
+/**
+ * The one list of IPC channels between the Electron main process and the preload bridge. Both import
+ * it; main ignores any other channel and any sender that is not its own window.
+ */
+export const Invoke = {
+  board: 'board:get',
+  card: 'card:get',
+  move: 'card:move',
+  cancel: 'card:cancel',
+  settings: 'settings:get',
+  saveSettings: 'settings:save',
+  runFiles: 'run:files',
+  exportRun: 'run:export',
+  streamRun: 'run:stream',
+  stopStream: 'run:stopStream',
+} as const;
+
+export const Push = {
+  boardChanged: 'board:changed',
+  runStream: 'run:streamMessage',
+} as const;
+
+/** Screenshots and the app itself are served to the renderer from this scheme. */
+export const SCHEME = 'runboard';

@@ -1,0 +1,129 @@
+/**
+ * The container: owns the board data and the selection, talks to the host through BoardApi, and hands
+ * plain data to the presentational Board, Inspector and SettingsView.
+ */
+import { useCallback, useEffect, useRef, useState } from 'react';
+import type { BoardApi, BoardView, CardDetail } from './api.ts';
+import { Board, type MoveIntent } from './Board.tsx';
+import { Inspector } from './Inspector.tsx';
+import { SettingsView } from './SettingsView.tsx';
+
+/** Applies a move locally so the board answers at once; the host's answer replaces it. */
+function applyMove(board: BoardView, m: MoveIntent): BoardView {
+  const moved = board.cards.find((c) => c.id === m.id);
+  if (!moved) return board;
+  const rest = board.cards.filter((c) => c.id !== m.id);
+  const target = rest.filter((c) => c.column === m.to);
+  const before = target[m.index];
+  const at = before ? rest.indexOf(before) : rest.length;
+  rest.splice(at, 0, { ...moved, column: m.to });
+  return { ...board, cards: rest };
+}
+
+export function App({ api }: { api: BoardApi }) {
+  const [board, setBoard] = useState<BoardView>();
+  const [selected, setSelected] = useState<string>();
+  const [detail, setDetail] = useState<CardDetail>();
+  const [settings, setSettings] = useState(false);
+  const [error, setError] = useState<string>();
+  const selectedRef = useRef(selected);
+  selectedRef.current = selected;
+
+  const refresh = useCallback(async () => {
+    try {
+      const b = await api.board();
+      setBoard(b);
+      const id = selectedRef.current;
+      if (id && !id.startsWith('broken:')) setDetail(await api.card(id));
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  }, [api]);
+
+  useEffect(() => {
+    void refresh();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const off = api.onBoardChanged(() => {
+      // coalesce bursts (progress ticks) into one refresh per 100 ms
+      timer ??= setTimeout(() => {
+        timer = undefined;
+        void refresh();
+      }, 100);
+    });
+    return () => {
+      off();
+      if (timer) clearTimeout(timer);
+    };
+  }, [api, refresh]);
+
+  useEffect(() => {
+    if (!selected || selected.startsWith('broken:')) return setDetail(undefined);
+    let live = true;
+    api
+      .card(selected)
+      .then((d) => live && setDetail(d))
+      .catch((e: Error) => live && setError(e.message));
+    return () => {
+      live = false;
+    };
+  }, [api, selected]);
+
+  const onMove = (m: MoveIntent): void => {
+    if (!board) return;
+    setBoard(applyMove(board, m));
+    api.move(m.id, m.to, m.index).then(
+      () => setError(undefined),
+      (e: Error) => {
+        setError(e.message);
+        void refresh();
+      },
+    );
+  };
+
+  if (!board) return <div className="loading">Loading the board…</div>;
+  const running = board.cards.filter((c) => c.column === 'running').length;
+  return (
+    <div className={detail ? 'app with-inspector' : 'app'}>
+      <header className="topbar">
+        <h1>Runboard</h1>
+        <span className="project" title={board.project}>
+          {board.project}
+        </span>
+        <span className="slots" aria-label="Runs going">
+          {running}/{board.maxConcurrency} running
+          {board.flows.map((f) => (
+            <span key={f.name} className="flowcap">
+              {f.name} {f.running}/{f.cap}
+            </span>
+          ))}
+        </span>
+        <button onClick={() => setSettings(true)}>Settings</button>
+      </header>
+      {board.configError && (
+        <div className="banner error" role="alert">
+          config.yaml has an error (the last good config is in use): {board.configError}
+        </div>
+      )}
+      {error && (
+        <div className="banner error" role="alert">
+          {error}
+          <button className="close" onClick={() => setError(undefined)} aria-label="Dismiss">
+            ✕
+          </button>
+        </div>
+      )}
+      <main>
+        <Board board={board} selected={selected} onSelect={setSelected} onMove={onMove} />
+        {detail && (
+          <Inspector
+            api={api}
+            detail={detail}
+            onClose={() => setSelected(undefined)}
+            onChanged={() => void refresh()}
+          />
+        )}
+      </main>
+      {settings && <SettingsView api={api} onClose={() => setSettings(false)} />}
+    </div>
+  );
+}

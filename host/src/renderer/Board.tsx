@@ -1,0 +1,272 @@
+/**
+ * The kanban, presentational: columns of sortable cards. Drag and drop by mouse and by keyboard
+ * (dnd-kit's keyboard sensor: focus a card, Space to lift, arrows to move, Space to drop; Enter opens), with
+ * accessible names so the board can be driven through the accessibility tree.
+ */
+import {
+  closestCorners,
+  DndContext,
+  DragOverlay,
+  pointerWithin,
+  rectIntersection,
+  type CollisionDetection,
+  KeyboardSensor,
+  PointerSensor,
+  useDroppable,
+  useSensor,
+  useSensors,
+  type Announcements,
+  type DragEndEvent,
+} from '@dnd-kit/core';
+import {
+  SortableContext,
+  sortableKeyboardCoordinates,
+  useSortable,
+  verticalListSortingStrategy,
+} from '@dnd-kit/sortable';
+import { CSS } from '@dnd-kit/utilities';
+import { useState } from 'react';
+import type { BoardView, CardView, Column } from './api.ts';
+import { COLUMN_TITLES } from './api.ts';
+
+export const COLUMN_IDS: Column[] = ['backlog', 'queued', 'running', 'needs-input', 'done', 'failed'];
+const COL_PREFIX = 'column:';
+
+function time(iso: string): string {
+  return new Date(iso).toLocaleTimeString();
+}
+
+export function cardLabel(c: CardView): string {
+  if (c.broken) return `Broken card ${c.file}: ${c.broken}`;
+  return `${c.title}, ${COLUMN_TITLES[c.column]}${c.locked ? ', locked while running' : ''}`;
+}
+
+function CardTile({ card, selected, onSelect }: { card: CardView; selected: boolean; onSelect: () => void }) {
+  const { attributes, listeners, setNodeRef, transform, transition, isDragging } = useSortable({
+    id: card.id,
+    disabled: card.locked,
+    data: { column: card.column },
+  });
+  const pct = card.progress?.fraction !== undefined ? Math.round(card.progress.fraction * 100) : undefined;
+  return (
+    <li
+      ref={setNodeRef}
+      style={{ transform: CSS.Transform.toString(transform), transition }}
+      className={[
+        'card',
+        card.broken ? 'broken' : '',
+        card.locked ? 'locked' : '',
+        selected ? 'selected' : '',
+        isDragging ? 'dragging' : '',
+      ].join(' ')}
+      data-card-id={card.id}
+      data-column={card.column}
+      {...attributes}
+      {...listeners}
+      aria-label={cardLabel(card)}
+      aria-roledescription={card.locked ? 'locked card' : 'draggable card'}
+      onClick={onSelect}
+      onKeyDown={(e) => {
+        listeners?.onKeyDown?.(e);
+        if (e.key === 'Enter' && !e.defaultPrevented) onSelect();
+      }}
+    >
+      {card.broken ? (
+        <>
+          <div className="card-title">⚠ {card.file}</div>
+          <div className="card-error" role="alert">
+            {card.broken}
+          </div>
+        </>
+      ) : (
+        <>
+          <div className="card-title">{card.title}</div>
+          <div className="card-meta">
+            <span className="flow">{card.flow}</span>
+            {card.locked && <span className="lock">● running · locked</span>}
+            {card.failures ? <span className="fails">{card.failures}× failed</span> : null}
+          </div>
+          {card.column === 'running' && (
+            <div className="progress" aria-label={`progress ${pct ?? 0}%`}>
+              <div
+                className={pct === undefined ? 'bar indeterminate' : 'bar'}
+                style={{ width: `${pct ?? 30}%` }}
+              />
+            </div>
+          )}
+          {card.progress?.message && card.column === 'running' && (
+            <div className="card-note">{card.progress.message}</div>
+          )}
+          {card.nextTryAt && card.column === 'queued' && (
+            <div className="card-note backoff">next try at {time(card.nextTryAt)}</div>
+          )}
+          {card.waiting && !card.waiting.startsWith('backoff') && (
+            <div className="card-note">{card.waiting}</div>
+          )}
+          {card.lastError && card.column !== 'done' && card.column !== 'running' && (
+            <div className="card-note error">{card.lastError}</div>
+          )}
+          {card.needs && <div className="card-note needs">needs: {card.needs}</div>}
+        </>
+      )}
+    </li>
+  );
+}
+
+function ColumnView({
+  column,
+  cards,
+  limit,
+  selected,
+  onSelect,
+}: {
+  column: Column;
+  cards: CardView[];
+  limit?: number | undefined;
+  selected: string | undefined;
+  onSelect: (id: string) => void;
+}) {
+  const { setNodeRef, isOver } = useDroppable({ id: COL_PREFIX + column });
+  const title = COLUMN_TITLES[column];
+  return (
+    <section
+      className={isOver ? 'column over' : 'column'}
+      aria-label={`${title} column, ${cards.length} cards`}
+    >
+      <h2>
+        {title} <span className="count">{limit ? `${cards.length}/${limit}` : cards.length}</span>
+      </h2>
+      <SortableContext id={column} items={cards.map((c) => c.id)} strategy={verticalListSortingStrategy}>
+        <ul ref={setNodeRef} className="cards" data-column={column}>
+          {cards.map((c) => (
+            <CardTile key={c.id} card={c} selected={selected === c.id} onSelect={() => onSelect(c.id)} />
+          ))}
+        </ul>
+      </SortableContext>
+    </section>
+  );
+}
+
+export interface MoveIntent {
+  id: string;
+  to: Column;
+  index: number;
+}
+
+/** Where a drop lands: a column (its end) or a card (its place). */
+export function dropTarget(
+  board: BoardView,
+  activeId: string,
+  overId: string | undefined,
+): MoveIntent | null {
+  if (!overId) return null;
+  if (overId.startsWith(COL_PREFIX)) {
+    const to = overId.slice(COL_PREFIX.length) as Column;
+    const inCol = board.cards.filter((c) => c.column === to && c.id !== activeId);
+    return { id: activeId, to, index: inCol.length };
+  }
+  const over = board.cards.find((c) => c.id === overId);
+  if (!over) return null;
+  const col = board.cards.filter((c) => c.column === over.column);
+  const from = col.findIndex((c) => c.id === activeId);
+  const index = col.findIndex((c) => c.id === overId);
+  // within a column, dnd-kit's sortable index is the target position after removal
+  return { id: activeId, to: over.column, index: from === -1 ? index : index };
+}
+
+/**
+ * With a pointer: the card or column under it. With the keyboard (no pointer): what the moved card
+ * overlaps (closest corners alone would prefer the card's own old place to a tall column). Cards win
+ * over columns, so a drop lands at a card's place.
+ */
+const collision: CollisionDetection = (args) => {
+  const preferCards = (hits: ReturnType<CollisionDetection>) => {
+    const cards = hits.filter((c) => !String(c.id).startsWith(COL_PREFIX));
+    return cards.length ? cards : hits;
+  };
+  const within = pointerWithin(args);
+  if (within.length) return preferCards(within);
+  const overlapping = rectIntersection(args);
+  if (overlapping.length) return preferCards(overlapping);
+  return closestCorners(args);
+};
+
+export function Board({
+  board,
+  selected,
+  onSelect,
+  onMove,
+}: {
+  board: BoardView;
+  selected: string | undefined;
+  onSelect: (id: string) => void;
+  onMove: (m: MoveIntent) => void;
+}) {
+  const sensors = useSensors(
+    useSensor(PointerSensor, { activationConstraint: { distance: 5 } }),
+    useSensor(KeyboardSensor, {
+      coordinateGetter: sortableKeyboardCoordinates,
+      // Space lifts and drops; Enter stays free to open the card in the inspector.
+      keyboardCodes: { start: ['Space'], cancel: ['Escape'], end: ['Space'] },
+    }),
+  );
+  const titleOf = (id: string | number): string => board.cards.find((c) => c.id === id)?.title ?? String(id);
+  const where = (id: string | number | undefined): string => {
+    if (id === undefined) return 'nowhere';
+    const s = String(id);
+    if (s.startsWith(COL_PREFIX)) return `the ${COLUMN_TITLES[s.slice(COL_PREFIX.length) as Column]} column`;
+    const c = board.cards.find((x) => x.id === s);
+    return c ? `${COLUMN_TITLES[c.column]}, at ${titleOf(s)}` : s;
+  };
+  const announcements: Announcements = {
+    onDragStart: ({ active }) => `Picked up card ${titleOf(active.id)}.`,
+    onDragOver: ({ active, over }) => `Card ${titleOf(active.id)} is over ${where(over?.id)}.`,
+    onDragEnd: ({ active, over }) => `Card ${titleOf(active.id)} was dropped on ${where(over?.id)}.`,
+    onDragCancel: ({ active }) => `Moving card ${titleOf(active.id)} was cancelled.`,
+  };
+  const [dragging, setDragging] = useState<CardView>();
+  const onDragEnd = (e: DragEndEvent): void => {
+    setDragging(undefined);
+    const m = dropTarget(board, String(e.active.id), e.over ? String(e.over.id) : undefined);
+    if (m) onMove(m);
+  };
+  return (
+    <DndContext
+      sensors={sensors}
+      collisionDetection={collision}
+      onDragStart={(e) => setDragging(board.cards.find((c) => c.id === e.active.id))}
+      onDragCancel={() => setDragging(undefined)}
+      onDragEnd={onDragEnd}
+      accessibility={{
+        announcements,
+        screenReaderInstructions: {
+          draggable:
+            'To move a card, press Space to pick it up, use the arrow keys to move it to another column or place, and press Space to drop it. Escape cancels. Enter opens the card.',
+        },
+      }}
+    >
+      <div className="board" role="region" aria-label="Board">
+        {COLUMN_IDS.map((col) => (
+          <ColumnView
+            key={col}
+            column={col}
+            cards={board.cards.filter((c) => c.column === col)}
+            limit={board.columnLimits[col]}
+            selected={selected}
+            onSelect={onSelect}
+          />
+        ))}
+      </div>
+      <DragOverlay dropAnimation={null}>
+        {dragging ? (
+          <div className="card overlay" aria-hidden="true">
+            <div className="card-title">{dragging.title}</div>
+            <div className="card-meta">
+              <span className="flow">{dragging.flow}</span>
+            </div>
+          </div>
+        ) : null}
+      </DragOverlay>
+    </DndContext>
+  );
+}

@@ -1,0 +1,258 @@
+/**
+ * The card inspector: the card's markdown and questions, its runs (newest first), and for the selected
+ * run its live output, progress, status, metrics, screenshots, a trend of recent runs, Cancel and Export.
+ */
+import { useEffect, useState } from 'react';
+import type { RunResult } from '@runboard/supervisor/protocol';
+import type { BoardApi, CardDetail } from './api.ts';
+import { LogView, type RunLiveState } from './LogView.tsx';
+
+function fmtMs(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined) return '…';
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+}
+function fmtBytes(n: number | null | undefined): string {
+  if (n === null || n === undefined) return '–';
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+const STATUS_CLASS: Record<string, string> = {
+  succeeded: 'ok',
+  failed: 'bad',
+  'timed-out': 'bad',
+  cancelled: 'warn',
+  'needs-input': 'warn',
+  running: 'live',
+};
+
+/** The last N runs' durations as bars, coloured by outcome (oldest left). */
+export function TrendChart({ runs, n = 20 }: { runs: RunResult[]; n?: number }) {
+  const last = runs.slice(0, n).reverse();
+  if (last.length === 0) return null;
+  const max = Math.max(1, ...last.map((r) => r.durationMs ?? 0));
+  const w = 12;
+  const h = 48;
+  return (
+    <figure className="trend">
+      <svg
+        width={last.length * (w + 3)}
+        height={h}
+        role="img"
+        aria-label={`Durations and outcomes of the last ${last.length} runs`}
+      >
+        {last.map((r, i) => {
+          const bh = Math.max(2, ((r.durationMs ?? 0) / max) * (h - 2));
+          return (
+            <rect
+              key={r.runId}
+              x={i * (w + 3)}
+              y={h - bh}
+              width={w}
+              height={bh}
+              className={`bar-${STATUS_CLASS[r.status] ?? 'bad'}`}
+            >
+              <title>{`${r.runId}: ${r.status}, ${fmtMs(r.durationMs)}`}</title>
+            </rect>
+          );
+        })}
+      </svg>
+      <figcaption>
+        last {last.length} runs · longest {fmtMs(max)}
+      </figcaption>
+    </figure>
+  );
+}
+
+function Screenshots({ api, runId, ended }: { api: BoardApi; runId: string; ended: boolean }) {
+  const [shots, setShots] = useState<string[]>([]);
+  useEffect(() => {
+    let live = true;
+    api
+      .runFiles(runId)
+      .then((f) => live && setShots(f.screenshots))
+      .catch(() => live && setShots([]));
+    return () => {
+      live = false;
+    };
+  }, [api, runId, ended]);
+  if (!shots.length) return null;
+  return (
+    <div className="shots">
+      {shots.map((s) => (
+        <a key={s} href={api.fileUrl(runId, s)} target="_blank" rel="noreferrer">
+          <img src={api.fileUrl(runId, s)} alt={`screenshot ${s}`} />
+        </a>
+      ))}
+    </div>
+  );
+}
+
+function RunPanel({
+  api,
+  run,
+  onLive,
+}: {
+  api: BoardApi;
+  run: RunResult;
+  onLive: (s: RunLiveState) => void;
+}) {
+  const [live, setLive] = useState<RunLiveState>({ ended: run.status !== 'running' });
+  const pct = live.progress?.fraction;
+  return (
+    <div className="run-panel">
+      <dl className="metrics">
+        <div>
+          <dt>Status</dt>
+          <dd className={`status ${STATUS_CLASS[run.status] ?? ''}`}>{run.status}</dd>
+        </div>
+        <div>
+          <dt>Duration</dt>
+          <dd>{fmtMs(run.durationMs)}</dd>
+        </div>
+        <div>
+          <dt>Exit code</dt>
+          <dd>
+            {run.exitCode ?? '–'}
+            {run.signal ? ` (${run.signal})` : ''}
+          </dd>
+        </div>
+        <div>
+          <dt>Output</dt>
+          <dd>
+            {fmtBytes(run.stdoutBytes)} out · {fmtBytes(run.stderrBytes)} err
+          </dd>
+        </div>
+        <div>
+          <dt>I/O</dt>
+          <dd>
+            {fmtBytes(run.bytesRead)} read · {fmtBytes(run.bytesWritten)} written
+          </dd>
+        </div>
+        <div className="wide">
+          <dt>Ended because</dt>
+          <dd>
+            {run.termination ? `${run.termination.reason}: ${run.termination.detail}` : 'still running'}
+          </dd>
+        </div>
+      </dl>
+      {run.status === 'running' && !live.ended && (
+        <div className="run-progress">
+          <div className="progress" aria-label={`progress ${Math.round((pct ?? 0) * 100)}%`}>
+            <div className="bar" style={{ width: `${Math.round((pct ?? 0) * 100)}%` }} />
+          </div>
+          <span>{live.progress?.message ?? 'running…'}</span>
+        </div>
+      )}
+      <Screenshots api={api} runId={run.runId} ended={live.ended} />
+      <LogView
+        api={api}
+        runId={run.runId}
+        onLive={(s) => {
+          setLive(s);
+          onLive(s);
+        }}
+      />
+    </div>
+  );
+}
+
+export function Inspector({
+  api,
+  detail,
+  onClose,
+  onChanged,
+}: {
+  api: BoardApi;
+  detail: CardDetail;
+  onClose: () => void;
+  onChanged: () => void;
+}) {
+  const [runId, setRunId] = useState<string | undefined>(detail.runs[0]?.runId);
+  const [error, setError] = useState<string>();
+  const newest = detail.runs[0]?.runId;
+  useEffect(() => {
+    // a new run of this card: follow it
+    setRunId(newest);
+  }, [newest, detail.card.id]);
+  const run = detail.runs.find((r) => r.runId === runId) ?? detail.runs[0];
+  const { card } = detail;
+  return (
+    <aside className="inspector" aria-label={`Inspector: ${card.title}`}>
+      <header>
+        <h2>{card.title}</h2>
+        <button className="close" onClick={onClose} aria-label="Close inspector">
+          ✕
+        </button>
+      </header>
+      <div className="inspector-meta">
+        <span className="flow">{card.flow}</span> · <span>{card.file}</span> · <span>{card.column}</span>
+        {card.locked && (
+          <button
+            className="danger"
+            onClick={() =>
+              api
+                .cancel(card.id)
+                .then(onChanged)
+                .catch((e: Error) => setError(e.message))
+            }
+          >
+            Cancel run
+          </button>
+        )}
+      </div>
+      {error && <div className="banner error">{error}</div>}
+      {card.lastError && card.column !== 'done' && (
+        <div className="banner error">Last error: {card.lastError}</div>
+      )}
+      {card.needs && <div className="banner warn">Needs: {card.needs}</div>}
+      <details open className="card-body">
+        <summary>Task</summary>
+        {detail.command !== undefined && (
+          <pre className="command">
+            $ {Array.isArray(detail.command) ? detail.command.join(' ') : detail.command}
+          </pre>
+        )}
+        <pre className="markdown">{detail.body.trim()}</pre>
+      </details>
+      {detail.questions && (
+        <section className="questions" aria-label="Questions">
+          <h3>Questions</h3>
+          <pre className="markdown">{detail.questions}</pre>
+        </section>
+      )}
+      <section className="runs" aria-label="Runs">
+        <h3>Runs ({detail.runs.length})</h3>
+        <TrendChart runs={detail.runs} />
+        {detail.runs.length === 0 && <p className="muted">No runs yet: drag the card into Queued.</p>}
+        <ol className="run-list">
+          {detail.runs.slice(0, 50).map((r) => (
+            <li key={r.runId}>
+              <button
+                className={r.runId === run?.runId ? 'run-item selected' : 'run-item'}
+                onClick={() => setRunId(r.runId)}
+                aria-pressed={r.runId === run?.runId}
+              >
+                <span className={`status ${STATUS_CLASS[r.status] ?? ''}`}>{r.status}</span>
+                <span>{new Date(r.startedAt).toLocaleString()}</span>
+                <span>{fmtMs(r.durationMs)}</span>
+              </button>
+            </li>
+          ))}
+        </ol>
+      </section>
+      {run && (
+        <section className="run" aria-label={`Run ${run.runId}`}>
+          <h3>
+            Run {run.runId}
+            <button className="export" onClick={() => void api.exportRun(run.runId)}>
+              Export run
+            </button>
+          </h3>
+          <RunPanel key={run.runId} api={api} run={run} onLive={(s) => s.ended && onChanged()} />
+        </section>
+      )}
+    </aside>
+  );
+}

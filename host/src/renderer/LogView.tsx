@@ -1,0 +1,153 @@
+/**
+ * A run's output, live: virtualised (only the visible rows exist in the DOM, so 100k lines scroll
+ * smoothly), ANSI colours through anser (as CSS classes; React sets styles through the CSSOM, which
+ * the strict CSP allows, but style attributes in markup it does not), and a
+ * bounded buffer (the oldest lines are dropped past MAX_LINES; "export run" has all of them).
+ */
+import Anser from 'anser';
+import { useVirtualizer } from '@tanstack/react-virtual';
+import { useEffect, useRef, useState } from 'react';
+import type { BoardApi, RunStreamMessage } from './api.ts';
+
+export const MAX_LINES = 200_000;
+const ROW = 17;
+
+interface Line {
+  err: boolean;
+  text: string;
+}
+
+export interface RunLiveState {
+  progress?: { fraction?: number | undefined; message?: string | undefined };
+  ended: boolean;
+}
+
+function AnsiLine({ line }: { line: Line }) {
+  if (!line.text.includes('\x1b')) return <>{line.text}</>;
+  const parts = Anser.ansiToJson(line.text, { use_classes: true, remove_empty: true });
+  return (
+    <>
+      {parts.map((p, i) => (
+        <span
+          key={i}
+          className={[
+            p.fg ? `${p.fg}-fg` : '',
+            p.bg ? `${p.bg}-bg` : '',
+            p.decorations.includes('bold') ? 'ansi-bold' : '',
+          ].join(' ')}
+        >
+          {p.content}
+        </span>
+      ))}
+    </>
+  );
+}
+
+export function LogView({
+  api,
+  runId,
+  onLive,
+}: {
+  api: BoardApi;
+  runId: string;
+  onLive?: (s: RunLiveState) => void;
+}) {
+  const lines = useRef<Line[]>([]);
+  const dropped = useRef(0);
+  const [count, setCount] = useState(0);
+  const [follow, setFollow] = useState(true);
+  const [skipped, setSkipped] = useState(0);
+  const parent = useRef<HTMLDivElement>(null);
+  const onLiveRef = useRef(onLive);
+  onLiveRef.current = onLive;
+
+  useEffect(() => {
+    lines.current = [];
+    dropped.current = 0;
+    setCount(0);
+    setSkipped(0);
+    let frame = 0;
+    const bump = (): void => {
+      if (frame) return;
+      frame = requestAnimationFrame(() => {
+        frame = 0;
+        setCount(lines.current.length);
+      });
+    };
+    const live: RunLiveState = { ended: false };
+    const stop = api.streamRun(runId, (m: RunStreamMessage) => {
+      if (m.type === 'lines') {
+        const buf = lines.current;
+        for (const text of m.lines) buf.push({ err: m.stream === 'stderr', text });
+        if (buf.length > MAX_LINES) {
+          const drop = buf.length - MAX_LINES + Math.floor(MAX_LINES / 10);
+          buf.splice(0, drop);
+          dropped.current += drop;
+        }
+        bump();
+      } else if (m.type === 'start') {
+        setSkipped(m.skippedBytes);
+      } else if (m.type === 'event' && m.event.type === 'progress') {
+        const f = m.event.data?.fraction;
+        live.progress = { fraction: typeof f === 'number' ? f : undefined, message: m.event.message };
+        onLiveRef.current?.({ ...live });
+      } else if (m.type === 'end') {
+        live.ended = true;
+        onLiveRef.current?.({ ...live });
+      }
+    });
+    return () => {
+      stop();
+      if (frame) cancelAnimationFrame(frame);
+    };
+  }, [api, runId]);
+
+  const virtualizer = useVirtualizer({
+    count,
+    getScrollElement: () => parent.current,
+    estimateSize: () => ROW,
+    overscan: 30,
+  });
+
+  useEffect(() => {
+    if (follow && count > 0) virtualizer.scrollToIndex(count - 1, { align: 'end' });
+  }, [count, follow, virtualizer]);
+
+  const onScroll = (): void => {
+    const el = parent.current;
+    if (!el) return;
+    const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < ROW * 2;
+    if (atBottom !== follow) setFollow(atBottom);
+  };
+
+  return (
+    <div className="log">
+      <div className="log-head">
+        <span>
+          {count.toLocaleString()} lines
+          {dropped.current + skipped > 0 ? ' (earlier output trimmed: export the run for all of it)' : ''}
+        </span>
+        <label>
+          <input type="checkbox" checked={follow} onChange={(e) => setFollow(e.target.checked)} /> follow
+        </label>
+      </div>
+      <div className="log-scroll" ref={parent} onScroll={onScroll} role="log" aria-label="Run output">
+        <div className="log-inner" style={{ height: virtualizer.getTotalSize() }}>
+          {virtualizer.getVirtualItems().map((row) => {
+            const line = lines.current[row.index];
+            if (!line) return null;
+            return (
+              <div
+                key={row.key}
+                className={line.err ? 'log-line err' : 'log-line'}
+                style={{ transform: `translateY(${row.start}px)` }}
+              >
+                <AnsiLine line={line} />
+              </div>
+            );
+          })}
+        </div>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,106 @@
+/**
+ * The renderer's one door to the host: intents (move a card, cancel a run, save caps) and views
+ * (board, card, run streams). Both shells implement it: the browser client (http-client.ts, for
+ * `runboard serve`) and the Electron preload bridge (host/src/electron/preload.ts). No capabilities
+ * (no fs, no spawn) cross it. The types here are plain data, shared by host and renderer.
+ */
+import type { RunEvent, RunResult } from '@runboard/supervisor/protocol';
+
+export type Column = 'backlog' | 'queued' | 'running' | 'needs-input' | 'done' | 'failed';
+
+export const COLUMN_TITLES: Record<Column, string> = {
+  backlog: 'Backlog',
+  queued: 'Queued',
+  running: 'Running',
+  'needs-input': 'Needs input',
+  done: 'Done',
+  failed: 'Failed',
+};
+
+export interface CardView {
+  id: string;
+  /** Path relative to the project folder. */
+  file: string;
+  title: string;
+  flow: string;
+  column: Column;
+  /** Running cards are locked: not editable, not draggable (cancel first). */
+  locked: boolean;
+  /** The parse error of a broken card (then most other fields are empty). */
+  broken?: string;
+  runId?: string;
+  progress?: { fraction?: number | undefined; message?: string | undefined };
+  /** Why a queued card has not started. */
+  waiting?: string;
+  failures?: number;
+  /** ISO time of the next try when in backoff. */
+  nextTryAt?: string;
+  lastError?: string;
+  /** What the card needs before it can run (e.g. a provider key and where to set it). */
+  needs?: string;
+}
+
+export interface FlowView {
+  name: string;
+  runner: string;
+  cap: number;
+  running: number;
+}
+
+export interface BoardView {
+  project: string;
+  cards: CardView[];
+  maxConcurrency: number;
+  running: number;
+  flows: FlowView[];
+  columnLimits: Partial<Record<Column, number>>;
+  /** config.yaml does not load: the last good config is in use. */
+  configError?: string;
+}
+
+export interface CardDetail {
+  card: CardView;
+  /** The card file's markdown body. */
+  body: string;
+  /** The `## Questions` section, when there is one. */
+  questions?: string;
+  command?: string | string[];
+  workspace: string;
+  /** This card's runs, newest first. */
+  runs: RunResult[];
+}
+
+export interface Settings {
+  maxConcurrency: number;
+  flows: { name: string; cap: number }[];
+  columnLimits: Partial<Record<Column, number>>;
+}
+
+export interface RunFiles {
+  screenshots: string[];
+}
+
+/** What a run stream delivers: lines are whole lines of stdout/stderr, in order. */
+export type RunStreamMessage =
+  | { type: 'start'; run: RunResult; skippedBytes: number }
+  | { type: 'lines'; stream: 'stdout' | 'stderr'; lines: string[] }
+  | { type: 'event'; event: RunEvent }
+  | { type: 'end'; result: RunResult };
+
+export interface BoardApi {
+  board(): Promise<BoardView>;
+  /** Calls back whenever the board changes; returns an unsubscribe. */
+  onBoardChanged(cb: () => void): () => void;
+  card(id: string): Promise<CardDetail>;
+  move(id: string, to: Column, index: number): Promise<void>;
+  cancel(id: string): Promise<void>;
+  settings(): Promise<Settings>;
+  saveSettings(s: Settings): Promise<void>;
+  runFiles(runId: string): Promise<RunFiles>;
+  /** A URL the renderer may show as an image (a screenshot of the run). */
+  fileUrl(runId: string, name: string): string;
+  /** Saves (downloads) the run dir as one .tar.gz. */
+  exportRun(runId: string): Promise<void>;
+  /** Streams a run's output (the tail of it first) and events until it ends; returns a stop. */
+  streamRun(runId: string, cb: (m: RunStreamMessage) => void): () => void;
+}

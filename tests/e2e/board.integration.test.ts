@@ -1,0 +1,182 @@
+/**
+ * The board end to end: Debian's Chromium (playwright-core) against a real `runboard serve`, its real
+ * supervisor and real runs. One browser and one server for the whole file, to keep it fast.
+ * Screenshots land in test-results/ (look at them).
+ */
+import { mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ARTIFACTS, BoardServer, launchBrowser, sleep, waitUntil } from './helpers/board.ts';
+
+const CONFIG = `# e2e board
+version: 1
+scheduler:
+  maxConcurrency: 4 # all flows together
+flows:
+  # quick shell commands
+  shell:
+    runner: command
+    cap: 2 # runs of this flow at once
+  slow:
+    runner: command
+    cap: 2
+`;
+const card = (title: string, flow: string, command: string, extra = ''): string =>
+  `---\ntitle: ${title}\nflow: ${flow}\nworkspace: ./workspace\ncommand: ${JSON.stringify(command)}\n${extra}---\n# Task\n${title}.\n`;
+
+let server: BoardServer;
+let browser: Browser;
+let page: Page;
+
+const cardSel = (id: string, column?: string): string =>
+  column ? `ul.cards[data-column="${column}"] li[data-card-id="${id}"]` : `li[data-card-id="${id}"]`;
+
+async function drag(p: Page, id: string, toColumn: string): Promise<void> {
+  const from = await p.locator(cardSel(id)).boundingBox();
+  const to = await p.locator(`ul.cards[data-column="${toColumn}"]`).boundingBox();
+  if (!from || !to) throw new Error('nothing to drag');
+  await p.mouse.move(from.x + from.width / 2, from.y + from.height / 2);
+  await p.mouse.down();
+  await p.mouse.move(from.x + from.width / 2 + 10, from.y + from.height / 2, { steps: 3 });
+  await p.mouse.move(to.x + to.width / 2, to.y + 40, { steps: 12 });
+  await sleep(100);
+  await p.mouse.up();
+}
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  server = await BoardServer.start(CONFIG, {
+    'quick.md': card(
+      'Say hello',
+      'shell',
+      "echo hello-from-the-board; printf '\\033[32mgreen line\\033[0m\\n'; for i in 1 2 3; do echo line $i; done",
+    ),
+    'long.md': card('Count slowly', 'shell', 'for i in $(seq 1 600); do echo "tick $i"; sleep 0.1; done'),
+    'slow-a.md': card('Slow A', 'slow', 'sleep 2.5'),
+    'slow-b.md': card('Slow B', 'slow', 'sleep 2.5'),
+  });
+  browser = await launchBrowser();
+  page = await browser.newPage({ viewport: { width: 1500, height: 900 } });
+  await page.goto(server.url);
+  await page.waitForSelector(cardSel('quick', 'backlog'));
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+describe('the board in a browser', () => {
+  it('rejects requests without the token or with a foreign Host/Origin', async () => {
+    expect((await fetch(`${server.base}/api/board`)).status).toBe(401);
+    expect((await fetch(`${server.base}/?token=wrong`)).status).toBe(401);
+    const foreign = await fetch(`${server.base}/api/board`, {
+      headers: { authorization: `Bearer ${server.token}`, origin: 'http://evil.example' },
+    });
+    expect(foreign.status).toBe(403);
+  });
+
+  it('drag a card to Queued: it goes Running → Done, with its logs in the inspector', async () => {
+    await drag(page, 'quick', 'queued');
+    await page.waitForSelector(cardSel('quick', 'done'), { timeout: 20_000 });
+    const file = readFileSync(server.cardFile('quick.md'), 'utf8');
+    expect(file).toMatch(/status: done/);
+    expect(file).toMatch(/lastRun: \d{8}-\d{6}-[0-9a-f]{6}/);
+    await page.click(cardSel('quick'));
+    const log = page.getByRole('log', { name: 'Run output' });
+    await log.getByText('hello-from-the-board').waitFor();
+    await log.getByText('line 3').waitFor();
+    // ANSI colours become classes
+    expect(await page.locator('.log-line .ansi-green-fg').first().textContent()).toBe('green line');
+    await page.locator('.metrics .status', { hasText: 'succeeded' }).waitFor();
+    await page.screenshot({ path: path.join(ARTIFACTS, 'board-inspector-done.png') });
+  });
+
+  it('keyboard drag queues a long run; Cancel stops it within 2 s', async () => {
+    await page.locator(cardSel('long')).focus();
+    await page.keyboard.press('Space');
+    await sleep(150);
+    await page.keyboard.press('ArrowRight');
+    await sleep(150);
+    await page.keyboard.press('Space');
+    await page.waitForSelector(cardSel('long', 'running'), { timeout: 15_000 });
+    // Enter opens a card in the inspector
+    await page.locator(cardSel('long')).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('complementary', { name: 'Inspector: Count slowly' }).waitFor();
+    await page.getByRole('log', { name: 'Run output' }).getByText('tick 5', { exact: true }).waitFor();
+    // the running card is locked: a drag out of Running does nothing
+    await drag(page, 'long', 'backlog');
+    await sleep(300);
+    expect(await page.locator(cardSel('long', 'running')).count()).toBe(1);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'board-running.png') });
+    const t0 = Date.now();
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    await waitUntil(
+      'the run to be cancelled',
+      async () => (await server.card('long'))?.column === 'backlog',
+      5000,
+    );
+    const stoppedIn = Date.now() - t0;
+    expect(stoppedIn).toBeLessThan(2000);
+    await page.waitForSelector(cardSel('long', 'backlog'));
+    await page.locator('.metrics .status', { hasText: 'cancelled' }).waitFor();
+  });
+
+  it('lowering a flow cap in Settings rewrites config.yaml (comments kept) and the scheduler honours it', async () => {
+    await page.getByRole('button', { name: 'Settings' }).click();
+    const cap = page.getByLabel('Cap of flow slow');
+    await cap.fill('1');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Saved to config.yaml').waitFor();
+    const cfg = readFileSync(path.join(server.project, 'config.yaml'), 'utf8');
+    expect(cfg).toMatch(/slow:\n {4}runner: command\n {4}cap: 1\n/);
+    expect(cfg).toContain('# quick shell commands');
+    expect(cfg).toContain('cap: 2 # runs of this flow at once');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'settings.png') });
+    await page.getByRole('button', { name: 'Close settings' }).click();
+
+    await server.api('POST', '/api/cards/slow-a/move', { to: 'queued', index: 0 });
+    await server.api('POST', '/api/cards/slow-b/move', { to: 'queued', index: 1 });
+    let maxRunning = 0;
+    let sawWaiting = '';
+    await waitUntil(
+      'both slow cards done',
+      async () => {
+        const b = await server.board();
+        const slow = b.cards.filter((c) => c.flow === 'slow');
+        maxRunning = Math.max(maxRunning, slow.filter((c) => c.column === 'running').length);
+        sawWaiting ||= slow.find((c) => c.waiting)?.waiting ?? '';
+        return slow.every((c) => c.column === 'done');
+      },
+      20_000,
+    );
+    expect(maxRunning).toBe(1);
+    expect(sawWaiting).toMatch(/at its cap \(1\/1\)/);
+  });
+
+  it('an external edit to a card file appears on the board; status: queued in the file queues it', async () => {
+    server.writeCard('external.md', card('Written outside', 'shell', 'echo external'));
+    await page.waitForSelector(cardSel('external', 'backlog'));
+    await page.locator(cardSel('external')).getByText('Written outside').waitFor();
+    const text = readFileSync(server.cardFile('external.md'), 'utf8');
+    expect(text).toMatch(/id: external\nstatus: backlog/);
+    server.writeCard('external.md', text.replace('Written outside', 'Renamed outside'));
+    await page.locator(cardSel('external')).getByText('Renamed outside').waitFor();
+    server.writeCard('external.md', text.replace('status: backlog', 'status: queued'));
+    await page.waitForSelector(cardSel('external', 'done'), { timeout: 20_000 });
+  });
+
+  it('a broken card shows its parse error; the rest of the board works', async () => {
+    server.writeCard('broken.md', '---\ntitle: [oops\nflow: shell\n---\n');
+    const broken = page.locator('li.card.broken');
+    await broken.waitFor();
+    expect(await broken.getAttribute('aria-label')).toMatch(
+      /Broken card cards\/broken\.md: front matter is not valid YAML/,
+    );
+    expect(await page.locator(cardSel('quick', 'done')).count()).toBe(1);
+    await page.getByRole('button', { name: 'Close inspector' }).click();
+    await page.screenshot({ path: path.join(ARTIFACTS, 'board.png') });
+  });
+});

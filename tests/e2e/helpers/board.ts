@@ -1,0 +1,173 @@
+/**
+ * End-to-end helpers: a real `runboard serve` (bundled dist/) on a private RUNBOARD_HOME and a temp
+ * project, its auto-started supervisor, and one Debian Chromium driven by playwright-core.
+ * (Patterned on tests/helpers/harness.ts, which this suite does not edit.)
+ */
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
+import { createGrant } from '@runboard/supervisor/grants';
+import { statePaths } from '@runboard/supervisor/paths';
+import type { BoardView } from '../../../host/src/renderer/api.ts';
+
+export const REPO = path.resolve(import.meta.dirname, '..', '..', '..');
+export const DIST = path.join(REPO, 'dist');
+export const ARTIFACTS = path.join(REPO, 'test-results');
+
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true });
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+export async function waitUntil<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 15_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+function processesMentioning(needle: string): number[] {
+  const out: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d) || Number(d) === process.pid) continue;
+    try {
+      if (/\) Z /.test(readFileSync(`/proc/${d}/stat`, 'utf8'))) continue;
+      const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8');
+      let env = '';
+      try {
+        env = readFileSync(`/proc/${d}/environ`, 'utf8');
+      } catch {
+        // not ours
+      }
+      if (cmd.includes(needle) || env.includes(needle)) out.push(Number(d));
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
+export class BoardServer {
+  proc!: ChildProcess;
+  url!: string;
+  token!: string;
+  base!: string;
+  readonly project: string;
+  readonly home: string;
+  readonly workspace: string;
+  private readonly env: NodeJS.ProcessEnv;
+
+  private constructor(readonly root: string) {
+    this.project = path.join(root, 'project');
+    this.home = path.join(root, 'home');
+    this.workspace = path.join(this.project, 'workspace');
+    mkdirSync(path.join(this.project, 'cards'), { recursive: true });
+    mkdirSync(this.workspace, { recursive: true });
+    this.env = { ...process.env, RUNBOARD_HOME: this.home };
+    delete this.env.NODE_EXTRA_CA_CERTS;
+  }
+
+  /** A project with `config` and `cards` (file name → text), its workspace granted, served. */
+  static async start(config: string, cards: Record<string, string>): Promise<BoardServer> {
+    const s = new BoardServer(mkdtempSync(path.join(os.tmpdir(), 'rb-e2e-')));
+    writeFileSync(path.join(s.project, 'config.yaml'), config);
+    for (const [name, text] of Object.entries(cards)) s.writeCard(name, text);
+    createGrant(statePaths({ RUNBOARD_HOME: s.home }), s.workspace);
+    await s.startServe();
+    return s;
+  }
+
+  async startServe(): Promise<void> {
+    this.proc = spawn(
+      process.execPath,
+      [path.join(DIST, 'runboard.mjs'), 'serve', '--project', this.project],
+      { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    let err = '';
+    this.proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    this.url = await new Promise<string>((resolve, reject) => {
+      this.proc.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        const m = /(http:\/\/127\.0\.0\.1:\d+\/\?token=\S+)/.exec(out);
+        if (m) resolve(m[1]!);
+      });
+      this.proc.once('exit', (code) => reject(new Error(`runboard serve exited (${code}): ${err}`)));
+    });
+    const u = new URL(this.url);
+    this.token = u.searchParams.get('token')!;
+    this.base = u.origin;
+  }
+
+  cardFile(name: string): string {
+    return path.join(this.project, 'cards', name);
+  }
+  writeCard(name: string, text: string): void {
+    writeFileSync(this.cardFile(name), text);
+  }
+
+  async api<T>(method: string, p: string, body?: unknown): Promise<T> {
+    const res = await fetch(this.base + p, {
+      method,
+      headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const data = (await res.json()) as T & { error?: string };
+    if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${data.error}`);
+    return data;
+  }
+  board(): Promise<BoardView> {
+    return this.api<BoardView>('GET', '/api/board');
+  }
+  async card(id: string) {
+    return (await this.board()).cards.find((c) => c.id === id);
+  }
+
+  /** Stops serve and its supervisor; fails when a process of this root is left. */
+  async stop(): Promise<void> {
+    if (this.proc.exitCode === null && this.proc.signalCode === null) {
+      const exited = new Promise((r) => this.proc.once('exit', r));
+      this.proc.kill('SIGTERM');
+      await exited;
+    }
+    try {
+      execFileSync(process.execPath, [path.join(DIST, 'runboard.mjs'), 'supervisor', 'stop', '--force'], {
+        env: this.env,
+        stdio: 'ignore',
+      });
+    } catch {
+      // none running
+    }
+    await waitUntil('no leftover processes', () => processesMentioning(this.root).length === 0, 8000).catch(
+      () => {
+        const left = processesMentioning(this.root);
+        for (const pid of left) process.kill(pid, 'SIGKILL');
+        throw new Error(`processes left behind: ${left.join(', ')}`);
+      },
+    );
+    rmSync(this.root, { recursive: true, force: true });
+  }
+}
