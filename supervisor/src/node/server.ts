@@ -9,16 +9,26 @@ import {
   CancelRun,
   connect,
   DetachRun,
+  DiscardWorktree,
   handle,
+  KeepWorktree,
+  ListProviders,
   LaunchRun,
   ListRuns,
   Offsets,
+  SetProviderKey,
   Shutdown,
   SupervisorStatus,
   type MessageConnection,
 } from '../protocol/index.ts';
 import { streamRun } from './attach.ts';
 import type { RunRegistry } from './registry.ts';
+
+/** issue 6: provider keys, kept by the supervisor (secrets.ts). */
+export interface ProviderKeys {
+  list(): { name: string; baseUrl: string; hasKey: boolean }[];
+  set(provider: string, key: string | null): boolean;
+}
 
 export interface ServerInfo {
   version: string;
@@ -36,6 +46,7 @@ export class SupervisorServer {
     private readonly info: ServerInfo,
     private readonly log: Logger,
     private readonly requestShutdown: (cancelRuns: boolean) => void,
+    private readonly keys?: ProviderKeys,
   ) {}
 
   accept(socket: net.Socket): void {
@@ -89,6 +100,14 @@ export class SupervisorServer {
       attachments.delete(p.runId);
       return {};
     });
+    // issue 6: worktrees and provider keys.
+    handle(conn, KeepWorktree, async (p) => ({ run: await reg.settleWorktree(p.runId, 'keep') }));
+    handle(conn, DiscardWorktree, async (p) => ({ run: await reg.settleWorktree(p.runId, 'discard') }));
+    handle(conn, SetProviderKey, (p) => ({
+      provider: p.provider,
+      hasKey: this.keys?.set(p.provider, p.key) ?? false,
+    }));
+    handle(conn, ListProviders, () => ({ providers: this.keys?.list() ?? [] }));
     handle(conn, SupervisorStatus, () => ({
       pid: process.pid,
       version: this.info.version,

@@ -38,6 +38,10 @@ export type Grant = z.infer<typeof Grant>;
 export const RunnerName = z.enum(['command', 'codex', 'claude', 'computer-use', 'replay', 'reflect']);
 export type RunnerName = z.infer<typeof RunnerName>;
 
+/** A provider name: also the first path segment of its route through the model proxy. */
+export const ProviderName = z.string().regex(/^[a-z][a-z0-9-]{0,39}$/, 'provider names are lowercase words');
+export type ProviderName = z.infer<typeof ProviderName>;
+
 /** What a flow in config.yaml says about how its runs are run and confined. */
 export const FlowSpec = z.object({
   name: z.string().min(1).max(100),
@@ -67,6 +71,21 @@ export const FlowSpec = z.object({
     .optional(),
   /** Environment variables passed to the run, on top of the trimmed base environment. */
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string().max(32_768)).optional(),
+  // ── coding-agent runs (issue 6; additive) ──
+  /** Model provider (openai, anthropic, …) whose key the supervisor's loopback proxy injects. */
+  provider: ProviderName.optional(),
+  /** Model name passed to the agent CLI. */
+  model: z.string().min(1).max(200).optional(),
+  /** A run with no output at all (stdout, stderr, worker log/progress) for this long is stalled: killed, failed. */
+  stallTimeoutMs: z.number().int().min(200).max(86_400_000).optional(),
+  /** Run in a fresh git worktree + branch of the workspace's repository, created by the supervisor. */
+  worktree: z.boolean().optional(),
+  /** The run may read the workspace but not write it (Landlock: the workspace is not passed as writable). */
+  readOnly: z.boolean().optional(),
+  /** Prompt folder (prompt.md + config.yaml), absolute; rendered by the agent runners. */
+  prompt: AbsPath.optional(),
+  /** Give the coding agent the desktop as an MCP server (`desktop-cli serve`) for this run. */
+  desktop: z.boolean().optional(),
 });
 export type FlowSpec = z.infer<typeof FlowSpec>;
 
@@ -103,11 +122,44 @@ export const TerminationReason = z.enum([
   'spawn-failed', // the worker could not be started
   'supervisor-died', // the supervisor died while the run was going; its processes died with it
   'log-write-failed', // the run's log could not be written (disk full): stopped to lose nothing silently
+  // issue 6 (additive):
+  'stalled', // no output at all for the flow's stall timeout: killed as stalled
+  'missing-key', // the flow's provider has no key: nothing was started
+  'worktree-failed', // the run's git worktree could not be created
 ]);
 export type TerminationReason = z.infer<typeof TerminationReason>;
 
 export const Metrics = z.record(z.string(), z.union([z.number(), z.string(), z.boolean(), z.null()]));
 export type Metrics = z.infer<typeof Metrics>;
+
+/** What a run changed in its worktree, against the commit it started from. */
+export const DiffSummary = z.object({
+  files: z.array(
+    z.object({ path: z.string(), added: z.number().int().nullable(), removed: z.number().int().nullable() }),
+  ),
+  /** Lines added / removed over all files (binary files count 0). */
+  added: z.number().int(),
+  removed: z.number().int(),
+  /** The commit on the run's branch holding the changes (null: nothing changed). */
+  commit: z.string().nullable(),
+});
+export type DiffSummary = z.infer<typeof DiffSummary>;
+
+/** The git worktree + branch an `implement`-style run worked in (flow `worktree: true`). */
+export const WorktreeInfo = z.object({
+  /** The repository's main working tree (the user's checkout). */
+  repo: z.string(),
+  path: z.string(),
+  branch: z.string(),
+  /** The branch the user's checkout was on (null: detached HEAD), and the commit the run started from. */
+  baseBranch: z.string().nullable(),
+  baseCommit: z.string(),
+  state: z.enum(['active', 'kept', 'discarded']),
+  diff: DiffSummary.nullable(),
+  /** Merge commit when kept. */
+  mergeCommit: z.string().nullable().optional(),
+});
+export type WorktreeInfo = z.infer<typeof WorktreeInfo>;
 
 /** result.json: the record of a run, rewritten as it goes and final when status is not `running`. */
 export const RunResult = z.object({
@@ -139,6 +191,8 @@ export const RunResult = z.object({
   sandbox: z.object({ landlockAbi: z.number(), enforced: z.boolean() }).nullable(),
   pid: z.number().int().nullable(),
   supervisorPid: z.number().int(),
+  /** issue 6 (additive): the run's worktree and what it changed there. */
+  worktree: WorktreeInfo.nullable().optional(),
 });
 export type RunResult = z.infer<typeof RunResult>;
 
