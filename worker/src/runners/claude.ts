@@ -44,7 +44,11 @@ export class ClaudeRunner implements Runner {
       '--model',
       spec.model.model ?? 'claude-sonnet-4-5',
     ];
+    // Edits in the workspace are the job of a writable flow (the jail confines them to the worktree);
+    // anything else that needs approval (e.g. shell commands that write) is denied in print mode, and
+    // that denial is evidence the run reports (needs-input), not something the agent may skip over.
     if (spec.flow.readOnly) args.push('--disallowedTools', 'Write,Edit,MultiEdit,NotebookEdit');
+    else args.push('--permission-mode', 'acceptEdits');
     if (spec.flow.desktop) {
       const mcp = desktopMcpServer(ctx.env);
       if (!mcp)
