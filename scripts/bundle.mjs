@@ -59,6 +59,7 @@ if (extra.length === 0 || extra.includes('worker')) {
   await build({
     entryPoints: [entries.worker],
     outfile: 'dist/worker.snapshot.cjs',
+    logOverride: { 'empty-import-meta': 'silent' }, // agent-cli.ts falls back to __filename there
     bundle: true,
     platform: 'node',
     format: 'cjs',

@@ -15,12 +15,16 @@ import {
   WorkerProgress,
   WorkerReady,
 } from '@runboard/supervisor/protocol';
+import { ClaudeRunner } from './runners/claude.ts';
+import { CodexRunner } from './runners/codex.ts';
 import { CommandRunner } from './runners/command.ts';
 import type { Runner, RunnerContext, RunnerOutcome } from './runners/runner.ts';
 
 const VERSION = '0.1.0';
 const runners: Partial<Record<string, () => Runner>> = {
   command: () => new CommandRunner(),
+  codex: () => new CodexRunner(), // issue 6
+  claude: () => new ClaudeRunner(), // issue 6
 };
 
 async function main(): Promise<void> {

@@ -27,6 +27,10 @@ const USAGE = `usage: runboard <command> [options]
   logs <run-id> [-f] [--json]              print a run's output (-f: follow until it ends)
   cancel <run-id>                          cancel a run (idempotent) and wait until it has stopped
   grant <dir>                              grant runs access to a folder (and nothing outside it)
+  keep <run-id>                            merge a run's worktree branch into its base branch
+  discard <run-id>                         remove a run's worktree and branch
+  key set <provider>                       store a provider key (read from stdin) with the supervisor
+  key rm <provider> | key list             remove a key; list providers (never shows keys)
   supervisor status|stop [--force]         the supervisor for this state root
   ${SERVE_USAGE}
 
@@ -199,6 +203,52 @@ async function cmdCancel(args: string[]): Promise<number> {
   return 0;
 }
 
+async function cmdWorktree(how: 'keep' | 'discard', args: string[]): Promise<number> {
+  const { positionals } = parseArgs({ args, allowPositionals: true });
+  if (positionals.length !== 1) throw new UsageError(`${how} takes one run id`);
+  const client = await SupervisorClient.connect(paths, { autoStart: true });
+  const { run } =
+    how === 'keep'
+      ? await client.keepWorktree(positionals[0]!)
+      : await client.discardWorktree(positionals[0]!);
+  const wt = run.worktree!;
+  process.stdout.write(
+    how === 'keep'
+      ? `kept: ${wt.branch} merged into ${wt.baseBranch}${wt.mergeCommit ? ` (${wt.mergeCommit.slice(0, 12)})` : ' (no changes)'}\n`
+      : `discarded ${wt.path} and branch ${wt.branch}\n`,
+  );
+  client.close();
+  return 0;
+}
+
+async function cmdKey(args: string[]): Promise<number> {
+  const { positionals } = parseArgs({ args, allowPositionals: true });
+  const [sub, provider] = positionals;
+  const client = await SupervisorClient.connect(paths, { autoStart: true });
+  try {
+    if (sub === 'list') {
+      const { providers } = await client.listProviders();
+      for (const p of providers)
+        process.stdout.write(`${p.name}\t${p.hasKey ? 'key set' : 'no key'}\t${p.baseUrl}\n`);
+      return 0;
+    }
+    if ((sub !== 'set' && sub !== 'rm') || !provider)
+      throw new UsageError('key takes set <provider>, rm <provider> or list');
+    let key: string | null = null;
+    if (sub === 'set') {
+      if (process.stdin.isTTY) process.stderr.write(`paste the ${provider} key, then Enter and Ctrl-D:\n`);
+      key = readFileSync(0, 'utf8').trim();
+      if (!key)
+        throw new UsageError('no key on stdin (e.g. printenv OPENAI_API_KEY | runboard key set openai)');
+    }
+    const r = await client.setProviderKey(provider, key);
+    process.stdout.write(`${provider}: ${r.hasKey ? 'key stored' : 'no key'}\n`);
+    return 0;
+  } finally {
+    client.close();
+  }
+}
+
 function cmdGrant(args: string[]): number {
   const { positionals } = parseArgs({ args, allowPositionals: true });
   if (positionals.length !== 1) throw new UsageError('grant takes one folder');
@@ -261,6 +311,11 @@ async function main(argv: string[]): Promise<number> {
       return cmdCancel(rest);
     case 'grant':
       return cmdGrant(rest);
+    case 'keep':
+    case 'discard':
+      return cmdWorktree(cmd, rest);
+    case 'key':
+      return cmdKey(rest);
     case 'supervisor':
       return cmdSupervisor(rest);
     case 'serve':

@@ -31,6 +31,14 @@ export function flowSpec(name: string, flow: FlowConfig, projectDir: string): Fl
         }
       : {}),
     ...(flow.env ? { env: flow.env } : {}),
+    // issue 6: coding-agent flow options.
+    ...(flow.provider ? { provider: flow.provider } : {}),
+    ...(flow.model ? { model: flow.model } : {}),
+    ...(flow.stallTimeout ? { stallTimeoutMs: flow.stallTimeout } : {}),
+    ...(flow.worktree !== undefined ? { worktree: flow.worktree } : {}),
+    ...(flow.readOnly !== undefined ? { readOnly: flow.readOnly } : {}),
+    ...(flow.prompt ? { prompt: path.resolve(projectDir, flow.prompt) } : {}),
+    ...(flow.desktop !== undefined ? { desktop: flow.desktop } : {}),
   };
 }
 

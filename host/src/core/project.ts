@@ -39,6 +39,23 @@ export const FlowConfig = z.object({
     })
     .optional(),
   env: z.record(z.string(), z.string()).optional(),
+  // ── coding-agent flows (issue 6; runner codex | claude) ──
+  /** Model provider whose key the supervisor holds (openai, anthropic, …). */
+  provider: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]{0,39}$/, 'provider names are lowercase words')
+    .optional(),
+  model: z.string().min(1).optional(),
+  /** No output at all for this long: the run is stalled, killed and failed. */
+  stallTimeout: Duration.optional(),
+  /** Each run in its own git worktree + branch of the workspace's repository. */
+  worktree: z.boolean().optional(),
+  /** The run may read the workspace but not write it. */
+  readOnly: z.boolean().optional(),
+  /** Prompt folder (prompt.md + config.yaml), relative to the project folder. */
+  prompt: z.string().min(1).optional(),
+  /** Give the agent the desktop as an MCP server (needs desktop-cli). */
+  desktop: z.boolean().optional(),
 });
 export type FlowConfig = z.output<typeof FlowConfig>;
 

@@ -12,6 +12,10 @@ import {
   AttachRun,
   call,
   CancelRun,
+  DiscardWorktree,
+  KeepWorktree,
+  ListProviders,
+  SetProviderKey,
   connect,
   DetachRun,
   DidEnd,
@@ -174,6 +178,21 @@ export class SupervisorClient {
   }
   shutdown(cancelRuns = false) {
     return call(this.conn, Shutdown, { cancelRuns });
+  }
+  /** Merge a run's worktree branch into its base branch; worktree and branch go (issue 6). */
+  keepWorktree(runId: string) {
+    return call(this.conn, KeepWorktree, { runId });
+  }
+  /** Remove a run's worktree and branch (issue 6). */
+  discardWorktree(runId: string) {
+    return call(this.conn, DiscardWorktree, { runId });
+  }
+  /** Store (or with null, delete) a provider key with the supervisor; it is never sent back. */
+  setProviderKey(provider: string, key: string | null) {
+    return call(this.conn, SetProviderKey, { provider, key });
+  }
+  listProviders() {
+    return call(this.conn, ListProviders, {});
   }
 
   /**

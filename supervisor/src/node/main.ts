@@ -13,6 +13,8 @@ import en from 'zod/v4/locales/en.js';
 import { jailPath, peerCredentials, sandboxSupport } from '@runboard/native';
 import { ensurePrivateDir, statePaths } from '../common/paths.ts';
 import { refusePeer } from './peer.ts';
+import { hasProviderKey, missingKeyGuidance, readProviderKey, writeProviderKey } from '../common/secrets.ts';
+import { ModelProxy, providerRoutes } from './model-proxy.ts';
 import { RunRegistry } from './registry.ts';
 import { SupervisorServer } from './server.ts';
 
@@ -98,6 +100,10 @@ async function main(): Promise<void> {
     throw new Error(`worker bundle not found at ${workerEntry}; run scripts/setup.sh`);
   const workerArgv = pickWorkerArgv(path.join(here, 'worker.blob'), workerEntry, log);
 
+  // issue 6: the loopback model proxy; keys are read from the keys dir at each request, never logged.
+  const proxy = new ModelProxy(providerRoutes(process.env), (p) => readProviderKey(paths, p), log);
+  await proxy.start(Number(process.env.RUNBOARD_MODEL_PROXY_PORT ?? 0));
+
   const registry = new RunRegistry(paths, {
     log,
     jailPath: jailPath(),
@@ -107,6 +113,9 @@ async function main(): Promise<void> {
     useNamespaces: process.env.RUNBOARD_NAMESPACES !== 'off',
     supervisorDir: paths.supervisorDir,
     baseEnv: process.env,
+    proxy,
+    hasKey: (p) => hasProviderKey(paths, p),
+    missingKeyGuidance: (p) => missingKeyGuidance(paths, p),
   });
 
   let shuttingDown = false;
@@ -150,6 +159,13 @@ async function main(): Promise<void> {
     log,
     shutdown,
     refuse,
+    {
+      list: () => proxy.providers().map((p) => ({ ...p, hasKey: hasProviderKey(paths, p.name) })),
+      set: (provider, key) => {
+        writeProviderKey(paths, provider, key);
+        return hasProviderKey(paths, provider);
+      },
+    },
   );
   netServer.on('connection', (s) => server.accept(s));
 

@@ -12,18 +12,22 @@ import { ErrorCodes, ResponseError, RunResult, type LaunchRun } from '../protoco
 import { diskSource, type AttachSource } from './attach.ts';
 import { ResultFile } from './result-file.ts';
 import { Run, removeScratch, type RunDeps } from './run.ts';
+import { discardWorktree, keepWorktree, WorktreeError } from './worktrees.ts';
 
 function newRunId(now = new Date()): string {
   const p = (n: number, w = 2): string => String(n).padStart(w, '0');
   const date = `${now.getUTCFullYear()}${p(now.getUTCMonth() + 1)}${p(now.getUTCDate())}`;
   const time = `${p(now.getUTCHours())}${p(now.getUTCMinutes())}${p(now.getUTCSeconds())}`;
-  return `${date}-${time}-${randomBytes(3).toString('hex')}`;
+  // The suffix starts with the milliseconds (3 hex digits), so ids sort by start time, as "newest first" needs.
+  const ms = now.getUTCMilliseconds().toString(16).padStart(3, '0');
+  return `${date}-${time}-${ms}${randomBytes(2).toString('hex').slice(0, 3)}`;
 }
 
 export class RunRegistry {
   private readonly active = new Map<string, Run>();
   private readonly recent = new Map<string, Run>(); // ended in this process: fast attach, bounded
   private acceptingRuns = true;
+  private readonly settling = new Set<string>();
 
   constructor(
     private readonly paths: StatePaths,
@@ -67,6 +71,7 @@ export class RunRegistry {
         flow: p.flow,
         workspace: validated.workspace,
         command: p.command,
+        grantPath: validated.grant.path,
       });
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
@@ -106,6 +111,40 @@ export class RunRegistry {
     const onDisk = this.readResult(runId);
     if (!onDisk) throw new ResponseError(ErrorCodes.RunNotFound, `no run ${runId}`);
     return { runId, alreadyEnded: true, status: onDisk.status };
+  }
+
+  /**
+   * issue 6: keep (merge) or discard an ended run's worktree; the new state goes into result.json.
+   * One operation per run at a time.
+   */
+  async settleWorktree(runId: string, how: 'keep' | 'discard'): Promise<RunResult> {
+    const run = this.get(runId);
+    if (run?.isActive)
+      throw new ResponseError(
+        ErrorCodes.InvalidState,
+        `run ${runId} is still going; keep or discard it once it ended`,
+      );
+    const result = run?.result ?? this.readResult(runId);
+    if (!result) throw new ResponseError(ErrorCodes.RunNotFound, `no run ${runId}`);
+    if (!result.worktree) throw new ResponseError(ErrorCodes.InvalidState, `run ${runId} has no worktree`);
+    if (this.settling.has(runId))
+      throw new ResponseError(
+        ErrorCodes.InvalidState,
+        `run ${runId}'s worktree is being kept or discarded already`,
+      );
+    this.settling.add(runId);
+    try {
+      const next =
+        how === 'keep' ? await keepWorktree(result.worktree) : await discardWorktree(result.worktree);
+      result.worktree = next;
+      new ResultFile(path.join(runLogDir(this.paths, runId), 'result.json')).write(result);
+      return result;
+    } catch (err) {
+      if (err instanceof WorktreeError) throw new ResponseError(ErrorCodes.InvalidState, err.message);
+      throw err;
+    } finally {
+      this.settling.delete(runId);
+    }
   }
 
   readResult(runId: string): RunResult | null {

@@ -37,6 +37,8 @@ import { AppendFile } from './append-file.ts';
 import type { AttachSource } from './attach.ts';
 import { DenialScanner } from './denials.ts';
 import { ResultFile } from './result-file.ts';
+import type { ModelProxy, ModelRequestInfo, ProxyGrant } from './model-proxy.ts';
+import { commitWorktree, createWorktree, discardWorktree } from './worktrees.ts';
 
 export interface RunDeps {
   log: Logger;
@@ -49,6 +51,10 @@ export interface RunDeps {
   useNamespaces: boolean;
   supervisorDir: string;
   baseEnv: NodeJS.ProcessEnv;
+  // issue 6 (coding-agent runs): the loopback model proxy and where provider keys come from.
+  proxy?: ModelProxy;
+  hasKey?: (provider: string) => boolean;
+  missingKeyGuidance?: (provider: string) => string;
 }
 
 export interface LaunchSpec {
@@ -59,6 +65,8 @@ export interface LaunchSpec {
   flow: FlowSpec;
   workspace: string;
   command: Command | undefined;
+  /** The grant's folder (realpath): a run's worktree must stay inside it. */
+  grantPath?: string;
 }
 
 function spawnJail(file: string, args: string[], cwd: string, env: Record<string, string>) {
@@ -135,7 +143,12 @@ export class Run {
   private timers: NodeJS.Timeout[] = [];
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private filesFinal = false;
-  private readonly denials: DenialScanner;
+  private denials: DenialScanner;
+  // issue 6: where the run works (its worktree when the flow asks for one), its proxy token, stall timer.
+  private workspace: string;
+  private proxyGrant: ProxyGrant | undefined;
+  private stallTimer: NodeJS.Timeout | undefined;
+  private modelRequests = 0;
   private readonly startedAt = Date.now();
   private readonly ended: Promise<RunResult>;
   private resolveEnded!: (r: RunResult) => void;
@@ -184,8 +197,22 @@ export class Run {
       f.on('grow', () => this.signals.emit('grow'));
       f.on('failed', (err) => this.onLogWriteFailed(f.path, err));
     }
-    const writable = [spec.workspace, spec.scratchDir, ...(spec.flow.sandbox?.writable ?? [])];
-    this.denials = new DenialScanner(spec.workspace, writable, (d) =>
+    this.workspace = spec.workspace;
+    this.denials = this.makeDenialScanner();
+  }
+
+  /** Trees the run may write: its workspace (unless the flow is read-only), its scratch dir, the flow's extras. */
+  private get writable(): string[] {
+    const { flow } = this.spec;
+    return [
+      ...(flow.readOnly ? [] : [this.workspace]),
+      this.spec.scratchDir,
+      ...(flow.sandbox?.writable ?? []),
+    ];
+  }
+
+  private makeDenialScanner(): DenialScanner {
+    return new DenialScanner(this.workspace, this.writable, (d) =>
       this.event('denial', `sandbox denied: ${d.path ?? d.line}`, { path: d.path, line: d.line }),
     );
   }
@@ -214,12 +241,63 @@ export class Run {
       );
       return;
     }
+    // issue 6: a provider key is checked before anything starts; a worktree is made before the spawn.
+    if (flow.provider) {
+      if (!this.deps.proxy?.route(flow.provider)) {
+        this.finish('failed', 'missing-key', `the supervisor knows no model provider "${flow.provider}"`);
+        return;
+      }
+      if (!this.deps.hasKey?.(flow.provider)) {
+        this.finish(
+          'failed',
+          'missing-key',
+          this.deps.missingKeyGuidance?.(flow.provider) ?? `no API key for provider "${flow.provider}"`,
+        );
+        return;
+      }
+    }
+    if (flow.worktree) {
+      void createWorktree(this.spec.workspace, this.spec.grantPath ?? this.spec.workspace, this.id).then(
+        (wt) => {
+          if (!this.isActive) {
+            // Cancelled while the worktree was being made: nothing ran in it, so it goes.
+            void discardWorktree(wt.info).catch(() => undefined);
+            return;
+          }
+          this.result.worktree = wt.info;
+          this.workspace = wt.workspace;
+          this.result.workspace = wt.workspace;
+          this.denials = this.makeDenialScanner();
+          this.event(
+            'log',
+            `worktree ${wt.info.path} on branch ${wt.info.branch} (from ${wt.info.baseCommit.slice(0, 12)})`,
+            {
+              kind: 'worktree',
+              ...wt.info,
+            },
+          );
+          this.spawn();
+        },
+        (err: Error) =>
+          this.finish('failed', 'worktree-failed', `could not create the run's worktree: ${err.message}`),
+      );
+      return;
+    }
+    this.spawn();
+  }
+
+  private spawn(): void {
+    const { flow } = this.spec;
+    const sandboxed = this.deps.landlockAbi > 0;
+    if (flow.provider && this.deps.proxy)
+      this.proxyGrant = this.deps.proxy.grant(this.id, flow.provider, (info) => this.onModelRequest(info));
     for (const d of ['home', 'tmp', 'cache', 'config', 'data'])
       mkdirSync(path.join(this.spec.scratchDir, d), { recursive: true, mode: 0o700 });
     const args = ['--status-fd', '4', '--parent-pid', String(process.pid)];
-    for (const w of [this.spec.workspace, this.spec.scratchDir, ...(flow.sandbox?.writable ?? [])])
-      args.push('--write', w);
+    for (const w of this.writable) args.push('--write', w);
     for (const p of flow.sandbox?.tcpPorts ?? []) args.push('--tcp', String(p));
+    // The model proxy's port is the one TCP destination a model-using run gets from us.
+    if (this.proxyGrant) args.push('--tcp', String(this.deps.proxy!.port));
     if (flow.sandbox?.allowAbstractUnix) args.push('--allow-abstract-unix');
     if (!sandboxed) args.push('--no-landlock');
     if (!this.deps.useNamespaces) args.push('--no-namespaces');
@@ -238,13 +316,13 @@ export class Run {
       npm_config_update_notifier: 'false',
       RUNBOARD_RUN_ID: this.id,
       RUNBOARD_RUN_TOKEN: this.token,
-      RUNBOARD_WORKSPACE: this.spec.workspace,
+      RUNBOARD_WORKSPACE: this.workspace,
       ...(this.deps.baseEnv.TZ ? { TZ: this.deps.baseEnv.TZ } : {}),
       ...(flow.env ?? {}),
     };
     let child: JailProcess;
     try {
-      child = spawnJail(this.deps.jailPath, args, this.spec.workspace, env);
+      child = spawnJail(this.deps.jailPath, args, this.workspace, env);
     } catch (err) {
       this.finish('failed', 'spawn-failed', `could not start the worker: ${(err as Error).message}`);
       return;
@@ -258,6 +336,7 @@ export class Run {
     void child.then((r) => this.onJailExit(r.exitCode ?? null, r.signal ?? null));
 
     this.armHeartbeat();
+    this.armStall();
     if (flow.timeoutMs)
       this.timers.push(
         setTimeout(
@@ -328,6 +407,34 @@ export class Run {
     }
   }
 
+  /** issue 6: no output at all (not heartbeats) for the flow's stall timeout ends the run as stalled. */
+  private armStall(): void {
+    const ms = this.spec.flow.stallTimeoutMs;
+    if (!ms || !this.isActive || this.endCause) return;
+    clearTimeout(this.stallTimer);
+    this.stallTimer = setTimeout(
+      () =>
+        this.stop(
+          'stalled',
+          `no output from the run for ${ms} ms (the flow's stall timeout); it was killed as stalled`,
+        ),
+      ms,
+    );
+  }
+
+  private onModelRequest(info: ModelRequestInfo): void {
+    this.modelRequests++;
+    this.event('log', `model request ${info.method} ${info.path} → ${info.status ?? info.error}`, {
+      kind: 'model-request',
+      provider: info.provider,
+      path: info.path,
+      status: info.status ?? null,
+      error: info.error ?? null,
+      at: info.at,
+      n: this.modelRequests,
+    });
+  }
+
   private event(type: RunEvent['type'], message?: string, data?: Record<string, unknown>): void {
     const e: RunEvent = {
       seq: this.seq++,
@@ -342,6 +449,7 @@ export class Run {
 
   private pipeOutput(stream: Readable, file: AppendFile, which: 'stdout' | 'stderr'): void {
     stream.on('data', (chunk: Buffer) => {
+      this.armStall();
       if (which === 'stderr') this.denials.scan(chunk);
       if (!file.append(chunk)) {
         stream.pause();
@@ -416,9 +524,19 @@ export class Run {
         runner: this.spec.flow.runner,
         flow: this.spec.flow,
         card: this.spec.card,
-        workspace: this.spec.workspace,
+        workspace: this.workspace,
         command: this.spec.command,
         heartbeatIntervalMs: this.heartbeatIntervalMs,
+        ...(this.proxyGrant
+          ? {
+              model: {
+                provider: this.proxyGrant.provider,
+                baseUrl: this.proxyGrant.baseUrl,
+                token: this.proxyGrant.token,
+                ...(this.spec.flow.model ? { model: this.spec.flow.model } : {}),
+              },
+            }
+          : {}),
       };
     });
     const onInvalid = (m: string): void => this.event('error', m);
@@ -426,14 +544,19 @@ export class Run {
     on(
       conn,
       WorkerLog,
-      (p) => this.event('log', p.message, { level: p.level, ...(p.data ?? {}) }),
+      (p) => {
+        this.armStall();
+        this.event('log', p.message, { level: p.level, ...(p.data ?? {}) });
+      },
       onInvalid,
     );
     on(
       conn,
       WorkerProgress,
-      (p) =>
-        this.event('progress', p.message, p.fraction !== undefined ? { fraction: p.fraction } : undefined),
+      (p) => {
+        this.armStall();
+        this.event('progress', p.message, p.fraction !== undefined ? { fraction: p.fraction } : undefined);
+      },
       onInvalid,
     );
     handle(conn, WorkerFinished, (p) => {
@@ -586,7 +709,32 @@ export class Run {
     this.state = RunState.ended(status, reason, detail);
     for (const t of this.timers) clearTimeout(t);
     clearTimeout(this.heartbeatTimer);
+    clearTimeout(this.stallTimer);
     this.conn?.dispose();
+    if (this.proxyGrant) this.deps.proxy?.revoke(this.proxyGrant.token);
+    if (this.modelRequests)
+      this.result.metrics = { ...this.result.metrics, modelRequests: this.modelRequests };
+    // issue 6: what the run changed in its worktree becomes a commit on its branch and a diff summary.
+    const wt = this.result.worktree;
+    if (wt && wt.state === 'active') {
+      try {
+        wt.diff = await commitWorktree(
+          wt,
+          this.id,
+          this.spec.card.title ?? path.basename(this.spec.card.path),
+        );
+        this.event(
+          'log',
+          `worktree diff: ${wt.diff.files.length} file(s), +${wt.diff.added} -${wt.diff.removed}`,
+          {
+            kind: 'diff',
+            ...wt.diff,
+          },
+        );
+      } catch (err) {
+        this.event('error', `could not record the worktree's changes: ${(err as Error).message}`);
+      }
+    }
     const endedAt = Date.now();
     Object.assign(this.result, {
       status,
@@ -614,6 +762,7 @@ export class Run {
     } catch {
       // no marker
     }
+    // Scratch is gone before the run is reported ended (a client may look right away).
     await rm(this.spec.scratchDir, { recursive: true, force: true }).catch(() => undefined);
     this.filesFinal = true;
     this.signals.emit('final');

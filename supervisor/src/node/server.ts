@@ -10,16 +10,26 @@ import {
   connect,
   DetachRun,
   ErrorCodes,
+  DiscardWorktree,
   handle,
+  KeepWorktree,
+  ListProviders,
   LaunchRun,
   ListRuns,
   Offsets,
+  SetProviderKey,
   Shutdown,
   SupervisorStatus,
   type MessageConnection,
 } from '../protocol/index.ts';
 import { streamRun } from './attach.ts';
 import type { RunRegistry } from './registry.ts';
+
+/** issue 6: provider keys, kept by the supervisor (secrets.ts). */
+export interface ProviderKeys {
+  list(): { name: string; baseUrl: string; hasKey: boolean }[];
+  set(provider: string, key: string | null): boolean;
+}
 
 export interface ServerInfo {
   version: string;
@@ -39,6 +49,7 @@ export class SupervisorServer {
     private readonly requestShutdown: (cancelRuns: boolean) => void,
     /** Why this client may not connect, or null (see peer.ts). */
     private readonly refuse: (socket: net.Socket) => string | null,
+    private readonly keys?: ProviderKeys,
   ) {}
 
   accept(socket: net.Socket): void {
@@ -103,6 +114,14 @@ export class SupervisorServer {
       attachments.delete(p.runId);
       return {};
     });
+    // issue 6: worktrees and provider keys.
+    handle(conn, KeepWorktree, async (p) => ({ run: await reg.settleWorktree(p.runId, 'keep') }));
+    handle(conn, DiscardWorktree, async (p) => ({ run: await reg.settleWorktree(p.runId, 'discard') }));
+    handle(conn, SetProviderKey, (p) => ({
+      provider: p.provider,
+      hasKey: this.keys?.set(p.provider, p.key) ?? false,
+    }));
+    handle(conn, ListProviders, () => ({ providers: this.keys?.list() ?? [] }));
     handle(conn, SupervisorStatus, () => ({
       pid: process.pid,
       version: this.info.version,

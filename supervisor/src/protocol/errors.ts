@@ -27,6 +27,8 @@ export const ErrorCodes = {
   ShuttingDown: 1050,
   /** The run could not get its log directory (disk full, permissions). */
   LogDirFailed: 1060,
+  /** issue 6 (additive): the request does not fit the run's state (still going, no worktree, already settled). */
+  InvalidState: 1070,
 } as const;
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 

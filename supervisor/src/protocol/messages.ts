@@ -12,6 +12,7 @@ import {
   Metrics,
   Offsets,
   OutputStream,
+  ProviderName,
   RunEvent,
   RunId,
   RunResult,
@@ -94,6 +95,42 @@ export const Shutdown = request(
   z.object({ stopping: z.boolean(), activeRuns: z.int() }),
 );
 
+// ── worktrees and provider keys (issue 6; additive) ──
+
+/** Keep a run's worktree: merge its branch into the base branch, then remove the worktree and branch. */
+export const KeepWorktree = request(
+  'run/keepWorktree',
+  'host→supervisor',
+  z.object({ runId: RunId }),
+  z.object({ run: RunResult }),
+);
+
+/** Discard a run's worktree: remove the worktree and delete its branch. */
+export const DiscardWorktree = request(
+  'run/discardWorktree',
+  'host→supervisor',
+  z.object({ runId: RunId }),
+  z.object({ run: RunResult }),
+);
+
+/** Store a provider key with the supervisor (0600 under the state root's keys dir). Never echoed back. */
+export const SetProviderKey = request(
+  'provider/setKey',
+  'host→supervisor',
+  z.object({ provider: ProviderName, key: z.nullable(z.string().check(z.minLength(1), z.maxLength(4096))) }),
+  z.object({ provider: ProviderName, hasKey: z.boolean() }),
+);
+
+/** Providers the proxy knows: where it forwards each, and whether a key is stored (never the key). */
+export const ListProviders = request(
+  'provider/list',
+  'host→supervisor',
+  z.object({}),
+  z.object({
+    providers: z.array(z.object({ name: ProviderName, baseUrl: z.string(), hasKey: z.boolean() })),
+  }),
+);
+
 // ─── supervisor → host (on the connection that attached) ─────────────────────────────────────────
 
 /** One event from events.jsonl. */
@@ -137,6 +174,16 @@ export const WorkerSpec = z.object({
   workspace: z.string(),
   command: z.optional(Command),
   heartbeatIntervalMs: z.int().check(z.positive()),
+  /** issue 6: how the run reaches its model: the supervisor's loopback proxy and this run's token. */
+  model: z.optional(
+    z.object({
+      provider: ProviderName,
+      /** e.g. http://127.0.0.1:PORT/openai/v1 (OpenAI) or http://127.0.0.1:PORT/anthropic (Anthropic). */
+      baseUrl: z.string(),
+      token: z.string(),
+      model: z.optional(z.string()),
+    }),
+  ),
 });
 export type WorkerSpec = z.infer<typeof WorkerSpec>;
 

@@ -4,7 +4,8 @@
  */
 import * as z from 'zod/mini';
 
-/** `YYYYMMDD-HHMMSS-xxxxxx`: sortable, and names its own date folder under logs/agents/. */
+/** `YYYYMMDD-HHMMSS-mmmrrr` (UTC; mmm: milliseconds in hex, rrr: random): sorts by start time, and names
+ * its own date folder under logs/agents/. */
 export const RunId = z
   .string()
   .check(z.regex(/^\d{8}-\d{6}-[0-9a-f]{6}$/, 'not a run id (YYYYMMDD-HHMMSS-xxxxxx)'));
@@ -40,6 +41,12 @@ export type Grant = z.infer<typeof Grant>;
 export const RunnerName = z.enum(['command', 'codex', 'claude', 'computer-use', 'replay', 'reflect']);
 export type RunnerName = z.infer<typeof RunnerName>;
 
+/** A provider name: also the first path segment of its route through the model proxy. */
+export const ProviderName = z
+  .string()
+  .check(z.regex(/^[a-z][a-z0-9-]{0,39}$/, 'provider names are lowercase words'));
+export type ProviderName = z.infer<typeof ProviderName>;
+
 /** What a flow in config.yaml says about how its runs are run and confined. */
 export const FlowSpec = z.object({
   name: z.string().check(z.minLength(1), z.maxLength(100)),
@@ -66,6 +73,21 @@ export const FlowSpec = z.object({
   env: z.optional(
     z.record(z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/)), z.string().check(z.maxLength(32_768))),
   ),
+  // ── coding-agent runs (issue 6; additive) ──
+  /** Model provider (openai, anthropic, …) whose key the supervisor's loopback proxy injects. */
+  provider: z.optional(ProviderName),
+  /** Model name passed to the agent CLI. */
+  model: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
+  /** A run with no output at all (stdout, stderr, worker log/progress) for this long is stalled: killed, failed. */
+  stallTimeoutMs: z.optional(z.int().check(z.minimum(200), z.maximum(86_400_000))),
+  /** Run in a fresh git worktree + branch of the workspace's repository, created by the supervisor. */
+  worktree: z.optional(z.boolean()),
+  /** The run may read the workspace but not write it (Landlock: the workspace is not passed as writable). */
+  readOnly: z.optional(z.boolean()),
+  /** Prompt folder (prompt.md + config.yaml), absolute; rendered by the agent runners. */
+  prompt: z.optional(AbsPath),
+  /** Give the coding agent the desktop as an MCP server (`desktop-cli serve`) for this run. */
+  desktop: z.optional(z.boolean()),
 });
 export type FlowSpec = z.infer<typeof FlowSpec>;
 
@@ -102,11 +124,41 @@ export const TerminationReason = z.enum([
   'spawn-failed', // the worker could not be started
   'supervisor-died', // the supervisor died while the run was going; its processes died with it
   'log-write-failed', // the run's log could not be written (disk full): stopped to lose nothing silently
+  'stalled', // no output at all for the flow's stall timeout: killed as stalled
+  'missing-key', // the flow's provider has no key: nothing was started
+  'worktree-failed', // the run's git worktree could not be created
 ]);
 export type TerminationReason = z.infer<typeof TerminationReason>;
 
 export const Metrics = z.record(z.string(), z.union([z.number(), z.string(), z.boolean(), z.null()]));
 export type Metrics = z.infer<typeof Metrics>;
+
+/** What a run changed in its worktree, against the commit it started from. */
+export const DiffSummary = z.object({
+  files: z.array(z.object({ path: z.string(), added: z.nullable(z.int()), removed: z.nullable(z.int()) })),
+  /** Lines added / removed over all files (binary files count 0). */
+  added: z.int(),
+  removed: z.int(),
+  /** The commit on the run's branch holding the changes (null: nothing changed). */
+  commit: z.nullable(z.string()),
+});
+export type DiffSummary = z.infer<typeof DiffSummary>;
+
+/** The git worktree + branch an `implement`-style run worked in (flow `worktree: true`). */
+export const WorktreeInfo = z.object({
+  /** The repository's main working tree (the user's checkout). */
+  repo: z.string(),
+  path: z.string(),
+  branch: z.string(),
+  /** The branch the user's checkout was on (null: detached HEAD), and the commit the run started from. */
+  baseBranch: z.nullable(z.string()),
+  baseCommit: z.string(),
+  state: z.enum(['active', 'kept', 'discarded']),
+  diff: z.nullable(DiffSummary),
+  /** Merge commit when kept. */
+  mergeCommit: z.optional(z.nullable(z.string())),
+});
+export type WorktreeInfo = z.infer<typeof WorktreeInfo>;
 
 /** result.json: the record of a run, rewritten as it goes and final when status is not `running`. */
 export const RunResult = z.object({
@@ -138,6 +190,8 @@ export const RunResult = z.object({
   sandbox: z.nullable(z.object({ landlockAbi: z.number(), enforced: z.boolean() })),
   pid: z.nullable(z.int()),
   supervisorPid: z.int(),
+  /** issue 6 (additive): the run's worktree and what it changed there. */
+  worktree: z.optional(z.nullable(WorktreeInfo)),
 });
 export type RunResult = z.infer<typeof RunResult>;
 

@@ -1,0 +1,218 @@
+/**
+ * The supervisor's loopback model proxy (shared/DESIGN.md, "Secrets"; issues 5 and 6). Runs reach their
+ * model provider only through it: a run gets `http://127.0.0.1:PORT/<provider>/…` and a per-run token;
+ * the proxy checks the token (valid only while the run is active, only for its provider), swaps it for
+ * the real key, and forwards the request to the provider's base URL, streaming the answer (SSE) back
+ * unbuffered. The key never reaches the run, its logs or the proxy's own log lines.
+ *
+ *   run (jail: TCP connect to PORT only) ──token──▶ proxy ──key──▶ provider (or the scripted test server)
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+
+export interface ProviderRoute {
+  /** Upstream base, without the API path the client appends (e.g. https://api.openai.com). */
+  baseUrl: string;
+  /** How the provider wants its key. */
+  auth: 'bearer' | 'x-api-key';
+  /** Path the client's base URL ends with (OpenAI SDKs and codex append /responses to …/v1). */
+  clientPath: string;
+}
+
+/** Known providers; any other name is an OpenAI-compatible server whose URL the supervisor is given. */
+const BUILTIN: Record<string, ProviderRoute> = {
+  openai: { baseUrl: 'https://api.openai.com', auth: 'bearer', clientPath: '/v1' },
+  anthropic: { baseUrl: 'https://api.anthropic.com', auth: 'x-api-key', clientPath: '' },
+};
+
+/**
+ * The provider routes, from the built-ins and the supervisor's environment:
+ * RUNBOARD_PROVIDER_<NAME>_URL overrides (or adds) a provider's upstream base URL. The URL is the
+ * supervisor's to decide, never a run's or a card's: the key goes wherever it points.
+ */
+export function providerRoutes(env: NodeJS.ProcessEnv): Record<string, ProviderRoute> {
+  const routes: Record<string, ProviderRoute> = {};
+  for (const [name, r] of Object.entries(BUILTIN)) routes[name] = { ...r };
+  for (const [k, v] of Object.entries(env)) {
+    const m = /^RUNBOARD_PROVIDER_([A-Z0-9_]+)_URL$/.exec(k);
+    if (!m || !v) continue;
+    const name = m[1]!.toLowerCase().replace(/_/g, '-');
+    const base = v.replace(/\/+$/, '');
+    routes[name] = routes[name]
+      ? { ...routes[name]!, baseUrl: base }
+      : { baseUrl: base, auth: 'bearer', clientPath: '/v1' };
+  }
+  return routes;
+}
+
+export interface ProxyGrant {
+  runId: string;
+  provider: string;
+  token: string;
+  /** What the run's client uses as its base URL. */
+  baseUrl: string;
+}
+
+export interface ModelRequestInfo {
+  runId: string;
+  provider: string;
+  method: string;
+  path: string;
+  /** ms since epoch (fractional) when the request reached the proxy. */
+  at: number;
+  status?: number;
+  error?: string;
+}
+
+interface Registration {
+  runId: string;
+  provider: string;
+  onRequest?: (info: ModelRequestInfo) => void;
+}
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'authorization',
+  'x-api-key',
+  'api-key',
+  'openai-organization',
+  'openai-project',
+]);
+
+const hashToken = (t: string): string => createHash('sha256').update(t).digest('hex');
+
+export class ModelProxy {
+  private readonly byToken = new Map<string, Registration>(); // sha256(token) → registration
+  private server!: http.Server;
+  port = 0;
+
+  constructor(
+    private readonly routes: Record<string, ProviderRoute>,
+    /** The key for a provider, read at each request (so a key set later works for the next request). */
+    private readonly keyFor: (provider: string) => string | null,
+    private readonly log: Logger,
+  ) {}
+
+  async start(port = 0): Promise<void> {
+    this.server = http.createServer((req, res) => this.handle(req, res));
+    this.server.keepAliveTimeout = 5000;
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, '127.0.0.1', () => resolve());
+    });
+    this.port = (this.server.address() as AddressInfo).port;
+  }
+
+  route(provider: string): ProviderRoute | undefined {
+    return this.routes[provider];
+  }
+
+  providers(): { name: string; baseUrl: string }[] {
+    return Object.entries(this.routes).map(([name, r]) => ({ name, baseUrl: r.baseUrl }));
+  }
+
+  /** A token for one run and one provider, valid until `revoke`. */
+  grant(runId: string, provider: string, onRequest?: (info: ModelRequestInfo) => void): ProxyGrant {
+    const route = this.routes[provider];
+    if (!route) throw new Error(`unknown provider "${provider}"`);
+    const token = `rbp-${randomBytes(24).toString('hex')}`;
+    this.byToken.set(hashToken(token), { runId, provider, ...(onRequest ? { onRequest } : {}) });
+    return {
+      runId,
+      provider,
+      token,
+      baseUrl: `http://127.0.0.1:${this.port}/${provider}${route.clientPath}`,
+    };
+  }
+
+  revoke(token: string): void {
+    this.byToken.delete(hashToken(token));
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const at = performance.timeOrigin + performance.now();
+    const fail = (status: number, message: string): void => {
+      if (res.headersSent) return void res.destroy();
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({ error: { type: 'runboard_proxy_error', message: `runboard proxy: ${message}` } }),
+      );
+    };
+    const m = /^\/([a-z][a-z0-9-]{0,39})(\/.*)?$/.exec((req.url ?? '/').split('?')[0]!);
+    const query = (req.url ?? '').includes('?') ? (req.url ?? '').slice((req.url ?? '').indexOf('?')) : '';
+    const provider = m?.[1];
+    const route = provider ? this.routes[provider] : undefined;
+    if (!provider || !route) return fail(404, `no provider route for ${req.method} ${req.url}`);
+    const bearer = /^Bearer\s+(\S+)$/i.exec(String(req.headers.authorization ?? ''))?.[1];
+    const token = bearer ?? (req.headers['x-api-key'] as string | undefined);
+    const reg = token ? this.byToken.get(hashToken(token)) : undefined;
+    if (!reg || reg.provider !== provider)
+      return fail(
+        401,
+        'this request carries no valid run token (the run ended, or it is not a Runboard run)',
+      );
+    const info: ModelRequestInfo = {
+      runId: reg.runId,
+      provider,
+      method: req.method ?? 'GET',
+      path: m![2] ?? '/',
+      at,
+    };
+    const key = this.keyFor(provider);
+    if (!key) {
+      info.status = 401;
+      reg.onRequest?.(info);
+      return fail(401, `no API key is stored for provider "${provider}"`);
+    }
+    const upstream = new URL(route.baseUrl + (m![2] ?? '') + query);
+    const headers: http.OutgoingHttpHeaders = {};
+    for (const [k, v] of Object.entries(req.headers))
+      if (!HOP_BY_HOP.has(k) && v !== undefined) headers[k] = v;
+    if (req.headers['transfer-encoding'] && !req.headers['content-length'])
+      headers['transfer-encoding'] = 'chunked';
+    if (route.auth === 'bearer') headers.authorization = `Bearer ${key}`;
+    else headers['x-api-key'] = key;
+    const mod = upstream.protocol === 'https:' ? https : http;
+    const up = mod.request(upstream, { method: req.method, headers }, (upRes) => {
+      info.status = upRes.statusCode ?? 0;
+      reg.onRequest?.(info);
+      const out: http.OutgoingHttpHeaders = {};
+      for (const [k, v] of Object.entries(upRes.headers))
+        if (!['connection', 'keep-alive', 'transfer-encoding'].includes(k) && v !== undefined) out[k] = v;
+      res.writeHead(upRes.statusCode ?? 502, out);
+      res.flushHeaders();
+      upRes.pipe(res);
+      upRes.on('error', () => res.destroy());
+    });
+    up.on('error', (err: NodeJS.ErrnoException) => {
+      info.error = err.code ?? err.message;
+      reg.onRequest?.(info);
+      this.log.warn(
+        { runId: reg.runId, provider, path: info.path, err: err.code ?? err.message },
+        'model proxy: upstream failed',
+      );
+      fail(502, `cannot reach provider "${provider}" at ${upstream.origin}: ${err.code ?? err.message}`);
+    });
+    // The client went away (cancel, stall kill): stop the upstream request too.
+    res.on('close', () => {
+      if (!res.writableFinished) up.destroy();
+    });
+    req.pipe(up);
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * Coding-agent runs for tests: a real supervisor (tests/helpers/harness.ts) whose model proxy forwards
+ * to the scripted model server, provider keys stored the way users store them, and a granted git
+ * repository with one commit as the workspace.
+ */
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import {
+  call,
+  DiscardWorktree,
+  KeepWorktree,
+  type FlowSpec,
+  type RunResult,
+} from '@runboard/supervisor/protocol';
+import { writeProviderKey } from '../../supervisor/src/common/secrets.ts';
+import { startModelServer, type Episode, type ModelServer } from '../fixtures/model-server/server.ts';
+import { Harness, REPO, type RunRecord } from '../helpers/harness.ts';
+
+export const KEYS = { openai: 'sk-test-openai-0123456789', anthropic: 'sk-ant-test-0123456789' };
+
+export function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', args, {
+    cwd,
+    encoding: 'utf8',
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@t',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@t',
+    },
+  }).trim();
+}
+
+export class AgentHarness {
+  private cards = 0;
+  private constructor(
+    readonly h: Harness,
+    readonly model: ModelServer,
+  ) {}
+
+  static async start(opts: { keys?: boolean } = {}): Promise<AgentHarness> {
+    const model = await startModelServer();
+    const h = await Harness.start({
+      env: {
+        RUNBOARD_PROVIDER_OPENAI_URL: model.url,
+        RUNBOARD_PROVIDER_ANTHROPIC_URL: model.url,
+      },
+    });
+    if (opts.keys !== false) {
+      writeProviderKey(h.paths, 'openai', KEYS.openai);
+      writeProviderKey(h.paths, 'anthropic', KEYS.anthropic);
+    }
+    const ws = h.workspace;
+    git(ws, 'init', '-q', '-b', 'main');
+    writeFileSync(path.join(ws, 'README.md'), '# demo\n');
+    writeFileSync(path.join(ws, 'app.txt'), 'one\ntwo\n');
+    git(ws, 'add', '-A');
+    git(ws, 'commit', '-qm', 'initial');
+    return new AgentHarness(h, model);
+  }
+
+  get workspace(): string {
+    return this.h.workspace;
+  }
+
+  episodes(e: Episode[]): void {
+    this.model.setEpisodes(e);
+  }
+
+  /** A card file outside the repository (so the user's checkout holds only what the test put there). */
+  card(title: string, body: string): string {
+    const file = path.join(this.h.root, `card-${++this.cards}.md`);
+    writeFileSync(file, `---\ntitle: ${title}\nflow: implement\n---\n# Task\n${body}\n`);
+    return file;
+  }
+
+  flow(runner: 'codex' | 'claude', over: Partial<FlowSpec> = {}): FlowSpec {
+    return {
+      name: 'implement',
+      runner,
+      provider: runner === 'codex' ? 'openai' : 'anthropic',
+      model: runner === 'codex' ? 'gpt-5-codex' : 'claude-sonnet-4-5',
+      worktree: true,
+      heartbeatTimeoutMs: 30_000,
+      timeoutMs: 120_000,
+      prompt: path.join(REPO, 'prompts', 'implement'),
+      ...over,
+    };
+  }
+
+  launch(cardFile: string, flow: FlowSpec, title = 'agent card') {
+    return this.h.client.launch({
+      card: { path: cardFile, title },
+      flow,
+      workspace: this.workspace,
+      grant: this.h.grant,
+    });
+  }
+
+  async run(cardFile: string, flow: FlowSpec): Promise<RunRecord> {
+    const { runId } = await this.launch(cardFile, flow);
+    return this.h.collect(runId);
+  }
+
+  // SupervisorClient has no methods for these yet (host/src/core is not this issue's): call them directly.
+  keep(runId: string): Promise<{ run: RunResult }> {
+    return call(this.h.client.conn, KeepWorktree, { runId });
+  }
+
+  discard(runId: string): Promise<{ run: RunResult }> {
+    return call(this.h.client.conn, DiscardWorktree, { runId });
+  }
+
+  async stop(): Promise<void> {
+    await this.h.stop();
+    await this.model.close();
+  }
+}
+
+/** Agent events (worker log events carrying `agent`) of a run. */
+export function agentEvents(rec: RunRecord): { kind: string; [k: string]: unknown }[] {
+  return rec.events
+    .filter((e) => e.type === 'log' && e.data && 'agent' in e.data)
+    .map((e) => (e.data as { agent: { kind: string } }).agent);
+}

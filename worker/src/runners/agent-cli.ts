@@ -1,0 +1,199 @@
+/**
+ * What the coding-agent runners (codex, claude) share: the prompt, finding the CLI's binary, running it
+ * in its own process group with stdin closed, keeping its raw output (stdout.log), turning its JSON
+ * lines into Runboard events, and deciding the status from evidence (agent-status.ts).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import readline from 'node:readline';
+import type { WorkerSpec } from '@runboard/supervisor/protocol';
+import { killRunProcesses } from '../process-tree.ts';
+import { describe, type AgentEvent, type AgentParser } from './agent-events.ts';
+import { decideStatus } from './agent-status.ts';
+import type { RunnerContext, RunnerOutcome } from './runner.ts';
+
+/** Resolves a file of an npm package installed with Runboard (the worker bundle or its sources). */
+/**
+ * Where module resolution starts: this file (ESM bundle), or, in the worker's start-up snapshot (a
+ * CommonJS bundle, where import.meta is empty), the snapshot's script as it was when it was built.
+ */
+function moduleBase(): string {
+  const url = (import.meta as { url?: string }).url;
+  if (url) return url;
+  return typeof __filename === 'string' ? __filename : path.join(process.cwd(), 'noop.js');
+}
+
+export function packageFile(pkg: string, file: string): string | null {
+  try {
+    const req = createRequire(moduleBase());
+    return path.join(path.dirname(req.resolve(`${pkg}/package.json`)), file);
+  } catch {
+    return null;
+  }
+}
+
+/** The card, as the agent reads it: the whole markdown file (front matter included). */
+function cardText(spec: WorkerSpec): string {
+  try {
+    return readFileSync(spec.card.path, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot read the card ${spec.card.path}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * The prompt: the flow's prompt folder (`prompt.md`, with {{TASK_MARKDOWN}}, {{CARD_TITLE}},
+ * {{WORKSPACE}}, {{READ_ONLY}}) rendered with the card; without a prompt folder, the card itself.
+ */
+export function renderPrompt(spec: WorkerSpec): string {
+  const card = cardText(spec);
+  const folder = spec.flow.prompt;
+  if (!folder) return card;
+  const file = path.join(folder, 'prompt.md');
+  let template: string;
+  try {
+    template = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot read the flow's prompt ${file}: ${(err as Error).message}`);
+  }
+  const vars: Record<string, string> = {
+    TASK_MARKDOWN: card,
+    CARD_TITLE: spec.card.title ?? path.basename(spec.card.path),
+    WORKSPACE: spec.workspace,
+    READ_ONLY: spec.flow.readOnly ? 'yes: you may read the workspace but not change it' : 'no',
+  };
+  return template.replace(/\{\{([A-Z_]+)\}\}/g, (m, k: string) => vars[k] ?? m);
+}
+
+/**
+ * The desktop as an MCP server for the agent (flow `desktop: true`). `desktop-cli serve` comes with
+ * the desktop addon (native/); until it is installed the run fails with that reason.
+ */
+export function desktopMcpServer(env: NodeJS.ProcessEnv): { command: string; args: string[] } | null {
+  const explicit = env.RUNBOARD_DESKTOP_CLI;
+  if (explicit) return existsSync(explicit) ? { command: explicit, args: ['serve'] } : null;
+  for (const dir of (env.PATH ?? '').split(':')) {
+    const p = path.join(dir, 'desktop-cli');
+    if (dir && existsSync(p)) return { command: p, args: ['serve'] };
+  }
+  return null;
+}
+
+export interface CliInvocation {
+  cli: string;
+  file: string;
+  args: string[];
+  env: NodeJS.ProcessEnv;
+  parser: AgentParser;
+}
+
+const KIND_LEVEL: Partial<Record<AgentEvent['kind'], 'warn' | 'error'>> = {
+  'permission-denied': 'warn',
+  warning: 'warn',
+  error: 'error',
+};
+
+export class AgentCliProcess {
+  private child: ChildProcess | undefined;
+  private cancelled = false;
+
+  async run(ctx: RunnerContext, inv: CliInvocation): Promise<RunnerOutcome> {
+    const started = performance.now();
+    const events: AgentEvent[] = [];
+    let stderrTail = '';
+    let firstEventMs: number | null = null;
+    const tokens = { input: 0, output: 0, cached: 0 };
+    let costUsd: number | null = null;
+    let commands = 0;
+    const filesChanged = new Set<string>();
+    ctx.progress(0, `starting ${inv.cli}`);
+    const exit = await new Promise<{ code: number | null; signal: string | null; spawnError?: string }>(
+      (resolve) => {
+        const child = spawn(inv.file, inv.args, {
+          cwd: ctx.spec.workspace,
+          env: inv.env,
+          // stdin closed: `codex exec` otherwise waits for more prompt on it.
+          stdio: ['ignore', 'pipe', 'pipe'],
+          // Its own process group, so that cancel reaches the whole tree where there is no PID namespace.
+          detached: true,
+        });
+        this.child = child;
+        child.once('error', (err: NodeJS.ErrnoException) =>
+          resolve({
+            code: null,
+            signal: null,
+            spawnError: `cannot start ${inv.cli} (${inv.file}): ${err.code ?? err.message}`,
+          }),
+        );
+        // Raw output, byte for byte, into the run's stdout.log / stderr.log; parsed lines into events.
+        child.stdout!.on('data', (d: Buffer) => process.stdout.write(d));
+        child.stderr!.on('data', (d: Buffer) => {
+          process.stderr.write(d);
+          stderrTail = (stderrTail + d.toString('utf8')).slice(-4000);
+        });
+        const rl = readline.createInterface({ input: child.stdout!, crlfDelay: Infinity });
+        rl.on('line', (line) => {
+          for (const e of inv.parser.line(line)) {
+            firstEventMs ??= Math.round(performance.now() - started);
+            events.push(e);
+            if (e.kind === 'usage') {
+              tokens.input += e.input;
+              tokens.output += e.output;
+              tokens.cached += e.cached;
+              if (e.costUsd !== undefined) costUsd = (costUsd ?? 0) + e.costUsd;
+            }
+            if (e.kind === 'command' && e.status === 'started') {
+              commands++;
+              ctx.progress(undefined, `$ ${e.command.slice(0, 200)}`);
+            }
+            if (e.kind === 'files-changed' && e.ok) for (const f of e.files) filesChanged.add(f.path);
+            ctx.log(KIND_LEVEL[e.kind] ?? 'info', describe(e), { agent: e });
+          }
+        });
+        child.once('close', (code, signal) => resolve({ code, signal }));
+      },
+    );
+    if (exit.spawnError) return { status: 'failed', exitCode: null, summary: exit.spawnError, metrics: {} };
+    const verdict = decideStatus({
+      cli: inv.cli,
+      exitCode: exit.code,
+      signal: exit.signal,
+      cancelled: this.cancelled,
+      events,
+      stderrTail,
+    });
+    if (verdict.questions.length)
+      ctx.log('info', `questions: ${verdict.questions.join(' | ')}`, { questions: verdict.questions });
+    ctx.progress(1, verdict.summary.slice(0, 4000));
+    return {
+      status: verdict.status,
+      exitCode: exit.code,
+      summary: verdict.summary,
+      metrics: {
+        agentCli: inv.cli,
+        agentMs: Math.round(performance.now() - started),
+        agentFirstEventMs: firstEventMs,
+        verdict: verdict.reason,
+        tokensIn: tokens.input,
+        tokensOut: tokens.output,
+        tokensCached: tokens.cached,
+        costUsd,
+        commands,
+        filesChanged: filesChanged.size,
+        agentEvents: events.length,
+      },
+    };
+  }
+
+  cancel(): void {
+    this.cancelled = true;
+    killRunProcesses(this.child?.pid, 'SIGTERM');
+  }
+}
+
+/** A failed outcome before the CLI ever started (missing binary, prompt, model access). */
+export function notStarted(summary: string): RunnerOutcome {
+  return { status: 'failed', exitCode: null, summary, metrics: {} };
+}

@@ -1,0 +1,299 @@
+/**
+ * Coding-agent CLIs' JSON event streams → one Runboard vocabulary (issue 6), so the inspector shows what
+ * the agent did (messages, tool calls, commands, files changed, token usage) whichever CLI ran.
+ * Pure parsing: one line in, zero or more events out. Unknown lines are not errors (CLIs add fields and
+ * event types between versions); they stay in the raw stdout.log.
+ */
+
+export type AgentEvent =
+  | { kind: 'session'; id: string; detail?: string }
+  | { kind: 'message'; text: string }
+  | { kind: 'reasoning'; text: string }
+  | { kind: 'tool-call'; id?: string; tool: string; input: unknown }
+  | { kind: 'tool-result'; id?: string; ok: boolean; output: string }
+  | {
+      kind: 'command';
+      id?: string;
+      command: string;
+      status: 'started' | 'completed' | 'failed' | 'declined';
+      exitCode: number | null;
+      output: string;
+    }
+  | { kind: 'files-changed'; files: { path: string; change: string }[]; ok: boolean }
+  | { kind: 'usage'; input: number; output: number; cached: number; costUsd?: number }
+  | { kind: 'permission-denied'; tool: string; detail: string; id?: string }
+  | { kind: 'warning'; message: string }
+  | { kind: 'error'; message: string }
+  /** The CLI's own closing claim: `ok` is what it says, not what Runboard concludes. */
+  | { kind: 'final'; ok: boolean; result: string | null; detail?: string };
+
+export interface AgentParser {
+  /** One stdout line of the CLI. */
+  line(text: string): AgentEvent[];
+}
+
+type Json = Record<string, unknown>;
+const str = (v: unknown): string =>
+  typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v);
+const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+
+function parseLine(text: string): Json | null {
+  const t = text.trim();
+  if (!t.startsWith('{')) return null;
+  try {
+    const v = JSON.parse(t) as unknown;
+    return v && typeof v === 'object' ? (v as Json) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Output that says the OS or a sandbox refused a write: evidence of a permission denial. */
+const DENIED = /permission denied|read-only file system|operation not permitted|EACCES|EROFS|EPERM/i;
+
+/**
+ * `codex exec --json` (codex-cli 0.169): thread.started, turn.started, item.started/updated/completed
+ * (agent_message, reasoning, command_execution, file_change, mcp_tool_call, web_search, todo_list,
+ * error), turn.completed (usage), turn.failed, error.
+ */
+export function codexParser(): AgentParser {
+  return {
+    line(text) {
+      const e = parseLine(text);
+      if (!e) return [];
+      const out: AgentEvent[] = [];
+      switch (e.type) {
+        case 'thread.started':
+          out.push({ kind: 'session', id: str(e.thread_id) });
+          break;
+        case 'item.started':
+        case 'item.completed': {
+          const item = (e.item ?? {}) as Json;
+          const done = e.type === 'item.completed';
+          const id = str(item.id);
+          switch (item.type) {
+            case 'agent_message':
+              if (done) out.push({ kind: 'message', text: str(item.text) });
+              break;
+            case 'reasoning':
+              if (done) out.push({ kind: 'reasoning', text: str(item.text) });
+              break;
+            case 'command_execution': {
+              const status = str(item.status);
+              const exitCode = typeof item.exit_code === 'number' ? item.exit_code : null;
+              const output = str(item.aggregated_output);
+              out.push({
+                kind: 'command',
+                id,
+                command: str(item.command),
+                status: !done
+                  ? 'started'
+                  : status === 'declined'
+                    ? 'declined'
+                    : exitCode === 0
+                      ? 'completed'
+                      : 'failed',
+                exitCode,
+                output,
+              });
+              if (done && status === 'declined')
+                out.push({ kind: 'permission-denied', tool: 'command', detail: str(item.command), id });
+              else if (done && exitCode !== 0 && DENIED.test(output))
+                out.push({
+                  kind: 'permission-denied',
+                  tool: 'command',
+                  detail: `${str(item.command)}: ${
+                    output
+                      .trim()
+                      .split('\n')
+                      .find((l) => DENIED.test(l)) ?? ''
+                  }`,
+                  id,
+                });
+              break;
+            }
+            case 'file_change': {
+              if (!done) break;
+              const changes = Array.isArray(item.changes) ? (item.changes as Json[]) : [];
+              const ok = str(item.status) !== 'failed';
+              const files = changes.map((c) => ({ path: str(c.path), change: str(c.kind) }));
+              out.push({ kind: 'files-changed', files, ok });
+              if (!ok)
+                out.push({
+                  kind: 'permission-denied',
+                  tool: 'apply_patch',
+                  detail: `patch not applied to ${files.map((f) => f.path).join(', ')}`,
+                  id,
+                });
+              break;
+            }
+            case 'mcp_tool_call':
+              if (!done)
+                out.push({
+                  kind: 'tool-call',
+                  id,
+                  tool: `${str(item.server)}.${str(item.tool)}`,
+                  input: item.arguments,
+                });
+              else
+                out.push({
+                  kind: 'tool-result',
+                  id,
+                  ok: str(item.status) !== 'failed',
+                  output: str(item.result ?? item.error),
+                });
+              break;
+            case 'web_search':
+              if (!done) out.push({ kind: 'tool-call', id, tool: 'web_search', input: item.query });
+              break;
+            case 'error':
+              // Non-fatal notices (e.g. unknown model metadata); a fatal error comes as turn.failed.
+              out.push({ kind: 'warning', message: str(item.message) });
+              break;
+          }
+          break;
+        }
+        case 'turn.completed': {
+          const u = (e.usage ?? {}) as Json;
+          out.push({
+            kind: 'usage',
+            input: num(u.input_tokens),
+            output: num(u.output_tokens),
+            cached: num(u.cached_input_tokens),
+          });
+          out.push({ kind: 'final', ok: true, result: null });
+          break;
+        }
+        case 'turn.failed':
+          out.push({
+            kind: 'final',
+            ok: false,
+            result: null,
+            detail: str((e.error as Json | undefined)?.message),
+          });
+          break;
+        case 'error':
+          out.push({ kind: 'error', message: str(e.message) });
+          break;
+      }
+      return out;
+    },
+  };
+}
+
+const WRITE_TOOLS = new Set(['Write', 'Edit', 'MultiEdit', 'NotebookEdit']);
+
+/**
+ * `claude -p --output-format stream-json --verbose` (Claude Code 2.1): system/init, assistant messages
+ * (text, thinking, tool_use), user messages (tool_result), system/permission_denied, and one closing
+ * `result` (subtype, is_error, result, usage, permission_denials).
+ */
+export function claudeParser(): AgentParser {
+  const denied = new Set<string>();
+  const pendingWrites = new Map<string, string>(); // tool_use id → file path
+  return {
+    line(text) {
+      const e = parseLine(text);
+      if (!e) return [];
+      const out: AgentEvent[] = [];
+      const deny = (tool: string, detail: string, id?: string): void => {
+        if (id && denied.has(id)) return;
+        if (id) denied.add(id);
+        out.push({ kind: 'permission-denied', tool, detail, ...(id ? { id } : {}) });
+      };
+      if (e.type === 'system' && e.subtype === 'init') {
+        out.push({ kind: 'session', id: str(e.session_id), detail: `model ${str(e.model)}` });
+      } else if (e.type === 'system' && e.subtype === 'permission_denied') {
+        deny(str(e.tool_name), str(e.message), str(e.tool_use_id) || undefined);
+      } else if (e.type === 'assistant') {
+        const content = ((e.message as Json | undefined)?.content ?? []) as Json[];
+        for (const c of content) {
+          if (c.type === 'text') out.push({ kind: 'message', text: str(c.text) });
+          else if (c.type === 'thinking') out.push({ kind: 'reasoning', text: str(c.thinking) });
+          else if (c.type === 'tool_use') {
+            const input = (c.input ?? {}) as Json;
+            out.push({ kind: 'tool-call', id: str(c.id), tool: str(c.name), input });
+            if (c.name === 'Bash')
+              out.push({
+                kind: 'command',
+                id: str(c.id),
+                command: str(input.command),
+                status: 'started',
+                exitCode: null,
+                output: '',
+              });
+            if (WRITE_TOOLS.has(str(c.name)))
+              pendingWrites.set(str(c.id), str(input.file_path ?? input.notebook_path));
+          }
+        }
+      } else if (e.type === 'user') {
+        const content = ((e.message as Json | undefined)?.content ?? []) as Json[];
+        for (const c of Array.isArray(content) ? content : []) {
+          if (c.type !== 'tool_result') continue;
+          const id = str(c.tool_use_id);
+          const output = Array.isArray(c.content)
+            ? (c.content as Json[]).map((x) => str(x.text)).join('')
+            : str(c.content);
+          const ok = c.is_error !== true;
+          out.push({ kind: 'tool-result', id, ok, output });
+          const file = pendingWrites.get(id);
+          if (file !== undefined) {
+            pendingWrites.delete(id);
+            if (ok) out.push({ kind: 'files-changed', files: [{ path: file, change: 'update' }], ok: true });
+          }
+        }
+      } else if (e.type === 'result') {
+        const u = (e.usage ?? {}) as Json;
+        out.push({
+          kind: 'usage',
+          input: num(u.input_tokens),
+          output: num(u.output_tokens),
+          cached: num(u.cache_read_input_tokens),
+          ...(typeof e.total_cost_usd === 'number' ? { costUsd: e.total_cost_usd } : {}),
+        });
+        for (const d of (Array.isArray(e.permission_denials) ? e.permission_denials : []) as Json[])
+          deny(str(d.tool_name), str(d.tool_input), str(d.tool_use_id) || undefined);
+        out.push({
+          kind: 'final',
+          ok: e.is_error !== true && e.subtype === 'success',
+          result: typeof e.result === 'string' ? e.result : null,
+          detail: str(e.subtype),
+        });
+      }
+      return out;
+    },
+  };
+}
+
+/** One line for the run's event log. */
+export function describe(e: AgentEvent): string {
+  const cut = (s: string, n = 300): string => (s.length > n ? s.slice(0, n) + '…' : s);
+  switch (e.kind) {
+    case 'session':
+      return `agent session ${e.id}${e.detail ? ` (${e.detail})` : ''}`;
+    case 'message':
+      return `agent: ${cut(e.text)}`;
+    case 'reasoning':
+      return `agent thinking: ${cut(e.text)}`;
+    case 'tool-call':
+      return `tool call ${e.tool} ${cut(JSON.stringify(e.input ?? null), 200)}`;
+    case 'tool-result':
+      return `tool result${e.ok ? '' : ' (error)'}: ${cut(e.output, 200)}`;
+    case 'command':
+      return e.status === 'started'
+        ? `$ ${cut(e.command, 200)}`
+        : `$ ${cut(e.command, 120)} → ${e.status}${e.exitCode !== null ? ` (exit ${e.exitCode})` : ''}`;
+    case 'files-changed':
+      return `files ${e.ok ? 'changed' : 'NOT changed'}: ${e.files.map((f) => `${f.change} ${f.path}`).join(', ')}`;
+    case 'usage':
+      return `tokens: ${e.input} in, ${e.output} out${e.cached ? `, ${e.cached} cached` : ''}`;
+    case 'permission-denied':
+      return `permission denied: ${e.tool} ${cut(e.detail, 200)}`;
+    case 'warning':
+      return `agent warning: ${cut(e.message)}`;
+    case 'error':
+      return `agent error: ${cut(e.message)}`;
+    case 'final':
+      return `agent finished (${e.ok ? 'claims success' : 'reports failure'}${e.detail ? `: ${cut(e.detail, 200)}` : ''})`;
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * The `claude` runner: the real Claude Code CLI (npm @anthropic-ai/claude-code, a native binary) in
+ * print mode with `--output-format stream-json --verbose`, non-essential traffic off, stdin closed,
+ * and the model reached only through the supervisor's loopback proxy (ANTHROPIC_BASE_URL + this run's
+ * token as its API key). Its permission mode stays the default: tools that need approval are denied in
+ * print mode, and such a denial ends the run as needs-input even though the CLI exits 0.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { AgentCliProcess, desktopMcpServer, notStarted, packageFile, renderPrompt } from './agent-cli.ts';
+import { claudeParser } from './agent-events.ts';
+import type { Runner, RunnerContext, RunnerOutcome } from './runner.ts';
+
+export function findClaude(env: NodeJS.ProcessEnv): string | null {
+  if (env.RUNBOARD_CLAUDE_BIN) return env.RUNBOARD_CLAUDE_BIN;
+  return packageFile(`@anthropic-ai/claude-code-${process.platform}-${process.arch}`, 'claude');
+}
+
+export class ClaudeRunner implements Runner {
+  private readonly proc = new AgentCliProcess();
+
+  async run(ctx: RunnerContext): Promise<RunnerOutcome> {
+    const { spec } = ctx;
+    const bin = findClaude(ctx.env);
+    if (!bin)
+      return notStarted(
+        `the Claude Code CLI is not installed for ${process.platform}-${process.arch} (npm @anthropic-ai/claude-code)`,
+      );
+    if (!spec.model)
+      return notStarted(
+        `flow "${spec.flow.name}" has no provider: a claude run needs \`provider: anthropic\``,
+      );
+    let prompt: string;
+    try {
+      prompt = renderPrompt(spec);
+    } catch (err) {
+      return notStarted((err as Error).message);
+    }
+    const args = [
+      '-p',
+      '--output-format',
+      'stream-json',
+      '--verbose',
+      '--model',
+      spec.model.model ?? 'claude-sonnet-4-5',
+    ];
+    // Edits in the workspace are the job of a writable flow (the jail confines them to the worktree);
+    // anything else that needs approval (e.g. shell commands that write) is denied in print mode, and
+    // that denial is evidence the run reports (needs-input), not something the agent may skip over.
+    if (spec.flow.readOnly) args.push('--disallowedTools', 'Write,Edit,MultiEdit,NotebookEdit');
+    else args.push('--permission-mode', 'acceptEdits');
+    if (spec.flow.desktop) {
+      const mcp = desktopMcpServer(ctx.env);
+      if (!mcp)
+        return notStarted(
+          'flow asks for the desktop (desktop: true) but `desktop-cli` is not installed (set RUNBOARD_DESKTOP_CLI)',
+        );
+      const dir = path.join(ctx.env.HOME ?? '/tmp', '.runboard');
+      mkdirSync(dir, { recursive: true });
+      const file = path.join(dir, 'mcp.json');
+      writeFileSync(file, JSON.stringify({ mcpServers: { desktop: { type: 'stdio', ...mcp } } }));
+      args.push('--mcp-config', file, '--strict-mcp-config');
+    }
+    args.push('--', prompt);
+    const env: NodeJS.ProcessEnv = {
+      ...ctx.env,
+      ANTHROPIC_BASE_URL: spec.model.baseUrl,
+      ANTHROPIC_API_KEY: spec.model.token,
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_AUTOUPDATER: '1',
+      DISABLE_TELEMETRY: '1',
+      DISABLE_ERROR_REPORTING: '1',
+      NO_COLOR: '1',
+    };
+    return this.proc.run(ctx, { cli: 'claude', file: bin, args, env, parser: claudeParser() });
+  }
+
+  cancel(): void {
+    this.proc.cancel();
+  }
+}
