@@ -19,3 +19,7 @@ export function sandboxSupport(): SandboxSupport {
 export function jailPath(): string {
   return path.join(nativeBuildDir(), 'runboard-jail');
 }
+
+export { desktop, type Desktop } from './desktop/desktop.ts';
+export * from './desktop/types.ts';
+export { toCompact, toVerbose, shortRole, platformRolesFor, type CompactElement } from './desktop/compact.ts';
