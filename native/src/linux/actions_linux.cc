@@ -11,16 +11,8 @@ std::string DoAction(const WindowQuery& target, int elementId, const std::string
                                              t.window.title + "\"");
   const atspi::Node& n = t.nodes[t.byId[elementId]];
   auto& bus = atspi::Bus::Get();
+  std::vector<std::string> names = atspi::ActionNames(bus, t.peer, {n.path})[0];
   std::string err;
-  GVariant* r = bus.CallOne(t.peer, {n.path, "org.a11y.atspi.Action", "GetActions", nullptr}, &err);
-  if (!r) throw DesktopError(kActionFailed, "element " + std::to_string(elementId) + " has no actions: " + err);
-  std::vector<std::string> names;
-  GVariantIter* it = nullptr;
-  g_variant_get(r, "(a(sss))", &it);
-  const char *name, *desc, *keys;
-  while (g_variant_iter_next(it, "(&s&s&s)", &name, &desc, &keys)) names.emplace_back(name);
-  g_variant_iter_free(it);
-  g_variant_unref(r);
   int index = -1;
   for (size_t k = 0; k < names.size(); k++)
     if (action.empty() || names[k] == action) {
@@ -33,7 +25,7 @@ std::string DoAction(const WindowQuery& target, int elementId, const std::string
     throw DesktopError(kActionFailed, "element " + std::to_string(elementId) + " has no action \"" + action +
                                           "\" (it has: " + (list.empty() ? "none" : list) + ")");
   }
-  r = bus.CallOne(t.peer, {n.path, "org.a11y.atspi.Action", "DoAction", g_variant_new("(i)", index)}, &err);
+  GVariant* r = bus.CallOne(t.peer, {n.path, "org.a11y.atspi.Action", "DoAction", g_variant_new("(i)", index)}, &err);
   if (!r) throw DesktopError(kActionFailed, "the action failed: " + err);
   gboolean ok = FALSE;
   g_variant_get(r, "(b)", &ok);

@@ -196,6 +196,41 @@ void AssignIds(WindowTree& t) {
 
 }  // namespace
 
+std::vector<std::vector<std::string>> ActionNames(Bus& bus, const Peer& peer, const std::vector<std::string>& paths) {
+  std::vector<std::vector<std::string>> names(paths.size());
+  std::vector<Call> calls;
+  for (auto& p : paths) calls.push_back({p, "org.a11y.atspi.Action", "GetActions", nullptr});
+  std::vector<std::pair<size_t, int>> unnamed;
+  {
+    Replies r{bus.CallMany(peer, calls)};
+    for (size_t k = 0; k < paths.size(); k++) {
+      if (!r.v[k]) continue;
+      GVariantIter* it = nullptr;
+      g_variant_get(r.v[k], "(a(sss))", &it);
+      const char *name, *desc, *keys;
+      while (g_variant_iter_next(it, "(&s&s&s)", &name, &desc, &keys)) {
+        if (!*name) unnamed.push_back({k, static_cast<int>(names[k].size())});
+        names[k].emplace_back(name);
+      }
+      g_variant_iter_free(it);
+    }
+  }
+  if (!unnamed.empty()) {
+    calls.clear();
+    for (auto& [k, i] : unnamed) calls.push_back({paths[k], "org.a11y.atspi.Action", "GetName", g_variant_new("(i)", i)});
+    Replies r{bus.CallMany(peer, calls)};
+    for (size_t u = 0; u < unnamed.size(); u++) {
+      if (!r.v[u]) continue;
+      const char* s = nullptr;
+      g_variant_get(r.v[u], "(&s)", &s);
+      if (s) names[unnamed[u].first][unnamed[u].second] = s;
+    }
+  }
+  for (auto& list : names)  // nameless actions cannot be asked for by name: leave them out
+    list.erase(std::remove(list.begin(), list.end(), std::string()), list.end());
+  return names;
+}
+
 bool HasState(const Node& n, int state) { return (n.states >> state) & 1; }
 
 const std::string& RoleName(uint32_t role) {

@@ -47,6 +47,9 @@ const std::string& RoleName(uint32_t role);
 // Finds the window for a query and loads its tree. `expandHidden` also fetches uncached children of
 // objects that are not showing.
 WindowTree LoadWindowTree(const WindowQuery& q, bool expandHidden);
+// Action names of objects, in two pipelined batches at most: GetActions, then GetName for the
+// actions it left unnamed (Chromium gives no localized names; GTK does).
+std::vector<std::vector<std::string>> ActionNames(Bus& bus, const Peer& peer, const std::vector<std::string>& paths);
 // Annotates X windows with accessibility app names (one pipelined batch).
 std::vector<x11::XWin> WindowsWithApps(std::vector<AppRef>* appsOut = nullptr);
 

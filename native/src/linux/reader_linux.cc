@@ -212,10 +212,6 @@ ReadResult ReadTree(const ReadOptions& o) {
                        g_variant_new("(ss)", "org.a11y.atspi.Value", "CurrentValue")});
       kinds.push_back({e, 1});
     }
-    if ((n.ifaces & atspi::kAction) && o.actions) {
-      calls.push_back({n.path, "org.a11y.atspi.Action", "GetActions", nullptr});
-      kinds.push_back({e, 2});
-    }
   }
   {
     atspi::Replies r{bus.CallMany(t.peer, calls)};
@@ -236,15 +232,21 @@ ReadResult ReadTree(const ReadOptions& o) {
           if (v) g_variant_unref(v);
           break;
         }
-        default: {
-          GVariantIter* it = nullptr;
-          g_variant_get(r.v[k], "(a(sss))", &it);
-          const char *name, *desc, *keys;
-          while (g_variant_iter_next(it, "(&s&s&s)", &name, &desc, &keys)) e->actions.emplace_back(name);
-          g_variant_iter_free(it);
-        }
+        default:
+          break;
       }
     }
+  }
+  if (o.actions) {
+    std::vector<std::string> paths;
+    std::vector<Element*> owners;
+    for (auto& [e, i] : b.included)
+      if (t.nodes[i].ifaces & atspi::kAction) {
+        paths.push_back(t.nodes[i].path);
+        owners.push_back(e);
+      }
+    auto names = atspi::ActionNames(bus, t.peer, paths);
+    for (size_t k = 0; k < owners.size(); k++) owners[k]->actions = std::move(names[k]);
   }
   result.stats.nodes = static_cast<int>(t.byId.size());
   result.stats.returned = static_cast<int>(b.included.size());
