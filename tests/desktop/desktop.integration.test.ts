@@ -1,11 +1,12 @@
 // The desktop addon and desktop-cli against real apps on one shared test desktop (Xvfb + session bus
 // + AT-SPI bus + openbox): our GTK 3 form (tests/fixtures/desktop/form_app.py). Everything here
 // shares one mouse and one keyboard, so it runs in one file, in order.
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { desktop, type Element, type WindowInfo } from '../../native/src/index.ts';
 import { allElements } from '../../native/src/desktop/compact.ts';
 import { decodePng } from './png.ts';
-import { DesktopSession, eventually, sleep } from './session.ts';
+import { DesktopSession, eventually, repo, sleep } from './session.ts';
 
 const TITLE = 'Runboard Test Form';
 const PASSWORD = 'hunter2-secret';
@@ -19,6 +20,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await s?.stop();
+  expect(s.leftovers(), 'processes the suite started and left running').toEqual([]);
 });
 
 async function elements(title = TITLE, visibleOnly = true): Promise<Element[]> {
@@ -427,5 +429,80 @@ describe('errors', () => {
     const noCtx = s.run(['click', '--id', '3'], { ...s.env, RUNBOARD_HOME: `${s.tmp}/fresh` });
     expect(noCtx.code).toBe(9);
     await sleep(0);
+  });
+});
+
+describe('Chromium (web content, renderer accessibility on)', () => {
+  const PAGE_TITLE = 'Runboard Test Page - Chromium';
+  const WEB_SECRET = 'chromium-secret-pw';
+
+  beforeAll(async () => {
+    const page = path.join(repo, 'tests', 'fixtures', 'desktop', 'page.html');
+    // As root Chromium needs --no-sandbox; web content reaches AT-SPI only with both the variable and the flag.
+    s.spawnApp(
+      'chromium',
+      [
+        '--no-sandbox',
+        '--no-first-run',
+        '--no-default-browser-check',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--disable-gpu',
+        '--password-store=basic',
+        `--user-data-dir=${s.tmp}/chromium`,
+        '--force-renderer-accessibility',
+        '--window-position=560,20',
+        '--window-size=700,760',
+        `file://${page}`,
+      ],
+      { ACCESSIBILITY_ENABLED: '1' },
+    );
+    const ready = await eventually(async () => {
+      const tree = await desktop.read({ title: PAGE_TITLE }).catch(() => undefined);
+      return tree && allElements(tree.elements).some((e) => e.role === 'push button' && e.name === 'Go');
+    }, 40_000);
+    expect(ready, 'Chromium page with its web content in the tree').toBe(true);
+  }, 60_000);
+
+  it('reads the web content: roles, names, secret field, bounds inside the window', async () => {
+    const tree = await desktop.read({ title: PAGE_TITLE });
+    const els = allElements(tree.elements);
+    expect(els.some((e) => e.role === 'document web' && e.name === 'Runboard Test Page')).toBe(true);
+    expect(els.some((e) => e.role === 'link' && e.name === 'Alpha')).toBe(true);
+    expect(els.find((e) => e.role === 'entry' && e.name === 'Search')).toBeDefined();
+    expect(els.find((e) => e.name === 'Secret' && e.secret)).toBeDefined();
+    const go = els.find((e) => e.name === 'Go' && e.role === 'push button')!;
+    expect(go.actions).toContain('press');
+    const [wx, wy, ww, wh] = tree.window.bounds;
+    expect(go.bounds[0]).toBeGreaterThan(wx);
+    expect(go.bounds[1]).toBeGreaterThan(wy + 60); // below Chromium's own title/tool bars
+    expect(go.bounds[0] + go.bounds[2]).toBeLessThan(wx + ww);
+    expect(go.bounds[1] + go.bounds[3]).toBeLessThan(wy + wh);
+    const out = [
+      s.run(['read', '--window', PAGE_TITLE]).stdout,
+      s.run(['read', '--window', PAGE_TITLE, '--visible-only=false', '--compact']).stdout,
+      JSON.stringify(tree),
+    ];
+    for (const o of out) {
+      expect(o).toContain('Secret');
+      expect(o).not.toContain(WEB_SECRET);
+    }
+  });
+
+  it('click --id presses the page button; type --id fills the search field', async () => {
+    const go = cliId('btn', 'Go', ['--window', PAGE_TITLE]);
+    const res = s.run(['click', '--id', String(go), '--window', PAGE_TITLE]);
+    expect(res.code, res.stderr).toBe(0);
+    const pressed = async () =>
+      allElements((await desktop.read({ title: PAGE_TITLE })).elements).some((e) => e.name === 'pressed 1');
+    expect(await eventually(pressed)).toBe(true);
+    const search = cliId('input', 'Search', ['--window', PAGE_TITLE]);
+    const typed = s.run(['type', '--id', String(search), '--window', PAGE_TITLE, '--text', 'héllo ✓']);
+    expect(typed.code, typed.stderr).toBe(0);
+    const value = async () =>
+      allElements((await desktop.read({ title: PAGE_TITLE })).elements).find((e) => e.name === 'Search')
+        ?.value;
+    expect(await eventually(async () => (await value()) === 'héllo ✓')).toBe(true);
   });
 });

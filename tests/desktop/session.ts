@@ -1,7 +1,7 @@
 // One test desktop for the whole desktop suite (scripts/desktop-session.sh), the apps started in it,
 // and the desktop-cli bundle; everything is torn down by stop().
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { build } from 'esbuild';
@@ -110,6 +110,25 @@ export class DesktopSession {
     return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr, json };
   }
 
+  /** Live processes (zombies aside) still in the process groups this session started. */
+  leftovers(): number[] {
+    const groups = new Set([this.session.pid, ...this.apps.map((a) => a.pid)]);
+    const live: number[] = [];
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        const [state, , pgid] = fields;
+        if (state !== 'Z' && (groups.has(Number(pgid)) || groups.has(Number(entry))))
+          live.push(Number(entry));
+      } catch {
+        // gone while we looked
+      }
+    }
+    return live;
+  }
+
   async stop(): Promise<void> {
     for (const app of this.apps) {
       if (app.exitCode !== null || app.signalCode !== null) continue;
@@ -130,6 +149,8 @@ export class DesktopSession {
         // the group is gone
       }
     }
+    const deadline = Date.now() + 5000;
+    while (this.leftovers().length > 0 && Date.now() < deadline) await sleep(50);
     rmSync(this.tmp, { recursive: true, force: true });
   }
 }
