@@ -99,7 +99,9 @@ export function platformRolesFor(shorts: string[]): string[] {
   return [...out];
 }
 
-// AT-SPI action names -> the seed's action vocabulary; others pass through lower-cased.
+// AT-SPI action names -> the seed's action vocabulary (press, cancel, pick, increment, decrement).
+// Other names (Chromium's showContextMenu, doDefault, clickAncestor on every node) are left out of
+// the compact output; the facade still has them.
 const ACTION_TABLE: Record<string, string> = {
   click: 'press',
   press: 'press',
@@ -107,22 +109,23 @@ const ACTION_TABLE: Record<string, string> = {
   jump: 'press',
   toggle: 'press',
   open: 'press',
-  'do default': 'press',
+  check: 'press',
+  uncheck: 'press',
+  select: 'press',
   cancel: 'cancel',
   dismiss: 'cancel',
   close: 'cancel',
-  showmenu: 'pick',
-  'show menu': 'pick',
-  menu: 'pick',
   pick: 'pick',
   'expand or contract': 'pick',
+  expand: 'pick',
+  collapse: 'pick',
   increment: 'increment',
   decrement: 'decrement',
 };
 
-export function shortAction(name: string): string {
-  const lower = name.toLowerCase();
-  return ACTION_TABLE[lower] ?? lower;
+/** The seed's name of a platform action, or undefined when it has none. */
+export function shortAction(name: string): string | undefined {
+  return ACTION_TABLE[name.toLowerCase()];
 }
 
 /** The platform action name behind a short action name on an element, if it has one. */
@@ -149,7 +152,7 @@ export function toCompact(elements: Element[], roles?: string[]): CompactElement
     if (!el.enabled) c.e = false;
     if (el.selected) c.s = true;
     if (children.length > 0) c.c = children;
-    const actions = [...new Set(el.actions.map(shortAction))];
+    const actions = [...new Set(el.actions.map(shortAction).filter((a): a is string => a !== undefined))];
     if (actions.length > 0) c.a = actions;
     if (el.secret) c.secret = true;
     out.push(c);

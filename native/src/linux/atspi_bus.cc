@@ -1,5 +1,6 @@
 #include "linux/atspi_bus.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <map>
 
@@ -53,24 +54,55 @@ std::string BusAddress() {
   return out;
 }
 
+// Replies are taken off the connection by a filter, on GDBus's own worker thread, and matched to
+// their calls by serial number: no GTask and no main-loop dispatch per call, which is most of what a
+// call costs the client when hundreds are in flight.
 struct Pending {
-  std::vector<GVariant*>* replies;
-  std::vector<std::string>* errors;
-  int* left;
-  size_t index;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::unordered_map<guint32, size_t> serials;  // serial -> index in the current batch
+  std::vector<GVariant*>* replies = nullptr;
+  std::vector<std::string>* errors = nullptr;
+  size_t left = 0;
 };
 
-void OnReply(GObject* source, GAsyncResult* res, gpointer data) {
+std::unordered_map<GDBusConnection*, Pending*>& PendingByConn() {
+  static std::unordered_map<GDBusConnection*, Pending*> m;
+  return m;
+}
+
+GDBusMessage* ReplyFilter(GDBusConnection*, GDBusMessage* msg, gboolean incoming, gpointer data) {
+  if (!incoming) return msg;
+  auto type = g_dbus_message_get_message_type(msg);
+  if (type != G_DBUS_MESSAGE_TYPE_METHOD_RETURN && type != G_DBUS_MESSAGE_TYPE_ERROR) return msg;
   auto* p = static_cast<Pending*>(data);
-  GError* err = nullptr;
-  GVariant* r = g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, &err);
-  (*p->replies)[p->index] = r;
-  if (err) {
-    if (p->errors) (*p->errors)[p->index] = err->message;
-    g_error_free(err);
+  std::lock_guard<std::mutex> lock(p->mu);
+  auto it = p->serials.find(g_dbus_message_get_reply_serial(msg));
+  if (it == p->serials.end()) return msg;  // someone else's (a synchronous call's) reply
+  size_t i = it->second;
+  p->serials.erase(it);
+  if (type == G_DBUS_MESSAGE_TYPE_METHOD_RETURN) {
+    GVariant* body = g_dbus_message_get_body(msg);
+    (*p->replies)[i] = body ? g_variant_ref(body) : g_variant_ref_sink(g_variant_new("()"));
+  } else if (p->errors) {
+    GError* err = nullptr;
+    g_dbus_message_to_gerror(msg, &err);
+    (*p->errors)[i] = err ? err->message : "error";
+    g_clear_error(&err);
   }
-  --*p->left;
-  delete p;
+  if (--p->left == 0) p->cv.notify_one();
+  g_object_unref(msg);
+  return nullptr;
+}
+
+Pending& PendingFor(GDBusConnection* conn) {
+  auto& m = PendingByConn();
+  auto it = m.find(conn);
+  if (it != m.end()) return *it->second;
+  auto* p = new Pending();  // lives as long as the process: the connection keeps a pointer to it
+  g_dbus_connection_add_filter(conn, ReplyFilter, p, nullptr);
+  m.emplace(conn, p);
+  return *p;
 }
 
 }  // namespace
@@ -79,11 +111,6 @@ Bus& Bus::Get() {
   static Bus b;
   if (!b.conn_) {
     std::string addr = BusAddress();
-    if (!b.ctx_) {
-      // Replies to pipelined calls are dispatched on this thread's own context, which CallMany iterates.
-      b.ctx_ = g_main_context_new();
-      g_main_context_push_thread_default(b.ctx_);
-    }
     GError* err = nullptr;
     b.conn_ = g_dbus_connection_new_for_address_sync(
         addr.c_str(),
@@ -104,16 +131,46 @@ std::vector<GVariant*> Bus::CallMany(const Peer& peer, std::vector<Call>& calls,
   std::vector<GVariant*> replies(calls.size(), nullptr);
   if (errors) errors->assign(calls.size(), "");
   if (calls.empty()) return replies;
-  int left = static_cast<int>(calls.size());
+  Pending& p = PendingFor(peer.conn);
+  auto t0 = g_get_monotonic_time();
+  std::unique_lock<std::mutex> lock(p.mu);  // the filter waits until every call is registered
+  p.replies = &replies;
+  p.errors = errors;
+  p.left = 0;
   for (size_t i = 0; i < calls.size(); i++) {
     auto& c = calls[i];
-    g_dbus_connection_call(peer.conn, peer.dest.empty() ? nullptr : peer.dest.c_str(), c.path.c_str(),
-                           c.iface.c_str(), c.method.c_str(), c.params, nullptr, G_DBUS_CALL_FLAGS_NO_AUTO_START,
-                           kTimeoutMs, nullptr, OnReply, new Pending{&replies, errors, &left, i});
+    const std::string& dest = !c.dest.empty() ? c.dest : peer.dest;
+    GDBusMessage* msg = g_dbus_message_new_method_call(dest.empty() ? nullptr : dest.c_str(), c.path.c_str(),
+                                                       c.iface.c_str(), c.method.c_str());
+    if (c.params) g_dbus_message_set_body(msg, c.params);
     c.params = nullptr;
+    g_dbus_message_set_flags(msg, G_DBUS_MESSAGE_FLAGS_NO_AUTO_START);
+    guint32 serial = 0;
+    GError* err = nullptr;
+    if (g_dbus_connection_send_message(peer.conn, msg, G_DBUS_SEND_MESSAGE_FLAGS_NONE, &serial, &err)) {
+      p.serials.emplace(serial, i);
+      p.left++;
+    } else if (errors) {
+      (*errors)[i] = err ? err->message : "send failed";
+    }
+    g_clear_error(&err);
+    g_object_unref(msg);
   }
   roundTrips++;
-  while (left > 0) g_main_context_iteration(ctx_, TRUE);
+  auto t1 = g_get_monotonic_time();
+  bool done = p.cv.wait_for(lock, std::chrono::milliseconds(kTimeoutMs), [&] { return p.left == 0; });
+  if (!done) {
+    for (auto& [serial, i] : p.serials)
+      if (errors) (*errors)[i] = "no reply (timeout)";
+    p.serials.clear();
+    p.left = 0;
+  }
+  p.replies = nullptr;
+  p.errors = nullptr;
+  static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
+  if (trace)
+    g_printerr("atspi batch: %zu x %s.%s: send %.1f ms, wait %.1f ms\n", calls.size(), calls[0].iface.c_str(),
+               calls[0].method.c_str(), (t1 - t0) / 1000.0, (g_get_monotonic_time() - t1) / 1000.0);
   return replies;
 }
 
@@ -137,26 +194,21 @@ std::vector<AppRef> Bus::Apps() {
   while (g_variant_iter_next(it, "(&s&o)", &bus, &path)) apps.push_back({bus, 0, ""});
   g_variant_iter_free(it);
   g_variant_unref(r);
-  // Name and pid of every app, in one pipelined batch per destination.
-  std::vector<Call> names, pids;
-  for (size_t i = 0; i < apps.size(); i++) {
-    names.push_back({"/org/a11y/atspi/accessible/root", "org.freedesktop.DBus.Properties", "Get",
-                     g_variant_new("(ss)", "org.a11y.atspi.Accessible", "Name")});
+  // Name and pid of every app, in one pipelined batch: names from each app, pids from the bus daemon.
+  std::vector<Call> calls;
+  for (auto& a : apps) {
+    calls.push_back({"/org/a11y/atspi/accessible/root", "org.freedesktop.DBus.Properties", "Get",
+                     g_variant_new("(ss)", "org.a11y.atspi.Accessible", "Name"), a.busName});
+    calls.push_back({"/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixProcessID",
+                     g_variant_new("(s)", a.busName.c_str()), "org.freedesktop.DBus"});
   }
-  std::vector<GVariant*> nameReplies(apps.size(), nullptr), pidReplies(apps.size(), nullptr);
-  // Names go to each app; pids to the bus daemon. Send them all before waiting.
-  int left = static_cast<int>(apps.size() * 2);
+  Replies all{CallMany(Peer{conn_, ""}, calls)};
+  std::vector<GVariant*> nameReplies(apps.size()), pidReplies(apps.size());
   for (size_t i = 0; i < apps.size(); i++) {
-    g_dbus_connection_call(conn_, apps[i].busName.c_str(), names[i].path.c_str(), names[i].iface.c_str(),
-                           names[i].method.c_str(), names[i].params, nullptr, G_DBUS_CALL_FLAGS_NO_AUTO_START,
-                           kTimeoutMs, nullptr, OnReply, new Pending{&nameReplies, nullptr, &left, i});
-    g_dbus_connection_call(conn_, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                           "GetConnectionUnixProcessID", g_variant_new("(s)", apps[i].busName.c_str()), nullptr,
-                           G_DBUS_CALL_FLAGS_NONE, kTimeoutMs, nullptr, OnReply,
-                           new Pending{&pidReplies, nullptr, &left, i});
+    nameReplies[i] = all.v[2 * i];
+    pidReplies[i] = all.v[2 * i + 1];
+    all.v[2 * i] = all.v[2 * i + 1] = nullptr;
   }
-  roundTrips++;
-  while (left > 0) g_main_context_iteration(ctx_, TRUE);
   for (size_t i = 0; i < apps.size(); i++) {
     if (nameReplies[i]) {
       GVariant* v = nullptr;

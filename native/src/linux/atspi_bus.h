@@ -5,7 +5,10 @@
 #pragma once
 #include <gio/gio.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace runboard::desktop::atspi {
@@ -26,6 +29,7 @@ struct AppRef {
 struct Call {
   std::string path, iface, method;
   GVariant* params = nullptr;  // floating reference taken by the call
+  std::string dest = "";       // overrides the peer's destination (e.g. the bus daemon itself)
 };
 
 class Bus {
@@ -43,7 +47,6 @@ class Bus {
  private:
   Bus() = default;
   GDBusConnection* conn_ = nullptr;
-  GMainContext* ctx_ = nullptr;
 };
 
 struct Replies {  // frees a batch of replies when it goes out of scope

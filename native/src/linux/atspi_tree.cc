@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -94,8 +95,52 @@ void LinkChildren(std::vector<Node>& nodes, std::unordered_map<std::string, int>
                      [&](int a, int b) { return nodes[a].index < nodes[b].index; });
 }
 
-// Fetches what the cache lacks: children of objects whose cached children are fewer than their
-// child count. One pipelined batch for the children lists and one for the new objects, per level.
+// Role, states, interfaces and the Accessible properties (name, description, child count, parent)
+// of objects the cache does not hold, in one pipelined batch.
+void FetchInfo(Bus& bus, const Peer& peer, std::vector<Node>& nodes, const std::vector<int>& fresh, bool setParent) {
+  std::vector<Call> info;
+  for (int i : fresh) {
+    const std::string& path = nodes[i].path;
+    info.push_back({path, "org.a11y.atspi.Accessible", "GetRole", nullptr});
+    info.push_back({path, "org.a11y.atspi.Accessible", "GetState", nullptr});
+    info.push_back({path, "org.a11y.atspi.Accessible", "GetInterfaces", nullptr});
+    info.push_back({path, "org.freedesktop.DBus.Properties", "GetAll", g_variant_new("(s)", "org.a11y.atspi.Accessible")});
+  }
+  Replies r{bus.CallMany(peer, info)};
+  for (size_t k = 0; k < fresh.size(); k++) {
+    Node& n = nodes[fresh[k]];
+    if (GVariant* v = r.v[k * 4]) g_variant_get(v, "(u)", &n.role);
+    if (GVariant* v = r.v[k * 4 + 1]) {
+      GVariantIter* st = nullptr;
+      g_variant_get(v, "(au)", &st);
+      n.states = ReadStates(st);
+      g_variant_iter_free(st);
+    }
+    if (GVariant* v = r.v[k * 4 + 2]) {
+      GVariantIter* ifs = nullptr;
+      g_variant_get(v, "(as)", &ifs);
+      const char* iface;
+      while (g_variant_iter_next(ifs, "&s", &iface)) n.ifaces |= IfaceBit(iface);
+      g_variant_iter_free(ifs);
+    }
+    if (GVariant* v = r.v[k * 4 + 3]) {
+      GVariant* dict = g_variant_get_child_value(v, 0);
+      const char* s = nullptr;
+      if (g_variant_lookup(dict, "Name", "&s", &s)) n.name = s;
+      if (g_variant_lookup(dict, "Description", "&s", &s)) n.description = s;
+      gint32 cc = 0;
+      if (g_variant_lookup(dict, "ChildCount", "i", &cc)) n.childCount = cc;
+      const char *pb = nullptr, *pp = nullptr;
+      if (setParent && g_variant_lookup(dict, "Parent", "(&s&o)", &pb, &pp)) n.parent = pp;
+      g_variant_unref(dict);
+    }
+  }
+}
+
+// Fetches what the cache lacks: descendants of objects whose cached children are fewer than their
+// child count (web content, tree views). Objects with the Collection interface hand over their whole
+// subtree in one GetMatches call (in tree order; parents come from the Parent property); the others
+// are walked level by level, one pipelined batch for the children lists and one for the new objects.
 void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes,
                     std::unordered_map<std::string, int>& byPath, int root, bool expandHidden) {
   std::vector<int> frontier;
@@ -107,11 +152,59 @@ void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes,
     if (!expandHidden && !HasState(n, ATSPI_STATE_SHOWING)) continue;
     // Objects that manage their descendants (tree views, web content) leave them out of the cache,
     // and may report no child count there either: ask them.
-    if (static_cast<int>(n.children.size()) < n.childCount || (HasState(n, ATSPI_STATE_MANAGES_DESCENDANTS) && n.children.empty()))
+    if (static_cast<int>(n.children.size()) < n.childCount ||
+        (HasState(n, ATSPI_STATE_MANAGES_DESCENDANTS) && n.children.empty()))
       frontier.push_back(i);
     for (int c : n.children) stack.push_back(c);
   }
   int added = 0;
+  // Whole subtrees through Collection.GetMatches.
+  {
+    std::vector<int> viaCollection, rest;
+    for (int i : frontier) ((nodes[i].ifaces & kCollection) ? viaCollection : rest).push_back(i);
+    std::vector<Call> calls;
+    for (int i : viaCollection) {
+      GVariantBuilder states;
+      g_variant_builder_init(&states, G_VARIANT_TYPE("ai"));
+      if (!expandHidden) {  // showing objects only: their ancestors are showing too, so the tree stays whole
+        g_variant_builder_add(&states, "i", static_cast<gint32>(1u << ATSPI_STATE_SHOWING));
+        g_variant_builder_add(&states, "i", 0);
+      }
+      GVariant* rule = g_variant_new("(aiia{ss}iaiiasib)", &states, ATSPI_Collection_MATCH_ALL, nullptr,
+                                     ATSPI_Collection_MATCH_ALL, nullptr, ATSPI_Collection_MATCH_ALL, nullptr,
+                                     ATSPI_Collection_MATCH_ALL, FALSE);
+      calls.push_back({nodes[i].path, "org.a11y.atspi.Collection", "GetMatches",
+                       g_variant_new("(@(aiia{ss}iaiiasib)uib)", rule, static_cast<guint32>(ATSPI_Collection_SORT_ORDER_CANONICAL),
+                                     0, TRUE)});
+    }
+    Replies r{bus.CallMany(peer, calls)};
+    std::vector<int> fresh;
+    for (size_t k = 0; k < viaCollection.size(); k++) {
+      if (!r.v[k]) {
+        rest.push_back(viaCollection[k]);
+        continue;
+      }
+      GVariantIter* it = nullptr;
+      g_variant_get(r.v[k], "(a(so))", &it);
+      const char *b, *p;
+      while (g_variant_iter_next(it, "(&s&o)", &b, &p) && added < kMaxUncached) {
+        if (byPath.count(p)) continue;
+        Node n;
+        n.path = p;
+        n.index = static_cast<int>(nodes.size());  // tree order: keeps siblings in order
+        byPath.emplace(n.path, static_cast<int>(nodes.size()));
+        fresh.push_back(static_cast<int>(nodes.size()));
+        nodes.push_back(std::move(n));
+        added++;
+      }
+      g_variant_iter_free(it);
+    }
+    if (!fresh.empty()) {
+      FetchInfo(bus, peer, nodes, fresh, true);
+      LinkChildren(nodes, byPath);
+    }
+    frontier = std::move(rest);
+  }
   while (!frontier.empty() && added < kMaxUncached) {
     std::vector<Call> calls;
     for (int i : frontier)
@@ -137,43 +230,11 @@ void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes,
       }
       g_variant_iter_free(it);
     }
-    // Role, states, interfaces and the Accessible properties of every new object, in one batch.
-    std::vector<Call> info;
-    for (int i : fresh) {
-      const std::string& path = nodes[i].path;
-      info.push_back({path, "org.a11y.atspi.Accessible", "GetRole", nullptr});
-      info.push_back({path, "org.a11y.atspi.Accessible", "GetState", nullptr});
-      info.push_back({path, "org.a11y.atspi.Accessible", "GetInterfaces", nullptr});
-      info.push_back({path, "org.freedesktop.DBus.Properties", "GetAll", g_variant_new("(s)", "org.a11y.atspi.Accessible")});
-    }
-    Replies r{bus.CallMany(peer, info)};
+    FetchInfo(bus, peer, nodes, fresh, false);
     std::vector<int> next;
-    for (size_t k = 0; k < fresh.size(); k++) {
-      Node& n = nodes[fresh[k]];
-      if (GVariant* v = r.v[k * 4]) g_variant_get(v, "(u)", &n.role);
-      if (GVariant* v = r.v[k * 4 + 1]) {
-        GVariantIter* st = nullptr;
-        g_variant_get(v, "(au)", &st);
-        n.states = ReadStates(st);
-        g_variant_iter_free(st);
-      }
-      if (GVariant* v = r.v[k * 4 + 2]) {
-        GVariantIter* ifs = nullptr;
-        g_variant_get(v, "(as)", &ifs);
-        const char* iface;
-        while (g_variant_iter_next(ifs, "&s", &iface)) n.ifaces |= IfaceBit(iface);
-        g_variant_iter_free(ifs);
-      }
-      if (GVariant* v = r.v[k * 4 + 3]) {
-        GVariant* dict = g_variant_get_child_value(v, 0);
-        const char* s = nullptr;
-        if (g_variant_lookup(dict, "Name", "&s", &s)) n.name = s;
-        if (g_variant_lookup(dict, "Description", "&s", &s)) n.description = s;
-        gint32 cc = 0;
-        if (g_variant_lookup(dict, "ChildCount", "i", &cc)) n.childCount = cc;
-        g_variant_unref(dict);
-      }
-      if (n.childCount > 0 && (expandHidden || HasState(n, ATSPI_STATE_SHOWING))) next.push_back(fresh[k]);
+    for (int i : fresh) {
+      const Node& n = nodes[i];
+      if (n.childCount > 0 && (expandHidden || HasState(n, ATSPI_STATE_SHOWING))) next.push_back(i);
     }
     added += static_cast<int>(fresh.size());
     LinkChildren(nodes, byPath);
@@ -196,7 +257,8 @@ void AssignIds(WindowTree& t) {
 
 }  // namespace
 
-std::vector<std::vector<std::string>> ActionNames(Bus& bus, const Peer& peer, const std::vector<std::string>& paths) {
+std::vector<std::vector<std::string>> ActionNames(Bus& bus, const Peer& peer, const std::vector<std::string>& paths,
+                                                  bool firstOnly) {
   std::vector<std::vector<std::string>> names(paths.size());
   std::vector<Call> calls;
   for (auto& p : paths) calls.push_back({p, "org.a11y.atspi.Action", "GetActions", nullptr});
@@ -209,7 +271,7 @@ std::vector<std::vector<std::string>> ActionNames(Bus& bus, const Peer& peer, co
       g_variant_get(r.v[k], "(a(sss))", &it);
       const char *name, *desc, *keys;
       while (g_variant_iter_next(it, "(&s&s&s)", &name, &desc, &keys)) {
-        if (!*name) unnamed.push_back({k, static_cast<int>(names[k].size())});
+        if (!*name && (!firstOnly || names[k].empty())) unnamed.push_back({k, static_cast<int>(names[k].size())});
         names[k].emplace_back(name);
       }
       g_variant_iter_free(it);
@@ -283,6 +345,9 @@ WindowTree LoadWindowTree(const WindowQuery& q, bool expandHidden) {
   t.peer = bus.PeerFor(app->busName);
   t.scale = ProcessScale(app->pid);
 
+  static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
+  auto t0 = g_get_monotonic_time();
+  if (trace) g_printerr("load: window + apps found\n");
   std::string err;
   GVariant* items = bus.CallOne(t.peer, {"/org/a11y/atspi/cache", "org.a11y.atspi.Cache", "GetItems", nullptr}, &err);
   std::unordered_map<std::string, int> byPath;
@@ -306,6 +371,7 @@ WindowTree LoadWindowTree(const WindowQuery& q, bool expandHidden) {
     byPath.emplace(r.path, static_cast<int>(t.nodes.size()));
     t.nodes.push_back(std::move(r));
   }
+  if (trace) g_printerr("load: items parsed: %zu in %.1f ms\n", t.nodes.size(), (g_get_monotonic_time() - t0) / 1000.0);
   LinkChildren(t.nodes, byPath);
   int appRoot = byPath[kRootPath];
   if (static_cast<int>(t.nodes[appRoot].children.size()) < t.nodes[appRoot].childCount)

@@ -48,8 +48,10 @@ const std::string& RoleName(uint32_t role);
 // objects that are not showing.
 WindowTree LoadWindowTree(const WindowQuery& q, bool expandHidden);
 // Action names of objects, in two pipelined batches at most: GetActions, then GetName for the
-// actions it left unnamed (Chromium gives no localized names; GTK does).
-std::vector<std::vector<std::string>> ActionNames(Bus& bus, const Peer& peer, const std::vector<std::string>& paths);
+// actions it left unnamed (Chromium gives no localized names; GTK does). With firstOnly, only the
+// first (default) action of such objects is named: the others (Chromium: showContextMenu) are dropped.
+std::vector<std::vector<std::string>> ActionNames(Bus& bus, const Peer& peer, const std::vector<std::string>& paths,
+                                                  bool firstOnly = false);
 // Annotates X windows with accessibility app names (one pipelined batch).
 std::vector<x11::XWin> WindowsWithApps(std::vector<AppRef>* appsOut = nullptr);
 

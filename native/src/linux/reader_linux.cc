@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "common/reader.h"
@@ -61,6 +62,24 @@ bool IsCheckable(uint32_t role) {
 bool IsClip(uint32_t role) {
   return role == ATSPI_ROLE_SCROLL_PANE || role == ATSPI_ROLE_VIEWPORT || role == ATSPI_ROLE_FRAME ||
          role == ATSPI_ROLE_WINDOW || role == ATSPI_ROLE_DIALOG;
+}
+
+// Action names are read only where an agent may act: focusable objects and interactive roles. Web
+// engines give every node actions (Chromium: showContextMenu, doDefault, clickAncestor), and asking
+// each of hundreds of nodes costs more than the rest of the read.
+bool WantsActions(const Node& n) {
+  if (HasState(n, ATSPI_STATE_FOCUSABLE)) return true;
+  switch (n.role) {
+    case ATSPI_ROLE_PUSH_BUTTON: case ATSPI_ROLE_TOGGLE_BUTTON: case ATSPI_ROLE_CHECK_BOX:
+    case ATSPI_ROLE_RADIO_BUTTON: case ATSPI_ROLE_LINK: case ATSPI_ROLE_MENU_ITEM:
+    case ATSPI_ROLE_CHECK_MENU_ITEM: case ATSPI_ROLE_RADIO_MENU_ITEM: case ATSPI_ROLE_MENU:
+    case ATSPI_ROLE_PAGE_TAB: case ATSPI_ROLE_COMBO_BOX: case ATSPI_ROLE_SLIDER: case ATSPI_ROLE_SPIN_BUTTON:
+    case ATSPI_ROLE_TABLE_CELL: case ATSPI_ROLE_LIST_ITEM: case ATSPI_ROLE_TREE_ITEM: case ATSPI_ROLE_ENTRY:
+    case ATSPI_ROLE_PASSWORD_TEXT: case ATSPI_ROLE_TABLE_COLUMN_HEADER:
+      return true;
+    default:
+      return false;
+  }
 }
 
 std::string FormatNumber(double v) {
@@ -152,10 +171,17 @@ std::vector<AppInfo> ListApps() {
 
 ReadResult ReadTree(const ReadOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
+  static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
+  auto phase = [&](const char* what) {
+    if (trace)
+      std::fprintf(stderr, "read: %s at %.1f ms\n", what,
+                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  };
   auto& x = x11::Session::Get();  // no display is the first thing to report
   auto& bus = atspi::Bus::Get();
   int trips0 = bus.roundTrips;
   atspi::WindowTree t = atspi::LoadWindowTree(o.target, !o.visibleOnly);
+  phase("tree loaded");
 
   Builder b{t, o, std::vector<Rect>(t.nodes.size()), std::vector<bool>(t.nodes.size(), false),
             Rect{0, 0, x.screenWidth(), x.screenHeight()}, {}};
@@ -187,6 +213,7 @@ ReadResult ReadTree(const ReadOptions& o) {
       b.hasBounds[want[k]] = true;
     }
   }
+  phase("extents");
   ReadResult result;
   result.window = ToInfo(t.window);
   result.scale = t.scale;
@@ -237,17 +264,19 @@ ReadResult ReadTree(const ReadOptions& o) {
       }
     }
   }
+  phase("details");
   if (o.actions) {
     std::vector<std::string> paths;
     std::vector<Element*> owners;
     for (auto& [e, i] : b.included)
-      if (t.nodes[i].ifaces & atspi::kAction) {
+      if ((t.nodes[i].ifaces & atspi::kAction) && WantsActions(t.nodes[i])) {
         paths.push_back(t.nodes[i].path);
         owners.push_back(e);
       }
-    auto names = atspi::ActionNames(bus, t.peer, paths);
+    auto names = atspi::ActionNames(bus, t.peer, paths, true);
     for (size_t k = 0; k < owners.size(); k++) owners[k]->actions = std::move(names[k]);
   }
+  phase("actions");
   result.stats.nodes = static_cast<int>(t.byId.size());
   result.stats.returned = static_cast<int>(b.included.size());
   result.stats.roundTrips = bus.roundTrips - trips0;
