@@ -254,6 +254,47 @@ try {
     button: 'Go',
     field: 'Search',
   });
+  for (const c of children.splice(0)) process.kill(-c.pid!, 'SIGKILL');
+  // The issue's reference size: a page whose window has about 260 nodes (?items=2 gives 262 here).
+  start(
+    'chromium',
+    [
+      '--no-sandbox',
+      '--no-first-run',
+      '--no-default-browser-check',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-gpu',
+      '--password-store=basic',
+      `--user-data-dir=${tmp}/chromium2`,
+      '--force-renderer-accessibility',
+      '--window-position=0,0',
+      '--window-size=1000,780',
+      `file://${path.join(repo, 'tests/fixtures/desktop/page.html')}?items=2`,
+    ],
+    { ACCESSIBILITY_ENABLED: '1' },
+  );
+  await waitFor('Runboard Test Page - Chromium', (names) => names.includes('Item 2'));
+  await sleep(500);
+  const small = 'Runboard Test Page - Chromium';
+  const sw = await desktop.read({ title: small, visibleOnly: false });
+  row(
+    'Chromium page, ~260 nodes',
+    'read whole tree (all nodes)',
+    'addon',
+    await time(30, () => desktop.read({ title: small, visibleOnly: false })),
+    sw.stats.returned,
+    '< 100',
+  );
+  const sn = await desktop.naiveWalkForBench({ title: small });
+  row(
+    'Chromium page, ~260 nodes',
+    'naive walk (libatspi, 1 call/attribute)',
+    'addon',
+    await time(5, () => desktop.naiveWalkForBench({ title: small })),
+    sn,
+  );
   start('gtk3-widget-factory', []);
   await waitFor('gtk3-widget-factory', (names) => names.length > 50);
   const wf = await desktop.read({ title: 'gtk3-widget-factory', visibleOnly: false });

@@ -116,6 +116,12 @@ describe('reader', () => {
     expect(all.some((e) => e.name.startsWith('log line 50'))).toBe(true);
   });
 
+  it("the batched read sees every node that libatspi's one-call-per-attribute walk sees", async () => {
+    const fast = await desktop.read({ title: TITLE, visibleOnly: false });
+    expect(fast.stats.nodes).toBe(await desktop.naiveWalkForBench({ title: TITLE }));
+    expect(fast.stats.nodes).toBeGreaterThan(80);
+  });
+
   it('applies depth, roles and bbox while reading; ids stay the same whatever the filters', async () => {
     const full = await elements();
     const shallow = await desktop.read({ title: TITLE, depth: 1 });
@@ -488,6 +494,12 @@ describe('Chromium (web content, renderer accessibility on)', () => {
       expect(o).toContain('Secret');
       expect(o).not.toContain(WEB_SECRET);
     }
+  });
+
+  it("the batched read sees every node of the page that libatspi's walk sees", async () => {
+    const fast = await desktop.read({ title: PAGE_TITLE, visibleOnly: false });
+    expect(fast.stats.nodes).toBe(await desktop.naiveWalkForBench({ title: PAGE_TITLE }));
+    expect(fast.stats.nodes).toBeGreaterThan(400);
   });
 
   it('click --id presses the page button; type --id fills the search field', async () => {

@@ -161,7 +161,10 @@ void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes,
   // Whole subtrees through Collection.GetMatches.
   {
     std::vector<int> viaCollection, rest;
-    for (int i : frontier) ((nodes[i].ifaces & kCollection) ? viaCollection : rest).push_back(i);
+    // GetMatches for subtrees the cache lacks entirely; a partly cached subtree is walked, which also
+    // re-attaches children whose Parent property points elsewhere (GTK has a few).
+    for (int i : frontier)
+      ((nodes[i].ifaces & kCollection) && nodes[i].children.empty() ? viaCollection : rest).push_back(i);
     std::vector<Call> calls;
     for (int i : viaCollection) {
       GVariantBuilder states;
@@ -211,18 +214,23 @@ void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes,
       calls.push_back({nodes[i].path, "org.a11y.atspi.Accessible", "GetChildren", nullptr});
     Replies kids{bus.CallMany(peer, calls)};
     std::vector<int> fresh;
-    for (size_t k = 0; k < frontier.size(); k++) {
-      if (!kids.v[k]) continue;
+    for (size_t k2 = 0; k2 < frontier.size(); k2++) {
+      if (!kids.v[k2]) continue;
       GVariantIter* it = nullptr;
-      g_variant_get(kids.v[k], "(a(so))", &it);
+      g_variant_get(kids.v[k2], "(a(so))", &it);
       const char *b, *p;
       int index = 0;
       while (g_variant_iter_next(it, "(&s&o)", &b, &p)) {
         int pos = index++;
-        if (byPath.count(p)) continue;
+        auto known = byPath.find(p);
+        if (known != byPath.end()) {
+          Node& k = nodes[known->second];
+          if (k.parent != nodes[frontier[k2]].path) k.parent = nodes[frontier[k2]].path, k.index = pos;
+          continue;
+        }
         Node n;
         n.path = p;
-        n.parent = nodes[frontier[k]].path;
+        n.parent = nodes[frontier[k2]].path;
         n.index = pos;
         byPath.emplace(n.path, static_cast<int>(nodes.size()));
         fresh.push_back(static_cast<int>(nodes.size()));
@@ -230,7 +238,7 @@ void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes,
       }
       g_variant_iter_free(it);
     }
-    FetchInfo(bus, peer, nodes, fresh, false);
+    if (!fresh.empty()) FetchInfo(bus, peer, nodes, fresh, false);
     std::vector<int> next;
     for (int i : fresh) {
       const Node& n = nodes[i];
