@@ -274,31 +274,29 @@ async function read(v: Values): Promise<void> {
 
 /** Finds element `id` of the last read again, in a fresh read of the same window. */
 async function resolveId(v: Values, id: number): Promise<{ el: Element; window: WindowQuery }> {
-  let q = targetOf(v);
-  let windowId: number | undefined;
-  if (hasTarget(q)) {
-    const wins = await desktop.listWindows(q);
-    if (wins.length === 0)
-      throw new CliError('APP_NOT_FOUND', 'no window matches --app/--window/--window-id/--pid');
-    windowId = (wins.find((w) => w.focused) ?? wins[0]!).id;
-  }
-  const ctx = loadContext(windowId);
+  const q = targetOf(v);
+  // With a target, the fresh read resolves the window and its id selects the context; without one,
+  // the context of the last read names the window.
+  const last = hasTarget(q) ? undefined : loadContext(undefined);
+  if (!hasTarget(q) && !last)
+    throw new CliError('NO_READ_CONTEXT', `no earlier read of any window to take element ${id} from`);
+  const query: WindowQuery = last ? { windowId: last.windowId } : q;
+  const fresh = await desktop.read({ ...query, actions: false }).catch((e: unknown) => {
+    if (last && e instanceof DesktopError && e.code === 'APP_NOT_FOUND')
+      throw new CliError('APP_NOT_FOUND', `window "${last.title}" (${last.windowId}) is gone`);
+    throw e;
+  });
+  const ctx = last ?? loadContext(fresh.window.id);
   if (!ctx)
     throw new CliError(
       'NO_READ_CONTEXT',
-      `no earlier read of ${windowId ? `window ${windowId}` : 'any window'} to take element ${id} from`,
+      `no earlier read of window "${fresh.window.title}" to take element ${id} from`,
     );
   const sig = ctx.elements[String(id)];
   if (!sig)
     throw new CliError('ELEMENT_NOT_FOUND', `element ${id} was not in the last read of "${ctx.title}"`, {
       id,
     });
-  q = { windowId: ctx.windowId };
-  const fresh = await desktop.read(q).catch((e: unknown) => {
-    if (e instanceof DesktopError && e.code === 'APP_NOT_FOUND')
-      throw new CliError('APP_NOT_FOUND', `window "${ctx.title}" (${ctx.windowId}) is gone`);
-    throw e;
-  });
   const [ox, oy] = fresh.window.bounds;
   const els = allElements(fresh.elements);
   const cands: Candidate[] = els.map((e) => ({
@@ -313,18 +311,17 @@ async function resolveId(v: Values, id: number): Promise<{ el: Element; window: 
       throw new CliError(
         'ELEMENT_NOT_FOUND',
         `element ${id} (${sig.r} "${sig.t}") is no longer in "${ctx.title}"`,
-        { id },
+        {
+          id,
+        },
       );
     throw new CliError(
       'ELEMENT_AMBIGUOUS',
       `element ${id} (${sig.r} "${sig.t}") now matches elements ${m.candidates.join(', ')}`,
-      {
-        id,
-        candidates: m.candidates,
-      },
+      { id, candidates: m.candidates },
     );
   }
-  return { el: els.find((e) => e.id === m.id)!, window: q };
+  return { el: els.find((e) => e.id === m.id)!, window: { windowId: fresh.window.id } };
 }
 
 function button(v: unknown): MouseButton {
@@ -456,7 +453,9 @@ async function screenshot(v: Values): Promise<void> {
 async function action(v: Values): Promise<void> {
   const id = int(v.id, 'id', 0);
   if (id === undefined) throw new CliError('USAGE', 'action needs --id');
-  const { el, window } = await resolveId(v, id);
+  const { el: found, window } = await resolveId(v, id);
+  const withActions = await desktop.read({ ...window, bbox: found.bounds });
+  const el = allElements(withActions.elements).find((e) => e.id === found.id) ?? found;
   const wanted = (v.name as string | undefined) ?? '';
   const platform = wanted ? platformAction(el, wanted) : (el.actions[0] ?? '');
   if (platform === undefined)
