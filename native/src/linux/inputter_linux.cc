@@ -210,12 +210,27 @@ void MoveMouse(int x, int y) {
 
 void Click(int x, int y, MouseButton button, int count) {
   Display* d = Dpy();
+  // GTK drops the first press of a multi-press that starts, within its double-click time, far from
+  // the previous click: after such a click from this process, wait the double-click time out.
+  static auto lastTime = std::chrono::steady_clock::time_point();
+  static int lastX = -10000, lastY = -10000;
+  auto now = std::chrono::steady_clock::now();
+  if (count > 1 && (std::abs(x - lastX) > 4 || std::abs(y - lastY) > 4)) {
+    auto since = std::chrono::duration_cast<std::chrono::milliseconds>(now - lastTime).count();
+    if (since < 450) Sleep(static_cast<int>(450 - since));
+  }
   XTestFakeMotionEvent(d, -1, x, y, 0);
   for (int i = 0; i < std::max(1, count); i++) {
+    // Toolkits see a double click only when the clicks are apart in time as a person's are (GTK took
+    // back-to-back XTest clicks as one).
+    if (i > 0) Pause(d, 40);
     XTestFakeButtonEvent(d, static_cast<unsigned>(button), True, 0);
     XTestFakeButtonEvent(d, static_cast<unsigned>(button), False, 0);
   }
   XSync(d, False);
+  lastTime = std::chrono::steady_clock::now();
+  lastX = x;
+  lastY = y;
 }
 
 void Scroll(int x, int y, int dx, int dy) {
