@@ -128,7 +128,10 @@ describe('reader', () => {
     expect(shallow.elements.every((e) => e.children.length === 0)).toBe(true);
     const buttons = allElements((await desktop.read({ title: TITLE, roles: ['push button'] })).elements);
     expect(buttons.map((b) => b.name).sort()).toEqual(['Clear', 'Remove', 'Remove', 'Submit']);
-    for (const b of buttons) expect(full.find((e) => e.id === b.id)?.name).toBe(b.name);
+    for (const b of buttons) {
+      expect(full.find((e) => e.id === b.id)?.name).toBe(b.name);
+      expect(full.find((e) => e.id === b.id)?.bounds).toEqual(b.bounds);
+    }
     const submit = full.find((e) => e.name === 'Submit')!;
     const inBox = allElements((await desktop.read({ title: TITLE, bbox: submit.bounds })).elements);
     expect(inBox.some((e) => e.id === submit.id)).toBe(true);

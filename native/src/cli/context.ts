@@ -57,3 +57,12 @@ export function loadContext(windowId: number | undefined, file = contextPath()):
   const id = windowId ?? all.last;
   return id === undefined ? undefined : all.windows[String(id)];
 }
+
+/** The most recently read window among the given ids. */
+export function latestContext(windowIds: number[], file = contextPath()): WindowContext | undefined {
+  const all = load(file);
+  return windowIds
+    .map((id) => all.windows[String(id)])
+    .filter((c): c is WindowContext => c !== undefined)
+    .sort((a, b) => b.ts - a.ts)[0];
+}

@@ -21,7 +21,7 @@ import {
   type Rect,
   type WindowQuery,
 } from '../desktop/types.ts';
-import { loadContext, saveContext } from './context.ts';
+import { latestContext, loadContext, saveContext, type WindowContext } from './context.ts';
 import { CliError, EXIT_CODES, errorReport, fromDesktopCode } from './errors.ts';
 
 type Values = Record<string, string | boolean | undefined>;
@@ -275,27 +275,33 @@ async function read(v: Values): Promise<void> {
 /** Finds element `id` of the last read again, in a fresh read of the same window. */
 async function resolveId(v: Values, id: number): Promise<{ el: Element; window: WindowQuery }> {
   const q = targetOf(v);
-  // With a target, the fresh read resolves the window and its id selects the context; without one,
-  // the context of the last read names the window.
-  const last = hasTarget(q) ? undefined : loadContext(undefined);
-  if (!hasTarget(q) && !last)
-    throw new CliError('NO_READ_CONTEXT', `no earlier read of any window to take element ${id} from`);
-  const query: WindowQuery = last ? { windowId: last.windowId } : q;
-  const fresh = await desktop.read({ ...query, actions: false }).catch((e: unknown) => {
-    if (last && e instanceof DesktopError && e.code === 'APP_NOT_FOUND')
-      throw new CliError('APP_NOT_FOUND', `window "${last.title}" (${last.windowId}) is gone`);
-    throw e;
-  });
-  const ctx = last ?? loadContext(fresh.window.id);
+  // The window: of the windows matching the query, the one read last; without a query, the last read.
+  let ctx: WindowContext | undefined;
+  if (hasTarget(q)) {
+    const wins = await desktop.listWindows(q);
+    if (wins.length === 0)
+      throw new CliError('APP_NOT_FOUND', 'no window matches --app/--window/--window-id/--pid');
+    ctx = latestContext(wins.map((w) => w.id));
+  } else {
+    ctx = loadContext(undefined);
+  }
   if (!ctx)
-    throw new CliError(
-      'NO_READ_CONTEXT',
-      `no earlier read of window "${fresh.window.title}" to take element ${id} from`,
-    );
+    throw new CliError('NO_READ_CONTEXT', `no earlier read of that window to take element ${id} from`);
   const sig = ctx.elements[String(id)];
   if (!sig)
     throw new CliError('ELEMENT_NOT_FOUND', `element ${id} was not in the last read of "${ctx.title}"`, {
       id,
+    });
+  // Only elements of the remembered role can match: reading just those is much faster on big pages.
+  const roles = sig.r !== 'other' ? platformRolesFor([sig.r]) : undefined;
+  const windowId = ctx.windowId;
+  const title = ctx.title;
+  const fresh = await desktop
+    .read({ windowId, actions: false, ...(roles ? { roles } : {}) })
+    .catch((e: unknown) => {
+      if (e instanceof DesktopError && e.code === 'APP_NOT_FOUND')
+        throw new CliError('APP_NOT_FOUND', `window "${title}" (${windowId}) is gone`);
+      throw e;
     });
   const [ox, oy] = fresh.window.bounds;
   const els = allElements(fresh.elements);

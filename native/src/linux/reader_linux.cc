@@ -194,7 +194,11 @@ ReadResult ReadTree(const ReadOptions& o) {
       stack.pop_back();
       const Node& n = t.nodes[i];
       if (o.visibleOnly && !(HasState(n, ATSPI_STATE_SHOWING) && HasState(n, ATSPI_STATE_VISIBLE))) continue;
-      if (n.ifaces & atspi::kComponent) want.push_back(i);
+      // With a role filter, only the kept roles and the clipping containers (scroll areas, viewports)
+      // need their extents: the rest is traversed by state alone ("role filtering early", seed 003).
+      bool needed = o.roles.empty() || IsClip(n.role) ||
+                    std::find(o.roles.begin(), o.roles.end(), atspi::RoleName(n.role)) != o.roles.end();
+      if ((n.ifaces & atspi::kComponent) && needed) want.push_back(i);
       if (o.depth >= 0 && depth >= o.depth) continue;
       for (int c : n.children) stack.push_back({c, depth + 1});
     }
