@@ -254,6 +254,21 @@ try {
     button: 'Go',
     field: 'Search',
   });
+  // Capture: the XShm fast path (the segment is kept between calls), then encoding.
+  for (const [what, opts] of [
+    ['capture 1280x800 raw (XShm + cursor)', { format: 'raw' }],
+    ['capture 1280x800 PNG', { format: 'png' }],
+    ['capture 1280x800 JPEG q80', { format: 'jpeg', quality: 80 }],
+    ['capture 1280x800 -> 640x400 PNG', { format: 'png', scale: 0.5 }],
+  ] as const)
+    row('screen', what, 'addon', await time(20, () => desktop.capture(opts)), '-');
+  row(
+    'screen',
+    'screenshot (scale 0.5, PNG, to a file)',
+    'CLI',
+    await time(10, () => runCli(['screenshot', '--output', path.join(tmp, 's.png')])),
+    '-',
+  );
   for (const c of children.splice(0)) process.kill(-c.pid!, 'SIGKILL');
   // The reference size: a page whose window has about 260 nodes (?items=2 gives 262 here).
   start(

@@ -327,6 +327,11 @@ describe('input and focus', () => {
     expect(res.json).toMatchObject({ title: TITLE, focused: true });
     expect((await desktop.listWindows({ windowId: form.id }))[0]!.focused).toBe(true);
     expect((await desktop.listWindows({ windowId: other.id }))[0]!.focused).toBe(false);
+    const byPid = s.run(['focus', '--pid', String(other.pid)]);
+    expect(byPid.code, byPid.stderr).toBe(0);
+    expect((await desktop.listWindows({ title: 'Runboard Other' }))[0]!.focused).toBe(true);
+    await desktop.focus({ app: 'runboard-form', title: TITLE });
+    expect((await desktop.listWindows({ windowId: form.id }))[0]!.focused).toBe(true);
     await desktop.focus({ windowId: other.id });
     expect((await desktop.listWindows({ title: 'Runboard Other' }))[0]!.focused).toBe(true);
     await desktop.focus({ title: TITLE });

@@ -165,6 +165,11 @@ void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes,
     // re-attaches children whose Parent property points elsewhere (GTK has a few).
     for (int i : frontier)
       ((nodes[i].ifaces & kCollection) && nodes[i].children.empty() ? viaCollection : rest).push_back(i);
+    static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
+    if (trace)
+      for (int i : frontier)
+        g_printerr("uncached: %s \"%s\" children %zu/%d\n", RoleName(nodes[i].role).c_str(), nodes[i].name.c_str(),
+                   nodes[i].children.size(), nodes[i].childCount);
     std::vector<Call> calls;
     for (int i : viaCollection) {
       GVariantBuilder states;
