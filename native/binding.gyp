@@ -11,7 +11,16 @@
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "src"],
       "sources": ["src/main.cc"],
       "conditions": [
-        ["OS=='linux'", { "sources": ["src/linux/landlock.cc", "src/linux/sandbox_linux.cc", "src/linux/peer_linux.cc"] }]
+        ["OS=='linux'", {
+          "sources": [
+            "src/linux/landlock.cc", "src/linux/sandbox_linux.cc", "src/linux/peer_linux.cc",
+            "src/linux/x11_session.cc", "src/linux/atspi_bus.cc", "src/linux/atspi_tree.cc",
+            "src/linux/reader_linux.cc", "src/linux/actions_linux.cc", "src/linux/inputter_linux.cc",
+            "src/linux/window_manager_linux.cc", "src/linux/capture_linux.cc", "src/linux/naive_walk_linux.cc"
+          ],
+          "cflags_cc": ["<!@(pkg-config --cflags atspi-2 gio-2.0 libpng)"],
+          "libraries": ["<!@(pkg-config --libs atspi-2 gio-2.0 x11 xtst xext xfixes libpng)", "-ljpeg"]
+        }]
       ]
     },
     {

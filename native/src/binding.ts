@@ -23,9 +23,75 @@ export function nativeBuildDir(): string {
   );
 }
 
+type RawRect = [number, number, number, number];
+type RawQuery = { app?: string; title?: string; windowId?: number; pid?: number };
+interface RawWindow {
+  id: number;
+  pid: number;
+  app: string;
+  appClass: string;
+  title: string;
+  bounds: RawRect;
+  focused: boolean;
+}
+export interface RawElement {
+  id: number;
+  role: string;
+  name: string;
+  value?: string;
+  description: string;
+  bounds: RawRect;
+  states: number;
+  secret: boolean;
+  actions: string[];
+  children: RawElement[];
+}
+
 interface RawBinding {
   sandboxSupport(): { landlockAbi: number; reason: string };
   peerCredentials(fd: number): { pid: number; uid: number; gid: number };
+  desktopListWindows(q: RawQuery): Promise<RawWindow[]>;
+  desktopListApps(): Promise<{ name: string; pid: number; accessible: boolean; windows: number }[]>;
+  desktopRead(
+    o: RawQuery & {
+      depth?: number;
+      roles?: string[];
+      bbox?: RawRect;
+      visibleOnly?: boolean;
+      actions?: boolean;
+    },
+  ): Promise<{
+    window: RawWindow;
+    scale: number;
+    elements: RawElement[];
+    stats: { nodes: number; returned: number; roundTrips: number; ms: number };
+  }>;
+  desktopDoAction(q: RawQuery, id: number, action: string): Promise<string>;
+  desktopMove(x: number, y: number): Promise<void>;
+  desktopClick(x: number, y: number, button: number, count: number): Promise<void>;
+  desktopScroll(x: number, y: number, dx: number, dy: number): Promise<void>;
+  desktopDrag(
+    fx: number,
+    fy: number,
+    tx: number,
+    ty: number,
+    steps: number,
+    delay: number,
+    button: number,
+  ): Promise<void>;
+  desktopType(text: string, delayMs: number): Promise<void>;
+  desktopKey(combo: string, delayMs: number): Promise<void>;
+  desktopFocus(q: RawQuery): Promise<RawWindow>;
+  desktopCapture(
+    o: RawQuery & { region?: RawRect; scale?: number; format?: string; quality?: number; cursor?: boolean },
+  ): Promise<{
+    data: Buffer;
+    width: number;
+    height: number;
+    source: RawRect;
+    format: 'png' | 'jpeg' | 'raw';
+  }>;
+  desktopNaiveWalkForBench(q: RawQuery): Promise<number>;
 }
 
 let cached: RawBinding | undefined;

@@ -30,3 +30,6 @@ export interface PeerCredentials {
 export function peerCredentials(fd: number): PeerCredentials {
   return binding().peerCredentials(fd);
 }
+export { desktop, type Desktop } from './desktop/desktop.ts';
+export * from './desktop/types.ts';
+export { toCompact, toVerbose, shortRole, platformRolesFor, type CompactElement } from './desktop/compact.ts';

@@ -1,11 +1,24 @@
 // Marshalling only: argument checks, conversion, typed errors. Capabilities live behind the headers
-// in src/common and their per-platform implementations.
+// in src/common and their per-platform implementations. Every desktop call runs on one dedicated
+// thread (common/task_thread.h) and settles a promise on the JavaScript thread.
 #include <napi.h>
 
 #include "common/peer.h"
+#include <atomic>
+#include <functional>
+#include <memory>
+
+#include "common/actions.h"
+#include "common/capture.h"
+#include "common/inputter.h"
+#include "common/reader.h"
 #include "common/sandbox.h"
+#include "common/task_thread.h"
+#include "common/window_manager.h"
 
 namespace {
+
+namespace d = runboard::desktop;
 
 Napi::Value SandboxSupport(const Napi::CallbackInfo& info) {
   auto s = runboard::ProbeSandbox();
@@ -28,9 +41,352 @@ Napi::Value PeerCredentials(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// ---- the desktop thread and promise plumbing ----
+
+using Marshal = std::function<Napi::Value(Napi::Env)>;
+
+struct Job {
+  Napi::Promise::Deferred deferred;
+  Marshal ok;
+  std::string error, code;
+};
+
+struct Desktop {
+  runboard::TaskThread thread;
+  Napi::ThreadSafeFunction tsfn;
+  int pending = 0;
+};
+Desktop* g_desktop = nullptr;
+
+void Settle(Napi::Env env, Napi::Function, Job* job) {
+  if (job->ok) {
+    try {
+      job->deferred.Resolve(job->ok(env));
+    } catch (const Napi::Error& e) {
+      job->deferred.Reject(e.Value());
+    }
+  } else {
+    auto err = Napi::Error::New(env, job->error);
+    err.Set("code", job->code);
+    job->deferred.Reject(err.Value());
+  }
+  delete job;
+  if (--g_desktop->pending == 0) g_desktop->tsfn.Unref(env);
+}
+
+// Runs `work` on the desktop thread; `work` returns the marshaller that builds the JS value.
+Napi::Value Run(Napi::Env env, std::function<Marshal()> work) {
+  auto* job = new Job{Napi::Promise::Deferred::New(env), nullptr, "", ""};
+  auto promise = job->deferred.Promise();
+  if (g_desktop->pending++ == 0) g_desktop->tsfn.Ref(env);
+  g_desktop->thread.Post([job, work = std::move(work)] {
+    try {
+      job->ok = work();
+    } catch (const d::DesktopError& e) {
+      job->error = e.what();
+      job->code = e.code();
+    } catch (const std::exception& e) {
+      job->error = e.what();
+      job->code = "INTERNAL";
+    }
+    g_desktop->tsfn.BlockingCall(job, Settle);
+  });
+  return promise;
+}
+
+// ---- argument helpers ----
+
+std::string Str(const Napi::Object& o, const char* key) {
+  auto v = o.Get(key);
+  return v.IsString() ? v.As<Napi::String>().Utf8Value() : "";
+}
+int64_t Int(const Napi::Object& o, const char* key, int64_t def = 0) {
+  auto v = o.Get(key);
+  return v.IsNumber() ? v.As<Napi::Number>().Int64Value() : def;
+}
+double Num(const Napi::Object& o, const char* key, double def) {
+  auto v = o.Get(key);
+  return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : def;
+}
+bool Bool(const Napi::Object& o, const char* key, bool def) {
+  auto v = o.Get(key);
+  return v.IsBoolean() ? v.As<Napi::Boolean>().Value() : def;
+}
+Napi::Object ObjArg(const Napi::CallbackInfo& info, size_t i) {
+  if (info.Length() <= i || !info[i].IsObject()) return Napi::Object::New(info.Env());
+  return info[i].As<Napi::Object>();
+}
+int IntArg(const Napi::CallbackInfo& info, size_t i, int def = 0) {
+  return info.Length() > i && info[i].IsNumber() ? info[i].As<Napi::Number>().Int32Value() : def;
+}
+std::string StrArg(const Napi::CallbackInfo& info, size_t i) {
+  if (info.Length() <= i || !info[i].IsString()) throw Napi::TypeError::New(info.Env(), "expected a string argument");
+  return info[i].As<Napi::String>().Utf8Value();
+}
+d::Rect RectFrom(const Napi::Value& v) {
+  d::Rect r;
+  if (!v.IsArray()) return r;
+  auto a = v.As<Napi::Array>();
+  if (a.Length() != 4) return r;
+  r.x = a.Get(0u).As<Napi::Number>().Int32Value();
+  r.y = a.Get(1u).As<Napi::Number>().Int32Value();
+  r.w = a.Get(2u).As<Napi::Number>().Int32Value();
+  r.h = a.Get(3u).As<Napi::Number>().Int32Value();
+  return r;
+}
+d::WindowQuery QueryFrom(const Napi::Object& o) {
+  d::WindowQuery q;
+  q.app = Str(o, "app");
+  q.title = Str(o, "title");
+  q.windowId = static_cast<uint64_t>(Int(o, "windowId"));
+  q.pid = static_cast<int>(Int(o, "pid"));
+  return q;
+}
+
+Napi::Array RectValue(Napi::Env env, const d::Rect& r) {
+  auto a = Napi::Array::New(env, 4);
+  a.Set(0u, r.x);
+  a.Set(1u, r.y);
+  a.Set(2u, r.w);
+  a.Set(3u, r.h);
+  return a;
+}
+Napi::Object WindowValue(Napi::Env env, const d::WindowInfo& w) {
+  auto o = Napi::Object::New(env);
+  o.Set("id", static_cast<double>(w.id));
+  o.Set("pid", w.pid);
+  o.Set("app", w.app);
+  o.Set("appClass", w.appClass);
+  o.Set("title", w.title);
+  o.Set("bounds", RectValue(env, w.bounds));
+  o.Set("focused", w.focused);
+  return o;
+}
+Napi::Object ElementValue(Napi::Env env, const d::Element& e) {
+  auto o = Napi::Object::New(env);
+  o.Set("id", e.id);
+  o.Set("role", e.role);
+  o.Set("name", e.name);
+  if (!e.secret) o.Set("value", e.value);
+  o.Set("description", e.description);
+  o.Set("bounds", RectValue(env, e.bounds));
+  o.Set("states", e.states);
+  o.Set("secret", e.secret);
+  auto actions = Napi::Array::New(env, e.actions.size());
+  for (uint32_t i = 0; i < e.actions.size(); i++) actions.Set(i, e.actions[i]);
+  o.Set("actions", actions);
+  auto children = Napi::Array::New(env, e.children.size());
+  for (uint32_t i = 0; i < e.children.size(); i++) children.Set(i, ElementValue(env, e.children[i]));
+  o.Set("children", children);
+  return o;
+}
+d::MouseButton ButtonArg(const Napi::CallbackInfo& info, size_t i) {
+  int b = IntArg(info, i, 1);
+  if (b < 1 || b > 3) throw Napi::RangeError::New(info.Env(), "button must be 1 (left), 2 (middle) or 3 (right)");
+  return static_cast<d::MouseButton>(b);
+}
+Marshal Undefined() {
+  return [](Napi::Env env) { return env.Undefined(); };
+}
+
+// ---- exported functions ----
+
+Napi::Value ListWindows(const Napi::CallbackInfo& info) {
+  auto q = QueryFrom(ObjArg(info, 0));
+  return Run(info.Env(), [q]() -> Marshal {
+    auto wins = d::ListWindows(q);
+    return [wins](Napi::Env env) {
+      auto a = Napi::Array::New(env, wins.size());
+      for (uint32_t i = 0; i < wins.size(); i++) a.Set(i, WindowValue(env, wins[i]));
+      return a;
+    };
+  });
+}
+
+Napi::Value ListApps(const Napi::CallbackInfo& info) {
+  return Run(info.Env(), []() -> Marshal {
+    auto apps = d::ListApps();
+    return [apps](Napi::Env env) {
+      auto a = Napi::Array::New(env, apps.size());
+      for (uint32_t i = 0; i < apps.size(); i++) {
+        auto o = Napi::Object::New(env);
+        o.Set("name", apps[i].name);
+        o.Set("pid", apps[i].pid);
+        o.Set("accessible", apps[i].accessible);
+        o.Set("windows", apps[i].windows);
+        a.Set(i, o);
+      }
+      return a;
+    };
+  });
+}
+
+Napi::Value Read(const Napi::CallbackInfo& info) {
+  auto o = ObjArg(info, 0);
+  d::ReadOptions opts;
+  opts.target = QueryFrom(o);
+  opts.depth = static_cast<int>(Int(o, "depth", -1));
+  opts.visibleOnly = Bool(o, "visibleOnly", true);
+  opts.actions = Bool(o, "actions", true);
+  if (o.Get("bbox").IsArray()) {
+    opts.hasBbox = true;
+    opts.bbox = RectFrom(o.Get("bbox"));
+  }
+  if (o.Get("roles").IsArray()) {
+    auto roles = o.Get("roles").As<Napi::Array>();
+    for (uint32_t i = 0; i < roles.Length(); i++) opts.roles.push_back(roles.Get(i).As<Napi::String>().Utf8Value());
+  }
+  return Run(info.Env(), [opts]() -> Marshal {
+    auto r = std::make_shared<d::ReadResult>(d::ReadTree(opts));
+    return [r](Napi::Env env) {
+      auto out = Napi::Object::New(env);
+      out.Set("window", WindowValue(env, r->window));
+      out.Set("scale", r->scale);
+      auto els = Napi::Array::New(env, r->elements.size());
+      for (uint32_t i = 0; i < r->elements.size(); i++) els.Set(i, ElementValue(env, r->elements[i]));
+      out.Set("elements", els);
+      auto stats = Napi::Object::New(env);
+      stats.Set("nodes", r->stats.nodes);
+      stats.Set("returned", r->stats.returned);
+      stats.Set("roundTrips", r->stats.roundTrips);
+      stats.Set("ms", r->stats.ms);
+      out.Set("stats", stats);
+      return out;
+    };
+  });
+}
+
+Napi::Value DoAction(const Napi::CallbackInfo& info) {
+  auto q = QueryFrom(ObjArg(info, 0));
+  int id = IntArg(info, 1, -1);
+  std::string action = info.Length() > 2 && info[2].IsString() ? info[2].As<Napi::String>().Utf8Value() : "";
+  return Run(info.Env(), [q, id, action]() -> Marshal {
+    std::string done = d::DoAction(q, id, action);
+    return [done](Napi::Env env) { return Napi::String::New(env, done); };
+  });
+}
+
+Napi::Value Move(const Napi::CallbackInfo& info) {
+  int x = IntArg(info, 0), y = IntArg(info, 1);
+  return Run(info.Env(), [x, y]() -> Marshal {
+    d::MoveMouse(x, y);
+    return Undefined();
+  });
+}
+
+Napi::Value Click(const Napi::CallbackInfo& info) {
+  int x = IntArg(info, 0), y = IntArg(info, 1), count = IntArg(info, 3, 1);
+  auto button = ButtonArg(info, 2);
+  return Run(info.Env(), [x, y, button, count]() -> Marshal {
+    d::Click(x, y, button, count);
+    return Undefined();
+  });
+}
+
+Napi::Value Scroll(const Napi::CallbackInfo& info) {
+  int x = IntArg(info, 0), y = IntArg(info, 1), dx = IntArg(info, 2), dy = IntArg(info, 3);
+  return Run(info.Env(), [x, y, dx, dy]() -> Marshal {
+    d::Scroll(x, y, dx, dy);
+    return Undefined();
+  });
+}
+
+Napi::Value Drag(const Napi::CallbackInfo& info) {
+  int fx = IntArg(info, 0), fy = IntArg(info, 1), tx = IntArg(info, 2), ty = IntArg(info, 3);
+  int steps = IntArg(info, 4, 10), delay = IntArg(info, 5, 10);
+  auto button = ButtonArg(info, 6);
+  return Run(info.Env(), [=]() -> Marshal {
+    d::Drag(fx, fy, tx, ty, steps, delay, button);
+    return Undefined();
+  });
+}
+
+Napi::Value Type(const Napi::CallbackInfo& info) {
+  std::string text = StrArg(info, 0);
+  int delay = IntArg(info, 1, 0);
+  return Run(info.Env(), [text, delay]() -> Marshal {
+    d::TypeText(text, delay);
+    return Undefined();
+  });
+}
+
+Napi::Value Key(const Napi::CallbackInfo& info) {
+  std::string combo = StrArg(info, 0);
+  int delay = IntArg(info, 1, 0);
+  return Run(info.Env(), [combo, delay]() -> Marshal {
+    d::KeyCombo(combo, delay);
+    return Undefined();
+  });
+}
+
+Napi::Value Focus(const Napi::CallbackInfo& info) {
+  auto q = QueryFrom(ObjArg(info, 0));
+  return Run(info.Env(), [q]() -> Marshal {
+    auto w = d::FocusWindow(q);
+    return [w](Napi::Env env) { return WindowValue(env, w); };
+  });
+}
+
+Napi::Value Capture(const Napi::CallbackInfo& info) {
+  auto o = ObjArg(info, 0);
+  d::CaptureOptions opts;
+  opts.target = QueryFrom(o);
+  opts.wholeScreen = opts.target.app.empty() && opts.target.title.empty() && !opts.target.windowId && !opts.target.pid;
+  if (o.Get("region").IsArray()) {
+    opts.hasRegion = true;
+    opts.region = RectFrom(o.Get("region"));
+  }
+  opts.scale = Num(o, "scale", 1);
+  opts.format = o.Get("format").IsString() ? Str(o, "format") : "png";
+  opts.quality = static_cast<int>(Int(o, "quality", 80));
+  opts.cursor = Bool(o, "cursor", true);
+  return Run(info.Env(), [opts]() -> Marshal {
+    auto r = std::make_shared<d::CaptureResult>(d::Capture(opts));
+    return [r](Napi::Env env) {
+      auto out = Napi::Object::New(env);
+      out.Set("data", Napi::Buffer<uint8_t>::Copy(env, r->data.data(), r->data.size()));
+      out.Set("width", r->width);
+      out.Set("height", r->height);
+      out.Set("source", RectValue(env, r->source));
+      out.Set("format", r->format);
+      return out;
+    };
+  });
+}
+
+Napi::Value NaiveWalk(const Napi::CallbackInfo& info) {
+  auto q = QueryFrom(ObjArg(info, 0));
+  return Run(info.Env(), [q]() -> Marshal {
+    int n = d::NaiveWalkForBench(q);
+    return [n](Napi::Env env) { return Napi::Number::New(env, n); };
+  });
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("sandboxSupport", Napi::Function::New(env, SandboxSupport));
   exports.Set("peerCredentials", Napi::Function::New(env, PeerCredentials));
+  g_desktop = new Desktop();
+  g_desktop->tsfn = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}),
+                                                  "runboard-desktop", 0, 1);
+  g_desktop->tsfn.Unref(env);
+  env.AddCleanupHook([] {
+    // Queued jobs finish first; then the thread ends. The process is exiting: nothing waits on them.
+    g_desktop->thread.Stop();
+    g_desktop->tsfn.Release();
+  });
+  exports.Set("desktopListWindows", Napi::Function::New(env, ListWindows));
+  exports.Set("desktopListApps", Napi::Function::New(env, ListApps));
+  exports.Set("desktopRead", Napi::Function::New(env, Read));
+  exports.Set("desktopDoAction", Napi::Function::New(env, DoAction));
+  exports.Set("desktopMove", Napi::Function::New(env, Move));
+  exports.Set("desktopClick", Napi::Function::New(env, Click));
+  exports.Set("desktopScroll", Napi::Function::New(env, Scroll));
+  exports.Set("desktopDrag", Napi::Function::New(env, Drag));
+  exports.Set("desktopType", Napi::Function::New(env, Type));
+  exports.Set("desktopKey", Napi::Function::New(env, Key));
+  exports.Set("desktopFocus", Napi::Function::New(env, Focus));
+  exports.Set("desktopCapture", Napi::Function::New(env, Capture));
+  exports.Set("desktopNaiveWalkForBench", Napi::Function::New(env, NaiveWalk));
   return exports;
 }
 

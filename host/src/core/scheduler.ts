@@ -290,6 +290,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   }
 
   private launchFailed(cardId: string, message: string): void {
+    // A host that is shutting down closes its supervisor connection, which rejects pending calls; the
+    // runs go on, and the next host re-attaches them. Nothing is lost, so nothing is recorded.
+    if (this.stopped) return;
     this.active.delete(cardId);
     this.freedAt = performance.now();
     const card = this.store.get(cardId);

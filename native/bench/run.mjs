@@ -1,0 +1,40 @@
+// Runs the desktop benchmark inside a fresh test desktop: bundles the bench and desktop-cli, then
+// scripts/desktop-session.sh run -- node bench.mjs. Prints markdown tables (docs/bench-desktop.md).
+// Usage: node native/bench/run.mjs
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { build } from 'esbuild';
+
+const here = import.meta.dirname ?? path.dirname(new URL(import.meta.url).pathname);
+const repo = path.resolve(here, '..', '..');
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'runboard-bench-build-'));
+const common = { bundle: true, platform: 'node', format: 'esm', target: 'node20', logLevel: 'warning' };
+await build({
+  ...common,
+  entryPoints: [path.join(here, 'desktop.bench.ts')],
+  outfile: path.join(tmp, 'bench.mjs'),
+});
+await build({
+  ...common,
+  entryPoints: [path.join(repo, 'native/src/cli/main.ts')],
+  outfile: path.join(tmp, 'desktop-cli.mjs'),
+});
+const env = { ...process.env, RUNBOARD_NATIVE_DIR: path.join(repo, 'native/build/Release') };
+delete env.NODE_EXTRA_CA_CERTS; // ~75 ms of CA parsing at every node start-up here (DESKTOP-NOTES); workers run trimmed too
+const r = spawnSync(
+  'bash',
+  [
+    path.join(repo, 'scripts/desktop-session.sh'),
+    'run',
+    '--',
+    process.execPath,
+    path.join(tmp, 'bench.mjs'),
+    path.join(tmp, 'desktop-cli.mjs'),
+    repo,
+  ],
+  { env, stdio: 'inherit' },
+);
+rmSync(tmp, { recursive: true, force: true });
+process.exit(r.status ?? 1);

@@ -1,0 +1,85 @@
+// desktop-cli's errors: one JSON object on stderr with a remediation line, and a distinct exit code
+// per kind, so an agent can branch on the code without parsing words.
+
+export type CliErrorCode =
+  | 'USAGE'
+  | 'NO_DISPLAY'
+  | 'NO_ACCESSIBILITY_BUS'
+  | 'APP_NOT_FOUND'
+  | 'NO_ACCESSIBILITY_TREE'
+  | 'ELEMENT_NOT_FOUND'
+  | 'ELEMENT_AMBIGUOUS'
+  | 'NO_READ_CONTEXT'
+  | 'ACTION_FAILED'
+  | 'CAPTURE_FAILED'
+  | 'INTERNAL';
+
+export const EXIT_CODES: Record<CliErrorCode, number> = {
+  INTERNAL: 1,
+  USAGE: 2,
+  NO_DISPLAY: 3,
+  NO_ACCESSIBILITY_BUS: 4,
+  APP_NOT_FOUND: 5,
+  NO_ACCESSIBILITY_TREE: 6,
+  ELEMENT_NOT_FOUND: 7,
+  ELEMENT_AMBIGUOUS: 8,
+  NO_READ_CONTEXT: 9,
+  ACTION_FAILED: 10,
+  CAPTURE_FAILED: 11,
+};
+
+const REMEDIATION: Record<CliErrorCode, string> = {
+  USAGE: 'Run `desktop-cli <command> --help` for the flags.',
+  NO_DISPLAY:
+    'Set DISPLAY to a running X server, or run inside a test desktop: scripts/desktop-session.sh run -- desktop-cli ...',
+  NO_ACCESSIBILITY_BUS:
+    'Start the AT-SPI bus: export DBUS_SESSION_BUS_ADDRESS, then run /usr/libexec/at-spi-bus-launcher --launch-immediately (scripts/desktop-session.sh does both).',
+  APP_NOT_FOUND:
+    'Run `desktop-cli list` to see the windows, then pass --app, --window, --window-id or --pid that match one.',
+  NO_ACCESSIBILITY_TREE:
+    'Start the app with accessibility on: GTK apps need NO_AT_BRIDGE unset; Chromium needs ACCESSIBILITY_ENABLED=1 and --force-renderer-accessibility.',
+  ELEMENT_NOT_FOUND: 'The element is gone: run `desktop-cli read` again and use a fresh id.',
+  ELEMENT_AMBIGUOUS:
+    "Several elements match that id's role and title: run `desktop-cli read` again (narrow it with --window or --roles) and use a fresh id.",
+  NO_READ_CONTEXT: 'Run `desktop-cli read` for that window first: element ids refer to its last read.',
+  ACTION_FAILED: 'Check that the window still exists and accepts input (`desktop-cli list`), then retry.',
+  CAPTURE_FAILED: 'Check the window is on screen (`desktop-cli list`) and the --scale/--format flags.',
+  INTERNAL: 'This is a bug in desktop-cli; retry, and report the message if it persists.',
+};
+
+export class CliError extends Error {
+  constructor(
+    readonly code: CliErrorCode,
+    message: string,
+    readonly details?: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
+
+/** Maps an addon error code (native/src/common/desktop_types.h) onto a CLI code. */
+export function fromDesktopCode(code: string): CliErrorCode {
+  switch (code) {
+    case 'INVALID_ARGUMENT':
+      return 'USAGE';
+    case 'NO_DISPLAY':
+    case 'NO_ACCESSIBILITY_BUS':
+    case 'APP_NOT_FOUND':
+    case 'NO_ACCESSIBILITY_TREE':
+    case 'ELEMENT_NOT_FOUND':
+    case 'ACTION_FAILED':
+    case 'CAPTURE_FAILED':
+      return code;
+    default:
+      return 'INTERNAL';
+  }
+}
+
+export function errorReport(err: CliError): string {
+  return JSON.stringify({
+    error: err.code,
+    message: err.message,
+    remediation: REMEDIATION[err.code],
+    ...err.details,
+  });
+}

@@ -1,0 +1,19 @@
+// Inputter capability: synthetic mouse and keyboard input at physical screen coordinates.
+#pragma once
+#include "common/desktop_types.h"
+
+namespace runboard::desktop {
+
+enum class MouseButton { kLeft = 1, kMiddle = 2, kRight = 3 };
+
+void MoveMouse(int x, int y);
+void Click(int x, int y, MouseButton button, int count);
+// dx/dy in wheel clicks: dy > 0 scrolls down, dx > 0 scrolls right.
+void Scroll(int x, int y, int dx, int dy);
+void Drag(int fromX, int fromY, int toX, int toY, int steps, int stepDelayMs, MouseButton button);
+// Any Unicode text (UTF-8); characters missing from the layout are mapped onto free keycodes.
+void TypeText(const std::string& utf8, int delayMs);
+// A combo such as "ctrl+shift+t", "enter", "alt+F4".
+void KeyCombo(const std::string& combo, int delayMs);
+
+}  // namespace runboard::desktop

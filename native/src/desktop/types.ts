@@ -1,0 +1,126 @@
+// The desktop capabilities' types, as every platform backend fills them. Coordinates are physical
+// screen pixels that input can use directly (a GDK_SCALE'd app's logical pixels are scaled up).
+
+/** [x, y, width, height] */
+export type Rect = [number, number, number, number];
+
+/** Picks a window. Every given field must match; text fields match case-insensitively as substrings. */
+export interface WindowQuery {
+  /** Application name (accessibility name or window class). */
+  app?: string;
+  /** Window title. */
+  title?: string;
+  /** The platform window id (X11: the client window). */
+  windowId?: number;
+  pid?: number;
+}
+
+export interface WindowInfo {
+  id: number;
+  pid: number;
+  app: string;
+  /** X11 WM_CLASS class. */
+  appClass: string;
+  title: string;
+  /** Outer bounds (window frame included). */
+  bounds: Rect;
+  focused: boolean;
+}
+
+export interface AppInfo {
+  name: string;
+  pid: number;
+  /** Whether the app exposes an accessibility tree. */
+  accessible: boolean;
+  windows: number;
+}
+
+export interface Element {
+  /** Pre-order index over the window's whole tree; the same element has the same id whatever the filters. */
+  id: number;
+  /** The platform's role name (AT-SPI: 'push button', 'text', ...). */
+  role: string;
+  name: string;
+  /** Text of a field, numeric value, or '1'/'0' for a checkable element; absent for a secret field. */
+  value?: string;
+  description: string;
+  bounds: Rect;
+  focused: boolean;
+  enabled: boolean;
+  selected: boolean;
+  visible: boolean;
+  checked: boolean;
+  editable: boolean;
+  focusable: boolean;
+  /** A password field: its value is never read. */
+  secret: boolean;
+  /** The platform's action names. */
+  actions: string[];
+  children: Element[];
+}
+
+export interface ReadOptions extends WindowQuery {
+  /** Levels below the window to read (1: its direct children). Default: unlimited. */
+  depth?: number;
+  /** Platform role names to keep; other elements are left out and their children move up. */
+  roles?: string[];
+  /** Only elements that intersect this rectangle. */
+  bbox?: Rect;
+  /** Only elements on screen (default true). */
+  visibleOnly?: boolean;
+  /** Read action names (default true). */
+  actions?: boolean;
+}
+
+export interface ReadResult {
+  window: WindowInfo;
+  /** The toolkit scale applied to the accessibility bounds (GDK_SCALE). */
+  scale: number;
+  elements: Element[];
+  stats: { nodes: number; returned: number; roundTrips: number; ms: number };
+}
+
+export type MouseButton = 'left' | 'middle' | 'right';
+
+export interface CaptureOptions extends WindowQuery {
+  /** A screen region instead of a window or the whole screen. */
+  region?: Rect;
+  /** 0.01 .. 1 (default 1). */
+  scale?: number;
+  format?: 'png' | 'jpeg' | 'raw';
+  /** JPEG quality 1..100 (default 80). */
+  quality?: number;
+  /** Draw the mouse cursor in (default true). */
+  cursor?: boolean;
+}
+
+export interface CaptureResult {
+  /** Encoded image (raw: RGBA rows). */
+  data: Buffer;
+  width: number;
+  height: number;
+  /** The captured screen rectangle, before scaling. */
+  source: Rect;
+  format: 'png' | 'jpeg' | 'raw';
+}
+
+export type DesktopErrorCode =
+  | 'NO_DISPLAY'
+  | 'NO_ACCESSIBILITY_BUS'
+  | 'APP_NOT_FOUND'
+  | 'NO_ACCESSIBILITY_TREE'
+  | 'ELEMENT_NOT_FOUND'
+  | 'INVALID_ARGUMENT'
+  | 'ACTION_FAILED'
+  | 'CAPTURE_FAILED'
+  | 'INTERNAL';
+
+export class DesktopError extends Error {
+  constructor(
+    readonly code: DesktopErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'DesktopError';
+  }
+}

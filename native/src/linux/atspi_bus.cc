@@ -1,0 +1,263 @@
+#include "linux/atspi_bus.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+
+#include "common/desktop_types.h"
+#include "linux/x11_session.h"
+
+namespace runboard::desktop::atspi {
+namespace {
+
+constexpr int kTimeoutMs = 5000;
+
+// The AT-SPI bus address: the root window property at-spi-bus-launcher sets (what libatspi reads
+// first), else ask org.a11y.Bus on the session bus. Never autolaunch a bus (the "two buses" trap).
+std::string BusAddress() {
+  if (const char* env = std::getenv("AT_SPI_BUS_ADDRESS"); env && *env) return env;
+  try {
+    auto& x = x11::Session::Get();
+    std::string fromRoot = x.Text(x.root(), "AT_SPI_BUS");
+    if (!fromRoot.empty()) return fromRoot;
+  } catch (const DesktopError&) {
+  }
+  const char* session = std::getenv("DBUS_SESSION_BUS_ADDRESS");
+  if (!session || !*session)
+    throw DesktopError(kNoA11yBus,
+                       "no AT-SPI bus: the display has no AT_SPI_BUS property and DBUS_SESSION_BUS_ADDRESS is not set");
+  GError* err = nullptr;
+  GDBusConnection* sb = g_dbus_connection_new_for_address_sync(
+      session,
+      static_cast<GDBusConnectionFlags>(G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                        G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION),
+      nullptr, nullptr, &err);
+  if (!sb) {
+    std::string msg = err ? err->message : "?";
+    g_clear_error(&err);
+    throw DesktopError(kNoA11yBus, "cannot reach the session bus: " + msg);
+  }
+  GVariant* r = g_dbus_connection_call_sync(sb, "org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress",
+                                            nullptr, G_VARIANT_TYPE("(s)"), G_DBUS_CALL_FLAGS_NONE, kTimeoutMs,
+                                            nullptr, &err);
+  g_dbus_connection_close_sync(sb, nullptr, nullptr);
+  g_object_unref(sb);
+  if (!r) {
+    std::string msg = err ? err->message : "?";
+    g_clear_error(&err);
+    throw DesktopError(kNoA11yBus, "the session bus has no AT-SPI bus (org.a11y.Bus): " + msg);
+  }
+  const char* addr = nullptr;
+  g_variant_get(r, "(&s)", &addr);
+  std::string out = addr ? addr : "";
+  g_variant_unref(r);
+  return out;
+}
+
+// Replies are taken off the connection by a filter, on GDBus's own worker thread, and matched to
+// their calls by serial number: no GTask and no main-loop dispatch per call, which is most of what a
+// call costs the client when hundreds are in flight.
+struct Pending {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::unordered_map<guint32, size_t> serials;  // serial -> index in the current batch
+  std::vector<GVariant*>* replies = nullptr;
+  std::vector<std::string>* errors = nullptr;
+  size_t left = 0;
+};
+
+std::unordered_map<GDBusConnection*, Pending*>& PendingByConn() {
+  static std::unordered_map<GDBusConnection*, Pending*> m;
+  return m;
+}
+
+GDBusMessage* ReplyFilter(GDBusConnection*, GDBusMessage* msg, gboolean incoming, gpointer data) {
+  if (!incoming) return msg;
+  auto type = g_dbus_message_get_message_type(msg);
+  if (type != G_DBUS_MESSAGE_TYPE_METHOD_RETURN && type != G_DBUS_MESSAGE_TYPE_ERROR) return msg;
+  auto* p = static_cast<Pending*>(data);
+  std::lock_guard<std::mutex> lock(p->mu);
+  auto it = p->serials.find(g_dbus_message_get_reply_serial(msg));
+  if (it == p->serials.end()) return msg;  // someone else's (a synchronous call's) reply
+  size_t i = it->second;
+  p->serials.erase(it);
+  if (type == G_DBUS_MESSAGE_TYPE_METHOD_RETURN) {
+    GVariant* body = g_dbus_message_get_body(msg);
+    (*p->replies)[i] = body ? g_variant_ref(body) : g_variant_ref_sink(g_variant_new("()"));
+  } else if (p->errors) {
+    GError* err = nullptr;
+    g_dbus_message_to_gerror(msg, &err);
+    (*p->errors)[i] = err ? err->message : "error";
+    g_clear_error(&err);
+  }
+  if (--p->left == 0) p->cv.notify_one();
+  g_object_unref(msg);
+  return nullptr;
+}
+
+Pending& PendingFor(GDBusConnection* conn) {
+  auto& m = PendingByConn();
+  auto it = m.find(conn);
+  if (it != m.end()) return *it->second;
+  auto* p = new Pending();  // lives as long as the process: the connection keeps a pointer to it
+  g_dbus_connection_add_filter(conn, ReplyFilter, p, nullptr);
+  m.emplace(conn, p);
+  return *p;
+}
+
+}  // namespace
+
+Bus& Bus::Get() {
+  static Bus b;
+  if (!b.conn_) {
+    std::string addr = BusAddress();
+    GError* err = nullptr;
+    b.conn_ = g_dbus_connection_new_for_address_sync(
+        addr.c_str(),
+        static_cast<GDBusConnectionFlags>(G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                          G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION),
+        nullptr, nullptr, &err);
+    if (!b.conn_) {
+      std::string msg = err ? err->message : "?";
+      g_clear_error(&err);
+      throw DesktopError(kNoA11yBus, "cannot connect to the AT-SPI bus at " + addr + ": " + msg);
+    }
+    g_dbus_connection_set_exit_on_close(b.conn_, FALSE);
+  }
+  return b;
+}
+
+std::vector<GVariant*> Bus::CallMany(const Peer& peer, std::vector<Call>& calls, std::vector<std::string>* errors) {
+  std::vector<GVariant*> replies(calls.size(), nullptr);
+  if (errors) errors->assign(calls.size(), "");
+  if (calls.empty()) return replies;
+  Pending& p = PendingFor(peer.conn);
+  auto t0 = g_get_monotonic_time();
+  std::unique_lock<std::mutex> lock(p.mu);  // the filter waits until every call is registered
+  p.replies = &replies;
+  p.errors = errors;
+  p.left = 0;
+  for (size_t i = 0; i < calls.size(); i++) {
+    auto& c = calls[i];
+    const std::string& dest = !c.dest.empty() ? c.dest : peer.dest;
+    GDBusMessage* msg = g_dbus_message_new_method_call(dest.empty() ? nullptr : dest.c_str(), c.path.c_str(),
+                                                       c.iface.c_str(), c.method.c_str());
+    if (c.params) g_dbus_message_set_body(msg, c.params);
+    c.params = nullptr;
+    g_dbus_message_set_flags(msg, G_DBUS_MESSAGE_FLAGS_NO_AUTO_START);
+    guint32 serial = 0;
+    GError* err = nullptr;
+    if (g_dbus_connection_send_message(peer.conn, msg, G_DBUS_SEND_MESSAGE_FLAGS_NONE, &serial, &err)) {
+      p.serials.emplace(serial, i);
+      p.left++;
+    } else if (errors) {
+      (*errors)[i] = err ? err->message : "send failed";
+    }
+    g_clear_error(&err);
+    g_object_unref(msg);
+  }
+  roundTrips++;
+  auto t1 = g_get_monotonic_time();
+  bool done = p.cv.wait_for(lock, std::chrono::milliseconds(kTimeoutMs), [&] { return p.left == 0; });
+  if (!done) {
+    for (auto& [serial, i] : p.serials)
+      if (errors) (*errors)[i] = "no reply (timeout)";
+    p.serials.clear();
+    p.left = 0;
+  }
+  p.replies = nullptr;
+  p.errors = nullptr;
+  static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
+  if (trace)
+    g_printerr("atspi batch: %zu x %s.%s: send %.1f ms, wait %.1f ms\n", calls.size(), calls[0].iface.c_str(),
+               calls[0].method.c_str(), (t1 - t0) / 1000.0, (g_get_monotonic_time() - t1) / 1000.0);
+  return replies;
+}
+
+GVariant* Bus::CallOne(const Peer& peer, Call call, std::string* error) {
+  std::vector<Call> calls{std::move(call)};
+  std::vector<std::string> errors;
+  auto r = CallMany(peer, calls, &errors);
+  if (error) *error = errors[0];
+  return r[0];
+}
+
+std::vector<AppRef> Bus::Apps() {
+  Peer registry{conn_, "org.a11y.atspi.Registry"};
+  std::string err;
+  GVariant* r = CallOne(registry, {"/org/a11y/atspi/accessible/root", "org.a11y.atspi.Accessible", "GetChildren", nullptr}, &err);
+  if (!r) throw DesktopError(kNoA11yBus, "the AT-SPI registry does not answer: " + err);
+  std::vector<AppRef> apps;
+  GVariantIter* it = nullptr;
+  g_variant_get(r, "(a(so))", &it);
+  const char *bus, *path;
+  while (g_variant_iter_next(it, "(&s&o)", &bus, &path)) apps.push_back({bus, 0, ""});
+  g_variant_iter_free(it);
+  g_variant_unref(r);
+  // Name and pid of every app, in one pipelined batch: names from each app, pids from the bus daemon.
+  std::vector<Call> calls;
+  for (auto& a : apps) {
+    calls.push_back({"/org/a11y/atspi/accessible/root", "org.freedesktop.DBus.Properties", "Get",
+                     g_variant_new("(ss)", "org.a11y.atspi.Accessible", "Name"), a.busName});
+    calls.push_back({"/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixProcessID",
+                     g_variant_new("(s)", a.busName.c_str()), "org.freedesktop.DBus"});
+  }
+  Replies all{CallMany(Peer{conn_, ""}, calls)};
+  std::vector<GVariant*> nameReplies(apps.size()), pidReplies(apps.size());
+  for (size_t i = 0; i < apps.size(); i++) {
+    nameReplies[i] = all.v[2 * i];
+    pidReplies[i] = all.v[2 * i + 1];
+    all.v[2 * i] = all.v[2 * i + 1] = nullptr;
+  }
+  for (size_t i = 0; i < apps.size(); i++) {
+    if (nameReplies[i]) {
+      GVariant* v = nullptr;
+      g_variant_get(nameReplies[i], "(v)", &v);
+      if (v && g_variant_is_of_type(v, G_VARIANT_TYPE_STRING)) apps[i].name = g_variant_get_string(v, nullptr);
+      if (v) g_variant_unref(v);
+      g_variant_unref(nameReplies[i]);
+    }
+    if (pidReplies[i]) {
+      guint32 pid = 0;
+      g_variant_get(pidReplies[i], "(u)", &pid);
+      apps[i].pid = static_cast<int>(pid);
+      g_variant_unref(pidReplies[i]);
+    }
+  }
+  return apps;
+}
+
+Peer Bus::PeerFor(const std::string& busName) {
+  static std::map<std::string, Peer> peers;
+  auto it = peers.find(busName);
+  if (it != peers.end()) {
+    if (!g_dbus_connection_is_closed(it->second.conn)) return it->second;
+    if (it->second.conn != conn_) g_object_unref(it->second.conn);
+    peers.erase(it);
+  }
+  Peer viaBus{conn_, busName};
+  Peer chosen = viaBus;
+  const char* p2p = std::getenv("RUNBOARD_ATSPI_P2P");
+  if (!p2p || std::string(p2p) != "0") {
+    // Apps built on atk-bridge offer a private socket: talking to it directly skips the bus daemon's hop.
+    GVariant* r = CallOne(viaBus, {"/org/a11y/atspi/accessible/root", "org.a11y.atspi.Application",
+                                   "GetApplicationBusAddress", nullptr});
+    if (r) {
+      const char* addr = nullptr;
+      g_variant_get(r, "(&s)", &addr);
+      if (addr && *addr) {
+        GDBusConnection* c = g_dbus_connection_new_for_address_sync(
+            addr, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT, nullptr, nullptr, nullptr);
+        if (c) {
+          g_dbus_connection_set_exit_on_close(c, FALSE);
+          chosen = Peer{c, ""};
+        }
+      }
+      g_variant_unref(r);
+    }
+  }
+  peers.emplace(busName, chosen);
+  return chosen;
+}
+
+}  // namespace runboard::desktop::atspi

@@ -1,0 +1,425 @@
+#include "linux/atspi_tree.h"
+
+#include <atspi/atspi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+namespace runboard::desktop::atspi {
+namespace {
+
+constexpr const char* kRootPath = "/org/a11y/atspi/accessible/root";
+constexpr int kMaxUncached = 5000;
+
+uint32_t IfaceBit(const char* name) {
+  static const std::pair<const char*, uint32_t> table[] = {
+      {"org.a11y.atspi.Component", kComponent}, {"org.a11y.atspi.Text", kText},
+      {"org.a11y.atspi.Value", kValue},         {"org.a11y.atspi.Action", kAction},
+      {"org.a11y.atspi.EditableText", kEditableText}, {"org.a11y.atspi.Collection", kCollection},
+  };
+  for (auto& [n, bit] : table)
+    if (std::strcmp(n, name) == 0) return bit;
+  return 0;
+}
+
+uint64_t ReadStates(GVariantIter* st) {
+  uint64_t s = 0;
+  guint32 word;
+  int i = 0;
+  while (g_variant_iter_next(st, "u", &word)) {
+    if (i < 2) s |= static_cast<uint64_t>(word) << (32 * i);
+    i++;
+  }
+  return s;
+}
+
+// GDK_SCALE of a process: AT-SPI reports a scaled GTK app's extents in logical pixels.
+double ProcessScale(int pid) {
+  if (pid <= 0) return 1;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  std::string env((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  size_t pos = 0;
+  while (pos < env.size()) {
+    size_t end = env.find('\0', pos);
+    if (end == std::string::npos) end = env.size();
+    if (env.compare(pos, 10, "GDK_SCALE=") == 0) {
+      int v = std::atoi(env.c_str() + pos + 10);
+      return v >= 1 && v <= 8 ? v : 1;
+    }
+    pos = end + 1;
+  }
+  return 1;
+}
+
+void ParseItems(GVariant* reply, std::vector<Node>& nodes, std::unordered_map<std::string, int>& byPath) {
+  GVariantIter* it = nullptr;
+  g_variant_get(reply, "(a((so)(so)(so)iiassusau))", &it);
+  const char *ob, *op, *ab, *ap, *pb, *pp, *name, *desc;
+  gint32 idx, cc;
+  guint32 role;
+  GVariantIter *ifs, *st;
+  while (g_variant_iter_next(it, "((&s&o)(&s&o)(&s&o)iias&su&sau)", &ob, &op, &ab, &ap, &pb, &pp, &idx, &cc, &ifs,
+                             &name, &role, &desc, &st)) {
+    Node n;
+    n.path = op;
+    n.parent = pp;
+    n.index = idx;
+    n.childCount = cc;
+    const char* iface;
+    while (g_variant_iter_next(ifs, "&s", &iface)) n.ifaces |= IfaceBit(iface);
+    n.name = name;
+    n.role = role;
+    n.description = desc;
+    n.states = ReadStates(st);
+    g_variant_iter_free(ifs);
+    g_variant_iter_free(st);
+    if (byPath.count(n.path)) continue;
+    byPath.emplace(n.path, static_cast<int>(nodes.size()));
+    nodes.push_back(std::move(n));
+  }
+  g_variant_iter_free(it);
+}
+
+void LinkChildren(std::vector<Node>& nodes, std::unordered_map<std::string, int>& byPath) {
+  for (auto& n : nodes) n.children.clear();
+  for (size_t i = 0; i < nodes.size(); i++) {
+    auto p = byPath.find(nodes[i].parent);
+    if (p != byPath.end() && p->second != static_cast<int>(i)) nodes[p->second].children.push_back(static_cast<int>(i));
+  }
+  for (auto& n : nodes)
+    std::stable_sort(n.children.begin(), n.children.end(),
+                     [&](int a, int b) { return nodes[a].index < nodes[b].index; });
+}
+
+// Role, states, interfaces and the Accessible properties (name, description, child count, parent)
+// of objects the cache does not hold, in one pipelined batch.
+void FetchInfo(Bus& bus, const Peer& peer, std::vector<Node>& nodes, const std::vector<int>& fresh, bool setParent) {
+  std::vector<Call> info;
+  for (int i : fresh) {
+    const std::string& path = nodes[i].path;
+    info.push_back({path, "org.a11y.atspi.Accessible", "GetRole", nullptr});
+    info.push_back({path, "org.a11y.atspi.Accessible", "GetState", nullptr});
+    info.push_back({path, "org.a11y.atspi.Accessible", "GetInterfaces", nullptr});
+    info.push_back({path, "org.freedesktop.DBus.Properties", "GetAll", g_variant_new("(s)", "org.a11y.atspi.Accessible")});
+  }
+  Replies r{bus.CallMany(peer, info)};
+  for (size_t k = 0; k < fresh.size(); k++) {
+    Node& n = nodes[fresh[k]];
+    if (GVariant* v = r.v[k * 4]) g_variant_get(v, "(u)", &n.role);
+    if (GVariant* v = r.v[k * 4 + 1]) {
+      GVariantIter* st = nullptr;
+      g_variant_get(v, "(au)", &st);
+      n.states = ReadStates(st);
+      g_variant_iter_free(st);
+    }
+    if (GVariant* v = r.v[k * 4 + 2]) {
+      GVariantIter* ifs = nullptr;
+      g_variant_get(v, "(as)", &ifs);
+      const char* iface;
+      while (g_variant_iter_next(ifs, "&s", &iface)) n.ifaces |= IfaceBit(iface);
+      g_variant_iter_free(ifs);
+    }
+    if (GVariant* v = r.v[k * 4 + 3]) {
+      GVariant* dict = g_variant_get_child_value(v, 0);
+      const char* s = nullptr;
+      if (g_variant_lookup(dict, "Name", "&s", &s)) n.name = s;
+      if (g_variant_lookup(dict, "Description", "&s", &s)) n.description = s;
+      gint32 cc = 0;
+      if (g_variant_lookup(dict, "ChildCount", "i", &cc)) n.childCount = cc;
+      const char *pb = nullptr, *pp = nullptr;
+      if (setParent && g_variant_lookup(dict, "Parent", "(&s&o)", &pb, &pp)) n.parent = pp;
+      g_variant_unref(dict);
+    }
+  }
+}
+
+// Fetches what the cache lacks: descendants of objects whose cached children are fewer than their
+// child count (web content, tree views). Objects with the Collection interface hand over their whole
+// subtree in one GetMatches call (in tree order; parents come from the Parent property); the others
+// are walked level by level, one pipelined batch for the children lists and one for the new objects.
+void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes,
+                    std::unordered_map<std::string, int>& byPath, int root, bool expandHidden) {
+  std::vector<int> frontier;
+  std::vector<int> stack{root};
+  while (!stack.empty()) {  // nodes of the window's subtree whose children are missing
+    int i = stack.back();
+    stack.pop_back();
+    const Node& n = nodes[i];
+    if (!expandHidden && !HasState(n, ATSPI_STATE_SHOWING)) continue;
+    // Objects that manage their descendants (tree views, web content) leave them out of the cache,
+    // and may report no child count there either: ask them.
+    if (static_cast<int>(n.children.size()) < n.childCount ||
+        (HasState(n, ATSPI_STATE_MANAGES_DESCENDANTS) && n.children.empty()))
+      frontier.push_back(i);
+    for (int c : n.children) stack.push_back(c);
+  }
+  int added = 0;
+  // Whole subtrees through Collection.GetMatches.
+  {
+    std::vector<int> viaCollection, rest;
+    // GetMatches for subtrees the cache lacks entirely; a partly cached subtree is walked, which also
+    // re-attaches children whose Parent property points elsewhere (GTK has a few).
+    for (int i : frontier)
+      ((nodes[i].ifaces & kCollection) && nodes[i].children.empty() ? viaCollection : rest).push_back(i);
+    static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
+    if (trace)
+      for (int i : frontier)
+        g_printerr("uncached: %s \"%s\" children %zu/%d\n", RoleName(nodes[i].role).c_str(), nodes[i].name.c_str(),
+                   nodes[i].children.size(), nodes[i].childCount);
+    std::vector<Call> calls;
+    for (int i : viaCollection) {
+      GVariantBuilder states;
+      g_variant_builder_init(&states, G_VARIANT_TYPE("ai"));
+      if (!expandHidden) {  // showing objects only: their ancestors are showing too, so the tree stays whole
+        g_variant_builder_add(&states, "i", static_cast<gint32>(1u << ATSPI_STATE_SHOWING));
+        g_variant_builder_add(&states, "i", 0);
+      }
+      GVariant* rule = g_variant_new("(aiia{ss}iaiiasib)", &states, ATSPI_Collection_MATCH_ALL, nullptr,
+                                     ATSPI_Collection_MATCH_ALL, nullptr, ATSPI_Collection_MATCH_ALL, nullptr,
+                                     ATSPI_Collection_MATCH_ALL, FALSE);
+      calls.push_back({nodes[i].path, "org.a11y.atspi.Collection", "GetMatches",
+                       g_variant_new("(@(aiia{ss}iaiiasib)uib)", rule, static_cast<guint32>(ATSPI_Collection_SORT_ORDER_CANONICAL),
+                                     0, TRUE)});
+    }
+    Replies r{bus.CallMany(peer, calls)};
+    std::vector<int> fresh;
+    for (size_t k = 0; k < viaCollection.size(); k++) {
+      if (!r.v[k]) {
+        rest.push_back(viaCollection[k]);
+        continue;
+      }
+      GVariantIter* it = nullptr;
+      g_variant_get(r.v[k], "(a(so))", &it);
+      const char *b, *p;
+      while (g_variant_iter_next(it, "(&s&o)", &b, &p) && added < kMaxUncached) {
+        if (byPath.count(p)) continue;
+        Node n;
+        n.path = p;
+        n.index = static_cast<int>(nodes.size());  // tree order: keeps siblings in order
+        byPath.emplace(n.path, static_cast<int>(nodes.size()));
+        fresh.push_back(static_cast<int>(nodes.size()));
+        nodes.push_back(std::move(n));
+        added++;
+      }
+      g_variant_iter_free(it);
+    }
+    if (!fresh.empty()) {
+      FetchInfo(bus, peer, nodes, fresh, true);
+      LinkChildren(nodes, byPath);
+    }
+    frontier = std::move(rest);
+  }
+  while (!frontier.empty() && added < kMaxUncached) {
+    std::vector<Call> calls;
+    for (int i : frontier)
+      calls.push_back({nodes[i].path, "org.a11y.atspi.Accessible", "GetChildren", nullptr});
+    Replies kids{bus.CallMany(peer, calls)};
+    std::vector<int> fresh;
+    for (size_t k2 = 0; k2 < frontier.size(); k2++) {
+      if (!kids.v[k2]) continue;
+      GVariantIter* it = nullptr;
+      g_variant_get(kids.v[k2], "(a(so))", &it);
+      const char *b, *p;
+      int index = 0;
+      while (g_variant_iter_next(it, "(&s&o)", &b, &p)) {
+        int pos = index++;
+        auto known = byPath.find(p);
+        if (known != byPath.end()) {
+          Node& k = nodes[known->second];
+          if (k.parent != nodes[frontier[k2]].path) k.parent = nodes[frontier[k2]].path, k.index = pos;
+          continue;
+        }
+        Node n;
+        n.path = p;
+        n.parent = nodes[frontier[k2]].path;
+        n.index = pos;
+        byPath.emplace(n.path, static_cast<int>(nodes.size()));
+        fresh.push_back(static_cast<int>(nodes.size()));
+        nodes.push_back(std::move(n));
+      }
+      g_variant_iter_free(it);
+    }
+    if (!fresh.empty()) FetchInfo(bus, peer, nodes, fresh, false);
+    std::vector<int> next;
+    for (int i : fresh) {
+      const Node& n = nodes[i];
+      if (n.childCount > 0 && (expandHidden || HasState(n, ATSPI_STATE_SHOWING))) next.push_back(i);
+    }
+    added += static_cast<int>(fresh.size());
+    LinkChildren(nodes, byPath);
+    frontier = std::move(next);
+  }
+}
+
+void AssignIds(WindowTree& t) {
+  t.byId.clear();
+  std::vector<int> stack{t.root};
+  while (!stack.empty()) {
+    int i = stack.back();
+    stack.pop_back();
+    t.nodes[i].id = static_cast<int>(t.byId.size());
+    t.byId.push_back(i);
+    const auto& ch = t.nodes[i].children;
+    for (auto it = ch.rbegin(); it != ch.rend(); ++it) stack.push_back(*it);
+  }
+}
+
+}  // namespace
+
+std::vector<std::vector<std::string>> ActionNames(Bus& bus, const Peer& peer, const std::vector<std::string>& paths,
+                                                  bool firstOnly) {
+  std::vector<std::vector<std::string>> names(paths.size());
+  std::vector<Call> calls;
+  for (auto& p : paths) calls.push_back({p, "org.a11y.atspi.Action", "GetActions", nullptr});
+  std::vector<std::pair<size_t, int>> unnamed;
+  {
+    Replies r{bus.CallMany(peer, calls)};
+    for (size_t k = 0; k < paths.size(); k++) {
+      if (!r.v[k]) continue;
+      GVariantIter* it = nullptr;
+      g_variant_get(r.v[k], "(a(sss))", &it);
+      const char *name, *desc, *keys;
+      while (g_variant_iter_next(it, "(&s&s&s)", &name, &desc, &keys)) {
+        if (!*name && (!firstOnly || names[k].empty())) unnamed.push_back({k, static_cast<int>(names[k].size())});
+        names[k].emplace_back(name);
+      }
+      g_variant_iter_free(it);
+    }
+  }
+  if (!unnamed.empty()) {
+    calls.clear();
+    for (auto& [k, i] : unnamed) calls.push_back({paths[k], "org.a11y.atspi.Action", "GetName", g_variant_new("(i)", i)});
+    Replies r{bus.CallMany(peer, calls)};
+    for (size_t u = 0; u < unnamed.size(); u++) {
+      if (!r.v[u]) continue;
+      const char* s = nullptr;
+      g_variant_get(r.v[u], "(&s)", &s);
+      if (s) names[unnamed[u].first][unnamed[u].second] = s;
+    }
+  }
+  for (auto& list : names)  // nameless actions cannot be asked for by name: leave them out
+    list.erase(std::remove(list.begin(), list.end(), std::string()), list.end());
+  return names;
+}
+
+bool HasState(const Node& n, int state) { return (n.states >> state) & 1; }
+
+const std::string& RoleName(uint32_t role) {
+  static std::vector<std::string> names;
+  if (names.empty()) {
+    for (int r = 0; r < ATSPI_ROLE_COUNT; r++) {
+      gchar* s = atspi_role_get_name(static_cast<AtspiRole>(r));
+      names.emplace_back(s ? s : "unknown");
+      g_free(s);
+    }
+  }
+  static const std::string unknown = "unknown";
+  return role < names.size() ? names[role] : unknown;
+}
+
+std::vector<x11::XWin> WindowsWithApps(std::vector<AppRef>* appsOut) {
+  auto wins = x11::Session::Get().ListWindows();
+  std::vector<AppRef> apps;
+  try {
+    apps = Bus::Get().Apps();
+  } catch (const DesktopError&) {
+    // No accessibility bus: windows are still listed, by their class.
+  }
+  for (auto& w : wins)
+    for (auto& a : apps)
+      if (a.pid == w.pid && w.pid) w.a11yName = a.name;
+  if (appsOut) *appsOut = std::move(apps);
+  return wins;
+}
+
+WindowTree LoadWindowTree(const WindowQuery& q, bool expandHidden) {
+  WindowTree t;
+  std::vector<AppRef> apps;
+  auto wins = WindowsWithApps(&apps);
+  auto matches = x11::MatchWindows(wins, q);
+  if (matches.empty()) {
+    std::string names;
+    for (auto& w : wins) names += (names.empty() ? "" : ", ") + std::string("\"") + w.title + "\"";
+    throw DesktopError(kAppNotFound, "no window matches the query (windows: " + (names.empty() ? "none" : names) + ")");
+  }
+  t.window = matches[0];
+  auto& bus = Bus::Get();
+  const AppRef* app = nullptr;
+  for (auto& a : apps)
+    if (a.pid == t.window.pid) app = &a;
+  if (!app)
+    throw DesktopError(kNoA11yTree, "window \"" + t.window.title + "\" (pid " + std::to_string(t.window.pid) +
+                                        ") has no accessibility tree on the AT-SPI bus");
+  t.app = *app;
+  t.peer = bus.PeerFor(app->busName);
+  t.scale = ProcessScale(app->pid);
+
+  static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
+  auto t0 = g_get_monotonic_time();
+  if (trace) g_printerr("load: window + apps found\n");
+  std::string err;
+  GVariant* items = bus.CallOne(t.peer, {"/org/a11y/atspi/cache", "org.a11y.atspi.Cache", "GetItems", nullptr}, &err);
+  std::unordered_map<std::string, int> byPath;
+  if (items) {
+    ParseItems(items, t.nodes, byPath);
+    g_variant_unref(items);
+  }
+  // The app's root is not in its own cache; add it so that its children (the windows) link to it.
+  if (!byPath.count(kRootPath)) {
+    Node r;
+    r.path = kRootPath;
+    GVariant* kids = bus.CallOne(t.peer, {kRootPath, "org.a11y.atspi.Accessible", "GetChildren", nullptr});
+    if (kids) {
+      GVariantIter* it = nullptr;
+      g_variant_get(kids, "(a(so))", &it);
+      r.childCount = static_cast<int>(g_variant_iter_n_children(it));
+      g_variant_iter_free(it);
+      g_variant_unref(kids);
+    }
+    r.states = (1ull << ATSPI_STATE_SHOWING) | (1ull << ATSPI_STATE_VISIBLE);
+    byPath.emplace(r.path, static_cast<int>(t.nodes.size()));
+    t.nodes.push_back(std::move(r));
+  }
+  if (trace) g_printerr("load: items parsed: %zu in %.1f ms\n", t.nodes.size(), (g_get_monotonic_time() - t0) / 1000.0);
+  LinkChildren(t.nodes, byPath);
+  int appRoot = byPath[kRootPath];
+  if (static_cast<int>(t.nodes[appRoot].children.size()) < t.nodes[appRoot].childCount)
+    ExpandUncached(bus, t.peer, t.nodes, byPath, appRoot, true);
+  // The window's node: a top-level child of the app with the window's title; when several match,
+  // the one whose extents are nearest the X window.
+  std::vector<int> cands;
+  for (int c : t.nodes[appRoot].children)
+    if (t.nodes[c].name == t.window.title) cands.push_back(c);
+  if (cands.empty())
+    for (int c : t.nodes[appRoot].children)
+      if (!t.nodes[c].name.empty() && x11::ContainsFold(t.window.title, t.nodes[c].name)) cands.push_back(c);
+  if (cands.empty() && t.nodes[appRoot].children.size() == 1) cands = t.nodes[appRoot].children;
+  if (cands.empty())
+    throw DesktopError(kNoA11yTree, "the accessibility tree of \"" + t.app.name + "\" has no window named \"" +
+                                        t.window.title + "\"");
+  t.root = cands[0];
+  if (cands.size() > 1) {
+    std::vector<Call> calls;
+    for (int c : cands)
+      calls.push_back({t.nodes[c].path, "org.a11y.atspi.Component", "GetExtents", g_variant_new("(u)", 0u)});
+    Replies r{bus.CallMany(t.peer, calls)};
+    long best = -1;
+    for (size_t k = 0; k < cands.size(); k++) {
+      if (!r.v[k]) continue;
+      gint32 x, y, w, h;
+      g_variant_get(r.v[k], "((iiii))", &x, &y, &w, &h);
+      long d = std::labs(std::lround(x * t.scale) - t.window.client.x) +
+               std::labs(std::lround(y * t.scale) - t.window.client.y);
+      if (best < 0 || d < best) best = d, t.root = cands[k];
+    }
+  }
+  ExpandUncached(bus, t.peer, t.nodes, byPath, t.root, expandHidden);
+  AssignIds(t);
+  return t;
+}
+
+}  // namespace runboard::desktop::atspi

@@ -1,0 +1,58 @@
+// A window's accessibility tree loaded in few round trips: the app's whole cache in one call
+// (org.a11y.atspi.Cache.GetItems), then only what the cache lacks (children of objects that manage
+// their descendants, such as web content and tree views), level by level, pipelined.
+// Internal to the Linux backend; shared by the reader and the actions capability.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/desktop_types.h"
+#include "linux/atspi_bus.h"
+#include "linux/x11_session.h"
+
+namespace runboard::desktop::atspi {
+
+enum Iface : uint32_t {
+  kComponent = 1, kText = 2, kValue = 4, kAction = 8, kEditableText = 16, kCollection = 32,
+};
+
+struct Node {
+  std::string path;
+  std::string parent;
+  int index = 0;
+  int childCount = 0;
+  uint32_t ifaces = 0;
+  std::string name, description;
+  uint32_t role = 0;
+  uint64_t states = 0;  // AT-SPI state bits (AtspiStateType positions)
+  std::vector<int> children;
+  int id = -1;  // pre-order index from the window (the window is 0)
+};
+
+struct WindowTree {
+  x11::XWin window;
+  AppRef app;
+  Peer peer;
+  std::vector<Node> nodes;
+  int root = -1;  // the window's node
+  double scale = 1;
+  std::vector<int> byId;  // id -> node index
+};
+
+bool HasState(const Node& n, int state);
+const std::string& RoleName(uint32_t role);
+
+// Finds the window for a query and loads its tree. `expandHidden` also fetches uncached children of
+// objects that are not showing.
+WindowTree LoadWindowTree(const WindowQuery& q, bool expandHidden);
+// Action names of objects, in two pipelined batches at most: GetActions, then GetName for the
+// actions it left unnamed (Chromium gives no localized names; GTK does). With firstOnly, only the
+// first (default) action of such objects is named: the others (Chromium: showContextMenu) are dropped.
+std::vector<std::vector<std::string>> ActionNames(Bus& bus, const Peer& peer, const std::vector<std::string>& paths,
+                                                  bool firstOnly = false);
+// Annotates X windows with accessibility app names (one pipelined batch).
+std::vector<x11::XWin> WindowsWithApps(std::vector<AppRef>* appsOut = nullptr);
+
+}  // namespace runboard::desktop::atspi

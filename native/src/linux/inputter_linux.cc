@@ -1,0 +1,301 @@
+// Inputter on Linux: XTest. Characters missing from the keyboard layout are mapped onto free keycodes
+// with one XChangeKeyboardMapping per text and the mapping is kept (restoring it right after typing
+// drops characters: apps read the keymap lazily; and every change costs the WM and the server CPU).
+#include <X11/XKBlib.h>
+#include <X11/Xutil.h>
+#include <X11/extensions/XTest.h>
+#include <X11/keysym.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "common/inputter.h"
+#include "linux/x11_session.h"
+
+namespace runboard::desktop {
+namespace {
+
+Display* Dpy() {
+  auto& s = x11::Session::Get();
+  int ev, err, major, minor;
+  static bool checked = false;
+  if (!checked) {
+    if (!XTestQueryExtension(s.dpy(), &ev, &err, &major, &minor))
+      throw DesktopError(kNoDisplay, "the X server has no XTest extension: input cannot be injected");
+    checked = true;
+  }
+  return s.dpy();
+}
+
+void Sleep(int ms) {
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+void Pause(Display* d, int ms) {
+  if (ms > 0) {
+    XFlush(d);
+    Sleep(ms);
+  }
+}
+
+KeySym KeysymFor(uint32_t cp) {
+  if (cp == '\n' || cp == '\r') return XK_Return;
+  if (cp == '\t') return XK_Tab;
+  if (cp == '\b') return XK_BackSpace;
+  if ((cp >= 0x20 && cp <= 0x7e) || (cp >= 0xa0 && cp <= 0xff)) return cp;
+  return 0x01000000 | cp;
+}
+
+std::vector<uint32_t> DecodeUtf8(const std::string& s) {
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = s[i];
+    uint32_t cp;
+    int len;
+    if (c < 0x80) cp = c, len = 1;
+    else if ((c >> 5) == 6) cp = c & 0x1f, len = 2;
+    else if ((c >> 4) == 14) cp = c & 0x0f, len = 3;
+    else if ((c >> 3) == 30) cp = c & 0x07, len = 4;
+    else throw DesktopError(kInvalidArgument, "the text is not valid UTF-8");
+    if (i + len > s.size()) throw DesktopError(kInvalidArgument, "the text is not valid UTF-8");
+    for (int k = 1; k < len; k++) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
+    out.push_back(cp);
+    i += len;
+  }
+  return out;
+}
+
+struct KeyStroke {
+  KeyCode code = 0;
+  bool shift = false;
+};
+
+// Finds keystrokes for keysyms; maps the missing ones onto free keycodes in one mapping change.
+class Keymap {
+ public:
+  std::vector<KeyStroke> Resolve(Display* d, const std::vector<KeySym>& syms) {
+    std::vector<KeyStroke> out(syms.size());
+    std::vector<KeySym> missing;
+    for (size_t i = 0; i < syms.size(); i++) {
+      if (!Find(d, syms[i], out[i]) && std::find(missing.begin(), missing.end(), syms[i]) == missing.end())
+        missing.push_back(syms[i]);
+    }
+    if (missing.empty()) return out;
+    Map(d, missing);
+    for (size_t i = 0; i < syms.size(); i++)
+      if (!out[i].code && !Find(d, syms[i], out[i]))
+        throw DesktopError(kInvalidArgument, "cannot map a key for keysym 0x" + Hex(syms[i]));
+    return out;
+  }
+
+ private:
+  static std::string Hex(KeySym k) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%lx", k);
+    return buf;
+  }
+
+  bool Find(Display* d, KeySym sym, KeyStroke& ks) {
+    auto mine = mapped_.find(sym);
+    if (mine != mapped_.end()) {
+      ks = {mine->second, false};
+      return true;
+    }
+    KeyCode code = XKeysymToKeycode(d, sym);
+    if (!code) return false;
+    if (XkbKeycodeToKeysym(d, code, 0, 0) == sym) ks = {code, false};
+    else if (XkbKeycodeToKeysym(d, code, 0, 1) == sym) ks = {code, true};
+    else return false;  // only on a level we do not drive (AltGr...): map it
+    return true;
+  }
+
+  void Map(Display* d, const std::vector<KeySym>& syms) {
+    int minCode, maxCode, per;
+    XDisplayKeycodes(d, &minCode, &maxCode);
+    KeySym* map = XGetKeyboardMapping(d, minCode, maxCode - minCode + 1, &per);
+    if (!map) throw DesktopError(kNoDisplay, "cannot read the keyboard mapping");
+    // Free keycodes: no keysym at all. Codes we mapped before (in this process) are reused last.
+    std::vector<int> free;
+    for (int c = maxCode; c >= minCode; c--) {
+      bool empty = true;
+      for (int k = 0; k < per; k++) empty = empty && map[(c - minCode) * per + k] == NoSymbol;
+      if (empty) free.push_back(c);
+    }
+    if (free.size() < syms.size()) {  // recycle our own oldest slots
+      for (auto& [sym, code] : order_) {
+        if (free.size() >= syms.size()) break;
+        free.push_back(code);
+        mapped_.erase(sym);
+      }
+      XSync(d, False);
+      Sleep(50);  // let apps finish reading keys typed on the slots we take back
+    }
+    if (free.size() < syms.size()) {
+      XFree(map);
+      throw DesktopError(kInvalidArgument, "too many distinct characters missing from the keyboard layout");
+    }
+    int lo = maxCode, hi = minCode;
+    for (size_t i = 0; i < syms.size(); i++) {
+      int c = free[i];
+      for (int k = 0; k < per; k++) map[(c - minCode) * per + k] = k < 2 ? syms[i] : NoSymbol;
+      lo = std::min(lo, c);
+      hi = std::max(hi, c);
+      mapped_[syms[i]] = static_cast<KeyCode>(c);
+      order_.erase(std::remove_if(order_.begin(), order_.end(), [&](auto& p) { return p.second == c; }), order_.end());
+      order_.push_back({syms[i], static_cast<KeyCode>(c)});
+    }
+    XChangeKeyboardMapping(d, lo, per, map + (lo - minCode) * per, hi - lo + 1);
+    XFree(map);
+    XSync(d, False);
+  }
+
+  std::map<KeySym, KeyCode> mapped_;
+  std::vector<std::pair<KeySym, KeyCode>> order_;
+};
+
+Keymap& TheKeymap() {
+  static Keymap k;
+  return k;
+}
+
+void Tap(Display* d, const KeyStroke& ks, int delayMs) {
+  static KeyCode shift = XKeysymToKeycode(d, XK_Shift_L);
+  if (ks.shift) XTestFakeKeyEvent(d, shift, True, 0);
+  XTestFakeKeyEvent(d, ks.code, True, 0);
+  XTestFakeKeyEvent(d, ks.code, False, 0);
+  if (ks.shift) XTestFakeKeyEvent(d, shift, False, 0);
+  Pause(d, delayMs);
+}
+
+KeySym NamedKey(std::string name) {
+  if (DecodeUtf8(name).size() == 1) {
+    uint32_t cp = DecodeUtf8(name)[0];
+    if (cp < 0x80) cp = std::tolower(static_cast<int>(cp));
+    return KeysymFor(cp);
+  }
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  static const std::map<std::string, KeySym> names = {
+      {"ctrl", XK_Control_L},  {"control", XK_Control_L}, {"cmd", XK_Control_L}, {"command", XK_Control_L},
+      {"shift", XK_Shift_L},   {"alt", XK_Alt_L},         {"option", XK_Alt_L},  {"opt", XK_Alt_L},
+      {"super", XK_Super_L},   {"win", XK_Super_L},       {"meta", XK_Super_L},  {"enter", XK_Return},
+      {"return", XK_Return},   {"tab", XK_Tab},           {"esc", XK_Escape},    {"escape", XK_Escape},
+      {"backspace", XK_BackSpace}, {"delete", XK_Delete}, {"del", XK_Delete},    {"space", XK_space},
+      {"up", XK_Up},           {"down", XK_Down},         {"left", XK_Left},     {"right", XK_Right},
+      {"home", XK_Home},       {"end", XK_End},           {"pageup", XK_Prior},  {"pgup", XK_Prior},
+      {"pagedown", XK_Next},   {"pgdn", XK_Next},         {"insert", XK_Insert}, {"menu", XK_Menu},
+      {"plus", XK_plus},       {"minus", XK_minus},
+  };
+  auto it = names.find(lower);
+  if (it != names.end()) return it->second;
+  if (lower.size() >= 2 && lower[0] == 'f' && std::all_of(lower.begin() + 1, lower.end(), ::isdigit)) {
+    int n = std::atoi(lower.c_str() + 1);
+    if (n >= 1 && n <= 35) return XK_F1 + (n - 1);
+  }
+  KeySym ks = XStringToKeysym(name.c_str());
+  if (ks == NoSymbol) throw DesktopError(kInvalidArgument, "unknown key \"" + name + "\"");
+  return ks;
+}
+
+}  // namespace
+
+void MoveMouse(int x, int y) {
+  Display* d = Dpy();
+  XTestFakeMotionEvent(d, -1, x, y, 0);
+  XSync(d, False);
+}
+
+void Click(int x, int y, MouseButton button, int count) {
+  Display* d = Dpy();
+  // GTK drops the first press of a multi-press that starts, within its double-click time, far from
+  // the previous click: after such a click from this process, wait the double-click time out.
+  static auto lastTime = std::chrono::steady_clock::time_point();
+  static int lastX = -10000, lastY = -10000;
+  auto now = std::chrono::steady_clock::now();
+  if (count > 1 && (std::abs(x - lastX) > 4 || std::abs(y - lastY) > 4)) {
+    auto since = std::chrono::duration_cast<std::chrono::milliseconds>(now - lastTime).count();
+    if (since < 450) Sleep(static_cast<int>(450 - since));
+  }
+  XTestFakeMotionEvent(d, -1, x, y, 0);
+  for (int i = 0; i < std::max(1, count); i++) {
+    // Toolkits see a double click only when the clicks are apart in time as a person's are (GTK took
+    // back-to-back XTest clicks as one).
+    if (i > 0) Pause(d, 40);
+    XTestFakeButtonEvent(d, static_cast<unsigned>(button), True, 0);
+    XTestFakeButtonEvent(d, static_cast<unsigned>(button), False, 0);
+  }
+  XSync(d, False);
+  lastTime = std::chrono::steady_clock::now();
+  lastX = x;
+  lastY = y;
+}
+
+void Scroll(int x, int y, int dx, int dy) {
+  Display* d = Dpy();
+  XTestFakeMotionEvent(d, -1, x, y, 0);
+  auto wheel = [&](unsigned b, int n) {
+    for (int i = 0; i < n; i++) {
+      XTestFakeButtonEvent(d, b, True, 0);
+      XTestFakeButtonEvent(d, b, False, 0);
+    }
+  };
+  wheel(dy > 0 ? 5 : 4, std::abs(dy));
+  wheel(dx > 0 ? 7 : 6, std::abs(dx));
+  XSync(d, False);
+}
+
+void Drag(int fromX, int fromY, int toX, int toY, int steps, int stepDelayMs, MouseButton button) {
+  Display* d = Dpy();
+  steps = std::max(1, steps);
+  XTestFakeMotionEvent(d, -1, fromX, fromY, 0);
+  Pause(d, stepDelayMs);
+  XTestFakeButtonEvent(d, static_cast<unsigned>(button), True, 0);
+  Pause(d, stepDelayMs);
+  for (int i = 1; i <= steps; i++) {
+    XTestFakeMotionEvent(d, -1, fromX + (toX - fromX) * i / steps, fromY + (toY - fromY) * i / steps, 0);
+    Pause(d, stepDelayMs);
+  }
+  XTestFakeButtonEvent(d, static_cast<unsigned>(button), False, 0);
+  XSync(d, False);
+}
+
+void TypeText(const std::string& utf8, int delayMs) {
+  Display* d = Dpy();
+  std::vector<KeySym> syms;
+  for (uint32_t cp : DecodeUtf8(utf8)) syms.push_back(KeysymFor(cp));
+  auto strokes = TheKeymap().Resolve(d, syms);
+  for (auto& ks : strokes) Tap(d, ks, delayMs);
+  XSync(d, False);
+}
+
+void KeyCombo(const std::string& combo, int delayMs) {
+  Display* d = Dpy();
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= combo.size()) {
+    size_t plus = combo.find('+', start);
+    if (plus == start && plus + 1 == combo.size()) plus = std::string::npos;  // "ctrl++": the key is '+'
+    std::string part = combo.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
+    if (part.empty()) throw DesktopError(kInvalidArgument, "bad key combination \"" + combo + "\"");
+    parts.push_back(part);
+    if (plus == std::string::npos) break;
+    start = plus + 1;
+  }
+  std::vector<KeySym> syms;
+  for (auto& p : parts) syms.push_back(NamedKey(p));
+  auto strokes = TheKeymap().Resolve(d, syms);
+  for (auto& ks : strokes) {  // press in order (a shifted key keeps its own shift), release in reverse
+    XTestFakeKeyEvent(d, ks.code, True, 0);
+    Pause(d, delayMs);
+  }
+  for (auto it = strokes.rbegin(); it != strokes.rend(); ++it) {
+    XTestFakeKeyEvent(d, it->code, False, 0);
+    Pause(d, delayMs);
+  }
+  XSync(d, False);
+}
+
+}  // namespace runboard::desktop

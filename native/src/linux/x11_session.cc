@@ -1,0 +1,160 @@
+#include "linux/x11_session.h"
+
+#include <X11/Xatom.h>
+#include <X11/Xutil.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
+namespace runboard::desktop::x11 {
+namespace {
+
+// Windows come and go while we read them; a BadWindow must not abort the process.
+int IgnoreXErrors(Display*, XErrorEvent*) { return 0; }
+
+std::unordered_map<std::string, Atom>& AtomCache() {
+  static std::unordered_map<std::string, Atom> cache;
+  return cache;
+}
+
+}  // namespace
+
+Session& Session::Get() {
+  static Session s;
+  if (!s.dpy_) {
+    const char* name = std::getenv("DISPLAY");
+    if (!name || !*name) throw DesktopError(kNoDisplay, "DISPLAY is not set: there is no X display to use");
+    Display* d = XOpenDisplay(name);
+    if (!d) throw DesktopError(kNoDisplay, std::string("cannot open X display ") + name);
+    XSetErrorHandler(IgnoreXErrors);
+    s.dpy_ = d;
+    s.root_ = DefaultRootWindow(d);
+    s.width_ = DisplayWidth(d, DefaultScreen(d));
+    s.height_ = DisplayHeight(d, DefaultScreen(d));
+  }
+  return s;
+}
+
+Atom Session::atom(const char* name) {
+  auto& cache = AtomCache();
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second;
+  Atom a = XInternAtom(dpy_, name, False);
+  cache.emplace(name, a);
+  return a;
+}
+
+std::vector<unsigned long> Session::Cardinals(Window w, const char* prop, Atom type) {
+  std::vector<unsigned long> out;
+  Atom actual;
+  int format;
+  unsigned long n = 0, after = 0;
+  unsigned char* data = nullptr;
+  if (XGetWindowProperty(dpy_, w, atom(prop), 0, 1 << 16, False, type, &actual, &format, &n, &after, &data) ==
+          Success &&
+      data) {
+    if (format == 32) {
+      auto* v = reinterpret_cast<unsigned long*>(data);  // Xlib returns 32-bit items as longs
+      out.assign(v, v + n);
+    }
+    XFree(data);
+  }
+  return out;
+}
+
+std::string Session::Text(Window w, const char* prop) {
+  std::string out;
+  Atom actual;
+  int format;
+  unsigned long n = 0, after = 0;
+  unsigned char* data = nullptr;
+  if (XGetWindowProperty(dpy_, w, atom(prop), 0, 1 << 16, False, AnyPropertyType, &actual, &format, &n, &after,
+                         &data) == Success &&
+      data) {
+    if (format == 8) out.assign(reinterpret_cast<char*>(data), n);
+    XFree(data);
+  }
+  return out;
+}
+
+std::string Session::Title(Window w) {
+  std::string t = Text(w, "_NET_WM_NAME");
+  return t.empty() ? Text(w, "WM_NAME") : t;
+}
+
+Window Session::ActiveWindow() {
+  auto v = Cardinals(root_, "_NET_ACTIVE_WINDOW", XA_WINDOW);
+  return v.empty() ? 0 : v[0];
+}
+
+Rect Session::ClientRect(Window w) {
+  Window child, rootRet;
+  int x = 0, y = 0, gx, gy;
+  unsigned int width = 0, height = 0, border, depth;
+  if (!XGetGeometry(dpy_, w, &rootRet, &gx, &gy, &width, &height, &border, &depth)) return {};
+  XTranslateCoordinates(dpy_, w, root_, 0, 0, &x, &y, &child);
+  return {x, y, static_cast<int>(width), static_cast<int>(height)};
+}
+
+std::vector<XWin> Session::ListWindows() {
+  std::vector<XWin> out;
+  auto list = Cardinals(root_, "_NET_CLIENT_LIST", XA_WINDOW);
+  auto stacking = Cardinals(root_, "_NET_CLIENT_LIST_STACKING", XA_WINDOW);
+  Window active = ActiveWindow();
+  for (unsigned long id : list) {
+    XWin w;
+    w.id = id;
+    auto pid = Cardinals(id, "_NET_WM_PID", XA_CARDINAL);
+    w.pid = pid.empty() ? 0 : static_cast<int>(pid[0]);
+    w.title = Title(id);
+    XClassHint hint{};
+    if (XGetClassHint(dpy_, id, &hint)) {
+      if (hint.res_name) w.instance = hint.res_name, XFree(hint.res_name);
+      if (hint.res_class) w.cls = hint.res_class, XFree(hint.res_class);
+    }
+    w.client = ClientRect(id);
+    w.outer = w.client;
+    auto ext = Cardinals(id, "_NET_FRAME_EXTENTS", XA_CARDINAL);  // left, right, top, bottom
+    if (ext.size() == 4) {
+      w.outer.x -= static_cast<int>(ext[0]);
+      w.outer.y -= static_cast<int>(ext[2]);
+      w.outer.w += static_cast<int>(ext[0] + ext[1]);
+      w.outer.h += static_cast<int>(ext[2] + ext[3]);
+    }
+    w.active = id == active;
+    auto it = std::find(stacking.begin(), stacking.end(), id);
+    w.stacking = it == stacking.end() ? -1 : static_cast<int>(it - stacking.begin());
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+bool ContainsFold(const std::string& haystack, const std::string& needle) {
+  if (needle.empty()) return true;
+  auto it = std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(), [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+  });
+  return it != haystack.end();
+}
+
+std::vector<XWin> MatchWindows(const std::vector<XWin>& all, const WindowQuery& q) {
+  std::vector<XWin> out;
+  for (const auto& w : all) {
+    if (q.windowId && w.id != q.windowId) continue;
+    if (q.pid && w.pid != q.pid) continue;
+    if (!q.title.empty() && !ContainsFold(w.title, q.title)) continue;
+    if (!q.app.empty() && !ContainsFold(w.cls, q.app) && !ContainsFold(w.instance, q.app) &&
+        !ContainsFold(w.a11yName, q.app)) continue;
+    out.push_back(w);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const XWin& a, const XWin& b) {
+    if (a.active != b.active) return a.active;
+    return a.stacking > b.stacking;
+  });
+  return out;
+}
+
+}  // namespace runboard::desktop::x11

@@ -1,0 +1,51 @@
+// The X11 connection the desktop thread uses for windows (EWMH), input (XTest) and capture (XShm).
+// Internal to the Linux backend; opened lazily, on the desktop thread, and kept for the process.
+#pragma once
+#include <X11/Xlib.h>
+
+#include <string>
+#include <vector>
+
+#include "common/desktop_types.h"
+
+namespace runboard::desktop::x11 {
+
+struct XWin {
+  Window id = 0;
+  int pid = 0;
+  std::string title, instance, cls;
+  std::string a11yName;  // the accessibility app name, filled in by the reader when known
+  Rect outer;   // frame included
+  Rect client;  // the client window in root coordinates
+  bool active = false;
+  int stacking = -1;  // position in _NET_CLIENT_LIST_STACKING (higher is nearer the top)
+};
+
+class Session {
+ public:
+  static Session& Get();  // throws DesktopError(NO_DISPLAY)
+  Display* dpy() const { return dpy_; }
+  Window root() const { return root_; }
+  int screenWidth() const { return width_; }
+  int screenHeight() const { return height_; }
+  Atom atom(const char* name);
+
+  std::vector<unsigned long> Cardinals(Window w, const char* prop, Atom type);
+  std::string Text(Window w, const char* prop);  // UTF8_STRING or STRING property
+  std::string Title(Window w);
+  Window ActiveWindow();
+  std::vector<XWin> ListWindows();
+  Rect ClientRect(Window w);
+
+ private:
+  Session() = default;
+  Display* dpy_ = nullptr;
+  Window root_ = 0;
+  int width_ = 0, height_ = 0;
+};
+
+// Windows matching a query, best first: the active one, then top-most in stacking order.
+std::vector<XWin> MatchWindows(const std::vector<XWin>& all, const WindowQuery& q);
+bool ContainsFold(const std::string& haystack, const std::string& needle);
+
+}  // namespace runboard::desktop::x11

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# A headless test desktop: Xvfb + its own session D-Bus + the AT-SPI bus + openbox (EWMH), torn down
+# together. See shared/DESKTOP-NOTES.md for why each piece is started this way.
+#
+#   scripts/desktop-session.sh run -- CMD [ARGS...]   start a desktop, run CMD inside it, tear it down
+#   scripts/desktop-session.sh start ENVFILE          start a desktop, write its environment to ENVFILE
+#                                                      (KEY=VALUE lines, READY=1 last), stay in the
+#                                                      foreground until SIGTERM/SIGINT, then tear down
+# DESKTOP_SIZE=WxHxD sets the screen (default 1280x800x24).
+set -euo pipefail
+
+mode=${1:-}
+case "$mode" in
+  run) shift; [ "${1:-}" = "--" ] && shift; [ $# -gt 0 ] || { echo "usage: $0 run -- CMD [ARGS...]" >&2; exit 2; } ;;
+  start) envfile=${2:?usage: $0 start ENVFILE} ;;
+  *) echo "usage: $0 run -- CMD [ARGS...] | $0 start ENVFILE" >&2; exit 2 ;;
+esac
+
+for tool in Xvfb dbus-daemon openbox; do
+  command -v "$tool" >/dev/null || { echo "desktop-session: $tool is missing; install scripts/apt-packages.txt (scripts/setup.sh does)" >&2; exit 3; }
+done
+launcher=/usr/libexec/at-spi-bus-launcher
+[ -x "$launcher" ] || { echo "desktop-session: $launcher is missing; install at-spi2-core" >&2; exit 3; }
+
+tmp=$(mktemp -d /tmp/runboard-desktop.XXXXXX)
+pids=()
+cleanup() {
+  local i
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null || true; done
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do wait "${pids[i]}" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT HUP
+
+wait_for() { # wait_for SECONDS COMMAND... : poll until COMMAND succeeds
+  local deadline=$((SECONDS + $1)); shift
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -lt $deadline ] || return 1
+    sleep 0.02
+  done
+}
+
+# 1. Xvfb picks a free display itself and writes its number to fd 3 once it accepts connections.
+Xvfb -displayfd 3 -screen 0 "${DESKTOP_SIZE:-1280x800x24}" -nolisten tcp -noreset 3>"$tmp/display" 2>"$tmp/xvfb.log" &
+pids+=($!)
+wait_for 10 test -s "$tmp/display" || { echo "desktop-session: Xvfb did not start: $(cat "$tmp/xvfb.log")" >&2; exit 4; }
+export DISPLAY=":$(tr -d '\n' <"$tmp/display")"
+
+# 2. A session bus at a known socket, exported to everything after it (else libdbus autolaunches a
+#    second bus, which starts a second AT-SPI bus: the "two buses" trap).
+dbus-daemon --session --nofork --nopidfile --address="unix:path=$tmp/bus" 2>"$tmp/dbus.log" &
+pids+=($!)
+export DBUS_SESSION_BUS_ADDRESS="unix:path=$tmp/bus"
+wait_for 10 test -S "$tmp/bus" || { echo "desktop-session: dbus-daemon did not start" >&2; exit 4; }
+unset NO_AT_BRIDGE AT_SPI_BUS_ADDRESS
+
+# 3. The AT-SPI bus, now rather than on first use; it publishes its address on the root window.
+"$launcher" --launch-immediately 2>"$tmp/atspi.log" &
+pids+=($!)
+wait_for 10 dbus-send --session --print-reply --dest=org.a11y.Bus /org/a11y/bus org.a11y.Bus.GetAddress ||
+  { echo "desktop-session: the AT-SPI bus did not start" >&2; exit 4; }
+
+# 4. A window manager with EWMH (_NET_ACTIVE_WINDOW, _NET_CLIENT_LIST, _NET_FRAME_EXTENTS).
+openbox --sm-disable 2>"$tmp/openbox.log" &
+pids+=($!)
+if command -v xprop >/dev/null; then
+  wait_for 10 sh -c 'xprop -root _NET_SUPPORTING_WM_CHECK | grep -q "window id"' ||
+    { echo "desktop-session: openbox did not start" >&2; exit 4; }
+else
+  sleep 0.3
+fi
+
+if [ "$mode" = run ]; then
+  set +e
+  "$@"
+  rc=$?
+  exit $rc
+fi
+
+printf 'DISPLAY=%s\nDBUS_SESSION_BUS_ADDRESS=%s\nREADY=1\n' "$DISPLAY" "$DBUS_SESSION_BUS_ADDRESS" >"$envfile.tmp"
+mv "$envfile.tmp" "$envfile"
+while :; do sleep 3600 & wait $! || true; done

@@ -1,0 +1,597 @@
+// The desktop addon and desktop-cli against real apps on one shared test desktop (Xvfb + session bus
+// + AT-SPI bus + openbox): our GTK 3 form (tests/fixtures/desktop/form_app.py). Everything here
+// shares one mouse and one keyboard, so it runs in one file, in order.
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { desktop, type Element, type WindowInfo } from '../../native/src/index.ts';
+import { allElements } from '../../native/src/desktop/compact.ts';
+import { decodePng } from './png.ts';
+import { DesktopSession, eventually, repo, sleep } from './session.ts';
+
+const TITLE = 'Runboard Test Form';
+const PASSWORD = 'hunter2-secret';
+let s: DesktopSession;
+let form: WindowInfo;
+
+beforeAll(async () => {
+  s = await DesktopSession.start();
+  form = await s.startForm(TITLE, {}, ['--password', PASSWORD]);
+});
+
+afterAll(async () => {
+  await s?.stop();
+  expect(s.leftovers(), 'processes the suite started and left running').toEqual([]);
+});
+
+async function elements(title = TITLE, visibleOnly = true): Promise<Element[]> {
+  return allElements((await desktop.read({ title, visibleOnly })).elements);
+}
+
+async function find(role: string, name: string, title = TITLE): Promise<Element> {
+  const el = (await elements(title)).find((e) => e.role === role && e.name === name);
+  if (!el) throw new Error(`no ${role} "${name}" in "${title}"`);
+  return el;
+}
+
+async function status(title = TITLE): Promise<string> {
+  // visibleOnly off: the scaled form is taller than the screen and its status label is below the edge.
+  return (await elements(title, false)).find(
+    (e) => e.role === 'label' && /^(status|clicked|subscribe|scrolled|volume|removed)/.test(e.name),
+  )!.name;
+}
+
+/** desktop-cli read, as JSON, and the id of the element with that short role and title. */
+function cliId(r: string, t: string, args: string[] = ['--window', TITLE]): number {
+  const res = s.run(['read', ...args, '--compact']);
+  expect(res.code, res.stderr).toBe(0);
+  const els = (res.json as { elements: { i: number; r: string; t?: string }[] }).elements;
+  const hit = els.filter((e) => e.r === r && e.t === t);
+  expect(hit, `${r} "${t}" in ${res.stdout}`).toHaveLength(1);
+  return hit[0]!.i;
+}
+
+describe('reader', () => {
+  it('lists the window with its app, pid, title, id, bounds and focus', async () => {
+    const wins = await desktop.listWindows();
+    const w = wins.find((x) => x.title === TITLE)!;
+    expect(w).toBeDefined();
+    expect(w.app).toBe('runboard-form'); // the GTK app's accessible name (its prgname)
+    expect(w.pid).toBeGreaterThan(0);
+    expect(w.id).toBe(form.id);
+    expect(w.bounds[2]).toBeGreaterThanOrEqual(480);
+    expect(w.bounds[3]).toBeGreaterThanOrEqual(600);
+    expect(w.focused).toBe(true);
+    const res = s.run(['list']);
+    expect(res.code).toBe(0);
+    expect(res.json).toContainEqual({
+      app: 'runboard-form',
+      pid: w.pid,
+      title: TITLE,
+      id: w.id,
+      bounds: w.bounds,
+      focused: true,
+    });
+    const apps = s.run(['list', '--apps']);
+    expect(apps.json).toContainEqual({ app: 'runboard-form', pid: w.pid, windows: 1 });
+  });
+
+  it('reads roles, names, values and bounds that agree with the layout', async () => {
+    const els = await elements();
+    const byName = (role: string, name: string) => els.find((e) => e.role === role && e.name === name)!;
+    const name = byName('text', 'Name');
+    const nameLabel = byName('label', 'Name');
+    const submit = byName('push button', 'Submit');
+    const clear = byName('push button', 'Clear');
+    for (const e of [
+      name,
+      nameLabel,
+      submit,
+      clear,
+      byName('check box', 'Subscribe'),
+      byName('slider', 'Volume'),
+    ])
+      expect(e, 'element').toBeDefined();
+    expect(byName('password text', 'Password').secret).toBe(true);
+    expect(byName('table', 'Fruits')).toBeDefined();
+    expect(els.some((e) => e.role === 'table cell' && e.name === 'Banana')).toBe(true);
+    expect(byName('check box', 'Subscribe').value).toBe('0');
+    expect(byName('slider', 'Volume').value).toBe('10');
+    expect(submit.actions.map((a) => a.toLowerCase())).toContain('click');
+    // Geometry: each element starts inside the window (long log lines run past the scroll area's
+    // edge, as they really do), the entry right of its label on the same row, Clear right of Submit.
+    const [wx, wy, ww, wh] = form.bounds;
+    for (const e of els) {
+      expect(e.bounds[0]).toBeGreaterThanOrEqual(wx);
+      expect(e.bounds[1]).toBeGreaterThanOrEqual(wy);
+      expect(e.bounds[0]).toBeLessThan(wx + ww);
+      expect(e.bounds[1]).toBeLessThan(wy + wh);
+    }
+    expect(name.bounds[0]).toBeGreaterThan(nameLabel.bounds[0] + nameLabel.bounds[2] - 1);
+    expect(Math.abs(name.bounds[1] - nameLabel.bounds[1])).toBeLessThanOrEqual(4);
+    expect(clear.bounds[0]).toBeGreaterThan(submit.bounds[0] + submit.bounds[2] - 1);
+    // Visible-only (default): the log lines scrolled out of view are left out; with it off they are there.
+    expect(els.some((e) => e.name.startsWith('log line 01'))).toBe(true);
+    expect(els.some((e) => e.name.startsWith('log line 50'))).toBe(false);
+    const all = allElements((await desktop.read({ title: TITLE, visibleOnly: false })).elements);
+    expect(all.some((e) => e.name.startsWith('log line 50'))).toBe(true);
+  });
+
+  it("the batched read sees every node that libatspi's one-call-per-attribute walk sees", async () => {
+    const fast = await desktop.read({ title: TITLE, visibleOnly: false });
+    expect(fast.stats.nodes).toBe(await desktop.naiveWalkForBench({ title: TITLE }));
+    expect(fast.stats.nodes).toBeGreaterThan(80);
+  });
+
+  it('applies depth, roles and bbox while reading; ids stay the same whatever the filters', async () => {
+    const full = await elements();
+    const shallow = await desktop.read({ title: TITLE, depth: 1 });
+    expect(shallow.elements.every((e) => e.children.length === 0)).toBe(true);
+    const buttons = allElements((await desktop.read({ title: TITLE, roles: ['push button'] })).elements);
+    expect(buttons.map((b) => b.name).sort()).toEqual(['Clear', 'Remove', 'Remove', 'Submit']);
+    for (const b of buttons) {
+      expect(full.find((e) => e.id === b.id)?.name).toBe(b.name);
+      expect(full.find((e) => e.id === b.id)?.bounds).toEqual(b.bounds);
+    }
+    const submit = full.find((e) => e.name === 'Submit')!;
+    const inBox = allElements((await desktop.read({ title: TITLE, bbox: submit.bounds })).elements);
+    expect(inBox.some((e) => e.id === submit.id)).toBe(true);
+    expect(inBox.some((e) => e.name === 'Name')).toBe(false);
+  });
+
+  it('prints the seed schema: short keys, short roles, defaults omitted, flat --compact, --pretty', () => {
+    const res = s.run(['read', '--window', TITLE]);
+    expect(res.code, res.stderr).toBe(0);
+    const out = res.json as {
+      app: string;
+      pid: number;
+      window: string;
+      ts: number;
+      elements: Record<string, unknown>[];
+    };
+    expect(Object.keys(out)).toEqual(['app', 'pid', 'window', 'ts', 'elements']);
+    expect(out.window).toBe(TITLE);
+    const flat: Record<string, unknown>[] = [];
+    const walk = (els: Record<string, unknown>[]) =>
+      els.forEach((e) => (flat.push(e), walk((e.c as Record<string, unknown>[]) ?? [])));
+    walk(out.elements);
+    for (const e of flat) {
+      for (const k of Object.keys(e))
+        expect(['i', 'r', 't', 'v', 'd', 'b', 'f', 'e', 's', 'c', 'a', 'secret']).toContain(k);
+      expect(e.f).not.toBe(false);
+      expect(e.e).not.toBe(true);
+      expect(e.s).not.toBe(false);
+    }
+    const submit = flat.find((e) => e.t === 'Submit')!;
+    expect(submit).toMatchObject({ r: 'btn', a: ['press'] });
+    expect(flat.find((e) => e.t === 'Subscribe')).toMatchObject({ r: 'chk', v: '0' });
+    expect(flat.find((e) => e.t === 'Name' && e.r === 'input')).toBeDefined();
+    const compact = s.run(['read', '--window', TITLE, '--compact']);
+    const celems = (compact.json as { elements: Record<string, unknown>[] }).elements;
+    expect(celems.every((e) => e.c === undefined)).toBe(true);
+    expect(compact.stdout.length).toBeLessThan(res.stdout.length);
+    const pretty = s.run(['read', '--window', TITLE, '--pretty']);
+    expect(pretty.stdout.split('\n').length).toBeGreaterThan(20);
+    expect(pretty.json).toMatchObject({ window: TITLE });
+    const roles = s.run(['read', '--window', TITLE, '--roles', 'btn,chk', '--compact']);
+    const rels = (roles.json as { elements: { r: string }[] }).elements;
+    expect(new Set(rels.map((e) => e.r))).toEqual(new Set(['btn', 'chk']));
+  });
+});
+
+describe('input and focus', () => {
+  it('click --id presses the right button (the status label says so)', async () => {
+    const id = cliId('btn', 'Submit');
+    const res = s.run(['click', '--id', String(id), '--window', TITLE]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(await eventually(async () => (await status()) === 'clicked Submit 1')).toBe(true);
+  });
+
+  it('types "héllo wörld ✓ 世界" exactly into a field (type --id)', async () => {
+    const id = cliId('input', 'Name');
+    const text = 'héllo wörld ✓ 世界';
+    const res = s.run(['type', '--id', String(id), '--window', TITLE, '--text', text]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(await eventually(async () => (await find('text', 'Name')).value === text)).toBe(true);
+    expect((await find('text', 'Name')).value).toBe(text);
+  });
+
+  it('key combos: ctrl+a then backspace empties the field; shift+letters and a delay', async () => {
+    await s.run(['type', '--id', String(cliId('input', 'Email')), '--window', TITLE, '--text', 'abc']);
+    expect(await eventually(async () => (await find('text', 'Email')).value === 'abc')).toBe(true);
+    expect(s.run(['type', '--key', 'ctrl+a']).code).toBe(0);
+    expect(s.run(['type', '--key', 'BackSpace', '--delay', '5']).code).toBe(0);
+    expect(await eventually(async () => (await find('text', 'Email')).value === '')).toBe(true);
+    await desktop.key('shift+x');
+    await desktop.type('Yz', { delayMs: 3 });
+    expect(await eventually(async () => (await find('text', 'Email')).value === 'XYz')).toBe(true);
+  });
+
+  it('scroll moves the scroll area', async () => {
+    const log = await find('scroll pane', 'Log');
+    const bar = () =>
+      elements().then((els) => els.find((e) => e.role === 'scroll bar' && e.bounds[2] < e.bounds[3]));
+    expect((await bar())!.value).toBe('0');
+    const [x, y, w, h] = log.bounds;
+    const res = s.run([
+      'scroll',
+      '--direction',
+      'down',
+      '--amount',
+      '3',
+      '--x',
+      String(x + (w >> 1)),
+      '--y',
+      String(y + (h >> 1)),
+    ]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(await eventually(async () => Number((await bar())!.value) > 0)).toBe(true);
+    expect((await elements()).some((e) => e.name.startsWith('log line 01'))).toBe(false);
+  });
+
+  it('scrolls the other axis, and at an element by id', async () => {
+    const hbar = () =>
+      elements().then((els) => els.find((e) => e.role === 'scroll bar' && e.bounds[2] > e.bounds[3]));
+    expect((await hbar())!.value).toBe('0');
+    const log = cliId('scroll', 'Log');
+    const right = s.run([
+      'scroll',
+      '--id',
+      String(log),
+      '--window',
+      TITLE,
+      '--direction',
+      'right',
+      '--amount',
+      '2',
+    ]);
+    expect(right.code, right.stderr).toBe(0);
+    expect(await eventually(async () => Number((await hbar())!.value) > 0)).toBe(true);
+    const up = s.run([
+      'scroll',
+      '--id',
+      String(log),
+      '--window',
+      TITLE,
+      '--direction',
+      'up',
+      '--amount',
+      '10',
+    ]);
+    expect(up.code, up.stderr).toBe(0);
+    expect(
+      await eventually(async () => (await elements()).some((e) => e.name.startsWith('log line 01'))),
+    ).toBe(true);
+  });
+
+  it('double click selects a word; right click opens a context menu', async () => {
+    await s.run(['type', '--id', String(cliId('input', 'Email')), '--window', TITLE, '--key', 'ctrl+a']);
+    await desktop.type('alpha beta');
+    expect(await eventually(async () => (await find('text', 'Email')).value === 'alpha beta')).toBe(true);
+    const email = await find('text', 'Email');
+    const wordX = email.bounds[0] + 18; // inside "alpha"
+    const midY = email.bounds[1] + (email.bounds[3] >> 1);
+    // GTK drops the first press of a multi-press that starts, within the double-click time (400 ms),
+    // far from the previous click (type --id clicked the field's centre): wait that out, as a person would.
+    await sleep(450);
+    const dbl = s.run(['click', '--x', String(wordX), '--y', String(midY), '--double']);
+    expect(dbl.code, dbl.stderr).toBe(0);
+    await sleep(100);
+    await desktop.type('X');
+    expect(await eventually(async () => (await find('text', 'Email')).value === 'X beta')).toBe(true);
+    // A right click pops a menu up below-right of the pointer; a left click there would not.
+    const region: [number, number, number, number] = [wordX + 10, midY + 30, 120, 60];
+    const before = await desktop.capture({ region, format: 'raw', cursor: false });
+    const right = s.run(['click', '--x', String(wordX), '--y', String(midY), '--button', 'right']);
+    expect(right.code, right.stderr).toBe(0);
+    const changed = await eventually(async () => {
+      const now = await desktop.capture({ region, format: 'raw', cursor: false });
+      return Buffer.compare(now.data, before.data) !== 0;
+    });
+    expect(changed).toBe(true);
+    await desktop.key('escape');
+    expect(
+      await eventually(async () => {
+        const now = await desktop.capture({ region, format: 'raw', cursor: false });
+        return Buffer.compare(now.data, before.data) === 0;
+      }),
+    ).toBe(true);
+  });
+
+  it('drag moves the slider', async () => {
+    const slider = await find('slider', 'Volume');
+    expect(slider.value).toBe('10');
+    const [x, y, w, h] = slider.bounds;
+    // GTK draws the knob at value/100 of the trough; drag it to 3/4 of the way.
+    const knobX = Math.round(x + 12 + (w - 24) * 0.1);
+    const res = s.run([
+      'drag',
+      '--from-x',
+      String(knobX),
+      '--from-y',
+      String(y + (h >> 1)),
+      '--to-x',
+      String(Math.round(x + w * 0.75)),
+      '--to-y',
+      String(y + (h >> 1)),
+    ]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(await eventually(async () => Number((await find('slider', 'Volume')).value) >= 60)).toBe(true);
+    expect(await status()).toMatch(/^volume \d+$/);
+  });
+
+  it('focus switches windows (by title and by app)', async () => {
+    const other = await s.startForm('Runboard Other Window', {}, ['--x', '600', '--y', '60']);
+    expect((await desktop.listWindows({ windowId: other.id }))[0]!.focused).toBe(true);
+    const res = s.run(['focus', '--window', TITLE]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.json).toMatchObject({ title: TITLE, focused: true });
+    expect((await desktop.listWindows({ windowId: form.id }))[0]!.focused).toBe(true);
+    expect((await desktop.listWindows({ windowId: other.id }))[0]!.focused).toBe(false);
+    const byPid = s.run(['focus', '--pid', String(other.pid)]);
+    expect(byPid.code, byPid.stderr).toBe(0);
+    expect((await desktop.listWindows({ title: 'Runboard Other' }))[0]!.focused).toBe(true);
+    await desktop.focus({ app: 'runboard-form', title: TITLE });
+    expect((await desktop.listWindows({ windowId: form.id }))[0]!.focused).toBe(true);
+    await desktop.focus({ windowId: other.id });
+    expect((await desktop.listWindows({ title: 'Runboard Other' }))[0]!.focused).toBe(true);
+    await desktop.focus({ title: TITLE });
+  });
+});
+
+describe('actions, ids that moved or vanished, privacy', () => {
+  it('performs an element action directly (press Clear)', async () => {
+    const clear = await find('push button', 'Clear');
+    const done = await desktop.doAction({ title: TITLE }, clear.id, clear.actions[0]);
+    expect(done.toLowerCase()).toBe('click');
+    expect(await eventually(async () => (await status()) === 'clicked Clear 1')).toBe(true);
+    const res = s.run([
+      'action',
+      '--id',
+      String(cliId('btn', 'Submit')),
+      '--window',
+      TITLE,
+      '--name',
+      'press',
+    ]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(await eventually(async () => (await status()) === 'clicked Submit 2')).toBe(true);
+  });
+
+  it('click --id refuses an element that is gone, and one that became ambiguous', async () => {
+    // Tick Subscribe: a Newsletter field appears and pushes the two "Remove" buttons down.
+    s.run(['click', '--id', String(cliId('chk', 'Subscribe')), '--window', TITLE]);
+    expect(await eventually(async () => (await status()) === 'subscribe on')).toBe(true);
+    const newsletter = cliId('input', 'Newsletter');
+    const read = s.run(['read', '--window', TITLE, '--compact']);
+    const removes = (read.json as { elements: { i: number; t?: string }[] }).elements.filter(
+      (e) => e.t === 'Remove',
+    );
+    expect(removes).toHaveLength(2);
+    // While nothing moved, each of the look-alikes is found by its place.
+    const ok = s.run(['click', '--id', String(removes[1]!.i), '--window', TITLE]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(await eventually(async () => (await status()) === 'removed B')).toBe(true);
+    // Untick it (with the addon, so the CLI's read context stays the one above): the field goes, the buttons move.
+    const sub = await find('check box', 'Subscribe');
+    await desktop.click(sub.bounds[0] + 10, sub.bounds[1] + (sub.bounds[3] >> 1));
+    expect(await eventually(async () => (await status()) === 'subscribe off')).toBe(true);
+    const gone = s.run(['click', '--id', String(newsletter), '--window', TITLE]);
+    expect(gone.code).toBe(7);
+    expect(JSON.parse(gone.stderr)).toMatchObject({ error: 'ELEMENT_NOT_FOUND' });
+    const ambiguous = s.run(['click', '--id', String(removes[0]!.i), '--window', TITLE]);
+    expect(ambiguous.code).toBe(8);
+    const err = JSON.parse(ambiguous.stderr) as { error: string; remediation: string; candidates: number[] };
+    expect(err.error).toBe('ELEMENT_AMBIGUOUS');
+    expect(err.remediation).toMatch(/read/);
+    expect(err.candidates).toHaveLength(2);
+    expect(await status()).toBe('subscribe off'); // nothing was clicked
+  });
+
+  it('never reads out a password value', async () => {
+    const outputs = [
+      s.run(['read', '--window', TITLE]).stdout,
+      s.run(['read', '--window', TITLE, '--compact']).stdout,
+      s.run(['read', '--window', TITLE, '--pretty', '--visible-only=false']).stdout,
+      s.run(['read', '--window', TITLE, '--roles', 'input']).stdout,
+      JSON.stringify(await desktop.read({ title: TITLE, visibleOnly: false })),
+    ];
+    for (const o of outputs) {
+      expect(o).toContain('Password');
+      expect(o).not.toContain(PASSWORD);
+    }
+    const pw = (
+      s.run(['read', '--window', TITLE, '--roles', 'input', '--compact']).json as {
+        elements: Record<string, unknown>[];
+      }
+    ).elements.find((e) => e.t === 'Password')!;
+    expect(pw.secret).toBe(true);
+    expect(pw.v).toBeUndefined();
+  });
+});
+
+describe('capture', () => {
+  it('a screenshot decodes to the right size and shows the button where the tree says', async () => {
+    await desktop.focus({ title: TITLE });
+    await desktop.move(5, 5); // keep the cursor off the button
+    const shot = await desktop.capture({ format: 'png' });
+    const img = decodePng(shot.data);
+    expect([img.width, img.height]).toEqual([1280, 800]);
+    const submit = await find('push button', 'Submit');
+    const clear = await find('push button', 'Clear');
+    const stats = (r: [number, number, number, number]) => {
+      let dark = 0;
+      const lum = new Set<number>();
+      for (let y = r[1]; y < r[1] + r[3]; y++)
+        for (let x = r[0]; x < r[0] + r[2]; x++) {
+          const i = (y * img.width + x) * 3;
+          const l = (img.rgb[i]! + img.rgb[i + 1]! + img.rgb[i + 2]!) / 3;
+          if (l < 100) dark++;
+          lum.add(Math.round(l));
+        }
+      return { dark, levels: lum.size };
+    };
+    // The button's box holds its dark label text and many shades (border, gradient) ...
+    const onButton = stats(submit.bounds);
+    expect(onButton.dark).toBeGreaterThan(20);
+    expect(onButton.levels).toBeGreaterThan(10);
+    // ... while the same-sized box right of the buttons' row is plain window background.
+    const right = clear.bounds[0] + clear.bounds[2] + 40;
+    const empty = stats([right, submit.bounds[1], submit.bounds[2], submit.bounds[3]]);
+    expect(empty.dark).toBe(0);
+    expect(empty.levels).toBeLessThanOrEqual(3);
+    const cli = s.run(['screenshot', '--window', TITLE, '--output', `${s.tmp}/w.png`]);
+    expect(cli.code, cli.stderr).toBe(0);
+    const meta = cli.json as { w: number; h: number; b: number[] };
+    expect([meta.w, meta.h]).toEqual([Math.round(form.bounds[2] / 2), Math.round(form.bounds[3] / 2)]);
+    const jpg = s.run([
+      'screenshot',
+      '--format',
+      'jpg',
+      '--quality',
+      '50',
+      '--scale',
+      '0.25',
+      '--output',
+      `${s.tmp}/s.jpg`,
+    ]);
+    expect(jpg.json).toMatchObject({ format: 'jpg', w: 320, h: 200 });
+  });
+
+  it('draws the cursor in', async () => {
+    await desktop.move(1200, 700); // over the empty root window
+    const a = await desktop.capture({ region: [1190, 690, 40, 40], format: 'raw', cursor: false });
+    const b = await desktop.capture({ region: [1190, 690, 40, 40], format: 'raw', cursor: true });
+    expect(a.data.length).toBe(40 * 40 * 4);
+    expect(Buffer.compare(a.data, b.data)).not.toBe(0);
+  });
+});
+
+describe('GDK_SCALE=2', () => {
+  it('reports physical pixels, so click --id still hits', async () => {
+    const title = 'Runboard Scaled Form';
+    const win = await s.startForm(title, { GDK_SCALE: '2' }, ['--x', '300', '--y', '0']);
+    const tree = await desktop.read({ title });
+    expect(tree.scale).toBe(2);
+    const submit = allElements(tree.elements).find((e) => e.name === 'Submit')!;
+    expect(submit.bounds[2]).toBeGreaterThan(120); // 2x the unscaled button
+    expect(submit.bounds[0]).toBeGreaterThanOrEqual(win.bounds[0]);
+    const id = cliId('btn', 'Submit', ['--window', title]);
+    const res = s.run(['click', '--id', String(id), '--window', title]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(await eventually(async () => (await status(title)) === 'clicked Submit 1')).toBe(true);
+  });
+});
+
+describe('errors', () => {
+  it('one JSON object on stderr with a remediation line and a distinct exit code', async () => {
+    const noDisplay = s.run(['list'], { ...s.env, DISPLAY: '' });
+    expect(noDisplay.code).toBe(3);
+    expect(JSON.parse(noDisplay.stderr)).toMatchObject({
+      error: 'NO_DISPLAY',
+      remediation: expect.stringMatching(/DISPLAY/),
+    });
+    const noApp = s.run(['read', '--app', 'no-such-app']);
+    expect(noApp.code).toBe(5);
+    expect(JSON.parse(noApp.stderr)).toMatchObject({ error: 'APP_NOT_FOUND' });
+    const badDisplay = s.run(['read', '--window', TITLE], { ...s.env, DISPLAY: ':99999' });
+    expect(badDisplay.code).toBe(3);
+    const noBus = s.run(['read', '--window', TITLE], {
+      ...s.env,
+      AT_SPI_BUS_ADDRESS: 'unix:path=/nonexistent/bus',
+    });
+    expect(noBus.code).toBe(4);
+    expect(JSON.parse(noBus.stderr)).toMatchObject({
+      error: 'NO_ACCESSIBILITY_BUS',
+      remediation: expect.stringMatching(/at-spi/),
+    });
+    const missing = s.run(['click', '--id', '99999', '--window', TITLE]);
+    expect(missing.code).toBe(7);
+    const usage = s.run(['click', '--x', '10']);
+    expect(usage.code).toBe(2);
+    expect(JSON.parse(usage.stderr).error).toBe('USAGE');
+    const noCtx = s.run(['click', '--id', '3'], { ...s.env, RUNBOARD_HOME: `${s.tmp}/fresh` });
+    expect(noCtx.code).toBe(9);
+    await sleep(0);
+  });
+});
+
+describe('Chromium (web content, renderer accessibility on)', () => {
+  const PAGE_TITLE = 'Runboard Test Page - Chromium';
+  const WEB_SECRET = 'chromium-secret-pw';
+
+  beforeAll(async () => {
+    const page = path.join(repo, 'tests', 'fixtures', 'desktop', 'page.html');
+    // As root Chromium needs --no-sandbox; web content reaches AT-SPI only with both the variable and the flag.
+    s.spawnApp(
+      'chromium',
+      [
+        '--no-sandbox',
+        '--no-first-run',
+        '--no-default-browser-check',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--disable-gpu',
+        '--password-store=basic',
+        `--user-data-dir=${s.tmp}/chromium`,
+        '--force-renderer-accessibility',
+        '--window-position=560,20',
+        '--window-size=700,760',
+        `file://${page}`,
+      ],
+      { ACCESSIBILITY_ENABLED: '1' },
+    );
+    const ready = await eventually(async () => {
+      const tree = await desktop.read({ title: PAGE_TITLE }).catch(() => undefined);
+      return tree && allElements(tree.elements).some((e) => e.role === 'push button' && e.name === 'Go');
+    }, 40_000);
+    expect(ready, 'Chromium page with its web content in the tree').toBe(true);
+  }, 60_000);
+
+  it('reads the web content: roles, names, secret field, bounds inside the window', async () => {
+    const tree = await desktop.read({ title: PAGE_TITLE });
+    const els = allElements(tree.elements);
+    expect(els.some((e) => e.role === 'document web' && e.name === 'Runboard Test Page')).toBe(true);
+    expect(els.some((e) => e.role === 'link' && e.name === 'Alpha')).toBe(true);
+    expect(els.find((e) => e.role === 'entry' && e.name === 'Search')).toBeDefined();
+    expect(els.find((e) => e.name === 'Secret' && e.secret)).toBeDefined();
+    const go = els.find((e) => e.name === 'Go' && e.role === 'push button')!;
+    expect(go.actions).toContain('press');
+    const [wx, wy, ww, wh] = tree.window.bounds;
+    expect(go.bounds[0]).toBeGreaterThan(wx);
+    expect(go.bounds[1]).toBeGreaterThan(wy + 60); // below Chromium's own title/tool bars
+    expect(go.bounds[0] + go.bounds[2]).toBeLessThan(wx + ww);
+    expect(go.bounds[1] + go.bounds[3]).toBeLessThan(wy + wh);
+    const out = [
+      s.run(['read', '--window', PAGE_TITLE]).stdout,
+      s.run(['read', '--window', PAGE_TITLE, '--visible-only=false', '--compact']).stdout,
+      JSON.stringify(tree),
+    ];
+    for (const o of out) {
+      expect(o).toContain('Secret');
+      expect(o).not.toContain(WEB_SECRET);
+    }
+  });
+
+  it("the batched read sees every node of the page that libatspi's walk sees", async () => {
+    const fast = await desktop.read({ title: PAGE_TITLE, visibleOnly: false });
+    expect(fast.stats.nodes).toBe(await desktop.naiveWalkForBench({ title: PAGE_TITLE }));
+    expect(fast.stats.nodes).toBeGreaterThan(400);
+  });
+
+  it('click --id presses the page button; type --id fills the search field', async () => {
+    const go = cliId('btn', 'Go', ['--window', PAGE_TITLE]);
+    const res = s.run(['click', '--id', String(go), '--window', PAGE_TITLE]);
+    expect(res.code, res.stderr).toBe(0);
+    const pressed = async () =>
+      allElements((await desktop.read({ title: PAGE_TITLE })).elements).some((e) => e.name === 'pressed 1');
+    expect(await eventually(pressed)).toBe(true);
+    const search = cliId('input', 'Search', ['--window', PAGE_TITLE]);
+    const typed = s.run(['type', '--id', String(search), '--window', PAGE_TITLE, '--text', 'héllo ✓']);
+    expect(typed.code, typed.stderr).toBe(0);
+    const value = async () =>
+      allElements((await desktop.read({ title: PAGE_TITLE })).elements).find((e) => e.name === 'Search')
+        ?.value;
+    expect(await eventually(async () => (await value()) === 'héllo ✓')).toBe(true);
+  });
+});
