@@ -76,6 +76,8 @@ describe('claude runs', () => {
     expect(rec.result.summary).toContain('denied permission');
     expect(rec.result.summary).toContain('Bash');
     expect(rec.events.some((e) => e.data?.questions)).toBe(true);
+    expect(rec.result.questions?.length).toBeGreaterThan(0); // for the card's ## Questions
+    expect(rec.result.questions?.join(' ')).toContain('Bash');
     expect(rec.result.worktree?.diff?.files).toEqual([]);
   });
 });

@@ -136,6 +136,7 @@ export class Run {
     exitCode: number | null;
     summary: string;
     metrics: Record<string, unknown>;
+    questions?: string[] | undefined;
   } | null = null;
   private jailExit: JailExit | null = null;
   private jailError = '';
@@ -686,6 +687,7 @@ export class Run {
     this.result.exitCode = rep ? rep.exitCode : (exit?.code ?? null);
     if (rep) {
       this.result.summary = rep.summary;
+      if (rep.questions?.length) this.result.questions = rep.questions;
       this.result.metrics = { ...rep.metrics, ...this.result.metrics } as RunResult['metrics'];
     }
     await this.finish(status, reason, detail);

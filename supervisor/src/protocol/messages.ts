@@ -235,6 +235,8 @@ export const WorkerFinished = request(
     exitCode: z.nullable(z.int()),
     summary: z.string().check(z.maxLength(65_536)),
     metrics: Metrics,
+    /** Questions for the person (status needs-input): the host appends them to the card's `## Questions`. */
+    questions: z.optional(z.array(z.string().check(z.maxLength(4096))).check(z.maxLength(50))),
   }),
   z.object({}),
 );

@@ -192,6 +192,8 @@ export const RunResult = z.object({
   supervisorPid: z.int(),
   /** issue 6 (additive): the run's worktree and what it changed there. */
   worktree: z.optional(z.nullable(WorktreeInfo)),
+  /** Questions the run asks the person (with status needs-input), in the order asked. */
+  questions: z.optional(z.array(z.string())),
 });
 export type RunResult = z.infer<typeof RunResult>;
 

@@ -171,6 +171,7 @@ export class AgentCliProcess {
       status: verdict.status,
       exitCode: exit.code,
       summary: verdict.summary,
+      ...(verdict.questions.length ? { questions: verdict.questions } : {}),
       metrics: {
         agentCli: inv.cli,
         agentMs: Math.round(performance.now() - started),

@@ -6,6 +6,8 @@ export interface RunnerOutcome {
   exitCode: number | null;
   summary: string;
   metrics: Metrics;
+  /** Questions for the person when status is needs-input (they end up in the card's `## Questions`). */
+  questions?: string[];
 }
 
 /** What a runner may do besides its work: report progress and log (its tools' output goes to stdout/stderr). */
