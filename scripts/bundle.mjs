@@ -67,6 +67,10 @@ if (extra.length === 0 || extra.includes('worker')) {
     minify: true,
     plugins: [zodEnglishOnly],
     logLevel: 'warning',
+    // import.meta is empty in CommonJS; code that makes a require from its URL (the native addon's
+    // loader) gets the snapshot script's own file URL.
+    define: { 'import.meta.url': '__rbImportMetaUrl' },
+    banner: { js: "var __rbImportMetaUrl = require('url').pathToFileURL(__filename).href;" },
   });
   const { spawnSync } = await import('node:child_process');
   const r = spawnSync(

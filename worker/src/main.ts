@@ -18,6 +18,7 @@ import {
 import { ClaudeRunner } from './runners/claude.ts';
 import { CodexRunner } from './runners/codex.ts';
 import { CommandRunner } from './runners/command.ts';
+import { ComputerUseRunner } from './runners/computer-use/index.ts';
 import type { Runner, RunnerContext, RunnerOutcome } from './runners/runner.ts';
 
 const VERSION = '0.1.0';
@@ -25,6 +26,7 @@ const runners: Partial<Record<string, () => Runner>> = {
   command: () => new CommandRunner(),
   codex: () => new CodexRunner(), // issue 6
   claude: () => new ClaudeRunner(), // issue 6
+  'computer-use': () => new ComputerUseRunner(), // issue 5
 };
 
 async function main(): Promise<void> {

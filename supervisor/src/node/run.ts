@@ -208,8 +208,14 @@ export class Run {
     return [
       ...(flow.readOnly ? [] : [this.workspace]),
       this.spec.scratchDir,
+      ...(this.artifactsDir ? [this.artifactsDir] : []),
       ...(flow.sandbox?.writable ?? []),
     ];
+  }
+
+  /** issue 5: computer-use runs write screenshots and report.md into `<logDir>/artifacts`. */
+  private get artifactsDir(): string | undefined {
+    return this.spec.flow.runner === 'computer-use' ? path.join(this.spec.logDir, 'artifacts') : undefined;
   }
 
   private makeDenialScanner(): DenialScanner {
@@ -294,6 +300,7 @@ export class Run {
       this.proxyGrant = this.deps.proxy.grant(this.id, flow.provider, (info) => this.onModelRequest(info));
     for (const d of ['home', 'tmp', 'cache', 'config', 'data'])
       mkdirSync(path.join(this.spec.scratchDir, d), { recursive: true, mode: 0o700 });
+    if (this.artifactsDir) mkdirSync(this.artifactsDir, { recursive: true, mode: 0o700 });
     const args = ['--status-fd', '4', '--parent-pid', String(process.pid)];
     for (const w of this.writable) args.push('--write', w);
     for (const p of flow.sandbox?.tcpPorts ?? []) args.push('--tcp', String(p));
@@ -319,6 +326,8 @@ export class Run {
       RUNBOARD_RUN_TOKEN: this.token,
       RUNBOARD_WORKSPACE: this.workspace,
       ...(this.deps.baseEnv.TZ ? { TZ: this.deps.baseEnv.TZ } : {}),
+      // issue 5: a computer-use worker loads the desktop addon from the jail's folder.
+      ...(flow.runner === 'computer-use' ? { RUNBOARD_NATIVE_DIR: path.dirname(this.deps.jailPath) } : {}),
       ...(flow.env ?? {}),
     };
     let child: JailProcess;
@@ -528,6 +537,7 @@ export class Run {
         workspace: this.workspace,
         command: this.spec.command,
         heartbeatIntervalMs: this.heartbeatIntervalMs,
+        ...(this.artifactsDir ? { artifactsDir: this.artifactsDir } : {}),
         ...(this.proxyGrant
           ? {
               model: {

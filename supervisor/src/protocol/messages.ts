@@ -184,6 +184,8 @@ export const WorkerSpec = z.object({
       model: z.optional(z.string()),
     }),
   ),
+  /** issue 5: a folder under the run's log dir the worker may write (screenshots, report.md). */
+  artifactsDir: z.optional(z.string()),
 });
 export type WorkerSpec = z.infer<typeof WorkerSpec>;
 

@@ -88,6 +88,33 @@ export const FlowSpec = z.object({
   prompt: z.optional(AbsPath),
   /** Give the coding agent the desktop as an MCP server (`desktop-cli serve`) for this run. */
   desktop: z.optional(z.boolean()),
+  // ── computer-use runs (issue 5; additive) ──
+  computerUse: z.optional(
+    z.object({
+      /** Wire format: OpenAI Responses, Chat Completions (any OpenAI-compatible server), Anthropic Messages. */
+      api: z.optional(z.enum(['responses', 'chat', 'messages'])),
+      /** Model turns before the run stops (failed, budget). */
+      maxSteps: z.optional(z.int().check(z.minimum(1), z.maximum(10_000))),
+      /** Wall time of the loop before it stops (failed, budget); the flow's timeoutMs is the hard limit. */
+      maxDurationMs: z.optional(z.int().check(z.minimum(1000), z.maximum(7 * 24 * 3600_000))),
+      /** Byte budget of one encoded screenshot sent to the model. */
+      imageMaxBytes: z.optional(z.int().check(z.minimum(2_000), z.maximum(20_000_000))),
+      /** Widest screenshot sent to the model (downscaled to fit). */
+      imageMaxWidth: z.optional(z.int().check(z.minimum(64), z.maximum(8192))),
+      /** The part of the screen the model sees and acts on, [x, y, w, h] (e.g. one monitor). */
+      region: z.optional(
+        z.tuple([z.int(), z.int(), z.int().check(z.positive()), z.int().check(z.positive())]),
+      ),
+      /** Transient model errors (reset, 429, 5xx) retried per request. */
+      maxRetries: z.optional(z.int().check(z.minimum(0), z.maximum(10))),
+      /** A private virtual display (Xvfb + D-Bus + AT-SPI) for this run, started and ended by the supervisor. */
+      privateDisplay: z.optional(z.boolean()),
+      /** Its size, WxHxD (default 1280x800x24). */
+      displaySize: z.optional(z.string().check(z.regex(/^\d{2,5}x\d{2,5}(x\d{1,2})?$/))),
+      /** A program started on the private display before the worker (argv; PATH-resolved). */
+      app: z.optional(z.array(z.string().check(z.maxLength(4096))).check(z.minLength(1), z.maxLength(64))),
+    }),
+  ),
 });
 export type FlowSpec = z.infer<typeof FlowSpec>;
 

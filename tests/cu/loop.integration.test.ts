@@ -1,0 +1,100 @@
+/**
+ * The computer-use loop end to end: real supervisor, real worker in its jail, the real OpenAI SDK
+ * against the scripted model server through the supervisor's proxy, real X input and AT-SPI on the
+ * GTK form app in the test desktop. The app's state is read back through its accessibility tree.
+ */
+import { existsSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { act, artifact, CuHarness, cuEvents, find, final, imagePoint } from './cu-harness.ts';
+
+let t: CuHarness;
+beforeAll(async () => {
+  t = await CuHarness.start();
+});
+afterEach(async () => {
+  await t.closeForms();
+});
+afterAll(async () => {
+  await t?.stop();
+});
+
+describe('computer-use loop (OpenAI Responses)', () => {
+  it('fills the form and presses Submit; every step is an event; report and screenshots are written', async () => {
+    const title = 'CU Form Fill';
+    await t.startForm(title);
+    // What a model would read off the 640-px screenshot of the 1280-px screen (scale 0.5).
+    const name = await find(title, (e) => e.role === 'text' && e.name === 'Name');
+    const email = await find(title, (e) => e.role === 'text' && e.name === 'Email');
+    const submit = await find(title, (e) => e.role === 'push button' && e.name === 'Submit');
+    t.episodes([
+      {
+        name: 'fill',
+        match: 'CU-FILL-MARKER',
+        turns: [
+          { toolCalls: [{ name: 'desktop_read', arguments: { title } }] },
+          act({ action: 'left_click', ...imagePoint(name.bounds, 0.5) }),
+          act({ action: 'type', text: 'Ada Lovelace' }),
+          act({ action: 'left_click', ...imagePoint(email.bounds, 0.5) }),
+          act({ action: 'type', text: 'ada@example.com' }),
+          act({ action: 'wait' }),
+          act({ action: 'left_click', ...imagePoint(submit.bounds, 0.5) }),
+          final({ status: 'SUCCESS', summary: 'form submitted', error: '', questions: [] }),
+        ],
+      },
+    ]);
+    const rec = await t.run(
+      t.card('Fill the form', 'CU-FILL-MARKER Put Ada Lovelace / ada@example.com in the form and submit.'),
+      t.flow(),
+    );
+    expect(rec.result.status, JSON.stringify(rec.result.termination)).toBe('succeeded');
+    // The app's state, through its accessibility tree.
+    expect((await find(title, (e) => e.name === 'Name' && e.role === 'text')).value).toBe('Ada Lovelace');
+    expect((await find(title, (e) => e.name === 'Email' && e.role === 'text')).value).toBe('ada@example.com');
+    await find(title, (e) => e.role === 'label' && e.name === 'clicked Submit 1');
+
+    const steps = cuEvents(rec, 'cu-step');
+    expect(steps.map((s) => s.action)).toEqual([
+      'desktop_read',
+      'left_click',
+      'type',
+      'left_click',
+      'type',
+      'wait',
+      'left_click',
+    ]);
+    // desktop_read gave the tree with bounds in screenshot pixels.
+    const read = steps[0]!.result as { ok: boolean; elements: unknown; coordinates: string };
+    expect(read.ok).toBe(true);
+    expect(JSON.stringify(read.elements)).toContain('"t":"Submit"');
+    for (const s of steps) {
+      expect(s.screenshot).toMatch(/^step-\d{3}\.jpg$/);
+      expect(existsSync(path.join(rec.result.logDir, 'artifacts', s.screenshot as string))).toBe(true);
+      expect(s.timings).toMatchObject({ modelMs: expect.any(Number), toolMs: expect.any(Number) });
+      expect(s.tokens).toEqual({ input: 100, output: 10 });
+    }
+    // The wait defaulted to 0.5 s.
+    expect(steps[5]!.result).toMatchObject({ waited: 0.5 });
+    // The click landed at the element's centre in screen pixels (mapped back from the 640-px image).
+    const click = steps[6]!.screen as { x: number; y: number };
+    expect(click.x).toBeGreaterThanOrEqual(submit.bounds[0]);
+    expect(click.x).toBeLessThan(submit.bounds[0] + submit.bounds[2]);
+    // Screenshots: downscaled to 640 px wide; only the latest image in each request.
+    const reqs = t.model.requests.filter((r) => r.episode === 'fill');
+    expect(reqs).toHaveLength(8);
+    for (const r of reqs) {
+      const body = JSON.stringify(r.body);
+      expect(body.match(/"type":"input_image"/g)).toHaveLength(1);
+      expect(r.headers.authorization).toBe('Bearer sk-test-openai-0123456789');
+    }
+    // Metrics and the report.
+    const m = rec.result.metrics;
+    expect(m).toMatchObject({ api: 'responses', steps: 8, toolCalls: 7, inputTokens: 800, outputTokens: 80 });
+    expect(m.estimatedCostUsd).toBeCloseTo((800 * 1.25 + 80 * 10) / 1e6, 9);
+    expect(m.imageBytesMax as number).toBeLessThanOrEqual(1_000_000);
+    const report = artifact(rec, 'report.md')!;
+    expect(report).toContain('Status: **succeeded**');
+    expect(report).toContain('| 7 | desktop_action |');
+    expect(statSync(path.join(rec.result.logDir, 'artifacts', 'step-000.jpg')).size).toBeGreaterThan(1000);
+  });
+});

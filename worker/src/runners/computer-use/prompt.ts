@@ -1,0 +1,72 @@
+/** The runner's prompt folder (prompt.md + config.yaml) and its rendering: no prompt text in code. */
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parse } from 'yaml';
+import type { ToolName } from './tools.ts';
+
+export interface PromptConfig {
+  version: number;
+  llm: {
+    provider?: string;
+    model?: string;
+    max_output_tokens?: number;
+    pricing?: Record<string, { input: number; output: number }>;
+  };
+  screenshot_caption: string;
+  tools: Record<ToolName, string>;
+}
+
+export interface PromptFolder {
+  template: string;
+  config: PromptConfig;
+  folder: string;
+}
+
+export function loadPromptFolder(folder: string): PromptFolder {
+  const read = (f: string): string => {
+    try {
+      return readFileSync(path.join(folder, f), 'utf8');
+    } catch (err) {
+      throw new Error(`cannot read the flow's prompt ${path.join(folder, f)}: ${(err as Error).message}`);
+    }
+  };
+  const template = read('prompt.md');
+  const config = parse(read('config.yaml')) as Partial<PromptConfig> | null;
+  if (!config || typeof config.version !== 'number' || !config.llm)
+    throw new Error(`${path.join(folder, 'config.yaml')} needs at least \`version\` and \`llm\``);
+  for (const t of ['desktop_action', 'desktop_read', 'terminal_exec'] as const)
+    if (typeof config.tools?.[t] !== 'string')
+      throw new Error(`${path.join(folder, 'config.yaml')} has no description for tool ${t} (tools.${t})`);
+  if (typeof config.screenshot_caption !== 'string')
+    throw new Error(`${path.join(folder, 'config.yaml')} has no screenshot_caption`);
+  return { template, config: config as PromptConfig, folder };
+}
+
+export function fill(template: string, vars: Record<string, string>): string {
+  return template.replace(/\{\{([A-Z_]+)\}\}/g, (m, k: string) => vars[k] ?? m);
+}
+
+/** The OS line of the prompt: distribution, kernel, display server. */
+export function osVersion(env: NodeJS.ProcessEnv): string {
+  let distro = os.type();
+  try {
+    const rel = readFileSync('/etc/os-release', 'utf8');
+    const m = /^PRETTY_NAME="?([^"\n]*)"?/m.exec(rel);
+    if (m) distro = m[1]!;
+  } catch {
+    // not Linux, or no os-release
+  }
+  const session = env.WAYLAND_DISPLAY
+    ? 'Wayland'
+    : env.DISPLAY
+      ? `X11 (DISPLAY ${env.DISPLAY})`
+      : 'no display';
+  return `${distro}, ${os.type()} ${os.release()} ${os.arch()}, ${session}`;
+}
+
+export function estimateCost(cfg: PromptConfig, model: string, input: number, output: number): number | null {
+  const p = cfg.llm.pricing?.[model] ?? cfg.llm.pricing?.default;
+  if (!p) return null;
+  return Math.round(((input * p.input + output * p.output) / 1e6) * 1e6) / 1e6;
+}

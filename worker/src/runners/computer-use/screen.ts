@@ -1,0 +1,77 @@
+/**
+ * Screenshots for the model: the screen (or the flow's region) with the cursor drawn in, downscaled to
+ * the flow's width and re-encoded until its base64 form fits the byte budget (lower JPEG quality
+ * first, then smaller). The addon captures with XShm and encodes natively, off the JS thread.
+ */
+import { desktop } from '@runboard/native';
+import type { Frame, Rect } from './geometry.ts';
+
+export interface Shot extends Frame {
+  data: Buffer;
+  mime: 'image/jpeg';
+  /** Length of the base64 form (what the budget counts). */
+  base64Bytes: number;
+  quality: number;
+  captureMs: number;
+  attempts: number;
+}
+
+export interface ScreenOptions {
+  region?: Rect | undefined;
+  maxWidth: number;
+  maxBytes: number;
+}
+
+const QUALITIES = [80, 65, 50, 35];
+const b64len = (n: number): number => Math.ceil(n / 3) * 4;
+
+export class Screen {
+  private sourceSize: [number, number] | null = null;
+  constructor(private readonly opts: ScreenOptions) {}
+
+  /** Size of what is captured, asked of X once (a tiny capture returns the source rectangle). */
+  private async size(): Promise<[number, number]> {
+    if (this.opts.region) return [this.opts.region[2], this.opts.region[3]];
+    if (!this.sourceSize) {
+      const probe = await desktop.capture({ scale: 0.05, format: 'jpeg', quality: 10, cursor: false });
+      this.sourceSize = [probe.source[2], probe.source[3]];
+    }
+    return this.sourceSize;
+  }
+
+  async capture(): Promise<Shot> {
+    const t0 = performance.now();
+    const [w] = await this.size();
+    let scale = Math.min(1, this.opts.maxWidth / w);
+    let attempts = 0;
+    for (;;) {
+      for (const quality of QUALITIES) {
+        attempts++;
+        const r = await desktop.capture({
+          ...(this.opts.region ? { region: this.opts.region } : {}),
+          scale,
+          format: 'jpeg',
+          quality,
+          cursor: true,
+        });
+        const base64Bytes = b64len(r.data.length);
+        if (base64Bytes <= this.opts.maxBytes || (scale <= 0.05 && quality === QUALITIES.at(-1))) {
+          return {
+            data: r.data,
+            mime: 'image/jpeg',
+            base64Bytes,
+            quality,
+            width: r.width,
+            height: r.height,
+            source: r.source,
+            captureMs: performance.now() - t0,
+            attempts,
+          };
+        }
+      }
+      scale = Math.max(0.05, scale * 0.75);
+    }
+  }
+}
+
+export const dataUrl = (s: Shot): string => `data:${s.mime};base64,${s.data.toString('base64')}`;
