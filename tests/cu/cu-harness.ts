@@ -139,7 +139,7 @@ export class CuHarness {
 
 /** Elements of a window, flattened. */
 export async function elements(title: string): Promise<Element[]> {
-  const r = await desktop.read({ title });
+  const r = await desktop.read({ title, visibleOnly: false });
   const out: Element[] = [];
   const walk = (els: Element[]): void => {
     for (const e of els) {

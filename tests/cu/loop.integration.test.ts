@@ -6,6 +6,7 @@
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { toolOutputs } from '../fixtures/model-server/server.ts';
 import { act, artifact, CuHarness, cuEvents, find, final, imagePoint } from './cu-harness.ts';
 
 let t: CuHarness;
@@ -96,5 +97,76 @@ describe('computer-use loop (OpenAI Responses)', () => {
     expect(report).toContain('Status: **succeeded**');
     expect(report).toContain('| 7 | desktop_action |');
     expect(statSync(path.join(rec.result.logDir, 'artifacts', 'step-000.jpg')).size).toBeGreaterThan(1000);
+  });
+});
+
+describe('coordinates from a downscaled screenshot', () => {
+  it('a click given on a downscaled image of one monitor (offset region) lands on the right button', async () => {
+    const title = 'CU Offset Monitor';
+    await t.startForm(title, {}, ['--x', '700', '--y', '60']);
+    const submit = await find(title, (e) => e.role === 'push button' && e.name === 'Submit');
+    const clear = await find(title, (e) => e.role === 'push button' && e.name === 'Clear');
+    // The "monitor" is the right half of the screen (x 640..1279), sent 320 px wide (scale 0.5).
+    const p = imagePoint(submit.bounds, 0.5, [640, 0]);
+    t.episodes([
+      {
+        name: 'offset',
+        match: 'CU-OFFSET',
+        turns: [
+          act({ action: 'left_click', ...p }),
+          final({ status: 'SUCCESS', summary: 'ok', error: '', questions: [] }),
+        ],
+      },
+    ]);
+    const rec = await t.run(
+      t.card('offset', 'CU-OFFSET press Submit'),
+      t.flow({}, { region: [640, 0, 640, 800], imageMaxWidth: 320 }),
+    );
+    expect(rec.result.status).toBe('succeeded');
+    const shot = cuEvents(rec, 'cu-screenshot')[0]!;
+    expect(shot).toMatchObject({ width: 320, height: 400, source: [640, 0, 640, 800] });
+    const at = cuEvents(rec, 'cu-step')[0]!.screen as { x: number; y: number };
+    expect(at.x).toBeGreaterThanOrEqual(submit.bounds[0]);
+    expect(at.x).toBeLessThan(submit.bounds[0] + submit.bounds[2]);
+    expect(at.x).toBeLessThan(clear.bounds[0]); // not the neighbour
+    await find(title, (e) => e.role === 'label' && e.name === 'clicked Submit 1');
+  });
+
+  it('on a HiDPI app (GDK_SCALE=2) a model that grounds on desktop_read clicks the right button', async () => {
+    const title = 'CU HiDPI';
+    await t.startForm(title, { GDK_SCALE: '2' });
+    t.episodes([
+      {
+        name: 'hidpi',
+        match: 'CU-HIDPI',
+        turns: [
+          { toolCalls: [{ name: 'desktop_read', arguments: { title } }] },
+          // The scripted model reads the tree it was given (bounds in screenshot pixels) and clicks Submit's centre.
+          ({ api, body }) => {
+            const tree = JSON.parse(toolOutputs(api, body).at(-1)!) as { elements: unknown };
+            const flat: { t?: string; r: string; b: number[] }[] = [];
+            const walk = (els: { c?: unknown[] }[]): void => {
+              for (const e of els) {
+                flat.push(e as never);
+                if (e.c) walk(e.c as { c?: unknown[] }[]);
+              }
+            };
+            walk(tree.elements as { c?: unknown[] }[]);
+            const b = flat.find((e) => e.t === 'Submit' && e.r === 'btn')!.b;
+            return act({ action: 'left_click', x: b[0]! + b[2]! / 2, y: b[1]! + b[3]! / 2 });
+          },
+          final({ status: 'SUCCESS', summary: 'ok', error: '', questions: [] }),
+        ],
+      },
+    ]);
+    const rec = await t.run(t.card('hidpi', 'CU-HIDPI press Submit'), t.flow({}, { imageMaxWidth: 800 }));
+    expect(rec.result.status, JSON.stringify(rec.result.termination)).toBe('succeeded');
+    const submit = await find(title, (e) => e.role === 'push button' && e.name === 'Submit');
+    const at = cuEvents(rec, 'cu-step')[1]!.screen as { x: number; y: number };
+    expect(at.x).toBeGreaterThanOrEqual(submit.bounds[0]);
+    expect(at.x).toBeLessThan(submit.bounds[0] + submit.bounds[2]);
+    expect(at.y).toBeGreaterThanOrEqual(submit.bounds[1]);
+    expect(at.y).toBeLessThan(submit.bounds[1] + submit.bounds[3]);
+    await find(title, (e) => e.role === 'label' && e.name === 'clicked Submit 1');
   });
 });

@@ -256,12 +256,32 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 type Compact = CompactElement & { c?: Compact[] };
-function mapBounds(els: Compact[], f: Frame): Compact[] {
+function mapBounds(els: Compact[], f: Frame, k: number): Compact[] {
   return els.map((e) => ({
     ...e,
-    b: toImageRect(f, e.b as Rect),
-    ...(e.c ? { c: mapBounds(e.c, f) } : {}),
+    b: toImageRect(f, e.b.map((v) => v * k) as Rect),
+    ...(e.c ? { c: mapBounds(e.c, f, k) } : {}),
   }));
+}
+
+/**
+ * The toolkit scale when the addon could not tell it. The addon reads GDK_SCALE from the app's
+ * /proc/<pid>/environ, which a worker in its own PID namespace cannot see (the app's pid is not in its
+ * /proc), so a scaled GTK app reads as scale 1 with logical-pixel bounds. The window's X geometry is
+ * physical, though: the integer factor that makes the top element fill the window is the scale.
+ */
+export function inferScale(window: Rect, top: Rect | undefined): number {
+  if (!top || top[2] <= 0 || top[3] <= 0) return 1;
+  for (let k = 1; k <= 4; k++) {
+    const [x, y, w, h] = top.map((v) => v * k) as Rect;
+    const inside =
+      x >= window[0] - 2 &&
+      y >= window[1] - 2 &&
+      x + w <= window[0] + window[2] + 2 &&
+      y + h <= window[1] + window[3] + 2;
+    if (inside && w >= 0.75 * window[2] && h >= 0.6 * window[3]) return k;
+  }
+  return 1;
 }
 
 const MAX_TREE_CHARS = 48_000;
@@ -280,7 +300,8 @@ export async function desktopRead(ctx: ToolContext, a: Args): Promise<ToolResult
   try {
     const r = await desktop.read(query);
     const f = ctx.frame();
-    let elements: unknown = mapBounds(toCompact(r.elements) as Compact[], f);
+    const k = r.scale === 1 ? inferScale(r.window.bounds, r.elements[0]?.bounds) : 1;
+    let elements: unknown = mapBounds(toCompact(r.elements) as Compact[], f, k);
     let text = JSON.stringify(elements);
     let truncated = false;
     if (text.length > MAX_TREE_CHARS) {
@@ -293,6 +314,7 @@ export async function desktopRead(ctx: ToolContext, a: Args): Promise<ToolResult
         ok: true,
         window: { title: r.window.title, app: r.window.app, b: toImageRect(f, r.window.bounds) },
         coordinates: 'screenshot pixels',
+        ...(k !== 1 ? { toolkitScale: k } : {}),
         elements,
         ...(truncated ? { truncated: true } : {}),
       },
