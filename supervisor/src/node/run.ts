@@ -39,6 +39,7 @@ import { DenialScanner } from './denials.ts';
 import { ResultFile } from './result-file.ts';
 import type { ModelProxy, ModelRequestInfo, ProxyGrant } from './model-proxy.ts';
 import { commitWorktree, createWorktree, discardWorktree } from './worktrees.ts';
+import { startPrivateDisplay, type PrivateDisplay } from './displays.ts';
 
 export interface RunDeps {
   log: Logger;
@@ -150,6 +151,8 @@ export class Run {
   private proxyGrant: ProxyGrant | undefined;
   private stallTimer: NodeJS.Timeout | undefined;
   private modelRequests = 0;
+  // issue 5: the run's private virtual display (flow computerUse.privateDisplay).
+  private display: PrivateDisplay | undefined;
   private readonly startedAt = Date.now();
   private readonly ended: Promise<RunResult>;
   private resolveEnded!: (r: RunResult) => void;
@@ -283,14 +286,51 @@ export class Run {
               ...wt.info,
             },
           );
-          this.spawn();
+          this.prepareDisplay();
         },
         (err: Error) =>
           this.finish('failed', 'worktree-failed', `could not create the run's worktree: ${err.message}`),
       );
       return;
     }
-    this.spawn();
+    this.prepareDisplay();
+  }
+
+  /** issue 5: a private display (Xvfb + D-Bus + AT-SPI + WM, and the flow's app) before the worker. */
+  private prepareDisplay(): void {
+    const cu = this.spec.flow.computerUse;
+    if (!cu?.privateDisplay) {
+      this.spawn();
+      return;
+    }
+    const s = this.spec.scratchDir;
+    for (const d of ['home', 'tmp']) mkdirSync(path.join(s, d), { recursive: true, mode: 0o700 });
+    void startPrivateDisplay({
+      jailPath: this.deps.jailPath,
+      useNamespaces: this.deps.useNamespaces,
+      dir: path.join(s, 'display'),
+      size: cu.displaySize,
+      app: cu.app,
+      baseEnv: this.deps.baseEnv,
+      appEnv: { HOME: path.join(s, 'home'), TMPDIR: path.join(s, 'tmp') },
+    }).then(
+      (d) => {
+        if (!this.isActive || this.endCause) {
+          void d.stop(); // cancelled while the display was starting: nothing ran on it
+          return;
+        }
+        this.display = d;
+        this.event('log', `private display ${d.env.DISPLAY} started in ${Math.round(d.startMs)} ms`, {
+          kind: 'display',
+          display: d.env.DISPLAY,
+          startMs: Math.round(d.startMs),
+          app: cu.app ?? null,
+        });
+        this.spawn();
+      },
+      (err: Error) =>
+        this.finish('failed', 'spawn-failed', `could not start the run's private display: ${err.message}`),
+    );
   }
 
   private spawn(): void {
@@ -329,6 +369,10 @@ export class Run {
       // issue 5: a computer-use worker loads the desktop addon from the jail's folder.
       ...(flow.runner === 'computer-use' ? { RUNBOARD_NATIVE_DIR: path.dirname(this.deps.jailPath) } : {}),
       ...(flow.env ?? {}),
+      // The private display wins over whatever the flow names.
+      ...(this.display
+        ? { ...this.display.env, ...(flow.computerUse?.app ? { RUNBOARD_DISPLAY_APP: '1' } : {}) }
+        : {}),
     };
     let child: JailProcess;
     try {
@@ -724,6 +768,19 @@ export class Run {
     clearTimeout(this.stallTimer);
     this.conn?.dispose();
     if (this.proxyGrant) this.deps.proxy?.revoke(this.proxyGrant.token);
+    if (this.display) {
+      const ms = await this.display.stop();
+      this.event('log', `private display ${this.display.env.DISPLAY} torn down in ${Math.round(ms)} ms`, {
+        kind: 'display-teardown',
+        display: this.display.env.DISPLAY,
+        teardownMs: Math.round(ms),
+      });
+      this.result.metrics = {
+        ...this.result.metrics,
+        displayStartMs: Math.round(this.display.startMs),
+        displayTeardownMs: Math.round(ms),
+      };
+    }
     if (this.modelRequests)
       this.result.metrics = { ...this.result.metrics, modelRequests: this.modelRequests };
     // issue 6: what the run changed in its worktree becomes a commit on its branch and a diff summary.

@@ -8,6 +8,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { desktop } from '@runboard/native';
 import type { RunnerContext, Runner, RunnerOutcome } from '../runner.ts';
 import { parseCompletion, type Completion } from './completion.ts';
 import {
@@ -76,6 +77,12 @@ export class ComputerUseRunner implements Runner {
     const api: Api =
       cu.api ?? (provider === 'anthropic' ? 'messages' : provider === 'openai' ? 'responses' : 'chat');
     const model = spec.model.model ?? prompt.config.llm.model ?? 'gpt-5.2-codex';
+    if (ctx.env.RUNBOARD_DISPLAY_APP === '1') {
+      // The supervisor started the flow's app on this run's private display: give it time to map a window.
+      const deadline = Date.now() + 20_000;
+      while ((await desktop.listWindows().catch(() => [])).length === 0 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
+    }
     const artifacts = spec.artifactsDir ?? path.join(ctx.env.TMPDIR ?? '/tmp', 'artifacts');
     mkdirSync(artifacts, { recursive: true });
     const loop = new Loop(ctx, prompt, card, api, model, artifacts, this.abort.signal, {

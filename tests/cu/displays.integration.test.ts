@@ -1,0 +1,109 @@
+/**
+ * Private virtual displays: the supervisor starts Xvfb + D-Bus + AT-SPI + openbox and the card's app
+ * for each run, hands the display to the worker, and tears it all down at the end, also when the
+ * supervisor itself is killed. Two runs at once on two displays, each pressing Submit in its own app.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toolOutputs, type TurnFn } from '../fixtures/model-server/server.ts';
+import { processesMentioning, waitUntil } from '../helpers/harness.ts';
+import { act, CuHarness, cuEvents, final, formApp } from './cu-harness.ts';
+
+let t: CuHarness;
+beforeAll(async () => {
+  t = await CuHarness.start({ desktop: false });
+});
+afterAll(async () => {
+  await t?.stop();
+});
+
+/** The scripted model clicks the centre of the element named `name` in the last desktop_read. */
+const clickFromTree =
+  (name: string): TurnFn =>
+  ({ api, body }) => {
+    const out = toolOutputs(api, body).at(-1)!;
+    const tree = JSON.parse(out) as { elements?: unknown };
+    if (!Array.isArray(tree.elements))
+      return final({ status: 'FAILED', summary: 'no tree', error: out, questions: [] });
+    const flat: { t?: string; b: number[]; c?: unknown[] }[] = [];
+    const walk = (els: { t?: string; b: number[]; c?: unknown[] }[]): void => {
+      for (const e of els) {
+        flat.push(e);
+        if (e.c) walk(e.c as never);
+      }
+    };
+    walk(tree.elements as never);
+    const b = flat.find((e) => e.t === name)!.b;
+    return act({ action: 'left_click', x: b[0]! + b[2]! / 2, y: b[1]! + b[3]! / 2 });
+  };
+
+const episode = (marker: string, title: string) => ({
+  name: marker,
+  match: marker,
+  turns: [
+    { toolCalls: [{ name: 'desktop_read', arguments: { title } }] },
+    clickFromTree('Submit'),
+    { toolCalls: [{ name: 'desktop_read', arguments: { title } }] },
+    final({ status: 'SUCCESS', summary: 'submitted', error: '', questions: [] }),
+  ],
+});
+
+const privateFlow = (title: string) =>
+  t.flow(
+    { sandbox: {} }, // abstract unix sockets stay scoped: the private Xvfb listens on its path socket only
+    {
+      privateDisplay: true,
+      displaySize: '1024x768x24',
+      app: ['/usr/bin/python3', formApp, '--title', title],
+    },
+  );
+
+describe('private displays', () => {
+  it('two runs at once, each on its own display with its own app, torn down after', async () => {
+    t.episodes([episode('CU-PRIV-A', 'Private A'), episode('CU-PRIV-B', 'Private B')]);
+    const [a, b] = await Promise.all([
+      t.launch(t.card('a', 'CU-PRIV-A press Submit'), privateFlow('Private A')),
+      t.launch(t.card('b', 'CU-PRIV-B press Submit'), privateFlow('Private B')),
+    ]);
+    const [ra, rb] = await Promise.all([t.h.collect(a.runId), t.h.collect(b.runId)]);
+    const displays: string[] = [];
+    for (const rec of [ra, rb]) {
+      expect(rec.result.status, JSON.stringify(rec.result.termination) + rec.stderr).toBe('succeeded');
+      const steps = cuEvents(rec, 'cu-step');
+      // The app's state as the worker read it through AT-SPI on its own display.
+      expect(JSON.stringify(steps[2]!.result)).toContain('clicked Submit 1');
+      const shot = cuEvents(rec, 'cu-screenshot')[0]!;
+      expect(shot.source).toEqual([0, 0, 1024, 768]);
+      const disp = cuEvents(rec, 'display')[0]!;
+      displays.push(disp.display as string);
+      expect(cuEvents(rec, 'display-teardown')).toHaveLength(1);
+      expect(rec.result.metrics.displayStartMs).toEqual(expect.any(Number));
+      expect(existsSync(`/tmp/.X11-unix/X${(disp.display as string).slice(1)}`)).toBe(false);
+    }
+    expect(displays[0]).not.toBe(displays[1]);
+    // They overlapped in time.
+    const span = (r: typeof ra) => [Date.parse(r.result.startedAt), Date.parse(r.result.endedAt!)];
+    const [a0, a1] = span(ra);
+    const [b0, b1] = span(rb);
+    expect(a0! < b1! && b0! < a1!).toBe(true);
+  });
+
+  it('a supervisor killed with SIGKILL takes the private display with it', async () => {
+    t.episodes([{ name: 'crash', match: 'CU-PRIV-CRASH', turns: [{ hang: true }] }]);
+    const next = t.model.nextRequest('crash');
+    await t.launch(t.card('crash', 'CU-PRIV-CRASH'), privateFlow('Private Crash'));
+    await next; // the run is going: the display is up, the worker waits for the model
+    const xvfb = (): number[] =>
+      processesMentioning(t.h.root).filter((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('Xvfb');
+        } catch {
+          return false;
+        }
+      });
+    expect(xvfb().length).toBe(1);
+    t.h.supervisor.kill('SIGKILL');
+    await waitUntil('the display stack is gone', () => processesMentioning(t.h.root).length === 0, 10_000);
+    await t.h.startSupervisor(); // a new supervisor records the orphaned run
+  });
+});
