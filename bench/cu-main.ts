@@ -1,0 +1,109 @@
+/**
+ * Benchmark of the computer-use loop's own overhead (docs/bench-computer-use.md). A real Runboard run
+ * (supervisor → jail → worker → loop → proxy → scripted model server answering instantly) on the test
+ * desktop with the GTK form; per step: capture + encode, request build, action, as the worker measured
+ * them; bytes of image per step; and the start/teardown time of a private display.
+ *   node bench/cu.mjs [steps per run] [runs per case]
+ */
+import { act, CuHarness, cuEvents, final, imagePoint, find } from '../tests/cu/cu-harness.ts';
+
+const STEPS = Number(process.argv[2] ?? 30);
+const RUNS = Number(process.argv[3] ?? 3);
+
+const pct = (xs: number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor(p * s.length))]! : NaN;
+};
+const f1 = (n: number): string => (Number.isFinite(n) ? n.toFixed(1) : '–');
+
+async function main(): Promise<void> {
+  console.error('bench: starting the test desktop and a supervisor');
+  const t = await CuHarness.start();
+  try {
+    console.error('bench: starting the form');
+    await t.startForm('Bench Form');
+    const name = await find('Bench Form', (e) => e.role === 'text' && e.name === 'Name');
+    const rows: string[] = [];
+    for (const width of [1280, 1024, 640]) {
+      const scale = width / 1280;
+      const p = imagePoint(name.bounds, scale);
+      // A mix of cheap actions: the loop's overhead, not an app's reaction time, is what is measured.
+      const turns = Array.from({ length: STEPS }, (_, i) =>
+        i % 3 === 0
+          ? act({ action: 'left_click', ...p })
+          : i % 3 === 1
+            ? act({ action: 'mouse_move', x: p.x + 5, y: p.y })
+            : act({ action: 'screenshot' }),
+      );
+      t.episodes([
+        {
+          name: 'bench',
+          match: 'CU-BENCH',
+          turns: [...turns, final({ status: 'SUCCESS', summary: 'ok', error: '', questions: [] })],
+        },
+      ]);
+      const cap: number[] = [];
+      const build: number[] = [];
+      const action: number[] = [];
+      const total: number[] = [];
+      const model: number[] = [];
+      const bytes: number[] = [];
+      const reqBytes: number[] = [];
+      for (let r = 0; r < RUNS; r++) {
+        console.error(`bench: width ${width}, run ${r + 1}/${RUNS}`);
+        const rec = await t.run(t.card('bench', 'CU-BENCH'), t.flow({}, { imageMaxWidth: width }));
+        if (rec.result.status !== 'succeeded')
+          throw new Error(`bench run ${rec.result.status}: ${rec.result.summary}`);
+        for (const s of cuEvents(rec, 'cu-step')) {
+          const tm = s.timings as Record<string, number>;
+          cap.push(tm.captureMs!);
+          build.push(tm.buildMs!);
+          action.push(tm.actMs!);
+          total.push(tm.captureMs! + tm.buildMs! + tm.actMs!);
+          model.push(tm.modelMs!);
+          bytes.push(tm.imageBytes!);
+          reqBytes.push(tm.requestBytes!);
+        }
+      }
+      rows.push(
+        `| ${width} px | ${total.length} | ${f1(pct(total, 0.5))} / ${f1(pct(total, 0.95))} | ${f1(pct(cap, 0.5))} / ${f1(pct(cap, 0.95))} | ${f1(pct(build, 0.5))} / ${f1(pct(build, 0.95))} | ${f1(pct(action, 0.5))} / ${f1(pct(action, 0.95))} | ${Math.round(pct(bytes, 0.5) / 1024)} KiB | ${Math.round(pct(reqBytes, 0.5) / 1024)} KiB | ${f1(pct(model, 0.5))} |`,
+      );
+    }
+    console.log(
+      `\nPer-step loop overhead, model time excluded (ms, p50 / p95), ${RUNS} runs x ${STEPS} steps per case:\n`,
+    );
+    console.log(
+      '| image | steps | overhead (capture+encode + build + action) | capture+encode | request build | action | image (base64) | request body | model round trip p50 (scripted, via proxy) |',
+    );
+    console.log('|---|---|---|---|---|---|---|---|---|');
+    for (const r of rows) console.log(r);
+
+    // Private displays: start (Xvfb + D-Bus + AT-SPI + openbox) and teardown, as the supervisor measured.
+    t.episodes([
+      {
+        name: 'disp',
+        match: 'CU-DISP',
+        turns: [final({ status: 'SUCCESS', summary: 'ok', error: '', questions: [] })],
+      },
+    ]);
+    const start: number[] = [];
+    const down: number[] = [];
+    for (let r = 0; r < Math.max(5, RUNS); r++) {
+      const rec = await t.run(t.card('disp', 'CU-DISP'), t.flow({ env: {} }, { privateDisplay: true }));
+      if (rec.result.status !== 'succeeded')
+        throw new Error(`display run ${rec.result.status}: ${rec.result.summary}`);
+      start.push(rec.result.metrics.displayStartMs as number);
+      down.push(rec.result.metrics.displayTeardownMs as number);
+    }
+    console.log(
+      `\nPrivate display (ms, p50 / max of ${start.length}): start ${f1(pct(start, 0.5))} / ${f1(Math.max(...start))}, teardown ${f1(pct(down, 0.5))} / ${f1(Math.max(...down))}`,
+    );
+  } finally {
+    await t.stop();
+  }
+}
+
+void main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});
