@@ -208,6 +208,19 @@ describe('transport', () => {
   });
 });
 
+describe('the real display', () => {
+  it('takes one computer-use run at a time; a second launch is refused while it runs', async () => {
+    t.episodes([{ name: 'busy', match: 'CU-BUSY', turns: [{ hang: true }] }]);
+    const next = t.model.nextRequest('busy');
+    const { runId } = await t.launch(card('CU-BUSY'), t.flow());
+    const collected = t.h.collect(runId);
+    await next;
+    await expect(t.launch(card('CU-BUSY-2'), t.flow())).rejects.toThrow(/driving the display/);
+    await t.h.client.cancel(runId);
+    expect((await collected).result.status).toBe('cancelled');
+  });
+});
+
 describe('keys', () => {
   it('a missing key fails the run at once, with guidance on where to store it', async () => {
     const bare = await CuHarness.start({ keys: false, desktop: false });

@@ -39,6 +39,15 @@ export function flowSpec(name: string, flow: FlowConfig, projectDir: string): Fl
     ...(flow.readOnly !== undefined ? { readOnly: flow.readOnly } : {}),
     ...(flow.prompt ? { prompt: path.resolve(projectDir, flow.prompt) } : {}),
     ...(flow.desktop !== undefined ? { desktop: flow.desktop } : {}),
+    // issue 5: computer-use flow options.
+    ...(flow.computerUse
+      ? {
+          computerUse: (({ maxDuration, ...rest }) => ({
+            ...rest,
+            ...(maxDuration ? { maxDurationMs: maxDuration } : {}),
+          }))(flow.computerUse),
+        }
+      : {}),
   };
 }
 

@@ -56,6 +56,30 @@ export const FlowConfig = z.object({
   prompt: z.string().min(1).optional(),
   /** Give the agent the desktop as an MCP server (needs desktop-cli). */
   desktop: z.boolean().optional(),
+  // ── computer-use flows (issue 5; runner computer-use; docs/computer-use.md) ──
+  computerUse: z
+    .object({
+      /** responses (OpenAI), chat (any OpenAI-compatible server), messages (Anthropic); default by provider. */
+      api: z.enum(['responses', 'chat', 'messages']).optional(),
+      maxSteps: z.number().int().min(1).max(10_000).optional(),
+      maxDuration: Duration.optional(),
+      imageMaxBytes: z.number().int().min(2000).max(20_000_000).optional(),
+      imageMaxWidth: z.number().int().min(64).max(8192).optional(),
+      /** [x, y, w, h]: the part of the screen the model sees (e.g. one monitor). */
+      region: z
+        .tuple([z.number().int(), z.number().int(), z.number().int().positive(), z.number().int().positive()])
+        .optional(),
+      maxRetries: z.number().int().min(0).max(10).optional(),
+      /** Each run on its own virtual display (Xvfb + D-Bus + AT-SPI), so runs can go in parallel. */
+      privateDisplay: z.boolean().optional(),
+      displaySize: z
+        .string()
+        .regex(/^\d{2,5}x\d{2,5}(x\d{1,2})?$/, 'displaySize is WxH or WxHxD, e.g. 1280x800x24')
+        .optional(),
+      /** The app started on the private display before the run (argv). */
+      app: z.array(z.string()).min(1).optional(),
+    })
+    .optional(),
 });
 export type FlowConfig = z.output<typeof FlowConfig>;
 
@@ -90,7 +114,14 @@ export const ProjectConfig = z.object({
   }),
   flows: z.record(
     z.string().regex(/^[a-z][a-z0-9-]*$/, 'flow names are lowercase words (a-z, 0-9, -)'),
-    FlowConfig,
+    FlowConfig.refine(
+      (f) => f.runner !== 'computer-use' || f.computerUse?.privateDisplay === true || f.cap <= 1,
+      {
+        message:
+          'a computer-use flow on the real display drives the one mouse and keyboard: cap is at most 1 (or set computerUse.privateDisplay: true)',
+        path: ['cap'],
+      },
+    ),
   ),
 });
 export type ProjectConfig = z.output<typeof ProjectConfig>;

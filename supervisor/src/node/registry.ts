@@ -59,6 +59,16 @@ export class RunRegistry {
         "invalid params for run/launch: a `command` flow needs the card's `command:`",
       );
     }
+    // issue 5: one computer-use run at a time drives the real display (private displays have no limit here).
+    if (p.flow.runner === 'computer-use' && !p.flow.computerUse?.privateDisplay) {
+      const busy = [...this.active.values()].find((r) => r.drivesRealDisplay);
+      if (busy)
+        throw new ResponseError(
+          ErrorCodes.InvalidState,
+          `run ${busy.id} is driving the display; one computer-use run at a time may (give the flow computerUse.privateDisplay: true to run in parallel)`,
+          { reason: 'display-busy', runId: busy.id },
+        );
+    }
     const runId = newRunId();
     const logDir = runLogDir(this.paths, runId);
     let run: Run;

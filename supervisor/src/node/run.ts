@@ -231,6 +231,11 @@ export class Run {
     return this.child?.pid;
   }
 
+  /** issue 5: a computer-use run on the user's (shared) display: at most one at a time. */
+  get drivesRealDisplay(): boolean {
+    return this.spec.flow.runner === 'computer-use' && !this.spec.flow.computerUse?.privateDisplay;
+  }
+
   get isActive(): boolean {
     return this.state.kind !== 'ended';
   }
