@@ -109,6 +109,29 @@ describe('completion contract', () => {
   });
 });
 
+describe('budgets', () => {
+  it('the step budget stops a run that goes on and on; the image budget is kept by re-encoding', async () => {
+    t.episodes([
+      {
+        name: 'endless',
+        match: 'CU-ENDLESS',
+        turns: Array.from({ length: 10 }, () => act({ action: 'mouse_move', x: 10, y: 10 })),
+      },
+    ]);
+    const rec = await t.run(card('CU-ENDLESS'), t.flow({}, { maxSteps: 3, imageMaxBytes: 2000 }));
+    expect(rec.result.status).toBe('failed');
+    expect(rec.result.summary).toMatch(/step budget \(3 model turns\) ran out/);
+    expect(rec.result.metrics).toMatchObject({ steps: 3, stepBudget: 3 });
+    const shots = [cuEvents(rec, 'cu-screenshot')[0]!, ...cuEvents(rec, 'cu-step')];
+    for (const s of cuEvents(rec, 'cu-step'))
+      expect((s.timings as { imageBytes: number }).imageBytes).toBeLessThanOrEqual(2000);
+    expect(shots[0]!.bytes as number).toBeLessThanOrEqual(2000);
+    // Re-encoded at a lower quality, or smaller, to fit.
+    expect((shots[0]!.quality as number) < 80 || (shots[0]!.width as number) < 640).toBe(true);
+    expect(rec.result.metrics.imageBytesMax as number).toBeLessThanOrEqual(2000);
+  });
+});
+
 describe('terminal_exec', () => {
   it('runs a program without a shell, with a shell when asked, and refuses UI automation', async () => {
     t.episodes([
