@@ -5,7 +5,7 @@
  * retry budget, cancel mid-run, and a missing key.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { act, artifact, CuHarness, cuEvents, final } from './cu-harness.ts';
+import { act, artifact, CuHarness, cuEvents, final, personPressesEscape } from './cu-harness.ts';
 
 let t: CuHarness;
 beforeAll(async () => {
@@ -241,6 +241,56 @@ describe('the real display', () => {
     await expect(t.launch(card('CU-BUSY-2'), t.flow())).rejects.toThrow(/driving the display/);
     await t.h.client.cancel(runId);
     expect((await collected).result.status).toBe('cancelled');
+  });
+});
+
+describe('takeover', () => {
+  it("the agent's own Escape does not cancel the run; the person's Escape does", async () => {
+    t.episodes([
+      {
+        name: 'takeover',
+        match: 'CU-TAKEOVER',
+        turns: [
+          act({ action: 'key', keys: 'escape' }),
+          act({ action: 'wait', seconds: 0.3 }),
+          { hang: true },
+        ],
+      },
+    ]);
+    const { runId } = await t.launch(card('CU-TAKEOVER'), t.flow());
+    const collected = t.h.collect(runId);
+    await new Promise<void>((res) => {
+      const wait = (): void =>
+        void (t.model.requests.some((r) => r.episode === 'takeover' && r.turn === 2)
+          ? res()
+          : setTimeout(wait, 20));
+      wait();
+    });
+    // Two steps done, one of them the agent's own Escape: the run is still going.
+    personPressesEscape(t.session!.env);
+    const rec = await collected;
+    expect(rec.result.status).toBe('cancelled');
+    expect(rec.result.termination).toEqual({
+      reason: 'cancelled',
+      detail: 'cancelled: the person pressed Escape and took over the desktop',
+    });
+    expect(cuEvents(rec, 'cu-step').map((s) => s.action)).toEqual(['key', 'wait']);
+    const escapes = cuEvents(rec, 'cu-escape');
+    expect(escapes.map((e) => e.by)).toEqual(['agent', 'person']);
+    expect(escapes[0]!.device).toMatch(/XTEST/);
+    expect(escapes[1]!.device).toBe('Xvfb keyboard');
+  });
+
+  it('takeover: false runs without the watcher', async () => {
+    t.episodes([
+      {
+        name: 'notakeover',
+        match: 'CU-NO-TAKEOVER',
+        turns: [final({ status: 'SUCCESS', summary: 'ok', error: '', questions: [] })],
+      },
+    ]);
+    const rec = await t.run(card('CU-NO-TAKEOVER'), t.flow({}, { takeover: false }));
+    expect(rec.result.status).toBe('succeeded');
   });
 });
 

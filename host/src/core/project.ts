@@ -76,6 +76,8 @@ export const FlowConfig = z.object({
         .string()
         .regex(/^\d{2,5}x\d{2,5}(x\d{1,2})?$/, 'displaySize is WxH or WxHxD, e.g. 1280x800x24')
         .optional(),
+      /** On the real display: the person's Escape cancels the run (default true there). */
+      takeover: z.boolean().optional(),
       /** The app started on the private display before the run (argv). */
       app: z.array(z.string()).min(1).optional(),
     })

@@ -138,6 +138,7 @@ export class Run {
     summary: string;
     metrics: Record<string, unknown>;
     questions?: string[] | undefined;
+    cancelledBy?: 'person' | undefined;
   } | null = null;
   private jailExit: JailExit | null = null;
   private jailError = '';
@@ -720,6 +721,10 @@ export class Run {
       status = 'failed';
       reason = 'crashed';
       detail = `the worker reported "${rep.status}" but then ${exit.signal ? `was killed by ${signalName(exit.signal)}` : `exited with code ${exit.code}`}`;
+    } else if (rep.cancelledBy === 'person') {
+      status = 'cancelled';
+      reason = 'cancelled';
+      detail = rep.summary;
     } else {
       status = rep.status;
       reason = 'finished';

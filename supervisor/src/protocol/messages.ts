@@ -239,6 +239,8 @@ export const WorkerFinished = request(
     metrics: Metrics,
     /** Questions for the person (status needs-input): the host appends them to the card's `## Questions`. */
     questions: z.optional(z.array(z.string().check(z.maxLength(4096))).check(z.maxLength(50))),
+    /** issue 5: the person took over (Escape on the real display): the run counts as cancelled. */
+    cancelledBy: z.optional(z.literal('person')),
   }),
   z.object({}),
 );

@@ -111,6 +111,8 @@ export const FlowSpec = z.object({
       privateDisplay: z.optional(z.boolean()),
       /** Its size, WxHxD (default 1280x800x24). */
       displaySize: z.optional(z.string().check(z.regex(/^\d{2,5}x\d{2,5}(x\d{1,2})?$/))),
+      /** On the real display: an Escape pressed by the person cancels the run (default true there). */
+      takeover: z.optional(z.boolean()),
       /** A program started on the private display before the worker (argv; PATH-resolved). */
       app: z.optional(z.array(z.string().check(z.maxLength(4096))).check(z.minLength(1), z.maxLength(64))),
     }),

@@ -8,6 +8,8 @@ export interface RunnerOutcome {
   metrics: Metrics;
   /** Questions for the person when status is needs-input (they end up in the card's `## Questions`). */
   questions?: string[];
+  /** The person took over (computer-use: Escape on the real display): the supervisor records `cancelled`. */
+  cancelledBy?: 'person';
 }
 
 /** What a runner may do besides its work: report progress and log (its tools' output goes to stdout/stderr). */

@@ -23,6 +23,7 @@ import {
 import { estimateCost, fill, loadPromptFolder, osVersion, type PromptFolder } from './prompt.ts';
 import { writeReport, type StepRecord } from './report.ts';
 import { Screen, type Shot } from './screen.ts';
+import { watchEscape, type EscapeWatcher } from './takeover.ts';
 import { ActionFailed, InvalidToolCall, runTool, type ToolContext } from './tools.ts';
 
 const DEFAULTS = {
@@ -95,7 +96,34 @@ export class ComputerUseRunner implements Runner {
         maxBytes: cu.imageMaxBytes ?? DEFAULTS.imageMaxBytes,
       }),
     });
-    return loop.run();
+    // Takeover (real display only): the person's Escape cancels; the agent's own Escape does not.
+    let watcher: EscapeWatcher | undefined;
+    if (!cu.privateDisplay && cu.takeover !== false) {
+      watcher = watchEscape(ctx.env, (by, device) => {
+        ctx.log(by === 'person' ? 'warn' : 'info', `Escape pressed by the ${by} (${device})`, {
+          kind: 'cu-escape',
+          by,
+          device,
+        });
+        if (by === 'person') {
+          loop.takenOver = true;
+          this.abort.abort();
+        }
+      });
+      try {
+        await watcher.ready;
+      } catch (err) {
+        watcher.stop();
+        return fail(
+          `cannot watch for the person's Escape on this display (${(err as Error).message}); set computerUse.takeover: false to run without takeover`,
+        );
+      }
+    }
+    try {
+      return await loop.run();
+    } finally {
+      watcher?.stop();
+    }
   }
 }
 
@@ -107,6 +135,8 @@ interface LoopOptions {
 }
 
 class Loop {
+  /** The person pressed Escape: the run ends as cancelled by them. */
+  takenOver = false;
   private readonly provider: Provider;
   private shot!: Shot;
   private readonly steps: StepRecord[] = [];
@@ -169,6 +199,11 @@ class Loop {
           ? err.outcome
           : this.outcome('failed', `computer-use loop error: ${(err as Error).message}`);
     }
+    if (this.takenOver)
+      outcome = {
+        ...this.outcome('failed', 'cancelled: the person pressed Escape and took over the desktop'),
+        cancelledBy: 'person',
+      };
     try {
       writeReport(path.join(this.artifacts, 'report.md'), {
         card: ctx.spec.card.title ?? path.basename(ctx.spec.card.path),
