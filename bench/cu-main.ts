@@ -24,7 +24,12 @@ async function main(): Promise<void> {
     await t.startForm('Bench Form');
     const name = await find('Bench Form', (e) => e.role === 'text' && e.name === 'Name');
     const rows: string[] = [];
-    for (const width of [1280, 1024, 640]) {
+    for (const [width, hud] of [
+      [1280, false],
+      [1024, false],
+      [640, false],
+      [640, true],
+    ] as const) {
       const scale = width / 1280;
       const p = imagePoint(name.bounds, scale);
       // A mix of cheap actions: the loop's overhead, not an app's reaction time, is what is measured.
@@ -50,8 +55,11 @@ async function main(): Promise<void> {
       const bytes: number[] = [];
       const reqBytes: number[] = [];
       for (let r = 0; r < RUNS; r++) {
-        console.error(`bench: width ${width}, run ${r + 1}/${RUNS}`);
-        const rec = await t.run(t.card('bench', 'CU-BENCH'), t.flow({}, { imageMaxWidth: width }));
+        console.error(`bench: width ${width}${hud ? ' + HUD' : ''}, run ${r + 1}/${RUNS}`);
+        const rec = await t.run(
+          t.card('bench', 'CU-BENCH'),
+          t.flow({}, { imageMaxWidth: width, takeover: hud }),
+        );
         if (rec.result.status !== 'succeeded')
           throw new Error(`bench run ${rec.result.status}: ${rec.result.summary}`);
         for (const s of cuEvents(rec, 'cu-step')) {
@@ -66,7 +74,7 @@ async function main(): Promise<void> {
         }
       }
       rows.push(
-        `| ${width} px | ${total.length} | ${f1(pct(total, 0.5))} / ${f1(pct(total, 0.95))} | ${f1(pct(cap, 0.5))} / ${f1(pct(cap, 0.95))} | ${f1(pct(build, 0.5))} / ${f1(pct(build, 0.95))} | ${f1(pct(action, 0.5))} / ${f1(pct(action, 0.95))} | ${Math.round(pct(bytes, 0.5) / 1024)} KiB | ${Math.round(pct(reqBytes, 0.5) / 1024)} KiB | ${f1(pct(model, 0.5))} |`,
+        `| ${width} px${hud ? ' + takeover HUD' : ''} | ${total.length} | ${f1(pct(total, 0.5))} / ${f1(pct(total, 0.95))} | ${f1(pct(cap, 0.5))} / ${f1(pct(cap, 0.95))} | ${f1(pct(build, 0.5))} / ${f1(pct(build, 0.95))} | ${f1(pct(action, 0.5))} / ${f1(pct(action, 0.95))} | ${Math.round(pct(bytes, 0.5) / 1024)} KiB | ${Math.round(pct(reqBytes, 0.5) / 1024)} KiB | ${f1(pct(model, 0.5))} |`,
       );
     }
     console.log(

@@ -4,7 +4,10 @@
  * guessing), terminal_exec and its UI-automation guard, 429 then success, a rate limit beyond the
  * retry budget, cancel mid-run, and a missing key.
  */
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { desktop } from '../../native/src/index.ts';
 import { act, artifact, CuHarness, cuEvents, final, personPressesEscape } from './cu-harness.ts';
 
 let t: CuHarness;
@@ -267,6 +270,35 @@ describe('takeover', () => {
       wait();
     });
     // Two steps done, one of them the agent's own Escape: the run is still going.
+    // The HUD is on screen (top centre) …
+    const screen = await desktop.capture({ format: 'raw', cursor: false });
+    const hudPixels = (rgba: Buffer, width: number, y: number): number => {
+      let n = 0;
+      for (let x = 0; x < width; x++) {
+        const i = (y * width + x) * 4;
+        if (
+          Math.abs(rgba[i]! - 0xb0) < 40 &&
+          Math.abs(rgba[i + 1]! - 0x20) < 40 &&
+          Math.abs(rgba[i + 2]! - 0x6a) < 40
+        )
+          n++;
+      }
+      return n;
+    };
+    expect(hudPixels(screen.data, screen.width, 3)).toBeGreaterThan(100);
+    // … but not in the screenshots sent to the model (decoded with GdkPixbuf).
+    const logDir = (await t.h.client.list({ activeOnly: true })).runs.find((r) => r.runId === runId)!.logDir;
+    const decoded = execFileSync(
+      '/usr/bin/python3',
+      [
+        '-c',
+        "import sys, gi; gi.require_version('GdkPixbuf', '2.0'); from gi.repository import GdkPixbuf; p = GdkPixbuf.Pixbuf.new_from_file(sys.argv[1]).add_alpha(False, 0, 0, 0); sys.stdout.buffer.write(p.get_width().to_bytes(4, 'little') + p.get_pixels())",
+        path.join(logDir, 'artifacts', 'step-002.jpg'),
+      ],
+      { maxBuffer: 64 << 20 },
+    );
+    const w = decoded.readUInt32LE(0);
+    for (const y of [1, 3, 6]) expect(hudPixels(decoded.subarray(4), w, y)).toBe(0);
     personPressesEscape(t.session!.env);
     const rec = await collected;
     expect(rec.result.status).toBe('cancelled');

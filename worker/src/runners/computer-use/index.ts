@@ -99,17 +99,22 @@ export class ComputerUseRunner implements Runner {
     // Takeover (real display only): the person's Escape cancels; the agent's own Escape does not.
     let watcher: EscapeWatcher | undefined;
     if (!cu.privateDisplay && cu.takeover !== false) {
-      watcher = watchEscape(ctx.env, (by, device) => {
-        ctx.log(by === 'person' ? 'warn' : 'info', `Escape pressed by the ${by} (${device})`, {
-          kind: 'cu-escape',
-          by,
-          device,
-        });
-        if (by === 'person') {
-          loop.takenOver = true;
-          this.abort.abort();
-        }
-      });
+      watcher = watchEscape(
+        ctx.env,
+        (by, device) => {
+          ctx.log(by === 'person' ? 'warn' : 'info', `Escape pressed by the ${by} (${device})`, {
+            kind: 'cu-escape',
+            by,
+            device,
+          });
+          if (by === 'person') {
+            loop.takenOver = true;
+            this.abort.abort();
+          }
+        },
+        HUD_TEXT,
+      );
+      loop.hud = watcher;
       try {
         await watcher.ready;
       } catch (err) {
@@ -134,9 +139,16 @@ interface LoopOptions {
   screen: Screen;
 }
 
+/** The takeover HUD's text (the person's UI, not the model's prompt). */
+const HUD_TEXT = 'Runboard: an agent is in control of this desktop. Press Esc to take over.';
+/** After the HUD is unmapped, the windows under it repaint before the capture. */
+const HUD_SETTLE_MS = 30;
+
 class Loop {
   /** The person pressed Escape: the run ends as cancelled by them. */
   takenOver = false;
+  /** The takeover HUD (real display): hidden while a screenshot is taken, so the model never sees it. */
+  hud: EscapeWatcher | undefined;
   private readonly provider: Provider;
   private shot!: Shot;
   private readonly steps: StepRecord[] = [];
@@ -179,7 +191,15 @@ class Loop {
   }
 
   private async screenshot(step: number): Promise<string> {
-    this.shot = await this.o.screen.capture();
+    if (this.hud) {
+      await this.hud.hideHud();
+      await new Promise((r) => setTimeout(r, HUD_SETTLE_MS));
+    }
+    try {
+      this.shot = await this.o.screen.capture();
+    } finally {
+      await this.hud?.showHud();
+    }
     const file = `step-${String(step).padStart(3, '0')}.jpg`;
     writeFileSync(path.join(this.artifacts, file), this.shot.data);
     this.imageBytes.total += this.shot.base64Bytes;
