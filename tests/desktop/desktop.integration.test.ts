@@ -195,6 +195,19 @@ describe('input and focus', () => {
     expect((await find('text', 'Name')).value).toBe(text);
   });
 
+  it('types more distinct non-layout characters than there are free keycodes, across processes', async () => {
+    const cjk = (from: number, n: number) =>
+      Array.from({ length: n }, (_, i) => String.fromCodePoint(from + i)).join('');
+    const a = cjk(0x4e00, 60);
+    const b = cjk(0x5000, 40);
+    const res = s.run(['type', '--id', String(cliId('input', 'Name')), '--window', TITLE, '--key', 'ctrl+a']);
+    expect(res.code, res.stderr).toBe(0);
+    await desktop.type(a); // in-process: mapped and typed in chunks (Xvfb's keymap has ~19 usable keycodes)
+    const other = s.run(['type', '--text', b]); // another process re-uses the slots the first one mapped
+    expect(other.code, other.stderr).toBe(0);
+    expect(await eventually(async () => (await find('text', 'Name')).value === a + b, 5000)).toBe(true);
+  });
+
   it('key combos: ctrl+a then backspace empties the field; shift+letters and a delay', async () => {
     await s.run(['type', '--id', String(cliId('input', 'Email')), '--window', TITLE, '--text', 'abc']);
     expect(await eventually(async () => (await find('text', 'Email')).value === 'abc')).toBe(true);
