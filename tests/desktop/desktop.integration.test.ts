@@ -519,11 +519,29 @@ describe('errors', () => {
     });
     const missing = s.run(['click', '--id', '99999', '--window', TITLE]);
     expect(missing.code).toBe(7);
+    expect(JSON.parse(missing.stderr)).toMatchObject({ error: 'ELEMENT_NOT_FOUND' });
+    const notBuilt = s.run(['list'], { ...s.env, RUNBOARD_NATIVE_DIR: `${s.tmp}/no-addon-here` });
+    expect(notBuilt.code).toBe(12);
+    expect(JSON.parse(notBuilt.stderr)).toMatchObject({ error: 'NOT_BUILT' });
     const usage = s.run(['click', '--x', '10']);
     expect(usage.code).toBe(2);
     expect(JSON.parse(usage.stderr).error).toBe('USAGE');
     const noCtx = s.run(['click', '--id', '3'], { ...s.env, RUNBOARD_HOME: `${s.tmp}/fresh` });
     expect(noCtx.code).toBe(9);
+    expect(JSON.parse(noCtx.stderr)).toMatchObject({
+      error: 'NO_READ_CONTEXT',
+      remediation: expect.stringMatching(/read/),
+    });
+    // An app without accessibility: listed (by its window class), but it has no tree to read.
+    const hidden = await s.startForm('Runboard Hidden Form', { NO_AT_BRIDGE: '1' }, ['--x', '700'], false);
+    const apps = s.run(['list', '--apps']).json as { app: string; pid: number; accessible?: boolean }[];
+    expect(apps.find((a) => a.pid === hidden.pid)).toMatchObject({ accessible: false });
+    const noTree = s.run(['read', '--window', 'Runboard Hidden Form']);
+    expect(noTree.code).toBe(6);
+    expect(JSON.parse(noTree.stderr)).toMatchObject({
+      error: 'NO_ACCESSIBILITY_TREE',
+      remediation: expect.stringMatching(/NO_AT_BRIDGE/),
+    });
     await sleep(0);
   });
 });

@@ -72,7 +72,12 @@ export class DesktopSession {
   }
 
   /** Starts the GTK form app and waits until its window and accessibility tree are there. */
-  async startForm(title: string, extraEnv: NodeJS.ProcessEnv = {}, args: string[] = []): Promise<WindowInfo> {
+  async startForm(
+    title: string,
+    extraEnv: NodeJS.ProcessEnv = {},
+    args: string[] = [],
+    waitForTree = true,
+  ): Promise<WindowInfo> {
     const child = spawn('/usr/bin/python3', [formApp, '--title', title, ...args], {
       env: { ...this.env, ...extraEnv },
       stdio: ['ignore', 'ignore', 'inherit'],
@@ -82,6 +87,7 @@ export class DesktopSession {
     for (;;) {
       const wins = await desktop.listWindows({ title });
       const win = wins.find((w) => w.title === title);
+      if (win && !waitForTree) return win;
       if (win) {
         const tree = await desktop.read({ windowId: win.id }).catch(() => undefined);
         if (tree && tree.elements.length > 0) return win;
