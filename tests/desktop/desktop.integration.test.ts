@@ -517,6 +517,7 @@ describe('errors', () => {
       error: 'NO_ACCESSIBILITY_BUS',
       remediation: expect.stringMatching(/at-spi/),
     });
+    expect(s.run(['read', '--window', TITLE]).code).toBe(0);
     const missing = s.run(['click', '--id', '99999', '--window', TITLE]);
     expect(missing.code).toBe(7);
     expect(JSON.parse(missing.stderr)).toMatchObject({ error: 'ELEMENT_NOT_FOUND' });
