@@ -72,6 +72,7 @@ export function fromDesktopCode(code: string): CliErrorCode {
     case 'ELEMENT_NOT_FOUND':
     case 'ACTION_FAILED':
     case 'CAPTURE_FAILED':
+    case 'NOT_BUILT':
       return code;
     default:
       return 'INTERNAL';

@@ -544,9 +544,7 @@ export async function main(argv: string[]): Promise<number> {
         ? e
         : e instanceof DesktopError
           ? new CliError(fromDesktopCode(e.code), e.message)
-          : /native addon is not built|runboard_native\.node/.test(String((e as Error)?.message))
-            ? new CliError('NOT_BUILT', (e as Error).message)
-            : new CliError('INTERNAL', (e as Error)?.message ?? String(e));
+          : new CliError('INTERNAL', (e as Error)?.message ?? String(e));
     process.stderr.write(errorReport(err) + '\n');
     return EXIT_CODES[err.code];
   }
