@@ -22,4 +22,16 @@ export function jailPath(): string {
 
 export { desktop, type Desktop } from './desktop/desktop.ts';
 export * from './desktop/types.ts';
-export { toCompact, toVerbose, shortRole, platformRolesFor, type CompactElement } from './desktop/compact.ts';
+export {
+  allElements,
+  flatten,
+  platformAction,
+  platformRolesFor,
+  shortAction,
+  shortRole,
+  toCompact,
+  toVerbose,
+  type CompactElement,
+  type ShortRole,
+} from './desktop/compact.ts';
+export { matchSignature, type Candidate, type MatchResult, type Signature } from './desktop/match.ts';
