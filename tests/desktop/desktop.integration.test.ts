@@ -1,6 +1,7 @@
 // The desktop addon and desktop-cli against real apps on one shared test desktop (Xvfb + session bus
 // + AT-SPI bus + openbox): our GTK 3 form (tests/fixtures/desktop/form_app.py). Everything here
 // shares one mouse and one keyboard, so it runs in one file, in order.
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { desktop, type Element, type WindowInfo } from '../../native/src/index.ts';
@@ -216,7 +217,8 @@ describe('input and focus', () => {
     expect(await eventually(async () => (await find('text', 'Email')).value === '')).toBe(true);
     await desktop.key('shift+x');
     await desktop.type('Yz', { delayMs: 3 });
-    expect(await eventually(async () => (await find('text', 'Email')).value === 'XYz')).toBe(true);
+    await desktop.key('!'); // on the shift level of "1": the combo presses shift for it
+    expect(await eventually(async () => (await find('text', 'Email')).value === 'XYz!')).toBe(true);
   });
 
   it('scroll moves the scroll area', async () => {
@@ -496,6 +498,29 @@ describe('GDK_SCALE=2', () => {
 });
 
 describe('errors', () => {
+  it('survives its X display going away, and reconnects', () => {
+    // In a child process with a bare Xvfb of its own: Xlib's default on a lost connection is exit().
+    const addon = path.join(repo, 'native', 'build', 'Release', 'runboard_native.node');
+    const script = `
+      const { spawn } = require('node:child_process');
+      const fs = require('node:fs');
+      const b = require(${JSON.stringify(addon)});
+      const x = spawn('Xvfb', ['-displayfd', '3', '-nolisten', 'tcp'], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] });
+      x.stdio[3].once('data', async (d) => {
+        process.env.DISPLAY = ':' + String(d).trim();
+        const before = await b.desktopListWindows({}).then(() => 'ok', (e) => e.code);
+        x.kill('SIGKILL');
+        await new Promise((r) => x.once('exit', r));
+        await b.desktopListWindows({}).catch(() => {});
+        const after = await b.desktopListWindows({}).then(() => 'ok', (e) => e.code);
+        console.log(JSON.stringify({ before, after }));
+      });
+    `;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ before: 'ok', after: 'NO_DISPLAY' });
+  });
+
   it('one JSON object on stderr with a remediation line and a distinct exit code', async () => {
     const noDisplay = s.run(['list'], { ...s.env, DISPLAY: '' });
     expect(noDisplay.code).toBe(3);

@@ -342,7 +342,12 @@ void KeyCombo(const std::string& combo, int delayMs) {
   std::vector<KeySym> syms;
   for (auto& p : parts) syms.push_back(NamedKey(p));
   auto strokes = TheKeymap().Resolve(d, syms);
-  for (auto& ks : strokes) {  // press in order (a shifted key keeps its own shift), release in reverse
+  // A key that sits on the shift level ("ctrl+!") needs shift held too, unless the combo has it.
+  KeyCode shift = XKeysymToKeycode(d, XK_Shift_L);
+  bool hasShift = std::any_of(strokes.begin(), strokes.end(), [&](const KeyStroke& k) { return k.code == shift; });
+  if (!hasShift && std::any_of(strokes.begin(), strokes.end(), [](const KeyStroke& k) { return k.shift; }))
+    strokes.insert(strokes.begin(), KeyStroke{shift, false});
+  for (auto& ks : strokes) {  // press in order, release in reverse
     XTestFakeKeyEvent(d, ks.code, True, 0);
     Pause(d, delayMs);
   }
