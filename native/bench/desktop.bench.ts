@@ -139,9 +139,9 @@ async function measureTarget(t: Target): Promise<void> {
   );
   const button = allElements(vis.elements).find((e) => e.name === t.button)!;
   // As click --id does: re-read only the elements of the remembered role, then click.
-  const roles = platformRolesFor([shortRole(button.role, button.editable)]);
+  const clickRoles = platformRolesFor([shortRole(button.role, button.editable)]);
   const clickMs = await time(N, async () => {
-    const r = await desktop.read({ title: t.title, roles, actions: false });
+    const r = await desktop.read({ title: t.title, roles: clickRoles, actions: false });
     const b = allElements(r.elements).find((e) => e.id === button.id)!;
     await desktop.click(b.bounds[0] + (b.bounds[2] >> 1), b.bounds[1] + (b.bounds[3] >> 1));
   });
