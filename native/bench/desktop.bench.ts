@@ -290,9 +290,9 @@ try {
     ],
     { ACCESSIBILITY_ENABLED: '1' },
   );
-  await waitFor('Runboard Test Page - Chromium', (names) => names.includes('Item 2'));
+  const small = 'Runboard Test Page (2 items) - Chromium';
+  await waitFor(small, (names) => names.includes('Item 2'));
   await sleep(500);
-  const small = 'Runboard Test Page - Chromium';
   const sw = await desktop.read({ title: small, visibleOnly: false });
   row(
     'Chromium page, ~260 nodes',
