@@ -551,7 +551,7 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 const self = process.argv[1] ?? '';
-if (/desktop-cli(\.m?[jt]s)?$|cli[\\/]main\.ts$/.test(self)) {
+if (/desktop-cli(\.[cm]?[jt]s)?$|cli[\\/]main\.ts$/.test(self)) {
   main(process.argv.slice(2)).then((code) => {
     process.exitCode = code;
   });
