@@ -24,6 +24,13 @@ export function cliBuildOptions(outfile) {
   };
 }
 
+/** esbuild options for `desktop-cli serve`'s MCP server, a bundle of its own next to the CLI's. */
+export function mcpBuildOptions(outfile) {
+  return { ...cliBuildOptions(outfile), entryPoints: [path.join(here, '..', 'src', 'cli', 'mcp.ts')] };
+}
+
 if (process.argv[1] && path.resolve(process.argv[1]) === path.join(here, 'bundle-cli.mjs')) {
-  await build(cliBuildOptions(process.argv[2] ?? path.join(here, '..', 'dist', 'desktop-cli.cjs')));
+  const out = process.argv[2] ?? path.join(here, '..', 'dist', 'desktop-cli.cjs');
+  await build(cliBuildOptions(out));
+  await build(mcpBuildOptions(path.join(path.dirname(out), 'desktop-mcp.cjs')));
 }
