@@ -5,6 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// @ts-expect-error: a plain .mjs build script without type declarations
 import { mcpBuildOptions } from '../../native/scripts/bundle-cli.mjs';
 import { decodePng } from './png.ts';
 import { DesktopSession, eventually } from './session.ts';
@@ -20,13 +21,6 @@ async function call(name: string, args: Record<string, unknown>): Promise<Result
   return (await client.callTool({ name, arguments: args })) as Result;
 }
 const text = (r: Result, i = 0): string => (r.content[i] as Text).text;
-
-async function status(): Promise<string> {
-  const r = await call('find', { window: TITLE, name: 'status:' });
-  const more = await call('find', { window: TITLE, role: 'lbl' });
-  const all = [...JSON.parse(text(r)), ...JSON.parse(text(more))] as { t?: string }[];
-  return all.map((e) => e.t ?? '').find((t) => /^(status|clicked)/.test(t)) ?? '';
-}
 
 beforeAll(async () => {
   s = await DesktopSession.start();
