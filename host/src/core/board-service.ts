@@ -10,7 +10,7 @@ import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import tar from 'tar-stream';
-import { RunId, type RunResult } from '@runboard/supervisor/protocol';
+import { RunId, type Offsets, type RunEvent, type RunResult } from '@runboard/supervisor/protocol';
 import type { StatePaths } from '@runboard/supervisor/paths';
 import type {
   BoardView,
@@ -26,13 +26,28 @@ import { BoardStore, questionsOf } from './board-store.ts';
 import { GrantStore } from './grant-store.ts';
 import type { Card, CardStatus } from './project.ts';
 import { Scheduler } from './scheduler.ts';
-import { SupervisorClient } from './supervisor-client.ts';
+import { SupervisorClient, type AttachHandlers } from './supervisor-client.ts';
 
 export class MoveRefused extends Error {}
 export class NotFound extends Error {}
 
 /** How much of each output stream an inspector is sent when it opens a run (the rest: "export run"). */
 export const STREAM_TAIL_BYTES = 2 * 1024 * 1024;
+/** Bytes a viewer may have not yet taken before the host pauses its run stream (see streamRun). */
+export const STREAM_HIGH_WATER = 4 * 1024 * 1024;
+
+/** One viewer of a run stream (an SSE response, an Electron window). */
+export interface RunViewer {
+  send(m: RunStreamMessage): void;
+  /** Bytes sent but not yet taken by the viewer; without it the stream is never paused. */
+  backlog?(): number;
+  /** Resolves when the viewer has taken what was sent (or is gone). */
+  drained?(): Promise<void>;
+}
+
+function errorEvent(err: unknown): RunEvent {
+  return { seq: -1, ts: new Date().toISOString(), type: 'error', message: String(err) };
+}
 const IMAGE = /\.(png|jpe?g|webp|gif)$/i;
 
 export class BoardService extends EventEmitter<{ changed: [] }> {
@@ -285,67 +300,86 @@ export class BoardService extends EventEmitter<{ changed: [] }> {
   /**
    * Streams a run to one viewer over its own supervisor connection (attachments are per connection):
    * the last STREAM_TAIL_BYTES of each output first, then live, as whole lines in batches.
+   *
+   * Backpressure: when `viewer.backlog()` (bytes the viewer has not taken yet, e.g. an SSE socket's
+   * write buffer) passes STREAM_HIGH_WATER, the host detaches from the supervisor and re-attaches from
+   * the exact offsets it had reached once `viewer.drained()` resolves. So a slow page never makes the
+   * host buffer a growing log: host memory stays bounded whatever the log's size, and no line is lost.
    */
-  streamRun(runId: string, send: (m: RunStreamMessage) => void): () => void {
+  streamRun(runId: string, viewer: RunViewer): () => void {
     let stopped = false;
     let client: SupervisorClient | undefined;
     const partial = { stdout: '', stderr: '' };
     const pending = { stdout: [] as string[], stderr: [] as string[] };
     let flushTimer: NodeJS.Timeout | undefined;
+    let paused = false;
     const flush = (): void => {
+      clearTimeout(flushTimer);
       flushTimer = undefined;
       for (const s of ['stdout', 'stderr'] as const) {
-        if (pending[s].length) send({ type: 'lines', stream: s, lines: pending[s] });
+        if (pending[s].length) viewer.send({ type: 'lines', stream: s, lines: pending[s] });
         pending[s] = [];
       }
+      if (!paused && !stopped && (viewer.backlog?.() ?? 0) > STREAM_HIGH_WATER && viewer.drained)
+        void pause();
     };
     const known = this.knownRuns.get(runId);
-    const from = {
+    let from: Partial<Offsets> = {
       events: 0,
       stdout: Math.max(0, (known?.stdoutBytes ?? 0) - STREAM_TAIL_BYTES),
       stderr: Math.max(0, (known?.stderrBytes ?? 0) - STREAM_TAIL_BYTES),
     };
-    const skipFirstPartial = { stdout: from.stdout > 0, stderr: from.stderr > 0 };
+    const skipped = from.stdout! + from.stderr!;
+    const skipFirstPartial = { stdout: from.stdout! > 0, stderr: from.stderr! > 0 };
+    const handlers: AttachHandlers = {
+      onOutput: (stream, data) => {
+        const text = partial[stream] + data;
+        const lines = text.split('\n');
+        partial[stream] = lines.pop()!;
+        if (skipFirstPartial[stream] && lines.length) {
+          lines.shift(); // the tail started mid-line
+          skipFirstPartial[stream] = false;
+        }
+        const into = pending[stream];
+        for (const l of lines) into.push(l);
+        // a big backlog goes out at once (and may pause the stream); a trickle waits up to 50 ms
+        if (into.length >= 20_000) flush();
+        else flushTimer ??= setTimeout(flush, 50);
+      },
+      onEvent: (event) => {
+        flush();
+        viewer.send({ type: 'event', event });
+      },
+      onEnd: (result) => {
+        for (const s of ['stdout', 'stderr'] as const) {
+          if (partial[s]) pending[s].push(partial[s]);
+          partial[s] = '';
+        }
+        flush();
+        viewer.send({ type: 'end', result });
+      },
+    };
+    const pause = async (): Promise<void> => {
+      if (!client) return;
+      paused = true;
+      try {
+        from = (await client.detach(runId)) ?? from;
+        await viewer.drained!();
+        if (stopped) return;
+        paused = false;
+        await client.attach(runId, handlers, from);
+      } catch (err) {
+        if (!stopped) viewer.send({ type: 'event', event: errorEvent(err) });
+      }
+    };
     void (async () => {
       try {
         client = await SupervisorClient.connect(this.paths);
         if (stopped) return client.close();
-        const run = await client.attach(
-          runId,
-          {
-            onOutput: (stream, data) => {
-              const text = partial[stream] + data;
-              const lines = text.split('\n');
-              partial[stream] = lines.pop()!;
-              if (skipFirstPartial[stream] && lines.length) {
-                lines.shift(); // the tail started mid-line
-                skipFirstPartial[stream] = false;
-              }
-              for (const l of lines) pending[stream].push(l);
-              flushTimer ??= setTimeout(flush, 50);
-            },
-            onEvent: (event) => {
-              flush();
-              send({ type: 'event', event });
-            },
-            onEnd: (result) => {
-              for (const s of ['stdout', 'stderr'] as const) {
-                if (partial[s]) pending[s].push(partial[s]);
-                partial[s] = '';
-              }
-              clearTimeout(flushTimer);
-              flush();
-              send({ type: 'end', result });
-            },
-          },
-          from,
-        );
-        send({ type: 'start', run, skippedBytes: from.stdout + from.stderr });
+        const run = await client.attach(runId, handlers, from);
+        viewer.send({ type: 'start', run, skippedBytes: skipped });
       } catch (err) {
-        send({
-          type: 'event',
-          event: { seq: -1, ts: new Date().toISOString(), type: 'error', message: String(err) },
-        });
+        viewer.send({ type: 'event', event: errorEvent(err) });
       }
     })();
     return () => {

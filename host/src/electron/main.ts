@@ -92,7 +92,7 @@ handle(Invoke.exportRun, async (runId) => {
 handle(Invoke.streamRun, (sid, runId) => {
   streams.set(
     Number(sid),
-    service.streamRun(String(runId), (m) => win.webContents.send(Push.runStream, sid, m)),
+    service.streamRun(String(runId), { send: (m) => win.webContents.send(Push.runStream, sid, m) }),
   );
 });
 handle(Invoke.stopStream, (sid) => {

@@ -230,7 +230,22 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
       }
       if (method === 'GET' && action === 'stream') {
         const send = sse(req, res);
-        const stop = service.streamRun(id, (m) => send(m));
+        const stop = service.streamRun(id, {
+          send,
+          // what the browser has not taken yet: the stream pauses above STREAM_HIGH_WATER
+          backlog: () => res.writableLength,
+          drained: () =>
+            new Promise<void>((resolve) => {
+              if (res.writableLength === 0 || res.destroyed) return resolve();
+              const done = (): void => {
+                res.off('drain', done);
+                res.off('close', done);
+                resolve();
+              };
+              res.on('drain', done);
+              res.on('close', done);
+            }),
+        });
         streams.add(stop);
         req.on('close', () => (stop(), streams.delete(stop)));
         return;
