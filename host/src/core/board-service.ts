@@ -10,9 +10,11 @@ import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import tar from 'tar-stream';
+import { z } from 'zod';
 import { RunId, type Offsets, type RunEvent, type RunResult } from '@runboard/supervisor/protocol';
 import type { StatePaths } from '@runboard/supervisor/paths';
 import type {
+  Answer,
   BoardView,
   CardDetail,
   CardView,
@@ -22,6 +24,7 @@ import type {
   Settings,
 } from '../renderer/api.ts';
 import { compareCards, COLUMNS, moveRefusal, ranksForMove } from './board-model.ts';
+import { answerQuestions, parseQuestions } from './board-questions.ts';
 import { BoardStore, questionsOf } from './board-store.ts';
 import { GrantStore } from './grant-store.ts';
 import type { Card, CardStatus } from './project.ts';
@@ -29,6 +32,11 @@ import { Scheduler } from './scheduler.ts';
 import { SupervisorClient, type AttachHandlers } from './supervisor-client.ts';
 
 export class MoveRefused extends Error {}
+
+/** Answers as they arrive from a shell (validated at the boundary: HTTP body or IPC argument). */
+export const AnswerList = z
+  .array(z.object({ index: z.number().int().min(0).max(1000), answer: z.string().max(65_536) }))
+  .max(1000);
 export class NotFound extends Error {}
 
 /** How much of each output stream an inspector is sent when it opens a run (the rest: "export run"). */
@@ -178,6 +186,7 @@ export class BoardService extends EventEmitter<{ changed: [] }> {
       card: this.cardView(card),
       body: card.body,
       ...(questions ? { questions } : {}),
+      questionList: parseQuestions(card.body),
       ...(card.front.command !== undefined ? { command: card.front.command } : {}),
       workspace: card.workspace,
       runs: mine.sort((a, b) => (a.runId < b.runId ? 1 : -1)),
@@ -202,6 +211,25 @@ export class BoardService extends EventEmitter<{ changed: [] }> {
     if (ranks.has(id)) patch.rank = ranks.get(id);
     this.store.update(id, patch);
     this.scheduler.kick();
+  }
+
+  /**
+   * A person answers the card's questions (seed: answers go into `## Questions` as `- [x] q` with
+   * `Answer: a` under it); with `requeue` the card then goes to the end of Queued, and its next run
+   * reads the card, answers included.
+   */
+  answer(id: string, answers: Answer[], requeue: boolean): void {
+    const card = this.card(id);
+    if (this.scheduler.isActive(id)) throw new MoveRefused('the card is running: cancel it first');
+    if (answers.length) {
+      try {
+        this.store.update(id, {}, (body) => answerQuestions(body, answers));
+      } catch (err) {
+        throw new MoveRefused((err as Error).message);
+      }
+    }
+    if (!requeue) return;
+    if (card.front.status !== 'queued') this.move(id, 'queued', Number.MAX_SAFE_INTEGER); // at the end
   }
 
   async cancel(id: string): Promise<void> {

@@ -28,6 +28,8 @@ const api: BoardApi = {
   card: (id) => ipcRenderer.invoke(Invoke.card, id) as ReturnType<BoardApi['card']>,
   move: async (id, to, index) => void (await ipcRenderer.invoke(Invoke.move, id, to, index)),
   cancel: async (id) => void (await ipcRenderer.invoke(Invoke.cancel, id)),
+  answer: async (id, answers, requeue) =>
+    void (await ipcRenderer.invoke(Invoke.answer, id, answers, requeue)),
   settings: () => ipcRenderer.invoke(Invoke.settings) as ReturnType<BoardApi['settings']>,
   saveSettings: async (s) => void (await ipcRenderer.invoke(Invoke.saveSettings, s)),
   runFiles: (runId) => ipcRenderer.invoke(Invoke.runFiles, runId) as ReturnType<BoardApi['runFiles']>,

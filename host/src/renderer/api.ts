@@ -58,12 +58,27 @@ export interface BoardView {
   configError?: string;
 }
 
+/** One question of a card's `## Questions` section (seed format: `- [ ] q`, `- [x] q` + `Answer: a`). */
+export interface Question {
+  text: string;
+  answered: boolean;
+  answer?: string;
+}
+
+export interface Answer {
+  /** Index among the card's questions (CardDetail.questionList). */
+  index: number;
+  answer: string;
+}
+
 export interface CardDetail {
   card: CardView;
   /** The card file's markdown body. */
   body: string;
   /** The `## Questions` section, when there is one. */
   questions?: string;
+  /** The questions of that section, parsed (open and answered). */
+  questionList: Question[];
   command?: string | string[];
   workspace: string;
   /** This card's runs, newest first. */
@@ -94,6 +109,8 @@ export interface BoardApi {
   card(id: string): Promise<CardDetail>;
   move(id: string, to: Column, index: number): Promise<void>;
   cancel(id: string): Promise<void>;
+  /** Writes answers into the card's `## Questions`; with `requeue`, moves the card to the end of Queued. */
+  answer(id: string, answers: Answer[], requeue: boolean): Promise<void>;
   settings(): Promise<Settings>;
   saveSettings(s: Settings): Promise<void>;
   runFiles(runId: string): Promise<RunFiles>;

@@ -40,6 +40,7 @@ export function httpApi(): BoardApi {
     card: (id) => request<CardDetail>('GET', `/api/cards/${enc(id)}`),
     move: (id, to: Column, index) => request('POST', `/api/cards/${enc(id)}/move`, { to, index }),
     cancel: (id) => request('POST', `/api/cards/${enc(id)}/cancel`, {}),
+    answer: (id, answers, requeue) => request('POST', `/api/cards/${enc(id)}/answer`, { answers, requeue }),
     settings: () => request<Settings>('GET', '/api/settings'),
     saveSettings: (s) => request('PUT', '/api/settings', s),
     runFiles: (runId) => request<RunFiles>('GET', `/api/runs/${enc(runId)}/files`),

@@ -10,7 +10,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
-import { MoveRefused, NotFound, type BoardService } from '../core/board-service.ts';
+import { AnswerList, MoveRefused, NotFound, type BoardService } from '../core/board-service.ts';
 import type { Column } from '../renderer/api.ts';
 
 export const CSP = [
@@ -28,6 +28,10 @@ export const CSP = [
 const MoveBody = z.object({
   to: z.enum(['backlog', 'queued', 'running', 'needs-input', 'done', 'failed']),
   index: z.number().int().min(0),
+});
+const AnswerBody = z.object({
+  answers: AnswerList,
+  requeue: z.boolean().optional(),
 });
 const SettingsBody = z.object({
   maxConcurrency: z.number().int().min(1).max(1000),
@@ -194,6 +198,12 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
         const body = MoveBody.safeParse(await readBody(req));
         if (!body.success) throw new HttpError(400, body.error.message);
         service.move(id, body.data.to as Column, body.data.index);
+        return json(res, 200, {});
+      }
+      if (method === 'POST' && action === 'answer') {
+        const body = AnswerBody.safeParse(await readBody(req));
+        if (!body.success) throw new HttpError(400, body.error.message);
+        service.answer(id, body.data.answers, body.data.requeue ?? false);
         return json(res, 200, {});
       }
       if (method === 'POST' && action === 'cancel') {
