@@ -104,6 +104,15 @@ describe('the board in a browser', () => {
     await log.getByText('log line 100000', { exact: true }).waitFor({ timeout: 60_000 });
     await page.locator('.log-head', { hasText: '100,000 lines' }).waitFor();
     await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-100k-lines.png') });
+    // scrolling up stops following; ticking follow goes back to the end
+    const follow = page.getByRole('checkbox', { name: 'follow' });
+    expect(await follow.isChecked()).toBe(true);
+    await log.hover();
+    await page.mouse.wheel(0, -3000);
+    await waitUntil('follow off', async () => !(await follow.isChecked()), 5000);
+    await log.getByText('log line 100000', { exact: true }).waitFor({ state: 'detached' });
+    await follow.check();
+    await log.getByText('log line 100000', { exact: true }).waitFor();
   });
 
   it('keyboard drag queues a long run; Cancel stops it within 2 s', async () => {

@@ -15,6 +15,7 @@ import { RunId, type Offsets, type RunEvent, type RunResult } from '@runboard/su
 import type { StatePaths } from '@runboard/supervisor/paths';
 import type {
   Answer,
+  BoardDelta,
   BoardView,
   CardDetail,
   CardView,
@@ -58,8 +59,13 @@ function errorEvent(err: unknown): RunEvent {
 }
 const IMAGE = /\.(png|jpe?g|webp|gif)$/i;
 
-export class BoardService extends EventEmitter<{ changed: [] }> {
+export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta] }> {
   private changeTimer: NodeJS.Timeout | undefined;
+  private changeAt = 0;
+  /** The board as last announced: its version, each card's view (JSON) and the rest (JSON). */
+  private version = 0;
+  private readonly announced = new Map<string, string>();
+  private announcedMeta = '';
   /** Runs seen lately (from card details), for the tail offsets of a stream. */
   private readonly knownRuns = new Map<string, RunResult>();
 
@@ -84,6 +90,7 @@ export class BoardService extends EventEmitter<{ changed: [] }> {
     const scheduler = new Scheduler(store, client, new GrantStore(paths));
     const service = new BoardService(store, scheduler, client, paths);
     await scheduler.recover();
+    service.diff(); // the starting point of the deltas
     return service;
   }
 
@@ -94,13 +101,43 @@ export class BoardService extends EventEmitter<{ changed: [] }> {
     this.client.close();
   }
 
-  /** Coalesces bursts of changes (progress events, many card writes) into one signal per 50 ms. */
-  private changedSoon(): void {
-    if (this.changeTimer) return;
+  /**
+   * Coalesces bursts of changes (progress events, many card writes) into one delta per 50 ms; a
+   * person's own intent (a move) goes out on the next turn of the event loop.
+   */
+  private changedSoon(ms = 50): void {
+    const at = performance.now() + ms;
+    if (this.changeTimer && this.changeAt <= at) return;
+    clearTimeout(this.changeTimer);
+    this.changeAt = at;
     this.changeTimer = setTimeout(() => {
       this.changeTimer = undefined;
+      const d = this.diff();
+      if (d) this.emit('delta', d);
       this.emit('changed');
-    }, 50);
+    }, ms);
+  }
+
+  /** The cards whose view changed since the last call (and the rest of the board, if it did). */
+  private diff(): BoardDelta | undefined {
+    const { cards, version: _v, ...meta } = this.view();
+    const changed: CardView[] = [];
+    const seen = new Set<string>();
+    for (const c of cards) {
+      seen.add(c.id);
+      const json = JSON.stringify(c);
+      if (this.announced.get(c.id) === json) continue;
+      this.announced.set(c.id, json);
+      changed.push(c);
+    }
+    const removed = [...this.announced.keys()].filter((id) => !seen.has(id));
+    for (const id of removed) this.announced.delete(id);
+    const metaJson = JSON.stringify(meta);
+    const metaChanged = metaJson !== this.announcedMeta;
+    this.announcedMeta = metaJson;
+    if (!changed.length && !removed.length && !metaChanged) return undefined;
+    const from = this.version++;
+    return { from, to: this.version, cards: changed, removed, ...(metaChanged ? { meta } : {}) };
   }
 
   private columnOf(id: string, card: Card): Column {
@@ -119,6 +156,7 @@ export class BoardService extends EventEmitter<{ changed: [] }> {
       column,
       locked: column === 'running',
     };
+    if (f.rank !== undefined) v.rank = f.rank;
     const runId = this.scheduler.runIdOf(id) ?? f.lastRun;
     if (runId) v.runId = runId;
     const progress = this.scheduler.progress(id);
@@ -155,6 +193,7 @@ export class BoardService extends EventEmitter<{ changed: [] }> {
     for (const c of cards)
       if (c.column === 'running') runningPerFlow.set(c.flow, (runningPerFlow.get(c.flow) ?? 0) + 1);
     return {
+      version: this.version,
       project: this.store.projectDir,
       cards,
       maxConcurrency: cfg.scheduler.maxConcurrency,
@@ -210,6 +249,7 @@ export class BoardService extends EventEmitter<{ changed: [] }> {
     const patch: Record<string, unknown> = { status: to satisfies CardStatus };
     if (ranks.has(id)) patch.rank = ranks.get(id);
     this.store.update(id, patch);
+    this.changedSoon(0);
     this.scheduler.kick();
   }
 

@@ -102,7 +102,7 @@ handle(Invoke.stopStream, (sid) => {
   streams.get(Number(sid))?.();
   streams.delete(Number(sid));
 });
-service.on('changed', () => win.webContents.send(Push.boardChanged));
+service.on('delta', (d) => win.webContents.send(Push.boardChanged, d));
 app.on('window-all-closed', () => {
   for (const stop of streams.values()) stop();
   void service.close().then(() => app.quit());

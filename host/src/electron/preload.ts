@@ -2,7 +2,7 @@
  * The typed preload bridge (sandboxed preload, contextIsolation): exposes the renderer's BoardApi as
  * named intents over the channels of channels.ts. Never the raw ipcRenderer, no fs, no spawn.
  */
-import type { BoardApi, RunStreamMessage } from '../renderer/api.ts';
+import type { BoardApi, BoardDelta, RunStreamMessage } from '../renderer/api.ts';
 import { Invoke, Push, SCHEME } from './channels.ts';
 
 interface IpcRendererLike {
@@ -21,7 +21,7 @@ let streams = 0;
 const api: BoardApi = {
   board: () => ipcRenderer.invoke(Invoke.board) as ReturnType<BoardApi['board']>,
   onBoardChanged(cb) {
-    const l = (): void => cb();
+    const l = (_e: unknown, delta?: unknown): void => cb(delta as BoardDelta | undefined);
     ipcRenderer.on(Push.boardChanged, l);
     return () => ipcRenderer.removeListener(Push.boardChanged, l);
   },

@@ -122,11 +122,18 @@ export function LogView({
     if (follow && count > 0) virtualizer.scrollToIndex(count - 1, { align: 'end' });
   }, [count, follow, virtualizer]);
 
+  // Follow stops only when the person scrolls up, and resumes at the bottom. (Deciding from "not at the
+  // bottom" alone turned follow off by itself whenever lines arrived between our scroll and its event,
+  // and the view then stayed put: the "last line never shows" of docs/bench-board.md.)
+  const lastTop = useRef(0);
   const onScroll = (): void => {
     const el = parent.current;
     if (!el) return;
     const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < ROW * 2;
-    if (atBottom !== follow) setFollow(atBottom);
+    const up = el.scrollTop < lastTop.current - 1;
+    lastTop.current = el.scrollTop;
+    if (atBottom && !follow) setFollow(true);
+    else if (up && !atBottom && follow) setFollow(false);
   };
 
   return (

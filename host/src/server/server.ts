@@ -11,7 +11,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { AnswerList, MoveRefused, NotFound, type BoardService } from '../core/board-service.ts';
-import type { Column } from '../renderer/api.ts';
+import type { BoardDelta, Column } from '../renderer/api.ts';
 
 export const CSP = [
   "default-src 'none'",
@@ -181,12 +181,12 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
     if (method === 'GET' && area === 'board') return json(res, 200, service.view());
     if (method === 'GET' && area === 'events') {
       const send = sse(req, res);
-      const onChange = (): void => send({ type: 'changed' });
-      service.on('changed', onChange);
+      const onChange = (d: BoardDelta): void => send({ type: 'delta', ...d });
+      service.on('delta', onChange);
       const ping = setInterval(() => res.write(': ping\n\n'), 15_000);
       const stop = (): void => {
         clearInterval(ping);
-        service.off('changed', onChange);
+        service.off('delta', onChange);
       };
       streams.add(stop);
       req.on('close', () => (stop(), streams.delete(stop)));
