@@ -28,7 +28,12 @@ describe('board model', () => {
   });
 
   it('a move into a rankless tail ranks only the cards up to the drop point', () => {
-    const tail = [...col, { id: 'p', file: 'p.md' }, { id: 'q', file: 'q.md' }, { id: 'r', file: 'r.md' }];
+    const tail: Ranked[] = [
+      ...col,
+      { id: 'p', file: 'p.md' },
+      { id: 'q', file: 'q.md' },
+      { id: 'r', file: 'r.md' },
+    ];
     expect([...ranksForMove(tail, 'x', 0)]).toEqual([['x', 0]]);
     expect([...ranksForMove(tail, 'x', 3)]).toEqual([['x', 4096]]);
     expect([...ranksForMove(tail, 'x', 5)]).toEqual([
@@ -44,7 +49,7 @@ describe('board model', () => {
     expect([...ranksForMove(rankless, 'q', 0)]).toEqual([['q', 1024]]);
     // the result keeps the order: ranked first, then the rest by file
     const out = ranksForMove(tail, 'x', 4);
-    const after = [...tail, { id: 'x', file: 'x.md' } as Ranked]
+    const after = [...tail, { id: 'x', file: 'x.md' }]
       .map((c) => ({ ...c, rank: out.get(c.id) ?? c.rank }))
       .sort(compareCards)
       .map((c) => c.id);
