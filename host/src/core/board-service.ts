@@ -217,8 +217,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
 
   async cardDetail(id: string): Promise<CardDetail> {
     const card = this.card(id);
-    const { runs } = await this.client.list({ limit: 2000 });
-    const mine = runs.filter((r) => r.card.path === card.file);
+    const mine = await this.runsOf(card.file);
     for (const r of mine) this.knownRuns.set(r.runId, r);
     const questions = questionsOf(card.body);
     return {
@@ -230,6 +229,18 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       workspace: card.workspace,
       runs: mine.sort((a, b) => (a.runId < b.runId ? 1 : -1)),
     };
+  }
+
+  /**
+   * A card's runs, newest first: `run/list` with `cardPath`, which the supervisor answers from its
+   * per-day card index. A supervisor from before that filter (supervisors outlive host upgrades)
+   * ignores it and answers with everyone's runs; then the host filters the last 2,000 itself.
+   */
+  private async runsOf(cardFile: string): Promise<RunResult[]> {
+    const { runs } = await this.client.list({ cardPath: cardFile, limit: 200 });
+    if (runs.every((r) => r.card.path === cardFile)) return runs;
+    const all = await this.client.list({ limit: 2000 });
+    return all.runs.filter((r) => r.card.path === cardFile);
   }
 
   /** A person moves a card to `index` of column `to` (drag and drop, keyboard, or the API). */
