@@ -99,10 +99,12 @@ describe('questions from a run', () => {
     );
     expect(text).not.toContain('- None.');
     expect(readdirSync(path.dirname(server.cardFile('ask.md')))).toEqual(['ask.md']); // no temp file left
+    expect((await server.card('ask'))?.openQuestions).toBe(2);
 
     // the inspector shows them and takes the answers
     const page = await browser.newPage({ viewport: { width: 1500, height: 900 } });
     await page.goto(server.url);
+    await page.locator('li[data-card-id="ask"]').getByText('2 open questions').waitFor();
     await page.click('li[data-card-id="ask"]');
     const questions = page.getByRole('region', { name: 'Questions' });
     await questions.getByText('Which branch should the fix go to?').waitFor();
@@ -119,6 +121,7 @@ describe('questions from a run', () => {
       '## Questions\n- [x] Which branch should the fix go to?\n  Answer: use main\n- [x] Keep the old API?\n  Answer: yes, until 2.0\n\n## Notes\n',
     );
     await questions.getByText('Questions (0 open of 2)').waitFor();
+    expect((await server.card('ask'))?.openQuestions).toBeUndefined();
     await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-questions-answered.png') });
     const played = model.requests.filter((r) => r.episode).map((r) => r.episode);
     expect(played).toContain('ask');

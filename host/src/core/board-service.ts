@@ -144,6 +144,17 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     return this.scheduler.isActive(id) ? 'running' : (card.front.status ?? 'backlog');
   }
 
+  /** Cards are new objects when their file changes, so the count is parsed once per version. */
+  private readonly openCount = new WeakMap<Card, number>();
+  private openQuestions(card: Card): number {
+    let n = this.openCount.get(card);
+    if (n === undefined) {
+      n = parseQuestions(card.body).filter((q) => !q.answered).length;
+      this.openCount.set(card, n);
+    }
+    return n;
+  }
+
   private cardView(card: Card): CardView {
     const id = String(card.front.id);
     const f = card.front;
@@ -167,6 +178,8 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     if (f.nextTryAt && f.failures) v.nextTryAt = f.nextTryAt;
     if (f.lastError) v.lastError = f.lastError;
     if (f.needs) v.needs = f.needs;
+    const open = this.openQuestions(card);
+    if (open) v.openQuestions = open;
     return v;
   }
 

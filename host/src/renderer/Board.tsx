@@ -84,6 +84,11 @@ const CardContent = memo(function CardContent({ card }: { card: CardView }) {
             <div className="card-note error">{card.lastError}</div>
           )}
           {card.needs && <div className="card-note needs">needs: {card.needs}</div>}
+          {card.openQuestions && card.column !== 'running' ? (
+            <div className="card-note questions">
+              {card.openQuestions} open question{card.openQuestions > 1 ? 's' : ''}
+            </div>
+          ) : null}
         </>
       )}
     </>

@@ -38,6 +38,8 @@ export interface CardView {
   /** ISO time of the next try when in backoff. */
   nextTryAt?: string;
   lastError?: string;
+  /** Open questions in the card's `## Questions` (answer them in the inspector). */
+  openQuestions?: number;
   /** What the card needs before it can run (e.g. a provider key and where to set it). */
   needs?: string;
 }
