@@ -186,7 +186,7 @@ const after = { hostRssMB: +(rssKb(serve.pid) / 1024).toFixed(1), ...(await heap
 const shown = await page.locator('.log-head span').textContent();
 console.log(
   JSON.stringify({
-    bench: 'log-1M',
+    bench: 'log-stream',
     lines: LINES,
     streamS: +streamS.toFixed(1),
     before,
