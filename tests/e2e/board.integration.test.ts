@@ -92,6 +92,13 @@ describe('the board in a browser', () => {
     expect(await page.locator('.log-line .ansi-green-fg').first().textContent()).toBe('green line');
     await page.locator('.metrics .status', { hasText: 'succeeded' }).waitFor();
     await page.screenshot({ path: path.join(ARTIFACTS, 'board-inspector-done.png') });
+    // with the inspector open every column is still on screen, none under the inspector
+    const inspector = (await page.locator('aside.inspector').boundingBox())!;
+    for (const col of ['backlog', 'queued', 'running', 'needs-input', 'done', 'failed']) {
+      const box = (await page.locator(`ul.cards[data-column="${col}"]`).boundingBox())!;
+      expect(box.x, col).toBeGreaterThanOrEqual(0);
+      expect(box.x + box.width, col).toBeLessThanOrEqual(inspector.x);
+    }
   });
 
   it('a 100k-line run streams live into the open inspector, to its last line', async () => {
