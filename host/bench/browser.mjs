@@ -104,14 +104,21 @@ console.log(
 );
 
 // 1M lines through an open inspector
+const perf = await page.context().newCDPSession(page);
+await perf.send('Performance.enable'); // counts main-thread time from here on
 const heap = async () => {
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('HeapProfiler.collectGarbage');
-  await cdp.send('Performance.enable');
-  const { metrics } = await cdp.send('Performance.getMetrics');
   await cdp.detach();
+  const { metrics } = await perf.send('Performance.getMetrics');
   const m = Object.fromEntries(metrics.map((x) => [x.name, x.value]));
-  return { jsHeapMB: +(m.JSHeapUsedSize / 1048576).toFixed(1), domNodes: m.Nodes };
+  return {
+    jsHeapMB: +(m.JSHeapUsedSize / 1048576).toFixed(1),
+    domNodes: m.Nodes,
+    // cumulative main-thread time of the page (s): the difference shows what the stream cost the page
+    taskS: +m.TaskDuration.toFixed(2),
+    scriptS: +m.ScriptDuration.toFixed(2),
+  };
 };
 await page.locator('li[data-card-id="log"]').click();
 await page.getByText('No runs yet').waitFor();
@@ -192,6 +199,10 @@ console.log(
     before,
     after,
     hostPeakRssMB: +(peakRssKb / 1024).toFixed(1),
+    pageBusyS: {
+      task: +(after.taskS - before.taskS).toFixed(2),
+      script: +(after.scriptS - before.scriptS).toFixed(2),
+    },
     slowViewer: slow,
     inspector: shown,
   }),
