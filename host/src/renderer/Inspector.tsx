@@ -121,7 +121,9 @@ function RunPanel({
         <div>
           <dt>Output</dt>
           <dd>
-            {fmtBytes(run.stdoutBytes)} out · {fmtBytes(run.stderrBytes)} err
+            {run.status === 'running'
+              ? 'counted when the run ends'
+              : `${fmtBytes(run.stdoutBytes)} out · ${fmtBytes(run.stderrBytes)} err`}
           </dd>
         </div>
         <div>
