@@ -7,6 +7,7 @@ export const Invoke = {
   card: 'card:get',
   move: 'card:move',
   cancel: 'card:cancel',
+  answer: 'card:answer',
   settings: 'settings:get',
   saveSettings: 'settings:save',
   runFiles: 'run:files',

@@ -121,7 +121,9 @@ function RunPanel({
         <div>
           <dt>Output</dt>
           <dd>
-            {fmtBytes(run.stdoutBytes)} out · {fmtBytes(run.stderrBytes)} err
+            {run.status === 'running'
+              ? 'counted when the run ends'
+              : `${fmtBytes(run.stdoutBytes)} out · ${fmtBytes(run.stderrBytes)} err`}
           </dd>
         </div>
         <div>
@@ -155,6 +157,71 @@ function RunPanel({
         }}
       />
     </div>
+  );
+}
+
+/**
+ * The card's questions (its `## Questions`): open ones with an answer box, answered ones with their
+ * answer. Answers are written into the card file (seed format); "Answer & re-queue" also queues it.
+ */
+function Questions({
+  api,
+  detail,
+  onChanged,
+  onError,
+}: {
+  api: BoardApi;
+  detail: CardDetail;
+  onChanged: () => void;
+  onError: (m: string) => void;
+}) {
+  const [draft, setDraft] = useState<Record<number, string>>({});
+  const list = detail.questionList;
+  const open = list.filter((q) => !q.answered).length;
+  const save = (requeue: boolean): void => {
+    const answers = Object.entries(draft)
+      .filter(([, a]) => a.trim())
+      .map(([i, answer]) => ({ index: Number(i), answer }));
+    api.answer(detail.card.id, answers, requeue).then(
+      () => {
+        setDraft({});
+        onChanged();
+      },
+      (e: Error) => onError(e.message),
+    );
+  };
+  return (
+    <section className="questions" aria-label="Questions">
+      <h3>
+        Questions ({open} open of {list.length})
+      </h3>
+      <ol className="question-list">
+        {list.map((q, i) => (
+          <li key={i} className={q.answered ? 'answered' : 'open'}>
+            <p className="question">{q.text}</p>
+            {q.answered ? (
+              <p className="answer">Answer: {q.answer ?? ''}</p>
+            ) : (
+              <textarea
+                rows={2}
+                aria-label={`Answer to: ${q.text}`}
+                value={draft[i] ?? ''}
+                disabled={detail.card.locked}
+                onChange={(e) => setDraft({ ...draft, [i]: e.target.value })}
+              />
+            )}
+          </li>
+        ))}
+      </ol>
+      {open > 0 && !detail.card.locked && (
+        <div className="question-actions">
+          <button onClick={() => save(false)}>Save answers</button>
+          <button className="primary" onClick={() => save(true)}>
+            Answer &amp; re-queue
+          </button>
+        </div>
+      )}
+    </section>
   );
 }
 
@@ -216,11 +283,15 @@ export function Inspector({
         )}
         <pre className="markdown">{detail.body.trim()}</pre>
       </details>
-      {detail.questions && (
-        <section className="questions" aria-label="Questions">
-          <h3>Questions</h3>
-          <pre className="markdown">{detail.questions}</pre>
-        </section>
+      {detail.questionList.length > 0 ? (
+        <Questions api={api} detail={detail} onChanged={onChanged} onError={setError} />
+      ) : (
+        detail.questions && (
+          <section className="questions" aria-label="Questions">
+            <h3>Questions</h3>
+            <pre className="markdown">{detail.questions}</pre>
+          </section>
+        )
       )}
       <section className="runs" aria-label="Runs">
         <h3>Runs ({detail.runs.length})</h3>
