@@ -3,11 +3,13 @@
  * scheduler and the supervisor connections, exposed as the intents and views of the renderer's
  * BoardApi (host/src/renderer/api.ts). Composition happens in `BoardService.open`.
  */
+import { execFile } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { createReadStream, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { promisify } from 'node:util';
 import { createGzip } from 'node:zlib';
 import tar from 'tar-stream';
 import { z } from 'zod';
@@ -22,6 +24,7 @@ import type {
   Column,
   RunFiles,
   RunStreamMessage,
+  WorktreeDiff,
   Settings,
 } from '../renderer/api.ts';
 import { compareCards, COLUMNS, moveRefusal, ranksForMove } from './board-model.ts';
@@ -39,6 +42,8 @@ export const AnswerList = z
   .array(z.object({ index: z.number().int().min(0).max(1000), answer: z.string().max(65_536) }))
   .max(1000);
 export class NotFound extends Error {}
+
+const execFileP = promisify(execFile);
 
 /** How much of each output stream an inspector is sent when it opens a run (the rest: "export run"). */
 export const STREAM_TAIL_BYTES = 2 * 1024 * 1024;
@@ -299,6 +304,42 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   async cancel(id: string): Promise<void> {
     this.card(id);
     if (!(await this.scheduler.cancel(id))) throw new MoveRefused('the card has no run going');
+  }
+
+  /** A run's worktree changes as a unified diff (base commit → the run's commit), at most 1 MiB. */
+  async worktreeDiff(runId: string): Promise<WorktreeDiff> {
+    const run = await this.runById(runId);
+    const wt = run.worktree;
+    if (!wt) throw new NotFound(`run ${runId} has no worktree`);
+    if (!wt.diff?.commit) return { text: '', truncated: false };
+    const max = 1024 * 1024;
+    const { stdout } = await execFileP(
+      'git',
+      ['-C', wt.repo, 'diff', '--no-color', '--no-ext-diff', wt.baseCommit, wt.diff.commit],
+      {
+        maxBuffer: 64 * 1024 * 1024,
+        env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' },
+      },
+    );
+    return stdout.length > max
+      ? { text: stdout.slice(0, max), truncated: true }
+      : { text: stdout, truncated: false };
+  }
+
+  /** Keep a run's worktree (merge its branch into the base branch) or discard it. */
+  async settleWorktree(runId: string, how: 'keep' | 'discard'): Promise<RunResult> {
+    const { run } =
+      how === 'keep' ? await this.client.keepWorktree(runId) : await this.client.discardWorktree(runId);
+    this.knownRuns.set(runId, run);
+    return run;
+  }
+
+  private async runById(runId: string): Promise<RunResult> {
+    this.logDir(runId); // validates the id and that the run exists
+    const { runs } = await this.client.list({ limit: 10_000 });
+    const run = runs.find((r) => r.runId === runId) ?? this.knownRuns.get(runId);
+    if (!run) throw new NotFound(`no run ${runId}`);
+    return run;
   }
 
   settings(): Settings {

@@ -11,6 +11,8 @@ export const Invoke = {
   settings: 'settings:get',
   saveSettings: 'settings:save',
   runFiles: 'run:files',
+  runDiff: 'run:diff',
+  settleWorktree: 'run:settleWorktree',
   exportRun: 'run:export',
   streamRun: 'run:stream',
   stopStream: 'run:stopStream',

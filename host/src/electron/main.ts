@@ -88,6 +88,10 @@ handle(Invoke.answer, (id, answers, requeue) =>
 handle(Invoke.settings, () => service.settings());
 handle(Invoke.saveSettings, (s) => service.saveSettings(s as Settings));
 handle(Invoke.runFiles, (runId) => service.runFiles(String(runId)));
+handle(Invoke.runDiff, (runId) => service.worktreeDiff(String(runId)));
+handle(Invoke.settleWorktree, (runId, how) =>
+  service.settleWorktree(String(runId), how === 'keep' ? 'keep' : 'discard'),
+);
 handle(Invoke.exportRun, async (runId) => {
   const r = await dialog.showSaveDialog(win, { defaultPath: `run-${String(runId)}.tar.gz` });
   if (!r.canceled && r.filePath) await service.exportRun(String(runId), createWriteStream(r.filePath));

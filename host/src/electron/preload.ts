@@ -33,6 +33,9 @@ const api: BoardApi = {
   settings: () => ipcRenderer.invoke(Invoke.settings) as ReturnType<BoardApi['settings']>,
   saveSettings: async (s) => void (await ipcRenderer.invoke(Invoke.saveSettings, s)),
   runFiles: (runId) => ipcRenderer.invoke(Invoke.runFiles, runId) as ReturnType<BoardApi['runFiles']>,
+  runDiff: (runId) => ipcRenderer.invoke(Invoke.runDiff, runId) as ReturnType<BoardApi['runDiff']>,
+  settleWorktree: (runId, how) =>
+    ipcRenderer.invoke(Invoke.settleWorktree, runId, how) as ReturnType<BoardApi['settleWorktree']>,
   fileUrl: (runId, name) => `${SCHEME}://run/${encodeURIComponent(runId)}/${encodeURIComponent(name)}`,
   exportRun: async (runId) => void (await ipcRenderer.invoke(Invoke.exportRun, runId)),
   streamRun(runId, cb) {

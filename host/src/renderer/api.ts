@@ -5,6 +5,7 @@
  * (no fs, no spawn) cross it. The types here are plain data, shared by host and renderer.
  */
 import type { RunEvent, RunResult } from '@runboard/supervisor/protocol';
+export type { RunResult };
 
 export type Column = 'backlog' | 'queued' | 'running' | 'needs-input' | 'done' | 'failed';
 
@@ -124,6 +125,13 @@ export type RunStreamMessage =
   | { type: 'event'; event: RunEvent }
   | { type: 'end'; result: RunResult };
 
+/** A run's worktree changes as a unified diff. */
+export interface WorktreeDiff {
+  text: string;
+  /** Cut at 1 MiB. */
+  truncated: boolean;
+}
+
 export interface BoardApi {
   board(): Promise<BoardView>;
   /**
@@ -141,6 +149,10 @@ export interface BoardApi {
   runFiles(runId: string): Promise<RunFiles>;
   /** A URL the renderer may show as an image (a screenshot of the run). */
   fileUrl(runId: string, name: string): string;
+  /** The run's worktree diff (base → the run's commit). */
+  runDiff(runId: string): Promise<WorktreeDiff>;
+  /** Keep the run's worktree (merge into its base branch) or discard it; returns the run as it is then. */
+  settleWorktree(runId: string, how: 'keep' | 'discard'): Promise<RunResult>;
   /** Saves (downloads) the run dir as one .tar.gz. */
   exportRun(runId: string): Promise<void>;
   /** Streams a run's output (the tail of it first) and events until it ends; returns a stop. */

@@ -9,8 +9,10 @@ import type {
   CardDetail,
   Column,
   RunFiles,
+  RunResult,
   RunStreamMessage,
   Settings,
+  WorktreeDiff,
 } from './api.ts';
 
 async function request<T>(method: string, url: string, body?: unknown): Promise<T> {
@@ -56,6 +58,8 @@ export function httpApi(): BoardApi {
     settings: () => request<Settings>('GET', '/api/settings'),
     saveSettings: (s) => request('PUT', '/api/settings', s),
     runFiles: (runId) => request<RunFiles>('GET', `/api/runs/${enc(runId)}/files`),
+    runDiff: (runId) => request<WorktreeDiff>('GET', `/api/runs/${enc(runId)}/diff`),
+    settleWorktree: (runId, how) => request<RunResult>('POST', `/api/runs/${enc(runId)}/${how}`, {}),
     fileUrl: (runId, name) => `/api/runs/${enc(runId)}/file?name=${enc(name)}`,
     async exportRun(runId) {
       const a = document.createElement('a');

@@ -222,6 +222,9 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
     }
     if (area === 'runs' && id) {
       if (method === 'GET' && action === 'files') return json(res, 200, service.runFiles(id));
+      if (method === 'GET' && action === 'diff') return json(res, 200, await service.worktreeDiff(id));
+      if (method === 'POST' && (action === 'keep' || action === 'discard'))
+        return json(res, 200, await service.settleWorktree(id, action));
       if (method === 'GET' && action === 'file') {
         const file = service.screenshotPath(id, url.searchParams.get('name') ?? '');
         res.writeHead(200, {
