@@ -2,6 +2,7 @@
 // module resolution at run time). The native addon stays a separate .node file, found at run time.
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { build } from 'esbuild';
+import { cliBuildOptions, mcpBuildOptions } from '../native/scripts/bundle-cli.mjs';
 import path from 'node:path';
 
 // zod bundles every locale's error messages (~300 KB) behind one namespace export; Runboard speaks
@@ -51,6 +52,12 @@ await Promise.all(
       }),
     ),
 );
+
+// desktop-cli: minified CommonJS (an agent's shell pays Node's start-up at every call).
+if (extra.length === 0 || extra.includes('desktop-cli')) {
+  await build(cliBuildOptions('dist/desktop-cli.cjs'));
+  await build(mcpBuildOptions('dist/desktop-mcp.cjs')); // `desktop-cli serve`, loaded only when serving
+}
 
 // The worker again, as a V8 start-up snapshot: every run starts a worker, and with the snapshot its
 // code is already loaded and initialised when Node starts (docs/decisions.md). The snapshot belongs

@@ -5,4 +5,13 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 echo "== lint" && npx eslint . && npx prettier --check . >/dev/null
 echo "== types" && npx tsc -p tsconfig.json --noEmit
-echo "== tests" && npx vitest run "$@"
+echo "== tests"
+mkdir -p test-results
+status=0
+npx vitest run --reporter=default --reporter=json --outputFile.json=test-results/vitest.json "$@" || status=$?
+# One plain closing line, whatever the reporter printed above.
+node -e '
+  const r = JSON.parse(require("fs").readFileSync("test-results/vitest.json", "utf8"));
+  console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped`);
+' || true
+exit "$status"

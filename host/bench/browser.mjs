@@ -4,6 +4,7 @@
 /* global document, fetch, requestAnimationFrame -- page.evaluate callbacks run in the browser */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
@@ -103,19 +104,73 @@ console.log(
 );
 
 // 1M lines through an open inspector
+const perf = await page.context().newCDPSession(page);
+await perf.send('Performance.enable'); // counts main-thread time from here on
 const heap = async () => {
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('HeapProfiler.collectGarbage');
-  await cdp.send('Performance.enable');
-  const { metrics } = await cdp.send('Performance.getMetrics');
   await cdp.detach();
+  const { metrics } = await perf.send('Performance.getMetrics');
   const m = Object.fromEntries(metrics.map((x) => [x.name, x.value]));
-  return { jsHeapMB: +(m.JSHeapUsedSize / 1048576).toFixed(1), domNodes: m.Nodes };
+  return {
+    jsHeapMB: +(m.JSHeapUsedSize / 1048576).toFixed(1),
+    domNodes: m.Nodes,
+    // cumulative main-thread time of the page (s): the difference shows what the stream cost the page
+    taskS: +m.TaskDuration.toFixed(2),
+    scriptS: +m.ScriptDuration.toFixed(2),
+  };
 };
 await page.locator('li[data-card-id="log"]').click();
 await page.getByText('No runs yet').waitFor();
 const before = { hostRssMB: +(rssKb(serve.pid) / 1024).toFixed(1), ...(await heap()) };
+// host RSS sampled while the log streams (peak), and a second, slow viewer: a client that takes nothing
+// for 8 s, then reads to the end (the host must pause its stream, not buffer the log)
+let peakRssKb = 0;
+const sampler = setInterval(() => (peakRssKb = Math.max(peakRssKb, rssKb(serve.pid))), 50);
 const tl = performance.now();
+const u = new URL(url);
+const slowViewer = (async () => {
+  let runId;
+  while (!runId) {
+    const b = await (
+      await fetch(`${u.origin}/api/board`, {
+        headers: { authorization: `Bearer ${u.searchParams.get('token')}` },
+      })
+    ).json();
+    runId = b.cards.find((c) => c.id === 'log')?.runId;
+    if (!runId) await new Promise((r) => setTimeout(r, 20));
+  }
+  return new Promise((resolve, reject) => {
+    const req = http.get(
+      `${u.origin}/api/runs/${runId}/stream`,
+      { headers: { authorization: `Bearer ${u.searchParams.get('token')}` } },
+      (res) => {
+        res.pause();
+        let lines = 0;
+        let tail = '';
+        setTimeout(() => {
+          res.setEncoding('utf8');
+          res.on('data', (d) => {
+            const text = tail + d;
+            const msgs = text.split('\n\n');
+            tail = msgs.pop();
+            for (const m of msgs) {
+              if (!m.startsWith('data: ')) continue;
+              const msg = JSON.parse(m.slice(6));
+              if (msg.type === 'lines') lines += msg.lines.length;
+              if (msg.type === 'end') {
+                req.destroy();
+                resolve({ lines, s: +((performance.now() - tl) / 1000).toFixed(1) });
+              }
+            }
+          });
+          res.resume();
+        }, 8000);
+      },
+    );
+    req.on('error', reject);
+  });
+})();
 await page.evaluate(() =>
   fetch('/api/cards/log/move', {
     method: 'POST',
@@ -132,15 +187,23 @@ await page.waitForFunction(
 );
 await page.getByText(`log line ${LINES}`, { exact: true }).waitFor({ timeout: 120_000 });
 const streamS = (performance.now() - tl) / 1000;
+const slow = await slowViewer;
+clearInterval(sampler);
 const after = { hostRssMB: +(rssKb(serve.pid) / 1024).toFixed(1), ...(await heap()) };
 const shown = await page.locator('.log-head span').textContent();
 console.log(
   JSON.stringify({
-    bench: 'log-1M',
+    bench: 'log-stream',
     lines: LINES,
     streamS: +streamS.toFixed(1),
     before,
     after,
+    hostPeakRssMB: +(peakRssKb / 1024).toFixed(1),
+    pageBusyS: {
+      task: +(after.taskS - before.taskS).toFixed(2),
+      script: +(after.scriptS - before.scriptS).toFixed(2),
+    },
+    slowViewer: slow,
     inspector: shown,
   }),
 );

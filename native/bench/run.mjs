@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { build } from 'esbuild';
+import { cliBuildOptions } from '../scripts/bundle-cli.mjs';
 
 const here = import.meta.dirname ?? path.dirname(new URL(import.meta.url).pathname);
 const repo = path.resolve(here, '..', '..');
@@ -16,11 +17,7 @@ await build({
   entryPoints: [path.join(here, 'desktop.bench.ts')],
   outfile: path.join(tmp, 'bench.mjs'),
 });
-await build({
-  ...common,
-  entryPoints: [path.join(repo, 'native/src/cli/main.ts')],
-  outfile: path.join(tmp, 'desktop-cli.mjs'),
-});
+await build(cliBuildOptions(path.join(tmp, 'desktop-cli.cjs')));
 const env = { ...process.env, RUNBOARD_NATIVE_DIR: path.join(repo, 'native/build/Release') };
 delete env.NODE_EXTRA_CA_CERTS; // ~75 ms of CA parsing at every node start-up here (DESKTOP-NOTES); workers run trimmed too
 const r = spawnSync(
@@ -31,7 +28,7 @@ const r = spawnSync(
     '--',
     process.execPath,
     path.join(tmp, 'bench.mjs'),
-    path.join(tmp, 'desktop-cli.mjs'),
+    path.join(tmp, 'desktop-cli.cjs'),
     repo,
   ],
   { env, stdio: 'inherit' },

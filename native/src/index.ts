@@ -32,4 +32,16 @@ export function peerCredentials(fd: number): PeerCredentials {
 }
 export { desktop, type Desktop } from './desktop/desktop.ts';
 export * from './desktop/types.ts';
-export { toCompact, toVerbose, shortRole, platformRolesFor, type CompactElement } from './desktop/compact.ts';
+export {
+  allElements,
+  flatten,
+  platformAction,
+  platformRolesFor,
+  shortAction,
+  shortRole,
+  toCompact,
+  toVerbose,
+  type CompactElement,
+  type ShortRole,
+} from './desktop/compact.ts';
+export { matchSignature, type Candidate, type MatchResult, type Signature } from './desktop/match.ts';

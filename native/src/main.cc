@@ -45,18 +45,26 @@ Napi::Value PeerCredentials(const Napi::CallbackInfo& info) {
 
 using Marshal = std::function<Napi::Value(Napi::Env)>;
 
+struct Desktop;
+
 struct Job {
   Napi::Promise::Deferred deferred;
+  Desktop* owner;
   Marshal ok;
   std::string error, code;
 };
 
+// Per JavaScript environment (the main thread, each worker thread): the function that settles its
+// promises. The desktop thread itself is one per process: the X and AT-SPI connections are.
 struct Desktop {
-  runboard::TaskThread thread;
   Napi::ThreadSafeFunction tsfn;
   int pending = 0;
 };
-Desktop* g_desktop = nullptr;
+
+runboard::TaskThread& DesktopThread() {
+  static runboard::TaskThread thread;
+  return thread;
+}
 
 void Settle(Napi::Env env, Napi::Function, Job* job) {
   if (job->ok) {
@@ -70,16 +78,18 @@ void Settle(Napi::Env env, Napi::Function, Job* job) {
     err.Set("code", job->code);
     job->deferred.Reject(err.Value());
   }
+  Desktop* owner = job->owner;
   delete job;
-  if (--g_desktop->pending == 0) g_desktop->tsfn.Unref(env);
+  if (--owner->pending == 0) owner->tsfn.Unref(env);
 }
 
 // Runs `work` on the desktop thread; `work` returns the marshaller that builds the JS value.
 Napi::Value Run(Napi::Env env, std::function<Marshal()> work) {
-  auto* job = new Job{Napi::Promise::Deferred::New(env), nullptr, "", ""};
+  auto* desktop = env.GetInstanceData<Desktop>();
+  auto* job = new Job{Napi::Promise::Deferred::New(env), desktop, nullptr, "", ""};
   auto promise = job->deferred.Promise();
-  if (g_desktop->pending++ == 0) g_desktop->tsfn.Ref(env);
-  g_desktop->thread.Post([job, work = std::move(work)] {
+  if (desktop->pending++ == 0) desktop->tsfn.Ref(env);
+  DesktopThread().Post([job, work = std::move(work)] {
     try {
       job->ok = work();
     } catch (const d::DesktopError& e) {
@@ -89,7 +99,7 @@ Napi::Value Run(Napi::Env env, std::function<Marshal()> work) {
       job->error = e.what();
       job->code = "INTERNAL";
     }
-    g_desktop->tsfn.BlockingCall(job, Settle);
+    if (job->owner->tsfn.BlockingCall(job, Settle) != napi_ok) delete job;  // its environment is gone
   });
   return promise;
 }
@@ -365,15 +375,12 @@ Napi::Value NaiveWalk(const Napi::CallbackInfo& info) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("sandboxSupport", Napi::Function::New(env, SandboxSupport));
   exports.Set("peerCredentials", Napi::Function::New(env, PeerCredentials));
-  g_desktop = new Desktop();
-  g_desktop->tsfn = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}),
-                                                  "runboard-desktop", 0, 1);
-  g_desktop->tsfn.Unref(env);
-  env.AddCleanupHook([] {
-    // Queued jobs finish first; then the thread ends. The process is exiting: nothing waits on them.
-    g_desktop->thread.Stop();
-    g_desktop->tsfn.Release();
-  });
+  auto* desktop = new Desktop();
+  desktop->tsfn = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}),
+                                                "runboard-desktop", 0, 1);
+  desktop->tsfn.Unref(env);
+  env.SetInstanceData<Desktop>(desktop);  // deleted with the environment
+  env.AddCleanupHook([desktop] { desktop->tsfn.Release(); });
   exports.Set("desktopListWindows", Napi::Function::New(env, ListWindows));
   exports.Set("desktopListApps", Napi::Function::New(env, ListApps));
   exports.Set("desktopRead", Napi::Function::New(env, Read));

@@ -1,6 +1,7 @@
 // The desktop addon and desktop-cli against real apps on one shared test desktop (Xvfb + session bus
 // + AT-SPI bus + openbox): our GTK 3 form (tests/fixtures/desktop/form_app.py). Everything here
 // shares one mouse and one keyboard, so it runs in one file, in order.
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { desktop, type Element, type WindowInfo } from '../../native/src/index.ts';
@@ -195,6 +196,19 @@ describe('input and focus', () => {
     expect((await find('text', 'Name')).value).toBe(text);
   });
 
+  it('types more distinct non-layout characters than there are free keycodes, across processes', async () => {
+    const cjk = (from: number, n: number) =>
+      Array.from({ length: n }, (_, i) => String.fromCodePoint(from + i)).join('');
+    const a = cjk(0x4e00, 60);
+    const b = cjk(0x5000, 40);
+    const res = s.run(['type', '--id', String(cliId('input', 'Name')), '--window', TITLE, '--key', 'ctrl+a']);
+    expect(res.code, res.stderr).toBe(0);
+    await desktop.type(a); // in-process: mapped and typed in chunks (Xvfb's keymap has ~19 usable keycodes)
+    const other = s.run(['type', '--text', b]); // another process re-uses the slots the first one mapped
+    expect(other.code, other.stderr).toBe(0);
+    expect(await eventually(async () => (await find('text', 'Name')).value === a + b, 5000)).toBe(true);
+  });
+
   it('key combos: ctrl+a then backspace empties the field; shift+letters and a delay', async () => {
     await s.run(['type', '--id', String(cliId('input', 'Email')), '--window', TITLE, '--text', 'abc']);
     expect(await eventually(async () => (await find('text', 'Email')).value === 'abc')).toBe(true);
@@ -203,7 +217,8 @@ describe('input and focus', () => {
     expect(await eventually(async () => (await find('text', 'Email')).value === '')).toBe(true);
     await desktop.key('shift+x');
     await desktop.type('Yz', { delayMs: 3 });
-    expect(await eventually(async () => (await find('text', 'Email')).value === 'XYz')).toBe(true);
+    await desktop.key('!'); // on the shift level of "1": the combo presses shift for it
+    expect(await eventually(async () => (await find('text', 'Email')).value === 'XYz!')).toBe(true);
   });
 
   it('scroll moves the scroll area', async () => {
@@ -483,6 +498,29 @@ describe('GDK_SCALE=2', () => {
 });
 
 describe('errors', () => {
+  it('survives its X display going away, and reconnects', () => {
+    // In a child process with a bare Xvfb of its own: Xlib's default on a lost connection is exit().
+    const addon = path.join(repo, 'native', 'build', 'Release', 'runboard_native.node');
+    const script = `
+      const { spawn } = require('node:child_process');
+      const fs = require('node:fs');
+      const b = require(${JSON.stringify(addon)});
+      const x = spawn('Xvfb', ['-displayfd', '3', '-nolisten', 'tcp'], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] });
+      x.stdio[3].once('data', async (d) => {
+        process.env.DISPLAY = ':' + String(d).trim();
+        const before = await b.desktopListWindows({}).then(() => 'ok', (e) => e.code);
+        x.kill('SIGKILL');
+        await new Promise((r) => x.once('exit', r));
+        await b.desktopListWindows({}).catch(() => {});
+        const after = await b.desktopListWindows({}).then(() => 'ok', (e) => e.code);
+        console.log(JSON.stringify({ before, after }));
+      });
+    `;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ before: 'ok', after: 'NO_DISPLAY' });
+  });
+
   it('one JSON object on stderr with a remediation line and a distinct exit code', async () => {
     const noDisplay = s.run(['list'], { ...s.env, DISPLAY: '' });
     expect(noDisplay.code).toBe(3);
@@ -504,13 +542,32 @@ describe('errors', () => {
       error: 'NO_ACCESSIBILITY_BUS',
       remediation: expect.stringMatching(/at-spi/),
     });
+    expect(s.run(['read', '--window', TITLE]).code).toBe(0);
     const missing = s.run(['click', '--id', '99999', '--window', TITLE]);
     expect(missing.code).toBe(7);
+    expect(JSON.parse(missing.stderr)).toMatchObject({ error: 'ELEMENT_NOT_FOUND' });
+    const notBuilt = s.run(['list'], { ...s.env, RUNBOARD_NATIVE_DIR: `${s.tmp}/no-addon-here` });
+    expect(notBuilt.code).toBe(12);
+    expect(JSON.parse(notBuilt.stderr)).toMatchObject({ error: 'NOT_BUILT' });
     const usage = s.run(['click', '--x', '10']);
     expect(usage.code).toBe(2);
     expect(JSON.parse(usage.stderr).error).toBe('USAGE');
     const noCtx = s.run(['click', '--id', '3'], { ...s.env, RUNBOARD_HOME: `${s.tmp}/fresh` });
     expect(noCtx.code).toBe(9);
+    expect(JSON.parse(noCtx.stderr)).toMatchObject({
+      error: 'NO_READ_CONTEXT',
+      remediation: expect.stringMatching(/read/),
+    });
+    // An app without accessibility: listed (by its window class), but it has no tree to read.
+    const hidden = await s.startForm('Runboard Hidden Form', { NO_AT_BRIDGE: '1' }, ['--x', '700'], false);
+    const apps = s.run(['list', '--apps']).json as { app: string; pid: number; accessible?: boolean }[];
+    expect(apps.find((a) => a.pid === hidden.pid)).toMatchObject({ accessible: false });
+    const noTree = s.run(['read', '--window', 'Runboard Hidden Form']);
+    expect(noTree.code).toBe(6);
+    expect(JSON.parse(noTree.stderr)).toMatchObject({
+      error: 'NO_ACCESSIBILITY_TREE',
+      remediation: expect.stringMatching(/NO_AT_BRIDGE/),
+    });
     await sleep(0);
   });
 });

@@ -6,6 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { build } from 'esbuild';
 import { desktop, type WindowInfo } from '../../native/src/index.ts';
+// @ts-expect-error: a plain .mjs build script without type declarations
+import { cliBuildOptions } from '../../native/scripts/bundle-cli.mjs';
 
 export const repo = path.resolve(import.meta.dirname, '..', '..');
 export const formApp = path.join(repo, 'tests', 'fixtures', 'desktop', 'form_app.py');
@@ -50,16 +52,8 @@ export class DesktopSession {
     process.env.DISPLAY = vars.DISPLAY;
     process.env.DBUS_SESSION_BUS_ADDRESS = vars.DBUS_SESSION_BUS_ADDRESS;
     delete process.env.NO_AT_BRIDGE;
-    const cli = path.join(tmp, 'desktop-cli.mjs');
-    await build({
-      entryPoints: [path.join(repo, 'native', 'src', 'cli', 'main.ts')],
-      outfile: cli,
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      logLevel: 'warning',
-    });
+    const cli = path.join(tmp, 'desktop-cli.cjs');
+    await build(cliBuildOptions(cli)); // the same bundle an agent runs
     const env: NodeJS.ProcessEnv = {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
@@ -72,7 +66,12 @@ export class DesktopSession {
   }
 
   /** Starts the GTK form app and waits until its window and accessibility tree are there. */
-  async startForm(title: string, extraEnv: NodeJS.ProcessEnv = {}, args: string[] = []): Promise<WindowInfo> {
+  async startForm(
+    title: string,
+    extraEnv: NodeJS.ProcessEnv = {},
+    args: string[] = [],
+    waitForTree = true,
+  ): Promise<WindowInfo> {
     const child = spawn('/usr/bin/python3', [formApp, '--title', title, ...args], {
       env: { ...this.env, ...extraEnv },
       stdio: ['ignore', 'ignore', 'inherit'],
@@ -82,6 +81,7 @@ export class DesktopSession {
     for (;;) {
       const wins = await desktop.listWindows({ title });
       const win = wins.find((w) => w.title === title);
+      if (win && !waitForTree) return win;
       if (win) {
         const tree = await desktop.read({ windowId: win.id }).catch(() => undefined);
         if (tree && tree.elements.length > 0) return win;

@@ -53,6 +53,7 @@ beforeAll(async () => {
       "echo hello-from-the-board; printf '\\033[32mgreen line\\033[0m\\n'; for i in 1 2 3; do echo line $i; done",
     ),
     'long.md': card('Count slowly', 'shell', 'for i in $(seq 1 600); do echo "tick $i"; sleep 0.1; done'),
+    'lines.md': card('Many lines', 'shell', "seq 1 100000 | sed 's/^/log line /'"),
     'slow-a.md': card('Slow A', 'slow', 'sleep 2.5'),
     'slow-b.md': card('Slow B', 'slow', 'sleep 2.5'),
   });
@@ -91,6 +92,34 @@ describe('the board in a browser', () => {
     expect(await page.locator('.log-line .ansi-green-fg').first().textContent()).toBe('green line');
     await page.locator('.metrics .status', { hasText: 'succeeded' }).waitFor();
     await page.screenshot({ path: path.join(ARTIFACTS, 'board-inspector-done.png') });
+    // with the inspector open every column is still on screen, none under the inspector
+    const inspector = (await page.locator('aside.inspector').boundingBox())!;
+    for (const col of ['backlog', 'queued', 'running', 'needs-input', 'done', 'failed']) {
+      const box = (await page.locator(`ul.cards[data-column="${col}"]`).boundingBox())!;
+      expect(box.x, col).toBeGreaterThanOrEqual(0);
+      expect(box.x + box.width, col).toBeLessThanOrEqual(inspector.x);
+    }
+  });
+
+  it('a 100k-line run streams live into the open inspector, to its last line', async () => {
+    // the inspector is open before the run starts, so every line comes through the live stream
+    await page.click(cardSel('lines'));
+    await page.getByRole('complementary', { name: 'Inspector: Many lines' }).waitFor();
+    await page.getByText('No runs yet').waitFor();
+    await server.api('POST', '/api/cards/lines/move', { to: 'queued', index: 0 });
+    const log = page.getByRole('log', { name: 'Run output' });
+    await log.getByText('log line 100000', { exact: true }).waitFor({ timeout: 60_000 });
+    await page.locator('.log-head', { hasText: '100,000 lines' }).waitFor();
+    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-100k-lines.png') });
+    // scrolling up stops following; ticking follow goes back to the end
+    const follow = page.getByRole('checkbox', { name: 'follow' });
+    expect(await follow.isChecked()).toBe(true);
+    await log.hover();
+    await page.mouse.wheel(0, -3000);
+    await waitUntil('follow off', async () => !(await follow.isChecked()), 5000);
+    await log.getByText('log line 100000', { exact: true }).waitFor({ state: 'detached' });
+    await follow.check();
+    await log.getByText('log line 100000', { exact: true }).waitFor();
   });
 
   it('keyboard drag queues a long run; Cancel stops it within 2 s', async () => {

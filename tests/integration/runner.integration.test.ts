@@ -114,6 +114,18 @@ describe('the sandbox', () => {
     expect(denial?.data?.path).toBe(outside);
   });
 
+  it("hides Runboard's own state from runs: keys, grants and other runs' logs cannot be read", async () => {
+    const first = await h.run('echo my output');
+    const key = path.join(h.paths.keysDir, 'grant.key');
+    const otherLog = path.join(first.result.logDir, 'stdout.log');
+    const rec = await h.run(
+      `cat ${key}; cat ${otherLog}; ls ${h.paths.keysDir} && echo listed; cat /etc/hostname > /dev/null && echo system-readable`,
+    );
+    expect(rec.stderr).toContain(`${key}: Permission denied`);
+    expect(rec.stderr).toContain(`${otherLog}: Permission denied`);
+    expect(rec.stdout).toBe('grant.key\nlisted\nsystem-readable\n'); // names are no secret; contents are
+  });
+
   it('lets real tools work inside: a C compiler and npm', async () => {
     writeFileSync(
       path.join(h.workspace, 'hello.c'),

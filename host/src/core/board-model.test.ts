@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compareCards, moveRefusal, ranksForMove } from './board-model.ts';
+import { compareCards, moveRefusal, ranksForMove, type Ranked } from './board-model.ts';
 
 describe('board model', () => {
   const col = [
@@ -25,6 +25,35 @@ describe('board model', () => {
     expect(out.get('p')).toBe(1024);
     expect(out.get('x')).toBe(2048);
     expect(out.get('c')).toBe(5120);
+  });
+
+  it('a move into a rankless tail ranks only the cards up to the drop point', () => {
+    const tail: Ranked[] = [
+      ...col,
+      { id: 'p', file: 'p.md' },
+      { id: 'q', file: 'q.md' },
+      { id: 'r', file: 'r.md' },
+    ];
+    expect([...ranksForMove(tail, 'x', 0)]).toEqual([['x', 0]]);
+    expect([...ranksForMove(tail, 'x', 3)]).toEqual([['x', 4096]]);
+    expect([...ranksForMove(tail, 'x', 5)]).toEqual([
+      ['p', 4096],
+      ['q', 5120],
+      ['x', 6144],
+    ]);
+    const rankless = [
+      { id: 'p', file: 'p.md' },
+      { id: 'q', file: 'q.md' },
+    ];
+    expect([...ranksForMove(rankless, 'x', 0)]).toEqual([['x', 1024]]);
+    expect([...ranksForMove(rankless, 'q', 0)]).toEqual([['q', 1024]]);
+    // the result keeps the order: ranked first, then the rest by file
+    const out = ranksForMove(tail, 'x', 4);
+    const after = [...tail, { id: 'x', file: 'x.md' }]
+      .map((c) => ({ ...c, rank: out.get(c.id) ?? c.rank }))
+      .sort(compareCards)
+      .map((c) => c.id);
+    expect(after).toEqual(['a', 'b', 'c', 'p', 'x', 'q', 'r']);
   });
 
   it('a running card is locked', () => {

@@ -42,6 +42,17 @@ export function ranksForMove(column: readonly Ranked[], movedId: string, index: 
   const out = new Map<string, number>();
   const pr = prev ? prev.rank : undefined;
   const nr = next ? next.rank : undefined;
+  // Cards without a rank sort after the ranked ones. When the column is in that shape (as sorted by
+  // compareCards), a move into the rankless tail ranks only the cards up to the drop point: moving to the
+  // top of a 700-card column of rankless cards is one write, not 700.
+  const firstRankless = others.findIndex((c) => c.rank === undefined);
+  const tidy = firstRankless === -1 || others.slice(firstRankless).every((c) => c.rank === undefined);
+  if (tidy && ((prev && pr === undefined) || (next && nr === undefined))) {
+    let rank = others.slice(0, Math.min(at, firstRankless)).reduce((m, c) => Math.max(m, c.rank!), 0);
+    for (const c of others.slice(firstRankless, at)) out.set(c.id, (rank += STEP));
+    out.set(movedId, rank + STEP);
+    return out;
+  }
   if ((prev && pr === undefined) || (next && nr === undefined)) {
     const order = [...others.slice(0, at).map((c) => c.id), movedId, ...others.slice(at).map((c) => c.id)];
     order.forEach((id, i) => {

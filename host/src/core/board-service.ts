@@ -3,40 +3,74 @@
  * scheduler and the supervisor connections, exposed as the intents and views of the renderer's
  * BoardApi (host/src/renderer/api.ts). Composition happens in `BoardService.open`.
  */
+import { execFile } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { createReadStream, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { promisify } from 'node:util';
 import { createGzip } from 'node:zlib';
 import tar from 'tar-stream';
-import { RunId, type RunResult } from '@runboard/supervisor/protocol';
+import { z } from 'zod';
+import { RunId, type Offsets, type RunEvent, type RunResult } from '@runboard/supervisor/protocol';
 import type { StatePaths } from '@runboard/supervisor/paths';
 import type {
+  Answer,
+  BoardDelta,
   BoardView,
   CardDetail,
   CardView,
   Column,
   RunFiles,
   RunStreamMessage,
+  WorktreeDiff,
   Settings,
 } from '../renderer/api.ts';
 import { compareCards, COLUMNS, moveRefusal, ranksForMove } from './board-model.ts';
+import { answerQuestions, parseQuestions } from './board-questions.ts';
 import { BoardStore, questionsOf } from './board-store.ts';
 import { GrantStore } from './grant-store.ts';
 import type { Card, CardStatus } from './project.ts';
 import { Scheduler } from './scheduler.ts';
-import { SupervisorClient } from './supervisor-client.ts';
+import { SupervisorClient, type AttachHandlers } from './supervisor-client.ts';
 
 export class MoveRefused extends Error {}
+
+/** Answers as they arrive from a shell (validated at the boundary: HTTP body or IPC argument). */
+export const AnswerList = z
+  .array(z.object({ index: z.number().int().min(0).max(1000), answer: z.string().max(65_536) }))
+  .max(1000);
 export class NotFound extends Error {}
+
+const execFileP = promisify(execFile);
 
 /** How much of each output stream an inspector is sent when it opens a run (the rest: "export run"). */
 export const STREAM_TAIL_BYTES = 2 * 1024 * 1024;
+/** Bytes a viewer may have not yet taken before the host pauses its run stream (see streamRun). */
+export const STREAM_HIGH_WATER = 4 * 1024 * 1024;
+
+/** One viewer of a run stream (an SSE response, an Electron window). */
+export interface RunViewer {
+  send(m: RunStreamMessage): void;
+  /** Bytes sent but not yet taken by the viewer; without it the stream is never paused. */
+  backlog?(): number;
+  /** Resolves when the viewer has taken what was sent (or is gone). */
+  drained?(): Promise<void>;
+}
+
+function errorEvent(err: unknown): RunEvent {
+  return { seq: -1, ts: new Date().toISOString(), type: 'error', message: String(err) };
+}
 const IMAGE = /\.(png|jpe?g|webp|gif)$/i;
 
-export class BoardService extends EventEmitter<{ changed: [] }> {
+export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta] }> {
   private changeTimer: NodeJS.Timeout | undefined;
+  private changeAt = 0;
+  /** The board as last announced: its version, each card's view (JSON) and the rest (JSON). */
+  private version = 0;
+  private readonly announced = new Map<string, string>();
+  private announcedMeta = '';
   /** Runs seen lately (from card details), for the tail offsets of a stream. */
   private readonly knownRuns = new Map<string, RunResult>();
 
@@ -61,6 +95,7 @@ export class BoardService extends EventEmitter<{ changed: [] }> {
     const scheduler = new Scheduler(store, client, new GrantStore(paths));
     const service = new BoardService(store, scheduler, client, paths);
     await scheduler.recover();
+    service.diff(); // the starting point of the deltas
     return service;
   }
 
@@ -71,17 +106,58 @@ export class BoardService extends EventEmitter<{ changed: [] }> {
     this.client.close();
   }
 
-  /** Coalesces bursts of changes (progress events, many card writes) into one signal per 50 ms. */
-  private changedSoon(): void {
-    if (this.changeTimer) return;
+  /**
+   * Coalesces bursts of changes (progress events, many card writes) into one delta per 50 ms; a
+   * person's own intent (a move) goes out on the next turn of the event loop.
+   */
+  private changedSoon(ms = 50): void {
+    const at = performance.now() + ms;
+    if (this.changeTimer && this.changeAt <= at) return;
+    clearTimeout(this.changeTimer);
+    this.changeAt = at;
     this.changeTimer = setTimeout(() => {
       this.changeTimer = undefined;
+      const d = this.diff();
+      if (d) this.emit('delta', d);
       this.emit('changed');
-    }, 50);
+    }, ms);
+  }
+
+  /** The cards whose view changed since the last call (and the rest of the board, if it did). */
+  private diff(): BoardDelta | undefined {
+    const { cards, version: _v, ...meta } = this.view();
+    const changed: CardView[] = [];
+    const seen = new Set<string>();
+    for (const c of cards) {
+      seen.add(c.id);
+      const json = JSON.stringify(c);
+      if (this.announced.get(c.id) === json) continue;
+      this.announced.set(c.id, json);
+      changed.push(c);
+    }
+    const removed = [...this.announced.keys()].filter((id) => !seen.has(id));
+    for (const id of removed) this.announced.delete(id);
+    const metaJson = JSON.stringify(meta);
+    const metaChanged = metaJson !== this.announcedMeta;
+    this.announcedMeta = metaJson;
+    if (!changed.length && !removed.length && !metaChanged) return undefined;
+    const from = this.version++;
+    return { from, to: this.version, cards: changed, removed, ...(metaChanged ? { meta } : {}) };
   }
 
   private columnOf(id: string, card: Card): Column {
     return this.scheduler.isActive(id) ? 'running' : (card.front.status ?? 'backlog');
+  }
+
+  /** Cards are new objects when their file changes, so the count is parsed once per version. */
+  private readonly openCount = new WeakMap<Card, number>();
+  private openQuestions(card: Card): number {
+    let n = this.openCount.get(card);
+    if (n === undefined) {
+      n = parseQuestions(card.body).filter((q) => !q.answered).length;
+      this.openCount.set(card, n);
+    }
+    return n;
   }
 
   private cardView(card: Card): CardView {
@@ -96,6 +172,7 @@ export class BoardService extends EventEmitter<{ changed: [] }> {
       column,
       locked: column === 'running',
     };
+    if (f.rank !== undefined) v.rank = f.rank;
     const runId = this.scheduler.runIdOf(id) ?? f.lastRun;
     if (runId) v.runId = runId;
     const progress = this.scheduler.progress(id);
@@ -106,6 +183,8 @@ export class BoardService extends EventEmitter<{ changed: [] }> {
     if (f.nextTryAt && f.failures) v.nextTryAt = f.nextTryAt;
     if (f.lastError) v.lastError = f.lastError;
     if (f.needs) v.needs = f.needs;
+    const open = this.openQuestions(card);
+    if (open) v.openQuestions = open;
     return v;
   }
 
@@ -132,6 +211,7 @@ export class BoardService extends EventEmitter<{ changed: [] }> {
     for (const c of cards)
       if (c.column === 'running') runningPerFlow.set(c.flow, (runningPerFlow.get(c.flow) ?? 0) + 1);
     return {
+      version: this.version,
       project: this.store.projectDir,
       cards,
       maxConcurrency: cfg.scheduler.maxConcurrency,
@@ -155,18 +235,30 @@ export class BoardService extends EventEmitter<{ changed: [] }> {
 
   async cardDetail(id: string): Promise<CardDetail> {
     const card = this.card(id);
-    const { runs } = await this.client.list({ limit: 2000 });
-    const mine = runs.filter((r) => r.card.path === card.file);
+    const mine = await this.runsOf(card.file);
     for (const r of mine) this.knownRuns.set(r.runId, r);
     const questions = questionsOf(card.body);
     return {
       card: this.cardView(card),
       body: card.body,
       ...(questions ? { questions } : {}),
+      questionList: parseQuestions(card.body),
       ...(card.front.command !== undefined ? { command: card.front.command } : {}),
       workspace: card.workspace,
       runs: mine.sort((a, b) => (a.runId < b.runId ? 1 : -1)),
     };
+  }
+
+  /**
+   * A card's runs, newest first: `run/list` with `cardPath`, which the supervisor answers from its
+   * per-day card index. A supervisor from before that filter (supervisors outlive host upgrades)
+   * ignores it and answers with everyone's runs; then the host filters the last 2,000 itself.
+   */
+  private async runsOf(cardFile: string): Promise<RunResult[]> {
+    const { runs } = await this.client.list({ cardPath: cardFile, limit: 200 });
+    if (runs.every((r) => r.card.path === cardFile)) return runs;
+    const all = await this.client.list({ limit: 2000 });
+    return all.runs.filter((r) => r.card.path === cardFile);
   }
 
   /** A person moves a card to `index` of column `to` (drag and drop, keyboard, or the API). */
@@ -186,12 +278,68 @@ export class BoardService extends EventEmitter<{ changed: [] }> {
     const patch: Record<string, unknown> = { status: to satisfies CardStatus };
     if (ranks.has(id)) patch.rank = ranks.get(id);
     this.store.update(id, patch);
+    this.changedSoon(0);
     this.scheduler.kick();
+  }
+
+  /**
+   * A person answers the card's questions (seed: answers go into `## Questions` as `- [x] q` with
+   * `Answer: a` under it); with `requeue` the card then goes to the end of Queued, and its next run
+   * reads the card, answers included.
+   */
+  answer(id: string, answers: Answer[], requeue: boolean): void {
+    const card = this.card(id);
+    if (this.scheduler.isActive(id)) throw new MoveRefused('the card is running: cancel it first');
+    if (answers.length) {
+      try {
+        this.store.update(id, {}, (body) => answerQuestions(body, answers));
+      } catch (err) {
+        throw new MoveRefused((err as Error).message);
+      }
+    }
+    if (!requeue) return;
+    if (card.front.status !== 'queued') this.move(id, 'queued', Number.MAX_SAFE_INTEGER); // at the end
   }
 
   async cancel(id: string): Promise<void> {
     this.card(id);
     if (!(await this.scheduler.cancel(id))) throw new MoveRefused('the card has no run going');
+  }
+
+  /** A run's worktree changes as a unified diff (base commit → the run's commit), at most 1 MiB. */
+  async worktreeDiff(runId: string): Promise<WorktreeDiff> {
+    const run = await this.runById(runId);
+    const wt = run.worktree;
+    if (!wt) throw new NotFound(`run ${runId} has no worktree`);
+    if (!wt.diff?.commit) return { text: '', truncated: false };
+    const max = 1024 * 1024;
+    const { stdout } = await execFileP(
+      'git',
+      ['-C', wt.repo, 'diff', '--no-color', '--no-ext-diff', wt.baseCommit, wt.diff.commit],
+      {
+        maxBuffer: 64 * 1024 * 1024,
+        env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' },
+      },
+    );
+    return stdout.length > max
+      ? { text: stdout.slice(0, max), truncated: true }
+      : { text: stdout, truncated: false };
+  }
+
+  /** Keep a run's worktree (merge its branch into the base branch) or discard it. */
+  async settleWorktree(runId: string, how: 'keep' | 'discard'): Promise<RunResult> {
+    const { run } =
+      how === 'keep' ? await this.client.keepWorktree(runId) : await this.client.discardWorktree(runId);
+    this.knownRuns.set(runId, run);
+    return run;
+  }
+
+  private async runById(runId: string): Promise<RunResult> {
+    this.logDir(runId); // validates the id and that the run exists
+    const { runs } = await this.client.list({ limit: 10_000 });
+    const run = runs.find((r) => r.runId === runId) ?? this.knownRuns.get(runId);
+    if (!run) throw new NotFound(`no run ${runId}`);
+    return run;
   }
 
   settings(): Settings {
@@ -285,67 +433,86 @@ export class BoardService extends EventEmitter<{ changed: [] }> {
   /**
    * Streams a run to one viewer over its own supervisor connection (attachments are per connection):
    * the last STREAM_TAIL_BYTES of each output first, then live, as whole lines in batches.
+   *
+   * Backpressure: when `viewer.backlog()` (bytes the viewer has not taken yet, e.g. an SSE socket's
+   * write buffer) passes STREAM_HIGH_WATER, the host detaches from the supervisor and re-attaches from
+   * the exact offsets it had reached once `viewer.drained()` resolves. So a slow page never makes the
+   * host buffer a growing log: host memory stays bounded whatever the log's size, and no line is lost.
    */
-  streamRun(runId: string, send: (m: RunStreamMessage) => void): () => void {
+  streamRun(runId: string, viewer: RunViewer): () => void {
     let stopped = false;
     let client: SupervisorClient | undefined;
     const partial = { stdout: '', stderr: '' };
     const pending = { stdout: [] as string[], stderr: [] as string[] };
     let flushTimer: NodeJS.Timeout | undefined;
+    let paused = false;
     const flush = (): void => {
+      clearTimeout(flushTimer);
       flushTimer = undefined;
       for (const s of ['stdout', 'stderr'] as const) {
-        if (pending[s].length) send({ type: 'lines', stream: s, lines: pending[s] });
+        if (pending[s].length) viewer.send({ type: 'lines', stream: s, lines: pending[s] });
         pending[s] = [];
       }
+      if (!paused && !stopped && (viewer.backlog?.() ?? 0) > STREAM_HIGH_WATER && viewer.drained)
+        void pause();
     };
     const known = this.knownRuns.get(runId);
-    const from = {
+    let from: Partial<Offsets> = {
       events: 0,
       stdout: Math.max(0, (known?.stdoutBytes ?? 0) - STREAM_TAIL_BYTES),
       stderr: Math.max(0, (known?.stderrBytes ?? 0) - STREAM_TAIL_BYTES),
     };
-    const skipFirstPartial = { stdout: from.stdout > 0, stderr: from.stderr > 0 };
+    const skipped = from.stdout! + from.stderr!;
+    const skipFirstPartial = { stdout: from.stdout! > 0, stderr: from.stderr! > 0 };
+    const handlers: AttachHandlers = {
+      onOutput: (stream, data) => {
+        const text = partial[stream] + data;
+        const lines = text.split('\n');
+        partial[stream] = lines.pop()!;
+        if (skipFirstPartial[stream] && lines.length) {
+          lines.shift(); // the tail started mid-line
+          skipFirstPartial[stream] = false;
+        }
+        const into = pending[stream];
+        for (const l of lines) into.push(l);
+        // a big backlog goes out at once (and may pause the stream); a trickle waits up to 50 ms
+        if (into.length >= 20_000) flush();
+        else flushTimer ??= setTimeout(flush, 50);
+      },
+      onEvent: (event) => {
+        flush();
+        viewer.send({ type: 'event', event });
+      },
+      onEnd: (result) => {
+        for (const s of ['stdout', 'stderr'] as const) {
+          if (partial[s]) pending[s].push(partial[s]);
+          partial[s] = '';
+        }
+        flush();
+        viewer.send({ type: 'end', result });
+      },
+    };
+    const pause = async (): Promise<void> => {
+      if (!client) return;
+      paused = true;
+      try {
+        from = (await client.detach(runId)) ?? from;
+        await viewer.drained!();
+        if (stopped) return;
+        paused = false;
+        await client.attach(runId, handlers, from);
+      } catch (err) {
+        if (!stopped) viewer.send({ type: 'event', event: errorEvent(err) });
+      }
+    };
     void (async () => {
       try {
         client = await SupervisorClient.connect(this.paths);
         if (stopped) return client.close();
-        const run = await client.attach(
-          runId,
-          {
-            onOutput: (stream, data) => {
-              const text = partial[stream] + data;
-              const lines = text.split('\n');
-              partial[stream] = lines.pop()!;
-              if (skipFirstPartial[stream] && lines.length) {
-                lines.shift(); // the tail started mid-line
-                skipFirstPartial[stream] = false;
-              }
-              for (const l of lines) pending[stream].push(l);
-              flushTimer ??= setTimeout(flush, 50);
-            },
-            onEvent: (event) => {
-              flush();
-              send({ type: 'event', event });
-            },
-            onEnd: (result) => {
-              for (const s of ['stdout', 'stderr'] as const) {
-                if (partial[s]) pending[s].push(partial[s]);
-                partial[s] = '';
-              }
-              clearTimeout(flushTimer);
-              flush();
-              send({ type: 'end', result });
-            },
-          },
-          from,
-        );
-        send({ type: 'start', run, skippedBytes: from.stdout + from.stderr });
+        const run = await client.attach(runId, handlers, from);
+        viewer.send({ type: 'start', run, skippedBytes: skipped });
       } catch (err) {
-        send({
-          type: 'event',
-          event: { seq: -1, ts: new Date().toISOString(), type: 'error', message: String(err) },
-        });
+        viewer.send({ type: 'event', event: errorEvent(err) });
       }
     })();
     return () => {

@@ -1,7 +1,8 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { appendQuestions } from './board-questions.ts';
 import { BoardStore, patchFrontMatter, questionsOf } from './board-store.ts';
 
 const CONFIG = `# my board
@@ -20,6 +21,24 @@ describe('BoardStore', () => {
     writeFileSync(path.join(dir, 'config.yaml'), CONFIG);
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('writes state and appended questions in one atomic write, keeping comments and the rest of the body', () => {
+    const file = path.join(dir, 'cards', 'ask.md');
+    writeFileSync(
+      file,
+      '---\ntitle: Ask # keep\nflow: shell\nid: ask\nstatus: running\n---\n# Task\nDo.\n\n## Questions\n- None.\n\n## Notes\nn\n',
+    );
+    const store = new BoardStore(dir);
+    store.load();
+    store.update('ask', { status: 'needs-input', lastRun: 'r1' }, (b) => appendQuestions(b, ['Which one?']));
+    expect(readFileSync(file, 'utf8')).toBe(
+      '---\ntitle: Ask # keep\nflow: shell\nid: ask\nstatus: needs-input\nlastRun: r1\n---\n# Task\nDo.\n\n## Questions\n- [ ] Which one?\n\n## Notes\nn\n',
+    );
+    expect(store.get('ask')!.front.status).toBe('needs-input');
+    expect(questionsOf(store.get('ask')!.body)).toBe('- [ ] Which one?');
+    // no temp file left beside the card
+    expect(readdirSync(path.join(dir, 'cards'))).toEqual(['ask.md']);
+  });
 
   it('assigns a missing id and status and writes them back, keeping the rest of the file', () => {
     const file = path.join(dir, 'cards', 'Run Tests.md');

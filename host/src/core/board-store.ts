@@ -135,11 +135,16 @@ export class BoardStore extends EventEmitter<StoreEvents> {
    * Changes a card's front matter (undefined removes a field), preserving everything else in the file
    * (comments, order, the body), and writes it atomically.
    */
-  update(id: string, patch: Partial<Record<keyof CardFrontMatter | string, unknown>>): Card {
+  update(
+    id: string,
+    patch: Partial<Record<keyof CardFrontMatter | string, unknown>>,
+    /** Changes the markdown body in the same atomic write (e.g. appending questions). */
+    editBody?: (body: string) => string,
+  ): Card {
     const card = this.cards.get(id);
     if (!card) throw new Error(`no card ${id}`);
     const text = readFileSync(card.file, 'utf8');
-    const next = patchFrontMatter(text, patch);
+    const next = patchFrontMatter(text, patch, editBody);
     this.write(card.file, next);
     return this.ingest(card.file, next, false) ?? card;
   }
@@ -240,7 +245,11 @@ export class BoardStore extends EventEmitter<StoreEvents> {
 }
 
 /** Sets (or, for undefined, removes) front matter fields, keeping comments, order and the body. */
-export function patchFrontMatter(text: string, patch: Record<string, unknown>): string {
+export function patchFrontMatter(
+  text: string,
+  patch: Record<string, unknown>,
+  editBody: (body: string) => string = (b) => b,
+): string {
   const m = FRONT.exec(text);
   if (!m) throw new Error('no front matter');
   const doc = YAML.parseDocument(m[1]!);
@@ -249,7 +258,7 @@ export function patchFrontMatter(text: string, patch: Record<string, unknown>): 
     else doc.set(k, v);
   }
   const front = doc.toString({ lineWidth: 0 });
-  return `---\n${front.endsWith('\n') ? front : front + '\n'}---\n${m[2]!}`;
+  return `---\n${front.endsWith('\n') ? front : front + '\n'}---\n${editBody(m[2]!)}`;
 }
 
 /** The text of a card body's `## Questions` section, if any. */

@@ -6,7 +6,7 @@
  *
  * Card state it writes (front matter): status, lastRun, failures, nextTryAt, lastError.
  *   queued ──start──▶ running ──succeeded──▶ done
- *                        ├──needs-input──▶ needs-input
+ *                        ├──needs-input──▶ needs-input (+ the run's questions in ## Questions)
  *                        ├──cancelled────▶ backlog
  *                        └──failed/timed-out──▶ queued (retry after backoff) | failed
  */
@@ -15,6 +15,7 @@ import PQueue from 'p-queue';
 import { ResponseError, type RunResult } from '@runboard/supervisor/protocol';
 import type { BoardStore } from './board-store.ts';
 import { compareCards } from './board-model.ts';
+import { appendQuestions } from './board-questions.ts';
 import type { GrantStore } from './grant-store.ts';
 import { launchRequest } from './launch.ts';
 import type { Card, CardStatus } from './project.ts';
@@ -267,13 +268,27 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
             lastError: undefined,
           });
           break;
-        case 'needs-input':
-          this.safeUpdate(cardId, {
-            status: 'needs-input',
-            rank: this.topRank('needs-input'),
-            lastRun: result.runId,
-          });
+        case 'needs-input': {
+          // the run's questions go into the card's ## Questions (seed format), in the same atomic write
+          const questions = result.questions?.length
+            ? result.questions
+            : result.summary
+              ? [result.summary]
+              : [];
+          this.safeUpdate(
+            cardId,
+            {
+              status: 'needs-input',
+              rank: this.topRank('needs-input'),
+              lastRun: result.runId,
+              failures: undefined,
+              nextTryAt: undefined,
+              lastError: undefined,
+            },
+            (body) => appendQuestions(body, questions),
+          );
           break;
+        }
         case 'cancelled':
           this.safeUpdate(cardId, {
             status: 'backlog',
@@ -322,9 +337,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     return min - 1024;
   }
 
-  private safeUpdate(cardId: string, patch: Record<string, unknown>): void {
+  private safeUpdate(cardId: string, patch: Record<string, unknown>, editBody?: (b: string) => string): void {
     try {
-      this.store.update(cardId, patch);
+      this.store.update(cardId, patch, editBody);
     } catch (err) {
       process.emitWarning(`runboard: could not write card ${cardId}: ${(err as Error).message}`);
     }

@@ -10,7 +10,7 @@ import { createWriteStream, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { statePaths } from '@runboard/supervisor/paths';
-import { BoardService } from '../core/board-service.ts';
+import { AnswerList, BoardService } from '../core/board-service.ts';
 import { distDir } from '../core/supervisor-client.ts';
 import type { Column, Settings } from '../renderer/api.ts';
 import { CSP } from '../server/server.ts';
@@ -82,9 +82,16 @@ handle(Invoke.board, () => service.view());
 handle(Invoke.card, (id) => service.cardDetail(String(id)));
 handle(Invoke.move, (id, to, index) => service.move(String(id), to as Column, Number(index)));
 handle(Invoke.cancel, (id) => service.cancel(String(id)));
+handle(Invoke.answer, (id, answers, requeue) =>
+  service.answer(String(id), AnswerList.parse(answers), requeue === true),
+);
 handle(Invoke.settings, () => service.settings());
 handle(Invoke.saveSettings, (s) => service.saveSettings(s as Settings));
 handle(Invoke.runFiles, (runId) => service.runFiles(String(runId)));
+handle(Invoke.runDiff, (runId) => service.worktreeDiff(String(runId)));
+handle(Invoke.settleWorktree, (runId, how) =>
+  service.settleWorktree(String(runId), how === 'keep' ? 'keep' : 'discard'),
+);
 handle(Invoke.exportRun, async (runId) => {
   const r = await dialog.showSaveDialog(win, { defaultPath: `run-${String(runId)}.tar.gz` });
   if (!r.canceled && r.filePath) await service.exportRun(String(runId), createWriteStream(r.filePath));
@@ -92,14 +99,14 @@ handle(Invoke.exportRun, async (runId) => {
 handle(Invoke.streamRun, (sid, runId) => {
   streams.set(
     Number(sid),
-    service.streamRun(String(runId), (m) => win.webContents.send(Push.runStream, sid, m)),
+    service.streamRun(String(runId), { send: (m) => win.webContents.send(Push.runStream, sid, m) }),
   );
 });
 handle(Invoke.stopStream, (sid) => {
   streams.get(Number(sid))?.();
   streams.delete(Number(sid));
 });
-service.on('changed', () => win.webContents.send(Push.boardChanged));
+service.on('delta', (d) => win.webContents.send(Push.boardChanged, d));
 app.on('window-all-closed', () => {
   for (const stop of streams.values()) stop();
   void service.close().then(() => app.quit());

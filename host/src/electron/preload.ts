@@ -2,7 +2,7 @@
  * The typed preload bridge (sandboxed preload, contextIsolation): exposes the renderer's BoardApi as
  * named intents over the channels of channels.ts. Never the raw ipcRenderer, no fs, no spawn.
  */
-import type { BoardApi, RunStreamMessage } from '../renderer/api.ts';
+import type { BoardApi, BoardDelta, RunStreamMessage } from '../renderer/api.ts';
 import { Invoke, Push, SCHEME } from './channels.ts';
 
 interface IpcRendererLike {
@@ -21,16 +21,21 @@ let streams = 0;
 const api: BoardApi = {
   board: () => ipcRenderer.invoke(Invoke.board) as ReturnType<BoardApi['board']>,
   onBoardChanged(cb) {
-    const l = (): void => cb();
+    const l = (_e: unknown, delta?: unknown): void => cb(delta as BoardDelta | undefined);
     ipcRenderer.on(Push.boardChanged, l);
     return () => ipcRenderer.removeListener(Push.boardChanged, l);
   },
   card: (id) => ipcRenderer.invoke(Invoke.card, id) as ReturnType<BoardApi['card']>,
   move: async (id, to, index) => void (await ipcRenderer.invoke(Invoke.move, id, to, index)),
   cancel: async (id) => void (await ipcRenderer.invoke(Invoke.cancel, id)),
+  answer: async (id, answers, requeue) =>
+    void (await ipcRenderer.invoke(Invoke.answer, id, answers, requeue)),
   settings: () => ipcRenderer.invoke(Invoke.settings) as ReturnType<BoardApi['settings']>,
   saveSettings: async (s) => void (await ipcRenderer.invoke(Invoke.saveSettings, s)),
   runFiles: (runId) => ipcRenderer.invoke(Invoke.runFiles, runId) as ReturnType<BoardApi['runFiles']>,
+  runDiff: (runId) => ipcRenderer.invoke(Invoke.runDiff, runId) as ReturnType<BoardApi['runDiff']>,
+  settleWorktree: (runId, how) =>
+    ipcRenderer.invoke(Invoke.settleWorktree, runId, how) as ReturnType<BoardApi['settleWorktree']>,
   fileUrl: (runId, name) => `${SCHEME}://run/${encodeURIComponent(runId)}/${encodeURIComponent(name)}`,
   exportRun: async (runId) => void (await ipcRenderer.invoke(Invoke.exportRun, runId)),
   streamRun(runId, cb) {

@@ -4,6 +4,7 @@
  */
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { BoardApi, BoardView, CardDetail } from './api.ts';
+import { applyDelta } from './board-delta.ts';
 import { Board, type MoveIntent } from './Board.tsx';
 import { Inspector } from './Inspector.tsx';
 import { SettingsView } from './SettingsView.tsx';
@@ -28,33 +29,62 @@ export function App({ api }: { api: BoardApi }) {
   const [error, setError] = useState<string>();
   const selectedRef = useRef(selected);
   selectedRef.current = selected;
+  const boardRef = useRef(board);
+  boardRef.current = board;
+
+  const refreshDetail = useCallback(async () => {
+    const id = selectedRef.current;
+    if (id && !id.startsWith('broken:')) setDetail(await api.card(id));
+  }, [api]);
 
   const refresh = useCallback(async () => {
     try {
       const b = await api.board();
+      boardRef.current = b;
       setBoard(b);
-      const id = selectedRef.current;
-      if (id && !id.startsWith('broken:')) setDetail(await api.card(id));
+      await refreshDetail();
     } catch (e) {
       setError((e as Error).message);
     }
-  }, [api]);
+  }, [api, refreshDetail]);
 
   useEffect(() => {
     void refresh();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const off = api.onBoardChanged(() => {
-      // coalesce bursts (progress ticks) into one refresh per 100 ms
-      timer ??= setTimeout(() => {
-        timer = undefined;
+    let full: ReturnType<typeof setTimeout> | undefined;
+    let detailTimer: ReturnType<typeof setTimeout> | undefined;
+    const off = api.onBoardChanged((delta) => {
+      const b = boardRef.current;
+      if (delta && b && b.version === delta.from) {
+        // the usual case: apply what changed, no re-fetch of the board
+        const next = applyDelta(b, delta);
+        boardRef.current = next;
+        setBoard(next);
+        // the open card's details (runs, questions) again when more than its progress changed
+        const id = selectedRef.current;
+        const mine = delta.cards.find((c) => c.id === id);
+        const before = b.cards.find((c) => c.id === id);
+        const moreThanProgress =
+          mine && JSON.stringify({ ...mine, progress: 0 }) !== JSON.stringify({ ...before, progress: 0 });
+        if ((moreThanProgress || (id && delta.removed.includes(id))) && !detailTimer)
+          detailTimer = setTimeout(() => {
+            detailTimer = undefined;
+            refreshDetail().catch((e: Error) => setError(e.message));
+          }, 50);
+        return;
+      }
+      if (delta && b && delta.to <= b.version) return; // already in the board we have
+      // missed a delta (or reconnected): the whole board, coalesced
+      full ??= setTimeout(() => {
+        full = undefined;
         void refresh();
       }, 100);
     });
     return () => {
       off();
-      if (timer) clearTimeout(timer);
+      if (full) clearTimeout(full);
+      if (detailTimer) clearTimeout(detailTimer);
     };
-  }, [api, refresh]);
+  }, [api, refresh, refreshDetail]);
 
   useEffect(() => {
     if (!selected || selected.startsWith('broken:')) return setDetail(undefined);

@@ -25,7 +25,7 @@ import {
   verticalListSortingStrategy,
 } from '@dnd-kit/sortable';
 import { CSS } from '@dnd-kit/utilities';
-import { useState } from 'react';
+import { memo, useMemo, useState } from 'react';
 import type { BoardView, CardView, Column } from './api.ts';
 import { COLUMN_TITLES } from './api.ts';
 
@@ -41,36 +41,11 @@ export function cardLabel(c: CardView): string {
   return `${c.title}, ${COLUMN_TITLES[c.column]}${c.locked ? ', locked while running' : ''}`;
 }
 
-function CardTile({ card, selected, onSelect }: { card: CardView; selected: boolean; onSelect: () => void }) {
-  const { attributes, listeners, setNodeRef, transform, transition, isDragging } = useSortable({
-    id: card.id,
-    disabled: card.locked,
-    data: { column: card.column },
-  });
+/** What a card shows; memoised, so a column re-render (dnd-kit context) re-renders only the tiles. */
+const CardContent = memo(function CardContent({ card }: { card: CardView }) {
   const pct = card.progress?.fraction !== undefined ? Math.round(card.progress.fraction * 100) : undefined;
   return (
-    <li
-      ref={setNodeRef}
-      style={{ transform: CSS.Transform.toString(transform), transition }}
-      className={[
-        'card',
-        card.broken ? 'broken' : '',
-        card.locked ? 'locked' : '',
-        selected ? 'selected' : '',
-        isDragging ? 'dragging' : '',
-      ].join(' ')}
-      data-card-id={card.id}
-      data-column={card.column}
-      {...attributes}
-      {...listeners}
-      aria-label={cardLabel(card)}
-      aria-roledescription={card.locked ? 'locked card' : 'draggable card'}
-      onClick={onSelect}
-      onKeyDown={(e) => {
-        listeners?.onKeyDown?.(e);
-        if (e.key === 'Enter' && !e.defaultPrevented) onSelect();
-      }}
-    >
+    <>
       {card.broken ? (
         <>
           <div className="card-title">⚠ {card.file}</div>
@@ -95,25 +70,78 @@ function CardTile({ card, selected, onSelect }: { card: CardView; selected: bool
             </div>
           )}
           {card.progress?.message && card.column === 'running' && (
-            <div className="card-note">{card.progress.message}</div>
+            <div className="card-note clamp" title={card.progress.message}>
+              {card.progress.message}
+            </div>
           )}
           {card.nextTryAt && card.column === 'queued' && (
             <div className="card-note backoff">next try at {time(card.nextTryAt)}</div>
           )}
           {card.waiting && !card.waiting.startsWith('backoff') && (
-            <div className="card-note">{card.waiting}</div>
+            <div className="card-note clamp">{card.waiting}</div>
           )}
           {card.lastError && card.column !== 'done' && card.column !== 'running' && (
             <div className="card-note error">{card.lastError}</div>
           )}
           {card.needs && <div className="card-note needs">needs: {card.needs}</div>}
+          {card.openQuestions && card.column !== 'running' ? (
+            <div className="card-note questions">
+              {card.openQuestions} open question{card.openQuestions > 1 ? 's' : ''}
+            </div>
+          ) : null}
         </>
       )}
+    </>
+  );
+});
+
+function CardTile({ card, selected, onSelect }: { card: CardView; selected: boolean; onSelect: () => void }) {
+  const { attributes, listeners, setNodeRef, transform, transition, isDragging } = useSortable({
+    id: card.id,
+    disabled: card.locked,
+    data: { column: card.column },
+  });
+  return (
+    <li
+      ref={setNodeRef}
+      style={{ transform: CSS.Transform.toString(transform), transition }}
+      className={[
+        'card',
+        card.broken ? 'broken' : '',
+        card.locked ? 'locked' : '',
+        selected ? 'selected' : '',
+        isDragging ? 'dragging' : '',
+      ].join(' ')}
+      data-card-id={card.id}
+      data-column={card.column}
+      {...attributes}
+      {...listeners}
+      aria-label={cardLabel(card)}
+      aria-roledescription={card.locked ? 'locked card' : 'draggable card'}
+      onClick={onSelect}
+      onKeyDown={(e) => {
+        listeners?.onKeyDown?.(e);
+        if (e.key === 'Enter' && !e.defaultPrevented) onSelect();
+      }}
+    >
+      <CardContent card={card} />
     </li>
   );
 }
 
-function ColumnView({
+/**
+ * A column re-renders only when its cards (same objects: deltas keep unchanged cards), its limit or the
+ * selection within it change, so a move on a 2,000-card board renders two columns, not six.
+ */
+const ColumnView = memo(ColumnViewImpl, (a, b) => {
+  if (a.column !== b.column || a.limit !== b.limit || a.onSelect !== b.onSelect) return false;
+  if (a.cards.length !== b.cards.length) return false;
+  for (let i = 0; i < a.cards.length; i++) if (a.cards[i] !== b.cards[i]) return false;
+  const had = a.cards.some((c) => c.id === a.selected) || a.cards.some((c) => c.id === b.selected);
+  return !had || a.selected === b.selected;
+});
+
+function ColumnViewImpl({
   column,
   cards,
   limit,
@@ -225,6 +253,14 @@ export function Board({
     onDragCancel: ({ active }) => `Moving card ${titleOf(active.id)} was cancelled.`,
   };
   const [dragging, setDragging] = useState<CardView>();
+  const byColumn = useMemo(() => {
+    const out = Object.fromEntries(COLUMN_IDS.map((c) => [c, [] as CardView[]])) as Record<
+      Column,
+      CardView[]
+    >;
+    for (const c of board.cards) out[c.column].push(c);
+    return out;
+  }, [board.cards]);
   const onDragEnd = (e: DragEndEvent): void => {
     setDragging(undefined);
     const m = dropTarget(board, String(e.active.id), e.over ? String(e.over.id) : undefined);
@@ -250,7 +286,7 @@ export function Board({
           <ColumnView
             key={col}
             column={col}
-            cards={board.cards.filter((c) => c.column === col)}
+            cards={byColumn[col]}
             limit={board.columnLimits[col]}
             selected={selected}
             onSelect={onSelect}

@@ -89,6 +89,110 @@ function Screenshots({ api, runId, ended }: { api: BoardApi; runId: string; ende
   );
 }
 
+/**
+ * What a run changed in its own git worktree (flows with `worktree: true`): the files with +/-, the
+ * diff itself on request, and the decision: keep (merge into the base branch) or discard.
+ */
+function Worktree({ api, run, onChanged }: { api: BoardApi; run: RunResult; onChanged: () => void }) {
+  const wt = run.worktree;
+  const [diff, setDiff] = useState<{ text: string; truncated: boolean } | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState('');
+  const [state, setState] = useState(wt?.state);
+  if (!wt) return null;
+  const settle = async (how: 'keep' | 'discard'): Promise<void> => {
+    setBusy(true);
+    setError('');
+    try {
+      const after = await api.settleWorktree(run.runId, how);
+      setState(after.worktree?.state);
+      onChanged();
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const files = wt.diff?.files ?? [];
+  return (
+    <section className="worktree" aria-label="Worktree">
+      <h4>
+        Worktree <code>{wt.branch}</code> from <code>{wt.baseBranch ?? wt.baseCommit.slice(0, 10)}</code>
+        {wt.diff && (
+          <span className="diffstat">
+            {' '}
+            {files.length} file{files.length === 1 ? '' : 's'} <span className="add">+{wt.diff.added}</span>{' '}
+            <span className="del">−{wt.diff.removed}</span>
+          </span>
+        )}
+      </h4>
+      {files.length > 0 && (
+        <ul className="diff-files">
+          {files.map((f) => (
+            <li key={f.path}>
+              <code>{f.path}</code> <span className="add">+{f.added ?? '?'}</span>{' '}
+              <span className="del">−{f.removed ?? '?'}</span>
+            </li>
+          ))}
+        </ul>
+      )}
+      {run.status === 'running' ? (
+        <p className="muted">the diff is recorded when the run ends</p>
+      ) : (
+        <div className="worktree-actions">
+          {files.length > 0 && !diff && (
+            <button
+              onClick={() => void api.runDiff(run.runId).then(setDiff, (e: Error) => setError(e.message))}
+            >
+              Show diff
+            </button>
+          )}
+          {state === 'active' ? (
+            <>
+              <button
+                className="primary"
+                disabled={busy || !wt.baseBranch}
+                onClick={() => void settle('keep')}
+              >
+                Keep (merge into {wt.baseBranch ?? 'base'})
+              </button>
+              <button disabled={busy} onClick={() => void settle('discard')}>
+                Discard
+              </button>
+            </>
+          ) : (
+            <span className="muted">
+              {state === 'kept' ? `kept: merged into ${wt.baseBranch}` : 'discarded'}
+            </span>
+          )}
+        </div>
+      )}
+      {error && <p className="error">{error}</p>}
+      {diff && (
+        <pre className="diff" aria-label="Diff">
+          {diff.text.split('\n').map((line, i) => (
+            <div
+              key={i}
+              className={
+                line.startsWith('+') && !line.startsWith('+++')
+                  ? 'add'
+                  : line.startsWith('-') && !line.startsWith('---')
+                    ? 'del'
+                    : line.startsWith('@@')
+                      ? 'hunk'
+                      : undefined
+              }
+            >
+              {line || ' '}
+            </div>
+          ))}
+          {diff.truncated && <div className="muted">… cut at 1 MiB</div>}
+        </pre>
+      )}
+    </section>
+  );
+}
+
 function RunPanel({
   api,
   run,
@@ -121,7 +225,9 @@ function RunPanel({
         <div>
           <dt>Output</dt>
           <dd>
-            {fmtBytes(run.stdoutBytes)} out · {fmtBytes(run.stderrBytes)} err
+            {run.status === 'running'
+              ? 'counted when the run ends'
+              : `${fmtBytes(run.stdoutBytes)} out · ${fmtBytes(run.stderrBytes)} err`}
           </dd>
         </div>
         <div>
@@ -155,6 +261,71 @@ function RunPanel({
         }}
       />
     </div>
+  );
+}
+
+/**
+ * The card's questions (its `## Questions`): open ones with an answer box, answered ones with their
+ * answer. Answers are written into the card file (seed format); "Answer & re-queue" also queues it.
+ */
+function Questions({
+  api,
+  detail,
+  onChanged,
+  onError,
+}: {
+  api: BoardApi;
+  detail: CardDetail;
+  onChanged: () => void;
+  onError: (m: string) => void;
+}) {
+  const [draft, setDraft] = useState<Record<number, string>>({});
+  const list = detail.questionList;
+  const open = list.filter((q) => !q.answered).length;
+  const save = (requeue: boolean): void => {
+    const answers = Object.entries(draft)
+      .filter(([, a]) => a.trim())
+      .map(([i, answer]) => ({ index: Number(i), answer }));
+    api.answer(detail.card.id, answers, requeue).then(
+      () => {
+        setDraft({});
+        onChanged();
+      },
+      (e: Error) => onError(e.message),
+    );
+  };
+  return (
+    <section className="questions" aria-label="Questions">
+      <h3>
+        Questions ({open} open of {list.length})
+      </h3>
+      <ol className="question-list">
+        {list.map((q, i) => (
+          <li key={i} className={q.answered ? 'answered' : 'open'}>
+            <p className="question">{q.text}</p>
+            {q.answered ? (
+              <p className="answer">Answer: {q.answer ?? ''}</p>
+            ) : (
+              <textarea
+                rows={2}
+                aria-label={`Answer to: ${q.text}`}
+                value={draft[i] ?? ''}
+                disabled={detail.card.locked}
+                onChange={(e) => setDraft({ ...draft, [i]: e.target.value })}
+              />
+            )}
+          </li>
+        ))}
+      </ol>
+      {open > 0 && !detail.card.locked && (
+        <div className="question-actions">
+          <button onClick={() => save(false)}>Save answers</button>
+          <button className="primary" onClick={() => save(true)}>
+            Answer &amp; re-queue
+          </button>
+        </div>
+      )}
+    </section>
   );
 }
 
@@ -216,11 +387,15 @@ export function Inspector({
         )}
         <pre className="markdown">{detail.body.trim()}</pre>
       </details>
-      {detail.questions && (
-        <section className="questions" aria-label="Questions">
-          <h3>Questions</h3>
-          <pre className="markdown">{detail.questions}</pre>
-        </section>
+      {detail.questionList.length > 0 ? (
+        <Questions api={api} detail={detail} onChanged={onChanged} onError={setError} />
+      ) : (
+        detail.questions && (
+          <section className="questions" aria-label="Questions">
+            <h3>Questions</h3>
+            <pre className="markdown">{detail.questions}</pre>
+          </section>
+        )
       )}
       <section className="runs" aria-label="Runs">
         <h3>Runs ({detail.runs.length})</h3>
@@ -250,6 +425,7 @@ export function Inspector({
               Export run
             </button>
           </h3>
+          <Worktree key={`wt-${run.runId}`} api={api} run={run} onChanged={onChanged} />
           <RunPanel key={run.runId} api={api} run={run} onLive={(s) => s.ended && onChanged()} />
         </section>
       )}

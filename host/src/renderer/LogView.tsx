@@ -66,13 +66,21 @@ export function LogView({
     dropped.current = 0;
     setCount(0);
     setSkipped(0);
+    // One render per frame however many batches arrive. requestAnimationFrame does not fire in a
+    // hidden or minimised window, so a timer stands in for it there (the log is current on return).
     let frame = 0;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const render = (): void => {
+      if (frame) cancelAnimationFrame(frame);
+      clearTimeout(timer);
+      frame = 0;
+      timer = undefined;
+      setCount(lines.current.length);
+    };
     const bump = (): void => {
-      if (frame) return;
-      frame = requestAnimationFrame(() => {
-        frame = 0;
-        setCount(lines.current.length);
-      });
+      if (frame || timer) return;
+      frame = requestAnimationFrame(render);
+      timer = setTimeout(render, 250);
     };
     const live: RunLiveState = { ended: false };
     const stop = api.streamRun(runId, (m: RunStreamMessage) => {
@@ -99,6 +107,7 @@ export function LogView({
     return () => {
       stop();
       if (frame) cancelAnimationFrame(frame);
+      clearTimeout(timer);
     };
   }, [api, runId]);
 
@@ -113,11 +122,18 @@ export function LogView({
     if (follow && count > 0) virtualizer.scrollToIndex(count - 1, { align: 'end' });
   }, [count, follow, virtualizer]);
 
+  // Follow stops only when the person scrolls up, and resumes at the bottom. (Deciding from "not at the
+  // bottom" alone turned follow off by itself whenever lines arrived between our scroll and its event,
+  // and the view then stayed put: the "last line never shows" of docs/bench-board.md.)
+  const lastTop = useRef(0);
   const onScroll = (): void => {
     const el = parent.current;
     if (!el) return;
     const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < ROW * 2;
-    if (atBottom !== follow) setFollow(atBottom);
+    const up = el.scrollTop < lastTop.current - 1;
+    lastTop.current = el.scrollTop;
+    if (atBottom && !follow) setFollow(true);
+    else if (up && !atBottom && follow) setFollow(false);
   };
 
   return (

@@ -5,6 +5,7 @@
  * (no fs, no spawn) cross it. The types here are plain data, shared by host and renderer.
  */
 import type { RunEvent, RunResult } from '@runboard/supervisor/protocol';
+export type { RunResult };
 
 export type Column = 'backlog' | 'queued' | 'running' | 'needs-input' | 'done' | 'failed';
 
@@ -24,6 +25,8 @@ export interface CardView {
   title: string;
   flow: string;
   column: Column;
+  /** Order within the column (lower first; none: after those with one, by file). */
+  rank?: number;
   /** Running cards are locked: not editable, not draggable (cancel first). */
   locked: boolean;
   /** The parse error of a broken card (then most other fields are empty). */
@@ -36,6 +39,8 @@ export interface CardView {
   /** ISO time of the next try when in backoff. */
   nextTryAt?: string;
   lastError?: string;
+  /** Open questions in the card's `## Questions` (answer them in the inspector). */
+  openQuestions?: number;
   /** What the card needs before it can run (e.g. a provider key and where to set it). */
   needs?: string;
 }
@@ -48,6 +53,8 @@ export interface FlowView {
 }
 
 export interface BoardView {
+  /** The delta this view includes (BoardDelta.to); a client applies deltas from here on. */
+  version: number;
   project: string;
   cards: CardView[];
   maxConcurrency: number;
@@ -58,12 +65,43 @@ export interface BoardView {
   configError?: string;
 }
 
+/** One question of a card's `## Questions` section (seed format: `- [ ] q`, `- [x] q` + `Answer: a`). */
+export interface Question {
+  text: string;
+  answered: boolean;
+  answer?: string;
+}
+
+export interface Answer {
+  /** Index among the card's questions (CardDetail.questionList). */
+  index: number;
+  answer: string;
+}
+
+/** Everything of BoardView but its cards. */
+export type BoardMeta = Omit<BoardView, 'cards' | 'version'>;
+
+/**
+ * What changed on the board since version `from`: the cards whose view changed (whole views, so
+ * applying a delta twice, or to a newer board, is harmless), the ids removed, and the rest of the
+ * board when it changed. A client whose board is not at `from` fetches the whole board instead.
+ */
+export interface BoardDelta {
+  from: number;
+  to: number;
+  cards: CardView[];
+  removed: string[];
+  meta?: BoardMeta;
+}
+
 export interface CardDetail {
   card: CardView;
   /** The card file's markdown body. */
   body: string;
   /** The `## Questions` section, when there is one. */
   questions?: string;
+  /** The questions of that section, parsed (open and answered). */
+  questionList: Question[];
   command?: string | string[];
   workspace: string;
   /** This card's runs, newest first. */
@@ -87,18 +125,34 @@ export type RunStreamMessage =
   | { type: 'event'; event: RunEvent }
   | { type: 'end'; result: RunResult };
 
+/** A run's worktree changes as a unified diff. */
+export interface WorktreeDiff {
+  text: string;
+  /** Cut at 1 MiB. */
+  truncated: boolean;
+}
+
 export interface BoardApi {
   board(): Promise<BoardView>;
-  /** Calls back whenever the board changes; returns an unsubscribe. */
-  onBoardChanged(cb: () => void): () => void;
+  /**
+   * Calls back whenever the board changes, with what changed (without a delta, e.g. after a
+   * reconnect: fetch the whole board); returns an unsubscribe.
+   */
+  onBoardChanged(cb: (delta?: BoardDelta) => void): () => void;
   card(id: string): Promise<CardDetail>;
   move(id: string, to: Column, index: number): Promise<void>;
   cancel(id: string): Promise<void>;
+  /** Writes answers into the card's `## Questions`; with `requeue`, moves the card to the end of Queued. */
+  answer(id: string, answers: Answer[], requeue: boolean): Promise<void>;
   settings(): Promise<Settings>;
   saveSettings(s: Settings): Promise<void>;
   runFiles(runId: string): Promise<RunFiles>;
   /** A URL the renderer may show as an image (a screenshot of the run). */
   fileUrl(runId: string, name: string): string;
+  /** The run's worktree diff (base → the run's commit). */
+  runDiff(runId: string): Promise<WorktreeDiff>;
+  /** Keep the run's worktree (merge into its base branch) or discard it; returns the run as it is then. */
+  settleWorktree(runId: string, how: 'keep' | 'discard'): Promise<RunResult>;
   /** Saves (downloads) the run dir as one .tar.gz. */
   exportRun(runId: string): Promise<void>;
   /** Streams a run's output (the tail of it first) and events until it ends; returns a stop. */

@@ -2,7 +2,18 @@
  * BoardApi over HTTP, for the browser shell (`runboard serve`). The page was opened with the launch
  * token in its URL; the server turned it into an HttpOnly cookie, so requests here carry it implicitly.
  */
-import type { BoardApi, BoardView, CardDetail, Column, RunFiles, RunStreamMessage, Settings } from './api.ts';
+import type {
+  BoardApi,
+  BoardDelta,
+  BoardView,
+  CardDetail,
+  Column,
+  RunFiles,
+  RunResult,
+  RunStreamMessage,
+  Settings,
+  WorktreeDiff,
+} from './api.ts';
 
 async function request<T>(method: string, url: string, body?: unknown): Promise<T> {
   const res = await fetch(url, {
@@ -26,7 +37,10 @@ export function httpApi(): BoardApi {
       let closed = false;
       const open = (): void => {
         es = new EventSource('/api/events');
-        es.onmessage = () => cb();
+        es.onmessage = (e: MessageEvent<string>) => {
+          const m = JSON.parse(e.data) as { type: string } & Partial<BoardDelta>;
+          cb(m.type === 'delta' ? (m as BoardDelta) : undefined);
+        };
         // the browser reconnects by itself; refresh the board when it does
         es.onopen = () => cb();
       };
@@ -40,9 +54,12 @@ export function httpApi(): BoardApi {
     card: (id) => request<CardDetail>('GET', `/api/cards/${enc(id)}`),
     move: (id, to: Column, index) => request('POST', `/api/cards/${enc(id)}/move`, { to, index }),
     cancel: (id) => request('POST', `/api/cards/${enc(id)}/cancel`, {}),
+    answer: (id, answers, requeue) => request('POST', `/api/cards/${enc(id)}/answer`, { answers, requeue }),
     settings: () => request<Settings>('GET', '/api/settings'),
     saveSettings: (s) => request('PUT', '/api/settings', s),
     runFiles: (runId) => request<RunFiles>('GET', `/api/runs/${enc(runId)}/files`),
+    runDiff: (runId) => request<WorktreeDiff>('GET', `/api/runs/${enc(runId)}/diff`),
+    settleWorktree: (runId, how) => request<RunResult>('POST', `/api/runs/${enc(runId)}/${how}`, {}),
     fileUrl: (runId, name) => `/api/runs/${enc(runId)}/file?name=${enc(name)}`,
     async exportRun(runId) {
       const a = document.createElement('a');

@@ -10,8 +10,8 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
-import { MoveRefused, NotFound, type BoardService } from '../core/board-service.ts';
-import type { Column } from '../renderer/api.ts';
+import { AnswerList, MoveRefused, NotFound, type BoardService } from '../core/board-service.ts';
+import type { BoardDelta, Column } from '../renderer/api.ts';
 
 export const CSP = [
   "default-src 'none'",
@@ -28,6 +28,10 @@ export const CSP = [
 const MoveBody = z.object({
   to: z.enum(['backlog', 'queued', 'running', 'needs-input', 'done', 'failed']),
   index: z.number().int().min(0),
+});
+const AnswerBody = z.object({
+  answers: AnswerList,
+  requeue: z.boolean().optional(),
 });
 const SettingsBody = z.object({
   maxConcurrency: z.number().int().min(1).max(1000),
@@ -177,12 +181,12 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
     if (method === 'GET' && area === 'board') return json(res, 200, service.view());
     if (method === 'GET' && area === 'events') {
       const send = sse(req, res);
-      const onChange = (): void => send({ type: 'changed' });
-      service.on('changed', onChange);
+      const onChange = (d: BoardDelta): void => send({ type: 'delta', ...d });
+      service.on('delta', onChange);
       const ping = setInterval(() => res.write(': ping\n\n'), 15_000);
       const stop = (): void => {
         clearInterval(ping);
-        service.off('changed', onChange);
+        service.off('delta', onChange);
       };
       streams.add(stop);
       req.on('close', () => (stop(), streams.delete(stop)));
@@ -194,6 +198,12 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
         const body = MoveBody.safeParse(await readBody(req));
         if (!body.success) throw new HttpError(400, body.error.message);
         service.move(id, body.data.to as Column, body.data.index);
+        return json(res, 200, {});
+      }
+      if (method === 'POST' && action === 'answer') {
+        const body = AnswerBody.safeParse(await readBody(req));
+        if (!body.success) throw new HttpError(400, body.error.message);
+        service.answer(id, body.data.answers, body.data.requeue ?? false);
         return json(res, 200, {});
       }
       if (method === 'POST' && action === 'cancel') {
@@ -212,6 +222,9 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
     }
     if (area === 'runs' && id) {
       if (method === 'GET' && action === 'files') return json(res, 200, service.runFiles(id));
+      if (method === 'GET' && action === 'diff') return json(res, 200, await service.worktreeDiff(id));
+      if (method === 'POST' && (action === 'keep' || action === 'discard'))
+        return json(res, 200, await service.settleWorktree(id, action));
       if (method === 'GET' && action === 'file') {
         const file = service.screenshotPath(id, url.searchParams.get('name') ?? '');
         res.writeHead(200, {
@@ -230,7 +243,22 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
       }
       if (method === 'GET' && action === 'stream') {
         const send = sse(req, res);
-        const stop = service.streamRun(id, (m) => send(m));
+        const stop = service.streamRun(id, {
+          send,
+          // what the browser has not taken yet: the stream pauses above STREAM_HIGH_WATER
+          backlog: () => res.writableLength,
+          drained: () =>
+            new Promise<void>((resolve) => {
+              if (res.writableLength === 0 || res.destroyed) return resolve();
+              const done = (): void => {
+                res.off('drain', done);
+                res.off('close', done);
+                resolve();
+              };
+              res.on('drain', done);
+              res.on('close', done);
+            }),
+        });
         streams.add(stop);
         req.on('close', () => (stop(), streams.delete(stop)));
         return;

@@ -12,6 +12,7 @@ export type CliErrorCode =
   | 'NO_READ_CONTEXT'
   | 'ACTION_FAILED'
   | 'CAPTURE_FAILED'
+  | 'NOT_BUILT'
   | 'INTERNAL';
 
 export const EXIT_CODES: Record<CliErrorCode, number> = {
@@ -26,6 +27,7 @@ export const EXIT_CODES: Record<CliErrorCode, number> = {
   NO_READ_CONTEXT: 9,
   ACTION_FAILED: 10,
   CAPTURE_FAILED: 11,
+  NOT_BUILT: 12,
 };
 
 const REMEDIATION: Record<CliErrorCode, string> = {
@@ -44,6 +46,7 @@ const REMEDIATION: Record<CliErrorCode, string> = {
   NO_READ_CONTEXT: 'Run `desktop-cli read` for that window first: element ids refer to its last read.',
   ACTION_FAILED: 'Check that the window still exists and accepts input (`desktop-cli list`), then retry.',
   CAPTURE_FAILED: 'Check the window is on screen (`desktop-cli list`) and the --scale/--format flags.',
+  NOT_BUILT: 'Build the native addon: scripts/setup.sh (or node native/scripts/build.mjs).',
   INTERNAL: 'This is a bug in desktop-cli; retry, and report the message if it persists.',
 };
 
@@ -69,6 +72,7 @@ export function fromDesktopCode(code: string): CliErrorCode {
     case 'ELEMENT_NOT_FOUND':
     case 'ACTION_FAILED':
     case 'CAPTURE_FAILED':
+    case 'NOT_BUILT':
       return code;
     default:
       return 'INTERNAL';

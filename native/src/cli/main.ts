@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // desktop-cli: seed 003's command surface over the native addon. Stateless apart from the small
 // read context that lets `click --id` find an element again by its signature (see context.ts).
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { desktop } from '../desktop/desktop.ts';
 import {
@@ -164,8 +166,13 @@ function targetOf(v: Values): WindowQuery {
 
 const hasTarget = (q: WindowQuery) => Boolean(q.app || q.title || q.windowId || q.pid);
 
+// Where results and errors go: the process's stdout/stderr, or a buffer when `execute` runs a
+// command for the MCP server (whose stdout is the MCP channel).
+let writeOut = (s: string): void => void process.stdout.write(s);
+let writeErr = (s: string): void => void process.stderr.write(s);
+
 function out(value: unknown, pretty = false): void {
-  process.stdout.write(JSON.stringify(value, null, pretty ? 2 : undefined) + '\n');
+  writeOut(JSON.stringify(value, null, pretty ? 2 : undefined) + '\n');
 }
 
 function centre(b: Rect): [number, number] {
@@ -442,7 +449,7 @@ async function screenshot(v: Values): Promise<void> {
   const shot = await desktop.capture({ ...q, format, quality, scale });
   const output = (v.output as string | undefined) ?? `/tmp/screenshot.${format === 'png' ? 'png' : 'jpg'}`;
   if (output === '-') {
-    process.stdout.write(shot.data.toString('base64') + '\n');
+    writeOut(shot.data.toString('base64') + '\n');
     return;
   }
   writeFileSync(output, shot.data);
@@ -477,6 +484,19 @@ async function action(v: Values): Promise<void> {
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === 'serve') {
+    // The MCP server is a bundle of its own (the SDK would slow every other command's start-up).
+    const here =
+      typeof __filename === 'string'
+        ? path.dirname(__filename)
+        : path.dirname(fileURLToPath(import.meta.url));
+    const mcp = existsSync(path.join(here, 'desktop-mcp.cjs'))
+      ? path.join(here, 'desktop-mcp.cjs')
+      : path.join(here, 'mcp.ts');
+    type Mcp = { serve(args: string[], exec: typeof execute): Promise<number> };
+    const mod = (await import(pathToFileURL(mcp).href)) as Partial<Mcp> & { default?: Mcp };
+    return (mod.serve ? (mod as Mcp) : mod.default!).serve(rest, execute);
+  }
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(USAGE);
     return name ? 0 : 2;
@@ -545,13 +565,38 @@ export async function main(argv: string[]): Promise<number> {
         : e instanceof DesktopError
           ? new CliError(fromDesktopCode(e.code), e.message)
           : new CliError('INTERNAL', (e as Error)?.message ?? String(e));
-    process.stderr.write(errorReport(err) + '\n');
+    writeErr(errorReport(err) + '\n');
     return EXIT_CODES[err.code];
   }
 }
 
+let queue: Promise<unknown> = Promise.resolve();
+
+/**
+ * Runs one desktop-cli command in this process and returns what it would have printed. Calls are
+ * serialised (the output sinks are shared). Used by `desktop-cli serve`.
+ */
+export function execute(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const run = async (): Promise<{ code: number; stdout: string; stderr: string }> => {
+    let stdout = '';
+    let stderr = '';
+    const [o, e] = [writeOut, writeErr];
+    writeOut = (s) => void (stdout += s);
+    writeErr = (s) => void (stderr += s);
+    try {
+      const code = await main(argv);
+      return { code, stdout, stderr };
+    } finally {
+      [writeOut, writeErr] = [o, e];
+    }
+  };
+  const next = queue.then(run, run);
+  queue = next.catch(() => undefined);
+  return next;
+}
+
 const self = process.argv[1] ?? '';
-if (/desktop-cli(\.m?[jt]s)?$|cli[\\/]main\.ts$/.test(self)) {
+if (/desktop-cli(\.[cm]?[jt]s)?$|cli[\\/]main\.ts$/.test(self)) {
   main(process.argv.slice(2)).then((code) => {
     process.exitCode = code;
   });

@@ -66,6 +66,24 @@ describe('compact schema', () => {
     expect(flat.every((e) => e.c === undefined)).toBe(true);
   });
 
+  it("leaves out text leaves that only repeat their parent's title", () => {
+    const link = el({
+      id: 1,
+      role: 'link',
+      name: 'Docs',
+      children: [el({ id: 2, role: 'static', name: 'Docs' })],
+    });
+    expect(toCompact([link])).toEqual([{ i: 1, r: 'lnk', t: 'Docs', b: [1, 2, 3, 4] }]);
+    const other = el({
+      id: 1,
+      role: 'link',
+      name: 'Docs',
+      children: [el({ id: 2, role: 'static', name: 'More' })],
+    });
+    expect(toCompact([other])[0]!.c).toHaveLength(1);
+    expect(toCompact([link], ['static'])).toEqual([{ i: 2, r: 'static', t: 'Docs', b: [1, 2, 3, 4] }]);
+  });
+
   it('maps action names onto the seed vocabulary', () => {
     expect(shortAction('Click')).toBe('press');
     expect(shortAction('activate')).toBe('press');

@@ -134,15 +134,26 @@ export function platformAction(el: Element, short: string): string | undefined {
 }
 
 /** Tree-shaped compact elements; `roles` (short) prunes elements whose short role is not listed, keeping their children. */
-export function toCompact(elements: Element[], roles?: string[]): CompactElement[] {
+export function toCompact(elements: Element[], roles?: string[], parentTitle?: string): CompactElement[] {
   const out: CompactElement[] = [];
   for (const el of elements) {
     const r = shortRole(el.role, el.editable);
-    const children = toCompact(el.children, roles);
-    if (roles && roles.length > 0 && !roles.includes(r)) {
+    const shown = !roles || roles.length === 0 || roles.includes(r);
+    const children = toCompact(el.children, roles, shown ? el.name || undefined : undefined);
+    if (!shown) {
       out.push(...children);
       continue;
     }
+    // A text leaf that only repeats its parent's title (Chromium: a link's or a button's text run)
+    // carries nothing an agent can use: leave it out.
+    if (
+      parentTitle !== undefined &&
+      el.children.length === 0 &&
+      (r === 'static' || r === 'txt') &&
+      el.name === parentTitle &&
+      !el.actions.some((a) => shortAction(a))
+    )
+      continue;
     const c = { i: el.id, r } as CompactElement;
     if (el.name) c.t = el.name;
     if (!el.secret && el.value) c.v = el.value;

@@ -31,6 +31,12 @@ async function call<T>(fn: () => Promise<T>): Promise<T> {
   } catch (e) {
     const err = e as Error & { code?: string };
     if (err instanceof DesktopError) throw err;
+    if (
+      err.code === 'MODULE_NOT_FOUND' ||
+      err.code === 'ERR_DLOPEN_FAILED' ||
+      /addon is not built/.test(err.message)
+    )
+      throw new DesktopError('NOT_BUILT', err.message);
     throw new DesktopError((err.code ?? 'INTERNAL') as DesktopErrorCode, err.message);
   }
 }

@@ -113,6 +113,8 @@ export type DesktopErrorCode =
   | 'INVALID_ARGUMENT'
   | 'ACTION_FAILED'
   | 'CAPTURE_FAILED'
+  /** The addon is not built (or cannot be loaded). */
+  | 'NOT_BUILT'
   | 'INTERNAL';
 
 export class DesktopError extends Error {

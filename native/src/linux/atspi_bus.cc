@@ -109,6 +109,7 @@ Pending& PendingFor(GDBusConnection* conn) {
 
 Bus& Bus::Get() {
   static Bus b;
+  if (b.conn_ && g_dbus_connection_is_closed(b.conn_)) b.conn_ = nullptr;  // the bus went away: reconnect
   if (!b.conn_) {
     std::string addr = BusAddress();
     GError* err = nullptr;

@@ -7,6 +7,8 @@
 #include <X11/keysym.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cctype>
 #include <chrono>
 #include <map>
@@ -84,11 +86,37 @@ class Keymap {
         missing.push_back(syms[i]);
     }
     if (missing.empty()) return out;
-    Map(d, missing);
+    Map(d, missing, syms);
     for (size_t i = 0; i < syms.size(); i++)
       if (!out[i].code && !Find(d, syms[i], out[i]))
         throw DesktopError(kInvalidArgument, "cannot map a key for keysym 0x" + Hex(syms[i]));
     return out;
+  }
+
+  // Keycodes that can carry a mapped character: empty ones and ones mapped by us (this or an earlier
+  // process). A text with more distinct such characters is typed in chunks of at most this many.
+  int UsableSlots(Display* d) {
+    int minCode, maxCode, per;
+    XDisplayKeycodes(d, &minCode, &maxCode);
+    KeySym* map = XGetKeyboardMapping(d, minCode, maxCode - minCode + 1, &per);
+    if (!map) return 0;
+    int n = 0;
+    for (int c = minCode; c <= maxCode; c++) {
+      const KeySym* k = &map[(c - minCode) * per];
+      bool empty = true;
+      for (int j = 0; j < per; j++) empty = empty && k[j] == NoSymbol;
+      if (empty || IsOurs(k, per)) n++;
+    }
+    XFree(map);
+    return n;
+  }
+
+  // Our signature: one Unicode keysym beyond Latin-1 on every level it has (the server's XKB layer may
+  // copy the two levels we set into the second group's columns).
+  static bool IsOurs(const KeySym* k, int per) {
+    bool ours = per >= 2 && k[0] >= 0x01000100 && k[0] == k[1];
+    for (int j = 2; j < per && ours; j++) ours = k[j] == NoSymbol || k[j] == k[0];
+    return ours;
   }
 
  private:
@@ -112,7 +140,7 @@ class Keymap {
     return true;
   }
 
-  void Map(Display* d, const std::vector<KeySym>& syms) {
+  void Map(Display* d, const std::vector<KeySym>& syms, const std::vector<KeySym>& keep) {
     int minCode, maxCode, per;
     XDisplayKeycodes(d, &minCode, &maxCode);
     KeySym* map = XGetKeyboardMapping(d, minCode, maxCode - minCode + 1, &per);
@@ -124,18 +152,31 @@ class Keymap {
       for (int k = 0; k < per; k++) empty = empty && map[(c - minCode) * per + k] == NoSymbol;
       if (empty) free.push_back(c);
     }
+    if (free.size() < syms.size()) {
+      // Slots an earlier process mapped (our signature: one Unicode keysym on the first two levels,
+      // nothing else) and this text does not need.
+      for (int c = maxCode; c >= minCode && free.size() < syms.size() + 8; c--) {
+        const KeySym* k = &map[(c - minCode) * per];
+        if (IsOurs(k, per) && std::find(keep.begin(), keep.end(), k[0]) == keep.end() &&
+            std::find(free.begin(), free.end(), c) == free.end() && !mapped_.count(k[0]))
+          free.push_back(c);
+      }
+    }
     if (free.size() < syms.size()) {  // recycle our own oldest slots
       for (auto& [sym, code] : order_) {
         if (free.size() >= syms.size()) break;
+        if (std::find(keep.begin(), keep.end(), sym) != keep.end()) continue;
         free.push_back(code);
         mapped_.erase(sym);
       }
       XSync(d, False);
-      Sleep(50);  // let apps finish reading keys typed on the slots we take back
+      Sleep(100);  // let apps finish reading keys typed on the slots we take back (they read lazily)
     }
     if (free.size() < syms.size()) {
       XFree(map);
-      throw DesktopError(kInvalidArgument, "too many distinct characters missing from the keyboard layout");
+      throw DesktopError(kInvalidArgument, "too many distinct characters missing from the keyboard layout (" +
+                                               std::to_string(syms.size()) + " to map, " +
+                                               std::to_string(free.size()) + " keycodes free)");
     }
     int lo = maxCode, hi = minCode;
     for (size_t i = 0; i < syms.size(); i++) {
@@ -266,9 +307,23 @@ void TypeText(const std::string& utf8, int delayMs) {
   Display* d = Dpy();
   std::vector<KeySym> syms;
   for (uint32_t cp : DecodeUtf8(utf8)) syms.push_back(KeysymFor(cp));
-  auto strokes = TheKeymap().Resolve(d, syms);
-  for (auto& ks : strokes) Tap(d, ks, delayMs);
-  XSync(d, False);
+  // Chunks with no more distinct characters than there are keycodes to map them on.
+  size_t limit = std::max(1, TheKeymap().UsableSlots(d));
+  if (std::getenv("RUNBOARD_DESKTOP_TRACE")) std::fprintf(stderr, "type: %zu usable keycodes\n", limit);
+  for (size_t start = 0; start < syms.size();) {
+    std::vector<KeySym> distinct;
+    size_t end = start;
+    for (; end < syms.size(); end++) {
+      if (std::find(distinct.begin(), distinct.end(), syms[end]) != distinct.end()) continue;
+      if (distinct.size() == limit) break;
+      distinct.push_back(syms[end]);
+    }
+    std::vector<KeySym> chunk(syms.begin() + start, syms.begin() + end);
+    auto strokes = TheKeymap().Resolve(d, chunk);
+    for (auto& ks : strokes) Tap(d, ks, delayMs);
+    XSync(d, False);
+    start = end;
+  }
 }
 
 void KeyCombo(const std::string& combo, int delayMs) {
@@ -287,7 +342,12 @@ void KeyCombo(const std::string& combo, int delayMs) {
   std::vector<KeySym> syms;
   for (auto& p : parts) syms.push_back(NamedKey(p));
   auto strokes = TheKeymap().Resolve(d, syms);
-  for (auto& ks : strokes) {  // press in order (a shifted key keeps its own shift), release in reverse
+  // A key that sits on the shift level ("ctrl+!") needs shift held too, unless the combo has it.
+  KeyCode shift = XKeysymToKeycode(d, XK_Shift_L);
+  bool hasShift = std::any_of(strokes.begin(), strokes.end(), [&](const KeyStroke& k) { return k.code == shift; });
+  if (!hasShift && std::any_of(strokes.begin(), strokes.end(), [](const KeyStroke& k) { return k.shift; }))
+    strokes.insert(strokes.begin(), KeyStroke{shift, false});
+  for (auto& ks : strokes) {  // press in order, release in reverse
     XTestFakeKeyEvent(d, ks.code, True, 0);
     Pause(d, delayMs);
   }

@@ -133,7 +133,7 @@ long long IoField(const std::string& text, const char* key) {
 
 void Usage() {
   fprintf(stderr,
-          "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--device FILE]...\n"
+          "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--device FILE]... [--hide DIR]...\n"
           "                     [--tcp PORT]... [--allow-abstract-unix] [--no-landlock] [--no-namespaces]\n"
           "                     -- COMMAND [ARG]...\n");
   _exit(2);
@@ -161,6 +161,7 @@ int main(int argc, char** argv) {
     else if (a == "--parent-pid") parentPid = atoi(next());
     else if (a == "--write") policy.writable.push_back(next());
     else if (a == "--device") policy.devices.push_back(next());
+    else if (a == "--hide") policy.hidden.push_back(next());
     else if (a == "--tcp") policy.tcpConnectPorts.push_back(static_cast<uint16_t>(atoi(next())));
     else if (a == "--allow-abstract-unix") policy.scopeAbstractUnix = false;
     else if (a == "--no-landlock") useLandlock = false;

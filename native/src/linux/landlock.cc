@@ -2,7 +2,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
+#include <functional>
+#include <map>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -106,7 +109,36 @@ std::string RestrictSelf(const Policy& policy, int abi) {
     return rc < 0 ? Errno("landlock_add_rule " + path) : "";
   };
 
-  std::string err = addPath("/", readOnly);
+  // Read everywhere except the hidden trees: Landlock only grants, so "all but X" is written as a rule
+  // for every sibling of each directory on the way from / to X.
+  std::function<std::string(const std::string&, std::vector<std::string>)> addReadExcept =
+      [&](const std::string& dir, std::vector<std::string> hide) -> std::string {
+    if (hide.empty()) return addPath(dir, readOnly);
+    for (const auto& h : hide)
+      if (h == dir) return "";  // the whole tree is hidden
+    std::map<std::string, std::vector<std::string>> below;  // next path component -> hidden paths under it
+    const std::string prefix = dir == "/" ? "/" : dir + "/";
+    for (const auto& h : hide) {
+      if (h.compare(0, prefix.size(), prefix) != 0) continue;
+      below[h.substr(prefix.size(), h.find('/', prefix.size()) - prefix.size())].push_back(h);
+    }
+    // The directories on the way may still be listed (names are no secret, and `ls ~` keeps working);
+    // READ_DIR does not let a run read the files below.
+    std::string err = addPath(dir, LANDLOCK_ACCESS_FS_READ_DIR);
+    if (!err.empty()) return err;
+    DIR* d = opendir(dir.c_str());
+    if (!d) return "";  // unreadable anyway
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      auto it = below.find(name);
+      err = it == below.end() ? addPath(prefix + name, readOnly) : addReadExcept(prefix + name, it->second);
+      if (!err.empty()) break;
+    }
+    closedir(d);
+    return err;
+  };
+  std::string err = addReadExcept("/", policy.hidden);
   for (const auto& p : policy.writable) {
     if (err.empty()) err = addPath(p, fsAll);
   }

@@ -10,6 +10,7 @@ namespace runboard::landlock {
 struct Policy {
   std::vector<std::string> writable;      // trees a run may write (workspace, run dir, flow extras)
   std::vector<std::string> devices;       // single device files that may be written (/dev/null, ...)
+  std::vector<std::string> hidden;        // absolute real paths the run may not even read (keys, other runs)
   std::vector<uint16_t> tcpConnectPorts;  // TCP ports a run may connect to (empty: none)
   bool restrictNetwork = true;            // handle TCP connect/bind at all (ABI >= 4)
   bool scopeAbstractUnix = true;          // no connect to abstract unix sockets outside (ABI >= 6)

@@ -228,9 +228,9 @@ ReadResult ReadTree(const ReadOptions& o) {
   b.Collect(result.elements);
 
   // Details of the elements that passed the filters only: text of editable fields (never of a
-  // password field), numeric values, action names. One pipelined batch.
+  // password field) and numeric values, in one pipelined batch; then action names.
   calls.clear();
-  std::vector<std::pair<Element*, int>> kinds;  // element, 0 text / 1 value / 2 actions
+  std::vector<std::pair<Element*, int>> kinds;  // element, 0: text, 1: value
   for (auto& [e, i] : b.included) {
     const Node& n = t.nodes[i];
     if ((n.ifaces & atspi::kText) && !e->secret &&
@@ -256,15 +256,13 @@ ReadResult ReadTree(const ReadOptions& o) {
           if (s) e->value = s;
           break;
         }
-        case 1: {
+        default: {
           GVariant* v = nullptr;
           g_variant_get(r.v[k], "(v)", &v);
           if (v && g_variant_is_of_type(v, G_VARIANT_TYPE_DOUBLE)) e->value = FormatNumber(g_variant_get_double(v));
           if (v) g_variant_unref(v);
           break;
         }
-        default:
-          break;
       }
     }
   }

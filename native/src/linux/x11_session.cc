@@ -15,6 +15,12 @@ namespace {
 // Windows come and go while we read them; a BadWindow must not abort the process.
 int IgnoreXErrors(Display*, XErrorEvent*) { return 0; }
 
+// A lost X connection (the display went away) must not end the process either, which is what Xlib
+// does by default: mark it, and open a new one on the next call.
+bool g_connectionLost = false;
+int NoteIOError(Display*) { return 0; }
+void NoteIOErrorExit(Display*, void*) { g_connectionLost = true; }
+
 std::unordered_map<std::string, Atom>& AtomCache() {
   static std::unordered_map<std::string, Atom> cache;
   return cache;
@@ -24,12 +30,19 @@ std::unordered_map<std::string, Atom>& AtomCache() {
 
 Session& Session::Get() {
   static Session s;
+  if (g_connectionLost) {  // the old Display is unusable; it is left as is (closing it would touch the dead socket)
+    g_connectionLost = false;
+    s.dpy_ = nullptr;
+    AtomCache().clear();
+  }
   if (!s.dpy_) {
     const char* name = std::getenv("DISPLAY");
     if (!name || !*name) throw DesktopError(kNoDisplay, "DISPLAY is not set: there is no X display to use");
     Display* d = XOpenDisplay(name);
     if (!d) throw DesktopError(kNoDisplay, std::string("cannot open X display ") + name);
     XSetErrorHandler(IgnoreXErrors);
+    XSetIOErrorHandler(NoteIOError);
+    XSetIOErrorExitHandler(d, NoteIOErrorExit, nullptr);
     s.dpy_ = d;
     s.root_ = DefaultRootWindow(d);
     s.width_ = DisplayWidth(d, DefaultScreen(d));

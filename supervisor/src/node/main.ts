@@ -2,7 +2,7 @@
  * Supervisor entry point and composition root: the one place where its services are created and wired.
  * Long-lived; survives host restarts; one per state root.
  */
-import { existsSync, unlinkSync, chmodSync } from 'node:fs';
+import { existsSync, unlinkSync, chmodSync, realpathSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
@@ -108,6 +108,8 @@ async function main(): Promise<void> {
     log,
     jailPath: jailPath(),
     workerArgv,
+    // Runs may read what the user can read, except Runboard's own state: keys, grants, other runs.
+    hiddenPaths: [...new Set([paths.root, paths.runtimeDir].map((p) => realpathSync(p)))],
     landlockAbi,
     landlockReason,
     useNamespaces: process.env.RUNBOARD_NAMESPACES !== 'off',

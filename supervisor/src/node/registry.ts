@@ -3,7 +3,17 @@
  * (payload, grant, paths, sandbox availability) happens here, before anything is spawned.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import type { z } from 'zod';
 import { GrantError, validateGrant } from '../common/grants.ts';
@@ -23,8 +33,20 @@ function newRunId(now = new Date()): string {
   return `${date}-${time}-${ms}${randomBytes(2).toString('hex').slice(0, 3)}`;
 }
 
+/**
+ * Which card each run was for, one JSON line per run (`{"runId","card"}`) in
+ * `<logs>/.by-card/<YYYYMMDD>.jsonl`, so that listing one card's runs reads only its result.json files.
+ * A day without an index file (runs from before the index) is indexed from its result.json files once.
+ */
+interface CardIndexEntry {
+  runId: string;
+  card: string;
+}
+
 export class RunRegistry {
   private readonly active = new Map<string, Run>();
+  /** Parsed day indexes, reused while the file's size is unchanged. */
+  private readonly dayIndex = new Map<string, { size: number; entries: CardIndexEntry[] }>();
   private readonly recent = new Map<string, Run>(); // ended in this process: fast attach, bounded
   private acceptingRuns = true;
   private readonly settling = new Set<string>();
@@ -91,6 +113,7 @@ export class RunRegistry {
       );
     }
     this.active.set(runId, run);
+    this.indexRun(runId, p.card.path);
     void run.whenEnded().then(() => {
       this.active.delete(runId);
       this.recent.set(runId, run);
@@ -176,8 +199,83 @@ export class RunRegistry {
     return diskSource(runLogDir(this.paths, runId), runId, result);
   }
 
-  list(activeOnly: boolean, limit: number): RunResult[] {
-    const out: RunResult[] = [...this.active.values()].map((r) => r.result).reverse();
+  private indexFile(day: string): string {
+    return path.join(this.paths.logsDir, '.by-card', `${day}.jsonl`);
+  }
+
+  /** The day's index, built from its result.json files when it has none yet (older runs). */
+  private ensureDayIndex(day: string, except?: string): string {
+    const file = this.indexFile(day);
+    if (existsSync(file)) return file;
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    let ids: string[] = [];
+    try {
+      ids = readdirSync(path.join(this.paths.logsDir, day)).sort();
+    } catch {
+      // no runs that day yet
+    }
+    const lines = ids
+      .filter((id) => id !== except)
+      .map((id) => this.readResult(id))
+      .filter((r): r is RunResult => r !== null)
+      .map((r) => JSON.stringify({ runId: r.runId, card: r.card.path }) + '\n');
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, lines.join(''), { mode: 0o600 });
+    renameSync(tmp, file);
+    return file;
+  }
+
+  private indexRun(runId: string, card: string): void {
+    try {
+      const file = this.ensureDayIndex(runId.slice(0, 8), runId);
+      // one small O_APPEND write: a crash leaves whole lines (a torn last line is skipped on read)
+      appendFileSync(file, JSON.stringify({ runId, card }) + '\n', { mode: 0o600 });
+    } catch {
+      // the index is an optimisation: without it, listing falls back to reading result.json files
+    }
+  }
+
+  /** Run ids of `card` on `day`, newest first (undefined: no usable index, scan the day). */
+  private runsOfCard(day: string, card: string): string[] | undefined {
+    let file: string;
+    try {
+      file = this.ensureDayIndex(day);
+    } catch {
+      return undefined;
+    }
+    let size: number;
+    try {
+      size = statSync(file).size;
+    } catch {
+      return undefined;
+    }
+    let cached = this.dayIndex.get(day);
+    if (!cached || cached.size !== size) {
+      const entries: CardIndexEntry[] = [];
+      for (const line of readFileSync(file, 'utf8').split('\n')) {
+        if (!line) continue;
+        try {
+          const e = JSON.parse(line) as CardIndexEntry;
+          if (typeof e.runId === 'string' && typeof e.card === 'string') entries.push(e);
+        } catch {
+          // a torn line
+        }
+      }
+      cached = { size, entries };
+      this.dayIndex.set(day, cached);
+    }
+    return cached.entries
+      .filter((e) => e.card === card)
+      .map((e) => e.runId)
+      .sort()
+      .reverse();
+  }
+
+  list(activeOnly: boolean, limit: number, cardPath?: string): RunResult[] {
+    const out: RunResult[] = [...this.active.values()]
+      .map((r) => r.result)
+      .filter((r) => cardPath === undefined || r.card.path === cardPath)
+      .reverse();
     if (activeOnly) return out.slice(0, limit);
     const seen = new Set(out.map((r) => r.runId));
     let days: string[] = [];
@@ -191,12 +289,15 @@ export class RunRegistry {
     }
     for (const day of days) {
       if (out.length >= limit) break;
-      const ids = readdirSync(path.join(this.paths.logsDir, day)).sort().reverse();
+      const ids =
+        (cardPath !== undefined ? this.runsOfCard(day, cardPath) : undefined) ??
+        readdirSync(path.join(this.paths.logsDir, day)).sort().reverse();
       for (const id of ids) {
         if (out.length >= limit) break;
         if (seen.has(id)) continue;
+        seen.add(id);
         const r = this.readResult(id);
-        if (r) out.push(r);
+        if (r && (cardPath === undefined || r.card.path === cardPath)) out.push(r);
       }
     }
     return out;

@@ -46,6 +46,8 @@ export interface RunDeps {
   jailPath: string;
   /** The command line that starts a worker (node + snapshot or bundle). */
   workerArgv: string[];
+  /** Trees no run may read: the state root (keys, grants, other runs' logs and scratch dirs). */
+  hiddenPaths: string[];
   /** Landlock ABI of the kernel (0: none). */
   landlockAbi: number;
   landlockReason: string;
@@ -352,6 +354,7 @@ export class Run {
     for (const p of flow.sandbox?.tcpPorts ?? []) args.push('--tcp', String(p));
     // The model proxy's port is the one TCP destination a model-using run gets from us.
     if (this.proxyGrant) args.push('--tcp', String(this.deps.proxy!.port));
+    for (const h of this.deps.hiddenPaths) args.push('--hide', h);
     if (flow.sandbox?.allowAbstractUnix) args.push('--allow-abstract-unix');
     if (!sandboxed) args.push('--no-landlock');
     if (!this.deps.useNamespaces) args.push('--no-namespaces');

@@ -89,7 +89,7 @@ export class SupervisorServer {
     const reg = this.registry;
     handle(conn, LaunchRun, (p) => reg.launch(p));
     handle(conn, CancelRun, (p) => reg.cancel(p.runId));
-    handle(conn, ListRuns, (p) => ({ runs: reg.list(p.activeOnly ?? false, p.limit ?? 100) }));
+    handle(conn, ListRuns, (p) => ({ runs: reg.list(p.activeOnly ?? false, p.limit ?? 100, p.cardPath) }));
     handle(conn, AttachRun, async (p) => {
       const src = await reg.source(p.runId);
       attachments.get(p.runId)?.abort();

@@ -50,6 +50,22 @@ export interface CreatedWorktree {
   workspace: string;
 }
 
+/**
+ * One git operation at a time per repository: parallel runs on one repository would otherwise race in
+ * git's shared state (`git worktree add` twice at once fails with "failed to read …/commondir").
+ */
+const repoLocks = new Map<string, Promise<unknown>>();
+function withRepoLock<T>(repo: string, fn: () => Promise<T>): Promise<T> {
+  const prev = repoLocks.get(repo) ?? Promise.resolve();
+  const next = prev.then(fn, fn);
+  const tail = next.catch(() => undefined);
+  repoLocks.set(repo, tail);
+  void tail.then(() => {
+    if (repoLocks.get(repo) === tail) repoLocks.delete(repo);
+  });
+  return next;
+}
+
 /** Creates the run's worktree. `workspace` and `grantPath` are realpaths (validated by the grant). */
 export async function createWorktree(
   workspace: string,
@@ -66,6 +82,10 @@ export async function createWorktree(
     throw new WorktreeError(
       `the repository ${repo} reaches outside the grant ${grantPath}; grant the repository's folder itself`,
     );
+  return withRepoLock(repo, () => addWorktree(repo, workspace, runId));
+}
+
+async function addWorktree(repo: string, workspace: string, runId: string): Promise<CreatedWorktree> {
   const baseCommit = await git(repo, ['rev-parse', '--verify', '-q', 'HEAD^{commit}'], true);
   if (!baseCommit)
     throw new WorktreeError(`the repository ${repo} has no commit yet; commit once, then run again`);
@@ -88,7 +108,11 @@ export async function createWorktree(
 }
 
 /** Commits what the run left in its worktree onto its branch and summarises the diff against the base. */
-export async function commitWorktree(info: WorktreeInfo, runId: string, title: string): Promise<DiffSummary> {
+export function commitWorktree(info: WorktreeInfo, runId: string, title: string): Promise<DiffSummary> {
+  return withRepoLock(info.repo, () => commitWorktreeNow(info, runId, title));
+}
+
+async function commitWorktreeNow(info: WorktreeInfo, runId: string, title: string): Promise<DiffSummary> {
   await git(info.path, ['add', '-A']);
   const changed = (await git(info.path, ['status', '--porcelain'])).length > 0;
   if (changed)
@@ -132,7 +156,11 @@ export function parseNumstat(out: string): Omit<DiffSummary, 'commit'> {
   };
 }
 
-async function removeWorktree(info: WorktreeInfo): Promise<void> {
+function removeWorktree(info: WorktreeInfo): Promise<void> {
+  return withRepoLock(info.repo, () => removeWorktreeNow(info));
+}
+
+async function removeWorktreeNow(info: WorktreeInfo): Promise<void> {
   if (existsSync(info.path)) await git(info.repo, ['worktree', 'remove', '--force', info.path]);
   await git(info.repo, ['worktree', 'prune'], true);
   await git(info.repo, ['branch', '-D', info.branch], true);

@@ -54,6 +54,8 @@ export const ListRuns = request(
   z.object({
     activeOnly: z.optional(z.boolean()),
     limit: z.optional(z.int().check(z.minimum(1), z.maximum(10_000))),
+    /** Only the runs of this card (its path as given at launch); read through a per-day index. */
+    cardPath: z.optional(z.string().check(z.minLength(1), z.maxLength(4096))),
   }),
   z.object({ runs: z.array(RunResult) }),
 );

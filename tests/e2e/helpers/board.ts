@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { createGrant } from '@runboard/supervisor/grants';
-import { statePaths } from '@runboard/supervisor/paths';
+import { statePaths, type StatePaths } from '@runboard/supervisor/paths';
 import type { BoardView } from '../../../host/src/renderer/api.ts';
 
 export const REPO = path.resolve(import.meta.dirname, '..', '..', '..');
@@ -80,22 +80,32 @@ export class BoardServer {
   readonly workspace: string;
   private readonly env: NodeJS.ProcessEnv;
 
-  private constructor(readonly root: string) {
+  private constructor(
+    readonly root: string,
+    extraEnv: NodeJS.ProcessEnv = {},
+  ) {
     this.project = path.join(root, 'project');
     this.home = path.join(root, 'home');
     this.workspace = path.join(this.project, 'workspace');
     mkdirSync(path.join(this.project, 'cards'), { recursive: true });
     mkdirSync(this.workspace, { recursive: true });
-    this.env = { ...process.env, RUNBOARD_HOME: this.home };
+    this.env = { ...process.env, ...extraEnv, RUNBOARD_HOME: this.home };
     delete this.env.NODE_EXTRA_CA_CERTS;
   }
 
   /** A project with `config` and `cards` (file name → text), its workspace granted, served. */
-  static async start(config: string, cards: Record<string, string>): Promise<BoardServer> {
-    const s = new BoardServer(mkdtempSync(path.join(os.tmpdir(), 'rb-e2e-')));
+  static async start(
+    config: string,
+    cards: Record<string, string>,
+    /** Extra environment of serve and its supervisor; `beforeServe` runs once the state root exists. */
+    opts: { env?: NodeJS.ProcessEnv; beforeServe?: (paths: StatePaths) => void } = {},
+  ): Promise<BoardServer> {
+    const s = new BoardServer(mkdtempSync(path.join(os.tmpdir(), 'rb-e2e-')), opts.env);
     writeFileSync(path.join(s.project, 'config.yaml'), config);
     for (const [name, text] of Object.entries(cards)) s.writeCard(name, text);
-    createGrant(statePaths({ RUNBOARD_HOME: s.home }), s.workspace);
+    const paths = statePaths({ RUNBOARD_HOME: s.home });
+    createGrant(paths, s.workspace);
+    opts.beforeServe?.(paths);
     await s.startServe();
     return s;
   }

@@ -59,7 +59,8 @@ export class ClaudeRunner implements Runner {
       mkdirSync(dir, { recursive: true });
       const file = path.join(dir, 'mcp.json');
       writeFileSync(file, JSON.stringify({ mcpServers: { desktop: { type: 'stdio', ...mcp } } }));
-      args.push('--mcp-config', file, '--strict-mcp-config');
+      // The flow granted the desktop: its tools need no further approval (print mode would deny them).
+      args.push('--mcp-config', file, '--strict-mcp-config', '--allowedTools', 'mcp__desktop');
     }
     args.push('--', prompt);
     const env: NodeJS.ProcessEnv = {

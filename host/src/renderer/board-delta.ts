@@ -1,0 +1,34 @@
+/** Pure board updates of the renderer: applying a host delta (see BoardDelta in api.ts). */
+import type { BoardDelta, BoardView, CardView } from './api.ts';
+
+/** Column order as the host sorts: by rank, rankless after, by file; broken cards last. */
+export function order(a: CardView, b: CardView): number {
+  if (!a.broken !== !b.broken) return a.broken ? 1 : -1;
+  const ra = a.rank ?? Number.POSITIVE_INFINITY;
+  const rb = b.rank ?? Number.POSITIVE_INFINITY;
+  if (ra !== rb) return ra < rb ? -1 : 1;
+  return a.file < b.file ? -1 : a.file > b.file ? 1 : 0;
+}
+
+/** The board with a delta applied (cards replaced by id, re-sorted only when one moved). */
+export function applyDelta(board: BoardView, d: BoardDelta): BoardView {
+  const next = new Map(d.cards.map((c) => [c.id, c]));
+  const gone = new Set(d.removed);
+  let resort = gone.size > 0;
+  const cards: CardView[] = [];
+  for (const c of board.cards) {
+    if (gone.has(c.id)) continue;
+    const n = next.get(c.id);
+    if (!n) {
+      cards.push(c);
+      continue;
+    }
+    next.delete(c.id);
+    if (n.column !== c.column || n.rank !== c.rank) resort = true;
+    cards.push(n);
+  }
+  if (next.size) resort = true;
+  cards.push(...next.values());
+  if (resort) cards.sort(order);
+  return { ...board, ...(d.meta ?? {}), version: d.to, cards };
+}

@@ -1,0 +1,129 @@
+// `desktop-cli serve` as an MCP server on its own, driven by the official MCP client over stdio
+// against our GTK form on the test desktop: the tools are there, and they act on the real app.
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { build } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// @ts-expect-error: a plain .mjs build script without type declarations
+import { mcpBuildOptions } from '../../native/scripts/bundle-cli.mjs';
+import { decodePng } from './png.ts';
+import { DesktopSession, eventually } from './session.ts';
+
+const TITLE = 'Runboard MCP Form';
+const PASSWORD = 'mcp-secret-pw';
+let s: DesktopSession;
+let client: Client;
+
+type Text = { type: 'text'; text: string };
+type Result = { content: ({ type: string } & Record<string, unknown>)[]; isError?: boolean };
+async function call(name: string, args: Record<string, unknown>): Promise<Result> {
+  return (await client.callTool({ name, arguments: args })) as Result;
+}
+const text = (r: Result, i = 0): string => (r.content[i] as Text).text;
+
+beforeAll(async () => {
+  s = await DesktopSession.start();
+  await build(mcpBuildOptions(path.join(path.dirname(s.cli), 'desktop-mcp.cjs')));
+  await s.startForm(TITLE, {}, ['--password', PASSWORD]);
+  client = new Client({ name: 'runboard-test', version: '0.0.0' });
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [s.cli, 'serve'],
+      env: s.env as Record<string, string>,
+    }),
+  );
+});
+
+afterAll(async () => {
+  await client?.close();
+  await s?.stop();
+  expect(s.leftovers(), 'processes the suite started and left running').toEqual([]);
+});
+
+describe('desktop-cli serve (MCP)', () => {
+  it('lists the tools the issue names', async () => {
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(
+      [
+        'action',
+        'click',
+        'drag',
+        'find',
+        'focus',
+        'key',
+        'list',
+        'read',
+        'screenshot',
+        'scroll',
+        'set_value',
+        'type',
+        'wait_for',
+      ].sort(),
+    );
+  });
+
+  it('finds and clicks a button by id; the app shows it was pressed; the tree can come back with it', async () => {
+    const found = JSON.parse(text(await call('find', { window: TITLE, name: 'Submit', role: 'btn' }))) as {
+      i: number;
+    }[];
+    expect(found).toHaveLength(1);
+    const r = await call('click', { window: TITLE, id: found[0]!.i, returnTree: true });
+    expect(r.isError).toBeFalsy();
+    expect(JSON.parse(text(r))).toMatchObject({ ok: true });
+    expect(text(r, 1)).toContain('Submit'); // the tree after the click
+    const done = JSON.parse(
+      text(await call('wait_for', { window: TITLE, name: 'clicked Submit 1', timeoutMs: 5000 })),
+    );
+    expect(done.ok).toBe(true);
+  });
+
+  it('set_value replaces an entry’s text, and the tree shows the new value; the password stays secret', async () => {
+    const [nameEntry] = JSON.parse(
+      text(await call('find', { window: TITLE, name: 'Name', role: 'input' })),
+    ) as { i: number }[];
+    await call('set_value', { window: TITLE, id: nameEntry!.i, value: 'first' });
+    const r = await call('set_value', {
+      window: TITLE,
+      id: nameEntry!.i,
+      value: 'héllo ✓',
+      returnTree: true,
+    });
+    expect(r.isError).toBeFalsy();
+    const value = async (): Promise<string | undefined> =>
+      (
+        JSON.parse(text(await call('find', { window: TITLE, name: 'Name', role: 'input' }))) as {
+          v?: string;
+        }[]
+      )[0]?.v;
+    expect(
+      await eventually(async () =>
+        (await value()) === 'héllo ✓' ? 'héllo ✓' : Promise.reject(new Error(String(await value()))),
+      ),
+    ).toBe('héllo ✓');
+    expect(JSON.stringify(r)).not.toContain(PASSWORD);
+    expect(text(await call('read', { window: TITLE }))).not.toContain(PASSWORD);
+  });
+
+  it('reports errors as tool errors with the reason, and keeps serving', async () => {
+    const r = await call('click', { window: 'No Such Window Anywhere', id: 1 });
+    expect(r.isError).toBe(true);
+    expect(text(r)).toMatch(/APP_NOT_FOUND|no window/i);
+    const t = await call('wait_for', { window: TITLE, name: 'never appears', timeoutMs: 300 });
+    expect(t.isError).toBe(true);
+    expect(text(t)).toMatch(/timed out after 300 ms/);
+    expect((await call('list', {})).isError).toBeFalsy();
+  });
+
+  it('returns a screenshot as an MCP image of the right size', async () => {
+    const r = await call('screenshot', { window: TITLE, scale: 0.5 });
+    const img = r.content[0] as { type: string; data: string; mimeType: string };
+    expect(img.type).toBe('image');
+    expect(img.mimeType).toBe('image/png');
+    const meta = JSON.parse(text(r, 1)) as { w: number; h: number };
+    const png = decodePng(Buffer.from(img.data, 'base64'));
+    expect([png.width, png.height]).toEqual([meta.w, meta.h]);
+    expect(png.width).toBeGreaterThan(50);
+  });
+});
