@@ -23,7 +23,8 @@ export interface ReportInput {
 }
 
 const cell = (v: unknown, max = 160): string => {
-  const s = typeof v === 'string' ? v : JSON.stringify(v ?? '');
+  if (v === null || v === undefined) return '';
+  const s = typeof v === 'string' ? v : JSON.stringify(v);
   const t = s.length > max ? `${s.slice(0, max)}…` : s;
   return t.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 };
