@@ -3,7 +3,7 @@
  * for each run, hands the display to the worker, and tears it all down at the end, also when the
  * supervisor itself is killed. Two runs at once on two displays, each pressing Submit in its own app.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolOutputs, type TurnFn } from '../fixtures/model-server/server.ts';
 import { processesMentioning, waitUntil } from '../helpers/harness.ts';
@@ -102,8 +102,20 @@ describe('private displays', () => {
         }
       });
     expect(xvfb().length).toBe(1);
+    // Its one socket is a path socket (no abstract one), and it is listening.
+    const display = readFileSync('/proc/net/unix', 'utf8').match(/ \/tmp\/\.X11-unix\/X(1\d\d)\n/g);
+    expect(display?.length).toBeGreaterThanOrEqual(1);
     t.h.supervisor.kill('SIGKILL');
     await waitUntil('the display stack is gone', () => processesMentioning(t.h.root).length === 0, 10_000);
     await t.h.startSupervisor(); // a new supervisor records the orphaned run
+
+    // A killed Xvfb leaves its lock file and socket behind; a display nobody listens on any more is
+    // cleared and its number reused by the next supervisor.
+    writeFileSync('/tmp/.X100-lock', '       999\n');
+    writeFileSync('/tmp/.X11-unix/X100', '');
+    t.episodes([episode('CU-PRIV-AGAIN', 'Private Again')]);
+    const again = await t.run(t.card('again', 'CU-PRIV-AGAIN press Submit'), privateFlow('Private Again'));
+    expect(again.result.status, JSON.stringify(again.result.termination)).toBe('succeeded');
+    expect(cuEvents(again, 'display')[0]!.display).toBe(':100');
   });
 });

@@ -81,11 +81,29 @@ function pickDisplayNumber(): number {
   for (let i = 0; i < 1000; i++) {
     const n = nextNumber;
     nextNumber = nextNumber >= 999 ? 100 : nextNumber + 1;
-    if (reserved.has(n) || existsSync(`/tmp/.X${n}-lock`) || existsSync(`/tmp/.X11-unix/X${n}`)) continue;
+    if (reserved.has(n)) continue;
+    const lock = `/tmp/.X${n}-lock`;
+    const socket = `/tmp/.X11-unix/X${n}`;
+    if (existsSync(lock) || existsSync(socket)) {
+      // A server killed with SIGKILL (e.g. with a crashed supervisor) leaves both behind. The pid in the
+      // lock is of the server's own PID namespace, so liveness is judged by whether anyone still
+      // listens on the socket; a dead display of ours (:100 and up) is cleared and reused.
+      if (listening(socket)) continue;
+      rmSync(lock, { force: true });
+      rmSync(socket, { force: true });
+    }
     reserved.add(n);
     return n;
   }
   throw new Error('no free X display number between :100 and :999');
+}
+
+function listening(socket: string): boolean {
+  try {
+    return readFileSync('/proc/net/unix', 'utf8').includes(` ${socket}\n`);
+  } catch {
+    return true; // cannot tell: leave it alone
+  }
 }
 
 function jailed(o: DisplayOptions, argv: string[], env: Record<string, string>): ChildProcess {
