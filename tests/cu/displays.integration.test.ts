@@ -3,7 +3,7 @@
  * for each run, hands the display to the worker, and tears it all down at the end, also when the
  * supervisor itself is killed. Two runs at once on two displays, each pressing Submit in its own app.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolOutputs, type TurnFn } from '../fixtures/model-server/server.ts';
 import { processesMentioning, waitUntil } from '../helpers/harness.ts';
@@ -117,5 +117,11 @@ describe('private displays', () => {
     const again = await t.run(t.card('again', 'CU-PRIV-AGAIN press Submit'), privateFlow('Private Again'));
     expect(again.result.status, JSON.stringify(again.result.termination)).toBe('succeeded');
     expect(cuEvents(again, 'display')[0]!.display).toBe(':100');
+    // Leave no stale files of the killed display behind on this machine.
+    for (const m of display ?? []) {
+      const n = m.trim().slice('/tmp/.X11-unix/X'.length);
+      if (!readFileSync('/proc/net/unix', 'utf8').includes(m))
+        for (const f of [`/tmp/.X${n}-lock`, `/tmp/.X11-unix/X${n}`]) rmSync(f, { force: true });
+    }
   });
 });
