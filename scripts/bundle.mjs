@@ -59,6 +59,36 @@ if (extra.length === 0 || extra.includes('desktop-cli')) {
   await build(mcpBuildOptions('dist/desktop-mcp.cjs')); // `desktop-cli serve`, loaded only when serving
 }
 
+// Runners with heavy dependencies, one CommonJS bundle each, loaded on demand by the worker
+// (worker/src/runners/load.ts) so that the worker's start-up snapshot stays small.
+if (extra.length === 0 || extra.includes('worker')) {
+  const runners = {
+    codex: 'worker/src/runners/codex.ts',
+    claude: 'worker/src/runners/claude.ts',
+    'computer-use': 'worker/src/runners/computer-use/index.ts',
+  };
+  await Promise.all(
+    Object.entries(runners).map(([name, entry]) =>
+      build({
+        entryPoints: [entry],
+        outfile: `dist/runners/${name}.cjs`,
+        bundle: true,
+        platform: 'node',
+        format: 'cjs',
+        target: 'node20',
+        minify: true,
+        keepNames: true,
+        plugins: [zodEnglishOnly],
+        logLevel: 'warning',
+        external: ['*.node'],
+        // import.meta is empty in CommonJS: code that resolves from its own URL gets this file's.
+        define: { 'import.meta.url': '__rbImportMetaUrl' },
+        banner: { js: "var __rbImportMetaUrl = require('url').pathToFileURL(__filename).href;" },
+      }),
+    ),
+  );
+}
+
 // The worker again, as a V8 start-up snapshot: every run starts a worker, and with the snapshot its
 // code is already loaded and initialised when Node starts (docs/decisions.md). The snapshot belongs
 // to this exact Node binary; the supervisor probes it at start and falls back to dist/worker.mjs.

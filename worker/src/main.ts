@@ -15,18 +15,17 @@ import {
   WorkerProgress,
   WorkerReady,
 } from '@runboard/supervisor/protocol';
-import { ClaudeRunner } from './runners/claude.ts';
-import { CodexRunner } from './runners/codex.ts';
 import { CommandRunner } from './runners/command.ts';
-import { ComputerUseRunner } from './runners/computer-use/index.ts';
+import { loadRunner } from './runners/load.ts';
 import type { Runner, RunnerContext, RunnerOutcome } from './runners/runner.ts';
 
 const VERSION = '0.1.0';
 const runners: Partial<Record<string, () => Runner>> = {
   command: () => new CommandRunner(),
-  codex: () => new CodexRunner(), // issue 6
-  claude: () => new ClaudeRunner(), // issue 6
-  'computer-use': () => new ComputerUseRunner(), // issue 5
+  // Bundles of their own, loaded on demand (runners/load.ts): model SDKs and the desktop addon.
+  codex: () => loadRunner('codex', 'CodexRunner'), // issue 6
+  claude: () => loadRunner('claude', 'ClaudeRunner'), // issue 6
+  'computer-use': () => loadRunner('computer-use', 'ComputerUseRunner'), // issue 5
 };
 
 async function main(): Promise<void> {
@@ -51,22 +50,23 @@ async function main(): Promise<void> {
 
   const make = runners[spec.runner];
   let outcome: RunnerOutcome;
-  if (!make) {
-    outcome = {
-      status: 'failed',
-      exitCode: null,
-      summary: `runner "${spec.runner}" is not available in this version of Runboard`,
-      metrics: {},
-    };
+  let runner: Runner | undefined;
+  let unavailable = make ? '' : `runner "${spec.runner}" is not available in this version of Runboard`;
+  try {
+    runner = make?.();
+  } catch (err) {
+    unavailable = `runner "${spec.runner}" could not be loaded: ${(err as Error).message}`;
+  }
+  if (!runner) {
+    outcome = { status: 'failed', exitCode: null, summary: unavailable, metrics: {} };
   } else {
-    const runner = make();
     let stopping = false;
     for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
       process.on(sig, () => {
         if (stopping) return;
         stopping = true;
         void notify(conn, WorkerLog, { level: 'info', message: `worker received ${sig}; stopping the run` });
-        runner.cancel();
+        runner?.cancel();
       });
     }
     const ctx: RunnerContext = {

@@ -1,0 +1,27 @@
+/**
+ * Runners with heavy dependencies (model SDKs, the desktop addon) are bundles of their own
+ * (`dist/runners/<name>.cjs`, built by scripts/bundle.mjs), loaded only by the runs that need them: every
+ * run's worker starts from the small start-up snapshot of the core, and a `command` run never pays for
+ * what a computer-use run needs.
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Runner } from './runner.ts';
+
+/** The worker bundle's own file: import.meta.url in the ES module, __filename in the snapshot's script. */
+function selfFile(): string {
+  const url = (import.meta as { url?: string }).url;
+  if (url) return fileURLToPath(url);
+  return typeof __filename === 'string' ? __filename : path.join(process.cwd(), 'worker.mjs');
+}
+
+export function loadRunner(name: string, exportName: string): Runner {
+  const file = path.join(path.dirname(selfFile()), 'runners', `${name}.cjs`);
+  if (!existsSync(file)) throw new Error(`the ${name} runner is not built (${file}); run scripts/setup.sh`);
+  const mod = createRequire(selfFile())(file) as Record<string, new () => Runner>;
+  const Ctor = mod[exportName];
+  if (!Ctor) throw new Error(`${file} does not export ${exportName}`);
+  return new Ctor();
+}
