@@ -113,6 +113,7 @@ describe('coding-agent runs', () => {
       expect(rec.result.termination?.reason).toBe('missing-key');
       expect(rec.result.summary).toContain('no API key for provider "openai"');
       expect(rec.result.summary).toContain(path.join(a.h.paths.keysDir, 'providers', 'openai.key'));
+      expect(rec.result.summary).toContain('runboard key set openai'); // what to do, not just what is wrong
       expect(rec.result.durationMs).toBeLessThan(1000);
       expect(rec.result.pid).toBeNull(); // nothing was started
       expect(a.model.requests.length).toBe(requestsBefore);

@@ -50,9 +50,8 @@ export function writeProviderKey(paths: StatePaths, provider: string, key: strin
 export function missingKeyGuidance(paths: StatePaths, provider: string): string {
   return (
     `no API key for provider "${provider}". Runboard keeps provider keys with its supervisor only; store it ` +
-    `in ${providerKeyFile(paths, provider)} (a file of mode 0600 holding just the key: ` +
-    `umask 077; printf '%s' "$KEY" > ${providerKeyFile(paths, provider)}) or through the supervisor's ` +
-    `provider/setKey request, then run the card again`
+    `with \`printenv YOUR_KEY_VARIABLE | runboard key set ${provider}\` (it lands in ` +
+    `${providerKeyFile(paths, provider)}, mode 0600), then run the card again`
   );
 }
 
