@@ -1,7 +1,16 @@
 import { defineConfig } from 'vitest/config';
 
-// Two projects: unit tests beside the code (fast, no processes) and integration tests in tests/
-// (real processes, sockets, files; they need `npm run build` first, which the test script does).
+// Three projects, run in this order: unit tests beside the code (fast, no processes); integration tests
+// in tests/ (real processes, sockets, files, browsers; two files at a time); and the desktop tests, one
+// file at a time, last: they type through X keymaps and time GUI reactions, which heavy neighbours
+// (Chromium, private displays) on a 2-core machine can starve.
+const integration = {
+  globalSetup: ['tests/helpers/global-setup.ts'],
+  testTimeout: 60_000,
+  hookTimeout: 60_000,
+  pool: 'forks' as const,
+};
+
 export default defineConfig({
   test: {
     projects: [
@@ -13,15 +22,23 @@ export default defineConfig({
       },
       {
         test: {
+          ...integration,
           name: 'integration',
-          sequence: { groupOrder: 1 }, // after the unit tests
+          sequence: { groupOrder: 1 },
           include: ['tests/**/*.integration.test.ts'],
-          globalSetup: ['tests/helpers/global-setup.ts'],
-          testTimeout: 60_000,
-          hookTimeout: 60_000,
-          pool: 'forks',
+          exclude: ['tests/desktop/**'],
           fileParallelism: true,
           maxWorkers: 2,
+        },
+      },
+      {
+        test: {
+          ...integration,
+          name: 'desktop',
+          sequence: { groupOrder: 2 },
+          include: ['tests/desktop/**/*.integration.test.ts'],
+          fileParallelism: false,
+          maxWorkers: 1,
         },
       },
     ],

@@ -221,6 +221,9 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
         runner: f.runner,
         cap: f.cap,
         running: runningPerFlow.get(name) ?? 0,
+        ...(this.scheduler.parked.has(name)
+          ? { parkedUntil: new Date(this.scheduler.parked.get(name)!).toISOString() }
+          : {}),
       })),
       columnLimits: cfg.scheduler.columnLimits,
       ...(this.store.configError ? { configError: this.store.configError } : {}),

@@ -19,6 +19,16 @@ describe('scheduler policy', () => {
     expect(d.waiting.c).toMatch(/at its cap \(2\/2\)/);
   });
 
+  it('a flow parked by a rate limit starts nothing until the reset, other flows go on, and it wakes then', () => {
+    const until = 1_000_000 + 120_000;
+    const d = decide(base({ queued: [q('a', 'agent'), q('b')], parkedFlows: { agent: until } }));
+    expect(d.start).toEqual(['b']);
+    expect(d.waiting.a).toMatch(/flow "agent" is parked until .*rate limit resets/);
+    expect(d.wakeAt).toBe(until);
+    const later = decide(base({ queued: [q('a', 'agent')], parkedFlows: { agent: until }, now: until + 1 }));
+    expect(later.start).toEqual(['a']);
+  });
+
   it('honours the global maxConcurrency across flows', () => {
     const d = decide(
       base({

@@ -28,6 +28,11 @@ export interface PolicyInput {
   /** Column limits (start nothing while a column holds `max` or more cards) and current counts. */
   columnLimits?: Readonly<Partial<Record<CardStatus, number>>>;
   columnCounts?: Readonly<Partial<Record<CardStatus, number>>>;
+  /**
+   * Flows parked until a time (epoch ms): a run of the flow hit a provider rate limit whose reset lies
+   * beyond its retry budget, so new runs would only fail the same way until then (issue 5).
+   */
+  parkedFlows?: Readonly<Record<string, number>>;
   now: number;
 }
 
@@ -72,6 +77,13 @@ export function decide(input: PolicyInput): PolicyDecision {
     if (card.notBefore !== undefined && card.notBefore > input.now) {
       waiting[card.id] = `backoff: next try at ${new Date(card.notBefore).toISOString()}`;
       wakeAt = wakeAt === undefined ? card.notBefore : Math.min(wakeAt, card.notBefore);
+      continue;
+    }
+    const parkedUntil = input.parkedFlows?.[card.flow];
+    if (parkedUntil !== undefined && parkedUntil > input.now) {
+      waiting[card.id] =
+        `flow "${card.flow}" is parked until ${new Date(parkedUntil).toISOString()}: the provider's rate limit resets then`;
+      wakeAt = wakeAt === undefined ? parkedUntil : Math.min(wakeAt, parkedUntil);
       continue;
     }
     const cap = input.flowCaps[card.flow];

@@ -51,6 +51,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private tickPending = false;
   private freedAt = 0;
   private stopped = false;
+  private readonly parkedFlows = new Map<string, number>();
 
   constructor(
     private readonly store: BoardStore,
@@ -167,6 +168,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       flowCaps: Object.fromEntries(Object.entries(cfg.flows).map(([n, f]) => [n, f.cap])),
       columnLimits: cfg.scheduler.columnLimits,
       columnCounts: counts,
+      parkedFlows: Object.fromEntries(this.parkedFlows),
       now: this.now(),
     });
     const changed = JSON.stringify(decision.waiting) !== JSON.stringify(this.waiting);
@@ -247,12 +249,30 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     });
   }
 
+  /**
+   * A run that met a rate limit beyond its retry budget says until when (metrics.rateLimitedUntil):
+   * its flow is parked until then instead of failing run after run. Returns that time, or undefined.
+   */
+  private parkFlowFor(result: RunResult): number | undefined {
+    const until = Date.parse(String(result.metrics.rateLimitedUntil ?? ''));
+    if (!Number.isFinite(until) || until <= this.now()) return undefined;
+    this.parkedFlows.set(result.flow, Math.max(until, this.parkedFlows.get(result.flow) ?? 0));
+    return until;
+  }
+
+  /** Flows parked by a rate limit, and until when (epoch ms): shown on the board. */
+  get parked(): ReadonlyMap<string, number> {
+    for (const [flow, until] of this.parkedFlows) if (until <= this.now()) this.parkedFlows.delete(flow);
+    return this.parkedFlows;
+  }
+
   private finish(cardId: string, result: RunResult): void {
     if (this.active.get(cardId)?.runId === result.runId || !this.active.has(cardId)) {
       this.active.delete(cardId);
       this.byRun.delete(result.runId);
       this.freedAt = performance.now();
     } else return; // a stale end for an older run
+    this.parkFlowFor(result);
     const card = this.store.get(cardId);
     if (card) {
       const failures = card.front.failures ?? 0;

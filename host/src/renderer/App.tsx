@@ -122,8 +122,13 @@ export function App({ api }: { api: BoardApi }) {
         <span className="slots" aria-label="Runs going">
           {running}/{board.maxConcurrency} running
           {board.flows.map((f) => (
-            <span key={f.name} className="flowcap">
+            <span
+              key={f.name}
+              className={f.parkedUntil ? 'flowcap parked' : 'flowcap'}
+              title={f.parkedUntil ? `rate limited: starts nothing until ${f.parkedUntil}` : undefined}
+            >
               {f.name} {f.running}/{f.cap}
+              {f.parkedUntil && ` · parked until ${new Date(f.parkedUntil).toLocaleTimeString()}`}
             </span>
           ))}
         </span>

@@ -50,6 +50,8 @@ export interface FlowView {
   runner: string;
   cap: number;
   running: number;
+  /** ISO time until which the flow starts nothing: a provider rate limit resets then. */
+  parkedUntil?: string;
 }
 
 export interface BoardView {
