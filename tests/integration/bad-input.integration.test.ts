@@ -5,6 +5,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, s
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunResult } from '@runboard/supervisor/protocol';
 import { Harness, processesMentioning, waitUntil } from '../helpers/harness.ts';
 
 let h: Harness;
@@ -149,13 +150,14 @@ describe('malformed protocol input', () => {
     });
     raw.sock.destroy();
     await stillServing();
-    const ghost = async () =>
+    const ghost = async (): Promise<RunResult | undefined> =>
       (await h.client.list({ limit: 5 })).runs.find((r) => r.card.path === path.join(h.root, 'c.md'));
-    await waitUntil(
-      'the launched run to end',
-      async () => (await ghost())?.status !== 'running' && (await ghost()) !== undefined,
-    );
-    expect((await ghost())?.status).toBe('succeeded');
+    let seen: RunResult | undefined;
+    await waitUntil('the launched run to end', async () => {
+      seen = await ghost(); // one look per check: the run may appear and end between two looks
+      return seen !== undefined && seen.status !== 'running';
+    });
+    expect(seen?.status).toBe('succeeded');
   });
 });
 
