@@ -46,19 +46,19 @@ describe('run endings', () => {
   });
 
   it('a hung worker (stopped, no heartbeats) is killed after the heartbeat timeout', async () => {
-    const { runId } = await h.launch('sleep 300', { heartbeatTimeoutMs: 1500 });
+    const { runId } = await h.launch('sleep 300', { heartbeatTimeoutMs: 3000 });
     const done = h.collect(runId);
     const pid = await workerPid(runId);
     await waitUntil('a first heartbeat', async () =>
       (await h.client.list({ activeOnly: true })).runs.some((r) => r.runId === runId && r.lastHeartbeat),
     );
-    await sleep(2000); // healthy for longer than the timeout: heartbeats keep it alive
+    await sleep(3500); // healthy for longer than the timeout: heartbeats keep it alive
     expect((await h.client.list({ activeOnly: true })).runs.some((r) => r.runId === runId)).toBe(true);
     process.kill(pid, 'SIGSTOP');
     const rec = await done;
     expect(rec.result.status).toBe('failed');
     expect(rec.result.termination?.reason).toBe('heartbeat-timeout');
-    expect(rec.result.termination?.detail).toMatch(/no heartbeat for 1500 ms/);
+    expect(rec.result.termination?.detail).toMatch(/no heartbeat for 3000 ms/);
     expect(rec.result.lastHeartbeat).not.toBeNull();
     expect(pidAlive(pid)).toBe(false);
   });
