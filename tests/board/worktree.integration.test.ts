@@ -3,13 +3,13 @@
  * against the scripted model server) edits a file in its own worktree; the inspector shows the files with
  * +/- and the diff itself; Keep merges the run's branch into the base branch of the user's repository.
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeProviderKey } from '../../supervisor/src/common/secrets.ts';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
+import { git } from '../agents/agent-harness.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, REPO, waitUntil } from '../e2e/helpers/board.ts';
 
 const CONFIG = `version: 1
@@ -32,20 +32,6 @@ workspace: ./workspace
 # Task
 EPISODE:notes Write NOTES.md.
 `;
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, {
-    cwd,
-    encoding: 'utf8',
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: 't',
-      GIT_AUTHOR_EMAIL: 't@t',
-      GIT_COMMITTER_NAME: 't',
-      GIT_COMMITTER_EMAIL: 't@t',
-    },
-  }).trim();
-}
 
 let model: ModelServer;
 let server: BoardServer;

@@ -1,16 +1,18 @@
 /**
  * End-to-end helpers: a real `runboard serve` (bundled dist/) on a private RUNBOARD_HOME and a temp
  * project, its auto-started supervisor, and one Debian Chromium driven by playwright-core.
- * (Patterned on tests/helpers/harness.ts, which this suite does not edit.)
+ * (Process checks are shared with tests/helpers/harness.ts.)
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { createGrant } from '@runboard/supervisor/grants';
 import { statePaths, type StatePaths } from '@runboard/supervisor/paths';
 import type { BoardView } from '../../../host/src/renderer/api.ts';
+
+import { processesMentioning } from '../../helpers/harness.ts';
 
 export const REPO = path.resolve(import.meta.dirname, '..', '..', '..');
 export const DIST = path.join(REPO, 'dist');
@@ -47,27 +49,6 @@ export async function waitUntil<T>(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
   }
-}
-
-function processesMentioning(needle: string): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d) || Number(d) === process.pid) continue;
-    try {
-      if (/\) Z /.test(readFileSync(`/proc/${d}/stat`, 'utf8'))) continue;
-      const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8');
-      let env = '';
-      try {
-        env = readFileSync(`/proc/${d}/environ`, 'utf8');
-      } catch {
-        // not ours
-      }
-      if (cmd.includes(needle) || env.includes(needle)) out.push(Number(d));
-    } catch {
-      // gone
-    }
-  }
-  return out;
 }
 
 export class BoardServer {
