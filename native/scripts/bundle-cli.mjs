@@ -31,6 +31,8 @@ export function mcpBuildOptions(outfile) {
 
 if (process.argv[1] && path.resolve(process.argv[1]) === path.join(here, 'bundle-cli.mjs')) {
   const out = process.argv[2] ?? path.join(here, '..', 'dist', 'desktop-cli.cjs');
-  await build(cliBuildOptions(out));
-  await build(mcpBuildOptions(path.join(path.dirname(out), 'desktop-mcp.cjs')));
+  // No top-level await: the benchmarks bundle this module (through the test helpers) as CommonJS.
+  void build(cliBuildOptions(out)).then(() =>
+    build(mcpBuildOptions(path.join(path.dirname(out), 'desktop-mcp.cjs'))),
+  );
 }
