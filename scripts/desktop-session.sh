@@ -7,6 +7,9 @@
 #                                                      (KEY=VALUE lines, READY=1 last), stay in the
 #                                                      foreground until SIGTERM/SIGINT, then tear down
 # DESKTOP_SIZE=WxHxD sets the screen (default 1280x800x24).
+# DESKTOP_MONITORS=WxH,WxH[,...] gives the desktop several monitors side by side, left to right (RandR
+#   outputs, as on a machine with several screens). Xvfb has a single output, so this runs Xorg with the
+#   dummy video driver instead (packages xserver-xorg-core, xserver-xorg-video-dummy, x11-xserver-utils).
 set -euo pipefail
 
 mode=${1:-}
@@ -41,11 +44,59 @@ wait_for() { # wait_for SECONDS COMMAND... : poll until COMMAND succeeds
   done
 }
 
-# 1. Xvfb picks a free display itself and writes its number to fd 3 once it accepts connections.
-Xvfb -displayfd 3 -screen 0 "${DESKTOP_SIZE:-1280x800x24}" -nolisten tcp -noreset 3>"$tmp/display" 2>"$tmp/xvfb.log" &
-pids+=($!)
-wait_for 10 test -s "$tmp/display" || { echo "desktop-session: Xvfb did not start: $(cat "$tmp/xvfb.log")" >&2; exit 4; }
-export DISPLAY=":$(tr -d '\n' <"$tmp/display")"
+# 1. The X server picks a free display itself and writes its number to fd 3 once it accepts connections.
+if [ -z "${DESKTOP_MONITORS:-}" ]; then
+  Xvfb -displayfd 3 -screen 0 "${DESKTOP_SIZE:-1280x800x24}" -nolisten tcp -noreset 3>"$tmp/display" 2>"$tmp/xvfb.log" &
+  pids+=($!)
+  wait_for 10 test -s "$tmp/display" || { echo "desktop-session: Xvfb did not start: $(cat "$tmp/xvfb.log")" >&2; exit 4; }
+  export DISPLAY=":$(tr -d '\n' <"$tmp/display")"
+else
+  for tool in Xorg xrandr gtf; do
+    command -v "$tool" >/dev/null || { echo "desktop-session: $tool is missing (DESKTOP_MONITORS needs xserver-xorg-core, xserver-xorg-video-dummy, x11-xserver-utils)" >&2; exit 3; }
+  done
+  cat >"$tmp/xorg.conf" <<'CONF'
+Section "Device"
+  Identifier "dummy"
+  Driver "dummy"
+  VideoRam 256000
+EndSection
+Section "Monitor"
+  Identifier "monitor"
+  HorizSync 5.0-1000.0
+  VertRefresh 5.0-200.0
+EndSection
+Section "Screen"
+  Identifier "screen"
+  Device "dummy"
+  Monitor "monitor"
+  DefaultDepth 24
+  SubSection "Display"
+    Depth 24
+    Virtual 8192 4096
+  EndSubSection
+EndSection
+Section "ServerFlags"
+  Option "AutoAddDevices" "false"
+EndSection
+CONF
+  Xorg -displayfd 3 -config "$tmp/xorg.conf" -logfile "$tmp/xorg.log" -nolisten tcp -noreset \
+    3>"$tmp/display" >"$tmp/xorg.out" 2>&1 &
+  pids+=($!)
+  wait_for 15 test -s "$tmp/display" || { echo "desktop-session: Xorg did not start: $(tail -5 "$tmp/xorg.out")" >&2; exit 4; }
+  export DISPLAY=":$(tr -d '\n' <"$tmp/display")"
+  # One dummy output per monitor, each with a mode of its size, placed left to right.
+  i=0; prev=
+  IFS=, read -ra sizes <<<"$DESKTOP_MONITORS"
+  for size in "${sizes[@]}"; do
+    w=${size%x*}; h=${size#*x}
+    read -ra line < <(gtf "$w" "$h" 60 | grep Modeline)
+    modename="rb-${w}x${h}"
+    xrandr --newmode "$modename" "${line[@]:2}" 2>/dev/null || true # already there for a second monitor of that size
+    xrandr --addmode "DUMMY$i" "$modename"
+    xrandr --output "DUMMY$i" --mode "$modename" ${prev:+--right-of "$prev"} $([ $i = 0 ] && echo --primary)
+    prev="DUMMY$i"; i=$((i + 1))
+  done
+fi
 
 # 2. A session bus at a known socket, exported to everything after it (else libdbus autolaunches a
 #    second bus, which starts a second AT-SPI bus: the "two buses" trap).

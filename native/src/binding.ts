@@ -51,6 +51,7 @@ interface RawBinding {
   sandboxSupport(): { landlockAbi: number; reason: string };
   peerCredentials(fd: number): { pid: number; uid: number; gid: number };
   desktopListWindows(q: RawQuery): Promise<RawWindow[]>;
+  desktopListMonitors(): Promise<{ name: string; bounds: RawRect; primary: boolean }[]>;
   desktopListApps(): Promise<{ name: string; pid: number; accessible: boolean; windows: number }[]>;
   desktopRead(
     o: RawQuery & {

@@ -11,6 +11,7 @@
 #include "common/actions.h"
 #include "common/capture.h"
 #include "common/inputter.h"
+#include "common/monitors.h"
 #include "common/reader.h"
 #include "common/sandbox.h"
 #include "common/task_thread.h"
@@ -201,6 +202,23 @@ Marshal Undefined() {
 
 // ---- exported functions ----
 
+Napi::Value ListMonitors(const Napi::CallbackInfo& info) {
+  return Run(info.Env(), []() -> Marshal {
+    auto mons = d::ListMonitors();
+    return [mons](Napi::Env env) {
+      auto a = Napi::Array::New(env, mons.size());
+      for (uint32_t i = 0; i < mons.size(); i++) {
+        auto o = Napi::Object::New(env);
+        o.Set("name", mons[i].name);
+        o.Set("bounds", RectValue(env, mons[i].bounds));
+        o.Set("primary", mons[i].primary);
+        a.Set(i, o);
+      }
+      return a;
+    };
+  });
+}
+
 Napi::Value ListWindows(const Napi::CallbackInfo& info) {
   auto q = QueryFrom(ObjArg(info, 0));
   return Run(info.Env(), [q]() -> Marshal {
@@ -382,6 +400,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   env.SetInstanceData<Desktop>(desktop);  // deleted with the environment
   env.AddCleanupHook([desktop] { desktop->tsfn.Release(); });
   exports.Set("desktopListWindows", Napi::Function::New(env, ListWindows));
+  exports.Set("desktopListMonitors", Napi::Function::New(env, ListMonitors));
   exports.Set("desktopListApps", Napi::Function::New(env, ListApps));
   exports.Set("desktopRead", Napi::Function::New(env, Read));
   exports.Set("desktopDoAction", Napi::Function::New(env, DoAction));

@@ -36,4 +36,23 @@ describe('computer-use flows in config.yaml', () => {
       parseConfig('c.yaml', 'version: 1\nflows:\n  d: { runner: computer-use, cap: 2 }\n'),
     ).toThrow(/cap is at most 1/);
   });
+
+  it('a monitor by name or index maps through; region and monitor together are refused', () => {
+    const ok = parseConfig(
+      'c.yaml',
+      'version: 1\nflows:\n  d: { runner: computer-use, computerUse: { monitor: DP-2 } }\n',
+    );
+    expect(flowSpec('d', ok.flows.d!, project).computerUse).toEqual({ monitor: 'DP-2' });
+    const byIndex = parseConfig(
+      'c.yaml',
+      'version: 1\nflows:\n  d: { runner: computer-use, computerUse: { monitor: 1 } }\n',
+    );
+    expect(FlowSpec.safeParse(flowSpec('d', byIndex.flows.d!, project)).success).toBe(true);
+    expect(() =>
+      parseConfig(
+        'c.yaml',
+        'version: 1\nflows:\n  d: { runner: computer-use, computerUse: { monitor: 1, region: [0, 0, 10, 10] } }\n',
+      ),
+    ).toThrow(/region or monitor, not both/);
+  });
 });

@@ -29,8 +29,13 @@ export class CuHarness {
     readonly session: DesktopSession | null,
   ) {}
 
-  static async start(opts: { keys?: boolean; desktop?: boolean } = {}): Promise<CuHarness> {
-    const session = opts.desktop === false ? null : await DesktopSession.start();
+  static async start(
+    opts: { keys?: boolean; desktop?: boolean; monitors?: string[] } = {},
+  ): Promise<CuHarness> {
+    const session =
+      opts.desktop === false
+        ? null
+        : await DesktopSession.start(opts.monitors ? { monitors: opts.monitors } : {});
     const model = await startModelServer();
     const h = await Harness.start({
       env: {

@@ -29,11 +29,13 @@ export class DesktopSession {
     readonly cli: string,
   ) {}
 
-  static async start(): Promise<DesktopSession> {
+  /** `monitors`: sizes of monitors side by side ("1280x1024"), on Xorg's dummy driver instead of Xvfb. */
+  static async start(opts: { monitors?: string[] } = {}): Promise<DesktopSession> {
     const tmp = mkdtempSync(path.join(os.tmpdir(), 'runboard-desktop-test-'));
     const envFile = path.join(tmp, 'session.env');
     const session = spawn('bash', [path.join(repo, 'scripts', 'desktop-session.sh'), 'start', envFile], {
       detached: true, // its own process group: stop() ends the whole desktop
+      env: { ...process.env, ...(opts.monitors ? { DESKTOP_MONITORS: opts.monitors.join(',') } : {}) },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     const deadline = Date.now() + 20_000;

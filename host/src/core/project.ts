@@ -69,6 +69,8 @@ export const FlowConfig = z.object({
       region: z
         .tuple([z.number().int(), z.number().int(), z.number().int().positive(), z.number().int().positive()])
         .optional(),
+      /** The monitor the model sees: its index as `xrandr --listmonitors` lists them, or its output name ("DP-1"). */
+      monitor: z.union([z.number().int().min(0).max(63), z.string().min(1).max(200)]).optional(),
       maxRetries: z.number().int().min(0).max(10).optional(),
       /** Each run on its own virtual display (Xvfb + D-Bus + AT-SPI), so runs can go in parallel. */
       privateDisplay: z.boolean().optional(),
@@ -123,7 +125,10 @@ export const ProjectConfig = z.object({
           'a computer-use flow on the real display drives the one mouse and keyboard: cap is at most 1 (or set computerUse.privateDisplay: true)',
         path: ['cap'],
       },
-    ),
+    ).refine((f) => f.computerUse?.region === undefined || f.computerUse.monitor === undefined, {
+      message: 'computerUse: give region or monitor, not both (a monitor is a region the server names)',
+      path: ['computerUse', 'monitor'],
+    }),
   ),
 });
 export type ProjectConfig = z.output<typeof ProjectConfig>;

@@ -3,6 +3,7 @@ import { binding, type RawElement } from '../binding.ts';
 import {
   DesktopError,
   type AppInfo,
+  type MonitorInfo,
   type CaptureOptions,
   type CaptureResult,
   type DesktopErrorCode,
@@ -71,6 +72,10 @@ function query(q: WindowQuery = {}): WindowQuery {
 export const desktop = {
   listWindows(q?: WindowQuery): Promise<WindowInfo[]> {
     return call(() => binding().desktopListWindows(query(q)));
+  },
+  /** The monitors in the server's order; one covering the screen when the server reports none. */
+  listMonitors(): Promise<MonitorInfo[]> {
+    return call(() => binding().desktopListMonitors());
   },
   listApps(): Promise<AppInfo[]> {
     return call(() => binding().desktopListApps());

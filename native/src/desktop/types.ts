@@ -27,6 +27,15 @@ export interface WindowInfo {
   focused: boolean;
 }
 
+/** A monitor: the part of the screen one output shows (RandR 1.5 monitors on X11). */
+export interface MonitorInfo {
+  /** The output's name (e.g. "DP-1"). */
+  name: string;
+  /** Physical pixels, in screen coordinates. */
+  bounds: Rect;
+  primary: boolean;
+}
+
 export interface AppInfo {
   name: string;
   pid: number;

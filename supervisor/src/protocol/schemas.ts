@@ -105,6 +105,10 @@ export const FlowSpec = z.object({
       region: z.optional(
         z.tuple([z.int(), z.int(), z.int().check(z.positive()), z.int().check(z.positive())]),
       ),
+      /** The monitor the model sees and acts on: its index in the server's order, or its output name (e.g. "DP-1"). */
+      monitor: z.optional(
+        z.union([z.int().check(z.minimum(0), z.maximum(63)), z.string().check(z.maxLength(200))]),
+      ),
       /** Transient model errors (reset, 429, 5xx) retried per request. */
       maxRetries: z.optional(z.int().check(z.minimum(0), z.maximum(10))),
       /** A private virtual display (Xvfb + D-Bus + AT-SPI) for this run, started and ended by the supervisor. */

@@ -84,6 +84,21 @@ export class ComputerUseRunner implements Runner {
       while ((await desktop.listWindows().catch(() => [])).length === 0 && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 50));
     }
+    let region = cu.region;
+    if (cu.monitor !== undefined) {
+      const monitors = await desktop.listMonitors();
+      const m =
+        typeof cu.monitor === 'number' ? monitors[cu.monitor] : monitors.find((x) => x.name === cu.monitor);
+      if (!m) {
+        const have = monitors.map(
+          (x, i) => `${i}: ${x.name} ${x.bounds[2]}x${x.bounds[3]}+${x.bounds[0]}+${x.bounds[1]}`,
+        );
+        return fail(
+          `computerUse.monitor ${JSON.stringify(cu.monitor)} is not on this display; it has ${have.join(', ')}`,
+        );
+      }
+      region = m.bounds;
+    }
     const artifacts = spec.artifactsDir ?? path.join(ctx.env.TMPDIR ?? '/tmp', 'artifacts');
     mkdirSync(artifacts, { recursive: true });
     const loop = new Loop(ctx, prompt, card, api, model, artifacts, this.abort.signal, {
@@ -91,7 +106,7 @@ export class ComputerUseRunner implements Runner {
       maxDurationMs: cu.maxDurationMs ?? DEFAULTS.maxDurationMs,
       maxRetries: cu.maxRetries ?? DEFAULTS.maxRetries,
       screen: new Screen({
-        region: cu.region,
+        region,
         maxWidth: cu.imageMaxWidth ?? DEFAULTS.imageMaxWidth,
         maxBytes: cu.imageMaxBytes ?? DEFAULTS.imageMaxBytes,
       }),
