@@ -30,7 +30,7 @@ export class CuHarness {
   ) {}
 
   static async start(
-    opts: { keys?: boolean; desktop?: boolean; monitors?: string[] } = {},
+    opts: { keys?: boolean; desktop?: boolean; monitors?: string[]; env?: NodeJS.ProcessEnv } = {},
   ): Promise<CuHarness> {
     const session =
       opts.desktop === false
@@ -42,6 +42,7 @@ export class CuHarness {
         RUNBOARD_PROVIDER_OPENAI_URL: model.url,
         RUNBOARD_PROVIDER_ANTHROPIC_URL: model.url,
         RUNBOARD_PROVIDER_LOCAL_URL: model.url,
+        ...opts.env,
       },
     });
     if (opts.keys !== false) {

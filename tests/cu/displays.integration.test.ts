@@ -3,7 +3,10 @@
  * for each run, hands the display to the worker, and tears it all down at the end, also when the
  * supervisor itself is killed. Two runs at once on two displays, each pressing Submit in its own app.
  */
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolOutputs, type TurnFn } from '../fixtures/model-server/server.ts';
 import { processesMentioning, waitUntil } from '../helpers/harness.ts';
@@ -86,6 +89,64 @@ describe('private displays', () => {
     const [a0, a1] = span(ra);
     const [b0, b1] = span(rb);
     expect(a0! < b1! && b0! < a1!).toBe(true);
+  });
+
+  it("a run on its own display cannot reach the user's display or session bus", async () => {
+    // "The user's display": an X server with the usual sockets (path + abstract), and a runtime dir with a
+    // session bus socket in it, as a desktop session has.
+    const userTmp = mkdtempSync(path.join(os.tmpdir(), 'runboard-user-session-'));
+    const runtime = path.join(userTmp, 'run-user');
+    const xvfb = spawn('Xvfb', ['-displayfd', '3', '-nolisten', 'tcp'], {
+      stdio: ['ignore', 'ignore', 'ignore', 'pipe'],
+    });
+    const userDisplay = await new Promise<string>((resolve) =>
+      (xvfb.stdio[3] as NodeJS.ReadableStream).once('data', (b: Buffer) =>
+        resolve(`:${b.toString().trim()}`),
+      ),
+    );
+    mkdirSync(runtime, { mode: 0o700 });
+    const bus = spawn('dbus-daemon', ['--session', '--nofork', `--address=unix:path=${runtime}/bus`], {
+      stdio: 'ignore',
+    });
+    // A supervisor started from that session (XDG_RUNTIME_DIR set, as a desktop session sets it).
+    const u = await CuHarness.start({ desktop: false, env: { XDG_RUNTIME_DIR: runtime } });
+    try {
+      await waitUntil('the session bus', () => existsSync(`${runtime}/bus`), 10_000);
+      const probe = [
+        'ls -A /tmp/.X11-unix',
+        `xdpyinfo -display ${userDisplay} >/dev/null 2>&1 && echo USER-DISPLAY-REACHED || echo USER-DISPLAY-REFUSED`,
+        'xdpyinfo >/dev/null 2>&1 && echo OWN-DISPLAY-OK',
+        `ls -A ${runtime} 2>&1 | grep -q bus && echo USER-BUS-VISIBLE || echo USER-BUS-HIDDEN`,
+      ].join('; ');
+      u.episodes([
+        {
+          name: 'isolated',
+          match: 'CU-PRIV-ISOLATED',
+          turns: [
+            { toolCalls: [{ name: 'terminal_exec', arguments: { command: probe, shell: true } }] },
+            final({ status: 'SUCCESS', summary: 'probed', error: '', questions: [] }),
+          ],
+        },
+      ]);
+      const flow = u.flow(
+        { sandbox: { allowAbstractUnix: true } }, // not given next to a private display: X listens on one
+        { privateDisplay: true, displaySize: '800x600x24' },
+      );
+      const rec = await u.run(u.card('isolated', 'CU-PRIV-ISOLATED'), flow);
+      expect(rec.result.status, JSON.stringify(rec.result.termination) + rec.stderr).toBe('succeeded');
+      const stdout = (cuEvents(rec, 'cu-step')[0]!.result as { stdout: string }).stdout;
+      const own = (cuEvents(rec, 'display')[0]!.display as string).slice(1);
+      expect(stdout).toBe(`X${own}\nUSER-DISPLAY-REFUSED\nOWN-DISPLAY-OK\nUSER-BUS-HIDDEN\n`);
+      // Outside a jail the same display answers: the test's "user session" is real.
+      expect(spawnSync('xdpyinfo', ['-display', userDisplay], { encoding: 'utf8' }).stdout).toContain(
+        'name of display',
+      );
+    } finally {
+      xvfb.kill();
+      bus.kill();
+      await u.stop();
+      rmSync(userTmp, { recursive: true, force: true });
+    }
   });
 
   it('a supervisor killed with SIGKILL takes the private display with it', async () => {

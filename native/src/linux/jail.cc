@@ -15,6 +15,11 @@
 //    jail, which SIGKILLs every remaining descendant when the worker ends.
 //  * Both: PR_SET_PDEATHSIG makes the jail die with the supervisor and the worker die with the jail.
 //
+// Masks (--mask DIR, --keep DIR/NAME): with a mount namespace of the run's own, DIR is covered by an empty,
+// read-only tmpfs in which only the kept entries appear (bind mounts of the originals). A private-display
+// run sees its own X socket in /tmp/.X11-unix and not the user's: Landlock (ABI <= 7) does not govern
+// connect() on pathname Unix sockets, so hiding the socket file is what keeps the run off the real display.
+//
 // Protocol with the supervisor: JSON lines on --status-fd (see supervisor/src/node/jail.ts).
 #include <cerrno>
 #include <csignal>
@@ -26,7 +31,9 @@
 #include <poll.h>
 #include <sched.h>
 #include <string>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -82,16 +89,58 @@ bool WriteFile(const char* path, const std::string& text) {
   return ok;
 }
 
-// A fresh user namespace (so no privilege is needed) owning a fresh PID namespace for our children.
-std::string EnterNamespaces() {
+// A fresh user namespace (so no privilege is needed) owning a fresh PID namespace for our children, and
+// a mount namespace when there is something to mask.
+std::string EnterNamespaces(bool mounts) {
   uid_t uid = getuid();
   gid_t gid = getgid();
-  if (unshare(CLONE_NEWUSER | CLONE_NEWPID) < 0) return std::string("unshare: ") + strerror(errno);
+  if (unshare(CLONE_NEWUSER | CLONE_NEWPID | (mounts ? CLONE_NEWNS : 0)) < 0)
+    return std::string("unshare: ") + strerror(errno);
   if (!WriteFile("/proc/self/setgroups", "deny") && errno != ENOENT) return "setgroups: " + std::string(strerror(errno));
   if (!WriteFile("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1"))
     return "uid_map: " + std::string(strerror(errno));
   if (!WriteFile("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1"))
     return "gid_map: " + std::string(strerror(errno));
+  return "";
+}
+
+// Covers each mask with an empty read-only tmpfs holding only the kept entries that are its direct
+// children. Runs in the jail's own mount namespace, before the worker exists.
+std::string ApplyMasks(const std::vector<std::string>& masks, const std::vector<std::string>& keeps) {
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) < 0)
+    return std::string("cannot detach the run's mounts: ") + strerror(errno);
+  for (const auto& dir : masks) {
+    struct stat st {};
+    if (stat(dir.c_str(), &st) < 0) continue;  // nothing there to hide
+    if (!S_ISDIR(st.st_mode)) return "--mask " + dir + ": not a directory";
+    struct Kept {
+      int fd;
+      std::string path;
+      bool isDir;
+    };
+    std::vector<Kept> kept;
+    for (const auto& k : keeps) {
+      if (k.size() <= dir.size() + 1 || k.compare(0, dir.size() + 1, dir + "/") != 0) continue;
+      if (k.find('/', dir.size() + 1) != std::string::npos) return "--keep " + k + ": only direct children of a mask";
+      int fd = open(k.c_str(), O_PATH | O_CLOEXEC | O_NOFOLLOW);
+      struct stat ks {};
+      if (fd < 0 || fstat(fd, &ks) < 0) return "--keep " + k + ": " + strerror(errno);
+      kept.push_back({fd, k, S_ISDIR(ks.st_mode)});
+    }
+    if (mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=16k") < 0)
+      return "cannot mask " + dir + ": " + strerror(errno);
+    for (const auto& k : kept) {
+      int made = k.isDir ? mkdir(k.path.c_str(), 0755) : open(k.path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+      if (made < 0) return "cannot keep " + k.path + ": " + strerror(errno);
+      if (!k.isDir) close(made);
+      std::string from = "/proc/self/fd/" + std::to_string(k.fd);
+      if (mount(from.c_str(), k.path.c_str(), nullptr, MS_BIND, nullptr) < 0)
+        return "cannot keep " + k.path + ": " + strerror(errno);
+      close(k.fd);
+    }
+    if (mount("tmpfs", dir.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) < 0)
+      return "cannot make the mask of " + dir + " read-only: " + strerror(errno);
+  }
   return "";
 }
 
@@ -134,6 +183,7 @@ long long IoField(const std::string& text, const char* key) {
 void Usage() {
   fprintf(stderr,
           "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--device FILE]... [--hide DIR]...\n"
+          "                     [--mask DIR]... [--keep DIR/NAME]...\n"
           "                     [--tcp PORT]... [--allow-abstract-unix] [--no-landlock] [--no-namespaces]\n"
           "                     -- COMMAND [ARG]...\n");
   _exit(2);
@@ -147,6 +197,7 @@ int main(int argc, char** argv) {
   policy.writable = {"/dev/pts"};
   bool useLandlock = true, useNamespaces = true;
   pid_t parentPid = 0;
+  std::vector<std::string> masks, keeps;
   int i = 1;
   for (; i < argc; ++i) {
     std::string a = argv[i];
@@ -162,6 +213,8 @@ int main(int argc, char** argv) {
     else if (a == "--write") policy.writable.push_back(next());
     else if (a == "--device") policy.devices.push_back(next());
     else if (a == "--hide") policy.hidden.push_back(next());
+    else if (a == "--mask") masks.push_back(next());
+    else if (a == "--keep") keeps.push_back(next());
     else if (a == "--tcp") policy.tcpConnectPorts.push_back(static_cast<uint16_t>(atoi(next())));
     else if (a == "--allow-abstract-unix") policy.scopeAbstractUnix = false;
     else if (a == "--no-landlock") useLandlock = false;
@@ -181,10 +234,16 @@ int main(int argc, char** argv) {
   if (gStatusFd >= 0) fcntl(gStatusFd, F_SETFD, FD_CLOEXEC);
 
   std::string containment = "pid-namespace", nsError;
-  if (useNamespaces) nsError = EnterNamespaces();
+  if (useNamespaces) nsError = EnterNamespaces(!masks.empty());
   if (!useNamespaces || !nsError.empty()) {
     containment = "subreaper";
     prctl(PR_SET_CHILD_SUBREAPER, 1);
+  }
+  if (!masks.empty()) {  // fail closed: a mask the run asked for is a promise about what it cannot reach
+    if (containment != "pid-namespace")
+      Die("cannot mask " + masks[0] + ": no mount namespace (" + (nsError.empty() ? "--no-namespaces" : nsError) + ")", 126);
+    std::string err = ApplyMasks(masks, keeps);
+    if (!err.empty()) Die("sandbox setup failed: " + err, 126);
   }
 
   int landlockAbi = 0;

@@ -341,6 +341,20 @@ export class Run {
     );
   }
 
+  /**
+   * A run on its own display must not reach the user's: Landlock does not govern connect() on pathname
+   * Unix sockets, so the jail masks the X socket dir (keeping the run's own socket) and the user's runtime
+   * dir (session bus, AT-SPI bus, Wayland) with empty read-only mounts.
+   */
+  private displayMasks(d: PrivateDisplay): string[] {
+    const args = ['--mask', '/tmp/.X11-unix', '--keep', `/tmp/.X11-unix/X${d.env.DISPLAY.slice(1)}`];
+    const runtime = this.deps.baseEnv.XDG_RUNTIME_DIR;
+    const inside = (p: string): boolean => !!runtime && (p + '/').startsWith(runtime.replace(/\/?$/, '/'));
+    if (runtime && path.isAbsolute(runtime) && !this.writable.some(inside) && !inside(this.spec.workspace))
+      args.push('--mask', runtime);
+    return args;
+  }
+
   private spawn(): void {
     const { flow } = this.spec;
     const sandboxed = this.deps.landlockAbi > 0;
@@ -355,7 +369,9 @@ export class Run {
     // The model proxy's port is the one TCP destination a model-using run gets from us.
     if (this.proxyGrant) args.push('--tcp', String(this.deps.proxy!.port));
     for (const h of this.deps.hiddenPaths) args.push('--hide', h);
-    if (flow.sandbox?.allowAbstractUnix) args.push('--allow-abstract-unix');
+    if (this.display) args.push(...this.displayMasks(this.display));
+    // A private display needs no abstract sockets; the user's X server and buses listen on some.
+    else if (flow.sandbox?.allowAbstractUnix) args.push('--allow-abstract-unix');
     if (!sandboxed) args.push('--no-landlock');
     if (!this.deps.useNamespaces) args.push('--no-namespaces');
     args.push('--', ...this.deps.workerArgv);
