@@ -48,6 +48,34 @@ describe('scheduler with a real supervisor', () => {
     await waitUntil('queued card ran', async () => (await server!.card('waiting'))?.column === 'done');
   });
 
+  it('a run that ended while the host was away settles its card from the record, not by running again', async () => {
+    server = await BoardServer.start(config(), {
+      'short.md': card('Short', 'sleep 1; echo finished; exit 4'),
+    });
+    await server.api('POST', '/api/cards/short/move', { to: 'queued', index: 0 });
+    const runId = await waitUntil('running', async () => {
+      const c = await server!.card('short');
+      return c?.column === 'running' && c.runId;
+    });
+    const exited = new Promise((r) => server!.proc.once('exit', r));
+    server.proc.kill('SIGTERM');
+    await exited;
+    // The run ends (exit 4) while no host is there; the card file still says running.
+    await waitUntil('the run ended', async () => {
+      const runs = await server!.supervisorRuns();
+      return runs.find((r) => r.runId === runId && r.status !== 'running');
+    });
+    expect(readFileSync(server.cardFile('short.md'), 'utf8')).toMatch(/status: running/);
+    await server.startServe();
+    const after = await waitUntil('settled', async () => {
+      const c = await server!.card('short');
+      return c?.column !== 'running' && c?.column !== 'queued' ? c : undefined;
+    });
+    expect(after.column).toBe('failed');
+    const runs = (await server.api<{ runs: { runId: string }[] }>('GET', '/api/cards/short')).runs;
+    expect(runs.map((r) => r.runId)).toEqual([runId]); // not run again
+  });
+
   it('consecutive failures back off (visible next try), then the card goes to Failed', async () => {
     server = await BoardServer.start(config('  backoff: { base: 700ms, retries: 2 }\n'), {
       'fail.md': card('Fails', 'echo nope; exit 3'),

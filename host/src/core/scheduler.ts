@@ -98,7 +98,6 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   async recover(): Promise<void> {
     const { runs: live } = await this.client.list({ activeOnly: true });
     const liveByCard = new Map(live.map((r) => [r.card.path, r]));
-    let recent: RunResult[] | undefined;
     for (const card of this.store.all()) {
       const id = this.idOf(card);
       const run = liveByCard.get(card.file);
@@ -109,8 +108,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         continue;
       }
       if (card.front.status !== 'running') continue;
-      recent ??= (await this.client.list({ limit: 500 })).runs;
-      const ended = card.front.lastRun ? recent.find((r) => r.runId === card.front.lastRun) : undefined;
+      // The card's own runs, newest first: its last run is among the first unless many started since.
+      const { runs: ofCard } = await this.client.list({ cardPath: card.file, limit: 50 });
+      const ended = card.front.lastRun ? ofCard.find((r) => r.runId === card.front.lastRun) : undefined;
       if (ended && ended.status !== 'running') this.finish(id, ended);
       else this.safeUpdate(id, { status: 'queued' });
     }

@@ -3,7 +3,7 @@
  * project, its auto-started supervisor, and one Debian Chromium driven by playwright-core.
  * (Process checks are shared with tests/helpers/harness.ts.)
  */
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, execFile, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -135,6 +135,22 @@ export class BoardServer {
   }
   async card(id: string) {
     return (await this.board()).cards.find((c) => c.id === id);
+  }
+
+  /** The supervisor's runs as `runboard runs --json` prints them (works while serve is down). */
+  async supervisorRuns(): Promise<{ runId: string; status: string }[]> {
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile(
+        process.execPath,
+        [path.join(DIST, 'runboard.mjs'), 'runs', '--json'],
+        { env: this.env },
+        (err, stdout) => (err ? reject(err) : resolve(stdout)),
+      ),
+    );
+    return out
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { runId: string; status: string });
   }
 
   /** Stops serve and its supervisor; fails when a process of this root is left. */
