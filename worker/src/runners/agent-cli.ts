@@ -14,7 +14,6 @@ import { describe, type AgentEvent, type AgentParser } from './agent-events.ts';
 import { decideStatus } from './agent-status.ts';
 import type { RunnerContext, RunnerOutcome } from './runner.ts';
 
-/** Resolves a file of an npm package installed with Runboard (the worker bundle or its sources). */
 /**
  * Where module resolution starts: this file (ESM bundle), or, in the worker's start-up snapshot (a
  * CommonJS bundle, where import.meta is empty), the snapshot's script as it was when it was built.
@@ -25,6 +24,7 @@ function moduleBase(): string {
   return typeof __filename === 'string' ? __filename : path.join(process.cwd(), 'noop.js');
 }
 
+/** Resolves a file of an npm package installed with Runboard (the worker bundle or its sources). */
 export function packageFile(pkg: string, file: string): string | null {
   try {
     const req = createRequire(moduleBase());
