@@ -354,6 +354,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
    * scheduler follows its end) or, at the latest, when it looks again after RESOURCE_RECHECK_MS.
    */
   private resourceBusy(cardId: string, resource: string, holder: string | undefined): void {
+    if (this.stopped) return;
     this.active.delete(cardId);
     this.freedAt = performance.now();
     clearTimeout(this.busy.get(resource)?.timer);
