@@ -5,7 +5,7 @@
  * them; bytes of image per step; and the start/teardown time of a private display.
  *   node bench/cu.mjs [steps per run] [runs per case]
  */
-import { act, CuHarness, cuEvents, final, imagePoint, find } from '../tests/cu/cu-harness.ts';
+import { act, CuHarness, cuEvents, final, find, formApp, imagePoint } from '../tests/cu/cu-harness.ts';
 
 const STEPS = Number(process.argv[2] ?? 30);
 const RUNS = Number(process.argv[3] ?? 3);
@@ -85,6 +85,82 @@ async function main(): Promise<void> {
     );
     console.log('|---|---|---|---|---|---|---|---|---|');
     for (const r of rows) console.log(r);
+
+    // The live view (private displays only): the same loop with the frame timer off, at its default
+    // (1 s) and at 100 ms (ten times the default, to make its cost visible). The cases take turns run by
+    // run, so a machine whose load drifts affects them alike.
+    const liveCases = [0, 1000, 100];
+    const live = new Map(
+      liveCases.map((ms) => [
+        ms,
+        {
+          total: [] as number[],
+          cap: [] as number[],
+          act: [] as number[],
+          frames: 0,
+          frameMs: [] as number[],
+          loopMs: 0,
+        },
+      ]),
+    );
+    {
+      const p = imagePoint(name.bounds, 0.5);
+      const turns = Array.from({ length: STEPS }, (_, i) =>
+        i % 3 === 0
+          ? act({ action: 'left_click', ...p })
+          : i % 3 === 1
+            ? act({ action: 'mouse_move', x: p.x + 5, y: p.y })
+            : act({ action: 'screenshot' }),
+      );
+      t.episodes([
+        {
+          name: 'bench-live',
+          match: 'CU-BENCH-LIVE',
+          turns: [...turns, final({ status: 'SUCCESS', summary: 'ok', error: '', questions: [] })],
+        },
+      ]);
+      for (let r = 0; r < RUNS; r++)
+        for (const liveFrameMs of liveCases) {
+          console.error(`bench: private display, live frames ${liveFrameMs || 'off'}, run ${r + 1}/${RUNS}`);
+          const rec = await t.run(
+            t.card('bench-live', 'CU-BENCH-LIVE'),
+            t.flow(
+              { env: {}, sandbox: {} },
+              {
+                privateDisplay: true,
+                displaySize: '1280x800x24',
+                app: ['/usr/bin/python3', formApp, '--title', 'Bench Private'],
+                imageMaxWidth: 640,
+                liveFrameMs,
+              },
+            ),
+          );
+          if (rec.result.status !== 'succeeded')
+            throw new Error(`bench run ${rec.result.status}: ${rec.result.summary}`);
+          const c = live.get(liveFrameMs)!;
+          for (const s of cuEvents(rec, 'cu-step')) {
+            const tm = s.timings as Record<string, number>;
+            c.total.push(tm.captureMs! + tm.buildMs! + tm.actMs!);
+            c.cap.push(tm.captureMs!);
+            c.act.push(tm.actMs!);
+          }
+          const m = rec.result.metrics;
+          c.frames += Number(m.liveFrames ?? 0);
+          if (m.liveFrameP50Ms !== undefined) c.frameMs.push(Number(m.liveFrameP50Ms));
+          c.loopMs += Number(m.loopMs ?? 0);
+        }
+    }
+    console.log(
+      `\nLive view on a private display (1280x800, images 640 px), ${RUNS} runs x ${STEPS} steps per case, ms p50 / p95:\n`,
+    );
+    console.log(
+      '| live frames | steps | overhead | capture+encode | action | frames written | frames per s of loop | one frame (p50 of runs) |',
+    );
+    console.log('|---|---|---|---|---|---|---|---|');
+    for (const [ms, c] of live)
+      console.log(
+        `| ${ms ? `every ${ms} ms` : 'off'} | ${c.total.length} | ${f1(pct(c.total, 0.5))} / ${f1(pct(c.total, 0.95))} | ${f1(pct(c.cap, 0.5))} / ${f1(pct(c.cap, 0.95))} | ${f1(pct(c.act, 0.5))} / ${f1(pct(c.act, 0.95))} | ${c.frames} | ${f1(c.frames / (c.loopMs / 1000))} | ${f1(pct(c.frameMs, 0.5))} |`,
+      );
 
     // Private displays: start (Xvfb + D-Bus + AT-SPI + openbox) and teardown, as the supervisor measured.
     t.episodes([

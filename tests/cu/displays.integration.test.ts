@@ -81,6 +81,11 @@ describe('private displays', () => {
       displays.push(disp.display as string);
       expect(cuEvents(rec, 'display-teardown')).toHaveLength(1);
       expect(rec.result.metrics.displayStartMs).toEqual(expect.any(Number));
+      // the live view wrote frames while the run ran; only the step screenshots are left
+      expect(rec.result.metrics.liveFrames).toBeGreaterThanOrEqual(1);
+      expect(cuEvents(rec, 'cu-live')).toHaveLength(1);
+      expect(existsSync(path.join(rec.result.logDir, 'artifacts', 'live.jpg'))).toBe(false);
+      expect(existsSync(path.join(rec.result.logDir, 'artifacts', 'step-000.jpg'))).toBe(true);
       expect(existsSync(`/tmp/.X11-unix/X${(disp.display as string).slice(1)}`)).toBe(false);
     }
     expect(displays[0]).not.toBe(displays[1]);
@@ -147,6 +152,24 @@ describe('private displays', () => {
       await u.stop();
       rmSync(userTmp, { recursive: true, force: true });
     }
+  });
+
+  it('the live frame is there while a run is going, and gone after its worker was killed', async () => {
+    t.episodes([{ name: 'stuck', match: 'CU-PRIV-STUCK', turns: [{ hang: true }] }]);
+    const next = t.model.nextRequest('stuck');
+    const { runId, logDir } = await t.launch(t.card('stuck', 'CU-PRIV-STUCK'), privateFlow('Private Stuck'));
+    await next; // the worker waits for the model: the live view keeps going meanwhile
+    const frame = path.join(logDir, 'artifacts', 'live.jpg');
+    await waitUntil('a live frame', () => existsSync(frame), 10_000);
+    expect(readFileSync(frame).subarray(0, 2)).toEqual(Buffer.from([0xff, 0xd8])); // a JPEG
+    // A worker killed outright cannot remove its frame: the supervisor does, at the run's end.
+    const { runs } = await t.h.client.list({ activeOnly: true });
+    const pid = runs.find((r) => r.runId === runId)!.pid!;
+    process.kill(pid, 'SIGKILL');
+    const rec = await t.h.collect(runId);
+    expect(rec.result.status).not.toBe('running');
+    expect(existsSync(frame)).toBe(false);
+    expect(existsSync(path.join(logDir, 'artifacts', 'step-000.jpg'))).toBe(true);
   });
 
   it('a supervisor killed with SIGKILL takes the private display with it', async () => {

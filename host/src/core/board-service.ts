@@ -5,7 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { createReadStream, readdirSync, statSync } from 'node:fs';
+import { createReadStream, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -63,6 +63,8 @@ function errorEvent(err: unknown): RunEvent {
   return { seq: -1, ts: new Date().toISOString(), type: 'error', message: String(err) };
 }
 const IMAGE = /\.(png|jpe?g|webp|gif)$/i;
+/** A computer-use run's live view frame (worker/src/runners/computer-use/live.ts): not a step screenshot. */
+const LIVE_FRAME = 'artifacts/live.jpg';
 
 export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta] }> {
   private changeTimer: NodeJS.Timeout | undefined;
@@ -391,7 +393,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       for (const e of readdirSync(path.join(dir, rel), { withFileTypes: true })) {
         const r = rel ? `${rel}/${e.name}` : e.name;
         if (e.isDirectory() && r.split('/').length < 3) walk(r);
-        else if (e.isFile() && IMAGE.test(e.name)) screenshots.push(r);
+        else if (e.isFile() && IMAGE.test(e.name) && r !== LIVE_FRAME) screenshots.push(r);
       }
     };
     walk('');
@@ -402,6 +404,28 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   screenshotPath(runId: string, name: string): string {
     if (!this.runFiles(runId).screenshots.includes(name)) throw new NotFound(`no screenshot ${name}`);
     return path.join(this.logDir(runId), name);
+  }
+
+  /**
+   * The live frame of a running computer-use run on a private display (the worker rewrites it about once
+   * a second, atomically). Only while the run's result.json says `running`: after the end (or a worker
+   * that died before removing it) there is no live view, only the step screenshots.
+   */
+  liveFrame(runId: string): Buffer {
+    const dir = this.logDir(runId);
+    let status: unknown;
+    try {
+      status = (JSON.parse(readFileSync(path.join(dir, 'result.json'), 'utf8')) as { status?: unknown })
+        .status;
+    } catch {
+      throw new NotFound(`run ${runId} has no readable result.json`);
+    }
+    if (status !== 'running') throw new NotFound(`run ${runId} has ended: no live view`);
+    try {
+      return readFileSync(path.join(dir, LIVE_FRAME)); // small (~30 KB); the file may go any moment
+    } catch {
+      throw new NotFound(`run ${runId} has no live frame (yet)`);
+    }
   }
 
   /** Writes the run dir as one .tar.gz to `out`. */

@@ -22,6 +22,13 @@ describe('config.yaml', () => {
       parseConfig('c.yaml', 'version: 1\nflows:\n  shell: { runner: command, timeout: soon }\n'),
     ).toThrow(/a duration such as/);
     expect(() => parseConfig('c.yaml', 'version: [1\n')).toThrow(/not valid YAML/);
+    const cu = (live: string): string =>
+      `version: 1\nflows:\n  d: { runner: computer-use, computerUse: { privateDisplay: true, liveFrameMs: ${live} } }\n`;
+    expect(() => parseConfig('c.yaml', cu('50'))).toThrow(
+      /liveFrameMs is 0 \(no live view\) or 100\.\.60000 ms/,
+    );
+    expect(parseConfig('c.yaml', cu('0')).flows.d!.computerUse!.liveFrameMs).toBe(0);
+    expect(parseConfig('c.yaml', cu('500')).flows.d!.computerUse!.liveFrameMs).toBe(500);
   });
 });
 

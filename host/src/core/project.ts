@@ -80,6 +80,15 @@ export const FlowConfig = z.object({
         .optional(),
       /** On the real display: the person's Escape cancels the run (default true there). */
       takeover: z.boolean().optional(),
+      /** On a private display: ms between the inspector's live frames (default 1000; 0: no live view). */
+      liveFrameMs: z
+        .number()
+        .int()
+        .refine(
+          (v) => v === 0 || (v >= 100 && v <= 60_000),
+          'liveFrameMs is 0 (no live view) or 100..60000 ms',
+        )
+        .optional(),
       /** The app started on the private display before the run (argv). */
       app: z.array(z.string()).min(1).optional(),
     })

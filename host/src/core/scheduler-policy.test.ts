@@ -29,6 +29,37 @@ describe('scheduler policy', () => {
     expect(later.start).toEqual(['a']);
   });
 
+  it('one run at a time on the real display, across flows; it waits (not fails) while something else holds it', () => {
+    const real = { desk1: 'the real display', desk2: 'the real display' };
+    const caps = { shell: 2, desk1: 1, desk2: 1 };
+    const d = decide(
+      base({ flowCaps: caps, exclusive: real, queued: [q('a', 'desk1'), q('b', 'desk2'), q('c')] }),
+    );
+    expect(d.start).toEqual(['a', 'c']);
+    expect(d.waiting.b).toBe('waiting for the real display: card a (flow "desk1") is using it');
+    const running = decide(
+      base({
+        flowCaps: caps,
+        exclusive: real,
+        queued: [q('b', 'desk2')],
+        running: [{ id: 'a', flow: 'desk1' }],
+      }),
+    );
+    expect(running.start).toEqual([]);
+    expect(running.waiting.b).toMatch(/^waiting for the real display: card a/);
+    // a run this board did not start holds it (the supervisor refused with display-busy)
+    const foreign = decide(
+      base({
+        flowCaps: caps,
+        exclusive: real,
+        busy: { 'the real display': 'run 20260101-000000-abcdef is using it' },
+        queued: [q('b', 'desk2'), q('c')],
+      }),
+    );
+    expect(foreign.start).toEqual(['c']);
+    expect(foreign.waiting.b).toBe('waiting for the real display: run 20260101-000000-abcdef is using it');
+  });
+
   it('honours the global maxConcurrency across flows', () => {
     const d = decide(
       base({

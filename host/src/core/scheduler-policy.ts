@@ -33,6 +33,14 @@ export interface PolicyInput {
    * beyond its retry budget, so new runs would only fail the same way until then (issue 5).
    */
   parkedFlows?: Readonly<Record<string, number>>;
+  /**
+   * Flows whose runs need a resource only one run at a time may hold, by the resource's name: computer-use
+   * flows on the real display ("the real display"; the supervisor refuses a second one, issue 5). One
+   * run of all these flows together holds it, whatever their caps.
+   */
+  exclusive?: Readonly<Record<string, string>>;
+  /** Resources held by something this board did not start (a refusal said so): why, shown on cards. */
+  busy?: Readonly<Record<string, string>>;
   now: number;
 }
 
@@ -58,6 +66,12 @@ export function decide(input: PolicyInput): PolicyDecision {
 
   const perFlow = new Map<string, number>();
   for (const r of input.running) perFlow.set(r.flow, (perFlow.get(r.flow) ?? 0) + 1);
+  // exclusive resources held, and by whom (a running card, or what the refusal said)
+  const held = new Map<string, string>(Object.entries(input.busy ?? {}));
+  for (const r of input.running) {
+    const res = input.exclusive?.[r.flow];
+    if (res && !held.has(res)) held.set(res, `card ${r.id} (flow "${r.flow}") is using it`);
+  }
   let free = input.maxConcurrency - input.running.length;
 
   let blockedBy: string | undefined;
@@ -96,11 +110,17 @@ export function decide(input: PolicyInput): PolicyDecision {
       waiting[card.id] = `flow "${card.flow}" is at its cap (${inFlow}/${cap})`;
       continue;
     }
+    const res = input.exclusive?.[card.flow];
+    if (res && held.has(res)) {
+      waiting[card.id] = `waiting for ${res}: ${held.get(res)!}`;
+      continue;
+    }
     if (free <= 0) {
       waiting[card.id] = `all ${input.maxConcurrency} run slots are busy`;
       continue;
     }
     start.push(card.id);
+    if (res) held.set(res, `card ${card.id} (flow "${card.flow}") is using it`);
     perFlow.set(card.flow, inFlow + 1);
     free--;
   }

@@ -9,6 +9,7 @@
  *                        ├──needs-input──▶ needs-input (+ the run's questions in ## Questions)
  *                        ├──cancelled────▶ backlog
  *                        └──failed/timed-out──▶ queued (retry after backoff) | failed
+ *   queued ──launch refused: display-busy──▶ queued (waiting for the real display; not a failure)
  */
 import { EventEmitter } from 'node:events';
 import PQueue from 'p-queue';
@@ -21,6 +22,11 @@ import { launchRequest } from './launch.ts';
 import type { Card, CardStatus } from './project.ts';
 import { backoffDelay, decide } from './scheduler-policy.ts';
 import type { SupervisorClient } from './supervisor-client.ts';
+
+/** The exclusive resource of computer-use runs on the real display (one at a time: the supervisor's rule). */
+const REAL_DISPLAY = 'the real display';
+/** A resource held by a run of someone else's is looked at again after this long at the latest. */
+const RESOURCE_RECHECK_MS = 30_000;
 
 export interface Progress {
   fraction?: number | undefined;
@@ -52,6 +58,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private freedAt = 0;
   private stopped = false;
   private readonly parkedFlows = new Map<string, number>();
+  /** Exclusive resources held by runs this board did not start (see resourceBusy). */
+  private readonly busy = new Map<string, { why: string; timer: NodeJS.Timeout }>();
 
   constructor(
     private readonly store: BoardStore,
@@ -140,6 +148,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.wakeTimer);
+    for (const b of this.busy.values()) clearTimeout(b.timer);
   }
 
   private idOf(card: Card): string {
@@ -169,6 +178,12 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       columnLimits: cfg.scheduler.columnLimits,
       columnCounts: counts,
       parkedFlows: Object.fromEntries(this.parkedFlows),
+      exclusive: Object.fromEntries(
+        Object.entries(cfg.flows)
+          .filter(([, f]) => f.runner === 'computer-use' && !f.computerUse?.privateDisplay)
+          .map(([n]) => [n, REAL_DISPLAY]),
+      ),
+      busy: Object.fromEntries([...this.busy].map(([res, b]) => [res, b.why])),
       now: this.now(),
     });
     const changed = JSON.stringify(decision.waiting) !== JSON.stringify(this.waiting);
@@ -198,6 +213,14 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       try {
         ({ runId } = await this.client.launch(request));
       } catch (err) {
+        const data =
+          err instanceof ResponseError ? (err.data as { reason?: unknown; runId?: unknown }) : null;
+        if (data?.reason === 'display-busy')
+          return this.resourceBusy(
+            cardId,
+            REAL_DISPLAY,
+            typeof data.runId === 'string' ? data.runId : undefined,
+          );
         const msg = err instanceof ResponseError ? `refused: ${err.message}` : (err as Error).message;
         return this.launchFailed(cardId, msg);
       }
@@ -320,6 +343,45 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
           this.failed(cardId, failures + 1, `${result.status} (${detail})`, result.runId);
       }
     }
+    this.emit('changed');
+    this.kick();
+  }
+
+  /**
+   * The supervisor refused a launch because a run this board did not start (another project's board, a
+   * CLI run) holds an exclusive resource: the real display (`display-busy`, issue 5). That is no failure
+   * of the card: it goes back to waiting in Queued, saying why, and starts as soon as that run ends (the
+   * scheduler follows its end) or, at the latest, when it looks again after RESOURCE_RECHECK_MS.
+   */
+  private resourceBusy(cardId: string, resource: string, holder: string | undefined): void {
+    if (this.stopped) return;
+    this.active.delete(cardId);
+    this.freedAt = performance.now();
+    clearTimeout(this.busy.get(resource)?.timer);
+    const entry = {
+      why: holder ? `run ${holder} (not started by this board) is using it` : 'another run is using it',
+      timer: setTimeout(() => clear(), RESOURCE_RECHECK_MS),
+    };
+    const clear = (): void => {
+      if (this.busy.get(resource) !== entry) return;
+      clearTimeout(entry.timer);
+      this.busy.delete(resource);
+      this.kick();
+    };
+    this.busy.set(resource, entry);
+    if (holder)
+      this.client
+        .attach(
+          holder,
+          { onEnd: clear },
+          {
+            events: Number.MAX_SAFE_INTEGER,
+            stdout: Number.MAX_SAFE_INTEGER,
+            stderr: Number.MAX_SAFE_INTEGER,
+          },
+        )
+        .then((run) => run.status !== 'running' && clear())
+        .catch(clear);
     this.emit('changed');
     this.kick();
   }

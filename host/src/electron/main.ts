@@ -44,6 +44,15 @@ const service = await BoardService.open(projectDir, statePaths());
 protocol.handle(SCHEME, (req) => {
   const url = new URL(req.url);
   const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  if (url.host === 'live' && parts.length === 1) {
+    try {
+      return new Response(new Uint8Array(service.liveFrame(parts[0]!)), {
+        headers: { 'content-type': 'image/jpeg', 'cache-control': 'no-store' },
+      });
+    } catch (err) {
+      return new Response((err as Error).message, { status: 404 });
+    }
+  }
   let file: string;
   if (url.host === 'app') file = path.join(rendererDir, path.basename(parts[0] ?? 'index.html'));
   else if (url.host === 'run' && parts.length === 2) file = service.screenshotPath(parts[0]!, parts[1]!);

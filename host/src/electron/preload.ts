@@ -37,6 +37,7 @@ const api: BoardApi = {
   settleWorktree: (runId, how) =>
     ipcRenderer.invoke(Invoke.settleWorktree, runId, how) as ReturnType<BoardApi['settleWorktree']>,
   fileUrl: (runId, name) => `${SCHEME}://run/${encodeURIComponent(runId)}/${encodeURIComponent(name)}`,
+  liveUrl: (runId, n) => `${SCHEME}://live/${encodeURIComponent(runId)}?n=${n}`,
   exportRun: async (runId) => void (await ipcRenderer.invoke(Invoke.exportRun, runId)),
   streamRun(runId, cb) {
     const id = ++streams;

@@ -1,10 +1,13 @@
 /**
  * The card inspector: the card's markdown and questions, its runs (newest first), and for the selected
- * run its live output, progress, status, metrics, screenshots, a trend of recent runs, Cancel and Export.
+ * run its live output, progress, status, metrics, screenshots, a trend of recent runs, Cancel and Export;
+ * for computer-use runs the steps as a filmstrip and, while one runs on a private display, that display live.
  */
-import { useEffect, useState } from 'react';
-import type { RunResult } from '@runboard/supervisor/protocol';
+import { useEffect, useMemo, useState } from 'react';
+import type { RunEvent, RunResult } from '@runboard/supervisor/protocol';
 import type { BoardApi, CardDetail } from './api.ts';
+import { Filmstrip, LiveDisplay } from './Filmstrip.tsx';
+import { filmstripOf, isFilmEvent } from './cu-steps.ts';
 import { LogView, type RunLiveState } from './LogView.tsx';
 
 function fmtMs(ms: number | null | undefined): string {
@@ -65,6 +68,7 @@ export function TrendChart({ runs, n = 20 }: { runs: RunResult[]; n?: number }) 
   );
 }
 
+/** A run's images as a bare list (runs without a filmstrip: not computer-use, or no step events). */
 function Screenshots({ api, runId, ended }: { api: BoardApi; runId: string; ended: boolean }) {
   const [shots, setShots] = useState<string[]>([]);
   useEffect(() => {
@@ -204,6 +208,10 @@ function RunPanel({
 }) {
   const [live, setLive] = useState<RunLiveState>({ ended: run.status !== 'running' });
   const pct = live.progress?.fraction;
+  // computer-use runs: their step events (the filmstrip) and whether the worker writes live frames
+  const [filmEvents, setFilmEvents] = useState<RunEvent[]>([]);
+  const steps = useMemo(() => filmstripOf(filmEvents), [filmEvents]);
+  const liveView = filmEvents.some((e) => (e.data as { kind?: unknown } | undefined)?.kind === 'cu-live');
   return (
     <div className="run-panel">
       <dl className="metrics">
@@ -251,7 +259,12 @@ function RunPanel({
           <span>{live.progress?.message ?? 'running…'}</span>
         </div>
       )}
-      <Screenshots api={api} runId={run.runId} ended={live.ended} />
+      {liveView && run.status === 'running' && !live.ended && <LiveDisplay api={api} runId={run.runId} />}
+      {steps.length > 0 ? (
+        <Filmstrip api={api} runId={run.runId} steps={steps} />
+      ) : (
+        <Screenshots api={api} runId={run.runId} ended={live.ended} />
+      )}
       <LogView
         api={api}
         runId={run.runId}
@@ -259,6 +272,7 @@ function RunPanel({
           setLive(s);
           onLive(s);
         }}
+        onEvent={(e) => isFilmEvent(e) && setFilmEvents((prev) => [...prev, e])}
       />
     </div>
   );

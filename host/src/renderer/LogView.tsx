@@ -7,6 +7,7 @@
 import Anser from 'anser';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState } from 'react';
+import type { RunEvent } from '@runboard/supervisor/protocol';
 import type { BoardApi, RunStreamMessage } from './api.ts';
 
 export const MAX_LINES = 200_000;
@@ -47,10 +48,13 @@ export function LogView({
   api,
   runId,
   onLive,
+  onEvent,
 }: {
   api: BoardApi;
   runId: string;
   onLive?: (s: RunLiveState) => void;
+  /** Every event of the run (the earlier ones first), e.g. for the computer-use filmstrip. */
+  onEvent?: (e: RunEvent) => void;
 }) {
   const lines = useRef<Line[]>([]);
   const dropped = useRef(0);
@@ -60,6 +64,8 @@ export function LogView({
   const parent = useRef<HTMLDivElement>(null);
   const onLiveRef = useRef(onLive);
   onLiveRef.current = onLive;
+  const onEventRef = useRef(onEvent);
+  onEventRef.current = onEvent;
 
   useEffect(() => {
     lines.current = [];
@@ -95,7 +101,9 @@ export function LogView({
         bump();
       } else if (m.type === 'start') {
         setSkipped(m.skippedBytes);
-      } else if (m.type === 'event' && m.event.type === 'progress') {
+      }
+      if (m.type === 'event') onEventRef.current?.(m.event);
+      if (m.type === 'event' && m.event.type === 'progress') {
         const f = m.event.data?.fraction;
         live.progress = { fraction: typeof f === 'number' ? f : undefined, message: m.event.message };
         onLiveRef.current?.({ ...live });

@@ -151,6 +151,11 @@ export interface BoardApi {
   runFiles(runId: string): Promise<RunFiles>;
   /** A URL the renderer may show as an image (a screenshot of the run). */
   fileUrl(runId: string, name: string): string;
+  /**
+   * The live frame of a running computer-use run on a private display (404 before the first frame and
+   * after the end); `n` makes each refresh a new URL.
+   */
+  liveUrl(runId: string, n: number): string;
   /** The run's worktree diff (base → the run's commit). */
   runDiff(runId: string): Promise<WorktreeDiff>;
   /** Keep the run's worktree (merge into its base branch) or discard it; returns the run as it is then. */

@@ -61,6 +61,7 @@ export function httpApi(): BoardApi {
     runDiff: (runId) => request<WorktreeDiff>('GET', `/api/runs/${enc(runId)}/diff`),
     settleWorktree: (runId, how) => request<RunResult>('POST', `/api/runs/${enc(runId)}/${how}`, {}),
     fileUrl: (runId, name) => `/api/runs/${enc(runId)}/file?name=${enc(name)}`,
+    liveUrl: (runId, n) => `/api/runs/${enc(runId)}/live?n=${n}`,
     async exportRun(runId) {
       const a = document.createElement('a');
       a.href = `/api/runs/${enc(runId)}/export`;

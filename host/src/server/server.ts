@@ -233,6 +233,16 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
         createReadStream(file).pipe(res);
         return;
       }
+      if (method === 'GET' && action === 'live') {
+        const frame = service.liveFrame(id);
+        res.writeHead(200, {
+          'content-type': 'image/jpeg',
+          'content-length': frame.length,
+          'cache-control': 'no-store',
+        });
+        res.end(frame);
+        return;
+      }
       if (method === 'GET' && action === 'export') {
         res.writeHead(200, {
           'content-type': 'application/gzip',

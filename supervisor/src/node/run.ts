@@ -798,6 +798,8 @@ export class Run {
     this.conn?.dispose();
     if (this.proxyGrant) this.deps.proxy?.revoke(this.proxyGrant.token);
     if (this.display) {
+      // the live view's frame (a worker that was killed did not remove it): only the steps stay
+      rmSync(path.join(this.artifactsDir!, 'live.jpg'), { force: true });
       const ms = await this.display.stop();
       this.event('log', `private display ${this.display.env.DISPLAY} torn down in ${Math.round(ms)} ms`, {
         kind: 'display-teardown',

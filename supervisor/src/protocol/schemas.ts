@@ -117,6 +117,8 @@ export const FlowSpec = z.object({
       displaySize: z.optional(z.string().check(z.regex(/^\d{2,5}x\d{2,5}(x\d{1,2})?$/))),
       /** On the real display: an Escape pressed by the person cancels the run (default true there). */
       takeover: z.optional(z.boolean()),
+      /** On a private display: ms between the live view's frames (default 1000; 0: no live view). */
+      liveFrameMs: z.optional(z.union([z.literal(0), z.int().check(z.minimum(100), z.maximum(60_000))])),
       /** A program started on the private display before the worker (argv; PATH-resolved). */
       app: z.optional(z.array(z.string().check(z.maxLength(4096))).check(z.minLength(1), z.maxLength(64))),
     }),

@@ -22,6 +22,7 @@ import {
 } from './providers.ts';
 import { estimateCost, fill, loadPromptFolder, osVersion, type PromptFolder } from './prompt.ts';
 import { writeReport, type StepRecord } from './report.ts';
+import { LIVE_FILE, LiveFrames } from './live.ts';
 import { Screen, type Shot } from './screen.ts';
 import { watchEscape, type EscapeWatcher } from './takeover.ts';
 import { ActionFailed, InvalidToolCall, runTool, type ToolContext } from './tools.ts';
@@ -36,6 +37,8 @@ const DEFAULTS = {
   /** A retry-after longer than this is not waited for inside the run. */
   maxRetryWaitMs: 30_000,
   requestTimeoutMs: 120_000,
+  /** Live view frames of a private display (0: none). */
+  liveFrameMs: 1000,
 };
 
 class Stop {
@@ -78,6 +81,46 @@ export class ComputerUseRunner implements Runner {
     const api: Api =
       cu.api ?? (provider === 'anthropic' ? 'messages' : provider === 'openai' ? 'responses' : 'chat');
     const model = spec.model.model ?? prompt.config.llm.model ?? 'gpt-5.2-codex';
+    const artifacts = spec.artifactsDir ?? path.join(ctx.env.TMPDIR ?? '/tmp', 'artifacts');
+    mkdirSync(artifacts, { recursive: true });
+    // The inspector's live view of a private display (the real one the person sees for themselves).
+    const liveMs = cu.liveFrameMs ?? DEFAULTS.liveFrameMs;
+    let live: LiveFrames | undefined;
+    if (cu.privateDisplay && liveMs > 0) {
+      live = new LiveFrames(artifacts, { intervalMs: liveMs }, (m) =>
+        ctx.log('warn', `live view: a frame failed (${m})`, { kind: 'cu-live-error', error: m }),
+      );
+      live.start();
+      ctx.log('info', `live view: a frame every ${liveMs} ms in artifacts/${LIVE_FILE}`, {
+        kind: 'cu-live',
+        file: `artifacts/${LIVE_FILE}`,
+        intervalMs: liveMs,
+      });
+    }
+    try {
+      const outcome = await this.drive(ctx, prompt, card, api, model, artifacts);
+      const stats = await live?.stop();
+      return stats ? { ...outcome, metrics: { ...outcome.metrics, ...stats } } : outcome;
+    } finally {
+      await live?.stop(); // idempotent: also when the loop threw
+    }
+  }
+
+  private async drive(
+    ctx: RunnerContext,
+    prompt: PromptFolder,
+    card: string,
+    api: Api,
+    model: string,
+    artifacts: string,
+  ): Promise<RunnerOutcome> {
+    const cu = ctx.spec.flow.computerUse ?? {};
+    const fail = (summary: string): RunnerOutcome => ({
+      status: 'failed',
+      exitCode: null,
+      summary,
+      metrics: {},
+    });
     if (ctx.env.RUNBOARD_DISPLAY_APP === '1') {
       // The supervisor started the flow's app on this run's private display: give it time to map a window.
       const deadline = Date.now() + 20_000;
@@ -99,8 +142,6 @@ export class ComputerUseRunner implements Runner {
       }
       region = m.bounds;
     }
-    const artifacts = spec.artifactsDir ?? path.join(ctx.env.TMPDIR ?? '/tmp', 'artifacts');
-    mkdirSync(artifacts, { recursive: true });
     const loop = new Loop(ctx, prompt, card, api, model, artifacts, this.abort.signal, {
       maxSteps: cu.maxSteps ?? DEFAULTS.maxSteps,
       maxDurationMs: cu.maxDurationMs ?? DEFAULTS.maxDurationMs,

@@ -74,4 +74,26 @@ export class Screen {
   }
 }
 
+/**
+ * One small frame of the whole display for the person watching the run (the inspector's live view), not
+ * for the model: the same native capture (cursor drawn in), scaled to `maxWidth`, one JPEG quality, no
+ * byte budget.
+ */
+export async function previewFrame(
+  maxWidth: number,
+  quality: number,
+  screenWidth?: number,
+): Promise<{ data: Buffer; width: number; height: number; screenWidth: number }> {
+  const w =
+    screenWidth ??
+    (await desktop.capture({ scale: 0.05, format: 'jpeg', quality: 10, cursor: false })).source[2];
+  const r = await desktop.capture({
+    scale: Math.min(1, maxWidth / w),
+    format: 'jpeg',
+    quality,
+    cursor: true,
+  });
+  return { data: r.data, width: r.width, height: r.height, screenWidth: r.source[2] };
+}
+
 export const dataUrl = (s: Shot): string => `data:${s.mime};base64,${s.data.toString('base64')}`;

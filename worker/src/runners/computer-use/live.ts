@@ -1,0 +1,101 @@
+/**
+ * The live view of a run's private display (issue 5): on a timer, a small JPEG of the whole display
+ * (cursor drawn in) goes to `<artifacts>/live.jpg`, written atomically (temp file + rename) so a reader
+ * never sees half a frame. The host serves it while the run is running and the inspector shows it; the
+ * file is removed when the run ends (the step screenshots are the run's record, the live frame is not).
+ *
+ * It stays out of the loop's way: a tick whose previous capture is still going is skipped (a slow
+ * capture never piles up), and a capture that fails is counted, not fatal. The addon runs desktop calls
+ * one at a time on its own thread, so a frame taken while the loop captures or acts delays that call by
+ * one small capture; docs/bench-computer-use.md measures what that costs per step.
+ */
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { previewFrame } from './screen.ts';
+
+export const LIVE_FILE = 'live.jpg';
+const TEMP_FILE = '.live.jpg.tmp';
+
+export interface LiveFrameOptions {
+  /** Between frames (default 1000 ms). */
+  intervalMs: number;
+  /** Frame width (default 640 px; never upscaled). */
+  maxWidth?: number;
+  /** JPEG quality (default 60). */
+  quality?: number;
+}
+
+export interface LiveFrameStats {
+  liveFrames: number;
+  liveFramesSkipped: number;
+  liveFrameErrors: number;
+  liveFrameP50Ms: number;
+  liveFrameMaxMs: number;
+}
+
+export class LiveFrames {
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight: Promise<void> | null = null;
+  private screenWidth: number | undefined;
+  private stopped = false;
+  private readonly ms: number[] = [];
+  private skipped = 0;
+  private errors = 0;
+  private lastError = '';
+
+  constructor(
+    private readonly dir: string,
+    private readonly o: LiveFrameOptions,
+    private readonly onError: (message: string) => void = () => undefined,
+  ) {}
+
+  start(): void {
+    this.tick();
+    this.timer = setInterval(() => this.tick(), this.o.intervalMs);
+    this.timer.unref();
+  }
+
+  private tick(): void {
+    if (this.stopped) return;
+    if (this.inFlight) {
+      this.skipped++;
+      return;
+    }
+    this.inFlight = this.frame().finally(() => (this.inFlight = null));
+  }
+
+  private async frame(): Promise<void> {
+    const t0 = performance.now();
+    try {
+      const f = await previewFrame(this.o.maxWidth ?? 640, this.o.quality ?? 60, this.screenWidth);
+      this.screenWidth = f.screenWidth;
+      if (this.stopped) return;
+      const tmp = path.join(this.dir, TEMP_FILE);
+      writeFileSync(tmp, f.data);
+      renameSync(tmp, path.join(this.dir, LIVE_FILE));
+      this.ms.push(performance.now() - t0);
+    } catch (err) {
+      this.errors++;
+      const msg = (err as Error).message;
+      if (this.errors === 1 || msg !== this.lastError) this.onError(msg);
+      this.lastError = msg;
+    }
+  }
+
+  /** Stops the timer, waits for a frame in progress, removes the live frame; returns the counts. */
+  async stop(): Promise<LiveFrameStats> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.inFlight;
+    for (const f of [LIVE_FILE, TEMP_FILE]) rmSync(path.join(this.dir, f), { force: true });
+    const sorted = [...this.ms].sort((a, b) => a - b);
+    const r = (n: number | undefined): number => Math.round((n ?? 0) * 10) / 10;
+    return {
+      liveFrames: this.ms.length,
+      liveFramesSkipped: this.skipped,
+      liveFrameErrors: this.errors,
+      liveFrameP50Ms: r(sorted[Math.floor(sorted.length / 2)]),
+      liveFrameMaxMs: r(sorted.at(-1)),
+    };
+  }
+}
