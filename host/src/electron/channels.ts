@@ -16,6 +16,8 @@ export const Invoke = {
   exportRun: 'run:export',
   streamRun: 'run:stream',
   stopStream: 'run:stopStream',
+  /** The renderer has handled n more bytes of a run stream (flow control: credit.ts). */
+  ackStream: 'run:ackStream',
 } as const;
 
 export const Push = {

@@ -15,6 +15,7 @@ import { distDir } from '../core/supervisor-client.ts';
 import type { Column, Settings } from '../renderer/api.ts';
 import { CSP } from '../server/server.ts';
 import { Invoke, Push, SCHEME } from './channels.ts';
+import { StreamCredit } from './credit.ts';
 import type { ElectronMain, IpcEvent } from './electron-api.ts';
 
 const electronModule = 'electron';
@@ -86,7 +87,7 @@ const handle = (channel: string, fn: (...args: unknown[]) => unknown): void =>
     return fn(...args);
   });
 
-const streams = new Map<number, () => void>();
+const streams = new Map<number, { stop: () => void; credit: StreamCredit }>();
 handle(Invoke.board, () => service.view());
 handle(Invoke.card, (id) => service.cardDetail(String(id)));
 handle(Invoke.move, (id, to, index) => service.move(String(id), to as Column, Number(index)));
@@ -106,18 +107,27 @@ handle(Invoke.exportRun, async (runId) => {
   if (!r.canceled && r.filePath) await service.exportRun(String(runId), createWriteStream(r.filePath));
 });
 handle(Invoke.streamRun, (sid, runId) => {
-  streams.set(
-    Number(sid),
-    service.streamRun(String(runId), { send: (m) => win.webContents.send(Push.runStream, sid, m) }),
-  );
+  const credit = new StreamCredit();
+  const stop = service.streamRun(String(runId), {
+    send: (m) => win.webContents.send(Push.runStream, sid, m, credit.sending(m)),
+    backlog: () => credit.backlog(),
+    drained: () => credit.drained(),
+  });
+  streams.set(Number(sid), { stop, credit });
 });
+handle(Invoke.ackStream, (sid, n) => streams.get(Number(sid))?.credit.ack(Number(n)));
 handle(Invoke.stopStream, (sid) => {
-  streams.get(Number(sid))?.();
+  const s = streams.get(Number(sid));
+  s?.credit.close();
+  s?.stop();
   streams.delete(Number(sid));
 });
 service.on('delta', (d) => win.webContents.send(Push.boardChanged, d));
 app.on('window-all-closed', () => {
-  for (const stop of streams.values()) stop();
+  for (const s of streams.values()) {
+    s.credit.close();
+    s.stop();
+  }
   void service.close().then(() => app.quit());
 });
 await win.loadURL(`${SCHEME}://app/index.html`);

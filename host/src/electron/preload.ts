@@ -4,6 +4,7 @@
  */
 import type { BoardApi, BoardDelta, RunStreamMessage } from '../renderer/api.ts';
 import { Invoke, Push, SCHEME } from './channels.ts';
+import { AckBatcher } from './credit.ts';
 
 interface IpcRendererLike {
   invoke(channel: string, ...args: unknown[]): Promise<unknown>;
@@ -41,8 +42,11 @@ const api: BoardApi = {
   exportRun: async (runId) => void (await ipcRenderer.invoke(Invoke.exportRun, runId)),
   streamRun(runId, cb) {
     const id = ++streams;
-    const l = (_e: unknown, sid: unknown, m: unknown): void => {
-      if (sid === id) cb(m as RunStreamMessage);
+    const acks = new AckBatcher((n) => void ipcRenderer.invoke(Invoke.ackStream, id, n));
+    const l = (_e: unknown, sid: unknown, m: unknown, size: unknown): void => {
+      if (sid !== id) return;
+      cb(m as RunStreamMessage);
+      acks.handled(Number(size) || 0);
     };
     ipcRenderer.on(Push.runStream, l);
     void ipcRenderer.invoke(Invoke.streamRun, id, runId);
