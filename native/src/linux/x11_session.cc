@@ -2,11 +2,13 @@
 
 #include <X11/Xatom.h>
 #include <X11/Xutil.h>
+#include <X11/extensions/Xrandr.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <unordered_map>
 
 namespace runboard::desktop::x11 {
@@ -28,6 +30,14 @@ std::unordered_map<std::string, Atom>& AtomCache() {
 
 }  // namespace
 
+void InstallProcessHandlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    XSetErrorHandler(IgnoreXErrors);
+    XSetIOErrorHandler(NoteIOError);
+  });
+}
+
 Session& Session::Get() {
   static Session s;
   if (g_connectionLost) {  // the old Display is unusable; it is left as is (closing it would touch the dead socket)
@@ -40,8 +50,7 @@ Session& Session::Get() {
     if (!name || !*name) throw DesktopError(kNoDisplay, "DISPLAY is not set: there is no X display to use");
     Display* d = XOpenDisplay(name);
     if (!d) throw DesktopError(kNoDisplay, std::string("cannot open X display ") + name);
-    XSetErrorHandler(IgnoreXErrors);
-    XSetIOErrorHandler(NoteIOError);
+    InstallProcessHandlers();
     XSetIOErrorExitHandler(d, NoteIOErrorExit, nullptr);
     s.dpy_ = d;
     s.root_ = DefaultRootWindow(d);
@@ -143,6 +152,30 @@ std::vector<XWin> Session::ListWindows() {
     out.push_back(std::move(w));
   }
   return out;
+}
+
+bool MonitorAt(Display* dpy, Window root, int x, int y, Rect* bounds, std::string* name, bool* primary) {
+  int ev = 0, err = 0, n = 0;
+  if (!XRRQueryExtension(dpy, &ev, &err)) return false;
+  XRRMonitorInfo* mons = XRRGetMonitors(dpy, root, True, &n);
+  if (!mons) return false;
+  int pick = -1;
+  for (int i = 0; i < n && pick < 0; i++)
+    if (x >= mons[i].x && y >= mons[i].y && x < mons[i].x + mons[i].width && y < mons[i].y + mons[i].height)
+      pick = i;
+  for (int i = 0; i < n && pick < 0; i++)
+    if (mons[i].primary) pick = i;
+  if (pick < 0 && n > 0) pick = 0;
+  if (pick >= 0) {
+    const auto& m = mons[pick];
+    *bounds = {m.x, m.y, m.width, m.height};
+    *primary = m.primary;
+    char* s = m.name ? XGetAtomName(dpy, m.name) : nullptr;
+    *name = s ? s : "";
+    if (s) XFree(s);
+  }
+  XRRFreeMonitors(mons);
+  return pick >= 0;
 }
 
 bool ContainsFold(const std::string& haystack, const std::string& needle) {

@@ -44,6 +44,13 @@ class Session {
   int width_ = 0, height_ = 0;
 };
 
+// Xlib's process-wide handlers, set once: X errors are ignored (windows come and go), and a lost
+// connection does not exit the process (each Display also sets an exit handler of its own).
+void InstallProcessHandlers();
+
+// The monitor (RandR 1.5) that contains a point, else the primary one; false when RandR has none.
+bool MonitorAt(Display* dpy, Window root, int x, int y, Rect* bounds, std::string* name, bool* primary);
+
 // Windows matching a query, best first: the active one, then top-most in stacking order.
 std::vector<XWin> MatchWindows(const std::vector<XWin>& all, const WindowQuery& q);
 bool ContainsFold(const std::string& haystack, const std::string& needle);
