@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -45,6 +46,8 @@ struct Watcher::Impl {
   bool lost = false;
   Window root = 0, hud = 0;
   bool hudShown = false;
+  std::chrono::steady_clock::time_point raiseWindowStart;
+  int raises = 0;
   int xiOpcode = 0;
   std::map<int, std::pair<std::string, bool>> devices;  // id → name, is XTest
   std::vector<KeySym> wanted;
@@ -243,7 +246,14 @@ void Watcher::Impl::HandleEvent(XEvent& ev) {
   }
   if ((ev.type == MapNotify && ev.xmap.window != hud) ||
       (ev.type == ConfigureNotify && ev.xconfigure.window != hud)) {
-    if (hudShown) XRaiseWindow(dpy, hud);  // something may have gone above it
+    // Something may have gone above it. At most 20 raises a second: another always-on-top window
+    // doing the same must not turn this into a raise storm (show() raises it again anyway).
+    auto now = std::chrono::steady_clock::now();
+    if (now - raiseWindowStart > std::chrono::seconds(1)) raiseWindowStart = now, raises = 0;
+    if (hudShown && raises < 20) {
+      raises++;
+      XRaiseWindow(dpy, hud);
+    }
     return;
   }
   if (ev.type != GenericEvent || ev.xcookie.extension != xiOpcode) return;
