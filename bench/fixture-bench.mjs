@@ -1,8 +1,27 @@
 // Shared by bench/agents.mjs and bench/cu.mjs: bundles a TypeScript benchmark that reuses the test
 // fixtures (once, with esbuild, after the dist/ bundles), then runs it with the given arguments.
 import { execFileSync } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
+
+// CommonJS has no import.meta: give each of our modules its own real folder and URL (one value for all
+// would send e.g. native/scripts/bundle-cli.mjs looking for its sources under tests/).
+const importMeta = {
+  name: 'import-meta',
+  setup(b) {
+    b.onLoad({ filter: /\.(ts|mjs)$/ }, async (args) => {
+      if (args.path.includes('node_modules')) return undefined;
+      const code = (await readFile(args.path, 'utf8')).replace(
+        /(?<!['"])\bimport\.meta\.(dirname|url)\b(?!['"])/g,
+        (_m, what) =>
+          JSON.stringify(what === 'url' ? pathToFileURL(args.path).href : path.dirname(args.path)),
+      );
+      return { contents: code, loader: args.path.endsWith('.ts') ? 'ts' : 'js' };
+    });
+  },
+};
 
 export async function runFixtureBench(name, args) {
   const root = path.resolve(import.meta.dirname, '..');
@@ -17,14 +36,7 @@ export async function runFixtureBench(name, args) {
     target: 'node20',
     logLevel: 'warning',
     external: ['*.node', 'esbuild'],
-    // The fixtures use import.meta.dirname; in a CJS bundle give them the real source folder.
-    define: {
-      'import.meta.dirname': JSON.stringify(path.join(root, 'tests', 'helpers')),
-      'import.meta.url': '__rbUrl',
-    },
-    banner: {
-      js: `const __rbUrl = require('node:url').pathToFileURL(${JSON.stringify(path.join(root, 'dist', 'x.js'))}).href;`,
-    },
+    plugins: [importMeta],
   });
   execFileSync(process.execPath, [out, ...args], { cwd: root, stdio: 'inherit' });
 }
