@@ -93,6 +93,23 @@ interface RawBinding {
     format: 'png' | 'jpeg' | 'raw';
   }>;
   desktopNaiveWalkForBench(q: RawQuery): Promise<number>;
+  desktopPointer(): Promise<{
+    x: number;
+    y: number;
+    onScreen: boolean;
+    screen: RawRect;
+    buttons: number;
+    monitor: { name: string; bounds: RawRect; primary: boolean } | null;
+  }>;
+  Watcher: new (
+    options: { keys?: boolean; keyNames?: string[]; hud?: string },
+    onMessage: (type: 'ready' | 'key' | 'error', payload: Record<string, unknown>) => void,
+  ) => RawWatcher;
+}
+
+export interface RawWatcher {
+  setHud(visible: boolean): Promise<void>;
+  stop(): void;
 }
 
 let cached: RawBinding | undefined;

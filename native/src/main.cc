@@ -5,6 +5,7 @@
 
 #include "common/peer.h"
 #include <atomic>
+#include <mutex>
 #include <functional>
 #include <memory>
 
@@ -15,6 +16,7 @@
 #include "common/reader.h"
 #include "common/sandbox.h"
 #include "common/task_thread.h"
+#include "common/watcher.h"
 #include "common/window_manager.h"
 
 namespace {
@@ -382,6 +384,189 @@ Napi::Value Capture(const Napi::CallbackInfo& info) {
   });
 }
 
+Napi::Value Pointer(const Napi::CallbackInfo& info) {
+  return Run(info.Env(), []() -> Marshal {
+    auto p = d::QueryPointer();
+    return [p](Napi::Env env) {
+      auto o = Napi::Object::New(env);
+      o.Set("x", p.x);
+      o.Set("y", p.y);
+      o.Set("onScreen", p.onScreen);
+      o.Set("screen", RectValue(env, p.screen));
+      o.Set("buttons", p.buttons);
+      if (p.hasMonitor) {
+        auto m = Napi::Object::New(env);
+        m.Set("name", p.monitorName);
+        m.Set("bounds", RectValue(env, p.monitor));
+        m.Set("primary", p.primary);
+        o.Set("monitor", m);
+      } else {
+        o.Set("monitor", env.Null());
+      }
+      return o;
+    };
+  });
+}
+
+// ---- the watcher (key presses with their source device, the takeover HUD) ----
+//
+// new Watcher({ keys?: boolean, keyNames?: string[], hud?: string }, onMessage) starts a thread of its
+// own (common/watcher.h). onMessage(type, payload): 'ready'; 'key' {keycode, keysym, key, deviceId,
+// device, synthetic, time}; 'error' {message, code} (the thread has ended). The thread-safe function
+// keeps the process alive while the watcher runs; stop() unrefs it at once, so a watcher stuck on a
+// stalled display cannot keep the process alive either.
+
+struct WatcherMsg {
+  enum Kind { kReady, kKey, kError, kHudDone, kEnded } kind;
+  d::KeyEvent key;
+  std::string message, code;
+  Napi::Promise::Deferred* deferred = nullptr;
+};
+
+struct WatcherState {
+  Napi::ThreadSafeFunction tsfn;
+  // The watcher thread touches the thread-safe function only under `mu` and only while the environment
+  // lives: at teardown, Node frees it (a late Release from the thread would abort the process).
+  std::mutex mu;
+  bool envAlive = true;
+  std::atomic<bool> stopped{false};
+  bool unrefed = false;                             // JS thread only
+  std::shared_ptr<WatcherState>* hookArg = nullptr;  // JS thread only: the env cleanup hook's argument
+};
+
+void WatcherEnvGone(void* arg) {
+  auto* state = static_cast<std::shared_ptr<WatcherState>*>(arg);
+  {
+    std::lock_guard<std::mutex> lock((*state)->mu);
+    (*state)->envAlive = false;
+  }
+  delete state;
+}
+
+void Deliver(Napi::Env env, Napi::Function onMessage, WatcherMsg* msg, WatcherState* state) {
+  std::unique_ptr<WatcherMsg> m(msg);
+  if (m->deferred) {
+    m->deferred->Resolve(env.Undefined());
+    delete m->deferred;
+    return;
+  }
+  if (m->kind == WatcherMsg::kEnded) {  // the thread is gone: the cleanup hook is no longer needed
+    if (state->hookArg) {
+      napi_remove_env_cleanup_hook(env, WatcherEnvGone, state->hookArg);
+      delete state->hookArg;
+      state->hookArg = nullptr;
+    }
+    return;
+  }
+  if (state->stopped) return;  // nothing reaches JavaScript after stop()
+  auto payload = Napi::Object::New(env);
+  const char* type = "ready";
+  if (m->kind == WatcherMsg::kKey) {
+    type = "key";
+    payload.Set("keycode", m->key.keycode);
+    payload.Set("keysym", static_cast<double>(m->key.keysym));
+    payload.Set("key", m->key.key);
+    payload.Set("deviceId", m->key.deviceId);
+    payload.Set("device", m->key.device);
+    payload.Set("synthetic", m->key.synthetic);
+    payload.Set("time", static_cast<double>(m->key.time));
+  } else if (m->kind == WatcherMsg::kError) {
+    type = "error";
+    payload.Set("message", m->message);
+    payload.Set("code", m->code);
+  }
+  onMessage.Call({Napi::String::New(env, type), payload});
+}
+
+class NativeWatcher : public Napi::ObjectWrap<NativeWatcher> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "Watcher",
+                       {InstanceMethod("setHud", &NativeWatcher::SetHud), InstanceMethod("stop", &NativeWatcher::Stop)});
+  }
+
+  explicit NativeWatcher(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeWatcher>(info) {
+    auto env = info.Env();
+    if (info.Length() < 2 || !info[0].IsObject() || !info[1].IsFunction())
+      throw Napi::TypeError::New(env, "new Watcher(options: object, onMessage: function)");
+    auto o = info[0].As<Napi::Object>();
+    d::WatcherOptions opts;
+    opts.keys = Bool(o, "keys", true);
+    opts.hudText = Str(o, "hud");
+    if (o.Get("keyNames").IsArray()) {
+      auto a = o.Get("keyNames").As<Napi::Array>();
+      for (uint32_t i = 0; i < a.Length(); i++) {
+        if (!a.Get(i).IsString()) throw Napi::TypeError::New(env, "keyNames must be strings");
+        opts.keyNames.push_back(a.Get(i).As<Napi::String>().Utf8Value());
+      }
+    }
+    if (!opts.keys && opts.hudText.empty()) throw Napi::TypeError::New(env, "a watcher needs keys or a HUD");
+    state_ = std::make_shared<WatcherState>();
+    state_->tsfn = Napi::ThreadSafeFunction::New(env, info[1].As<Napi::Function>(), "runboard-watcher", 0, 1);
+    // Added after the thread-safe function's own hook, so it runs before that one frees it.
+    state_->hookArg = new std::shared_ptr<WatcherState>(state_);
+    napi_add_env_cleanup_hook(env, WatcherEnvGone, state_->hookArg);
+    auto state = state_;
+    auto post = [state](WatcherMsg* m) {
+      auto call = [state](Napi::Env e, Napi::Function f, WatcherMsg* msg) { Deliver(e, f, msg, state.get()); };
+      std::lock_guard<std::mutex> lock(state->mu);
+      if (!state->envAlive || state->tsfn.BlockingCall(m, call) != napi_ok) {
+        delete m->deferred;  // (its promise is gone with its environment)
+        delete m;
+      }
+    };
+    d::WatcherCallbacks cb;
+    cb.ready = [post] { post(new WatcherMsg{WatcherMsg::kReady, {}, "", "", nullptr}); };
+    cb.key = [post](const d::KeyEvent& k) { post(new WatcherMsg{WatcherMsg::kKey, k, "", "", nullptr}); };
+    cb.failed = [post](const d::DesktopError& e) {
+      post(new WatcherMsg{WatcherMsg::kError, {}, e.what(), e.code(), nullptr});
+    };
+    cb.ended = [state, post] {
+      post(new WatcherMsg{WatcherMsg::kEnded, {}, "", "", nullptr});
+      std::lock_guard<std::mutex> lock(state->mu);
+      if (state->envAlive) state->tsfn.Release();
+    };
+    watcher_ = std::make_unique<d::Watcher>(std::move(opts), std::move(cb));
+    post_ = post;
+  }
+
+  ~NativeWatcher() override {
+    if (watcher_) watcher_->Stop();
+  }
+
+ private:
+  // setHud(visible): resolves once the X server has mapped/unmapped the HUD.
+  Napi::Value SetHud(const Napi::CallbackInfo& info) {
+    auto env = info.Env();
+    auto* deferred = new Napi::Promise::Deferred(Napi::Promise::Deferred::New(env));
+    auto promise = deferred->Promise();
+    bool visible = info.Length() > 0 && info[0].ToBoolean().Value();
+    auto post = post_;
+    bool queued = watcher_->SetHudVisible(visible, [post, deferred] {
+      post(new WatcherMsg{WatcherMsg::kHudDone, {}, "", "", deferred});
+    });
+    if (!queued) {  // stopped or ended: nothing to show or hide (and no thread to settle it)
+      deferred->Resolve(env.Undefined());
+      delete deferred;
+    }
+    return promise;
+  }
+
+  Napi::Value Stop(const Napi::CallbackInfo& info) {
+    state_->stopped = true;
+    watcher_->Stop();
+    if (!state_->unrefed) {
+      state_->unrefed = true;
+      state_->tsfn.Unref(info.Env());
+    }
+    return info.Env().Undefined();
+  }
+
+  std::shared_ptr<WatcherState> state_;
+  std::unique_ptr<d::Watcher> watcher_;
+  std::function<void(WatcherMsg*)> post_;
+};
+
 Napi::Value NaiveWalk(const Napi::CallbackInfo& info) {
   auto q = QueryFrom(ObjArg(info, 0));
   return Run(info.Env(), [q]() -> Marshal {
@@ -412,6 +597,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("desktopKey", Napi::Function::New(env, Key));
   exports.Set("desktopFocus", Napi::Function::New(env, Focus));
   exports.Set("desktopCapture", Napi::Function::New(env, Capture));
+  exports.Set("desktopPointer", Napi::Function::New(env, Pointer));
+  exports.Set("Watcher", NativeWatcher::Define(env));
   exports.Set("desktopNaiveWalkForBench", Napi::Function::New(env, NaiveWalk));
   return exports;
 }

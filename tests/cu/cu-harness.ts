@@ -192,30 +192,14 @@ export const act = (args: Record<string, unknown>) => ({
   toolCalls: [{ name: 'desktop_action', arguments: args }],
 });
 
-/**
- * An Escape from "the person": on Xvfb the only non-XTEST keyboard is the server's own "Xvfb keyboard"
- * slave; XTestFakeDeviceKeyEvent sends through it, so the event's source device is that keyboard, as a
- * real key press's would be (the agent's keys go through the XTEST keyboard).
- */
-const PERSON_ESCAPE = String.raw`
-import ctypes
-X = ctypes.CDLL('libX11.so.6'); Xi = ctypes.CDLL('libXi.so.6'); Xtst = ctypes.CDLL('libXtst.so.6')
-X.XOpenDisplay.restype = ctypes.c_void_p
-d = ctypes.c_void_p(X.XOpenDisplay(None))
-class Info(ctypes.Structure):
-    _fields_ = [('deviceid', ctypes.c_int), ('name', ctypes.c_char_p), ('use', ctypes.c_int), ('attachment', ctypes.c_int),
-                ('enabled', ctypes.c_int), ('num_classes', ctypes.c_int), ('classes', ctypes.c_void_p)]
-maj = ctypes.c_int(2); mi = ctypes.c_int(2); Xi.XIQueryVersion(d, ctypes.byref(maj), ctypes.byref(mi))
-Xi.XIQueryDevice.restype = ctypes.POINTER(Info)
-n = ctypes.c_int(); info = Xi.XIQueryDevice(d, 0, ctypes.byref(n))
-kbd = [info[i].deviceid for i in range(n.value) if info[i].use == 4 and b'XTEST' not in info[i].name][0]
-Xi.XOpenDevice.restype = ctypes.c_void_p
-dev = ctypes.c_void_p(Xi.XOpenDevice(d, ctypes.c_ulong(kbd)))
-esc = X.XKeysymToKeycode(d, ctypes.c_ulong(0xff1b))
-Xtst.XTestFakeDeviceKeyEvent(d, dev, esc, 1, None, 0, 0); Xtst.XTestFakeDeviceKeyEvent(d, dev, esc, 0, None, 0, 0)
-X.XSync(d, 0)
-`;
-
+/** An Escape from "the person" (through the "Xvfb keyboard" device, not XTest): tests/fixtures/desktop/person_key.py. */
 export function personPressesEscape(env: NodeJS.ProcessEnv): void {
-  execFileSync('/usr/bin/python3', ['-c', PERSON_ESCAPE], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync(
+    '/usr/bin/python3',
+    [path.join(REPO, 'tests', 'fixtures', 'desktop', 'person_key.py'), 'Escape'],
+    {
+      env,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
 }

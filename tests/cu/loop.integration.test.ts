@@ -6,6 +6,7 @@
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { desktop } from '../../native/src/index.ts';
 import { toolOutputs } from '../fixtures/model-server/server.ts';
 import { act, artifact, CuHarness, cuEvents, find, final, imagePoint } from './cu-harness.ts';
 
@@ -130,6 +131,37 @@ describe('coordinates from a downscaled screenshot', () => {
     expect(at.x).toBeLessThan(submit.bounds[0] + submit.bounds[2]);
     expect(at.x).toBeLessThan(clear.bounds[0]); // not the neighbour
     await find(title, (e) => e.role === 'label' && e.name === 'clicked Submit 1');
+  });
+
+  it('cursor_position reports the real pointer (whoever moved it) in the pixels of the image sent', async () => {
+    const done = final({ status: 'SUCCESS', summary: 'ok', error: '', questions: [] });
+    t.episodes([
+      {
+        name: 'cursor',
+        match: 'CU-CURSOR',
+        turns: [
+          act({ action: 'cursor_position' }),
+          act({ action: 'mouse_move', x: 20, y: 30 }),
+          act({ action: 'cursor_position' }),
+          done,
+        ],
+      },
+      { name: 'cursor-off', match: 'CU-CURSOR-OFF', turns: [act({ action: 'cursor_position' }), done] },
+    ]);
+    // Someone else (this test process, not the run) puts the pointer on the right half …
+    await desktop.move(900, 700);
+    const flow = t.flow({}, { region: [640, 0, 640, 800], imageMaxWidth: 320 }); // the right half at scale 0.5
+    const rec = await t.run(t.card('cursor', 'CU-CURSOR where is the pointer'), flow);
+    expect(rec.result.status).toBe('succeeded');
+    const r = cuEvents(rec, 'cu-step').map((s) => s.result);
+    expect(r[0]).toEqual({ ok: true, x: (900 - 640) / 2, y: 700 / 2, onScreenshot: true });
+    // … the agent's own move, read back: image (20, 30) → screen (681, 61) → image (20, 30).
+    expect(cuEvents(rec, 'cu-step')[1]!.screen).toEqual({ x: 681, y: 61 });
+    expect(r[2]).toEqual({ ok: true, x: 20, y: 30, onScreenshot: true });
+    // A pointer on the left half (off the captured "monitor"): the nearest edge, and it says so.
+    await desktop.move(100, 100);
+    const off = await t.run(t.card('cursor-off', 'CU-CURSOR-OFF where is the pointer'), flow);
+    expect(cuEvents(off, 'cu-step')[0]!.result).toEqual({ ok: true, x: 0, y: 50, onScreenshot: false });
   });
 
   it('on a HiDPI app (GDK_SCALE=2) a model that grounds on desktop_read clicks the right button', async () => {

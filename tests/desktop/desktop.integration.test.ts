@@ -1,10 +1,10 @@
 // The desktop addon and desktop-cli against real apps on one shared test desktop (Xvfb + session bus
 // + AT-SPI bus + openbox): our GTK 3 form (tests/fixtures/desktop/form_app.py). Everything here
 // shares one mouse and one keyboard, so it runs in one file, in order.
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { desktop, type Element, type WindowInfo } from '../../native/src/index.ts';
+import { desktop, type Element, type KeyPress, type WindowInfo } from '../../native/src/index.ts';
 import { allElements } from '../../native/src/desktop/compact.ts';
 import { decodePng } from './png.ts';
 import { DesktopSession, eventually, repo, sleep } from './session.ts';
@@ -494,6 +494,169 @@ describe('GDK_SCALE=2', () => {
     const res = s.run(['click', '--id', String(id), '--window', title]);
     expect(res.code, res.stderr).toBe(0);
     expect(await eventually(async () => (await status(title)) === 'clicked Submit 1')).toBe(true);
+  });
+});
+
+describe('pointer, key watcher, takeover HUD', () => {
+  /** A key press from "the person": through the "Xvfb keyboard" device, not XTest. */
+  const personPresses = (...keys: string[]): void =>
+    void execFileSync(
+      '/usr/bin/python3',
+      [path.join(repo, 'tests', 'fixtures', 'desktop', 'person_key.py'), ...keys],
+      {
+        env: s.env,
+        stdio: ['ignore', 'ignore', 'inherit'],
+      },
+    );
+
+  it('pointer() reports where the pointer is, whoever moved it', async () => {
+    for (const [x, y] of [
+      [10, 20],
+      [1279, 799],
+      [640, 401],
+    ] as const) {
+      await desktop.move(x, y);
+      const p = await desktop.pointer();
+      expect(p).toMatchObject({ x, y, onScreen: true, screen: [0, 0, 1280, 800] });
+      expect(p.buttons).toEqual({ left: false, middle: false, right: false });
+      expect(p.monitor?.bounds).toEqual([0, 0, 1280, 800]);
+    }
+    // Moved by another program (desktop-cli in its own process, its own X connection).
+    const r = s.run(['click', '--x', '1200', '--y', '700', '--button', 'middle']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(await desktop.pointer()).toMatchObject({ x: 1200, y: 700 });
+  });
+
+  it("the key watcher tells the addon's own keys (XTest) from a keyboard's, and reports only the keys asked for", async () => {
+    const seen: KeyPress[] = [];
+    const w = await desktop.watchKeys((k) => seen.push(k), { keys: ['Escape', 'F5'] });
+    try {
+      await desktop.key('escape');
+      await desktop.type('b'); // not asked for
+      personPresses('b', 'Escape');
+      await desktop.key('F5');
+      expect(await eventually(async () => seen.length >= 3)).toBe(true);
+      await sleep(100); // nothing else arrives
+      expect(seen.map((k) => [k.key, k.synthetic])).toEqual([
+        ['Escape', true],
+        ['Escape', false],
+        ['F5', true],
+      ]);
+      expect(seen[0]!.device).toMatch(/XTEST/);
+      expect(seen[1]!.device).toBe('Xvfb keyboard');
+      expect(seen[1]!.deviceId).not.toBe(seen[0]!.deviceId);
+      expect(seen[0]).toMatchObject({
+        keysym: 0xff1b,
+        keycode: expect.any(Number),
+        time: expect.any(Number),
+      });
+    } finally {
+      w.stop();
+    }
+    await desktop.key('escape');
+    personPresses('Escape');
+    await sleep(100);
+    expect(seen).toHaveLength(3); // nothing after stop()
+    await expect(desktop.watchKeys(() => undefined, { keys: ['NoSuchKey'] })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+  });
+
+  it('the HUD is on top, click-through, hidden and shown on request', async () => {
+    const hudPixels = async (): Promise<number> => {
+      const shot = await desktop.capture({ region: [0, 0, 1280, 40], format: 'raw', cursor: false });
+      let n = 0;
+      for (let i = 0; i < shot.data.length; i += 4)
+        if (
+          Math.abs(shot.data[i]! - 0xb0) < 8 &&
+          Math.abs(shot.data[i + 1]! - 0x20) < 8 &&
+          Math.abs(shot.data[i + 2]! - 0x6a) < 8
+        )
+          n++;
+      return n;
+    };
+    // A window whose title bar lies under the HUD (top centre).
+    const under = await s.startForm('Runboard Under The HUD', {}, ['--x', '400', '--y', '0'], false);
+    await desktop.focus({ title: TITLE });
+    const hud = await desktop.hud(
+      'Runboard: an agent is in control of this desktop. Press Esc to take over.',
+    );
+    try {
+      expect(await hudPixels()).toBeGreaterThan(300 * 20);
+      // Click-through: a click on the HUD reaches the title bar below it, whose window becomes active.
+      await desktop.click(640, 8);
+      expect(
+        await eventually(async () => (await desktop.listWindows({ title: 'Under The HUD' }))[0]?.focused),
+      ).toBe(true);
+      // Still on top, although that window was raised after the HUD was shown …
+      expect(await eventually(async () => (await hudPixels()) > 300 * 20)).toBe(true);
+      // … and when an override-redirect window (a popup: the WM does not stack it) is mapped over it.
+      const popup = s.spawnApp('/usr/bin/python3', [
+        '-c',
+        "import gi; gi.require_version('Gtk', '3.0'); from gi.repository import Gtk, Gdk; w = Gtk.Window(type=Gtk.WindowType.POPUP); w.move(0, 0); w.resize(1280, 60); w.override_background_color(Gtk.StateFlags.NORMAL, Gdk.RGBA(0, 0.6, 0, 1)); w.show_all(); Gtk.main()",
+      ]);
+      try {
+        const green = async (): Promise<boolean> => {
+          const px = (await desktop.capture({ region: [5, 50, 1, 1], format: 'raw', cursor: false })).data;
+          return px[0]! < 20 && px[1]! > 130 && px[2]! < 20;
+        };
+        expect(await eventually(green, 10_000)).toBe(true);
+        expect(await eventually(async () => (await hudPixels()) > 300 * 20)).toBe(true);
+      } finally {
+        process.kill(-popup.pid!, 'SIGKILL');
+      }
+      await hud.hide();
+      await sleep(50); // the windows below repaint
+      expect(await hudPixels()).toBe(0);
+      await hud.show();
+      expect(await hudPixels()).toBeGreaterThan(300 * 20);
+    } finally {
+      hud.close();
+      process.kill(under.pid, 'SIGTERM');
+    }
+    expect(await eventually(async () => (await hudPixels()) === 0)).toBe(true);
+    await hud.show(); // after close: nothing, no error
+    expect(await hudPixels()).toBe(0);
+  });
+
+  it('errors are clear, and a stopped watcher does not keep the process alive', () => {
+    // In a child process with a bare Xvfb of its own, which then goes away.
+    const addon = path.join(repo, 'native', 'build', 'Release', 'runboard_native.node');
+    const script = `
+      const { spawn } = require('node:child_process');
+      const b = require(${JSON.stringify(addon)});
+      const start = (opts) => new Promise((resolve, reject) => {
+        const w = new b.Watcher(opts, (type, p) => {
+          if (type === 'ready') resolve(w);
+          else if (type === 'error') (w.started ? w.onError(p) : reject(p));
+        });
+      });
+      const out = {};
+      (async () => {
+        delete process.env.DISPLAY;
+        out.noDisplay = await start({ keyNames: ['Escape'] }).then(() => 'ok', (e) => e.code);
+        const x = spawn('Xvfb', ['-displayfd', '3', '-nolisten', 'tcp'], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] });
+        const display = await new Promise((r) => x.stdio[3].once('data', (d) => r(String(d).trim())));
+        process.env.DISPLAY = ':' + display;
+        // Stopped at once: the process must still exit by itself.
+        const idle = await start({ keyNames: ['Escape'], hud: 'idle' });
+        idle.stop();
+        const w = await start({ keyNames: ['Escape'], hud: 'gone' });
+        w.started = true;
+        const lost = new Promise((r) => (w.onError = r));
+        x.kill('SIGKILL');
+        const err = await lost;
+        out.lost = err.code + ': ' + err.message;
+        console.log(JSON.stringify(out));
+      })();
+    `;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20_000 });
+    expect(r.signal, 'still running after 20 s (kept alive?)').toBeNull();
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({
+      noDisplay: 'NO_DISPLAY',
+      lost: 'NO_DISPLAY: the X display went away',
+    });
   });
 });
 

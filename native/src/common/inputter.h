@@ -6,6 +6,19 @@ namespace runboard::desktop {
 
 enum class MouseButton { kLeft = 1, kMiddle = 2, kRight = 3 };
 
+// Where the pointer is (whoever moved it: the person, this process, another), physical pixels.
+struct PointerInfo {
+  int x = 0, y = 0;
+  bool onScreen = true;       // false: on another X screen (x/y are then meaningless)
+  Rect screen;                // the whole screen (root window)
+  bool hasMonitor = false;    // the monitor under the pointer (RandR), when the server reports monitors
+  Rect monitor;
+  std::string monitorName;
+  bool primary = false;
+  unsigned int buttons = 0;   // bit 0 = left, 1 = middle, 2 = right held down
+};
+PointerInfo QueryPointer();
+
 void MoveMouse(int x, int y);
 void Click(int x, int y, MouseButton button, int count);
 // dx/dy in wheel clicks: dy > 0 scrolls down, dx > 0 scrolls right.

@@ -1,5 +1,5 @@
 // The typed, promise-based desktop facade. Every call runs on the addon's own desktop thread.
-import { binding, type RawElement } from '../binding.ts';
+import { binding, type RawElement, type RawWatcher } from '../binding.ts';
 import {
   DesktopError,
   type AppInfo,
@@ -8,6 +8,11 @@ import {
   type CaptureResult,
   type DesktopErrorCode,
   type Element,
+  type Hud,
+  type KeyPress,
+  type KeyWatcher,
+  type PointerInfo,
+  type WatchKeysOptions,
   type MouseButton,
   type ReadOptions,
   type ReadResult,
@@ -69,6 +74,40 @@ function query(q: WindowQuery = {}): WindowQuery {
   return { app: q.app, title: q.title, windowId: q.windowId, pid: q.pid };
 }
 
+function toDesktopError(payload: Record<string, unknown>): DesktopError {
+  return new DesktopError(String(payload.code ?? 'INTERNAL') as DesktopErrorCode, String(payload.message));
+}
+
+/**
+ * Starts a native watcher thread (its own display connection) and resolves once it runs; rejects with
+ * its start-up error (NO_DISPLAY, UNSUPPORTED, INVALID_ARGUMENT).
+ */
+function startWatcher(
+  options: { keys?: boolean; keyNames?: string[]; hud?: string },
+  onKey: (k: KeyPress) => void,
+  onError: ((err: DesktopError) => void) | undefined,
+): Promise<RawWatcher> {
+  return new Promise((resolve, reject) => {
+    let started = false;
+    let raw: RawWatcher;
+    try {
+      raw = new (binding().Watcher)(options, (type, payload) => {
+        if (type === 'ready') {
+          started = true;
+          resolve(raw);
+        } else if (type === 'key') onKey(payload as unknown as KeyPress);
+        else if (!started) reject(toDesktopError(payload));
+        else {
+          raw.stop();
+          onError?.(toDesktopError(payload));
+        }
+      });
+    } catch (e) {
+      void call(() => Promise.reject(e)).catch(reject);
+    }
+  });
+}
+
 export const desktop = {
   listWindows(q?: WindowQuery): Promise<WindowInfo[]> {
     return call(() => binding().desktopListWindows(query(q)));
@@ -128,6 +167,32 @@ export const desktop = {
   },
   capture(options: CaptureOptions = {}): Promise<CaptureResult> {
     return call(() => binding().desktopCapture({ ...options, ...query(options) }));
+  },
+  /** Where the pointer is now (XQueryPointer), in physical pixels, with the monitor under it. */
+  async pointer(): Promise<PointerInfo> {
+    const p = await call(() => binding().desktopPointer());
+    const b = p.buttons;
+    return { ...p, buttons: { left: (b & 1) !== 0, middle: (b & 2) !== 0, right: (b & 4) !== 0 } };
+  },
+  /**
+   * Watches key presses on the whole display, each with the device it came from: `synthetic` tells
+   * injected input (XTest: this addon's own keys) from a person's keyboard. Runs on a thread of its own
+   * with its own display connection; keeps the process alive until stop(). Without `keys`, every key
+   * press (a person's typing included) reaches `onKey`: pass the keys you need.
+   */
+  async watchKeys(onKey: (k: KeyPress) => void, options: WatchKeysOptions = {}): Promise<KeyWatcher> {
+    const raw = await startWatcher({ keys: true, keyNames: options.keys }, onKey, options.onError);
+    return { stop: () => raw.stop() };
+  },
+  /**
+   * Shows the takeover HUD: a bar at the top centre of the primary monitor, always on top, never
+   * focused, click-through. Resolves once it is on screen.
+   */
+  async hud(text: string, options: { onError?: (err: DesktopError) => void } = {}): Promise<Hud> {
+    if (typeof text !== 'string' || text.length === 0)
+      throw new DesktopError('INVALID_ARGUMENT', 'the HUD needs a text');
+    const raw = await startWatcher({ keys: false, hud: text }, () => undefined, options.onError);
+    return { show: () => raw.setHud(true), hide: () => raw.setHud(false), close: () => raw.stop() };
   },
   /** Benchmark baseline only: libatspi's one-call-per-attribute walk; resolves to the node count. */
   naiveWalkForBench(q: WindowQuery): Promise<number> {

@@ -122,9 +122,59 @@ export type DesktopErrorCode =
   | 'INVALID_ARGUMENT'
   | 'ACTION_FAILED'
   | 'CAPTURE_FAILED'
+  /** The display server lacks what the call needs (e.g. XInput 2 for the key watcher). */
+  | 'UNSUPPORTED'
   /** The addon is not built (or cannot be loaded). */
   | 'NOT_BUILT'
   | 'INTERNAL';
+
+/** Where the pointer is, whoever moved it (the person, this process, another program). */
+export interface PointerInfo {
+  /** Physical screen pixels (root window coordinates). */
+  x: number;
+  y: number;
+  /** False when the pointer is on another X screen (multi-screen setups); x/y are then not on this one. */
+  onScreen: boolean;
+  /** The whole screen [x, y, w, h]. */
+  screen: Rect;
+  buttons: { left: boolean; middle: boolean; right: boolean };
+  /** The monitor under the pointer (RandR), or null when the server reports none. */
+  monitor: { name: string; bounds: Rect; primary: boolean } | null;
+}
+
+/** A key press seen by a key watcher. */
+export interface KeyPress {
+  /** The key's keysym name ('Escape', 'a', 'Return'); '' when the key is unmapped. */
+  key: string;
+  keysym: number;
+  keycode: number;
+  /** The device the press came from (the X11 slave device), by id and name. */
+  deviceId: number;
+  device: string;
+  /** From a synthetic-input device (XTest: this addon's input, xdotool, …), not a keyboard. */
+  synthetic: boolean;
+  /** Server time, ms. */
+  time: number;
+}
+
+export interface WatchKeysOptions {
+  /** Report only these keys (X keysym names: 'Escape', 'F1'); default every key. */
+  keys?: string[];
+  /** Called if the watcher dies after it started (the display went away); it is stopped then. */
+  onError?: (err: DesktopError) => void;
+}
+
+export interface KeyWatcher {
+  /** Ends the watcher; no callback runs after it, and it no longer keeps the process alive. */
+  stop(): void;
+}
+
+export interface Hud {
+  /** Map / unmap the HUD; resolve once the display server has done it. */
+  show(): Promise<void>;
+  hide(): Promise<void>;
+  close(): void;
+}
 
 export class DesktopError extends Error {
   constructor(

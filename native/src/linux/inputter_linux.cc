@@ -243,6 +243,19 @@ KeySym NamedKey(std::string name) {
 
 }  // namespace
 
+PointerInfo QueryPointer() {
+  auto& s = x11::Session::Get();
+  PointerInfo p;
+  Window rootRet = 0, child = 0;
+  int wx = 0, wy = 0;
+  unsigned int mask = 0;
+  p.onScreen = XQueryPointer(s.dpy(), s.root(), &rootRet, &child, &p.x, &p.y, &wx, &wy, &mask);
+  p.screen = {0, 0, s.screenWidth(), s.screenHeight()};
+  p.buttons = ((mask & Button1Mask) ? 1u : 0u) | ((mask & Button2Mask) ? 2u : 0u) | ((mask & Button3Mask) ? 4u : 0u);
+  if (p.onScreen) p.hasMonitor = x11::MonitorAt(s.dpy(), s.root(), p.x, p.y, &p.monitor, &p.monitorName, &p.primary);
+  return p;
+}
+
 void MoveMouse(int x, int y) {
   Display* d = Dpy();
   XTestFakeMotionEvent(d, -1, x, y, 0);

@@ -2,11 +2,13 @@
 
 #include <X11/Xatom.h>
 #include <X11/Xutil.h>
+#include <X11/extensions/Xrandr.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <unordered_map>
 
 namespace runboard::desktop::x11 {
@@ -28,6 +30,14 @@ std::unordered_map<std::string, Atom>& AtomCache() {
 
 }  // namespace
 
+void InstallProcessHandlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    XSetErrorHandler(IgnoreXErrors);
+    XSetIOErrorHandler(NoteIOError);
+  });
+}
+
 Session& Session::Get() {
   static Session s;
   if (g_connectionLost) {  // the old Display is unusable; it is left as is (closing it would touch the dead socket)
@@ -40,8 +50,7 @@ Session& Session::Get() {
     if (!name || !*name) throw DesktopError(kNoDisplay, "DISPLAY is not set: there is no X display to use");
     Display* d = XOpenDisplay(name);
     if (!d) throw DesktopError(kNoDisplay, std::string("cannot open X display ") + name);
-    XSetErrorHandler(IgnoreXErrors);
-    XSetIOErrorHandler(NoteIOError);
+    InstallProcessHandlers();
     XSetIOErrorExitHandler(d, NoteIOErrorExit, nullptr);
     s.dpy_ = d;
     s.root_ = DefaultRootWindow(d);
@@ -143,6 +152,43 @@ std::vector<XWin> Session::ListWindows() {
     out.push_back(std::move(w));
   }
   return out;
+}
+
+std::vector<MonitorInfo> Monitors(Display* dpy, Window root) {
+  std::vector<MonitorInfo> out;
+  int ev = 0, err = 0, major = 0, minor = 0, n = 0;
+  if (!XRRQueryExtension(dpy, &ev, &err) || !XRRQueryVersion(dpy, &major, &minor)) return out;
+  if (major < 1 || (major == 1 && minor < 5)) return out;  // no RandR 1.5 monitors
+  XRRMonitorInfo* mons = XRRGetMonitors(dpy, root, True, &n);
+  for (int i = 0; mons && i < n; i++) {
+    MonitorInfo m;
+    char* name = mons[i].name ? XGetAtomName(dpy, mons[i].name) : nullptr;
+    m.name = name ? name : std::to_string(i);
+    if (name) XFree(name);
+    m.bounds = {mons[i].x, mons[i].y, mons[i].width, mons[i].height};
+    m.primary = mons[i].primary;
+    out.push_back(m);
+  }
+  if (mons) XRRFreeMonitors(mons);
+  return out;
+}
+
+bool MonitorAt(Display* dpy, Window root, int x, int y, Rect* bounds, std::string* name, bool* primary) {
+  auto mons = Monitors(dpy, root);
+  auto inside = [&](const MonitorInfo& m) {
+    return x >= m.bounds.x && y >= m.bounds.y && x < m.bounds.x + m.bounds.w && y < m.bounds.y + m.bounds.h;
+  };
+  const MonitorInfo* pick = nullptr;
+  for (const auto& m : mons)
+    if (!pick && inside(m)) pick = &m;
+  for (const auto& m : mons)
+    if (!pick && m.primary) pick = &m;
+  if (!pick && !mons.empty()) pick = &mons[0];
+  if (!pick) return false;
+  *bounds = pick->bounds;
+  *name = pick->name;
+  *primary = pick->primary;
+  return true;
 }
 
 bool ContainsFold(const std::string& haystack, const std::string& needle) {

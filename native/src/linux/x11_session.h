@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/desktop_types.h"
+#include "common/monitors.h"
 
 namespace runboard::desktop::x11 {
 
@@ -43,6 +44,16 @@ class Session {
   Window root_ = 0;
   int width_ = 0, height_ = 0;
 };
+
+// Xlib's process-wide handlers, set once: X errors are ignored (windows come and go), and a lost
+// connection does not exit the process (each Display also sets an exit handler of its own).
+void InstallProcessHandlers();
+
+// The monitor (RandR 1.5) that contains a point, else the primary one; false when RandR has none.
+// RandR 1.5 monitors in the server's order (empty without RandR 1.5).
+std::vector<MonitorInfo> Monitors(Display* dpy, Window root);
+// The monitor holding (x, y), else the primary one, else the first.
+bool MonitorAt(Display* dpy, Window root, int x, int y, Rect* bounds, std::string* name, bool* primary);
 
 // Windows matching a query, best first: the active one, then top-most in stacking order.
 std::vector<XWin> MatchWindows(const std::vector<XWin>& all, const WindowQuery& q);

@@ -156,7 +156,6 @@ export class ComputerUseRunner implements Runner {
     let watcher: EscapeWatcher | undefined;
     if (!cu.privateDisplay && cu.takeover !== false) {
       watcher = watchEscape(
-        ctx.env,
         (by, device) => {
           ctx.log(by === 'person' ? 'warn' : 'info', `Escape pressed by the ${by} (${device})`, {
             kind: 'cu-escape',
@@ -169,6 +168,11 @@ export class ComputerUseRunner implements Runner {
           }
         },
         HUD_TEXT,
+        (err) => {
+          // Without the watcher the person could no longer take over: the run does not go on.
+          loop.watcherLost = err.message;
+          this.abort.abort();
+        },
       );
       loop.hud = watcher;
       try {
@@ -203,6 +207,8 @@ const HUD_SETTLE_MS = 30;
 class Loop {
   /** The person pressed Escape: the run ends as cancelled by them. */
   takenOver = false;
+  /** The takeover watcher died (the display went away): why. */
+  watcherLost: string | undefined;
   /** The takeover HUD (real display): hidden while a screenshot is taken, so the model never sees it. */
   hud: EscapeWatcher | undefined;
   private readonly provider: Provider;
@@ -275,6 +281,11 @@ class Loop {
           ? err.outcome
           : this.outcome('failed', `computer-use loop error: ${(err as Error).message}`);
     }
+    if (this.watcherLost && !this.takenOver)
+      outcome = this.outcome(
+        'failed',
+        `the takeover watcher stopped (${this.watcherLost}): the run cannot go on without it`,
+      );
     if (this.takenOver)
       outcome = {
         ...this.outcome('failed', 'cancelled: the person pressed Escape and took over the desktop'),

@@ -126,9 +126,6 @@ function point(ctx: ToolContext, a: Args, kx = 'x', ky = 'y'): [number, number] 
   return toScreen(f, x, y);
 }
 
-/** Where the pointer is, as far as this run knows (the agent's own last move; see docs/computer-use.md). */
-let lastPointer: [number, number] | null = null;
-
 async function act<T>(what: string, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
@@ -167,18 +164,22 @@ export async function desktopAction(ctx: ToolContext, a: Args): Promise<ToolResu
     case 'screenshot':
       return { output: { ok: true }, changedScreen: true };
     case 'cursor_position': {
+      // The real pointer (the person may have moved it), in the screenshot's pixels. A pointer off the
+      // captured region (another monitor) is reported at the nearest edge, with onScreenshot: false.
       const f = ctx.frame();
-      const p = lastPointer ?? [
-        f.source[0] + Math.floor(f.source[2] / 2),
-        f.source[1] + Math.floor(f.source[3] / 2),
-      ];
-      const [x, y] = toImage(f, p[0], p[1]);
-      return { output: { ok: true, x, y, known: lastPointer !== null }, changedScreen: false };
+      const p = await act('cursor position', () => desktop.pointer());
+      const [sx, sy, sw, sh] = f.source;
+      const inside = p.onScreen && p.x >= sx && p.y >= sy && p.x < sx + sw && p.y < sy + sh;
+      const [x, y] = toImage(f, p.x, p.y);
+      return {
+        output: { ok: true, x, y, onScreenshot: inside },
+        changedScreen: false,
+        screen: { x: p.x, y: p.y },
+      };
     }
     case 'mouse_move': {
       const [sx, sy] = point(ctx, a);
       await act('mouse move', () => desktop.move(sx, sy));
-      lastPointer = [sx, sy];
       return { output: { ok: true }, changedScreen: true, screen: { x: sx, y: sy } };
     }
     case 'left_click':
@@ -188,7 +189,6 @@ export async function desktopAction(ctx: ToolContext, a: Args): Promise<ToolResu
       const button = action === 'right_click' ? 'right' : 'left';
       const count = action === 'double_click' ? 2 : 1;
       await act(action, () => desktop.click(sx, sy, { button, count }));
-      lastPointer = [sx, sy];
       return { output: { ok: true }, changedScreen: true, screen: { x: sx, y: sy } };
     }
     case 'type': {
@@ -230,14 +230,12 @@ export async function desktopAction(ctx: ToolContext, a: Args): Promise<ToolResu
       const delta = d[String(dir)];
       if (!delta) throw new InvalidToolCall(`"direction" must be up, down, left or right`);
       await act('scroll', () => desktop.scroll(sx, sy, delta[0], delta[1]));
-      lastPointer = [sx, sy];
       return { output: { ok: true }, changedScreen: true, screen: { x: sx, y: sy } };
     }
     case 'drag': {
       const from = point(ctx, a);
       const to = point(ctx, a, 'to_x', 'to_y');
       await act('drag', () => desktop.drag(from, to));
-      lastPointer = to;
       return { output: { ok: true }, changedScreen: true, screen: { from, to } };
     }
     case 'wait': {
