@@ -59,9 +59,19 @@ struct Job {
 
 // Per JavaScript environment (the main thread, each worker thread): the function that settles its
 // promises. The desktop thread itself is one per process: the X and AT-SPI connections are.
+// What the desktop thread may touch of an environment, and whether it still may: at teardown Node frees
+// the thread-safe function and the Desktop with it, and a late call from the thread would abort the
+// process (seen: about one exit in three while a call was in flight).
+struct DesktopGate {
+  std::mutex mu;
+  bool alive = true;
+  Napi::ThreadSafeFunction tsfn;
+};
+
 struct Desktop {
   Napi::ThreadSafeFunction tsfn;
   int pending = 0;
+  std::shared_ptr<DesktopGate> gate = std::make_shared<DesktopGate>();
 };
 
 runboard::TaskThread& DesktopThread() {
@@ -92,7 +102,7 @@ Napi::Value Run(Napi::Env env, std::function<Marshal()> work) {
   auto* job = new Job{Napi::Promise::Deferred::New(env), desktop, nullptr, "", ""};
   auto promise = job->deferred.Promise();
   if (desktop->pending++ == 0) desktop->tsfn.Ref(env);
-  DesktopThread().Post([job, work = std::move(work)] {
+  DesktopThread().Post([job, gate = desktop->gate, work = std::move(work)] {
     try {
       job->ok = work();
     } catch (const d::DesktopError& e) {
@@ -102,7 +112,11 @@ Napi::Value Run(Napi::Env env, std::function<Marshal()> work) {
       job->error = e.what();
       job->code = "INTERNAL";
     }
-    if (job->owner->tsfn.BlockingCall(job, Settle) != napi_ok) delete job;  // its environment is gone
+    std::lock_guard<std::mutex> lock(gate->mu);
+    // Gone: the process is exiting; the job's promise has no one to reach (it is left, not freed here:
+    // its handles belong to the environment).
+    if (!gate->alive) return;
+    if (gate->tsfn.BlockingCall(job, Settle) != napi_ok) delete job;
   });
   return promise;
 }
@@ -583,7 +597,14 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
                                                 "runboard-desktop", 0, 1);
   desktop->tsfn.Unref(env);
   env.SetInstanceData<Desktop>(desktop);  // deleted with the environment
-  env.AddCleanupHook([desktop] { desktop->tsfn.Release(); });
+  desktop->gate->tsfn = desktop->tsfn;
+  env.AddCleanupHook([desktop] {
+    {
+      std::lock_guard<std::mutex> lock(desktop->gate->mu);
+      desktop->gate->alive = false;
+    }
+    desktop->tsfn.Release();
+  });
   exports.Set("desktopListWindows", Napi::Function::New(env, ListWindows));
   exports.Set("desktopListMonitors", Napi::Function::New(env, ListMonitors));
   exports.Set("desktopListApps", Napi::Function::New(env, ListApps));
