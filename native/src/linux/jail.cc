@@ -15,6 +15,11 @@
 //    jail, which SIGKILLs every remaining descendant when the worker ends.
 //  * Both: PR_SET_PDEATHSIG makes the jail die with the supervisor and the worker die with the jail.
 //
+// Filesystem confinement: Landlock (default), or with --fs-mounts a private mount namespace (read-only
+// but for the writable trees, hidden trees covered, a fresh /proc, no capabilities; linux/mounts.h)
+// with Landlock kept for network and scopes. That mode is for agents that build their own sandbox
+// (codex's bubblewrap), which a Landlock filesystem domain makes impossible (it forbids mounts).
+//
 // Protocol with the supervisor: JSON lines on --status-fd (see supervisor/src/node/jail.ts).
 #include <cerrno>
 #include <csignal>
@@ -34,6 +39,7 @@
 #include <vector>
 
 #include "linux/landlock.h"
+#include "linux/mounts.h"
 
 namespace {
 
@@ -134,7 +140,7 @@ long long IoField(const std::string& text, const char* key) {
 void Usage() {
   fprintf(stderr,
           "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--device FILE]... [--hide DIR]...\n"
-          "                     [--tcp PORT]... [--allow-abstract-unix] [--no-landlock] [--no-namespaces]\n"
+          "                     [--tcp PORT]... [--allow-abstract-unix] [--fs-mounts] [--no-landlock] [--no-namespaces]\n"
           "                     -- COMMAND [ARG]...\n");
   _exit(2);
 }
@@ -145,7 +151,7 @@ int main(int argc, char** argv) {
   runboard::landlock::Policy policy;
   policy.devices = {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom", "/dev/ptmx"};
   policy.writable = {"/dev/pts"};
-  bool useLandlock = true, useNamespaces = true;
+  bool useLandlock = true, useNamespaces = true, fsByMounts = false;
   pid_t parentPid = 0;
   int i = 1;
   for (; i < argc; ++i) {
@@ -165,6 +171,7 @@ int main(int argc, char** argv) {
     else if (a == "--tcp") policy.tcpConnectPorts.push_back(static_cast<uint16_t>(atoi(next())));
     else if (a == "--allow-abstract-unix") policy.scopeAbstractUnix = false;
     else if (a == "--no-landlock") useLandlock = false;
+    else if (a == "--fs-mounts") fsByMounts = true;
     else if (a == "--no-namespaces") useNamespaces = false;
     else Usage();
   }
@@ -186,6 +193,9 @@ int main(int argc, char** argv) {
     containment = "subreaper";
     prctl(PR_SET_CHILD_SUBREAPER, 1);
   }
+
+  if (fsByMounts && containment != "pid-namespace")
+    Die("--fs-mounts needs user namespaces" + (nsError.empty() ? std::string() : " (" + nsError + ")"), 125);
 
   int landlockAbi = 0;
   std::string landlockReason;
@@ -211,13 +221,24 @@ int main(int argc, char** argv) {
     if (poll(&p, 1, 0) > 0) _exit(1);  // jail already gone
     close(lifeline[0]);
     sigprocmask(SIG_SETMASK, &previous, nullptr);
-    if (useLandlock) {
-      std::string err = runboard::landlock::RestrictSelf(policy, landlockAbi);
+    if (fsByMounts) {
+      std::string err = runboard::mounts::ConfineByMounts({policy.writable, policy.hidden});
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
-      Status("{\"event\":\"sandbox\",\"landlockAbi\":" + std::to_string(landlockAbi) + ",\"enforced\":true}");
-    } else {
-      Status("{\"event\":\"sandbox\",\"landlockAbi\":0,\"enforced\":false}");
+      policy.restrictFs = false;
     }
+    bool enforced = false;
+    if (useLandlock) {
+      std::string err = runboard::landlock::RestrictSelf(policy, landlockAbi, &enforced);
+      if (!err.empty()) Die("sandbox setup failed: " + err, 126);
+    }
+    if (fsByMounts) {
+      std::string err = runboard::mounts::DropCapabilities();
+      if (!err.empty()) Die("sandbox setup failed: " + err, 126);
+    }
+    // enforced: the run is confined (filesystem by Landlock or mounts); fs: by what.
+    const char* fs = fsByMounts ? "mounts" : enforced ? "landlock" : "none";
+    Status("{\"event\":\"sandbox\",\"landlockAbi\":" + std::to_string(enforced ? landlockAbi : 0) +
+           ",\"enforced\":" + (fsByMounts || enforced ? "true" : "false") + ",\"fs\":\"" + fs + "\"}");
     execvp(command[0], command);
     Die("cannot execute " + std::string(command[0]) + ": " + strerror(errno), 127);
   }

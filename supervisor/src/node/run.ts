@@ -259,6 +259,19 @@ export class Run {
       );
       return;
     }
+    // issue 6: an agent's own sandbox inside the jail (the jail confines the filesystem by mounts).
+    if (flow.sandbox?.agentSandbox) {
+      const why =
+        flow.runner !== 'codex'
+          ? `sandbox.agentSandbox is for runner codex (its bubblewrap sandbox); flow "${flow.name}" uses runner ${flow.runner}`
+          : !this.deps.useNamespaces
+            ? `sandbox.agentSandbox needs user namespaces, which this supervisor runs without (RUNBOARD_NAMESPACES=off)`
+            : null;
+      if (why) {
+        this.finish('failed', 'sandbox-failed', why);
+        return;
+      }
+    }
     // issue 6: a provider key is checked before anything starts; a worktree is made before the spawn.
     if (flow.provider) {
       if (!this.deps.proxy?.route(flow.provider)) {
@@ -356,6 +369,7 @@ export class Run {
     if (this.proxyGrant) args.push('--tcp', String(this.deps.proxy!.port));
     for (const h of this.deps.hiddenPaths) args.push('--hide', h);
     if (flow.sandbox?.allowAbstractUnix) args.push('--allow-abstract-unix');
+    if (flow.sandbox?.agentSandbox) args.push('--fs-mounts');
     if (!sandboxed) args.push('--no-landlock');
     if (!this.deps.useNamespaces) args.push('--no-namespaces');
     args.push('--', ...this.deps.workerArgv);
@@ -544,12 +558,18 @@ export class Run {
           this.writeMarker(this.child?.pid ?? 0);
           break;
         case 'sandbox':
-          this.result.sandbox = { landlockAbi: Number(msg.landlockAbi), enforced: Boolean(msg.enforced) };
+          this.result.sandbox = {
+            landlockAbi: Number(msg.landlockAbi),
+            enforced: Boolean(msg.enforced),
+            ...(msg.fs === 'landlock' || msg.fs === 'mounts' || msg.fs === 'none' ? { fs: msg.fs } : {}),
+          };
           this.event(
             'sandbox',
-            msg.enforced
-              ? `Landlock ABI ${msg.landlockAbi} enforced`
-              : 'running unsandboxed (allowed by the flow)',
+            msg.fs === 'mounts'
+              ? `filesystem confined by mounts (the agent's own sandbox runs inside)${Number(msg.landlockAbi) ? `, Landlock ABI ${msg.landlockAbi} for network and scopes` : ''}`
+              : msg.enforced
+                ? `Landlock ABI ${msg.landlockAbi} enforced`
+                : 'running unsandboxed (allowed by the flow)',
             msg,
           );
           break;
