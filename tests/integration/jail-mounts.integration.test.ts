@@ -96,6 +96,16 @@ describe('jail --fs-mounts', async () => {
     expect(capEff).toMatch(process.getuid?.() === 0 ? /CapEff:\s+0000000080000000/ : /CapEff:\s+0{16}/);
   });
 
+  it('has a /dev of the allowed devices only, and terminals of its own', async () => {
+    const r = await jailed(
+      `ls /dev | tr '\\n' ' '; echo; echo x > /dev/null && echo null-ok; ls /dev/pts | tr '\\n' ' '; echo; ` +
+        `python3 -c 'import os; m, s = os.openpty(); print(os.ttyname(s))'`,
+    );
+    expect(r.stdout).toBe(
+      'fd full null ptmx pts random stderr stdin stdout tty urandom zero \nnull-ok\nptmx \n/dev/pts/0\n',
+    );
+  });
+
   it('still refuses TCP to ports the flow does not allow', async () => {
     const probe = `exec 3<>/dev/tcp/127.0.0.1/${port} && head -1 <&3 || echo refused`;
     expect((await jailed(probe)).stdout).toBe('refused\n');

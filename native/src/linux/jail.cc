@@ -222,7 +222,7 @@ int main(int argc, char** argv) {
     close(lifeline[0]);
     sigprocmask(SIG_SETMASK, &previous, nullptr);
     if (fsByMounts) {
-      std::string err = runboard::mounts::ConfineByMounts({policy.writable, policy.hidden});
+      std::string err = runboard::mounts::ConfineByMounts({policy.writable, policy.hidden, policy.devices});
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
       policy.restrictFs = false;
     }

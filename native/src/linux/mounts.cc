@@ -68,17 +68,21 @@ std::string ConfineByMounts(const Policy& policy) {
   // Nothing done here may reach the user's mount namespace.
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) return Errno("make / private");
 
-  // 1. Detached rw copies of the writable trees, taken before anything is hidden or made read-only.
+  // 1. Detached copies of the writable trees and the allowed devices, taken before anything is covered
+  //    or made read-only (so they stay rw).
   std::vector<Copy> copies;
   auto closeCopies = [&]() {
     for (auto& c : copies)
       if (c.fd >= 0) close(c.fd);
   };
-  std::vector<std::string> writable = policy.writable;
-  std::sort(writable.begin(), writable.end(), [](const std::string& a, const std::string& b) {
+  std::vector<std::string> sources = policy.writable;
+  std::sort(sources.begin(), sources.end(), [](const std::string& a, const std::string& b) {
     return a.size() < b.size();  // parents first, so a nested writable tree lands on top of its parent's copy
   });
-  for (const auto& w : writable) {
+  sources.insert(sources.end(), policy.devices.begin(), policy.devices.end());
+  for (const auto& w : sources) {
+    // The run gets a devpts of its own (step 5): the user's terminals are not the run's to write.
+    if (w == "/dev/ptmx" || w == "/dev/pts" || Below(w, "/dev/pts")) continue;
     struct stat st {};
     if (stat(w.c_str(), &st) < 0) {
       if (errno == ENOENT) continue;  // as with Landlock: a missing optional path is no error
@@ -94,24 +98,30 @@ std::string ConfineByMounts(const Policy& policy) {
     copies.push_back({w, S_ISDIR(st.st_mode), fd});
   }
 
-  // 2. Hidden trees: an empty tmpfs on top, with the way to any writable tree below kept open. A hidden
-  //    tree below a writable one stays visible there, as with Landlock (a write grant implies read).
-  std::string err;
+  // 2. Covered trees: an empty tmpfs on top, with mount points for the copies below. The hidden trees
+  //    (one below a writable tree stays visible there, as with Landlock: a write grant implies read),
+  //    and /dev, which gets only the allowed devices back (with Landlock every other device was
+  //    readable but not writable; a read-only mount does not stop device writes, so they go).
+  std::vector<std::string> covered;
   for (const auto& h : policy.hidden) {
+    bool insideWritable = false;
+    for (const auto& w : policy.writable) insideWritable |= Below(h, w) || h == w;
+    if (!insideWritable) covered.push_back(h);
+  }
+  covered.push_back("/dev");
+  std::string err;
+  for (const auto& h : covered) {
     struct stat st {};
     if (stat(h.c_str(), &st) < 0) {
       if (errno == ENOENT) continue;
       err = Errno("stat " + h);
       break;
     }
-    bool insideWritable = false;
-    for (const auto& c : copies) insideWritable |= Below(h, c.path) || h == c.path;
-    if (insideWritable) continue;
     if (!S_ISDIR(st.st_mode)) {
       err = "hide " + h + ": not a directory";
       break;
     }
-    if (mount("tmpfs", h.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k") < 0) {
+    if (mount("tmpfs", h.c_str(), "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0) {
       err = Errno("mount tmpfs on " + h);
       break;
     }
@@ -121,6 +131,14 @@ std::string ConfineByMounts(const Policy& policy) {
     }
     if (!err.empty()) break;
   }
+  // What a /dev has besides device nodes (bubblewrap's --dev makes the same).
+  const char* const links[][2] = {{"/dev/fd", "/proc/self/fd"},    {"/dev/stdin", "/proc/self/fd/0"},
+                                   {"/dev/stdout", "/proc/self/fd/1"}, {"/dev/stderr", "/proc/self/fd/2"},
+                                   {"/dev/ptmx", "pts/ptmx"}};
+  for (const auto& l : links) {
+    if (err.empty() && symlink(l[1], l[0]) < 0 && errno != EEXIST) err = Errno(std::string("symlink ") + l[0]);
+  }
+  if (err.empty() && mkdir("/dev/pts", 0755) < 0 && errno != EEXIST) err = Errno("mkdir /dev/pts");
 
   // 3. Everything read-only, recursively (the hiding tmpfs mounts too).
   if (err.empty()) {
@@ -129,7 +147,7 @@ std::string ConfineByMounts(const Policy& policy) {
       err = Errno("mount_setattr / read-only");
   }
 
-  // 4. The writable copies back in place (they kept their rw flag).
+  // 4. The copies back in place (they kept their rw flag).
   for (auto& c : copies) {
     if (err.empty() && syscall(kSysMoveMount, c.fd, "", AT_FDCWD, c.path.c_str(), kMoveMountFEmptyPath) < 0)
       err = Errno("move_mount " + c.path);
@@ -141,6 +159,10 @@ std::string ConfineByMounts(const Policy& policy) {
   //    its child's uid_map there). Other processes of the machine are not in it.
   if (err.empty() && mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) < 0)
     err = Errno("mount proc on /proc");
+  // And a devpts instance of its own, for the terminals it opens (/dev/ptmx links to its ptmx).
+  if (err.empty() && mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+                           "newinstance,ptmxmode=0666,mode=0620") < 0)
+    err = Errno("mount devpts on /dev/pts");
 
   // The old working directory is the read-only tree below the new mounts: enter the new one.
   if (err.empty() && chdir(cwd) < 0) err = Errno(std::string("chdir ") + cwd);

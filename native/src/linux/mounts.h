@@ -4,6 +4,7 @@
 // mounts instead (docs/security-model.md, "Agent sandboxes"):
 //   * every mount read-only, except fresh rw copies of the writable trees;
 //   * the hidden trees covered by an empty read-only tmpfs (with the writable trees below them kept);
+//   * a /dev with the allowed devices only, and a devpts instance of the run's own;
 //   * a fresh /proc for the run's PID namespace (bubblewrap finds its children there);
 //   * no capabilities left, so the run cannot undo any of it.
 #pragma once
@@ -15,6 +16,7 @@ namespace runboard::mounts {
 struct Policy {
   std::vector<std::string> writable;  // trees the run may write (absolute; missing ones are skipped)
   std::vector<std::string> hidden;    // trees the run may not read (absolute real paths)
+  std::vector<std::string> devices;   // the only device files in the run's /dev (/dev/null, ...)
 };
 
 // Call in the jail's child: single-threaded, PID 1 of the run's PID namespace, with all capabilities
