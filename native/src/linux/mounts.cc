@@ -171,9 +171,10 @@ std::string ConfineByMounts(const Policy& policy) {
 
 std::string DropCapabilities() {
   // A run as root (uid 0 mapped to itself) gets its capabilities back from the bounding set at exec.
-  // CAP_SETFCAP stays (bounding and permitted set): the kernel lets a user namespace map uid 0 only if its creator had
-  // CAP_SETFCAP (verify_root_map), so without it a root run could not start bubblewrap. It grants no
-  // way out: mounts need CAP_SYS_ADMIN, and no_new_privs (set with Landlock) disables file caps.
+  // CAP_SETFCAP stays (bounding and permitted set): the kernel lets a user namespace map uid 0 only if
+  // its creator had CAP_SETFCAP (verify_root_map), so without it a root run could not start
+  // bubblewrap. It grants no way out: mounts need CAP_SYS_ADMIN, and no_new_privs makes file caps inert.
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return Errno("prctl(NO_NEW_PRIVS)");
   const int keep = getuid() == 0 ? CAP_SETFCAP : -1;
   for (int cap = 0; cap <= 63; ++cap) {
     if (cap != keep && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) return Errno("PR_CAPBSET_DROP");
