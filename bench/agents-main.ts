@@ -109,10 +109,13 @@ async function direct(a: AgentHarness, cli: Cli, tag: string): Promise<{ start: 
   return { start: first.at - t0, end: exitAt - finalAt };
 }
 
-async function viaRunboard(a: AgentHarness, cli: Cli, tag: string, worktree: boolean) {
+async function viaRunboard(a: AgentHarness, cli: Cli, tag: string, worktree: boolean, agentSandbox = false) {
   const card = a.card(tag, `EPISODE:${tag}`);
   const t0 = now();
-  const { runId } = await a.launch(card, a.flow(cli, { worktree }));
+  const { runId } = await a.launch(
+    card,
+    a.flow(cli, { worktree, ...(agentSandbox ? { sandbox: { agentSandbox: true } } : {}) }),
+  );
   let endAt = 0;
   const rec = await new Promise<{
     events: { ts: string; type?: string; data?: Record<string, unknown> }[];
@@ -151,8 +154,9 @@ async function main(): Promise<void> {
       const d = { start: [] as number[], end: [] as number[] };
       const r = { start: [] as number[], end: [] as number[], ready: [] as number[] };
       const w = { start: [] as number[], end: [] as number[], ready: [] as number[] };
+      const sb = { start: [] as number[], end: [] as number[], ready: [] as number[] };
       for (let i = 0; i < N; i++) {
-        const tags = [`${cli}-d${i}`, `${cli}-r${i}`, `${cli}-w${i}`];
+        const tags = [`${cli}-d${i}`, `${cli}-r${i}`, `${cli}-w${i}`, `${cli}-s${i}`];
         a.episodes(tags.map((t) => episode(cli, t)));
         const x = await direct(a, cli, tags[0]!);
         d.start.push(x.start);
@@ -165,6 +169,13 @@ async function main(): Promise<void> {
         w.start.push(z.start);
         w.end.push(z.end);
         w.ready.push(z.ready);
+        if (cli === 'codex') {
+          // codex's own bubblewrap sandbox inside the jail (sandbox.agentSandbox: the jail confines by mounts)
+          const v = await viaRunboard(a, cli, tags[3]!, false, true);
+          sb.start.push(v.start);
+          sb.end.push(v.end);
+          sb.ready.push(v.ready);
+        }
       }
       const f = (n: number): string => `${n.toFixed(0)} ms`;
       rows.push(
@@ -172,6 +183,10 @@ async function main(): Promise<void> {
         `| ${cli} | Runboard, in place | ${f(median(r.start))} | ${f(median(r.end))} | ${f(median(r.start) - median(d.start))} | ${f(median(r.end) - median(d.end))} | ${f(median(r.ready))} |`,
         `| ${cli} | Runboard, worktree | ${f(median(w.start))} | ${f(median(w.end))} | ${f(median(w.start) - median(d.start))} | ${f(median(w.end) - median(d.end))} | ${f(median(w.ready))} |`,
       );
+      if (sb.start.length)
+        rows.push(
+          `| ${cli} | Runboard, in place, agent sandbox | ${f(median(sb.start))} | ${f(median(sb.end))} | ${f(median(sb.start) - median(d.start))} | ${f(median(sb.end) - median(d.end))} | ${f(median(sb.ready))} |`,
+        );
     }
   } finally {
     await a.stop();

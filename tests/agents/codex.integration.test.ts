@@ -1,8 +1,11 @@
 // The codex runner end to end: the real `codex exec --json` in the run jail, its model requests going
-// through the supervisor's proxy to the scripted model server, its edits landing in the run's worktree.
+// through the supervisor's proxy to the scripted model server, its edits landing in the run's worktree;
+// and codex's own bubblewrap sandbox inside the jail (flow sandbox.agentSandbox).
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunRecord } from '../helpers/harness.ts';
+import { REPO } from '../helpers/harness.ts';
 import { agentEvents, AgentHarness, git, KEYS } from './agent-harness.ts';
 
 let a: AgentHarness;
@@ -83,5 +86,112 @@ describe('codex implement run', () => {
     expect(readFileSync(path.join(a.workspace, 'app.txt'), 'utf8')).toBe('one\ntwo\nthree\n');
     expect(existsSync(wt.path)).toBe(false);
     expect(git(a.workspace, 'branch', '--list', wt.branch)).toBe('');
+  });
+});
+
+/** The completed/failed command events of a run (what codex reported for each shell command). */
+const commands = (rec: RunRecord) =>
+  agentEvents(rec).filter((e) => e.kind === 'command' && e.status !== 'started') as {
+    kind: 'command';
+    status: string;
+    exitCode: number | null;
+    output: string;
+  }[];
+
+describe("codex's own sandbox inside the jail (sandbox.agentSandbox)", () => {
+  // The run's HOME is in its scratch dir, which the jail lets the run write (codex keeps its sessions
+  // there). codex's workspace-write sandbox does not: a write there is refused by codex, not by us.
+  const writeHome = { cmd: 'printf \'x\\n\' > "$HOME/escape.txt" && echo wrote-home' };
+  const writeTmp = { cmd: 'printf \'x\\n\' > "$TMPDIR/probe.txt" && echo wrote-tmp' };
+  const episodes = () =>
+    a.episodes([
+      {
+        name: 'sb-edit',
+        match: 'EPISODE:sb-edit',
+        turns: [
+          {
+            toolCalls: [
+              { name: 'exec_command', arguments: { cmd: "printf 'three\\n' >> app.txt && echo wrote-ws" } },
+            ],
+          },
+          { toolCalls: [{ name: 'exec_command', arguments: writeTmp }] },
+          { text: done('appended three') },
+        ],
+      },
+      {
+        name: 'sb-home',
+        match: 'EPISODE:sb-home',
+        turns: [{ toolCalls: [{ name: 'exec_command', arguments: writeHome }] }, { text: done('wrote') }],
+      },
+      {
+        name: 'sb-ro',
+        match: 'EPISODE:sb-ro',
+        turns: [{ toolCalls: [{ name: 'exec_command', arguments: writeTmp }] }, { text: done('probed') }],
+      },
+    ]);
+  const agentSandbox = { sandbox: { agentSandbox: true } };
+
+  it('workspace-write: writes in the worktree and $TMPDIR succeed; the jail confines by mounts', async () => {
+    episodes();
+    const before = readFileSync(path.join(a.workspace, 'app.txt'), 'utf8');
+    const rec = await a.run(a.card('Sandboxed edit', 'EPISODE:sb-edit'), a.flow('codex', agentSandbox));
+    expect(rec.result.status, rec.result.summary + rec.stderr).toBe('succeeded');
+    expect(rec.result.sandbox).toMatchObject({ enforced: true, fs: 'mounts' });
+    const cmds = commands(rec);
+    expect(cmds.map((c) => [c.exitCode, c.output.trim()])).toEqual([
+      [0, 'wrote-ws'],
+      [0, 'wrote-tmp'],
+    ]);
+    expect(rec.result.worktree?.diff).toMatchObject({ files: [{ path: 'app.txt', added: 1, removed: 0 }] });
+    expect(readFileSync(path.join(a.workspace, 'app.txt'), 'utf8')).toBe(before);
+  });
+
+  it("workspace-write: a write outside the workspace is refused by codex's sandbox, which the jail would allow", async () => {
+    episodes();
+    // Control: the same command without codex's sandbox; the jail lets the run write its HOME.
+    const plain = await a.run(a.card('Home write', 'EPISODE:sb-home'), a.flow('codex'));
+    expect(plain.result.status, plain.result.summary + plain.stderr).toBe('succeeded');
+    expect(plain.result.sandbox).toMatchObject({ enforced: true, fs: 'landlock' });
+    expect(commands(plain).map((c) => [c.exitCode, c.output.trim()])).toEqual([[0, 'wrote-home']]);
+
+    const rec = await a.run(a.card('Home write', 'EPISODE:sb-home'), a.flow('codex', agentSandbox));
+    expect(rec.result.sandbox).toMatchObject({ enforced: true, fs: 'mounts' });
+    const [cmd, ...more] = commands(rec);
+    expect(more).toEqual([]);
+    expect(cmd!.exitCode).not.toBe(0);
+    // bubblewrap's read-only bind of everything outside the writable roots: EROFS. (The jail allows
+    // this path; where it refuses, Landlock says EACCES and its mounts EROFS only outside the run's trees.)
+    expect(cmd!.output).toMatch(/escape\.txt: Read-only file system/);
+    expect(cmd!.output).not.toContain('wrote-home');
+    // Evidence over the agent's claim: the refused write makes the run needs-input.
+    expect(rec.result.status).toBe('needs-input');
+    expect(rec.result.metrics.verdict).toBe('permission-denied');
+  });
+
+  it("read-only flows: codex runs read-only, so even the run's own $TMPDIR is refused", async () => {
+    episodes();
+    const ro = {
+      name: 'review',
+      worktree: false,
+      readOnly: true,
+      prompt: path.join(REPO, 'prompts', 'review'),
+    };
+    // Control: the jail alone lets a read-only run write its $TMPDIR (scratch).
+    const plain = await a.run(a.card('Probe', 'EPISODE:sb-ro'), a.flow('codex', ro));
+    expect(commands(plain).map((c) => [c.exitCode, c.output.trim()])).toEqual([[0, 'wrote-tmp']]);
+
+    const rec = await a.run(a.card('Probe', 'EPISODE:sb-ro'), a.flow('codex', { ...ro, ...agentSandbox }));
+    const [cmd] = commands(rec);
+    expect(cmd!.exitCode).not.toBe(0);
+    expect(cmd!.output).toMatch(/probe\.txt: Read-only file system/);
+    expect(rec.result.status).toBe('needs-input');
+    expect(git(a.workspace, 'status', '--porcelain')).toBe('');
+  });
+
+  it('is refused with a reason for runners without an agent sandbox', async () => {
+    const rec = await a.run(a.card('Nope', 'x'), a.flow('claude', agentSandbox));
+    expect(rec.result.status).toBe('failed');
+    expect(rec.result.termination?.reason).toBe('sandbox-failed');
+    expect(rec.result.summary).toContain('sandbox.agentSandbox is for runner codex');
   });
 });

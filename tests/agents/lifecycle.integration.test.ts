@@ -70,7 +70,10 @@ describe('coding-agent runs', () => {
     expect(processesMentioning(rec.result.runId)).toEqual([]);
   });
 
-  it('cancel in the middle of a command stops the whole process tree', async () => {
+  it.each([
+    ['the jail alone', {}],
+    ["codex's own bubblewrap sandbox inside the jail", { sandbox: { agentSandbox: true } }],
+  ])('cancel in the middle of a command stops the whole process tree (%s)', async (_, over) => {
     const marker = `rb-cancel-${Date.now()}`;
     a.episodes([
       {
@@ -86,7 +89,7 @@ describe('coding-agent runs', () => {
         ],
       },
     ]);
-    const { runId } = await a.launch(a.card('Cancel', 'EPISODE:cancel'), a.flow('codex'));
+    const { runId } = await a.launch(a.card('Cancel', 'EPISODE:cancel'), a.flow('codex', over));
     const ended = a.h.collect(runId);
     // The command is running: its shell is alive, inside the run.
     await waitUntil('the agent command to run', () => processesMentioning(marker).length > 0, 30_000);

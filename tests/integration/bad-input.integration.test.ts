@@ -271,7 +271,7 @@ describe('the environment', () => {
         sandbox: { allowUnsandboxed: true },
       });
       expect(allowed.result.status).toBe('succeeded');
-      expect(allowed.result.sandbox).toEqual({ landlockAbi: 0, enforced: false });
+      expect(allowed.result.sandbox).toEqual({ landlockAbi: 0, enforced: false, fs: 'none' });
       expect(allowed.events.some((e) => e.type === 'sandbox' && /unsandboxed/.test(e.message ?? ''))).toBe(
         true,
       );

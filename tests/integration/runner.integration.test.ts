@@ -33,7 +33,7 @@ describe('a command run', () => {
     expect(onDisk.bytesWritten).toBeGreaterThan(0);
     expect(onDisk.bytesRead).toBeGreaterThan(0);
     expect(onDisk.lastHeartbeat === null || typeof onDisk.lastHeartbeat === 'string').toBe(true);
-    expect(onDisk.sandbox).toEqual({ landlockAbi: expect.any(Number), enforced: true });
+    expect(onDisk.sandbox).toEqual({ landlockAbi: expect.any(Number), enforced: true, fs: 'landlock' });
     expect(onDisk.containment).toBe('pid-namespace');
 
     const lines = readFileSync(path.join(dir, 'events.jsonl'), 'utf8').trim().split('\n');

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { FlowSpec } from '@runboard/supervisor/protocol';
+import { flowSpec } from './launch.ts';
 import { parseCard, parseConfig } from './project.ts';
 
 describe('config.yaml', () => {
@@ -9,6 +11,15 @@ describe('config.yaml', () => {
     );
     expect(c.scheduler.maxConcurrency).toBe(4);
     expect(c.flows.shell).toMatchObject({ runner: 'command', cap: 2, timeout: 600_000, killGrace: 500 });
+  });
+
+  it("passes a codex flow's agentSandbox on to the supervisor's FlowSpec", () => {
+    const c = parseConfig(
+      'c.yaml',
+      'version: 1\nflows:\n  impl: { runner: codex, provider: openai, readOnly: true, sandbox: { agentSandbox: true } }\n',
+    );
+    const spec = FlowSpec.parse(flowSpec('impl', c.flows.impl!, '/p'));
+    expect(spec).toMatchObject({ runner: 'codex', readOnly: true, sandbox: { agentSandbox: true } });
   });
 
   it('says what is wrong and where', () => {

@@ -15,6 +15,11 @@
 //    jail, which SIGKILLs every remaining descendant when the worker ends.
 //  * Both: PR_SET_PDEATHSIG makes the jail die with the supervisor and the worker die with the jail.
 //
+// Filesystem confinement: Landlock (default), or with --fs-mounts a private mount namespace (read-only
+// but for the writable trees, hidden trees covered, a fresh /proc, no capabilities; linux/mounts.h)
+// with Landlock kept for network and scopes. That mode is for agents that build their own sandbox
+// (codex's bubblewrap), which a Landlock filesystem domain makes impossible (it forbids mounts).
+//
 // Masks (--mask DIR, --keep DIR/NAME): with a mount namespace of the run's own, DIR is covered by an empty,
 // read-only tmpfs in which only the kept entries appear (bind mounts of the originals). A private-display
 // run sees its own X socket in /tmp/.X11-unix and not the user's: Landlock (ABI <= 7) does not govern
@@ -41,6 +46,7 @@
 #include <vector>
 
 #include "linux/landlock.h"
+#include "linux/mounts.h"
 
 namespace {
 
@@ -184,7 +190,7 @@ void Usage() {
   fprintf(stderr,
           "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--device FILE]... [--hide DIR]...\n"
           "                     [--mask DIR]... [--keep DIR/NAME]...\n"
-          "                     [--tcp PORT]... [--allow-abstract-unix] [--no-landlock] [--no-namespaces]\n"
+          "                     [--tcp PORT]... [--allow-abstract-unix] [--fs-mounts] [--no-landlock] [--no-namespaces]\n"
           "                     -- COMMAND [ARG]...\n");
   _exit(2);
 }
@@ -195,7 +201,7 @@ int main(int argc, char** argv) {
   runboard::landlock::Policy policy;
   policy.devices = {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom", "/dev/ptmx"};
   policy.writable = {"/dev/pts"};
-  bool useLandlock = true, useNamespaces = true;
+  bool useLandlock = true, useNamespaces = true, fsByMounts = false;
   pid_t parentPid = 0;
   std::vector<std::string> masks, keeps;
   int i = 1;
@@ -218,6 +224,7 @@ int main(int argc, char** argv) {
     else if (a == "--tcp") policy.tcpConnectPorts.push_back(static_cast<uint16_t>(atoi(next())));
     else if (a == "--allow-abstract-unix") policy.scopeAbstractUnix = false;
     else if (a == "--no-landlock") useLandlock = false;
+    else if (a == "--fs-mounts") fsByMounts = true;
     else if (a == "--no-namespaces") useNamespaces = false;
     else Usage();
   }
@@ -246,6 +253,9 @@ int main(int argc, char** argv) {
     if (!err.empty()) Die("sandbox setup failed: " + err, 126);
   }
 
+  if (fsByMounts && containment != "pid-namespace")
+    Die("--fs-mounts needs user namespaces" + (nsError.empty() ? std::string() : " (" + nsError + ")"), 125);
+
   int landlockAbi = 0;
   std::string landlockReason;
   if (useLandlock) {
@@ -270,13 +280,24 @@ int main(int argc, char** argv) {
     if (poll(&p, 1, 0) > 0) _exit(1);  // jail already gone
     close(lifeline[0]);
     sigprocmask(SIG_SETMASK, &previous, nullptr);
-    if (useLandlock) {
-      std::string err = runboard::landlock::RestrictSelf(policy, landlockAbi);
+    if (fsByMounts) {
+      std::string err = runboard::mounts::ConfineByMounts({policy.writable, policy.hidden, policy.devices});
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
-      Status("{\"event\":\"sandbox\",\"landlockAbi\":" + std::to_string(landlockAbi) + ",\"enforced\":true}");
-    } else {
-      Status("{\"event\":\"sandbox\",\"landlockAbi\":0,\"enforced\":false}");
+      policy.restrictFs = false;
     }
+    bool enforced = false;
+    if (useLandlock) {
+      std::string err = runboard::landlock::RestrictSelf(policy, landlockAbi, &enforced);
+      if (!err.empty()) Die("sandbox setup failed: " + err, 126);
+    }
+    if (fsByMounts) {
+      std::string err = runboard::mounts::DropCapabilities();
+      if (!err.empty()) Die("sandbox setup failed: " + err, 126);
+    }
+    // enforced: the run is confined (filesystem by Landlock or mounts); fs: by what.
+    const char* fs = fsByMounts ? "mounts" : enforced ? "landlock" : "none";
+    Status("{\"event\":\"sandbox\",\"landlockAbi\":" + std::to_string(enforced ? landlockAbi : 0) +
+           ",\"enforced\":" + (fsByMounts || enforced ? "true" : "false") + ",\"fs\":\"" + fs + "\"}");
     execvp(command[0], command);
     Die("cannot execute " + std::string(command[0]) + ": " + strerror(errno), 127);
   }

@@ -76,17 +76,19 @@ int Abi(std::string* reason) {
   return static_cast<int>(abi);
 }
 
-std::string RestrictSelf(const Policy& policy, int abi) {
+std::string RestrictSelf(const Policy& policy, int abi, bool* enforced) {
+  if (enforced) *enforced = false;
   const uint64_t fsAll = FsRightsFor(abi);
   const uint64_t readOnly = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
   // IOCTL_DEV (ABI 5) is deliberately not handled: restricting it breaks isatty() on terminals, and
   // device ioctls are not a write path into the user's files.
-  RulesetAttr attr{fsAll, 0, 0};
+  RulesetAttr attr{policy.restrictFs ? fsAll : 0, 0, 0};
   if (abi >= 4 && policy.restrictNetwork) attr.handled_access_net = kNetBindTcp | kNetConnectTcp;
   if (abi >= 6) {
     if (policy.scopeAbstractUnix) attr.scoped |= kScopeAbstractUnix;
     if (policy.scopeSignals) attr.scoped |= kScopeSignal;
   }
+  if (!attr.handled_access_fs && !attr.handled_access_net && !attr.scoped) return "";
   size_t size = abi >= 6 ? sizeof(RulesetAttr) : abi >= 4 ? 2 * sizeof(uint64_t) : sizeof(uint64_t);
   int rfd = static_cast<int>(CreateRuleset(&attr, size, 0));
   if (rfd < 0) return Errno("landlock_create_ruleset");
@@ -138,12 +140,15 @@ std::string RestrictSelf(const Policy& policy, int abi) {
     closedir(d);
     return err;
   };
-  std::string err = addReadExcept("/", policy.hidden);
-  for (const auto& p : policy.writable) {
-    if (err.empty()) err = addPath(p, fsAll);
-  }
-  for (const auto& d : policy.devices) {
-    if (err.empty()) err = addPath(d, readOnly | LANDLOCK_ACCESS_FS_WRITE_FILE | kFsTruncate);
+  std::string err;
+  if (policy.restrictFs) {
+    err = addReadExcept("/", policy.hidden);
+    for (const auto& p : policy.writable) {
+      if (err.empty()) err = addPath(p, fsAll);
+    }
+    for (const auto& d : policy.devices) {
+      if (err.empty()) err = addPath(d, readOnly | LANDLOCK_ACCESS_FS_WRITE_FILE | kFsTruncate);
+    }
   }
   if (err.empty() && attr.handled_access_net) {
     for (uint16_t port : policy.tcpConnectPorts) {
@@ -157,6 +162,7 @@ std::string RestrictSelf(const Policy& policy, int abi) {
   if (err.empty() && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) err = Errno("prctl(NO_NEW_PRIVS)");
   if (err.empty() && syscall(__NR_landlock_restrict_self, rfd, 0) < 0) err = Errno("landlock_restrict_self");
   close(rfd);
+  if (err.empty() && enforced) *enforced = true;
   return err;
 }
 

@@ -12,6 +12,7 @@ struct Policy {
   std::vector<std::string> devices;       // single device files that may be written (/dev/null, ...)
   std::vector<std::string> hidden;        // absolute real paths the run may not even read (keys, other runs)
   std::vector<uint16_t> tcpConnectPorts;  // TCP ports a run may connect to (empty: none)
+  bool restrictFs = true;                 // handle filesystem access (off: the jail confines it by mounts)
   bool restrictNetwork = true;            // handle TCP connect/bind at all (ABI >= 4)
   bool scopeAbstractUnix = true;          // no connect to abstract unix sockets outside (ABI >= 6)
   bool scopeSignals = true;               // no signals to processes outside the run (ABI >= 6)
@@ -21,7 +22,9 @@ struct Policy {
 int Abi(std::string* reason);
 
 // Confines the calling thread and everything it later executes. Single-threaded callers only
-// (the jail calls it between fork and exec). Returns "" on success, else what failed.
-std::string RestrictSelf(const Policy& policy, int abi);
+// (the jail calls it between fork and exec). Returns "" on success, else what failed. With nothing
+// to handle (no filesystem rules and an ABI without network rules or scopes) it enforces nothing
+// and says so in *enforced.
+std::string RestrictSelf(const Policy& policy, int abi, bool* enforced = nullptr);
 
 }  // namespace runboard::landlock

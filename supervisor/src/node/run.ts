@@ -259,6 +259,19 @@ export class Run {
       );
       return;
     }
+    // issue 6: an agent's own sandbox inside the jail (the jail confines the filesystem by mounts).
+    if (flow.sandbox?.agentSandbox) {
+      const why =
+        flow.runner !== 'codex'
+          ? `sandbox.agentSandbox is for runner codex (its bubblewrap sandbox); flow "${flow.name}" uses runner ${flow.runner}`
+          : !this.deps.useNamespaces
+            ? `sandbox.agentSandbox needs user namespaces, which this supervisor runs without (RUNBOARD_NAMESPACES=off)`
+            : null;
+      if (why) {
+        this.finish('failed', 'sandbox-failed', why);
+        return;
+      }
+    }
     // issue 6: a provider key is checked before anything starts; a worktree is made before the spawn.
     if (flow.provider) {
       if (!this.deps.proxy?.route(flow.provider)) {
@@ -372,6 +385,7 @@ export class Run {
     if (this.display) args.push(...this.displayMasks(this.display));
     // A private display needs no abstract sockets; the user's X server and buses listen on some.
     else if (flow.sandbox?.allowAbstractUnix) args.push('--allow-abstract-unix');
+    if (flow.sandbox?.agentSandbox) args.push('--fs-mounts');
     if (!sandboxed) args.push('--no-landlock');
     if (!this.deps.useNamespaces) args.push('--no-namespaces');
     args.push('--', ...this.deps.workerArgv);
@@ -560,12 +574,18 @@ export class Run {
           this.writeMarker(this.child?.pid ?? 0);
           break;
         case 'sandbox':
-          this.result.sandbox = { landlockAbi: Number(msg.landlockAbi), enforced: Boolean(msg.enforced) };
+          this.result.sandbox = {
+            landlockAbi: Number(msg.landlockAbi),
+            enforced: Boolean(msg.enforced),
+            ...(msg.fs === 'landlock' || msg.fs === 'mounts' || msg.fs === 'none' ? { fs: msg.fs } : {}),
+          };
           this.event(
             'sandbox',
-            msg.enforced
-              ? `Landlock ABI ${msg.landlockAbi} enforced`
-              : 'running unsandboxed (allowed by the flow)',
+            msg.fs === 'mounts'
+              ? `filesystem confined by mounts (the agent's own sandbox runs inside)${Number(msg.landlockAbi) ? `, Landlock ABI ${msg.landlockAbi} for network and scopes` : ''}`
+              : msg.enforced
+                ? `Landlock ABI ${msg.landlockAbi} enforced`
+                : 'running unsandboxed (allowed by the flow)',
             msg,
           );
           break;

@@ -67,6 +67,13 @@ export const FlowSpec = z.object({
       allowUnsandboxed: z.optional(z.boolean()),
       /** Allow connecting to abstract unix sockets (X11 uses one). Off by default. */
       allowAbstractUnix: z.optional(z.boolean()),
+      /**
+       * issue 6: the agent CLI runs its own OS sandbox inside the jail (runner codex: bubblewrap,
+       * workspace-write, read-only for readOnly flows). The jail then confines the filesystem with a
+       * private mount namespace instead of Landlock (whose filesystem rules forbid the agent's mounts);
+       * Landlock still confines network and scopes. Off by default; needs user namespaces.
+       */
+      agentSandbox: z.optional(z.boolean()),
     }),
   ),
   /** Environment variables passed to the run, on top of the trimmed base environment. */
@@ -222,7 +229,14 @@ export const RunResult = z.object({
   summary: z.string(),
   metrics: Metrics,
   containment: z.nullable(z.string()),
-  sandbox: z.nullable(z.object({ landlockAbi: z.number(), enforced: z.boolean() })),
+  sandbox: z.nullable(
+    z.object({
+      landlockAbi: z.number(),
+      enforced: z.boolean(),
+      /** What confines the filesystem: Landlock (default), mounts (agentSandbox flows), none. */
+      fs: z.optional(z.enum(['landlock', 'mounts', 'none'])),
+    }),
+  ),
   pid: z.nullable(z.int()),
   supervisorPid: z.int(),
   /** issue 6 (additive): the run's worktree and what it changed there. */

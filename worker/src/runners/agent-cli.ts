@@ -87,6 +87,8 @@ export interface CliInvocation {
   args: string[];
   env: NodeJS.ProcessEnv;
   parser: AgentParser;
+  /** Events from evidence other than the stream, read once the CLI has exited (before the verdict). */
+  afterExit?: (events: readonly AgentEvent[]) => AgentEvent[];
 }
 
 const KIND_LEVEL: Partial<Record<AgentEvent['kind'], 'warn' | 'error'>> = {
@@ -108,6 +110,21 @@ export class AgentCliProcess {
     let costUsd: number | null = null;
     let commands = 0;
     const filesChanged = new Set<string>();
+    const take = (e: AgentEvent): void => {
+      events.push(e);
+      if (e.kind === 'usage') {
+        tokens.input += e.input;
+        tokens.output += e.output;
+        tokens.cached += e.cached;
+        if (e.costUsd !== undefined) costUsd = (costUsd ?? 0) + e.costUsd;
+      }
+      if (e.kind === 'command' && e.status === 'started') {
+        commands++;
+        ctx.progress(undefined, `$ ${e.command.slice(0, 200)}`);
+      }
+      if (e.kind === 'files-changed' && e.ok) for (const f of e.files) filesChanged.add(f.path);
+      ctx.log(KIND_LEVEL[e.kind] ?? 'info', describe(e), { agent: e });
+    };
     ctx.progress(0, `starting ${inv.cli}`);
     const exit = await new Promise<{ code: number | null; signal: string | null; spawnError?: string }>(
       (resolve) => {
@@ -137,25 +154,26 @@ export class AgentCliProcess {
         rl.on('line', (line) => {
           for (const e of inv.parser.line(line)) {
             firstEventMs ??= Math.round(performance.now() - started);
-            events.push(e);
-            if (e.kind === 'usage') {
-              tokens.input += e.input;
-              tokens.output += e.output;
-              tokens.cached += e.cached;
-              if (e.costUsd !== undefined) costUsd = (costUsd ?? 0) + e.costUsd;
-            }
-            if (e.kind === 'command' && e.status === 'started') {
-              commands++;
-              ctx.progress(undefined, `$ ${e.command.slice(0, 200)}`);
-            }
-            if (e.kind === 'files-changed' && e.ok) for (const f of e.files) filesChanged.add(f.path);
-            ctx.log(KIND_LEVEL[e.kind] ?? 'info', describe(e), { agent: e });
+            take(e);
           }
         });
         child.once('close', (code, signal) => resolve({ code, signal }));
       },
     );
     if (exit.spawnError) return { status: 'failed', exitCode: null, summary: exit.spawnError, metrics: {} };
+    if (inv.afterExit) {
+      try {
+        for (const e of inv.afterExit(events)) {
+          if (e.kind === 'command') commands++; // never streamed as started
+          take(e);
+        }
+      } catch (err) {
+        take({
+          kind: 'warning',
+          message: `could not read ${inv.cli}'s session record: ${(err as Error).message}`,
+        });
+      }
+    }
     const verdict = decideStatus({
       cli: inv.cli,
       exitCode: exit.code,

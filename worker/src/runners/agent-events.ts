@@ -181,6 +181,70 @@ export function codexParser(): AgentParser {
   };
 }
 
+/** Shell tools of codex whose calls are commands (unified exec, and the classic shell tools). */
+const CODEX_SHELL_TOOLS = new Set(['exec_command', 'shell', 'shell_command', 'local_shell']);
+
+/**
+ * Commands that codex's `--json` stream leaves out. codex-cli 0.169 emits no command_execution item for
+ * a command that its own sandbox refused (seen with workspace-write: the model gets "Process exited
+ * with code 1 … Read-only file system", the stream shows nothing), so a run would look clean. The
+ * session rollout (`$CODEX_HOME/sessions/…/rollout-…-<thread>.jsonl`) has every call and its output:
+ * each failed shell call with a denial in its output that no streamed command already reported becomes
+ * a `command` (failed) and a `permission-denied` event.
+ */
+export function codexRolloutDenials(rollout: string, streamed: readonly AgentEvent[]): AgentEvent[] {
+  const reported = streamed
+    .filter(
+      (e): e is Extract<AgentEvent, { kind: 'command' }> => e.kind === 'command' && e.status !== 'started',
+    )
+    .map((e) => e.output);
+  const calls = new Map<string, string>();
+  const out: AgentEvent[] = [];
+  for (const text of rollout.split('\n')) {
+    const p = (parseLine(text)?.payload ?? null) as Json | null;
+    if (!p) continue;
+    if (p.type === 'function_call' && CODEX_SHELL_TOOLS.has(str(p.name))) {
+      let cmd = str(p.arguments);
+      try {
+        const a = JSON.parse(cmd) as Json;
+        cmd = Array.isArray(a.command)
+          ? (a.command as unknown[]).map(str).join(' ')
+          : str(a.cmd ?? a.command) || cmd;
+      } catch {
+        // arguments that are not JSON: shown as they are
+      }
+      calls.set(str(p.call_id), cmd);
+    } else if (p.type === 'function_call_output' && calls.has(str(p.call_id))) {
+      let output = typeof p.output === 'string' ? p.output : JSON.stringify(p.output ?? '');
+      let exitCode: number | null = null;
+      const m = /Process exited with code (-?\d+)/.exec(output);
+      if (m) {
+        exitCode = Number(m[1]);
+        output = output.slice(output.indexOf('\nOutput:\n') >= 0 ? output.indexOf('\nOutput:\n') + 9 : 0);
+      } else {
+        try {
+          const o = JSON.parse(output) as Json; // the classic shell tool: {output, metadata: {exit_code}}
+          exitCode =
+            typeof (o.metadata as Json | undefined)?.exit_code === 'number'
+              ? num((o.metadata as Json).exit_code)
+              : null;
+          output = str(o.output);
+        } catch {
+          // not a shell result we know: nothing to conclude
+        }
+      }
+      const line = output.split('\n').find((l) => DENIED.test(l));
+      if (exitCode === null || exitCode === 0 || !line) continue;
+      if (reported.some((r) => r.includes(line.trim()))) continue;
+      const id = str(p.call_id);
+      const command = calls.get(id)!;
+      out.push({ kind: 'command', id, command, status: 'failed', exitCode, output });
+      out.push({ kind: 'permission-denied', tool: 'command', detail: `${command}: ${line.trim()}`, id });
+    }
+  }
+  return out;
+}
+
 const WRITE_TOOLS = new Set(['Write', 'Edit', 'MultiEdit', 'NotebookEdit']);
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { claudeParser, codexParser, type AgentEvent } from './agent-events.ts';
+import { claudeParser, codexParser, codexRolloutDenials, type AgentEvent } from './agent-events.ts';
 import { decideStatus, parseCompletion, type AgentEvidence } from './agent-status.ts';
 
 const ev = (events: AgentEvent[], over: Partial<AgentEvidence> = {}): AgentEvidence => ({
@@ -58,6 +58,56 @@ describe('decideStatus', () => {
 });
 
 describe('parsers', () => {
+  it('codex rollout: a sandbox-refused command the stream left out becomes command + denial events', () => {
+    const line = (payload: object) => JSON.stringify({ type: 'response_item', payload });
+    const result = (id: string, code: number, out: string) =>
+      line({
+        type: 'function_call_output',
+        call_id: id,
+        output: `Chunk ID: 1\nWall time: 0.0000 seconds\nProcess exited with code ${code}\nOutput:\n${out}`,
+      });
+    const rollout = [
+      line({ type: 'function_call', name: 'exec_command', call_id: 'a', arguments: '{"cmd":"echo fine"}' }),
+      result('a', 0, 'fine\n'),
+      line({ type: 'function_call', name: 'exec_command', call_id: 'b', arguments: '{"cmd":"touch ~/x"}' }),
+      result('b', 1, 'touch: cannot touch /h/x: Read-only file system\n'),
+      line({ type: 'function_call', name: 'exec_command', call_id: 'c', arguments: '{"cmd":"echo y > a"}' }),
+      result('c', 1, 'bash: a: Permission denied\n'),
+      line({ type: 'function_call', name: 'update_plan', call_id: 'd', arguments: '{}' }),
+      result('d', 1, 'Permission denied'),
+      'not json',
+    ].join('\n');
+    // c was streamed (and parsed as a denial already): not reported twice.
+    const streamed: AgentEvent[] = [
+      {
+        kind: 'command',
+        command: 'echo y > a',
+        status: 'failed',
+        exitCode: 1,
+        output: 'bash: a: Permission denied\n',
+      },
+    ];
+    expect(codexRolloutDenials(rollout, streamed)).toEqual([
+      {
+        kind: 'command',
+        id: 'b',
+        command: 'touch ~/x',
+        status: 'failed',
+        exitCode: 1,
+        output: 'touch: cannot touch /h/x: Read-only file system\n',
+      },
+      {
+        kind: 'permission-denied',
+        tool: 'command',
+        detail: 'touch ~/x: touch: cannot touch /h/x: Read-only file system',
+        id: 'b',
+      },
+    ]);
+    expect(decideStatus(ev([...codexRolloutDenials(rollout, streamed), msg('ok'), final()])).status).toBe(
+      'needs-input',
+    );
+  });
+
   it('codex: a command refused by the OS counts as a denial; a file_change failure too', () => {
     const p = codexParser();
     const out = p.line(

@@ -4,17 +4,18 @@
  * the run's own HOME) names a model provider whose base URL is the proxy and whose key is this run's
  * token. codex-cli 0.169 speaks the OpenAI Responses API (wire_api = "responses").
  *
- * Codex's own sandbox cannot run inside Runboard's: on Linux it is bubblewrap, which needs to write
- * /proc/self/uid_map and to change mount propagation, and a Landlock domain (the run jail) forbids
- * both (bwrap: "setting up uid map: Permission denied", then "Failed to make / slave"); its legacy
- * Landlock mode refuses to run without bwrap. So codex runs with `danger-full-access` and the jail is
- * the sandbox: writes only to the worktree (not even that for read-only flows) and the run's scratch
- * dir, TCP only to the model proxy. docs/agents.md has the details.
+ * Sandbox (docs/agents.md, "codex's own sandbox"): codex's Linux sandbox is bubblewrap, which needs
+ * mounts, and a Landlock filesystem domain (the default run jail) forbids every mount. So by default
+ * codex runs with `danger-full-access` and the jail is the sandbox. A flow with
+ * `sandbox.agentSandbox: true` has the jail confine the filesystem by mounts instead (same policy,
+ * fresh /proc, Landlock kept for network and scopes), and codex then runs its own sandbox inside:
+ * `workspace-write` (the workspace, $TMPDIR and the flow's extra writable trees), `read-only` for
+ * read-only flows.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { AgentCliProcess, desktopMcpServer, notStarted, packageFile, renderPrompt } from './agent-cli.ts';
-import { codexParser } from './agent-events.ts';
+import { codexParser, codexRolloutDenials, type AgentEvent } from './agent-events.ts';
 import type { Runner, RunnerContext, RunnerOutcome } from './runner.ts';
 
 const TRIPLES: Record<string, string> = {
@@ -38,6 +39,17 @@ export function findCodex(
     pathDir: path.join(vendor, 'codex-path'),
     root: packageFile('@openai/codex', ''),
   };
+}
+
+/** Denied commands the JSON stream left out, from the session's rollout (see codexRolloutDenials). */
+function rolloutDenials(codexHome: string, events: readonly AgentEvent[]): AgentEvent[] {
+  const thread = events.find((e) => e.kind === 'session')?.id;
+  if (!thread) return [];
+  const file = readdirSync(path.join(codexHome, 'sessions'), { recursive: true, encoding: 'utf8' }).find(
+    (f) => f.endsWith(`-${thread}.jsonl`),
+  );
+  if (!file) throw new Error(`no rollout of session ${thread} in ${path.join(codexHome, 'sessions')}`);
+  return codexRolloutDenials(readFileSync(path.join(codexHome, 'sessions', file), 'utf8'), events);
 }
 
 const toml = (s: string): string => JSON.stringify(s); // a TOML basic string is a JSON string
@@ -65,8 +77,12 @@ export class CodexRunner implements Runner {
     const home = ctx.env.HOME ?? path.join(ctx.env.TMPDIR ?? '/tmp', 'home');
     const codexHome = path.join(home, '.codex');
     mkdirSync(codexHome, { recursive: true, mode: 0o700 });
-    // See the header: the run jail confines codex; codex's bubblewrap sandbox cannot nest in it.
-    const sandbox = 'danger-full-access';
+    // See the header: codex's own sandbox only where the flow asked the jail to make room for it.
+    const sandbox = !spec.flow.sandbox?.agentSandbox
+      ? 'danger-full-access'
+      : spec.flow.readOnly
+        ? 'read-only'
+        : 'workspace-write';
     const lines = [
       "# Written by Runboard for this run only (the run's own HOME).",
       `model = ${toml(spec.model.model ?? 'gpt-5-codex')}`,
@@ -86,6 +102,16 @@ export class CodexRunner implements Runner {
       '[analytics]',
       'enabled = false',
     ];
+    if (sandbox === 'workspace-write') {
+      lines.push(
+        '',
+        '[sandbox_workspace_write]',
+        // /tmp is not the run's (the jail has it read-only anyway); $TMPDIR, the run's own, stays writable.
+        'exclude_slash_tmp = true',
+        'network_access = false',
+        `writable_roots = [${(spec.flow.sandbox?.writable ?? []).map(toml).join(', ')}]`,
+      );
+    }
     if (spec.flow.desktop) {
       const mcp = desktopMcpServer(ctx.env);
       if (!mcp)
@@ -121,7 +147,14 @@ export class CodexRunner implements Runner {
       spec.workspace,
       prompt,
     ];
-    return this.proc.run(ctx, { cli: 'codex', file: codex.bin, args, env, parser: codexParser() });
+    return this.proc.run(ctx, {
+      cli: 'codex',
+      file: codex.bin,
+      args,
+      env,
+      parser: codexParser(),
+      afterExit: (events) => rolloutDenials(codexHome, events),
+    });
   }
 
   cancel(): void {

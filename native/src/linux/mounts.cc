@@ -1,0 +1,193 @@
+#include "linux/mounts.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace runboard::mounts {
+namespace {
+
+// The new mount API (Linux 5.2 / 5.12), by raw syscall: Debian 12's headers and glibc wrappers do
+// not mix well with <sys/mount.h>. The numbers are the same on every architecture (unified table).
+constexpr long kSysOpenTree = 428;
+constexpr long kSysMoveMount = 429;
+constexpr long kSysMountSetattr = 442;
+constexpr unsigned kOpenTreeClone = 1;
+constexpr unsigned kAtRecursive = 0x8000;
+constexpr unsigned kMoveMountFEmptyPath = 0x4;
+constexpr uint64_t kMountAttrRdonly = 0x1;
+struct MountAttr {
+  uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+bool Below(const std::string& path, const std::string& dir) {
+  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/';
+}
+
+// The mount point for `path` below `base` (which exists): its parents as directories, itself as a
+// directory or an empty file, as the tree that will be mounted there.
+std::string MakeMountPoint(const std::string& base, const std::string& path, bool isDir) {
+  for (size_t at = base.size() + 1; at <= path.size(); ++at) {
+    if (at != path.size() && path[at] != '/') continue;
+    std::string p = path.substr(0, at);
+    if (at == path.size() && !isDir) {
+      int f = open(p.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+      if (f < 0) return Errno("create " + p);
+      close(f);
+    } else if (mkdir(p.c_str(), 0755) < 0 && errno != EEXIST) {
+      return Errno("mkdir " + p);
+    }
+  }
+  return "";
+}
+
+struct Copy {
+  std::string path;
+  bool isDir;
+  int fd;
+};
+
+}  // namespace
+
+std::string ConfineByMounts(const Policy& policy) {
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd)) return Errno("getcwd");
+  if (unshare(CLONE_NEWNS) < 0) return Errno("unshare(CLONE_NEWNS)");
+  // Nothing done here may reach the user's mount namespace.
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) return Errno("make / private");
+
+  // 1. Detached copies of the writable trees and the allowed devices, taken before anything is covered
+  //    or made read-only (so they stay rw).
+  std::vector<Copy> copies;
+  auto closeCopies = [&]() {
+    for (auto& c : copies)
+      if (c.fd >= 0) close(c.fd);
+  };
+  std::vector<std::string> sources = policy.writable;
+  std::sort(sources.begin(), sources.end(), [](const std::string& a, const std::string& b) {
+    return a.size() < b.size();  // parents first, so a nested writable tree lands on top of its parent's copy
+  });
+  sources.insert(sources.end(), policy.devices.begin(), policy.devices.end());
+  for (const auto& w : sources) {
+    // The run gets a devpts of its own (step 5): the user's terminals are not the run's to write.
+    if (w == "/dev/ptmx" || w == "/dev/pts" || Below(w, "/dev/pts")) continue;
+    struct stat st {};
+    if (stat(w.c_str(), &st) < 0) {
+      if (errno == ENOENT) continue;  // as with Landlock: a missing optional path is no error
+      closeCopies();
+      return Errno("stat " + w);
+    }
+    int fd = static_cast<int>(
+        syscall(kSysOpenTree, AT_FDCWD, w.c_str(), kOpenTreeClone | kAtRecursive | O_CLOEXEC));
+    if (fd < 0) {
+      closeCopies();
+      return Errno("open_tree " + w);
+    }
+    copies.push_back({w, S_ISDIR(st.st_mode), fd});
+  }
+
+  // 2. Covered trees: an empty tmpfs on top, with mount points for the copies below. The hidden trees
+  //    (one below a writable tree stays visible there, as with Landlock: a write grant implies read),
+  //    and /dev, which gets only the allowed devices back (with Landlock every other device was
+  //    readable but not writable; a read-only mount does not stop device writes, so they go).
+  std::vector<std::string> covered;
+  for (const auto& h : policy.hidden) {
+    bool insideWritable = false;
+    for (const auto& w : policy.writable) insideWritable |= Below(h, w) || h == w;
+    if (!insideWritable) covered.push_back(h);
+  }
+  covered.push_back("/dev");
+  std::string err;
+  for (const auto& h : covered) {
+    struct stat st {};
+    if (stat(h.c_str(), &st) < 0) {
+      if (errno == ENOENT) continue;
+      err = Errno("stat " + h);
+      break;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      err = "hide " + h + ": not a directory";
+      break;
+    }
+    if (mount("tmpfs", h.c_str(), "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0) {
+      err = Errno("mount tmpfs on " + h);
+      break;
+    }
+    for (const auto& c : copies) {
+      if (Below(c.path, h)) err = MakeMountPoint(h, c.path, c.isDir);
+      if (!err.empty()) break;
+    }
+    if (!err.empty()) break;
+  }
+  // What a /dev has besides device nodes (bubblewrap's --dev makes the same).
+  const char* const links[][2] = {{"/dev/fd", "/proc/self/fd"},    {"/dev/stdin", "/proc/self/fd/0"},
+                                   {"/dev/stdout", "/proc/self/fd/1"}, {"/dev/stderr", "/proc/self/fd/2"},
+                                   {"/dev/ptmx", "pts/ptmx"}};
+  for (const auto& l : links) {
+    if (err.empty() && symlink(l[1], l[0]) < 0 && errno != EEXIST) err = Errno(std::string("symlink ") + l[0]);
+  }
+  if (err.empty() && mkdir("/dev/pts", 0755) < 0 && errno != EEXIST) err = Errno("mkdir /dev/pts");
+
+  // 3. Everything read-only, recursively (the hiding tmpfs mounts too).
+  if (err.empty()) {
+    MountAttr attr{kMountAttrRdonly, 0, 0, 0};
+    if (syscall(kSysMountSetattr, AT_FDCWD, "/", kAtRecursive, &attr, sizeof attr) < 0)
+      err = Errno("mount_setattr / read-only");
+  }
+
+  // 4. The copies back in place (they kept their rw flag).
+  for (auto& c : copies) {
+    if (err.empty() && syscall(kSysMoveMount, c.fd, "", AT_FDCWD, c.path.c_str(), kMoveMountFEmptyPath) < 0)
+      err = Errno("move_mount " + c.path);
+    close(c.fd);
+    c.fd = -1;
+  }
+
+  // 5. A /proc of the run's own PID namespace (after step 3, so it stays writable: bubblewrap writes
+  //    its child's uid_map there). Other processes of the machine are not in it.
+  if (err.empty() && mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) < 0)
+    err = Errno("mount proc on /proc");
+  // And a devpts instance of its own, for the terminals it opens (/dev/ptmx links to its ptmx).
+  if (err.empty() && mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+                           "newinstance,ptmxmode=0666,mode=0620") < 0)
+    err = Errno("mount devpts on /dev/pts");
+
+  // The old working directory is the read-only tree below the new mounts: enter the new one.
+  if (err.empty() && chdir(cwd) < 0) err = Errno(std::string("chdir ") + cwd);
+  return err;
+}
+
+std::string DropCapabilities() {
+  // A run as root (uid 0 mapped to itself) gets its capabilities back from the bounding set at exec.
+  // CAP_SETFCAP stays (bounding and permitted set): the kernel lets a user namespace map uid 0 only if
+  // its creator had CAP_SETFCAP (verify_root_map), so without it a root run could not start
+  // bubblewrap. It grants no way out: mounts need CAP_SYS_ADMIN, and no_new_privs makes file caps inert.
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return Errno("prctl(NO_NEW_PRIVS)");
+  const int keep = getuid() == 0 ? CAP_SETFCAP : -1;
+  for (int cap = 0; cap <= 63; ++cap) {
+    if (cap != keep && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) return Errno("PR_CAPBSET_DROP");
+  }
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+    return Errno("PR_CAP_AMBIENT_CLEAR_ALL");
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  if (keep >= 0) {  // also in the permitted set: with no_new_privs, exec grants nothing not held before
+    data[keep / 32].permitted = data[keep / 32].effective = 1U << (keep % 32);
+  }
+  if (syscall(SYS_capset, &hdr, data) < 0) return Errno("capset");
+  return "";
+}
+
+}  // namespace runboard::mounts

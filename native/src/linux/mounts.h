@@ -1,0 +1,30 @@
+// Filesystem confinement by a private mount namespace, for runs whose agent brings its own sandbox
+// (codex's bubblewrap): a Landlock domain that handles filesystem access forbids every mount change,
+// so such an agent cannot build its sandbox inside one. This gives the same filesystem policy with
+// mounts instead (docs/security-model.md, "Agent sandboxes"):
+//   * every mount read-only, except fresh rw copies of the writable trees;
+//   * the hidden trees covered by an empty read-only tmpfs (with the writable trees below them kept);
+//   * a /dev with the allowed devices only, and a devpts instance of the run's own;
+//   * a fresh /proc for the run's PID namespace (bubblewrap finds its children there);
+//   * no capabilities left, so the run cannot undo any of it.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace runboard::mounts {
+
+struct Policy {
+  std::vector<std::string> writable;  // trees the run may write (absolute; missing ones are skipped)
+  std::vector<std::string> hidden;    // trees the run may not read (absolute real paths)
+  std::vector<std::string> devices;   // the only device files in the run's /dev (/dev/null, ...)
+};
+
+// Call in the jail's child: single-threaded, PID 1 of the run's PID namespace, with all capabilities
+// in the run's user namespace. Returns "" on success, else what failed.
+std::string ConfineByMounts(const Policy& policy);
+
+// Drops every capability (effective, permitted, inheritable, ambient, bounding set) of the caller,
+// but CAP_SETFCAP in the bounding set of a root run (see mounts.cc).
+std::string DropCapabilities();
+
+}  // namespace runboard::mounts

@@ -1,0 +1,128 @@
+// The run jail's mount mode (`--fs-mounts`, flows with sandbox.agentSandbox): the filesystem policy of
+// the Landlock mode enforced by a private mount namespace, so that an agent's own bubblewrap sandbox can
+// run inside. The real jail binary, real processes; each property checked from inside a run.
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net, { type AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jailPath } from '@runboard/native';
+import { packageFile } from '../../worker/src/runners/agent-cli.ts';
+
+let root: string;
+let ws: string; // the run's workspace (writable)
+let state: string; // stands for Runboard's state root (hidden)
+let scratch: string; // the run's scratch dir, inside the hidden state root (writable)
+let server: net.Server;
+let port: number;
+
+beforeAll(async () => {
+  root = mkdtempSync(path.join(os.tmpdir(), 'rb-jail-mounts-'));
+  ws = path.join(root, 'ws');
+  state = path.join(root, 'state');
+  scratch = path.join(state, 'scratch', 'run1');
+  for (const d of [ws, path.join(state, 'keys'), scratch]) mkdirSync(d, { recursive: true });
+  writeFileSync(path.join(state, 'keys', 'grant.key'), 'secret\n');
+  server = net.createServer((s) => s.end('hello\n'));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  port = (server.address() as AddressInfo).port;
+});
+afterAll(() => {
+  server.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+/** Runs `script` (bash) in the jail in mount mode; what it printed and the jail's status lines. */
+async function jailed(script: string, extra: string[] = []) {
+  const args = ['--status-fd', '3', '--fs-mounts', '--write', ws, '--write', scratch, '--hide', state];
+  const child = spawn(jailPath(), [...args, ...extra, '--', 'bash', '-c', script], {
+    cwd: ws,
+    stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+    env: { ...process.env, HOME: scratch },
+  });
+  const text = (i: 1 | 2 | 3) => {
+    let t = '';
+    child.stdio[i]!.on('data', (d: Buffer) => (t += d.toString('utf8')));
+    return () => t;
+  };
+  const [stdout, stderr, statusText] = [text(1), text(2), text(3)];
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  const status = statusText()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  return { code, stdout: stdout(), stderr: stderr(), status };
+}
+
+describe('jail --fs-mounts', async () => {
+  it('reports the mode, and keeps Landlock for network and scopes', async () => {
+    const r = await jailed('true');
+    expect(r.code).toBe(0);
+    expect(r.status.find((s) => s.event === 'sandbox')).toMatchObject({ enforced: true, fs: 'mounts' });
+    expect(r.status.find((s) => s.event === 'started')).toMatchObject({ containment: 'pid-namespace' });
+  });
+
+  it('writes only to the writable trees (relative paths too); everything else is read-only', async () => {
+    const outside = path.join(root, 'outside.txt');
+    const r = await jailed(
+      `echo a > rel.txt && echo ws-ok; echo b > ${scratch}/b.txt && echo scratch-ok; ` +
+        `echo c > ${outside} || echo outside-refused; echo d > /tmp/rb-jail-mounts-probe-$$ || echo tmp-refused`,
+    );
+    expect(r.stdout).toBe('ws-ok\nscratch-ok\noutside-refused\ntmp-refused\n');
+    expect(r.stderr).toContain(`${outside}: Read-only file system`);
+    expect(readFileSync(path.join(ws, 'rel.txt'), 'utf8')).toBe('a\n');
+    expect(readFileSync(path.join(scratch, 'b.txt'), 'utf8')).toBe('b\n');
+  });
+
+  it('hides the hidden trees (but the writable tree inside them), and nothing undoes it', async () => {
+    const key = path.join(state, 'keys', 'grant.key');
+    const r = await jailed(
+      `cat ${key} || echo key-hidden; ls ${state}; ` +
+        // not with the mount syscalls: no capabilities are left, and a nested user+mount namespace
+        // (what bubblewrap makes) gets the jail's mounts locked
+        `umount -l ${state} 2>/dev/null; ` +
+        `unshare -Urm sh -c 'echo in-nested-ns; umount -l ${state} 2>/dev/null; cat ${key} 2>/dev/null || echo still-hidden'`,
+    );
+    expect(r.stdout).toBe('key-hidden\nscratch\nin-nested-ns\nstill-hidden\n');
+    expect(r.stderr).toContain(`${key}: No such file or directory`);
+  });
+
+  it("has a /proc of the run's own PID namespace and no capabilities to speak of", async () => {
+    const r = await jailed(`ls /proc | grep -c '^[0-9]'; grep CapEff /proc/self/status`);
+    const [procs, capEff] = r.stdout.trim().split('\n');
+    expect(Number(procs)).toBeLessThan(10); // bash, ls, grep: not the machine's processes
+    // Root runs keep CAP_SETFCAP only (user namespaces mapping uid 0 need it); others have none.
+    expect(capEff).toMatch(process.getuid?.() === 0 ? /CapEff:\s+0000000080000000/ : /CapEff:\s+0{16}/);
+  });
+
+  it('has a /dev of the allowed devices only, and terminals of its own', async () => {
+    const r = await jailed(
+      `ls /dev | tr '\\n' ' '; echo; echo x > /dev/null && echo null-ok; ls /dev/pts | tr '\\n' ' '; echo; ` +
+        `python3 -c 'import os; m, s = os.openpty(); print(os.ttyname(s))'`,
+    );
+    expect(r.stdout).toBe(
+      'fd full null ptmx pts random stderr stdin stdout tty urandom zero \nnull-ok\nptmx \n/dev/pts/0\n',
+    );
+  });
+
+  it('still refuses TCP to ports the flow does not allow', async () => {
+    const probe = `exec 3<>/dev/tcp/127.0.0.1/${port} && head -1 <&3 || echo refused`;
+    expect((await jailed(probe)).stdout).toBe('refused\n');
+    expect((await jailed(probe, ['--tcp', String(port)])).stdout).toBe('hello\n');
+  });
+
+  it("lets bubblewrap (codex's) build its own stricter sandbox inside", async () => {
+    const bwrap = packageFile(
+      '@openai/codex-linux-x64',
+      'vendor/x86_64-unknown-linux-musl/codex-resources/bwrap',
+    );
+    if (!bwrap || process.arch !== 'x64') return; // the codex package ships it for this platform only
+    const r = await jailed(
+      `${bwrap} --ro-bind / / --dev /dev --unshare-user --unshare-pid --proc /proc --bind ${ws} ${ws} ` +
+        `-- bash -c 'echo in > ${ws}/bw.txt && echo bw-ws-ok; echo x > ${scratch}/bw.txt || echo bw-scratch-refused'`,
+    );
+    expect(r.stderr).toContain(`${scratch}/bw.txt: Read-only file system`);
+    expect(r.stdout).toBe('bw-ws-ok\nbw-scratch-refused\n');
+  });
+});
