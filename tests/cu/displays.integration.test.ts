@@ -122,6 +122,8 @@ describe('private displays', () => {
         `xdpyinfo -display ${userDisplay} >/dev/null 2>&1 && echo USER-DISPLAY-REACHED || echo USER-DISPLAY-REFUSED`,
         'xdpyinfo >/dev/null 2>&1 && echo OWN-DISPLAY-OK',
         `ls -A ${runtime} 2>&1 | grep -q bus && echo USER-BUS-VISIBLE || echo USER-BUS-HIDDEN`,
+        // and it cannot take the cover off
+        'umount /tmp/.X11-unix 2>/dev/null && echo UNMOUNTED || echo UMOUNT-REFUSED',
       ].join('; ');
       u.episodes([
         {
@@ -141,7 +143,7 @@ describe('private displays', () => {
       expect(rec.result.status, JSON.stringify(rec.result.termination) + rec.stderr).toBe('succeeded');
       const stdout = (cuEvents(rec, 'cu-step')[0]!.result as { stdout: string }).stdout;
       const own = (cuEvents(rec, 'display')[0]!.display as string).slice(1);
-      expect(stdout).toBe(`X${own}\nUSER-DISPLAY-REFUSED\nOWN-DISPLAY-OK\nUSER-BUS-HIDDEN\n`);
+      expect(stdout).toBe(`X${own}\nUSER-DISPLAY-REFUSED\nOWN-DISPLAY-OK\nUSER-BUS-HIDDEN\nUMOUNT-REFUSED\n`);
       // Outside a jail the same display answers: the test's "user session" is real.
       expect(spawnSync('xdpyinfo', ['-display', userDisplay], { encoding: 'utf8' }).stdout).toContain(
         'name of display',

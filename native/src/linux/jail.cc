@@ -95,58 +95,16 @@ bool WriteFile(const char* path, const std::string& text) {
   return ok;
 }
 
-// A fresh user namespace (so no privilege is needed) owning a fresh PID namespace for our children, and
-// a mount namespace when there is something to mask.
-std::string EnterNamespaces(bool mounts) {
+// A fresh user namespace (so no privilege is needed) owning a fresh PID namespace for our children.
+std::string EnterNamespaces() {
   uid_t uid = getuid();
   gid_t gid = getgid();
-  if (unshare(CLONE_NEWUSER | CLONE_NEWPID | (mounts ? CLONE_NEWNS : 0)) < 0)
-    return std::string("unshare: ") + strerror(errno);
+  if (unshare(CLONE_NEWUSER | CLONE_NEWPID) < 0) return std::string("unshare: ") + strerror(errno);
   if (!WriteFile("/proc/self/setgroups", "deny") && errno != ENOENT) return "setgroups: " + std::string(strerror(errno));
   if (!WriteFile("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1"))
     return "uid_map: " + std::string(strerror(errno));
   if (!WriteFile("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1"))
     return "gid_map: " + std::string(strerror(errno));
-  return "";
-}
-
-// Covers each mask with an empty read-only tmpfs holding only the kept entries that are its direct
-// children. Runs in the jail's own mount namespace, before the worker exists.
-std::string ApplyMasks(const std::vector<std::string>& masks, const std::vector<std::string>& keeps) {
-  if (mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) < 0)
-    return std::string("cannot detach the run's mounts: ") + strerror(errno);
-  for (const auto& dir : masks) {
-    struct stat st {};
-    if (stat(dir.c_str(), &st) < 0) continue;  // nothing there to hide
-    if (!S_ISDIR(st.st_mode)) return "--mask " + dir + ": not a directory";
-    struct Kept {
-      int fd;
-      std::string path;
-      bool isDir;
-    };
-    std::vector<Kept> kept;
-    for (const auto& k : keeps) {
-      if (k.size() <= dir.size() + 1 || k.compare(0, dir.size() + 1, dir + "/") != 0) continue;
-      if (k.find('/', dir.size() + 1) != std::string::npos) return "--keep " + k + ": only direct children of a mask";
-      int fd = open(k.c_str(), O_PATH | O_CLOEXEC | O_NOFOLLOW);
-      struct stat ks {};
-      if (fd < 0 || fstat(fd, &ks) < 0) return "--keep " + k + ": " + strerror(errno);
-      kept.push_back({fd, k, S_ISDIR(ks.st_mode)});
-    }
-    if (mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=16k") < 0)
-      return "cannot mask " + dir + ": " + strerror(errno);
-    for (const auto& k : kept) {
-      int made = k.isDir ? mkdir(k.path.c_str(), 0755) : open(k.path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-      if (made < 0) return "cannot keep " + k.path + ": " + strerror(errno);
-      if (!k.isDir) close(made);
-      std::string from = "/proc/self/fd/" + std::to_string(k.fd);
-      if (mount(from.c_str(), k.path.c_str(), nullptr, MS_BIND, nullptr) < 0)
-        return "cannot keep " + k.path + ": " + strerror(errno);
-      close(k.fd);
-    }
-    if (mount("tmpfs", dir.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) < 0)
-      return "cannot make the mask of " + dir + " read-only: " + strerror(errno);
-  }
   return "";
 }
 
@@ -241,17 +199,14 @@ int main(int argc, char** argv) {
   if (gStatusFd >= 0) fcntl(gStatusFd, F_SETFD, FD_CLOEXEC);
 
   std::string containment = "pid-namespace", nsError;
-  if (useNamespaces) nsError = EnterNamespaces(!masks.empty());
+  if (useNamespaces) nsError = EnterNamespaces();
   if (!useNamespaces || !nsError.empty()) {
     containment = "subreaper";
     prctl(PR_SET_CHILD_SUBREAPER, 1);
   }
-  if (!masks.empty()) {  // fail closed: a mask the run asked for is a promise about what it cannot reach
-    if (containment != "pid-namespace")
-      Die("cannot mask " + masks[0] + ": no mount namespace (" + (nsError.empty() ? "--no-namespaces" : nsError) + ")", 126);
-    std::string err = ApplyMasks(masks, keeps);
-    if (!err.empty()) Die("sandbox setup failed: " + err, 126);
-  }
+  // Fail closed: a mask is a promise about what the run cannot reach.
+  if (!masks.empty() && containment != "pid-namespace")
+    Die("cannot mask " + masks[0] + ": no user namespace (" + (nsError.empty() ? "--no-namespaces" : nsError) + ")", 126);
 
   if (fsByMounts && containment != "pid-namespace")
     Die("--fs-mounts needs user namespaces" + (nsError.empty() ? std::string() : " (" + nsError + ")"), 125);
@@ -280,6 +235,10 @@ int main(int argc, char** argv) {
     if (poll(&p, 1, 0) > 0) _exit(1);  // jail already gone
     close(lifeline[0]);
     sigprocmask(SIG_SETMASK, &previous, nullptr);
+    if (!masks.empty()) {
+      std::string err = runboard::mounts::MaskDirs(masks, keeps);
+      if (!err.empty()) Die("sandbox setup failed: " + err, 126);
+    }
     if (fsByMounts) {
       std::string err = runboard::mounts::ConfineByMounts({policy.writable, policy.hidden, policy.devices});
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
@@ -290,7 +249,7 @@ int main(int argc, char** argv) {
       std::string err = runboard::landlock::RestrictSelf(policy, landlockAbi, &enforced);
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
     }
-    if (fsByMounts) {
+    if (fsByMounts || !masks.empty()) {  // nothing may undo the mounts (umount needs CAP_SYS_ADMIN)
       std::string err = runboard::mounts::DropCapabilities();
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
     }

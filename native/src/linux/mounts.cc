@@ -169,6 +169,42 @@ std::string ConfineByMounts(const Policy& policy) {
   return err;
 }
 
+std::string MaskDirs(const std::vector<std::string>& masks, const std::vector<std::string>& keeps) {
+  if (unshare(CLONE_NEWNS) < 0) return Errno("unshare(CLONE_NEWNS)");
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) return Errno("make / private");
+  for (const auto& dir : masks) {
+    struct stat st {};
+    if (stat(dir.c_str(), &st) < 0) continue;  // nothing there to hide
+    if (!S_ISDIR(st.st_mode)) return "mask " + dir + ": not a directory";
+    std::vector<Copy> kept;  // detached copies of the kept entries, taken before the cover goes on
+    std::string err;
+    for (const auto& k : keeps) {
+      if (!Below(k, dir)) continue;
+      if (k.find('/', dir.size() + 1) != std::string::npos) err = "keep " + k + ": only direct children of a mask";
+      struct stat ks {};
+      if (err.empty() && lstat(k.c_str(), &ks) < 0) err = Errno("keep " + k);
+      int fd = err.empty() ? static_cast<int>(syscall(kSysOpenTree, AT_FDCWD, k.c_str(), kOpenTreeClone | O_CLOEXEC)) : -1;
+      if (err.empty() && fd < 0) err = Errno("open_tree " + k);
+      if (!err.empty()) break;
+      kept.push_back({k, S_ISDIR(ks.st_mode), fd});
+    }
+    if (err.empty() && mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=16k") < 0)
+      err = Errno("mount tmpfs on " + dir);
+    for (auto& k : kept) {
+      if (err.empty()) err = MakeMountPoint(dir, k.path, k.isDir);
+      if (err.empty() && syscall(kSysMoveMount, k.fd, "", AT_FDCWD, k.path.c_str(), kMoveMountFEmptyPath) < 0)
+        err = Errno("move_mount " + k.path);
+      close(k.fd);
+    }
+    // The cover read-only (not recursively: the kept sockets stay as they were).
+    if (err.empty() &&
+        mount("tmpfs", dir.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) < 0)
+      err = Errno("remount " + dir + " read-only");
+    if (!err.empty()) return err;
+  }
+  return "";
+}
+
 std::string DropCapabilities() {
   // A run as root (uid 0 mapped to itself) gets its capabilities back from the bounding set at exec.
   // CAP_SETFCAP stays (bounding and permitted set): the kernel lets a user namespace map uid 0 only if

@@ -23,6 +23,12 @@ struct Policy {
 // in the run's user namespace. Returns "" on success, else what failed.
 std::string ConfineByMounts(const Policy& policy);
 
+// Covers each of `masks` (directories) with an empty read-only tmpfs in which only the `keeps` that are
+// its direct children appear (bind mounts of the originals), in a mount namespace of the caller's own:
+// a private-display run sees its own X socket in /tmp/.X11-unix and not the user's (Landlock, ABI <= 7,
+// does not govern connect() on pathname Unix sockets). Call in the jail's child, like ConfineByMounts.
+std::string MaskDirs(const std::vector<std::string>& masks, const std::vector<std::string>& keeps);
+
 // Drops every capability (effective, permitted, inheritable, ambient, bounding set) of the caller,
 // but CAP_SETFCAP in the bounding set of a root run (see mounts.cc).
 std::string DropCapabilities();
