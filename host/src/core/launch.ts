@@ -13,19 +13,29 @@ export class NoGrantError extends Error {
   }
 }
 
+/**
+ * A codex flow runs with codex's own sandbox inside ours unless it says `sandbox.agentSandbox: false`
+ * (issue 6; docs/agents.md "Sandboxes"): the default is decided here, where config becomes a FlowSpec.
+ */
+function sandboxConfig(flow: FlowConfig): FlowConfig['sandbox'] {
+  if (flow.runner !== 'codex' || flow.sandbox?.agentSandbox !== undefined) return flow.sandbox;
+  return { ...flow.sandbox, agentSandbox: true };
+}
+
 export function flowSpec(name: string, flow: FlowConfig, projectDir: string): FlowSpec {
+  const sandbox = sandboxConfig(flow);
   return {
     name,
     runner: flow.runner,
     ...(flow.timeout ? { timeoutMs: flow.timeout } : {}),
     ...(flow.heartbeatTimeout ? { heartbeatTimeoutMs: flow.heartbeatTimeout } : {}),
     ...(flow.killGrace !== undefined ? { killGraceMs: flow.killGrace } : {}),
-    ...(flow.sandbox
+    ...(sandbox
       ? {
           sandbox: {
-            ...flow.sandbox,
-            ...(flow.sandbox.writable
-              ? { writable: flow.sandbox.writable.map((w) => path.resolve(projectDir, w)) }
+            ...sandbox,
+            ...(sandbox.writable
+              ? { writable: sandbox.writable.map((w) => path.resolve(projectDir, w)) }
               : {}),
           },
         }

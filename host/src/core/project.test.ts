@@ -22,6 +22,16 @@ describe('config.yaml', () => {
     expect(spec).toMatchObject({ runner: 'codex', readOnly: true, sandbox: { agentSandbox: true } });
   });
 
+  it('a codex flow gets its own sandbox by default; false turns it off; other runners get none', () => {
+    const cfg = parseConfig(
+      'c.yaml',
+      'version: 1\nflows:\n  a: { runner: codex, provider: openai }\n  b: { runner: codex, provider: openai, sandbox: { agentSandbox: false } }\n  c: { runner: claude, provider: anthropic }\n',
+    );
+    expect(flowSpec('a', cfg.flows.a!, '/p').sandbox).toEqual({ agentSandbox: true });
+    expect(flowSpec('b', cfg.flows.b!, '/p').sandbox).toEqual({ agentSandbox: false });
+    expect(flowSpec('c', cfg.flows.c!, '/p').sandbox).toBeUndefined();
+  });
+
   it('says what is wrong and where', () => {
     expect(() => parseConfig('c.yaml', 'version: 2\nflows: {}\n')).toThrow(
       /c\.yaml: invalid config: version: version must be 1/,
