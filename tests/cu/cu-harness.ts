@@ -36,15 +36,24 @@ export class CuHarness {
       opts.desktop === false
         ? null
         : await DesktopSession.start(opts.monitors ? { monitors: opts.monitors } : {});
-    const model = await startModelServer();
-    const h = await Harness.start({
-      env: {
-        RUNBOARD_PROVIDER_OPENAI_URL: model.url,
-        RUNBOARD_PROVIDER_ANTHROPIC_URL: model.url,
-        RUNBOARD_PROVIDER_LOCAL_URL: model.url,
-        ...opts.env,
-      },
-    });
+    let model: ModelServer | undefined;
+    let h: Harness;
+    try {
+      model = await startModelServer();
+      h = await Harness.start({
+        env: {
+          RUNBOARD_PROVIDER_OPENAI_URL: model.url,
+          RUNBOARD_PROVIDER_ANTHROPIC_URL: model.url,
+          RUNBOARD_PROVIDER_LOCAL_URL: model.url,
+          ...opts.env,
+        },
+      });
+    } catch (err) {
+      // Leave no desktop or server behind when start-up fails half-way (tests and benchmarks alike).
+      await model?.close();
+      await session?.stop();
+      throw err;
+    }
     if (opts.keys !== false) {
       writeProviderKey(h.paths, 'openai', KEYS.openai);
       writeProviderKey(h.paths, 'anthropic', KEYS.anthropic);

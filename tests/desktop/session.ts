@@ -41,7 +41,10 @@ export class DesktopSession {
     const deadline = Date.now() + 20_000;
     while (!existsSync(envFile) || !readFileSync(envFile, 'utf8').includes('READY=1')) {
       if (session.exitCode !== null) throw new Error(`desktop-session.sh exited with ${session.exitCode}`);
-      if (Date.now() > deadline) throw new Error('the test desktop did not start in 20 s');
+      if (Date.now() > deadline) {
+        process.kill(-session.pid!, 'SIGTERM'); // its process group: the X server and all
+        throw new Error('the test desktop did not start in 20 s');
+      }
       await sleep(20);
     }
     const vars = Object.fromEntries(
