@@ -632,12 +632,20 @@ describe('pointer, key watcher, takeover HUD', () => {
         });
       });
       const out = {};
+      let x;
       (async () => {
         delete process.env.DISPLAY;
         out.noDisplay = await start({ keyNames: ['Escape'] }).then(() => 'ok', (e) => e.code);
-        const x = spawn('Xvfb', ['-displayfd', '3', '-nolisten', 'tcp'], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] });
+        x = spawn('Xvfb', ['-displayfd', '3', '-nolisten', 'tcp'], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] });
         const display = await new Promise((r) => x.stdio[3].once('data', (d) => r(String(d).trim())));
         process.env.DISPLAY = ':' + display;
+        // A display number can still be refused for a moment after -displayfd (seen once in ~30 runs on
+        // a loaded machine): wait until the server takes a watcher, which is not what is tested here.
+        for (let i = 0; ; i++) {
+          const ok = await start({ keyNames: ['Escape'] }).then((w) => (w.stop(), true), (e) => e.code !== 'NO_DISPLAY' || i >= 50 ? Promise.reject(e) : false);
+          if (ok) break;
+          await new Promise((r) => setTimeout(r, 100));
+        }
         // Stopped at once: the process must still exit by itself.
         const idle = await start({ keyNames: ['Escape'], hud: 'idle' });
         idle.stop();
@@ -648,7 +656,11 @@ describe('pointer, key watcher, takeover HUD', () => {
         const err = await lost;
         out.lost = err.code + ': ' + err.message;
         console.log(JSON.stringify(out));
-      })();
+      })().catch((e) => {
+        console.error('failed at ' + JSON.stringify(out) + ': ' + JSON.stringify(e) + ' ' + (e && e.message));
+        x?.kill('SIGKILL');
+        process.exit(3);
+      });
     `;
     const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20_000 });
     expect(r.signal, 'still running after 20 s (kept alive?)').toBeNull();
