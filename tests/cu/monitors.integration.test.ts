@@ -20,10 +20,15 @@ afterAll(async () => {
 });
 
 describe('two monitors (RandR outputs)', () => {
-  it('the addon lists both monitors with their bounds, the first one primary', async () => {
+  it('the addon and desktop-cli list both monitors with their bounds, the first one primary', async () => {
     expect(await desktop.listMonitors()).toEqual([
       { name: 'DUMMY0', bounds: [0, 0, 1280, 1024], primary: true },
       { name: 'DUMMY1', bounds: [1280, 0, 1024, 768], primary: false },
+    ]);
+    // and desktop-cli, for agents that drive the desktop themselves
+    expect(t.session!.run(['list', '--monitors']).json).toEqual([
+      { name: 'DUMMY0', bounds: [0, 0, 1280, 1024], primary: true },
+      { name: 'DUMMY1', bounds: [1280, 0, 1024, 768] },
     ]);
   });
 

@@ -43,11 +43,12 @@ const COMMANDS: Record<
     options: {
       apps: { type: 'boolean' },
       windows: { type: 'boolean' },
+      monitors: { type: 'boolean' },
       pid: { type: 'string' },
       app: { type: 'string' },
       pretty: { type: 'boolean' },
     },
-    help: 'desktop-cli list [--apps | --windows] [--pid <pid>] [--app <name>] [--pretty]',
+    help: 'desktop-cli list [--apps | --windows | --monitors] [--pid <pid>] [--app <name>] [--pretty]',
   },
   read: {
     options: {
@@ -196,6 +197,15 @@ async function list(v: Values): Promise<void> {
         windows: a.windows,
         ...(a.accessible ? {} : { accessible: false }),
       })),
+      pretty,
+    );
+    return;
+  }
+  if (v.monitors) {
+    // name, bounds [x, y, w, h] in screen pixels (the coordinates click/drag take), primary
+    const mons = await desktop.listMonitors();
+    out(
+      mons.map((m) => ({ name: m.name, bounds: m.bounds, ...(m.primary ? { primary: true } : {}) })),
       pretty,
     );
     return;
