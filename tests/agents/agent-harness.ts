@@ -40,12 +40,13 @@ export class AgentHarness {
     readonly model: ModelServer,
   ) {}
 
-  static async start(opts: { keys?: boolean } = {}): Promise<AgentHarness> {
+  static async start(opts: { keys?: boolean; env?: NodeJS.ProcessEnv } = {}): Promise<AgentHarness> {
     const model = await startModelServer();
     const h = await Harness.start({
       env: {
         RUNBOARD_PROVIDER_OPENAI_URL: model.url,
         RUNBOARD_PROVIDER_ANTHROPIC_URL: model.url,
+        ...opts.env,
       },
     });
     if (opts.keys !== false) {

@@ -134,7 +134,11 @@ describe("codex's own sandbox inside the jail (sandbox.agentSandbox)", () => {
   it('workspace-write: writes in the worktree and $TMPDIR succeed; the jail confines by mounts', async () => {
     episodes();
     const before = readFileSync(path.join(a.workspace, 'app.txt'), 'utf8');
-    const rec = await a.run(a.card('Sandboxed edit', 'EPISODE:sb-edit'), a.flow('codex', agentSandbox));
+    // 'auto' (config.yaml's default for codex flows): where user namespaces work, the same as true.
+    const rec = await a.run(
+      a.card('Sandboxed edit', 'EPISODE:sb-edit'),
+      a.flow('codex', { sandbox: { agentSandbox: 'auto' } }),
+    );
     expect(rec.result.status, rec.result.summary + rec.stderr).toBe('succeeded');
     expect(rec.result.sandbox).toMatchObject({ enforced: true, fs: 'mounts' });
     const cmds = commands(rec);
@@ -186,6 +190,36 @@ describe("codex's own sandbox inside the jail (sandbox.agentSandbox)", () => {
     expect(cmd!.output).toMatch(/probe\.txt: Read-only file system/);
     expect(rec.result.status).toBe('needs-input');
     expect(git(a.workspace, 'status', '--porcelain')).toBe('');
+  });
+
+  it('auto, on a machine without user namespaces: codex runs in the jail alone, and the run says so', async () => {
+    const b = await AgentHarness.start({ env: { RUNBOARD_NAMESPACES: 'off' } });
+    try {
+      b.episodes([
+        {
+          name: 'sb-home',
+          match: 'EPISODE:sb-home',
+          turns: [{ toolCalls: [{ name: 'exec_command', arguments: writeHome }] }, { text: done('wrote') }],
+        },
+      ]);
+      const rec = await b.run(
+        b.card('Home write', 'EPISODE:sb-home'),
+        b.flow('codex', { sandbox: { agentSandbox: 'auto' } }),
+      );
+      expect(rec.result.status, rec.result.summary + rec.stderr).toBe('succeeded');
+      expect(rec.result.sandbox).toMatchObject({ enforced: true, fs: 'landlock' });
+      expect(commands(rec).map((c) => [c.exitCode, c.output.trim()])).toEqual([[0, 'wrote-home']]);
+      const off = rec.events.find(
+        (e) => (e.data as { kind?: string } | undefined)?.kind === 'agent-sandbox-off',
+      );
+      expect(off?.message).toContain('codex runs without its own sandbox');
+      // true instead of auto: refused, with what to do
+      const strict = await b.run(b.card('Strict', 'x'), b.flow('codex', agentSandbox));
+      expect(strict.result.termination?.reason).toBe('sandbox-failed');
+      expect(strict.result.summary).toContain('set it to auto or false');
+    } finally {
+      await b.stop();
+    }
   });
 
   it('is refused with a reason for runners without an agent sandbox', async () => {

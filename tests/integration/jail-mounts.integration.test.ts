@@ -34,8 +34,8 @@ afterAll(() => {
 });
 
 /** Runs `script` (bash) in the jail in mount mode; what it printed and the jail's status lines. */
-async function jailed(script: string, extra: string[] = []) {
-  const args = ['--status-fd', '3', '--fs-mounts', '--write', ws, '--write', scratch, '--hide', state];
+async function jailed(script: string, extra: string[] = [], mode = '--fs-mounts') {
+  const args = ['--status-fd', '3', mode, '--write', ws, '--write', scratch, '--hide', state];
   const child = spawn(jailPath(), [...args, ...extra, '--', 'bash', '-c', script], {
     cwd: ws,
     stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
@@ -124,5 +124,26 @@ describe('jail --fs-mounts', async () => {
     );
     expect(r.stderr).toContain(`${scratch}/bw.txt: Read-only file system`);
     expect(r.stdout).toBe('bw-ws-ok\nbw-scratch-refused\n');
+  });
+
+  it('the run is told how it is confined; "if possible" falls back to Landlock without namespaces', async () => {
+    const say = 'echo "$RUNBOARD_FS_CONFINEMENT"';
+    expect((await jailed(say)).stdout).toBe('mounts\n');
+    expect((await jailed(say, [], '--fs-mounts-if-possible')).stdout).toBe('mounts\n');
+    const without = await jailed(
+      `${say}; echo x > ${root}/outside.txt || echo refused`,
+      ['--no-namespaces'],
+      '--fs-mounts-if-possible',
+    );
+    expect(without.code).toBe(0);
+    expect(without.stdout).toBe('landlock\nrefused\n'); // confined all the same, by Landlock
+    expect(without.status.find((s) => s.event === 'sandbox')).toMatchObject({
+      enforced: true,
+      fs: 'landlock',
+    });
+    // required, it refuses to run instead
+    const required = await jailed(say, ['--no-namespaces']);
+    expect(required.code).not.toBe(0);
+    expect(required.stdout).toBe('');
   });
 });

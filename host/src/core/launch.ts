@@ -14,12 +14,13 @@ export class NoGrantError extends Error {
 }
 
 /**
- * A codex flow runs with codex's own sandbox inside ours unless it says `sandbox.agentSandbox: false`
- * (issue 6; docs/agents.md "Sandboxes"): the default is decided here, where config becomes a FlowSpec.
+ * A codex flow runs with codex's own sandbox inside ours wherever the machine allows it (`'auto'`:
+ * user namespaces are needed) unless it says `sandbox.agentSandbox: false` (issue 6; docs/agents.md):
+ * the default is decided here, where config becomes a FlowSpec.
  */
 function sandboxConfig(flow: FlowConfig): FlowConfig['sandbox'] {
   if (flow.runner !== 'codex' || flow.sandbox?.agentSandbox !== undefined) return flow.sandbox;
-  return { ...flow.sandbox, agentSandbox: true };
+  return { ...flow.sandbox, agentSandbox: 'auto' };
 }
 
 export function flowSpec(name: string, flow: FlowConfig, projectDir: string): FlowSpec {

@@ -22,12 +22,12 @@ describe('config.yaml', () => {
     expect(spec).toMatchObject({ runner: 'codex', readOnly: true, sandbox: { agentSandbox: true } });
   });
 
-  it('a codex flow gets its own sandbox by default; false turns it off; other runners get none', () => {
+  it('a codex flow gets its own sandbox where possible by default; false turns it off; other runners get none', () => {
     const cfg = parseConfig(
       'c.yaml',
       'version: 1\nflows:\n  a: { runner: codex, provider: openai }\n  b: { runner: codex, provider: openai, sandbox: { agentSandbox: false } }\n  c: { runner: claude, provider: anthropic }\n',
     );
-    expect(flowSpec('a', cfg.flows.a!, '/p').sandbox).toEqual({ agentSandbox: true });
+    expect(flowSpec('a', cfg.flows.a!, '/p').sandbox).toEqual({ agentSandbox: 'auto' });
     expect(flowSpec('b', cfg.flows.b!, '/p').sandbox).toEqual({ agentSandbox: false });
     expect(flowSpec('c', cfg.flows.c!, '/p').sandbox).toBeUndefined();
   });

@@ -36,8 +36,8 @@ export const FlowConfig = z.object({
       tcpPorts: z.array(z.number().int().min(1).max(65535)).optional(),
       allowUnsandboxed: z.boolean().optional(),
       allowAbstractUnix: z.boolean().optional(),
-      /** The agent CLI's own sandbox inside the jail (runner codex; docs/agents.md). */
-      agentSandbox: z.boolean().optional(),
+      /** The agent CLI's own sandbox inside the jail (runner codex; docs/agents.md): true, false or auto. */
+      agentSandbox: z.union([z.boolean(), z.literal('auto')]).optional(),
     })
     .optional(),
   env: z.record(z.string(), z.string()).optional(),

@@ -148,7 +148,7 @@ void Usage() {
   fprintf(stderr,
           "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--device FILE]... [--hide DIR]...\n"
           "                     [--mask DIR]... [--keep DIR/NAME]...\n"
-          "                     [--tcp PORT]... [--allow-abstract-unix] [--fs-mounts] [--no-landlock] [--no-namespaces]\n"
+          "                     [--tcp PORT]... [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--no-landlock] [--no-namespaces]\n"
           "                     -- COMMAND [ARG]...\n");
   _exit(2);
 }
@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
   runboard::landlock::Policy policy;
   policy.devices = {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom", "/dev/ptmx"};
   policy.writable = {"/dev/pts"};
-  bool useLandlock = true, useNamespaces = true, fsByMounts = false;
+  bool useLandlock = true, useNamespaces = true, fsByMounts = false, fsIfPossible = false;
   pid_t parentPid = 0;
   std::vector<std::string> masks, keeps;
   int i = 1;
@@ -183,6 +183,7 @@ int main(int argc, char** argv) {
     else if (a == "--allow-abstract-unix") policy.scopeAbstractUnix = false;
     else if (a == "--no-landlock") useLandlock = false;
     else if (a == "--fs-mounts") fsByMounts = true;
+    else if (a == "--fs-mounts-if-possible") fsByMounts = fsIfPossible = true;
     else if (a == "--no-namespaces") useNamespaces = false;
     else Usage();
   }
@@ -208,6 +209,7 @@ int main(int argc, char** argv) {
   if (!masks.empty() && containment != "pid-namespace")
     Die("cannot mask " + masks[0] + ": no user namespace (" + (nsError.empty() ? "--no-namespaces" : nsError) + ")", 126);
 
+  if (fsByMounts && fsIfPossible && containment != "pid-namespace") fsByMounts = false;  // Landlock then
   if (fsByMounts && containment != "pid-namespace")
     Die("--fs-mounts needs user namespaces" + (nsError.empty() ? std::string() : " (" + nsError + ")"), 125);
 
@@ -253,8 +255,10 @@ int main(int argc, char** argv) {
       std::string err = runboard::mounts::DropCapabilities();
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
     }
-    // enforced: the run is confined (filesystem by Landlock or mounts); fs: by what.
+    // enforced: the run is confined (filesystem by Landlock or mounts); fs: by what. The run learns it
+    // too: an agent with a sandbox of its own can run it only under mounts (worker/src/runners/codex.ts).
     const char* fs = fsByMounts ? "mounts" : enforced ? "landlock" : "none";
+    setenv("RUNBOARD_FS_CONFINEMENT", fs, 1);
     Status("{\"event\":\"sandbox\",\"landlockAbi\":" + std::to_string(enforced ? landlockAbi : 0) +
            ",\"enforced\":" + (fsByMounts || enforced ? "true" : "false") + ",\"fs\":\"" + fs + "\"}");
     execvp(command[0], command);

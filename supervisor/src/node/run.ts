@@ -260,12 +260,12 @@ export class Run {
       return;
     }
     // issue 6: an agent's own sandbox inside the jail (the jail confines the filesystem by mounts).
-    if (flow.sandbox?.agentSandbox) {
+    if (flow.sandbox?.agentSandbox === true) {
       const why =
         flow.runner !== 'codex'
           ? `sandbox.agentSandbox is for runner codex (its bubblewrap sandbox); flow "${flow.name}" uses runner ${flow.runner}`
           : !this.deps.useNamespaces
-            ? `sandbox.agentSandbox needs user namespaces, which this supervisor runs without (RUNBOARD_NAMESPACES=off)`
+            ? `sandbox.agentSandbox needs user namespaces, which this supervisor runs without (RUNBOARD_NAMESPACES=off); set it to auto or false`
             : null;
       if (why) {
         this.finish('failed', 'sandbox-failed', why);
@@ -385,7 +385,10 @@ export class Run {
     if (this.display) args.push(...this.displayMasks(this.display));
     // A private display needs no abstract sockets; the user's X server and buses listen on some.
     else if (flow.sandbox?.allowAbstractUnix) args.push('--allow-abstract-unix');
-    if (flow.sandbox?.agentSandbox) args.push('--fs-mounts');
+    // 'auto': the jail confines by mounts where it can make the namespaces, else by Landlock as usual.
+    const agentSandbox = flow.runner === 'codex' ? flow.sandbox?.agentSandbox : undefined;
+    if (agentSandbox === true) args.push('--fs-mounts');
+    else if (agentSandbox === 'auto' && this.deps.useNamespaces) args.push('--fs-mounts-if-possible');
     if (!sandboxed) args.push('--no-landlock');
     if (!this.deps.useNamespaces) args.push('--no-namespaces');
     args.push('--', ...this.deps.workerArgv);
@@ -588,6 +591,16 @@ export class Run {
                 : 'running unsandboxed (allowed by the flow)',
             msg,
           );
+          if (
+            this.spec.flow.runner === 'codex' &&
+            this.spec.flow.sandbox?.agentSandbox === 'auto' &&
+            msg.fs !== 'mounts'
+          )
+            this.event(
+              'log',
+              `codex runs without its own sandbox: this machine gives runs no user namespaces${this.deps.useNamespaces ? '' : ' (RUNBOARD_NAMESPACES=off)'}; the jail alone confines it`,
+              { kind: 'agent-sandbox-off', level: 'warn' },
+            );
           break;
         case 'error':
           this.jailError = String(msg.message);

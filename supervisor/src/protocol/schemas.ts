@@ -71,9 +71,10 @@ export const FlowSpec = z.object({
        * issue 6: the agent CLI runs its own OS sandbox inside the jail (runner codex: bubblewrap,
        * workspace-write, read-only for readOnly flows). The jail then confines the filesystem with a
        * private mount namespace instead of Landlock (whose filesystem rules forbid the agent's mounts);
-       * Landlock still confines network and scopes. Off by default; needs user namespaces.
+       * Landlock still confines network and scopes. Needs user namespaces: `true` fails the run without
+       * them, `'auto'` (the host's default for codex flows) then runs the agent in the jail alone.
        */
-      agentSandbox: z.optional(z.boolean()),
+      agentSandbox: z.optional(z.union([z.boolean(), z.literal('auto')])),
     }),
   ),
   /** Environment variables passed to the run, on top of the trimmed base environment. */

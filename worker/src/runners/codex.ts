@@ -7,7 +7,8 @@
  * Sandbox (docs/agents.md, "codex's own sandbox"): codex's Linux sandbox is bubblewrap, which needs
  * mounts, and a Landlock filesystem domain (the default run jail) forbids every mount. So by default
  * codex runs with `danger-full-access` and the jail is the sandbox. A flow with
- * `sandbox.agentSandbox: true` has the jail confine the filesystem by mounts instead (same policy,
+ * `sandbox.agentSandbox` (true, or 'auto' where user namespaces work) has the jail confine the
+ * filesystem by mounts instead (same policy,
  * fresh /proc, Landlock kept for network and scopes), and codex then runs its own sandbox inside:
  * `workspace-write` (the workspace, $TMPDIR and the flow's extra writable trees), `read-only` for
  * read-only flows.
@@ -77,12 +78,14 @@ export class CodexRunner implements Runner {
     const home = ctx.env.HOME ?? path.join(ctx.env.TMPDIR ?? '/tmp', 'home');
     const codexHome = path.join(home, '.codex');
     mkdirSync(codexHome, { recursive: true, mode: 0o700 });
-    // See the header: codex's own sandbox only where the flow asked the jail to make room for it.
-    const sandbox = !spec.flow.sandbox?.agentSandbox
-      ? 'danger-full-access'
-      : spec.flow.readOnly
-        ? 'read-only'
-        : 'workspace-write';
+    // See the header: codex's own sandbox only where the jail made room for it (it says so in
+    // RUNBOARD_FS_CONFINEMENT; with agentSandbox 'auto' it does so only where user namespaces work).
+    const sandbox =
+      !spec.flow.sandbox?.agentSandbox || ctx.env.RUNBOARD_FS_CONFINEMENT !== 'mounts'
+        ? 'danger-full-access'
+        : spec.flow.readOnly
+          ? 'read-only'
+          : 'workspace-write';
     const lines = [
       "# Written by Runboard for this run only (the run's own HOME).",
       `model = ${toml(spec.model.model ?? 'gpt-5-codex')}`,
