@@ -75,6 +75,7 @@ describe('a command run', () => {
     expect(env.TMPDIR).toBe(path.join(h.paths.scratchDir, rec.result.runId, 'tmp'));
     expect(env.RUNBOARD_RUN_TOKEN).toBeUndefined(); // the endpoint token stays with the worker
     expect(env.RUNBOARD_HOME).toBeUndefined();
+    expect(env.RUNBOARD_FS_CONFINEMENT).toBe('landlock'); // the jail says what confines the run
     expect(env.NODE_EXTRA_CA_CERTS).toBeUndefined();
     expect(Object.keys(env).sort()).toEqual(
       [
@@ -82,6 +83,7 @@ describe('a command run', () => {
         'LANG',
         'PATH',
         'PWD',
+        'RUNBOARD_FS_CONFINEMENT',
         'RUNBOARD_RUN_ID',
         'RUNBOARD_WORKSPACE',
         'SHLVL',
