@@ -64,7 +64,17 @@ beforeAll(async () => {
           text: `I need to know more.\n${result({
             status: 'NEEDS_CLARIFICATION',
             summary: 'two questions',
-            questions: ['Which branch should the fix go to?', { id: 'api', question: 'Keep the old API?' }],
+            questions: [
+              'Which branch should the fix go to?',
+              // seed 004's structured form: choices, one recommended (a free answer stays possible)
+              {
+                id: 'api',
+                question: 'Keep the old API?',
+                options: ['no, drop it', 'yes, until 2.0'],
+                recommended: 'yes, until 2.0',
+                allow_freeform: true,
+              },
+            ],
           })}`,
         },
       ],
@@ -95,7 +105,7 @@ describe('questions from a run', () => {
     expect(text).toContain("title: Pick a branch # the person's comment stays");
     expect(text).toMatch(/status: needs-input/);
     expect(text).toContain(
-      '## Questions\n- [ ] Which branch should the fix go to?\n- [ ] Keep the old API?\n\n## Notes\nWritten by a person; must survive.\n',
+      '## Questions\n- [ ] Which branch should the fix go to?\n- [ ] Keep the old API?\n  Options: no, drop it | yes, until 2.0 (recommended)\n\n## Notes\nWritten by a person; must survive.\n',
     );
     expect(text).not.toContain('- None.');
     expect(readdirSync(path.dirname(server.cardFile('ask.md')))).toEqual(['ask.md']); // no temp file left
@@ -111,14 +121,21 @@ describe('questions from a run', () => {
     await questions.getByText('Questions (2 open of 2)').waitFor();
     await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-questions.png') });
     await page.getByLabel('Answer to: Which branch should the fix go to?').fill('use main');
-    await page.getByLabel('Answer to: Keep the old API?').fill('yes, until 2.0');
+    // a choice fills the answer (the recommended one is marked)
+    const choices = questions.getByRole('group', { name: 'Choices for: Keep the old API?' });
+    await choices.getByRole('button', { name: /yes, until 2\.0 · recommended/ }).click();
+    expect(await page.getByLabel('Answer to: Keep the old API?').inputValue()).toBe('yes, until 2.0');
+    expect(await choices.getByRole('button', { name: /yes, until 2\.0/ }).getAttribute('aria-pressed')).toBe(
+      'true',
+    );
+    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-questions-choices.png') });
     await page.getByRole('button', { name: 'Answer & re-queue' }).click();
 
     // the answers are in the card (seed format) and the re-run, which reads the card, succeeds
     await waitUntil('Done', async () => (await server.card('ask'))?.column === 'done', 90_000);
     const after = readFileSync(server.cardFile('ask.md'), 'utf8');
     expect(after).toContain(
-      '## Questions\n- [x] Which branch should the fix go to?\n  Answer: use main\n- [x] Keep the old API?\n  Answer: yes, until 2.0\n\n## Notes\n',
+      '## Questions\n- [x] Which branch should the fix go to?\n  Answer: use main\n- [x] Keep the old API?\n  Options: no, drop it | yes, until 2.0 (recommended)\n  Answer: yes, until 2.0\n\n## Notes\n',
     );
     await questions.getByText('Questions (0 open of 2)').waitFor();
     expect((await server.card('ask'))?.openQuestions).toBeUndefined();

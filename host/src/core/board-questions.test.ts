@@ -53,4 +53,31 @@ describe('## Questions (seed format)', () => {
     expect(parseQuestions(again)[0]).toEqual({ text: 'A?', answered: true, answer: 'uno' });
     expect(() => answerQuestions(next, [{ index: 5, answer: 'x' }])).toThrow(/no question 5/);
   });
+
+  it('structured questions: choices on an Options line, the recommended one marked; answering keeps them', () => {
+    const body = appendQuestions('# Task\nX\n', [
+      { question: 'Which account?', options: ['Personal', 'Work | shared'], recommended: 'Work | shared' },
+      'Plain one?',
+    ]);
+    expect(body).toBe(
+      '# Task\nX\n\n## Questions\n- [ ] Which account?\n  Options: Personal | Work / shared (recommended)\n- [ ] Plain one?\n',
+    );
+    expect(parseQuestions(body)[0]).toEqual({
+      text: 'Which account?',
+      answered: false,
+      options: ['Personal', 'Work / shared'],
+      recommended: 'Work / shared',
+    });
+    const answered = answerQuestions(body, [{ index: 0, answer: 'Personal' }]);
+    expect(answered).toContain(
+      '- [x] Which account?\n  Options: Personal | Work / shared (recommended)\n  Answer: Personal\n',
+    );
+    expect(parseQuestions(answered)[0]).toMatchObject({
+      answered: true,
+      answer: 'Personal',
+      options: ['Personal', 'Work / shared'],
+    });
+    // the same question again (as text) is not added twice
+    expect(appendQuestions(body, [{ question: 'which account?', options: ['A'] }])).toBe(body);
+  });
 });

@@ -7,15 +7,23 @@
  *   - [ ] Which branch should the fix go to?          ← open (written by the host from a run's result)
  *   - [x] Keep the old API?                            ← answered (by the person, in the app or an editor)
  *     Answer: yes, until 2.0
+ *   - [ ] Which account should I use?                  ← with choices (a run's structured question)
+ *     Options: Personal | Work (recommended)
  *
  * Pure text functions: the store applies them in one atomic write together with the card's state.
  */
+
+import type { ClarifyingQuestion } from '@runboard/supervisor/protocol';
 
 export interface Question {
   /** The question (continuation lines joined with newlines). */
   text: string;
   answered: boolean;
   answer?: string;
+  /** Choices offered with it (an `Options: a | b` line); the person may still answer otherwise. */
+  options?: string[];
+  /** The option the asker recommends (marked `(recommended)` in the file). */
+  recommended?: string;
 }
 
 const SECTION = /^##\s+Questions\s*$/i;
@@ -23,6 +31,8 @@ const NEXT_SECTION = /^#{1,2}\s/;
 const ITEM = /^[-*]\s+(?:\[([ xX])\]\s+)?(.*)$/;
 const NONE = /^[-*]\s+None\b/i;
 const ANSWER = /^\s+Answer:\s?(.*)$/;
+const OPTIONS = /^\s+Options:\s?(.*)$/;
+const RECOMMENDED = /\s*\(recommended\)\s*$/i;
 
 interface Section {
   /** Line index of the `## Questions` heading. */
@@ -58,8 +68,17 @@ function items(lines: readonly string[], s: Section): Item[] {
     const cur = out.at(-1);
     if (!cur || cur.last !== i || !/^\s+\S/.test(line)) continue;
     const a = ANSWER.exec(line);
+    const o = cur.answer === undefined ? OPTIONS.exec(line) : null;
     if (a) cur.answer = a[1]!.trim();
-    else if (cur.answer !== undefined) cur.answer += `\n${line.trim()}`;
+    else if (o) {
+      const opts = o[1]!
+        .split('|')
+        .map((x) => x.trim())
+        .filter(Boolean);
+      cur.options = opts.map((x) => x.replace(RECOMMENDED, ''));
+      const rec = opts.find((x) => RECOMMENDED.test(x));
+      if (rec) cur.recommended = rec.replace(RECOMMENDED, '');
+    } else if (cur.answer !== undefined) cur.answer += `\n${line.trim()}`;
     else cur.text += `\n${line.trim()}`;
     cur.last = i + 1;
   }
@@ -71,28 +90,44 @@ export function parseQuestions(body: string): Question[] {
   const lines = body.split('\n');
   const s = section(lines);
   if (!s) return [];
-  return items(lines, s).map(({ text, answered, answer }) => ({
+  return items(lines, s).map(({ text, answered, answer, options, recommended }) => ({
     text,
     answered,
     ...(answer !== undefined ? { answer } : {}),
+    ...(options?.length ? { options } : {}),
+    ...(recommended !== undefined ? { recommended } : {}),
   }));
 }
 
-/** One question as list lines: the first after `- [ ] `, the rest indented (never a heading). */
-function itemLines(q: string): string[] {
-  const [first = '', ...rest] = q
+const textOf = (q: ClarifyingQuestion): string => (typeof q === 'string' ? q : q.question);
+
+/**
+ * One question as list lines: the first after `- [ ] `, the rest indented (never a heading), then its
+ * choices on one `Options:` line (`|` inside a choice would split it: it becomes `/`).
+ */
+function itemLines(q: ClarifyingQuestion): string[] {
+  const [first = '', ...rest] = textOf(q)
     .trim()
     .split(/\r?\n/)
     .map((l) => l.trim())
     .filter(Boolean);
-  return [`- [ ] ${first}`, ...rest.map((l) => `  ${l}`)];
+  const out = [`- [ ] ${first}`, ...rest.map((l) => `  ${l}`)];
+  const options =
+    typeof q === 'string'
+      ? []
+      : (q.options ?? []).map((o) => o.replace(/\s+/g, ' ').replace(/\|/g, '/').trim());
+  if (options.length && typeof q !== 'string') {
+    const rec = q.recommended?.replace(/\s+/g, ' ').replace(/\|/g, '/').trim();
+    out.push(`  Options: ${options.map((o) => (o === rec ? `${o} (recommended)` : o)).join(' | ')}`);
+  }
+  return out;
 }
 
 /**
  * Appends open questions to the body's `## Questions` section (created at the end when missing,
  * a `- None.` placeholder replaced). A question already open there is not added again.
  */
-export function appendQuestions(body: string, questions: readonly string[]): string {
+export function appendQuestions(body: string, questions: readonly ClarifyingQuestion[]): string {
   const lines = body.split('\n');
   let s = section(lines);
   const open = new Set(
@@ -102,8 +137,8 @@ export function appendQuestions(body: string, questions: readonly string[]): str
           .map((q) => norm(q.text))
       : [],
   );
-  const fresh = questions.filter((q) => q.trim() && !open.has(norm(q)));
-  const unique = fresh.filter((q, i) => fresh.findIndex((o) => norm(o) === norm(q)) === i);
+  const fresh = questions.filter((q) => textOf(q).trim() && !open.has(norm(textOf(q))));
+  const unique = fresh.filter((q, i) => fresh.findIndex((o) => norm(textOf(o)) === norm(textOf(q))) === i);
   if (unique.length === 0) return body;
   const add = unique.flatMap(itemLines);
   if (!s) {

@@ -320,13 +320,34 @@ function Questions({
             {q.answered ? (
               <p className="answer">Answer: {q.answer ?? ''}</p>
             ) : (
-              <textarea
-                rows={2}
-                aria-label={`Answer to: ${q.text}`}
-                value={draft[i] ?? ''}
-                disabled={detail.card.locked}
-                onChange={(e) => setDraft({ ...draft, [i]: e.target.value })}
-              />
+              <>
+                {q.options && (
+                  <div className="question-options" role="group" aria-label={`Choices for: ${q.text}`}>
+                    {q.options.map((o) => (
+                      <button
+                        key={o}
+                        type="button"
+                        className={`option${o === q.recommended ? ' recommended' : ''}`}
+                        aria-pressed={(draft[i] ?? '') === o}
+                        disabled={detail.card.locked}
+                        title={o === q.recommended ? 'recommended' : undefined}
+                        onClick={() => setDraft({ ...draft, [i]: o })}
+                      >
+                        {o}
+                        {o === q.recommended && <span className="rec"> · recommended</span>}
+                      </button>
+                    ))}
+                  </div>
+                )}
+                <textarea
+                  rows={2}
+                  aria-label={`Answer to: ${q.text}`}
+                  value={draft[i] ?? ''}
+                  disabled={detail.card.locked}
+                  onChange={(e) => setDraft({ ...draft, [i]: e.target.value })}
+                  placeholder={q.options ? 'or answer in your own words' : undefined}
+                />
+              </>
             )}
           </li>
         ))}

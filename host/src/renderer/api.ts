@@ -72,6 +72,9 @@ export interface Question {
   text: string;
   answered: boolean;
   answer?: string;
+  /** Choices offered with the question (`Options:` line); a free answer is still possible. */
+  options?: string[];
+  recommended?: string;
 }
 
 export interface Answer {

@@ -24,6 +24,7 @@ import {
   WorkerLog,
   WorkerProgress,
   WorkerReady,
+  type ClarifyingQuestion,
   type Command,
   type CardRef,
   type FlowSpec,
@@ -139,7 +140,7 @@ export class Run {
     exitCode: number | null;
     summary: string;
     metrics: Record<string, unknown>;
-    questions?: string[] | undefined;
+    questions?: ClarifyingQuestion[] | undefined;
     cancelledBy?: 'person' | undefined;
   } | null = null;
   private jailExit: JailExit | null = null;

@@ -6,6 +6,7 @@ import * as z from 'zod/mini';
 import { notification, request } from './define.ts';
 import {
   CardRef,
+  ClarifyingQuestion,
   Command,
   FlowSpec,
   Grant,
@@ -240,7 +241,7 @@ export const WorkerFinished = request(
     summary: z.string().check(z.maxLength(65_536)),
     metrics: Metrics,
     /** Questions for the person (status needs-input): the host appends them to the card's `## Questions`. */
-    questions: z.optional(z.array(z.string().check(z.maxLength(4096))).check(z.maxLength(50))),
+    questions: z.optional(z.array(ClarifyingQuestion).check(z.maxLength(50))),
     /** issue 5: the person took over (Escape on the real display): the run counts as cancelled. */
     cancelledBy: z.optional(z.literal('person')),
   }),

@@ -176,6 +176,20 @@ export type TerminationReason = z.infer<typeof TerminationReason>;
 export const Metrics = z.record(z.string(), z.union([z.number(), z.string(), z.boolean(), z.null()]));
 export type Metrics = z.infer<typeof Metrics>;
 
+/**
+ * A question a run asks the person: plain text, or with choices (seed 004's structured clarification:
+ * `options`, one of them `recommended`; the person may still answer in their own words).
+ */
+export const ClarifyingQuestion = z.union([
+  z.string().check(z.maxLength(4096)),
+  z.object({
+    question: z.string().check(z.minLength(1), z.maxLength(4096)),
+    options: z.optional(z.array(z.string().check(z.minLength(1), z.maxLength(500))).check(z.maxLength(20))),
+    recommended: z.optional(z.string().check(z.maxLength(500))),
+  }),
+]);
+export type ClarifyingQuestion = z.infer<typeof ClarifyingQuestion>;
+
 /** What a run changed in its worktree, against the commit it started from. */
 export const DiffSummary = z.object({
   files: z.array(z.object({ path: z.string(), added: z.nullable(z.int()), removed: z.nullable(z.int()) })),
@@ -243,7 +257,7 @@ export const RunResult = z.object({
   /** issue 6 (additive): the run's worktree and what it changed there. */
   worktree: z.optional(z.nullable(WorktreeInfo)),
   /** Questions the run asks the person (with status needs-input), in the order asked. */
-  questions: z.optional(z.array(z.string())),
+  questions: z.optional(z.array(ClarifyingQuestion)),
 });
 export type RunResult = z.infer<typeof RunResult>;
 

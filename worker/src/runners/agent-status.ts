@@ -12,8 +12,9 @@
  *   no result text at all                ─▶ failed     (an empty result is no result)
  *   otherwise                            ─▶ succeeded
  */
-import type { WorkerStatus } from '@runboard/supervisor/protocol';
+import type { ClarifyingQuestion, WorkerStatus } from '@runboard/supervisor/protocol';
 import type { AgentEvent } from './agent-events.ts';
+import { toQuestions } from './questions.ts';
 
 export interface AgentEvidence {
   cli: string;
@@ -30,7 +31,7 @@ export interface AgentVerdict {
   summary: string;
   /** Machine-readable reason: 'exit', 'no-final-event', 'cli-failed', 'permission-denied', 'agent-failed', 'clarification', 'empty-result', 'ok'. */
   reason: string;
-  questions: string[];
+  questions: ClarifyingQuestion[];
 }
 
 /** The completion contract the prompts ask for: the last `RUNBOARD_RESULT: {json}` line of the result. */
@@ -38,7 +39,7 @@ export interface CompletionClaim {
   status: 'SUCCESS' | 'NEEDS_CLARIFICATION' | 'FAILED';
   summary?: string;
   error?: string;
-  questions?: string[];
+  questions?: ClarifyingQuestion[];
 }
 
 export function parseCompletion(text: string): CompletionClaim | null {
@@ -51,11 +52,7 @@ export function parseCompletion(text: string): CompletionClaim | null {
     ) as Record<string, unknown>;
     const status = String(v.status ?? '').toUpperCase();
     if (status !== 'SUCCESS' && status !== 'NEEDS_CLARIFICATION' && status !== 'FAILED') return null;
-    const questions = Array.isArray(v.questions)
-      ? v.questions.map((q) =>
-          typeof q === 'string' ? q : String((q as { question?: unknown }).question ?? JSON.stringify(q)),
-        )
-      : [];
+    const questions = toQuestions(v.questions);
     return {
       status,
       ...(typeof v.summary === 'string' ? { summary: v.summary } : {}),
@@ -77,7 +74,7 @@ export function decideStatus(ev: AgentEvidence): AgentVerdict {
     status: WorkerStatus,
     reason: string,
     summary: string,
-    questions: string[] = [],
+    questions: ClarifyingQuestion[] = [],
   ): AgentVerdict => ({
     status,
     reason,

@@ -1,4 +1,4 @@
-import type { Metrics, WorkerSpec, WorkerStatus } from '@runboard/supervisor/protocol';
+import type { ClarifyingQuestion, Metrics, WorkerSpec, WorkerStatus } from '@runboard/supervisor/protocol';
 
 /** What a runner reports when it is done. The supervisor checks it against what it saw. */
 export interface RunnerOutcome {
@@ -7,7 +7,7 @@ export interface RunnerOutcome {
   summary: string;
   metrics: Metrics;
   /** Questions for the person when status is needs-input (they end up in the card's `## Questions`). */
-  questions?: string[];
+  questions?: ClarifyingQuestion[];
   /** The person took over (computer-use: Escape on the real display): the supervisor records `cancelled`. */
   cancelledBy?: 'person';
 }

@@ -1,11 +1,14 @@
 /** The completion contract: the model's final message is one JSON object (seed 000). */
+import type { ClarifyingQuestion } from '@runboard/supervisor/protocol';
+import { toQuestions } from '../questions.ts';
+
 export type CompletionStatus = 'SUCCESS' | 'NEEDS_CLARIFICATION' | 'FAILED';
 
 export interface Completion {
   status: CompletionStatus;
   summary: string;
   error: string;
-  questions: string[];
+  questions: ClarifyingQuestion[];
 }
 
 /** Parses the final message; a string is the reason it is not a valid completion. */
@@ -28,11 +31,5 @@ export function parseCompletion(text: string): Completion | string {
   if (r.status !== 'SUCCESS' && r.status !== 'NEEDS_CLARIFICATION' && r.status !== 'FAILED')
     return `the final JSON's status is ${JSON.stringify(r.status)}, not SUCCESS, NEEDS_CLARIFICATION or FAILED`;
   const s = (v: unknown): string => (typeof v === 'string' ? v : v == null ? '' : JSON.stringify(v));
-  const questions = Array.isArray(r.questions)
-    ? r.questions
-        .map(s)
-        .map((q) => q.trim())
-        .filter((q) => q && q.toLowerCase() !== 'none.')
-    : [];
-  return { status: r.status, summary: s(r.summary), error: s(r.error), questions };
+  return { status: r.status, summary: s(r.summary), error: s(r.error), questions: toQuestions(r.questions) };
 }

@@ -9,6 +9,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { desktop } from '@runboard/native';
+import type { ClarifyingQuestion } from '@runboard/supervisor/protocol';
 import type { RunnerContext, Runner, RunnerOutcome } from '../runner.ts';
 import { parseCompletion, type Completion } from './completion.ts';
 import {
@@ -310,7 +311,11 @@ class Loop {
     return outcome;
   }
 
-  private outcome(status: RunnerOutcome['status'], summary: string, questions: string[] = []): RunnerOutcome {
+  private outcome(
+    status: RunnerOutcome['status'],
+    summary: string,
+    questions: ClarifyingQuestion[] = [],
+  ): RunnerOutcome {
     const sorted = [...this.overheadMs].sort((a, b) => a - b);
     const pct = (p: number): number =>
       sorted.length
@@ -345,7 +350,7 @@ class Loop {
     };
   }
 
-  private stop(status: RunnerOutcome['status'], summary: string, questions: string[] = []): Stop {
+  private stop(status: RunnerOutcome['status'], summary: string, questions: ClarifyingQuestion[] = []): Stop {
     return new Stop(this.outcome(status, summary, questions));
   }
 

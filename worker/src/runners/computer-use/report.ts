@@ -43,7 +43,11 @@ export function renderReport(r: ReportInput): string {
     '',
   ];
   if (r.outcome.questions?.length) {
-    lines.push('## Questions', '', ...r.outcome.questions.map((q) => `- ${q}`), '');
+    const line = (q: NonNullable<RunnerOutcome['questions']>[number]): string =>
+      typeof q === 'string'
+        ? `- ${q}`
+        : `- ${q.question}${q.options?.length ? ` (options: ${q.options.map((o) => (o === q.recommended ? `${o}, recommended` : o)).join('; ')})` : ''}`;
+    lines.push('## Questions', '', ...r.outcome.questions.map(line), '');
   }
   lines.push(
     '## Steps',
