@@ -64,6 +64,12 @@ describe('desktop-cli serve (MCP)', () => {
     );
   });
 
+  it('lists the monitors (the test desktop has one: the whole screen)', async () => {
+    const mons = JSON.parse(text(await call('list', { monitors: true }))) as { bounds: number[] }[];
+    expect(mons).toHaveLength(1);
+    expect(mons[0]!.bounds).toEqual([0, 0, 1280, 800]);
+  });
+
   it('finds and clicks a button by id; the app shows it was pressed; the tree can come back with it', async () => {
     const found = JSON.parse(text(await call('find', { window: TITLE, name: 'Submit', role: 'btn' }))) as {
       i: number;

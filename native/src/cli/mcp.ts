@@ -81,15 +81,21 @@ export async function serve(_args: string[], execute: Execute): Promise<number> 
     'list',
     {
       description:
-        'List running apps (apps: true) or top-level windows (default): app, pid, title, id, bounds, focused.',
+        'List running apps (apps: true), the monitors (monitors: true: name, bounds [x,y,w,h] in screen pixels, primary) or top-level windows (default): app, pid, title, id, bounds, focused.',
       inputSchema: {
         apps: z.boolean().optional(),
+        monitors: z.boolean().optional(),
         app: z.string().optional(),
         pid: z.number().int().optional(),
       },
     },
     async (a) =>
-      run(['list', ...(a.apps ? ['--apps'] : ['--windows']), ...opt('--app', a.app), ...opt('--pid', a.pid)]),
+      run([
+        'list',
+        ...(a.apps ? ['--apps'] : a.monitors ? ['--monitors'] : ['--windows']),
+        ...opt('--app', a.app),
+        ...opt('--pid', a.pid),
+      ]),
   );
   server.registerTool(
     'read',
