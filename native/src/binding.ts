@@ -102,7 +102,7 @@ interface RawBinding {
     monitor: { name: string; bounds: RawRect; primary: boolean } | null;
   }>;
   Watcher: new (
-    options: { keys?: boolean; keyNames?: string[]; hud?: string },
+    options: { keys?: boolean; keyNames?: string[]; hud?: string; hudAt?: [number, number] },
     onMessage: (type: 'ready' | 'key' | 'error', payload: Record<string, unknown>) => void,
   ) => RawWatcher;
 }

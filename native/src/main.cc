@@ -424,7 +424,7 @@ Napi::Value Pointer(const Napi::CallbackInfo& info) {
 
 // ---- the watcher (key presses with their source device, the takeover HUD) ----
 //
-// new Watcher({ keys?: boolean, keyNames?: string[], hud?: string }, onMessage) starts a thread of its
+// new Watcher({ keys?: boolean, keyNames?: string[], hud?: string, hudAt?: [x, y] }, onMessage) starts a thread of its
 // own (common/watcher.h). onMessage(type, payload): 'ready'; 'key' {keycode, keysym, key, deviceId,
 // device, synthetic, time}; 'error' {message, code} (the thread has ended). The thread-safe function
 // keeps the process alive while the watcher runs; stop() unrefs it at once, so a watcher stuck on a
@@ -507,6 +507,13 @@ class NativeWatcher : public Napi::ObjectWrap<NativeWatcher> {
     d::WatcherOptions opts;
     opts.keys = Bool(o, "keys", true);
     opts.hudText = Str(o, "hud");
+    if (o.Get("hudAt").IsArray()) {
+      auto at = o.Get("hudAt").As<Napi::Array>();
+      if (at.Length() != 2 || !at.Get(0u).IsNumber() || !at.Get(1u).IsNumber())
+        throw Napi::TypeError::New(env, "hudAt must be [x, y]");
+      opts.hudAtX = at.Get(0u).As<Napi::Number>().Int32Value();
+      opts.hudAtY = at.Get(1u).As<Napi::Number>().Int32Value();
+    }
     if (o.Get("keyNames").IsArray()) {
       auto a = o.Get("keyNames").As<Napi::Array>();
       for (uint32_t i = 0; i < a.Length(); i++) {

@@ -69,6 +69,30 @@ describe('two monitors (RandR outputs)', () => {
     await find(title, (e) => e.role === 'label' && e.name === 'clicked Submit 1');
   });
 
+  it('the takeover HUD shows on the monitor the run acts on, not on the primary one', async () => {
+    // The HUD's colour (magenta, docs/computer-use.md) counted in the top 40 rows of a monitor.
+    const hudPixels = async (region: [number, number, number, number]): Promise<number> => {
+      const shot = await desktop.capture({ region, format: 'raw', cursor: false });
+      let n = 0;
+      for (let i = 0; i < shot.data.length; i += 4)
+        if (
+          Math.abs(shot.data[i]! - 0xb0) < 8 &&
+          Math.abs(shot.data[i + 1]! - 0x20) < 8 &&
+          Math.abs(shot.data[i + 2]! - 0x6a) < 8
+        )
+          n++;
+      return n;
+    };
+    t.episodes([{ name: 'hud', match: 'CU-MON-HUD', turns: [{ hang: true }] }]);
+    const next = t.model.nextRequest('hud');
+    const { runId } = await t.launch(t.card('hud', 'CU-MON-HUD'), t.flow({}, { monitor: 'DUMMY1' }));
+    await next; // the run is going (waiting for the model): the HUD is up
+    expect(await hudPixels([1280, 0, 1024, 40])).toBeGreaterThan(300 * 20);
+    expect(await hudPixels([0, 0, 1280, 40])).toBe(0);
+    await t.h.client.cancel(runId);
+    expect((await t.h.collect(runId)).result.status).toBe('cancelled');
+  });
+
   it('a monitor the display does not have fails the run at once, listing the monitors it has', async () => {
     const before = t.model.requests.length;
     const rec = await t.run(t.card('no monitor', 'CU-NOMON'), t.flow({}, { monitor: 2 }));

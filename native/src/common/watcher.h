@@ -26,6 +26,7 @@ struct WatcherOptions {
   bool keys = true;                    // watch key presses
   std::vector<std::string> keyNames;   // report only these keysym names (empty: every key)
   std::string hudText;                 // "" = no HUD
+  int hudAtX = -1, hudAtY = -1;        // the HUD goes on the monitor holding this point (-1: the primary)
 };
 
 struct WatcherCallbacks {

@@ -83,7 +83,7 @@ function toDesktopError(payload: Record<string, unknown>): DesktopError {
  * its start-up error (NO_DISPLAY, UNSUPPORTED, INVALID_ARGUMENT).
  */
 function startWatcher(
-  options: { keys?: boolean; keyNames?: string[]; hud?: string },
+  options: { keys?: boolean; keyNames?: string[]; hud?: string; hudAt?: [number, number] },
   onKey: (k: KeyPress) => void,
   onError: ((err: DesktopError) => void) | undefined,
 ): Promise<RawWatcher> {
@@ -185,13 +185,20 @@ export const desktop = {
     return { stop: () => raw.stop() };
   },
   /**
-   * Shows the takeover HUD: a bar at the top centre of the primary monitor, always on top, never
-   * focused, click-through. Resolves once it is on screen.
+   * Shows the takeover HUD: a bar at the top centre of a monitor (the one holding `at`, else the
+   * primary one), always on top, never focused, click-through. Resolves once it is on screen.
    */
-  async hud(text: string, options: { onError?: (err: DesktopError) => void } = {}): Promise<Hud> {
+  async hud(
+    text: string,
+    options: { onError?: (err: DesktopError) => void; at?: [number, number] } = {},
+  ): Promise<Hud> {
     if (typeof text !== 'string' || text.length === 0)
       throw new DesktopError('INVALID_ARGUMENT', 'the HUD needs a text');
-    const raw = await startWatcher({ keys: false, hud: text }, () => undefined, options.onError);
+    const raw = await startWatcher(
+      { keys: false, hud: text, ...(options.at ? { hudAt: options.at } : {}) },
+      () => undefined,
+      options.onError,
+    );
     return { show: () => raw.setHud(true), hide: () => raw.setHud(false), close: () => raw.stop() };
   },
   /** Benchmark baseline only: libatspi's one-call-per-attribute walk; resolves to the node count. */

@@ -152,7 +152,8 @@ void Watcher::Impl::CreateHud() {
   Rect mon{0, 0, DisplayWidth(dpy, scr), DisplayHeight(dpy, scr)};
   std::string monName;
   bool primary = false;
-  x11::MonitorAt(dpy, root, -1, -1, &mon, &monName, &primary);  // the primary monitor
+  // The monitor the run acts on (its region's centre), else the primary one.
+  x11::MonitorAt(dpy, root, options.hudAtX, options.hudAtY, &mon, &monName, &primary);
   const int padX = 22, h = 34, radius = 10;
   int w = std::min(textW + 2 * padX + 18, mon.w);
   int x = mon.x + (mon.w - w) / 2, y = mon.y;

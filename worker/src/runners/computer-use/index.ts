@@ -174,6 +174,8 @@ export class ComputerUseRunner implements Runner {
           loop.watcherLost = err.message;
           this.abort.abort();
         },
+        // on the monitor the model sees (its region's centre), where the person watching it looks
+        region ? [region[0] + Math.floor(region[2] / 2), region[1] + Math.floor(region[3] / 2)] : undefined,
       );
       loop.hud = watcher;
       try {

@@ -30,6 +30,8 @@ export function watchEscape(
   hudText = '',
   /** The watcher died after it started (the display went away). */
   onError: (err: Error) => void = () => undefined,
+  /** A point of the screen the run acts on: the HUD goes on that monitor (default: the primary one). */
+  hudAt?: [number, number],
 ): EscapeWatcher {
   let keys: KeyWatcher | undefined;
   let hud: Hud | undefined;
@@ -44,7 +46,7 @@ export function watchEscape(
       keys: ['Escape'],
       onError,
     });
-    if (hudText && !stopped) hud = await desktop.hud(hudText, { onError });
+    if (hudText && !stopped) hud = await desktop.hud(hudText, { onError, ...(hudAt ? { at: hudAt } : {}) });
     if (stopped) stop(); // stopped while starting
   })();
   ready.catch(() => stop());
