@@ -50,6 +50,8 @@ function parseLine(text: string): Json | null {
 
 /** Output that says the OS or a sandbox refused a write: evidence of a permission denial. */
 const DENIED = /permission denied|read-only file system|operation not permitted|EACCES|EROFS|EPERM/i;
+/** codex refusing a tool call it may not approve on its own (approval policy "never"). */
+const MCP_REFUSED = /requires approval|not approved|was (declined|rejected)/i;
 
 /**
  * `codex exec --json` (codex-cli 0.169): thread.started, turn.started, item.started/updated/completed
@@ -135,13 +137,25 @@ export function codexParser(): AgentParser {
                   tool: `${str(item.server)}.${str(item.tool)}`,
                   input: item.arguments,
                 });
-              else
+              else {
+                const failed = str(item.status) === 'failed';
+                const error = str((item.error as Json | null)?.message ?? item.error);
                 out.push({
                   kind: 'tool-result',
                   id,
-                  ok: str(item.status) !== 'failed',
-                  output: str(item.result ?? item.error),
+                  ok: !failed,
+                  output: failed ? error : str(item.result),
                 });
+                // codex refuses an MCP call it may not approve ("requires approval, but approval policy is
+                // never") and the model may still claim success: evidence of a denial.
+                if (failed && (MCP_REFUSED.test(error) || DENIED.test(error)))
+                  out.push({
+                    kind: 'permission-denied',
+                    tool: `${str(item.server)}.${str(item.tool)}`,
+                    detail: error,
+                    id,
+                  });
+              }
               break;
             case 'web_search':
               if (!done) out.push({ kind: 'tool-call', id, tool: 'web_search', input: item.query });

@@ -108,6 +108,54 @@ describe('parsers', () => {
     );
   });
 
+  it('codex: an MCP tool call codex refused (approval) is a denial; a failed call for another reason is not', () => {
+    const p = codexParser();
+    // the item codex 0.169 prints when it may not approve an MCP call (approval policy "never")
+    const refused = p.line(
+      JSON.stringify({
+        type: 'item.completed',
+        item: {
+          id: 'item_2',
+          type: 'mcp_tool_call',
+          server: 'desktop',
+          tool: 'click',
+          arguments: { id: 82 },
+          result: null,
+          error: { message: 'MCP tool call requires approval, but approval policy is never' },
+          status: 'failed',
+        },
+      }),
+    );
+    expect(refused).toEqual([
+      {
+        kind: 'tool-result',
+        id: 'item_2',
+        ok: false,
+        output: 'MCP tool call requires approval, but approval policy is never',
+      },
+      {
+        kind: 'permission-denied',
+        tool: 'desktop.click',
+        detail: 'MCP tool call requires approval, but approval policy is never',
+        id: 'item_2',
+      },
+    ]);
+    const other = p.line(
+      JSON.stringify({
+        type: 'item.completed',
+        item: {
+          id: 'k',
+          type: 'mcp_tool_call',
+          server: 'desktop',
+          tool: 'read',
+          error: { message: 'no such window' },
+          status: 'failed',
+        },
+      }),
+    );
+    expect(other.map((e) => e.kind)).toEqual(['tool-result']);
+  });
+
   it('codex: a command refused by the OS counts as a denial; a file_change failure too', () => {
     const p = codexParser();
     const out = p.line(

@@ -19,6 +19,18 @@ import { AgentCliProcess, desktopMcpServer, notStarted, packageFile, renderPromp
 import { codexParser, codexRolloutDenials, type AgentEvent } from './agent-events.ts';
 import type { Runner, RunnerContext, RunnerOutcome } from './runner.ts';
 
+/** What `desktop-cli serve` needs from the run's environment to reach the desktop. */
+const DESKTOP_ENV = [
+  'DISPLAY',
+  'DBUS_SESSION_BUS_ADDRESS',
+  'XAUTHORITY',
+  'XDG_RUNTIME_DIR',
+  'RUNBOARD_NATIVE_DIR',
+  'PATH',
+  'HOME',
+  'LANG',
+];
+
 const TRIPLES: Record<string, string> = {
   'linux-x64': 'x86_64-unknown-linux-musl',
   'linux-arm64': 'aarch64-unknown-linux-musl',
@@ -126,6 +138,13 @@ export class CodexRunner implements Runner {
         '[mcp_servers.desktop]',
         `command = ${toml(mcp.command)}`,
         `args = [${mcp.args.map(toml).join(', ')}]`,
+        // The flow's `desktop: true` is the person's approval; with approval_policy "never" codex would
+        // otherwise refuse every call ("MCP tool call requires approval").
+        'default_tools_approval_mode = "approve"',
+        // codex starts MCP servers with a minimal environment: the display and bus come from the flow.
+        `env = { ${DESKTOP_ENV.filter((k) => ctx.env[k])
+          .map((k) => `${k} = ${toml(ctx.env[k]!)}`)
+          .join(', ')} }`,
       );
     }
     writeFileSync(path.join(codexHome, 'config.toml'), lines.join('\n') + '\n', { mode: 0o600 });
