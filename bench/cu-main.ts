@@ -16,6 +16,25 @@ const pct = (xs: number[], p: number): number => {
 };
 const f1 = (n: number): string => (Number.isFinite(n) ? n.toFixed(1) : '–');
 
+/**
+ * STEPS cheap actions around point `p`, then SUCCESS: the loop's overhead, not an app's reaction time,
+ * is what is measured.
+ */
+function benchEpisode(name: string, match: string, p: { x: number; y: number }) {
+  const turns = Array.from({ length: STEPS }, (_, i) =>
+    i % 3 === 0
+      ? act({ action: 'left_click', ...p })
+      : i % 3 === 1
+        ? act({ action: 'mouse_move', x: p.x + 5, y: p.y })
+        : act({ action: 'screenshot' }),
+  );
+  return {
+    name,
+    match,
+    turns: [...turns, final({ status: 'SUCCESS', summary: 'ok', error: '', questions: [] })],
+  };
+}
+
 async function main(): Promise<void> {
   console.error('bench: starting the test desktop and a supervisor');
   const t = await CuHarness.start();
@@ -32,21 +51,7 @@ async function main(): Promise<void> {
     ] as const) {
       const scale = width / 1280;
       const p = imagePoint(name.bounds, scale);
-      // A mix of cheap actions: the loop's overhead, not an app's reaction time, is what is measured.
-      const turns = Array.from({ length: STEPS }, (_, i) =>
-        i % 3 === 0
-          ? act({ action: 'left_click', ...p })
-          : i % 3 === 1
-            ? act({ action: 'mouse_move', x: p.x + 5, y: p.y })
-            : act({ action: 'screenshot' }),
-      );
-      t.episodes([
-        {
-          name: 'bench',
-          match: 'CU-BENCH',
-          turns: [...turns, final({ status: 'SUCCESS', summary: 'ok', error: '', questions: [] })],
-        },
-      ]);
+      t.episodes([benchEpisode('bench', 'CU-BENCH', p)]);
       const cap: number[] = [];
       const build: number[] = [];
       const action: number[] = [];
@@ -105,20 +110,7 @@ async function main(): Promise<void> {
     );
     {
       const p = imagePoint(name.bounds, 0.5);
-      const turns = Array.from({ length: STEPS }, (_, i) =>
-        i % 3 === 0
-          ? act({ action: 'left_click', ...p })
-          : i % 3 === 1
-            ? act({ action: 'mouse_move', x: p.x + 5, y: p.y })
-            : act({ action: 'screenshot' }),
-      );
-      t.episodes([
-        {
-          name: 'bench-live',
-          match: 'CU-BENCH-LIVE',
-          turns: [...turns, final({ status: 'SUCCESS', summary: 'ok', error: '', questions: [] })],
-        },
-      ]);
+      t.episodes([benchEpisode('bench-live', 'CU-BENCH-LIVE', p)]);
       for (let r = 0; r < RUNS; r++)
         for (const liveFrameMs of liveCases) {
           console.error(`bench: private display, live frames ${liveFrameMs || 'off'}, run ${r + 1}/${RUNS}`);

@@ -6,6 +6,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { desktop } from '../../native/src/index.ts';
+import { hudPixels } from '../desktop/session.ts';
 import { act, CuHarness, cuEvents, find, final, imagePoint } from './cu-harness.ts';
 
 let t: CuHarness;
@@ -70,19 +71,7 @@ describe('two monitors (RandR outputs)', () => {
   });
 
   it('the takeover HUD shows on the monitor the run acts on, not on the primary one', async () => {
-    // The HUD's colour (magenta, docs/computer-use.md) counted in the top 40 rows of a monitor.
-    const hudPixels = async (region: [number, number, number, number]): Promise<number> => {
-      const shot = await desktop.capture({ region, format: 'raw', cursor: false });
-      let n = 0;
-      for (let i = 0; i < shot.data.length; i += 4)
-        if (
-          Math.abs(shot.data[i]! - 0xb0) < 8 &&
-          Math.abs(shot.data[i + 1]! - 0x20) < 8 &&
-          Math.abs(shot.data[i + 2]! - 0x6a) < 8
-        )
-          n++;
-      return n;
-    };
+    // The HUD's colour counted in the top 40 rows of each monitor.
     t.episodes([{ name: 'hud', match: 'CU-MON-HUD', turns: [{ hang: true }] }]);
     const next = t.model.nextRequest('hud');
     const { runId } = await t.launch(t.card('hud', 'CU-MON-HUD'), t.flow({}, { monitor: 'DUMMY1' }));

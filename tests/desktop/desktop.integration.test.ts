@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { desktop, type Element, type KeyPress, type WindowInfo } from '../../native/src/index.ts';
 import { allElements } from '../../native/src/desktop/compact.ts';
 import { decodePng } from './png.ts';
-import { DesktopSession, eventually, repo, sleep } from './session.ts';
+import { DesktopSession, eventually, hudPixels as hudPixelsIn, repo, sleep } from './session.ts';
 
 const TITLE = 'Runboard Test Form';
 const PASSWORD = 'hunter2-secret';
@@ -563,18 +563,7 @@ describe('pointer, key watcher, takeover HUD', () => {
   });
 
   it('the HUD is on top, click-through, hidden and shown on request', async () => {
-    const hudPixels = async (): Promise<number> => {
-      const shot = await desktop.capture({ region: [0, 0, 1280, 40], format: 'raw', cursor: false });
-      let n = 0;
-      for (let i = 0; i < shot.data.length; i += 4)
-        if (
-          Math.abs(shot.data[i]! - 0xb0) < 8 &&
-          Math.abs(shot.data[i + 1]! - 0x20) < 8 &&
-          Math.abs(shot.data[i + 2]! - 0x6a) < 8
-        )
-          n++;
-      return n;
-    };
+    const hudPixels = (): Promise<number> => hudPixelsIn([0, 0, 1280, 40]);
     // A window whose title bar lies under the HUD (top centre).
     const under = await s.startForm('Runboard Under The HUD', {}, ['--x', '400', '--y', '0'], false);
     await desktop.focus({ title: TITLE });

@@ -174,3 +174,17 @@ export async function eventually<T>(fn: () => Promise<T>, timeoutMs = 3000): Pro
   }
   return last;
 }
+
+/** Pixels of the takeover HUD's colour (magenta, #b0206a) in a screen region: is the HUD there? */
+export async function hudPixels(region: [number, number, number, number]): Promise<number> {
+  const shot = await desktop.capture({ region, format: 'raw', cursor: false });
+  let n = 0;
+  for (let i = 0; i < shot.data.length; i += 4)
+    if (
+      Math.abs(shot.data[i]! - 0xb0) < 8 &&
+      Math.abs(shot.data[i + 1]! - 0x20) < 8 &&
+      Math.abs(shot.data[i + 2]! - 0x6a) < 8
+    )
+      n++;
+  return n;
+}
