@@ -11,7 +11,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGrant } from '@runboard/supervisor/grants';
 import { statePaths } from '@runboard/supervisor/paths';
 import type { RunResult } from '@runboard/supervisor/protocol';
-import { writeProviderKey } from '../../supervisor/src/common/secrets.ts';
 import { SupervisorClient } from '../../host/src/core/supervisor-client.ts';
 import type { CardDetail } from '../../host/src/renderer/api.ts';
 import { DesktopSession } from '../desktop/session.ts';
@@ -64,10 +63,7 @@ beforeAll(async () => {
       'b.md': card('EPISODE-DESK-B', 'desk2'),
       'c.md': card('EPISODE-DESK-C', 'desk1'),
     },
-    {
-      env: { RUNBOARD_PROVIDER_OPENAI_URL: model.url },
-      beforeServe: (paths) => writeProviderKey(paths, 'openai', 'sk-test-openai-0123456789'),
-    },
+    BoardServer.withModel('openai', model.url),
   );
 }, 60_000);
 

@@ -6,7 +6,6 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeProviderKey } from '../../supervisor/src/common/secrets.ts';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
 import { BoardServer, REPO, waitUntil } from '../e2e/helpers/board.ts';
 
@@ -48,10 +47,7 @@ beforeAll(async () => {
       'second.md': card('EPISODE-LIMIT second', 'desktop'),
       'other.md': card('Other flow', 'shell', 'command: echo other-flow-ran\n'),
     },
-    {
-      env: { RUNBOARD_PROVIDER_OPENAI_URL: model.url },
-      beforeServe: (paths) => writeProviderKey(paths, 'openai', 'sk-test-openai-0123456789'),
-    },
+    BoardServer.withModel('openai', model.url),
   );
 }, 60_000);
 

@@ -9,7 +9,6 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeProviderKey } from '../../supervisor/src/common/secrets.ts';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, REPO, waitUntil } from '../e2e/helpers/board.ts';
 
@@ -80,14 +79,7 @@ beforeAll(async () => {
       ],
     },
   ]);
-  server = await BoardServer.start(
-    CONFIG,
-    { 'ask.md': CARD },
-    {
-      env: { RUNBOARD_PROVIDER_ANTHROPIC_URL: model.url },
-      beforeServe: (paths) => writeProviderKey(paths, 'anthropic', 'sk-ant-test-0123456789'),
-    },
-  );
+  server = await BoardServer.start(CONFIG, { 'ask.md': CARD }, BoardServer.withModel('anthropic', model.url));
   browser = await launchBrowser();
 }, 60_000);
 

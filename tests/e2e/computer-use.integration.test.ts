@@ -10,7 +10,6 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statePaths } from '@runboard/supervisor/paths';
-import { writeProviderKey } from '../../supervisor/src/common/secrets.ts';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
 import { act, final, formApp } from '../cu/cu-harness.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, REPO, waitUntil } from './helpers/board.ts';
@@ -83,10 +82,7 @@ beforeAll(async () => {
     {
       'live.md': `---\ntitle: Look at the form\nflow: desktop\nworkspace: ./workspace\n---\n# Task\nEPISODE-LIVE\n`,
     },
-    {
-      env: { RUNBOARD_PROVIDER_OPENAI_URL: model.url },
-      beforeServe: (paths) => writeProviderKey(paths, 'openai', 'sk-test-openai-0123456789'),
-    },
+    BoardServer.withModel('openai', model.url),
   );
   browser = await launchBrowser();
   page = await browser.newPage({ viewport: { width: 1500, height: 950 } });

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { createGrant } from '@runboard/supervisor/grants';
 import { statePaths, type StatePaths } from '@runboard/supervisor/paths';
+import { writeProviderKey } from '../../../supervisor/src/common/secrets.ts';
 import type { BoardView } from '../../../host/src/renderer/api.ts';
 
 import { processesMentioning } from '../../helpers/harness.ts';
@@ -72,6 +73,20 @@ export class BoardServer {
     mkdirSync(this.workspace, { recursive: true });
     this.env = { ...process.env, ...extraEnv, RUNBOARD_HOME: this.home };
     delete this.env.NODE_EXTRA_CA_CERTS;
+  }
+
+  /**
+   * BoardServer.start options for runs that reach `provider` at the scripted model server `url`: the
+   * supervisor's base URL for it, and a key stored as a user stores it.
+   */
+  static withModel(
+    provider: 'openai' | 'anthropic',
+    url: string,
+  ): { env: NodeJS.ProcessEnv; beforeServe: (paths: StatePaths) => void } {
+    return {
+      env: { [`RUNBOARD_PROVIDER_${provider.toUpperCase()}_URL`]: url },
+      beforeServe: (paths) => writeProviderKey(paths, provider, `sk-test-${provider}-0123456789`),
+    };
   }
 
   /** A project with `config` and `cards` (file name → text), its workspace granted, served. */
