@@ -48,6 +48,9 @@ const execFileP = promisify(execFile);
 /** How much of each output stream an inspector is sent when it opens a run (the rest: "export run"). */
 export const STREAM_TAIL_BYTES = 2 * 1024 * 1024;
 /** Bytes a viewer may have not yet taken before the host pauses its run stream (see streamRun). */
+/** How many runs the host keeps at hand for the inspector (older ones are asked for again). */
+const KNOWN_RUNS_MAX = 2000;
+
 export const STREAM_HIGH_WATER = 4 * 1024 * 1024;
 
 /** One viewer of a run stream (an SSE response, an Electron window). */
@@ -241,7 +244,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   async cardDetail(id: string): Promise<CardDetail> {
     const card = this.card(id);
     const mine = await this.runsOf(card.file);
-    for (const r of mine) this.knownRuns.set(r.runId, r);
+    for (const r of mine) this.remember(r);
     const questions = questionsOf(card.body);
     return {
       card: this.cardView(card),
@@ -335,8 +338,15 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   async settleWorktree(runId: string, how: 'keep' | 'discard'): Promise<RunResult> {
     const { run } =
       how === 'keep' ? await this.client.keepWorktree(runId) : await this.client.discardWorktree(runId);
-    this.knownRuns.set(runId, run);
+    this.remember(run);
     return run;
+  }
+
+  /** Runs seen lately (inspector views), most recent last: bounded, a long-lived host stays small. */
+  private remember(run: RunResult): void {
+    this.knownRuns.delete(run.runId);
+    this.knownRuns.set(run.runId, run);
+    if (this.knownRuns.size > KNOWN_RUNS_MAX) this.knownRuns.delete(this.knownRuns.keys().next().value!);
   }
 
   private async runById(runId: string): Promise<RunResult> {

@@ -42,6 +42,8 @@ interface CardIndexEntry {
   runId: string;
   card: string;
 }
+/** Days of that index kept in memory (the ones asked about lately). */
+const DAY_INDEX_MAX = 14;
 
 export class RunRegistry {
   private readonly active = new Map<string, Run>();
@@ -262,7 +264,10 @@ export class RunRegistry {
         }
       }
       cached = { size, entries };
+      this.dayIndex.delete(day);
       this.dayIndex.set(day, cached);
+      // a supervisor may live for months: keep the days asked about lately, not every day ever
+      if (this.dayIndex.size > DAY_INDEX_MAX) this.dayIndex.delete(this.dayIndex.keys().next().value!);
     }
     return cached.entries
       .filter((e) => e.card === card)
