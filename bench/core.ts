@@ -7,7 +7,7 @@
  * Usage: node bench/run.mjs bench/core.ts [--runs N] [--mb M]
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -105,6 +105,14 @@ async function main(): Promise<void> {
   await pool(8, CONC, () => bareSpawn());
   await pool(8, CONC, () => launchOne('true'));
 
+  // The supervisor lives for months: its memory must not grow with the runs it has done.
+  const { pid: supervisorPid } = await client.status();
+  const rssMb = (): number => {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${supervisorPid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : NaN;
+  };
+  const rssBefore = rssMb();
+
   let t = performance.now();
   const bare = await pool(RUNS, CONC, () => bareSpawn());
   const bareSecs = (performance.now() - t) / 1000;
@@ -122,6 +130,14 @@ async function main(): Promise<void> {
   );
   console.log(
     `    ratio (runboard / bare): latency p50 ${(pct(readyMs, 50) / pct(bare, 50)).toFixed(2)}×, p99 ${(pct(readyMs, 99) / pct(bare, 99)).toFixed(2)}×, throughput ${(bareSecs / runSecs).toFixed(2)}× of bare`,
+  );
+
+  const rssAfter = rssMb();
+  // and as many again, to tell a one-off warm-up from growth per run
+  await pool(RUNS, CONC, () => launchOne('true'));
+  const rssAfter2 = rssMb();
+  console.log(
+    `    supervisor RSS        : ${f1(rssBefore)} MB after warm-up → ${f1(rssAfter)} MB after ${RUNS} runs → ${f1(rssAfter2)} MB after ${2 * RUNS}`,
   );
 
   // (b) log throughput
