@@ -40,6 +40,28 @@ describe('BoardStore', () => {
     expect(readdirSync(path.join(dir, 'cards'))).toEqual(['ask.md']);
   });
 
+  it("a person's save between the host's read and write is kept: the host's change is made again on it", () => {
+    const file = path.join(dir, 'cards', 'race.md');
+    writeFileSync(file, '---\ntitle: Race\nflow: shell\nid: race\nstatus: queued\n---\n# Task\nold text\n');
+    const store = new BoardStore(dir);
+    store.load();
+    let saves = 0;
+    store.update('race', { status: 'running', lastRun: 'r9' }, (body) => {
+      // the person's editor saves right after the host read the file (once)
+      if (saves++ === 0)
+        writeFileSync(
+          file,
+          '---\ntitle: Race\nflow: shell\nid: race\nstatus: queued\n---\n# Task\nnew text\n',
+        );
+      return body;
+    });
+    expect(saves).toBe(2); // read again after the conflict
+    expect(readFileSync(file, 'utf8')).toBe(
+      '---\ntitle: Race\nflow: shell\nid: race\nstatus: running\nlastRun: r9\n---\n# Task\nnew text\n',
+    );
+    expect(readdirSync(path.join(dir, 'cards'))).toEqual(['race.md']);
+  });
+
   it('assigns a missing id and status and writes them back, keeping the rest of the file', () => {
     const file = path.join(dir, 'cards', 'Run Tests.md');
     writeFileSync(

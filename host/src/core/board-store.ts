@@ -29,12 +29,21 @@ export interface StoreEvents {
 
 const FRONT = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/;
 
-/** Writes `text` to `file` atomically: a crash leaves the old file or the new one, never half of one. */
-export function writeAtomic(file: string, text: string): void {
+/**
+ * Writes `text` to `file` atomically: a crash leaves the old file or the new one, never half of one.
+ * With `unchangedFrom`, the file must still hold that text right before the rename (a person's editor
+ * may have saved it meanwhile): returns false, writing nothing, when it does not.
+ */
+export function writeAtomic(file: string, text: string, unchangedFrom?: string): boolean {
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${Date.now()}.tmp`);
   try {
     writeFileSync(tmp, text);
+    if (unchangedFrom !== undefined && readFileSync(file, 'utf8') !== unchangedFrom) {
+      unlinkSync(tmp);
+      return false;
+    }
     renameSync(tmp, file);
+    return true;
   } catch (err) {
     try {
       unlinkSync(tmp);
@@ -143,10 +152,14 @@ export class BoardStore extends EventEmitter<StoreEvents> {
   ): Card {
     const card = this.cards.get(id);
     if (!card) throw new Error(`no card ${id}`);
-    const text = readFileSync(card.file, 'utf8');
-    const next = patchFrontMatter(text, patch, editBody);
-    this.write(card.file, next);
-    return this.ingest(card.file, next, false) ?? card;
+    // Read, change, write only if nobody wrote in between; else again on what they wrote (their edit
+    // and ours both stay: ours touches only the fields in `patch`).
+    for (let attempt = 1; ; attempt++) {
+      const text = readFileSync(card.file, 'utf8');
+      const next = patchFrontMatter(text, patch, editBody);
+      if (this.write(card.file, next, attempt < 5 ? text : undefined))
+        return this.ingest(card.file, next, false) ?? card;
+    }
   }
 
   /** Rewrites config.yaml through the yaml Document API, so comments and key order stay. */
@@ -165,9 +178,11 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     return readFileSync(this.configFile, 'utf8');
   }
 
-  private write(file: string, text: string): void {
+  private write(file: string, text: string, unchangedFrom?: string): boolean {
     this.written.set(file, text);
-    writeAtomic(file, text);
+    const done = writeAtomic(file, text, unchangedFrom);
+    if (!done) this.written.delete(file);
+    return done;
   }
 
   private async reread(file: string): Promise<void> {
