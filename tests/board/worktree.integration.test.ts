@@ -7,7 +7,6 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeProviderKey } from '../../supervisor/src/common/secrets.ts';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
 import { git } from '../agents/agent-harness.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, REPO, waitUntil } from '../e2e/helpers/board.ts';
@@ -56,17 +55,13 @@ beforeAll(async () => {
   server = await BoardServer.start(
     CONFIG,
     { 'notes.md': CARD },
-    {
-      env: { RUNBOARD_PROVIDER_ANTHROPIC_URL: model.url },
-      beforeServe: (paths) => {
-        writeProviderKey(paths, 'anthropic', 'sk-ant-test-0123456789');
-        const ws = path.join(path.dirname(paths.root), 'project', 'workspace');
-        git(ws, 'init', '-q', '-b', 'main');
-        writeFileSync(path.join(ws, 'README.md'), '# repo\n');
-        git(ws, 'add', '-A');
-        git(ws, 'commit', '-qm', 'initial');
-      },
-    },
+    BoardServer.withModel('anthropic', model.url, (paths) => {
+      const ws = path.join(path.dirname(paths.root), 'project', 'workspace');
+      git(ws, 'init', '-q', '-b', 'main');
+      writeFileSync(path.join(ws, 'README.md'), '# repo\n');
+      git(ws, 'add', '-A');
+      git(ws, 'commit', '-qm', 'initial');
+    }),
   );
   browser = await launchBrowser();
 }, 60_000);

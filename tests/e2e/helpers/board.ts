@@ -82,10 +82,15 @@ export class BoardServer {
   static withModel(
     provider: 'openai' | 'anthropic',
     url: string,
+    /** More to do once the state root exists (e.g. make the workspace a git repository). */
+    then?: (paths: StatePaths) => void,
   ): { env: NodeJS.ProcessEnv; beforeServe: (paths: StatePaths) => void } {
     return {
       env: { [`RUNBOARD_PROVIDER_${provider.toUpperCase()}_URL`]: url },
-      beforeServe: (paths) => writeProviderKey(paths, provider, `sk-test-${provider}-0123456789`),
+      beforeServe: (paths) => {
+        writeProviderKey(paths, provider, `sk-test-${provider}-0123456789`);
+        then?.(paths);
+      },
     };
   }
 
