@@ -390,6 +390,8 @@ export class Run {
     const agentSandbox = flow.runner === 'codex' ? flow.sandbox?.agentSandbox : undefined;
     if (agentSandbox === true) args.push('--fs-mounts');
     else if (agentSandbox === 'auto' && this.deps.useNamespaces) args.push('--fs-mounts-if-possible');
+    // Where the jail gives the run a mount namespace, /tmp there is the run's own.
+    args.push('--private-tmp', path.join(this.spec.scratchDir, 'root-tmp'));
     if (!sandboxed) args.push('--no-landlock');
     if (!this.deps.useNamespaces) args.push('--no-namespaces');
     args.push('--', ...this.deps.workerArgv);
