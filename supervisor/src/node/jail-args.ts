@@ -46,6 +46,8 @@ export interface JailArgsInput {
   privateDisplay?: string | undefined;
   /** The user's XDG_RUNTIME_DIR (session bus, AT-SPI bus, Wayland). */
   userRuntimeDir?: string | undefined;
+  /** A folder of the run's scratch dir that becomes its /tmp where the jail makes a mount namespace. */
+  privateTmp?: string | undefined;
 }
 
 /**
@@ -84,6 +86,7 @@ export function buildJailArgs(i: JailArgsInput): string[] {
   const agentSandbox = flow.runner === 'codex' ? flow.sandbox?.agentSandbox : undefined;
   if (agentSandbox === true) args.push('--fs-mounts');
   else if (agentSandbox === 'auto' && i.useNamespaces) args.push('--fs-mounts-if-possible');
+  if (i.privateTmp) args.push('--private-tmp', i.privateTmp);
   if (i.landlockAbi <= 0) args.push('--no-landlock');
   if (!i.useNamespaces) args.push('--no-namespaces');
   args.push('--', ...i.workerArgv);

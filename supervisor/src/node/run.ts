@@ -326,6 +326,7 @@ export class Run {
       proxyPort: this.proxyGrant ? this.deps.proxy!.port : undefined,
       privateDisplay: this.display?.env.DISPLAY,
       userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
+      privateTmp: path.join(this.spec.scratchDir, 'root-tmp'),
     });
     const env = buildRunEnv({
       flow,
