@@ -13,6 +13,7 @@ import {
   call,
   CancelRun,
   DiscardWorktree,
+  GetRun,
   KeepWorktree,
   ListProviders,
   SetProviderKey,
@@ -172,6 +173,9 @@ export class SupervisorClient {
   }
   list(p: z.input<typeof ListRuns.params> = {}) {
     return call(this.conn, ListRuns, p);
+  }
+  getRun(runId: string) {
+    return call(this.conn, GetRun, { runId });
   }
   status() {
     return call(this.conn, SupervisorStatus, {});
