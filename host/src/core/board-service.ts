@@ -75,7 +75,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     const store = new BoardStore(projectDir);
     store.load();
     await store.watch();
-    const client = await SupervisorClient.connect(paths, { autoStart: true });
+    const client = await SupervisorClient.connect(paths, { autoStart: true, reconnect: true });
     const scheduler = new Scheduler(store, client, new GrantStore(paths));
     const service = new BoardService(store, scheduler, client, paths);
     await scheduler.recover();
