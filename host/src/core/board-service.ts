@@ -5,11 +5,10 @@
  * its deltas, a run's files and its stream are units of their own (board-view.ts, board-deltas.ts,
  * run-files.ts, run-stream.ts).
  */
-import { execFile } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { promisify } from 'node:util';
 import { ErrorCodes, JsonRpcCodes, ResponseError, type RunResult } from '@runboard/supervisor/protocol';
 import type { StatePaths } from '@runboard/supervisor/paths';
+import { commonGitDir, safeGit } from '@runboard/supervisor/git';
 import {
   COLUMNS,
   type Answer,
@@ -36,8 +35,6 @@ import { SupervisorClient } from './supervisor-client.ts';
 
 export { Invalid, MoveRefused, NotFound } from './board-errors.ts';
 export { STREAM_HIGH_WATER, STREAM_TAIL_BYTES, type RunViewer } from './run-stream.ts';
-
-const execFileP = promisify(execFile);
 
 /** How many runs the host keeps at hand for the inspector (older ones are asked for again). */
 const KNOWN_RUNS_MAX = 2000;
@@ -184,13 +181,11 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     if (!wt) throw new NotFound(`run ${runId} has no worktree`);
     if (!wt.diff?.commit) return { text: '', truncated: false };
     const max = 1024 * 1024;
-    const { stdout } = await execFileP(
-      'git',
-      ['-C', wt.repo, 'diff', '--no-color', '--no-ext-diff', wt.baseCommit, wt.diff.commit],
-      {
-        maxBuffer: 64 * 1024 * 1024,
-        env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' },
-      },
+    // The repository may hold what a run wrote: git runs with no config or driver that names a command.
+    const stdout = await safeGit(
+      { gitDir: await commonGitDir(wt.repo) },
+      ['diff', '--no-color', '--no-ext-diff', '--no-textconv', wt.baseCommit, wt.diff.commit],
+      { maxBuffer: 64 * 1024 * 1024, raw: true },
     );
     return stdout.length > max
       ? { text: stdout.slice(0, max), truncated: true }
