@@ -191,6 +191,12 @@ describe('what keeps working', () => {
     expect(rec.stdout).toBe('pong\n');
   });
 
+  it('Unix sockets: listen() from a thread, on a pathname and an abstract socket', async () => {
+    const rec = await h.run(`${PYTHON} ${ATTACKS} unix-listen-thread "$TMPDIR/t.sock"`);
+    expect(rec.stderr).toBe('');
+    expect(rec.stdout).toBe('ok xx\n');
+  });
+
   it("os.networkInterfaces() (netlink) lists the machine's interfaces", async () => {
     const rec = await h.run([
       'node',
