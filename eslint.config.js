@@ -109,6 +109,35 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', { patterns: [workerAny, supervisorInternals] }] },
   },
   {
+    files: ['host/src/shared/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [
+                'node:*',
+                'fs',
+                'child_process',
+                'electron',
+                '**/core/**',
+                '**/cli/**',
+                '**/server/**',
+                '**/renderer/**',
+                '**/electron/**',
+              ],
+              message:
+                'host/src/shared is imported by the untrusted renderer and by the host core: types and pure code only.',
+            },
+            workerAny,
+            supervisorInternals,
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['host/src/renderer/**/*.{ts,tsx}'],
     rules: {
       'no-restricted-imports': [
