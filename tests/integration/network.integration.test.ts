@@ -4,7 +4,7 @@
 // is a subcommand of tests/fixtures/net-attacks.py; the listeners are outside the run, in this process.
 import { execFile } from 'node:child_process';
 import dgram from 'node:dgram';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -184,6 +184,30 @@ describe('UDP and other socket kinds', () => {
     for (const kind of ['raw-socket', 'packet-socket', 'sctp-socket'])
       expect((await attack(kind)).stdout.trim(), kind).toBe('EACCES');
   });
+});
+
+describe('foreign syscall ABIs', () => {
+  // The filter checks x86_64 syscall numbers; i386's (int 0x80, where socket() is 359 and socketcall()
+  // hides its arguments in memory) and x32's would pass it unchecked, so their use kills the process.
+  const source = `#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(int argc, char** argv) {
+  long r;
+  if (argv[1][0] == 'i') __asm__ volatile("int $0x80" : "=a"(r) : "a"(359), "b"(2), "c"(2), "d"(0) : "memory");
+  else r = syscall(0x40000000 | SYS_socket, 2, 2, 0);
+  printf("%ld\\n", r);
+  return 0;
+}
+`;
+  it.skipIf(process.arch !== 'x64')(
+    'a UDP socket made through i386 or x32 syscalls kills the process',
+    async () => {
+      writeFileSync(path.join(h.workspace, 'abi.c'), source);
+      const rec = await h.run('cc -o abi abi.c && ./abi i; echo "i386: $?"; ./abi x; echo "x32: $?"');
+      expect(rec.stdout).toBe('i386: 159\nx32: 159\n'); // 128 + SIGSYS
+    },
+  );
 });
 
 describe('every confinement mode of the jail', () => {
