@@ -2,13 +2,13 @@ import { describe, expect, it } from 'vitest';
 import type { BoardView, CardView } from '../shared/board-types.ts';
 import { BoardDeltas } from './board-deltas.ts';
 
+const shell = { flow: 'shell', locked: false } as const;
 const card = (id: string, column: CardView['column'] = 'backlog'): CardView => ({
   id,
-  file: `cards/${id}.md`,
   title: id,
-  flow: 'shell',
+  file: `${id}.md`,
   column,
-  locked: false,
+  ...shell,
 });
 
 describe('board deltas', () => {
