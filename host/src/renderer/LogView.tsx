@@ -7,7 +7,7 @@
 import Anser from 'anser';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState } from 'react';
-import type { RunEvent } from '@runboard/supervisor/protocol';
+import type { RunEvent } from '@runboard/supervisor/protocol/data';
 import type { BoardApi, RunStreamMessage } from './api.ts';
 
 export const MAX_LINES = 200_000;

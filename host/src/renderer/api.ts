@@ -4,7 +4,7 @@
  * `runboard serve`) and the Electron preload bridge (host/src/electron/preload.ts). No capabilities
  * (no fs, no spawn) cross it. The types here are plain data, shared by host and renderer.
  */
-import type { RunEvent, RunResult } from '@runboard/supervisor/protocol';
+import type { RunEvent, RunResult } from '@runboard/supervisor/protocol/data';
 export type { RunResult };
 
 export type Column = 'backlog' | 'queued' | 'running' | 'needs-input' | 'done' | 'failed';
