@@ -34,6 +34,8 @@ export const FlowConfig = z.object({
     .object({
       writable: z.array(z.string()).optional(),
       tcpPorts: z.array(z.number().int().min(1).max(65535)).optional(),
+      /** UDP to anywhere (DNS for flows that reach outside hosts by name); off by default. */
+      udp: z.boolean().optional(),
       allowUnsandboxed: z.boolean().optional(),
       allowAbstractUnix: z.boolean().optional(),
       /** The agent CLI's own sandbox inside the jail (runner codex; docs/agents.md): true, false or auto. */
