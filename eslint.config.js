@@ -9,7 +9,7 @@
 //  - host never imports worker, and of the supervisor only its public entry points (protocol, paths, grants, git);
 //  - host core never imports the renderer, the shells (cli, server, electron) or electron;
 //  - the renderer (host/src/renderer, untrusted) imports no Node, no host core, and of the supervisor
-//    and native only types; host/src/common holds types and pure code both sides may import.
+//    and native only types; host/src/shared holds types and pure code both sides may import.
 import js from '@eslint/js';
 import path from 'node:path';
 import boundaries from 'eslint-plugin-boundaries';
@@ -22,13 +22,13 @@ const layers = [
   { type: 'supervisor', pattern: 'supervisor/src/node' },
   { type: 'worker', pattern: 'worker/src' },
   { type: 'native', pattern: 'native/src' },
-  { type: 'host-common', pattern: 'host/src/{common,shared}' },
+  { type: 'host-shared', pattern: 'host/src/shared' },
   { type: 'host-core', pattern: 'host/src/core' },
   { type: 'host-shell', pattern: 'host/src/{cli,server,electron}' },
   { type: 'renderer', pattern: 'host/src/renderer' },
 ].map((l) => ({ ...l, partialMatch: false }));
 
-const hostTypes = ['host-common', 'host-core', 'host-shell', 'renderer'];
+const hostTypes = ['host-shared', 'host-core', 'host-shell', 'renderer'];
 const el = (...types) => ({ element: { types } });
 /** An import of these layers, of any kind (values and types). */
 const anyOf = (types, message) => ({ disallow: { to: el(...types) }, message });
@@ -94,36 +94,39 @@ const layerPolicies = [
     ),
   },
   {
-    from: from('host-core', 'host-common'),
+    from: from('host-core', 'host-shared'),
     ...anyOf(
       ['host-shell', 'renderer'],
       'host core is shared by the CLI, the server and Electron: it never imports a shell or the renderer.',
     ),
   },
   {
-    from: from('host-core', 'host-common'),
+    from: from('host-core', 'host-shared'),
     disallow: { to: { module: { source: 'electron' } } },
     message: 'host core runs under plain Node too: electron belongs to host/src/electron.',
   },
   {
-    from: from('host-common'),
-    ...anyOf(['host-core'], 'host/src/common is shared with the renderer: it imports no host core.'),
-  },
-  {
-    from: from('host-common', 'renderer'),
-    ...valuesOf(
-      ['protocol', 'supervisor-common', 'native'],
-      'The renderer (and host/src/common, which it loads) may import only types from the supervisor and native.',
+    from: from('host-shared'),
+    ...anyOf(
+      ['host-core', 'host-shell', 'renderer'],
+      'host/src/shared is imported by the untrusted renderer and by host core: types and pure code only, nothing else of the host.',
     ),
   },
   {
-    from: from('host-common', 'renderer'),
+    from: from('host-shared', 'renderer'),
+    ...valuesOf(
+      ['protocol', 'supervisor-common', 'native'],
+      'The renderer (and host/src/shared, which it loads) may import only types from the supervisor and native.',
+    ),
+  },
+  {
+    from: from('host-shared', 'renderer'),
     disallow: { to: { element: { types: 'protocol', fileInternalPath: '!data.ts' } } },
     message:
       "The renderer imports the protocol's types from @runboard/supervisor/protocol/data (its other entry brings the Node transport).",
   },
   {
-    from: from('host-common', 'renderer'),
+    from: from('host-shared', 'renderer'),
     disallow: [nodeBuiltins, { to: { module: { source: 'electron' } } }],
     message: 'The renderer is untrusted: no Node, no electron; it talks through the typed bridge only.',
   },
@@ -133,14 +136,6 @@ const layerPolicies = [
       ['host-core', 'host-shell'],
       'The renderer is untrusted: no host core; it talks through the typed bridge only.',
     ),
-  }, // Until the board's shared types leave host/src/renderer/api.ts for host/src/shared, host core may
-  // import that one file's types.
-  {
-    from: from('host-core'),
-    allow: {
-      to: { element: { types: 'renderer', fileInternalPath: 'api.ts' } },
-      dependency: { kind: 'type' },
-    },
   },
 ];
 

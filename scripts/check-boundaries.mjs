@@ -26,8 +26,13 @@ const refused = [
   ['host/src/renderer/probe.ts', "export { loadProject } from '../core/project.ts';"],
   ['host/src/renderer/probe.ts', "const m = await import('../core/project.ts'); export { m };"],
   ['host/src/renderer/probe.ts', "const m = await import('node:fs'); export { m };"],
-  ['host/src/common/probe.ts', "import fs from 'node:fs'; export { fs };"],
-  ['host/src/common/probe.ts', "import { loadProject } from '../core/project.ts'; export { loadProject };"],
+  ['host/src/shared/probe.ts', "import fs from 'node:fs'; export { fs };"],
+  ['host/src/shared/probe.ts', "import { App } from '../renderer/App.tsx'; export { App };"],
+  [
+    'host/src/shared/probe.ts',
+    "import { ErrorCodes } from '@runboard/supervisor/protocol/data'; export { ErrorCodes };",
+  ],
+  ['host/src/shared/probe.ts', "import { loadProject } from '../core/project.ts'; export { loadProject };"],
   // The protocol module depends on nothing but vscode-jsonrpc and zod.
   ['supervisor/src/protocol/probe.ts', "import fs from 'node:fs'; export { fs };"],
   ['supervisor/src/protocol/probe.ts', "import fs from 'fs'; export { fs };"],

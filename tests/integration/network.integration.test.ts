@@ -2,17 +2,21 @@
 // command). Landlock's TCP rules cover connect() and bind() of plain TCP only; the jail's seccomp filter
 // closes the rest (MPTCP, TCP Fast Open, listen() without bind(), UDP and other socket kinds). Each attack
 // is a subcommand of tests/fixtures/net-attacks.py; the listeners are outside the run, in this process.
+import { execFile } from 'node:child_process';
 import dgram from 'node:dgram';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jailPath } from '@runboard/native';
 import type { FlowSpec } from '@runboard/supervisor/protocol';
 import { Harness, REPO, type RunRecord, waitUntil } from '../helpers/harness.ts';
 
 const ATTACKS = path.join(REPO, 'tests', 'fixtures', 'net-attacks.py');
 // Debian's python3: a run has its own HOME, so version-manager shims on the test's PATH do not work in it.
 const PYTHON = '/usr/bin/python3';
+const execFileAsync = promisify(execFile);
 
 function mptcpEnabled(): boolean {
   try {
@@ -179,6 +183,49 @@ describe('UDP and other socket kinds', () => {
   it('refuses raw, packet and SCTP sockets', async () => {
     for (const kind of ['raw-socket', 'packet-socket', 'sctp-socket'])
       expect((await attack(kind)).stdout.trim(), kind).toBe('EACCES');
+  });
+});
+
+describe('foreign syscall ABIs', () => {
+  // The filter checks x86_64 syscall numbers; i386's (int 0x80, where socket() is 359 and socketcall()
+  // hides its arguments in memory) and x32's would pass it unchecked, so their use kills the process.
+  const source = `#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(int argc, char** argv) {
+  long r;
+  if (argv[1][0] == 'i') __asm__ volatile("int $0x80" : "=a"(r) : "a"(359), "b"(2), "c"(2), "d"(0) : "memory");
+  else r = syscall(0x40000000 | SYS_socket, 2, 2, 0);
+  printf("%ld\\n", r);
+  return 0;
+}
+`;
+  it.skipIf(process.arch !== 'x64')(
+    'a UDP socket made through i386 or x32 syscalls kills the process',
+    async () => {
+      writeFileSync(path.join(h.workspace, 'abi.c'), source);
+      const rec = await h.run('cc -o abi abi.c && ./abi i; echo "i386: $?"; ./abi x; echo "x32: $?"');
+      expect(rec.stdout).toBe('i386: 159\nx32: 159\n'); // 128 + SIGSYS
+    },
+  );
+});
+
+describe('every confinement mode of the jail', () => {
+  // The supervisor picks the mode (Landlock, mounts for agents with a sandbox of their own, subreaper
+  // where user namespaces are missing); the filter and the listen() broker must hold in each.
+  const modes = [['--fs-mounts-if-possible'], ['--no-namespaces']];
+  it.each(modes)('refuses MPTCP, TFO, UDP and listen() without bind() with %s', async (mode) => {
+    const out: string[] = [];
+    for (const args of [
+      ['mptcp-connect', '127.0.0.1', '9'],
+      ['tfo-sendto', '127.0.0.1', '9'],
+      ['udp-send', '127.0.0.1', '9'],
+      ['listen-unbound', '127.0.0.1', '1'],
+    ]) {
+      const r = await execFileAsync(jailPath(), [mode, '--', PYTHON, ATTACKS, ...args], { timeout: 20_000 });
+      out.push(r.stdout.trim());
+    }
+    expect(out).toEqual(['EACCES', 'EACCES', 'EACCES', 'EACCES']);
   });
 });
 
