@@ -6,6 +6,7 @@ export * from './errors.ts';
 export * from './schemas.ts';
 export * from './messages.ts';
 export * from './run-state.ts';
+export * from './schedules.ts';
 export {
   connect,
   FramedMessageReader,
