@@ -5,7 +5,7 @@
   "targets": [
     {
       "target_name": "runboard_native",
-      "cflags_cc": ["-std=c++17", "-O2", "-Wall", "-Wextra"],
+      "cflags_cc": ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror"],
       "cflags_cc!": ["-fno-exceptions"],
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "src"],
@@ -27,7 +27,7 @@
     {
       "target_name": "runboard-jail",
       "type": "executable",
-      "cflags_cc": ["-std=c++17", "-O2", "-Wall", "-Wextra"],
+      "cflags_cc": ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror"],
       "include_dirs": ["src"],
       "conditions": [
         ["OS=='linux'", { "sources": ["src/linux/jail.cc", "src/linux/landlock.cc", "src/linux/mounts.cc"] }]

@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-echo "== lint" && npx eslint . && npx prettier --check . >/dev/null
+echo "== lint" && npx eslint . && npx prettier --check . >/dev/null && bash scripts/check-cpp-format.sh
 echo "== types" && npx tsc -p tsconfig.json --noEmit
 echo "== tests"
 mkdir -p test-results

@@ -3,11 +3,11 @@
 // thread (common/task_thread.h) and settles a promise on the JavaScript thread.
 #include <napi.h>
 
-#include "common/peer.h"
 #include <atomic>
-#include <mutex>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include "common/peer.h"
 
 #include "common/actions.h"
 #include "common/capture.h"
@@ -83,9 +83,7 @@ void Settle(Napi::Env env, Napi::Function, Job* job) {
   if (job->ok) {
     try {
       job->deferred.Resolve(job->ok(env));
-    } catch (const Napi::Error& e) {
-      job->deferred.Reject(e.Value());
-    }
+    } catch (const Napi::Error& e) { job->deferred.Reject(e.Value()); }
   } else {
     auto err = Napi::Error::New(env, job->error);
     err.Set("code", job->code);
@@ -444,7 +442,7 @@ struct WatcherState {
   std::mutex mu;
   bool envAlive = true;
   std::atomic<bool> stopped{false};
-  bool unrefed = false;                             // JS thread only
+  bool unrefed = false;                              // JS thread only
   std::shared_ptr<WatcherState>* hookArg = nullptr;  // JS thread only: the env cleanup hook's argument
 };
 
@@ -495,8 +493,9 @@ void Deliver(Napi::Env env, Napi::Function onMessage, WatcherMsg* msg, WatcherSt
 class NativeWatcher : public Napi::ObjectWrap<NativeWatcher> {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "Watcher",
-                       {InstanceMethod("setHud", &NativeWatcher::SetHud), InstanceMethod("stop", &NativeWatcher::Stop)});
+    return DefineClass(
+        env, "Watcher",
+        {InstanceMethod("setHud", &NativeWatcher::SetHud), InstanceMethod("stop", &NativeWatcher::Stop)});
   }
 
   explicit NativeWatcher(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeWatcher>(info) {

@@ -72,6 +72,16 @@ describe('runboard', () => {
     );
   });
 
+  it('refuses to grant a folder that holds its own state (/, the state root, a parent of it), saying why', async () => {
+    for (const dir of ['/', root, path.join(root, 'home')]) {
+      const r = await rb(['grant', dir]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(
+        /^runboard: cannot grant .*: .* contains Runboard's state root .*; grant a folder that does not contain it\n$/,
+      );
+    }
+  });
+
   it('--json prints the run id first, then events and output, and the result last', async () => {
     const r = await rb(['run', '--json', card('json', 'echo json-out; exit 5')]);
     expect(r.code).toBe(1);

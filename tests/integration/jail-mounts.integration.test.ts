@@ -2,7 +2,7 @@
 // the Landlock mode enforced by a private mount namespace, so that an agent's own bubblewrap sandbox can
 // run inside. The real jail binary, real processes; each property checked from inside a run.
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -88,6 +88,22 @@ describe('jail --fs-mounts', async () => {
     expect(r.stderr).toContain(`${key}: No such file or directory`);
   });
 
+  it('gives the run a /tmp of its own: fixed names can be made, the real /tmp is untouched and read-only', async () => {
+    // What codex's sandbox helper does first (mkdir /tmp/codex-daemon-<uid>), under a name no one made.
+    const name = `rb-private-tmp-${process.pid}-${Date.now()}`;
+    const own = path.join(scratch, 'root-tmp');
+    const r = await jailed(
+      `mkdir /tmp/${name} && echo made; echo x > /tmp/${name}/f && echo wrote; ` +
+        `ls -d ${ws} >/dev/null && echo ws-visible; echo w > ${ws}/via-tmp.txt && echo ws-writable; ` +
+        `echo y > ${root}/outside.txt || echo outside-refused; cat ${state}/keys/grant.key || echo key-hidden`,
+      ['--private-tmp', own],
+    );
+    expect(r.stdout).toBe('made\nwrote\nws-visible\nws-writable\noutside-refused\nkey-hidden\n');
+    expect(existsSync(path.join('/tmp', name))).toBe(false); // not in the machine's /tmp
+    expect(readFileSync(path.join(own, name, 'f'), 'utf8')).toBe('x\n'); // in the run's own
+    expect(readFileSync(path.join(ws, 'via-tmp.txt'), 'utf8')).toBe('w\n');
+  });
+
   it("has a /proc of the run's own PID namespace and no capabilities to speak of", async () => {
     const r = await jailed(`ls /proc | grep -c '^[0-9]'; grep CapEff /proc/self/status`);
     const [procs, capEff] = r.stdout.trim().split('\n');
@@ -112,19 +128,22 @@ describe('jail --fs-mounts', async () => {
     expect((await jailed(probe, ['--tcp', String(port)])).stdout).toBe('hello\n');
   });
 
-  it("lets bubblewrap (codex's) build its own stricter sandbox inside", async () => {
-    const bwrap = packageFile(
-      '@openai/codex-linux-x64',
-      'vendor/x86_64-unknown-linux-musl/codex-resources/bwrap',
-    );
-    if (!bwrap || process.arch !== 'x64') return; // the codex package ships it for this platform only
-    const r = await jailed(
-      `${bwrap} --ro-bind / / --dev /dev --unshare-user --unshare-pid --proc /proc --bind ${ws} ${ws} ` +
-        `-- bash -c 'echo in > ${ws}/bw.txt && echo bw-ws-ok; echo x > ${scratch}/bw.txt || echo bw-scratch-refused'`,
-    );
-    expect(r.stderr).toContain(`${scratch}/bw.txt: Read-only file system`);
-    expect(r.stdout).toBe('bw-ws-ok\nbw-scratch-refused\n');
-  });
+  // The codex package ships bubblewrap for this platform only.
+  const bwrap =
+    process.arch === 'x64'
+      ? packageFile('@openai/codex-linux-x64', 'vendor/x86_64-unknown-linux-musl/codex-resources/bwrap')
+      : null;
+  it.skipIf(!bwrap || !existsSync(bwrap))(
+    "lets bubblewrap (codex's) build its own stricter sandbox inside",
+    async () => {
+      const r = await jailed(
+        `${bwrap} --ro-bind / / --dev /dev --unshare-user --unshare-pid --proc /proc --bind ${ws} ${ws} ` +
+          `-- bash -c 'echo in > ${ws}/bw.txt && echo bw-ws-ok; echo x > ${scratch}/bw.txt || echo bw-scratch-refused'`,
+      );
+      expect(r.stderr).toContain(`${scratch}/bw.txt: Read-only file system`);
+      expect(r.stdout).toBe('bw-ws-ok\nbw-scratch-refused\n');
+    },
+  );
 
   it('the run is told how it is confined; "if possible" falls back to Landlock without namespaces', async () => {
     const say = 'echo "$RUNBOARD_FS_CONFINEMENT"';

@@ -6,6 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { GrantError } from '@runboard/supervisor/grants';
 import { statePaths } from '@runboard/supervisor/paths';
 import {
   ExitCodeForStatus,
@@ -363,6 +364,7 @@ main(process.argv.slice(2)).then(
     else if (!(
       err instanceof ProjectError ||
       err instanceof NoGrantError ||
+      err instanceof GrantError ||
       (err as NodeJS.ErrnoException).code
     ))
       msg = (err as Error).stack ?? msg;

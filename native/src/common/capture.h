@@ -5,20 +5,20 @@
 namespace runboard::desktop {
 
 struct CaptureOptions {
-  WindowQuery target;       // empty: the whole screen
+  WindowQuery target;  // empty: the whole screen
   bool wholeScreen = true;
   bool hasRegion = false;
-  Rect region;              // a screen region instead of a window
-  double scale = 1;         // 0.05 .. 1
+  Rect region;                 // a screen region instead of a window
+  double scale = 1;            // 0.05 .. 1
   std::string format = "png";  // png | jpeg | raw (RGBA)
-  int quality = 80;         // JPEG quality
+  int quality = 80;            // JPEG quality
   bool cursor = true;
 };
 
 struct CaptureResult {
   std::vector<uint8_t> data;
   int width = 0, height = 0;
-  Rect source;              // captured screen rectangle, physical pixels
+  Rect source;  // captured screen rectangle, physical pixels
   std::string format;
 };
 

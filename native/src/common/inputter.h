@@ -9,13 +9,13 @@ enum class MouseButton { kLeft = 1, kMiddle = 2, kRight = 3 };
 // Where the pointer is (whoever moved it: the person, this process, another), physical pixels.
 struct PointerInfo {
   int x = 0, y = 0;
-  bool onScreen = true;       // false: on another X screen (x/y are then meaningless)
-  Rect screen;                // the whole screen (root window)
-  bool hasMonitor = false;    // the monitor under the pointer (RandR), when the server reports monitors
+  bool onScreen = true;     // false: on another X screen (x/y are then meaningless)
+  Rect screen;              // the whole screen (root window)
+  bool hasMonitor = false;  // the monitor under the pointer (RandR), when the server reports monitors
   Rect monitor;
   std::string monitorName;
   bool primary = false;
-  unsigned int buttons = 0;   // bit 0 = left, 1 = middle, 2 = right held down
+  unsigned int buttons = 0;  // bit 0 = left, 1 = middle, 2 = right held down
 };
 PointerInfo QueryPointer();
 

@@ -7,8 +7,8 @@ namespace runboard::desktop {
 std::string DoAction(const WindowQuery& target, int elementId, const std::string& action) {
   auto t = atspi::LoadWindowTree(target, false);
   if (elementId < 0 || elementId >= static_cast<int>(t.byId.size()))
-    throw DesktopError(kElementNotFound, "no element " + std::to_string(elementId) + " in window \"" +
-                                             t.window.title + "\"");
+    throw DesktopError(kElementNotFound,
+                       "no element " + std::to_string(elementId) + " in window \"" + t.window.title + "\"");
   const atspi::Node& n = t.nodes[t.byId[elementId]];
   auto& bus = atspi::Bus::Get();
   std::vector<std::string> names = atspi::ActionNames(bus, t.peer, {n.path})[0];

@@ -20,8 +20,7 @@ std::string BusAddress() {
     auto& x = x11::Session::Get();
     std::string fromRoot = x.Text(x.root(), "AT_SPI_BUS");
     if (!fromRoot.empty()) return fromRoot;
-  } catch (const DesktopError&) {
-  }
+  } catch (const DesktopError&) {}
   const char* session = std::getenv("DBUS_SESSION_BUS_ADDRESS");
   if (!session || !*session)
     throw DesktopError(kNoA11yBus,
@@ -37,9 +36,8 @@ std::string BusAddress() {
     g_clear_error(&err);
     throw DesktopError(kNoA11yBus, "cannot reach the session bus: " + msg);
   }
-  GVariant* r = g_dbus_connection_call_sync(sb, "org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress",
-                                            nullptr, G_VARIANT_TYPE("(s)"), G_DBUS_CALL_FLAGS_NONE, kTimeoutMs,
-                                            nullptr, &err);
+  GVariant* r = g_dbus_connection_call_sync(sb, "org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress", nullptr,
+                                            G_VARIANT_TYPE("(s)"), G_DBUS_CALL_FLAGS_NONE, kTimeoutMs, nullptr, &err);
   g_dbus_connection_close_sync(sb, nullptr, nullptr);
   g_object_unref(sb);
   if (!r) {
@@ -186,7 +184,8 @@ GVariant* Bus::CallOne(const Peer& peer, Call call, std::string* error) {
 std::vector<AppRef> Bus::Apps() {
   Peer registry{conn_, "org.a11y.atspi.Registry"};
   std::string err;
-  GVariant* r = CallOne(registry, {"/org/a11y/atspi/accessible/root", "org.a11y.atspi.Accessible", "GetChildren", nullptr}, &err);
+  GVariant* r =
+      CallOne(registry, {"/org/a11y/atspi/accessible/root", "org.a11y.atspi.Accessible", "GetChildren", nullptr}, &err);
   if (!r) throw DesktopError(kNoA11yBus, "the AT-SPI registry does not answer: " + err);
   std::vector<AppRef> apps;
   GVariantIter* it = nullptr;
@@ -241,14 +240,14 @@ Peer Bus::PeerFor(const std::string& busName) {
   const char* p2p = std::getenv("RUNBOARD_ATSPI_P2P");
   if (!p2p || std::string(p2p) != "0") {
     // Apps built on atk-bridge offer a private socket: talking to it directly skips the bus daemon's hop.
-    GVariant* r = CallOne(viaBus, {"/org/a11y/atspi/accessible/root", "org.a11y.atspi.Application",
-                                   "GetApplicationBusAddress", nullptr});
+    GVariant* r = CallOne(
+        viaBus, {"/org/a11y/atspi/accessible/root", "org.a11y.atspi.Application", "GetApplicationBusAddress", nullptr});
     if (r) {
       const char* addr = nullptr;
       g_variant_get(r, "(&s)", &addr);
       if (addr && *addr) {
-        GDBusConnection* c = g_dbus_connection_new_for_address_sync(
-            addr, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT, nullptr, nullptr, nullptr);
+        GDBusConnection* c = g_dbus_connection_new_for_address_sync(addr, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT,
+                                                                    nullptr, nullptr, nullptr);
         if (c) {
           g_dbus_connection_set_exit_on_close(c, FALSE);
           chosen = Peer{c, ""};

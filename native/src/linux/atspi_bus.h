@@ -40,7 +40,8 @@ class Bus {
   Peer PeerFor(const std::string& busName);
   // Sends every call, then waits for all replies. Replies are owned by the caller (nullptr on error;
   // the error text goes into errors when given).
-  std::vector<GVariant*> CallMany(const Peer& peer, std::vector<Call>& calls, std::vector<std::string>* errors = nullptr);
+  std::vector<GVariant*> CallMany(const Peer& peer, std::vector<Call>& calls,
+                                  std::vector<std::string>* errors = nullptr);
   GVariant* CallOne(const Peer& peer, Call call, std::string* error = nullptr);
   int roundTrips = 0;
 

@@ -17,9 +17,12 @@ constexpr int kMaxUncached = 5000;
 
 uint32_t IfaceBit(const char* name) {
   static const std::pair<const char*, uint32_t> table[] = {
-      {"org.a11y.atspi.Component", kComponent}, {"org.a11y.atspi.Text", kText},
-      {"org.a11y.atspi.Value", kValue},         {"org.a11y.atspi.Action", kAction},
-      {"org.a11y.atspi.EditableText", kEditableText}, {"org.a11y.atspi.Collection", kCollection},
+      {"org.a11y.atspi.Component", kComponent},
+      {"org.a11y.atspi.Text", kText},
+      {"org.a11y.atspi.Value", kValue},
+      {"org.a11y.atspi.Action", kAction},
+      {"org.a11y.atspi.EditableText", kEditableText},
+      {"org.a11y.atspi.Collection", kCollection},
   };
   for (auto& [n, bit] : table)
     if (std::strcmp(n, name) == 0) return bit;
@@ -104,7 +107,8 @@ void FetchInfo(Bus& bus, const Peer& peer, std::vector<Node>& nodes, const std::
     info.push_back({path, "org.a11y.atspi.Accessible", "GetRole", nullptr});
     info.push_back({path, "org.a11y.atspi.Accessible", "GetState", nullptr});
     info.push_back({path, "org.a11y.atspi.Accessible", "GetInterfaces", nullptr});
-    info.push_back({path, "org.freedesktop.DBus.Properties", "GetAll", g_variant_new("(s)", "org.a11y.atspi.Accessible")});
+    info.push_back(
+        {path, "org.freedesktop.DBus.Properties", "GetAll", g_variant_new("(s)", "org.a11y.atspi.Accessible")});
   }
   Replies r{bus.CallMany(peer, info)};
   for (size_t k = 0; k < fresh.size(); k++) {
@@ -141,8 +145,8 @@ void FetchInfo(Bus& bus, const Peer& peer, std::vector<Node>& nodes, const std::
 // child count (web content, tree views). Objects with the Collection interface hand over their whole
 // subtree in one GetMatches call (in tree order; parents come from the Parent property); the others
 // are walked level by level, one pipelined batch for the children lists and one for the new objects.
-void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes,
-                    std::unordered_map<std::string, int>& byPath, int root, bool expandHidden) {
+void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes, std::unordered_map<std::string, int>& byPath,
+                    int root, bool expandHidden) {
   std::vector<int> frontier;
   std::vector<int> stack{root};
   while (!stack.empty()) {  // nodes of the window's subtree whose children are missing
@@ -178,12 +182,12 @@ void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes,
         g_variant_builder_add(&states, "i", static_cast<gint32>(1u << ATSPI_STATE_SHOWING));
         g_variant_builder_add(&states, "i", 0);
       }
-      GVariant* rule = g_variant_new("(aiia{ss}iaiiasib)", &states, ATSPI_Collection_MATCH_ALL, nullptr,
-                                     ATSPI_Collection_MATCH_ALL, nullptr, ATSPI_Collection_MATCH_ALL, nullptr,
-                                     ATSPI_Collection_MATCH_ALL, FALSE);
+      GVariant* rule =
+          g_variant_new("(aiia{ss}iaiiasib)", &states, ATSPI_Collection_MATCH_ALL, nullptr, ATSPI_Collection_MATCH_ALL,
+                        nullptr, ATSPI_Collection_MATCH_ALL, nullptr, ATSPI_Collection_MATCH_ALL, FALSE);
       calls.push_back({nodes[i].path, "org.a11y.atspi.Collection", "GetMatches",
-                       g_variant_new("(@(aiia{ss}iaiiasib)uib)", rule, static_cast<guint32>(ATSPI_Collection_SORT_ORDER_CANONICAL),
-                                     0, TRUE)});
+                       g_variant_new("(@(aiia{ss}iaiiasib)uib)", rule,
+                                     static_cast<guint32>(ATSPI_Collection_SORT_ORDER_CANONICAL), 0, TRUE)});
     }
     Replies r{bus.CallMany(peer, calls)};
     std::vector<int> fresh;
@@ -215,8 +219,7 @@ void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes,
   }
   while (!frontier.empty() && added < kMaxUncached) {
     std::vector<Call> calls;
-    for (int i : frontier)
-      calls.push_back({nodes[i].path, "org.a11y.atspi.Accessible", "GetChildren", nullptr});
+    for (int i : frontier) calls.push_back({nodes[i].path, "org.a11y.atspi.Accessible", "GetChildren", nullptr});
     Replies kids{bus.CallMany(peer, calls)};
     std::vector<int> fresh;
     for (size_t k2 = 0; k2 < frontier.size(); k2++) {
@@ -292,7 +295,8 @@ std::vector<std::vector<std::string>> ActionNames(Bus& bus, const Peer& peer, co
   }
   if (!unnamed.empty()) {
     calls.clear();
-    for (auto& [k, i] : unnamed) calls.push_back({paths[k], "org.a11y.atspi.Action", "GetName", g_variant_new("(i)", i)});
+    for (auto& [k, i] : unnamed)
+      calls.push_back({paths[k], "org.a11y.atspi.Action", "GetName", g_variant_new("(i)", i)});
     Replies r{bus.CallMany(peer, calls)};
     for (size_t u = 0; u < unnamed.size(); u++) {
       if (!r.v[u]) continue;
@@ -399,8 +403,8 @@ WindowTree LoadWindowTree(const WindowQuery& q, bool expandHidden) {
       if (!t.nodes[c].name.empty() && x11::ContainsFold(t.window.title, t.nodes[c].name)) cands.push_back(c);
   if (cands.empty() && t.nodes[appRoot].children.size() == 1) cands = t.nodes[appRoot].children;
   if (cands.empty())
-    throw DesktopError(kNoA11yTree, "the accessibility tree of \"" + t.app.name + "\" has no window named \"" +
-                                        t.window.title + "\"");
+    throw DesktopError(
+        kNoA11yTree, "the accessibility tree of \"" + t.app.name + "\" has no window named \"" + t.window.title + "\"");
   t.root = cands[0];
   if (cands.size() > 1) {
     std::vector<Call> calls;

@@ -15,7 +15,12 @@
 namespace runboard::desktop::atspi {
 
 enum Iface : uint32_t {
-  kComponent = 1, kText = 2, kValue = 4, kAction = 8, kEditableText = 16, kCollection = 32,
+  kComponent = 1,
+  kText = 2,
+  kValue = 4,
+  kAction = 8,
+  kEditableText = 16,
+  kCollection = 32,
 };
 
 struct Node {

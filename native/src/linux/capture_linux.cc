@@ -4,16 +4,18 @@
 #include <X11/Xutil.h>
 #include <X11/extensions/XShm.h>
 #include <X11/extensions/Xfixes.h>
-#include <cstdio>
-#include <jpeglib.h>
-#include <png.h>
 #include <sys/ipc.h>
 #include <sys/shm.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <csetjmp>
+#include <cstdio>  // before jpeglib.h, which uses FILE without including it
 #include <cstring>
+
+#include <jpeglib.h>
+#include <png.h>
 
 #include "common/capture.h"
 #include "linux/atspi_tree.h"
@@ -53,8 +55,26 @@ std::vector<uint8_t> Grab(Display* d, Window root, const Rect& r) {
       Visual* visual = DefaultVisual(d, DefaultScreen(d));
       s.image = XShmCreateImage(d, visual, DefaultDepth(d, DefaultScreen(d)), ZPixmap, nullptr, &s.info, r.w, r.h);
       if (s.image) {
-        s.info.shmid = shmget(IPC_PRIVATE, s.image->bytes_per_line * s.image->height, IPC_CREAT | 0600);
-        s.info.shmaddr = s.image->data = static_cast<char*>(shmat(s.info.shmid, nullptr, 0));
+        size_t bytes = static_cast<size_t>(s.image->bytes_per_line) * s.image->height;
+        s.info.shmid = shmget(IPC_PRIVATE, bytes, IPC_CREAT | 0600);
+        if (s.info.shmid < 0) {
+          int e = errno;
+          XDestroyImage(s.image);
+          s.image = nullptr;
+          throw DesktopError(kCaptureFailed, "no shared memory for a " + std::to_string(r.w) + "x" +
+                                                 std::to_string(r.h) + " capture (shmget: " + std::strerror(e) +
+                                                 "); capture a smaller region or raise kernel.shmmax/shmall");
+        }
+        void* addr = shmat(s.info.shmid, nullptr, 0);
+        if (addr == reinterpret_cast<void*>(-1)) {
+          int e = errno;
+          shmctl(s.info.shmid, IPC_RMID, nullptr);
+          XDestroyImage(s.image);
+          s.image = nullptr;
+          throw DesktopError(kCaptureFailed, std::string("the capture's shared memory could not be mapped (shmat: ") +
+                                                 std::strerror(e) + ")");
+        }
+        s.info.shmaddr = s.image->data = static_cast<char*>(addr);
         s.info.readOnly = False;
         XShmAttach(d, &s.info);
         XSync(d, False);

@@ -7,10 +7,10 @@
 #include <X11/keysym.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cctype>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <thread>
 
@@ -175,8 +175,8 @@ class Keymap {
     if (free.size() < syms.size()) {
       XFree(map);
       throw DesktopError(kInvalidArgument, "too many distinct characters missing from the keyboard layout (" +
-                                               std::to_string(syms.size()) + " to map, " +
-                                               std::to_string(free.size()) + " keycodes free)");
+                                               std::to_string(syms.size()) + " to map, " + std::to_string(free.size()) +
+                                               " keycodes free)");
     }
     int lo = maxCode, hi = minCode;
     for (size_t i = 0; i < syms.size(); i++) {
@@ -220,15 +220,40 @@ KeySym NamedKey(std::string name) {
   std::string lower = name;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
   static const std::map<std::string, KeySym> names = {
-      {"ctrl", XK_Control_L},  {"control", XK_Control_L}, {"cmd", XK_Control_L}, {"command", XK_Control_L},
-      {"shift", XK_Shift_L},   {"alt", XK_Alt_L},         {"option", XK_Alt_L},  {"opt", XK_Alt_L},
-      {"super", XK_Super_L},   {"win", XK_Super_L},       {"meta", XK_Super_L},  {"enter", XK_Return},
-      {"return", XK_Return},   {"tab", XK_Tab},           {"esc", XK_Escape},    {"escape", XK_Escape},
-      {"backspace", XK_BackSpace}, {"delete", XK_Delete}, {"del", XK_Delete},    {"space", XK_space},
-      {"up", XK_Up},           {"down", XK_Down},         {"left", XK_Left},     {"right", XK_Right},
-      {"home", XK_Home},       {"end", XK_End},           {"pageup", XK_Prior},  {"pgup", XK_Prior},
-      {"pagedown", XK_Next},   {"pgdn", XK_Next},         {"insert", XK_Insert}, {"menu", XK_Menu},
-      {"plus", XK_plus},       {"minus", XK_minus},
+      {"ctrl", XK_Control_L},
+      {"control", XK_Control_L},
+      {"cmd", XK_Control_L},
+      {"command", XK_Control_L},
+      {"shift", XK_Shift_L},
+      {"alt", XK_Alt_L},
+      {"option", XK_Alt_L},
+      {"opt", XK_Alt_L},
+      {"super", XK_Super_L},
+      {"win", XK_Super_L},
+      {"meta", XK_Super_L},
+      {"enter", XK_Return},
+      {"return", XK_Return},
+      {"tab", XK_Tab},
+      {"esc", XK_Escape},
+      {"escape", XK_Escape},
+      {"backspace", XK_BackSpace},
+      {"delete", XK_Delete},
+      {"del", XK_Delete},
+      {"space", XK_space},
+      {"up", XK_Up},
+      {"down", XK_Down},
+      {"left", XK_Left},
+      {"right", XK_Right},
+      {"home", XK_Home},
+      {"end", XK_End},
+      {"pageup", XK_Prior},
+      {"pgup", XK_Prior},
+      {"pagedown", XK_Next},
+      {"pgdn", XK_Next},
+      {"insert", XK_Insert},
+      {"menu", XK_Menu},
+      {"plus", XK_plus},
+      {"minus", XK_minus},
   };
   auto it = names.find(lower);
   if (it != names.end()) return it->second;

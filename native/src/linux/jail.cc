@@ -147,7 +147,7 @@ long long IoField(const std::string& text, const char* key) {
 void Usage() {
   fprintf(stderr,
           "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--device FILE]... [--hide DIR]...\n"
-          "                     [--mask DIR]... [--keep DIR/NAME]...\n"
+          "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp DIR]\n"
           "                     [--tcp PORT]... [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--no-landlock] [--no-namespaces]\n"
           "                     -- COMMAND [ARG]...\n");
   _exit(2);
@@ -162,6 +162,7 @@ int main(int argc, char** argv) {
   bool useLandlock = true, useNamespaces = true, fsByMounts = false, fsIfPossible = false;
   pid_t parentPid = 0;
   std::vector<std::string> masks, keeps;
+  std::string privateTmp;
   int i = 1;
   for (; i < argc; ++i) {
     std::string a = argv[i];
@@ -179,6 +180,7 @@ int main(int argc, char** argv) {
     else if (a == "--hide") policy.hidden.push_back(next());
     else if (a == "--mask") masks.push_back(next());
     else if (a == "--keep") keeps.push_back(next());
+    else if (a == "--private-tmp") privateTmp = next();
     else if (a == "--tcp") policy.tcpConnectPorts.push_back(static_cast<uint16_t>(atoi(next())));
     else if (a == "--allow-abstract-unix") policy.scopeAbstractUnix = false;
     else if (a == "--no-landlock") useLandlock = false;
@@ -242,7 +244,9 @@ int main(int argc, char** argv) {
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
     }
     if (fsByMounts) {
-      std::string err = runboard::mounts::ConfineByMounts({policy.writable, policy.hidden, policy.devices});
+      if (!privateTmp.empty() && mkdir(privateTmp.c_str(), 0700) < 0 && errno != EEXIST)
+        Die("sandbox setup failed: mkdir " + privateTmp + ": " + strerror(errno), 126);
+      std::string err = runboard::mounts::ConfineByMounts({policy.writable, policy.hidden, policy.devices, privateTmp});
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
       policy.restrictFs = false;
     }

@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <sched.h>
@@ -23,6 +24,7 @@ constexpr long kSysOpenTree = 428;
 constexpr long kSysMoveMount = 429;
 constexpr long kSysMountSetattr = 442;
 constexpr unsigned kOpenTreeClone = 1;
+constexpr unsigned kAtSymlinkNofollow = 0x100;
 constexpr unsigned kAtRecursive = 0x8000;
 constexpr unsigned kMoveMountFEmptyPath = 0x4;
 constexpr uint64_t kMountAttrRdonly = 0x1;
@@ -58,6 +60,61 @@ struct Copy {
   bool isDir;
   int fd;
 };
+
+std::string MoveInto(int fd, const std::string& to) {
+  if (syscall(kSysMoveMount, fd, "", AT_FDCWD, to.c_str(), kMoveMountFEmptyPath) < 0) return Errno("move_mount " + to);
+  return "";
+}
+
+// The run's own /tmp: `source` mounted on /tmp, with what the machine's /tmp holds at this moment bound
+// back in (made read-only with everything else later; symlinks recreated). Names the run creates live
+// in `source`, so a tool that makes a fixed name (codex's sandbox helper: /tmp/codex-daemon-<uid>)
+// works whether or not an earlier process left one behind, and nothing the run writes reaches the
+// machine's /tmp. The entries stay readable because reads outside Runboard's state are allowed anyway
+// (a checkout, a project or an X socket may live there).
+std::string MountPrivateTmp(const std::string& source) {
+  int src = static_cast<int>(syscall(kSysOpenTree, AT_FDCWD, source.c_str(), kOpenTreeClone | O_CLOEXEC));
+  if (src < 0) return Errno("open_tree " + source);
+  std::vector<Copy> entries;
+  std::vector<std::pair<std::string, std::string>> links;
+  std::string err;
+  if (DIR* d = opendir("/tmp")) {
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      std::string p = "/tmp/" + name;
+      struct stat st {};
+      if (lstat(p.c_str(), &st) < 0) continue;  // gone meanwhile
+      if (S_ISLNK(st.st_mode)) {
+        char target[PATH_MAX];
+        ssize_t n = readlink(p.c_str(), target, sizeof target - 1);
+        if (n > 0) links.emplace_back(p, std::string(target, n));
+        continue;
+      }
+      int fd = static_cast<int>(
+          syscall(kSysOpenTree, AT_FDCWD, p.c_str(), kOpenTreeClone | kAtRecursive | kAtSymlinkNofollow | O_CLOEXEC));
+      if (fd < 0) {
+        if (errno == ENOENT) continue;
+        err = Errno("open_tree " + p);
+        break;
+      }
+      entries.push_back({p, S_ISDIR(st.st_mode), fd});
+    }
+    closedir(d);
+  }
+  if (err.empty()) err = MoveInto(src, "/tmp");
+  close(src);
+  for (auto& e : entries) {
+    if (err.empty()) err = MakeMountPoint("/tmp", e.path, e.isDir);
+    if (err.empty()) err = MoveInto(e.fd, e.path);
+    close(e.fd);
+  }
+  for (const auto& l : links) {
+    if (err.empty() && symlink(l.second.c_str(), l.first.c_str()) < 0 && errno != EEXIST)
+      err = Errno("symlink " + l.first);
+  }
+  return err;
+}
 
 }  // namespace
 
@@ -96,6 +153,15 @@ std::string ConfineByMounts(const Policy& policy) {
       return Errno("open_tree " + w);
     }
     copies.push_back({w, S_ISDIR(st.st_mode), fd});
+  }
+
+  // The run's /tmp before the covers: a hidden tree below /tmp is covered in it like anywhere else.
+  if (!policy.privateTmp.empty()) {
+    std::string err = MountPrivateTmp(policy.privateTmp);
+    if (!err.empty()) {
+      closeCopies();
+      return err;
+    }
   }
 
   // 2. Covered trees: an empty tmpfs on top, with mount points for the copies below. The hidden trees
@@ -146,11 +212,15 @@ std::string ConfineByMounts(const Policy& policy) {
     if (syscall(kSysMountSetattr, AT_FDCWD, "/", kAtRecursive, &attr, sizeof attr) < 0)
       err = Errno("mount_setattr / read-only");
   }
+  // but the run's own /tmp (not what was bound into it)
+  if (err.empty() && !policy.privateTmp.empty()) {
+    MountAttr rw{0, kMountAttrRdonly, 0, 0};
+    if (syscall(kSysMountSetattr, AT_FDCWD, "/tmp", 0, &rw, sizeof rw) < 0) err = Errno("mount_setattr /tmp writable");
+  }
 
   // 4. The copies back in place (they kept their rw flag).
   for (auto& c : copies) {
-    if (err.empty() && syscall(kSysMoveMount, c.fd, "", AT_FDCWD, c.path.c_str(), kMoveMountFEmptyPath) < 0)
-      err = Errno("move_mount " + c.path);
+    if (err.empty()) err = MoveInto(c.fd, c.path);
     close(c.fd);
     c.fd = -1;
   }

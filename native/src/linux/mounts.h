@@ -6,6 +6,7 @@
 //   * the hidden trees covered by an empty read-only tmpfs (with the writable trees below them kept);
 //   * a /dev with the allowed devices only, and a devpts instance of the run's own;
 //   * a fresh /proc for the run's PID namespace (bubblewrap finds its children there);
+//   * optionally a /tmp of the run's own (tools such as codex's sandbox helper create fixed names there);
 //   * no capabilities left, so the run cannot undo any of it.
 #pragma once
 #include <string>
@@ -17,6 +18,9 @@ struct Policy {
   std::vector<std::string> writable;  // trees the run may write (absolute; missing ones are skipped)
   std::vector<std::string> hidden;    // trees the run may not read (absolute real paths)
   std::vector<std::string> devices;   // the only device files in the run's /dev (/dev/null, ...)
+  // A directory (inside a writable tree) that becomes the run's /tmp: new names there are the run's
+  // own, and what the machine's /tmp held at start stays visible read-only. "" keeps /tmp as it is.
+  std::string privateTmp;
 };
 
 // Call in the jail's child: single-threaded, PID 1 of the run's PID namespace, with all capabilities

@@ -1,6 +1,6 @@
+#include <sys/socket.h>
 #include <cerrno>
 #include <cstring>
-#include <sys/socket.h>
 
 #include "common/peer.h"
 

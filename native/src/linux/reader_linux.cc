@@ -70,12 +70,25 @@ bool IsClip(uint32_t role) {
 bool WantsActions(const Node& n) {
   if (HasState(n, ATSPI_STATE_FOCUSABLE)) return true;
   switch (n.role) {
-    case ATSPI_ROLE_PUSH_BUTTON: case ATSPI_ROLE_TOGGLE_BUTTON: case ATSPI_ROLE_CHECK_BOX:
-    case ATSPI_ROLE_RADIO_BUTTON: case ATSPI_ROLE_LINK: case ATSPI_ROLE_MENU_ITEM:
-    case ATSPI_ROLE_CHECK_MENU_ITEM: case ATSPI_ROLE_RADIO_MENU_ITEM: case ATSPI_ROLE_MENU:
-    case ATSPI_ROLE_PAGE_TAB: case ATSPI_ROLE_COMBO_BOX: case ATSPI_ROLE_SLIDER: case ATSPI_ROLE_SPIN_BUTTON:
-    case ATSPI_ROLE_TABLE_CELL: case ATSPI_ROLE_LIST_ITEM: case ATSPI_ROLE_TREE_ITEM: case ATSPI_ROLE_ENTRY:
-    case ATSPI_ROLE_PASSWORD_TEXT: case ATSPI_ROLE_TABLE_COLUMN_HEADER:
+    case ATSPI_ROLE_PUSH_BUTTON:
+    case ATSPI_ROLE_TOGGLE_BUTTON:
+    case ATSPI_ROLE_CHECK_BOX:
+    case ATSPI_ROLE_RADIO_BUTTON:
+    case ATSPI_ROLE_LINK:
+    case ATSPI_ROLE_MENU_ITEM:
+    case ATSPI_ROLE_CHECK_MENU_ITEM:
+    case ATSPI_ROLE_RADIO_MENU_ITEM:
+    case ATSPI_ROLE_MENU:
+    case ATSPI_ROLE_PAGE_TAB:
+    case ATSPI_ROLE_COMBO_BOX:
+    case ATSPI_ROLE_SLIDER:
+    case ATSPI_ROLE_SPIN_BUTTON:
+    case ATSPI_ROLE_TABLE_CELL:
+    case ATSPI_ROLE_LIST_ITEM:
+    case ATSPI_ROLE_TREE_ITEM:
+    case ATSPI_ROLE_ENTRY:
+    case ATSPI_ROLE_PASSWORD_TEXT:
+    case ATSPI_ROLE_TABLE_COLUMN_HEADER:
       return true;
     default:
       return false;
@@ -106,8 +119,8 @@ struct Builder {
       if (hasBounds[i] && (b.w <= 0 || b.h <= 0 || !Intersects(b, clip))) return;
     }
     if (o.hasBbox && hasBounds[i] && !Intersects(b, o.bbox)) return;
-    bool include = o.roles.empty() ||
-                   std::find(o.roles.begin(), o.roles.end(), atspi::RoleName(n.role)) != o.roles.end();
+    bool include =
+        o.roles.empty() || std::find(o.roles.begin(), o.roles.end(), atspi::RoleName(n.role)) != o.roles.end();
     Rect childClip = (IsClip(n.role) && hasBounds[i]) ? Intersect(clip, b) : clip;
     bool descend = o.depth < 0 || depth < o.depth;
     if (!include) {
@@ -183,8 +196,12 @@ ReadResult ReadTree(const ReadOptions& o) {
   atspi::WindowTree t = atspi::LoadWindowTree(o.target, !o.visibleOnly);
   phase("tree loaded");
 
-  Builder b{t, o, std::vector<Rect>(t.nodes.size()), std::vector<bool>(t.nodes.size(), false),
-            Rect{0, 0, x.screenWidth(), x.screenHeight()}, {}};
+  Builder b{t,
+            o,
+            std::vector<Rect>(t.nodes.size()),
+            std::vector<bool>(t.nodes.size(), false),
+            Rect{0, 0, x.screenWidth(), x.screenHeight()},
+            {}};
   // Extents of every node the traversal may reach, in one pipelined batch.
   std::vector<int> want;
   {

@@ -117,7 +117,8 @@ void Watcher::Impl::Open() {
       throw DesktopError("UNSUPPORTED", "the X server has no XInput 2 (2.2 or later needed to watch key presses)");
     for (const auto& k : options.keyNames) {
       KeySym s = XStringToKeysym(k.c_str());
-      if (s == NoSymbol) throw DesktopError(kInvalidArgument, "unknown key name \"" + k + "\" (X keysym names: Escape, F1, a)");
+      if (s == NoSymbol)
+        throw DesktopError(kInvalidArgument, "unknown key name \"" + k + "\" (X keysym names: Escape, F1, a)");
       wanted.push_back(s);
     }
     LoadDevices();
@@ -232,10 +233,8 @@ void Watcher::Impl::CreateHud() {
 
 void Watcher::Impl::Show(bool visible) {
   if (!hud) return;
-  if (visible)
-    XMapRaised(dpy, hud);
-  else
-    XUnmapWindow(dpy, hud);
+  if (visible) XMapRaised(dpy, hud);
+  else XUnmapWindow(dpy, hud);
   hudShown = visible;
   XSync(dpy, False);
 }
@@ -245,8 +244,7 @@ void Watcher::Impl::HandleEvent(XEvent& ev) {
     XRefreshKeyboardMapping(&ev.xmapping);
     return;
   }
-  if ((ev.type == MapNotify && ev.xmap.window != hud) ||
-      (ev.type == ConfigureNotify && ev.xconfigure.window != hud)) {
+  if ((ev.type == MapNotify && ev.xmap.window != hud) || (ev.type == ConfigureNotify && ev.xconfigure.window != hud)) {
     // Something may have gone above it. At most 20 raises a second: another always-on-top window
     // doing the same must not turn this into a raise storm (show() raises it again anyway).
     auto now = std::chrono::steady_clock::now();
@@ -286,8 +284,7 @@ void Watcher::Impl::HandleEvent(XEvent& ev) {
 
 bool Watcher::Impl::DrainCommands() {
   uint64_t v;
-  while (read(wake, &v, sizeof v) > 0) {
-  }
+  while (read(wake, &v, sizeof v) > 0) {}
   for (;;) {
     std::pair<bool, std::function<void()>> cmd;
     {

@@ -206,7 +206,8 @@ std::vector<XWin> MatchWindows(const std::vector<XWin>& all, const WindowQuery& 
     if (q.pid && w.pid != q.pid) continue;
     if (!q.title.empty() && !ContainsFold(w.title, q.title)) continue;
     if (!q.app.empty() && !ContainsFold(w.cls, q.app) && !ContainsFold(w.instance, q.app) &&
-        !ContainsFold(w.a11yName, q.app)) continue;
+        !ContainsFold(w.a11yName, q.app))
+      continue;
     out.push_back(w);
   }
   std::stable_sort(out.begin(), out.end(), [](const XWin& a, const XWin& b) {

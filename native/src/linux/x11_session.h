@@ -16,8 +16,8 @@ struct XWin {
   int pid = 0;
   std::string title, instance, cls;
   std::string a11yName;  // the accessibility app name, filled in by the reader when known
-  Rect outer;   // frame included
-  Rect client;  // the client window in root coordinates
+  Rect outer;            // frame included
+  Rect client;           // the client window in root coordinates
   bool active = false;
   int stacking = -1;  // position in _NET_CLIENT_LIST_STACKING (higher is nearer the top)
 };

@@ -4,7 +4,15 @@
  * launch. Both hold the HMAC key; workers never see it in their environment.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { existsSync, readFileSync, realpathSync, statSync, writeFileSync, renameSync } from 'node:fs';
+import {
+  existsSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+  writeFileSync,
+  renameSync,
+} from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, Grant } from '../protocol/index.ts';
 import { ensurePrivateDir, type StatePaths } from './paths.ts';
@@ -14,7 +22,7 @@ const KEY_FILE = 'grant.key';
 export class GrantError extends Error {
   constructor(
     readonly code: number,
-    readonly reason: 'forged' | 'tampered' | 'stale' | 'outside' | 'malformed' | 'missing',
+    readonly reason: 'forged' | 'tampered' | 'stale' | 'outside' | 'malformed' | 'missing' | 'state-root',
     message: string,
   ) {
     super(message);
@@ -42,6 +50,32 @@ function sign(key: Buffer, g: Omit<Grant, 'sig'>): string {
   return createHmac('sha256', key).update(payload(g)).digest('hex');
 }
 
+const realOr = (p: string): string => {
+  try {
+    return realpathSync(p);
+  } catch {
+    return path.resolve(p);
+  }
+};
+
+/**
+ * Why a run may not be given `real` (a realpath): it is, holds or lies inside Runboard's own state (the
+ * grant key, provider keys, other runs' logs, the supervisor socket). The jail hides that state, but a
+ * writable rule for a tree around it would override the hide, so such a folder is never granted.
+ */
+export function stateRootConflict(paths: StatePaths, real: string): string | null {
+  for (const [what, dir] of [
+    ['state root', paths.root],
+    ['runtime dir', paths.runtimeDir],
+  ] as const) {
+    const own = realOr(dir);
+    if (isInside(real, own))
+      return `${real} contains Runboard's ${what} ${own} (keys, grants, other runs' logs): a run there could read them; grant a folder that does not contain it`;
+    if (isInside(own, real)) return `${real} is inside Runboard's ${what} ${own}; grant a folder outside it`;
+  }
+  return null;
+}
+
 /** Host side: grant a folder the user chose. Stores it under grants/ and returns it. */
 export function createGrant(paths: StatePaths, folder: string): Grant {
   let real: string;
@@ -53,6 +87,9 @@ export function createGrant(paths: StatePaths, folder: string): Grant {
   const st = statSync(real, { bigint: true });
   if (!st.isDirectory())
     throw new GrantError(ErrorCodes.GrantMalformed, 'malformed', `cannot grant ${real}: not a folder`);
+  const conflict = stateRootConflict(paths, real);
+  if (conflict)
+    throw new GrantError(ErrorCodes.GrantCoversState, 'state-root', `cannot grant ${folder}: ${conflict}`);
   const key = grantKey(paths, true)!;
   const unsigned = {
     v: 1 as const,
@@ -80,18 +117,12 @@ export interface ValidatedGrant {
   /** The workspace and the other paths, after realpath. */
   workspace: string;
   paths: string[];
+  /** The flow's extra writable trees, after realpath, each inside a grant. */
+  writable: string[];
 }
 
-/**
- * Supervisor side, at every launch: signature, same device+inode as when granted, and every path
- * resolving (after realpath) to the granted folder or inside it. Throws GrantError naming the reason.
- */
-export function validateGrant(
-  paths: StatePaths,
-  raw: unknown,
-  workspace: string,
-  extra: string[] = [],
-): ValidatedGrant {
+/** A grant's signature and its folder's device+inode, checked; throws GrantError naming the reason. */
+function verifyGrant(paths: StatePaths, raw: unknown): Grant {
   const parsed = Grant.safeParse(raw);
   if (!parsed.success)
     throw new GrantError(
@@ -135,25 +166,92 @@ export function validateGrant(
       `grant refused (stale): ${g.path} was replaced since it was granted (device/inode differ); grant it again with \`runboard grant ${g.path}\``,
     );
   }
-  const resolve = (p: string, what: string): string => {
+  // Grants issued before this check existed, or state moved under a granted folder since.
+  const conflict = stateRootConflict(paths, realOr(g.path));
+  if (conflict)
+    throw new GrantError(
+      ErrorCodes.GrantCoversState,
+      'state-root',
+      `grant refused (state root): ${conflict}`,
+    );
+  return g;
+}
+
+/** The issued grants (grants/ of the state root) that still verify. */
+function issuedGrants(paths: StatePaths): Grant[] {
+  let files: string[];
+  try {
+    files = readdirSync(paths.grantsDir).filter((f) => f.endsWith('.json'));
+  } catch {
+    return [];
+  }
+  const out: Grant[] = [];
+  for (const f of files) {
+    try {
+      out.push(verifyGrant(paths, JSON.parse(readFileSync(path.join(paths.grantsDir, f), 'utf8'))));
+    } catch {
+      // an unreadable, stale or refused grant covers nothing
+    }
+  }
+  return out;
+}
+
+function resolveIn(grantPath: string, p: string, what: string): string {
+  let real: string;
+  try {
+    real = realpathSync(p);
+  } catch {
+    throw new GrantError(ErrorCodes.PathOutsideGrant, 'outside', `${what} ${p} does not exist`);
+  }
+  if (!isInside(grantPath, real)) {
+    throw new GrantError(
+      ErrorCodes.PathOutsideGrant,
+      'outside',
+      `grant refused (escape): ${what} ${p} resolves to ${real}, outside the granted folder ${grantPath}`,
+    );
+  }
+  return real;
+}
+
+/**
+ * Supervisor side, at every launch: signature, same device+inode as when granted, no overlap with
+ * Runboard's state, and every path resolving (after realpath) to the granted folder or inside it.
+ * `writable` (the flow's extra writable trees) may instead lie inside another grant the user made
+ * (a shared package cache, granted once). Throws GrantError naming the reason.
+ */
+export function validateGrant(
+  paths: StatePaths,
+  raw: unknown,
+  workspace: string,
+  extra: string[] = [],
+  writable: string[] = [],
+): ValidatedGrant {
+  const g = verifyGrant(paths, raw);
+  let others: Grant[] | undefined;
+  const resolveWritable = (p: string): string => {
     let real: string;
     try {
       real = realpathSync(p);
     } catch {
-      throw new GrantError(ErrorCodes.PathOutsideGrant, 'outside', `${what} ${p} does not exist`);
-    }
-    if (!isInside(g.path, real)) {
       throw new GrantError(
         ErrorCodes.PathOutsideGrant,
         'outside',
-        `grant refused (escape): ${what} ${p} resolves to ${real}, outside the granted folder ${g.path}`,
+        `the flow's sandbox.writable path ${p} does not exist; create it (inside a granted folder) or remove it from the flow`,
       );
     }
-    return real;
+    if (isInside(g.path, real)) return real;
+    others ??= issuedGrants(paths);
+    if (others.some((o) => isInside(o.path, real))) return real;
+    throw new GrantError(
+      ErrorCodes.PathOutsideGrant,
+      'outside',
+      `the flow's sandbox.writable path ${p} (${real}) is covered by no grant: a run may write only inside granted folders; grant it with \`runboard grant ${real}\` or remove it from the flow`,
+    );
   };
   return {
     grant: g,
-    workspace: resolve(workspace, 'workspace'),
-    paths: extra.map((p) => resolve(p, 'path')),
+    workspace: resolveIn(g.path, workspace, 'workspace'),
+    paths: extra.map((p) => resolveIn(g.path, p, 'path')),
+    writable: writable.map(resolveWritable),
   };
 }

@@ -72,7 +72,7 @@ export class RunRegistry {
       );
     let validated;
     try {
-      validated = validateGrant(this.paths, p.grant, p.workspace, p.paths ?? []);
+      validated = validateGrant(this.paths, p.grant, p.workspace, p.paths ?? [], p.flow.sandbox?.writable);
     } catch (err) {
       if (err instanceof GrantError) throw new ResponseError(err.code, err.message, { reason: err.reason });
       throw err;
@@ -102,7 +102,10 @@ export class RunRegistry {
         logDir,
         scratchDir: path.join(this.paths.scratchDir, runId),
         card: p.card,
-        flow: p.flow,
+        // The jail gets the writable trees as they were checked, not paths to resolve again.
+        flow: p.flow.sandbox?.writable
+          ? { ...p.flow, sandbox: { ...p.flow.sandbox, writable: validated.writable } }
+          : p.flow,
         workspace: validated.workspace,
         command: p.command,
         grantPath: validated.grant.path,

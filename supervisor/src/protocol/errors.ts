@@ -13,6 +13,8 @@ export const ErrorCodes = {
   PathOutsideGrant: 1004,
   /** The grant is not a grant at all (wrong shape/version). */
   GrantMalformed: 1005,
+  /** The granted folder is, holds or lies inside Runboard's state root or runtime dir (keys, sockets). */
+  GrantCoversState: 1006,
   /** No run with that id is known to this supervisor. */
   RunNotFound: 1010,
   /** The kernel cannot sandbox the run and the flow does not allow unsandboxed runs. */

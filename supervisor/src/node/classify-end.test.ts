@@ -1,0 +1,129 @@
+import { describe, expect, it } from 'vitest';
+import {
+  classifyEnd,
+  type EndEvidence,
+  type EndVerdict,
+  type FinishedReport,
+  type JailExit,
+} from './classify-end.ts';
+
+const exit = (code: number | null, signal = 0): JailExit => ({
+  code,
+  signal,
+  rchar: 0,
+  wchar: 0,
+  readBytes: 0,
+  writeBytes: 0,
+  utimeMs: 0,
+  stimeMs: 0,
+  maxRssKb: 0,
+});
+const report = (status: FinishedReport['status'], extra: Partial<FinishedReport> = {}): FinishedReport => ({
+  status,
+  exitCode: 0,
+  summary: 'done',
+  metrics: {},
+  ...extra,
+});
+const evidence = (e: Partial<EndEvidence>): EndEvidence => ({
+  endCause: null,
+  jailExit: null,
+  jailError: '',
+  jailProcess: { code: 0, signal: null },
+  report: null,
+  denials: [],
+  ...e,
+});
+
+const table: [string, Partial<EndEvidence>, Partial<EndVerdict>][] = [
+  [
+    'cancelled by the user',
+    { endCause: { reason: 'cancelled', detail: 'c' }, jailExit: exit(null, 15) },
+    { status: 'cancelled', reason: 'cancelled', detail: 'c' },
+  ],
+  [
+    'time limit',
+    { endCause: { reason: 'timeout', detail: 't' } },
+    { status: 'timed-out', reason: 'timeout' },
+  ],
+  [
+    'hung worker',
+    { endCause: { reason: 'heartbeat-timeout', detail: 'h' } },
+    { status: 'failed', reason: 'heartbeat-timeout' },
+  ],
+  [
+    'stalled',
+    { endCause: { reason: 'stalled', detail: 's' }, report: report('succeeded') },
+    { status: 'failed', reason: 'stalled' },
+  ],
+  [
+    'jail could not sandbox (126)',
+    { jailExit: exit(126), jailError: 'landlock failed' },
+    { status: 'failed', reason: 'sandbox-failed', detail: 'landlock failed' },
+  ],
+  [
+    'jail error naming the sandbox',
+    { jailError: 'sandbox setup failed: x', jailProcess: { code: 126, signal: null } },
+    { status: 'failed', reason: 'sandbox-failed' },
+  ],
+  [
+    'jail never reported an exit',
+    { jailProcess: { code: 127, signal: null } },
+    { status: 'failed', reason: 'spawn-failed', detail: 'the run jail exited with 127' },
+  ],
+  [
+    'worker crashed before reporting',
+    { jailExit: exit(1) },
+    { status: 'failed', reason: 'crashed', detail: 'the worker exited with code 1 before it reported' },
+  ],
+  [
+    'worker killed before reporting',
+    { jailExit: exit(null, 11) },
+    { status: 'failed', reason: 'crashed', detail: 'the worker was killed by SIGSEGV before it reported' },
+  ],
+  [
+    'worker reported then died',
+    { jailExit: exit(null, 9), report: report('succeeded') },
+    {
+      status: 'failed',
+      reason: 'crashed',
+      detail: 'the worker reported "succeeded" but then was killed by SIGKILL',
+    },
+  ],
+  [
+    'worker reported then exited non-zero',
+    { jailExit: exit(3), report: report('succeeded') },
+    { status: 'failed', reason: 'crashed' },
+  ],
+  [
+    'person took over',
+    { jailExit: exit(0), report: report('failed', { cancelledBy: 'person', summary: 'Escape' }) },
+    { status: 'cancelled', reason: 'cancelled', detail: 'Escape' },
+  ],
+  [
+    'succeeded',
+    { jailExit: exit(0), report: report('succeeded') },
+    { status: 'succeeded', reason: 'finished', detail: 'done' },
+  ],
+  [
+    'needs input',
+    { jailExit: exit(0), report: report('needs-input') },
+    { status: 'needs-input', reason: 'finished' },
+  ],
+  [
+    'failed with denials',
+    { jailExit: exit(0), report: report('failed'), denials: ['/etc/x'] },
+    { status: 'failed', reason: 'sandbox-denial', detail: 'done; the sandbox denied: /etc/x' },
+  ],
+  [
+    'succeeded despite denials',
+    { jailExit: exit(0), report: report('succeeded'), denials: ['/etc/x'] },
+    { status: 'succeeded', reason: 'finished' },
+  ],
+];
+
+describe('classifyEnd', () => {
+  it.each(table)('%s', (_name, e, want) => {
+    expect(classifyEnd(evidence(e))).toMatchObject(want);
+  });
+});

@@ -1,0 +1,130 @@
+import { describe, expect, it } from 'vitest';
+import type { FlowSpec } from '../protocol/index.ts';
+import { buildJailArgs, buildRunEnv, runWritable, type JailArgsInput } from './jail-args.ts';
+
+const flow = (f: Partial<FlowSpec> = {}): FlowSpec => ({ name: 'f', runner: 'command', ...f });
+const base = (f: Partial<FlowSpec> = {}, i: Partial<JailArgsInput> = {}): JailArgsInput => ({
+  flow: flow(f),
+  workspace: '/ws',
+  writable: ['/ws', '/scratch/r'],
+  hiddenPaths: ['/state'],
+  workerArgv: ['node', 'worker.mjs'],
+  parentPid: 42,
+  landlockAbi: 6,
+  useNamespaces: true,
+  ...i,
+});
+
+describe('runWritable', () => {
+  it('gives the workspace (unless read-only), scratch, artifacts and the flow extras', () => {
+    expect(
+      runWritable({
+        flow: flow({ sandbox: { writable: ['/cache'] } }),
+        workspace: '/ws',
+        scratchDir: '/s',
+        artifactsDir: '/l/artifacts',
+      }),
+    ).toEqual(['/ws', '/s', '/l/artifacts', '/cache']);
+    expect(runWritable({ flow: flow({ readOnly: true }), workspace: '/ws', scratchDir: '/s' })).toEqual([
+      '/s',
+    ]);
+  });
+});
+
+describe('buildJailArgs', () => {
+  it('passes the status fd, parent, writable trees, hidden trees, then the worker after --', () => {
+    expect(buildJailArgs(base())).toEqual([
+      '--status-fd',
+      '4',
+      '--parent-pid',
+      '42',
+      '--write',
+      '/ws',
+      '--write',
+      '/scratch/r',
+      '--hide',
+      '/state',
+      '--',
+      'node',
+      'worker.mjs',
+    ]);
+  });
+
+  it('allows the flow ports and the model proxy port, nothing else', () => {
+    const a = buildJailArgs(base({ sandbox: { tcpPorts: [8080] } }, { proxyPort: 5555 }));
+    expect(a.join(' ')).toContain('--tcp 8080 --tcp 5555');
+    expect(buildJailArgs(base())).not.toContain('--tcp');
+  });
+
+  it('masks the user display and runtime dir for a private display, abstract sockets only without one', () => {
+    const a = buildJailArgs(
+      base({ sandbox: { allowAbstractUnix: true } }, { privateDisplay: ':7', userRuntimeDir: '/run/user/1' }),
+    );
+    expect(a.join(' ')).toContain('--mask /tmp/.X11-unix --keep /tmp/.X11-unix/X7 --mask /run/user/1');
+    expect(a).not.toContain('--allow-abstract-unix');
+    expect(buildJailArgs(base({ sandbox: { allowAbstractUnix: true } }))).toContain('--allow-abstract-unix');
+    // a runtime dir the run may write (or works in) is not masked
+    const w = buildJailArgs(base({}, { privateDisplay: ':7', userRuntimeDir: '/ws' }));
+    expect(w.join(' ')).not.toContain('--mask /ws');
+  });
+
+  it('picks the agent sandbox mode for codex only, and says when there is no Landlock or no namespaces', () => {
+    expect(buildJailArgs(base({ runner: 'codex', sandbox: { agentSandbox: true } }))).toContain(
+      '--fs-mounts',
+    );
+    expect(buildJailArgs(base({ runner: 'codex', sandbox: { agentSandbox: 'auto' } }))).toContain(
+      '--fs-mounts-if-possible',
+    );
+    expect(
+      buildJailArgs(base({ runner: 'codex', sandbox: { agentSandbox: 'auto' } }, { useNamespaces: false })),
+    ).not.toContain('--fs-mounts-if-possible');
+    expect(buildJailArgs(base({ sandbox: { agentSandbox: true } }))).not.toContain('--fs-mounts');
+    const none = buildJailArgs(base({}, { landlockAbi: 0, useNamespaces: false }));
+    expect(none.slice(-5)).toEqual(['--no-landlock', '--no-namespaces', '--', 'node', 'worker.mjs']);
+  });
+});
+
+describe('buildRunEnv', () => {
+  const env = (f: Partial<FlowSpec> = {}, displayEnv?: Record<string, string>) =>
+    buildRunEnv({
+      flow: flow(f),
+      baseEnv: { PATH: '/bin', SECRET: 'x', TZ: 'UTC' },
+      runId: 'r1',
+      token: 't',
+      workspace: '/ws',
+      scratchDir: '/s',
+      nativeDir: '/n',
+      displayEnv,
+    });
+
+  it('is built from nothing but PATH, LANG, TZ of the supervisor, the scratch dirs and the run identity', () => {
+    const e = env();
+    expect(e.SECRET).toBeUndefined();
+    expect(e).toMatchObject({
+      PATH: '/bin',
+      LANG: 'C.UTF-8',
+      TZ: 'UTC',
+      HOME: '/s/home',
+      TMPDIR: '/s/tmp',
+      RUNBOARD_RUN_ID: 'r1',
+      RUNBOARD_RUN_TOKEN: 't',
+      RUNBOARD_WORKSPACE: '/ws',
+    });
+    expect(e.RUNBOARD_NATIVE_DIR).toBeUndefined();
+  });
+
+  it('adds the flow env, and the private display wins over it', () => {
+    const e = env(
+      { runner: 'computer-use', env: { DISPLAY: ':0', FOO: '1' }, computerUse: { app: ['x'] } },
+      {
+        DISPLAY: ':9',
+      },
+    );
+    expect(e).toMatchObject({
+      DISPLAY: ':9',
+      FOO: '1',
+      RUNBOARD_DISPLAY_APP: '1',
+      RUNBOARD_NATIVE_DIR: '/n',
+    });
+  });
+});

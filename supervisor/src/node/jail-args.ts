@@ -1,0 +1,138 @@
+/**
+ * Pure builders of what a run's jail is started with: its command line and the run's environment.
+ * They take plain data and return plain arrays/objects, so what reaches `runboard-jail` (and so the
+ * run) can be read and tested in one place.
+ */
+import path from 'node:path';
+import type { FlowSpec } from '../protocol/index.ts';
+
+/** The jail's status channel: JSON lines on this fd (see jail-status.ts). fd 3 is the run endpoint. */
+export const JAIL_STATUS_FD = 4;
+
+export interface WritableInput {
+  flow: FlowSpec;
+  workspace: string;
+  scratchDir: string;
+  artifactsDir?: string | undefined;
+}
+
+/** Trees the run may write: its workspace (unless the flow is read-only), its scratch dir, the flow's extras. */
+export function runWritable({ flow, workspace, scratchDir, artifactsDir }: WritableInput): string[] {
+  return [
+    ...(flow.readOnly ? [] : [workspace]),
+    scratchDir,
+    ...(artifactsDir ? [artifactsDir] : []),
+    ...(flow.sandbox?.writable ?? []),
+  ];
+}
+
+export interface JailArgsInput {
+  flow: FlowSpec;
+  /** The run's workspace (its worktree when it has one). */
+  workspace: string;
+  /** From runWritable(). */
+  writable: string[];
+  /** Trees no run may read. */
+  hiddenPaths: string[];
+  /** The command line that starts a worker. */
+  workerArgv: string[];
+  /** The supervisor's pid: the jail dies with it. */
+  parentPid: number;
+  landlockAbi: number;
+  useNamespaces: boolean;
+  /** The model proxy's port, when the run was given a proxy token. */
+  proxyPort?: number | undefined;
+  /** The run's private display (":N"), when it has one. */
+  privateDisplay?: string | undefined;
+  /** The user's XDG_RUNTIME_DIR (session bus, AT-SPI bus, Wayland). */
+  userRuntimeDir?: string | undefined;
+  /** A folder of the run's scratch dir that becomes its /tmp where the jail makes a mount namespace. */
+  privateTmp?: string | undefined;
+}
+
+/**
+ * A run on its own display must not reach the user's: Landlock does not govern connect() on pathname
+ * Unix sockets, so the jail masks the X socket dir (keeping the run's own socket) and the user's runtime
+ * dir (session bus, AT-SPI bus, Wayland) with empty read-only mounts.
+ */
+export function displayMasks(
+  display: string,
+  userRuntimeDir: string | undefined,
+  writable: string[],
+  workspace: string,
+): string[] {
+  const args = ['--mask', '/tmp/.X11-unix', '--keep', `/tmp/.X11-unix/X${display.slice(1)}`];
+  const runtime = userRuntimeDir;
+  const inside = (p: string): boolean => !!runtime && (p + '/').startsWith(runtime.replace(/\/?$/, '/'));
+  if (runtime && path.isAbsolute(runtime) && !writable.some(inside) && !inside(workspace))
+    args.push('--mask', runtime);
+  return args;
+}
+
+/** The jail's argv (without the jail's own path): its options, `--`, then the worker's command line. */
+export function buildJailArgs(i: JailArgsInput): string[] {
+  const { flow } = i;
+  const args = ['--status-fd', String(JAIL_STATUS_FD), '--parent-pid', String(i.parentPid)];
+  for (const w of i.writable) args.push('--write', w);
+  for (const p of flow.sandbox?.tcpPorts ?? []) args.push('--tcp', String(p));
+  // The model proxy's port is the one TCP destination a model-using run gets from us.
+  if (i.proxyPort !== undefined) args.push('--tcp', String(i.proxyPort));
+  for (const h of i.hiddenPaths) args.push('--hide', h);
+  if (i.privateDisplay)
+    args.push(...displayMasks(i.privateDisplay, i.userRuntimeDir, i.writable, i.workspace));
+  // A private display needs no abstract sockets; the user's X server and buses listen on some.
+  else if (flow.sandbox?.allowAbstractUnix) args.push('--allow-abstract-unix');
+  // 'auto': the jail confines by mounts where it can make the namespaces, else by Landlock as usual.
+  const agentSandbox = flow.runner === 'codex' ? flow.sandbox?.agentSandbox : undefined;
+  if (agentSandbox === true) args.push('--fs-mounts');
+  else if (agentSandbox === 'auto' && i.useNamespaces) args.push('--fs-mounts-if-possible');
+  if (i.privateTmp) args.push('--private-tmp', i.privateTmp);
+  if (i.landlockAbi <= 0) args.push('--no-landlock');
+  if (!i.useNamespaces) args.push('--no-namespaces');
+  args.push('--', ...i.workerArgv);
+  return args;
+}
+
+/** The per-run folders inside its scratch dir that the environment points at. */
+export const SCRATCH_DIRS = ['home', 'tmp', 'cache', 'config', 'data'] as const;
+
+export interface RunEnvInput {
+  flow: FlowSpec;
+  /** The supervisor's environment: only PATH, LANG and TZ are taken from it. */
+  baseEnv: Readonly<Record<string, string | undefined>>;
+  runId: string;
+  token: string;
+  workspace: string;
+  scratchDir: string;
+  /** Where the native addon lives (computer-use workers load the desktop addon from there). */
+  nativeDir: string;
+  /** The private display's variables (DISPLAY, buses), when the run has one. */
+  displayEnv?: Readonly<Record<string, string>> | undefined;
+}
+
+/** The run's whole environment (the jail starts with nothing else). */
+export function buildRunEnv(i: RunEnvInput): Record<string, string> {
+  const { flow } = i;
+  const s = i.scratchDir;
+  return {
+    PATH: i.baseEnv.PATH || '/usr/local/bin:/usr/bin:/bin',
+    LANG: i.baseEnv.LANG || 'C.UTF-8',
+    HOME: path.join(s, 'home'),
+    TMPDIR: path.join(s, 'tmp'),
+    XDG_CACHE_HOME: path.join(s, 'cache'),
+    XDG_CONFIG_HOME: path.join(s, 'config'),
+    XDG_DATA_HOME: path.join(s, 'data'),
+    npm_config_cache: path.join(s, 'cache', 'npm'),
+    npm_config_update_notifier: 'false',
+    RUNBOARD_RUN_ID: i.runId,
+    RUNBOARD_RUN_TOKEN: i.token,
+    RUNBOARD_WORKSPACE: i.workspace,
+    ...(i.baseEnv.TZ ? { TZ: i.baseEnv.TZ } : {}),
+    ...(flow.runner === 'computer-use' ? { RUNBOARD_NATIVE_DIR: i.nativeDir } : {}),
+    ...(flow.env ?? {}),
+    // The private display wins over whatever the flow names.
+    ...(i.displayEnv
+      ? { ...i.displayEnv, ...(flow.computerUse?.app ? { RUNBOARD_DISPLAY_APP: '1' } : {}) }
+      : {}),
+  };
+}

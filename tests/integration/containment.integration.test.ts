@@ -1,0 +1,95 @@
+/**
+ * Attacks on containment, performed as a run (or a user's mistake) would: each one held before it was
+ * closed only if this file fails on the old code. Grants that cover Runboard's own state, writable trees
+ * outside every grant.
+ */
+import { createHmac } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createGrant } from '@runboard/supervisor/grants';
+import type { Grant } from '@runboard/supervisor/protocol';
+import { Harness } from '../helpers/harness.ts';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await Harness.start();
+}, 30_000);
+afterAll(async () => {
+  await h?.stop();
+});
+
+/** A grant signed with the real key, as one issued before the state-root check existed would be. */
+function legacyGrant(folder: string): Grant {
+  const key = readFileSync(path.join(h.paths.keysDir, 'grant.key'));
+  const st = statSync(folder, { bigint: true });
+  const g = {
+    v: 1 as const,
+    id: 'cd'.repeat(16),
+    path: folder,
+    dev: st.dev.toString(),
+    ino: st.ino.toString(),
+    createdAt: new Date().toISOString(),
+  };
+  const payload = JSON.stringify([g.v, g.id, g.path, g.dev, g.ino, g.createdAt]);
+  return { ...g, sig: createHmac('sha256', key).update(payload).digest('hex') };
+}
+
+type RpcError = { code: number; message: string; data?: { reason?: string } };
+const failure = (p: Promise<unknown>): Promise<RpcError | null> =>
+  p.then(
+    () => null,
+    (e: unknown) => e as RpcError,
+  );
+
+describe('a grant that covers the state root', () => {
+  it('is refused when the user grants it: /, a parent of the state root, the state root, a folder inside it', () => {
+    for (const folder of ['/', h.root, h.paths.root, h.paths.keysDir]) {
+      expect(() => createGrant(h.paths, folder), folder).toThrow(/Runboard's (state root|runtime dir)/);
+    }
+  });
+
+  it('is refused at launch, before a run in it could read the keys', async () => {
+    const keyFile = path.join(h.paths.keysDir, 'grant.key');
+    const err = await failure(
+      h.launch(
+        `cat ${keyFile} > ${path.join(h.workspace, 'stolen')}`,
+        {},
+        {
+          grant: legacyGrant(h.root),
+          workspace: h.root,
+        },
+      ),
+    );
+    expect(err).toMatchObject({ code: 1006, data: { reason: 'state-root' } });
+    expect(err!.message).toMatch(/contains Runboard's state root/);
+    expect(existsSync(path.join(h.workspace, 'stolen'))).toBe(false);
+  });
+});
+
+describe("the flow's sandbox.writable", () => {
+  it('is refused when no grant covers it, and nothing is written there', async () => {
+    const outside = path.join(h.root, 'outside');
+    mkdirSync(outside, { recursive: true });
+    const err = await failure(
+      h.launch(`echo pwned > ${path.join(outside, 'x')}`, { sandbox: { writable: [outside] } }),
+    );
+    expect(err).toMatchObject({ code: 1004, data: { reason: 'outside' } });
+    expect(err!.message).toMatch(/sandbox\.writable path .* is covered by no grant/);
+    expect(existsSync(path.join(outside, 'x'))).toBe(false);
+  });
+
+  it('is accepted inside the workspace grant or inside another grant the user made', async () => {
+    const cache = path.join(h.root, 'shared-cache');
+    mkdirSync(cache, { recursive: true });
+    createGrant(h.paths, cache);
+    const inWs = path.join(h.workspace, 'out');
+    mkdirSync(inWs, { recursive: true });
+    const { runId } = await h.launch(`echo a > ${cache}/a && echo b > ${inWs}/b`, {
+      sandbox: { writable: [cache, inWs] },
+    });
+    const rec = await h.collect(runId);
+    expect(rec.result.status).toBe('succeeded');
+    expect(readFileSync(path.join(cache, 'a'), 'utf8')).toBe('a\n');
+  });
+});
