@@ -5,15 +5,13 @@
  */
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { ScheduleInfo, ScheduleSpec } from '@runboard/supervisor/protocol';
+import { call, on } from '@runboard/supervisor/protocol';
 import {
-  call,
   ListSchedules,
-  on,
   ScheduleDidFire,
   SetSchedules,
   TakeScheduleFire,
-  type ScheduleInfo,
-  type ScheduleSpec,
 } from '@runboard/supervisor/protocol';
 import { Harness, waitUntil } from '../helpers/harness.ts';
 

@@ -33,6 +33,7 @@ import { BoardStore, questionsOf } from './board-store.ts';
 import { GrantStore } from './grant-store.ts';
 import type { Card, CardStatus } from './project.ts';
 import { Scheduler } from './scheduler.ts';
+import { HostSchedules } from './schedules.ts';
 import { SupervisorClient, type AttachHandlers } from './supervisor-client.ts';
 
 export class MoveRefused extends Error {}
@@ -78,6 +79,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   private announcedMeta = '';
   /** Runs seen lately (from card details), for the tail offsets of a stream. */
   private readonly knownRuns = new Map<string, RunResult>();
+  readonly schedules: HostSchedules;
 
   private constructor(
     readonly store: BoardStore,
@@ -90,6 +92,15 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     store.on('cards', changed);
     store.on('config', changed);
     scheduler.on('changed', changed);
+    this.schedules = new HostSchedules(store, client, {
+      queue: (id) => this.move(id, 'queued', Number.MAX_SAFE_INTEGER),
+      busy: (id) => {
+        const column = this.columnOf(id, this.card(id));
+        return column === 'queued' || column === 'running' ? column : undefined;
+      },
+    });
+    scheduler.on('changed', () => this.schedules.boardChanged());
+    store.on('cards', () => this.schedules.boardChanged());
   }
 
   static async open(projectDir: string, paths: StatePaths): Promise<BoardService> {
@@ -100,12 +111,17 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     const scheduler = new Scheduler(store, client, new GrantStore(paths));
     const service = new BoardService(store, scheduler, client, paths);
     await scheduler.recover();
+    await service.schedules.start().catch((err: Error) => {
+      // A supervisor from before schedules (they outlive host upgrades): the board works, schedules wait.
+      process.emitWarning(`runboard: schedules are not running: ${err.message}`);
+    });
     service.diff(); // the starting point of the deltas
     return service;
   }
 
   async close(): Promise<void> {
     this.scheduler.stop();
+    this.schedules.close();
     clearTimeout(this.changeTimer);
     await this.store.close();
     this.client.close();
@@ -190,6 +206,8 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     if (f.needs) v.needs = f.needs;
     const open = this.openQuestions(card);
     if (open) v.openQuestions = open;
+    const schedule = this.schedules.viewOf(card);
+    if (schedule) v.schedule = schedule;
     return v;
   }
 
@@ -246,7 +264,12 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     const mine = await this.runsOf(card.file);
     for (const r of mine) this.remember(r);
     const questions = questionsOf(card.body);
+    const schedule =
+      card.front.schedule === undefined
+        ? undefined
+        : await this.schedules.infoOf(card).catch(() => undefined);
     return {
+      ...(schedule ? { schedule } : {}),
       card: this.cardView(card),
       body: card.body,
       ...(questions ? { questions } : {}),

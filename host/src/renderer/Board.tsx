@@ -28,6 +28,7 @@ import { CSS } from '@dnd-kit/utilities';
 import { memo, useMemo, useState } from 'react';
 import type { BoardView, CardView, Column } from './api.ts';
 import { COLUMN_TITLES } from './api.ts';
+import { ScheduleNote } from './Schedule.tsx';
 
 export const COLUMN_IDS: Column[] = ['backlog', 'queued', 'running', 'needs-input', 'done', 'failed'];
 const COL_PREFIX = 'column:';
@@ -84,6 +85,7 @@ const CardContent = memo(function CardContent({ card }: { card: CardView }) {
             <div className="card-note error">{card.lastError}</div>
           )}
           {card.needs && <div className="card-note needs">needs: {card.needs}</div>}
+          {card.schedule && <ScheduleNote schedule={card.schedule} />}
           {card.openQuestions && card.column !== 'running' ? (
             <div className="card-note questions">
               {card.openQuestions} open question{card.openQuestions > 1 ? 's' : ''}

@@ -9,6 +9,7 @@ import type { BoardApi, CardDetail } from './api.ts';
 import { Filmstrip, LiveDisplay } from './Filmstrip.tsx';
 import { filmstripOf, isFilmEvent } from './cu-steps.ts';
 import { LogView, type RunLiveState } from './LogView.tsx';
+import { ScheduleSection } from './Schedule.tsx';
 
 function fmtMs(ms: number | null | undefined): string {
   if (ms === null || ms === undefined) return '…';
@@ -432,6 +433,7 @@ export function Inspector({
           </section>
         )
       )}
+      <ScheduleSection card={card} info={detail.schedule} />
       <section className="runs" aria-label="Runs">
         <h3>Runs ({detail.runs.length})</h3>
         <TrendChart runs={detail.runs} />

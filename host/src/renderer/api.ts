@@ -4,8 +4,8 @@
  * `runboard serve`) and the Electron preload bridge (host/src/electron/preload.ts). No capabilities
  * (no fs, no spawn) cross it. The types here are plain data, shared by host and renderer.
  */
-import type { RunEvent, RunResult } from '@runboard/supervisor/protocol';
-export type { RunResult };
+import type { RunEvent, RunResult, ScheduleInfo } from '@runboard/supervisor/protocol';
+export type { RunResult, ScheduleInfo };
 
 export type Column = 'backlog' | 'queued' | 'running' | 'needs-input' | 'done' | 'failed';
 
@@ -43,6 +43,8 @@ export interface CardView {
   openQuestions?: number;
   /** What the card needs before it can run (e.g. a provider key and where to set it). */
   needs?: string;
+  /** The card's `schedule:` in words and its next fire (ISO), or why it cannot fire. */
+  schedule?: { text: string; next?: string; error?: string };
 }
 
 export interface FlowView {
@@ -111,6 +113,8 @@ export interface CardDetail {
   workspace: string;
   /** This card's runs, newest first. */
   runs: RunResult[];
+  /** The supervisor's record of the card's schedule: next five fires, pending fires, decisions. */
+  schedule?: ScheduleInfo;
 }
 
 export interface Settings {

@@ -414,6 +414,18 @@ export function resolveSchedule(raw: unknown, defaultZone: string): Parsed<Resol
   };
 }
 
+/**
+ * The clock of schedules (the supervisor's book, the board's next fire times). RUNBOARD_SCHEDULE_CLOCK (an ISO time) starts it at that instant and lets it
+ * run at real speed: tests put a real supervisor (and board) before a fire or a day later, across restarts.
+ */
+export function scheduleClock(start: string | undefined): () => number {
+  if (!start) return Date.now;
+  const t0 = Date.parse(start);
+  if (Number.isNaN(t0)) throw new Error(`RUNBOARD_SCHEDULE_CLOCK: "${start}" is not an ISO time`);
+  const began = Date.now();
+  return () => t0 + (Date.now() - began);
+}
+
 // ─── fire times ───────────────────────────────────────────────────────────────────────────────────
 
 const crons = new Map<string, Cron>();

@@ -17,7 +17,8 @@ import { hasProviderKey, missingKeyGuidance, readProviderKey, writeProviderKey }
 import { ModelProxy, providerRoutes } from './model-proxy.ts';
 import { RunRegistry } from './registry.ts';
 import { SupervisorServer } from './server.ts';
-import { scheduleClock, ScheduleBook } from './schedules.ts';
+import { scheduleClock } from '../common/schedule.ts';
+import { ScheduleBook } from './schedules.ts';
 
 const VERSION = '0.1.0';
 

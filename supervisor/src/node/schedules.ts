@@ -62,18 +62,6 @@ export interface ScheduleBookOptions {
   isRunning?: (cardPath: string) => boolean;
 }
 
-/**
- * The schedule book's clock. RUNBOARD_SCHEDULE_CLOCK (an ISO time) starts it at that instant and lets it
- * run at real speed: tests put a real supervisor before a fire or a day later, across restarts.
- */
-export function scheduleClock(start: string | undefined): () => number {
-  if (!start) return Date.now;
-  const t0 = Date.parse(start);
-  if (Number.isNaN(t0)) throw new Error(`RUNBOARD_SCHEDULE_CLOCK: "${start}" is not an ISO time`);
-  const began = Date.now();
-  return () => t0 + (Date.now() - began);
-}
-
 const iso = (t: number): string => new Date(t).toISOString();
 const sameSchedule = (a: ScheduleSpec, b: ScheduleSpec): boolean =>
   a.cron === b.cron && a.timezone === b.timezone;
