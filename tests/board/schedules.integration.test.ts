@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { CardDetail } from '../../host/src/renderer/api.ts';
+import type { CardDetail } from '../../host/src/shared/board-types.ts';
 import { BoardServer, waitUntil } from '../e2e/helpers/board.ts';
 import { DIST } from '../helpers/harness.ts';
 

@@ -68,7 +68,8 @@ export function launchRequest(
   projectDir: string,
   grants: GrantStore,
 ): z.input<typeof LaunchRun.params> {
-  const flow = config.flows[card.front.flow];
+  // own names only: a card's `flow: constructor` names no flow
+  const flow = Object.hasOwn(config.flows, card.front.flow) ? config.flows[card.front.flow] : undefined;
   if (!flow) {
     throw new ProjectError(
       card.file,

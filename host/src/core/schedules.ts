@@ -70,10 +70,20 @@ export class HostSchedules {
     private readonly client: SupervisorClient,
     private readonly hooks: ScheduleHooks,
   ) {
-    on(client.conn, ScheduleDidFire, (p) => {
-      if (p.project === store.projectDir) this.takeSoon(0);
+    this.listen();
+    // A new supervisor (or connection) knows nothing of this board: register again, take its fires.
+    client.on('reconnected', () => {
+      this.listen();
+      this.lastSent = '';
+      void this.start().catch((err) => this.warn(err));
     });
     store.on('cards', () => this.syncSoon());
+  }
+
+  private listen(): void {
+    on(this.client.conn, ScheduleDidFire, (p) => {
+      if (p.project === this.store.projectDir) this.takeSoon(0);
+    });
   }
 
   /** Registers the schedules, then takes what fired while no board was open. */

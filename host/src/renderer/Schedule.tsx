@@ -2,7 +2,7 @@
  * A card's schedule: the line on the card (next fire) and the inspector's section (the schedule in
  * words, its next five fires, fires waiting for the board, and what became of each fire).
  */
-import type { CardView, ScheduleInfo } from './api.ts';
+import type { CardView, ScheduleInfo } from '../shared/board-types.ts';
 
 const when = (iso: string): string =>
   new Date(iso).toLocaleString(undefined, {

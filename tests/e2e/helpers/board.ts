@@ -11,7 +11,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { createGrant } from '@runboard/supervisor/grants';
 import { statePaths, type StatePaths } from '@runboard/supervisor/paths';
 import { writeProviderKey } from '../../../supervisor/src/common/secrets.ts';
-import type { BoardView } from '../../../host/src/renderer/api.ts';
+import type { BoardView } from '../../../host/src/shared/board-types.ts';
 
 import { processesMentioning } from '../../helpers/harness.ts';
 
@@ -50,6 +50,16 @@ export async function waitUntil<T>(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
   }
+}
+
+/** A project config with one flow, `shell` (the command runner, cap 4); `extra` goes under `scheduler:`. */
+export function shellConfig(extra = '', maxConcurrency = 4): string {
+  return `version: 1\nscheduler:\n  maxConcurrency: ${maxConcurrency}\n${extra}flows:\n  shell: { runner: command, cap: 4 }\n`;
+}
+
+/** A card of the `shell` flow running `command` in the project's workspace; `extra` front matter lines. */
+export function shellCard(title: string, command: string, extra = ''): string {
+  return `---\ntitle: ${title}\nflow: shell\nworkspace: ./workspace\ncommand: ${JSON.stringify(command)}\n${extra}---\n# Task\n`;
 }
 
 export class BoardServer {
