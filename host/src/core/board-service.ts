@@ -20,7 +20,7 @@ import {
   type Settings,
   type WorktreeDiff,
 } from '../shared/board-types.ts';
-import { Invalid, MoveRefused, NotFound } from './board-errors.ts';
+import { checkRunId, Invalid, MoveRefused, NotFound } from './board-errors.ts';
 import { compareCards, moveRefusal, ranksForMove } from './board-model.ts';
 import { BoardDeltas } from './board-deltas.ts';
 import { answerQuestions, parseQuestions } from './board-questions.ts';
@@ -215,10 +215,20 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
 
   /** Keep a run's worktree (merge its branch into the base branch) or discard it. */
   async settleWorktree(runId: string, how: 'keep' | 'discard'): Promise<RunResult> {
-    const { run } =
-      how === 'keep' ? await this.client.keepWorktree(runId) : await this.client.discardWorktree(runId);
-    this.remember(run);
-    return run;
+    checkRunId(runId);
+    try {
+      const { run } =
+        how === 'keep' ? await this.client.keepWorktree(runId) : await this.client.discardWorktree(runId);
+      this.remember(run);
+      return run;
+    } catch (err) {
+      // the supervisor's refusals are the person's to fix (still running, no worktree, settled already)
+      if (err instanceof ResponseError && err.code === ErrorCodes.RunNotFound)
+        throw new NotFound(err.message);
+      if (err instanceof ResponseError && err.code === ErrorCodes.InvalidState)
+        throw new MoveRefused(err.message);
+      throw err;
+    }
   }
 
   /** Runs seen lately (inspector views), most recent last: bounded, a long-lived host stays small. */
@@ -233,6 +243,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
    * host upgrades) answers MethodNotFound, and then the run as last seen is used.
    */
   private async runById(runId: string): Promise<RunResult> {
+    checkRunId(runId);
     const known = this.knownRuns.get(runId);
     try {
       const { run } = await this.client.getRun(runId);
@@ -241,7 +252,6 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     } catch (err) {
       if (!(err instanceof ResponseError)) throw err;
       if (err.code === ErrorCodes.RunNotFound) throw new NotFound(`no run ${runId}`);
-      if (err.code === JsonRpcCodes.InvalidParams) throw new Invalid(`not a run id: ${runId}`);
       if (known && err.code === JsonRpcCodes.MethodNotFound) return known;
       if (err.code === JsonRpcCodes.MethodNotFound) throw new NotFound(`no run ${runId} seen by this board`);
       throw err;

@@ -13,9 +13,10 @@ export const Stream = {
   ack: 'run:ackStream',
 } as const;
 
+/** Main → renderer messages (a prefix of their own: no method's channel can take their name). */
 export const Push = {
-  boardChanged: 'board:changed',
-  runStream: 'run:streamMessage',
+  boardChanged: 'push:boardChanged',
+  runStream: 'push:runStream',
 } as const;
 
 /** The app, its screenshots and live frames are served to the renderer from this origin. */

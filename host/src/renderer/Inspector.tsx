@@ -4,7 +4,7 @@
  * for computer-use runs the steps as a filmstrip and, while one runs on a private display, that display live.
  */
 import { useEffect, useMemo, useState } from 'react';
-import type { RunEvent, RunResult } from '@runboard/supervisor/protocol';
+import type { RunEvent, RunResult } from '@runboard/supervisor/protocol/data';
 import type { BoardApi } from '../shared/board-api.ts';
 import type { CardDetail } from '../shared/board-types.ts';
 import { Filmstrip, LiveDisplay } from './Filmstrip.tsx';

@@ -7,7 +7,7 @@
 import Anser from 'anser';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState } from 'react';
-import type { RunEvent } from '@runboard/supervisor/protocol';
+import type { RunEvent } from '@runboard/supervisor/protocol/data';
 import type { BoardApi } from '../shared/board-api.ts';
 import type { RunStreamMessage } from '../shared/board-types.ts';
 

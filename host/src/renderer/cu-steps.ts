@@ -3,7 +3,7 @@
  * one `cu-step` per tool call (several calls of one model turn share a step and its screenshot) and
  * `cu-final` (docs/computer-use.md, "Records"). Pure: the inspector's filmstrip renders what this folds.
  */
-import type { RunEvent } from '@runboard/supervisor/protocol';
+import type { RunEvent } from '@runboard/supervisor/protocol/data';
 
 export interface FilmCall {
   tool: string;

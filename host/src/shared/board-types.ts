@@ -3,7 +3,7 @@
  * themselves: board-methods.ts). Plain data and pure code only: the untrusted renderer and the host
  * core both import it, so nothing here may touch Node, the DOM or host state.
  */
-import type { RunEvent, RunResult, ScheduleInfo } from '@runboard/supervisor/protocol';
+import type { RunEvent, RunResult, ScheduleInfo } from '@runboard/supervisor/protocol/data';
 export type { RunResult, ScheduleInfo };
 
 /** The board's columns, in order: the one list (card `status` values, column limits, the UI). */

@@ -20,6 +20,9 @@
 // with Landlock kept for network and scopes. That mode is for agents that build their own sandbox
 // (codex's bubblewrap), which a Landlock filesystem domain makes impossible (it forbids mounts).
 //
+// Network: Landlock's TCP port rules, and a seccomp filter for what they miss (MPTCP, Fast Open, UDP unless
+// --udp, other socket kinds), whose listen() calls this process answers (linux/seccomp_net.h).
+//
 // Masks (--mask DIR, --keep DIR/NAME): with a mount namespace of the run's own, DIR is covered by an empty,
 // read-only tmpfs in which only the kept entries appear (bind mounts of the originals). A private-display
 // run sees its own X socket in /tmp/.X11-unix and not the user's: Landlock (ABI <= 7) does not govern

@@ -273,9 +273,10 @@ void ListenBroker::Serve(short revents) {
 }
 
 void ListenBroker::Answer() {
-  static seccomp_notif_sizes sizes{};
-  if (!sizes.seccomp_notif && syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0) return;
   // The kernel's structures may be larger than the ones we were compiled with.
+  static seccomp_notif_sizes sizes{};
+  if (!sizes.seccomp_notif && syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0)
+    sizes = {sizeof(seccomp_notif), sizeof(seccomp_notif_resp), sizeof(seccomp_data)};
   std::vector<char> reqBuf(std::max<size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
   std::vector<char> respBuf(std::max<size_t>(sizes.seccomp_notif_resp, sizeof(seccomp_notif_resp)));
   auto* req = reinterpret_cast<seccomp_notif*>(reqBuf.data());

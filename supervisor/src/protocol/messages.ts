@@ -62,7 +62,12 @@ export const ListRuns = request(
 );
 
 /** One run by id (the live state of an active run, else its result.json); RunNotFound when unknown. */
-export const GetRun = request('run/get', 'host→supervisor', z.object({ runId: RunId }), z.object({ run: RunResult }));
+export const GetRun = request(
+  'run/get',
+  'host→supervisor',
+  z.object({ runId: RunId }),
+  z.object({ run: RunResult }),
+);
 
 /**
  * Attach to a run from an offset: the supervisor replays what was recorded after `from` (events by seq,
