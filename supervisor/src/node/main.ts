@@ -10,9 +10,9 @@ import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { config as zodConfig } from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
-import { jailPath, peerCredentials, sandboxSupport } from '@runboard/native';
+import { jailPath, peerIdentity, sandboxSupport } from '@runboard/native';
 import { ensurePrivateDir, statePaths } from '../common/paths.ts';
-import { refusePeer } from './peer.ts';
+import { refusePeer, type PeerLookup } from './peer.ts';
 import { hasProviderKey, missingKeyGuidance, readProviderKey, writeProviderKey } from '../common/secrets.ts';
 import { ModelProxy, providerRoutes } from './model-proxy.ts';
 import { RunRegistry } from './registry.ts';
@@ -151,13 +151,16 @@ async function main(): Promise<void> {
   const ownUid = process.getuid?.() ?? -1;
   const refuse = (socket: net.Socket): string | null => {
     const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
-    let peer = null;
+    let lookup: PeerLookup;
     try {
-      peer = fd !== undefined && fd >= 0 ? peerCredentials(fd) : null;
-    } catch {
-      // treated as unknown below
+      lookup =
+        fd !== undefined && fd >= 0
+          ? { peer: peerIdentity(fd) }
+          : { unknown: 'the socket has no descriptor' };
+    } catch (err) {
+      lookup = { unknown: (err as Error).message };
     }
-    return refusePeer(peer, ownUid, registry.jailPids());
+    return refusePeer(lookup, ownUid, registry.jailPids());
   };
   const server = new SupervisorServer(
     registry,
