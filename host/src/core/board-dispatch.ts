@@ -88,6 +88,8 @@ const TYPES: Record<string, string> = {
   '.jpeg': 'image/jpeg',
   '.webp': 'image/webp',
   '.gif': 'image/gif',
+  // the renderer's icon only: a run's images are png/jpeg/webp/gif (run-files.ts)
+  '.svg': 'image/svg+xml',
 };
 export function contentType(file: string): string {
   const ext = /\.[^./]+$/.exec(file)?.[0].toLowerCase() ?? '';
@@ -131,4 +133,4 @@ export const CSP = [
 ].join('; ');
 
 /** The renderer's files a shell serves (nothing else from its folder). */
-export const RENDERER_FILES = ['index.html', 'app.js', 'app.css', 'app.js.map'] as const;
+export const RENDERER_FILES = ['index.html', 'app.js', 'app.css', 'app.js.map', 'favicon.svg'] as const;
