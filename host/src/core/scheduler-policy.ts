@@ -100,7 +100,7 @@ export function decide(input: PolicyInput): PolicyDecision {
       wakeAt = wakeAt === undefined ? parkedUntil : Math.min(wakeAt, parkedUntil);
       continue;
     }
-    const cap = input.flowCaps[card.flow];
+    const cap = Object.hasOwn(input.flowCaps, card.flow) ? input.flowCaps[card.flow] : undefined;
     if (cap === undefined) {
       waiting[card.id] = `flow "${card.flow}" is not in config.yaml`;
       continue;

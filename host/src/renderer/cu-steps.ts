@@ -5,7 +5,7 @@
  * Pure: the inspector's filmstrip renders what this folds. Records from older runs may lack fields,
  * so each one is still checked before use.
  */
-import type { CuEvent, CuFinal, CuScreenshot, CuStep, RunEvent } from '@runboard/supervisor/protocol';
+import type { CuEvent, CuFinal, CuScreenshot, CuStep, RunEvent } from '@runboard/supervisor/protocol/data';
 
 /** An event's data as the protocol declares it, every field possibly missing (older records). */
 type Recorded<T> = { [K in keyof T]?: unknown };

@@ -74,6 +74,7 @@ export function buildJailArgs(i: JailArgsInput): string[] {
   for (const p of flow.sandbox?.tcpPorts ?? []) args.push('--tcp', String(p));
   // The model proxy's port is the one TCP destination a model-using run gets from us.
   if (i.proxyPort !== undefined) args.push('--tcp', String(i.proxyPort));
+  if (flow.sandbox?.udp) args.push('--udp');
   for (const h of i.hiddenPaths) args.push('--hide', h);
   if (i.privateDisplay)
     args.push(...displayMasks(i.privateDisplay, i.userRuntimeDir, i.writable, i.workspace));

@@ -11,6 +11,7 @@ import {
   DetachRun,
   ErrorCodes,
   DiscardWorktree,
+  GetRun,
   handle,
   KeepWorktree,
   ListProviders,
@@ -20,6 +21,7 @@ import {
   SetProviderKey,
   Shutdown,
   SupervisorStatus,
+  ResponseError,
   type MessageConnection,
 } from '../protocol/index.ts';
 import { streamRun } from './attach.ts';
@@ -90,6 +92,11 @@ export class SupervisorServer {
     handle(conn, LaunchRun, (p) => reg.launch(p));
     handle(conn, CancelRun, (p) => reg.cancel(p.runId));
     handle(conn, ListRuns, (p) => ({ runs: reg.list(p.activeOnly ?? false, p.limit ?? 100, p.cardPath) }));
+    handle(conn, GetRun, (p) => {
+      const run = reg.get(p.runId)?.result ?? reg.readResult(p.runId);
+      if (!run) throw new ResponseError(ErrorCodes.RunNotFound, `no run ${p.runId}`);
+      return { run };
+    });
     handle(conn, AttachRun, async (p) => {
       const src = await reg.source(p.runId);
       attachments.get(p.runId)?.abort();

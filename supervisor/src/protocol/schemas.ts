@@ -63,6 +63,11 @@ export const FlowSpec = z.object({
       writable: z.optional(z.array(AbsPath).check(z.maxLength(64))),
       /** TCP ports the run may connect to (none by default). */
       tcpPorts: z.optional(z.array(z.int().check(z.minimum(1), z.maximum(65535))).check(z.maxLength(64))),
+      /**
+       * UDP sockets (DNS lookups of outside hosts, QUIC, ...) to any address and port: a filter cannot
+       * tell DNS from other datagrams. Off by default (docs/security-model.md).
+       */
+      udp: z.optional(z.boolean()),
       /** Run even where the kernel cannot sandbox (no Landlock). Off by default. */
       allowUnsandboxed: z.optional(z.boolean()),
       /** Allow connecting to abstract unix sockets (X11 uses one). Off by default. */

@@ -1,0 +1,11 @@
+/**
+ * What a board intent or view can refuse, by kind; the shells turn them into statuses (HTTP 400, 404,
+ * 409) or IPC errors (host/src/core/board-dispatch.ts). The message says what was wrong.
+ */
+
+/** The request itself is wrong (a parameter, an unknown flow name, a malformed run id). */
+export class Invalid extends Error {}
+/** What the request names does not exist (a card, a run, a screenshot). */
+export class NotFound extends Error {}
+/** The request is fine but the board's state refuses it now (a running card is locked). */
+export class MoveRefused extends Error {}
