@@ -11,3 +11,4 @@ export * from './run-env.ts';
 export * from './jail.ts';
 export * from './refusals.ts';
 export * from './cu-events.ts';
+export * from './schedules.ts';
