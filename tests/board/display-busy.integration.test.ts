@@ -12,7 +12,7 @@ import { createGrant } from '@runboard/supervisor/grants';
 import { statePaths } from '@runboard/supervisor/paths';
 import type { RunResult } from '@runboard/supervisor/protocol';
 import { SupervisorClient } from '../../host/src/core/supervisor-client.ts';
-import type { CardDetail } from '../../host/src/renderer/api.ts';
+import type { CardDetail } from '../../host/src/shared/board-types.ts';
 import { DesktopSession } from '../desktop/session.ts';
 import { startModelServer, type Episode, type ModelServer } from '../fixtures/model-server/server.ts';
 import { act, final } from '../cu/cu-harness.ts';

@@ -14,17 +14,9 @@
  */
 
 import type { ClarifyingQuestion } from '@runboard/supervisor/protocol';
+import type { Question } from '../shared/board-types.ts';
 
-export interface Question {
-  /** The question (continuation lines joined with newlines). */
-  text: string;
-  answered: boolean;
-  answer?: string;
-  /** Choices offered with it (an `Options: a | b` line); the person may still answer otherwise. */
-  options?: string[];
-  /** The option the asker recommends (marked `(recommended)` in the file). */
-  recommended?: string;
-}
+export type { Question };
 
 const SECTION = /^##\s+Questions\s*$/i;
 const NEXT_SECTION = /^#{1,2}\s/;

@@ -22,6 +22,20 @@ describe('config.yaml', () => {
     expect(spec).toMatchObject({ runner: 'codex', readOnly: true, sandbox: { agentSandbox: true } });
   });
 
+  it("passes a flow's sandbox.udp on to the supervisor's FlowSpec", () => {
+    const c = parseConfig(
+      'c.yaml',
+      'version: 1\nflows:\n  web: { runner: command, sandbox: { tcpPorts: [443], udp: true } }\n',
+    );
+    expect(FlowSpec.parse(flowSpec('web', c.flows.web!, '/p')).sandbox).toEqual({
+      tcpPorts: [443],
+      udp: true,
+    });
+    expect(() =>
+      parseConfig('c.yaml', 'version: 1\nflows:\n  web: { runner: command, sandbox: { udp: yes-please } }\n'),
+    ).toThrow(/flows\.web\.sandbox\.udp/);
+  });
+
   it('a codex flow gets its own sandbox where possible by default; false turns it off; other runners get none', () => {
     const cfg = parseConfig(
       'c.yaml',

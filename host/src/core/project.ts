@@ -7,6 +7,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
 import { Command, RunnerName } from '@runboard/supervisor/protocol';
+import { COLUMNS } from '../shared/board-types.ts';
 
 /** "90s", "10m", "1h", "1500ms" or a number of milliseconds. */
 const Duration = z.union([z.number(), z.string()]).transform((v, ctx) => {
@@ -34,6 +35,8 @@ export const FlowConfig = z.object({
     .object({
       writable: z.array(z.string()).optional(),
       tcpPorts: z.array(z.number().int().min(1).max(65535)).optional(),
+      /** UDP to anywhere (DNS for flows that reach outside hosts by name); off by default. */
+      udp: z.boolean().optional(),
       allowUnsandboxed: z.boolean().optional(),
       allowAbstractUnix: z.boolean().optional(),
       /** The agent CLI's own sandbox inside the jail (runner codex; docs/agents.md): true, false or auto. */
@@ -98,7 +101,7 @@ export const FlowConfig = z.object({
 });
 export type FlowConfig = z.output<typeof FlowConfig>;
 
-export const CardStatus = z.enum(['backlog', 'queued', 'running', 'needs-input', 'done', 'failed']);
+export const CardStatus = z.enum(COLUMNS);
 export type CardStatus = z.infer<typeof CardStatus>;
 
 /** The longest wait between retries of a failing card (seed 001: capped at 5 minutes). */

@@ -106,9 +106,12 @@ describe('scheduler policy', () => {
   });
 
   it('cards of a flow missing from config.yaml wait with a reason', () => {
-    const d = decide(base({ queued: [q('a', 'nope')] }));
+    const d = decide(base({ queued: [q('a', 'nope'), q('b', 'constructor'), q('c', '__proto__')] }));
     expect(d.start).toEqual([]);
     expect(d.waiting.a).toMatch(/not in config.yaml/);
+    // names of Object.prototype are no flows either
+    expect(d.waiting.b).toBe('flow "constructor" is not in config.yaml');
+    expect(d.waiting.c).toBe('flow "__proto__" is not in config.yaml');
   });
 
   it('a card in backoff waits until its next try, and says when to look again', () => {

@@ -105,12 +105,15 @@ export function decide(input: PolicyInput): PolicyDecision {
       wakeAt = wakeAt === undefined ? parkedUntil : Math.min(wakeAt, parkedUntil);
       continue;
     }
-    const blocked = input.blockedFlows?.[card.flow];
+    const blocked =
+      input.blockedFlows && Object.hasOwn(input.blockedFlows, card.flow)
+        ? input.blockedFlows[card.flow]
+        : undefined;
     if (blocked !== undefined) {
       waiting[card.id] = blocked;
       continue;
     }
-    const cap = input.flowCaps[card.flow];
+    const cap = Object.hasOwn(input.flowCaps, card.flow) ? input.flowCaps[card.flow] : undefined;
     if (cap === undefined) {
       waiting[card.id] = `flow "${card.flow}" is not in config.yaml`;
       continue;

@@ -4,7 +4,7 @@
  * while the run is running (a frame about every second, fetched one after the other).
  */
 import { useEffect, useState } from 'react';
-import type { BoardApi } from './api.ts';
+import type { BoardApi } from '../shared/board-api.ts';
 import type { FilmStep } from './cu-steps.ts';
 
 function ms(n: number | undefined): string | undefined {

@@ -18,11 +18,11 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { GrantError, validateGrant } from '../common/grants.ts';
 import { runLogDir, type StatePaths } from '../common/paths.ts';
-import { ErrorCodes, ResponseError, RunResult, type LaunchRun } from '../protocol/index.ts';
+import { ErrorCodes, ResponseError, RunResult, type DisplayBusy, type LaunchRun } from '../protocol/index.ts';
 import { diskSource, type AttachSource } from './attach.ts';
 import { ResultFile } from './result-file.ts';
 import { Run, removeScratch, type RunDeps } from './run.ts';
-import { discardWorktree, keepWorktree, WorktreeError } from './worktrees.ts';
+import { discardWorktree, keepWorktree, worktreeWritableConflict, WorktreeError } from './worktrees.ts';
 
 function newRunId(now = new Date()): string {
   const p = (n: number, w = 2): string => String(n).padStart(w, '0');
@@ -77,20 +77,24 @@ export class RunRegistry {
       if (err instanceof GrantError) throw new ResponseError(err.code, err.message, { reason: err.reason });
       throw err;
     }
+    const gitReach = p.flow.worktree
+      ? worktreeWritableConflict(validated.workspace, validated.writable)
+      : null;
+    if (gitReach) throw new ResponseError(ErrorCodes.PathOutsideGrant, gitReach, { reason: 'outside' });
     if (p.flow.runner === 'command' && p.command === undefined) {
       throw new ResponseError(
         -32602,
         "invalid params for run/launch: a `command` flow needs the card's `command:`",
       );
     }
-    // issue 5: one computer-use run at a time drives the real display (private displays have no limit here).
+    // One computer-use run at a time drives the real display (private displays have no limit here).
     if (p.flow.runner === 'computer-use' && !p.flow.computerUse?.privateDisplay) {
       const busy = [...this.active.values()].find((r) => r.drivesRealDisplay);
       if (busy)
         throw new ResponseError(
           ErrorCodes.InvalidState,
           `run ${busy.id} is driving the display; one computer-use run at a time may (give the flow computerUse.privateDisplay: true to run in parallel)`,
-          { reason: 'display-busy', runId: busy.id },
+          { reason: 'display-busy', runId: busy.id } satisfies DisplayBusy,
         );
     }
     const runId = newRunId();
@@ -152,7 +156,7 @@ export class RunRegistry {
   }
 
   /**
-   * issue 6: keep (merge) or discard an ended run's worktree; the new state goes into result.json.
+   * Keep (merge) or discard an ended run's worktree; the new state goes into result.json.
    * One operation per run at a time.
    */
   async settleWorktree(runId: string, how: 'keep' | 'discard'): Promise<RunResult> {

@@ -61,6 +61,14 @@ export const ListRuns = request(
   z.object({ runs: z.array(RunResult) }),
 );
 
+/** One run by id (the live state of an active run, else its result.json); RunNotFound when unknown. */
+export const GetRun = request(
+  'run/get',
+  'host→supervisor',
+  z.object({ runId: RunId }),
+  z.object({ run: RunResult }),
+);
+
 /**
  * Attach to a run from an offset: the supervisor replays what was recorded after `from` (events by seq,
  * output by byte offset), then streams live, then sends `run/didEnd`. No line is lost or duplicated.

@@ -63,6 +63,11 @@ export const FlowSpec = z.object({
       writable: z.optional(z.array(AbsPath).check(z.maxLength(64))),
       /** TCP ports the run may connect to (none by default). */
       tcpPorts: z.optional(z.array(z.int().check(z.minimum(1), z.maximum(65535))).check(z.maxLength(64))),
+      /**
+       * UDP sockets (DNS lookups of outside hosts, QUIC, ...) to any address and port: a filter cannot
+       * tell DNS from other datagrams. Off by default (docs/security-model.md).
+       */
+      udp: z.optional(z.boolean()),
       /** Run even where the kernel cannot sandbox (no Landlock). Off by default. */
       allowUnsandboxed: z.optional(z.boolean()),
       /** Allow connecting to abstract unix sockets (X11 uses one). Off by default. */
@@ -159,7 +164,8 @@ export type WorkerStatus = z.infer<typeof WorkerStatus>;
 export const TerminationReason = z.enum([
   'finished', // the worker reported and exited
   'cancelled', // the user cancelled
-  'crashed', // the worker died without reporting (signal or exit), e.g. kill -9
+  'crashed', // the worker died without reporting (a fault such as SIGSEGV, or a non-zero exit)
+  'killed', // the jail or the worker was killed by a signal from outside (kill -9, the OOM killer), not by Runboard
   'heartbeat-timeout', // the worker stopped sending heartbeats and was killed
   'timeout', // the flow's time limit passed
   'sandbox-denial', // the run failed after the sandbox refused it an access

@@ -1,13 +1,14 @@
 /**
- * The renderer's one door to the host: intents (move a card, cancel a run, save caps) and views
- * (board, card, run streams). Both shells implement it: the browser client (http-client.ts, for
- * `runboard serve`) and the Electron preload bridge (host/src/electron/preload.ts). No capabilities
- * (no fs, no spawn) cross it. The types here are plain data, shared by host and renderer.
+ * The data the board's views and intents carry between the host core and the renderer (the methods
+ * themselves: board-methods.ts). Plain data and pure code only: the untrusted renderer and the host
+ * core both import it, so nothing here may touch Node, the DOM or host state.
  */
-import type { RunEvent, RunResult } from '@runboard/supervisor/protocol';
-export type { RunResult };
+import type { RunEvent, RunResult, ScheduleInfo } from '@runboard/supervisor/protocol/data';
+export type { RunResult, ScheduleInfo };
 
-export type Column = 'backlog' | 'queued' | 'running' | 'needs-input' | 'done' | 'failed';
+/** The board's columns, in order: the one list (card `status` values, column limits, the UI). */
+export const COLUMNS = ['backlog', 'queued', 'running', 'needs-input', 'done', 'failed'] as const;
+export type Column = (typeof COLUMNS)[number];
 
 export const COLUMN_TITLES: Record<Column, string> = {
   backlog: 'Backlog',
@@ -43,6 +44,8 @@ export interface CardView {
   openQuestions?: number;
   /** What the card needs before it can run (e.g. a provider key and where to set it). */
   needs?: string;
+  /** The card's `schedule:` in words and its next fire (ISO), or why it cannot fire. */
+  schedule?: { text: string; next?: string; error?: string };
 }
 
 export interface FlowView {
@@ -69,11 +72,13 @@ export interface BoardView {
 
 /** One question of a card's `## Questions` section (seed format: `- [ ] q`, `- [x] q` + `Answer: a`). */
 export interface Question {
+  /** The question (continuation lines joined with newlines). */
   text: string;
   answered: boolean;
   answer?: string;
-  /** Choices offered with the question (`Options:` line); a free answer is still possible. */
+  /** Choices offered with it (an `Options: a | b` line); the person may still answer otherwise. */
   options?: string[];
+  /** The option the asker recommends (marked `(recommended)` in the file). */
   recommended?: string;
 }
 
@@ -111,6 +116,8 @@ export interface CardDetail {
   workspace: string;
   /** This card's runs, newest first. */
   runs: RunResult[];
+  /** The supervisor's record of the card's schedule: next five fires, pending fires, decisions. */
+  schedule?: ScheduleInfo;
 }
 
 export interface Settings {
@@ -135,36 +142,4 @@ export interface WorktreeDiff {
   text: string;
   /** Cut at 1 MiB. */
   truncated: boolean;
-}
-
-export interface BoardApi {
-  board(): Promise<BoardView>;
-  /**
-   * Calls back whenever the board changes, with what changed (without a delta, e.g. after a
-   * reconnect: fetch the whole board); returns an unsubscribe.
-   */
-  onBoardChanged(cb: (delta?: BoardDelta) => void): () => void;
-  card(id: string): Promise<CardDetail>;
-  move(id: string, to: Column, index: number): Promise<void>;
-  cancel(id: string): Promise<void>;
-  /** Writes answers into the card's `## Questions`; with `requeue`, moves the card to the end of Queued. */
-  answer(id: string, answers: Answer[], requeue: boolean): Promise<void>;
-  settings(): Promise<Settings>;
-  saveSettings(s: Settings): Promise<void>;
-  runFiles(runId: string): Promise<RunFiles>;
-  /** A URL the renderer may show as an image (a screenshot of the run). */
-  fileUrl(runId: string, name: string): string;
-  /**
-   * The live frame of a running computer-use run on a private display (404 before the first frame and
-   * after the end); `n` makes each refresh a new URL.
-   */
-  liveUrl(runId: string, n: number): string;
-  /** The run's worktree diff (base → the run's commit). */
-  runDiff(runId: string): Promise<WorktreeDiff>;
-  /** Keep the run's worktree (merge into its base branch) or discard it; returns the run as it is then. */
-  settleWorktree(runId: string, how: 'keep' | 'discard'): Promise<RunResult>;
-  /** Saves (downloads) the run dir as one .tar.gz. */
-  exportRun(runId: string): Promise<void>;
-  /** Streams a run's output (the tail of it first) and events until it ends; returns a stop. */
-  streamRun(runId: string, cb: (m: RunStreamMessage) => void): () => void;
 }
