@@ -102,9 +102,17 @@ describe('the HTTP API refuses bad requests clearly', () => {
     const noWorktree = await raw('GET', `/api/runs/${runId}/diff`);
     expect(noWorktree.status).toBe(404);
     expect(noWorktree.error).toBe(`run ${runId} has no worktree`);
+    const keep = await raw('POST', `/api/runs/${runId}/keep`);
+    expect(keep.status).toBe(409);
+    expect(keep.error).toBe(`run ${runId} has no worktree`);
     const unknown = await raw('GET', '/api/runs/20200101-000000-abcdef/diff');
     expect(unknown.status).toBe(404);
     expect(unknown.error).toBe('no run 20200101-000000-abcdef');
+    for (const action of ['diff', 'keep', 'files']) {
+      const r = await raw(action === 'keep' ? 'POST' : 'GET', `/api/runs/not-a-run/${action}`);
+      expect(r.status, `${action}: ${r.error}`).toBe(400);
+      expect(r.error).toMatch(/not a run id/);
+    }
   });
 
   it('bad parameters name the field that was wrong', async () => {

@@ -9,10 +9,9 @@ import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import tar from 'tar-stream';
-import { RunId } from '@runboard/supervisor/protocol';
 import { runLogDir, type StatePaths } from '@runboard/supervisor/paths';
 import type { RunFiles as RunFileList, RunResult } from '../shared/board-types.ts';
-import { Invalid, NotFound } from './board-errors.ts';
+import { checkRunId, NotFound } from './board-errors.ts';
 
 const IMAGE = /\.(png|jpe?g|webp|gif)$/i;
 /** A computer-use run's live view frame (worker/src/runners/computer-use/live.ts): not a step screenshot. */
@@ -27,8 +26,7 @@ export class RunFiles {
 
   /** The run's dir: a malformed id is Invalid, a run without a dir NotFound. */
   dir(runId: string): string {
-    if (!RunId.safeParse(runId).success)
-      throw new Invalid(`not a run id: ${runId} (run ids look like 20250101-120000-0a1b2c)`);
+    checkRunId(runId);
     const dir = runLogDir(this.paths, runId);
     try {
       if (statSync(dir).isDirectory()) return dir;
