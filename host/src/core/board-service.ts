@@ -31,6 +31,7 @@ import type { Card, CardStatus } from './project.ts';
 import { RunFiles } from './run-files.ts';
 import { streamRun, type RunViewer } from './run-stream.ts';
 import { Scheduler } from './scheduler.ts';
+import { HostSchedules } from './schedules.ts';
 import { SupervisorClient } from './supervisor-client.ts';
 
 export { Invalid, MoveRefused, NotFound } from './board-errors.ts';
@@ -45,6 +46,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   private readonly views: BoardViews;
   private readonly deltas: BoardDeltas;
   private readonly files: RunFiles;
+  readonly schedules: HostSchedules;
 
   private constructor(
     readonly store: BoardStore,
@@ -53,7 +55,14 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     private readonly paths: StatePaths,
   ) {
     super();
-    this.views = new BoardViews(store, scheduler);
+    this.schedules = new HostSchedules(store, client, {
+      queue: (id) => this.move(id, 'queued', Number.MAX_SAFE_INTEGER),
+      busy: (id) => {
+        const column = this.columnOf(id, this.card(id));
+        return column === 'queued' || column === 'running' ? column : undefined;
+      },
+    });
+    this.views = new BoardViews(store, scheduler, this.schedules);
     this.deltas = new BoardDeltas(
       () => this.views.view(),
       (d) => {
@@ -66,6 +75,8 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     store.on('cards', changed);
     store.on('config', changed);
     scheduler.on('changed', changed);
+    scheduler.on('changed', () => this.schedules.boardChanged());
+    store.on('cards', () => this.schedules.boardChanged());
   }
 
   static async open(projectDir: string, paths: StatePaths): Promise<BoardService> {
@@ -76,12 +87,17 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     const scheduler = new Scheduler(store, client, new GrantStore(paths));
     const service = new BoardService(store, scheduler, client, paths);
     await scheduler.recover();
+    await service.schedules.start().catch((err: Error) => {
+      // A supervisor from before schedules (they outlive host upgrades): the board works, schedules wait.
+      process.emitWarning(`runboard: schedules are not running: ${err.message}`);
+    });
     service.deltas.diff(); // the starting point of the deltas
     return service;
   }
 
   async close(): Promise<void> {
     this.scheduler.stop();
+    this.schedules.close();
     this.deltas.stop();
     await this.store.close();
     this.client.close();
@@ -106,7 +122,12 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     const mine = await this.runsOf(card.file);
     for (const r of mine) this.remember(r);
     const questions = questionsOf(card.body);
+    const schedule =
+      card.front.schedule === undefined
+        ? undefined
+        : await this.schedules.infoOf(card).catch(() => undefined);
     return {
+      ...(schedule ? { schedule } : {}),
       card: this.views.cardView(card),
       body: card.body,
       ...(questions ? { questions } : {}),

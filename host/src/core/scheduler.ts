@@ -13,7 +13,7 @@
  */
 import { EventEmitter } from 'node:events';
 import PQueue from 'p-queue';
-import { ResponseError, type RunResult } from '@runboard/supervisor/protocol';
+import { DisplayBusy, ResponseError, type RunResult } from '@runboard/supervisor/protocol';
 import type { BoardStore } from './board-store.ts';
 import { compareCards } from './board-model.ts';
 import { appendQuestions } from './board-questions.ts';
@@ -262,14 +262,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       try {
         ({ runId } = await this.client.launch(request));
       } catch (err) {
-        const data =
-          err instanceof ResponseError ? (err.data as { reason?: unknown; runId?: unknown }) : null;
-        if (data?.reason === 'display-busy')
-          return this.resourceBusy(
-            cardId,
-            REAL_DISPLAY,
-            typeof data.runId === 'string' ? data.runId : undefined,
-          );
+        const busy = err instanceof ResponseError ? DisplayBusy.safeParse(err.data) : null;
+        if (busy?.success) return this.resourceBusy(cardId, REAL_DISPLAY, busy.data.runId);
         const msg = err instanceof ResponseError ? `refused: ${err.message}` : (err as Error).message;
         return this.launchFailed(cardId, msg);
       }

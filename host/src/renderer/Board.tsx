@@ -27,6 +27,7 @@ import {
 import { CSS } from '@dnd-kit/utilities';
 import { memo, useMemo, useState } from 'react';
 import { COLUMNS, COLUMN_TITLES, type BoardView, type CardView, type Column } from '../shared/board-types.ts';
+import { ScheduleNote } from './Schedule.tsx';
 
 const COL_PREFIX = 'column:';
 
@@ -82,6 +83,7 @@ const CardContent = memo(function CardContent({ card }: { card: CardView }) {
             <div className="card-note error">{card.lastError}</div>
           )}
           {card.needs && <div className="card-note needs">needs: {card.needs}</div>}
+          {card.schedule && <ScheduleNote schedule={card.schedule} />}
           {card.openQuestions && card.column !== 'running' ? (
             <div className="card-note questions">
               {card.openQuestions} open question{card.openQuestions > 1 ? 's' : ''}

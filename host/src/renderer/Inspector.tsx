@@ -10,6 +10,7 @@ import type { CardDetail } from '../shared/board-types.ts';
 import { Filmstrip, LiveDisplay } from './Filmstrip.tsx';
 import { filmstripOf, isFilmEvent } from './cu-steps.ts';
 import { LogView, type RunLiveState } from './LogView.tsx';
+import { ScheduleSection } from './Schedule.tsx';
 
 function fmtMs(ms: number | null | undefined): string {
   if (ms === null || ms === undefined) return '…';
@@ -435,6 +436,7 @@ export function Inspector({
           </section>
         )
       )}
+      <ScheduleSection card={card} info={detail.schedule} />
       <section className="runs" aria-label="Runs">
         <h3>Runs ({detail.runs.length})</h3>
         <TrendChart runs={detail.runs} />

@@ -3,8 +3,8 @@
  * themselves: board-methods.ts). Plain data and pure code only: the untrusted renderer and the host
  * core both import it, so nothing here may touch Node, the DOM or host state.
  */
-import type { RunEvent, RunResult } from '@runboard/supervisor/protocol/data';
-export type { RunResult };
+import type { RunEvent, RunResult, ScheduleInfo } from '@runboard/supervisor/protocol/data';
+export type { RunResult, ScheduleInfo };
 
 /** The board's columns, in order: the one list (card `status` values, column limits, the UI). */
 export const COLUMNS = ['backlog', 'queued', 'running', 'needs-input', 'done', 'failed'] as const;
@@ -44,6 +44,8 @@ export interface CardView {
   openQuestions?: number;
   /** What the card needs before it can run (e.g. a provider key and where to set it). */
   needs?: string;
+  /** The card's `schedule:` in words and its next fire (ISO), or why it cannot fire. */
+  schedule?: { text: string; next?: string; error?: string };
 }
 
 export interface FlowView {
@@ -114,6 +116,8 @@ export interface CardDetail {
   workspace: string;
   /** This card's runs, newest first. */
   runs: RunResult[];
+  /** The supervisor's record of the card's schedule: next five fires, pending fires, decisions. */
+  schedule?: ScheduleInfo;
 }
 
 export interface Settings {

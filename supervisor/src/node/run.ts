@@ -14,6 +14,8 @@ import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { execa } from 'execa';
 import {
+  JAIL_STATUS_FD,
+  RUN_ENDPOINT_FD,
   RunState,
   type Command,
   type CardRef,
@@ -363,8 +365,12 @@ export class Run {
     this.child = child;
     this.pipeOutput(child.stdout as Readable, this.stdout, 'stdout');
     this.pipeOutput(child.stderr as Readable, this.stderr, 'stderr');
-    readJailStatus(child.stdio[4] as Readable, (s) => this.onJailStatus(s));
-    this.serveEndpoint(child.stdio[3] as unknown as NodeJS.ReadWriteStream);
+    readJailStatus(
+      child.stdio[JAIL_STATUS_FD] as Readable,
+      (s) => this.onJailStatus(s),
+      (why) => this.event('error', why),
+    );
+    this.serveEndpoint(child.stdio[RUN_ENDPOINT_FD] as unknown as NodeJS.ReadWriteStream);
     this.writeMarker(child.pid ?? 0);
     void child
       .then((r) => this.onJailExit(r.exitCode ?? null, r.signal ?? null))
@@ -600,7 +606,7 @@ export class Run {
     await Promise.all([
       this.streamEnd(this.child?.stdout as Readable),
       this.streamEnd(this.child?.stderr as Readable),
-      this.streamEnd(this.child?.stdio[4] as Readable | undefined),
+      this.streamEnd(this.child?.stdio[JAIL_STATUS_FD] as Readable | undefined),
     ]);
     const verdict = classifyEnd({
       endCause: this.endCause,

@@ -26,6 +26,7 @@ import {
 } from '../protocol/index.ts';
 import { streamRun } from './attach.ts';
 import type { RunRegistry } from './registry.ts';
+import { serveSchedules, type ScheduleBook } from './schedules.ts';
 
 /** issue 6: provider keys, kept by the supervisor (secrets.ts). */
 export interface ProviderKeys {
@@ -52,6 +53,7 @@ export class SupervisorServer {
     /** Why this client may not connect, or null (see peer.ts). */
     private readonly refuse: (socket: net.Socket) => string | null,
     private readonly keys?: ProviderKeys,
+    private readonly schedules?: ScheduleBook,
   ) {}
 
   accept(socket: net.Socket): void {
@@ -129,6 +131,7 @@ export class SupervisorServer {
       hasKey: this.keys?.set(p.provider, p.key) ?? false,
     }));
     handle(conn, ListProviders, () => ({ providers: this.keys?.list() ?? [] }));
+    if (this.schedules) serveSchedules(conn, this.schedules);
     handle(conn, SupervisorStatus, () => ({
       pid: process.pid,
       version: this.info.version,
