@@ -41,6 +41,11 @@ export interface PolicyInput {
   exclusive?: Readonly<Record<string, string>>;
   /** Resources held by something this board did not start (a refusal said so): why, shown on cards. */
   busy?: Readonly<Record<string, string>>;
+  /**
+   * Flows that cannot run until a person does something (their provider has no API key): why. Their
+   * cards wait, with no backoff and no failure counted, and start once it is done.
+   */
+  blockedFlows?: Readonly<Record<string, string>>;
   now: number;
 }
 
@@ -98,6 +103,14 @@ export function decide(input: PolicyInput): PolicyDecision {
       waiting[card.id] =
         `flow "${card.flow}" is parked until ${new Date(parkedUntil).toISOString()}: the provider's rate limit resets then`;
       wakeAt = wakeAt === undefined ? parkedUntil : Math.min(wakeAt, parkedUntil);
+      continue;
+    }
+    const blocked =
+      input.blockedFlows && Object.hasOwn(input.blockedFlows, card.flow)
+        ? input.blockedFlows[card.flow]
+        : undefined;
+    if (blocked !== undefined) {
+      waiting[card.id] = blocked;
       continue;
     }
     const cap = Object.hasOwn(input.flowCaps, card.flow) ? input.flowCaps[card.flow] : undefined;

@@ -306,13 +306,28 @@ export class Run {
         app: cu.app ?? null,
       });
     }
+    if (flow.provider && this.deps.proxy) {
+      try {
+        this.proxyGrant = await this.deps.proxy.grant(this.id, flow.provider, (info) =>
+          this.onModelRequest(info),
+        );
+      } catch (err) {
+        return this.finish(
+          'failed',
+          'spawn-failed',
+          `could not open the run's model proxy: ${(err as Error).message}`,
+        );
+      }
+      if (!this.isActive || this.endCause) {
+        this.deps.proxy.revoke(this.proxyGrant.token); // cancelled meanwhile: nothing uses it
+        return;
+      }
+    }
     this.spawn();
   }
 
   private spawn(): void {
     const { flow } = this.spec;
-    if (flow.provider && this.deps.proxy)
-      this.proxyGrant = this.deps.proxy.grant(this.id, flow.provider, (info) => this.onModelRequest(info));
     for (const d of SCRATCH_DIRS)
       mkdirSync(path.join(this.spec.scratchDir, d), { recursive: true, mode: 0o700 });
     if (this.artifactsDir) mkdirSync(this.artifactsDir, { recursive: true, mode: 0o700 });
@@ -325,7 +340,7 @@ export class Run {
       parentPid: process.pid,
       landlockAbi: this.deps.landlockAbi,
       useNamespaces: this.deps.useNamespaces,
-      proxyPort: this.proxyGrant ? this.deps.proxy!.port : undefined,
+      proxyPort: this.proxyGrant?.port,
       privateDisplay: this.display?.env.DISPLAY,
       userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
       privateTmp: path.join(this.spec.scratchDir, 'root-tmp'),
