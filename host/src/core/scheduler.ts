@@ -86,6 +86,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       this.queue.concurrency = store.config.scheduler.maxConcurrency;
       this.kick();
     });
+    // What a person running `serve` sees in its terminal when the supervisor goes away and comes back.
+    client.on('lost', (why) => process.emitWarning(`runboard: ${why}; starting a new supervisor`));
+    client.on('reconnected', () => process.emitWarning('runboard: connected to the supervisor again'));
     for (const c of store.all()) this.lastStatus.set(this.idOf(c), c.front.status);
     store.on('cards', ({ id, external }) => {
       if (!id) return;
