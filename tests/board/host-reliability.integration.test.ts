@@ -176,3 +176,71 @@ describe('a card hand-edited to running', () => {
     await server.api('POST', '/api/cards/stray/move', { to: 'backlog', index: 0 });
   });
 });
+
+describe('backoff', () => {
+  it('a missing key is no failure: the card waits for the key, without backoff, and starts once it is set', async () => {
+    const keyed = (title: string): string =>
+      `---\ntitle: ${title}\nflow: keyed\nworkspace: ./workspace\ncommand: "echo ${title}"\n---\n`;
+    server = await BoardServer.start(
+      'version: 1\nscheduler:\n  backoff: { base: 1s, retries: 3 }\nflows:\n  keyed: { runner: command, cap: 2, provider: openai }\n',
+      { 'first.md': keyed('first'), 'second.md': keyed('second') },
+    );
+    const s = server;
+    await s.api('POST', '/api/cards/first/move', { to: 'queued', index: 0 });
+    const first = await waitUntil('first waits for the key', async () => {
+      const c = await s.card('first');
+      return c?.column === 'queued' && /key/.test(c.waiting ?? '') ? c : undefined;
+    });
+    expect(first.waiting).toMatch(/openai/);
+    expect(first.failures).toBeUndefined();
+    expect(first.nextTryAt).toBeUndefined();
+    await s.api('POST', '/api/cards/second/move', { to: 'queued', index: 1 });
+    await waitUntil('second waits too', async () => /key/.test((await s.card('second'))?.waiting ?? ''));
+    // waiting, not retrying: one refused run of the first card, none of the second
+    const runsOf = async (id: string) =>
+      (
+        await s.api<{ runs: { runId: string; termination: { reason: string } | null }[] }>(
+          'GET',
+          `/api/cards/${id}`,
+        )
+      ).runs;
+    expect((await runsOf('first')).map((r) => r.termination?.reason)).toEqual(['missing-key']);
+    expect(await runsOf('second')).toEqual([]);
+
+    await new Promise<void>((resolve, reject) => {
+      const p = execFile(
+        process.execPath,
+        [path.join(DIST, 'runboard.mjs'), 'key', 'set', 'openai'],
+        { env: { ...process.env, RUNBOARD_HOME: s.home } },
+        (err) => (err ? reject(err) : resolve()),
+      );
+      p.stdin!.end('sk-test-openai-0123456789\n');
+    });
+    for (const id of ['first', 'second'])
+      await waitUntil(`${id} ran`, async () => (await s.card(id))?.column === 'done', 30_000);
+    expect(await runsOf('first')).toHaveLength(2);
+  });
+
+  it('a card queued again by hand starts afresh: no wait for the backoff, failures counted anew', async () => {
+    server = await BoardServer.start(shellConfig('  backoff: { base: 5m, retries: 0 }\n'), {
+      'flaky.md': card('Flaky', 'echo no; exit 3'),
+    });
+    const s = server;
+    const runs = async () =>
+      (await s.api<{ runs: { runId: string }[] }>('GET', '/api/cards/flaky')).runs.length;
+    await s.api('POST', '/api/cards/flaky/move', { to: 'queued', index: 0 });
+    const failed = await waitUntil('failed', async () => {
+      const c = await s.card('flaky');
+      return c?.column === 'failed' ? c : undefined;
+    });
+    expect(failed.failures).toBe(1);
+    expect(failed.nextTryAt).toBeDefined(); // 5 minutes away
+    await s.api('POST', '/api/cards/flaky/move', { to: 'queued', index: 0 });
+    // it runs now, not in 5 minutes, and fails as its first failure again
+    const again = await waitUntil('ran again', async () => {
+      const c = await s.card('flaky');
+      return c?.column === 'failed' && (await runs()) === 2 ? c : undefined;
+    });
+    expect(again.failures).toBe(1);
+  });
+});

@@ -14,6 +14,8 @@ import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { execa } from 'execa';
 import {
+  JAIL_STATUS_FD,
+  RUN_ENDPOINT_FD,
   RunState,
   type Command,
   type CardRef,
@@ -304,13 +306,28 @@ export class Run {
         app: cu.app ?? null,
       });
     }
+    if (flow.provider && this.deps.proxy) {
+      try {
+        this.proxyGrant = await this.deps.proxy.grant(this.id, flow.provider, (info) =>
+          this.onModelRequest(info),
+        );
+      } catch (err) {
+        return this.finish(
+          'failed',
+          'spawn-failed',
+          `could not open the run's model proxy: ${(err as Error).message}`,
+        );
+      }
+      if (!this.isActive || this.endCause) {
+        this.deps.proxy.revoke(this.proxyGrant.token); // cancelled meanwhile: nothing uses it
+        return;
+      }
+    }
     this.spawn();
   }
 
   private spawn(): void {
     const { flow } = this.spec;
-    if (flow.provider && this.deps.proxy)
-      this.proxyGrant = this.deps.proxy.grant(this.id, flow.provider, (info) => this.onModelRequest(info));
     for (const d of SCRATCH_DIRS)
       mkdirSync(path.join(this.spec.scratchDir, d), { recursive: true, mode: 0o700 });
     if (this.artifactsDir) mkdirSync(this.artifactsDir, { recursive: true, mode: 0o700 });
@@ -323,7 +340,7 @@ export class Run {
       parentPid: process.pid,
       landlockAbi: this.deps.landlockAbi,
       useNamespaces: this.deps.useNamespaces,
-      proxyPort: this.proxyGrant ? this.deps.proxy!.port : undefined,
+      proxyPort: this.proxyGrant?.port,
       privateDisplay: this.display?.env.DISPLAY,
       userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
       privateTmp: path.join(this.spec.scratchDir, 'root-tmp'),
@@ -348,8 +365,12 @@ export class Run {
     this.child = child;
     this.pipeOutput(child.stdout as Readable, this.stdout, 'stdout');
     this.pipeOutput(child.stderr as Readable, this.stderr, 'stderr');
-    readJailStatus(child.stdio[4] as Readable, (s) => this.onJailStatus(s));
-    this.serveEndpoint(child.stdio[3] as unknown as NodeJS.ReadWriteStream);
+    readJailStatus(
+      child.stdio[JAIL_STATUS_FD] as Readable,
+      (s) => this.onJailStatus(s),
+      (why) => this.event('error', why),
+    );
+    this.serveEndpoint(child.stdio[RUN_ENDPOINT_FD] as unknown as NodeJS.ReadWriteStream);
     this.writeMarker(child.pid ?? 0);
     void child
       .then((r) => this.onJailExit(r.exitCode ?? null, r.signal ?? null))
@@ -585,7 +606,7 @@ export class Run {
     await Promise.all([
       this.streamEnd(this.child?.stdout as Readable),
       this.streamEnd(this.child?.stderr as Readable),
-      this.streamEnd(this.child?.stdio[4] as Readable | undefined),
+      this.streamEnd(this.child?.stdio[JAIL_STATUS_FD] as Readable | undefined),
     ]);
     const verdict = classifyEnd({
       endCause: this.endCause,
