@@ -44,7 +44,7 @@ export const FlowConfig = z.object({
     })
     .optional(),
   env: z.record(z.string(), z.string()).optional(),
-  // ── coding-agent flows (issue 6; runner codex | claude) ──
+  // ── coding-agent flows (runner codex | claude; docs/agents.md) ──
   /** Model provider whose key the supervisor holds (openai, anthropic, …). */
   provider: z
     .string()
@@ -61,7 +61,7 @@ export const FlowConfig = z.object({
   prompt: z.string().min(1).optional(),
   /** Give the agent the desktop as an MCP server (needs desktop-cli). */
   desktop: z.boolean().optional(),
-  // ── computer-use flows (issue 5; runner computer-use; docs/computer-use.md) ──
+  // ── computer-use flows (runner computer-use; docs/computer-use.md) ──
   computerUse: z
     .object({
       /** responses (OpenAI), chat (any OpenAI-compatible server), messages (Anthropic); default by provider. */
@@ -104,7 +104,7 @@ export type FlowConfig = z.output<typeof FlowConfig>;
 export const CardStatus = z.enum(COLUMNS);
 export type CardStatus = z.infer<typeof CardStatus>;
 
-/** The longest wait between retries of a failing card (seed 001: capped at 5 minutes). */
+/** The longest wait between retries of a failing card (capped at 5 minutes: a failing card is retried soon enough once its cause is fixed). */
 export const MAX_BACKOFF_MS = 300_000;
 
 export const SchedulerConfig = z.object({

@@ -436,7 +436,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   /**
    * The supervisor refused a launch because a run this board did not start (another project's board, a
-   * CLI run) holds an exclusive resource: the real display (`display-busy`, issue 5). That is no failure
+   * CLI run) holds an exclusive resource: the real display (`display-busy`). That is no failure
    * of the card: it goes back to waiting in Queued, saying why, and starts as soon as that run ends (the
    * scheduler follows its end) or, at the latest, when it looks again after RESOURCE_RECHECK_MS.
    */
