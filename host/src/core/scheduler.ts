@@ -86,6 +86,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       this.queue.concurrency = store.config.scheduler.maxConcurrency;
       this.kick();
     });
+    // What a person running `serve` sees in its terminal when the supervisor goes away and comes back.
+    client.on('lost', (why) => process.emitWarning(`runboard: ${why}; starting a new supervisor`));
+    client.on('reconnected', () => process.emitWarning('runboard: connected to the supervisor again'));
     for (const c of store.all()) this.lastStatus.set(this.idOf(c), c.front.status);
     store.on('cards', ({ id, external }) => {
       if (!id) return;
@@ -433,7 +436,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   /**
    * The supervisor refused a launch because a run this board did not start (another project's board, a
-   * CLI run) holds an exclusive resource: the real display (`display-busy`, issue 5). That is no failure
+   * CLI run) holds an exclusive resource: the real display (`display-busy`). That is no failure
    * of the card: it goes back to waiting in Queued, saying why, and starts as soon as that run ends (the
    * scheduler follows its end) or, at the latest, when it looks again after RESOURCE_RECHECK_MS.
    */
