@@ -102,9 +102,8 @@ async function main(): Promise<void> {
     throw new Error(`worker bundle not found at ${workerEntry}; run scripts/setup.sh`);
   const workerArgv = pickWorkerArgv(path.join(here, 'worker.blob'), workerEntry, log);
 
-  // issue 6: the loopback model proxy; keys are read from the keys dir at each request, never logged.
+  // The loopback model proxy (a listener per run); keys are read at each request, never logged.
   const proxy = new ModelProxy(providerRoutes(process.env), (p) => readProviderKey(paths, p), log);
-  await proxy.start(Number(process.env.RUNBOARD_MODEL_PROXY_PORT ?? 0));
 
   const registry = new RunRegistry(paths, {
     log,
