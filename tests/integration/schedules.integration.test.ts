@@ -198,7 +198,9 @@ describe('schedules in the supervisor', () => {
     });
     const listed = cli();
     expect(listed.status).toBe(0);
-    expect(listed.stdout).toMatch(/Weekly report[\s\S]*first Monday at 08:00[\s\S]*next: 2026-01-05 08:00, 2026-02-02 08:00/);
+    expect(listed.stdout).toMatch(
+      /Weekly report[\s\S]*first Monday at 08:00[\s\S]*next: 2026-01-05 08:00, 2026-02-02 08:00/,
+    );
     expect(listed.stdout).toMatch(/last: not fired yet/);
   });
 });

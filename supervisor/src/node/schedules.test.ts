@@ -16,17 +16,18 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const spec = (name: string, over: Partial<ScheduleSpec> = {}): ScheduleSpec => ({
-  cardPath: `/p/${name}.md`,
-  cardId: name,
-  title: name,
-  cron: '0 * * * *',
-  timezone: 'UTC',
-  text: 'every hour',
-  missed: 'latest_once',
-  overlap: 'queue',
-  ...over,
-});
+const HOURLY = { cron: '0 * * * *', timezone: 'UTC', text: 'every hour' } as const;
+function spec(name: string, over: Partial<ScheduleSpec> = {}): ScheduleSpec {
+  return {
+    ...HOURLY,
+    missed: 'latest_once',
+    overlap: 'queue',
+    cardPath: `/p/${name}.md`,
+    cardId: name,
+    title: name,
+    ...over,
+  };
+}
 
 describe('the schedule book', () => {
   it('a machine that slept: the late timer applies the missed-run policy, not a burst of on-time fires', () => {
