@@ -25,9 +25,9 @@ const VERSION = '0.1.0';
 const runners: Partial<Record<string, () => Runner>> = {
   command: () => new CommandRunner(),
   // Bundles of their own, loaded on demand (runners/load.ts): model SDKs and the desktop addon.
-  codex: () => loadRunner('codex', 'CodexRunner'), // issue 6
-  claude: () => loadRunner('claude', 'ClaudeRunner'), // issue 6
-  'computer-use': () => loadRunner('computer-use', 'ComputerUseRunner'), // issue 5
+  codex: () => loadRunner('codex', 'CodexRunner'),
+  claude: () => loadRunner('claude', 'ClaudeRunner'),
+  'computer-use': () => loadRunner('computer-use', 'ComputerUseRunner'),
 };
 
 async function main(): Promise<void> {

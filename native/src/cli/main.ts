@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// desktop-cli: seed 003's command surface over the native addon. Stateless apart from the small
+// desktop-cli: a command surface over the native addon for agents that can run a shell command. Stateless apart from the small
 // read context that lets `click --id` find an element again by its signature (see context.ts).
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

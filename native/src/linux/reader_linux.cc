@@ -212,7 +212,7 @@ ReadResult ReadTree(const ReadOptions& o) {
       const Node& n = t.nodes[i];
       if (o.visibleOnly && !(HasState(n, ATSPI_STATE_SHOWING) && HasState(n, ATSPI_STATE_VISIBLE))) continue;
       // With a role filter, only the kept roles and the clipping containers (scroll areas, viewports)
-      // need their extents: the rest is traversed by state alone ("role filtering early", seed 003).
+      // need their extents: the rest is traversed by state alone (filtering roles early keeps reads fast).
       bool needed = o.roles.empty() || IsClip(n.role) ||
                     std::find(o.roles.begin(), o.roles.end(), atspi::RoleName(n.role)) != o.roles.end();
       if ((n.ifaces & atspi::kComponent) && needed) want.push_back(i);

@@ -1,5 +1,5 @@
 /**
- * Private virtual displays for computer-use runs (issue 5, flow `computerUse.privateDisplay`): an
+ * Private virtual displays for computer-use runs (flow `computerUse.privateDisplay`): an
  * Xvfb display with its own session D-Bus, AT-SPI bus and window manager per run, and optionally the
  * card's app started in it, so several desktop runs go in parallel without sharing a mouse.
  *

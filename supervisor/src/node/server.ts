@@ -28,7 +28,7 @@ import { streamRun } from './attach.ts';
 import type { RunRegistry } from './registry.ts';
 import { serveSchedules, type ScheduleBook } from './schedules.ts';
 
-/** issue 6: provider keys, kept by the supervisor (secrets.ts). */
+/** Provider keys, kept by the supervisor (secrets.ts) so that no run and no host ever holds one. */
 export interface ProviderKeys {
   list(): { name: string; baseUrl: string; hasKey: boolean }[];
   set(provider: string, key: string | null): boolean;
@@ -123,7 +123,7 @@ export class SupervisorServer {
       attachments.delete(p.runId);
       return {};
     });
-    // issue 6: worktrees and provider keys.
+    // Worktrees and provider keys.
     handle(conn, KeepWorktree, async (p) => ({ run: await reg.settleWorktree(p.runId, 'keep') }));
     handle(conn, DiscardWorktree, async (p) => ({ run: await reg.settleWorktree(p.runId, 'discard') }));
     handle(conn, SetProviderKey, (p) => ({
