@@ -268,6 +268,7 @@ export class Run {
           app: cu.app,
           baseEnv: this.deps.baseEnv,
           appEnv: { HOME: path.join(s, 'home'), TMPDIR: path.join(s, 'tmp') },
+          confine: this.deps.landlockAbi > 0 ? { hidden: this.deps.hiddenPaths } : null,
         });
       } catch (err) {
         return this.finish(
