@@ -1,5 +1,5 @@
 /**
- * One computer-use run at a time on the real display (issue 5): the supervisor refuses a second one
+ * One computer-use run at a time on the real display: the supervisor refuses a second one
  * (`InvalidState`, `reason: display-busy`). The scheduler must make such a card wait in Queued, saying it
  * waits for the real display, and start it when the display frees up, never counting it as a failure.
  * Real `runboard serve`, its real supervisor, the test desktop as "the real display", and the scripted

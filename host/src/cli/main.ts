@@ -19,6 +19,7 @@ import { launchRequest, NoGrantError } from '../core/launch.ts';
 import { loadCard, loadConfig, ProjectError } from '../core/project.ts';
 import { SupervisorClient, SupervisorUnavailable } from '../core/supervisor-client.ts';
 import { cmdRecord, RECORD_USAGE, RecordUsageError } from './record.ts';
+import { cmdSchedules, SCHEDULES_USAGE } from './schedules.ts';
 import { cmdServe, SERVE_USAGE } from './serve.ts';
 
 const EXIT = { usage: 2, unavailable: 69 } as const;
@@ -36,6 +37,7 @@ const USAGE = `usage: runboard <command> [options]
   supervisor status|stop [--force]         the supervisor for this state root
   ${SERVE_USAGE}
   ${RECORD_USAGE}
+  ${SCHEDULES_USAGE}
 
 State lives in $RUNBOARD_HOME (default: the XDG data dir). See docs/user-guide.md.`;
 
@@ -327,6 +329,8 @@ async function main(argv: string[]): Promise<number> {
       return cmdRecord(rest).catch((e: unknown) => {
         throw e instanceof RecordUsageError ? new UsageError(e.message) : e;
       });
+    case 'schedules':
+      return cmdSchedules(rest, paths);
     case undefined:
     case 'help':
     case '--help':

@@ -1,6 +1,5 @@
 /**
- * A card's `## Questions` section, in the seed's markdown format (seed 000, "Clarification markdown
- * state format"): the section is the source of truth, open questions are its bullets (a `- None.`
+ * A card's `## Questions` section, in plain markdown a person can edit too: the section is the source of truth, open questions are its bullets (a `- None.`
  * placeholder excepted), and an answered question is a ticked item with its answer indented under it:
  *
  *   ## Questions

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import YAML from 'yaml';
 import { parseCard, parseConfig, type Card, type CardFrontMatter, type ProjectConfig } from './project.ts';
-import { readRegularFile, readRegularFileSync } from './regular-file.ts';
+import { readRegularFileSync } from './regular-file.ts';
 
 export interface BrokenCard {
   /** Absolute path. */
@@ -128,7 +128,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
       awaitWriteFinish: { stabilityThreshold: 60, pollInterval: 20 },
     });
     const onFile = (file: string): void => {
-      void this.reread(file);
+      this.reread(file);
     };
     this.watcher
       .on('add', onFile)
@@ -181,13 +181,9 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     }
   }
 
-  /** Rewrites config.yaml through the yaml Document API, so comments and key order stay. */
-  updateConfig(edit: (doc: YAML.Document) => void): void {
-    const text = readRegularFileSync(this.configFile);
-    const doc = YAML.parseDocument(text);
-    if (doc.errors.length) throw new Error(`config.yaml is not valid YAML: ${doc.errors[0]!.message}`);
-    edit(doc);
-    const next = doc.toString({ lineWidth: 0 });
+  /** Rewrites config.yaml with `edit` (core/config-edit.ts changes only the values it sets). */
+  updateConfig(edit: (text: string) => string): void {
+    const next = edit(readRegularFileSync(this.configFile));
     parseConfig(this.configFile, next); // refuse to write a config that would not load
     this.write(this.configFile, next);
     this.ingestConfig(next);
@@ -204,10 +200,13 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     return done;
   }
 
-  private async reread(file: string): Promise<void> {
+  private reread(file: string): void {
     let text: string;
     try {
-      text = await readRegularFile(file);
+      // Read at once, in step with the host's own writes (synchronous too): a read that waited in the
+      // thread pool could return a version the host has replaced since, which then looked like an
+      // outside edit and put old state back (a card "running" again after its run had ended).
+      text = readRegularFileSync(file);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return this.forget(file);
       if (file === this.configFile) {

@@ -10,6 +10,7 @@ import { parseQuestions } from './board-questions.ts';
 import type { BoardStore } from './board-store.ts';
 import type { Card } from './project.ts';
 import type { Scheduler } from './scheduler.ts';
+import type { CardSchedule } from '../shared/board-types.ts';
 
 export class BoardViews {
   /** Cards are new objects when their file changes, so the count is parsed once per version. */
@@ -18,6 +19,7 @@ export class BoardViews {
   constructor(
     private readonly store: BoardStore,
     private readonly scheduler: Scheduler,
+    private readonly schedules?: { viewOf(card: Card): CardSchedule | undefined },
   ) {}
 
   columnOf(id: string, card: Card): Column {
@@ -58,6 +60,8 @@ export class BoardViews {
     if (f.needs) v.needs = f.needs;
     const open = this.openQuestions(card);
     if (open) v.openQuestions = open;
+    const schedule = this.schedules?.viewOf(card);
+    if (schedule) v.schedule = schedule;
     return v;
   }
 

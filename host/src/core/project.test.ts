@@ -1,7 +1,11 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FlowSpec } from '@runboard/supervisor/protocol';
 import { flowSpec } from './launch.ts';
-import { parseCard, parseConfig } from './project.ts';
+import { loadCard, loadConfig, parseCard, parseConfig } from './project.ts';
 
 describe('config.yaml', () => {
   it('reads the minimum format, with defaults and durations', () => {
@@ -85,5 +89,21 @@ describe('cards', () => {
     expect(() => parseCard('/p/a.md', '---\ntitle: A\nstatus: flying\nflow: x\n---\n', '/p')).toThrow(
       /status/,
     );
+  });
+});
+
+describe('reading a card or config from the CLI', () => {
+  it('refuses a FIFO or a directory at once, saying what it is (no hang, no bare EISDIR)', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'rb-project-'));
+    try {
+      execFileSync('mkfifo', [path.join(dir, 'card.md')]);
+      expect(() => loadCard(path.join(dir, 'card.md'), dir)).toThrow(
+        /card\.md: cannot read the card file: a FIFO \(named pipe\), not a regular file/,
+      );
+      mkdirSync(path.join(dir, 'config.yaml'));
+      expect(() => loadConfig(dir)).toThrow(/config\.yaml: cannot read it \(a directory, not a regular file/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -3,8 +3,8 @@
  * themselves: board-methods.ts). Plain data and pure code only: the untrusted renderer and the host
  * core both import it, so nothing here may touch Node, the DOM or host state.
  */
-import type { RunEvent, RunResult } from '@runboard/supervisor/protocol/data';
-export type { RunResult };
+import type { RunEvent, RunResult, ScheduleInfo } from '@runboard/supervisor/protocol/data';
+export type { RunResult, ScheduleInfo };
 
 /** The board's columns, in order: the one list (card `status` values, column limits, the UI). */
 export const COLUMNS = ['backlog', 'queued', 'running', 'needs-input', 'done', 'failed'] as const;
@@ -18,6 +18,18 @@ export const COLUMN_TITLES: Record<Column, string> = {
   done: 'Done',
   failed: 'Failed',
 };
+
+/** A card's schedule on the board: in words and its next fire (ISO), or why it cannot fire. */
+export interface CardSchedule {
+  text: string;
+  /** What the card's front matter says (the phrase or cron), for editing. */
+  source: string;
+  timezone?: string;
+  missed?: 'skip' | 'latest_once' | 'all';
+  overlap?: 'skip' | 'queue';
+  next?: string;
+  error?: string;
+}
 
 export interface CardView {
   id: string;
@@ -44,6 +56,8 @@ export interface CardView {
   openQuestions?: number;
   /** What the card needs before it can run (e.g. a provider key and where to set it). */
   needs?: string;
+  /** The card's `schedule:` in words and its next fire (ISO), or why it cannot fire. */
+  schedule?: CardSchedule;
 }
 
 export interface FlowView {
@@ -114,7 +128,23 @@ export interface CardDetail {
   workspace: string;
   /** This card's runs, newest first. */
   runs: RunResult[];
+  /** The supervisor's record of the card's schedule: next five fires, pending fires, decisions. */
+  schedule?: ScheduleInfo;
 }
+
+/** A schedule as the inspector edits it (written into the card's `schedule:`). */
+export interface ScheduleEdit {
+  /** Plain language ("every weekday at 9:00") or a cron expression. */
+  text: string;
+  /** IANA zone; none: the zone of the host's machine. */
+  timezone?: string | undefined;
+  missed?: 'skip' | 'latest_once' | 'all' | undefined;
+  overlap?: 'skip' | 'queue' | undefined;
+}
+
+/** What a schedule means before it is saved: in words, as cron, its next five fires; or why not. */
+export type SchedulePreview =
+  { ok: true; text: string; cron: string; timezone: string; next: string[] } | { ok: false; error: string };
 
 export interface Settings {
   maxConcurrency: number;

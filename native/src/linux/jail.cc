@@ -28,7 +28,8 @@
 // run sees its own X socket in /tmp/.X11-unix and not the user's: Landlock (ABI <= 7) does not govern
 // connect() on pathname Unix sockets, so hiding the socket file is what keeps the run off the real display.
 //
-// Protocol with the supervisor: JSON lines on --status-fd (see supervisor/src/node/jail.ts).
+// Protocol with the supervisor: JSON lines on --status-fd (schema: supervisor/src/protocol/jail.ts, read by
+// supervisor/src/node/jail-status.ts).
 #include <cerrno>
 #include <csignal>
 #include <cstdio>

@@ -4,10 +4,7 @@
  * run) can be read and tested in one place.
  */
 import path from 'node:path';
-import type { FlowSpec } from '../protocol/index.ts';
-
-/** The jail's status channel: JSON lines on this fd (see jail-status.ts). fd 3 is the run endpoint. */
-export const JAIL_STATUS_FD = 4;
+import { JAIL_STATUS_FD, RunEnv, type FlowSpec } from '../protocol/index.ts';
 
 export interface WritableInput {
   flow: FlowSpec;
@@ -125,15 +122,15 @@ export function buildRunEnv(i: RunEnvInput): Record<string, string> {
     XDG_DATA_HOME: path.join(s, 'data'),
     npm_config_cache: path.join(s, 'cache', 'npm'),
     npm_config_update_notifier: 'false',
-    RUNBOARD_RUN_ID: i.runId,
-    RUNBOARD_RUN_TOKEN: i.token,
-    RUNBOARD_WORKSPACE: i.workspace,
+    [RunEnv.runId]: i.runId,
+    [RunEnv.token]: i.token,
+    [RunEnv.workspace]: i.workspace,
     ...(i.baseEnv.TZ ? { TZ: i.baseEnv.TZ } : {}),
-    ...(flow.runner === 'computer-use' ? { RUNBOARD_NATIVE_DIR: i.nativeDir } : {}),
+    ...(flow.runner === 'computer-use' ? { [RunEnv.nativeDir]: i.nativeDir } : {}),
     ...(flow.env ?? {}),
     // The private display wins over whatever the flow names.
     ...(i.displayEnv
-      ? { ...i.displayEnv, ...(flow.computerUse?.app ? { RUNBOARD_DISPLAY_APP: '1' } : {}) }
+      ? { ...i.displayEnv, ...(flow.computerUse?.app ? { [RunEnv.displayApp]: '1' } : {}) }
       : {}),
   };
 }

@@ -26,8 +26,9 @@ import {
 } from '../protocol/index.ts';
 import { streamRun } from './attach.ts';
 import type { RunRegistry } from './registry.ts';
+import { serveSchedules, type ScheduleBook } from './schedules.ts';
 
-/** issue 6: provider keys, kept by the supervisor (secrets.ts). */
+/** Provider keys, kept by the supervisor (secrets.ts) so that no run and no host ever holds one. */
 export interface ProviderKeys {
   list(): { name: string; baseUrl: string; hasKey: boolean }[];
   set(provider: string, key: string | null): boolean;
@@ -52,6 +53,7 @@ export class SupervisorServer {
     /** Why this client may not connect, or null (see peer.ts). */
     private readonly refuse: (socket: net.Socket) => string | null,
     private readonly keys?: ProviderKeys,
+    private readonly schedules?: ScheduleBook,
   ) {}
 
   accept(socket: net.Socket): void {
@@ -121,7 +123,7 @@ export class SupervisorServer {
       attachments.delete(p.runId);
       return {};
     });
-    // issue 6: worktrees and provider keys.
+    // Worktrees and provider keys.
     handle(conn, KeepWorktree, async (p) => ({ run: await reg.settleWorktree(p.runId, 'keep') }));
     handle(conn, DiscardWorktree, async (p) => ({ run: await reg.settleWorktree(p.runId, 'discard') }));
     handle(conn, SetProviderKey, (p) => ({
@@ -129,6 +131,7 @@ export class SupervisorServer {
       hasKey: this.keys?.set(p.provider, p.key) ?? false,
     }));
     handle(conn, ListProviders, () => ({ providers: this.keys?.list() ?? [] }));
+    if (this.schedules) serveSchedules(conn, this.schedules);
     handle(conn, SupervisorStatus, () => ({
       pid: process.pid,
       version: this.info.version,

@@ -7,3 +7,8 @@ export * from './errors.ts';
 export * from './schemas.ts';
 export * from './messages.ts';
 export * from './run-state.ts';
+export * from './run-env.ts';
+export * from './jail.ts';
+export * from './refusals.ts';
+export * from './cu-events.ts';
+export * from './schedules.ts';
