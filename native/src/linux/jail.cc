@@ -148,7 +148,8 @@ void Usage() {
   fprintf(stderr,
           "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--device FILE]... [--hide DIR]...\n"
           "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp DIR]\n"
-          "                     [--tcp PORT]... [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--no-landlock] [--no-namespaces]\n"
+          "                     [--tcp PORT]... [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts] [--no-landlock]\n"
+          "                     [--no-namespaces]\n"
           "                     -- COMMAND [ARG]...\n");
   _exit(2);
 }
@@ -159,7 +160,7 @@ int main(int argc, char** argv) {
   runboard::landlock::Policy policy;
   policy.devices = {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom", "/dev/ptmx"};
   policy.writable = {"/dev/pts"};
-  bool useLandlock = true, useNamespaces = true, fsByMounts = false, fsIfPossible = false;
+  bool useLandlock = true, useNamespaces = true, fsByMounts = false, fsIfPossible = false, roMounts = false;
   pid_t parentPid = 0;
   std::vector<std::string> masks, keeps;
   std::string privateTmp;
@@ -186,6 +187,7 @@ int main(int argc, char** argv) {
     else if (a == "--no-landlock") useLandlock = false;
     else if (a == "--fs-mounts") fsByMounts = true;
     else if (a == "--fs-mounts-if-possible") fsByMounts = fsIfPossible = true;
+    else if (a == "--ro-mounts") roMounts = true;
     else if (a == "--no-namespaces") useNamespaces = false;
     else Usage();
   }
@@ -243,19 +245,22 @@ int main(int argc, char** argv) {
       std::string err = runboard::mounts::MaskDirs(masks, keeps);
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
     }
-    if (fsByMounts) {
+    // --ro-mounts: the mount namespace under Landlock's rules too, where one can be made (Landlock
+    // does not cover metadata: chmod, utime and xattrs outside the writable trees fail with EROFS).
+    const bool mountNs = fsByMounts || (roMounts && containment == "pid-namespace");
+    if (mountNs) {
       if (!privateTmp.empty() && mkdir(privateTmp.c_str(), 0700) < 0 && errno != EEXIST)
         Die("sandbox setup failed: mkdir " + privateTmp + ": " + strerror(errno), 126);
       std::string err = runboard::mounts::ConfineByMounts({policy.writable, policy.hidden, policy.devices, privateTmp});
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
-      policy.restrictFs = false;
+      policy.restrictFs = !fsByMounts;
     }
     bool enforced = false;
     if (useLandlock) {
       std::string err = runboard::landlock::RestrictSelf(policy, landlockAbi, &enforced);
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
     }
-    if (fsByMounts || !masks.empty()) {  // nothing may undo the mounts (umount needs CAP_SYS_ADMIN)
+    if (mountNs || !masks.empty()) {  // nothing may undo the mounts (umount needs CAP_SYS_ADMIN)
       std::string err = runboard::mounts::DropCapabilities();
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
     }
@@ -264,7 +269,8 @@ int main(int argc, char** argv) {
     const char* fs = fsByMounts ? "mounts" : enforced ? "landlock" : "none";
     setenv("RUNBOARD_FS_CONFINEMENT", fs, 1);
     Status("{\"event\":\"sandbox\",\"landlockAbi\":" + std::to_string(enforced ? landlockAbi : 0) +
-           ",\"enforced\":" + (fsByMounts || enforced ? "true" : "false") + ",\"fs\":\"" + fs + "\"}");
+           ",\"enforced\":" + (fsByMounts || enforced ? "true" : "false") + ",\"fs\":\"" + fs +
+           "\",\"mountNamespace\":" + (mountNs ? "true" : "false") + "}");
     execvp(command[0], command);
     Die("cannot execute " + std::string(command[0]) + ": " + strerror(errno), 127);
   }

@@ -44,10 +44,17 @@ describe('buildJailArgs', () => {
       '/scratch/r',
       '--hide',
       '/state',
+      '--ro-mounts',
       '--',
       'node',
       'worker.mjs',
     ]);
+  });
+
+  it('asks for a read-only mount namespace and a private /tmp where namespaces are used', () => {
+    const a = buildJailArgs(base({}, { privateTmp: '/scratch/r/root-tmp' })).join(' ');
+    expect(a).toContain('--ro-mounts --private-tmp /scratch/r/root-tmp');
+    expect(buildJailArgs(base({}, { useNamespaces: false }))).not.toContain('--ro-mounts');
   });
 
   it('allows the flow ports and the model proxy port, nothing else', () => {

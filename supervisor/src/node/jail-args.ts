@@ -86,6 +86,10 @@ export function buildJailArgs(i: JailArgsInput): string[] {
   const agentSandbox = flow.runner === 'codex' ? flow.sandbox?.agentSandbox : undefined;
   if (agentSandbox === true) args.push('--fs-mounts');
   else if (agentSandbox === 'auto' && i.useNamespaces) args.push('--fs-mounts-if-possible');
+  // Every run the jail can give a mount namespace gets one: read-only outside the writable trees (so
+  // metadata changes fail too, which Landlock does not cover), the hidden trees covered, its own /tmp.
+  // Not for a run the flow lets go unsandboxed on a kernel without Landlock: that one is unconfined.
+  if (i.useNamespaces && i.landlockAbi > 0) args.push('--ro-mounts');
   if (i.privateTmp) args.push('--private-tmp', i.privateTmp);
   if (i.landlockAbi <= 0) args.push('--no-landlock');
   if (!i.useNamespaces) args.push('--no-namespaces');
