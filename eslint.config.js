@@ -1,7 +1,7 @@
 // One lint setup for the whole repo. The layering of shared/DESIGN.md is enforced here, mechanically:
 //  - native imports nothing of ours;
 //  - worker never imports host, and of the supervisor only its protocol entry point;
-//  - host never imports worker, and of the supervisor only its public entry points (protocol, paths, grants);
+//  - host never imports worker, and of the supervisor only its public entry points (protocol, paths, grants, git);
 //  - the renderer (host/src/renderer) never imports Node built-ins or host core code.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
@@ -9,7 +9,7 @@ import tseslint from 'typescript-eslint';
 const supervisorInternals = {
   group: ['**/supervisor/src/**', '@runboard/supervisor/src/**'],
   message:
-    'Import the supervisor only through its entry points (@runboard/supervisor/protocol, /paths, /grants).',
+    'Import the supervisor only through its entry points (@runboard/supervisor/protocol, /paths, /grants, /git).',
 };
 const workerAny = {
   group: ['@runboard/worker', '@runboard/worker/**', '**/worker/src/**'],

@@ -56,10 +56,11 @@ console.log(
     wallS: +(wall / 1000).toFixed(1),
   }),
 );
+// the board first: an open board brings a supervisor that went away back
+await service.close();
 const c = await SupervisorClient.connect(paths);
 await c.shutdown(true).catch(() => undefined);
 c.close();
-await service.close();
 await new Promise((r) => setTimeout(r, 500));
 rmSync(root, { recursive: true, force: true });
 process.exit(0);

@@ -4,16 +4,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BoardServer, waitUntil } from '../e2e/helpers/board.ts';
+import { BoardServer, shellCard, shellConfig, waitUntil } from '../e2e/helpers/board.ts';
 
-const config = (extra = ''): string => `version: 1
-scheduler:
-  maxConcurrency: 4
-${extra}flows:
-  shell: { runner: command, cap: 4 }
-`;
-const card = (title: string, command: string, extra = ''): string =>
-  `---\ntitle: ${title}\nflow: shell\nworkspace: ./workspace\ncommand: ${JSON.stringify(command)}\n${extra}---\n# Task\n`;
+const config = shellConfig;
+const card = shellCard;
 
 let server: BoardServer | undefined;
 afterEach(async () => {

@@ -16,6 +16,25 @@ afterAll(async () => {
   await h.stop();
 });
 
+/**
+ * A supervisor whose log dir lives on a 1 MiB tmpfs, mounted in a private mount namespace of its own;
+ * `prepare` runs there first (e.g. to fill the disk).
+ */
+function supervisorWithSmallLogDisk(prepare = 'true'): Promise<Harness> {
+  return Harness.start({
+    wrap: (argv) => [
+      'unshare',
+      '-Urm',
+      '--',
+      'sh',
+      '-c',
+      `mkdir -p "$RUNBOARD_HOME/logs" && mount -t tmpfs -o size=1m tmpfs "$RUNBOARD_HOME/logs" && ${prepare} && exec "$@"`,
+      'sh',
+      ...argv,
+    ],
+  });
+}
+
 /** A raw connection: send bytes, read JSON-RPC frames back. */
 class Raw {
   private buf = Buffer.alloc(0);
@@ -305,19 +324,7 @@ describe('the environment', () => {
   });
 
   it('a full disk for the logs fails the run with the reason, keeps result.json readable, and serving goes on', async () => {
-    // The log dir lives on a 1 MiB tmpfs, mounted in a private mount namespace of the supervisor.
-    const h2 = await Harness.start({
-      wrap: (argv) => [
-        'unshare',
-        '-Urm',
-        '--',
-        'sh',
-        '-c',
-        'mkdir -p "$RUNBOARD_HOME/logs" && mount -t tmpfs -o size=1m tmpfs "$RUNBOARD_HOME/logs" && exec "$@"',
-        'sh',
-        ...argv,
-      ],
-    });
+    const h2 = await supervisorWithSmallLogDisk();
     try {
       const rec = await h2.run([
         'node',
@@ -342,6 +349,27 @@ describe('the environment', () => {
       );
       expect(String(next)).toMatch(/log-write-failed|1060: .*ENOSPC|finished/);
       expect((await h2.client.status()).pid).toBe(status.pid);
+    } finally {
+      await h2.stop();
+    }
+  });
+
+  it('a launch refused for a full disk leaves no record of a run that never started', async () => {
+    // 8 KiB free on the log disk: the start of a run's result.json fits, the whole of it does not.
+    const h2 = await supervisorWithSmallLogDisk('head -c 1040384 /dev/zero > "$RUNBOARD_HOME/logs/.filler"');
+    try {
+      const err = await h2.launch('echo hi').then(
+        () => null,
+        (e: { code: number; message: string }) => e,
+      );
+      expect(err?.code).toBe(1060);
+      expect(err?.message).toMatch(/ENOSPC.*the disk is full; free space and launch again/);
+      // Nothing claims to be running: not `runs`, not a result.json in the refused run's folder.
+      const { runs } = await h2.client.list({});
+      expect(runs.filter((r) => r.status === 'running')).toEqual([]);
+      const logDir = /log dir (\S+):/.exec(err!.message)![1]!;
+      expect(existsSync(`/proc/${h2.supervisor.pid}/root${logDir}`)).toBe(false);
+      expect((await h2.client.status()).activeRuns).toBe(0);
     } finally {
       await h2.stop();
     }

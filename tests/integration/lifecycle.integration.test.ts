@@ -30,19 +30,38 @@ function stubbornGrandchild(marker: string): string {
 }
 
 describe('run endings', () => {
-  it('kill -9 of the worker: the run fails as crashed with the signal, the supervisor goes on', async () => {
+  it('kill -9 of the worker: the run fails as killed with the signal, the supervisor goes on', async () => {
     const { runId } = await h.launch('echo started; sleep 300');
     const done = h.collect(runId);
     const pid = await workerPid(runId);
     process.kill(pid, 'SIGKILL');
     const rec = await done;
     expect(rec.result.status).toBe('failed');
-    expect(rec.result.termination?.reason).toBe('crashed');
+    expect(rec.result.termination?.reason).toBe('killed');
     expect(rec.result.signal).toBe('SIGKILL');
     expect(rec.result.termination?.detail).toContain('SIGKILL');
     expect(processesMentioning(`RUNBOARD_RUN_ID=${runId}`)).toEqual([]);
     // still serving
     expect((await h.run('echo still here')).stdout).toBe('still here\n');
+  });
+
+  it('kill -9 of the jail: the run fails as killed by SIGKILL from outside, not as a failed spawn', async () => {
+    const { runId } = await h.launch('echo started; sleep 300');
+    const done = h.collect(runId);
+    const worker = await workerPid(runId);
+    // The jail is the worker's parent (seen from outside the run's PID namespace).
+    const jail = Number(/^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${worker}/status`, 'utf8'))![1]);
+    expect(readFileSync(`/proc/${jail}/cmdline`, 'utf8')).toContain('runboard-jail');
+    process.kill(jail, 'SIGKILL');
+    const rec = await done;
+    expect(rec.result.status).toBe('failed');
+    expect(rec.result.termination?.reason).toBe('killed');
+    expect(rec.result.termination?.detail).toMatch(/jail .*killed by SIGKILL/);
+    expect(rec.result.signal).toBe('SIGKILL');
+    await waitUntil(
+      'the run to leave no process',
+      async () => processesMentioning(`RUNBOARD_RUN_ID=${runId}`).length === 0,
+    );
   });
 
   it('a hung worker (stopped, no heartbeats) is killed after the heartbeat timeout', async () => {

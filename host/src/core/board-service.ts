@@ -3,18 +3,17 @@
  * scheduler and the supervisor connections, exposed as the intents and views of the renderer's
  * BoardApi (host/src/renderer/api.ts). Composition happens in `BoardService.open`.
  */
-import { execFile } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { createReadStream, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { promisify } from 'node:util';
 import { createGzip } from 'node:zlib';
 import tar from 'tar-stream';
 import { z } from 'zod';
 import { RunId, type Offsets, type RunEvent, type RunResult } from '@runboard/supervisor/protocol';
 import type { StatePaths } from '@runboard/supervisor/paths';
+import { commonGitDir, safeGit } from '@runboard/supervisor/git';
 import type {
   Answer,
   BoardDelta,
@@ -42,8 +41,6 @@ export const AnswerList = z
   .array(z.object({ index: z.number().int().min(0).max(1000), answer: z.string().max(65_536) }))
   .max(1000);
 export class NotFound extends Error {}
-
-const execFileP = promisify(execFile);
 
 /** How much of each output stream an inspector is sent when it opens a run (the rest: "export run"). */
 export const STREAM_TAIL_BYTES = 2 * 1024 * 1024;
@@ -96,7 +93,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     const store = new BoardStore(projectDir);
     store.load();
     await store.watch();
-    const client = await SupervisorClient.connect(paths, { autoStart: true });
+    const client = await SupervisorClient.connect(paths, { autoStart: true, reconnect: true });
     const scheduler = new Scheduler(store, client, new GrantStore(paths));
     const service = new BoardService(store, scheduler, client, paths);
     await scheduler.recover();
@@ -321,13 +318,11 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     if (!wt) throw new NotFound(`run ${runId} has no worktree`);
     if (!wt.diff?.commit) return { text: '', truncated: false };
     const max = 1024 * 1024;
-    const { stdout } = await execFileP(
-      'git',
-      ['-C', wt.repo, 'diff', '--no-color', '--no-ext-diff', wt.baseCommit, wt.diff.commit],
-      {
-        maxBuffer: 64 * 1024 * 1024,
-        env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' },
-      },
+    // The repository may hold what a run wrote: git runs with no config or driver that names a command.
+    const stdout = await safeGit(
+      { gitDir: await commonGitDir(wt.repo) },
+      ['diff', '--no-color', '--no-ext-diff', '--no-textconv', wt.baseCommit, wt.diff.commit],
+      { maxBuffer: 64 * 1024 * 1024, raw: true },
     );
     return stdout.length > max
       ? { text: stdout.slice(0, max), truncated: true }

@@ -1,4 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -21,6 +23,23 @@ describe('BoardStore', () => {
     writeFileSync(path.join(dir, 'config.yaml'), CONFIG);
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('reads only regular files: a directory, a FIFO and a socket named *.md are broken cards saying what they are', async () => {
+    const cards = path.join(dir, 'cards');
+    mkdirSync(path.join(cards, 'dir.md'));
+    execFileSync('mkfifo', [path.join(cards, 'fifo.md')]);
+    const sock = net.createServer().listen(path.join(cards, 'sock.md'));
+    await new Promise((r) => sock.once('listening', r));
+    writeFileSync(path.join(cards, 'ok.md'), '---\ntitle: Ok\nflow: shell\n---\n');
+    const store = new BoardStore(dir);
+    store.load(); // neither throws (EISDIR) nor blocks (the FIFO has no writer)
+    sock.close();
+    const broken = Object.fromEntries(store.brokenCards().map((b) => [path.basename(b.file), b.error]));
+    expect(broken['dir.md']).toMatch(/^a directory, not a regular file/);
+    expect(broken['fifo.md']).toMatch(/^a FIFO \(named pipe\), not a regular file/);
+    expect(broken['sock.md']).toMatch(/^a socket, not a regular file/);
+    expect(store.all().map((c) => c.front.title)).toEqual(['Ok']);
+  });
 
   it('writes state and appended questions in one atomic write, keeping comments and the rest of the body', () => {
     const file = path.join(dir, 'cards', 'ask.md');

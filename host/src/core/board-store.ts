@@ -4,15 +4,16 @@
  * app (an editor, a script, `git pull`) are picked up live through chokidar, which smooths over the
  * platform differences of fs.watch (rename-based saves, duplicate events, editors' temp files) that a
  * raw fs.watch would leave to us. A card that fails to parse becomes a broken card with its error; an
- * invalid config.yaml keeps the last good config and reports the error.
+ * invalid config.yaml keeps the last good config and reports the error. Only regular files are read,
+ * without blocking (regular-file.ts): a directory or a FIFO named *.md is a broken card saying so.
  */
 import { EventEmitter } from 'node:events';
-import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync, unlinkSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { mkdirSync, readdirSync, renameSync, writeFileSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import YAML from 'yaml';
 import { parseCard, parseConfig, type Card, type CardFrontMatter, type ProjectConfig } from './project.ts';
+import { readRegularFile, readRegularFileSync } from './regular-file.ts';
 
 export interface BrokenCard {
   /** Absolute path. */
@@ -38,7 +39,7 @@ export function writeAtomic(file: string, text: string, unchangedFrom?: string):
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${Date.now()}.tmp`);
   try {
     writeFileSync(tmp, text);
-    if (unchangedFrom !== undefined && readFileSync(file, 'utf8') !== unchangedFrom) {
+    if (unchangedFrom !== undefined && readRegularFileSync(file) !== unchangedFrom) {
       unlinkSync(tmp);
       return false;
     }
@@ -88,14 +89,27 @@ export class BoardStore extends EventEmitter<StoreEvents> {
 
   /** Loads everything (throws when there was never a good config), assigns missing ids/status. */
   load(): void {
-    this.config = parseConfig(this.configFile, readFileSync(this.configFile, 'utf8'));
+    let configText: string;
+    try {
+      configText = readRegularFileSync(this.configFile);
+    } catch (err) {
+      throw new Error(`${this.configFile}: ${(err as Error).message}`);
+    }
+    this.config = parseConfig(this.configFile, configText);
     mkdirSync(this.cardsDir, { recursive: true });
     const files = readdirSync(this.cardsDir)
       .filter((f) => f.endsWith('.md') && !f.startsWith('.'))
       .sort();
     for (const f of files) {
       const file = path.join(this.cardsDir, f);
-      this.ingest(file, readFileSync(file, 'utf8'));
+      let text: string;
+      try {
+        text = readRegularFileSync(file);
+      } catch (err) {
+        this.markBroken(file, (err as Error).message);
+        continue;
+      }
+      this.ingest(file, text);
     }
   }
 
@@ -119,7 +133,12 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     this.watcher
       .on('add', onFile)
       .on('change', onFile)
-      .on('unlink', (file) => this.forget(file));
+      .on('unlink', (file) => this.forget(file))
+      // a directory named *.md: a broken card saying so (chokidar reports it as a directory)
+      .on('addDir', (dir) => {
+        if (dir !== this.cardsDir) this.markBroken(dir, 'a directory, not a regular file', true);
+      })
+      .on('unlinkDir', (dir) => this.forget(dir));
     await new Promise<void>((resolve) => this.watcher!.once('ready', () => resolve()));
   }
 
@@ -155,7 +174,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     // Read, change, write only if nobody wrote in between; else again on what they wrote (their edit
     // and ours both stay: ours touches only the fields in `patch`).
     for (let attempt = 1; ; attempt++) {
-      const text = readFileSync(card.file, 'utf8');
+      const text = readRegularFileSync(card.file);
       const next = patchFrontMatter(text, patch, editBody);
       if (this.write(card.file, next, attempt < 5 ? text : undefined))
         return this.ingest(card.file, next, false) ?? card;
@@ -164,7 +183,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
 
   /** Rewrites config.yaml through the yaml Document API, so comments and key order stay. */
   updateConfig(edit: (doc: YAML.Document) => void): void {
-    const text = readFileSync(this.configFile, 'utf8');
+    const text = readRegularFileSync(this.configFile);
     const doc = YAML.parseDocument(text);
     if (doc.errors.length) throw new Error(`config.yaml is not valid YAML: ${doc.errors[0]!.message}`);
     edit(doc);
@@ -175,7 +194,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
   }
 
   configText(): string {
-    return readFileSync(this.configFile, 'utf8');
+    return readRegularFileSync(this.configFile);
   }
 
   private write(file: string, text: string, unchangedFrom?: string): boolean {
@@ -188,9 +207,14 @@ export class BoardStore extends EventEmitter<StoreEvents> {
   private async reread(file: string): Promise<void> {
     let text: string;
     try {
-      text = await readFile(file, 'utf8');
-    } catch {
-      return this.forget(file);
+      text = await readRegularFile(file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return this.forget(file);
+      if (file === this.configFile) {
+        this.configError = `${this.configFile}: ${(err as Error).message}`;
+        this.emit('config');
+      } else this.markBroken(file, (err as Error).message, true);
+      return;
     }
     if (this.written.get(file) === text) return;
     this.written.delete(file);
@@ -216,6 +240,15 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     if (id || wasBroken) this.emit('cards', { file, ...(id ? { id } : {}), external: true });
   }
 
+  /** The entry at `file` is no card: shown as a broken card with `error` (`emit` as in ingest). */
+  private markBroken(file: string, error: string, external?: boolean): void {
+    const oldId = this.idOf.get(file);
+    if (oldId) this.cards.delete(oldId);
+    this.idOf.delete(file);
+    this.broken.set(file, { file, error });
+    if (external !== undefined) this.emit('cards', { file, external });
+  }
+
   /**
    * Parses a card's text and takes it in. A card without `id` or `status` gets them and is written
    * back. `emit` is false for the host's own writes made while loading.
@@ -225,11 +258,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     try {
       card = parseCard(file, text, this.projectDir);
     } catch (err) {
-      const oldId = this.idOf.get(file);
-      if (oldId) this.cards.delete(oldId);
-      this.idOf.delete(file);
-      this.broken.set(file, { file, error: (err as Error).message.replace(`${file}: `, '') });
-      if (external !== undefined) this.emit('cards', { file, external });
+      this.markBroken(file, (err as Error).message.replace(`${file}: `, ''), external);
       return undefined;
     }
     const patch: Record<string, unknown> = {};

@@ -60,6 +60,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private readonly parkedFlows = new Map<string, number>();
   /** Exclusive resources held by runs this board did not start (see resourceBusy). */
   private readonly busy = new Map<string, { why: string; timer: NodeJS.Timeout }>();
+  /** recover() has run: from then on a card that says running must have a run this host follows. */
+  private recovered = false;
+  /** Cards whose stray `running` is being looked into (one look at a time). */
+  private readonly strays = new Set<string>();
 
   constructor(
     private readonly store: BoardStore,
@@ -79,6 +83,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       // The host is the only writer of a running card's state: an outside edit cannot unlock it.
       if (card && external && this.active.has(id) && card.front.status !== 'running')
         this.safeUpdate(id, { status: 'running' });
+      // ...and a card that says running with no run going cannot stay locked
+      else if (card && external && this.recovered && card.front.status === 'running' && !this.active.has(id))
+        void this.strayRunning(id);
       this.kick();
     });
   }
@@ -120,9 +127,47 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       const { runs: ofCard } = await this.client.list({ cardPath: card.file, limit: 50 });
       const ended = card.front.lastRun ? ofCard.find((r) => r.runId === card.front.lastRun) : undefined;
       if (ended && ended.status !== 'running') this.finish(id, ended);
+      else if (!card.front.lastRun) this.notRunning(id);
       else this.safeUpdate(id, { status: 'queued' });
     }
+    this.recovered = true;
     this.kick();
+  }
+
+  /**
+   * A card edited to `status: running` from outside (by hand, a script, a `git pull` from another
+   * machine) while this host follows no run of it. A run of the card that the supervisor has going (a
+   * board elsewhere started it) is followed; otherwise the card is put right, saying why.
+   */
+  private async strayRunning(id: string): Promise<void> {
+    if (this.strays.has(id)) return;
+    this.strays.add(id);
+    try {
+      const { runs } = await this.client.list({ activeOnly: true });
+      const card = this.store.get(id);
+      if (this.stopped || !card || card.front.status !== 'running' || this.active.has(id)) return;
+      const run = runs.find((r) => r.card.path === card.file);
+      if (run) {
+        if (card.front.lastRun !== run.runId) this.safeUpdate(id, { lastRun: run.runId });
+        this.adopt(id, card.front.flow, run.runId);
+      } else this.notRunning(id);
+      this.emit('changed');
+    } catch (err) {
+      process.emitWarning(`runboard: could not check the runs of card ${id}: ${(err as Error).message}`);
+    } finally {
+      this.strays.delete(id);
+    }
+  }
+
+  /** The card says running but no run of it is going: to Failed, saying so (a person moves it on). */
+  private notRunning(id: string): void {
+    this.safeUpdate(id, {
+      status: 'failed',
+      rank: this.topRank('failed'),
+      lastError:
+        'the card said "status: running" but no run of it was going (edited outside the board?); ' +
+        'move it to Queued to run it',
+    });
   }
 
   /** Looks at the board again soon (coalesced). */
@@ -135,13 +180,17 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     });
   }
 
-  /** Cancels the card's run (idempotent). Resolves when the supervisor has taken the cancel. */
+  /**
+   * Cancels the card's run (idempotent). Resolves when the supervisor has taken the cancel; false when
+   * the card has no run going (any more: a run of a supervisor that died has ended, its end on the way).
+   */
   async cancel(cardId: string): Promise<boolean> {
     const a = this.active.get(cardId);
     if (!a) return false;
     a.cancelRequested = true;
-    if (a.runId) await this.client.cancel(a.runId);
-    return true;
+    if (!a.runId) return true;
+    const { alreadyEnded } = await this.client.cancel(a.runId);
+    return !alreadyEnded;
   }
 
   /** Stops dispatching; runs go on in the supervisor (a restarted host re-attaches them). */
@@ -258,6 +307,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
               this.emit('changed');
             },
             onEnd: end,
+            onLost: (err) => {
+              this.launchFailed(cardId, `lost the run ${runId}: ${err.message}`);
+              resolve();
+            },
           },
           { events: 0, stdout: Number.MAX_SAFE_INTEGER, stderr: Number.MAX_SAFE_INTEGER },
         )
@@ -373,7 +426,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       this.client
         .attach(
           holder,
-          { onEnd: clear },
+          { onEnd: clear, onLost: clear },
           {
             events: Number.MAX_SAFE_INTEGER,
             stdout: Number.MAX_SAFE_INTEGER,

@@ -1,9 +1,12 @@
 /**
  * The host's side of the supervisor socket: typed calls, auto-start of the supervisor, and attach
  * with exact resume (the client tracks the next event seq and byte offsets it has seen, so a detach +
- * re-attach, or a host restart that kept them, loses and repeats nothing).
+ * re-attach, or a host restart that kept them, loses and repeats nothing), and for the board a client
+ * that outlives its supervisor: a lost connection is made again (a new supervisor started) and the
+ * attached runs are attached again.
  */
 import { spawn } from 'node:child_process';
+import { EventEmitter } from 'node:events';
 import { existsSync, openSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -39,6 +42,8 @@ export interface AttachHandlers {
   onEvent?(event: RunEvent): void;
   onOutput?(stream: OutputStream, data: string, offset: number, length: number): void;
   onEnd?(result: RunResult): void;
+  /** A reconnecting client could not attach again after the connection was lost (e.g. no such run). */
+  onLost?(err: Error): void;
 }
 
 interface Attachment {
@@ -85,21 +90,94 @@ export function startSupervisor(paths: StatePaths): number {
   return child.pid ?? 0;
 }
 
-export class SupervisorClient {
+/** The supervisor's connection was lost (it died, or was stopped) while a request waited for its answer. */
+export class SupervisorLost extends Error {}
+
+export interface ConnectOptions {
+  /** Start a supervisor when none runs. */
+  autoStart?: boolean;
+  timeoutMs?: number;
+  /**
+   * A long-lived client (the board's): when the connection is lost, connect again, starting a new
+   * supervisor the same way (runs of a supervisor that died are recorded by its successor as
+   * `supervisor-died`), and attach again to every run that was attached, from the offsets reached.
+   * Calls made meanwhile wait for the new connection.
+   */
+  reconnect?: boolean;
+}
+
+export interface SupervisorClientEvents {
+  /** The connection was lost; a new one is being made (reconnecting clients only). */
+  lost: [reason: string];
+  /** Connected again; attached runs are being attached again. */
+  reconnected: [];
+}
+
+async function openConnection(
+  paths: StatePaths,
+  opts: ConnectOptions,
+): Promise<{ socket: net.Socket; conn: MessageConnection }> {
+  let socket = await tryConnect(paths.socket);
+  if (!socket && opts.autoStart) {
+    startSupervisor(paths);
+    const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
+    while (!socket && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 25));
+      socket = await tryConnect(paths.socket);
+    }
+  }
+  if (!socket) {
+    throw new SupervisorUnavailable(
+      opts.autoStart
+        ? `the supervisor did not come up; see ${path.join(paths.supervisorDir, 'supervisor.log')}`
+        : `no supervisor is running for ${paths.root} (start one with \`runboard run\`)`,
+    );
+  }
+  const s = socket;
+  s.on('error', () => undefined);
+  const conn = connect(s, s, { close: () => s.destroy() });
+  conn.listen();
+  return { socket: s, conn };
+}
+
+/** Between attempts to bring a lost supervisor back: growing, at most this long. */
+const RECONNECT_MAX_DELAY_MS = 30_000;
+/** How long a call made while the supervisor is being brought back waits for it. */
+const RECONNECT_WAIT_MS = 20_000;
+
+export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
   private readonly attachments = new Map<string, Attachment>();
   private closed = false;
+  private socket: net.Socket;
+  private current: MessageConnection;
+  /** While a lost connection is being replaced: resolves with the new one (or rejects when closed). */
+  private reconnecting: Promise<MessageConnection> | undefined;
 
   private constructor(
-    private readonly socket: net.Socket,
-    readonly conn: MessageConnection,
+    first: { socket: net.Socket; conn: MessageConnection },
+    private readonly paths: StatePaths,
+    private readonly opts: ConnectOptions,
   ) {
+    super();
+    this.socket = first.socket;
+    this.current = first.conn;
+    this.wire(first.conn);
+  }
+
+  /** The connection as it is now (a reconnecting client replaces it when it is lost). */
+  get conn(): MessageConnection {
+    return this.current;
+  }
+
+  private wire(conn: MessageConnection): void {
     const bad = (m: string): void => process.emitWarning(`runboard: ${m}`);
+    const mine = (): boolean => conn === this.current;
     on(
       conn,
       DidEvent,
       ({ runId, event }) => {
         const a = this.attachments.get(runId);
-        if (!a || event.seq < a.offsets.events) return;
+        if (!mine() || !a || event.seq < a.offsets.events) return;
         a.offsets.events = event.seq + 1;
         a.handlers.onEvent?.(event);
       },
@@ -110,7 +188,7 @@ export class SupervisorClient {
       DidOutput,
       ({ runId, stream, offset, length, data }) => {
         const a = this.attachments.get(runId);
-        if (!a || offset + length <= a.offsets[stream]) return;
+        if (!mine() || !a || offset + length <= a.offsets[stream]) return;
         a.offsets[stream] = offset + length;
         a.handlers.onOutput?.(stream, data, offset, length);
       },
@@ -121,43 +199,116 @@ export class SupervisorClient {
       DidEnd,
       ({ runId, result }) => {
         const a = this.attachments.get(runId);
-        if (!a) return;
+        if (!mine() || !a) return;
         this.attachments.delete(runId);
         a.handlers.onEnd?.(result);
       },
       bad,
     );
     conn.onClose(() => {
-      this.closed = true;
       conn.dispose(); // rejects requests still waiting for a reply, instead of leaving them pending forever
+      if (!mine()) return;
+      if (this.closed || !this.opts.reconnect) {
+        this.closed = true;
+        return;
+      }
+      this.lost();
     });
   }
 
-  /** Connects to the supervisor of this state root, starting one when none runs (if allowed). */
-  static async connect(
-    paths: StatePaths,
-    opts: { autoStart?: boolean; timeoutMs?: number } = {},
-  ): Promise<SupervisorClient> {
-    let socket = await tryConnect(paths.socket);
-    if (!socket && opts.autoStart) {
-      startSupervisor(paths);
-      const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
-      while (!socket && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 25));
-        socket = await tryConnect(paths.socket);
+  /** The connection went away under a reconnecting client: bring one back (starting a supervisor). */
+  private lost(): void {
+    this.emit('lost', 'the connection to the supervisor was lost');
+    const attempt = async (): Promise<MessageConnection> => {
+      for (let delay = 250; ; delay = Math.min(delay * 2, RECONNECT_MAX_DELAY_MS)) {
+        if (this.closed) throw new SupervisorUnavailable('the supervisor client was closed');
+        try {
+          const next = await openConnection(this.paths, { ...this.opts, autoStart: true });
+          if (this.closed) {
+            next.conn.dispose();
+            next.socket.destroy();
+            throw new SupervisorUnavailable('the supervisor client was closed');
+          }
+          return this.adopt(next);
+        } catch (err) {
+          if (this.closed) throw err;
+          process.emitWarning(`runboard: could not bring the supervisor back: ${(err as Error).message}`);
+          await new Promise((r) => setTimeout(r, delay));
+        }
       }
+    };
+    const p = attempt();
+    p.catch(() => undefined);
+    this.reconnecting = p;
+    void p.then(
+      () => {
+        if (this.reconnecting === p) this.reconnecting = undefined;
+      },
+      () => undefined,
+    );
+  }
+
+  /** Takes a new connection in and attaches again to every run that was attached. */
+  private adopt(next: { socket: net.Socket; conn: MessageConnection }): MessageConnection {
+    this.socket = next.socket;
+    this.current = next.conn;
+    this.wire(next.conn);
+    this.emit('reconnected');
+    for (const [runId, a] of this.attachments) {
+      call(next.conn, AttachRun, { runId, from: a.offsets }).catch((err: Error) => {
+        // a connection lost again meanwhile attaches again itself
+        if (this.attachments.get(runId) !== a || next.conn !== this.current || this.reconnecting) return;
+        this.attachments.delete(runId);
+        a.handlers.onLost?.(err);
+      });
     }
-    if (!socket) {
-      throw new SupervisorUnavailable(
-        opts.autoStart
-          ? `the supervisor did not come up; see ${path.join(paths.supervisorDir, 'supervisor.log')}`
-          : `no supervisor is running for ${paths.root} (start one with \`runboard run\`)`,
+    return next.conn;
+  }
+
+  /**
+   * The connection to send on: the current one, or the next one while a lost one is replaced (waiting
+   * at most RECONNECT_WAIT_MS: a call gets a clear error rather than hanging while none comes up).
+   */
+  private async ready(): Promise<MessageConnection> {
+    const next = this.reconnecting;
+    if (!next) return this.current;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new SupervisorUnavailable(
+              `the supervisor went away and has not come back yet; see ${path.join(this.paths.supervisorDir, 'supervisor.log')}`,
+            ),
+          ),
+        RECONNECT_WAIT_MS,
       );
+    });
+    try {
+      return await Promise.race([next, late]);
+    } finally {
+      clearTimeout(timer);
     }
-    socket.on('error', () => undefined);
-    const conn = connect(socket, socket, { close: () => socket!.destroy() });
-    conn.listen();
-    return new SupervisorClient(socket, conn);
+  }
+
+  /** A call that waits out a reconnect and says plainly when the supervisor went away under it. */
+  private async rpc<T>(method: string, send: (conn: MessageConnection) => Promise<T>): Promise<T> {
+    const conn = await this.ready();
+    try {
+      return await send(conn);
+    } catch (err) {
+      if (conn !== this.current || this.reconnecting || this.closed)
+        throw new SupervisorLost(
+          `the supervisor went away during ${method} (${(err as Error).message})` +
+            (this.opts.reconnect && !this.closed ? '; a new one is being started' : ''),
+        );
+      throw err;
+    }
+  }
+
+  /** Connects to the supervisor of this state root, starting one when none runs (if allowed). */
+  static async connect(paths: StatePaths, opts: ConnectOptions = {}): Promise<SupervisorClient> {
+    return new SupervisorClient(await openConnection(paths, opts), paths, opts);
   }
 
   get isClosed(): boolean {
@@ -165,39 +316,40 @@ export class SupervisorClient {
   }
 
   launch(p: z.input<typeof LaunchRun.params>) {
-    return call(this.conn, LaunchRun, p);
+    return this.rpc(LaunchRun.method, (c) => call(c, LaunchRun, p));
   }
   cancel(runId: string) {
-    return call(this.conn, CancelRun, { runId });
+    return this.rpc(CancelRun.method, (c) => call(c, CancelRun, { runId }));
   }
   list(p: z.input<typeof ListRuns.params> = {}) {
-    return call(this.conn, ListRuns, p);
+    return this.rpc(ListRuns.method, (c) => call(c, ListRuns, p));
   }
   status() {
-    return call(this.conn, SupervisorStatus, {});
+    return this.rpc(SupervisorStatus.method, (c) => call(c, SupervisorStatus, {}));
   }
   shutdown(cancelRuns = false) {
-    return call(this.conn, Shutdown, { cancelRuns });
+    return this.rpc(Shutdown.method, (c) => call(c, Shutdown, { cancelRuns }));
   }
-  /** Merge a run's worktree branch into its base branch; worktree and branch go (issue 6). */
+  /** Merge a run's worktree branch into its base branch; worktree and branch go. */
   keepWorktree(runId: string) {
-    return call(this.conn, KeepWorktree, { runId });
+    return this.rpc(KeepWorktree.method, (c) => call(c, KeepWorktree, { runId }));
   }
-  /** Remove a run's worktree and branch (issue 6). */
+  /** Remove a run's worktree and branch. */
   discardWorktree(runId: string) {
-    return call(this.conn, DiscardWorktree, { runId });
+    return this.rpc(DiscardWorktree.method, (c) => call(c, DiscardWorktree, { runId }));
   }
   /** Store (or with null, delete) a provider key with the supervisor; it is never sent back. */
   setProviderKey(provider: string, key: string | null) {
-    return call(this.conn, SetProviderKey, { provider, key });
+    return this.rpc(SetProviderKey.method, (c) => call(c, SetProviderKey, { provider, key }));
   }
   listProviders() {
-    return call(this.conn, ListProviders, {});
+    return this.rpc(ListProviders.method, (c) => call(c, ListProviders, {}));
   }
 
   /**
    * Streams a run from `from` (default: the beginning). Returns the run as it is now; `handlers` see
-   * every event and output chunk after `from` exactly once, then `onEnd`.
+   * every event and output chunk after `from` exactly once, then `onEnd`. A reconnecting client attaches
+   * again after a lost connection, from where it was.
    */
   async attach(runId: string, handlers: AttachHandlers, from?: Partial<Offsets>): Promise<RunResult> {
     const offsets: Offsets = {
@@ -205,12 +357,13 @@ export class SupervisorClient {
       stdout: from?.stdout ?? 0,
       stderr: from?.stderr ?? 0,
     };
-    this.attachments.set(runId, { handlers, offsets });
+    const a = { handlers, offsets };
+    this.attachments.set(runId, a);
     try {
-      const { run } = await call(this.conn, AttachRun, { runId, from: offsets });
+      const { run } = await this.rpc(AttachRun.method, (c) => call(c, AttachRun, { runId, from: offsets }));
       return run;
     } catch (err) {
-      this.attachments.delete(runId);
+      if (this.attachments.get(runId) === a) this.attachments.delete(runId);
       throw err;
     }
   }
@@ -219,7 +372,7 @@ export class SupervisorClient {
   async detach(runId: string): Promise<Offsets | undefined> {
     const a = this.attachments.get(runId);
     this.attachments.delete(runId);
-    if (!this.closed) await call(this.conn, DetachRun, { runId });
+    if (!this.closed && !this.reconnecting) await call(this.current, DetachRun, { runId });
     return a ? { ...a.offsets } : undefined;
   }
 
@@ -230,7 +383,8 @@ export class SupervisorClient {
   }
 
   close(): void {
-    this.conn.dispose();
+    this.closed = true;
+    this.current.dispose();
     this.socket.destroy();
   }
 }

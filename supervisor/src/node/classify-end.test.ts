@@ -77,18 +77,51 @@ const table: [string, Partial<EndEvidence>, Partial<EndVerdict>][] = [
     { status: 'failed', reason: 'crashed', detail: 'the worker exited with code 1 before it reported' },
   ],
   [
-    'worker killed before reporting',
+    'worker crashed by a fault before reporting',
     { jailExit: exit(null, 11) },
     { status: 'failed', reason: 'crashed', detail: 'the worker was killed by SIGSEGV before it reported' },
   ],
   [
-    'worker reported then died',
+    'worker killed from outside before reporting',
+    { jailExit: exit(null, 9) },
+    {
+      status: 'failed',
+      reason: 'killed',
+      detail:
+        'the worker was killed by SIGKILL from outside Runboard (no cancel, no limit) before it reported',
+    },
+  ],
+  [
+    'worker reported then was killed',
     { jailExit: exit(null, 9), report: report('succeeded') },
     {
       status: 'failed',
-      reason: 'crashed',
-      detail: 'the worker reported "succeeded" but then was killed by SIGKILL',
+      reason: 'killed',
+      detail: 'the worker reported "succeeded" but then was killed by SIGKILL from outside Runboard',
     },
+  ],
+  [
+    'worker reported then faulted',
+    { jailExit: exit(null, 6), report: report('succeeded') },
+    {
+      status: 'failed',
+      reason: 'crashed',
+      detail: 'the worker reported "succeeded" but then was killed by SIGABRT',
+    },
+  ],
+  [
+    'jail killed from outside (no exit line)',
+    { jailProcess: { code: null, signal: 'SIGKILL' }, report: report('succeeded') },
+    {
+      status: 'failed',
+      reason: 'killed',
+      detail: expect.stringContaining('jail was killed by SIGKILL from outside'),
+    },
+  ],
+  [
+    'jail died of a fault without an exit line',
+    { jailProcess: { code: null, signal: 'SIGSEGV' } },
+    { status: 'failed', reason: 'spawn-failed', detail: 'the run jail exited with SIGSEGV' },
   ],
   [
     'worker reported then exited non-zero',

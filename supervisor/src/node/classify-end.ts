@@ -63,6 +63,10 @@ const SIGNAL_NAMES: Record<number, string> = {
 };
 export const signalName = (n: number): string => SIGNAL_NAMES[n] ?? `signal ${n}`;
 
+/** Signals a process gets from someone else (kill, the OOM killer, a session ending), not from a fault. */
+const FROM_OUTSIDE = new Set([1, 2, 3, 9, 15]);
+const SIGNAL_NUMBERS = new Map(Object.entries(SIGNAL_NAMES).map(([n, name]) => [name, Number(n)]));
+
 export function classifyEnd(e: EndEvidence): EndVerdict {
   const { endCause, jailExit: exit, report: rep } = e;
   if (endCause) {
@@ -73,6 +77,13 @@ export function classifyEnd(e: EndEvidence): EndVerdict {
       detail,
     };
   }
+  const jailSignal = e.jailProcess.signal;
+  if (!exit && jailSignal && FROM_OUTSIDE.has(SIGNAL_NUMBERS.get(jailSignal) ?? 0))
+    return {
+      status: 'failed',
+      reason: 'killed',
+      detail: `the run's jail was killed by ${jailSignal} from outside Runboard (no cancel, no limit); the run's processes died with it`,
+    };
   if (!exit || exit.code === 125 || exit.code === 126) {
     return {
       status: 'failed',
@@ -83,19 +94,20 @@ export function classifyEnd(e: EndEvidence): EndVerdict {
       detail: e.jailError || `the run jail exited with ${e.jailProcess.code ?? e.jailProcess.signal}`,
     };
   }
+  const outside = FROM_OUTSIDE.has(exit.signal);
   if (!rep)
     return {
       status: 'failed',
-      reason: 'crashed',
+      reason: outside ? 'killed' : 'crashed',
       detail: exit.signal
-        ? `the worker was killed by ${signalName(exit.signal)} before it reported`
+        ? `the worker was killed by ${signalName(exit.signal)}${outside ? ' from outside Runboard (no cancel, no limit)' : ''} before it reported`
         : `the worker exited with code ${exit.code} before it reported`,
     };
   if (exit.signal || exit.code !== 0)
     return {
       status: 'failed',
-      reason: 'crashed',
-      detail: `the worker reported "${rep.status}" but then ${exit.signal ? `was killed by ${signalName(exit.signal)}` : `exited with code ${exit.code}`}`,
+      reason: outside ? 'killed' : 'crashed',
+      detail: `the worker reported "${rep.status}" but then ${exit.signal ? `was killed by ${signalName(exit.signal)}${outside ? ' from outside Runboard' : ''}` : `exited with code ${exit.code}`}`,
     };
   if (rep.cancelledBy === 'person') return { status: 'cancelled', reason: 'cancelled', detail: rep.summary };
   if (rep.status === 'failed' && e.denials.length > 0)

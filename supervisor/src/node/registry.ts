@@ -22,7 +22,7 @@ import { ErrorCodes, ResponseError, RunResult, type LaunchRun } from '../protoco
 import { diskSource, type AttachSource } from './attach.ts';
 import { ResultFile } from './result-file.ts';
 import { Run, removeScratch, type RunDeps } from './run.ts';
-import { discardWorktree, keepWorktree, WorktreeError } from './worktrees.ts';
+import { discardWorktree, keepWorktree, worktreeWritableConflict, WorktreeError } from './worktrees.ts';
 
 function newRunId(now = new Date()): string {
   const p = (n: number, w = 2): string => String(n).padStart(w, '0');
@@ -77,6 +77,10 @@ export class RunRegistry {
       if (err instanceof GrantError) throw new ResponseError(err.code, err.message, { reason: err.reason });
       throw err;
     }
+    const gitReach = p.flow.worktree
+      ? worktreeWritableConflict(validated.workspace, validated.writable)
+      : null;
+    if (gitReach) throw new ResponseError(ErrorCodes.PathOutsideGrant, gitReach, { reason: 'outside' });
     if (p.flow.runner === 'command' && p.command === undefined) {
       throw new ResponseError(
         -32602,

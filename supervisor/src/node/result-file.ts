@@ -3,7 +3,7 @@
  * first version is padded so that, when the disk is full and a rename is impossible, the final record
  * can still be written over it in place.
  */
-import { closeSync, openSync, renameSync, writeFileSync, writeSync, ftruncateSync } from 'node:fs';
+import { closeSync, ftruncateSync, openSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import type { RunResult } from '../protocol/index.ts';
 
 const RESERVE = 16 * 1024;
@@ -11,10 +11,20 @@ const RESERVE = 16 * 1024;
 export class ResultFile {
   constructor(readonly path: string) {}
 
-  /** First write, at launch. Throws if even that is impossible (the launch then fails with the reason). */
+  /**
+   * First write, at launch. Throws if even that is impossible (the launch then fails with the reason);
+   * the file then does not exist: a half-written first version would read as a run that is running.
+   */
   init(result: RunResult): void {
     const json = JSON.stringify(result, null, 2);
-    writeFileSync(this.path, json.padEnd(Math.max(RESERVE, json.length), ' ') + '\n', { mode: 0o644 });
+    const tmp = `${this.path}.tmp`;
+    try {
+      writeFileSync(tmp, json.padEnd(Math.max(RESERVE, json.length), ' ') + '\n', { mode: 0o644 });
+      renameSync(tmp, this.path);
+    } catch (err) {
+      rmSync(tmp, { force: true });
+      throw err;
+    }
   }
 
   write(result: RunResult): void {

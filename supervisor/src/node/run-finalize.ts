@@ -11,7 +11,14 @@ import { commitWorktree } from './worktrees.ts';
 type EventSink = (type: 'log' | 'error', message: string, data?: Record<string, unknown>) => void;
 
 /** Folds the jail's measurements and the worker's report into the result (in place). */
-export function recordEvidence(result: RunResult, exit: JailExit | null, rep: FinishedReport | null): void {
+export function recordEvidence(
+  result: RunResult,
+  exit: JailExit | null,
+  rep: FinishedReport | null,
+  jailSignal: string | null = null,
+): void {
+  // No exit line: the jail itself died, and its own signal is the one that ended the run.
+  if (!exit && jailSignal) result.signal = jailSignal;
   if (exit) {
     result.bytesRead = exit.rchar;
     result.bytesWritten = exit.wchar;

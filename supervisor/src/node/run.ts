@@ -156,10 +156,18 @@ export class Run {
       supervisorPid: process.pid,
     };
     this.resultFile = new ResultFile(path.join(spec.logDir, 'result.json'));
-    this.resultFile.init(this.result);
-    this.events = new AppendFile(path.join(spec.logDir, 'events.jsonl'));
-    this.stdout = new AppendFile(path.join(spec.logDir, 'stdout.log'));
-    this.stderr = new AppendFile(path.join(spec.logDir, 'stderr.log'));
+    const opened: AppendFile[] = [];
+    try {
+      this.resultFile.init(this.result);
+      for (const name of ['events.jsonl', 'stdout.log', 'stderr.log'])
+        opened.push(new AppendFile(path.join(spec.logDir, name)));
+    } catch (err) {
+      // The launch is refused (the caller gets the reason): nothing ran, so nothing of it stays on disk.
+      for (const f of opened) void f.close();
+      rmSync(spec.logDir, { recursive: true, force: true });
+      throw err;
+    }
+    [this.events, this.stdout, this.stderr] = opened as [AppendFile, AppendFile, AppendFile];
     for (const f of [this.events, this.stdout, this.stderr]) {
       f.on('grow', () => this.signals.emit('grow'));
       f.on('failed', (err) => this.onLogWriteFailed(f.path, err));
@@ -216,6 +224,16 @@ export class Run {
       flow: flow.name,
       workspace: this.spec.workspace,
     });
+    void this.prepare().catch((err: unknown) => {
+      const detail = `could not start the worker: ${err instanceof Error ? err.message : String(err)}`;
+      if (this.child) this.stop('spawn-failed', detail, 0);
+      else void this.finish('failed', 'spawn-failed', detail);
+    });
+  }
+
+  /** Preflight, the worktree, the private display, then the jail; each ends the run when it fails. */
+  private async prepare(): Promise<void> {
+    const { flow } = this.spec;
     const refused = preflight(flow, {
       landlockAbi: this.deps.landlockAbi,
       landlockReason: this.deps.landlockReason,
@@ -224,76 +242,69 @@ export class Run {
       hasKey: (p) => !!this.deps.hasKey?.(p),
       missingKeyGuidance: this.deps.missingKeyGuidance,
     });
-    if (refused) {
-      this.finish('failed', refused.reason, refused.detail);
-      return;
-    }
-    // A worktree is made before the spawn.
+    if (refused) return this.finish('failed', refused.reason, refused.detail);
     if (flow.worktree) {
-      void createWorktree(this.spec.workspace, this.spec.grantPath ?? this.spec.workspace, this.id).then(
-        (wt) => {
-          if (!this.isActive) {
-            // Cancelled while the worktree was being made: nothing ran in it, so it goes.
-            void discardWorktree(wt.info).catch(() => undefined);
-            return;
-          }
-          this.result.worktree = wt.info;
-          this.workspace = wt.workspace;
-          this.result.workspace = wt.workspace;
-          this.denials = this.makeDenialScanner();
-          this.event(
-            'log',
-            `worktree ${wt.info.path} on branch ${wt.info.branch} (from ${wt.info.baseCommit.slice(0, 12)})`,
-            {
-              kind: 'worktree',
-              ...wt.info,
-            },
-          );
-          this.prepareDisplay();
-        },
-        (err: Error) =>
-          this.finish('failed', 'worktree-failed', `could not create the run's worktree: ${err.message}`),
+      let wt: Awaited<ReturnType<typeof createWorktree>>;
+      try {
+        wt = await createWorktree(this.spec.workspace, this.spec.grantPath ?? this.spec.workspace, this.id);
+      } catch (err) {
+        return this.finish(
+          'failed',
+          'worktree-failed',
+          `could not create the run's worktree: ${(err as Error).message}`,
+        );
+      }
+      if (!this.isActive) {
+        // Cancelled while the worktree was being made: nothing ran in it, so it goes.
+        void discardWorktree(wt.info).catch(() => undefined);
+        return;
+      }
+      this.result.worktree = wt.info;
+      this.workspace = wt.workspace;
+      this.result.workspace = wt.workspace;
+      this.denials = this.makeDenialScanner();
+      this.event(
+        'log',
+        `worktree ${wt.info.path} on branch ${wt.info.branch} (from ${wt.info.baseCommit.slice(0, 12)})`,
+        { kind: 'worktree', ...wt.info },
       );
-      return;
     }
-    this.prepareDisplay();
-  }
-
-  /** A private display (Xvfb + D-Bus + AT-SPI + WM, and the flow's app) before the worker. */
-  private prepareDisplay(): void {
-    const cu = this.spec.flow.computerUse;
-    if (!cu?.privateDisplay) {
-      this.spawn();
-      return;
-    }
-    const s = this.spec.scratchDir;
-    for (const d of ['home', 'tmp']) mkdirSync(path.join(s, d), { recursive: true, mode: 0o700 });
-    void startPrivateDisplay({
-      jailPath: this.deps.jailPath,
-      useNamespaces: this.deps.useNamespaces,
-      dir: path.join(s, 'display'),
-      size: cu.displaySize,
-      app: cu.app,
-      baseEnv: this.deps.baseEnv,
-      appEnv: { HOME: path.join(s, 'home'), TMPDIR: path.join(s, 'tmp') },
-    }).then(
-      (d) => {
-        if (!this.isActive || this.endCause) {
-          void d.stop(); // cancelled while the display was starting: nothing ran on it
-          return;
-        }
-        this.display = d;
-        this.event('log', `private display ${d.env.DISPLAY} started in ${Math.round(d.startMs)} ms`, {
-          kind: 'display',
-          display: d.env.DISPLAY,
-          startMs: Math.round(d.startMs),
-          app: cu.app ?? null,
+    const cu = flow.computerUse;
+    if (cu?.privateDisplay) {
+      // A private display (Xvfb + D-Bus + AT-SPI + WM, and the flow's app) before the worker.
+      const s = this.spec.scratchDir;
+      for (const d of ['home', 'tmp']) mkdirSync(path.join(s, d), { recursive: true, mode: 0o700 });
+      let d: PrivateDisplay;
+      try {
+        d = await startPrivateDisplay({
+          jailPath: this.deps.jailPath,
+          useNamespaces: this.deps.useNamespaces,
+          dir: path.join(s, 'display'),
+          size: cu.displaySize,
+          app: cu.app,
+          baseEnv: this.deps.baseEnv,
+          appEnv: { HOME: path.join(s, 'home'), TMPDIR: path.join(s, 'tmp') },
         });
-        this.spawn();
-      },
-      (err: Error) =>
-        this.finish('failed', 'spawn-failed', `could not start the run's private display: ${err.message}`),
-    );
+      } catch (err) {
+        return this.finish(
+          'failed',
+          'spawn-failed',
+          `could not start the run's private display: ${(err as Error).message}`,
+        );
+      }
+      if (!this.isActive || this.endCause) {
+        void d.stop(); // cancelled while the display was starting: nothing ran on it
+        return;
+      }
+      this.display = d;
+      this.event('log', `private display ${d.env.DISPLAY} started in ${Math.round(d.startMs)} ms`, {
+        kind: 'display',
+        display: d.env.DISPLAY,
+        startMs: Math.round(d.startMs),
+        app: cu.app ?? null,
+      });
+    }
+    this.spawn();
   }
 
   private spawn(): void {
@@ -331,7 +342,7 @@ export class Run {
     try {
       child = spawnJail(this.deps.jailPath, args, this.workspace, env);
     } catch (err) {
-      this.finish('failed', 'spawn-failed', `could not start the worker: ${(err as Error).message}`);
+      void this.finish('failed', 'spawn-failed', `could not start the worker: ${(err as Error).message}`);
       return;
     }
     this.child = child;
@@ -340,7 +351,11 @@ export class Run {
     readJailStatus(child.stdio[4] as Readable, (s) => this.onJailStatus(s));
     this.serveEndpoint(child.stdio[3] as unknown as NodeJS.ReadWriteStream);
     this.writeMarker(child.pid ?? 0);
-    void child.then((r) => this.onJailExit(r.exitCode ?? null, r.signal ?? null));
+    void child
+      .then((r) => this.onJailExit(r.exitCode ?? null, r.signal ?? null))
+      .catch((err: unknown) =>
+        this.finish('failed', 'crashed', `could not tell how the run ended: ${(err as Error).message}`),
+      );
     this.liveness.start();
   }
 
@@ -359,7 +374,7 @@ export class Run {
     this.endCause = { reason, detail };
     this.event('cancel', detail, { reason });
     if (!this.child) {
-      this.finish(reason === 'cancelled' ? 'cancelled' : 'failed', reason, detail);
+      void this.finish(reason === 'cancelled' ? 'cancelled' : 'failed', reason, detail);
       return;
     }
     if (graceMs > 0) this.child.kill('SIGTERM');
@@ -580,7 +595,7 @@ export class Run {
       report: this.finishedReport,
       denials: this.denials.found.map((d) => d.path ?? d.line),
     });
-    recordEvidence(this.result, this.jailExit, this.finishedReport);
+    recordEvidence(this.result, this.jailExit, this.finishedReport, signal);
     await this.finish(verdict.status, verdict.reason, verdict.detail);
   }
 
@@ -593,27 +608,61 @@ export class Run {
     });
   }
 
-  private async finish(
+  /**
+   * Ends the run (idempotent) and writes its final record. Never rejects: a step of the record that
+   * fails is logged and the others still happen, so no run is left that never ends.
+   */
+  private finish(
     status: Exclude<RunResult['status'], 'running'>,
     reason: TerminationReason,
     detail: string,
   ): Promise<void> {
-    if (this.state.kind === 'ended') return;
+    if (this.state.kind === 'ended') return Promise.resolve();
     this.state = RunState.ended(status, reason, detail);
+    return this.finalize(status, reason, detail)
+      .catch((err: unknown) => this.logStepFailure('the final record', err))
+      .finally(() => {
+        this.filesFinal = true;
+        this.resolveEnded(this.result);
+      });
+  }
+
+  private logStepFailure(what: string, err: unknown): void {
+    this.deps.log.error(
+      { runId: this.id, err: err instanceof Error ? err.message : String(err) },
+      `ending the run: ${what} failed`,
+    );
+  }
+
+  private async step(what: string, f: () => unknown): Promise<void> {
+    try {
+      await f();
+    } catch (err) {
+      this.logStepFailure(what, err);
+    }
+  }
+
+  private async finalize(
+    status: Exclude<RunResult['status'], 'running'>,
+    reason: TerminationReason,
+    detail: string,
+  ): Promise<void> {
     for (const t of this.killTimers) clearTimeout(t);
     this.liveness.clear();
-    this.conn?.dispose();
+    await this.step('closing the worker endpoint', () => this.conn?.dispose());
     if (this.proxyGrant) this.deps.proxy?.revoke(this.proxyGrant.token);
     const sink = (type: 'log' | 'error', message: string, data?: Record<string, unknown>): void =>
       this.event(type, message, data);
-    if (this.display) {
-      // the live view's frame (a worker that was killed did not remove it): only the steps stay
-      rmSync(path.join(this.artifactsDir!, 'live.jpg'), { force: true });
-      await tearDownDisplay(this.display, this.result, sink);
-    }
+    const display = this.display;
+    if (display)
+      await this.step('the private display teardown', async () => {
+        // the live view's frame (a worker that was killed did not remove it): only the steps stay
+        rmSync(path.join(this.artifactsDir!, 'live.jpg'), { force: true });
+        await tearDownDisplay(display, this.result, sink);
+      });
     if (this.modelRequests)
       this.result.metrics = { ...this.result.metrics, modelRequests: this.modelRequests };
-    await recordWorktree(this.result, this.spec.card.title, sink);
+    await this.step('recording the worktree', () => recordWorktree(this.result, this.spec.card.title, sink));
     const endedAt = Date.now();
     Object.assign(this.result, {
       status,
@@ -623,7 +672,9 @@ export class Run {
       summary: this.result.summary || detail,
     });
     this.event('ended', `${status}: ${detail}`, { status, reason });
-    await Promise.all([this.events.close(), this.stdout.close(), this.stderr.close()]);
+    await this.step('closing the run logs', () =>
+      Promise.all([this.events.close(), this.stdout.close(), this.stderr.close()]),
+    );
     this.result.stdoutBytes = this.stdout.committed;
     this.result.stderrBytes = this.stderr.committed;
     if (this.stdout.dropped || this.stderr.dropped)
@@ -631,11 +682,7 @@ export class Run {
         ...this.result.metrics,
         droppedOutputBytes: this.stdout.dropped + this.stderr.dropped,
       };
-    try {
-      this.resultFile.write(this.result);
-    } catch (err) {
-      this.deps.log.error({ runId: this.id, err: (err as Error).message }, 'could not write result.json');
-    }
+    await this.step('writing result.json', () => this.resultFile.write(this.result));
     try {
       unlinkSync(path.join(this.deps.supervisorDir, 'active', this.id));
     } catch {
@@ -644,9 +691,8 @@ export class Run {
     // Scratch is gone before the run is reported ended (a client may look right away).
     await rm(this.spec.scratchDir, { recursive: true, force: true }).catch(() => undefined);
     this.filesFinal = true;
-    this.signals.emit('final');
+    await this.step('telling attached clients', () => this.signals.emit('final'));
     this.deps.log.info({ runId: this.id, status, reason }, 'run ended');
-    this.resolveEnded(this.result);
   }
 }
 

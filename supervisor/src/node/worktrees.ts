@@ -1,5 +1,5 @@
 /**
- * Git worktrees for coding-agent runs (issue 6): each `worktree: true` run gets its own worktree and
+ * Git worktrees for coding-agent runs: each `worktree: true` run gets its own worktree and
  * branch of the granted repository, so parallel runs never touch each other or the user's checkout.
  *
  *   <repo>/.runboard/worktrees/<run-id>   branch runboard/<run-id>, from the checkout's HEAD
@@ -8,41 +8,89 @@
  *   discard    → worktree + branch removed
  *
  * The worktree lives inside the repository, hence inside the grant; `/.runboard/` goes to the
- * repository's .git/info/exclude so the user's `git status` stays clean. Every git call here runs with
- * hooks disabled: the supervisor runs unsandboxed and must not execute code from the repository.
+ * repository's .git/info/exclude so the user's `git status` stays clean. The run may rewrite anything in
+ * its worktree, its `.git` file included, so every git command here goes through `safeGit`
+ * (common/git.ts): the repository's git dir and the worktree's admin dir (`<common>/worktrees/<id>`,
+ * outside the run's writable set) are named explicitly, and no configuration can make git run a command.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+} from 'node:fs';
 import path from 'node:path';
-import { execa } from 'execa';
 import type { DiffSummary, WorktreeInfo } from '../protocol/index.ts';
+import { commonGitDir, GitError, safeGit, safeGitStatus, type GitPlace } from '../common/git.ts';
 
 export class WorktreeError extends Error {}
 
-const GIT_ENV = {
-  GIT_AUTHOR_NAME: 'Runboard',
-  GIT_AUTHOR_EMAIL: 'runboard@localhost',
-  GIT_COMMITTER_NAME: 'Runboard',
-  GIT_COMMITTER_EMAIL: 'runboard@localhost',
-  GIT_TERMINAL_PROMPT: '0',
-  GIT_CONFIG_NOSYSTEM: '1',
-};
-
-async function git(cwd: string, args: string[], allowFail = false): Promise<string> {
-  const r = await execa('git', ['-c', 'core.hooksPath=/dev/null', '-c', 'commit.gpgsign=false', ...args], {
-    cwd,
-    env: GIT_ENV,
-    reject: false,
-    stdin: 'ignore',
-  });
-  if (r.exitCode !== 0 && !allowFail)
-    throw new WorktreeError(`git ${args[0]} failed: ${(r.stderr || r.stdout || '').toString().trim()}`);
-  return String(r.stdout ?? '').trim();
+async function git(place: GitPlace, args: string[], allowFail = false): Promise<string> {
+  try {
+    return await safeGit(place, args, { allowFail });
+  } catch (err) {
+    throw err instanceof GitError ? new WorktreeError(err.message) : err;
+  }
 }
 
 const isInside = (parent: string, child: string): boolean => {
   const rel = path.relative(parent, child);
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 };
+
+/** The repository's common git dir; a WorktreeError when it cannot be found. */
+async function commonDirOf(repo: string): Promise<string> {
+  try {
+    return await commonGitDir(repo);
+  } catch (err) {
+    throw new WorktreeError(`cannot find the git dir of ${repo}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * Where git commands on a run's worktree look: its admin dir in the common git dir (found by the
+ * `gitdir` back-link git keeps there, never by the `.git` file in the worktree, which the run can
+ * replace) and the worktree as the work tree.
+ */
+async function worktreePlace(info: WorktreeInfo): Promise<{ gitDir: string; workTree: string }> {
+  const common = await commonDirOf(info.repo);
+  const admin = path.join(common, 'worktrees');
+  const expected = path.join(info.path, '.git');
+  const names = [path.basename(info.path)];
+  try {
+    names.push(...readdirSync(admin).filter((n) => n !== names[0]));
+  } catch {
+    // no worktrees dir: nothing to find below
+  }
+  for (const name of names) {
+    try {
+      if (readFileSync(path.join(admin, name, 'gitdir'), 'utf8').trim() === expected) {
+        const gitDir = path.join(admin, name);
+        if (isInside(info.path, gitDir)) break; // never a git dir the run can write
+        return { gitDir, workTree: info.path };
+      }
+    } catch {
+      // not this one
+    }
+  }
+  throw new WorktreeError(`git has no record of the worktree ${info.path} in ${common}`);
+}
+
+/**
+ * Why a worktree flow's extra writable trees would let its runs write what Runboard's git reads: the
+ * repository's git dir (its config, attributes, the worktree's admin dir) or the user's checkout around
+ * the workspace. Null when they do not.
+ */
+export function worktreeWritableConflict(workspace: string, writable: readonly string[]): string | null {
+  for (const w of writable) {
+    if (isInside(w, workspace) || w.split(path.sep).includes('.git'))
+      return `the flow's sandbox.writable path ${w} would let a worktree run write the repository its work is committed from (its checkout or .git); a worktree flow may add only paths outside both`;
+  }
+  return null;
+}
 
 export interface CreatedWorktree {
   info: WorktreeInfo;
@@ -72,7 +120,7 @@ export async function createWorktree(
   grantPath: string,
   runId: string,
 ): Promise<CreatedWorktree> {
-  const top = await git(workspace, ['rev-parse', '--show-toplevel'], true);
+  const top = await git({ discoverFrom: workspace }, ['rev-parse', '--show-toplevel'], true);
   if (!top)
     throw new WorktreeError(
       `${workspace} is not in a git repository; a worktree flow needs one (git init and commit)`,
@@ -86,11 +134,12 @@ export async function createWorktree(
 }
 
 async function addWorktree(repo: string, workspace: string, runId: string): Promise<CreatedWorktree> {
-  const baseCommit = await git(repo, ['rev-parse', '--verify', '-q', 'HEAD^{commit}'], true);
+  const commonDir = await commonDirOf(repo);
+  const place = { gitDir: commonDir, workTree: repo };
+  const baseCommit = await git(place, ['rev-parse', '--verify', '-q', 'HEAD^{commit}'], true);
   if (!baseCommit)
     throw new WorktreeError(`the repository ${repo} has no commit yet; commit once, then run again`);
-  const baseBranch = (await git(repo, ['symbolic-ref', '--short', '-q', 'HEAD'], true)) || null;
-  const commonDir = path.resolve(repo, await git(repo, ['rev-parse', '--git-common-dir']));
+  const baseBranch = (await git(place, ['symbolic-ref', '--short', '-q', 'HEAD'], true)) || null;
   const exclude = path.join(commonDir, 'info', 'exclude');
   const excluded = existsSync(exclude) && readFileSync(exclude, 'utf8').split('\n').includes('/.runboard/');
   if (!excluded) {
@@ -100,11 +149,10 @@ async function addWorktree(repo: string, workspace: string, runId: string): Prom
   const dir = path.join(repo, '.runboard', 'worktrees', runId);
   const branch = `runboard/${runId}`;
   mkdirSync(path.dirname(dir), { recursive: true });
-  await git(repo, ['worktree', 'add', '--quiet', '-b', branch, dir, baseCommit]);
-  return {
-    info: { repo, path: dir, branch, baseBranch, baseCommit, state: 'active', diff: null },
-    workspace: path.join(dir, path.relative(repo, workspace)),
-  };
+  await git(place, ['worktree', 'add', '--quiet', '-b', branch, dir, baseCommit]);
+  const info: WorktreeInfo = { repo, path: dir, branch, baseBranch, baseCommit, state: 'active', diff: null };
+  await worktreePlace(info); // git recorded it where the run cannot write
+  return { info, workspace: path.join(dir, path.relative(repo, workspace)) };
 }
 
 /** Commits what the run left in its worktree onto its branch and summarises the diff against the base. */
@@ -112,19 +160,34 @@ export function commitWorktree(info: WorktreeInfo, runId: string, title: string)
   return withRepoLock(info.repo, () => commitWorktreeNow(info, runId, title));
 }
 
+/**
+ * `git add -A` is the one command that reads the run's files; the commit itself is plumbing
+ * (write-tree, commit-tree, update-ref), which reads no work tree, runs no hook and looks at no
+ * submodule the run may have planted.
+ */
 async function commitWorktreeNow(info: WorktreeInfo, runId: string, title: string): Promise<DiffSummary> {
-  await git(info.path, ['add', '-A']);
-  const changed = (await git(info.path, ['status', '--porcelain'])).length > 0;
-  if (changed)
-    await git(info.path, [
-      'commit',
-      '--quiet',
-      '--no-verify',
+  const place = await worktreePlace(info);
+  await git(place, ['add', '-A']);
+  const tree = await git(place, ['write-tree']);
+  const parent = await git(place, ['rev-parse', 'HEAD']);
+  if (tree !== (await git(place, ['rev-parse', 'HEAD^{tree}']))) {
+    const message = `Runboard run ${runId}: ${title}`.slice(0, 200);
+    const commit = await git(place, ['commit-tree', tree, '-p', parent, '-m', message]);
+    await git(place, [
+      'update-ref',
       '-m',
-      `Runboard run ${runId}: ${title}`.slice(0, 200),
+      'runboard: run commit',
+      `refs/heads/${info.branch}`,
+      commit,
+      parent,
     ]);
-  const head = await git(info.path, ['rev-parse', 'HEAD']);
-  const numstat = await git(info.path, ['diff', '--numstat', '-z', info.baseCommit, head]);
+  }
+  const head = await git(place, ['rev-parse', `refs/heads/${info.branch}`]);
+  const numstat = await safeGit(
+    { gitDir: place.gitDir },
+    ['diff-tree', '-r', '-M', '--numstat', '-z', '--no-textconv', '--no-ext-diff', info.baseCommit, head],
+    { raw: true },
+  );
   return { ...parseNumstat(numstat), commit: head === info.baseCommit ? null : head };
 }
 
@@ -160,10 +223,15 @@ function removeWorktree(info: WorktreeInfo): Promise<void> {
   return withRepoLock(info.repo, () => removeWorktreeNow(info));
 }
 
+/**
+ * The worktree's files go by our own hand (git's `worktree remove` would insist on the `.git` file the
+ * run may have replaced); then git forgets the worktree and its branch.
+ */
 async function removeWorktreeNow(info: WorktreeInfo): Promise<void> {
-  if (existsSync(info.path)) await git(info.repo, ['worktree', 'remove', '--force', info.path]);
-  await git(info.repo, ['worktree', 'prune'], true);
-  await git(info.repo, ['branch', '-D', info.branch], true);
+  const gitDir = await commonDirOf(info.repo);
+  rmSync(info.path, { recursive: true, force: true });
+  await git({ gitDir }, ['worktree', 'prune'], true);
+  await git({ gitDir }, ['branch', '-D', info.branch], true);
 }
 
 /**
@@ -179,41 +247,34 @@ export async function keepWorktree(info: WorktreeInfo): Promise<WorktreeInfo> {
     await removeWorktree(info);
     return { ...info, state: 'kept', mergeCommit: null };
   }
-  const current = (await git(info.repo, ['symbolic-ref', '--short', '-q', 'HEAD'], true)) || null;
+  const gitDir = await commonDirOf(info.repo);
+  const checkout = { gitDir, workTree: info.repo };
+  const current = (await git(checkout, ['symbolic-ref', '--short', '-q', 'HEAD'], true)) || null;
   let mergeCommit: string;
   if (current === info.baseBranch) {
-    const r = await execa(
-      'git',
-      [
-        '-c',
-        'core.hooksPath=/dev/null',
-        'merge',
-        '--no-ff',
-        '--no-edit',
-        '-m',
-        `Merge ${info.branch}`,
-        info.branch,
-      ],
-      { cwd: info.repo, env: GIT_ENV, reject: false, stdin: 'ignore' },
-    );
-    if (r.exitCode !== 0) {
-      await git(info.repo, ['merge', '--abort'], true);
+    const merged = await safeGitStatus(checkout, [
+      'merge',
+      '--no-ff',
+      '--no-edit',
+      '-m',
+      `Merge ${info.branch}`,
+      info.branch,
+    ]);
+    if (merged.code !== 0) {
+      await git(checkout, ['merge', '--abort'], true);
       throw new WorktreeError(
-        `could not merge ${info.branch} into ${info.baseBranch}: ${String(r.stderr || r.stdout).trim()}; the worktree is kept as it is`,
+        `could not merge ${info.branch} into ${info.baseBranch}: ${merged.message}; the worktree is kept as it is`,
       );
     }
-    mergeCommit = await git(info.repo, ['rev-parse', 'HEAD']);
+    mergeCommit = await git(checkout, ['rev-parse', 'HEAD']);
   } else {
-    const base = await git(info.repo, ['rev-parse', `refs/heads/${info.baseBranch}`]);
-    const ff = await execa('git', ['merge-base', '--is-ancestor', base, info.branch], {
-      cwd: info.repo,
-      reject: false,
-    });
-    if (ff.exitCode !== 0)
+    const base = await git({ gitDir }, ['rev-parse', `refs/heads/${info.baseBranch}`]);
+    const ff = await safeGitStatus({ gitDir }, ['merge-base', '--is-ancestor', base, info.branch]);
+    if (ff.code !== 0)
       throw new WorktreeError(
         `${info.baseBranch} moved on and is not checked out: merge ${info.branch} yourself; the worktree is kept`,
       );
-    await git(info.repo, ['update-ref', `refs/heads/${info.baseBranch}`, info.diff.commit, base]);
+    await git({ gitDir }, ['update-ref', `refs/heads/${info.baseBranch}`, info.diff.commit, base]);
     mergeCommit = info.diff.commit;
   }
   await removeWorktree(info);

@@ -159,7 +159,8 @@ export type WorkerStatus = z.infer<typeof WorkerStatus>;
 export const TerminationReason = z.enum([
   'finished', // the worker reported and exited
   'cancelled', // the user cancelled
-  'crashed', // the worker died without reporting (signal or exit), e.g. kill -9
+  'crashed', // the worker died without reporting (a fault such as SIGSEGV, or a non-zero exit)
+  'killed', // the jail or the worker was killed by a signal from outside (kill -9, the OOM killer), not by Runboard
   'heartbeat-timeout', // the worker stopped sending heartbeats and was killed
   'timeout', // the flow's time limit passed
   'sandbox-denial', // the run failed after the sandbox refused it an access

@@ -52,6 +52,16 @@ export async function waitUntil<T>(
   }
 }
 
+/** A project config with one flow, `shell` (the command runner, cap 4); `extra` goes under `scheduler:`. */
+export function shellConfig(extra = '', maxConcurrency = 4): string {
+  return `version: 1\nscheduler:\n  maxConcurrency: ${maxConcurrency}\n${extra}flows:\n  shell: { runner: command, cap: 4 }\n`;
+}
+
+/** A card of the `shell` flow running `command` in the project's workspace; `extra` front matter lines. */
+export function shellCard(title: string, command: string, extra = ''): string {
+  return `---\ntitle: ${title}\nflow: shell\nworkspace: ./workspace\ncommand: ${JSON.stringify(command)}\n${extra}---\n# Task\n`;
+}
+
 export class BoardServer {
   proc!: ChildProcess;
   url!: string;

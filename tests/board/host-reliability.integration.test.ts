@@ -1,0 +1,178 @@
+/**
+ * The host keeps going when what it stands on misbehaves: a supervisor killed under it, entries in
+ * cards/ that are not regular files (a directory, FIFOs), a card hand-edited to `status: running`.
+ * A real `runboard serve` with its auto-started supervisor, real files, no browser.
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdirSync, rmSync, unlinkSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BoardServer, DIST, shellCard, shellConfig, waitUntil } from '../e2e/helpers/board.ts';
+import { pidAlive } from '../helpers/harness.ts';
+
+const config = (maxConcurrency = 4): string => shellConfig('', maxConcurrency);
+const card = shellCard;
+
+let server: BoardServer | undefined;
+afterEach(async () => {
+  await server?.stop();
+  server = undefined;
+});
+
+/** A request whose status is part of the answer (BoardServer.api throws on any error status). */
+async function request(
+  s: BoardServer,
+  method: string,
+  p: string,
+  body?: unknown,
+): Promise<{ status: number; body: { error?: string } }> {
+  const res = await fetch(s.base + p, {
+    method,
+    headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    signal: AbortSignal.timeout(15_000),
+  });
+  return { status: res.status, body: (await res.json()) as { error?: string } };
+}
+
+function supervisorPid(s: BoardServer): Promise<number> {
+  return new Promise((resolve, reject) =>
+    execFile(
+      process.execPath,
+      [path.join(DIST, 'runboard.mjs'), 'supervisor', 'status', '--json'],
+      { env: { ...process.env, RUNBOARD_HOME: s.home } },
+      (err, stdout) => (err ? reject(err) : resolve((JSON.parse(stdout) as { pid: number }).pid)),
+    ),
+  );
+}
+
+function mkfifo(file: string): void {
+  execFileSync('mkfifo', [file]);
+}
+
+describe('the host and a supervisor that dies', () => {
+  it('after kill -9 of the supervisor the card ends saying so, a queued card runs, cancel is clean', async () => {
+    server = await BoardServer.start(config(1), {
+      'long.md': card('Long', 'echo started; sleep 120'),
+      'next.md': card('Next', 'echo next'),
+    });
+    await server.api('POST', '/api/cards/long/move', { to: 'queued', index: 0 });
+    const runId = await waitUntil('running', async () => {
+      const c = await server!.card('long');
+      return c?.column === 'running' && c.runId;
+    });
+    await server.api('POST', '/api/cards/next/move', { to: 'queued', index: 0 });
+    await waitUntil('next waits for the slot', async () => (await server!.card('next'))?.waiting);
+
+    const pid = await supervisorPid(server);
+    process.kill(pid, 'SIGKILL');
+    await waitUntil('the supervisor is gone', () => !pidAlive(pid));
+
+    // Cancel right after: never a 500 ("Connection is disposed"); either taken or refused with a reason.
+    const cancel = await request(server, 'POST', '/api/cards/long/cancel');
+    expect(cancel.status, JSON.stringify(cancel.body)).not.toBe(500);
+    if (cancel.status !== 200) expect(cancel.body.error).toMatch(/no run going/);
+
+    const long = await waitUntil(
+      'the card ends',
+      async () => {
+        const c = await server!.card('long');
+        return c && c.column !== 'running' ? c : undefined;
+      },
+      30_000,
+    );
+    expect(long.column).toBe('failed');
+    expect(long.runId).toBe(runId);
+    expect(long.lastError).toMatch(/supervisor-died: the supervisor \(pid \d+\) died/);
+    expect(long.locked).toBe(false);
+
+    // The slot is free again: the queued card runs on a new supervisor.
+    await waitUntil('next ran', async () => (await server!.card('next'))?.column === 'done', 30_000);
+    expect(await supervisorPid(server)).not.toBe(pid);
+
+    const again = await request(server, 'POST', '/api/cards/long/cancel');
+    expect(again.status).toBe(409);
+    expect(again.body.error).toMatch(/no run going/);
+    // and the failed card can be moved and run again
+    await server.api('POST', '/api/cards/long/move', { to: 'backlog', index: 0 });
+  });
+});
+
+describe('cards/ entries that are not regular files', () => {
+  it('a directory and a FIFO named *.md at start show as broken cards, and the board works', async () => {
+    server = await BoardServer.start(
+      config(),
+      { 'ok.md': card('Ok', 'echo ok') },
+      {
+        beforeServe: (paths) => {
+          // the project sits beside the state root (BoardServer's layout)
+          const cards = path.join(path.dirname(paths.root), 'project', 'cards');
+          mkdirSync(path.join(cards, 'dir.md'));
+          mkfifo(path.join(cards, 'pipe.md'));
+        },
+      },
+    );
+    const board = await server.board();
+    const dir = board.cards.find((c) => c.file === path.join('cards', 'dir.md'));
+    const fifo = board.cards.find((c) => c.file === path.join('cards', 'pipe.md'));
+    expect(dir?.broken).toMatch(/directory/);
+    expect(fifo?.broken).toMatch(/FIFO/);
+    expect(dir?.title).toBe('dir.md');
+    await server.api('POST', '/api/cards/ok/move', { to: 'queued', index: 0 });
+    await waitUntil('ok ran', async () => (await server!.card('ok'))?.column === 'done');
+  });
+
+  it('a directory and five FIFOs added while serving show as broken cards and stall nothing', async () => {
+    server = await BoardServer.start(config(), { 'ok.md': card('Ok', 'echo ok') });
+    const s = server;
+    mkdirSync(s.cardFile('later.md'));
+    for (let i = 0; i < 5; i++) mkfifo(s.cardFile(`fifo${i}.md`));
+    const broken = await waitUntil('six broken cards', async () => {
+      const cards = (await s.board()).cards.filter((c) => c.broken);
+      return cards.length === 6 ? cards : undefined;
+    });
+    expect(broken.find((c) => c.title === 'later.md')?.broken).toMatch(/directory/);
+    for (const c of broken.filter((b) => b.title.startsWith('fifo'))) expect(c.broken).toMatch(/FIFO/);
+    // static files (read on libuv's thread pool) still come
+    const res = await fetch(`${s.base}/app.js`, {
+      headers: { authorization: `Bearer ${s.token}` },
+      signal: AbortSignal.timeout(15_000),
+    });
+    expect(res.status).toBe(200);
+    expect((await res.text()).length).toBeGreaterThan(1000);
+    await s.api('POST', '/api/cards/ok/move', { to: 'queued', index: 0 });
+    await waitUntil('ok ran', async () => (await s.card('ok'))?.column === 'done');
+    // and they go when removed
+    rmSync(s.cardFile('later.md'), { recursive: true });
+    for (let i = 0; i < 5; i++) unlinkSync(s.cardFile(`fifo${i}.md`));
+    await waitUntil('no broken cards', async () => !(await s.board()).cards.some((c) => c.broken));
+  });
+});
+
+describe('a card hand-edited to running', () => {
+  it('with no run going is put right, says why, and can be moved and run', async () => {
+    server = await BoardServer.start(config(), { 'edit.md': card('Edited', 'echo edited') });
+    const s = server;
+    await waitUntil('loaded', async () => (await s.card('edit'))?.column === 'backlog');
+    s.writeCard('edit.md', card('Edited', 'echo edited', 'id: edit\nstatus: running\n'));
+    const fixed = await waitUntil('put right', async () => {
+      const c = await s.card('edit');
+      return c && c.column !== 'running' && c.column !== 'backlog' ? c : undefined;
+    });
+    expect(fixed.column).toBe('failed');
+    expect(fixed.locked).toBe(false);
+    expect(fixed.lastError).toMatch(/no run/);
+    await s.api('POST', '/api/cards/edit/move', { to: 'queued', index: 0 });
+    await waitUntil('ran', async () => (await s.card('edit'))?.column === 'done');
+  });
+
+  it('found so at start (no run of it ever recorded) is put right too', async () => {
+    server = await BoardServer.start(config(), {
+      'stray.md': card('Stray', 'echo stray', 'id: stray\nstatus: running\n'),
+    });
+    const c = await server.card('stray');
+    expect(c?.column).toBe('failed');
+    expect(c?.lastError).toMatch(/no run/);
+    await server.api('POST', '/api/cards/stray/move', { to: 'backlog', index: 0 });
+  });
+});
