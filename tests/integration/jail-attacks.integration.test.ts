@@ -1,9 +1,18 @@
 // Attacks on the run jail's filesystem and process containment, each made from inside a real run
 // (supervisor → jail → worker → command). Each case failed before its fix: docs/security-model.md.
-import { lstatSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Harness } from '../helpers/harness.ts';
+import { Harness, processesMentioning } from '../helpers/harness.ts';
 
 // Both containments: the user + PID (+ mount) namespace, and the subreaper fallback, where Landlock
 // alone confines the filesystem.
@@ -54,6 +63,56 @@ for (const mode of ['namespaces', 'no namespaces'] as const) {
         const ok = await h.run('chmod 0700 meta/f && touch -d 2001-01-01 meta/f && echo changed');
         expect(ok.stdout).toBe('changed\n');
         expect(statSync(path.join(h.workspace, 'meta', 'f')).mode & 0o777).toBe(0o700);
+      },
+    );
+
+    it("a flow's LD_PRELOAD reaches the run, not runboard-jail before it confines itself", async () => {
+      // A library that, loaded into any process, leaves a marker named after it where only an
+      // unconfined process can write.
+      const dir = path.join(h.root, `preload-${mode.replace(' ', '-')}`);
+      const markers = path.join(dir, 'markers');
+      mkdirSync(markers, { recursive: true });
+      writeFileSync(
+        path.join(dir, 'mark.c'),
+        `#include <stdio.h>\n#include <stdlib.h>\n#include <unistd.h>\n#include <string.h>\n` +
+          `__attribute__((constructor)) static void mark(void) {\n` +
+          `  char comm[64] = {0}, path[512]; FILE* f = fopen("/proc/self/comm", "r");\n` +
+          `  if (f) { if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\\n")] = 0; fclose(f); }\n` +
+          `  snprintf(path, sizeof path, "${markers}/%s-%d", comm, (int)getpid());\n` +
+          `  FILE* m = fopen(path, "w"); if (m) fclose(m);\n}\n`,
+      );
+      execFileSync('cc', ['-shared', '-fPIC', '-o', path.join(dir, 'mark.so'), path.join(dir, 'mark.c')]);
+      const rec = await h.run('echo "$LD_PRELOAD"', { env: { LD_PRELOAD: path.join(dir, 'mark.so') } });
+      expect(rec.result.status).toBe('succeeded');
+      expect(rec.stdout).toBe(`${path.join(dir, 'mark.so')}\n`); // the run has it
+      // No marker at all: the jail never loaded it, and what loaded it in the run could not write there.
+      expect(readdirSync(markers)).toEqual([]);
+    });
+
+    it.skipIf(mode !== 'namespaces')(
+      "a fork bomb stops at the flow's process limit and leaves nothing behind",
+      async () => {
+        const bomb = [
+          'import os, time',
+          'n = 0',
+          'for i in range(2000):',
+          '    try:',
+          '        pid = os.fork()',
+          '    except OSError as e:',
+          '        print("stopped", e.strerror); break',
+          '    if pid == 0:',
+          '        time.sleep(120); os._exit(0)',
+          '    n += 1',
+          'print("forked", n)',
+        ].join('\n');
+        const rec = await h.run(['python3', '-c', bomb], { sandbox: { maxProcesses: 100 } });
+        const [stopped, forked] = rec.stdout.trim().split('\n');
+        expect(stopped).toBe('stopped Resource temporarily unavailable');
+        expect(Number(forked!.split(' ')[1])).toBeLessThan(100);
+        expect(rec.result.status).toBe('succeeded');
+        const started = rec.events.find((e) => e.type === 'started');
+        expect(started?.data?.maxProcs).toBe(100);
+        expect(processesMentioning(h.root)).toEqual([h.supervisor.pid]); // the sleeps are gone
       },
     );
 

@@ -47,6 +47,7 @@
 
 #include "linux/landlock.h"
 #include "linux/mounts.h"
+#include "linux/pids_limit.h"
 
 namespace {
 
@@ -139,6 +140,28 @@ void KillRemainingChildren() {
   }
 }
 
+// NUL-separated NAME=VALUE entries until EOF.
+std::vector<std::string> ReadEnv(int fd) {
+  std::string all;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) Die("reading the run's environment: " + std::string(strerror(errno)), 125);
+    if (n == 0) break;
+    all.append(buf, n);
+  }
+  close(fd);
+  std::vector<std::string> out;
+  for (size_t at = 0; at < all.size();) {
+    size_t end = all.find('\0', at);
+    if (end == std::string::npos) end = all.size();
+    if (all.find('=', at) < end) out.push_back(all.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
 long long IoField(const std::string& text, const char* key) {
   size_t at = text.find(std::string(key) + ": ");
   return at == std::string::npos ? -1 : atoll(text.c_str() + at + strlen(key) + 2);
@@ -148,6 +171,7 @@ void Usage() {
   fprintf(stderr,
           "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--device FILE]... [--hide DIR]...\n"
           "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp DIR]\n"
+          "                     [--max-procs N] [--env-fd N]\n"
           "                     [--tcp PORT]... [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts] [--no-landlock]\n"
           "                     [--no-namespaces]\n"
           "                     -- COMMAND [ARG]...\n");
@@ -164,6 +188,8 @@ int main(int argc, char** argv) {
   pid_t parentPid = 0;
   std::vector<std::string> masks, keeps;
   std::string privateTmp;
+  long maxProcs = 0;
+  int envFd = -1;
   int i = 1;
   for (; i < argc; ++i) {
     std::string a = argv[i];
@@ -182,6 +208,8 @@ int main(int argc, char** argv) {
     else if (a == "--mask") masks.push_back(next());
     else if (a == "--keep") keeps.push_back(next());
     else if (a == "--private-tmp") privateTmp = next();
+    else if (a == "--max-procs") maxProcs = atol(next());
+    else if (a == "--env-fd") envFd = atoi(next());
     else if (a == "--tcp") policy.tcpConnectPorts.push_back(static_cast<uint16_t>(atoi(next())));
     else if (a == "--allow-abstract-unix") policy.scopeAbstractUnix = false;
     else if (a == "--no-landlock") useLandlock = false;
@@ -198,12 +226,21 @@ int main(int argc, char** argv) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (parentPid && getppid() != parentPid) Die("supervisor is gone", 1);
 
+  // The run's environment, when the supervisor sends it: the jail itself starts with an empty one, so
+  // nothing a flow sets (LD_PRELOAD and other loader variables) acts on the jail before it confines.
+  std::vector<std::string> runEnv;
+  if (envFd >= 0) runEnv = ReadEnv(envFd);
+
   // Nothing but stdio, the run endpoint (fd 3) and the status fd crosses into the run.
   int keepFrom = (gStatusFd > 3 ? gStatusFd : 3) + 1;
   syscall(SYS_close_range, keepFrom, ~0U, 0);
   if (gStatusFd >= 0) fcntl(gStatusFd, F_SETFD, FD_CLOEXEC);
 
   std::string containment = "pid-namespace", nsError;
+  // The pids cgroup before the user namespace: moving into a cgroup is checked against the machine's.
+  runboard::pids::RunCgroup cgroup;
+  std::string pidsLimit = "none", cgroupError;
+  if (maxProcs > 0 && cgroup.Enter(maxProcs, &cgroupError)) pidsLimit = "cgroup";
   if (useNamespaces) nsError = EnterNamespaces();
   if (!useNamespaces || !nsError.empty()) {
     containment = "subreaper";
@@ -241,6 +278,10 @@ int main(int argc, char** argv) {
     if (poll(&p, 1, 0) > 0) _exit(1);  // jail already gone
     close(lifeline[0]);
     sigprocmask(SIG_SETMASK, &previous, nullptr);
+    if (maxProcs > 0 && containment == "pid-namespace") {  // outside a user namespace it would count all of the user's
+      std::string err = runboard::pids::SetNprocLimit(maxProcs);
+      if (!err.empty()) Die("sandbox setup failed: " + err, 126);
+    }
     if (!masks.empty()) {
       std::string err = runboard::mounts::MaskDirs(masks, keeps);
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
@@ -267,6 +308,10 @@ int main(int argc, char** argv) {
     // enforced: the run is confined (filesystem by Landlock or mounts); fs: by what. The run learns it
     // too: an agent with a sandbox of its own can run it only under mounts (worker/src/runners/codex.ts).
     const char* fs = fsByMounts ? "mounts" : enforced ? "landlock" : "none";
+    if (envFd >= 0) {
+      clearenv();
+      for (auto& kv : runEnv) putenv(kv.data());
+    }
     setenv("RUNBOARD_FS_CONFINEMENT", fs, 1);
     Status("{\"event\":\"sandbox\",\"landlockAbi\":" + std::to_string(enforced ? landlockAbi : 0) +
            ",\"enforced\":" + (fsByMounts || enforced ? "true" : "false") + ",\"fs\":\"" + fs +
@@ -275,8 +320,10 @@ int main(int argc, char** argv) {
     Die("cannot execute " + std::string(command[0]) + ": " + strerror(errno), 127);
   }
   close(lifeline[0]);
+  if (maxProcs > 0 && pidsLimit == "none" && containment == "pid-namespace") pidsLimit = "rlimit";
   Status("{\"event\":\"started\",\"pid\":" + std::to_string(child) + ",\"containment\":\"" + containment +
-         "\",\"namespaceError\":\"" + JsonEscape(nsError) + "\"}");
+         "\",\"namespaceError\":\"" + JsonEscape(nsError) + "\",\"pidsLimit\":\"" + pidsLimit +
+         "\",\"maxProcs\":" + std::to_string(maxProcs) + ",\"cgroupError\":\"" + JsonEscape(cgroupError) + "\"}");
 
   int status = 0;
   rusage usage{};
@@ -296,6 +343,7 @@ int main(int argc, char** argv) {
     }
   }
   if (containment == "subreaper") KillRemainingChildren();
+  cgroup.Leave();
 
   std::string io;
   {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { FlowSpec } from '../protocol/index.ts';
-import { buildJailArgs, buildRunEnv, runWritable, type JailArgsInput } from './jail-args.ts';
+import { buildJailArgs, buildRunEnv, runWritable, serializeEnv, type JailArgsInput } from './jail-args.ts';
 
 const flow = (f: Partial<FlowSpec> = {}): FlowSpec => ({ name: 'f', runner: 'command', ...f });
 const base = (f: Partial<FlowSpec> = {}, i: Partial<JailArgsInput> = {}): JailArgsInput => ({
@@ -38,6 +38,10 @@ describe('buildJailArgs', () => {
       '4',
       '--parent-pid',
       '42',
+      '--env-fd',
+      '5',
+      '--max-procs',
+      '1024',
       '--write',
       '/ws',
       '--write',
@@ -49,6 +53,10 @@ describe('buildJailArgs', () => {
       'node',
       'worker.mjs',
     ]);
+  });
+
+  it("limits the run's processes to the flow's maxProcesses", () => {
+    expect(buildJailArgs(base({ sandbox: { maxProcesses: 64 } })).join(' ')).toContain('--max-procs 64');
   });
 
   it('asks for a read-only mount namespace and a private /tmp where namespaces are used', () => {
@@ -133,5 +141,11 @@ describe('buildRunEnv', () => {
       RUNBOARD_DISPLAY_APP: '1',
       RUNBOARD_NATIVE_DIR: '/n',
     });
+  });
+});
+
+describe('serializeEnv', () => {
+  it('gives NUL-separated NAME=VALUE entries', () => {
+    expect(serializeEnv({ A: '1', B: 'x=y' }).toString()).toBe('A=1\0B=x=y\0');
   });
 });

@@ -8,6 +8,22 @@ import type { FlowSpec } from '../protocol/index.ts';
 
 /** The jail's status channel: JSON lines on this fd (see jail-status.ts). fd 3 is the run endpoint. */
 export const JAIL_STATUS_FD = 4;
+/**
+ * The run's environment reaches the jail on this fd (serializeEnv), not as the jail's own: the jail
+ * starts with an empty environment, so a flow's LD_PRELOAD (or any loader variable) acts only on the run.
+ */
+export const JAIL_ENV_FD = 5;
+/** Processes (threads count) a run may have at once unless its flow says otherwise. */
+export const DEFAULT_MAX_PROCESSES = 1024;
+
+/** NAME=VALUE entries, NUL-separated, as the jail reads them from JAIL_ENV_FD. */
+export function serializeEnv(env: Readonly<Record<string, string>>): Buffer {
+  return Buffer.from(
+    Object.entries(env)
+      .map(([k, v]) => `${k}=${v}\0`)
+      .join(''),
+  );
+}
 
 export interface WritableInput {
   flow: FlowSpec;
@@ -73,6 +89,8 @@ export function displayMasks(
 export function buildJailArgs(i: JailArgsInput): string[] {
   const { flow } = i;
   const args = ['--status-fd', String(JAIL_STATUS_FD), '--parent-pid', String(i.parentPid)];
+  args.push('--env-fd', String(JAIL_ENV_FD));
+  args.push('--max-procs', String(flow.sandbox?.maxProcesses ?? DEFAULT_MAX_PROCESSES));
   for (const w of i.writable) args.push('--write', w);
   for (const p of flow.sandbox?.tcpPorts ?? []) args.push('--tcp', String(p));
   // The model proxy's port is the one TCP destination a model-using run gets from us.
