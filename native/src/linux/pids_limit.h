@@ -5,8 +5,8 @@
 //   * RLIMIT_NPROC, set in the run's user namespace: since Linux 5.14 it counts the tasks of the
 //     namespace's user, that is the run's own (the kernel ignores it for uid 0 of the machine).
 #pragma once
-#include <string>
 #include <sys/types.h>
+#include <string>
 
 namespace runboard::pids {
 
