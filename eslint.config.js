@@ -1,24 +1,143 @@
-// One lint setup for the whole repo. The layering of shared/DESIGN.md is enforced here, mechanically:
-//  - native imports nothing of ours;
+// One lint setup for the whole repo. The layering of shared/DESIGN.md is enforced here, mechanically,
+// by eslint-plugin-boundaries (see `layers` below), on static imports, re-exports, dynamic import(),
+// require() and createRequire(...)(...) alike; scripts/check-boundaries.mjs lints probe imports that
+// must be refused, so a rule that stops working fails the lint step.
+//  - native imports nothing of ours; nobody imports native/src internals, only @runboard/native;
+//  - the protocol imports nothing but vscode-jsonrpc and zod;
+//  - supervisor/src/common (paths, grants: shared with the host) never imports supervisor/src/node;
 //  - worker never imports host, and of the supervisor only its protocol entry point;
 //  - host never imports worker, and of the supervisor only its public entry points (protocol, paths, grants, git);
-//  - the renderer (host/src/renderer) never imports Node built-ins or host core code.
+//  - host core never imports the renderer, the shells (cli, server, electron) or electron;
+//  - the renderer (host/src/renderer, untrusted) imports no Node, no host core, and of the supervisor
+//    and native only types; host/src/shared holds types and pure code both sides may import.
 import js from '@eslint/js';
+import path from 'node:path';
+import boundaries from 'eslint-plugin-boundaries';
 import tseslint from 'typescript-eslint';
 
-const supervisorInternals = {
-  group: ['**/supervisor/src/**', '@runboard/supervisor/src/**'],
-  message:
-    'Import the supervisor only through its entry points (@runboard/supervisor/protocol, /paths, /grants, /git).',
-};
-const workerAny = {
-  group: ['@runboard/worker', '@runboard/worker/**', '**/worker/src/**'],
-  message: 'host never imports worker code.',
-};
-const hostAny = {
-  group: ['@runboard/host', '@runboard/host/**', '**/host/src/**'],
-  message: 'Only the host may import host code.',
-};
+/** The layers, by folder (paths from the repo root). Files outside them (tests, bench, scripts) are free. */
+const layers = [
+  { type: 'protocol', pattern: 'supervisor/src/protocol' },
+  { type: 'supervisor-common', pattern: 'supervisor/src/common' },
+  { type: 'supervisor', pattern: 'supervisor/src/node' },
+  { type: 'worker', pattern: 'worker/src' },
+  { type: 'native', pattern: 'native/src' },
+  { type: 'host-shared', pattern: 'host/src/shared' },
+  { type: 'host-core', pattern: 'host/src/core' },
+  { type: 'host-shell', pattern: 'host/src/{cli,server,electron}' },
+  { type: 'renderer', pattern: 'host/src/renderer' },
+].map((l) => ({ ...l, partialMatch: false }));
+
+const hostTypes = ['host-shared', 'host-core', 'host-shell', 'renderer'];
+const el = (...types) => ({ element: { types } });
+/** An import of these layers, of any kind (values and types). */
+const anyOf = (types, message) => ({ disallow: { to: el(...types) }, message });
+/** A value import of these layers (type-only imports stay allowed: only types cross). */
+const valuesOf = (types, message) => ({
+  disallow: { to: el(...types), dependency: { kind: 'value' } },
+  message,
+});
+const from = (...types) => ({ element: { types } });
+const nodeBuiltins = { to: { module: { origin: 'core' } } };
+
+const layerPolicies = [
+  {
+    from: from('native'),
+    ...anyOf(
+      ['protocol', 'supervisor-common', 'supervisor', 'worker', ...hostTypes],
+      'native imports nothing of ours.',
+    ),
+  },
+  {
+    from: { element: { types: '!native' } },
+    disallow: { to: { element: { types: 'native', fileInternalPath: '!index.ts' } } },
+    message: 'Import native only through its entry point, @runboard/native (native/src/index.ts).',
+  },
+  {
+    from: from('protocol'),
+    ...anyOf(
+      ['supervisor-common', 'supervisor', 'worker', 'native', ...hostTypes],
+      'The protocol module depends on nothing but vscode-jsonrpc and zod.',
+    ),
+  },
+  {
+    from: from('protocol'),
+    disallow: [nodeBuiltins, { to: { module: { origin: 'external', source: '!{vscode-jsonrpc,zod}' } } }],
+    message: 'The protocol module depends on nothing but vscode-jsonrpc and zod (every process loads it).',
+  },
+  {
+    from: from('supervisor-common'),
+    ...anyOf(
+      ['supervisor', 'worker', ...hostTypes],
+      'supervisor/src/common is shared with the host: it never imports the supervisor process (src/node), the worker or the host.',
+    ),
+  },
+  {
+    from: from('supervisor'),
+    ...anyOf(
+      ['worker', ...hostTypes],
+      'The supervisor spawns the worker bundle and serves the host; it imports neither.',
+    ),
+  },
+  {
+    from: from('worker'),
+    ...anyOf(
+      ['supervisor', 'supervisor-common', ...hostTypes],
+      'worker never imports host code, and of the supervisor only @runboard/supervisor/protocol.',
+    ),
+  },
+  {
+    from: from(...hostTypes),
+    ...anyOf(
+      ['supervisor', 'worker'],
+      'Import the supervisor only through its entry points (@runboard/supervisor/protocol, /paths, /grants, /git); host never imports worker code.',
+    ),
+  },
+  {
+    from: from('host-core', 'host-shared'),
+    ...anyOf(
+      ['host-shell', 'renderer'],
+      'host core is shared by the CLI, the server and Electron: it never imports a shell or the renderer.',
+    ),
+  },
+  {
+    from: from('host-core', 'host-shared'),
+    disallow: { to: { module: { source: 'electron' } } },
+    message: 'host core runs under plain Node too: electron belongs to host/src/electron.',
+  },
+  {
+    from: from('host-shared'),
+    ...anyOf(
+      ['host-core', 'host-shell', 'renderer'],
+      'host/src/shared is imported by the untrusted renderer and by host core: types and pure code only, nothing else of the host.',
+    ),
+  },
+  {
+    from: from('host-shared', 'renderer'),
+    ...valuesOf(
+      ['protocol', 'supervisor-common', 'native'],
+      'The renderer (and host/src/shared, which it loads) may import only types from the supervisor and native.',
+    ),
+  },
+  {
+    from: from('host-shared', 'renderer'),
+    disallow: { to: { element: { types: 'protocol', fileInternalPath: '!data.ts' } } },
+    message:
+      "The renderer imports the protocol's types from @runboard/supervisor/protocol/data (its other entry brings the Node transport).",
+  },
+  {
+    from: from('host-shared', 'renderer'),
+    disallow: [nodeBuiltins, { to: { module: { source: 'electron' } } }],
+    message: 'The renderer is untrusted: no Node, no electron; it talks through the typed bridge only.',
+  },
+  {
+    from: from('renderer'),
+    ...anyOf(
+      ['host-core', 'host-shell'],
+      'The renderer is untrusted: no host core; it talks through the typed bridge only.',
+    ),
+  },
+];
 
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '**/dist/**', 'native/build/**', 'test-results/**'] },
@@ -51,78 +170,45 @@ export default tseslint.config(
     },
   },
   {
-    files: ['native/**/*.{ts,mjs,js}'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: ['@runboard/*', '**/host/**', '**/supervisor/**', '**/worker/**'],
-              message: 'native imports nothing of ours.',
-            },
-          ],
-        },
-      ],
+    files: ['**/*.cjs'],
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: { require: 'readonly', exports: 'writable', module: 'writable' },
     },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {
-    files: ['worker/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [hostAny, supervisorInternals] }] },
-  },
-  {
-    files: ['supervisor/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            hostAny,
-            {
-              group: ['@runboard/worker', '@runboard/worker/**', '**/worker/src/**'],
-              message: 'The supervisor spawns the worker bundle; it never imports worker code.',
-            },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    files: ['supervisor/src/protocol/**/*.ts'],
+    files: ['**/*.{ts,tsx,mjs,js}'],
+    // Tests run under Node with the real parts around them; the layers are about shipped code.
     ignores: ['**/*.test.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
+    plugins: { boundaries },
+    settings: {
+      'boundaries/elements': layers,
+      'boundaries/dependency-nodes': ['import', 'export', 'dynamic-import', 'require'],
+      // createRequire(url)('x') loads like require('x'); a createRequire result bound to another name
+      // than `require` is refused below, so every createRequire load is one of these two forms.
+      'boundaries/additional-dependency-nodes': [
         {
-          patterns: [
-            {
-              group: ['node:*', '../**', '@runboard/*'],
-              message: 'The protocol module depends on nothing but vscode-jsonrpc and zod.',
-            },
-          ],
+          selector:
+            'CallExpression[callee.type="CallExpression"][callee.callee.name="createRequire"] > Literal',
+          kind: 'value',
+          name: 'createRequire',
         },
       ],
+      // Resolves the workspaces' package exports (@runboard/supervisor/protocol …) to their files.
+      'import/resolver': { [path.join(import.meta.dirname, 'scripts/eslint-node-resolver.cjs')]: {} },
+      'boundaries/legacy-warnings': false,
     },
-  },
-  {
-    files: ['host/**/*.{ts,tsx}'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [workerAny, supervisorInternals] }] },
-  },
-  {
-    files: ['host/src/renderer/**/*.{ts,tsx}'],
     rules: {
-      'no-restricted-imports': [
+      'boundaries/dependencies': [
+        'error',
+        { default: 'allow', checkAllOrigins: true, policies: layerPolicies },
+      ],
+      'no-restricted-syntax': [
         'error',
         {
-          patterns: [
-            {
-              group: ['node:*', 'fs', 'child_process', 'electron', '**/core/**', '**/cli/**', '**/server/**'],
-              message:
-                'The renderer is untrusted: no Node, no host core; it talks through the typed bridge only.',
-            },
-            workerAny,
-            supervisorInternals,
-          ],
+          selector: 'VariableDeclarator[init.callee.name="createRequire"][id.name!="require"]',
+          message: "Name createRequire's result `require`, so the layer rules see what it loads.",
         },
       ],
     },

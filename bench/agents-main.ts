@@ -1,5 +1,5 @@
 /**
- * The overhead Runboard adds around a coding-agent run (issue 6), with the scripted model server
+ * The overhead Runboard adds around a coding-agent run, with the scripted model server
  * answering instantly. For each CLI (codex, claude), N runs of a one-command episode:
  *
  *   direct   the CLI spawned by this script, straight at the scripted server

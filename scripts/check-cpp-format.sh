@@ -13,8 +13,6 @@ excluded=(
   native/src/linux/mounts.h
   native/src/linux/landlock.cc
   native/src/linux/landlock.h
-  native/src/linux/seccomp.cc
-  native/src/linux/seccomp.h
 )
 
 if ! command -v clang-format >/dev/null; then

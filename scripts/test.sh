@@ -3,8 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-echo "== lint" && npx eslint . && npx prettier --check . >/dev/null && bash scripts/check-cpp-format.sh
-echo "== types" && npx tsc -p tsconfig.json --noEmit
+echo "== lint" && npx eslint . && node scripts/check-boundaries.mjs && npx prettier --check . >/dev/null && bash scripts/check-cpp-format.sh
+# One tsconfig per environment: Node processes, the renderer (DOM, no Node), the tests.
+echo "== types" && npm run -s typecheck
 echo "== tests"
 mkdir -p test-results
 status=0

@@ -1,4 +1,4 @@
-// Desktop benchmark: seed 003's targets (list < 50 ms, read --depth 3 < 200 ms, click --id < 100 ms,
+// Desktop benchmark: the targets an agent's loop needs (list < 50 ms, read --depth 3 < 200 ms, click --id < 100 ms,
 // type hello < 50 ms) as whole CLI processes and as in-process addon calls, on our GTK form and on a
 // Chromium page; the whole-tree read against libatspi's naive walk measured in the same run; and the
 // output size in tokens. Run it through run.mjs, which starts a test desktop around it.

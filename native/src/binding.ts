@@ -49,7 +49,13 @@ export interface RawElement {
 
 interface RawBinding {
   sandboxSupport(): { landlockAbi: number; reason: string };
-  peerCredentials(fd: number): { pid: number; uid: number; gid: number };
+  peerIdentity(fd: number): {
+    pid: number;
+    uid: number;
+    userNs: string;
+    userNsBelowOwn: boolean;
+    ancestors: number[];
+  };
   desktopListWindows(q: RawQuery): Promise<RawWindow[]>;
   desktopListMonitors(): Promise<{ name: string; bounds: RawRect; primary: boolean }[]>;
   desktopListApps(): Promise<{ name: string; pid: number; accessible: boolean; windows: number }[]>;

@@ -20,16 +20,25 @@ export function jailPath(): string {
   return path.join(nativeBuildDir(), 'runboard-jail');
 }
 
-export interface PeerCredentials {
+export interface PeerIdentity {
   pid: number;
   uid: number;
-  gid: number;
+  /** `dev:ino` of the peer's user namespace. */
+  userNs: string;
+  /** Its user namespace was created inside ours (at any depth), as every run's is. */
+  userNsBelowOwn: boolean;
+  /** Its parent, grandparent, … up to pid 1, read while it was alive. */
+  ancestors: number[];
 }
 
-/** Who is at the other end of a connected Unix socket (by its file descriptor). */
-export function peerCredentials(fd: number): PeerCredentials {
-  return binding().peerCredentials(fd);
+/**
+ * Who is at the other end of a connected Unix socket, held by a pidfd so that it cannot be raced
+ * (SO_PEERPIDFD). Throws when the peer cannot be identified (it has exited, the kernel will not say).
+ */
+export function peerIdentity(fd: number): PeerIdentity {
+  return binding().peerIdentity(fd);
 }
+
 export { desktop, type Desktop } from './desktop/desktop.ts';
 export * from './desktop/types.ts';
 export {

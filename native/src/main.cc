@@ -31,16 +31,20 @@ Napi::Value SandboxSupport(const Napi::CallbackInfo& info) {
   return out;
 }
 
-Napi::Value PeerCredentials(const Napi::CallbackInfo& info) {
+Napi::Value PeerIdentity(const Napi::CallbackInfo& info) {
   auto env = info.Env();
-  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(env, "peerCredentials(fd: number)");
-  runboard::PeerCredentials cred;
-  std::string err = runboard::GetPeerCredentials(info[0].As<Napi::Number>().Int32Value(), &cred);
+  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(env, "peerIdentity(fd: number)");
+  runboard::PeerIdentity peer;
+  std::string err = runboard::GetPeerIdentity(info[0].As<Napi::Number>().Int32Value(), &peer);
   if (!err.empty()) throw Napi::Error::New(env, err);
   auto out = Napi::Object::New(env);
-  out.Set("pid", cred.pid);
-  out.Set("uid", cred.uid);
-  out.Set("gid", cred.gid);
+  out.Set("pid", peer.pid);
+  out.Set("uid", peer.uid);
+  out.Set("userNs", peer.userNs);
+  out.Set("userNsBelowOwn", peer.userNsBelowOwn);
+  auto ancestors = Napi::Array::New(env, peer.ancestors.size());
+  for (size_t i = 0; i < peer.ancestors.size(); i++) ancestors.Set(i, peer.ancestors[i]);
+  out.Set("ancestors", ancestors);
   return out;
 }
 
@@ -597,7 +601,7 @@ Napi::Value NaiveWalk(const Napi::CallbackInfo& info) {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("sandboxSupport", Napi::Function::New(env, SandboxSupport));
-  exports.Set("peerCredentials", Napi::Function::New(env, PeerCredentials));
+  exports.Set("peerIdentity", Napi::Function::New(env, PeerIdentity));
   auto* desktop = new Desktop();
   desktop->tsfn = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}),
                                                 "runboard-desktop", 0, 1);

@@ -1,5 +1,5 @@
 /**
- * One computer-use run at a time on the real display (issue 5): the supervisor refuses a second one
+ * One computer-use run at a time on the real display: the supervisor refuses a second one
  * (`InvalidState`, `reason: display-busy`). The scheduler must make such a card wait in Queued, saying it
  * waits for the real display, and start it when the display frees up, never counting it as a failure.
  * Real `runboard serve`, its real supervisor, the test desktop as "the real display", and the scripted
@@ -12,7 +12,7 @@ import { createGrant } from '@runboard/supervisor/grants';
 import { statePaths } from '@runboard/supervisor/paths';
 import type { RunResult } from '@runboard/supervisor/protocol';
 import { SupervisorClient } from '../../host/src/core/supervisor-client.ts';
-import type { CardDetail } from '../../host/src/renderer/api.ts';
+import type { CardDetail } from '../../host/src/shared/board-types.ts';
 import { DesktopSession } from '../desktop/session.ts';
 import { startModelServer, type Episode, type ModelServer } from '../fixtures/model-server/server.ts';
 import { act, final } from '../cu/cu-harness.ts';

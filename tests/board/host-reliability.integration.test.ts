@@ -46,6 +46,28 @@ function supervisorPid(s: BoardServer): Promise<number> {
   );
 }
 
+/** The messages of a run's SSE stream as they come, until `stop()`. */
+function openRunStream(
+  s: BoardServer,
+  runId: string,
+): { messages: { type: string; [k: string]: unknown }[]; stop(): void } {
+  const messages: { type: string; [k: string]: unknown }[] = [];
+  const ac = new AbortController();
+  void (async () => {
+    const res = await fetch(`${s.base}/api/runs/${runId}/stream`, {
+      headers: { authorization: `Bearer ${s.token}` },
+      signal: ac.signal,
+    });
+    let tail = '';
+    for await (const chunk of res.body!.pipeThrough(new TextDecoderStream())) {
+      const parts = (tail + chunk).split('\n\n');
+      tail = parts.pop()!;
+      for (const p of parts) if (p.startsWith('data: ')) messages.push(JSON.parse(p.slice(6)));
+    }
+  })().catch(() => undefined);
+  return { messages, stop: () => ac.abort() };
+}
+
 function mkfifo(file: string): void {
   execFileSync('mkfifo', [file]);
 }
@@ -63,6 +85,11 @@ describe('the host and a supervisor that dies', () => {
     });
     await server.api('POST', '/api/cards/next/move', { to: 'queued', index: 0 });
     await waitUntil('next waits for the slot', async () => (await server!.card('next'))?.waiting);
+    // an inspector following the run's log
+    const log = openRunStream(server, runId);
+    await waitUntil('the log shows the output', () =>
+      log.messages.some((m) => m.type === 'lines' && (m.lines as string[]).includes('started')),
+    );
 
     const pid = await supervisorPid(server);
     process.kill(pid, 'SIGKILL');
@@ -85,6 +112,10 @@ describe('the host and a supervisor that dies', () => {
     expect(long.runId).toBe(runId);
     expect(long.lastError).toMatch(/supervisor-died: the supervisor \(pid \d+\) died/);
     expect(long.locked).toBe(false);
+    // the log view was told how the run ended, not left hanging
+    const end = await waitUntil('the log stream ends', () => log.messages.find((m) => m.type === 'end'));
+    log.stop();
+    expect((end.result as { termination: { reason: string } }).termination.reason).toBe('supervisor-died');
 
     // The slot is free again: the queued card runs on a new supervisor.
     await waitUntil('next ran', async () => (await server!.card('next'))?.column === 'done', 30_000);
@@ -174,5 +205,73 @@ describe('a card hand-edited to running', () => {
     expect(c?.column).toBe('failed');
     expect(c?.lastError).toMatch(/no run/);
     await server.api('POST', '/api/cards/stray/move', { to: 'backlog', index: 0 });
+  });
+});
+
+describe('backoff', () => {
+  it('a missing key is no failure: the card waits for the key, without backoff, and starts once it is set', async () => {
+    const keyed = (title: string): string =>
+      `---\ntitle: ${title}\nflow: keyed\nworkspace: ./workspace\ncommand: "echo ${title}"\n---\n`;
+    server = await BoardServer.start(
+      'version: 1\nscheduler:\n  backoff: { base: 1s, retries: 3 }\nflows:\n  keyed: { runner: command, cap: 2, provider: openai }\n',
+      { 'first.md': keyed('first'), 'second.md': keyed('second') },
+    );
+    const s = server;
+    await s.api('POST', '/api/cards/first/move', { to: 'queued', index: 0 });
+    const first = await waitUntil('first waits for the key', async () => {
+      const c = await s.card('first');
+      return c?.column === 'queued' && /key/.test(c.waiting ?? '') ? c : undefined;
+    });
+    expect(first.waiting).toMatch(/openai/);
+    expect(first.failures).toBeUndefined();
+    expect(first.nextTryAt).toBeUndefined();
+    await s.api('POST', '/api/cards/second/move', { to: 'queued', index: 1 });
+    await waitUntil('second waits too', async () => /key/.test((await s.card('second'))?.waiting ?? ''));
+    // waiting, not retrying: one refused run of the first card, none of the second
+    const runsOf = async (id: string) =>
+      (
+        await s.api<{ runs: { runId: string; termination: { reason: string } | null }[] }>(
+          'GET',
+          `/api/cards/${id}`,
+        )
+      ).runs;
+    expect((await runsOf('first')).map((r) => r.termination?.reason)).toEqual(['missing-key']);
+    expect(await runsOf('second')).toEqual([]);
+
+    await new Promise<void>((resolve, reject) => {
+      const p = execFile(
+        process.execPath,
+        [path.join(DIST, 'runboard.mjs'), 'key', 'set', 'openai'],
+        { env: { ...process.env, RUNBOARD_HOME: s.home } },
+        (err) => (err ? reject(err) : resolve()),
+      );
+      p.stdin!.end('sk-test-openai-0123456789\n');
+    });
+    for (const id of ['first', 'second'])
+      await waitUntil(`${id} ran`, async () => (await s.card(id))?.column === 'done', 30_000);
+    expect(await runsOf('first')).toHaveLength(2);
+  });
+
+  it('a card queued again by hand starts afresh: no wait for the backoff, failures counted anew', async () => {
+    server = await BoardServer.start(shellConfig('  backoff: { base: 5m, retries: 0 }\n'), {
+      'flaky.md': card('Flaky', 'echo no; exit 3'),
+    });
+    const s = server;
+    const runs = async () =>
+      (await s.api<{ runs: { runId: string }[] }>('GET', '/api/cards/flaky')).runs.length;
+    await s.api('POST', '/api/cards/flaky/move', { to: 'queued', index: 0 });
+    const failed = await waitUntil('failed', async () => {
+      const c = await s.card('flaky');
+      return c?.column === 'failed' ? c : undefined;
+    });
+    expect(failed.failures).toBe(1);
+    expect(failed.nextTryAt).toBeDefined(); // 5 minutes away
+    await s.api('POST', '/api/cards/flaky/move', { to: 'queued', index: 0 });
+    // it runs now, not in 5 minutes, and fails as its first failure again
+    const again = await waitUntil('ran again', async () => {
+      const c = await s.card('flaky');
+      return c?.column === 'failed' && (await runs()) === 2 ? c : undefined;
+    });
+    expect(again.failures).toBe(1);
   });
 });

@@ -1,8 +1,8 @@
 /**
  * Questions, end to end: a real `claude` run (the Claude Code CLI, through the supervisor's model proxy,
  * against the scripted model server, the one test double) ends NEEDS_CLARIFICATION; the scheduler moves
- * the card to Needs input and appends the run's questions to the card's `## Questions` in the seed's
- * format (one atomic write, the rest of the card kept); the inspector shows them; answering in the
+ * the card to Needs input and appends the run's questions to the card's `## Questions` in its
+ * markdown format (one atomic write, the rest of the card kept); the inspector shows them; answering in the
  * inspector writes `- [x] q` + `Answer: a` into the card and re-queues it; the next run reads the answer.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -65,7 +65,7 @@ beforeAll(async () => {
             summary: 'two questions',
             questions: [
               'Which branch should the fix go to?',
-              // seed 004's structured form: choices, one recommended (a free answer stays possible)
+              // the structured form: choices, one recommended (a free answer stays possible)
               {
                 id: 'api',
                 question: 'Keep the old API?',

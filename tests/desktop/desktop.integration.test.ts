@@ -117,6 +117,19 @@ describe('reader', () => {
     expect(all.some((e) => e.name.startsWith('log line 50'))).toBe(true);
   });
 
+  it("gives a label's text as its value when its name says something else, so a status line is seen", async () => {
+    // The form's "Save status" label shows "Saved: …": its accessible name alone would hide the state.
+    const all = await elements(TITLE, false);
+    expect(all.find((e) => e.role === 'label' && e.name === 'Save status')?.value).toBe('Saved: never');
+    // A label that shows its own name has nothing more to say.
+    expect(all.find((e) => e.role === 'label' && e.name === 'Name')?.value).toBe('');
+    const res = s.run(['read', '--window', TITLE, '--compact', '--visible-only=false']);
+    expect(res.code, res.stderr).toBe(0);
+    const compact = (res.json as { elements: { t?: string; v?: string }[] }).elements;
+    expect(compact.find((e) => e.t === 'Save status')?.v).toBe('Saved: never');
+    expect(compact.find((e) => e.t === 'Name' && e.v !== undefined && e.v !== '')).toBeUndefined();
+  });
+
   it("the batched read sees every node that libatspi's one-call-per-attribute walk sees", async () => {
     const fast = await desktop.read({ title: TITLE, visibleOnly: false });
     expect(fast.stats.nodes).toBe(await desktop.naiveWalkForBench({ title: TITLE }));
@@ -139,7 +152,7 @@ describe('reader', () => {
     expect(inBox.some((e) => e.name === 'Name')).toBe(false);
   });
 
-  it('prints the seed schema: short keys, short roles, defaults omitted, flat --compact, --pretty', () => {
+  it('prints the compact schema: short keys, short roles, defaults omitted, flat --compact, --pretty', () => {
     const res = s.run(['read', '--window', TITLE]);
     expect(res.code, res.stderr).toBe(0);
     const out = res.json as {
@@ -185,6 +198,10 @@ describe('input and focus', () => {
     const res = s.run(['click', '--id', String(id), '--window', TITLE]);
     expect(res.code, res.stderr).toBe(0);
     expect(await eventually(async () => (await status()) === 'clicked Submit 1')).toBe(true);
+    // The label whose name is not its text follows the app's state too.
+    const saved = async () =>
+      (await elements(TITLE, false)).find((e) => e.role === 'label' && e.name === 'Save status')?.value;
+    expect(await eventually(async () => (await saved()) === 'Saved: 1 time(s)')).toBe(true);
   });
 
   it('types "héllo wörld ✓ 世界" exactly into a field (type --id)', async () => {
@@ -683,6 +700,13 @@ describe('errors', () => {
     const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20_000 });
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ before: 'ok', after: 'NO_DISPLAY' });
+  });
+
+  it('--version prints the version of the installed package', async () => {
+    const { default: pkg } = await import('../../native/package.json', { with: { type: 'json' } });
+    const r = s.run(['--version']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe(`desktop-cli ${pkg.version}`);
   });
 
   it('one JSON object on stderr with a remediation line and a distinct exit code', async () => {

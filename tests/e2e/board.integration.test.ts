@@ -7,6 +7,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COLUMNS } from '../../host/src/shared/board-types.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, sleep, waitUntil } from './helpers/board.ts';
 
 const CONFIG = `# e2e board
@@ -94,7 +95,7 @@ describe('the board in a browser', () => {
     await page.screenshot({ path: path.join(ARTIFACTS, 'board-inspector-done.png') });
     // with the inspector open every column is still on screen, none under the inspector
     const inspector = (await page.locator('aside.inspector').boundingBox())!;
-    for (const col of ['backlog', 'queued', 'running', 'needs-input', 'done', 'failed']) {
+    for (const col of COLUMNS) {
       const box = (await page.locator(`ul.cards[data-column="${col}"]`).boundingBox())!;
       expect(box.x, col).toBeGreaterThanOrEqual(0);
       expect(box.x + box.width, col).toBeLessThanOrEqual(inspector.x);

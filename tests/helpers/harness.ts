@@ -98,10 +98,11 @@ export class Harness {
     return h;
   }
 
-  async startSupervisor(wrap?: (argv: string[]) => string[]): Promise<void> {
+  /** `env`: more variables for this start only (e.g. a later schedule clock after a restart). */
+  async startSupervisor(wrap?: (argv: string[]) => string[], env: NodeJS.ProcessEnv = {}): Promise<void> {
     const argv = [process.execPath, path.join(DIST, 'supervisor.mjs')];
     const [cmd, ...args] = wrap ? wrap(argv) : argv;
-    this.supervisor = spawn(cmd!, args, { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.supervisor = spawn(cmd!, args, { env: { ...this.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     this.supervisor.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     await new Promise<void>((resolve, reject) => {

@@ -1,7 +1,6 @@
 /**
- * Attacks on containment, performed as a run (or a user's mistake) would: each one held before it was
- * closed only if this file fails on the old code. Grants that cover Runboard's own state, writable trees
- * outside every grant.
+ * Attacks on containment, performed as a run (or a user's mistake) would. Grants that cover Runboard's
+ * own state, writable trees outside every grant, a run racing the supervisor socket's peer check.
  */
 import { createHmac } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
@@ -10,6 +9,47 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGrant } from '@runboard/supervisor/grants';
 import type { Grant } from '@runboard/supervisor/protocol';
 import { Harness } from '../helpers/harness.ts';
+
+/**
+ * From inside a run: connect to the supervisor socket from a child that exits at once after handing the
+ * connection to its parent, which then asks for the supervisor's status. Prints how many were answered.
+ */
+const RACE = `
+import json, os, socket, sys
+path, tries = sys.argv[1], int(sys.argv[2])
+accepted = 0
+for _ in range(tries):
+    a, b = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(path)
+        socket.send_fds(b, [b"x"], [s.fileno()])
+        os._exit(0)
+    os.waitpid(pid, 0)
+    _, fds, _, _ = socket.recv_fds(a, 1, 1)
+    s = socket.socket(fileno=fds[0])
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "supervisor/status", "params": {}}).encode()
+    try:
+        s.sendall(b"Content-Length: %d\\r\\n\\r\\n" % len(body) + body)
+    except OSError:
+        pass
+    s.settimeout(5)
+    data = b""
+    try:
+        while b'"result"' not in data and b'"error"' not in data:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    if b'"result"' in data:
+        accepted += 1
+    for x in (s, a, b):
+        x.close()
+print("accepted", accepted, "of", tries)
+`;
 
 let h: Harness;
 beforeAll(async () => {
@@ -92,4 +132,22 @@ describe("the flow's sandbox.writable", () => {
     expect(rec.result.status).toBe('succeeded');
     expect(readFileSync(path.join(cache, 'a'), 'utf8')).toBe('a\n');
   });
+});
+
+describe('the supervisor socket', () => {
+  for (const mode of ['its own user namespace', 'no namespaces (subreaper)'] as const) {
+    it(`refuses a run (${mode}) that connects from a child which exits and hands the socket on`, async () => {
+      const hh =
+        mode === 'its own user namespace' ? h : await Harness.start({ env: { RUNBOARD_NAMESPACES: 'off' } });
+      try {
+        const rec = await hh.run(['/usr/bin/python3', '-c', RACE, hh.paths.socket, '20']);
+        expect(rec.stderr).toBe('');
+        expect(rec.stdout).toBe('accepted 0 of 20\n');
+        // The host's own connection still works.
+        await expect(hh.client.status()).resolves.toMatchObject({ pid: hh.supervisor.pid });
+      } finally {
+        if (hh !== h) await hh.stop();
+      }
+    });
+  }
 });

@@ -9,6 +9,8 @@ import {
   call,
   connect,
   notify,
+  RUN_ENDPOINT_FD,
+  RunEnv,
   WorkerFinished,
   WorkerHeartbeat,
   WorkerLog,
@@ -23,20 +25,20 @@ const VERSION = '0.1.0';
 const runners: Partial<Record<string, () => Runner>> = {
   command: () => new CommandRunner(),
   // Bundles of their own, loaded on demand (runners/load.ts): model SDKs and the desktop addon.
-  codex: () => loadRunner('codex', 'CodexRunner'), // issue 6
-  claude: () => loadRunner('claude', 'ClaudeRunner'), // issue 6
-  'computer-use': () => loadRunner('computer-use', 'ComputerUseRunner'), // issue 5
+  codex: () => loadRunner('codex', 'CodexRunner'),
+  claude: () => loadRunner('claude', 'ClaudeRunner'),
+  'computer-use': () => loadRunner('computer-use', 'ComputerUseRunner'),
 };
 
 async function main(): Promise<void> {
   // A worker parses a handful of messages once: compiling validators (zod's JIT) would cost more than it saves.
   zodConfig({ jitless: true });
-  const runId = process.env.RUNBOARD_RUN_ID ?? '';
-  const token = process.env.RUNBOARD_RUN_TOKEN ?? '';
+  const runId = process.env[RunEnv.runId] ?? '';
+  const token = process.env[RunEnv.token] ?? '';
   const toolEnv: NodeJS.ProcessEnv = { ...process.env };
-  delete toolEnv.RUNBOARD_RUN_TOKEN; // the run's tools never hold the endpoint token
+  delete toolEnv[RunEnv.token]; // the run's tools never hold the endpoint token
 
-  const socket = new net.Socket({ fd: 3, readable: true, writable: true });
+  const socket = new net.Socket({ fd: RUN_ENDPOINT_FD, readable: true, writable: true });
   const conn = connect(socket, socket, { close: () => socket.destroy() });
   // The supervisor gone means the run is over (the jail's parent-death signal ends us too).
   conn.onClose(() => process.exit(70));

@@ -4,15 +4,6 @@
  */
 import type { CardStatus } from './project.ts';
 
-export const COLUMNS: readonly CardStatus[] = [
-  'backlog',
-  'queued',
-  'running',
-  'needs-input',
-  'done',
-  'failed',
-];
-
 export interface Ranked {
   id: string;
   file: string;

@@ -1,6 +1,5 @@
 /**
- * A card's `## Questions` section, in the seed's markdown format (seed 000, "Clarification markdown
- * state format"): the section is the source of truth, open questions are its bullets (a `- None.`
+ * A card's `## Questions` section, in plain markdown a person can edit too: the section is the source of truth, open questions are its bullets (a `- None.`
  * placeholder excepted), and an answered question is a ticked item with its answer indented under it:
  *
  *   ## Questions
@@ -14,17 +13,9 @@
  */
 
 import type { ClarifyingQuestion } from '@runboard/supervisor/protocol';
+import type { Question } from '../shared/board-types.ts';
 
-export interface Question {
-  /** The question (continuation lines joined with newlines). */
-  text: string;
-  answered: boolean;
-  answer?: string;
-  /** Choices offered with it (an `Options: a | b` line); the person may still answer otherwise. */
-  options?: string[];
-  /** The option the asker recommends (marked `(recommended)` in the file). */
-  recommended?: string;
-}
+export type { Question };
 
 const SECTION = /^##\s+Questions\s*$/i;
 const NEXT_SECTION = /^#{1,2}\s/;

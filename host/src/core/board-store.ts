@@ -13,7 +13,7 @@ import path from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import YAML from 'yaml';
 import { parseCard, parseConfig, type Card, type CardFrontMatter, type ProjectConfig } from './project.ts';
-import { readRegularFile, readRegularFileSync } from './regular-file.ts';
+import { readRegularFileSync } from './regular-file.ts';
 
 export interface BrokenCard {
   /** Absolute path. */
@@ -128,7 +128,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
       awaitWriteFinish: { stabilityThreshold: 60, pollInterval: 20 },
     });
     const onFile = (file: string): void => {
-      void this.reread(file);
+      this.reread(file);
     };
     this.watcher
       .on('add', onFile)
@@ -204,10 +204,13 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     return done;
   }
 
-  private async reread(file: string): Promise<void> {
+  private reread(file: string): void {
     let text: string;
     try {
-      text = await readRegularFile(file);
+      // Read at once, in step with the host's own writes (synchronous too): a read that waited in the
+      // thread pool could return a version the host has replaced since, which then looked like an
+      // outside edit and put old state back (a card "running" again after its run had ended).
+      text = readRegularFileSync(file);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return this.forget(file);
       if (file === this.configFile) {

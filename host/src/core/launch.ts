@@ -15,7 +15,7 @@ export class NoGrantError extends Error {
 
 /**
  * A codex flow runs with codex's own sandbox inside ours wherever the machine allows it (`'auto'`:
- * user namespaces are needed) unless it says `sandbox.agentSandbox: false` (issue 6; docs/agents.md):
+ * user namespaces are needed) unless it says `sandbox.agentSandbox: false` (docs/agents.md):
  * the default is decided here, where config becomes a FlowSpec.
  */
 function sandboxConfig(flow: FlowConfig): FlowConfig['sandbox'] {
@@ -42,7 +42,7 @@ export function flowSpec(name: string, flow: FlowConfig, projectDir: string): Fl
         }
       : {}),
     ...(flow.env ? { env: flow.env } : {}),
-    // issue 6: coding-agent flow options.
+    // coding-agent flow options
     ...(flow.provider ? { provider: flow.provider } : {}),
     ...(flow.model ? { model: flow.model } : {}),
     ...(flow.stallTimeout ? { stallTimeoutMs: flow.stallTimeout } : {}),
@@ -50,7 +50,7 @@ export function flowSpec(name: string, flow: FlowConfig, projectDir: string): Fl
     ...(flow.readOnly !== undefined ? { readOnly: flow.readOnly } : {}),
     ...(flow.prompt ? { prompt: path.resolve(projectDir, flow.prompt) } : {}),
     ...(flow.desktop !== undefined ? { desktop: flow.desktop } : {}),
-    // issue 5: computer-use flow options.
+    // computer-use flow options
     ...(flow.computerUse
       ? {
           computerUse: (({ maxDuration, ...rest }) => ({
@@ -68,7 +68,8 @@ export function launchRequest(
   projectDir: string,
   grants: GrantStore,
 ): z.input<typeof LaunchRun.params> {
-  const flow = config.flows[card.front.flow];
+  // own names only: a card's `flow: constructor` names no flow
+  const flow = Object.hasOwn(config.flows, card.front.flow) ? config.flows[card.front.flow] : undefined;
   if (!flow) {
     throw new ProjectError(
       card.file,

@@ -1,7 +1,11 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FlowSpec } from '@runboard/supervisor/protocol';
 import { flowSpec } from './launch.ts';
-import { parseCard, parseConfig } from './project.ts';
+import { loadCard, loadConfig, parseCard, parseConfig } from './project.ts';
 
 describe('config.yaml', () => {
   it('reads the minimum format, with defaults and durations', () => {
@@ -20,6 +24,20 @@ describe('config.yaml', () => {
     );
     const spec = FlowSpec.parse(flowSpec('impl', c.flows.impl!, '/p'));
     expect(spec).toMatchObject({ runner: 'codex', readOnly: true, sandbox: { agentSandbox: true } });
+  });
+
+  it("passes a flow's sandbox.udp on to the supervisor's FlowSpec", () => {
+    const c = parseConfig(
+      'c.yaml',
+      'version: 1\nflows:\n  web: { runner: command, sandbox: { tcpPorts: [443], udp: true } }\n',
+    );
+    expect(FlowSpec.parse(flowSpec('web', c.flows.web!, '/p')).sandbox).toEqual({
+      tcpPorts: [443],
+      udp: true,
+    });
+    expect(() =>
+      parseConfig('c.yaml', 'version: 1\nflows:\n  web: { runner: command, sandbox: { udp: yes-please } }\n'),
+    ).toThrow(/flows\.web\.sandbox\.udp/);
   });
 
   it('a codex flow gets its own sandbox where possible by default; false turns it off; other runners get none', () => {
@@ -71,5 +89,21 @@ describe('cards', () => {
     expect(() => parseCard('/p/a.md', '---\ntitle: A\nstatus: flying\nflow: x\n---\n', '/p')).toThrow(
       /status/,
     );
+  });
+});
+
+describe('reading a card or config from the CLI', () => {
+  it('refuses a FIFO or a directory at once, saying what it is (no hang, no bare EISDIR)', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'rb-project-'));
+    try {
+      execFileSync('mkfifo', [path.join(dir, 'card.md')]);
+      expect(() => loadCard(path.join(dir, 'card.md'), dir)).toThrow(
+        /card\.md: cannot read the card file: a FIFO \(named pipe\), not a regular file/,
+      );
+      mkdirSync(path.join(dir, 'config.yaml'));
+      expect(() => loadConfig(dir)).toThrow(/config\.yaml: cannot read it \(a directory, not a regular file/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -2,11 +2,12 @@
  * A project folder: config.yaml plus one markdown card per task (YAML front matter + markdown body).
  * Parsing only; errors say what is wrong, where, and what to do.
  */
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
 import { Command, RunnerName } from '@runboard/supervisor/protocol';
+import { COLUMNS } from '../shared/board-types.ts';
+import { readRegularFileSync } from './regular-file.ts';
 
 /** "90s", "10m", "1h", "1500ms" or a number of milliseconds. */
 const Duration = z.union([z.number(), z.string()]).transform((v, ctx) => {
@@ -34,6 +35,8 @@ export const FlowConfig = z.object({
     .object({
       writable: z.array(z.string()).optional(),
       tcpPorts: z.array(z.number().int().min(1).max(65535)).optional(),
+      /** UDP to anywhere (DNS for flows that reach outside hosts by name); off by default. */
+      udp: z.boolean().optional(),
       allowUnsandboxed: z.boolean().optional(),
       allowAbstractUnix: z.boolean().optional(),
       /** The agent CLI's own sandbox inside the jail (runner codex; docs/agents.md): true, false or auto. */
@@ -43,7 +46,7 @@ export const FlowConfig = z.object({
     })
     .optional(),
   env: z.record(z.string(), z.string()).optional(),
-  // ── coding-agent flows (issue 6; runner codex | claude) ──
+  // ── coding-agent flows (runner codex | claude; docs/agents.md) ──
   /** Model provider whose key the supervisor holds (openai, anthropic, …). */
   provider: z
     .string()
@@ -60,7 +63,7 @@ export const FlowConfig = z.object({
   prompt: z.string().min(1).optional(),
   /** Give the agent the desktop as an MCP server (needs desktop-cli). */
   desktop: z.boolean().optional(),
-  // ── computer-use flows (issue 5; runner computer-use; docs/computer-use.md) ──
+  // ── computer-use flows (runner computer-use; docs/computer-use.md) ──
   computerUse: z
     .object({
       /** responses (OpenAI), chat (any OpenAI-compatible server), messages (Anthropic); default by provider. */
@@ -100,10 +103,10 @@ export const FlowConfig = z.object({
 });
 export type FlowConfig = z.output<typeof FlowConfig>;
 
-export const CardStatus = z.enum(['backlog', 'queued', 'running', 'needs-input', 'done', 'failed']);
+export const CardStatus = z.enum(COLUMNS);
 export type CardStatus = z.infer<typeof CardStatus>;
 
-/** The longest wait between retries of a failing card (seed 001: capped at 5 minutes). */
+/** The longest wait between retries of a failing card (capped at 5 minutes: a failing card is retried soon enough once its cause is fixed). */
 export const MAX_BACKOFF_MS = 300_000;
 
 export const SchedulerConfig = z.object({
@@ -208,11 +211,11 @@ export function loadConfig(projectDir: string): ProjectConfig {
   const file = path.join(projectDir, 'config.yaml');
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
-  } catch {
+    text = readRegularFileSync(file);
+  } catch (err) {
     throw new ProjectError(
       file,
-      'cannot read it; a project folder needs a config.yaml (see docs/user-guide.md)',
+      `cannot read it (${(err as Error).message}); a project folder needs a config.yaml (see docs/user-guide.md)`,
     );
   }
   return parseConfig(file, text);
@@ -243,9 +246,9 @@ export function parseCard(file: string, text: string, projectDir: string): Card 
 export function loadCard(file: string, projectDir: string): Card {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    throw new ProjectError(file, 'cannot read the card file');
+    text = readRegularFileSync(file);
+  } catch (err) {
+    throw new ProjectError(file, `cannot read the card file: ${(err as Error).message}`);
   }
   return parseCard(path.resolve(file), text, projectDir);
 }

@@ -1,12 +1,11 @@
 /**
  * Reading files a person can put anything in (cards/, config.yaml): only regular files, and never
- * blocking. A plain read of a FIFO waits for a writer for ever (in the thread pool for the async read,
- * so a few of them stall every other file read of the process); a directory fails with an EISDIR that
- * names no file. Opening with O_NONBLOCK returns at once whatever the entry is, and fstat on that
+ * blocking. A plain read of a FIFO waits for a writer for ever (an async read in the thread pool, so a
+ * few of them stall every other file read of the process); a directory fails with an EISDIR that names
+ * no file. Opening with O_NONBLOCK returns at once whatever the entry is, and fstat on that
  * descriptor says what it is (no race between a check and the read).
  */
 import { closeSync, constants, fstatSync, openSync, readFileSync, type Stats } from 'node:fs';
-import { open } from 'node:fs/promises';
 
 /** The entry exists but is no regular file (a directory, a FIFO, a socket, a device). */
 export class NotRegularFile extends Error {}
@@ -47,22 +46,5 @@ export function readRegularFileSync(file: string): string {
     return readFileSync(fd, 'utf8');
   } finally {
     closeSync(fd);
-  }
-}
-
-/** readRegularFileSync, off the event loop. */
-export async function readRegularFile(file: string): Promise<string> {
-  let handle;
-  try {
-    handle = await open(file, FLAGS);
-  } catch (err) {
-    throw explain(err);
-  }
-  try {
-    const st = await handle.stat();
-    if (!st.isFile()) throw refuse(st);
-    return await handle.readFile('utf8');
-  } finally {
-    await handle.close();
   }
 }

@@ -29,6 +29,15 @@ describe('scheduler policy', () => {
     expect(later.start).toEqual(['a']);
   });
 
+  it('a blocked flow (no API key) holds its cards with the reason, without a wake time; other flows go on', () => {
+    const why = 'waiting for the API key of provider "openai"';
+    const d = decide(base({ queued: [q('a', 'agent'), q('b')], blockedFlows: { agent: why } }));
+    expect(d.start).toEqual(['b']);
+    expect(d.waiting.a).toBe(why);
+    expect(d.wakeAt).toBeUndefined();
+    expect(decide(base({ queued: [q('a', 'agent')] })).start).toEqual(['a']);
+  });
+
   it('one run at a time on the real display, across flows; it waits (not fails) while something else holds it', () => {
     const real = { desk1: 'the real display', desk2: 'the real display' };
     const caps = { shell: 2, desk1: 1, desk2: 1 };
@@ -97,9 +106,12 @@ describe('scheduler policy', () => {
   });
 
   it('cards of a flow missing from config.yaml wait with a reason', () => {
-    const d = decide(base({ queued: [q('a', 'nope')] }));
+    const d = decide(base({ queued: [q('a', 'nope'), q('b', 'constructor'), q('c', '__proto__')] }));
     expect(d.start).toEqual([]);
     expect(d.waiting.a).toMatch(/not in config.yaml/);
+    // names of Object.prototype are no flows either
+    expect(d.waiting.b).toBe('flow "constructor" is not in config.yaml');
+    expect(d.waiting.c).toBe('flow "__proto__" is not in config.yaml');
   });
 
   it('a card in backoff waits until its next try, and says when to look again', () => {

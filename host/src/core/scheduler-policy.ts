@@ -30,17 +30,22 @@ export interface PolicyInput {
   columnCounts?: Readonly<Partial<Record<CardStatus, number>>>;
   /**
    * Flows parked until a time (epoch ms): a run of the flow hit a provider rate limit whose reset lies
-   * beyond its retry budget, so new runs would only fail the same way until then (issue 5).
+   * beyond its retry budget, so new runs would only fail the same way until then.
    */
   parkedFlows?: Readonly<Record<string, number>>;
   /**
    * Flows whose runs need a resource only one run at a time may hold, by the resource's name: computer-use
-   * flows on the real display ("the real display"; the supervisor refuses a second one, issue 5). One
+   * flows on the real display ("the real display"; the supervisor refuses a second one). One
    * run of all these flows together holds it, whatever their caps.
    */
   exclusive?: Readonly<Record<string, string>>;
   /** Resources held by something this board did not start (a refusal said so): why, shown on cards. */
   busy?: Readonly<Record<string, string>>;
+  /**
+   * Flows that cannot run until a person does something (their provider has no API key): why. Their
+   * cards wait, with no backoff and no failure counted, and start once it is done.
+   */
+  blockedFlows?: Readonly<Record<string, string>>;
   now: number;
 }
 
@@ -53,7 +58,7 @@ export interface PolicyDecision {
   wakeAt?: number;
 }
 
-/** Consecutive-failure backoff: base * 2^(failures-1), capped (seed 001: 5 minutes). 0 when no failures. */
+/** Consecutive-failure backoff: base * 2^(failures-1), capped (at 5 minutes by default). 0 when no failures. */
 export function backoffDelay(failures: number, baseMs: number, maxMs: number): number {
   if (failures <= 0) return 0;
   return Math.min(maxMs, baseMs * 2 ** Math.min(failures - 1, 30));
@@ -100,7 +105,15 @@ export function decide(input: PolicyInput): PolicyDecision {
       wakeAt = wakeAt === undefined ? parkedUntil : Math.min(wakeAt, parkedUntil);
       continue;
     }
-    const cap = input.flowCaps[card.flow];
+    const blocked =
+      input.blockedFlows && Object.hasOwn(input.blockedFlows, card.flow)
+        ? input.blockedFlows[card.flow]
+        : undefined;
+    if (blocked !== undefined) {
+      waiting[card.id] = blocked;
+      continue;
+    }
+    const cap = Object.hasOwn(input.flowCaps, card.flow) ? input.flowCaps[card.flow] : undefined;
     if (cap === undefined) {
       waiting[card.id] = `flow "${card.flow}" is not in config.yaml`;
       continue;

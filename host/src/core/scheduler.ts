@@ -13,7 +13,7 @@
  */
 import { EventEmitter } from 'node:events';
 import PQueue from 'p-queue';
-import { ResponseError, type RunResult } from '@runboard/supervisor/protocol';
+import { DisplayBusy, ResponseError, type RunResult } from '@runboard/supervisor/protocol';
 import type { BoardStore } from './board-store.ts';
 import { compareCards } from './board-model.ts';
 import { appendQuestions } from './board-questions.ts';
@@ -27,6 +27,8 @@ import type { SupervisorClient } from './supervisor-client.ts';
 const REAL_DISPLAY = 'the real display';
 /** A resource held by a run of someone else's is looked at again after this long at the latest. */
 const RESOURCE_RECHECK_MS = 30_000;
+/** While cards wait for a provider key: how often the supervisor is asked whether it is set. */
+const KEY_RECHECK_MS = 2_000;
 
 export interface Progress {
   fraction?: number | undefined;
@@ -64,6 +66,13 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private recovered = false;
   /** Cards whose stray `running` is being looked into (one look at a time). */
   private readonly strays = new Set<string>();
+  /** Providers whose runs were refused for a missing API key: their flows wait until it is set. */
+  private readonly keyless = new Map<string, string>();
+  private keyTimer: NodeJS.Timeout | undefined;
+  /** Each card's status as last seen, to tell a person's re-queue from the scheduler's own. */
+  private readonly lastStatus = new Map<string, CardStatus | undefined>();
+  /** Set while the scheduler writes a card: the change events it causes are its own. */
+  private writing = false;
 
   constructor(
     private readonly store: BoardStore,
@@ -77,15 +86,31 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       this.queue.concurrency = store.config.scheduler.maxConcurrency;
       this.kick();
     });
+    // What a person running `serve` sees in its terminal when the supervisor goes away and comes back.
+    client.on('lost', (why) => process.emitWarning(`runboard: ${why}; starting a new supervisor`));
+    client.on('reconnected', () => process.emitWarning('runboard: connected to the supervisor again'));
+    for (const c of store.all()) this.lastStatus.set(this.idOf(c), c.front.status);
     store.on('cards', ({ id, external }) => {
       if (!id) return;
       const card = store.get(id);
-      // The host is the only writer of a running card's state: an outside edit cannot unlock it.
+      const before = this.lastStatus.get(id);
+      if (card) this.lastStatus.set(id, card.front.status);
+      else this.lastStatus.delete(id);
+      // The host is the only writer of a running card's state: an outside edit cannot unlock it...
       if (card && external && this.active.has(id) && card.front.status !== 'running')
         this.safeUpdate(id, { status: 'running' });
       // ...and a card that says running with no run going cannot stay locked
       else if (card && external && this.recovered && card.front.status === 'running' && !this.active.has(id))
         void this.strayRunning(id);
+      // a person put the card in Queued (a move, "answer & re-queue", an edit): it starts afresh
+      else if (
+        card &&
+        !this.writing &&
+        card.front.status === 'queued' &&
+        before !== 'queued' &&
+        (card.front.failures !== undefined || card.front.nextTryAt !== undefined)
+      )
+        this.safeUpdate(id, { failures: undefined, nextTryAt: undefined });
       this.kick();
     });
   }
@@ -197,6 +222,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.wakeTimer);
+    clearTimeout(this.keyTimer);
     for (const b of this.busy.values()) clearTimeout(b.timer);
   }
 
@@ -233,6 +259,12 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
           .map(([n]) => [n, REAL_DISPLAY]),
       ),
       busy: Object.fromEntries([...this.busy].map(([res, b]) => [res, b.why])),
+      blockedFlows: Object.fromEntries(
+        Object.entries(cfg.flows).flatMap(([n, f]) => {
+          const why = f.provider ? this.keyless.get(f.provider) : undefined;
+          return why ? [[n, why]] : [];
+        }),
+      ),
       now: this.now(),
     });
     const changed = JSON.stringify(decision.waiting) !== JSON.stringify(this.waiting);
@@ -262,14 +294,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       try {
         ({ runId } = await this.client.launch(request));
       } catch (err) {
-        const data =
-          err instanceof ResponseError ? (err.data as { reason?: unknown; runId?: unknown }) : null;
-        if (data?.reason === 'display-busy')
-          return this.resourceBusy(
-            cardId,
-            REAL_DISPLAY,
-            typeof data.runId === 'string' ? data.runId : undefined,
-          );
+        const busy = err instanceof ResponseError ? DisplayBusy.safeParse(err.data) : null;
+        if (busy?.success) return this.resourceBusy(cardId, REAL_DISPLAY, busy.data.runId);
         const msg = err instanceof ResponseError ? `refused: ${err.message}` : (err as Error).message;
         return this.launchFailed(cardId, msg);
       }
@@ -385,6 +411,14 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
           );
           break;
         }
+        case 'failed':
+          if (result.termination?.reason === 'missing-key' && this.waitForKey(result)) {
+            // nothing was started: no failure, no backoff; the card waits in Queued where it was
+            this.safeUpdate(cardId, { status: 'queued', lastRun: result.runId, lastError: undefined });
+            break;
+          }
+          this.failed(cardId, failures + 1, `${result.status} (${detail})`, result.runId);
+          break;
         case 'cancelled':
           this.safeUpdate(cardId, {
             status: 'backlog',
@@ -402,7 +436,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   /**
    * The supervisor refused a launch because a run this board did not start (another project's board, a
-   * CLI run) holds an exclusive resource: the real display (`display-busy`, issue 5). That is no failure
+   * CLI run) holds an exclusive resource: the real display (`display-busy`). That is no failure
    * of the card: it goes back to waiting in Queued, saying why, and starts as soon as that run ends (the
    * scheduler follows its end) or, at the latest, when it looks again after RESOURCE_RECHECK_MS.
    */
@@ -451,6 +485,46 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.kick();
   }
 
+  /**
+   * A run refused for a missing API key: its flow's provider is marked keyless (its cards wait, saying
+   * how to set the key) and the supervisor is asked every KEY_RECHECK_MS until the key is there. False
+   * when the flow has no provider in config.yaml (any more): then it is an ordinary failure.
+   */
+  private waitForKey(result: RunResult): boolean {
+    const provider = this.store.config.flows[result.flow]?.provider;
+    if (!provider) return false;
+    this.keyless.set(
+      provider,
+      `waiting for an API key for provider "${provider}": store it with ` +
+        `\`printenv YOUR_KEY_VARIABLE | runboard key set ${provider}\`; the card starts once it is set`,
+    );
+    this.watchKeys();
+    return true;
+  }
+
+  private watchKeys(): void {
+    if (this.keyTimer || this.stopped) return;
+    this.keyTimer = setTimeout(() => {
+      void (async () => {
+        try {
+          const { providers } = await this.client.listProviders();
+          for (const p of providers) if (p.hasKey) this.keyless.delete(p.name);
+          for (const name of this.keyless.keys())
+            if (!providers.some((p) => p.name === name))
+              this.keyless.set(
+                name,
+                `the supervisor knows no model provider "${name}": correct the flow's provider in config.yaml`,
+              );
+        } catch (err) {
+          process.emitWarning(`runboard: could not ask for provider keys: ${(err as Error).message}`);
+        }
+        this.keyTimer = undefined;
+        if (this.keyless.size) this.watchKeys();
+        this.kick();
+      })();
+    }, KEY_RECHECK_MS);
+  }
+
   private failed(cardId: string, failures: number, message: string, runId?: string): void {
     const b = this.store.config.scheduler.backoff;
     const retry = failures <= b.retries;
@@ -473,10 +547,13 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   }
 
   private safeUpdate(cardId: string, patch: Record<string, unknown>, editBody?: (b: string) => string): void {
+    this.writing = true;
     try {
       this.store.update(cardId, patch, editBody);
     } catch (err) {
       process.emitWarning(`runboard: could not write card ${cardId}: ${(err as Error).message}`);
+    } finally {
+      this.writing = false;
     }
   }
 }

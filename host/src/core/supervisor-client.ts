@@ -16,6 +16,7 @@ import {
   call,
   CancelRun,
   DiscardWorktree,
+  GetRun,
   KeepWorktree,
   ListProviders,
   SetProviderKey,
@@ -323,6 +324,9 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
   }
   list(p: z.input<typeof ListRuns.params> = {}) {
     return this.rpc(ListRuns.method, (c) => call(c, ListRuns, p));
+  }
+  getRun(runId: string) {
+    return call(this.conn, GetRun, { runId });
   }
   status() {
     return this.rpc(SupervisorStatus.method, (c) => call(c, SupervisorStatus, {}));

@@ -1,29 +1,24 @@
 /**
- * The one list of IPC channels between the Electron main process and the preload bridge. Both import
- * it; main ignores any other channel and any sender that is not its own window.
+ * The IPC channels between the Electron main process and the preload bridge. Both import them; main
+ * ignores any other channel and any sender that is not its own window.
  */
-export const Invoke = {
-  board: 'board:get',
-  card: 'card:get',
-  move: 'card:move',
-  cancel: 'card:cancel',
-  answer: 'card:answer',
-  settings: 'settings:get',
-  saveSettings: 'settings:save',
-  runFiles: 'run:files',
-  runDiff: 'run:diff',
-  settleWorktree: 'run:settleWorktree',
-  exportRun: 'run:export',
-  streamRun: 'run:stream',
-  stopStream: 'run:stopStream',
-  /** The renderer has handled n more bytes of a run stream (flow control: credit.ts). */
-  ackStream: 'run:ackStream',
+
+/** A board method's channel (host/src/shared/board-methods.ts): one per call, and `exportRun`. */
+export const channelOf = (method: string): string => `board:${method}`;
+
+/** Run streams: start (stream id, {runId}), stop (stream id), ack (stream id, bytes handled: credit.ts). */
+export const Stream = {
+  start: 'run:stream',
+  stop: 'run:stopStream',
+  ack: 'run:ackStream',
 } as const;
 
+/** Main → renderer messages (a prefix of their own: no method's channel can take their name). */
 export const Push = {
-  boardChanged: 'board:changed',
-  runStream: 'run:streamMessage',
+  boardChanged: 'push:boardChanged',
+  runStream: 'push:runStream',
 } as const;
 
-/** Screenshots and the app itself are served to the renderer from this scheme. */
+/** The app, its screenshots and live frames are served to the renderer from this origin. */
 export const SCHEME = 'runboard';
+export const APP_ORIGIN = `${SCHEME}://app`;

@@ -1,9 +1,12 @@
 /**
- * The typed preload bridge (sandboxed preload, contextIsolation): exposes the renderer's BoardApi as
- * named intents over the channels of channels.ts. Never the raw ipcRenderer, no fs, no spawn.
+ * The typed preload bridge (sandboxed preload, contextIsolation): exposes the renderer's BoardApi,
+ * built from the board's method table, over the channels of channels.ts. Never the raw ipcRenderer,
+ * no fs, no spawn. Main checks every argument (ipc.ts); nothing here is trusted.
  */
-import type { BoardApi, BoardDelta, RunStreamMessage } from '../renderer/api.ts';
-import { Invoke, Push, SCHEME } from './channels.ts';
+import type { BoardApi } from '../shared/board-api.ts';
+import { buildCalls, urlOf } from '../shared/board-methods.ts';
+import type { BoardDelta, RunStreamMessage } from '../shared/board-types.ts';
+import { APP_ORIGIN, channelOf, Push, Stream } from './channels.ts';
 import { AckBatcher } from './credit.ts';
 
 interface IpcRendererLike {
@@ -20,39 +23,28 @@ const { contextBridge, ipcRenderer } = require('electron');
 
 let streams = 0;
 const api: BoardApi = {
-  board: () => ipcRenderer.invoke(Invoke.board) as ReturnType<BoardApi['board']>,
+  ...buildCalls((name, params) => ipcRenderer.invoke(channelOf(name), params)),
   onBoardChanged(cb) {
     const l = (_e: unknown, delta?: unknown): void => cb(delta as BoardDelta | undefined);
     ipcRenderer.on(Push.boardChanged, l);
     return () => ipcRenderer.removeListener(Push.boardChanged, l);
   },
-  card: (id) => ipcRenderer.invoke(Invoke.card, id) as ReturnType<BoardApi['card']>,
-  move: async (id, to, index) => void (await ipcRenderer.invoke(Invoke.move, id, to, index)),
-  cancel: async (id) => void (await ipcRenderer.invoke(Invoke.cancel, id)),
-  answer: async (id, answers, requeue) =>
-    void (await ipcRenderer.invoke(Invoke.answer, id, answers, requeue)),
-  settings: () => ipcRenderer.invoke(Invoke.settings) as ReturnType<BoardApi['settings']>,
-  saveSettings: async (s) => void (await ipcRenderer.invoke(Invoke.saveSettings, s)),
-  runFiles: (runId) => ipcRenderer.invoke(Invoke.runFiles, runId) as ReturnType<BoardApi['runFiles']>,
-  runDiff: (runId) => ipcRenderer.invoke(Invoke.runDiff, runId) as ReturnType<BoardApi['runDiff']>,
-  settleWorktree: (runId, how) =>
-    ipcRenderer.invoke(Invoke.settleWorktree, runId, how) as ReturnType<BoardApi['settleWorktree']>,
-  fileUrl: (runId, name) => `${SCHEME}://run/${encodeURIComponent(runId)}/${encodeURIComponent(name)}`,
-  liveUrl: (runId, n) => `${SCHEME}://live/${encodeURIComponent(runId)}?n=${n}`,
-  exportRun: async (runId) => void (await ipcRenderer.invoke(Invoke.exportRun, runId)),
+  fileUrl: (runId, name) => APP_ORIGIN + urlOf('runFile', { runId, name }),
+  liveUrl: (runId, n) => APP_ORIGIN + urlOf('liveFrame', { runId, n }),
+  exportRun: async (runId) => void (await ipcRenderer.invoke(channelOf('exportRun'), { runId })),
   streamRun(runId, cb) {
     const id = ++streams;
-    const acks = new AckBatcher((n) => void ipcRenderer.invoke(Invoke.ackStream, id, n));
+    const acks = new AckBatcher((n) => void ipcRenderer.invoke(Stream.ack, id, n));
     const l = (_e: unknown, sid: unknown, m: unknown, size: unknown): void => {
       if (sid !== id) return;
       cb(m as RunStreamMessage);
       acks.handled(Number(size) || 0);
     };
     ipcRenderer.on(Push.runStream, l);
-    void ipcRenderer.invoke(Invoke.streamRun, id, runId);
+    void ipcRenderer.invoke(Stream.start, id, { runId });
     return () => {
       ipcRenderer.removeListener(Push.runStream, l);
-      void ipcRenderer.invoke(Invoke.stopStream, id);
+      void ipcRenderer.invoke(Stream.stop, id);
     };
   },
 };

@@ -3,7 +3,8 @@
  * plain data to the presentational Board, Inspector and SettingsView.
  */
 import { useCallback, useEffect, useRef, useState } from 'react';
-import type { BoardApi, BoardView, CardDetail } from './api.ts';
+import type { BoardApi } from '../shared/board-api.ts';
+import type { BoardView, CardDetail } from '../shared/board-types.ts';
 import { applyDelta } from './board-delta.ts';
 import { Board, type MoveIntent } from './Board.tsx';
 import { Inspector } from './Inspector.tsx';
@@ -34,7 +35,7 @@ export function App({ api }: { api: BoardApi }) {
 
   const refreshDetail = useCallback(async () => {
     const id = selectedRef.current;
-    if (id && !id.startsWith('broken:')) setDetail(await api.card(id));
+    if (id && !id.startsWith('broken:')) setDetail(await api.card({ id }));
   }, [api]);
 
   const refresh = useCallback(async () => {
@@ -90,7 +91,7 @@ export function App({ api }: { api: BoardApi }) {
     if (!selected || selected.startsWith('broken:')) return setDetail(undefined);
     let live = true;
     api
-      .card(selected)
+      .card({ id: selected })
       .then((d) => live && setDetail(d))
       .catch((e: Error) => live && setError(e.message));
     return () => {
@@ -101,7 +102,7 @@ export function App({ api }: { api: BoardApi }) {
   const onMove = (m: MoveIntent): void => {
     if (!board) return;
     setBoard(applyMove(board, m));
-    api.move(m.id, m.to, m.index).then(
+    api.move({ id: m.id, to: m.to, index: m.index }).then(
       () => setError(undefined),
       (e: Error) => {
         setError(e.message);

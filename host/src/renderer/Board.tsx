@@ -26,10 +26,9 @@ import {
 } from '@dnd-kit/sortable';
 import { CSS } from '@dnd-kit/utilities';
 import { memo, useMemo, useState } from 'react';
-import type { BoardView, CardView, Column } from './api.ts';
-import { COLUMN_TITLES } from './api.ts';
+import { COLUMNS, COLUMN_TITLES, type BoardView, type CardView, type Column } from '../shared/board-types.ts';
+import { ScheduleNote } from './Schedule.tsx';
 
-export const COLUMN_IDS: Column[] = ['backlog', 'queued', 'running', 'needs-input', 'done', 'failed'];
 const COL_PREFIX = 'column:';
 
 function time(iso: string): string {
@@ -84,6 +83,7 @@ const CardContent = memo(function CardContent({ card }: { card: CardView }) {
             <div className="card-note error">{card.lastError}</div>
           )}
           {card.needs && <div className="card-note needs">needs: {card.needs}</div>}
+          {card.schedule && <ScheduleNote schedule={card.schedule} />}
           {card.openQuestions && card.column !== 'running' ? (
             <div className="card-note questions">
               {card.openQuestions} open question{card.openQuestions > 1 ? 's' : ''}
@@ -254,10 +254,7 @@ export function Board({
   };
   const [dragging, setDragging] = useState<CardView>();
   const byColumn = useMemo(() => {
-    const out = Object.fromEntries(COLUMN_IDS.map((c) => [c, [] as CardView[]])) as Record<
-      Column,
-      CardView[]
-    >;
+    const out = Object.fromEntries(COLUMNS.map((c) => [c, [] as CardView[]])) as Record<Column, CardView[]>;
     for (const c of board.cards) out[c.column].push(c);
     return out;
   }, [board.cards]);
@@ -282,7 +279,7 @@ export function Board({
       }}
     >
       <div className="board" role="region" aria-label="Board">
-        {COLUMN_IDS.map((col) => (
+        {COLUMNS.map((col) => (
           <ColumnView
             key={col}
             column={col}

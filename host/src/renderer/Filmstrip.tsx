@@ -1,10 +1,10 @@
 /**
- * Computer-use runs in the inspector (issue 5): the filmstrip of a run's steps (from its cu-step
+ * Computer-use runs in the inspector: the filmstrip of a run's steps (from its cu-step
  * events: cu-steps.ts), a large view of a step's screenshot, and the live view of a private display
  * while the run is running (a frame about every second, fetched one after the other).
  */
 import { useEffect, useState } from 'react';
-import type { BoardApi } from './api.ts';
+import type { BoardApi } from '../shared/board-api.ts';
 import type { FilmStep } from './cu-steps.ts';
 
 function ms(n: number | undefined): string | undefined {

@@ -4,11 +4,13 @@
  * for computer-use runs the steps as a filmstrip and, while one runs on a private display, that display live.
  */
 import { useEffect, useMemo, useState } from 'react';
-import type { RunEvent, RunResult } from '@runboard/supervisor/protocol';
-import type { BoardApi, CardDetail } from './api.ts';
+import type { RunEvent, RunResult } from '@runboard/supervisor/protocol/data';
+import type { BoardApi } from '../shared/board-api.ts';
+import type { CardDetail } from '../shared/board-types.ts';
 import { Filmstrip, LiveDisplay } from './Filmstrip.tsx';
 import { filmstripOf, isFilmEvent } from './cu-steps.ts';
 import { LogView, type RunLiveState } from './LogView.tsx';
+import { ScheduleSection } from './Schedule.tsx';
 
 function fmtMs(ms: number | null | undefined): string {
   if (ms === null || ms === undefined) return '…';
@@ -74,7 +76,7 @@ function Screenshots({ api, runId, ended }: { api: BoardApi; runId: string; ende
   useEffect(() => {
     let live = true;
     api
-      .runFiles(runId)
+      .runFiles({ runId })
       .then((f) => live && setShots(f.screenshots))
       .catch(() => live && setShots([]));
     return () => {
@@ -108,7 +110,7 @@ function Worktree({ api, run, onChanged }: { api: BoardApi; run: RunResult; onCh
     setBusy(true);
     setError('');
     try {
-      const after = await api.settleWorktree(run.runId, how);
+      const after = await api.settleWorktree({ runId: run.runId, how });
       setState(after.worktree?.state);
       onChanged();
     } catch (err) {
@@ -146,7 +148,9 @@ function Worktree({ api, run, onChanged }: { api: BoardApi; run: RunResult; onCh
         <div className="worktree-actions">
           {files.length > 0 && !diff && (
             <button
-              onClick={() => void api.runDiff(run.runId).then(setDiff, (e: Error) => setError(e.message))}
+              onClick={() =>
+                void api.runDiff({ runId: run.runId }).then(setDiff, (e: Error) => setError(e.message))
+              }
             >
               Show diff
             </button>
@@ -300,7 +304,7 @@ function Questions({
     const answers = Object.entries(draft)
       .filter(([, a]) => a.trim())
       .map(([i, answer]) => ({ index: Number(i), answer }));
-    api.answer(detail.card.id, answers, requeue).then(
+    api.answer({ id: detail.card.id, answers, requeue }).then(
       () => {
         setDraft({});
         onChanged();
@@ -399,7 +403,7 @@ export function Inspector({
             className="danger"
             onClick={() =>
               api
-                .cancel(card.id)
+                .cancel({ id: card.id })
                 .then(onChanged)
                 .catch((e: Error) => setError(e.message))
             }
@@ -432,6 +436,7 @@ export function Inspector({
           </section>
         )
       )}
+      <ScheduleSection api={api} detail={detail} onChanged={onChanged} />
       <section className="runs" aria-label="Runs">
         <h3>Runs ({detail.runs.length})</h3>
         <TrendChart runs={detail.runs} />

@@ -7,8 +7,9 @@
 import Anser from 'anser';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState } from 'react';
-import type { RunEvent } from '@runboard/supervisor/protocol';
-import type { BoardApi, RunStreamMessage } from './api.ts';
+import type { RunEvent } from '@runboard/supervisor/protocol/data';
+import type { BoardApi } from '../shared/board-api.ts';
+import type { RunStreamMessage } from '../shared/board-types.ts';
 
 export const MAX_LINES = 200_000;
 const ROW = 17;

@@ -1,7 +1,7 @@
 /** Settings: the caps of config.yaml (global, per flow, per column), written back keeping comments. */
 import { useEffect, useState } from 'react';
-import type { BoardApi, Column, Settings } from './api.ts';
-import { COLUMN_TITLES } from './api.ts';
+import type { BoardApi } from '../shared/board-api.ts';
+import { COLUMN_TITLES, type Column, type Settings } from '../shared/board-types.ts';
 
 const LIMITABLE: Column[] = ['needs-input', 'done', 'failed'];
 

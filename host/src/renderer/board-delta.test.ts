@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { BoardView, CardView } from './api.ts';
+import type { BoardView, CardView } from '../shared/board-types.ts';
 import { applyDelta } from './board-delta.ts';
 
 const card = (id: string, column: CardView['column'], rank?: number): CardView => ({

@@ -1,5 +1,5 @@
 /** Pure board updates of the renderer: applying a host delta (see BoardDelta in api.ts). */
-import type { BoardDelta, BoardView, CardView } from './api.ts';
+import type { BoardDelta, BoardView, CardView } from '../shared/board-types.ts';
 
 /** Column order as the host sorts: by rank, rankless after, by file; broken cards last. */
 export function order(a: CardView, b: CardView): number {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { RunEvent } from '@runboard/supervisor/protocol';
+import type { RunEvent } from '@runboard/supervisor/protocol/data';
 import { filmstripOf, isFilmEvent, shortArgs } from './cu-steps.ts';
 
 let seq = 0;

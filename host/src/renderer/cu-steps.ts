@@ -1,9 +1,14 @@
 /**
- * A computer-use run's steps, from its events (issue 5): the worker logs `cu-screenshot` (step 0),
- * one `cu-step` per tool call (several calls of one model turn share a step and its screenshot) and
- * `cu-final` (docs/computer-use.md, "Records"). Pure: the inspector's filmstrip renders what this folds.
+ * A computer-use run's steps, from its events: the worker logs `cu-screenshot` (step 0), one `cu-step`
+ * per tool call (several calls of one model turn share a step and its screenshot) and `cu-final`, as
+ * the protocol declares them (CuScreenshot, CuStep, CuFinal in supervisor/src/protocol/cu-events.ts).
+ * Pure: the inspector's filmstrip renders what this folds. Records from older runs may lack fields,
+ * so each one is still checked before use.
  */
-import type { RunEvent } from '@runboard/supervisor/protocol';
+import type { CuEvent, CuFinal, CuScreenshot, CuStep, RunEvent } from '@runboard/supervisor/protocol/data';
+
+/** An event's data as the protocol declares it, every field possibly missing (older records). */
+type Recorded<T> = { [K in keyof T]?: unknown };
 
 export interface FilmCall {
   tool: string;
@@ -56,18 +61,20 @@ export function filmstripOf(events: readonly RunEvent[]): FilmStep[] {
   };
   for (const e of events) {
     if (e.type !== 'log' || !e.data || seen.has(e.seq)) continue;
-    const d = e.data as Record<string, unknown>;
-    const step = num(d.step);
+    const kind = (e.data as { kind?: unknown }).kind as CuEvent['kind'] | undefined;
+    const step = num((e.data as { step?: unknown }).step);
     if (step === undefined) continue;
     seen.add(e.seq);
-    if (d.kind === 'cu-screenshot') {
+    if (kind === 'cu-screenshot') {
+      const d = e.data as Recorded<CuScreenshot>;
       const s = at(step);
       s.screenshot = `artifacts/${str(d.file) ?? ''}`;
       const w = num(d.width);
       const h = num(d.height);
       if (w && h) s.image = [w, h];
       s.timings.captureMs = num(d.captureMs);
-    } else if (d.kind === 'cu-step') {
+    } else if (kind === 'cu-step') {
+      const d = e.data as Recorded<CuStep>;
       const s = at(step);
       const tool = str(d.tool) ?? '?';
       s.calls.push({
@@ -90,7 +97,8 @@ export function filmstripOf(events: readonly RunEvent[]): FilmStep[] {
       if (tok && num(tok.input) !== undefined)
         s.tokens = { input: num(tok.input)!, output: num(tok.output) ?? 0 };
       if (str(d.modelText)) s.modelText = str(d.modelText);
-    } else if (d.kind === 'cu-final') {
+    } else if (kind === 'cu-final') {
+      const d = e.data as Recorded<CuFinal>;
       const s = at(step);
       const text = str(d.text) ?? '';
       let status: string | undefined;
@@ -124,5 +132,6 @@ export function filmstripOf(events: readonly RunEvent[]): FilmStep[] {
 export function isFilmEvent(e: RunEvent): boolean {
   if (e.type !== 'log' || !e.data) return false;
   const k = (e.data as { kind?: unknown }).kind;
-  return k === 'cu-screenshot' || k === 'cu-step' || k === 'cu-final' || k === 'cu-live';
+  const film: readonly CuEvent['kind'][] = ['cu-screenshot', 'cu-step', 'cu-final', 'cu-live'];
+  return film.includes(k as CuEvent['kind']);
 }

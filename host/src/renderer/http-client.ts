@@ -1,77 +1,54 @@
 /**
- * BoardApi over HTTP, for the browser shell (`runboard serve`). The page was opened with the launch
- * token in its URL; the server turned it into an HttpOnly cookie, so requests here carry it implicitly.
+ * BoardApi over HTTP, for the browser shell (`runboard serve`), built from the board's method table:
+ * each call is its route's request. The page was opened with the launch token in its URL; the server
+ * turned it into an HttpOnly cookie, so requests here carry it implicitly.
  */
-import type {
-  BoardApi,
-  BoardDelta,
-  BoardView,
-  CardDetail,
-  Column,
-  RunFiles,
-  RunResult,
-  RunStreamMessage,
-  Settings,
-  WorktreeDiff,
-} from './api.ts';
+import type { BoardApi } from '../shared/board-api.ts';
+import { boardMethods, buildCalls, fillPath, queryOf, urlOf } from '../shared/board-methods.ts';
+import type { BoardDelta, RunStreamMessage } from '../shared/board-types.ts';
 
-async function request<T>(method: string, url: string, body?: unknown): Promise<T> {
+async function request(method: string, url: string, body?: unknown): Promise<unknown> {
   const res = await fetch(url, {
     method,
     credentials: 'same-origin',
     headers: body === undefined ? {} : { 'content-type': 'application/json' },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
-  const data = (await res.json().catch(() => ({}))) as T & { error?: string };
+  const data = (await res.json().catch(() => ({}))) as { error?: string };
   if (!res.ok) throw new Error(data.error ?? `${method} ${url}: HTTP ${res.status}`);
   return data;
 }
 
-const enc = encodeURIComponent;
-
 export function httpApi(): BoardApi {
+  const calls = buildCalls((name, params) => {
+    const m = boardMethods[name];
+    const { path, rest } = fillPath(m.path, params);
+    return m.verb === 'GET' ? request('GET', path + queryOf(rest)) : request(m.verb, path, rest);
+  });
   return {
-    board: () => request<BoardView>('GET', '/api/board'),
+    ...calls,
     onBoardChanged(cb) {
-      let es: EventSource | undefined;
-      let closed = false;
-      const open = (): void => {
-        es = new EventSource('/api/events');
-        es.onmessage = (e: MessageEvent<string>) => {
-          const m = JSON.parse(e.data) as { type: string } & Partial<BoardDelta>;
-          cb(m.type === 'delta' ? (m as BoardDelta) : undefined);
-        };
-        // the browser reconnects by itself; refresh the board when it does
-        es.onopen = () => cb();
+      const es = new EventSource(urlOf('boardEvents', {}));
+      es.onmessage = (e: MessageEvent<string>) => {
+        const m = JSON.parse(e.data) as { type: string } & Partial<BoardDelta>;
+        cb(m.type === 'delta' ? (m as BoardDelta) : undefined);
       };
-      open();
-      return () => {
-        closed = true;
-        void closed;
-        es?.close();
-      };
+      // the browser reconnects by itself; refresh the board when it does
+      es.onopen = () => cb();
+      return () => es.close();
     },
-    card: (id) => request<CardDetail>('GET', `/api/cards/${enc(id)}`),
-    move: (id, to: Column, index) => request('POST', `/api/cards/${enc(id)}/move`, { to, index }),
-    cancel: (id) => request('POST', `/api/cards/${enc(id)}/cancel`, {}),
-    answer: (id, answers, requeue) => request('POST', `/api/cards/${enc(id)}/answer`, { answers, requeue }),
-    settings: () => request<Settings>('GET', '/api/settings'),
-    saveSettings: (s) => request('PUT', '/api/settings', s),
-    runFiles: (runId) => request<RunFiles>('GET', `/api/runs/${enc(runId)}/files`),
-    runDiff: (runId) => request<WorktreeDiff>('GET', `/api/runs/${enc(runId)}/diff`),
-    settleWorktree: (runId, how) => request<RunResult>('POST', `/api/runs/${enc(runId)}/${how}`, {}),
-    fileUrl: (runId, name) => `/api/runs/${enc(runId)}/file?name=${enc(name)}`,
-    liveUrl: (runId, n) => `/api/runs/${enc(runId)}/live?n=${n}`,
+    fileUrl: (runId, name) => urlOf('runFile', { runId, name }),
+    liveUrl: (runId, n) => urlOf('liveFrame', { runId, n }),
     async exportRun(runId) {
       const a = document.createElement('a');
-      a.href = `/api/runs/${enc(runId)}/export`;
+      a.href = urlOf('exportRun', { runId });
       a.download = `run-${runId}.tar.gz`;
       document.body.append(a);
       a.click();
       a.remove();
     },
     streamRun(runId, cb: (m: RunStreamMessage) => void) {
-      const es = new EventSource(`/api/runs/${enc(runId)}/stream`);
+      const es = new EventSource(urlOf('runStream', { runId }));
       let ended = false;
       es.onmessage = (e: MessageEvent<string>) => {
         const m = JSON.parse(e.data) as RunStreamMessage;

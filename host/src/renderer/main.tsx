@@ -3,7 +3,7 @@
  * else HTTP for `runboard serve`) and renders the app.
  */
 import { createRoot } from 'react-dom/client';
-import type { BoardApi } from './api.ts';
+import type { BoardApi } from '../shared/board-api.ts';
 import { App } from './App.tsx';
 import { httpApi } from './http-client.ts';
 

@@ -9,47 +9,23 @@ import { createReadStream, existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import path from 'node:path';
-import { z } from 'zod';
-import { AnswerList, MoveRefused, NotFound, type BoardService } from '../core/board-service.ts';
-import type { BoardDelta, Column } from '../renderer/api.ts';
+import type { BoardService } from '../core/board-service.ts';
+import {
+  callHandlers,
+  contentType,
+  CSP,
+  dispatchCall,
+  fileHandlers,
+  parseParams,
+  RENDERER_FILES,
+  segmentsOf,
+  statusOf,
+  type FileReply,
+} from '../core/board-dispatch.ts';
+import { boardMethods, matchRoute } from '../shared/board-methods.ts';
+import type { BoardDelta } from '../shared/board-types.ts';
 
-export const CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "font-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
-
-const MoveBody = z.object({
-  to: z.enum(['backlog', 'queued', 'running', 'needs-input', 'done', 'failed']),
-  index: z.number().int().min(0),
-});
-const AnswerBody = z.object({
-  answers: AnswerList,
-  requeue: z.boolean().optional(),
-});
-const SettingsBody = z.object({
-  maxConcurrency: z.number().int().min(1).max(1000),
-  flows: z.array(z.object({ name: z.string(), cap: z.number().int().min(0).max(1000) })),
-  columnLimits: z.partialRecord(MoveBody.shape.to, z.number().int().min(0).max(100_000)),
-});
-
-const TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.map': 'application/json',
-  '.png': 'image/png',
-  '.jpg': 'image/jpeg',
-  '.jpeg': 'image/jpeg',
-  '.webp': 'image/webp',
-  '.gif': 'image/gif',
-};
+export { CSP };
 
 export interface ServeOptions {
   port?: number;
@@ -103,7 +79,7 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
     );
   };
 
-  const readBody = (req: http.IncomingMessage): Promise<unknown> =>
+  const readBody = (req: http.IncomingMessage): Promise<object> =>
     new Promise((resolve, reject) => {
       let size = 0;
       const chunks: Buffer[] = [];
@@ -114,9 +90,12 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
       });
       req.on('end', () => {
         try {
-          resolve(chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {});
+          const body: unknown = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {};
+          if (typeof body !== 'object' || body === null || Array.isArray(body))
+            reject(new HttpError(400, 'the body must be a JSON object of the parameters'));
+          else resolve(body);
         } catch {
-          reject(new HttpError(400, 'body is not JSON'));
+          reject(new HttpError(400, 'the body is not JSON'));
         }
       });
       req.on('error', reject);
@@ -143,11 +122,31 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
   const staticFile = (res: http.ServerResponse, name: string): void => {
     const file = path.join(opts.rendererDir, name);
     if (!existsSync(file)) throw new HttpError(404, `${name} not built; run node scripts/bundle.mjs`);
-    res.writeHead(200, {
-      'content-type': TYPES[path.extname(name)] ?? 'application/octet-stream',
-      'cache-control': 'no-cache',
-    });
+    res.writeHead(200, { 'content-type': contentType(name), 'cache-control': 'no-cache' });
     createReadStream(file).pipe(res);
+  };
+
+  const calls = callHandlers(service);
+  const files = fileHandlers(service);
+
+  const sendFile = async (res: http.ServerResponse, reply: FileReply): Promise<void> => {
+    if ('bytes' in reply) {
+      res.writeHead(200, {
+        'content-type': reply.type,
+        'content-length': reply.bytes.length,
+        'cache-control': 'no-store',
+      });
+      res.end(reply.bytes);
+    } else if ('path' in reply) {
+      res.writeHead(200, { 'content-type': reply.type });
+      createReadStream(reply.path).pipe(res);
+    } else {
+      res.writeHead(200, {
+        'content-type': reply.type,
+        'content-disposition': `attachment; filename="${reply.download}"`,
+      });
+      await reply.write(res);
+    }
   };
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
@@ -166,20 +165,30 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
         throw new HttpError(401, 'open the URL runboard serve printed (it has the token)');
       res.setHeader('set-cookie', `${cookieName()}=${token}; HttpOnly; SameSite=Strict; Path=/`);
       const html = readFileSync(path.join(opts.rendererDir, 'index.html'), 'utf8');
-      res.writeHead(200, { 'content-type': TYPES['.html']!, 'cache-control': 'no-store' });
+      res.writeHead(200, { 'content-type': contentType('index.html'), 'cache-control': 'no-store' });
       res.end(html);
       return;
     }
     const auth = req.headers.authorization?.replace(/^Bearer /, '');
     if (!tokenOk(auth) && !tokenOk(cookieToken(req))) throw new HttpError(401, 'no valid token');
-    if (method === 'GET' && /^\/(app\.js|app\.css|app\.js\.map)$/.test(url.pathname))
+    if (method === 'GET' && RENDERER_FILES.some((f) => f !== 'index.html' && url.pathname === `/${f}`))
       return staticFile(res, url.pathname.slice(1));
 
-    const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
-    if (parts[0] !== 'api') throw new HttpError(404, 'not found');
-    const [, area, id, action] = parts;
-    if (method === 'GET' && area === 'board') return json(res, 200, service.view());
-    if (method === 'GET' && area === 'events') {
+    const segments = segmentsOf(url.pathname);
+    if (segments[0] !== 'api') throw new HttpError(404, `not found: ${url.pathname}`);
+    const route = matchRoute(method, segments);
+    if (!route) throw new HttpError(404, `no board method at ${method} ${url.pathname}`);
+    const m = boardMethods[route.name];
+    // parameters: the route's segments over the body (POST, PUT) or the query (GET)
+    const given = m.verb === 'GET' ? Object.fromEntries(url.searchParams) : await readBody(req);
+    const raw = { ...given, ...route.pathParams };
+    if (m.kind === 'call') return json(res, 200, (await dispatchCall(calls, route.name, raw)) ?? {});
+    if (route.name === 'runFile') return sendFile(res, await files.runFile(parseParams('runFile', raw)));
+    if (route.name === 'liveFrame')
+      return sendFile(res, await files.liveFrame(parseParams('liveFrame', raw)));
+    if (route.name === 'exportRun')
+      return sendFile(res, await files.exportRun(parseParams('exportRun', raw)));
+    if (route.name === 'boardEvents') {
       const send = sse(req, res);
       const onChange = (d: BoardDelta): void => send({ type: 'delta', ...d });
       service.on('delta', onChange);
@@ -192,101 +201,35 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
       req.on('close', () => (stop(), streams.delete(stop)));
       return;
     }
-    if (area === 'cards' && id) {
-      if (method === 'GET' && !action) return json(res, 200, await service.cardDetail(id));
-      if (method === 'POST' && action === 'move') {
-        const body = MoveBody.safeParse(await readBody(req));
-        if (!body.success) throw new HttpError(400, body.error.message);
-        service.move(id, body.data.to as Column, body.data.index);
-        return json(res, 200, {});
-      }
-      if (method === 'POST' && action === 'answer') {
-        const body = AnswerBody.safeParse(await readBody(req));
-        if (!body.success) throw new HttpError(400, body.error.message);
-        service.answer(id, body.data.answers, body.data.requeue ?? false);
-        return json(res, 200, {});
-      }
-      if (method === 'POST' && action === 'cancel') {
-        await service.cancel(id);
-        return json(res, 200, {});
-      }
+    if (route.name === 'runStream') {
+      const { runId } = parseParams('runStream', raw);
+      const send = sse(req, res);
+      const stop = service.streamRun(runId, {
+        send,
+        // what the browser has not taken yet: the stream pauses above STREAM_HIGH_WATER
+        backlog: () => res.writableLength,
+        drained: () =>
+          new Promise<void>((resolve) => {
+            if (res.writableLength === 0 || res.destroyed) return resolve();
+            const done = (): void => {
+              res.off('drain', done);
+              res.off('close', done);
+              resolve();
+            };
+            res.on('drain', done);
+            res.on('close', done);
+          }),
+      });
+      streams.add(stop);
+      req.on('close', () => (stop(), streams.delete(stop)));
+      return;
     }
-    if (area === 'settings') {
-      if (method === 'GET') return json(res, 200, service.settings());
-      if (method === 'PUT') {
-        const body = SettingsBody.safeParse(await readBody(req));
-        if (!body.success) throw new HttpError(400, body.error.message);
-        service.saveSettings(body.data);
-        return json(res, 200, {});
-      }
-    }
-    if (area === 'runs' && id) {
-      if (method === 'GET' && action === 'files') return json(res, 200, service.runFiles(id));
-      if (method === 'GET' && action === 'diff') return json(res, 200, await service.worktreeDiff(id));
-      if (method === 'POST' && (action === 'keep' || action === 'discard'))
-        return json(res, 200, await service.settleWorktree(id, action));
-      if (method === 'GET' && action === 'file') {
-        const file = service.screenshotPath(id, url.searchParams.get('name') ?? '');
-        res.writeHead(200, {
-          'content-type': TYPES[path.extname(file).toLowerCase()] ?? 'application/octet-stream',
-        });
-        createReadStream(file).pipe(res);
-        return;
-      }
-      if (method === 'GET' && action === 'live') {
-        const frame = service.liveFrame(id);
-        res.writeHead(200, {
-          'content-type': 'image/jpeg',
-          'content-length': frame.length,
-          'cache-control': 'no-store',
-        });
-        res.end(frame);
-        return;
-      }
-      if (method === 'GET' && action === 'export') {
-        res.writeHead(200, {
-          'content-type': 'application/gzip',
-          'content-disposition': `attachment; filename="run-${id}.tar.gz"`,
-        });
-        await service.exportRun(id, res);
-        return;
-      }
-      if (method === 'GET' && action === 'stream') {
-        const send = sse(req, res);
-        const stop = service.streamRun(id, {
-          send,
-          // what the browser has not taken yet: the stream pauses above STREAM_HIGH_WATER
-          backlog: () => res.writableLength,
-          drained: () =>
-            new Promise<void>((resolve) => {
-              if (res.writableLength === 0 || res.destroyed) return resolve();
-              const done = (): void => {
-                res.off('drain', done);
-                res.off('close', done);
-                resolve();
-              };
-              res.on('drain', done);
-              res.on('close', done);
-            }),
-        });
-        streams.add(stop);
-        req.on('close', () => (stop(), streams.delete(stop)));
-        return;
-      }
-    }
-    throw new HttpError(404, 'not found');
+    throw new HttpError(404, `no board method at ${method} ${url.pathname}`);
   };
 
   const server = http.createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
-      const status =
-        err instanceof HttpError
-          ? err.status
-          : err instanceof NotFound
-            ? 404
-            : err instanceof MoveRefused
-              ? 409
-              : 500;
+      const status = err instanceof HttpError ? err.status : statusOf(err);
       if (res.headersSent) return res.destroy();
       json(res, status, { error: (err as Error).message });
     });

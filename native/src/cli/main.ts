@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-// desktop-cli: seed 003's command surface over the native addon. Stateless apart from the small
+// desktop-cli: a command surface over the native addon for agents that can run a shell command. Stateless apart from the small
 // read context that lets `click --id` find an element again by its signature (see context.ts).
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import pkg from '../../package.json' with { type: 'json' };
 import { desktop } from '../desktop/desktop.ts';
 import {
   allElements,
@@ -129,7 +130,7 @@ const COMMANDS: Record<
   },
 };
 
-const USAGE = `desktop-cli <command> [flags]   (JSON on stdout; errors as JSON on stderr)\n\n${Object.values(
+const USAGE = `desktop-cli <command> [flags]   (JSON on stdout; errors as JSON on stderr; --version)\n\n${Object.values(
   COMMANDS,
 )
   .map((c) => '  ' + c.help)
@@ -506,6 +507,10 @@ export async function main(argv: string[]): Promise<number> {
     type Mcp = { serve(args: string[], exec: typeof execute): Promise<number> };
     const mod = (await import(pathToFileURL(mcp).href)) as Partial<Mcp> & { default?: Mcp };
     return (mod.serve ? (mod as Mcp) : mod.default!).serve(rest, execute);
+  }
+  if (name === '--version' || name === '-V') {
+    process.stdout.write(`desktop-cli ${pkg.version}\n`);
+    return 0;
   }
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(USAGE);

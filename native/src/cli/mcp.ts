@@ -4,6 +4,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { z } from 'zod';
+import pkg from '../../package.json' with { type: 'json' };
 import { desktop } from '../desktop/desktop.ts';
 
 type Execute = (argv: string[]) => Promise<{ code: number; stdout: string; stderr: string }>;
@@ -44,7 +45,7 @@ function opt(flag: string, v: unknown): string[] {
   return v === undefined || v === null || v === false ? [] : v === true ? [flag] : [flag, String(v)];
 }
 
-/** A compact element as `read --compact` prints it (seed 003's short keys). */
+/** A compact element as `read --compact` prints it (short keys, to spend few tokens). */
 interface Compact {
   i: number;
   r?: string;
@@ -54,7 +55,7 @@ interface Compact {
 }
 
 export async function serve(_args: string[], execute: Execute): Promise<number> {
-  const server = new McpServer({ name: 'runboard-desktop', version: '0.1.0' });
+  const server = new McpServer({ name: 'runboard-desktop', version: pkg.version });
 
   const run = async (argv: string[]): Promise<ToolResult> => {
     const r = await execute(argv);
@@ -101,7 +102,7 @@ export async function serve(_args: string[], execute: Execute): Promise<number> 
     'read',
     {
       description:
-        'Read a window’s accessibility tree as compact JSON (seed 003 schema: i id, r role, t title, v value, d description, b bounds [x,y,w,h] in screen pixels, f focused, e enabled, s selected, c children, a actions). Element ids are for click/type/action/… on the same window.',
+        'Read a window’s accessibility tree as compact JSON (short keys: i id, r role, t title, v value or the text a label shows, d description, b bounds [x,y,w,h] in screen pixels, f focused, e enabled, s selected, c children, a actions). Element ids are for click/type/action/… on the same window.',
       inputSchema: {
         ...target,
         depth: z.number().int().min(1).optional(),

@@ -1,4 +1,4 @@
-// Seed 003's token-efficient element schema: short keys (i r t v d b f e s c a), the short role
+// The token-efficient element schema of desktop-cli and the workers: short keys (i r t v d b f e s c a), the short role
 // table, defaults omitted. Pure functions: the CLI and workers serialize the same way.
 import type { Element } from './types.ts';
 
@@ -99,7 +99,7 @@ export function platformRolesFor(shorts: string[]): string[] {
   return [...out];
 }
 
-// AT-SPI action names -> the seed's action vocabulary (press, cancel, pick, increment, decrement).
+// AT-SPI action names -> a small action vocabulary (press, cancel, pick, increment, decrement).
 // Other names (Chromium's showContextMenu, doDefault, clickAncestor on every node) are left out of
 // the compact output; the facade still has them.
 const ACTION_TABLE: Record<string, string> = {
@@ -123,7 +123,7 @@ const ACTION_TABLE: Record<string, string> = {
   decrement: 'decrement',
 };
 
-/** The seed's name of a platform action, or undefined when it has none. */
+/** The compact name of a platform action, or undefined when it has none. */
 export function shortAction(name: string): string | undefined {
   return ACTION_TABLE[name.toLowerCase()];
 }

@@ -20,12 +20,16 @@
 // with Landlock kept for network and scopes. That mode is for agents that build their own sandbox
 // (codex's bubblewrap), which a Landlock filesystem domain makes impossible (it forbids mounts).
 //
+// Network: Landlock's TCP port rules, and a seccomp filter for what they miss (MPTCP, Fast Open, UDP unless
+// --udp, other socket kinds), whose listen() calls this process answers (linux/seccomp_net.h).
+//
 // Masks (--mask DIR, --keep DIR/NAME): with a mount namespace of the run's own, DIR is covered by an empty,
 // read-only tmpfs in which only the kept entries appear (bind mounts of the originals). A private-display
 // run sees its own X socket in /tmp/.X11-unix and not the user's: Landlock (ABI <= 7) does not govern
 // connect() on pathname Unix sockets, so hiding the socket file is what keeps the run off the real display.
 //
-// Protocol with the supervisor: JSON lines on --status-fd (see supervisor/src/node/jail.ts).
+// Protocol with the supervisor: JSON lines on --status-fd (schema: supervisor/src/protocol/jail.ts, read by
+// supervisor/src/node/jail-status.ts).
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -40,6 +44,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,6 +53,7 @@
 #include "linux/landlock.h"
 #include "linux/mounts.h"
 #include "linux/pids_limit.h"
+#include "linux/seccomp_net.h"
 
 namespace {
 
@@ -82,7 +88,12 @@ void Status(const std::string& json) {
   }
 }
 
+// The run's pids cgroup, left (and removed) by the jail itself when it gives up before the run.
+runboard::pids::RunCgroup* gCgroup = nullptr;
+pid_t gJailPid = 0;
+
 [[noreturn]] void Die(const std::string& msg, int code) {
+  if (gCgroup && getpid() == gJailPid) gCgroup->Leave();
   Status("{\"event\":\"error\",\"message\":\"" + JsonEscape(msg) + "\"}");
   fprintf(stderr, "runboard-jail: %s\n", msg.c_str());
   _exit(code);
@@ -172,8 +183,8 @@ void Usage() {
           "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--device FILE]... [--hide DIR]...\n"
           "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp DIR]\n"
           "                     [--max-procs N] [--env-fd N]\n"
-          "                     [--tcp PORT]... [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts] [--no-landlock]\n"
-          "                     [--no-namespaces]\n"
+          "                     [--tcp PORT]... [--udp] [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts]\n"
+          "                     [--no-landlock] [--no-namespaces]\n"
           "                     -- COMMAND [ARG]...\n");
   _exit(2);
 }
@@ -190,6 +201,7 @@ int main(int argc, char** argv) {
   std::string privateTmp;
   long maxProcs = 0;
   int envFd = -1;
+  runboard::seccomp::NetPolicy net;
   int i = 1;
   for (; i < argc; ++i) {
     std::string a = argv[i];
@@ -211,6 +223,7 @@ int main(int argc, char** argv) {
     else if (a == "--max-procs") maxProcs = atol(next());
     else if (a == "--env-fd") envFd = atoi(next());
     else if (a == "--tcp") policy.tcpConnectPorts.push_back(static_cast<uint16_t>(atoi(next())));
+    else if (a == "--udp") net.udp = true;
     else if (a == "--allow-abstract-unix") policy.scopeAbstractUnix = false;
     else if (a == "--no-landlock") useLandlock = false;
     else if (a == "--fs-mounts") fsByMounts = true;
@@ -241,6 +254,8 @@ int main(int argc, char** argv) {
   runboard::pids::RunCgroup cgroup;
   std::string pidsLimit = "none", cgroupError;
   if (maxProcs > 0 && cgroup.Enter(maxProcs, &cgroupError)) pidsLimit = "cgroup";
+  gCgroup = &cgroup;
+  gJailPid = getpid();
   if (useNamespaces) nsError = EnterNamespaces();
   if (!useNamespaces || !nsError.empty()) {
     containment = "subreaper";
@@ -265,6 +280,13 @@ int main(int argc, char** argv) {
   sigemptyset(&handled);
   for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&handled, s);
   sigprocmask(SIG_BLOCK, &handled, &previous);
+
+  // The network rules beyond Landlock's come with it (linux/seccomp_net.h).
+  runboard::seccomp::ListenBroker broker;
+  if (useLandlock) {
+    std::string err = broker.Open();
+    if (!err.empty()) Die("sandbox setup failed: " + err, 125);
+  }
 
   int lifeline[2];  // the child sees EOF here if we are gone before it armed PDEATHSIG
   if (pipe2(lifeline, O_CLOEXEC) < 0) Die("pipe: " + std::string(strerror(errno)), 1);
@@ -305,6 +327,10 @@ int main(int argc, char** argv) {
       std::string err = runboard::mounts::DropCapabilities();
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
     }
+    if (useLandlock) {
+      std::string err = broker.ConfineSelf(net);
+      if (!err.empty()) Die("sandbox setup failed: " + err, 126);
+    }
     // enforced: the run is confined (filesystem by Landlock or mounts); fs: by what. The run learns it
     // too: an agent with a sandbox of its own can run it only under mounts (worker/src/runners/codex.ts).
     const char* fs = fsByMounts ? "mounts" : enforced ? "landlock" : "none";
@@ -320,6 +346,7 @@ int main(int argc, char** argv) {
     Die("cannot execute " + std::string(command[0]) + ": " + strerror(errno), 127);
   }
   close(lifeline[0]);
+  broker.ParentSide();
   if (maxProcs > 0 && pidsLimit == "none" && containment == "pid-namespace") pidsLimit = "rlimit";
   Status("{\"event\":\"started\",\"pid\":" + std::to_string(child) + ",\"containment\":\"" + containment +
          "\",\"namespaceError\":\"" + JsonEscape(nsError) + "\",\"pidsLimit\":\"" + pidsLimit +
@@ -327,10 +354,16 @@ int main(int argc, char** argv) {
 
   int status = 0;
   rusage usage{};
+  // Signals and the run's listen() calls, which the broker answers, arrive here.
+  int signals = signalfd(-1, &handled, SFD_CLOEXEC);
+  if (signals < 0) Die("signalfd: " + std::string(strerror(errno)), 1);
   for (;;) {
-    siginfo_t info;
-    int sig = sigwaitinfo(&handled, &info);
-    if (sig < 0) continue;
+    pollfd ready[2] = {{signals, POLLIN, 0}, {broker.PollFd(), POLLIN, 0}};
+    if (poll(ready, 2, -1) < 0) continue;
+    if (ready[1].revents) broker.Serve(ready[1].revents);
+    signalfd_siginfo info;
+    if (!(ready[0].revents & POLLIN) || read(signals, &info, sizeof info) != sizeof info) continue;
+    int sig = static_cast<int>(info.ssi_signo);
     if (sig != SIGCHLD) {
       kill(child, sig);  // the worker decides how to wind down; the supervisor escalates to SIGKILL
       continue;

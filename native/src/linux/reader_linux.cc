@@ -212,7 +212,7 @@ ReadResult ReadTree(const ReadOptions& o) {
       const Node& n = t.nodes[i];
       if (o.visibleOnly && !(HasState(n, ATSPI_STATE_SHOWING) && HasState(n, ATSPI_STATE_VISIBLE))) continue;
       // With a role filter, only the kept roles and the clipping containers (scroll areas, viewports)
-      // need their extents: the rest is traversed by state alone ("role filtering early", seed 003).
+      // need their extents: the rest is traversed by state alone (filtering roles early keeps reads fast).
       bool needed = o.roles.empty() || IsClip(n.role) ||
                     std::find(o.roles.begin(), o.roles.end(), atspi::RoleName(n.role)) != o.roles.end();
       if ((n.ifaces & atspi::kComponent) && needed) want.push_back(i);
@@ -245,15 +245,18 @@ ReadResult ReadTree(const ReadOptions& o) {
   b.Collect(result.elements);
 
   // Details of the elements that passed the filters only: text of editable fields (never of a
-  // password field) and numeric values, in one pipelined batch; then action names.
+  // password field), the text of labels whose accessible name says something else (a status line named
+  // "Status" that shows "Saved: …": the name alone would hide what it shows), and numeric values, in one
+  // pipelined batch; then action names.
   calls.clear();
-  std::vector<std::pair<Element*, int>> kinds;  // element, 0: text, 1: value
+  std::vector<std::pair<Element*, int>> kinds;  // element, 0: text, 1: value, 2: label text
   for (auto& [e, i] : b.included) {
     const Node& n = t.nodes[i];
-    if ((n.ifaces & atspi::kText) && !e->secret &&
-        (HasState(n, ATSPI_STATE_EDITABLE) || n.role == ATSPI_ROLE_ENTRY || n.role == ATSPI_ROLE_TEXT)) {
+    bool editable = HasState(n, ATSPI_STATE_EDITABLE) || n.role == ATSPI_ROLE_ENTRY || n.role == ATSPI_ROLE_TEXT;
+    bool label = n.role == ATSPI_ROLE_LABEL || n.role == ATSPI_ROLE_STATIC || n.role == ATSPI_ROLE_STATUS_BAR;
+    if ((n.ifaces & atspi::kText) && !e->secret && (editable || label)) {
       calls.push_back({n.path, "org.a11y.atspi.Text", "GetText", g_variant_new("(ii)", 0, -1)});
-      kinds.push_back({e, 0});
+      kinds.push_back({e, editable ? 0 : 2});
     }
     if ((n.ifaces & atspi::kValue) && !e->secret) {
       calls.push_back({n.path, "org.freedesktop.DBus.Properties", "Get",
@@ -271,6 +274,12 @@ ReadResult ReadTree(const ReadOptions& o) {
           const char* s = nullptr;
           g_variant_get(r.v[k], "(&s)", &s);
           if (s) e->value = s;
+          break;
+        }
+        case 2: {
+          const char* s = nullptr;
+          g_variant_get(r.v[k], "(&s)", &s);
+          if (s && *s && e->name != s) e->value = s;
           break;
         }
         default: {

@@ -54,10 +54,3 @@ export function missingKeyGuidance(paths: StatePaths, provider: string): string 
     `${providerKeyFile(paths, provider)}, mode 0600), then run the card again`
   );
 }
-
-/** Replaces every occurrence of each secret (of 8+ characters) with a marker: for anything that is logged. */
-export function redact(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) if (s.length >= 8) out = out.split(s).join('[redacted]');
-  return out;
-}

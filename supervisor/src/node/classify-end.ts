@@ -2,20 +2,9 @@
  * How a run ended, decided from the evidence alone (pure): why the supervisor stopped it, what the jail
  * reported about the worker's exit, what the worker reported itself, and what the sandbox denied.
  */
-import type { ClarifyingQuestion, RunResult, TerminationReason } from '../protocol/index.ts';
+import type { ClarifyingQuestion, JailExit, RunResult, TerminationReason } from '../protocol/index.ts';
 
-/** The jail's `exit` status line: how the worker (the run's init) ended, and what it used. */
-export interface JailExit {
-  code: number | null;
-  signal: number;
-  rchar: number;
-  wchar: number;
-  readBytes: number;
-  writeBytes: number;
-  utimeMs: number;
-  stimeMs: number;
-  maxRssKb: number;
-}
+export type { JailExit };
 
 /** What the worker said in `worker/finished`. */
 export interface FinishedReport {

@@ -71,6 +71,11 @@ describe('buildJailArgs', () => {
     expect(buildJailArgs(base())).not.toContain('--tcp');
   });
 
+  it('allows UDP only for a flow that asks for it', () => {
+    expect(buildJailArgs(base({ sandbox: { udp: true } }))).toContain('--udp');
+    expect(buildJailArgs(base({ sandbox: { tcpPorts: [53] } }))).not.toContain('--udp');
+  });
+
   it('masks the user display and runtime dir for a private display, abstract sockets only without one', () => {
     const a = buildJailArgs(
       base({ sandbox: { allowAbstractUnix: true } }, { privateDisplay: ':7', userRuntimeDir: '/run/user/1' }),

@@ -4,15 +4,8 @@
  * run) can be read and tested in one place.
  */
 import path from 'node:path';
-import type { FlowSpec } from '../protocol/index.ts';
+import { JAIL_ENV_FD, JAIL_STATUS_FD, RunEnv, type FlowSpec } from '../protocol/index.ts';
 
-/** The jail's status channel: JSON lines on this fd (see jail-status.ts). fd 3 is the run endpoint. */
-export const JAIL_STATUS_FD = 4;
-/**
- * The run's environment reaches the jail on this fd (serializeEnv), not as the jail's own: the jail
- * starts with an empty environment, so a flow's LD_PRELOAD (or any loader variable) acts only on the run.
- */
-export const JAIL_ENV_FD = 5;
 /** Processes (threads count) a run may have at once unless its flow says otherwise. */
 export const DEFAULT_MAX_PROCESSES = 1024;
 
@@ -95,6 +88,7 @@ export function buildJailArgs(i: JailArgsInput): string[] {
   for (const p of flow.sandbox?.tcpPorts ?? []) args.push('--tcp', String(p));
   // The model proxy's port is the one TCP destination a model-using run gets from us.
   if (i.proxyPort !== undefined) args.push('--tcp', String(i.proxyPort));
+  if (flow.sandbox?.udp) args.push('--udp');
   for (const h of i.hiddenPaths) args.push('--hide', h);
   if (i.privateDisplay)
     args.push(...displayMasks(i.privateDisplay, i.userRuntimeDir, i.writable, i.workspace));
@@ -146,15 +140,15 @@ export function buildRunEnv(i: RunEnvInput): Record<string, string> {
     XDG_DATA_HOME: path.join(s, 'data'),
     npm_config_cache: path.join(s, 'cache', 'npm'),
     npm_config_update_notifier: 'false',
-    RUNBOARD_RUN_ID: i.runId,
-    RUNBOARD_RUN_TOKEN: i.token,
-    RUNBOARD_WORKSPACE: i.workspace,
+    [RunEnv.runId]: i.runId,
+    [RunEnv.token]: i.token,
+    [RunEnv.workspace]: i.workspace,
     ...(i.baseEnv.TZ ? { TZ: i.baseEnv.TZ } : {}),
-    ...(flow.runner === 'computer-use' ? { RUNBOARD_NATIVE_DIR: i.nativeDir } : {}),
+    ...(flow.runner === 'computer-use' ? { [RunEnv.nativeDir]: i.nativeDir } : {}),
     ...(flow.env ?? {}),
     // The private display wins over whatever the flow names.
     ...(i.displayEnv
-      ? { ...i.displayEnv, ...(flow.computerUse?.app ? { RUNBOARD_DISPLAY_APP: '1' } : {}) }
+      ? { ...i.displayEnv, ...(flow.computerUse?.app ? { [RunEnv.displayApp]: '1' } : {}) }
       : {}),
   };
 }

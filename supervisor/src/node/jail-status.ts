@@ -1,47 +1,38 @@
 /**
- * Reads the jail's status channel (JSON lines on fd 4, written by native/src/linux/jail.cc): the
- * sandbox it set up, the worker's pid, its errors and, last, how the worker exited.
+ * Reads the jail's status channel (JSON lines on its status fd, written by native/src/linux/jail.cc):
+ * the sandbox it set up, the worker's pid, its errors and, last, how the worker exited. Each line is
+ * checked against the protocol's JailStatusLine.
  */
 import readline from 'node:readline';
 import type { Readable } from 'node:stream';
-import type { JailExit } from './classify-end.ts';
+import { JailStatusLine } from '../protocol/index.ts';
 
-export type JailStatus =
-  | { event: 'started'; pid: number; containment: string; namespaceError?: string }
-  | { event: 'sandbox'; landlockAbi: number; enforced: boolean; fs?: 'landlock' | 'mounts' | 'none' }
-  | { event: 'error'; message: string }
-  | ({ event: 'exit' } & JailExit);
+export type JailStatus = JailStatusLine;
 
-/** Calls `onStatus` for every line the jail writes; lines that are not JSON are skipped. */
-export function readJailStatus(stream: Readable, onStatus: (s: JailStatus) => void): void {
+/**
+ * Calls `onStatus` for every valid line; `onInvalid` for one that is not JSON or does not fit the
+ * protocol (a jail and a supervisor of different builds), with what was wrong.
+ */
+export function readJailStatus(
+  stream: Readable,
+  onStatus: (s: JailStatus) => void,
+  onInvalid: (why: string) => void,
+): void {
   const rl = readline.createInterface({ input: stream, crlfDelay: Infinity });
   rl.on('line', (line) => {
-    let msg: Record<string, unknown>;
+    let json: unknown;
     try {
-      msg = JSON.parse(line) as Record<string, unknown>;
+      json = JSON.parse(line);
     } catch {
+      onInvalid(`the jail sent a status line that is not JSON: ${line.slice(0, 200)}`);
       return;
     }
-    switch (msg.event) {
-      case 'started':
-        onStatus({ ...msg, event: 'started', pid: Number(msg.pid), containment: String(msg.containment) });
-        break;
-      case 'sandbox':
-        onStatus({
-          ...msg,
-          event: 'sandbox',
-          landlockAbi: Number(msg.landlockAbi),
-          enforced: Boolean(msg.enforced),
-          ...(msg.fs === 'landlock' || msg.fs === 'mounts' || msg.fs === 'none' ? { fs: msg.fs } : {}),
-        } as JailStatus);
-        break;
-      case 'error':
-        onStatus({ event: 'error', message: String(msg.message) });
-        break;
-      case 'exit':
-        onStatus(msg as unknown as JailStatus);
-        break;
-    }
+    const parsed = JailStatusLine.safeParse(json);
+    if (parsed.success) onStatus(parsed.data);
+    else
+      onInvalid(
+        `the jail sent a status line that does not fit the protocol (${parsed.error.issues.map((i) => `${i.path.join('.') || 'line'}: ${i.message}`).join('; ')}): ${line.slice(0, 200)}`,
+      );
   });
   stream.on('error', () => undefined);
 }

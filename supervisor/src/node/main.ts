@@ -10,13 +10,15 @@ import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { config as zodConfig } from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
-import { jailPath, peerCredentials, sandboxSupport } from '@runboard/native';
+import { jailPath, peerIdentity, sandboxSupport } from '@runboard/native';
 import { ensurePrivateDir, statePaths } from '../common/paths.ts';
-import { refusePeer } from './peer.ts';
+import { refusePeer, type PeerLookup } from './peer.ts';
 import { hasProviderKey, missingKeyGuidance, readProviderKey, writeProviderKey } from '../common/secrets.ts';
 import { ModelProxy, providerRoutes } from './model-proxy.ts';
 import { RunRegistry } from './registry.ts';
 import { SupervisorServer } from './server.ts';
+import { scheduleClock } from '../common/schedule.ts';
+import { ScheduleBook } from './schedules.ts';
 
 const VERSION = '0.1.0';
 
@@ -100,9 +102,8 @@ async function main(): Promise<void> {
     throw new Error(`worker bundle not found at ${workerEntry}; run scripts/setup.sh`);
   const workerArgv = pickWorkerArgv(path.join(here, 'worker.blob'), workerEntry, log);
 
-  // issue 6: the loopback model proxy; keys are read from the keys dir at each request, never logged.
+  // The loopback model proxy (a listener per run); keys are read at each request, never logged.
   const proxy = new ModelProxy(providerRoutes(process.env), (p) => readProviderKey(paths, p), log);
-  await proxy.start(Number(process.env.RUNBOARD_MODEL_PROXY_PORT ?? 0));
 
   const registry = new RunRegistry(paths, {
     log,
@@ -120,12 +121,20 @@ async function main(): Promise<void> {
     missingKeyGuidance: (p) => missingKeyGuidance(paths, p),
   });
 
+  const schedules = new ScheduleBook({
+    file: path.join(paths.supervisorDir, 'schedules.json'),
+    log,
+    now: scheduleClock(process.env.RUNBOARD_SCHEDULE_CLOCK),
+    isRunning: (cardPath) => registry.list(true, 10_000).some((r) => r.card.path === cardPath),
+  });
+
   let shuttingDown = false;
   const netServer = net.createServer();
   const shutdown = (cancelRuns: boolean): void => {
     if (shuttingDown) return;
     shuttingDown = true;
     log.info({ cancelRuns }, 'shutting down');
+    schedules.stop();
     void registry.drain(cancelRuns).then(async () => {
       netServer.close();
       await new Promise((r) => setTimeout(r, 100)); // let replies (e.g. to supervisor/shutdown) reach their clients
@@ -141,13 +150,16 @@ async function main(): Promise<void> {
   const ownUid = process.getuid?.() ?? -1;
   const refuse = (socket: net.Socket): string | null => {
     const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
-    let peer = null;
+    let lookup: PeerLookup;
     try {
-      peer = fd !== undefined && fd >= 0 ? peerCredentials(fd) : null;
-    } catch {
-      // treated as unknown below
+      lookup =
+        fd !== undefined && fd >= 0
+          ? { peer: peerIdentity(fd) }
+          : { unknown: 'the socket has no descriptor' };
+    } catch (err) {
+      lookup = { unknown: (err as Error).message };
     }
-    return refusePeer(peer, ownUid, registry.jailPids());
+    return refusePeer(lookup, ownUid, registry.jailPids());
   };
   const server = new SupervisorServer(
     registry,
@@ -168,6 +180,7 @@ async function main(): Promise<void> {
         return hasProviderKey(paths, provider);
       },
     },
+    schedules,
   );
   netServer.on('connection', (s) => server.accept(s));
 
@@ -179,6 +192,7 @@ async function main(): Promise<void> {
   // We own the socket, so any run still marked active belongs to a supervisor that died.
   const recovered = registry.recoverOrphans();
   if (recovered.length) log.warn({ runs: recovered }, 'closed runs left by a supervisor that died');
+  schedules.start(); // after the socket is ours: only one supervisor decides missed fires
   log.info({ socket: paths.socket, landlockAbi, version: VERSION }, 'supervisor ready');
   process.stdout.write(`ready ${paths.socket}\n`);
 

@@ -1,9 +1,13 @@
 /**
- * The supervisor's loopback model proxy (shared/DESIGN.md, "Secrets"; issues 5 and 6). Runs reach their
- * model provider only through it: a run gets `http://127.0.0.1:PORT/<provider>/…` and a per-run token;
- * the proxy checks the token (valid only while the run is active, only for its provider), swaps it for
- * the real key, and forwards the request to the provider's base URL, streaming the answer (SSE) back
+ * The supervisor's loopback model proxy (shared/DESIGN.md, "Secrets"). Runs reach their model
+ * provider only through it: a run gets `http://127.0.0.1:PORT/<provider>/…` and a per-run token; the
+ * proxy checks the token (valid only while the run is active, only for its provider), swaps it for the
+ * real key, and forwards the request to the provider's base URL, streaming the answer (SSE) back
  * unbuffered. The key never reaches the run, its logs or the proxy's own log lines.
+ *
+ * Each run gets a listener (PORT) of its own, and its token is valid only there. The jail lets a run
+ * connect to its own PORT and no other, so a token that leaks out of its run (another run reading it
+ * from a shared folder, say) is of no use to another run.
  *
  *   run (jail: TCP connect to PORT only) ──token──▶ proxy ──key──▶ provider (or the scripted test server)
  */
@@ -52,6 +56,8 @@ export interface ProxyGrant {
   runId: string;
   provider: string;
   token: string;
+  /** The run's own listener: the one TCP port its jail lets it reach. */
+  port: number;
   /** What the run's client uses as its base URL. */
   baseUrl: string;
 }
@@ -71,6 +77,7 @@ interface Registration {
   runId: string;
   provider: string;
   onRequest?: (info: ModelRequestInfo) => void;
+  server: http.Server;
 }
 
 const HOP_BY_HOP = new Set([
@@ -94,8 +101,6 @@ const hashToken = (t: string): string => createHash('sha256').update(t).digest('
 
 export class ModelProxy {
   private readonly byToken = new Map<string, Registration>(); // sha256(token) → registration
-  private server!: http.Server;
-  port = 0;
 
   constructor(
     private readonly routes: Record<string, ProviderRoute>,
@@ -103,16 +108,6 @@ export class ModelProxy {
     private readonly keyFor: (provider: string) => string | null,
     private readonly log: Logger,
   ) {}
-
-  async start(port = 0): Promise<void> {
-    this.server = http.createServer((req, res) => this.handle(req, res));
-    this.server.keepAliveTimeout = 5000;
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(port, '127.0.0.1', () => resolve());
-    });
-    this.port = (this.server.address() as AddressInfo).port;
-  }
 
   route(provider: string): ProviderRoute | undefined {
     return this.routes[provider];
@@ -122,30 +117,56 @@ export class ModelProxy {
     return Object.entries(this.routes).map(([name, r]) => ({ name, baseUrl: r.baseUrl }));
   }
 
-  /** A token for one run and one provider, valid until `revoke`. */
-  grant(runId: string, provider: string, onRequest?: (info: ModelRequestInfo) => void): ProxyGrant {
+  /** A listener and a token for one run and one provider, valid until `revoke`. */
+  async grant(
+    runId: string,
+    provider: string,
+    onRequest?: (info: ModelRequestInfo) => void,
+  ): Promise<ProxyGrant> {
     const route = this.routes[provider];
     if (!route) throw new Error(`unknown provider "${provider}"`);
     const token = `rbp-${randomBytes(24).toString('hex')}`;
-    this.byToken.set(hashToken(token), { runId, provider, ...(onRequest ? { onRequest } : {}) });
+    const reg: Registration = {
+      runId,
+      provider,
+      ...(onRequest ? { onRequest } : {}),
+      server: http.createServer((req, res) => this.handle(req, res, reg)),
+    };
+    reg.server.keepAliveTimeout = 5000;
+    await new Promise<void>((resolve, reject) => {
+      reg.server.once('error', reject);
+      reg.server.listen(0, '127.0.0.1', () => resolve());
+    });
+    const port = (reg.server.address() as AddressInfo).port;
+    this.byToken.set(hashToken(token), reg);
     return {
       runId,
       provider,
       token,
-      baseUrl: `http://127.0.0.1:${this.port}/${provider}${route.clientPath}`,
+      port,
+      baseUrl: `http://127.0.0.1:${port}/${provider}${route.clientPath}`,
     };
   }
 
   revoke(token: string): void {
+    const reg = this.byToken.get(hashToken(token));
     this.byToken.delete(hashToken(token));
+    if (reg) this.stop(reg.server);
   }
 
   async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((r) => this.server.close(() => r()));
+    const servers = [...this.byToken.values()].map((r) => r.server);
+    this.byToken.clear();
+    await Promise.all(servers.map((s) => this.stop(s)));
   }
 
-  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+  private stop(server: http.Server): Promise<void> {
+    server.closeAllConnections();
+    return new Promise<void>((r) => server.close(() => r()));
+  }
+
+  /** A request on the listener of `listener`'s run: only that run's token is valid here. */
+  private handle(req: http.IncomingMessage, res: http.ServerResponse, listener: Registration): void {
     const at = performance.timeOrigin + performance.now();
     const fail = (status: number, message: string): void => {
       if (res.headersSent) return void res.destroy();
@@ -162,10 +183,10 @@ export class ModelProxy {
     const bearer = /^Bearer\s+(\S+)$/i.exec(String(req.headers.authorization ?? ''))?.[1];
     const token = bearer ?? (req.headers['x-api-key'] as string | undefined);
     const reg = token ? this.byToken.get(hashToken(token)) : undefined;
-    if (!reg || reg.provider !== provider)
+    if (!reg || reg !== listener || reg.provider !== provider)
       return fail(
         401,
-        'this request carries no valid run token (the run ended, or it is not a Runboard run)',
+        "this request carries no valid run token for this port (the run ended, or it is not this port's run)",
       );
     const info: ModelRequestInfo = {
       runId: reg.runId,

@@ -18,7 +18,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { GrantError, validateGrant } from '../common/grants.ts';
 import { runLogDir, type StatePaths } from '../common/paths.ts';
-import { ErrorCodes, ResponseError, RunResult, type LaunchRun } from '../protocol/index.ts';
+import { ErrorCodes, ResponseError, RunResult, type DisplayBusy, type LaunchRun } from '../protocol/index.ts';
 import { diskSource, type AttachSource } from './attach.ts';
 import { ResultFile } from './result-file.ts';
 import { Run, removeScratch, type RunDeps } from './run.ts';
@@ -87,14 +87,14 @@ export class RunRegistry {
         "invalid params for run/launch: a `command` flow needs the card's `command:`",
       );
     }
-    // issue 5: one computer-use run at a time drives the real display (private displays have no limit here).
+    // One computer-use run at a time drives the real display (private displays have no limit here).
     if (p.flow.runner === 'computer-use' && !p.flow.computerUse?.privateDisplay) {
       const busy = [...this.active.values()].find((r) => r.drivesRealDisplay);
       if (busy)
         throw new ResponseError(
           ErrorCodes.InvalidState,
           `run ${busy.id} is driving the display; one computer-use run at a time may (give the flow computerUse.privateDisplay: true to run in parallel)`,
-          { reason: 'display-busy', runId: busy.id },
+          { reason: 'display-busy', runId: busy.id } satisfies DisplayBusy,
         );
     }
     const runId = newRunId();
@@ -156,7 +156,7 @@ export class RunRegistry {
   }
 
   /**
-   * issue 6: keep (merge) or discard an ended run's worktree; the new state goes into result.json.
+   * Keep (merge) or discard an ended run's worktree; the new state goes into result.json.
    * One operation per run at a time.
    */
   async settleWorktree(runId: string, how: 'keep' | 'discard'): Promise<RunResult> {

@@ -1,9 +1,9 @@
 /**
- * One run, from launch to its final record. Owns the run's log dir, its jail + worker process and its
- * state; the parts it composes live beside it: preflight (run-preflight.ts), the jail's argv and the
- * run's environment (jail-args.ts), the jail's status lines (jail-status.ts), the worker endpoint
- * (worker-endpoint.ts), liveness timers (liveness.ts), how it ended (classify-end.ts) and its final
- * record (run-finalize.ts).
+ * One run, from launch to its final record. Owns the run's jail + worker process and its state; the
+ * parts it composes live beside it: its records (run-log.ts), preflight (run-preflight.ts), the jail's
+ * argv and the run's environment (jail-args.ts), the jail's status lines (jail-status.ts), the worker
+ * endpoint (worker-endpoint.ts), liveness timers (liveness.ts), how it ended (classify-end.ts) and its
+ * final record (run-finalize.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
@@ -14,6 +14,9 @@ import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { execa } from 'execa';
 import {
+  JAIL_ENV_FD,
+  JAIL_STATUS_FD,
+  RUN_ENDPOINT_FD,
   RunState,
   type Command,
   type CardRef,
@@ -23,21 +26,14 @@ import {
   type RunResult,
   type TerminationReason,
 } from '../protocol/index.ts';
-import { AppendFile } from './append-file.ts';
+import type { AppendFile } from './append-file.ts';
 import type { AttachSource } from './attach.ts';
 import { classifyEnd, type FinishedReport, type JailExit } from './classify-end.ts';
 import { DenialScanner } from './denials.ts';
-import {
-  buildJailArgs,
-  buildRunEnv,
-  JAIL_ENV_FD,
-  runWritable,
-  SCRATCH_DIRS,
-  serializeEnv,
-} from './jail-args.ts';
+import { buildJailArgs, buildRunEnv, runWritable, SCRATCH_DIRS, serializeEnv } from './jail-args.ts';
 import { readJailStatus, type JailStatus } from './jail-status.ts';
 import { Liveness } from './liveness.ts';
-import { ResultFile } from './result-file.ts';
+import { RunLog } from './run-log.ts';
 import type { ModelProxy, ModelRequestInfo, ProxyGrant } from './model-proxy.ts';
 import { recordEvidence, recordWorktree, tearDownDisplay } from './run-finalize.ts';
 import { preflight } from './run-preflight.ts';
@@ -79,7 +75,7 @@ export interface LaunchSpec {
 function spawnJail(file: string, args: string[], cwd: string) {
   return execa(file, args, {
     cwd,
-    // Nothing: the run's environment goes through JAIL_ENV_FD (see jail-args.ts).
+    // Nothing: the run's environment goes through JAIL_ENV_FD (protocol/jail.ts).
     env: {},
     extendEnv: false,
     // 0: nothing, 1/2: output into the run log, 3: the run endpoint (a socketpair), 4: jail status
@@ -102,12 +98,7 @@ export class Run {
   state: RunState = RunState.launching();
   result: RunResult;
 
-  private readonly events: AppendFile;
-  private readonly stdout: AppendFile;
-  private readonly stderr: AppendFile;
-  private readonly resultFile: ResultFile;
-  private readonly eventOffsets: number[] = [];
-  private seq = 0;
+  private readonly log: RunLog;
   private child: JailProcess | undefined;
   private conn: MessageConnection | undefined;
   private workerPid: number | null = null;
@@ -117,7 +108,6 @@ export class Run {
   private endCause: { reason: TerminationReason; detail: string } | null = null;
   private killTimers: NodeJS.Timeout[] = [];
   private readonly liveness: Liveness;
-  private filesFinal = false;
   private denials: DenialScanner;
   /** Where the run works: its worktree when the flow asks for one. */
   private workspace: string;
@@ -135,7 +125,6 @@ export class Run {
   ) {
     this.id = spec.runId;
     this.ended = new Promise((r) => (this.resolveEnded = r));
-    mkdirSync(spec.logDir, { recursive: true, mode: 0o700 });
     this.result = {
       runId: spec.runId,
       status: 'running',
@@ -164,23 +153,12 @@ export class Run {
       pid: null,
       supervisorPid: process.pid,
     };
-    this.resultFile = new ResultFile(path.join(spec.logDir, 'result.json'));
-    const opened: AppendFile[] = [];
-    try {
-      this.resultFile.init(this.result);
-      for (const name of ['events.jsonl', 'stdout.log', 'stderr.log'])
-        opened.push(new AppendFile(path.join(spec.logDir, name)));
-    } catch (err) {
-      // The launch is refused (the caller gets the reason): nothing ran, so nothing of it stays on disk.
-      for (const f of opened) void f.close();
-      rmSync(spec.logDir, { recursive: true, force: true });
-      throw err;
-    }
-    [this.events, this.stdout, this.stderr] = opened as [AppendFile, AppendFile, AppendFile];
-    for (const f of [this.events, this.stdout, this.stderr]) {
-      f.on('grow', () => this.signals.emit('grow'));
-      f.on('failed', (err) => this.onLogWriteFailed(f.path, err));
-    }
+    this.log = new RunLog(
+      spec.logDir,
+      this.result,
+      () => this.signals.emit('grow'),
+      (file, err) => this.onLogWriteFailed(file, err),
+    );
     this.workspace = spec.workspace;
     this.denials = this.makeDenialScanner();
     this.liveness = new Liveness({
@@ -293,6 +271,7 @@ export class Run {
           app: cu.app,
           baseEnv: this.deps.baseEnv,
           appEnv: { HOME: path.join(s, 'home'), TMPDIR: path.join(s, 'tmp') },
+          confine: this.deps.landlockAbi > 0 ? { hidden: this.deps.hiddenPaths } : null,
         });
       } catch (err) {
         return this.finish(
@@ -313,13 +292,28 @@ export class Run {
         app: cu.app ?? null,
       });
     }
+    if (flow.provider && this.deps.proxy) {
+      try {
+        this.proxyGrant = await this.deps.proxy.grant(this.id, flow.provider, (info) =>
+          this.onModelRequest(info),
+        );
+      } catch (err) {
+        return this.finish(
+          'failed',
+          'spawn-failed',
+          `could not open the run's model proxy: ${(err as Error).message}`,
+        );
+      }
+      if (!this.isActive || this.endCause) {
+        this.deps.proxy.revoke(this.proxyGrant.token); // cancelled meanwhile: nothing uses it
+        return;
+      }
+    }
     this.spawn();
   }
 
   private spawn(): void {
     const { flow } = this.spec;
-    if (flow.provider && this.deps.proxy)
-      this.proxyGrant = this.deps.proxy.grant(this.id, flow.provider, (info) => this.onModelRequest(info));
     for (const d of SCRATCH_DIRS)
       mkdirSync(path.join(this.spec.scratchDir, d), { recursive: true, mode: 0o700 });
     if (this.artifactsDir) mkdirSync(this.artifactsDir, { recursive: true, mode: 0o700 });
@@ -332,7 +326,7 @@ export class Run {
       parentPid: process.pid,
       landlockAbi: this.deps.landlockAbi,
       useNamespaces: this.deps.useNamespaces,
-      proxyPort: this.proxyGrant ? this.deps.proxy!.port : undefined,
+      proxyPort: this.proxyGrant?.port,
       privateDisplay: this.display?.env.DISPLAY,
       userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
       privateTmp: path.join(this.spec.scratchDir, 'root-tmp'),
@@ -358,10 +352,14 @@ export class Run {
       return;
     }
     this.child = child;
-    this.pipeOutput(child.stdout as Readable, this.stdout, 'stdout');
-    this.pipeOutput(child.stderr as Readable, this.stderr, 'stderr');
-    readJailStatus(child.stdio[4] as Readable, (s) => this.onJailStatus(s));
-    this.serveEndpoint(child.stdio[3] as unknown as NodeJS.ReadWriteStream);
+    this.pipeOutput(child.stdout as Readable, this.log.stdout, 'stdout');
+    this.pipeOutput(child.stderr as Readable, this.log.stderr, 'stderr');
+    readJailStatus(
+      child.stdio[JAIL_STATUS_FD] as Readable,
+      (s) => this.onJailStatus(s),
+      (why) => this.event('error', why),
+    );
+    this.serveEndpoint(child.stdio[RUN_ENDPOINT_FD] as unknown as NodeJS.ReadWriteStream);
     this.writeMarker(child.pid ?? 0);
     void child
       .then((r) => this.onJailExit(r.exitCode ?? null, r.signal ?? null))
@@ -394,20 +392,7 @@ export class Run {
   }
 
   attachSource(): AttachSource {
-    const view = (f: AppendFile) => ({
-      path: f.path,
-      committed: () => f.committed,
-      isFinal: () => this.filesFinal,
-    });
-    return {
-      runId: this.id,
-      events: view(this.events),
-      stdout: view(this.stdout),
-      stderr: view(this.stderr),
-      eventOffset: (seq) => this.eventOffsets[seq],
-      signals: this.signals,
-      result: () => this.ended,
-    };
+    return this.log.attachSource(this.id, this.signals, () => this.ended);
   }
 
   whenEnded(): Promise<RunResult> {
@@ -446,15 +431,7 @@ export class Run {
   }
 
   private event(type: RunEvent['type'], message?: string, data?: Record<string, unknown>): void {
-    const e: RunEvent = {
-      seq: this.seq++,
-      ts: new Date().toISOString(),
-      type,
-      ...(message !== undefined ? { message } : {}),
-      ...(data ? { data } : {}),
-    };
-    this.eventOffsets.push(this.events.committed + this.events.pendingBytes);
-    this.events.append(Buffer.from(JSON.stringify(e) + '\n'));
+    this.log.event(type, message, data);
   }
 
   private pipeOutput(stream: Readable, file: AppendFile, which: 'stdout' | 'stderr'): void {
@@ -597,7 +574,7 @@ export class Run {
     await Promise.all([
       this.streamEnd(this.child?.stdout as Readable),
       this.streamEnd(this.child?.stderr as Readable),
-      this.streamEnd(this.child?.stdio[4] as Readable | undefined),
+      this.streamEnd(this.child?.stdio[JAIL_STATUS_FD] as Readable | undefined),
     ]);
     const verdict = classifyEnd({
       endCause: this.endCause,
@@ -634,7 +611,7 @@ export class Run {
     return this.finalize(status, reason, detail)
       .catch((err: unknown) => this.logStepFailure('the final record', err))
       .finally(() => {
-        this.filesFinal = true;
+        this.log.final = true;
         this.resolveEnded(this.result);
       });
   }
@@ -684,17 +661,13 @@ export class Run {
       summary: this.result.summary || detail,
     });
     this.event('ended', `${status}: ${detail}`, { status, reason });
-    await this.step('closing the run logs', () =>
-      Promise.all([this.events.close(), this.stdout.close(), this.stderr.close()]),
-    );
-    this.result.stdoutBytes = this.stdout.committed;
-    this.result.stderrBytes = this.stderr.committed;
-    if (this.stdout.dropped || this.stderr.dropped)
-      this.result.metrics = {
-        ...this.result.metrics,
-        droppedOutputBytes: this.stdout.dropped + this.stderr.dropped,
-      };
-    await this.step('writing result.json', () => this.resultFile.write(this.result));
+    await this.step('closing the run logs', () => this.log.close());
+    const { stdout, stderr } = this.log;
+    this.result.stdoutBytes = stdout.committed;
+    this.result.stderrBytes = stderr.committed;
+    if (stdout.dropped || stderr.dropped)
+      this.result.metrics = { ...this.result.metrics, droppedOutputBytes: stdout.dropped + stderr.dropped };
+    await this.step('writing result.json', () => this.log.writeResult(this.result));
     try {
       unlinkSync(path.join(this.deps.supervisorDir, 'active', this.id));
     } catch {
@@ -702,7 +675,7 @@ export class Run {
     }
     // Scratch is gone before the run is reported ended (a client may look right away).
     await rm(this.spec.scratchDir, { recursive: true, force: true }).catch(() => undefined);
-    this.filesFinal = true;
+    this.log.final = true;
     await this.step('telling attached clients', () => this.signals.emit('final'));
     this.deps.log.info({ runId: this.id, status, reason }, 'run ended');
   }

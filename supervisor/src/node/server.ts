@@ -11,6 +11,7 @@ import {
   DetachRun,
   ErrorCodes,
   DiscardWorktree,
+  GetRun,
   handle,
   KeepWorktree,
   ListProviders,
@@ -20,12 +21,14 @@ import {
   SetProviderKey,
   Shutdown,
   SupervisorStatus,
+  ResponseError,
   type MessageConnection,
 } from '../protocol/index.ts';
 import { streamRun } from './attach.ts';
 import type { RunRegistry } from './registry.ts';
+import { serveSchedules, type ScheduleBook } from './schedules.ts';
 
-/** issue 6: provider keys, kept by the supervisor (secrets.ts). */
+/** Provider keys, kept by the supervisor (secrets.ts) so that no run and no host ever holds one. */
 export interface ProviderKeys {
   list(): { name: string; baseUrl: string; hasKey: boolean }[];
   set(provider: string, key: string | null): boolean;
@@ -50,6 +53,7 @@ export class SupervisorServer {
     /** Why this client may not connect, or null (see peer.ts). */
     private readonly refuse: (socket: net.Socket) => string | null,
     private readonly keys?: ProviderKeys,
+    private readonly schedules?: ScheduleBook,
   ) {}
 
   accept(socket: net.Socket): void {
@@ -90,6 +94,11 @@ export class SupervisorServer {
     handle(conn, LaunchRun, (p) => reg.launch(p));
     handle(conn, CancelRun, (p) => reg.cancel(p.runId));
     handle(conn, ListRuns, (p) => ({ runs: reg.list(p.activeOnly ?? false, p.limit ?? 100, p.cardPath) }));
+    handle(conn, GetRun, (p) => {
+      const run = reg.get(p.runId)?.result ?? reg.readResult(p.runId);
+      if (!run) throw new ResponseError(ErrorCodes.RunNotFound, `no run ${p.runId}`);
+      return { run };
+    });
     handle(conn, AttachRun, async (p) => {
       const src = await reg.source(p.runId);
       attachments.get(p.runId)?.abort();
@@ -114,7 +123,7 @@ export class SupervisorServer {
       attachments.delete(p.runId);
       return {};
     });
-    // issue 6: worktrees and provider keys.
+    // Worktrees and provider keys.
     handle(conn, KeepWorktree, async (p) => ({ run: await reg.settleWorktree(p.runId, 'keep') }));
     handle(conn, DiscardWorktree, async (p) => ({ run: await reg.settleWorktree(p.runId, 'discard') }));
     handle(conn, SetProviderKey, (p) => ({
@@ -122,6 +131,7 @@ export class SupervisorServer {
       hasKey: this.keys?.set(p.provider, p.key) ?? false,
     }));
     handle(conn, ListProviders, () => ({ providers: this.keys?.list() ?? [] }));
+    if (this.schedules) serveSchedules(conn, this.schedules);
     handle(conn, SupervisorStatus, () => ({
       pid: process.pid,
       version: this.info.version,

@@ -17,10 +17,6 @@ export const ErrorCodes = {
   GrantCoversState: 1006,
   /** No run with that id is known to this supervisor. */
   RunNotFound: 1010,
-  /** The kernel cannot sandbox the run and the flow does not allow unsandboxed runs. */
-  SandboxUnavailable: 1020,
-  /** The worker could not be started. */
-  SpawnFailed: 1021,
   /** A frame larger than the receiver accepts. */
   MessageTooLarge: 1030,
   /** The peer is not allowed to call this (wrong run token, or a run process calling the host socket). */
@@ -29,7 +25,10 @@ export const ErrorCodes = {
   ShuttingDown: 1050,
   /** The run could not get its log directory (disk full, permissions). */
   LogDirFailed: 1060,
-  /** issue 6 (additive): the request does not fit the run's state (still going, no worktree, already settled). */
+  /**
+   * The request does not fit the run's (or the display's) state: the run is still going, has no worktree or
+   * was already settled; a second computer-use run on the real display (`data`: DisplayBusy).
+   */
   InvalidState: 1070,
 } as const;
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];

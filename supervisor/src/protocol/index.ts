@@ -2,10 +2,7 @@
  * Runboard's protocol: the one module host, supervisor and worker share. It depends on nothing but
  * vscode-jsonrpc and zod. See docs/protocol.md.
  */
-export * from './errors.ts';
-export * from './schemas.ts';
-export * from './messages.ts';
-export * from './run-state.ts';
+export * from './data.ts';
 export {
   connect,
   FramedMessageReader,

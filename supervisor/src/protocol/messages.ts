@@ -61,6 +61,14 @@ export const ListRuns = request(
   z.object({ runs: z.array(RunResult) }),
 );
 
+/** One run by id (the live state of an active run, else its result.json); RunNotFound when unknown. */
+export const GetRun = request(
+  'run/get',
+  'host→supervisor',
+  z.object({ runId: RunId }),
+  z.object({ run: RunResult }),
+);
+
 /**
  * Attach to a run from an offset: the supervisor replays what was recorded after `from` (events by seq,
  * output by byte offset), then streams live, then sends `run/didEnd`. No line is lost or duplicated.
@@ -98,7 +106,7 @@ export const Shutdown = request(
   z.object({ stopping: z.boolean(), activeRuns: z.int() }),
 );
 
-// ── worktrees and provider keys (issue 6; additive) ──
+// ── worktrees and provider keys (additive: older clients never send them) ──
 
 /** Keep a run's worktree: merge its branch into the base branch, then remove the worktree and branch. */
 export const KeepWorktree = request(
@@ -177,7 +185,7 @@ export const WorkerSpec = z.object({
   workspace: z.string(),
   command: z.optional(Command),
   heartbeatIntervalMs: z.int().check(z.positive()),
-  /** issue 6: how the run reaches its model: the supervisor's loopback proxy and this run's token. */
+  /** How the run reaches its model: the supervisor's loopback proxy and this run's token. */
   model: z.optional(
     z.object({
       provider: ProviderName,
@@ -187,7 +195,7 @@ export const WorkerSpec = z.object({
       model: z.optional(z.string()),
     }),
   ),
-  /** issue 5: a folder under the run's log dir the worker may write (screenshots, report.md). */
+  /** A folder under the run's log dir the worker may write (screenshots, report.md). */
   artifactsDir: z.optional(z.string()),
 });
 export type WorkerSpec = z.infer<typeof WorkerSpec>;
@@ -242,7 +250,7 @@ export const WorkerFinished = request(
     metrics: Metrics,
     /** Questions for the person (status needs-input): the host appends them to the card's `## Questions`. */
     questions: z.optional(z.array(ClarifyingQuestion).check(z.maxLength(50))),
-    /** issue 5: the person took over (Escape on the real display): the run counts as cancelled. */
+    /** The person took over (Escape on the real display): the run counts as cancelled. */
     cancelledBy: z.optional(z.literal('person')),
   }),
   z.object({}),

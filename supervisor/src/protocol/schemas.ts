@@ -63,12 +63,17 @@ export const FlowSpec = z.object({
       writable: z.optional(z.array(AbsPath).check(z.maxLength(64))),
       /** TCP ports the run may connect to (none by default). */
       tcpPorts: z.optional(z.array(z.int().check(z.minimum(1), z.maximum(65535))).check(z.maxLength(64))),
+      /**
+       * UDP sockets (DNS lookups of outside hosts, QUIC, ...) to any address and port: a filter cannot
+       * tell DNS from other datagrams. Off by default (docs/security-model.md).
+       */
+      udp: z.optional(z.boolean()),
       /** Run even where the kernel cannot sandbox (no Landlock). Off by default. */
       allowUnsandboxed: z.optional(z.boolean()),
       /** Allow connecting to abstract unix sockets (X11 uses one). Off by default. */
       allowAbstractUnix: z.optional(z.boolean()),
       /**
-       * issue 6: the agent CLI runs its own OS sandbox inside the jail (runner codex: bubblewrap,
+       * The agent CLI runs its own OS sandbox inside the jail (runner codex: bubblewrap,
        * workspace-write, read-only for readOnly flows). The jail then confines the filesystem with a
        * private mount namespace instead of Landlock (whose filesystem rules forbid the agent's mounts);
        * Landlock still confines network and scopes. Needs user namespaces: `true` fails the run without
@@ -83,7 +88,7 @@ export const FlowSpec = z.object({
   env: z.optional(
     z.record(z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/)), z.string().check(z.maxLength(32_768))),
   ),
-  // ── coding-agent runs (issue 6; additive) ──
+  // ── coding-agent runs (optional fields: a flow without them is a command flow) ──
   /** Model provider (openai, anthropic, …) whose key the supervisor's loopback proxy injects. */
   provider: z.optional(ProviderName),
   /** Model name passed to the agent CLI. */
@@ -98,7 +103,7 @@ export const FlowSpec = z.object({
   prompt: z.optional(AbsPath),
   /** Give the coding agent the desktop as an MCP server (`desktop-cli serve`) for this run. */
   desktop: z.optional(z.boolean()),
-  // ── computer-use runs (issue 5; additive) ──
+  // ── computer-use runs (optional fields) ──
   computerUse: z.optional(
     z.object({
       /** Wire format: OpenAI Responses, Chat Completions (any OpenAI-compatible server), Anthropic Messages. */
@@ -180,7 +185,7 @@ export const Metrics = z.record(z.string(), z.union([z.number(), z.string(), z.b
 export type Metrics = z.infer<typeof Metrics>;
 
 /**
- * A question a run asks the person: plain text, or with choices (seed 004's structured clarification:
+ * A question a run asks the person: plain text, or with choices (a structured clarification:
  * `options`, one of them `recommended`; the person may still answer in their own words).
  */
 export const ClarifyingQuestion = z.union([
@@ -257,7 +262,7 @@ export const RunResult = z.object({
   ),
   pid: z.nullable(z.int()),
   supervisorPid: z.int(),
-  /** issue 6 (additive): the run's worktree and what it changed there. */
+  /** The run's worktree and what it changed there (runs with `worktree: true`). */
   worktree: z.optional(z.nullable(WorktreeInfo)),
   /** Questions the run asks the person (with status needs-input), in the order asked. */
   questions: z.optional(z.array(ClarifyingQuestion)),

@@ -11,7 +11,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { createGrant } from '@runboard/supervisor/grants';
 import { statePaths, type StatePaths } from '@runboard/supervisor/paths';
 import { writeProviderKey } from '../../../supervisor/src/common/secrets.ts';
-import type { BoardView } from '../../../host/src/renderer/api.ts';
+import type { BoardView } from '../../../host/src/shared/board-types.ts';
 
 import { processesMentioning } from '../../helpers/harness.ts';
 

@@ -27,8 +27,8 @@ function moduleBase(): string {
 /** Resolves a file of an npm package installed with Runboard (the worker bundle or its sources). */
 export function packageFile(pkg: string, file: string): string | null {
   try {
-    const req = createRequire(moduleBase());
-    return path.join(path.dirname(req.resolve(`${pkg}/package.json`)), file);
+    const require = createRequire(moduleBase());
+    return path.join(path.dirname(require.resolve(`${pkg}/package.json`)), file);
   } catch {
     return null;
   }

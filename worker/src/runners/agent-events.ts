@@ -1,5 +1,5 @@
 /**
- * Coding-agent CLIs' JSON event streams → one Runboard vocabulary (issue 6), so the inspector shows what
+ * Coding-agent CLIs' JSON event streams → one Runboard vocabulary, so the inspector shows what
  * the agent did (messages, tool calls, commands, files changed, token usage) whichever CLI ran.
  * Pure parsing: one line in, zero or more events out. Unknown lines are not errors (CLIs add fields and
  * event types between versions); they stay in the raw stdout.log.

@@ -1,5 +1,5 @@
 /**
- * A coding-agent run's status from evidence, not from the CLI's claim (issue 6). Known CLI behaviour
+ * A coding-agent run's status from evidence, not from the CLI's claim. Known CLI behaviour
  * reports some failures as success (exit 0 with a permission denial, an empty result, no closing
  * event), so the order below is fixed and the CLI's own "success" is the last thing believed:
  *

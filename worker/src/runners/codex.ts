@@ -15,6 +15,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { RunEnv } from '@runboard/supervisor/protocol';
 import { AgentCliProcess, desktopMcpServer, notStarted, packageFile, renderPrompt } from './agent-cli.ts';
 import { codexParser, codexRolloutDenials, type AgentEvent } from './agent-events.ts';
 import type { Runner, RunnerContext, RunnerOutcome } from './runner.ts';
@@ -25,7 +26,7 @@ const DESKTOP_ENV = [
   'DBUS_SESSION_BUS_ADDRESS',
   'XAUTHORITY',
   'XDG_RUNTIME_DIR',
-  'RUNBOARD_NATIVE_DIR',
+  RunEnv.nativeDir,
   'PATH',
   'HOME',
   'LANG',
@@ -93,7 +94,7 @@ export class CodexRunner implements Runner {
     // See the header: codex's own sandbox only where the jail made room for it (it says so in
     // RUNBOARD_FS_CONFINEMENT; with agentSandbox 'auto' it does so only where user namespaces work).
     const sandbox =
-      !spec.flow.sandbox?.agentSandbox || ctx.env.RUNBOARD_FS_CONFINEMENT !== 'mounts'
+      !spec.flow.sandbox?.agentSandbox || ctx.env[RunEnv.fsConfinement] !== 'mounts'
         ? 'danger-full-access'
         : spec.flow.readOnly
           ? 'read-only'

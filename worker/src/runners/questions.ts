@@ -1,5 +1,5 @@
 /**
- * Questions a model asks, as its final answer gives them: a string, or seed 004's structured form
+ * Questions a model asks, as its final answer gives them: a string, or a structured form
  * `{question, options?, recommended?}` (extra fields such as `id` or `allow_freeform` are ignored; a
  * free answer is always possible). Anything else is kept as its JSON text rather than dropped.
  */

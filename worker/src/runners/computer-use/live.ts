@@ -1,5 +1,5 @@
 /**
- * The live view of a run's private display (issue 5): on a timer, a small JPEG of the whole display
+ * The live view of a run's private display: on a timer, a small JPEG of the whole display
  * (cursor drawn in) goes to `<artifacts>/live.jpg`, written atomically (temp file + rename) so a reader
  * never sees half a frame. The host serves it while the run is running and the inspector shows it; the
  * file is removed when the run ends (the step screenshots are the run's record, the live frame is not).

@@ -1,13 +1,14 @@
 /**
- * The renderer's one door to the host: intents (move a card, cancel a run, save caps) and views
- * (board, card, run streams). Both shells implement it: the browser client (http-client.ts, for
- * `runboard serve`) and the Electron preload bridge (host/src/electron/preload.ts). No capabilities
- * (no fs, no spawn) cross it. The types here are plain data, shared by host and renderer.
+ * The data the board's views and intents carry between the host core and the renderer (the methods
+ * themselves: board-methods.ts). Plain data and pure code only: the untrusted renderer and the host
+ * core both import it, so nothing here may touch Node, the DOM or host state.
  */
-import type { RunEvent, RunResult } from '@runboard/supervisor/protocol';
-export type { RunResult };
+import type { RunEvent, RunResult, ScheduleInfo } from '@runboard/supervisor/protocol/data';
+export type { RunResult, ScheduleInfo };
 
-export type Column = 'backlog' | 'queued' | 'running' | 'needs-input' | 'done' | 'failed';
+/** The board's columns, in order: the one list (card `status` values, column limits, the UI). */
+export const COLUMNS = ['backlog', 'queued', 'running', 'needs-input', 'done', 'failed'] as const;
+export type Column = (typeof COLUMNS)[number];
 
 export const COLUMN_TITLES: Record<Column, string> = {
   backlog: 'Backlog',
@@ -17,6 +18,18 @@ export const COLUMN_TITLES: Record<Column, string> = {
   done: 'Done',
   failed: 'Failed',
 };
+
+/** A card's schedule on the board: in words and its next fire (ISO), or why it cannot fire. */
+export interface CardSchedule {
+  text: string;
+  /** What the card's front matter says (the phrase or cron), for editing. */
+  source: string;
+  timezone?: string;
+  missed?: 'skip' | 'latest_once' | 'all';
+  overlap?: 'skip' | 'queue';
+  next?: string;
+  error?: string;
+}
 
 export interface CardView {
   id: string;
@@ -43,6 +56,8 @@ export interface CardView {
   openQuestions?: number;
   /** What the card needs before it can run (e.g. a provider key and where to set it). */
   needs?: string;
+  /** The card's `schedule:` in words and its next fire (ISO), or why it cannot fire. */
+  schedule?: CardSchedule;
 }
 
 export interface FlowView {
@@ -69,11 +84,13 @@ export interface BoardView {
 
 /** One question of a card's `## Questions` section (seed format: `- [ ] q`, `- [x] q` + `Answer: a`). */
 export interface Question {
+  /** The question (continuation lines joined with newlines). */
   text: string;
   answered: boolean;
   answer?: string;
-  /** Choices offered with the question (`Options:` line); a free answer is still possible. */
+  /** Choices offered with it (an `Options: a | b` line); the person may still answer otherwise. */
   options?: string[];
+  /** The option the asker recommends (marked `(recommended)` in the file). */
   recommended?: string;
 }
 
@@ -111,7 +128,23 @@ export interface CardDetail {
   workspace: string;
   /** This card's runs, newest first. */
   runs: RunResult[];
+  /** The supervisor's record of the card's schedule: next five fires, pending fires, decisions. */
+  schedule?: ScheduleInfo;
 }
+
+/** A schedule as the inspector edits it (written into the card's `schedule:`). */
+export interface ScheduleEdit {
+  /** Plain language ("every weekday at 9:00") or a cron expression. */
+  text: string;
+  /** IANA zone; none: the zone of the host's machine. */
+  timezone?: string | undefined;
+  missed?: 'skip' | 'latest_once' | 'all' | undefined;
+  overlap?: 'skip' | 'queue' | undefined;
+}
+
+/** What a schedule means before it is saved: in words, as cron, its next five fires; or why not. */
+export type SchedulePreview =
+  { ok: true; text: string; cron: string; timezone: string; next: string[] } | { ok: false; error: string };
 
 export interface Settings {
   maxConcurrency: number;
@@ -135,36 +168,4 @@ export interface WorktreeDiff {
   text: string;
   /** Cut at 1 MiB. */
   truncated: boolean;
-}
-
-export interface BoardApi {
-  board(): Promise<BoardView>;
-  /**
-   * Calls back whenever the board changes, with what changed (without a delta, e.g. after a
-   * reconnect: fetch the whole board); returns an unsubscribe.
-   */
-  onBoardChanged(cb: (delta?: BoardDelta) => void): () => void;
-  card(id: string): Promise<CardDetail>;
-  move(id: string, to: Column, index: number): Promise<void>;
-  cancel(id: string): Promise<void>;
-  /** Writes answers into the card's `## Questions`; with `requeue`, moves the card to the end of Queued. */
-  answer(id: string, answers: Answer[], requeue: boolean): Promise<void>;
-  settings(): Promise<Settings>;
-  saveSettings(s: Settings): Promise<void>;
-  runFiles(runId: string): Promise<RunFiles>;
-  /** A URL the renderer may show as an image (a screenshot of the run). */
-  fileUrl(runId: string, name: string): string;
-  /**
-   * The live frame of a running computer-use run on a private display (404 before the first frame and
-   * after the end); `n` makes each refresh a new URL.
-   */
-  liveUrl(runId: string, n: number): string;
-  /** The run's worktree diff (base → the run's commit). */
-  runDiff(runId: string): Promise<WorktreeDiff>;
-  /** Keep the run's worktree (merge into its base branch) or discard it; returns the run as it is then. */
-  settleWorktree(runId: string, how: 'keep' | 'discard'): Promise<RunResult>;
-  /** Saves (downloads) the run dir as one .tar.gz. */
-  exportRun(runId: string): Promise<void>;
-  /** Streams a run's output (the tail of it first) and events until it ends; returns a stop. */
-  streamRun(runId: string, cb: (m: RunStreamMessage) => void): () => void;
 }

@@ -1,0 +1,109 @@
+/**
+ * The board as the renderer sees it: each card's view (column, lock, run, progress, why it waits,
+ * open questions) and the rest of the board (caps, running counts, config errors), from the store
+ * and the scheduler. Reads only.
+ */
+import path from 'node:path';
+import type { BoardView, CardView, Column } from '../shared/board-types.ts';
+import { compareCards } from './board-model.ts';
+import { parseQuestions } from './board-questions.ts';
+import type { BoardStore } from './board-store.ts';
+import type { Card } from './project.ts';
+import type { Scheduler } from './scheduler.ts';
+import type { CardSchedule } from '../shared/board-types.ts';
+
+export class BoardViews {
+  /** Cards are new objects when their file changes, so the count is parsed once per version. */
+  private readonly openCount = new WeakMap<Card, number>();
+
+  constructor(
+    private readonly store: BoardStore,
+    private readonly scheduler: Scheduler,
+    private readonly schedules?: { viewOf(card: Card): CardSchedule | undefined },
+  ) {}
+
+  columnOf(id: string, card: Card): Column {
+    return this.scheduler.isActive(id) ? 'running' : (card.front.status ?? 'backlog');
+  }
+
+  private openQuestions(card: Card): number {
+    let n = this.openCount.get(card);
+    if (n === undefined) {
+      n = parseQuestions(card.body).filter((q) => !q.answered).length;
+      this.openCount.set(card, n);
+    }
+    return n;
+  }
+
+  cardView(card: Card): CardView {
+    const id = String(card.front.id);
+    const f = card.front;
+    const column = this.columnOf(id, card);
+    const v: CardView = {
+      id,
+      file: path.relative(this.store.projectDir, card.file),
+      title: f.title,
+      flow: f.flow,
+      column,
+      locked: column === 'running',
+    };
+    if (f.rank !== undefined) v.rank = f.rank;
+    const runId = this.scheduler.runIdOf(id) ?? f.lastRun;
+    if (runId) v.runId = runId;
+    const progress = this.scheduler.progress(id);
+    if (progress && column === 'running') v.progress = progress;
+    const waiting = this.scheduler.waitingReason(id);
+    if (waiting && column === 'queued') v.waiting = waiting;
+    if (f.failures) v.failures = f.failures;
+    if (f.nextTryAt && f.failures) v.nextTryAt = f.nextTryAt;
+    if (f.lastError) v.lastError = f.lastError;
+    if (f.needs) v.needs = f.needs;
+    const open = this.openQuestions(card);
+    if (open) v.openQuestions = open;
+    const schedule = this.schedules?.viewOf(card);
+    if (schedule) v.schedule = schedule;
+    return v;
+  }
+
+  /** The whole board (without its delta version, which the caller adds). */
+  view(): Omit<BoardView, 'version'> {
+    const cfg = this.store.config;
+    const cards = this.store
+      .all()
+      .map((c) => ({ id: String(c.front.id), file: c.file, rank: c.front.rank, card: c }))
+      .sort(compareCards)
+      .map((c) => this.cardView(c.card));
+    for (const b of this.store.brokenCards()) {
+      const file = path.relative(this.store.projectDir, b.file);
+      cards.push({
+        id: `broken:${file}`,
+        file,
+        title: path.basename(b.file),
+        flow: '',
+        column: 'backlog',
+        locked: true,
+        broken: b.error,
+      });
+    }
+    const runningPerFlow = new Map<string, number>();
+    for (const c of cards)
+      if (c.column === 'running') runningPerFlow.set(c.flow, (runningPerFlow.get(c.flow) ?? 0) + 1);
+    return {
+      project: this.store.projectDir,
+      cards,
+      maxConcurrency: cfg.scheduler.maxConcurrency,
+      running: this.scheduler.activeCount,
+      flows: Object.entries(cfg.flows).map(([name, f]) => ({
+        name,
+        runner: f.runner,
+        cap: f.cap,
+        running: runningPerFlow.get(name) ?? 0,
+        ...(this.scheduler.parked.has(name)
+          ? { parkedUntil: new Date(this.scheduler.parked.get(name)!).toISOString() }
+          : {}),
+      })),
+      columnLimits: cfg.scheduler.columnLimits,
+      ...(this.store.configError ? { configError: this.store.configError } : {}),
+    };
+  }
+}

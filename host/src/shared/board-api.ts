@@ -1,0 +1,27 @@
+/**
+ * The renderer's one door to the host: the calls of the board's method table (board-methods.ts) plus
+ * what each shell carries its own way (push updates, run streams, image URLs, saving an export).
+ * Implemented by the browser client (renderer/http-client.ts, for `runboard serve`) and the Electron
+ * preload bridge (electron/preload.ts). No capabilities (no fs, no spawn) cross it.
+ */
+import type { BoardCalls } from './board-methods.ts';
+import type { BoardDelta, RunStreamMessage } from './board-types.ts';
+
+export interface BoardApi extends BoardCalls {
+  /**
+   * Calls back whenever the board changes, with what changed (without a delta, e.g. after a
+   * reconnect: fetch the whole board); returns an unsubscribe.
+   */
+  onBoardChanged(cb: (delta?: BoardDelta) => void): () => void;
+  /** A URL the renderer may show as an image (a screenshot of the run). */
+  fileUrl(runId: string, name: string): string;
+  /**
+   * The live frame of a running computer-use run on a private display (404 before the first frame and
+   * after the end); `n` makes each refresh a new URL.
+   */
+  liveUrl(runId: string, n: number): string;
+  /** Saves (downloads) the run dir as one .tar.gz. */
+  exportRun(runId: string): Promise<void>;
+  /** Streams a run's output (the tail of it first) and events until it ends; returns a stop. */
+  streamRun(runId: string, cb: (m: RunStreamMessage) => void): () => void;
+}

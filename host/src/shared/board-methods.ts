@@ -1,0 +1,225 @@
+/**
+ * The board's methods: ONE table, each method with its HTTP route and the schema of its parameters
+ * (and the type of its result). Both shells dispatch from it: `runboard serve`
+ * (host/src/server/server.ts) routes HTTP requests by it and Electron's main process
+ * (host/src/electron/ipc.ts) answers IPC by it, both validating the parameters with the same schema
+ * (host/src/core/board-dispatch.ts) before the host core sees them; the renderer's clients
+ * (http-client.ts, electron/preload.ts) are built from it. A method is added here once.
+ *
+ * Kinds: `call` (parameters in, JSON out), `file` (bytes: an image, a frame, an export), `stream`
+ * (server-sent events over HTTP; push messages over IPC). Parameters are one object: over HTTP the
+ * route's `:name` segments, then the JSON body (POST, PUT) or the query (GET); over IPC the one
+ * argument. Pure: imported by the untrusted renderer and by the host core (no Node, no DOM).
+ */
+import * as z from 'zod/mini';
+import {
+  COLUMNS,
+  type Answer,
+  type BoardView,
+  type CardDetail,
+  type RunFiles,
+  type RunResult,
+  type ScheduleEdit,
+  type SchedulePreview,
+  type Settings,
+  type WorktreeDiff,
+} from './board-types.ts';
+
+export const ColumnParam = z.enum(COLUMNS);
+const CardId = z.string().check(z.minLength(1), z.maxLength(512));
+/** Checked as a run id by the host (the protocol's RunId); here only bounded. */
+const RunIdParam = z.string().check(z.minLength(1), z.maxLength(64));
+const Count = (max: number) => z.int().check(z.minimum(0), z.maximum(max));
+
+export const AnswerList = z
+  .array(z.object({ index: Count(1000), answer: z.string().check(z.maxLength(65_536)) }))
+  .check(z.maxLength(1000));
+
+export const SettingsParams = z.object({
+  maxConcurrency: z.int().check(z.minimum(1), z.maximum(1000)),
+  flows: z
+    .array(z.object({ name: z.string().check(z.minLength(1), z.maxLength(256)), cap: Count(1000) }))
+    .check(z.maxLength(10_000)),
+  columnLimits: z.partialRecord(ColumnParam, Count(100_000)),
+});
+
+export const ScheduleEditParams = z.object({
+  text: z.string().check(z.maxLength(500)),
+  timezone: z.optional(z.string().check(z.maxLength(100))),
+  missed: z.optional(z.enum(['skip', 'latest_once', 'all'])),
+  overlap: z.optional(z.enum(['skip', 'queue'])),
+});
+
+type Verb = 'GET' | 'POST' | 'PUT';
+export type Kind = 'call' | 'file' | 'stream';
+
+export interface Method<K extends Kind = Kind, P extends z.ZodMiniType = z.ZodMiniType, R = unknown> {
+  kind: K;
+  verb: Verb;
+  /** `/api/...`, with `:name` segments taken from the parameters. */
+  path: string;
+  params: P;
+  /** Type only: what a call answers. */
+  readonly result?: R;
+}
+
+const method =
+  <K extends Kind, R = void>(kind: K) =>
+  <P extends z.ZodMiniType>(verb: Verb, path: string, params: P): Method<K, P, R> => ({
+    kind,
+    verb,
+    path,
+    params,
+  });
+
+const none = z.object({});
+const card = z.object({ id: CardId });
+const run = z.object({ runId: RunIdParam });
+
+export const boardMethods = {
+  board: method<'call', BoardView>('call')('GET', '/api/board', none),
+  card: method<'call', CardDetail>('call')('GET', '/api/cards/:id', card),
+  move: method('call')('POST', '/api/cards/:id/move', z.extend(card, { to: ColumnParam, index: Count(1e9) })),
+  cancel: method('call')('POST', '/api/cards/:id/cancel', card),
+  /** Writes answers into the card's `## Questions`; with `requeue`, moves the card to the end of Queued. */
+  answer: method('call')(
+    'POST',
+    '/api/cards/:id/answer',
+    z.extend(card, { answers: AnswerList, requeue: z.optional(z.boolean()) }),
+  ),
+  /** What a schedule would mean (in words, cron, next five fires), or why it is refused; saves nothing. */
+  previewSchedule: method<'call', SchedulePreview>('call')(
+    'POST',
+    '/api/schedule/preview',
+    ScheduleEditParams,
+  ),
+  /** Writes the card's `schedule:` (null removes it); refused, saying why, when it cannot fire. */
+  setSchedule: method('call')(
+    'PUT',
+    '/api/cards/:id/schedule',
+    z.extend(card, { schedule: z.nullable(ScheduleEditParams) }),
+  ),
+  settings: method<'call', Settings>('call')('GET', '/api/settings', none),
+  saveSettings: method('call')('PUT', '/api/settings', SettingsParams),
+  runFiles: method<'call', RunFiles>('call')('GET', '/api/runs/:runId/files', run),
+  /** The run's worktree diff (base → the run's commit). */
+  runDiff: method<'call', WorktreeDiff>('call')('GET', '/api/runs/:runId/diff', run),
+  /** Keep the run's worktree (merge into its base branch) or discard it; answers the run as it is then. */
+  settleWorktree: method<'call', RunResult>('call')(
+    'POST',
+    '/api/runs/:runId/:how',
+    z.extend(run, { how: z.enum(['keep', 'discard']) }),
+  ),
+  /** A screenshot of the run (one of runFiles). */
+  runFile: method('file')(
+    'GET',
+    '/api/runs/:runId/file',
+    z.extend(run, { name: z.string().check(z.minLength(1), z.maxLength(1024)) }),
+  ),
+  /**
+   * The live frame of a running computer-use run on a private display (404 before the first frame and
+   * after the end); a query `n` only makes each refresh a new URL.
+   */
+  liveFrame: method('file')('GET', '/api/runs/:runId/live', run),
+  /** The run dir as one .tar.gz. */
+  exportRun: method('file')('GET', '/api/runs/:runId/export', run),
+  /** Board deltas (BoardDelta) as they happen. */
+  boardEvents: method('stream')('GET', '/api/events', none),
+  /** A run's output (its tail first) and events until it ends (RunStreamMessage). */
+  runStream: method('stream')('GET', '/api/runs/:runId/stream', run),
+} as const;
+
+export type Methods = typeof boardMethods;
+export type MethodName = keyof Methods;
+export type NamesOf<K extends Kind> = {
+  [N in MethodName]: Methods[N]['kind'] extends K ? N : never;
+}[MethodName];
+export type CallName = NamesOf<'call'>;
+export type ParamsIn<N extends MethodName> = z.input<Methods[N]['params']>;
+export type Params<N extends MethodName> = z.output<Methods[N]['params']>;
+export type Result<N extends MethodName> =
+  Methods[N] extends Method<Kind, z.ZodMiniType, infer R> ? R : never;
+
+export const methodNames = Object.keys(boardMethods) as MethodName[];
+export const callNames = methodNames.filter((n) => boardMethods[n].kind === 'call') as CallName[];
+
+/** The renderer-facing function of a call: its parameters (optional when it has none) to its result. */
+export type CallFn<N extends CallName> =
+  Record<never, never> extends ParamsIn<N>
+    ? (params?: ParamsIn<N>) => Promise<Result<N>>
+    : (params: ParamsIn<N>) => Promise<Result<N>>;
+export type BoardCalls = { [N in CallName]: CallFn<N> };
+
+// The shared data types and the schemas must agree.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const agree: [
+  Same<Params<'saveSettings'>, Settings>,
+  Same<z.output<typeof AnswerList>, Answer[]>,
+  Same<Required<z.output<typeof ScheduleEditParams>>, Required<ScheduleEdit>>,
+] = [true, true, true];
+void agree;
+
+/**
+ * A route's path for these parameters: `:name` segments filled in (encoded), the other parameters
+ * left over (for the query or the body).
+ */
+export function fillPath(
+  path: string,
+  params: Record<string, unknown>,
+): { path: string; rest: Record<string, unknown> } {
+  const rest = { ...params };
+  const filled = path.replace(/:(\w+)/g, (_m, name: string) => {
+    const v = rest[name];
+    delete rest[name];
+    return encodeURIComponent(String(v));
+  });
+  return { path: filled, rest };
+}
+
+/** A query string for `rest` (strings and numbers), '' when empty. */
+export function queryOf(rest: Record<string, unknown>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(rest)) if (v !== undefined) q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+/**
+ * The method a request is for, and the parameters its path carries. `segments` are the path's
+ * decoded segments.
+ */
+export function matchRoute(
+  verb: string,
+  segments: readonly string[],
+): { name: MethodName; pathParams: Record<string, string> } | undefined {
+  for (const name of methodNames) {
+    const m = boardMethods[name];
+    if (m.verb !== verb) continue;
+    const pattern = m.path.split('/').filter(Boolean);
+    if (pattern.length !== segments.length) continue;
+    const pathParams: Record<string, string> = {};
+    if (
+      pattern.every((p, i) => {
+        if (p.startsWith(':')) return ((pathParams[p.slice(1)] = segments[i]!), true);
+        return p === segments[i];
+      })
+    )
+      return { name, pathParams };
+  }
+  return undefined;
+}
+
+/** The renderer's calls, each sent by `send` (HTTP request or IPC invoke) under its method's name. */
+export function buildCalls(
+  send: (name: CallName, params: Record<string, unknown>) => Promise<unknown>,
+): BoardCalls {
+  return Object.fromEntries(
+    callNames.map((name) => [name, (params?: Record<string, unknown>) => send(name, params ?? {})]),
+  ) as unknown as BoardCalls;
+}
+
+/** The URL path (with query) of a method for these parameters: the same in both shells. */
+export function urlOf<N extends MethodName>(name: N, params: ParamsIn<N> & Record<string, unknown>): string {
+  const { path, rest } = fillPath(boardMethods[name].path, params);
+  return path + queryOf(rest);
+}

@@ -1,0 +1,146 @@
+// Proves the layer rules of eslint.config.js still hold: lints small probe files, placed (virtually)
+// in each layer, and fails when a forbidden import is not reported or an allowed one is. Runs in
+// the lint step of scripts/test.sh, so a rule that silently stops matching (a renamed folder, a
+// plugin upgrade, a resolver that no longer resolves) fails CI instead of letting imports through.
+import { ESLint } from 'eslint';
+import path from 'node:path';
+
+const root = path.resolve(import.meta.dirname, '..');
+
+/** [file the probe pretends to be, its source]: each must be refused. */
+const refused = [
+  // The renderer is untrusted: no runtime values from the supervisor or native, no Node.
+  ['host/src/renderer/probe.ts', "import { ErrorCodes } from '@runboard/supervisor/protocol';"],
+  ['host/src/renderer/probe.ts', "import { ErrorCodes } from '@runboard/supervisor/protocol/data';"],
+  [
+    'host/src/renderer/probe.ts',
+    "import type { RunEvent } from '@runboard/supervisor/protocol'; export type { RunEvent };",
+  ],
+  ['host/src/renderer/probe.ts', "import { statePaths } from '@runboard/supervisor/paths';"],
+  ['host/src/renderer/probe.ts', "import { validateGrant } from '@runboard/supervisor/grants';"],
+  ['host/src/renderer/probe.ts', "import { Desktop } from '@runboard/native';"],
+  ['host/src/renderer/probe.ts', "import net from 'net';"],
+  ['host/src/renderer/probe.ts', "import os from 'node:os';"],
+  ['host/src/renderer/probe.ts', "import { ipcRenderer } from 'electron';"],
+  ['host/src/renderer/probe.ts', "import { loadProject } from '../core/project.ts';"],
+  ['host/src/renderer/probe.ts', "export { loadProject } from '../core/project.ts';"],
+  ['host/src/renderer/probe.ts', "const m = await import('../core/project.ts'); export { m };"],
+  ['host/src/renderer/probe.ts', "const m = await import('node:fs'); export { m };"],
+  ['host/src/shared/probe.ts', "import fs from 'node:fs'; export { fs };"],
+  ['host/src/shared/probe.ts', "import { App } from '../renderer/App.tsx'; export { App };"],
+  [
+    'host/src/shared/probe.ts',
+    "import { ErrorCodes } from '@runboard/supervisor/protocol/data'; export { ErrorCodes };",
+  ],
+  ['host/src/shared/probe.ts', "import { loadProject } from '../core/project.ts'; export { loadProject };"],
+  // The protocol module depends on nothing but vscode-jsonrpc and zod.
+  ['supervisor/src/protocol/probe.ts', "import fs from 'node:fs'; export { fs };"],
+  ['supervisor/src/protocol/probe.ts', "import fs from 'fs'; export { fs };"],
+  ['supervisor/src/protocol/probe.ts', "import { execa } from 'execa'; export { execa };"],
+  [
+    'supervisor/src/protocol/probe.ts',
+    "import { statePaths } from '../common/paths.ts'; export { statePaths };",
+  ],
+  // supervisor/src/common is shared with the host: no supervisor process code.
+  ['supervisor/src/common/probe.ts', "import { Registry } from '../node/registry.ts'; export { Registry };"],
+  ['supervisor/src/common/probe.ts', "const m = await import('../node/registry.ts'); export { m };"],
+  // Nobody imports native internals; native imports nothing of ours.
+  [
+    'worker/src/probe.ts',
+    "import { compact } from '../../native/src/desktop/compact.ts'; export { compact };",
+  ],
+  [
+    'host/src/core/probe.ts',
+    "import { loadBinding } from '../../../native/src/binding.ts'; export { loadBinding };",
+  ],
+  [
+    'native/src/probe.ts',
+    "import { ErrorCodes } from '@runboard/supervisor/protocol'; export { ErrorCodes };",
+  ],
+  // The worker sees the supervisor only through its protocol; the host never sees the worker.
+  ['worker/src/probe.ts', "import { statePaths } from '@runboard/supervisor/paths'; export { statePaths };"],
+  [
+    'worker/src/probe.ts',
+    "import { Registry } from '../../supervisor/src/node/registry.ts'; export { Registry };",
+  ],
+  [
+    'host/src/core/probe.ts',
+    "import { runWorker } from '../../../worker/src/main.ts'; export { runWorker };",
+  ],
+  [
+    'host/src/core/probe.ts',
+    "import { Registry } from '../../../supervisor/src/node/registry.ts'; export { Registry };",
+  ],
+  // host core never imports the renderer, a shell or electron.
+  ['host/src/core/probe.ts', "import { App } from '../renderer/App.tsx'; export { App };"],
+  ['host/src/core/probe.ts', "import { serve } from '../cli/serve.ts'; export { serve };"],
+  ['host/src/core/probe.ts', "import { app } from 'electron'; export { app };"],
+  ['host/src/core/probe.ts', "const e = await import('electron'); export { e };"],
+  // require and createRequire load like import.
+  ['host/src/core/probe.ts', "const m = require('../renderer/App.tsx'); export { m };"],
+  [
+    'host/src/core/probe.ts',
+    "import { createRequire } from 'node:module'; const m = createRequire(import.meta.url)('../renderer/App.tsx'); export { m };",
+  ],
+  [
+    'host/src/core/probe.ts',
+    "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url); export const m = require('electron');",
+  ],
+  [
+    'worker/src/probe.ts',
+    "import { createRequire } from 'node:module'; const load = createRequire(import.meta.url); export const m = load('../../host/src/core/project.ts');",
+  ],
+];
+
+/** Imports the rules must keep allowing (so that they are not simply refusing everything). */
+const allowed = [
+  [
+    'host/src/renderer/probe.ts',
+    "import type { RunEvent } from '@runboard/supervisor/protocol/data'; export type { RunEvent };",
+  ],
+  [
+    'host/src/renderer/probe.ts',
+    "import type { StatePaths } from '@runboard/supervisor/paths'; export type { StatePaths };",
+  ],
+  ['host/src/renderer/probe.ts', "import { useState } from 'react'; export { useState };"],
+  [
+    'host/src/core/probe.ts',
+    "import { ErrorCodes } from '@runboard/supervisor/protocol'; export { ErrorCodes };",
+  ],
+  [
+    'host/src/core/probe.ts',
+    "import { statePaths } from '@runboard/supervisor/paths'; export { statePaths };",
+  ],
+  [
+    'worker/src/probe.ts',
+    "import { ErrorCodes } from '@runboard/supervisor/protocol'; export { ErrorCodes };",
+  ],
+  ['worker/src/probe.ts', "import { Desktop } from '@runboard/native'; export { Desktop };"],
+  ['supervisor/src/protocol/probe.ts', "import * as z from 'zod/mini'; export { z };"],
+  ['supervisor/src/node/probe.ts', "import { statePaths } from '../common/paths.ts'; export { statePaths };"],
+];
+
+const layerRules = new Set(['boundaries/dependencies', 'no-restricted-syntax']);
+const eslint = new ESLint({ cwd: root });
+const failures = [];
+for (const [file, code, mustRefuse] of [
+  ...refused.map(([f, c]) => [f, c, true]),
+  ...allowed.map(([f, c]) => [f, c, false]),
+]) {
+  const [result] = await eslint.lintText(code, { filePath: path.join(root, file) });
+  const hits = (result?.messages ?? []).filter((m) => m.ruleId && layerRules.has(m.ruleId));
+  const fatal = (result?.messages ?? []).filter((m) => m.fatal);
+  if (fatal.length) failures.push(`${file}: ${code}\n    does not parse: ${fatal[0].message}`);
+  else if (mustRefuse && hits.length === 0) failures.push(`${file}: ${code}\n    was NOT refused`);
+  else if (!mustRefuse && hits.length > 0)
+    failures.push(`${file}: ${code}\n    was refused: ${hits[0].message}`);
+}
+if (failures.length) {
+  console.error(
+    `check-boundaries: the layer rules of eslint.config.js do not hold:\n  ${failures.join('\n  ')}`,
+  );
+  process.exit(1);
+}
+console.log(
+  `check-boundaries: ${refused.length} forbidden imports refused, ${allowed.length} allowed ones accepted`,
+);

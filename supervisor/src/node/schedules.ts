@@ -1,0 +1,308 @@
+/**
+ * The supervisor's schedule book: the cards' schedules (told by hosts), one timer for the next due fire
+ * of all of them, and a record of every fire and decision in `<state>/supervisor/schedules.json`.
+ *
+ * A fire does not launch a run: it becomes a *pending fire* that a host takes into its scheduler (the
+ * same queue, caps and backoff as a drag; see docs/decisions.md). With no host connected, fires wait in
+ * the book and the board takes them when it opens.
+ *
+ * Missed fires (the supervisor was down, the machine slept) are decided by the card's policy:
+ * `skip` (none), `latest_once` (the newest one, the default) or `all` (at most MAX_MISSED_RUNS, the
+ * newest); every fire, taken or not, leaves a decision in the card's history.
+ */
+import { EventEmitter } from 'node:events';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import {
+  handle,
+  JsonRpcCodes,
+  ListSchedules,
+  notify,
+  ResponseError,
+  ScheduleDidFire,
+  SetSchedules,
+  TakeScheduleFire,
+  type MessageConnection,
+  type ScheduleDecision,
+  type ScheduleInfo,
+  type ScheduleSpec,
+} from '../protocol/index.ts';
+import { checkCron, firesBetween, MAX_MISSED_RUNS, nextFire, nextFires } from '../common/schedule.ts';
+
+/** A fire handled this late (the event loop was blocked, a short suspend) still counts as on time. */
+const ON_TIME_MS = 60_000;
+/** The timer looks at the clock at least this often: timers do not run while the machine sleeps. */
+const MAX_SLEEP_MS = 60_000;
+const HISTORY = 100;
+
+interface Entry {
+  spec: ScheduleSpec;
+  project: string;
+  /** Fires at or before this time are decided. */
+  through: number;
+  lastFire?: number;
+  pending: number[];
+  history: ScheduleDecision[];
+  /** Cached: the first fire after `through` (null: never again). */
+  next?: number | null;
+}
+
+interface BookFile {
+  version: 1;
+  entries: Omit<Entry, 'next'>[];
+}
+
+export interface ScheduleBookOptions {
+  file: string;
+  log: Logger;
+  /** Injected for tests (RUNBOARD_SCHEDULE_CLOCK); Date.now otherwise. */
+  now?: () => number;
+  /** Does this card have a run going (the overlap rule)? */
+  isRunning?: (cardPath: string) => boolean;
+}
+
+const iso = (t: number): string => new Date(t).toISOString();
+const sameSchedule = (a: ScheduleSpec, b: ScheduleSpec): boolean =>
+  a.cron === b.cron && a.timezone === b.timezone;
+
+export class ScheduleBook extends EventEmitter<{
+  fired: [{ project: string; cardPath: string; fireAt: string }];
+}> {
+  private readonly entries = new Map<string, Entry>();
+  private timer: NodeJS.Timeout | undefined;
+  private readonly now: () => number;
+  private stopped = false;
+
+  constructor(private readonly opts: ScheduleBookOptions) {
+    super();
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** Loads the book and decides what was missed while the supervisor was down; arms the timer. */
+  start(): void {
+    let saved: BookFile | undefined;
+    try {
+      saved = JSON.parse(readFileSync(this.opts.file, 'utf8')) as BookFile;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+        this.opts.log.error(
+          { err: (err as Error).message, file: this.opts.file },
+          'schedule book unreadable; starting empty',
+        );
+    }
+    for (const e of saved?.entries ?? []) {
+      if (checkCron(e.spec.cron, e.spec.timezone)) continue; // a zone this runtime no longer knows
+      this.entries.set(e.spec.cardPath, { ...e, pending: e.pending ?? [], history: e.history ?? [] });
+    }
+    this.catchUp(true);
+    this.arm();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  /** The book's clock (injected in tests). */
+  clock(): number {
+    return this.now();
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Replaces one project's schedules. Returns the error of the first bad one (nothing changes then). */
+  set(project: string, specs: ScheduleSpec[]): string | null {
+    for (const s of specs) {
+      const err = checkCron(s.cron, s.timezone);
+      if (err) return `${s.cardPath}: ${err}`;
+    }
+    const now = this.now();
+    const wanted = new Map(specs.map((s) => [s.cardPath, s]));
+    for (const [cardPath, e] of this.entries)
+      if (e.project === project && !wanted.has(cardPath)) this.entries.delete(cardPath);
+    for (const spec of specs) {
+      const old = this.entries.get(spec.cardPath);
+      if (old && sameSchedule(old.spec, spec)) {
+        old.spec = spec; // title, policies, text may change without resetting the schedule
+        old.project = project;
+        continue;
+      }
+      // New or changed: it fires from now on (nothing before it counts as missed).
+      this.entries.set(spec.cardPath, {
+        spec,
+        project,
+        through: now,
+        pending: old?.pending ?? [],
+        history: old?.history ?? [],
+        ...(old?.lastFire !== undefined ? { lastFire: old.lastFire } : {}),
+      });
+    }
+    this.save();
+    this.arm();
+    return null;
+  }
+
+  list(project?: string): ScheduleInfo[] {
+    const now = this.now();
+    return [...this.entries.values()]
+      .filter((e) => project === undefined || e.project === project)
+      .map((e) => ({
+        ...e.spec,
+        project: e.project,
+        next: nextFires(e.spec.cron, e.spec.timezone, Math.max(now, e.through), 5).map(iso),
+        ...(e.lastFire !== undefined ? { lastFire: iso(e.lastFire) } : {}),
+        pending: e.pending.map(iso),
+        history: e.history,
+      }));
+  }
+
+  /** A host took a pending fire (queued its card, or skipped it). */
+  take(cardPath: string, fireAt: string, decision: 'queued' | 'skipped', reason: string): boolean {
+    const e = this.entries.get(cardPath);
+    const t = Date.parse(fireAt);
+    const i = e ? e.pending.indexOf(t) : -1;
+    if (!e || i < 0) return false;
+    e.pending.splice(i, 1);
+    this.decide(e, t, decision, reason);
+    this.save();
+    return true;
+  }
+
+  /** Decides every fire due by now; `startup`: everything before now was missed. */
+  private catchUp(startup: boolean): void {
+    const now = this.now();
+    let changed = false;
+    for (const e of this.entries.values()) {
+      if (e.next === undefined) e.next = nextFire(e.spec.cron, e.spec.timezone, e.through);
+      if (e.next === null || e.next > now) continue;
+      const { fires, more } = firesBetween(e.spec.cron, e.spec.timezone, e.through, now, HISTORY);
+      e.through = now;
+      e.next = nextFire(e.spec.cron, e.spec.timezone, now);
+      changed = true;
+      if (!fires.length) continue;
+      const late = now - fires[0]!;
+      if (!startup && fires.length === 1 && more === 0 && late <= ON_TIME_MS) this.fire(e, fires[0]!);
+      else this.missed(e, fires, more, startup);
+    }
+    if (changed) this.save();
+  }
+
+  private missed(e: Entry, fires: number[], more: number, startup: boolean): void {
+    const why = startup ? 'missed: the supervisor was not running' : 'missed: the machine slept or was busy';
+    const policy = e.spec.missed;
+    const keep = policy === 'skip' ? 0 : policy === 'latest_once' ? 1 : MAX_MISSED_RUNS;
+    if (more > 0)
+      this.decide(
+        e,
+        fires[0]!,
+        'skipped',
+        `${why}; ${more} earlier fire(s) before this one skipped too (policy ${policy})`,
+      );
+    fires.forEach((t, i) => {
+      if (i < fires.length - keep) {
+        const cap =
+          policy === 'all'
+            ? ` (policy all runs at most the newest ${MAX_MISSED_RUNS})`
+            : ` (policy ${policy})`;
+        this.decide(e, t, 'skipped', `${why}${cap}`);
+      } else this.fire(e, t, `${why}; run (policy ${policy})`);
+    });
+  }
+
+  /** A fire: pending for a host, unless the overlap rule skips it. */
+  private fire(e: Entry, t: number, why = 'on time'): void {
+    e.lastFire = t;
+    const busy = this.opts.isRunning?.(e.spec.cardPath) || e.pending.length > 0;
+    if (busy && e.spec.overlap === 'skip') {
+      this.decide(
+        e,
+        t,
+        'skipped',
+        e.pending.length
+          ? 'overlap: an earlier fire still waits for the board'
+          : 'overlap: the previous run is still running',
+      );
+      return;
+    }
+    if (e.pending.length >= MAX_MISSED_RUNS) {
+      const dropped = e.pending.shift()!;
+      this.decide(
+        e,
+        dropped,
+        'skipped',
+        `more than ${MAX_MISSED_RUNS} fires waiting for the board; the oldest goes`,
+      );
+    }
+    e.pending.push(t);
+    this.decide(e, t, 'pending', `${why}: waiting for the board to queue the card`);
+    this.emit('fired', { project: e.project, cardPath: e.spec.cardPath, fireAt: iso(t) });
+  }
+
+  private decide(e: Entry, t: number, decision: ScheduleDecision['decision'], reason: string): void {
+    e.history.push({ fireAt: iso(t), at: iso(this.now()), decision, reason });
+    if (e.history.length > HISTORY) e.history.splice(0, e.history.length - HISTORY);
+  }
+
+  /** One timer for the soonest fire of all schedules (re-armed at least every minute). */
+  private arm(): void {
+    clearTimeout(this.timer);
+    if (this.stopped) return;
+    let soonest = Infinity;
+    for (const e of this.entries.values()) {
+      if (e.next === undefined) e.next = nextFire(e.spec.cron, e.spec.timezone, e.through);
+      if (e.next !== null && e.next < soonest) soonest = e.next;
+    }
+    const wait = Math.max(0, Math.min(soonest - this.now(), MAX_SLEEP_MS));
+    this.timer = setTimeout(() => {
+      this.catchUp(false);
+      this.arm();
+    }, wait);
+    this.timer.unref();
+  }
+
+  private save(): void {
+    const data: BookFile = {
+      version: 1,
+      entries: [...this.entries.values()].map(({ next: _next, ...e }) => e),
+    };
+    const tmp = path.join(
+      path.dirname(this.opts.file),
+      `.${path.basename(this.opts.file)}.${process.pid}.tmp`,
+    );
+    try {
+      writeFileSync(tmp, JSON.stringify(data), { mode: 0o600 });
+      renameSync(tmp, this.opts.file);
+    } catch (err) {
+      this.opts.log.error({ err: (err as Error).message }, 'cannot write the schedule book');
+    }
+  }
+}
+
+/**
+ * The schedule requests on one client connection. A connection that registers schedules hears about
+ * every fire (`schedule/didFire`) until it closes.
+ */
+export function serveSchedules(conn: MessageConnection, book: ScheduleBook): void {
+  let listening = false;
+  const onFired = (p: { project: string; cardPath: string; fireAt: string }): void => {
+    notify(conn, ScheduleDidFire, p).catch(() => undefined);
+  };
+  handle(conn, SetSchedules, (p) => {
+    const err = book.set(p.project, p.schedules);
+    if (err) throw new ResponseError(JsonRpcCodes.InvalidParams, `schedule/set: ${err}`);
+    if (!listening) {
+      listening = true;
+      book.on('fired', onFired);
+      conn.onClose(() => book.off('fired', onFired));
+    }
+    return { schedules: p.schedules.length };
+  });
+  handle(conn, ListSchedules, (p) => ({
+    now: new Date(book.clock()).toISOString(),
+    schedules: book.list(p.project),
+  }));
+  handle(conn, TakeScheduleFire, (p) => ({ taken: book.take(p.cardPath, p.fireAt, p.decision, p.reason) }));
+}

@@ -1,0 +1,61 @@
+/**
+ * The jail's side of the contract (native/src/linux/jail.cc): the fds it is given and the JSON status
+ * lines it writes on its status fd, validated by the supervisor (node/jail-status.ts) as they arrive.
+ */
+import * as z from 'zod/mini';
+
+/** fd 3 of the jail and the worker: the run endpoint (JSON-RPC, a socketpair with the supervisor). */
+export const RUN_ENDPOINT_FD = 3;
+/** The jail's status fd (`--status-fd`): one JSON object per line. */
+export const JAIL_STATUS_FD = 4;
+/**
+ * The run's environment reaches the jail on this fd (`--env-fd`; NAME=VALUE entries, NUL-separated),
+ * not as the jail's own: the jail starts with an empty environment, so a flow's LD_PRELOAD (or any
+ * loader variable) acts only on the run, set by the jail's child right before exec.
+ */
+export const JAIL_ENV_FD = 5;
+
+const count = z.number();
+
+export const JailStatusLine = z.discriminatedUnion('event', [
+  /** The worker was forked (its pid as seen by the supervisor) and how its processes are contained. */
+  z.object({
+    event: z.literal('started'),
+    pid: z.int().check(z.positive()),
+    containment: z.string(),
+    /** Why the namespaces could not be made, when containment fell back. */
+    namespaceError: z.optional(z.string()),
+    /** What limits the run's processes (`--max-procs`): a pids cgroup, RLIMIT_NPROC, or nothing. */
+    pidsLimit: z.optional(z.enum(['cgroup', 'rlimit', 'none'])),
+    maxProcs: z.optional(z.int()),
+    /** Why no pids cgroup could be made, when none was. */
+    cgroupError: z.optional(z.string()),
+  }),
+  /** The sandbox is in place (sent from the child just before exec). */
+  z.object({
+    event: z.literal('sandbox'),
+    landlockAbi: z.int(),
+    enforced: z.boolean(),
+    fs: z.optional(z.enum(['landlock', 'mounts', 'none'])),
+    /** The run has a read-only mount namespace of its own (under Landlock too, `--ro-mounts`). */
+    mountNamespace: z.optional(z.boolean()),
+  }),
+  /** Something failed in the jail (before or instead of the worker). */
+  z.object({ event: z.literal('error'), message: z.string() }),
+  /** The worker ended (last line): its exit code or signal, and what the run used. */
+  z.object({
+    event: z.literal('exit'),
+    /** null: killed by a signal. */
+    code: z.nullable(z.int()),
+    signal: z.int(),
+    rchar: count,
+    wchar: count,
+    readBytes: count,
+    writeBytes: count,
+    utimeMs: count,
+    stimeMs: count,
+    maxRssKb: count,
+  }),
+]);
+export type JailStatusLine = z.infer<typeof JailStatusLine>;
+export type JailExit = Omit<Extract<JailStatusLine, { event: 'exit' }>, 'event'>;

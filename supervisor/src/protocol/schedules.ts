@@ -1,0 +1,98 @@
+/**
+ * Scheduled runs: the host tells the supervisor its cards' schedules; the supervisor owns the timers
+ * (it outlives the board), records each fire as pending, and the host takes pending fires into its
+ * scheduler (the same queue, caps and backoff as a drag). See docs/protocol.md, "Schedules".
+ */
+import * as z from 'zod/mini';
+import { notification, request } from './define.ts';
+
+const Text = (max: number) => z.string().check(z.minLength(1), z.maxLength(max));
+const CardPath = z.string().check(
+  z.minLength(1),
+  z.maxLength(4096),
+  z.refine((p) => p.startsWith('/'), 'must be an absolute path'),
+);
+const Iso = z.string().check(z.maxLength(40));
+
+export const MissedPolicy = z.enum(['skip', 'latest_once', 'all']);
+export const OverlapPolicy = z.enum(['skip', 'queue']);
+
+/** One card's schedule, as the host resolved it from the card's `schedule:` front matter. */
+export const ScheduleSpec = z.object({
+  cardPath: CardPath,
+  cardId: Text(200),
+  title: Text(500),
+  /** Five-field cron; the supervisor checks it again (with the zone) and refuses what it cannot fire. */
+  cron: Text(200),
+  /** IANA zone, e.g. Europe/Berlin. */
+  timezone: Text(100),
+  /** The schedule in words, as shown to the person. */
+  text: Text(500),
+  missed: MissedPolicy,
+  overlap: OverlapPolicy,
+});
+export type ScheduleSpec = z.infer<typeof ScheduleSpec>;
+
+/** What became of one fire: waiting for a host (pending), taken into the board's queue, or skipped (why). */
+export const ScheduleDecision = z.object({
+  /** The fire time the schedule named. */
+  fireAt: Iso,
+  /** When it was decided. */
+  at: Iso,
+  decision: z.enum(['pending', 'queued', 'skipped']),
+  reason: z.string().check(z.maxLength(1000)),
+});
+export type ScheduleDecision = z.infer<typeof ScheduleDecision>;
+
+export const ScheduleInfo = z.object({
+  ...ScheduleSpec.shape,
+  /** The project folder whose host registered the schedule. */
+  project: CardPath,
+  /** The next five fire times (ISO). */
+  next: z.array(Iso),
+  lastFire: z.optional(Iso),
+  /** Fires not yet taken by a host, oldest first. */
+  pending: z.array(Iso),
+  /** Decisions, oldest first (the last 100). */
+  history: z.array(ScheduleDecision),
+});
+export type ScheduleInfo = z.infer<typeof ScheduleInfo>;
+
+/** Replaces the schedules of one project (the cards that have `schedule:`); unchanged ones keep their state. */
+export const SetSchedules = request(
+  'schedule/set',
+  'host→supervisor',
+  z.object({ project: CardPath, schedules: z.array(ScheduleSpec).check(z.maxLength(20_000)) }),
+  z.object({ schedules: z.int() }),
+);
+
+/** The schedules the supervisor keeps (of one project, or all), with next fires, pending fires, history. */
+export const ListSchedules = request(
+  'schedule/list',
+  'host→supervisor',
+  z.object({ project: z.optional(CardPath) }),
+  z.object({ now: Iso, schedules: z.array(ScheduleInfo) }),
+);
+
+/**
+ * The host took a pending fire: queued the card, or skipped it (overlap) and says why. Idempotent: a
+ * fire already taken answers `taken: false`.
+ */
+export const TakeScheduleFire = request(
+  'schedule/take',
+  'host→supervisor',
+  z.object({
+    cardPath: CardPath,
+    fireAt: Iso,
+    decision: z.enum(['queued', 'skipped']),
+    reason: z.string().check(z.maxLength(1000)),
+  }),
+  z.object({ taken: z.boolean() }),
+);
+
+/** A schedule fired (sent to every connection that registered schedules): look at the pending fires. */
+export const ScheduleDidFire = notification(
+  'schedule/didFire',
+  'supervisor→host',
+  z.object({ project: CardPath, cardPath: CardPath, fireAt: Iso }),
+);

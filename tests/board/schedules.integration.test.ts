@@ -1,0 +1,196 @@
+/**
+ * Scheduled cards end to end: `runboard serve` (the board), its supervisor and real runs. The schedule
+ * clock is injected (RUNBOARD_SCHEDULE_CLOCK, passed to serve and the supervisor it starts); the
+ * processes, sockets and files are real.
+ */
+import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { CardDetail } from '../../host/src/shared/board-types.ts';
+import { ARTIFACTS, BoardServer, launchBrowser, waitUntil } from '../e2e/helpers/board.ts';
+import { DIST } from '../helpers/harness.ts';
+
+const config = `version: 1
+scheduler:
+  maxConcurrency: 4
+flows:
+  shell: { runner: command, cap: 4 }
+`;
+const card = (title: string, command: string, schedule: string): string =>
+  `---\ntitle: ${title}\nflow: shell\nworkspace: ./workspace\ncommand: ${JSON.stringify(command)}\nschedule: ${schedule}\n---\n# Task\n`;
+
+let server: BoardServer | undefined;
+afterEach(async () => {
+  await server?.stop();
+  server = undefined;
+});
+
+interface ScheduleRow {
+  cardId: string;
+  next: string[];
+  pending: string[];
+  lastFire?: string;
+  history: { decision: string; reason: string }[];
+  lastRun: { runId: string; status: string } | null;
+}
+
+/** `runboard schedules --json` (works with no board open). */
+async function schedulesCli(s: BoardServer): Promise<Record<string, ScheduleRow>> {
+  const env: NodeJS.ProcessEnv = { ...process.env, RUNBOARD_HOME: s.home };
+  delete env.NODE_EXTRA_CA_CERTS;
+  const out = await new Promise<string>((resolve, reject) =>
+    execFile(
+      process.execPath,
+      [path.join(DIST, 'runboard.mjs'), 'schedules', '--json'],
+      { env },
+      (err, stdout) => (err ? reject(err) : resolve(stdout)),
+    ),
+  );
+  const rows = out
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as ScheduleRow);
+  return Object.fromEntries(rows.map((r) => [r.cardId, r]));
+}
+
+describe('scheduled cards', () => {
+  it('a schedule fires with no board open; the board queues and runs the card when it opens, and shows it', async () => {
+    // The schedule clock starts 15 s before the card's 08:00 fire.
+    server = await BoardServer.start(
+      config,
+      { 'nightly.md': card('Nightly', 'echo scheduled run', '{ cron: "0 8 * * *", timezone: UTC }') },
+      { env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:45Z' } },
+    );
+    const before = await server.card('nightly');
+    expect(before?.schedule).toMatchObject({ text: 'cron 0 8 * * * (UTC)' });
+    // The board is closed (serve stopped); the supervisor goes on.
+    await waitUntil('registered', async () => (await schedulesCli(server!)).nightly !== undefined);
+    const exited = new Promise((r) => server!.proc.once('exit', r));
+    server.proc.kill('SIGTERM');
+    await exited;
+    expect((await schedulesCli(server)).nightly!.lastFire).toBeUndefined(); // not fired yet: no board now
+    const fired = await waitUntil(
+      'fired with no board',
+      async () => {
+        const s = (await schedulesCli(server!)).nightly!;
+        return s.pending.length ? s : undefined;
+      },
+      30_000,
+    );
+    expect(fired.pending).toEqual(['2026-01-05T08:00:00.000Z']);
+    expect(fired.history.map((d) => d.decision)).toEqual(['pending']);
+    expect(fired.next[0]).toBe('2026-01-06T08:00:00.000Z');
+
+    // The board opens: it takes the fire, the card runs through the scheduler, and the board shows it.
+    await server.startServe();
+    const done = await waitUntil('ran', async () => {
+      const c = await server!.card('nightly');
+      return c?.column === 'done' ? c : undefined;
+    });
+    expect(done.runId).toBeTruthy();
+    expect(done.schedule?.next).toBe('2026-01-06T08:00:00.000Z');
+    const detail = await server.api<CardDetail>('GET', '/api/cards/nightly');
+    expect(detail.runs.map((r) => r.runId)).toEqual([done.runId]);
+    expect(detail.schedule?.history.map((d) => d.decision)).toEqual(['pending', 'queued']);
+    expect(detail.schedule?.pending).toEqual([]);
+    const row = (await schedulesCli(server)).nightly!;
+    expect(row.lastRun).toEqual({ runId: done.runId, status: 'succeeded' });
+  });
+
+  it('overlap: a fire while the card runs is skipped (skip) or runs after it (queue), never two at once', async () => {
+    const slow = 'sleep 4; echo done';
+    server = await BoardServer.start(
+      config,
+      {
+        'skip.md': card('Skip', slow, '{ cron: "0 8 * * *", timezone: UTC, overlap: skip }'),
+        'queue.md': card('Queue', slow, '{ cron: "0 8 * * *", timezone: UTC, overlap: queue }'),
+        'broken.md': card('Broken', 'true', 'every 7 minutes'),
+      },
+      { env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:56Z' } },
+    );
+    // A person starts both cards just before the 08:00 fire.
+    await server.api('POST', '/api/cards/skip/move', { to: 'queued', index: 0 });
+    await server.api('POST', '/api/cards/queue/move', { to: 'queued', index: 0 });
+    await waitUntil('both running', async () => {
+      const b = await server!.board();
+      return b.cards.filter((c) => c.column === 'running').length === 2;
+    });
+    const skipped = await waitUntil('skip decided', async () => {
+      const d = await server!.api<CardDetail>('GET', '/api/cards/skip');
+      return d.schedule?.history.find((h) => h.decision === 'skipped');
+    });
+    expect(skipped.reason).toMatch(/previous run is still running/);
+    // The queued fire runs once the first run is over: two runs, one after the other.
+    const queued = await waitUntil(
+      'queue card ran twice',
+      async () => {
+        const d = await server!.api<CardDetail>('GET', '/api/cards/queue');
+        return d.runs.length === 2 && d.runs.every((r) => r.status !== 'running') ? d : undefined;
+      },
+      30_000,
+    );
+    const [second, first] = queued.runs;
+    expect(Date.parse(second!.startedAt)).toBeGreaterThanOrEqual(Date.parse(first!.endedAt!));
+    expect(queued.schedule?.history.map((h) => h.decision)).toEqual(['pending', 'queued']);
+    const skipDetail = await server.api<CardDetail>('GET', '/api/cards/skip');
+    expect(skipDetail.runs).toHaveLength(1);
+    // A schedule that cannot be used says why on the card; the card itself still works.
+    const broken = await server.card('broken');
+    expect(broken?.schedule?.error).toMatch(/every 7 minutes cannot repeat evenly/);
+    expect(broken?.broken).toBeUndefined();
+  });
+
+  it('the inspector says what a phrase means (or why not) before saving it, then the card shows its next fire', async () => {
+    server = await BoardServer.start(config, {
+      'report.md': `---\ntitle: Weekly report\nflow: shell\nworkspace: ./workspace\ncommand: "echo report"\n---\n# Task\n`,
+    });
+    // The method behind it, as any client calls it: refusals say why, nothing is written.
+    expect(
+      await server.api('POST', '/api/schedule/preview', {
+        text: 'every 7 minutes',
+        timezone: 'Europe/Berlin',
+      }),
+    ).toMatchObject({ ok: false, error: expect.stringMatching(/cannot repeat evenly/) });
+    await expect(
+      server.api('PUT', '/api/cards/report/schedule', { schedule: { text: 'every weekday' } }),
+    ).rejects.toThrow(/400.*say at what time/);
+    expect(readFileSync(server.cardFile('report.md'), 'utf8')).not.toMatch(/schedule/);
+
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      await page.goto(server.url);
+      await page.click('li[data-card-id="report"]');
+      await page.getByText('Schedule: none').click();
+      await page.getByLabel('Time zone').fill('America/New_York');
+      await page.getByLabel('Schedule', { exact: true }).fill('every 7 minutes');
+      await page.getByText(/cannot repeat evenly/).waitFor();
+      expect(await page.getByRole('button', { name: 'Save schedule' }).isDisabled()).toBe(true);
+      await page.getByLabel('Schedule', { exact: true }).fill('on the first Monday of the month at 8');
+      const preview = page.locator('.schedule-preview');
+      await preview.getByText('on the first Monday of every month at 08:00 (America/New_York)').waitFor();
+      expect(await preview.textContent()).toMatch(/cron 0 8 \* \* 1#1/);
+      expect((await preview.textContent())!.split('·').length).toBeGreaterThanOrEqual(5); // five next fires
+      await page.screenshot({ path: path.join(ARTIFACTS, 'schedule-editor.png') });
+      await page.getByRole('button', { name: 'Save schedule' }).click();
+      await page.locator('li[data-card-id="report"] .card-note.schedule').waitFor();
+      // The inspector shows the supervisor's record: the next five fires and the (empty) history.
+      await page.locator('.schedule-next').waitFor();
+      await page.getByText('History (0)').waitFor();
+      await page.screenshot({ path: path.join(ARTIFACTS, 'schedule-saved.png') });
+    } finally {
+      await browser.close();
+    }
+    const text = readFileSync(server.cardFile('report.md'), 'utf8');
+    expect(text).toMatch(
+      /schedule:\n\s+text: on the first Monday of the month at 8\n\s+timezone: America\/New_York/,
+    );
+    const row = await waitUntil(
+      'registered with the supervisor',
+      async () => (await schedulesCli(server!)).report,
+    );
+    expect(row.next).toHaveLength(5);
+  });
+});

@@ -1,0 +1,175 @@
+/**
+ * Schedules in a real supervisor: fires on time, missed-run policies across a real restart, overlap,
+ * bad input. The schedule clock is injected (RUNBOARD_SCHEDULE_CLOCK: the supervisor's schedule book
+ * starts at that instant and runs at real speed); processes, sockets and the state files are real.
+ */
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ScheduleInfo, ScheduleSpec } from '@runboard/supervisor/protocol';
+import { call, on } from '@runboard/supervisor/protocol';
+import {
+  ListSchedules,
+  ScheduleDidFire,
+  SetSchedules,
+  TakeScheduleFire,
+} from '@runboard/supervisor/protocol';
+import { Harness, waitUntil } from '../helpers/harness.ts';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.stop();
+  h = undefined;
+});
+
+const spec = (h: Harness, name: string, over: Partial<ScheduleSpec> = {}): ScheduleSpec => ({
+  cardPath: path.join(h.root, `${name}.md`),
+  cardId: name,
+  title: name,
+  cron: '0 * * * *',
+  timezone: 'UTC',
+  text: 'every hour',
+  missed: 'latest_once',
+  overlap: 'skip',
+  ...over,
+});
+
+async function schedules(h: Harness): Promise<Record<string, ScheduleInfo>> {
+  const { schedules } = await call(h.client.conn, ListSchedules, {});
+  return Object.fromEntries(schedules.map((s) => [s.cardId, s]));
+}
+
+async function restart(h: Harness, clock: string): Promise<void> {
+  h.client.close();
+  const exited = new Promise((r) => h.supervisor.once('exit', r));
+  h.supervisor.kill('SIGTERM');
+  await exited;
+  await h.startSupervisor(undefined, { RUNBOARD_SCHEDULE_CLOCK: clock });
+}
+
+const hhmm = (isoTimes: string[]): string[] => isoTimes.map((t) => t.slice(11, 16));
+
+describe('schedules in the supervisor', () => {
+  it('a fire on time is pending for the board, and a host that registered hears of it', async () => {
+    h = await Harness.start({ env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:58Z' } });
+    const fired: string[] = [];
+    on(h.client.conn, ScheduleDidFire, (p) => fired.push(`${p.cardPath} ${p.fireAt}`));
+    const daily = spec(h, 'daily', { cron: '0 8 * * *', text: 'every day at 08:00' });
+    await call(h.client.conn, SetSchedules, { project: h.root, schedules: [daily] });
+    expect(hhmm((await schedules(h)).daily!.next)).toEqual(['08:00', '08:00', '08:00', '08:00', '08:00']);
+    await waitUntil('fired', () => fired.length > 0, 10_000);
+    expect(fired).toEqual([`${daily.cardPath} 2026-01-05T08:00:00.000Z`]);
+    const s = (await schedules(h)).daily!;
+    expect(s.pending).toEqual(['2026-01-05T08:00:00.000Z']);
+    expect(s.lastFire).toBe('2026-01-05T08:00:00.000Z');
+    expect(s.next[0]).toBe('2026-01-06T08:00:00.000Z');
+    // The host queues the card and says so; taking it twice changes nothing.
+    const take = {
+      cardPath: daily.cardPath,
+      fireAt: s.pending[0]!,
+      decision: 'queued',
+      reason: 'queued',
+    } as const;
+    expect(await call(h.client.conn, TakeScheduleFire, take)).toEqual({ taken: true });
+    expect(await call(h.client.conn, TakeScheduleFire, take)).toEqual({ taken: false });
+    const after = (await schedules(h)).daily!;
+    expect(after.pending).toEqual([]);
+    expect(after.history.map((d) => d.decision)).toEqual(['pending', 'queued']);
+  });
+
+  it('missed fires follow each card’s policy across a real restart, and every decision is kept', async () => {
+    h = await Harness.start({ env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:30Z' } });
+    await call(h.client.conn, SetSchedules, {
+      project: h.root,
+      schedules: [
+        spec(h, 'skip', { missed: 'skip' }),
+        spec(h, 'latest', { missed: 'latest_once' }),
+        spec(h, 'all', { missed: 'all', overlap: 'queue' }),
+        spec(h, 'capped', { missed: 'all', overlap: 'queue', cron: '*/5 * * * *', text: 'every 5 minutes' }),
+      ],
+    });
+    // Down from 07:59:30 until 13:00:30: hourly fires 08:00 … 13:00 (6) and 61 five-minute fires were missed.
+    await restart(h, '2026-01-05T13:00:30Z');
+    const s = await schedules(h);
+    expect(s.skip!.pending).toEqual([]);
+    expect(s.skip!.history).toHaveLength(6);
+    expect(
+      s.skip!.history.every((d) => d.decision === 'skipped' && /supervisor was not running/.test(d.reason)),
+    ).toBe(true);
+    expect(hhmm(s.latest!.pending)).toEqual(['13:00']);
+    expect(s.latest!.history.map((d) => d.decision)).toEqual([
+      'skipped',
+      'skipped',
+      'skipped',
+      'skipped',
+      'skipped',
+      'pending',
+    ]);
+    expect(hhmm(s.all!.pending)).toEqual(['08:00', '09:00', '10:00', '11:00', '12:00', '13:00']);
+    // `all` is capped at the newest 10; the rest are recorded as skipped.
+    expect(hhmm(s.capped!.pending)).toEqual([
+      '12:15',
+      '12:20',
+      '12:25',
+      '12:30',
+      '12:35',
+      '12:40',
+      '12:45',
+      '12:50',
+      '12:55',
+      '13:00',
+    ]);
+    expect(s.capped!.history.filter((d) => d.decision === 'skipped').length).toBeGreaterThanOrEqual(51);
+    // Another restart a minute later decides nothing again (the decisions were saved), and the host
+    // registering the same schedules keeps their state.
+    await restart(h, '2026-01-05T13:01:30Z');
+    await call(h.client.conn, SetSchedules, {
+      project: h.root,
+      schedules: [spec(h, 'skip', { missed: 'skip' }), spec(h, 'latest', { missed: 'latest_once' })],
+    });
+    const again = await schedules(h);
+    expect(Object.keys(again).sort()).toEqual(['latest', 'skip']); // the others' cards lost their schedule
+    expect(again.skip!.history).toHaveLength(6);
+    expect(hhmm(again.latest!.pending)).toEqual(['13:00']);
+  });
+
+  it('overlap: a fire while the card runs is skipped (overlap skip) or waits (overlap queue)', async () => {
+    h = await Harness.start({ env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:57Z' } });
+    const card = path.join(h.root, 'card.md'); // the harness launches its runs for this card
+    const { runId } = await h.launch('sleep 8');
+    const other = path.join(h.root, 'other.md');
+    await call(h.client.conn, SetSchedules, {
+      project: h.root,
+      schedules: [
+        { ...spec(h, 'card', { overlap: 'skip' }), cardPath: card },
+        { ...spec(h, 'other', { overlap: 'queue' }), cardPath: other },
+      ],
+    });
+    await waitUntil('fired', async () => (await schedules(h!)).card!.lastFire !== undefined, 10_000);
+    const s = await schedules(h);
+    expect(s.card!.pending).toEqual([]);
+    expect(s.card!.history.at(-1)).toMatchObject({
+      decision: 'skipped',
+      reason: expect.stringMatching(/still running/),
+    });
+    expect(s.other!.pending).toHaveLength(1);
+    await h.client.cancel(runId);
+  });
+
+  it('refuses a schedule it cannot fire, saying why, and keeps the ones it had', async () => {
+    h = await Harness.start();
+    await call(h.client.conn, SetSchedules, { project: h.root, schedules: [spec(h, 'good')] });
+    await expect(
+      call(h.client.conn, SetSchedules, {
+        project: h.root,
+        schedules: [spec(h, 'bad', { timezone: 'Mars/Olympus' })],
+      }),
+    ).rejects.toThrow(/bad\.md: "Mars\/Olympus" is not an IANA time zone/);
+    await expect(
+      call(h.client.conn, SetSchedules, {
+        project: h.root,
+        schedules: [spec(h, 'bad', { cron: '0 0 31 2 *' })],
+      }),
+    ).rejects.toThrow(/never fires/);
+    expect(Object.keys(await schedules(h))).toEqual(['good']);
+  });
+});

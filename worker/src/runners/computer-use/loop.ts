@@ -1,0 +1,414 @@
+/**
+ * The computer-use loop: screenshot → model → tool calls → results + fresh screenshot → … until the
+ * model's completion JSON, a budget, a cancel, or a call that cannot be carried out. Each step returns
+ * whether the loop goes on or ends with an outcome; nothing is thrown for control flow.
+ *
+ * Every tool call is logged as a `cu-step` event (the protocol's CuStep), so the inspector can show a
+ * filmstrip; screenshots and report.md go to the run's artifacts folder.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { ClarifyingQuestion, CuFinal, CuScreenshot, CuStep } from '@runboard/supervisor/protocol';
+import type { RunnerContext, RunnerOutcome } from '../runner.ts';
+import { parseCompletion, type Completion } from './completion.ts';
+import { LoopMetrics } from './metrics.ts';
+import { makeProvider, type Api, type ModelTurn, type Provider, type ToolReply } from './providers.ts';
+import { estimateCost, fill, osVersion, type PromptFolder } from './prompt.ts';
+import { writeReport, type StepRecord } from './report.ts';
+import { MAX_RETRY_WAIT_MS, retryDecision } from './retry.ts';
+import type { Screen, Shot } from './screen.ts';
+import type { EscapeWatcher } from './takeover.ts';
+import { ActionFailed, InvalidToolCall, runTool, type ToolContext } from './tools.ts';
+
+export interface LoopOptions {
+  maxSteps: number;
+  maxDurationMs: number;
+  maxRetries: number;
+  screen: Screen;
+  maxOutputTokens: number;
+  requestTimeoutMs: number;
+}
+
+/** After the HUD is unmapped, the windows under it repaint before the capture. */
+const HUD_SETTLE_MS = 30;
+
+/** A step either lets the loop go on or ends it with the run's outcome. */
+type Step<T> = { go: true; value: T } | { go: false; outcome: RunnerOutcome };
+const go = <T>(value: T): Step<T> => ({ go: true, value });
+
+export class Loop {
+  /** The person pressed Escape: the run ends as cancelled by them. */
+  takenOver = false;
+  /** The takeover watcher died (the display went away): why. */
+  watcherLost: string | undefined;
+  /** The takeover HUD (real display): hidden while a screenshot is taken, so the model never sees it. */
+  hud: EscapeWatcher | undefined;
+  private readonly provider: Provider;
+  private shot!: Shot;
+  private readonly steps: StepRecord[] = [];
+  private readonly metrics = new LoopMetrics();
+
+  constructor(
+    private readonly ctx: RunnerContext,
+    private readonly prompt: PromptFolder,
+    private readonly card: string,
+    private readonly api: Api,
+    private readonly model: string,
+    private readonly artifacts: string,
+    private readonly signal: AbortSignal,
+    private readonly o: LoopOptions,
+  ) {
+    this.provider = makeProvider(api, {
+      baseUrl: ctx.spec.model!.baseUrl,
+      token: ctx.spec.model!.token,
+      model,
+      descriptions: prompt.config.tools,
+      maxOutputTokens: prompt.config.llm.max_output_tokens ?? o.maxOutputTokens,
+      timeoutMs: o.requestTimeoutMs,
+    });
+  }
+
+  async run(): Promise<RunnerOutcome> {
+    const { ctx } = this;
+    let outcome: RunnerOutcome;
+    try {
+      outcome = await this.loop();
+    } catch (err) {
+      outcome = this.outcome('failed', `computer-use loop error: ${(err as Error).message}`);
+    }
+    if (this.watcherLost && !this.takenOver)
+      outcome = this.outcome(
+        'failed',
+        `the takeover watcher stopped (${this.watcherLost}): the run cannot go on without it`,
+      );
+    if (this.takenOver)
+      outcome = {
+        ...this.outcome('failed', 'cancelled: the person pressed Escape and took over the desktop'),
+        cancelledBy: 'person',
+      };
+    try {
+      writeReport(path.join(this.artifacts, 'report.md'), {
+        card: ctx.spec.card.title ?? path.basename(ctx.spec.card.path),
+        runId: ctx.spec.runId,
+        api: this.api,
+        model: this.model,
+        outcome,
+        steps: this.steps,
+      });
+      ctx.log('info', 'computer-use report written', {
+        kind: 'cu-report',
+        file: path.join(this.artifacts, 'report.md'),
+      });
+    } catch (err) {
+      ctx.log('warn', `could not write the run report: ${(err as Error).message}`);
+    }
+    return outcome;
+  }
+
+  private caption(step: number): string {
+    return fill(this.prompt.config.screenshot_caption, {
+      WIDTH: String(this.shot.width),
+      HEIGHT: String(this.shot.height),
+      STEP: String(step),
+    });
+  }
+
+  private async screenshot(step: number): Promise<string> {
+    if (this.hud) {
+      await this.hud.hideHud();
+      await new Promise((r) => setTimeout(r, HUD_SETTLE_MS));
+    }
+    try {
+      this.shot = await this.o.screen.capture();
+    } finally {
+      await this.hud?.showHud();
+    }
+    const file = `step-${String(step).padStart(3, '0')}.jpg`;
+    writeFileSync(path.join(this.artifacts, file), this.shot.data);
+    this.metrics.screenshot(this.shot.base64Bytes);
+    return file;
+  }
+
+  private outcome(
+    status: RunnerOutcome['status'],
+    summary: string,
+    questions: ClarifyingQuestion[] = [],
+  ): RunnerOutcome {
+    const cost = estimateCost(
+      this.prompt.config,
+      this.model,
+      this.metrics.tokens.input,
+      this.metrics.tokens.output,
+    );
+    return {
+      status,
+      exitCode: null,
+      summary,
+      ...(questions.length ? { questions } : {}),
+      metrics: this.metrics.report(this.api, this.model, cost, this.o),
+    };
+  }
+
+  private end(status: RunnerOutcome['status'], summary: string, questions: ClarifyingQuestion[] = []) {
+    return { go: false as const, outcome: this.outcome(status, summary, questions) };
+  }
+
+  /** One model request, retried by the retry policy. */
+  private async send(): Promise<Step<ModelTurn>> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return go(await this.provider.send(this.signal));
+      } catch (err) {
+        if (this.signal.aborted) return this.end('failed', 'cancelled');
+        const d = retryDecision(err, attempt, {
+          maxRetries: this.o.maxRetries,
+          maxWaitMs: MAX_RETRY_WAIT_MS,
+        });
+        if (!d.retry) {
+          if (d.rateLimitedUntil) this.metrics.rateLimitedUntil = d.rateLimitedUntil;
+          return this.end('failed', d.why);
+        }
+        this.metrics.retries++;
+        this.ctx.log(
+          'warn',
+          `model request failed (${d.status ?? 'connection'}); retrying in ${Math.round(d.waitMs)} ms`,
+          {
+            kind: 'cu-retry',
+            attempt: attempt + 1,
+            status: d.status,
+            waitMs: Math.round(d.waitMs),
+            error: (err as Error).message,
+          },
+        );
+        await new Promise<void>((res) => {
+          const timer = setTimeout(res, d.waitMs);
+          this.signal.addEventListener('abort', () => (clearTimeout(timer), res()), { once: true });
+        });
+        if (this.signal.aborted) return this.end('failed', 'cancelled');
+      }
+    }
+  }
+
+  /** Whether the loop may take another step: not cancelled, within its step and time budgets. */
+  private mayGoOn(step: number): Step<null> {
+    if (this.signal.aborted) return this.end('failed', 'cancelled');
+    if (step > this.o.maxSteps)
+      return this.end(
+        'failed',
+        `the step budget (${this.o.maxSteps} model turns) ran out before the task was done`,
+      );
+    if (this.metrics.elapsedMs() > this.o.maxDurationMs)
+      return this.end(
+        'failed',
+        `the time budget (${this.o.maxDurationMs} ms) ran out before the task was done`,
+      );
+    return go(null);
+  }
+
+  private async loop(): Promise<RunnerOutcome> {
+    const { ctx } = this;
+    const promptText = fill(this.prompt.template, {
+      TASK_MARKDOWN: this.card,
+      OS_VERSION: osVersion(ctx.env),
+    });
+    let tPrep = performance.now();
+    const first = await this.screenshot(0);
+    this.provider.begin(promptText, this.shot, this.caption(0));
+    ctx.log('info', `screenshot ${this.shot.width}x${this.shot.height} (${this.shot.base64Bytes} B base64)`, {
+      kind: 'cu-screenshot',
+      step: 0,
+      file: first,
+      width: this.shot.width,
+      height: this.shot.height,
+      source: this.shot.source,
+      bytes: this.shot.base64Bytes,
+      quality: this.shot.quality,
+      captureMs: round(this.shot.captureMs),
+    } satisfies CuScreenshot);
+    const toolCtx: ToolContext = {
+      frame: () => this.shot,
+      env: ctx.env,
+      workspace: ctx.spec.workspace,
+      signal: this.signal,
+    };
+    for (let step = 1; ; step++) {
+      const budget = this.mayGoOn(step);
+      if (!budget.go) return budget.outcome;
+      ctx.progress(undefined, `step ${step}`);
+      const buildMs = performance.now() - tPrep;
+      const tModel = performance.now();
+      const sent = await this.send();
+      if (!sent.go) return sent.outcome;
+      const turn = sent.value;
+      const modelMs = performance.now() - tModel;
+      this.metrics.turn(turn.usage, modelMs);
+      if (turn.calls.length === 0) return this.complete(step, turn, modelMs);
+      const tAct = performance.now();
+      const acted = await this.act(step, turn, modelMs, toolCtx);
+      if (!acted.go) return acted.outcome;
+      const { replies, records } = acted.value;
+      const actMs = performance.now() - tAct;
+      if (this.signal.aborted) return this.end('failed', 'cancelled').outcome;
+      const tCap = performance.now();
+      const file = await this.screenshot(step);
+      const captureMs = performance.now() - tCap;
+      tPrep = performance.now();
+      this.provider.reply(replies, this.shot, this.caption(step));
+      const replyMs = performance.now() - tPrep;
+      // Loop overhead of this step, model time excluded: build + actions + capture/encode.
+      this.metrics.stepOverhead(buildMs + actMs + captureMs + replyMs);
+      for (const r of records) {
+        r.screenshot = file;
+        this.record(step, r, turn, modelMs, {
+          actMs,
+          captureMs,
+          buildMs: buildMs + replyMs,
+          requestBytes: this.provider.lastRequestBytes,
+          imageBytes: this.shot.base64Bytes,
+          image: [this.shot.width, this.shot.height],
+        });
+      }
+    }
+  }
+
+  /**
+   * Carries out the turn's tool calls in order. A call that cannot be carried out as given (invalid,
+   * or a desktop action that failed) ends the run as needs-input: the agent stops instead of guessing.
+   */
+  private async act(
+    step: number,
+    turn: ModelTurn,
+    modelMs: number,
+    toolCtx: ToolContext,
+  ): Promise<Step<{ replies: ToolReply[]; records: StepRecord[] }>> {
+    const replies: ToolReply[] = [];
+    const records: StepRecord[] = [];
+    for (const call of turn.calls) {
+      this.metrics.toolCalls++;
+      const tCall = performance.now();
+      const invalid = (why: string) => {
+        this.record(
+          step,
+          { tool: call.name, args: call.raw, error: why, ms: performance.now() - tCall },
+          turn,
+          modelMs,
+        );
+        return this.end(
+          'needs-input',
+          `stopped at step ${step}: the model's ${call.name} call could not be carried out as given (${why})`,
+          [
+            `The agent stopped instead of guessing: its ${call.name} call at step ${step} was invalid (${why}). How should this step be done?`,
+          ],
+        );
+      };
+      if (call.parseError) return invalid(`its arguments are not valid JSON: ${call.parseError}`);
+      let result;
+      try {
+        result = await runTool(toolCtx, call.name, call.args);
+      } catch (err) {
+        if (this.signal.aborted) return this.end('failed', 'cancelled');
+        if (err instanceof InvalidToolCall) return invalid(err.message);
+        if (!(err instanceof ActionFailed)) throw err; // a fault of ours: the run fails with it
+        this.record(
+          step,
+          { tool: call.name, args: call.args, error: err.message, ms: performance.now() - tCall },
+          turn,
+          modelMs,
+        );
+        return this.end('needs-input', `stopped at step ${step}: ${err.message}`, [
+          `The desktop action at step ${step} failed (${err.message}); desktop actions are not retried. How should the agent proceed?`,
+        ]);
+      }
+      replies.push({ call, output: result.output });
+      records.push({
+        step,
+        tool: call.name,
+        args: call.args,
+        result: result.output,
+        ...(result.screen ? { screen: result.screen } : {}),
+        ms: performance.now() - tCall,
+      });
+    }
+    return go({ replies, records });
+  }
+
+  private record(
+    step: number,
+    r: Omit<StepRecord, 'step'> & { step?: number },
+    turn: ModelTurn,
+    modelMs: number,
+    extra: Omit<CuStep['timings'], 'modelMs' | 'toolMs'> = {},
+  ): void {
+    const rec: StepRecord = { ...r, step };
+    this.steps.push(rec);
+    const action =
+      rec.tool === 'desktop_action' && rec.args && typeof rec.args === 'object'
+        ? String((rec.args as { action?: unknown }).action)
+        : rec.tool;
+    this.ctx.log(
+      rec.error ? 'warn' : 'info',
+      `step ${step}: ${rec.tool}${action !== rec.tool ? ` ${action}` : ''}${rec.error ? ` (invalid: ${rec.error})` : ''}`,
+      {
+        kind: 'cu-step',
+        step,
+        tool: rec.tool,
+        action,
+        args: rec.args,
+        ...(rec.result ? { result: rec.result } : {}),
+        ...(rec.error ? { error: rec.error } : {}),
+        ...(rec.screen ? { screen: rec.screen } : {}),
+        ...(rec.screenshot ? { screenshot: rec.screenshot } : {}),
+        ...(turn.text ? { modelText: turn.text.slice(0, 2000) } : {}),
+        timings: { modelMs: round(modelMs), toolMs: round(rec.ms), ...roundAll(extra) },
+        tokens: turn.usage,
+      } satisfies CuStep,
+    );
+  }
+
+  private complete(step: number, turn: ModelTurn, modelMs: number): RunnerOutcome {
+    const c: Completion | string = parseCompletion(turn.text);
+    this.ctx.log('info', `step ${step}: final answer`, {
+      kind: 'cu-final',
+      step,
+      text: turn.text.slice(0, 8000),
+      valid: typeof c !== 'string',
+      timings: { modelMs: round(modelMs) },
+      tokens: turn.usage,
+    } satisfies CuFinal);
+    if (typeof c === 'string')
+      return this.outcome(
+        'needs-input',
+        `stopped: the agent's final answer was not a valid completion (${c})`,
+        [
+          `The agent ended without a valid result (${c}). Its last message was: ${JSON.stringify(turn.text.slice(0, 500))}. Was the task done, and if not, what should it do?`,
+        ],
+      );
+    this.steps.push({
+      step,
+      tool: 'final',
+      args: null,
+      result: c as unknown as Record<string, unknown>,
+      ms: 0,
+    });
+    if (c.status === 'SUCCESS') return this.outcome('succeeded', c.summary || 'done');
+    if (c.status === 'NEEDS_CLARIFICATION')
+      return this.outcome(
+        'needs-input',
+        c.summary || 'the agent needs clarification',
+        c.questions.length ? c.questions : [`The agent needs clarification: ${c.summary || c.error}`],
+      );
+    return this.outcome(
+      'failed',
+      [c.summary, c.error].filter(Boolean).join(': ') || 'the agent reported FAILED',
+      c.questions,
+    );
+  }
+}
+
+const round = (n: number): number => Math.round(n * 10) / 10;
+/** Rounds the numbers of a timings record (tenths of ms), keeping its shape. */
+function roundAll<T extends object>(o: T): T {
+  return Object.fromEntries(
+    Object.entries(o).map(([k, v]) => [k, typeof v === 'number' ? round(v) : v]),
+  ) as T;
+}
