@@ -53,6 +53,8 @@ export function callHandlers(s: BoardService): CallHandlers {
     move: (p) => s.move(p.id, p.to, p.index),
     cancel: (p) => s.cancel(p.id),
     answer: (p) => s.answer(p.id, p.answers, p.requeue ?? false),
+    previewSchedule: (p) => s.schedules.preview(p),
+    setSchedule: (p) => s.setSchedule(p.id, p.schedule),
     settings: () => s.settings(),
     saveSettings: (p) => s.saveSettings(p),
     runFiles: (p) => s.runFiles(p.runId),
@@ -89,6 +91,8 @@ const TYPES: Record<string, string> = {
   '.jpeg': 'image/jpeg',
   '.webp': 'image/webp',
   '.gif': 'image/gif',
+  // the renderer's icon only: a run's images are png/jpeg/webp/gif (run-files.ts)
+  '.svg': 'image/svg+xml',
 };
 export function contentType(file: string): string {
   const ext = /\.[^./]+$/.exec(file)?.[0].toLowerCase() ?? '';
@@ -134,4 +138,4 @@ export const CSP = [
 ].join('; ');
 
 /** The renderer's files a shell serves (nothing else from its folder). */
-export const RENDERER_FILES = ['index.html', 'app.js', 'app.css', 'app.js.map'] as const;
+export const RENDERER_FILES = ['index.html', 'app.js', 'app.css', 'app.js.map', 'favicon.svg'] as const;

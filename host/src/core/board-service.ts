@@ -17,11 +17,13 @@ import {
   type CardDetail,
   type Column,
   type RunFiles as RunFileList,
+  type ScheduleEdit,
   type Settings,
   type WorktreeDiff,
 } from '../shared/board-types.ts';
 import { checkRunId, Invalid, MoveRefused, NotFound } from './board-errors.ts';
 import { compareCards, moveRefusal, ranksForMove } from './board-model.ts';
+import { setYamlValues, type YamlSet } from './config-edit.ts';
 import { BoardDeltas } from './board-deltas.ts';
 import { answerQuestions, parseQuestions } from './board-questions.ts';
 import { BoardStore, questionsOf } from './board-store.ts';
@@ -31,7 +33,8 @@ import type { Card, CardStatus } from './project.ts';
 import { RunFiles } from './run-files.ts';
 import { streamRun, type RunViewer } from './run-stream.ts';
 import { Scheduler } from './scheduler.ts';
-import { HostSchedules } from './schedules.ts';
+import { HostSchedules, localZone, scheduleFrontMatter } from './schedules.ts';
+import { resolveSchedule } from '@runboard/supervisor/schedule';
 import { SupervisorClient } from './supervisor-client.ts';
 
 export { Invalid, MoveRefused, NotFound } from './board-errors.ts';
@@ -148,6 +151,18 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     if (runs.every((r) => r.card.path === cardFile)) return runs;
     const all = await this.client.list({ limit: 2000 });
     return all.runs.filter((r) => r.card.path === cardFile);
+  }
+
+  /** A person sets (or with null removes) the card's schedule; what cannot fire is refused with why. */
+  async setSchedule(id: string, edit: ScheduleEdit | null): Promise<void> {
+    this.card(id);
+    const raw = edit === null ? undefined : scheduleFrontMatter(edit);
+    if (raw !== undefined) {
+      const r = resolveSchedule(raw, localZone());
+      if (!r.ok) throw new Invalid(r.error);
+    }
+    this.store.update(id, { schedule: raw });
+    await this.schedules.sync(); // the inspector asks for the supervisor's record right after
   }
 
   /** A person moves a card to `index` of column `to` (drag and drop, keyboard, or the API). */
@@ -276,16 +291,20 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
         throw new Invalid(
           `no flow ${f.name} in config.yaml (flows: ${Object.keys(known).join(', ') || 'none'})`,
         );
-    this.store.updateConfig((doc) => {
-      doc.setIn(['scheduler', 'maxConcurrency'], s.maxConcurrency);
-      for (const f of s.flows) doc.setIn(['flows', f.name, 'cap'], f.cap);
-      for (const col of COLUMNS) {
-        const limit = s.columnLimits[col];
-        if (limit !== undefined && limit > 0) doc.setIn(['scheduler', 'columnLimits', col], limit);
-        else if (doc.hasIn(['scheduler', 'columnLimits', col]))
-          doc.deleteIn(['scheduler', 'columnLimits', col]);
-      }
-    });
+    // only what changed is written (a value left at its default stays unwritten)
+    const cfg = this.store.config;
+    const sets: YamlSet[] = [];
+    if (s.maxConcurrency !== cfg.scheduler.maxConcurrency)
+      sets.push({ path: ['scheduler', 'maxConcurrency'], value: s.maxConcurrency });
+    for (const f of s.flows)
+      if (f.cap !== known[f.name]!.cap) sets.push({ path: ['flows', f.name, 'cap'], value: f.cap });
+    for (const col of COLUMNS) {
+      const limit = s.columnLimits[col];
+      // 0 means no limit: an existing entry is set to 0 in place, none is added
+      if (limit !== undefined && limit !== (cfg.scheduler.columnLimits[col] ?? 0))
+        sets.push({ path: ['scheduler', 'columnLimits', col], value: limit });
+    }
+    if (sets.length) this.store.updateConfig((text) => setYamlValues(text, sets));
     this.scheduler.kick();
   }
 
