@@ -46,6 +46,28 @@ function supervisorPid(s: BoardServer): Promise<number> {
   );
 }
 
+/** The messages of a run's SSE stream as they come, until `stop()`. */
+function openRunStream(
+  s: BoardServer,
+  runId: string,
+): { messages: { type: string; [k: string]: unknown }[]; stop(): void } {
+  const messages: { type: string; [k: string]: unknown }[] = [];
+  const ac = new AbortController();
+  void (async () => {
+    const res = await fetch(`${s.base}/api/runs/${runId}/stream`, {
+      headers: { authorization: `Bearer ${s.token}` },
+      signal: ac.signal,
+    });
+    let tail = '';
+    for await (const chunk of res.body!.pipeThrough(new TextDecoderStream())) {
+      const parts = (tail + chunk).split('\n\n');
+      tail = parts.pop()!;
+      for (const p of parts) if (p.startsWith('data: ')) messages.push(JSON.parse(p.slice(6)));
+    }
+  })().catch(() => undefined);
+  return { messages, stop: () => ac.abort() };
+}
+
 function mkfifo(file: string): void {
   execFileSync('mkfifo', [file]);
 }
@@ -63,6 +85,11 @@ describe('the host and a supervisor that dies', () => {
     });
     await server.api('POST', '/api/cards/next/move', { to: 'queued', index: 0 });
     await waitUntil('next waits for the slot', async () => (await server!.card('next'))?.waiting);
+    // an inspector following the run's log
+    const log = openRunStream(server, runId);
+    await waitUntil('the log shows the output', () =>
+      log.messages.some((m) => m.type === 'lines' && (m.lines as string[]).includes('started')),
+    );
 
     const pid = await supervisorPid(server);
     process.kill(pid, 'SIGKILL');
@@ -85,6 +112,10 @@ describe('the host and a supervisor that dies', () => {
     expect(long.runId).toBe(runId);
     expect(long.lastError).toMatch(/supervisor-died: the supervisor \(pid \d+\) died/);
     expect(long.locked).toBe(false);
+    // the log view was told how the run ended, not left hanging
+    const end = await waitUntil('the log stream ends', () => log.messages.find((m) => m.type === 'end'));
+    log.stop();
+    expect((end.result as { termination: { reason: string } }).termination.reason).toBe('supervisor-died');
 
     // The slot is free again: the queued card runs on a new supervisor.
     await waitUntil('next ran', async () => (await server!.card('next'))?.column === 'done', 30_000);

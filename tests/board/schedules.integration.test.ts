@@ -4,10 +4,11 @@
  * processes, sockets and files are real.
  */
 import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CardDetail } from '../../host/src/shared/board-types.ts';
-import { BoardServer, waitUntil } from '../e2e/helpers/board.ts';
+import { ARTIFACTS, BoardServer, launchBrowser, waitUntil } from '../e2e/helpers/board.ts';
 import { DIST } from '../helpers/harness.ts';
 
 const config = `version: 1
@@ -138,5 +139,58 @@ describe('scheduled cards', () => {
     const broken = await server.card('broken');
     expect(broken?.schedule?.error).toMatch(/every 7 minutes cannot repeat evenly/);
     expect(broken?.broken).toBeUndefined();
+  });
+
+  it('the inspector says what a phrase means (or why not) before saving it, then the card shows its next fire', async () => {
+    server = await BoardServer.start(config, {
+      'report.md': `---\ntitle: Weekly report\nflow: shell\nworkspace: ./workspace\ncommand: "echo report"\n---\n# Task\n`,
+    });
+    // The method behind it, as any client calls it: refusals say why, nothing is written.
+    expect(
+      await server.api('POST', '/api/schedule/preview', {
+        text: 'every 7 minutes',
+        timezone: 'Europe/Berlin',
+      }),
+    ).toMatchObject({ ok: false, error: expect.stringMatching(/cannot repeat evenly/) });
+    await expect(
+      server.api('PUT', '/api/cards/report/schedule', { schedule: { text: 'every weekday' } }),
+    ).rejects.toThrow(/400.*say at what time/);
+    expect(readFileSync(server.cardFile('report.md'), 'utf8')).not.toMatch(/schedule/);
+
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      await page.goto(server.url);
+      await page.click('li[data-card-id="report"]');
+      await page.getByText('Schedule: none').click();
+      await page.getByLabel('Time zone').fill('America/New_York');
+      await page.getByLabel('Schedule', { exact: true }).fill('every 7 minutes');
+      await page.getByText(/cannot repeat evenly/).waitFor();
+      expect(await page.getByRole('button', { name: 'Save schedule' }).isDisabled()).toBe(true);
+      await page.getByLabel('Schedule', { exact: true }).fill('on the first Monday of the month at 8');
+      const preview = page.locator('.schedule-preview');
+      await preview.getByText('on the first Monday of every month at 08:00 (America/New_York)').waitFor();
+      expect(await preview.textContent()).toMatch(/cron 0 8 \* \* 1#1/);
+      expect((await preview.textContent())!.split('·').length).toBeGreaterThanOrEqual(5); // five next fires
+      await page.screenshot({ path: path.join(ARTIFACTS, 'schedule-editor.png') });
+      await page.getByRole('button', { name: 'Save schedule' }).click();
+      await page.locator('li[data-card-id="report"] .card-note.schedule').waitFor();
+      // The inspector shows the supervisor's record: the next five fires and the (empty) history.
+      await page.locator('.schedule-next').waitFor();
+      await page.getByText('History (0)').waitFor();
+      await page.screenshot({ path: path.join(ARTIFACTS, 'schedule-saved.png') });
+    } finally {
+      await browser.close();
+    }
+    const text = readFileSync(server.cardFile('report.md'), 'utf8');
+    expect(text).toMatch(
+      /schedule:\n\s+text: on the first Monday of the month at 8\n\s+timezone: America\/New_York/,
+    );
+    const row = await waitUntil(
+      'registered with the supervisor',
+      async () => (await schedulesCli(server!)).report,
+    );
+    expect(row.next).toHaveLength(5);
   });
 });

@@ -52,6 +52,8 @@ export function callHandlers(s: BoardService): CallHandlers {
     move: (p) => s.move(p.id, p.to, p.index),
     cancel: (p) => s.cancel(p.id),
     answer: (p) => s.answer(p.id, p.answers, p.requeue ?? false),
+    previewSchedule: (p) => s.schedules.preview(p),
+    setSchedule: (p) => s.setSchedule(p.id, p.schedule),
     settings: () => s.settings(),
     saveSettings: (p) => s.saveSettings(p),
     runFiles: (p) => s.runFiles(p.runId),

@@ -17,6 +17,7 @@ import {
   type CardDetail,
   type Column,
   type RunFiles as RunFileList,
+  type ScheduleEdit,
   type Settings,
   type WorktreeDiff,
 } from '../shared/board-types.ts';
@@ -31,7 +32,8 @@ import type { Card, CardStatus } from './project.ts';
 import { RunFiles } from './run-files.ts';
 import { streamRun, type RunViewer } from './run-stream.ts';
 import { Scheduler } from './scheduler.ts';
-import { HostSchedules } from './schedules.ts';
+import { HostSchedules, localZone, scheduleFrontMatter } from './schedules.ts';
+import { resolveSchedule } from '@runboard/supervisor/schedule';
 import { SupervisorClient } from './supervisor-client.ts';
 
 export { Invalid, MoveRefused, NotFound } from './board-errors.ts';
@@ -148,6 +150,18 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     if (runs.every((r) => r.card.path === cardFile)) return runs;
     const all = await this.client.list({ limit: 2000 });
     return all.runs.filter((r) => r.card.path === cardFile);
+  }
+
+  /** A person sets (or with null removes) the card's schedule; what cannot fire is refused with why. */
+  async setSchedule(id: string, edit: ScheduleEdit | null): Promise<void> {
+    this.card(id);
+    const raw = edit === null ? undefined : scheduleFrontMatter(edit);
+    if (raw !== undefined) {
+      const r = resolveSchedule(raw, localZone());
+      if (!r.ok) throw new Invalid(r.error);
+    }
+    this.store.update(id, { schedule: raw });
+    await this.schedules.sync(); // the inspector asks for the supervisor's record right after
   }
 
   /** A person moves a card to `index` of column `to` (drag and drop, keyboard, or the API). */

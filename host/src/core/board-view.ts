@@ -10,7 +10,7 @@ import { parseQuestions } from './board-questions.ts';
 import type { BoardStore } from './board-store.ts';
 import type { Card } from './project.ts';
 import type { Scheduler } from './scheduler.ts';
-import type { CardSchedule } from './schedules.ts';
+import type { CardSchedule } from '../shared/board-types.ts';
 
 export class BoardViews {
   /** Cards are new objects when their file changes, so the count is parsed once per version. */

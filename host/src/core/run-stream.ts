@@ -82,6 +82,7 @@ export function streamRun(
       flush();
       viewer.send({ type: 'event', event });
     },
+    onLost: (err) => viewer.send({ type: 'event', event: errorEvent(err) }),
     onEnd: (result) => {
       for (const s of ['stdout', 'stderr'] as const) {
         if (partial[s]) pending[s].push(partial[s]);
@@ -106,7 +107,8 @@ export function streamRun(
   };
   void (async () => {
     try {
-      client = await SupervisorClient.connect(paths);
+      // reconnect: a supervisor that dies mid-run is replaced, and the viewer still gets the run's end
+      client = await SupervisorClient.connect(paths, { reconnect: true });
       if (stopped) return client.close();
       const run = await client.attach(runId, handlers, from);
       viewer.send({ type: 'start', run, skippedBytes: skipped });

@@ -16,7 +16,14 @@ import {
   type ScheduleInfo,
   type ScheduleSpec,
 } from '@runboard/supervisor/protocol';
-import { nextFire, resolveSchedule, type Parsed, type ResolvedSchedule } from '@runboard/supervisor/schedule';
+import {
+  nextFire,
+  nextFires,
+  resolveSchedule,
+  type Parsed,
+  type ResolvedSchedule,
+} from '@runboard/supervisor/schedule';
+import type { CardSchedule, ScheduleEdit, SchedulePreview } from '../shared/board-types.ts';
 import type { BoardStore } from './board-store.ts';
 import type { Card } from './project.ts';
 import type { SupervisorClient } from './supervisor-client.ts';
@@ -24,20 +31,19 @@ import type { SupervisorClient } from './supervisor-client.ts';
 /** The zone of this machine: what a schedule without `timezone` means. */
 export const localZone = (): string => Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
 
-/** A card's schedule as the board shows it. */
-export interface CardSchedule {
-  text: string;
-  /** ISO time of the next fire. */
-  next?: string;
-  /** Why the card's `schedule:` cannot be used (the card still works; it just does not fire). */
-  error?: string;
-}
-
 export interface ScheduleHooks {
   /** Moves the card to the end of Queued, as a drag does; throws with the reason when it may not. */
   queue(cardId: string): void;
   /** Is the card queued or running (a second run would overlap)? */
   busy(cardId: string): 'queued' | 'running' | undefined;
+}
+
+/** The front matter for an edit: the phrase alone when the rest are defaults, else the object form. */
+export function scheduleFrontMatter(edit: ScheduleEdit): string | Record<string, string> {
+  const extra = Object.fromEntries(
+    (['timezone', 'missed', 'overlap'] as const).flatMap((k) => (edit[k] ? [[k, edit[k]]] : [])),
+  );
+  return Object.keys(extra).length ? { text: edit.text, ...extra } : edit.text;
 }
 
 const resolved = new WeakMap<Card, Parsed<ResolvedSchedule>>();
@@ -107,9 +113,30 @@ export class HostSchedules {
   viewOf(card: Card): CardSchedule | undefined {
     const r = scheduleOf(card);
     if (!r) return undefined;
-    if (!r.ok) return { text: String(card.front.schedule), error: r.error };
-    const next = nextFire(r.value.cron, r.value.timezone, Date.now() + this.offset);
-    return { text: r.value.text, ...(next !== null ? { next: new Date(next).toISOString() } : {}) };
+    if (!r.ok) {
+      const raw = card.front.schedule as { text?: unknown; cron?: unknown } | string;
+      const source = typeof raw === 'string' ? raw : String(raw?.text ?? raw?.cron ?? '');
+      return { text: source, source, error: r.error };
+    }
+    const { text, source, timezone, missed, overlap, cron } = r.value;
+    const next = nextFire(cron, timezone, Date.now() + this.offset);
+    return {
+      text,
+      source,
+      timezone,
+      missed,
+      overlap,
+      ...(next !== null ? { next: new Date(next).toISOString() } : {}),
+    };
+  }
+
+  /** What an edit would mean, shown before it is saved. */
+  preview(edit: ScheduleEdit): SchedulePreview {
+    const r = resolveSchedule(scheduleFrontMatter(edit), localZone());
+    if (!r.ok) return { ok: false, error: r.error };
+    const { text, cron, timezone } = r.value;
+    const next = nextFires(cron, timezone, Date.now() + this.offset, 5).map((t) => new Date(t).toISOString());
+    return { ok: true, text, cron, timezone, next };
   }
 
   /** The supervisor's record of the card's schedule (next fires, pending fires, history). */
@@ -152,7 +179,8 @@ export class HostSchedules {
     this.syncTimer = setTimeout(() => void this.sync().catch((err) => this.warn(err)), 100);
   }
 
-  private async sync(): Promise<void> {
+  /** Tells the supervisor the schedules, when they changed since last time. */
+  async sync(): Promise<void> {
     const schedules = this.specs();
     const key = JSON.stringify(schedules);
     if (key === this.lastSent || this.client.isClosed) return;

@@ -436,7 +436,7 @@ export function Inspector({
           </section>
         )
       )}
-      <ScheduleSection card={card} info={detail.schedule} />
+      <ScheduleSection api={api} detail={detail} onChanged={onChanged} />
       <section className="runs" aria-label="Runs">
         <h3>Runs ({detail.runs.length})</h3>
         <TrendChart runs={detail.runs} />

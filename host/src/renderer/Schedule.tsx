@@ -1,8 +1,11 @@
 /**
- * A card's schedule: the line on the card (next fire) and the inspector's section (the schedule in
- * words, its next five fires, fires waiting for the board, and what became of each fire).
+ * A card's schedule: the line on the card (next fire) and the inspector's section: the schedule in
+ * words, its next five fires, fires waiting for the board, what became of each fire, and an editor
+ * that shows what a phrase means (or why it is refused) before it is saved.
  */
-import type { CardView, ScheduleInfo } from '../shared/board-types.ts';
+import { useEffect, useState } from 'react';
+import type { BoardApi } from '../shared/board-api.ts';
+import type { CardDetail, CardSchedule, ScheduleEdit, SchedulePreview } from '../shared/board-types.ts';
 
 const when = (iso: string): string =>
   new Date(iso).toLocaleString(undefined, {
@@ -13,26 +16,173 @@ const when = (iso: string): string =>
     minute: '2-digit',
   });
 
-export function ScheduleNote({ schedule }: { schedule: NonNullable<CardView['schedule']> }) {
+export function ScheduleNote({ schedule }: { schedule: CardSchedule }) {
   if (schedule.error)
     return (
       <div className="card-note error" title={schedule.error}>
-        ⏲ schedule not used: {schedule.error}
+        schedule not used: {schedule.error}
       </div>
     );
   return (
     <div className="card-note schedule" title={schedule.text}>
-      ⏲ next {schedule.next ? when(schedule.next) : 'never'}
+      scheduled · next {schedule.next ? when(schedule.next) : 'never'}
     </div>
   );
 }
 
-export function ScheduleSection({ card, info }: { card: CardView; info: ScheduleInfo | undefined }) {
+function TextField(p: {
+  label: string;
+  name: string;
+  value: string;
+  set: (v: string) => void;
+  hint: string;
+}) {
+  return (
+    <label>
+      {p.label}{' '}
+      <input
+        value={p.value}
+        onChange={(e) => p.set(e.target.value)}
+        placeholder={p.hint}
+        aria-label={p.name}
+      />
+    </label>
+  );
+}
+
+function ScheduleEditor({
+  api,
+  cardId,
+  current,
+  onDone,
+}: {
+  api: BoardApi;
+  cardId: string;
+  current: CardSchedule | undefined;
+  onDone: () => void;
+}) {
+  const [text, setText] = useState(current?.source ?? '');
+  const [timezone, setTimezone] = useState(current?.timezone ?? '');
+  const [missed, setMissed] = useState<ScheduleEdit['missed'] | ''>(current?.missed ?? '');
+  const [overlap, setOverlap] = useState<ScheduleEdit['overlap'] | ''>(current?.overlap ?? '');
+  const [preview, setPreview] = useState<SchedulePreview>();
+  const [error, setError] = useState('');
+  const edit: ScheduleEdit = {
+    text,
+    ...(timezone.trim() ? { timezone: timezone.trim() } : {}),
+    ...(missed ? { missed } : {}),
+    ...(overlap ? { overlap } : {}),
+  };
+  const key = JSON.stringify(edit);
+  useEffect(() => {
+    if (!text.trim()) return setPreview(undefined);
+    const t = setTimeout(() => {
+      api
+        .previewSchedule(JSON.parse(key) as ScheduleEdit)
+        .then(setPreview, (e: Error) => setPreview({ ok: false, error: e.message }));
+    }, 200);
+    return () => clearTimeout(t);
+  }, [api, key, text]);
+  const save = (schedule: ScheduleEdit | null): void => {
+    api.setSchedule({ id: cardId, schedule }).then(onDone, (e: Error) => setError(e.message));
+  };
+  return (
+    <form
+      className="schedule-editor"
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (preview?.ok) save(edit);
+      }}
+    >
+      <TextField label="When" name="Schedule" value={text} set={setText} hint="every weekday at 9:00" />
+      <TextField
+        label="Time zone"
+        name="Time zone"
+        value={timezone}
+        set={setTimezone}
+        hint="this machine's"
+      />
+      <label>
+        Missed runs{' '}
+        <select value={missed} onChange={(e) => setMissed(e.target.value as ScheduleEdit['missed'] | '')}>
+          <option value="">latest once (default)</option>
+          <option value="skip">skip</option>
+          <option value="all">all (at most 10)</option>
+        </select>
+      </label>
+      <label>
+        While running{' '}
+        <select value={overlap} onChange={(e) => setOverlap(e.target.value as ScheduleEdit['overlap'] | '')}>
+          <option value="">skip the fire (default)</option>
+          <option value="queue">queue it</option>
+        </select>
+      </label>
+      {preview &&
+        (preview.ok ? (
+          <div className="schedule-preview" role="status">
+            ✓ {preview.text} · cron <code>{preview.cron}</code>
+            <br />
+            Next (your time): {preview.next.map(when).join(' · ')}
+          </div>
+        ) : (
+          <div className="banner error" role="status">
+            {preview.error}
+          </div>
+        ))}
+      {error && <div className="banner error">{error}</div>}
+      <div className="schedule-buttons">
+        <button type="submit" disabled={!preview?.ok}>
+          Save schedule
+        </button>
+        {current && (
+          <button type="button" className="danger" onClick={() => save(null)}>
+            Remove schedule
+          </button>
+        )}
+      </div>
+    </form>
+  );
+}
+
+export function ScheduleSection({
+  api,
+  detail,
+  onChanged,
+}: {
+  api: BoardApi;
+  detail: CardDetail;
+  onChanged: () => void;
+}) {
+  const { card, schedule: info } = detail;
   const s = card.schedule;
-  if (!s) return null;
+  const [editing, setEditing] = useState(false);
+  useEffect(() => setEditing(false), [card.id]);
+  const editor = (
+    <ScheduleEditor
+      api={api}
+      cardId={card.id}
+      current={s}
+      onDone={() => {
+        setEditing(false);
+        onChanged();
+      }}
+    />
+  );
+  if (!s)
+    return (
+      <details className="schedule" open={editing} onToggle={(e) => setEditing(e.currentTarget.open)}>
+        <summary>Schedule: none</summary>
+        {editing && editor}
+      </details>
+    );
   return (
     <section className="schedule" aria-label="Schedule">
-      <h3>Schedule</h3>
+      <h3>
+        Schedule{' '}
+        <button type="button" onClick={() => setEditing(!editing)}>
+          {editing ? 'Close' : 'Edit'}
+        </button>
+      </h3>
       {s.error ? (
         <div className="banner error">{s.error}</div>
       ) : (
@@ -46,10 +196,11 @@ export function ScheduleSection({ card, info }: { card: CardView; info: Schedule
           )}
         </p>
       )}
+      {editing && editor}
       {info && (
         <>
           <div className="schedule-next">
-            Next: {info.next.length ? info.next.map(when).join(' · ') : 'never'}
+            Next (your time): {info.next.length ? info.next.map(when).join(' · ') : 'never'}
           </div>
           {info.pending.length > 0 && (
             <div className="banner warn">Waiting to be queued: {info.pending.map(when).join(', ')}</div>

@@ -19,6 +19,8 @@ import {
   type CardDetail,
   type RunFiles,
   type RunResult,
+  type ScheduleEdit,
+  type SchedulePreview,
   type Settings,
   type WorktreeDiff,
 } from './board-types.ts';
@@ -39,6 +41,13 @@ export const SettingsParams = z.object({
     .array(z.object({ name: z.string().check(z.minLength(1), z.maxLength(256)), cap: Count(1000) }))
     .check(z.maxLength(10_000)),
   columnLimits: z.partialRecord(ColumnParam, Count(100_000)),
+});
+
+export const ScheduleEditParams = z.object({
+  text: z.string().check(z.maxLength(500)),
+  timezone: z.optional(z.string().check(z.maxLength(100))),
+  missed: z.optional(z.enum(['skip', 'latest_once', 'all'])),
+  overlap: z.optional(z.enum(['skip', 'queue'])),
 });
 
 type Verb = 'GET' | 'POST' | 'PUT';
@@ -77,6 +86,18 @@ export const boardMethods = {
     'POST',
     '/api/cards/:id/answer',
     z.extend(card, { answers: AnswerList, requeue: z.optional(z.boolean()) }),
+  ),
+  /** What a schedule would mean (in words, cron, next five fires), or why it is refused; saves nothing. */
+  previewSchedule: method<'call', SchedulePreview>('call')(
+    'POST',
+    '/api/schedule/preview',
+    ScheduleEditParams,
+  ),
+  /** Writes the card's `schedule:` (null removes it); refused, saying why, when it cannot fire. */
+  setSchedule: method('call')(
+    'PUT',
+    '/api/cards/:id/schedule',
+    z.extend(card, { schedule: z.nullable(ScheduleEditParams) }),
   ),
   settings: method<'call', Settings>('call')('GET', '/api/settings', none),
   saveSettings: method('call')('PUT', '/api/settings', SettingsParams),
@@ -131,10 +152,11 @@ export type BoardCalls = { [N in CallName]: CallFn<N> };
 
 // The shared data types and the schemas must agree.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const agree: [Same<Params<'saveSettings'>, Settings>, Same<z.output<typeof AnswerList>, Answer[]>] = [
-  true,
-  true,
-];
+const agree: [
+  Same<Params<'saveSettings'>, Settings>,
+  Same<z.output<typeof AnswerList>, Answer[]>,
+  Same<Required<z.output<typeof ScheduleEditParams>>, Required<ScheduleEdit>>,
+] = [true, true, true];
 void agree;
 
 /**

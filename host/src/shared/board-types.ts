@@ -19,6 +19,18 @@ export const COLUMN_TITLES: Record<Column, string> = {
   failed: 'Failed',
 };
 
+/** A card's schedule on the board: in words and its next fire (ISO), or why it cannot fire. */
+export interface CardSchedule {
+  text: string;
+  /** What the card's front matter says (the phrase or cron), for editing. */
+  source: string;
+  timezone?: string;
+  missed?: 'skip' | 'latest_once' | 'all';
+  overlap?: 'skip' | 'queue';
+  next?: string;
+  error?: string;
+}
+
 export interface CardView {
   id: string;
   /** Path relative to the project folder. */
@@ -45,7 +57,7 @@ export interface CardView {
   /** What the card needs before it can run (e.g. a provider key and where to set it). */
   needs?: string;
   /** The card's `schedule:` in words and its next fire (ISO), or why it cannot fire. */
-  schedule?: { text: string; next?: string; error?: string };
+  schedule?: CardSchedule;
 }
 
 export interface FlowView {
@@ -119,6 +131,20 @@ export interface CardDetail {
   /** The supervisor's record of the card's schedule: next five fires, pending fires, decisions. */
   schedule?: ScheduleInfo;
 }
+
+/** A schedule as the inspector edits it (written into the card's `schedule:`). */
+export interface ScheduleEdit {
+  /** Plain language ("every weekday at 9:00") or a cron expression. */
+  text: string;
+  /** IANA zone; none: the zone of the host's machine. */
+  timezone?: string | undefined;
+  missed?: 'skip' | 'latest_once' | 'all' | undefined;
+  overlap?: 'skip' | 'queue' | undefined;
+}
+
+/** What a schedule means before it is saved: in words, as cron, its next five fires; or why not. */
+export type SchedulePreview =
+  { ok: true; text: string; cron: string; timezone: string; next: string[] } | { ok: false; error: string };
 
 export interface Settings {
   maxConcurrency: number;

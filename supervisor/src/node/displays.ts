@@ -3,15 +3,18 @@
  * Xvfb display with its own session D-Bus, AT-SPI bus and window manager per run, and optionally the
  * card's app started in it, so several desktop runs go in parallel without sharing a mouse.
  *
- * The stack runs under the run jail (no Landlock, but its containment): PR_SET_PDEATHSIG ends it with
- * the supervisor, and as the init of its own PID namespace the stack's shell takes every process of the
- * display with it. So a supervisor crash (even SIGKILL) leaves no Xvfb behind. Xvfb listens on its
+ * The stack runs under the run jail: PR_SET_PDEATHSIG ends it with the supervisor, and as the init of
+ * its own PID namespace the stack's shell takes every process of the display with it. The run drives
+ * the stack's programs (the window manager executes commands bound to keys, from a configuration in the
+ * HOME the run can write; the app does what its UI offers), so the stack is confined like a run:
+ * Landlock hides Runboard's state from it and lets it write only its own folders, /tmp/.X11-unix
+ * (X's sockets) and /var/lib/xkb (X's compiled keymaps), and it may open no TCP connection. So a supervisor crash (even SIGKILL) leaves no Xvfb behind. Xvfb listens on its
  * filesystem socket only (`-nolisten local`: no abstract socket), so a worker whose sandbox scopes
  * abstract unix sockets still reaches it (libxcb falls back to the path when the abstract connect is
  * refused). docs/computer-use.md has the details and the start/teardown figures.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 // The stack, as one script run by bash inside the jail. $1: env file, $2: display number, $3: WxHxD,
@@ -26,7 +29,7 @@ pids=()
 cleanup() { for ((i=${'$'}{#pids[@]}-1; i>=0; i--)); do kill "${'$'}{pids[i]}" 2>/dev/null; done; wait "${'$'}{pids[@]}" 2>/dev/null; }
 trap 'cleanup; exit 0' TERM INT HUP
 wait_for() { local n=$(( $1 * 50 )); shift; until "$@" >/dev/null 2>&1; do n=$((n-1)); [ $n -gt 0 ] || return 1; sleep 0.02; done; }
-Xvfb ":$2" -screen 0 "$3" -nolisten tcp -nolisten local -noreset 2>"$dir/xvfb.log" &
+Xvfb ":$2" -screen 0 "$3" -nolisten tcp -nolisten local -noreset -nolock 2>"$dir/xvfb.log" &
 pids+=($!)
 wait_for 10 sh -c "test -S /tmp/.X11-unix/X$2 || ! kill -0 $!"
 kill -0 "${'$'}{pids[0]}" 2>/dev/null || { echo "Xvfb exited: $(cat "$dir/xvfb.log")" >&2; exit 5; }
@@ -59,6 +62,8 @@ export interface DisplayOptions {
   baseEnv: NodeJS.ProcessEnv;
   /** Environment of the app (HOME, TMPDIR… of the run). */
   appEnv?: Record<string, string>;
+  /** Landlock for the stack: the trees it may not read (Runboard's state). Null: no Landlock here. */
+  confine: { hidden: string[] } | null;
   timeoutMs?: number;
 }
 
@@ -72,7 +77,9 @@ export interface PrivateDisplay {
 /**
  * Display numbers are chosen here, not by Xvfb's -displayfd: with only a path socket (see above),
  * concurrent -displayfd servers race for the same number and the loser unlinks the winner's socket.
- * An explicit `:N` makes Xvfb take its lock file before it creates any socket. Numbers start at 100,
+ * The supervisor takes X's lock file `/tmp/.X<N>-lock` itself (created exclusively, holding its own
+ * pid, as X servers write it) before it starts Xvfb with `-nolock`: the confined stack then needs no
+ * write access to /tmp, which may hold Runboard's state (tests put it there). Numbers start at 100,
  * away from the ones people and other tools use; this supervisor never hands out one twice.
  */
 const reserved = new Set<number>();
@@ -82,20 +89,44 @@ function pickDisplayNumber(): number {
     const n = nextNumber;
     nextNumber = nextNumber >= 999 ? 100 : nextNumber + 1;
     if (reserved.has(n)) continue;
-    const lock = `/tmp/.X${n}-lock`;
+    const lock = lockFile(n);
     const socket = `/tmp/.X11-unix/X${n}`;
     if (existsSync(lock) || existsSync(socket)) {
-      // A server killed with SIGKILL (e.g. with a crashed supervisor) leaves both behind. The pid in the
-      // lock is of the server's own PID namespace, so liveness is judged by whether anyone still
-      // listens on the socket; a dead display of ours (:100 and up) is cleared and reused.
-      if (listening(socket)) continue;
+      // A server killed with SIGKILL (e.g. with a crashed supervisor) leaves both behind. A display is
+      // live while anyone listens on its socket or the supervisor that locked it lives (the pid of an
+      // X server's own lock may be of another PID namespace); a dead display of ours is cleared.
+      if (listening(socket) || heldByLive(lock)) continue;
       rmSync(lock, { force: true });
       rmSync(socket, { force: true });
+    }
+    try {
+      writeFileSync(lock, `${String(process.pid).padStart(10)}\n`, { flag: 'wx', mode: 0o444 });
+    } catch {
+      continue; // someone took it between our look and our lock
     }
     reserved.add(n);
     return n;
   }
   throw new Error('no free X display number between :100 and :999');
+}
+
+const lockFile = (n: number): string => `/tmp/.X${n}-lock`;
+
+function release(n: number): void {
+  reserved.delete(n);
+  rmSync(lockFile(n), { force: true });
+}
+
+/** The lock's pid is a live process (a supervisor of ours holding it while its display starts). */
+function heldByLive(lock: string): boolean {
+  try {
+    const pid = Number(readFileSync(lock, 'utf8').trim());
+    if (!Number.isInteger(pid) || pid <= 0) return false;
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 function listening(socket: string): boolean {
@@ -107,7 +138,15 @@ function listening(socket: string): boolean {
 }
 
 function jailed(o: DisplayOptions, argv: string[], env: Record<string, string>): ChildProcess {
-  const args = ['--parent-pid', String(process.pid), '--no-landlock'];
+  const args = ['--parent-pid', String(process.pid)];
+  if (o.confine) {
+    // X writes its compiled keymaps to /var/lib/xkb when it runs as root (inside the namespace it does).
+    const xkb = existsSync('/var/lib/xkb') ? ['/var/lib/xkb'] : [];
+    const own = [o.appEnv?.HOME, o.appEnv?.TMPDIR].filter((d): d is string => !!d);
+    const writable = new Set([o.dir, '/tmp/.X11-unix', ...xkb, ...own]);
+    for (const w of writable) args.push('--write', w);
+    for (const h of o.confine.hidden) args.push('--hide', h);
+  } else args.push('--no-landlock');
   if (!o.useNamespaces) args.push('--no-namespaces');
   return spawn(o.jailPath, [...args, '--', ...argv], { env, stdio: ['ignore', 'ignore', 'pipe'] });
 }
@@ -158,14 +197,14 @@ export async function startPrivateDisplay(o: DisplayOptions): Promise<PrivateDis
         break;
       }
       if (child.exitCode !== null || child.signalCode !== null) {
-        reserved.delete(number);
+        release(number);
         // Another X server took the number between our look and Xvfb's lock: take the next one.
         if (child.exitCode === 5 && attempt < 5) break;
         throw new Error(`the private display did not start: ${stderr.trim() || `exit ${child.exitCode}`}`);
       }
       if (Date.now() > deadline) {
         await end(child, 1000);
-        reserved.delete(number);
+        release(number);
         throw new Error(`the private display did not start in ${o.timeoutMs ?? 20_000} ms: ${stderr.trim()}`);
       }
       await new Promise((r) => setTimeout(r, 15));
@@ -186,8 +225,8 @@ export async function startPrivateDisplay(o: DisplayOptions): Promise<PrivateDis
     stop() {
       stopped ??= (async () => {
         const t1 = performance.now();
-        await end(stack, 3000);
-        reserved.delete(number);
+        await end(stack!, 3000);
+        release(number);
         return performance.now() - t1;
       })();
       return stopped;

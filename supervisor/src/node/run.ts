@@ -1,9 +1,9 @@
 /**
- * One run, from launch to its final record. Owns the run's log dir, its jail + worker process and its
- * state; the parts it composes live beside it: preflight (run-preflight.ts), the jail's argv and the
- * run's environment (jail-args.ts), the jail's status lines (jail-status.ts), the worker endpoint
- * (worker-endpoint.ts), liveness timers (liveness.ts), how it ended (classify-end.ts) and its final
- * record (run-finalize.ts).
+ * One run, from launch to its final record. Owns the run's jail + worker process and its state; the
+ * parts it composes live beside it: its records (run-log.ts), preflight (run-preflight.ts), the jail's
+ * argv and the run's environment (jail-args.ts), the jail's status lines (jail-status.ts), the worker
+ * endpoint (worker-endpoint.ts), liveness timers (liveness.ts), how it ended (classify-end.ts) and its
+ * final record (run-finalize.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
@@ -25,14 +25,14 @@ import {
   type RunResult,
   type TerminationReason,
 } from '../protocol/index.ts';
-import { AppendFile } from './append-file.ts';
+import type { AppendFile } from './append-file.ts';
 import type { AttachSource } from './attach.ts';
 import { classifyEnd, type FinishedReport, type JailExit } from './classify-end.ts';
 import { DenialScanner } from './denials.ts';
 import { buildJailArgs, buildRunEnv, runWritable, SCRATCH_DIRS } from './jail-args.ts';
 import { readJailStatus, type JailStatus } from './jail-status.ts';
 import { Liveness } from './liveness.ts';
-import { ResultFile } from './result-file.ts';
+import { RunLog } from './run-log.ts';
 import type { ModelProxy, ModelRequestInfo, ProxyGrant } from './model-proxy.ts';
 import { recordEvidence, recordWorktree, tearDownDisplay } from './run-finalize.ts';
 import { preflight } from './run-preflight.ts';
@@ -95,12 +95,7 @@ export class Run {
   state: RunState = RunState.launching();
   result: RunResult;
 
-  private readonly events: AppendFile;
-  private readonly stdout: AppendFile;
-  private readonly stderr: AppendFile;
-  private readonly resultFile: ResultFile;
-  private readonly eventOffsets: number[] = [];
-  private seq = 0;
+  private readonly log: RunLog;
   private child: JailProcess | undefined;
   private conn: MessageConnection | undefined;
   private workerPid: number | null = null;
@@ -110,7 +105,6 @@ export class Run {
   private endCause: { reason: TerminationReason; detail: string } | null = null;
   private killTimers: NodeJS.Timeout[] = [];
   private readonly liveness: Liveness;
-  private filesFinal = false;
   private denials: DenialScanner;
   /** Where the run works: its worktree when the flow asks for one. */
   private workspace: string;
@@ -128,7 +122,6 @@ export class Run {
   ) {
     this.id = spec.runId;
     this.ended = new Promise((r) => (this.resolveEnded = r));
-    mkdirSync(spec.logDir, { recursive: true, mode: 0o700 });
     this.result = {
       runId: spec.runId,
       status: 'running',
@@ -157,23 +150,12 @@ export class Run {
       pid: null,
       supervisorPid: process.pid,
     };
-    this.resultFile = new ResultFile(path.join(spec.logDir, 'result.json'));
-    const opened: AppendFile[] = [];
-    try {
-      this.resultFile.init(this.result);
-      for (const name of ['events.jsonl', 'stdout.log', 'stderr.log'])
-        opened.push(new AppendFile(path.join(spec.logDir, name)));
-    } catch (err) {
-      // The launch is refused (the caller gets the reason): nothing ran, so nothing of it stays on disk.
-      for (const f of opened) void f.close();
-      rmSync(spec.logDir, { recursive: true, force: true });
-      throw err;
-    }
-    [this.events, this.stdout, this.stderr] = opened as [AppendFile, AppendFile, AppendFile];
-    for (const f of [this.events, this.stdout, this.stderr]) {
-      f.on('grow', () => this.signals.emit('grow'));
-      f.on('failed', (err) => this.onLogWriteFailed(f.path, err));
-    }
+    this.log = new RunLog(
+      spec.logDir,
+      this.result,
+      () => this.signals.emit('grow'),
+      (file, err) => this.onLogWriteFailed(file, err),
+    );
     this.workspace = spec.workspace;
     this.denials = this.makeDenialScanner();
     this.liveness = new Liveness({
@@ -286,6 +268,7 @@ export class Run {
           app: cu.app,
           baseEnv: this.deps.baseEnv,
           appEnv: { HOME: path.join(s, 'home'), TMPDIR: path.join(s, 'tmp') },
+          confine: this.deps.landlockAbi > 0 ? { hidden: this.deps.hiddenPaths } : null,
         });
       } catch (err) {
         return this.finish(
@@ -363,8 +346,8 @@ export class Run {
       return;
     }
     this.child = child;
-    this.pipeOutput(child.stdout as Readable, this.stdout, 'stdout');
-    this.pipeOutput(child.stderr as Readable, this.stderr, 'stderr');
+    this.pipeOutput(child.stdout as Readable, this.log.stdout, 'stdout');
+    this.pipeOutput(child.stderr as Readable, this.log.stderr, 'stderr');
     readJailStatus(
       child.stdio[JAIL_STATUS_FD] as Readable,
       (s) => this.onJailStatus(s),
@@ -403,20 +386,7 @@ export class Run {
   }
 
   attachSource(): AttachSource {
-    const view = (f: AppendFile) => ({
-      path: f.path,
-      committed: () => f.committed,
-      isFinal: () => this.filesFinal,
-    });
-    return {
-      runId: this.id,
-      events: view(this.events),
-      stdout: view(this.stdout),
-      stderr: view(this.stderr),
-      eventOffset: (seq) => this.eventOffsets[seq],
-      signals: this.signals,
-      result: () => this.ended,
-    };
+    return this.log.attachSource(this.id, this.signals, () => this.ended);
   }
 
   whenEnded(): Promise<RunResult> {
@@ -455,15 +425,7 @@ export class Run {
   }
 
   private event(type: RunEvent['type'], message?: string, data?: Record<string, unknown>): void {
-    const e: RunEvent = {
-      seq: this.seq++,
-      ts: new Date().toISOString(),
-      type,
-      ...(message !== undefined ? { message } : {}),
-      ...(data ? { data } : {}),
-    };
-    this.eventOffsets.push(this.events.committed + this.events.pendingBytes);
-    this.events.append(Buffer.from(JSON.stringify(e) + '\n'));
+    this.log.event(type, message, data);
   }
 
   private pipeOutput(stream: Readable, file: AppendFile, which: 'stdout' | 'stderr'): void {
@@ -643,7 +605,7 @@ export class Run {
     return this.finalize(status, reason, detail)
       .catch((err: unknown) => this.logStepFailure('the final record', err))
       .finally(() => {
-        this.filesFinal = true;
+        this.log.final = true;
         this.resolveEnded(this.result);
       });
   }
@@ -693,17 +655,13 @@ export class Run {
       summary: this.result.summary || detail,
     });
     this.event('ended', `${status}: ${detail}`, { status, reason });
-    await this.step('closing the run logs', () =>
-      Promise.all([this.events.close(), this.stdout.close(), this.stderr.close()]),
-    );
-    this.result.stdoutBytes = this.stdout.committed;
-    this.result.stderrBytes = this.stderr.committed;
-    if (this.stdout.dropped || this.stderr.dropped)
-      this.result.metrics = {
-        ...this.result.metrics,
-        droppedOutputBytes: this.stdout.dropped + this.stderr.dropped,
-      };
-    await this.step('writing result.json', () => this.resultFile.write(this.result));
+    await this.step('closing the run logs', () => this.log.close());
+    const { stdout, stderr } = this.log;
+    this.result.stdoutBytes = stdout.committed;
+    this.result.stderrBytes = stderr.committed;
+    if (stdout.dropped || stderr.dropped)
+      this.result.metrics = { ...this.result.metrics, droppedOutputBytes: stdout.dropped + stderr.dropped };
+    await this.step('writing result.json', () => this.log.writeResult(this.result));
     try {
       unlinkSync(path.join(this.deps.supervisorDir, 'active', this.id));
     } catch {
@@ -711,7 +669,7 @@ export class Run {
     }
     // Scratch is gone before the run is reported ended (a client may look right away).
     await rm(this.spec.scratchDir, { recursive: true, force: true }).catch(() => undefined);
-    this.filesFinal = true;
+    this.log.final = true;
     await this.step('telling attached clients', () => this.signals.emit('final'));
     this.deps.log.info({ runId: this.id, status, reason }, 'run ended');
   }
