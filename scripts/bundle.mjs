@@ -141,7 +141,8 @@ if (extra.length === 0 || extra.includes('renderer')) {
     logLevel: 'warning',
     define: { 'process.env.NODE_ENV': '"production"' },
   });
-  for (const f of ['index.html', 'app.css']) copyFileSync(`host/src/renderer/${f}`, `dist/renderer/${f}`);
+  for (const f of ['index.html', 'app.css', 'favicon.svg'])
+    copyFileSync(`host/src/renderer/${f}`, `dist/renderer/${f}`);
 }
 
 // The Electron shell (only run where an Electron binary exists): ESM main, sandboxed CJS preload.

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLUMNS } from '../../host/src/shared/board-types.ts';
-import { ARTIFACTS, BoardServer, launchBrowser, sleep, waitUntil } from './helpers/board.ts';
+import { ARTIFACTS, BoardServer, dragCard, launchBrowser, sleep, waitUntil } from './helpers/board.ts';
 
 const CONFIG = `# e2e board
 version: 1
@@ -32,18 +32,6 @@ let page: Page;
 
 const cardSel = (id: string, column?: string): string =>
   column ? `ul.cards[data-column="${column}"] li[data-card-id="${id}"]` : `li[data-card-id="${id}"]`;
-
-async function drag(p: Page, id: string, toColumn: string): Promise<void> {
-  const from = await p.locator(cardSel(id)).boundingBox();
-  const to = await p.locator(`ul.cards[data-column="${toColumn}"]`).boundingBox();
-  if (!from || !to) throw new Error('nothing to drag');
-  await p.mouse.move(from.x + from.width / 2, from.y + from.height / 2);
-  await p.mouse.down();
-  await p.mouse.move(from.x + from.width / 2 + 10, from.y + from.height / 2, { steps: 3 });
-  await p.mouse.move(to.x + to.width / 2, to.y + 40, { steps: 12 });
-  await sleep(100);
-  await p.mouse.up();
-}
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
@@ -80,7 +68,7 @@ describe('the board in a browser', () => {
   });
 
   it('drag a card to Queued: it goes Running → Done, with its logs in the inspector', async () => {
-    await drag(page, 'quick', 'queued');
+    await dragCard(page, 'quick', 'queued');
     await page.waitForSelector(cardSel('quick', 'done'), { timeout: 20_000 });
     const file = readFileSync(server.cardFile('quick.md'), 'utf8');
     expect(file).toMatch(/status: done/);
@@ -124,7 +112,7 @@ describe('the board in a browser', () => {
   });
 
   it('keyboard drag queues a long run; Cancel stops it within 2 s', async () => {
-    await page.locator(cardSel('long')).focus();
+    await page.locator(`${cardSel('long')} [data-card-handle]`).focus();
     await page.keyboard.press('Space');
     await sleep(150);
     await page.keyboard.press('ArrowRight');
@@ -132,12 +120,12 @@ describe('the board in a browser', () => {
     await page.keyboard.press('Space');
     await page.waitForSelector(cardSel('long', 'running'), { timeout: 15_000 });
     // Enter opens a card in the inspector
-    await page.locator(cardSel('long')).focus();
+    await page.locator(`${cardSel('long')} [data-card-handle]`).focus();
     await page.keyboard.press('Enter');
     await page.getByRole('complementary', { name: 'Inspector: Count slowly' }).waitFor();
     await page.getByRole('log', { name: 'Run output' }).getByText('tick 5', { exact: true }).waitFor();
     // the running card is locked: a drag out of Running does nothing
-    await drag(page, 'long', 'backlog');
+    await dragCard(page, 'long', 'backlog');
     await sleep(300);
     expect(await page.locator(cardSel('long', 'running')).count()).toBe(1);
     await page.screenshot({ path: path.join(ARTIFACTS, 'board-running.png') });
@@ -202,8 +190,9 @@ describe('the board in a browser', () => {
     server.writeCard('broken.md', '---\ntitle: [oops\nflow: shell\n---\n');
     const broken = page.locator('li.card.broken');
     await broken.waitFor();
-    expect(await broken.getAttribute('aria-label')).toMatch(
-      /Broken card cards\/broken\.md: front matter is not valid YAML/,
+    // its button's name (from its content) says which file and what is wrong
+    expect(await broken.locator('[data-card-handle]').textContent()).toMatch(
+      /cards\/broken\.md.*front matter is not valid YAML.*broken card in Backlog/s,
     );
     expect(await page.locator(cardSel('quick', 'done')).count()).toBe(1);
     await page.getByRole('button', { name: 'Close inspector' }).click();

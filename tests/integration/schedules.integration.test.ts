@@ -3,6 +3,7 @@
  * bad input. The schedule clock is injected (RUNBOARD_SCHEDULE_CLOCK: the supervisor's schedule book
  * starts at that instant and runs at real speed); processes, sockets and the state files are real.
  */
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ScheduleInfo, ScheduleSpec } from '@runboard/supervisor/protocol';
@@ -13,7 +14,7 @@ import {
   SetSchedules,
   TakeScheduleFire,
 } from '@runboard/supervisor/protocol';
-import { Harness, waitUntil } from '../helpers/harness.ts';
+import { DIST, Harness, waitUntil } from '../helpers/harness.ts';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -50,13 +51,13 @@ const hhmm = (isoTimes: string[]): string[] => isoTimes.map((t) => t.slice(11, 1
 
 describe('schedules in the supervisor', () => {
   it('a fire on time is pending for the board, and a host that registered hears of it', async () => {
-    h = await Harness.start({ env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:58Z' } });
+    h = await Harness.start({ env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:54Z' } });
     const fired: string[] = [];
     on(h.client.conn, ScheduleDidFire, (p) => fired.push(`${p.cardPath} ${p.fireAt}`));
     const daily = spec(h, 'daily', { cron: '0 8 * * *', text: 'every day at 08:00' });
     await call(h.client.conn, SetSchedules, { project: h.root, schedules: [daily] });
     expect(hhmm((await schedules(h)).daily!.next)).toEqual(['08:00', '08:00', '08:00', '08:00', '08:00']);
-    await waitUntil('fired', () => fired.length > 0, 10_000);
+    await waitUntil('fired', () => fired.length > 0, 20_000);
     expect(fired).toEqual([`${daily.cardPath} 2026-01-05T08:00:00.000Z`]);
     const s = (await schedules(h)).daily!;
     expect(s.pending).toEqual(['2026-01-05T08:00:00.000Z']);
@@ -133,9 +134,9 @@ describe('schedules in the supervisor', () => {
   });
 
   it('overlap: a fire while the card runs is skipped (overlap skip) or waits (overlap queue)', async () => {
-    h = await Harness.start({ env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:57Z' } });
+    h = await Harness.start({ env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:54Z' } });
     const card = path.join(h.root, 'card.md'); // the harness launches its runs for this card
-    const { runId } = await h.launch('sleep 8');
+    const { runId } = await h.launch('sleep 12');
     const other = path.join(h.root, 'other.md');
     await call(h.client.conn, SetSchedules, {
       project: h.root,
@@ -144,7 +145,7 @@ describe('schedules in the supervisor', () => {
         { ...spec(h, 'other', { overlap: 'queue' }), cardPath: other },
       ],
     });
-    await waitUntil('fired', async () => (await schedules(h!)).card!.lastFire !== undefined, 10_000);
+    await waitUntil('fired', async () => (await schedules(h!)).card!.lastFire !== undefined, 20_000);
     const s = await schedules(h);
     expect(s.card!.pending).toEqual([]);
     expect(s.card!.history.at(-1)).toMatchObject({
@@ -171,5 +172,35 @@ describe('schedules in the supervisor', () => {
       }),
     ).rejects.toThrow(/never fires/);
     expect(Object.keys(await schedules(h))).toEqual(['good']);
+  });
+
+  it('runboard schedules: says what a phrase means or why not, and lists what the supervisor keeps', async () => {
+    h = await Harness.start({ env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:00:00Z' } });
+    const env: NodeJS.ProcessEnv = { ...process.env, RUNBOARD_HOME: h.paths.root, TZ: 'UTC' };
+    delete env.NODE_EXTRA_CA_CERTS;
+    const cli = (...args: string[]) =>
+      spawnSync(process.execPath, [path.join(DIST, 'runboard.mjs'), 'schedules', ...args], {
+        env,
+        encoding: 'utf8',
+      });
+    const ok = cli('--check', 'every weekday at 9:00', '--timezone', 'Europe/Berlin', '--json');
+    expect(ok.status).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ ok: true, cron: '0 9 * * 1-5', timezone: 'Europe/Berlin' });
+    expect(JSON.parse(ok.stdout).next).toHaveLength(5);
+    const refused = cli('--check', 'every 7 minutes');
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toMatch(/cannot repeat evenly/);
+    await call(h.client.conn, SetSchedules, {
+      project: h.root,
+      schedules: [
+        spec(h, 'report', { title: 'Weekly report', cron: '0 8 * * 1#1', text: 'first Monday at 08:00' }),
+      ],
+    });
+    const listed = cli();
+    expect(listed.status).toBe(0);
+    expect(listed.stdout).toMatch(
+      /Weekly report[\s\S]*first Monday at 08:00[\s\S]*next: 2026-01-05 08:00, 2026-02-02 08:00/,
+    );
+    expect(listed.stdout).toMatch(/last: not fired yet/);
   });
 });

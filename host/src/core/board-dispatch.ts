@@ -16,6 +16,7 @@ import {
 } from '../shared/board-methods.ts';
 import { Invalid, MoveRefused, NotFound } from './board-errors.ts';
 import type { BoardService } from './board-service.ts';
+import { SupervisorLost, SupervisorUnavailable } from './supervisor-client.ts';
 
 // zod/mini carries no messages of its own; a refusal should say in words what was wrong.
 z.config(z.locales.en());
@@ -90,6 +91,8 @@ const TYPES: Record<string, string> = {
   '.jpeg': 'image/jpeg',
   '.webp': 'image/webp',
   '.gif': 'image/gif',
+  // the renderer's icon only: a run's images are png/jpeg/webp/gif (run-files.ts)
+  '.svg': 'image/svg+xml',
 };
 export function contentType(file: string): string {
   const ext = /\.[^./]+$/.exec(file)?.[0].toLowerCase() ?? '';
@@ -116,6 +119,8 @@ export function statusOf(err: unknown): number {
   if (err instanceof Invalid) return 400;
   if (err instanceof NotFound) return 404;
   if (err instanceof MoveRefused) return 409;
+  // no supervisor (it went away and is not back yet): try again later
+  if (err instanceof SupervisorUnavailable || err instanceof SupervisorLost) return 503;
   return 500;
 }
 
@@ -133,4 +138,4 @@ export const CSP = [
 ].join('; ');
 
 /** The renderer's files a shell serves (nothing else from its folder). */
-export const RENDERER_FILES = ['index.html', 'app.js', 'app.css', 'app.js.map'] as const;
+export const RENDERER_FILES = ['index.html', 'app.js', 'app.css', 'app.js.map', 'favicon.svg'] as const;

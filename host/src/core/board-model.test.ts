@@ -61,5 +61,11 @@ describe('board model', () => {
     expect(moveRefusal('backlog', 'running', false)).toMatch(/Queued/);
     expect(moveRefusal('backlog', 'queued', false)).toBeUndefined();
     expect(moveRefusal('queued', 'backlog', false)).toBeUndefined();
+    // Done and Failed only from a run's end (or from each other, or from Needs input)
+    expect(moveRefusal('backlog', 'done', false)).toMatch(/reaches Done when its run ends/);
+    expect(moveRefusal('queued', 'failed', false)).toMatch(/reaches Failed when its run ends/);
+    expect(moveRefusal('done', 'done', false)).toBeUndefined();
+    expect(moveRefusal('done', 'failed', false)).toBeUndefined();
+    expect(moveRefusal('needs-input', 'done', false)).toBeUndefined();
   });
 });

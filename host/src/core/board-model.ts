@@ -76,5 +76,8 @@ export function moveRefusal(from: CardStatus, to: CardStatus, isRunning: boolean
     return to === 'running' ? undefined : 'a running card is locked: cancel its run to move it';
   }
   if (to === 'running') return 'cards enter Running when the scheduler starts them: drop it in Queued';
+  // Done and Failed say how a run ended: a card that has not run since it was put back cannot go there
+  if ((to === 'done' || to === 'failed') && (from === 'backlog' || from === 'queued'))
+    return `a card reaches ${to === 'done' ? 'Done' : 'Failed'} when its run ends: drop it in Queued to run it`;
   return undefined;
 }

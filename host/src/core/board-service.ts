@@ -23,6 +23,7 @@ import {
 } from '../shared/board-types.ts';
 import { checkRunId, Invalid, MoveRefused, NotFound } from './board-errors.ts';
 import { compareCards, moveRefusal, ranksForMove } from './board-model.ts';
+import { setYamlValues, type YamlSet } from './config-edit.ts';
 import { BoardDeltas } from './board-deltas.ts';
 import { answerQuestions, parseQuestions } from './board-questions.ts';
 import { BoardStore, questionsOf } from './board-store.ts';
@@ -63,6 +64,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
         const column = this.columnOf(id, this.card(id));
         return column === 'queued' || column === 'running' ? column : undefined;
       },
+      changed: () => this.deltas.soon(),
     });
     this.views = new BoardViews(store, scheduler, this.schedules);
     this.deltas = new BoardDeltas(
@@ -290,16 +292,20 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
         throw new Invalid(
           `no flow ${f.name} in config.yaml (flows: ${Object.keys(known).join(', ') || 'none'})`,
         );
-    this.store.updateConfig((doc) => {
-      doc.setIn(['scheduler', 'maxConcurrency'], s.maxConcurrency);
-      for (const f of s.flows) doc.setIn(['flows', f.name, 'cap'], f.cap);
-      for (const col of COLUMNS) {
-        const limit = s.columnLimits[col];
-        if (limit !== undefined && limit > 0) doc.setIn(['scheduler', 'columnLimits', col], limit);
-        else if (doc.hasIn(['scheduler', 'columnLimits', col]))
-          doc.deleteIn(['scheduler', 'columnLimits', col]);
-      }
-    });
+    // only what changed is written (a value left at its default stays unwritten)
+    const cfg = this.store.config;
+    const sets: YamlSet[] = [];
+    if (s.maxConcurrency !== cfg.scheduler.maxConcurrency)
+      sets.push({ path: ['scheduler', 'maxConcurrency'], value: s.maxConcurrency });
+    for (const f of s.flows)
+      if (f.cap !== known[f.name]!.cap) sets.push({ path: ['flows', f.name, 'cap'], value: f.cap });
+    for (const col of COLUMNS) {
+      const limit = s.columnLimits[col];
+      // 0 means no limit: an existing entry is set to 0 in place, none is added
+      if (limit !== undefined && limit !== (cfg.scheduler.columnLimits[col] ?? 0))
+        sets.push({ path: ['scheduler', 'columnLimits', col], value: limit });
+    }
+    if (sets.length) this.store.updateConfig((text) => setYamlValues(text, sets));
     this.scheduler.kick();
   }
 

@@ -181,13 +181,9 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     }
   }
 
-  /** Rewrites config.yaml through the yaml Document API, so comments and key order stay. */
-  updateConfig(edit: (doc: YAML.Document) => void): void {
-    const text = readRegularFileSync(this.configFile);
-    const doc = YAML.parseDocument(text);
-    if (doc.errors.length) throw new Error(`config.yaml is not valid YAML: ${doc.errors[0]!.message}`);
-    edit(doc);
-    const next = doc.toString({ lineWidth: 0 });
+  /** Rewrites config.yaml with `edit` (core/config-edit.ts changes only the values it sets). */
+  updateConfig(edit: (text: string) => string): void {
+    const next = edit(readRegularFileSync(this.configFile));
     parseConfig(this.configFile, next); // refuse to write a config that would not load
     this.write(this.configFile, next);
     this.ingestConfig(next);

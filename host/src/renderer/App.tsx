@@ -22,6 +22,10 @@ function applyMove(board: BoardView, m: MoveIntent): BoardView {
   return { ...board, cards: rest };
 }
 
+function focusCard(id: string): void {
+  document.querySelector<HTMLElement>(`[data-card-handle="${CSS.escape(id)}"]`)?.focus();
+}
+
 export function App({ api }: { api: BoardApi }) {
   const [board, setBoard] = useState<BoardView>();
   const [selected, setSelected] = useState<string>();
@@ -30,6 +34,7 @@ export function App({ api }: { api: BoardApi }) {
   const [error, setError] = useState<string>();
   const selectedRef = useRef(selected);
   selectedRef.current = selected;
+  const settingsButton = useRef<HTMLButtonElement>(null);
   const boardRef = useRef(board);
   boardRef.current = board;
 
@@ -133,7 +138,9 @@ export function App({ api }: { api: BoardApi }) {
             </span>
           ))}
         </span>
-        <button onClick={() => setSettings(true)}>Settings</button>
+        <button ref={settingsButton} onClick={() => setSettings(true)}>
+          Settings
+        </button>
       </header>
       {board.configError && (
         <div className="banner error" role="alert">
@@ -154,12 +161,25 @@ export function App({ api }: { api: BoardApi }) {
           <Inspector
             api={api}
             detail={detail}
-            onClose={() => setSelected(undefined)}
+            onClose={() => {
+              // back to the card the inspector showed, so the keyboard goes on where it was
+              const id = selected;
+              setSelected(undefined);
+              if (id) requestAnimationFrame(() => focusCard(id));
+            }}
             onChanged={() => void refresh()}
           />
         )}
       </main>
-      {settings && <SettingsView api={api} onClose={() => setSettings(false)} />}
+      {settings && (
+        <SettingsView
+          api={api}
+          onClose={() => {
+            setSettings(false);
+            settingsButton.current?.focus();
+          }}
+        />
+      )}
     </div>
   );
 }

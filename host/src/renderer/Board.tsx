@@ -25,24 +25,26 @@ import {
   verticalListSortingStrategy,
 } from '@dnd-kit/sortable';
 import { CSS } from '@dnd-kit/utilities';
-import { memo, useMemo, useState } from 'react';
+import { memo, useEffect, useMemo, useRef, useState } from 'react';
 import { COLUMNS, COLUMN_TITLES, type BoardView, type CardView, type Column } from '../shared/board-types.ts';
+import { ProgressBar } from './Progress.tsx';
 import { ScheduleNote } from './Schedule.tsx';
 
 const COL_PREFIX = 'column:';
+const CSS_ESCAPE = (s: string): string => globalThis.CSS.escape(s);
 
 function time(iso: string): string {
   return new Date(iso).toLocaleTimeString();
 }
 
-export function cardLabel(c: CardView): string {
-  if (c.broken) return `Broken card ${c.file}: ${c.broken}`;
-  return `${c.title}, ${COLUMN_TITLES[c.column]}${c.locked ? ', locked while running' : ''}`;
+/** What a card's button says to screen readers after its visible text: where it is. */
+export function cardSuffix(c: CardView): string {
+  if (c.broken) return `, broken card in ${COLUMN_TITLES[c.column]}`;
+  return `, in ${COLUMN_TITLES[c.column]}${c.locked ? ': open it to cancel the run' : ''}`;
 }
 
 /** What a card shows; memoised, so a column re-render (dnd-kit context) re-renders only the tiles. */
 const CardContent = memo(function CardContent({ card }: { card: CardView }) {
-  const pct = card.progress?.fraction !== undefined ? Math.round(card.progress.fraction * 100) : undefined;
   return (
     <>
       {card.broken ? (
@@ -57,17 +59,10 @@ const CardContent = memo(function CardContent({ card }: { card: CardView }) {
           <div className="card-title">{card.title}</div>
           <div className="card-meta">
             <span className="flow">{card.flow}</span>
-            {card.locked && <span className="lock">● running · locked</span>}
+            {card.locked && <span className="lock">● running</span>}
             {card.failures ? <span className="fails">{card.failures}× failed</span> : null}
           </div>
-          {card.column === 'running' && (
-            <div className="progress" aria-label={`progress ${pct ?? 0}%`}>
-              <div
-                className={pct === undefined ? 'bar indeterminate' : 'bar'}
-                style={{ width: `${pct ?? 30}%` }}
-              />
-            </div>
-          )}
+          {card.column === 'running' && <ProgressBar fraction={card.progress?.fraction} />}
           {card.progress?.message && card.column === 'running' && (
             <div className="card-note clamp" title={card.progress.message}>
               {card.progress.message}
@@ -80,7 +75,12 @@ const CardContent = memo(function CardContent({ card }: { card: CardView }) {
             <div className="card-note clamp">{card.waiting}</div>
           )}
           {card.lastError && card.column !== 'done' && card.column !== 'running' && (
-            <div className="card-note error">{card.lastError}</div>
+            <div
+              className={card.lastError === 'cancelled' ? 'card-note' : 'card-note error clamp'}
+              title={card.lastError}
+            >
+              {card.lastError === 'cancelled' ? 'last run cancelled' : card.lastError}
+            </div>
           )}
           {card.needs && <div className="card-note needs">needs: {card.needs}</div>}
           {card.schedule && <ScheduleNote schedule={card.schedule} />}
@@ -96,11 +96,14 @@ const CardContent = memo(function CardContent({ card }: { card: CardView }) {
 });
 
 function CardTile({ card, selected, onSelect }: { card: CardView; selected: boolean; onSelect: () => void }) {
-  const { attributes, listeners, setNodeRef, transform, transition, isDragging } = useSortable({
-    id: card.id,
-    disabled: card.locked,
-    data: { column: card.column },
-  });
+  const { attributes, listeners, setNodeRef, setActivatorNodeRef, transform, transition, isDragging } =
+    useSortable({
+      id: card.id,
+      disabled: card.locked,
+      data: { column: card.column },
+    });
+  // The <li> is the list item (and what dnd-kit moves); the button inside is what a person focuses,
+  // drags and opens. Its name comes from what it shows, plus its column said only to screen readers.
   return (
     <li
       ref={setNodeRef}
@@ -114,17 +117,32 @@ function CardTile({ card, selected, onSelect }: { card: CardView; selected: bool
       ].join(' ')}
       data-card-id={card.id}
       data-column={card.column}
-      {...attributes}
-      {...listeners}
-      aria-label={cardLabel(card)}
-      aria-roledescription={card.locked ? 'locked card' : 'draggable card'}
-      onClick={onSelect}
-      onKeyDown={(e) => {
-        listeners?.onKeyDown?.(e);
-        if (e.key === 'Enter' && !e.defaultPrevented) onSelect();
-      }}
     >
-      <CardContent card={card} />
+      <div
+        ref={setActivatorNodeRef}
+        className="card-handle"
+        data-card-handle={card.id}
+        {...attributes}
+        {...listeners}
+        // a running card cannot be dragged, but opening it is how it is cancelled: not "disabled"
+        aria-disabled={undefined}
+        aria-roledescription={card.locked ? 'running card' : 'draggable card'}
+        onMouseDown={(e) => {
+          // no text selection when a locked card is dragged across the page
+          if (card.locked || card.broken) e.preventDefault();
+        }}
+        onClick={(e) => {
+          e.currentTarget.focus();
+          onSelect();
+        }}
+        onKeyDown={(e) => {
+          listeners?.onKeyDown?.(e);
+          if (e.key === 'Enter' && !e.defaultPrevented) onSelect();
+        }}
+      >
+        <CardContent card={card} />
+        <span className="sr-only">{cardSuffix(card)}</span>
+      </div>
     </li>
   );
 }
@@ -258,6 +276,16 @@ export function Board({
     for (const c of board.cards) out[c.column].push(c);
     return out;
   }, [board.cards]);
+  // A card that changes column is rendered anew there (a keyboard drop, or the scheduler moving it on):
+  // the focus follows it, else it falls to <body> and the person starts again from the top of the page.
+  // `focused` is the card whose button has the focus; a blur (the person moved on) clears it, while a
+  // removed element loses the focus without one.
+  const focused = useRef<string | undefined>(undefined);
+  useEffect(() => {
+    const id = focused.current;
+    if (!id || (document.activeElement && document.activeElement !== document.body)) return;
+    document.querySelector<HTMLElement>(`[data-card-handle="${CSS_ESCAPE(id)}"]`)?.focus();
+  });
   const onDragEnd = (e: DragEndEvent): void => {
     setDragging(undefined);
     const m = dropTarget(board, String(e.active.id), e.over ? String(e.over.id) : undefined);
@@ -278,7 +306,17 @@ export function Board({
         },
       }}
     >
-      <div className="board" role="region" aria-label="Board">
+      <div
+        className="board"
+        role="region"
+        aria-label="Board"
+        onFocus={(e) => {
+          focused.current = (e.target as HTMLElement).dataset.cardHandle;
+        }}
+        onBlur={() => {
+          focused.current = undefined;
+        }}
+      >
         {COLUMNS.map((col) => (
           <ColumnView
             key={col}

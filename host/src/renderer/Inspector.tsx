@@ -3,13 +3,14 @@
  * run its live output, progress, status, metrics, screenshots, a trend of recent runs, Cancel and Export;
  * for computer-use runs the steps as a filmstrip and, while one runs on a private display, that display live.
  */
-import { useEffect, useMemo, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import type { RunEvent, RunResult } from '@runboard/supervisor/protocol/data';
 import type { BoardApi } from '../shared/board-api.ts';
 import type { CardDetail } from '../shared/board-types.ts';
 import { Filmstrip, LiveDisplay } from './Filmstrip.tsx';
 import { filmstripOf, isFilmEvent } from './cu-steps.ts';
 import { LogView, type RunLiveState } from './LogView.tsx';
+import { ProgressBar } from './Progress.tsx';
 import { ScheduleSection } from './Schedule.tsx';
 
 function fmtMs(ms: number | null | undefined): string {
@@ -34,7 +35,11 @@ const STATUS_CLASS: Record<string, string> = {
 
 /** The last N runs' durations as bars, coloured by outcome (oldest left). */
 export function TrendChart({ runs, n = 20 }: { runs: RunResult[]; n?: number }) {
-  const last = runs.slice(0, n).reverse();
+  // ended runs only: a running one has no duration yet
+  const last = runs
+    .filter((r) => r.status !== 'running')
+    .slice(0, n)
+    .reverse();
   if (last.length === 0) return null;
   const max = Math.max(1, ...last.map((r) => r.durationMs ?? 0));
   const w = 12;
@@ -201,6 +206,18 @@ function Worktree({ api, run, onChanged }: { api: BoardApi; run: RunResult; onCh
   );
 }
 
+/** Time since `since`, ticking each second (a running run's duration so far). */
+function Elapsed({ since }: { since: string }) {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(t);
+  }, []);
+  const s = Math.max(0, Math.floor((now - Date.parse(since)) / 1000));
+  const text = s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
+  return <>{text} so far</>;
+}
+
 function RunPanel({
   api,
   run,
@@ -225,7 +242,13 @@ function RunPanel({
         </div>
         <div>
           <dt>Duration</dt>
-          <dd>{fmtMs(run.durationMs)}</dd>
+          <dd>
+            {run.status === 'running' && !live.ended ? (
+              <Elapsed since={run.startedAt} />
+            ) : (
+              fmtMs(run.durationMs)
+            )}
+          </dd>
         </div>
         <div>
           <dt>Exit code</dt>
@@ -257,9 +280,7 @@ function RunPanel({
       </dl>
       {run.status === 'running' && !live.ended && (
         <div className="run-progress">
-          <div className="progress" aria-label={`progress ${Math.round((pct ?? 0) * 100)}%`}>
-            <div className="bar" style={{ width: `${Math.round((pct ?? 0) * 100)}%` }} />
-          </div>
+          <ProgressBar fraction={pct} />
           <span>{live.progress?.message ?? 'running…'}</span>
         </div>
       )}
@@ -368,6 +389,19 @@ function Questions({
   );
 }
 
+/** The card's `## Questions` section (up to the next heading), which the inspector shows on its own. */
+const QUESTIONS_SECTION = /^##\s+Questions\s*$[\s\S]*?(?=^#{1,2}\s|$(?![\s\S]))/m;
+/** What is left of a questions section once `- None.` placeholders are taken out. */
+const realQuestions = (text: string): string =>
+  text
+    .split('\n')
+    .filter((l) => !/^[-*]\s+None\b/i.test(l.trim()))
+    .join('\n')
+    .trim();
+
+/** A user's cancel is no error: shown in a neutral tone. */
+const isCancel = (lastError: string | undefined): boolean => lastError === 'cancelled';
+
 export function Inspector({
   api,
   detail,
@@ -388,10 +422,34 @@ export function Inspector({
   }, [newest, detail.card.id]);
   const run = detail.runs.find((r) => r.runId === runId) ?? detail.runs[0];
   const { card } = detail;
+  // Opening a card moves the focus into the inspector (its title), so the keyboard is there at once.
+  const title = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    title.current?.focus();
+  }, [card.id]);
+  // Escape closes the inspector when the focus is in it (or nowhere: a button that went away), unless
+  // a screenshot is open over it (Escape closes that first)
+  const aside = useRef<HTMLElement>(null);
+  useEffect(() => {
+    const key = (e: KeyboardEvent): void => {
+      const at = document.activeElement;
+      const mine = !at || at === document.body || !!aside.current?.contains(at);
+      if (e.key === 'Escape' && !e.defaultPrevented && mine && !document.querySelector('.lightbox')) {
+        e.preventDefault();
+        onClose();
+      }
+    };
+    window.addEventListener('keydown', key);
+    return () => window.removeEventListener('keydown', key);
+  }, [onClose]);
+  const body = detail.questions ? detail.body.replace(QUESTIONS_SECTION, '') : detail.body;
+  const otherQuestionText = detail.questions ? realQuestions(detail.questions) : '';
   return (
-    <aside className="inspector" aria-label={`Inspector: ${card.title}`}>
+    <aside ref={aside} className="inspector" aria-label={`Inspector: ${card.title}`}>
       <header>
-        <h2>{card.title}</h2>
+        <h2 ref={title} tabIndex={-1}>
+          {card.title}
+        </h2>
         <button className="close" onClick={onClose} aria-label="Close inspector">
           ✕
         </button>
@@ -402,7 +460,7 @@ export function Inspector({
           <button
             className="danger"
             onClick={() =>
-              api
+              void api
                 .cancel({ id: card.id })
                 .then(onChanged)
                 .catch((e: Error) => setError(e.message))
@@ -413,8 +471,15 @@ export function Inspector({
         )}
       </div>
       {error && <div className="banner error">{error}</div>}
-      {card.lastError && card.column !== 'done' && (
-        <div className="banner error">Last error: {card.lastError}</div>
+      {card.lastError && card.column !== 'done' && !isCancel(card.lastError) && (
+        <div className="banner error clamp-error">
+          <span className="clamp" title={card.lastError}>
+            Last error: {card.lastError}
+          </span>
+        </div>
+      )}
+      {isCancel(card.lastError) && card.column === 'backlog' && (
+        <div className="banner note">The last run was cancelled.</div>
       )}
       {card.needs && <div className="banner warn">Needs: {card.needs}</div>}
       <details open className="card-body">
@@ -424,15 +489,15 @@ export function Inspector({
             $ {Array.isArray(detail.command) ? detail.command.join(' ') : detail.command}
           </pre>
         )}
-        <pre className="markdown">{detail.body.trim()}</pre>
+        <pre className="markdown">{body.trim()}</pre>
       </details>
       {detail.questionList.length > 0 ? (
         <Questions api={api} detail={detail} onChanged={onChanged} onError={setError} />
       ) : (
-        detail.questions && (
+        otherQuestionText && (
           <section className="questions" aria-label="Questions">
             <h3>Questions</h3>
-            <pre className="markdown">{detail.questions}</pre>
+            <pre className="markdown">{otherQuestionText}</pre>
           </section>
         )
       )}
@@ -440,7 +505,12 @@ export function Inspector({
       <section className="runs" aria-label="Runs">
         <h3>Runs ({detail.runs.length})</h3>
         <TrendChart runs={detail.runs} />
-        {detail.runs.length === 0 && <p className="muted">No runs yet: drag the card into Queued.</p>}
+        {detail.runs.length === 0 &&
+          (card.lastError && !isCancel(card.lastError) ? (
+            <p className="muted">No run started: the last try failed before launch (the error is above).</p>
+          ) : (
+            <p className="muted">No runs yet: drag the card into Queued.</p>
+          ))}
         <ol className="run-list">
           {detail.runs.slice(0, 50).map((r) => (
             <li key={r.runId}>
@@ -451,7 +521,7 @@ export function Inspector({
               >
                 <span className={`status ${STATUS_CLASS[r.status] ?? ''}`}>{r.status}</span>
                 <span>{new Date(r.startedAt).toLocaleString()}</span>
-                <span>{fmtMs(r.durationMs)}</span>
+                <span>{r.status === 'running' ? 'running' : fmtMs(r.durationMs)}</span>
               </button>
             </li>
           ))}

@@ -1,36 +1,152 @@
-/** Settings: the caps of config.yaml (global, per flow, per column), written back keeping comments. */
-import { useEffect, useState } from 'react';
+/**
+ * Settings: the caps of config.yaml (global, per flow, per column), written back changing only those
+ * values. Every field is checked before anything is saved: a value that is not a whole number in its
+ * range is named with what is allowed, and nothing is written.
+ */
+import { useEffect, useRef, useState } from 'react';
 import type { BoardApi } from '../shared/board-api.ts';
 import { COLUMN_TITLES, type Column, type Settings } from '../shared/board-types.ts';
 
 const LIMITABLE: Column[] = ['needs-input', 'done', 'failed'];
 
+/** The ranges config.yaml accepts (host/src/core/project.ts). */
+const RANGE = { maxConcurrency: [1, 1000], cap: [0, 1000], limit: [0, 100_000] } as const;
+
+/** Why `text` is not a whole number from `min` to `max`, or undefined when it is. */
+export function numberProblem(text: string, min: number, max: number): string | undefined {
+  const t = text.trim();
+  const allowed = `a whole number from ${min} to ${max.toLocaleString('en')}`;
+  if (t === '') return `empty: enter ${allowed}`;
+  if (!/^[+-]?\d+(\.\d+)?$/.test(t)) return `"${t}" is not a number: enter ${allowed}`;
+  const n = Number(t);
+  if (!Number.isInteger(n)) return `${t} is not a whole number: enter ${allowed}`;
+  if (n < min) return `${t} is too small: enter ${allowed}`;
+  if (n > max) return `${t} is too large: enter ${allowed}`;
+  return undefined;
+}
+
+interface Draft {
+  maxConcurrency: string;
+  caps: Record<string, string>;
+  limits: Partial<Record<Column, string>>;
+}
+
+function draftOf(s: Settings): Draft {
+  return {
+    maxConcurrency: String(s.maxConcurrency),
+    caps: Object.fromEntries(s.flows.map((f) => [f.name, String(f.cap)])),
+    limits: Object.fromEntries(LIMITABLE.map((c) => [c, String(s.columnLimits[c] ?? 0)])),
+  };
+}
+
+function NumberField({
+  id,
+  label,
+  value,
+  problem,
+  onChange,
+}: {
+  id: string;
+  label: string;
+  value: string;
+  problem: string | undefined;
+  onChange: (v: string) => void;
+}) {
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      <input
+        id={id}
+        type="text"
+        inputMode="numeric"
+        aria-invalid={problem ? true : undefined}
+        aria-describedby={problem ? `${id}-problem` : undefined}
+        value={value}
+        onChange={(e) => onChange(e.target.value)}
+      />
+      {problem && (
+        <p id={`${id}-problem`} className="field-problem">
+          {label}: {problem}
+        </p>
+      )}
+    </div>
+  );
+}
+
 export function SettingsView({ api, onClose }: { api: BoardApi; onClose: () => void }) {
   const [s, setS] = useState<Settings>();
+  const [d, setD] = useState<Draft>();
+  const [checked, setChecked] = useState(false);
   const [msg, setMsg] = useState<{ ok: boolean; text: string }>();
+  const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
-    void api.settings().then(setS);
+    void api.settings().then((v) => {
+      setS(v);
+      setD(draftOf(v));
+    });
   }, [api]);
-  if (!s) return null;
-  const num = (v: string): number => Math.max(0, Math.floor(Number(v) || 0));
+  useEffect(() => {
+    if (s) heading.current?.focus();
+  }, [s]);
+  if (!s || !d) return null;
+
+  const problems: Record<string, string | undefined> = {
+    maxConcurrency: numberProblem(d.maxConcurrency, ...RANGE.maxConcurrency),
+  };
+  for (const f of s.flows) problems[`cap:${f.name}`] = numberProblem(d.caps[f.name] ?? '', ...RANGE.cap);
+  for (const c of LIMITABLE) problems[`limit:${c}`] = numberProblem(d.limits[c] ?? '', ...RANGE.limit);
+  const bad = Object.values(problems).filter(Boolean).length;
+  const shown = (key: string): string | undefined => (checked ? problems[key] : undefined);
+
   const save = (): void => {
+    setChecked(true);
+    if (bad) {
+      setMsg({
+        ok: false,
+        text: `Nothing saved: ${bad} field${bad > 1 ? 's need' : ' needs'} a valid value (see above).`,
+      });
+      return;
+    }
+    const next: Settings = {
+      maxConcurrency: Number(d.maxConcurrency),
+      flows: s.flows.map((f) => ({ name: f.name, cap: Number(d.caps[f.name]) })),
+      columnLimits: Object.fromEntries(LIMITABLE.map((c) => [c, Number(d.limits[c])])),
+    };
     api
-      .saveSettings(s)
+      .saveSettings(next)
       .then(() => setMsg({ ok: true, text: 'Saved to config.yaml' }))
-      .catch((e: Error) => setMsg({ ok: false, text: e.message }));
+      .catch((e: Error) => setMsg({ ok: false, text: `Nothing saved: ${e.message}` }));
+  };
+  const edit = (next: Draft): void => {
+    setD(next);
+    setMsg(undefined);
   };
   return (
-    <div className="settings" role="dialog" aria-label="Settings">
-      <header>
-        <h2>Settings</h2>
+    <div
+      className="settings"
+      role="dialog"
+      aria-labelledby="settings-title"
+      onKeyDown={(e) => {
+        if (e.key === 'Escape') {
+          e.preventDefault();
+          onClose();
+        }
+      }}
+    >
+      <div className="settings-head">
+        <h2 id="settings-title" ref={heading} tabIndex={-1}>
+          Settings
+        </h2>
         <button className="close" onClick={onClose} aria-label="Close settings">
           ✕
         </button>
-      </header>
+      </div>
       <p className="muted">
-        Caps from config.yaml. Saving rewrites only these values; comments and order stay.
+        Caps from config.yaml. Saving changes only the values you changed; the rest of the file stays as it
+        is.
       </p>
       <form
+        noValidate
         onSubmit={(e) => {
           e.preventDefault();
           save();
@@ -38,58 +154,46 @@ export function SettingsView({ api, onClose }: { api: BoardApi; onClose: () => v
       >
         <fieldset>
           <legend>Scheduler</legend>
-          <label>
-            Max concurrent runs
-            <input
-              type="number"
-              min={1}
-              value={s.maxConcurrency}
-              onChange={(e) => setS({ ...s, maxConcurrency: Math.max(1, num(e.target.value)) })}
-            />
-          </label>
+          <NumberField
+            id="set-max"
+            label="Max concurrent runs"
+            value={d.maxConcurrency}
+            problem={shown('maxConcurrency')}
+            onChange={(v) => edit({ ...d, maxConcurrency: v })}
+          />
         </fieldset>
         <fieldset>
           <legend>Flow caps</legend>
           {s.flows.map((f, i) => (
-            <label key={f.name}>
-              Cap of flow {f.name}
-              <input
-                type="number"
-                min={0}
-                value={f.cap}
-                onChange={(e) => {
-                  const flows = [...s.flows];
-                  flows[i] = { ...f, cap: num(e.target.value) };
-                  setS({ ...s, flows });
-                }}
-              />
-            </label>
+            <NumberField
+              key={f.name}
+              id={`set-cap-${i}`}
+              label={`Cap of flow ${f.name}`}
+              value={d.caps[f.name] ?? ''}
+              problem={shown(`cap:${f.name}`)}
+              onChange={(v) => edit({ ...d, caps: { ...d.caps, [f.name]: v } })}
+            />
           ))}
         </fieldset>
         <fieldset>
           <legend>Column limits (0 = none): start no new runs while a column is full</legend>
           {LIMITABLE.map((col) => (
-            <label key={col}>
-              Limit of {COLUMN_TITLES[col]}
-              <input
-                type="number"
-                min={0}
-                value={s.columnLimits[col] ?? 0}
-                onChange={(e) =>
-                  setS({ ...s, columnLimits: { ...s.columnLimits, [col]: num(e.target.value) } })
-                }
-              />
-            </label>
+            <NumberField
+              key={col}
+              id={`set-limit-${col}`}
+              label={`Limit of ${COLUMN_TITLES[col]}`}
+              value={d.limits[col] ?? ''}
+              problem={shown(`limit:${col}`)}
+              onChange={(v) => edit({ ...d, limits: { ...d.limits, [col]: v } })}
+            />
           ))}
         </fieldset>
         <button type="submit" className="primary">
           Save
         </button>
-        {msg && (
-          <span role="status" className={msg.ok ? 'ok' : 'error'}>
-            {msg.text}
-          </span>
-        )}
+        <span role="status" className={msg?.ok ? 'ok' : 'error'}>
+          {msg?.text}
+        </span>
       </form>
     </div>
   );

@@ -45,4 +45,13 @@ describe('applyDelta', () => {
     expect(next.maxConcurrency).toBe(1);
     expect(next.version).toBe(5);
   });
+
+  it('a delta whose rest of the board has no configError clears the banner (config.yaml fixed)', () => {
+    const b = { ...board([card('a', 'backlog')]), configError: 'config.yaml: bad' };
+    const meta = { project: '/p', maxConcurrency: 2, running: 0, flows: [], columnLimits: {} };
+    const next = applyDelta(b, { from: 3, to: 4, cards: [], removed: [], meta });
+    expect(next.configError).toBeUndefined();
+    // a delta without meta keeps the rest as it was
+    expect(applyDelta(b, { from: 3, to: 4, cards: [], removed: [] }).configError).toBe('config.yaml: bad');
+  });
 });

@@ -1,5 +1,5 @@
 /** Pure board updates of the renderer: applying a host delta (see BoardDelta in api.ts). */
-import type { BoardDelta, BoardView, CardView } from '../shared/board-types.ts';
+import type { BoardDelta, BoardMeta, BoardView, CardView } from '../shared/board-types.ts';
 
 /** Column order as the host sorts: by rank, rankless after, by file; broken cards last. */
 export function order(a: CardView, b: CardView): number {
@@ -30,5 +30,13 @@ export function applyDelta(board: BoardView, d: BoardDelta): BoardView {
   if (next.size) resort = true;
   cards.push(...next.values());
   if (resort) cards.sort(order);
-  return { ...board, ...(d.meta ?? {}), version: d.to, cards };
+  // A delta's meta is the whole rest of the board: a field it lacks (configError once config.yaml is
+  // fixed) is gone, not kept from before.
+  const meta = d.meta ?? metaOf(board);
+  return { ...meta, version: d.to, cards };
+}
+
+function metaOf(board: BoardView): BoardMeta {
+  const { cards: _cards, version: _version, ...meta } = board;
+  return meta;
 }

@@ -173,6 +173,8 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
     if (!tokenOk(auth) && !tokenOk(cookieToken(req))) throw new HttpError(401, 'no valid token');
     if (method === 'GET' && RENDERER_FILES.some((f) => f !== 'index.html' && url.pathname === `/${f}`))
       return staticFile(res, url.pathname.slice(1));
+    // what browsers ask for when a page names no icon (a bookmark, an old tab)
+    if (method === 'GET' && url.pathname === '/favicon.ico') return staticFile(res, 'favicon.svg');
 
     const segments = segmentsOf(url.pathname);
     if (segments[0] !== 'api') throw new HttpError(404, `not found: ${url.pathname}`);

@@ -7,7 +7,7 @@ import { spawn, execFile, execFileSync, type ChildProcess } from 'node:child_pro
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { createGrant } from '@runboard/supervisor/grants';
 import { statePaths, type StatePaths } from '@runboard/supervisor/paths';
 import { writeProviderKey } from '../../../supervisor/src/common/secrets.ts';
@@ -50,6 +50,19 @@ export async function waitUntil<T>(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
   }
+}
+
+/** Drags the card `id` by mouse into the column `toColumn` (near its end), as a person would. */
+export async function dragCard(p: Page, id: string, toColumn: string): Promise<void> {
+  const from = await p.locator(`li[data-card-id="${id}"]`).boundingBox();
+  const to = await p.locator(`ul.cards[data-column="${toColumn}"]`).boundingBox();
+  if (!from || !to) throw new Error('nothing to drag');
+  await p.mouse.move(from.x + from.width / 2, from.y + from.height / 2);
+  await p.mouse.down();
+  await p.mouse.move(from.x + from.width / 2 + 10, from.y + from.height / 2, { steps: 3 });
+  await p.mouse.move(to.x + to.width / 2, to.y + 40, { steps: 12 });
+  await sleep(100);
+  await p.mouse.up();
 }
 
 /** A project config with one flow, `shell` (the command runner, cap 4); `extra` goes under `scheduler:`. */

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { setYamlValues } from './config-edit.ts';
+
+const TEXT = `# my board
+version: 1
+scheduler:
+  maxConcurrency: 4   # all flows together
+  columnLimits: {done: 50}
+flows:
+  # quick ones
+  shell: {runner: command, cap: 2} # inline
+  slow:
+    runner: command
+    args: [a, "b"]
+    cap: 2 # per flow
+
+    # trailing comment
+`;
+
+describe('setYamlValues', () => {
+  it('changes only the values set: comments, flow style and quoting stay byte for byte', () => {
+    const out = setYamlValues(TEXT, [
+      { path: ['scheduler', 'maxConcurrency'], value: 7 },
+      { path: ['flows', 'shell', 'cap'], value: 1 },
+      { path: ['flows', 'slow', 'cap'], value: 12 },
+      { path: ['scheduler', 'columnLimits', 'done'], value: 0 },
+    ]);
+    expect(out).toBe(
+      TEXT.replace('maxConcurrency: 4', 'maxConcurrency: 7')
+        .replace('cap: 2}', 'cap: 1}')
+        .replace('cap: 2 # per flow', 'cap: 12 # per flow')
+        .replace('{done: 50}', '{done: 0}'),
+    );
+  });
+
+  it('adds a missing key through the Document API, keeping comments and flow collections unpadded', () => {
+    const out = setYamlValues(TEXT, [{ path: ['scheduler', 'columnLimits', 'failed'], value: 3 }]);
+    expect(out).toContain('columnLimits: {done: 50, failed: 3}');
+    expect(out).toContain('args: [a, "b"]');
+    expect(out).toContain('# quick ones');
+    expect(out).toContain('cap: 2 # per flow');
+  });
+
+  it('refuses text that is not YAML', () => {
+    expect(() => setYamlValues('a: [', [])).toThrow(/not valid YAML/);
+  });
+});

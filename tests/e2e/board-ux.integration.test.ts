@@ -1,0 +1,240 @@
+/**
+ * The board's friction fixes, in Debian's Chromium against a real `runboard serve`: keyboard-only
+ * moves keep the focus, the inspector and Settings take and give back the focus and close on Escape,
+ * a running card is openable (not "disabled"), Backlog cards cannot skip to Done, the config.yaml
+ * banner clears once the file is fixed, Settings refuses bad numbers and changes only the values it
+ * sets, the inspector's wording, and no serious axe-core violation on the board, the inspector and
+ * Settings. Screenshots at 1,100 and 1,440 px land in test-results/ (look at them).
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seriousViolations } from './helpers/axe.ts';
+import { ARTIFACTS, BoardServer, dragCard, launchBrowser, sleep, waitUntil } from './helpers/board.ts';
+
+const CONFIG = `# friction board
+version: 1
+scheduler:
+  maxConcurrency: 4   # all flows together
+  backoff: { base: 60000, retries: 0 }
+flows:
+  # quick shell commands
+  shell: {runner: command, cap: 2} # inline comment
+  slow:
+    runner: command
+    cap: 2 # runs of this flow at once
+    sandbox: { tcpPorts: [8080] }
+`;
+const card = (title: string, command: string, extra = '', body = ''): string =>
+  `---\ntitle: ${title}\nflow: shell\nworkspace: ./workspace\ncommand: ${JSON.stringify(command)}\n${extra}---\n# Task\n${title}.\n${body}`;
+
+let server: BoardServer;
+let browser: Browser;
+let page: Page;
+
+const handle = (id: string): string => `[data-card-handle="${id}"]`;
+const inColumn = (id: string, column: string): string =>
+  `ul.cards[data-column="${column}"] li[data-card-id="${id}"]`;
+const focusedCard = (p: Page): Promise<string | null> =>
+  p.evaluate(() => document.activeElement?.getAttribute('data-card-handle') ?? null);
+const focusInside = (p: Page, selector: string): Promise<boolean> =>
+  p.evaluate((s) => !!document.activeElement?.closest(s), selector);
+
+/** Tabs (keyboard only) until `selector` has the focus. */
+async function tabTo(p: Page, selector: string, max = 60): Promise<number> {
+  for (let i = 1; i <= max; i++) {
+    await p.keyboard.press('Tab');
+    if (await p.evaluate((s) => document.activeElement?.matches(s) ?? false, selector)) return i;
+  }
+  throw new Error(`${selector} not reached in ${max} Tabs`);
+}
+
+async function noSeriousViolations(where: string, selector?: string): Promise<void> {
+  expect(await seriousViolations(page, selector), where).toEqual([]);
+}
+
+beforeAll(async () => {
+  server = await BoardServer.start(CONFIG, {
+    'a-first.md': card('Say hello', 'echo hello'),
+    'b-long.md': card('Count slowly', 'for i in $(seq 1 600); do echo "tick $i"; sleep 0.1; done'),
+    'c-none.md': card('No questions', 'true', '', '\n## Questions\n- None.\n'),
+    'd-ungranted.md': card('Outside the grant', 'true').replace('./workspace', './elsewhere'),
+    'e-error.md': card(
+      'Fails loudly',
+      `echo ${'a very long error line that goes on '.repeat(4)} >&2; exit 3`,
+      'status: failed\n',
+    ),
+  });
+  browser = await launchBrowser();
+  page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  await page.goto(server.url);
+  await page.waitForSelector(inColumn('a-first', 'backlog'));
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+describe('board friction, keyboard only', () => {
+  it('the board itself has no serious accessibility violation', async () => {
+    await noSeriousViolations('board');
+  });
+
+  it('a keyboard drop keeps the focus on the moved card; Enter opens it, focus goes in, Escape closes and returns it', async () => {
+    await tabTo(page, handle('a-first'));
+    await page.keyboard.press('Space');
+    await sleep(150);
+    await page.keyboard.press('ArrowRight');
+    await sleep(150);
+    await page.keyboard.press('Space');
+    await page.waitForSelector(inColumn('a-first', 'done'), { timeout: 20_000 });
+    await waitUntil('focus on the moved card', async () => (await focusedCard(page)) === 'a-first', 3000);
+
+    await page.keyboard.press('Enter');
+    const inspector = page.getByRole('complementary', { name: 'Inspector: Say hello' });
+    await inspector.waitFor();
+    await waitUntil('focus in the inspector', () => focusInside(page, 'aside.inspector'), 3000);
+    // Close is a Tab away, not hundreds
+    expect(await tabTo(page, 'button[aria-label="Close inspector"]', 3)).toBeLessThanOrEqual(3);
+    await page.locator('.metrics .status', { hasText: 'succeeded' }).waitFor();
+    await noSeriousViolations('inspector of a done card');
+    await page.keyboard.press('Escape');
+    await inspector.waitFor({ state: 'detached' });
+    await waitUntil('focus back on the card', async () => (await focusedCard(page)) === 'a-first', 3000);
+  });
+
+  it('a Backlog card cannot go straight to Done: the board method refuses it, the drop says why', async () => {
+    const res = await fetch(`${server.base}/api/cards/c-none/move`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ to: 'done', index: 0 }),
+    });
+    expect(res.status).toBe(409);
+    expect(((await res.json()) as { error: string }).error).toMatch(/reaches Done when its run ends/);
+    await dragCard(page, 'c-none', 'done');
+    await page.getByRole('alert').filter({ hasText: 'reaches Done when its run ends' }).waitFor();
+    await page.waitForSelector(inColumn('c-none', 'backlog'));
+    expect(readFileSync(server.cardFile('c-none.md'), 'utf8')).toMatch(/status: backlog/);
+    await page.getByRole('button', { name: 'Dismiss' }).click();
+  });
+
+  it('a running card is not announced disabled; opening it reaches Cancel; a cancel is no red error', async () => {
+    await server.api('POST', '/api/cards/b-long/move', { to: 'queued', index: 0 });
+    await page.waitForSelector(inColumn('b-long', 'running'), { timeout: 15_000 });
+    const h = page.locator(handle('b-long'));
+    expect(await h.getAttribute('aria-disabled')).toBeNull();
+    expect(await h.getAttribute('aria-roledescription')).toBe('running card');
+    await h.focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('complementary', { name: 'Inspector: Count slowly' }).waitFor();
+    await page.getByRole('log', { name: 'Run output' }).getByText('tick 3', { exact: true }).waitFor();
+    // while running: the duration so far, no "longest 1 ms" from a run without a duration yet
+    await page.locator('.metrics dd', { hasText: /\d+ s so far/ }).waitFor();
+    expect(await page.locator('.trend').count()).toBe(0);
+    await noSeriousViolations('inspector of a running card');
+    await page.setViewportSize({ width: 1100, height: 800 });
+    await page.screenshot({ path: path.join(ARTIFACTS, 'ux-inspector-running-1100.png') });
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.screenshot({ path: path.join(ARTIFACTS, 'ux-inspector-running-1440.png') });
+    await tabTo(page, 'button.danger', 4);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector(inColumn('b-long', 'backlog'), { timeout: 10_000 });
+    await page.locator('.banner.note', { hasText: 'The last run was cancelled' }).waitFor();
+    expect(await page.locator('aside.inspector .banner.error').count()).toBe(0);
+    await page.locator('.metrics .status', { hasText: 'cancelled' }).waitFor();
+    await page.keyboard.press('Escape');
+  });
+
+  it('the inspector: no "- None." question, no questions text twice, a launch failure is no "No runs yet", long errors clamped', async () => {
+    await page.locator(handle('c-none')).focus();
+    await page.keyboard.press('Enter');
+    const ins = page.getByRole('complementary', { name: 'Inspector: No questions' });
+    await ins.waitFor();
+    expect(await ins.getByRole('region', { name: 'Questions' }).count()).toBe(0);
+    expect(await ins.locator('pre.markdown').textContent()).not.toMatch(/Questions|None/);
+    await page.keyboard.press('Escape');
+
+    await server.api('POST', '/api/cards/d-ungranted/move', { to: 'queued', index: 0 });
+    await waitUntil('the launch to fail', async () => (await server.card('d-ungranted'))?.lastError, 15_000);
+    await page.locator(handle('d-ungranted')).focus();
+    await page.keyboard.press('Enter');
+    const ins2 = page.getByRole('complementary', { name: 'Inspector: Outside the grant' });
+    await ins2.waitFor();
+    await ins2.getByText('No run started: the last try failed before launch').waitFor();
+    expect(await ins2.getByText('No runs yet').count()).toBe(0);
+    await page.keyboard.press('Escape');
+  });
+
+  it('Settings: focus moves in; bad numbers are named and nothing is saved; a save changes only that value', async () => {
+    const before = readFileSync(path.join(server.project, 'config.yaml'), 'utf8');
+    await tabTo(page, 'header.topbar button', 5);
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog', { name: 'Settings' });
+    await dialog.waitFor();
+    await waitUntil('focus in Settings', () => focusInside(page, '.settings'), 3000);
+    await noSeriousViolations('settings');
+    const max = page.getByLabel('Max concurrent runs');
+    for (const [bad, says] of [
+      ['-1', /-1 is too small/],
+      ['0', /0 is too small/],
+      ['', /empty/],
+      ['2.5', /2\.5 is not a whole number/],
+      ['99999999999999999999', /is too large: enter a whole number from 1 to 1,000/],
+      ['abc', /"abc" is not a number/],
+    ] as const) {
+      await max.fill(bad);
+      await page.keyboard.press('Enter');
+      await dialog.getByText(says).waitFor();
+      await dialog
+        .getByRole('status')
+        .getByText(/Nothing saved/)
+        .waitFor();
+      expect(await dialog.getByText('Saved to config.yaml').count()).toBe(0);
+    }
+    expect(await max.getAttribute('aria-invalid')).toBe('true');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'ux-settings-invalid-1440.png') });
+    expect(readFileSync(path.join(server.project, 'config.yaml'), 'utf8')).toBe(before);
+    await max.fill('3');
+    await page.getByLabel('Cap of flow slow').fill('1');
+    await page.keyboard.press('Enter');
+    await dialog.getByText('Saved to config.yaml').waitFor();
+    expect(readFileSync(path.join(server.project, 'config.yaml'), 'utf8')).toBe(
+      before
+        .replace('maxConcurrency: 4   #', 'maxConcurrency: 3   #')
+        .replace('cap: 2 # runs of this flow', 'cap: 1 # runs of this flow'),
+    );
+    await page.setViewportSize({ width: 1100, height: 800 });
+    await page.screenshot({ path: path.join(ARTIFACTS, 'ux-settings-1100.png') });
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Settings');
+  });
+
+  it('the config.yaml banner appears on a bad file and clears on the open page once it is fixed', async () => {
+    const file = path.join(server.project, 'config.yaml');
+    const good = readFileSync(file, 'utf8');
+    writeFileSync(file, good.replace('version: 1', 'version: [oops'));
+    const banner = page.getByRole('alert').filter({ hasText: 'config.yaml has an error' });
+    await banner.waitFor();
+    writeFileSync(file, good);
+    await banner.waitFor({ state: 'detached' });
+  });
+
+  it('serves an icon; screenshots of the board at 1,100 and 1,440 px', async () => {
+    const icon = await fetch(`${server.base}/favicon.ico`, {
+      headers: { authorization: `Bearer ${server.token}` },
+    });
+    expect(icon.status).toBe(200);
+    expect(icon.headers.get('content-type')).toBe('image/svg+xml');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'ux-board-1440.png') });
+    await page.setViewportSize({ width: 1100, height: 800 });
+    await page.locator(handle('e-error')).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('complementary', { name: 'Inspector: Fails loudly' }).waitFor();
+    await page.screenshot({ path: path.join(ARTIFACTS, 'ux-board-inspector-1100.png') });
+    await noSeriousViolations('board with the inspector at 1,100 px');
+  });
+});
