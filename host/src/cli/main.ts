@@ -61,8 +61,7 @@ function findProjectDir(cardFile: string, given: string | undefined): string {
 }
 
 function describeEvent(e: RunEvent): string {
-  const frac =
-    typeof e.data?.fraction === 'number' ? ` ${Math.round((e.data.fraction as number) * 100)}%` : '';
+  const frac = typeof e.data?.fraction === 'number' ? ` ${Math.round(e.data.fraction * 100)}%` : '';
   return `▸ ${e.type}${frac}${e.message ? `: ${e.message}` : ''}`;
 }
 
