@@ -100,7 +100,7 @@ async function direct(a: AgentHarness, cli: Cli, tag: string): Promise<{ start: 
   const t0 = now();
   const child = spawn(file, args, { cwd: ws, env, stdio: ['ignore', 'pipe', 'ignore'] });
   let finalAt = 0;
-  readline.createInterface({ input: child.stdout! }).on('line', (l) => {
+  readline.createInterface({ input: child.stdout }).on('line', (l) => {
     if (l.includes('"type":"turn.completed"') || l.includes('"type":"result"')) finalAt = now();
   });
   await new Promise((r) => child.once('exit', r));

@@ -4,10 +4,11 @@
  * A real `runboard serve` with its auto-started supervisor, real files, no browser.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, unlinkSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, renameSync, rmSync, unlinkSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BoardServer, DIST, shellCard, shellConfig, waitUntil } from '../e2e/helpers/board.ts';
+import { BoardServer, DIST, REPO, shellCard, shellConfig, waitUntil } from '../e2e/helpers/board.ts';
 import { pidAlive } from '../helpers/harness.ts';
 
 const config = (maxConcurrency = 4): string => shellConfig('', maxConcurrency);
@@ -30,7 +31,7 @@ async function request(
     method,
     headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    signal: AbortSignal.timeout(15_000),
+    signal: AbortSignal.timeout(30_000),
   });
   return { status: res.status, body: (await res.json()) as { error?: string } };
 }
@@ -127,6 +128,61 @@ describe('the host and a supervisor that dies', () => {
     // and the failed card can be moved and run again
     await server.api('POST', '/api/cards/long/move', { to: 'backlog', index: 0 });
   });
+});
+
+describe('the host and a supervisor that cannot come back at once', () => {
+  it('answers 503 saying so while there is none, and carries on once one starts again', async () => {
+    // serve starts supervisors from its own copy of dist/, whose supervisor.mjs the test takes away
+    const dist = path.join(mkdtempSync(path.join(os.tmpdir(), 'rb-dist-')), 'dist');
+    cpSync(DIST, dist, { recursive: true });
+    const bundle = path.join(dist, 'supervisor.mjs');
+    try {
+      server = await BoardServer.start(
+        config(),
+        { 'long.md': card('Long', 'sleep 120'), 'other.md': card('Other', 'echo other') },
+        {
+          env: { RUNBOARD_DIST: dist, RUNBOARD_NATIVE_DIR: path.join(REPO, 'native', 'build', 'Release') },
+        },
+      );
+      const s = server;
+      let said = '';
+      s.proc.stderr!.on('data', (d: Buffer) => (said += d.toString()));
+      await s.api('POST', '/api/cards/long/move', { to: 'queued', index: 0 });
+      await waitUntil('running', async () => (await s.card('long'))?.runId);
+      renameSync(bundle, `${bundle}.away`);
+      const pid = await supervisorPid(s);
+      process.kill(pid, 'SIGKILL');
+      // serve's terminal says so
+      await waitUntil('serve noticed', () => said.includes('the connection to the supervisor was lost'));
+      // a card queued meanwhile waits for a supervisor; it does not fail
+      await s.api('POST', '/api/cards/other/move', { to: 'queued', index: 0 });
+      await waitUntil('other waits', async () =>
+        /waiting for the supervisor/.test((await s.card('other'))?.waiting ?? ''),
+      );
+      const cancel = await request(s, 'POST', '/api/cards/long/cancel');
+      expect(cancel.status).toBe(503);
+      expect(cancel.body.error).toMatch(
+        /the supervisor went away and has not come back yet; see .*supervisor\.log/,
+      );
+      renameSync(`${bundle}.away`, bundle);
+      const long = await waitUntil(
+        'the card ends',
+        async () => {
+          const c = await s.card('long');
+          return c?.column === 'failed' ? c : undefined;
+        },
+        40_000,
+      );
+      expect(long.lastError).toMatch(/supervisor-died/);
+      const other = await waitUntil('other ran', async () => {
+        const c = await s.card('other');
+        return c?.column === 'done' ? c : undefined;
+      });
+      expect(other.failures).toBeUndefined();
+    } finally {
+      rmSync(path.dirname(dist), { recursive: true, force: true });
+    }
+  }, 90_000);
 });
 
 describe('cards/ entries that are not regular files', () => {

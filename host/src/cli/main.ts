@@ -19,6 +19,7 @@ import { GrantStore } from '../core/grant-store.ts';
 import { launchRequest, NoGrantError } from '../core/launch.ts';
 import { loadCard, loadConfig, ProjectError } from '../core/project.ts';
 import { SupervisorClient, SupervisorUnavailable } from '../core/supervisor-client.ts';
+import { cmdRecord, RECORD_USAGE, RecordUsageError } from './record.ts';
 import { cmdSchedules, SCHEDULES_USAGE } from './schedules.ts';
 import { cmdServe, SERVE_USAGE } from './serve.ts';
 
@@ -36,6 +37,7 @@ const USAGE = `usage: runboard <command> [options]
   key rm <provider> | key list             remove a key; list providers (never shows keys)
   supervisor status|stop [--force]         the supervisor for this state root
   ${SERVE_USAGE}
+  ${RECORD_USAGE}
   ${SCHEDULES_USAGE}
 
 State lives in $RUNBOARD_HOME (default: the XDG data dir). See docs/user-guide.md.`;
@@ -101,8 +103,7 @@ function findProjectDir(cardFile: string, given: string | undefined): string {
 }
 
 function describeEvent(e: RunEvent): string {
-  const frac =
-    typeof e.data?.fraction === 'number' ? ` ${Math.round((e.data.fraction as number) * 100)}%` : '';
+  const frac = typeof e.data?.fraction === 'number' ? ` ${Math.round(e.data.fraction * 100)}%` : '';
   return `▸ ${e.type}${frac}${e.message ? `: ${e.message}` : ''}`;
 }
 
@@ -382,6 +383,10 @@ async function main(argv: string[]): Promise<number> {
       return cmdSupervisor(rest);
     case 'serve':
       return cmdServe(rest, paths);
+    case 'record':
+      return cmdRecord(rest).catch((e: unknown) => {
+        throw e instanceof RecordUsageError ? new UsageError(e.message) : e;
+      });
     case 'schedules':
       return cmdSchedules(rest, paths);
     case undefined:

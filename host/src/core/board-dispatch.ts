@@ -16,6 +16,7 @@ import {
 } from '../shared/board-methods.ts';
 import { Invalid, MoveRefused, NotFound } from './board-errors.ts';
 import type { BoardService } from './board-service.ts';
+import { SupervisorLost, SupervisorUnavailable } from './supervisor-client.ts';
 
 // zod/mini carries no messages of its own; a refusal should say in words what was wrong.
 z.config(z.locales.en());
@@ -118,6 +119,8 @@ export function statusOf(err: unknown): number {
   if (err instanceof Invalid) return 400;
   if (err instanceof NotFound) return 404;
   if (err instanceof MoveRefused) return 409;
+  // no supervisor (it went away and is not back yet): try again later
+  if (err instanceof SupervisorUnavailable || err instanceof SupervisorLost) return 503;
   return 500;
 }
 

@@ -21,7 +21,7 @@ import type { GrantStore } from './grant-store.ts';
 import { launchRequest } from './launch.ts';
 import type { Card, CardStatus } from './project.ts';
 import { backoffDelay, decide } from './scheduler-policy.ts';
-import type { SupervisorClient } from './supervisor-client.ts';
+import { SupervisorUnavailable, type SupervisorClient } from './supervisor-client.ts';
 
 /** The exclusive resource of computer-use runs on the real display (one at a time: the supervisor's rule). */
 const REAL_DISPLAY = 'the real display';
@@ -69,6 +69,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   /** Providers whose runs were refused for a missing API key: their flows wait until it is set. */
   private readonly keyless = new Map<string, string>();
   private keyTimer: NodeJS.Timeout | undefined;
+  /** Why no card may start now: the supervisor is gone and not back yet. */
+  private supervisorDown: string | undefined;
   /** Each card's status as last seen, to tell a person's re-queue from the scheduler's own. */
   private readonly lastStatus = new Map<string, CardStatus | undefined>();
   /** Set while the scheduler writes a card: the change events it causes are its own. */
@@ -87,8 +89,18 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       this.kick();
     });
     // What a person running `serve` sees in its terminal when the supervisor goes away and comes back.
-    client.on('lost', (why) => process.emitWarning(`runboard: ${why}; starting a new supervisor`));
-    client.on('reconnected', () => process.emitWarning('runboard: connected to the supervisor again'));
+    // Until a supervisor is back no card starts (a launch then would only wait and fail); serve's
+    // terminal says what happens.
+    client.on('lost', (why) => {
+      process.emitWarning(`runboard: ${why}; starting a new supervisor`);
+      this.supervisorDown = 'waiting for the supervisor: it went away and a new one is being started';
+      this.kick();
+    });
+    client.on('reconnected', () => {
+      process.emitWarning('runboard: connected to the supervisor again');
+      this.supervisorDown = undefined;
+      this.kick();
+    });
     for (const c of store.all()) this.lastStatus.set(this.idOf(c), c.front.status);
     store.on('cards', ({ id, external }) => {
       if (!id) return;
@@ -261,7 +273,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       busy: Object.fromEntries([...this.busy].map(([res, b]) => [res, b.why])),
       blockedFlows: Object.fromEntries(
         Object.entries(cfg.flows).flatMap(([n, f]) => {
-          const why = f.provider ? this.keyless.get(f.provider) : undefined;
+          const why = this.supervisorDown ?? (f.provider ? this.keyless.get(f.provider) : undefined);
           return why ? [[n, why]] : [];
         }),
       ),
@@ -294,6 +306,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       try {
         ({ runId } = await this.client.launch(request));
       } catch (err) {
+        // no supervisor to ask (nothing was sent): the card waits for one, it did not fail
+        if (err instanceof SupervisorUnavailable) return this.noSupervisor(cardId);
         const busy = err instanceof ResponseError ? DisplayBusy.safeParse(err.data) : null;
         if (busy?.success) return this.resourceBusy(cardId, REAL_DISPLAY, busy.data.runId);
         const msg = err instanceof ResponseError ? `refused: ${err.message}` : (err as Error).message;
@@ -469,6 +483,14 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         )
         .then((run) => run.status !== 'running' && clear())
         .catch(clear);
+    this.emit('changed');
+    this.kick();
+  }
+
+  private noSupervisor(cardId: string): void {
+    if (this.stopped) return;
+    this.active.delete(cardId);
+    this.freedAt = performance.now();
     this.emit('changed');
     this.kick();
   }

@@ -292,18 +292,26 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
     }
   }
 
-  /** A call that waits out a reconnect and says plainly when the supervisor went away under it. */
-  private async rpc<T>(method: string, send: (conn: MessageConnection) => Promise<T>): Promise<T> {
+  /**
+   * A call that waits out a reconnect and says plainly when the supervisor went away under it. An
+   * `idempotent` call (asking again changes nothing: cancel, list, status) lost that way is sent once
+   * more on the next connection; others (a launch: the run may exist) fail with SupervisorLost.
+   */
+  private async rpc<T>(
+    method: string,
+    send: (conn: MessageConnection) => Promise<T>,
+    idempotent = false,
+  ): Promise<T> {
     const conn = await this.ready();
     try {
       return await send(conn);
     } catch (err) {
-      if (conn !== this.current || this.reconnecting || this.closed)
-        throw new SupervisorLost(
-          `the supervisor went away during ${method} (${(err as Error).message})` +
-            (this.opts.reconnect && !this.closed ? '; a new one is being started' : ''),
-        );
-      throw err;
+      if (conn === this.current && !this.reconnecting && !this.closed) throw err;
+      if (idempotent && this.reconnecting && !this.closed) return this.rpc(method, send);
+      throw new SupervisorLost(
+        `the supervisor went away during ${method} (${(err as Error).message})` +
+          (this.opts.reconnect && !this.closed ? '; a new one is being started' : ''),
+      );
     }
   }
 
@@ -320,16 +328,16 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
     return this.rpc(LaunchRun.method, (c) => call(c, LaunchRun, p));
   }
   cancel(runId: string) {
-    return this.rpc(CancelRun.method, (c) => call(c, CancelRun, { runId }));
+    return this.rpc(CancelRun.method, (c) => call(c, CancelRun, { runId }), true);
   }
   list(p: z.input<typeof ListRuns.params> = {}) {
-    return this.rpc(ListRuns.method, (c) => call(c, ListRuns, p));
+    return this.rpc(ListRuns.method, (c) => call(c, ListRuns, p), true);
   }
   getRun(runId: string) {
     return call(this.conn, GetRun, { runId });
   }
   status() {
-    return this.rpc(SupervisorStatus.method, (c) => call(c, SupervisorStatus, {}));
+    return this.rpc(SupervisorStatus.method, (c) => call(c, SupervisorStatus, {}), true);
   }
   shutdown(cancelRuns = false) {
     return this.rpc(Shutdown.method, (c) => call(c, Shutdown, { cancelRuns }));
@@ -344,10 +352,10 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
   }
   /** Store (or with null, delete) a provider key with the supervisor; it is never sent back. */
   setProviderKey(provider: string, key: string | null) {
-    return this.rpc(SetProviderKey.method, (c) => call(c, SetProviderKey, { provider, key }));
+    return this.rpc(SetProviderKey.method, (c) => call(c, SetProviderKey, { provider, key }), true);
   }
   listProviders() {
-    return this.rpc(ListProviders.method, (c) => call(c, ListProviders, {}));
+    return this.rpc(ListProviders.method, (c) => call(c, ListProviders, {}), true);
   }
 
   /**

@@ -460,7 +460,7 @@ export function Inspector({
           <button
             className="danger"
             onClick={() =>
-              api
+              void api
                 .cancel({ id: card.id })
                 .then(onChanged)
                 .catch((e: Error) => setError(e.message))

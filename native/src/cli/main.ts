@@ -612,7 +612,16 @@ export function execute(argv: string[]): Promise<{ code: number; stdout: string;
 
 const self = process.argv[1] ?? '';
 if (/desktop-cli(\.[cm]?[jt]s)?$|cli[\\/]main\.ts$/.test(self)) {
-  main(process.argv.slice(2)).then((code) => {
-    process.exitCode = code;
-  });
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (e: unknown) => {
+      // main answers every expected failure itself; anything else is a bug, reported as such.
+      process.stderr.write(
+        `desktop-cli: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`,
+      );
+      process.exitCode = 1;
+    },
+  );
 }

@@ -46,7 +46,7 @@ export function providerRoutes(env: NodeJS.ProcessEnv): Record<string, ProviderR
     const name = m[1]!.toLowerCase().replace(/_/g, '-');
     const base = v.replace(/\/+$/, '');
     routes[name] = routes[name]
-      ? { ...routes[name]!, baseUrl: base }
+      ? { ...routes[name], baseUrl: base }
       : { baseUrl: base, auth: 'bearer', clientPath: '/v1' };
   }
   return routes;
@@ -151,7 +151,8 @@ export class ModelProxy {
   revoke(token: string): void {
     const reg = this.byToken.get(hashToken(token));
     this.byToken.delete(hashToken(token));
-    if (reg) this.stop(reg.server);
+    // Closing never fails (stop resolves whatever close reports); nothing waits for the listener to go.
+    if (reg) void this.stop(reg.server);
   }
 
   async close(): Promise<void> {
@@ -192,7 +193,7 @@ export class ModelProxy {
       runId: reg.runId,
       provider,
       method: req.method ?? 'GET',
-      path: m![2] ?? '/',
+      path: m[2] ?? '/',
       at,
     };
     const key = this.keyFor(provider);
@@ -201,7 +202,7 @@ export class ModelProxy {
       reg.onRequest?.(info);
       return fail(401, `no API key is stored for provider "${provider}"`);
     }
-    const upstream = new URL(route.baseUrl + (m![2] ?? '') + query);
+    const upstream = new URL(route.baseUrl + (m[2] ?? '') + query);
     const headers: http.OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers))
       if (!HOP_BY_HOP.has(k) && v !== undefined) headers[k] = v;

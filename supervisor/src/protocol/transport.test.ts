@@ -70,7 +70,7 @@ describe('FramedMessageReader', () => {
 describe('FramedMessageWriter', () => {
   it('writes frames in order that the reader reads back, without waiting for each to be flushed', async () => {
     const pipe = new PassThrough();
-    const writer = new FramedMessageWriter(pipe as never);
+    const writer = new FramedMessageWriter(pipe);
     const got: unknown[] = [];
     new FramedMessageReader(pipe, () => undefined, 1 << 24).listen((m) => got.push(m));
     const big = 'x'.repeat(3 * 1024 * 1024);

@@ -145,12 +145,12 @@ export class AgentCliProcess {
           }),
         );
         // Raw output, byte for byte, into the run's stdout.log / stderr.log; parsed lines into events.
-        child.stdout!.on('data', (d: Buffer) => process.stdout.write(d));
-        child.stderr!.on('data', (d: Buffer) => {
+        child.stdout.on('data', (d: Buffer) => process.stdout.write(d));
+        child.stderr.on('data', (d: Buffer) => {
           process.stderr.write(d);
           stderrTail = (stderrTail + d.toString('utf8')).slice(-4000);
         });
-        const rl = readline.createInterface({ input: child.stdout!, crlfDelay: Infinity });
+        const rl = readline.createInterface({ input: child.stdout, crlfDelay: Infinity });
         rl.on('line', (line) => {
           for (const e of inv.parser.line(line)) {
             firstEventMs ??= Math.round(performance.now() - started);
