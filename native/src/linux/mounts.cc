@@ -106,7 +106,14 @@ std::string MountPrivateTmp(const std::string& source) {
   close(src);
   for (auto& e : entries) {
     if (err.empty()) err = MakeMountPoint("/tmp", e.path, e.isDir);
-    if (err.empty()) err = MoveInto(e.fd, e.path);
+    // An entry removed from the machine's /tmp since it was cloned cannot be mounted (ENOENT): it is
+    // gone, so its name goes too.
+    if (err.empty() && syscall(kSysMoveMount, e.fd, "", AT_FDCWD, e.path.c_str(), kMoveMountFEmptyPath) < 0) {
+      if (errno == ENOENT)
+        e.isDir ? rmdir(e.path.c_str()) : unlink(e.path.c_str());
+      else
+        err = Errno("move_mount " + e.path);
+    }
     close(e.fd);
   }
   for (const auto& l : links) {

@@ -10,10 +10,11 @@ import { EventEmitter } from 'node:events';
 import { mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { execa } from 'execa';
 import {
+  JAIL_ENV_FD,
   JAIL_STATUS_FD,
   RUN_ENDPOINT_FD,
   RunState,
@@ -29,7 +30,7 @@ import type { AppendFile } from './append-file.ts';
 import type { AttachSource } from './attach.ts';
 import { classifyEnd, type FinishedReport, type JailExit } from './classify-end.ts';
 import { DenialScanner } from './denials.ts';
-import { buildJailArgs, buildRunEnv, runWritable, SCRATCH_DIRS } from './jail-args.ts';
+import { buildJailArgs, buildRunEnv, runWritable, SCRATCH_DIRS, serializeEnv } from './jail-args.ts';
 import { readJailStatus, type JailStatus } from './jail-status.ts';
 import { Liveness } from './liveness.ts';
 import { RunLog } from './run-log.ts';
@@ -71,13 +72,15 @@ export interface LaunchSpec {
   grantPath?: string;
 }
 
-function spawnJail(file: string, args: string[], cwd: string, env: Record<string, string>) {
+function spawnJail(file: string, args: string[], cwd: string) {
   return execa(file, args, {
     cwd,
-    env,
+    // Nothing: the run's environment goes through JAIL_ENV_FD (protocol/jail.ts).
+    env: {},
     extendEnv: false,
-    // 0: nothing, 1/2: output into the run log, 3: the run endpoint (a socketpair), 4: jail status lines.
-    stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+    // 0: nothing, 1/2: output into the run log, 3: the run endpoint (a socketpair), 4: jail status
+    // lines, 5: the run's environment.
+    stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
     buffer: false,
     reject: false,
     cleanup: false,
@@ -340,7 +343,10 @@ export class Run {
     });
     let child: JailProcess;
     try {
-      child = spawnJail(this.deps.jailPath, args, this.workspace, env);
+      child = spawnJail(this.deps.jailPath, args, this.workspace);
+      const envPipe = (child.stdio as unknown as Writable[])[JAIL_ENV_FD]!;
+      envPipe.on('error', () => undefined); // a jail that died early: its exit says why
+      envPipe.end(serializeEnv(env));
     } catch (err) {
       void this.finish('failed', 'spawn-failed', `could not start the worker: ${(err as Error).message}`);
       return;

@@ -80,6 +80,8 @@ export const FlowSpec = z.object({
        * them, `'auto'` (the host's default for codex flows) then runs the agent in the jail alone.
        */
       agentSandbox: z.optional(z.union([z.boolean(), z.literal('auto')])),
+      /** Most processes (threads count) the run may have at once; a fork bomb stops there. Default 1024. */
+      maxProcesses: z.optional(z.int().check(z.minimum(16), z.maximum(1_000_000))),
     }),
   ),
   /** Environment variables passed to the run, on top of the trimmed base environment. */
