@@ -190,6 +190,16 @@ export async function commonGitDir(repo: string): Promise<string> {
   return realpathSync(path.resolve(repo, out));
 }
 
+let ownGitDirs = os.tmpdir();
+
+/**
+ * Where `withOwnGitDir` makes its git dirs: a folder no run can write (the supervisor passes one in its
+ * state root; a folder granted to a run, even /tmp, would let the run put config in it).
+ */
+export function keepOwnGitDirsIn(dir: string): void {
+  ownGitDirs = dir;
+}
+
 /**
  * Runs `fn` with a git dir of Runboard's own for the repository whose common git dir is `common`: its
  * objects are the repository's (GIT_OBJECT_DIRECTORY), its config, index and HEAD (`head`) are ours,
@@ -207,7 +217,7 @@ export async function withOwnGitDir<T>(
     (await safeGit({ gitDir: common }, ['config', '--get', 'core.repositoryformatversion'], {
       allowFail: true,
     })) || '0';
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'runboard-git-'));
+  const dir = mkdtempSync(path.join(ownGitDirs, 'git-'));
   try {
     mkdirSync(path.join(dir, 'refs'));
     mkdirSync(path.join(dir, 'info'));
