@@ -17,7 +17,7 @@
             "src/linux/x11_session.cc", "src/linux/atspi_bus.cc", "src/linux/atspi_tree.cc",
             "src/linux/reader_linux.cc", "src/linux/actions_linux.cc", "src/linux/inputter_linux.cc",
             "src/linux/window_manager_linux.cc", "src/linux/capture_linux.cc", "src/linux/naive_walk_linux.cc",
-            "src/linux/monitors_linux.cc", "src/linux/watcher_linux.cc"
+            "src/linux/monitors_linux.cc", "src/linux/watcher_linux.cc", "src/linux/recorder_linux.cc"
           ],
           "cflags_cc": ["<!@(pkg-config --cflags atspi-2 gio-2.0 libpng xft)"],
           "libraries": ["<!@(pkg-config --libs atspi-2 gio-2.0 x11 xtst xext xfixes xi xrandr xft libpng)", "-ljpeg"]
@@ -30,7 +30,7 @@
       "cflags_cc": ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror"],
       "include_dirs": ["src"],
       "conditions": [
-        ["OS=='linux'", { "sources": ["src/linux/jail.cc", "src/linux/landlock.cc", "src/linux/mounts.cc", "src/linux/seccomp_net.cc"] }]
+        ["OS=='linux'", { "sources": ["src/linux/jail.cc", "src/linux/landlock.cc", "src/linux/mounts.cc", "src/linux/pids_limit.cc", "src/linux/seccomp_net.cc"] }]
       ]
     }
   ]

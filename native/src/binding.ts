@@ -111,6 +111,16 @@ interface RawBinding {
     options: { keys?: boolean; keyNames?: string[]; hud?: string; hudAt?: [number, number] },
     onMessage: (type: 'ready' | 'key' | 'error', payload: Record<string, unknown>) => void,
   ) => RawWatcher;
+  Recorder: new (
+    options: { region?: RawRect; frameIntervalMs?: number; settleMs?: number },
+    onMessage: (type: 'ready' | 'event' | 'error', payload: Record<string, unknown>) => void,
+  ) => RawRecorder;
+  encodeImage(rgba: Buffer, width: number, height: number, format: string, quality: number): Promise<Buffer>;
+}
+
+export interface RawRecorder {
+  setPaused(paused: boolean): void;
+  stop(): void;
 }
 
 export interface RawWatcher {

@@ -54,3 +54,15 @@ export {
   type ShortRole,
 } from './desktop/compact.ts';
 export { matchSignature, type Candidate, type MatchResult, type Signature } from './desktop/match.ts';
+export {
+  Recording,
+  RECORDING_LIMITS,
+  hitTest,
+  type ElementPathStep,
+  type ManifestElement,
+  type ManifestStep,
+  type RecordingOptions,
+  type RecordingSummary,
+  type StopReason,
+} from './desktop/recording.ts';
+export { StepGrouper, keyName, type ButtonName, type GroupedStep, type StepAction } from './desktop/steps.ts';

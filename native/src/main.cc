@@ -14,6 +14,7 @@
 #include "common/inputter.h"
 #include "common/monitors.h"
 #include "common/reader.h"
+#include "common/recorder.h"
 #include "common/sandbox.h"
 #include "common/task_thread.h"
 #include "common/watcher.h"
@@ -439,19 +440,20 @@ struct WatcherMsg {
   Napi::Promise::Deferred* deferred = nullptr;
 };
 
-struct WatcherState {
+struct ThreadState {
   Napi::ThreadSafeFunction tsfn;
   // The watcher thread touches the thread-safe function only under `mu` and only while the environment
   // lives: at teardown, Node frees it (a late Release from the thread would abort the process).
   std::mutex mu;
   bool envAlive = true;
   std::atomic<bool> stopped{false};
-  bool unrefed = false;                              // JS thread only
-  std::shared_ptr<WatcherState>* hookArg = nullptr;  // JS thread only: the env cleanup hook's argument
+  bool unrefed = false;                             // JS thread only
+  std::shared_ptr<ThreadState>* hookArg = nullptr;  // JS thread only: the env cleanup hook's argument
+  uint64_t lastFrameSent = 0;                       // JS thread only, the recorder: the last frame copied out
 };
 
-void WatcherEnvGone(void* arg) {
-  auto* state = static_cast<std::shared_ptr<WatcherState>*>(arg);
+void ThreadEnvGone(void* arg) {
+  auto* state = static_cast<std::shared_ptr<ThreadState>*>(arg);
   {
     std::lock_guard<std::mutex> lock((*state)->mu);
     (*state)->envAlive = false;
@@ -459,21 +461,61 @@ void WatcherEnvGone(void* arg) {
   delete state;
 }
 
-void Deliver(Napi::Env env, Napi::Function onMessage, WatcherMsg* msg, WatcherState* state) {
+// What a thread-backed object (watcher, recorder) shares: a thread-safe function to `onMessage`, the
+// environment cleanup hook that keeps the thread off it at teardown, and post(), which the thread
+// calls with a message that `deliver` turns into the JavaScript call. `discard` frees a message that
+// can no longer be delivered.
+template <typename Msg>
+std::function<void(Msg*)> OpenBridge(Napi::Env env, const Napi::Function& onMessage, const char* name,
+                                     std::shared_ptr<ThreadState>* out,
+                                     void (*deliver)(Napi::Env, Napi::Function, Msg*, ThreadState*),
+                                     void (*discard)(Msg*)) {
+  auto state = std::make_shared<ThreadState>();
+  state->tsfn = Napi::ThreadSafeFunction::New(env, onMessage, name, 0, 1);
+  // Added after the thread-safe function's own hook, so it runs before that one frees it.
+  state->hookArg = new std::shared_ptr<ThreadState>(state);
+  napi_add_env_cleanup_hook(env, ThreadEnvGone, state->hookArg);
+  *out = state;
+  return [state, deliver, discard](Msg* m) {
+    auto call = [state, deliver](Napi::Env e, Napi::Function f, Msg* msg) { deliver(e, f, msg, state.get()); };
+    std::lock_guard<std::mutex> lock(state->mu);
+    if (!state->envAlive || state->tsfn.BlockingCall(m, call) != napi_ok) discard(m);
+  };
+}
+
+// The thread's last act: `last` (its "ended" message) is posted, then the thread-safe function released.
+template <typename Msg>
+void CloseBridge(const std::shared_ptr<ThreadState>& state, const std::function<void(Msg*)>& post, Msg* last) {
+  post(last);
+  std::lock_guard<std::mutex> lock(state->mu);
+  if (state->envAlive) state->tsfn.Release();
+}
+
+// On the JavaScript thread, for the "ended" message: the thread is gone, the cleanup hook is not needed.
+void BridgeEnded(Napi::Env env, ThreadState* state) {
+  if (!state->hookArg) return;
+  napi_remove_env_cleanup_hook(env, ThreadEnvGone, state->hookArg);
+  delete state->hookArg;
+  state->hookArg = nullptr;
+}
+
+// stop(): nothing reaches JavaScript after it, and the object no longer keeps the process alive.
+void StopBridge(Napi::Env env, ThreadState* state) {
+  state->stopped = true;
+  if (!state->unrefed) {
+    state->unrefed = true;
+    state->tsfn.Unref(env);
+  }
+}
+
+void Deliver(Napi::Env env, Napi::Function onMessage, WatcherMsg* msg, ThreadState* state) {
   std::unique_ptr<WatcherMsg> m(msg);
   if (m->deferred) {
     m->deferred->Resolve(env.Undefined());
     delete m->deferred;
     return;
   }
-  if (m->kind == WatcherMsg::kEnded) {  // the thread is gone: the cleanup hook is no longer needed
-    if (state->hookArg) {
-      napi_remove_env_cleanup_hook(env, WatcherEnvGone, state->hookArg);
-      delete state->hookArg;
-      state->hookArg = nullptr;
-    }
-    return;
-  }
+  if (m->kind == WatcherMsg::kEnded) return BridgeEnded(env, state);
   if (state->stopped) return;  // nothing reaches JavaScript after stop()
   auto payload = Napi::Object::New(env);
   const char* type = "ready";
@@ -525,31 +567,19 @@ class NativeWatcher : public Napi::ObjectWrap<NativeWatcher> {
       }
     }
     if (!opts.keys && opts.hudText.empty()) throw Napi::TypeError::New(env, "a watcher needs keys or a HUD");
-    state_ = std::make_shared<WatcherState>();
-    state_->tsfn = Napi::ThreadSafeFunction::New(env, info[1].As<Napi::Function>(), "runboard-watcher", 0, 1);
-    // Added after the thread-safe function's own hook, so it runs before that one frees it.
-    state_->hookArg = new std::shared_ptr<WatcherState>(state_);
-    napi_add_env_cleanup_hook(env, WatcherEnvGone, state_->hookArg);
+    auto post = OpenBridge<WatcherMsg>(env, info[1].As<Napi::Function>(), "runboard-watcher", &state_, Deliver,
+                                       [](WatcherMsg* m) {
+                                         delete m->deferred;  // (its promise is gone with its environment)
+                                         delete m;
+                                       });
     auto state = state_;
-    auto post = [state](WatcherMsg* m) {
-      auto call = [state](Napi::Env e, Napi::Function f, WatcherMsg* msg) { Deliver(e, f, msg, state.get()); };
-      std::lock_guard<std::mutex> lock(state->mu);
-      if (!state->envAlive || state->tsfn.BlockingCall(m, call) != napi_ok) {
-        delete m->deferred;  // (its promise is gone with its environment)
-        delete m;
-      }
-    };
     d::WatcherCallbacks cb;
     cb.ready = [post] { post(new WatcherMsg{WatcherMsg::kReady, {}, "", "", nullptr}); };
     cb.key = [post](const d::KeyEvent& k) { post(new WatcherMsg{WatcherMsg::kKey, k, "", "", nullptr}); };
     cb.failed = [post](const d::DesktopError& e) {
       post(new WatcherMsg{WatcherMsg::kError, {}, e.what(), e.code(), nullptr});
     };
-    cb.ended = [state, post] {
-      post(new WatcherMsg{WatcherMsg::kEnded, {}, "", "", nullptr});
-      std::lock_guard<std::mutex> lock(state->mu);
-      if (state->envAlive) state->tsfn.Release();
-    };
+    cb.ended = [state, post] { CloseBridge(state, post, new WatcherMsg{WatcherMsg::kEnded, {}, "", "", nullptr}); };
     watcher_ = std::make_unique<d::Watcher>(std::move(opts), std::move(cb));
     post_ = post;
   }
@@ -577,19 +607,188 @@ class NativeWatcher : public Napi::ObjectWrap<NativeWatcher> {
   }
 
   Napi::Value Stop(const Napi::CallbackInfo& info) {
-    state_->stopped = true;
+    StopBridge(info.Env(), state_.get());
     watcher_->Stop();
-    if (!state_->unrefed) {
-      state_->unrefed = true;
-      state_->tsfn.Unref(info.Env());
-    }
     return info.Env().Undefined();
   }
 
-  std::shared_ptr<WatcherState> state_;
+  std::shared_ptr<ThreadState> state_;
   std::unique_ptr<d::Watcher> watcher_;
   std::function<void(WatcherMsg*)> post_;
 };
+
+// ---- the recorder (a person's input with the frame before each event) ----
+//
+// new Recorder({ region?: [x, y, w, h], frameIntervalMs?, settleMs? }, onMessage) starts a thread of its
+// own (common/recorder.h). onMessage(type, payload): 'ready' {frame}; 'event' {kind, time, keycode,
+// keysym, key, text, modifierKey, modifiers, button, x, y, window, synthetic, device, frameId, frame?};
+// 'error' {message, code} (the thread has ended). A frame ({id, width, height, source, data: RGBA}) is
+// copied into JavaScript once, with the first event that refers to it; later events carry its id only.
+// Lifetime as the watcher's (OpenBridge): stop() unrefs at once.
+
+struct RecorderMsg {
+  enum Kind { kReady, kEvent, kError, kEnded } kind;
+  d::RecordedEvent event;
+  std::shared_ptr<const d::RecorderFrame> frame;
+  std::string message, code;
+};
+
+Napi::Object FrameValue(Napi::Env env, const d::RecorderFrame& f) {
+  auto o = Napi::Object::New(env);
+  o.Set("id", static_cast<double>(f.id));
+  o.Set("width", f.width);
+  o.Set("height", f.height);
+  o.Set("source", RectValue(env, f.source));
+  o.Set("data", Napi::Buffer<uint8_t>::Copy(env, f.rgba.data(), f.rgba.size()));
+  return o;
+}
+
+void DeliverRecording(Napi::Env env, Napi::Function onMessage, RecorderMsg* msg, ThreadState* state) {
+  uint64_t* lastFrameSent = &state->lastFrameSent;
+  std::unique_ptr<RecorderMsg> m(msg);
+  if (m->kind == RecorderMsg::kEnded) return BridgeEnded(env, state);
+  if (state->stopped) return;  // nothing reaches JavaScript after stop()
+  auto payload = Napi::Object::New(env);
+  const char* type = "ready";
+  if (m->kind == RecorderMsg::kReady) {
+    payload.Set("frame", FrameValue(env, *m->frame));
+    *lastFrameSent = m->frame->id;
+  } else if (m->kind == RecorderMsg::kEvent) {
+    type = "event";
+    const auto& e = m->event;
+    payload.Set("kind", e.kind == d::RecordedKind::kKeyPress      ? "keyPress"
+                        : e.kind == d::RecordedKind::kButtonPress ? "buttonPress"
+                                                                  : "buttonRelease");
+    payload.Set("time", static_cast<double>(e.time));
+    payload.Set("keycode", e.keycode);
+    payload.Set("keysym", static_cast<double>(e.keysym));
+    payload.Set("key", e.key);
+    payload.Set("text", e.text);
+    payload.Set("modifierKey", e.modifierKey);
+    payload.Set("modifiers", e.modifiers);
+    payload.Set("button", e.button);
+    payload.Set("x", e.x);
+    payload.Set("y", e.y);
+    payload.Set("window", static_cast<double>(e.window));
+    payload.Set("synthetic", e.synthetic);
+    payload.Set("device", e.device);
+    if (e.frame) {
+      payload.Set("frameId", static_cast<double>(e.frame->id));
+      if (e.frame->id != *lastFrameSent) {
+        payload.Set("frame", FrameValue(env, *e.frame));
+        *lastFrameSent = e.frame->id;
+      }
+    }
+  } else {
+    type = "error";
+    payload.Set("message", m->message);
+    payload.Set("code", m->code);
+  }
+  onMessage.Call({Napi::String::New(env, type), payload});
+}
+
+class NativeRecorder : public Napi::ObjectWrap<NativeRecorder> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(
+        env, "Recorder",
+        {InstanceMethod("setPaused", &NativeRecorder::SetPaused), InstanceMethod("stop", &NativeRecorder::Stop)});
+  }
+
+  explicit NativeRecorder(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeRecorder>(info) {
+    auto env = info.Env();
+    if (info.Length() < 2 || !info[0].IsObject() || !info[1].IsFunction())
+      throw Napi::TypeError::New(env, "new Recorder(options: object, onMessage: function)");
+    auto o = info[0].As<Napi::Object>();
+    d::RecorderOptions opts;
+    if (o.Get("region").IsArray()) {
+      opts.hasRegion = true;
+      opts.region = RectFrom(o.Get("region"));
+    }
+    opts.frameIntervalMs = static_cast<int>(Int(o, "frameIntervalMs", opts.frameIntervalMs));
+    opts.settleMs = static_cast<int>(Int(o, "settleMs", opts.settleMs));
+    auto post = OpenBridge<RecorderMsg>(env, info[1].As<Napi::Function>(), "runboard-recorder", &state_,
+                                        DeliverRecording, [](RecorderMsg* m) { delete m; });
+    auto state = state_;
+    d::RecorderCallbacks cb;
+    cb.ready = [post](std::shared_ptr<const d::RecorderFrame> f) {
+      post(new RecorderMsg{RecorderMsg::kReady, {}, std::move(f), "", ""});
+    };
+    cb.event = [post](const d::RecordedEvent& e) { post(new RecorderMsg{RecorderMsg::kEvent, e, nullptr, "", ""}); };
+    cb.failed = [post](const d::DesktopError& e) {
+      post(new RecorderMsg{RecorderMsg::kError, {}, nullptr, e.what(), e.code()});
+    };
+    cb.ended = [state, post] { CloseBridge(state, post, new RecorderMsg{RecorderMsg::kEnded, {}, nullptr, "", ""}); };
+    recorder_ = std::make_unique<d::Recorder>(std::move(opts), std::move(cb));
+  }
+
+  ~NativeRecorder() override {
+    if (recorder_) recorder_->Stop();
+  }
+
+ private:
+  Napi::Value SetPaused(const Napi::CallbackInfo& info) {
+    recorder_->SetPaused(info.Length() > 0 && info[0].ToBoolean().Value());
+    return info.Env().Undefined();
+  }
+
+  Napi::Value Stop(const Napi::CallbackInfo& info) {
+    StopBridge(info.Env(), state_.get());
+    recorder_->Stop();
+    return info.Env().Undefined();
+  }
+
+  std::shared_ptr<ThreadState> state_;
+  std::unique_ptr<d::Recorder> recorder_;
+};
+
+// encodeImage(rgba: Buffer, width, height, format: 'png' | 'jpeg', quality): Promise<Buffer>, encoded on
+// libuv's thread pool (not the desktop thread: encoding must not hold up reads and input).
+class EncodeWorker : public Napi::AsyncWorker {
+ public:
+  EncodeWorker(Napi::Env env, std::vector<uint8_t> rgba, int w, int h, std::string format, int quality)
+      : Napi::AsyncWorker(env),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        rgba_(std::move(rgba)),
+        w_(w),
+        h_(h),
+        format_(std::move(format)),
+        quality_(quality) {}
+  Napi::Promise Promise() { return deferred_.Promise(); }
+  void Execute() override {
+    try {
+      out_ = d::EncodeImage(rgba_, w_, h_, format_, quality_);
+    } catch (const d::DesktopError& e) {
+      code_ = e.code();
+      SetError(e.what());
+    }
+  }
+  void OnOK() override { deferred_.Resolve(Napi::Buffer<uint8_t>::Copy(Env(), out_.data(), out_.size())); }
+  void OnError(const Napi::Error& e) override {
+    e.Value().Set("code", code_);
+    deferred_.Reject(e.Value());
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::vector<uint8_t> rgba_, out_;
+  int w_, h_;
+  std::string format_;
+  int quality_;
+  std::string code_;
+};
+
+Napi::Value EncodeImage(const Napi::CallbackInfo& info) {
+  auto env = info.Env();
+  if (info.Length() < 4 || !info[0].IsBuffer() || !info[3].IsString())
+    throw Napi::TypeError::New(env, "encodeImage(rgba: Buffer, width, height, format, quality?)");
+  auto buf = info[0].As<Napi::Buffer<uint8_t>>();
+  auto* worker = new EncodeWorker(env, std::vector<uint8_t>(buf.Data(), buf.Data() + buf.Length()), IntArg(info, 1),
+                                  IntArg(info, 2), StrArg(info, 3), IntArg(info, 4, 85));
+  auto promise = worker->Promise();
+  worker->Queue();
+  return promise;
+}
 
 Napi::Value NaiveWalk(const Napi::CallbackInfo& info) {
   auto q = QueryFrom(ObjArg(info, 0));
@@ -630,6 +829,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("desktopCapture", Napi::Function::New(env, Capture));
   exports.Set("desktopPointer", Napi::Function::New(env, Pointer));
   exports.Set("Watcher", NativeWatcher::Define(env));
+  exports.Set("Recorder", NativeRecorder::Define(env));
+  exports.Set("encodeImage", Napi::Function::New(env, EncodeImage));
   exports.Set("desktopNaiveWalkForBench", Napi::Function::New(env, NaiveWalk));
   return exports;
 }

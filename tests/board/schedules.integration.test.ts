@@ -4,7 +4,7 @@
  * processes, sockets and files are real.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CardDetail } from '../../host/src/shared/board-types.ts';
@@ -99,7 +99,8 @@ describe('scheduled cards', () => {
   });
 
   it('overlap: a fire while the card runs is skipped (skip) or runs after it (queue), never two at once', async () => {
-    const slow = 'sleep 4; echo done';
+    // Each run holds until the test lets it go (a file in the workspace), so the fire surely meets it.
+    const slow = 'while [ ! -e release ]; do sleep 0.1; done; echo done';
     server = await BoardServer.start(
       config,
       {
@@ -107,7 +108,7 @@ describe('scheduled cards', () => {
         'queue.md': card('Queue', slow, '{ cron: "0 8 * * *", timezone: UTC, overlap: queue }'),
         'broken.md': card('Broken', 'true', 'every 7 minutes'),
       },
-      { env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:56Z' } },
+      { env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:50Z' } },
     );
     // A person starts both cards just before the 08:00 fire.
     await server.api('POST', '/api/cards/skip/move', { to: 'queued', index: 0 });
@@ -121,6 +122,12 @@ describe('scheduled cards', () => {
       return d.schedule?.history.find((h) => h.decision === 'skipped');
     });
     expect(skipped.reason).toMatch(/previous run is still running/);
+    await waitUntil('the queue card’s fire waits', async () => {
+      const d = await server!.api<CardDetail>('GET', '/api/cards/queue');
+      return d.schedule?.pending.length === 1;
+    });
+    expect((await server.card('queue'))?.column).toBe('running');
+    writeFileSync(path.join(server.workspace, 'release'), '');
     // The queued fire runs once the first run is over: two runs, one after the other.
     const queued = await waitUntil(
       'queue card ran twice',

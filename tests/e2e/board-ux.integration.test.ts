@@ -42,9 +42,9 @@ const focusInside = (p: Page, selector: string): Promise<boolean> =>
   p.evaluate((s) => !!document.activeElement?.closest(s), selector);
 
 /** Tabs (keyboard only) until `selector` has the focus. */
-async function tabTo(p: Page, selector: string, max = 60): Promise<number> {
+async function tabTo(p: Page, selector: string, max = 60, key = 'Tab'): Promise<number> {
   for (let i = 1; i <= max; i++) {
-    await p.keyboard.press('Tab');
+    await p.keyboard.press(key);
     if (await p.evaluate((s) => document.activeElement?.matches(s) ?? false, selector)) return i;
   }
   throw new Error(`${selector} not reached in ${max} Tabs`);
@@ -63,7 +63,7 @@ beforeAll(async () => {
     'e-error.md': card(
       'Fails loudly',
       `echo ${'a very long error line that goes on '.repeat(4)} >&2; exit 3`,
-      'status: failed\n',
+      `status: failed\nlastError: ${JSON.stringify('failed (exit 3): ' + 'a very long error line that goes on '.repeat(40))}\n`,
     ),
   });
   browser = await launchBrowser();
@@ -138,6 +138,15 @@ describe('board friction, keyboard only', () => {
     await page.screenshot({ path: path.join(ARTIFACTS, 'ux-inspector-running-1100.png') });
     await page.setViewportSize({ width: 1440, height: 900 });
     await page.screenshot({ path: path.join(ARTIFACTS, 'ux-inspector-running-1440.png') });
+    // dragging the locked card across the page selects no text
+    const box = (await h.boundingBox())!;
+    const heading = (await page.locator('header.topbar h1').boundingBox())!;
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(heading.x + 5, heading.y + heading.height / 2, { steps: 10 });
+    await page.mouse.up();
+    expect(await page.evaluate(() => window.getSelection()?.toString() ?? '')).toBe('');
+    await page.locator('aside.inspector h2').focus();
     await tabTo(page, 'button.danger', 4);
     await page.keyboard.press('Enter');
     await page.waitForSelector(inColumn('b-long', 'backlog'), { timeout: 10_000 });
@@ -169,7 +178,7 @@ describe('board friction, keyboard only', () => {
 
   it('Settings: focus moves in; bad numbers are named and nothing is saved; a save changes only that value', async () => {
     const before = readFileSync(path.join(server.project, 'config.yaml'), 'utf8');
-    await tabTo(page, 'header.topbar button', 5);
+    await tabTo(page, 'header.topbar button', 20, 'Shift+Tab');
     await page.keyboard.press('Enter');
     const dialog = page.getByRole('dialog', { name: 'Settings' });
     await dialog.waitFor();
@@ -234,6 +243,10 @@ describe('board friction, keyboard only', () => {
     await page.locator(handle('e-error')).focus();
     await page.keyboard.press('Enter');
     await page.getByRole('complementary', { name: 'Inspector: Fails loudly' }).waitFor();
+    // a long error is clamped (the whole text is its title)
+    const err = page.locator('aside.inspector .banner.error .clamp');
+    expect(await err.evaluate((e) => e.scrollHeight > e.clientHeight + 10)).toBe(true);
+    expect(await err.getAttribute('title')).toMatch(/goes on $/);
     await page.screenshot({ path: path.join(ARTIFACTS, 'ux-board-inspector-1100.png') });
     await noSeriousViolations('board with the inspector at 1,100 px');
   });

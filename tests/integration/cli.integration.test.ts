@@ -62,6 +62,17 @@ describe('runboard', () => {
     expect(r.stderr).toContain(`runboard grant ${path.join(root, 'ws')}`);
   });
 
+  it('run --json reports a missing grant as a JSON line a program can act on', async () => {
+    const r = await rb(['run', '--json', card('nogrant', 'true')]);
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.stdout.trim())).toEqual({
+      type: 'error',
+      error: 'no-grant',
+      workspace: path.join(root, 'ws'),
+      message: expect.stringContaining(`runboard grant ${path.join(root, 'ws')}`),
+    });
+  });
+
   it('grant, then run: starts the supervisor, streams output, exit code 0', async () => {
     expect((await rb(['grant', 'ws'])).stdout).toMatch(/^granted .*\/ws \(grant [0-9a-f]+\)\n$/);
     const r = await rb(['run', card('hello', 'echo hello; echo warn >&2')]);
@@ -133,6 +144,52 @@ describe('runboard', () => {
     expect(logs.stdout).toBe('begin\n');
     const json = await rb(['runs', '--json']);
     expect(JSON.parse(json.stdout.split('\n')[0]!)).toMatchObject({ runId, status: 'cancelled' });
+  });
+
+  it('logs --json without -f; runs --active with none going; run ids and usage errors in plain words', async () => {
+    const runs = (await rb(['runs', '--json'])).stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    const hello = runs.find((r: { card: { title?: string } }) => r.card.title === 'hello') as {
+      runId: string;
+    };
+    const logs = await rb(['logs', '--json', hello.runId]);
+    expect(logs.code).toBe(0);
+    const lines = logs.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines).toEqual([
+      { type: 'output', runId: hello.runId, stream: 'stdout', data: 'hello\n' },
+      { type: 'output', runId: hello.runId, stream: 'stderr', data: 'warn\n' },
+      { type: 'result', runId: hello.runId, result: expect.objectContaining({ status: 'succeeded' }) },
+    ]);
+
+    expect((await rb(['runs', '--active'])).stdout).toBe('no runs going\n');
+
+    for (const args of [
+      ['logs', 'nope'],
+      ['cancel', '../x'],
+      ['keep', '123'],
+    ]) {
+      const r = await rb(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toContain(`is not a run id: run ids look like 20250101-120000-0a1b2c`);
+      expect(r.stderr).not.toMatch(/RunId|regex|pattern|Invalid string/);
+    }
+
+    // a usage error shows that command's usage line, not the whole help
+    const u = await rb(['logs']);
+    expect(u.code).toBe(2);
+    expect(u.stderr).toBe(
+      'runboard: logs takes one run id\nusage: runboard logs <run-id> [-f] [--json]\n(`runboard help` lists every command)\n',
+    );
+    const opt = await rb(['runs', '--bogus']);
+    expect(opt.code).toBe(2);
+    expect(opt.stderr).toMatch(/--bogus/);
+    expect(opt.stderr).toContain('usage: runboard runs [--active] [--json]');
+    expect(opt.stderr).not.toContain('supervisor status');
   });
 
   it('reports a broken card clearly', async () => {

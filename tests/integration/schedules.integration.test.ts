@@ -51,13 +51,13 @@ const hhmm = (isoTimes: string[]): string[] => isoTimes.map((t) => t.slice(11, 1
 
 describe('schedules in the supervisor', () => {
   it('a fire on time is pending for the board, and a host that registered hears of it', async () => {
-    h = await Harness.start({ env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:58Z' } });
+    h = await Harness.start({ env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:54Z' } });
     const fired: string[] = [];
     on(h.client.conn, ScheduleDidFire, (p) => fired.push(`${p.cardPath} ${p.fireAt}`));
     const daily = spec(h, 'daily', { cron: '0 8 * * *', text: 'every day at 08:00' });
     await call(h.client.conn, SetSchedules, { project: h.root, schedules: [daily] });
     expect(hhmm((await schedules(h)).daily!.next)).toEqual(['08:00', '08:00', '08:00', '08:00', '08:00']);
-    await waitUntil('fired', () => fired.length > 0, 10_000);
+    await waitUntil('fired', () => fired.length > 0, 20_000);
     expect(fired).toEqual([`${daily.cardPath} 2026-01-05T08:00:00.000Z`]);
     const s = (await schedules(h)).daily!;
     expect(s.pending).toEqual(['2026-01-05T08:00:00.000Z']);
@@ -134,9 +134,9 @@ describe('schedules in the supervisor', () => {
   });
 
   it('overlap: a fire while the card runs is skipped (overlap skip) or waits (overlap queue)', async () => {
-    h = await Harness.start({ env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:57Z' } });
+    h = await Harness.start({ env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:54Z' } });
     const card = path.join(h.root, 'card.md'); // the harness launches its runs for this card
-    const { runId } = await h.launch('sleep 8');
+    const { runId } = await h.launch('sleep 12');
     const other = path.join(h.root, 'other.md');
     await call(h.client.conn, SetSchedules, {
       project: h.root,
@@ -145,7 +145,7 @@ describe('schedules in the supervisor', () => {
         { ...spec(h, 'other', { overlap: 'queue' }), cardPath: other },
       ],
     });
-    await waitUntil('fired', async () => (await schedules(h!)).card!.lastFire !== undefined, 10_000);
+    await waitUntil('fired', async () => (await schedules(h!)).card!.lastFire !== undefined, 20_000);
     const s = await schedules(h);
     expect(s.card!.pending).toEqual([]);
     expect(s.card!.history.at(-1)).toMatchObject({

@@ -4,7 +4,7 @@
  * nested repositories. Each would-be command would create a marker file outside the run's reach; none
  * may appear, and the run's legitimate work is still committed, summarised and kept.
  */
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { git } from '../agents/agent-harness.ts';
@@ -125,6 +125,39 @@ describe("a worktree run cannot make Runboard's git run its commands", () => {
       );
       expect(err).toMatchObject({ code: 1004 });
       expect(err!.message).toMatch(/would let a worktree run write the repository/);
+    }
+  });
+
+  it('a worktree is never made through symlinks another run left in the repository', async () => {
+    const outside = path.join(h.root, 'outside-wt');
+    const outsideInfo = path.join(h.root, 'outside-info');
+    mkdirSync(outside, { recursive: true });
+    mkdirSync(outsideInfo, { recursive: true });
+    // A run with the repository as its workspace (no worktree) plants the symlinks.
+    const planted = await h.run([
+      'sh',
+      '-ec',
+      [
+        'if [ -e .runboard ]; then mv .runboard .runboard.old; fi',
+        `ln -s ${outside} .runboard`,
+        'mv .git/info .git/info.old',
+        `ln -s ${outsideInfo} .git/info`,
+      ].join('\n'),
+    ]);
+    expect(planted.result.status, planted.stderr).toBe('succeeded');
+    try {
+      const rec = await worktreeRun('echo work > work.txt');
+      expect(readdirSync(outside)).toEqual([]);
+      expect(readdirSync(outsideInfo)).toEqual([]);
+      expect(rec.result.status).toBe('failed');
+      expect(rec.result.termination.reason).toBe('worktree-failed');
+      expect(rec.result.summary).toMatch(/\.runboard is not a folder/);
+    } finally {
+      rmSync(path.join(h.workspace, '.runboard'));
+      rmSync(path.join(h.workspace, '.git', 'info'));
+      renameSync(path.join(h.workspace, '.git', 'info.old'), path.join(h.workspace, '.git', 'info'));
+      if (existsSync(path.join(h.workspace, '.runboard.old')))
+        renameSync(path.join(h.workspace, '.runboard.old'), path.join(h.workspace, '.runboard'));
     }
   });
 });

@@ -11,6 +11,7 @@ import { statePaths } from '@runboard/supervisor/paths';
 import {
   ExitCodeForStatus,
   ResponseError,
+  RunId,
   type RunEvent,
   type RunResult,
 } from '@runboard/supervisor/protocol';
@@ -18,6 +19,7 @@ import { GrantStore } from '../core/grant-store.ts';
 import { launchRequest, NoGrantError } from '../core/launch.ts';
 import { loadCard, loadConfig, ProjectError } from '../core/project.ts';
 import { SupervisorClient, SupervisorUnavailable } from '../core/supervisor-client.ts';
+import { cmdRecord, RECORD_USAGE, RecordUsageError } from './record.ts';
 import { cmdSchedules, SCHEDULES_USAGE } from './schedules.ts';
 import { cmdServe, SERVE_USAGE } from './serve.ts';
 
@@ -35,11 +37,39 @@ const USAGE = `usage: runboard <command> [options]
   key rm <provider> | key list             remove a key; list providers (never shows keys)
   supervisor status|stop [--force]         the supervisor for this state root
   ${SERVE_USAGE}
+  ${RECORD_USAGE}
   ${SCHEDULES_USAGE}
 
 State lives in $RUNBOARD_HOME (default: the XDG data dir). See docs/user-guide.md.`;
 
-class UsageError extends Error {}
+/** A mistake in how a command was called: printed with that command's usage line, not the whole help. */
+class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly command?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The usage line(s) of `command` from USAGE (and the sub-usages), or undefined. */
+function usageOf(command: string | undefined): string | undefined {
+  if (!command) return undefined;
+  const lines = USAGE.split('\n')
+    .map((l) => l.trim().split(/\s{2,}/)[0]!)
+    .filter((l) => l.startsWith(`${command} `) || l === command);
+  return lines.length ? lines.map((l) => `usage: runboard ${l}`).join('\n') : undefined;
+}
+
+/** The run id given, or a usage error saying what a run id looks like. */
+function runIdArg(command: string, given: string): string {
+  if (!RunId.safeParse(given).success)
+    throw new UsageError(
+      `"${given}" is not a run id: run ids look like 20250101-120000-0a1b2c (\`runboard runs\` lists them)`,
+      command,
+    );
+  return given;
+}
 
 const paths = statePaths();
 const tty = process.stderr.isTTY === true;
@@ -47,6 +77,20 @@ const dim = (s: string): string => (tty ? `\x1b[2m${s}\x1b[0m` : s);
 
 function jsonLine(obj: unknown): void {
   process.stdout.write(JSON.stringify(obj) + '\n');
+}
+
+/** A refusal as a JSON line: what kind (to act on) and the message (to show). */
+function errorLine(err: unknown): Record<string, unknown> {
+  const message = (err as Error).message ?? String(err);
+  if (err instanceof NoGrantError)
+    return { type: 'error', error: 'no-grant', workspace: err.workspace, message };
+  if (err instanceof GrantError) return { type: 'error', error: 'grant', message };
+  if (err instanceof ProjectError || err instanceof UsageError)
+    return { type: 'error', error: 'project', message };
+  if (err instanceof SupervisorUnavailable)
+    return { type: 'error', error: 'supervisor-unavailable', message };
+  if (err instanceof ResponseError) return { type: 'error', error: 'refused', code: err.code, message };
+  return { type: 'error', error: 'failed', message };
 }
 
 function findProjectDir(cardFile: string, given: string | undefined): string {
@@ -93,14 +137,23 @@ async function cmdRun(args: string[]): Promise<number> {
     options: { project: { type: 'string' }, json: { type: 'boolean' } },
     allowPositionals: true,
   });
-  if (positionals.length !== 1) throw new UsageError('run takes one card file');
+  if (positionals.length !== 1) throw new UsageError('run takes one card file', 'run');
   const cardFile = positionals[0]!;
-  const projectDir = findProjectDir(cardFile, values.project);
-  const config = loadConfig(projectDir);
-  const card = loadCard(cardFile, projectDir);
-  const request = launchRequest(card, config, projectDir, new GrantStore(paths));
-  const client = await SupervisorClient.connect(paths, { autoStart: true });
-  const { runId, logDir } = await client.launch(request);
+  let launched;
+  let client: SupervisorClient;
+  try {
+    const projectDir = findProjectDir(cardFile, values.project);
+    const config = loadConfig(projectDir);
+    const card = loadCard(cardFile, projectDir);
+    const request = launchRequest(card, config, projectDir, new GrantStore(paths));
+    client = await SupervisorClient.connect(paths, { autoStart: true });
+    launched = await client.launch(request);
+  } catch (err) {
+    // with --json a program reads stdout: the refusal is a JSON line too (and the text on stderr)
+    if (values.json) jsonLine(errorLine(err));
+    throw err;
+  }
+  const { runId, logDir } = launched;
   if (values.json) jsonLine({ type: 'run', runId, logDir });
   else if (tty) process.stderr.write(dim(`run ${runId} (logs: ${logDir})`) + '\n');
   let interrupts = 0;
@@ -132,7 +185,7 @@ async function cmdRuns(args: string[]): Promise<number> {
     return 0;
   }
   if (runs.length === 0) {
-    process.stdout.write('no runs yet\n');
+    process.stdout.write(values.active ? 'no runs going\n' : 'no runs yet\n');
     return 0;
   }
   const rows = runs.map((r) => [
@@ -155,8 +208,8 @@ async function cmdLogs(args: string[]): Promise<number> {
     options: { follow: { type: 'boolean', short: 'f' }, json: { type: 'boolean' } },
     allowPositionals: true,
   });
-  if (positionals.length !== 1) throw new UsageError('logs takes one run id');
-  const runId = positionals[0]!;
+  if (positionals.length !== 1) throw new UsageError('logs takes one run id', 'logs');
+  const runId = runIdArg('logs', positionals[0]!);
   const client = await SupervisorClient.connect(paths, { autoStart: true });
   if (values.follow) {
     const result = await follow(client, runId, values.json ?? false);
@@ -169,20 +222,27 @@ async function cmdLogs(args: string[]): Promise<number> {
   client.close();
   const run = runs.find((r) => r.runId === runId);
   if (!run) throw new UsageError(`no run ${runId} (see \`runboard runs\`)`);
-  for (const [name, out] of [
-    ['stdout.log', process.stdout],
-    ['stderr.log', process.stderr],
+  // The run keeps stdout and stderr in two files and records no order between them: each is printed
+  // whole (stdout, then stderr), as -f replays them too.
+  for (const [name, stream, out] of [
+    ['stdout.log', 'stdout', process.stdout],
+    ['stderr.log', 'stderr', process.stderr],
   ] as const) {
     const file = path.join(run.logDir, name);
-    if (existsSync(file)) out.write(readFileSync(file));
+    if (!existsSync(file)) continue;
+    if (values.json) {
+      const data = readFileSync(file, 'utf8');
+      if (data) jsonLine({ type: 'output', runId, stream, data });
+    } else out.write(readFileSync(file));
   }
+  if (values.json) jsonLine({ type: 'result', runId, result: run });
   return 0;
 }
 
 async function cmdCancel(args: string[]): Promise<number> {
   const { positionals } = parseArgs({ args, allowPositionals: true });
-  if (positionals.length !== 1) throw new UsageError('cancel takes one run id');
-  const runId = positionals[0]!;
+  if (positionals.length !== 1) throw new UsageError('cancel takes one run id', 'cancel');
+  const runId = runIdArg('cancel', positionals[0]!);
   const client = await SupervisorClient.connect(paths, { autoStart: true });
   const started = Date.now();
   const r = await client.cancel(runId);
@@ -207,7 +267,8 @@ async function cmdCancel(args: string[]): Promise<number> {
 
 async function cmdWorktree(how: 'keep' | 'discard', args: string[]): Promise<number> {
   const { positionals } = parseArgs({ args, allowPositionals: true });
-  if (positionals.length !== 1) throw new UsageError(`${how} takes one run id`);
+  if (positionals.length !== 1) throw new UsageError(`${how} takes one run id`, how);
+  runIdArg(how, positionals[0]!);
   const client = await SupervisorClient.connect(paths, { autoStart: true });
   const { run } =
     how === 'keep'
@@ -235,7 +296,7 @@ async function cmdKey(args: string[]): Promise<number> {
       return 0;
     }
     if ((sub !== 'set' && sub !== 'rm') || !provider)
-      throw new UsageError('key takes set <provider>, rm <provider> or list');
+      throw new UsageError('key takes set <provider>, rm <provider> or list', 'key');
     let key: string | null = null;
     if (sub === 'set') {
       if (process.stdin.isTTY) process.stderr.write(`paste the ${provider} key, then Enter and Ctrl-D:\n`);
@@ -253,7 +314,7 @@ async function cmdKey(args: string[]): Promise<number> {
 
 function cmdGrant(args: string[]): number {
   const { positionals } = parseArgs({ args, allowPositionals: true });
-  if (positionals.length !== 1) throw new UsageError('grant takes one folder');
+  if (positionals.length !== 1) throw new UsageError('grant takes one folder', 'grant');
   const g = new GrantStore(paths).grant(positionals[0]!);
   process.stdout.write(`granted ${g.path} (grant ${g.id})\n`);
   return 0;
@@ -322,6 +383,10 @@ async function main(argv: string[]): Promise<number> {
       return cmdSupervisor(rest);
     case 'serve':
       return cmdServe(rest, paths);
+    case 'record':
+      return cmdRecord(rest).catch((e: unknown) => {
+        throw e instanceof RecordUsageError ? new UsageError(e.message) : e;
+      });
     case 'schedules':
       return cmdSchedules(rest, paths);
     case undefined:
@@ -361,8 +426,13 @@ main(process.argv.slice(2)).then(
   (err: unknown) => {
     let code: number = EXIT.usage;
     let msg = (err as Error).message ?? String(err);
-    if (err instanceof UsageError) msg += `\n\n${USAGE}`;
-    else if (err instanceof SupervisorUnavailable) code = EXIT.unavailable;
+    const parseError = String((err as NodeJS.ErrnoException).code ?? '').startsWith('ERR_PARSE_ARGS');
+    if (err instanceof UsageError || parseError) {
+      // the command's own usage line, not the whole help
+      const usage = usageOf(err instanceof UsageError ? err.command : process.argv[2]);
+      msg += usage ? `\n${usage}` : '';
+      msg += '\n(`runboard help` lists every command)';
+    } else if (err instanceof SupervisorUnavailable) code = EXIT.unavailable;
     else if (err instanceof ResponseError) msg = `refused: ${err.message}`;
     else if (!(
       err instanceof ProjectError ||

@@ -64,6 +64,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
         const column = this.columnOf(id, this.card(id));
         return column === 'queued' || column === 'running' ? column : undefined;
       },
+      changed: () => this.deltas.soon(),
     });
     this.views = new BoardViews(store, scheduler, this.schedules);
     this.deltas = new BoardDeltas(

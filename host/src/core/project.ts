@@ -41,6 +41,10 @@ export const FlowConfig = z.object({
       allowAbstractUnix: z.boolean().optional(),
       /** The agent CLI's own sandbox inside the jail (runner codex; docs/agents.md): true, false or auto. */
       agentSandbox: z.union([z.boolean(), z.literal('auto')]).optional(),
+      /** Most processes (and threads) a run may have at once (default 1024; docs/security-model.md). */
+      maxProcesses: z.number().int().min(16).max(1_000_000).optional(),
+      /** Let runs write this project's config.yaml and cards/ (off: read-only even in the project folder). */
+      projectWritable: z.boolean().optional(),
     })
     .optional(),
   env: z.record(z.string(), z.string()).optional(),

@@ -36,6 +36,8 @@ export interface ScheduleHooks {
   queue(cardId: string): void;
   /** Is the card queued or running (a second run would overlap)? */
   busy(cardId: string): 'queued' | 'running' | undefined;
+  /** Fires were taken: cards show their next fire anew. */
+  changed(): void;
 }
 
 /** The front matter for an edit: the phrase alone when the rest are defaults, else the object form. */
@@ -212,6 +214,7 @@ export class HostSchedules {
       } while (this.again && !this.closed);
     } finally {
       this.taking = false;
+      this.hooks.changed();
     }
   }
 

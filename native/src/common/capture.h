@@ -24,4 +24,8 @@ struct CaptureResult {
 
 CaptureResult Capture(const CaptureOptions& options);
 
+// Encodes RGBA rows as "png" or "jpeg" (pure: any thread; the encoders Capture uses).
+std::vector<uint8_t> EncodeImage(const std::vector<uint8_t>& rgba, int width, int height, const std::string& format,
+                                 int quality);
+
 }  // namespace runboard::desktop

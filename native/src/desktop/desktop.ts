@@ -1,5 +1,5 @@
 // The typed, promise-based desktop facade. Every call runs on the addon's own desktop thread.
-import { binding, type RawElement, type RawWatcher } from '../binding.ts';
+import { binding, type RawElement, type RawRecorder, type RawWatcher } from '../binding.ts';
 import {
   DesktopError,
   type AppInfo,
@@ -13,8 +13,13 @@ import {
   type KeyWatcher,
   type PointerInfo,
   type WatchKeysOptions,
+  type InputRecorder,
+  type Modifier,
   type MouseButton,
   type ReadOptions,
+  type RecordedInput,
+  type RecorderFrame,
+  type RecordInputOptions,
   type ReadResult,
   type WindowInfo,
   type WindowQuery,
@@ -30,6 +35,15 @@ const EDITABLE = 1 << 5;
 const FOCUSABLE = 1 << 6;
 
 const BUTTONS: Record<MouseButton, number> = { left: 1, middle: 2, right: 3 };
+
+// Modifier bits as the recorder sets them (native/src/common/recorder.h).
+const MODIFIERS: [number, Modifier][] = [
+  [1 << 0, 'shift'],
+  [1 << 1, 'capslock'],
+  [1 << 2, 'ctrl'],
+  [1 << 3, 'alt'],
+  [1 << 6, 'super'],
+];
 
 async function call<T>(fn: () => Promise<T>): Promise<T> {
   try {
@@ -102,6 +116,60 @@ function startWatcher(
           onError?.(toDesktopError(payload));
         }
       });
+    } catch (e) {
+      void call(() => Promise.reject(e)).catch(reject);
+    }
+  });
+}
+
+/** Starts the native recorder thread; resolves with it once it listens and has its first frame. */
+function startRecorder(
+  onInput: (e: RecordedInput) => void,
+  options: RecordInputOptions,
+): Promise<InputRecorder> {
+  return new Promise((resolve, reject) => {
+    let started = false;
+    // A frame crosses into JavaScript once; the events after it that share it carry its id only.
+    const frames = new Map<number, RecorderFrame>();
+    const keep = (f: RecorderFrame): void => {
+      frames.set(f.id, f);
+      for (const id of frames.keys()) if (frames.size > 8) frames.delete(id);
+    };
+    let raw: RawRecorder;
+    try {
+      raw = new (binding().Recorder)(
+        {
+          ...(options.region ? { region: options.region } : {}),
+          ...(options.frameIntervalMs !== undefined ? { frameIntervalMs: options.frameIntervalMs } : {}),
+          ...(options.settleMs !== undefined ? { settleMs: options.settleMs } : {}),
+        },
+        (type, payload) => {
+          if (type === 'ready') {
+            started = true;
+            const firstFrame = payload.frame as RecorderFrame;
+            keep(firstFrame);
+            resolve({
+              firstFrame,
+              pause: () => raw.setPaused(true),
+              resume: () => raw.setPaused(false),
+              stop: () => raw.stop(),
+            });
+          } else if (type === 'event') {
+            const { frame, frameId, modifiers, ...rest } = payload as Record<string, unknown>;
+            if (frame) keep(frame as RecorderFrame);
+            const bits = modifiers as number;
+            onInput({
+              ...(rest as Omit<RecordedInput, 'frame' | 'modifiers'>),
+              modifiers: MODIFIERS.filter(([bit]) => (bits & bit) !== 0).map(([, m]) => m),
+              frame: frames.get(frameId as number) ?? [...frames.values()].at(-1)!,
+            });
+          } else if (!started) reject(toDesktopError(payload));
+          else {
+            raw.stop();
+            options.onError?.(toDesktopError(payload));
+          }
+        },
+      );
     } catch (e) {
       void call(() => Promise.reject(e)).catch(reject);
     }
@@ -200,6 +268,24 @@ export const desktop = {
       options.onError,
     );
     return { show: () => raw.setHud(true), hide: () => raw.setHud(false), close: () => raw.stop() };
+  },
+  /**
+   * Records what a person does at the display: key presses (with the text they type), button presses
+   * and releases (with the pointer and the window under it), each with the frame the display server
+   * produced just before it. Listens only (nothing is grabbed), on a thread and display connection of
+   * its own; keeps the process alive until stop().
+   */
+  recordInput(onInput: (e: RecordedInput) => void, options: RecordInputOptions = {}): Promise<InputRecorder> {
+    return startRecorder(onInput, options);
+  },
+  /** Encodes RGBA rows (a recorder frame) as PNG or JPEG, off the JavaScript and desktop threads. */
+  encodeImage(
+    image: { data: Buffer; width: number; height: number },
+    opts: { format?: 'png' | 'jpeg'; quality?: number } = {},
+  ): Promise<Buffer> {
+    return call(() =>
+      binding().encodeImage(image.data, image.width, image.height, opts.format ?? 'png', opts.quality ?? 85),
+    );
   },
   /** Benchmark baseline only: libatspi's one-call-per-attribute walk; resolves to the node count. */
   naiveWalkForBench(q: WindowQuery): Promise<number> {

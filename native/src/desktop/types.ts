@@ -176,6 +176,68 @@ export interface Hud {
   close(): void;
 }
 
+/** A frame of the recorded area: RGBA rows, `width * 4` bytes each. */
+export interface RecorderFrame {
+  id: number;
+  width: number;
+  height: number;
+  /** The screen rectangle it shows. */
+  source: Rect;
+  data: Buffer;
+}
+
+export type Modifier = 'shift' | 'capslock' | 'ctrl' | 'alt' | 'super';
+
+/** One input event of the person at the display, with the frame taken just before it. */
+export interface RecordedInput {
+  kind: 'keyPress' | 'buttonPress' | 'buttonRelease';
+  /** Server time, ms. */
+  time: number;
+  /** Keys: the keysym name at the level the modifiers select ('a', 'A', 'Return', 'at'). */
+  key: string;
+  keysym: number;
+  keycode: number;
+  /** The text the key types ('' for Return, Tab, arrows, F-keys, modifiers). */
+  text: string;
+  /** Shift, Control, Alt, Super, Caps Lock themselves. */
+  modifierKey: boolean;
+  /** Modifiers held at the event. */
+  modifiers: Modifier[];
+  /** 1 left, 2 middle, 3 right, 4/5 wheel up/down, 6/7 wheel left/right (0 for keys). */
+  button: number;
+  /** Buttons: the pointer at the event, screen pixels. */
+  x: number;
+  y: number;
+  /** The top-level window under the pointer (buttons) or with the focus (keys); 0 when none. */
+  window: number;
+  /** From an XTest device (a script), not a person's keyboard or mouse. */
+  synthetic: boolean;
+  device: string;
+  /** The newest frame the display server produced before the event: the pre-action state. */
+  frame: RecorderFrame;
+}
+
+export interface RecordInputOptions {
+  /** The area to record (a monitor's bounds); default the whole screen. */
+  region?: Rect;
+  /** A frame at least this often (default 250 ms). */
+  frameIntervalMs?: number;
+  /** And one this long after each burst of input (default 150 ms), when its outcome is drawn. */
+  settleMs?: number;
+  /** Called if the recorder dies after it started (the display went away); it is stopped then. */
+  onError?: (err: DesktopError) => void;
+}
+
+export interface InputRecorder {
+  /** The frame taken at the start. */
+  readonly firstFrame: RecorderFrame;
+  /** No frames, no events until resume() (which takes a fresh frame at once). */
+  pause(): void;
+  resume(): void;
+  /** Ends the recorder; no callback runs after it, and it no longer keeps the process alive. */
+  stop(): void;
+}
+
 export class DesktopError extends Error {
   constructor(
     readonly code: DesktopErrorCode,

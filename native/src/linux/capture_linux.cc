@@ -222,6 +222,15 @@ std::vector<uint8_t> EncodeJpeg(const std::vector<uint8_t>& rgba, int w, int h, 
 
 }  // namespace
 
+std::vector<uint8_t> EncodeImage(const std::vector<uint8_t>& rgba, int width, int height, const std::string& format,
+                                 int quality) {
+  if (width <= 0 || height <= 0 || rgba.size() != static_cast<size_t>(width) * height * 4)
+    throw DesktopError(kInvalidArgument, "the image's size does not match its RGBA data (width * height * 4 bytes)");
+  if (format == "png") return EncodePng(rgba, width, height);
+  if (format == "jpeg" || format == "jpg") return EncodeJpeg(rgba, width, height, quality);
+  throw DesktopError(kInvalidArgument, "unknown image format \"" + format + "\" (png, jpeg)");
+}
+
 CaptureResult Capture(const CaptureOptions& o) {
   auto& s = x11::Session::Get();
   Rect screen{0, 0, s.screenWidth(), s.screenHeight()};

@@ -52,6 +52,7 @@
 
 #include "linux/landlock.h"
 #include "linux/mounts.h"
+#include "linux/pids_limit.h"
 #include "linux/seccomp_net.h"
 
 namespace {
@@ -87,7 +88,12 @@ void Status(const std::string& json) {
   }
 }
 
+// The run's pids cgroup, left (and removed) by the jail itself when it gives up before the run.
+runboard::pids::RunCgroup* gCgroup = nullptr;
+pid_t gJailPid = 0;
+
 [[noreturn]] void Die(const std::string& msg, int code) {
+  if (gCgroup && getpid() == gJailPid) gCgroup->Leave();
   Status("{\"event\":\"error\",\"message\":\"" + JsonEscape(msg) + "\"}");
   fprintf(stderr, "runboard-jail: %s\n", msg.c_str());
   _exit(code);
@@ -145,6 +151,28 @@ void KillRemainingChildren() {
   }
 }
 
+// NUL-separated NAME=VALUE entries until EOF.
+std::vector<std::string> ReadEnv(int fd) {
+  std::string all;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) Die("reading the run's environment: " + std::string(strerror(errno)), 125);
+    if (n == 0) break;
+    all.append(buf, n);
+  }
+  close(fd);
+  std::vector<std::string> out;
+  for (size_t at = 0; at < all.size();) {
+    size_t end = all.find('\0', at);
+    if (end == std::string::npos) end = all.size();
+    if (all.find('=', at) < end) out.push_back(all.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
 long long IoField(const std::string& text, const char* key) {
   size_t at = text.find(std::string(key) + ": ");
   return at == std::string::npos ? -1 : atoll(text.c_str() + at + strlen(key) + 2);
@@ -154,7 +182,9 @@ void Usage() {
   fprintf(stderr,
           "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--device FILE]... [--hide DIR]...\n"
           "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp DIR]\n"
-          "                     [--tcp PORT]... [--udp] [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--no-landlock] [--no-namespaces]\n"
+          "                     [--max-procs N] [--env-fd N] [--read-only PATH]...\n"
+          "                     [--tcp PORT]... [--udp] [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts]\n"
+          "                     [--no-landlock] [--no-namespaces]\n"
           "                     -- COMMAND [ARG]...\n");
   _exit(2);
 }
@@ -165,10 +195,13 @@ int main(int argc, char** argv) {
   runboard::landlock::Policy policy;
   policy.devices = {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom", "/dev/ptmx"};
   policy.writable = {"/dev/pts"};
-  bool useLandlock = true, useNamespaces = true, fsByMounts = false, fsIfPossible = false;
+  bool useLandlock = true, useNamespaces = true, fsByMounts = false, fsIfPossible = false, roMounts = false;
   pid_t parentPid = 0;
   std::vector<std::string> masks, keeps;
   std::string privateTmp;
+  long maxProcs = 0;
+  std::vector<std::string> readOnly;
+  int envFd = -1;
   runboard::seccomp::NetPolicy net;
   int i = 1;
   for (; i < argc; ++i) {
@@ -188,12 +221,16 @@ int main(int argc, char** argv) {
     else if (a == "--mask") masks.push_back(next());
     else if (a == "--keep") keeps.push_back(next());
     else if (a == "--private-tmp") privateTmp = next();
+    else if (a == "--max-procs") maxProcs = atol(next());
+    else if (a == "--read-only") readOnly.push_back(next());
+    else if (a == "--env-fd") envFd = atoi(next());
     else if (a == "--tcp") policy.tcpConnectPorts.push_back(static_cast<uint16_t>(atoi(next())));
     else if (a == "--udp") net.udp = true;
     else if (a == "--allow-abstract-unix") policy.scopeAbstractUnix = false;
     else if (a == "--no-landlock") useLandlock = false;
     else if (a == "--fs-mounts") fsByMounts = true;
     else if (a == "--fs-mounts-if-possible") fsByMounts = fsIfPossible = true;
+    else if (a == "--ro-mounts") roMounts = true;
     else if (a == "--no-namespaces") useNamespaces = false;
     else Usage();
   }
@@ -204,12 +241,23 @@ int main(int argc, char** argv) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (parentPid && getppid() != parentPid) Die("supervisor is gone", 1);
 
+  // The run's environment, when the supervisor sends it: the jail itself starts with an empty one, so
+  // nothing a flow sets (LD_PRELOAD and other loader variables) acts on the jail before it confines.
+  std::vector<std::string> runEnv;
+  if (envFd >= 0) runEnv = ReadEnv(envFd);
+
   // Nothing but stdio, the run endpoint (fd 3) and the status fd crosses into the run.
   int keepFrom = (gStatusFd > 3 ? gStatusFd : 3) + 1;
   syscall(SYS_close_range, keepFrom, ~0U, 0);
   if (gStatusFd >= 0) fcntl(gStatusFd, F_SETFD, FD_CLOEXEC);
 
   std::string containment = "pid-namespace", nsError;
+  // The pids cgroup before the user namespace: moving into a cgroup is checked against the machine's.
+  runboard::pids::RunCgroup cgroup;
+  std::string pidsLimit = "none", cgroupError;
+  if (maxProcs > 0 && cgroup.Enter(maxProcs, &cgroupError)) pidsLimit = "cgroup";
+  gCgroup = &cgroup;
+  gJailPid = getpid();
   if (useNamespaces) nsError = EnterNamespaces();
   if (!useNamespaces || !nsError.empty()) {
     containment = "subreaper";
@@ -254,23 +302,30 @@ int main(int argc, char** argv) {
     if (poll(&p, 1, 0) > 0) _exit(1);  // jail already gone
     close(lifeline[0]);
     sigprocmask(SIG_SETMASK, &previous, nullptr);
+    if (maxProcs > 0 && containment == "pid-namespace") {  // outside a user namespace it would count all of the user's
+      std::string err = runboard::pids::SetNprocLimit(maxProcs);
+      if (!err.empty()) Die("sandbox setup failed: " + err, 126);
+    }
     if (!masks.empty()) {
       std::string err = runboard::mounts::MaskDirs(masks, keeps);
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
     }
-    if (fsByMounts) {
+    // --ro-mounts: the mount namespace under Landlock's rules too, where one can be made (Landlock
+    // does not cover metadata: chmod, utime and xattrs outside the writable trees fail with EROFS).
+    const bool mountNs = fsByMounts || (roMounts && containment == "pid-namespace");
+    if (mountNs) {
       if (!privateTmp.empty() && mkdir(privateTmp.c_str(), 0700) < 0 && errno != EEXIST)
         Die("sandbox setup failed: mkdir " + privateTmp + ": " + strerror(errno), 126);
-      std::string err = runboard::mounts::ConfineByMounts({policy.writable, policy.hidden, policy.devices, privateTmp});
+      std::string err = runboard::mounts::ConfineByMounts({policy.writable, policy.hidden, policy.devices, privateTmp, readOnly});
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
-      policy.restrictFs = false;
+      policy.restrictFs = !fsByMounts;
     }
     bool enforced = false;
     if (useLandlock) {
       std::string err = runboard::landlock::RestrictSelf(policy, landlockAbi, &enforced);
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
     }
-    if (fsByMounts || !masks.empty()) {  // nothing may undo the mounts (umount needs CAP_SYS_ADMIN)
+    if (mountNs || !masks.empty()) {  // nothing may undo the mounts (umount needs CAP_SYS_ADMIN)
       std::string err = runboard::mounts::DropCapabilities();
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
     }
@@ -281,16 +336,23 @@ int main(int argc, char** argv) {
     // enforced: the run is confined (filesystem by Landlock or mounts); fs: by what. The run learns it
     // too: an agent with a sandbox of its own can run it only under mounts (worker/src/runners/codex.ts).
     const char* fs = fsByMounts ? "mounts" : enforced ? "landlock" : "none";
+    if (envFd >= 0) {
+      clearenv();
+      for (auto& kv : runEnv) putenv(kv.data());
+    }
     setenv("RUNBOARD_FS_CONFINEMENT", fs, 1);
     Status("{\"event\":\"sandbox\",\"landlockAbi\":" + std::to_string(enforced ? landlockAbi : 0) +
-           ",\"enforced\":" + (fsByMounts || enforced ? "true" : "false") + ",\"fs\":\"" + fs + "\"}");
+           ",\"enforced\":" + (fsByMounts || enforced ? "true" : "false") + ",\"fs\":\"" + fs +
+           "\",\"mountNamespace\":" + (mountNs ? "true" : "false") + "}");
     execvp(command[0], command);
     Die("cannot execute " + std::string(command[0]) + ": " + strerror(errno), 127);
   }
   close(lifeline[0]);
   broker.ParentSide();
+  if (maxProcs > 0 && pidsLimit == "none" && containment == "pid-namespace") pidsLimit = "rlimit";
   Status("{\"event\":\"started\",\"pid\":" + std::to_string(child) + ",\"containment\":\"" + containment +
-         "\",\"namespaceError\":\"" + JsonEscape(nsError) + "\"}");
+         "\",\"namespaceError\":\"" + JsonEscape(nsError) + "\",\"pidsLimit\":\"" + pidsLimit +
+         "\",\"maxProcs\":" + std::to_string(maxProcs) + ",\"cgroupError\":\"" + JsonEscape(cgroupError) + "\"}");
 
   int status = 0;
   rusage usage{};
@@ -316,6 +378,7 @@ int main(int argc, char** argv) {
     }
   }
   if (containment == "subreaper") KillRemainingChildren();
+  cgroup.Leave();
 
   std::string io;
   {

@@ -93,8 +93,10 @@ std::string RestrictSelf(const Policy& policy, int abi, bool* enforced) {
   int rfd = static_cast<int>(CreateRuleset(&attr, size, 0));
   if (rfd < 0) return Errno("landlock_create_ruleset");
 
-  auto addPath = [&](const std::string& path, uint64_t access) -> std::string {
-    int fd = open(path.c_str(), O_PATH | O_CLOEXEC);
+  // `follow`: the policy's own paths may be symlinks (resolved once, here); the entries found while
+  // walking towards a hidden tree are taken as they are.
+  auto addPath = [&](const std::string& path, uint64_t access, bool follow = true) -> std::string {
+    int fd = open(path.c_str(), O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
     if (fd < 0) return errno == ENOENT ? "" : Errno("open " + path);  // a missing optional path is no error
     struct stat st {};
     uint64_t allowed = access & fsAll;
@@ -126,15 +128,24 @@ std::string RestrictSelf(const Policy& policy, int abi, bool* enforced) {
     }
     // The directories on the way may still be listed (names are no secret, and `ls ~` keeps working);
     // READ_DIR does not let a run read the files below.
-    std::string err = addPath(dir, LANDLOCK_ACCESS_FS_READ_DIR);
+    std::string err = addPath(dir, LANDLOCK_ACCESS_FS_READ_DIR, false);
     if (!err.empty()) return err;
-    DIR* d = opendir(dir.c_str());
-    if (!d) return "";  // unreadable anyway
+    int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR* d = dfd >= 0 ? fdopendir(dfd) : nullptr;
+    if (!d) {
+      if (dfd >= 0) close(dfd);
+      return "";  // unreadable anyway
+    }
     while (dirent* e = readdir(d)) {
       std::string name = e->d_name;
       if (name == "." || name == "..") continue;
+      // A symlink needs no rule: what it points to is governed by the rules of its target. A rule on
+      // its target instead would grant that whole tree (`x -> /` next to a folder on the way would
+      // make the hidden tree readable again).
+      struct stat st {};
+      if (fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) continue;
       auto it = below.find(name);
-      err = it == below.end() ? addPath(prefix + name, readOnly) : addReadExcept(prefix + name, it->second);
+      err = it == below.end() ? addPath(prefix + name, readOnly, false) : addReadExcept(prefix + name, it->second);
       if (!err.empty()) break;
     }
     closedir(d);

@@ -68,53 +68,15 @@ namespace {
 
 void NoteLost(Display*, void* data) { static_cast<Watcher::Impl*>(data)->lost = true; }
 
-// The XTest slaves have the boolean device property "XTEST Device" (set by the server); the name is
-// the fallback.
-bool IsXTestDevice(Display* d, int id, const std::string& name) {
-  Atom prop = XInternAtom(d, "XTEST Device", True);
-  if (prop != None) {
-    Atom type = None;
-    int format = 0;
-    unsigned long n = 0, after = 0;
-    unsigned char* data = nullptr;
-    if (XIGetProperty(d, id, prop, 0, 1, False, AnyPropertyType, &type, &format, &n, &after, &data) == Success &&
-        data) {
-      bool yes = n > 0 && format == 8 && data[0] != 0;
-      XFree(data);
-      return yes;
-    }
-  }
-  return name.find("XTEST") != std::string::npos;
-}
-
 }  // namespace
 
-void Watcher::Impl::LoadDevices() {
-  devices.clear();
-  int n = 0;
-  XIDeviceInfo* info = XIQueryDevice(dpy, XIAllDevices, &n);
-  for (int i = 0; i < n; i++) {
-    std::string name = info[i].name ? info[i].name : "";
-    devices[info[i].deviceid] = {name, IsXTestDevice(dpy, info[i].deviceid, name)};
-  }
-  if (info) XIFreeDeviceInfo(info);
-}
+void Watcher::Impl::LoadDevices() { devices = x11::InputDevices(dpy); }
 
 void Watcher::Impl::Open() {
-  const char* name = std::getenv("DISPLAY");
-  if (!name || !*name) throw DesktopError(kNoDisplay, "DISPLAY is not set: there is no X display to watch");
-  x11::InstallProcessHandlers();
-  dpy = XOpenDisplay(name);
-  if (!dpy) throw DesktopError(kNoDisplay, std::string("cannot open X display ") + name);
-  XSetIOErrorExitHandler(dpy, NoteLost, this);
+  dpy = x11::OpenOwnDisplay("to watch", NoteLost, this);
   root = DefaultRootWindow(dpy);
   if (options.keys) {
-    int ev = 0, err = 0;
-    if (!XQueryExtension(dpy, "XInputExtension", &xiOpcode, &ev, &err))
-      throw DesktopError("UNSUPPORTED", "the X server has no XInput extension: key presses cannot be watched");
-    int major = 2, minor = 2;
-    if (XIQueryVersion(dpy, &major, &minor) != Success)
-      throw DesktopError("UNSUPPORTED", "the X server has no XInput 2 (2.2 or later needed to watch key presses)");
+    xiOpcode = x11::RequireXInput2(dpy, "to watch key presses");
     for (const auto& k : options.keyNames) {
       KeySym s = XStringToKeysym(k.c_str());
       if (s == NoSymbol)

@@ -2,6 +2,7 @@
 
 #include <X11/Xatom.h>
 #include <X11/Xutil.h>
+#include <X11/extensions/XInput2.h>
 #include <X11/extensions/Xrandr.h>
 
 #include <algorithm>
@@ -215,6 +216,63 @@ std::vector<XWin> MatchWindows(const std::vector<XWin>& all, const WindowQuery& 
     return a.stacking > b.stacking;
   });
   return out;
+}
+
+namespace {
+
+// The XTest slaves have the boolean device property "XTEST Device" (set by the server); the name is
+// the fallback.
+bool IsXTestDevice(Display* d, int id, const std::string& name) {
+  Atom prop = XInternAtom(d, "XTEST Device", True);
+  if (prop != None) {
+    Atom type = None;
+    int format = 0;
+    unsigned long n = 0, after = 0;
+    unsigned char* data = nullptr;
+    if (XIGetProperty(d, id, prop, 0, 1, False, AnyPropertyType, &type, &format, &n, &after, &data) == Success &&
+        data) {
+      bool yes = n > 0 && format == 8 && data[0] != 0;
+      XFree(data);
+      return yes;
+    }
+  }
+  return name.find("XTEST") != std::string::npos;
+}
+
+}  // namespace
+
+Display* OpenOwnDisplay(const char* purpose, void (*onLost)(Display*, void*), void* data) {
+  const char* name = std::getenv("DISPLAY");
+  if (!name || !*name)
+    throw DesktopError(kNoDisplay, std::string("DISPLAY is not set: there is no X display ") + purpose);
+  InstallProcessHandlers();
+  Display* dpy = XOpenDisplay(name);
+  if (!dpy) throw DesktopError(kNoDisplay, std::string("cannot open X display ") + name);
+  XSetIOErrorExitHandler(dpy, onLost, data);
+  return dpy;
+}
+
+int RequireXInput2(Display* dpy, const char* needed) {
+  int opcode = 0, ev = 0, err = 0;
+  if (!XQueryExtension(dpy, "XInputExtension", &opcode, &ev, &err))
+    throw DesktopError("UNSUPPORTED", std::string("the X server has no XInput extension: ") + needed);
+  int major = 2, minor = 2;
+  if (XIQueryVersion(dpy, &major, &minor) != Success)
+    throw DesktopError("UNSUPPORTED",
+                       std::string("the X server has no XInput 2 (2.2 or later is needed ") + needed + ")");
+  return opcode;
+}
+
+std::map<int, std::pair<std::string, bool>> InputDevices(Display* dpy) {
+  std::map<int, std::pair<std::string, bool>> devices;
+  int n = 0;
+  XIDeviceInfo* info = XIQueryDevice(dpy, XIAllDevices, &n);
+  for (int i = 0; i < n; i++) {
+    std::string name = info[i].name ? info[i].name : "";
+    devices[info[i].deviceid] = {name, IsXTestDevice(dpy, info[i].deviceid, name)};
+  }
+  if (info) XIFreeDeviceInfo(info);
+  return devices;
 }
 
 }  // namespace runboard::desktop::x11

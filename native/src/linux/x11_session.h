@@ -3,7 +3,9 @@
 #pragma once
 #include <X11/Xlib.h>
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/desktop_types.h"
@@ -54,6 +56,16 @@ void InstallProcessHandlers();
 std::vector<MonitorInfo> Monitors(Display* dpy, Window root);
 // The monitor holding (x, y), else the primary one, else the first.
 bool MonitorAt(Display* dpy, Window root, int x, int y, Rect* bounds, std::string* name, bool* primary);
+
+// A Display of a thread's own (watcher, recorder) on $DISPLAY; a lost connection calls `onLost`
+// instead of exiting. `purpose` completes the errors ("to watch", "to record").
+Display* OpenOwnDisplay(const char* purpose, void (*onLost)(Display*, void*), void* data);
+// XInput 2.2 on the display: its major opcode; throws UNSUPPORTED, saying what `needed` needs it.
+int RequireXInput2(Display* dpy, const char* needed);
+
+// XInput 2 devices by id: name, and whether it is an XTest device (the server's synthetic-input slave:
+// what XTest injects, the addon's own input or xdotool's, comes from it; a person's from the others).
+std::map<int, std::pair<std::string, bool>> InputDevices(Display* dpy);
 
 // Windows matching a query, best first: the active one, then top-most in stacking order.
 std::vector<XWin> MatchWindows(const std::vector<XWin>& all, const WindowQuery& q);

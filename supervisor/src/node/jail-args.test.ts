@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { FlowSpec } from '../protocol/index.ts';
-import { buildJailArgs, buildRunEnv, runWritable, type JailArgsInput } from './jail-args.ts';
+import {
+  buildJailArgs,
+  buildRunEnv,
+  projectReadOnly,
+  runWritable,
+  serializeEnv,
+  type JailArgsInput,
+} from './jail-args.ts';
 
 const flow = (f: Partial<FlowSpec> = {}): FlowSpec => ({ name: 'f', runner: 'command', ...f });
 const base = (f: Partial<FlowSpec> = {}, i: Partial<JailArgsInput> = {}): JailArgsInput => ({
@@ -38,16 +45,31 @@ describe('buildJailArgs', () => {
       '4',
       '--parent-pid',
       '42',
+      '--env-fd',
+      '5',
+      '--max-procs',
+      '1024',
       '--write',
       '/ws',
       '--write',
       '/scratch/r',
       '--hide',
       '/state',
+      '--ro-mounts',
       '--',
       'node',
       'worker.mjs',
     ]);
+  });
+
+  it("limits the run's processes to the flow's maxProcesses", () => {
+    expect(buildJailArgs(base({ sandbox: { maxProcesses: 64 } })).join(' ')).toContain('--max-procs 64');
+  });
+
+  it('asks for a read-only mount namespace and a private /tmp where namespaces are used', () => {
+    const a = buildJailArgs(base({}, { privateTmp: '/scratch/r/root-tmp' })).join(' ');
+    expect(a).toContain('--ro-mounts --private-tmp /scratch/r/root-tmp');
+    expect(buildJailArgs(base({}, { useNamespaces: false }))).not.toContain('--ro-mounts');
   });
 
   it('allows the flow ports and the model proxy port, nothing else', () => {
@@ -131,5 +153,21 @@ describe('buildRunEnv', () => {
       RUNBOARD_DISPLAY_APP: '1',
       RUNBOARD_NATIVE_DIR: '/n',
     });
+  });
+});
+
+describe('serializeEnv', () => {
+  it('gives NUL-separated NAME=VALUE entries', () => {
+    expect(serializeEnv({ A: '1', B: 'x=y' }).toString()).toBe('A=1\0B=x=y\0');
+  });
+});
+
+describe('projectReadOnly', () => {
+  it("keeps the card's project config and cards read-only unless the flow allows writing them", () => {
+    const card = { path: '/p/cards/a.md', project: '/p' };
+    expect(projectReadOnly(card, flow())).toEqual(['/p/config.yaml', '/p/cards']);
+    expect(projectReadOnly({ path: '/q/cards/a.md' }, flow())).toEqual(['/q/config.yaml', '/q/cards']);
+    expect(projectReadOnly({ path: '/q/a.md' }, flow())).toEqual([]);
+    expect(projectReadOnly(card, flow({ sandbox: { projectWritable: true } }))).toEqual([]);
   });
 });

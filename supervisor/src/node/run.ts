@@ -7,13 +7,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, realpathSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { execa } from 'execa';
 import {
+  JAIL_ENV_FD,
   JAIL_STATUS_FD,
   RUN_ENDPOINT_FD,
   RunState,
@@ -29,7 +30,14 @@ import type { AppendFile } from './append-file.ts';
 import type { AttachSource } from './attach.ts';
 import { classifyEnd, type FinishedReport, type JailExit } from './classify-end.ts';
 import { DenialScanner } from './denials.ts';
-import { buildJailArgs, buildRunEnv, runWritable, SCRATCH_DIRS } from './jail-args.ts';
+import {
+  buildJailArgs,
+  buildRunEnv,
+  projectReadOnly,
+  runWritable,
+  SCRATCH_DIRS,
+  serializeEnv,
+} from './jail-args.ts';
 import { readJailStatus, type JailStatus } from './jail-status.ts';
 import { Liveness } from './liveness.ts';
 import { RunLog } from './run-log.ts';
@@ -71,13 +79,15 @@ export interface LaunchSpec {
   grantPath?: string;
 }
 
-function spawnJail(file: string, args: string[], cwd: string, env: Record<string, string>) {
+function spawnJail(file: string, args: string[], cwd: string) {
   return execa(file, args, {
     cwd,
-    env,
+    // Nothing: the run's environment goes through JAIL_ENV_FD (protocol/jail.ts).
+    env: {},
     extendEnv: false,
-    // 0: nothing, 1/2: output into the run log, 3: the run endpoint (a socketpair), 4: jail status lines.
-    stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+    // 0: nothing, 1/2: output into the run log, 3: the run endpoint (a socketpair), 4: jail status
+    // lines, 5: the run's environment.
+    stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
     buffer: false,
     reject: false,
     cleanup: false,
@@ -85,6 +95,15 @@ function spawnJail(file: string, args: string[], cwd: string, env: Record<string
   });
 }
 type JailProcess = ReturnType<typeof spawnJail>;
+
+/** The path the jail will find (symlinks resolved), or the path itself when it does not exist. */
+function realOrAsIs(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
+  }
+}
 
 const DEFAULT_KILL_GRACE_MS = 1000;
 
@@ -327,6 +346,7 @@ export class Run {
       privateDisplay: this.display?.env.DISPLAY,
       userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
       privateTmp: path.join(this.spec.scratchDir, 'root-tmp'),
+      readOnly: projectReadOnly(this.spec.card, flow).map(realOrAsIs),
     });
     const env = buildRunEnv({
       flow,
@@ -340,7 +360,10 @@ export class Run {
     });
     let child: JailProcess;
     try {
-      child = spawnJail(this.deps.jailPath, args, this.workspace, env);
+      child = spawnJail(this.deps.jailPath, args, this.workspace);
+      const envPipe = (child.stdio as unknown as Writable[])[JAIL_ENV_FD]!;
+      envPipe.on('error', () => undefined); // a jail that died early: its exit says why
+      envPipe.end(serializeEnv(env));
     } catch (err) {
       void this.finish('failed', 'spawn-failed', `could not start the worker: ${(err as Error).message}`);
       return;

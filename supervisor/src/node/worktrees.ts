@@ -14,17 +14,27 @@
  * outside the run's writable set) are named explicitly, and no configuration can make git run a command.
  */
 import {
-  appendFileSync,
-  existsSync,
+  closeSync,
+  constants,
+  lstatSync,
   mkdirSync,
+  openSync,
   readdirSync,
   readFileSync,
   realpathSync,
   rmSync,
+  writeSync,
 } from 'node:fs';
 import path from 'node:path';
 import type { DiffSummary, WorktreeInfo } from '../protocol/index.ts';
-import { commonGitDir, GitError, safeGit, safeGitStatus, type GitPlace } from '../common/git.ts';
+import {
+  commonGitDir,
+  GitError,
+  safeGit,
+  safeGitStatus,
+  withOwnGitDir,
+  type GitPlace,
+} from '../common/git.ts';
 
 export class WorktreeError extends Error {}
 
@@ -140,19 +150,72 @@ async function addWorktree(repo: string, workspace: string, runId: string): Prom
   if (!baseCommit)
     throw new WorktreeError(`the repository ${repo} has no commit yet; commit once, then run again`);
   const baseBranch = (await git(place, ['symbolic-ref', '--short', '-q', 'HEAD'], true)) || null;
-  const exclude = path.join(commonDir, 'info', 'exclude');
-  const excluded = existsSync(exclude) && readFileSync(exclude, 'utf8').split('\n').includes('/.runboard/');
-  if (!excluded) {
-    mkdirSync(path.dirname(exclude), { recursive: true });
-    appendFileSync(exclude, '\n# Runboard run worktrees\n/.runboard/\n');
-  }
+  excludeWorktrees(commonDir);
   const dir = path.join(repo, '.runboard', 'worktrees', runId);
   const branch = `runboard/${runId}`;
-  mkdirSync(path.dirname(dir), { recursive: true });
+  ownFolder(path.join(repo, '.runboard'));
+  ownFolder(path.dirname(dir));
   await git(place, ['worktree', 'add', '--quiet', '-b', branch, dir, baseCommit]);
+  if (realpathSync(dir) !== dir) {
+    await git(place, ['worktree', 'remove', '--force', dir], true);
+    await git(place, ['branch', '-D', branch], true);
+    throw new WorktreeError(`${dir} led elsewhere while the worktree was made (a symlink?); run again`);
+  }
   const info: WorktreeInfo = { repo, path: dir, branch, baseBranch, baseCommit, state: 'active', diff: null };
   await worktreePlace(info); // git recorded it where the run cannot write
   return { info, workspace: path.join(dir, path.relative(repo, workspace)) };
+}
+
+/**
+ * Makes `dir` (one level) unless it is there as a real folder. The folders on the way to a worktree are
+ * in the user's checkout, which another run (one with the repository as its workspace) may have
+ * written: a symlink there would put the worktree, and the run's writable tree, outside the grant.
+ */
+function ownFolder(dir: string): void {
+  let st;
+  try {
+    st = lstatSync(dir);
+  } catch {
+    mkdirSync(dir);
+    return;
+  }
+  if (!st.isDirectory())
+    throw new WorktreeError(
+      `${dir} is not a folder (a symlink or a file, perhaps left by a run); remove it and run again`,
+    );
+}
+
+/**
+ * `/.runboard/` into the repository's info/exclude, so the user's `git status` stays clean. Written only
+ * through real folders and files (never a symlink a run may have left in `.git`); otherwise skipped.
+ */
+function excludeWorktrees(commonDir: string): void {
+  const infoDir = path.join(commonDir, 'info');
+  const exclude = path.join(infoDir, 'exclude');
+  const kind = (p: string): 'dir' | 'file' | 'none' | 'other' => {
+    try {
+      const st = lstatSync(p);
+      return st.isDirectory() ? 'dir' : st.isFile() ? 'file' : 'other';
+    } catch {
+      return 'none';
+    }
+  };
+  const infoKind = kind(infoDir);
+  if (infoKind === 'none') mkdirSync(infoDir);
+  else if (infoKind !== 'dir') return;
+  const excludeKind = kind(exclude);
+  if (excludeKind === 'other') return;
+  if (excludeKind === 'file' && readFileSync(exclude, 'utf8').split('\n').includes('/.runboard/')) return;
+  const fd = openSync(
+    exclude,
+    constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW,
+    0o644,
+  );
+  try {
+    writeSync(fd, '\n# Runboard run worktrees\n/.runboard/\n');
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Commits what the run left in its worktree onto its branch and summarises the diff against the base. */
@@ -161,19 +224,29 @@ export function commitWorktree(info: WorktreeInfo, runId: string, title: string)
 }
 
 /**
- * `git add -A` is the one command that reads the run's files; the commit itself is plumbing
- * (write-tree, commit-tree, update-ref), which reads no work tree, runs no hook and looks at no
- * submodule the run may have planted.
+ * `git add -A` is the one command that reads the run's files. It runs on a git dir of our own (no
+ * configuration from the repository, which runs may write, not even its named drivers), over the
+ * repository's objects; the commit is plumbing (write-tree, commit-tree, update-ref), which reads no
+ * work tree, runs no hook and looks at no submodule the run may have planted.
  */
 async function commitWorktreeNow(info: WorktreeInfo, runId: string, title: string): Promise<DiffSummary> {
   const place = await worktreePlace(info);
-  await git(place, ['add', '-A']);
-  const tree = await git(place, ['write-tree']);
-  const parent = await git(place, ['rev-parse', 'HEAD']);
-  if (tree !== (await git(place, ['rev-parse', 'HEAD^{tree}']))) {
+  const common = await commonDirOf(info.repo);
+  const parent = await git({ gitDir: common }, [
+    'rev-parse',
+    '--verify',
+    `refs/heads/${info.branch}^{commit}`,
+  ]);
+  const { tree, commit } = await withOwnGitDir(common, parent, async (own) => {
+    await git(own, ['read-tree', parent]);
+    await git({ ...own, workTree: info.path }, ['add', '-A']);
+    const tree = await git(own, ['write-tree']);
+    if (tree === (await git(own, ['rev-parse', `${parent}^{tree}`]))) return { tree, commit: null };
     const message = `Runboard run ${runId}: ${title}`.slice(0, 200);
-    const commit = await git(place, ['commit-tree', tree, '-p', parent, '-m', message]);
-    await git(place, [
+    return { tree, commit: await git(own, ['commit-tree', tree, '-p', parent, '-m', message]) };
+  });
+  if (commit) {
+    await git({ gitDir: common }, [
       'update-ref',
       '-m',
       'runboard: run commit',
@@ -181,6 +254,8 @@ async function commitWorktreeNow(info: WorktreeInfo, runId: string, title: strin
       commit,
       parent,
     ]);
+    // The worktree's own index follows its branch (index only: no file is touched, no filter runs).
+    await git(place, ['read-tree', tree], true);
   }
   const head = await git(place, ['rev-parse', `refs/heads/${info.branch}`]);
   const numstat = await safeGit(

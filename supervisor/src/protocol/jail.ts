@@ -8,6 +8,12 @@ import * as z from 'zod/mini';
 export const RUN_ENDPOINT_FD = 3;
 /** The jail's status fd (`--status-fd`): one JSON object per line. */
 export const JAIL_STATUS_FD = 4;
+/**
+ * The run's environment reaches the jail on this fd (`--env-fd`; NAME=VALUE entries, NUL-separated),
+ * not as the jail's own: the jail starts with an empty environment, so a flow's LD_PRELOAD (or any
+ * loader variable) acts only on the run, set by the jail's child right before exec.
+ */
+export const JAIL_ENV_FD = 5;
 
 const count = z.number();
 
@@ -19,6 +25,11 @@ export const JailStatusLine = z.discriminatedUnion('event', [
     containment: z.string(),
     /** Why the namespaces could not be made, when containment fell back. */
     namespaceError: z.optional(z.string()),
+    /** What limits the run's processes (`--max-procs`): a pids cgroup, RLIMIT_NPROC, or nothing. */
+    pidsLimit: z.optional(z.enum(['cgroup', 'rlimit', 'none'])),
+    maxProcs: z.optional(z.int()),
+    /** Why no pids cgroup could be made, when none was. */
+    cgroupError: z.optional(z.string()),
   }),
   /** The sandbox is in place (sent from the child just before exec). */
   z.object({
@@ -26,6 +37,8 @@ export const JailStatusLine = z.discriminatedUnion('event', [
     landlockAbi: z.int(),
     enforced: z.boolean(),
     fs: z.optional(z.enum(['landlock', 'mounts', 'none'])),
+    /** The run has a read-only mount namespace of its own (under Landlock too, `--ro-mounts`). */
+    mountNamespace: z.optional(z.boolean()),
   }),
   /** Something failed in the jail (before or instead of the worker). */
   z.object({ event: z.literal('error'), message: z.string() }),

@@ -122,7 +122,7 @@ export class CodexRunner implements Runner {
       lines.push(
         '',
         '[sandbox_workspace_write]',
-        // /tmp is not the run's (the jail has it read-only anyway); $TMPDIR, the run's own, stays writable.
+        // The run's /tmp is a private one of the jail's; $TMPDIR, the run's own, is the writable temp dir.
         'exclude_slash_tmp = true',
         'network_access = false',
         `writable_roots = [${(spec.flow.sandbox?.writable ?? []).map(toml).join(', ')}]`,
@@ -142,6 +142,9 @@ export class CodexRunner implements Runner {
         // The flow's `desktop: true` is the person's approval; with approval_policy "never" codex would
         // otherwise refuse every call ("MCP tool call requires approval").
         'default_tools_approval_mode = "approve"',
+        // codex waits 10 s for an MCP server by default; desktop-cli's start inside the jail (and codex's
+        // own sandbox) can take longer on a loaded machine, and a late server means no desktop tools at all.
+        'startup_timeout_sec = 60',
         // codex starts MCP servers with a minimal environment: the display and bus come from the flow.
         `env = { ${DESKTOP_ENV.filter((k) => ctx.env[k])
           .map((k) => `${k} = ${toml(ctx.env[k]!)}`)

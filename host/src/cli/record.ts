@@ -1,0 +1,68 @@
+/**
+ * `runboard record`: records a demonstration on an X display (seed 002's Record) into
+ * `<out>/<id>/` (default: `recordings/` in the current directory): manifest.jsonl, screenshots/,
+ * recording.json. Stops with Ctrl+C or SIGTERM, or at the limits (5 minutes, 2 GB).
+ */
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+
+export const RECORD_USAGE = `record [--display :N] [--monitor NAME] [--no-audio] [--out DIR]  record a demonstration until Ctrl+C`;
+
+export class RecordUsageError extends Error {}
+
+export async function cmdRecord(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      display: { type: 'string' },
+      monitor: { type: 'string' },
+      'no-audio': { type: 'boolean' },
+      out: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+  });
+  if (values.display !== undefined) {
+    if (!/^:\d+(\.\d+)?$/.test(values.display))
+      throw new RecordUsageError(`--display takes an X display like :1 (got "${values.display}")`);
+    process.env.DISPLAY = values.display; // before the addon opens its first connection
+  }
+  if (!process.env.DISPLAY)
+    throw new RecordUsageError('no X display to record: set DISPLAY or pass --display :N');
+  // Loaded here, not at start-up: the other commands never load the addon.
+  const { desktop, Recording } = await import('@runboard/native');
+  let region: [number, number, number, number] | undefined;
+  if (values.monitor !== undefined) {
+    const monitors = await desktop.listMonitors();
+    const m = monitors.find((x) => x.name === values.monitor);
+    if (!m)
+      throw new RecordUsageError(
+        `no monitor "${values.monitor}" on ${process.env.DISPLAY} (there are: ${monitors.map((x) => x.name).join(', ') || 'none'})`,
+      );
+    region = m.bounds;
+  }
+  const out = path.resolve(values.out ?? 'recordings');
+  const rec = await Recording.start({
+    dir: out,
+    display: process.env.DISPLAY,
+    ...(region ? { region, monitor: values.monitor } : {}),
+  });
+  const say = (obj: Record<string, unknown>, text: string): void => {
+    if (values.json) process.stdout.write(JSON.stringify(obj) + '\n');
+    else process.stderr.write(text + '\n');
+  };
+  say(
+    { type: 'recording', id: rec.id, dir: rec.dir },
+    `recording ${rec.id} into ${rec.dir}${values['no-audio'] ? '' : ' (no audio: screen video and microphone are not recorded yet)'}; Ctrl+C stops`,
+  );
+  const stop = (): void => void rec.stop();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  const summary = await rec.done;
+  process.off('SIGINT', stop);
+  process.off('SIGTERM', stop);
+  say(
+    { type: 'stopped', ...summary },
+    `${summary.message === 'stopped' ? 'stopped' : summary.message}: ${summary.steps} steps, ${(summary.durationMs / 1000).toFixed(1)} s, ${summary.bytes} bytes in ${summary.dir}`,
+  );
+  return summary.stopReason === 'display-lost' ? 1 : 0;
+}

@@ -1,0 +1,88 @@
+// Recorder capability: a thread of its own, with a display connection of its own, that reports what a
+// person does (key presses with the text they type, mouse button presses and releases with the pointer
+// position and the window under it) and keeps taking frames of the recorded area, so that every event
+// comes paired with the newest frame the display server produced BEFORE it: the pre-action state of
+// a demonstration. It never grabs the keyboard or the pointer: it only listens. Plain C++; the
+// callbacks run on the recorder's thread.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/desktop_types.h"
+
+namespace runboard::desktop {
+
+struct RecorderOptions {
+  bool hasRegion = false;
+  Rect region;                // the recorded area (a monitor); default: the whole screen
+  int frameIntervalMs = 250;  // a frame at least this often
+  int settleMs = 150;         // and one this long after each burst of events (the action's outcome)
+};
+
+// One frame of the recorded area: RGBA rows, `width * 4` bytes each.
+struct RecorderFrame {
+  uint64_t id = 0;
+  Rect source;  // screen rectangle
+  int width = 0, height = 0;
+  std::vector<uint8_t> rgba;
+};
+
+enum class RecordedKind { kKeyPress, kButtonPress, kButtonRelease };
+
+// Modifier bits (X11 core masks; another platform maps its own onto these).
+enum RecordedModifier : unsigned {
+  kModShift = 1u << 0,
+  kModCapsLock = 1u << 1,
+  kModControl = 1u << 2,
+  kModAlt = 1u << 3,
+  kModSuper = 1u << 6,
+};
+
+struct RecordedEvent {
+  RecordedKind kind = RecordedKind::kKeyPress;
+  unsigned long time = 0;  // server time, ms
+  // Keys: the keysym at the level the modifiers select, its name ("Return", "a", "A") and the text it
+  // types ("" for keys that type nothing: Return, Tab, arrows, modifiers).
+  int keycode = 0;
+  unsigned long keysym = 0;
+  std::string key, text;
+  bool modifierKey = false;  // Shift, Control, Alt, Super, Caps Lock themselves
+  unsigned modifiers = 0;    // RecordedModifier bits held at the event
+  // Buttons: 1 left, 2 middle, 3 right, 4/5 wheel up/down, 6/7 wheel left/right.
+  int button = 0;
+  int x = 0, y = 0;        // the pointer, screen pixels (buttons: at the event; keys: when it was read)
+  uint64_t window = 0;     // top-level client window under the pointer (buttons) or with the focus (keys)
+  bool synthetic = false;  // from an XTest device (a script), not a person's keyboard or mouse
+  std::string device;
+  // The newest frame taken before this event (shared by events that happened between two frames).
+  std::shared_ptr<const RecorderFrame> frame;
+};
+
+struct RecorderCallbacks {
+  // Listening; `first` is the frame at the start.
+  std::function<void(std::shared_ptr<const RecorderFrame> first)> ready;
+  std::function<void(const RecordedEvent&)> event;
+  std::function<void(const DesktopError&)> failed;  // at start-up or later (display gone); the thread ends
+  std::function<void()> ended;                      // the thread's last act: nothing is called after it
+};
+
+class Recorder {
+ public:
+  // Starts the thread; exactly one of `ready` / `failed` follows (and `failed` may follow `ready`).
+  Recorder(RecorderOptions options, RecorderCallbacks callbacks);
+  ~Recorder();  // Stop(), without waiting for the thread
+  // Paused: no frames are taken and no events reported (modifier state is still followed); resuming
+  // takes a fresh frame at once.
+  void SetPaused(bool paused);
+  void Stop();
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace runboard::desktop

@@ -1,0 +1,475 @@
+// A recording of a demonstration (seed 002's Record): the person's input, grouped into steps, each
+// with the screenshot taken just before it, the window and app under it and, for pointer steps, the
+// accessibility element hit. Written to `<dir>/<id>/`: manifest.jsonl (one step a line, in order),
+// screenshots/ (start.png, then one per step), recording.json (what, when, how it ended).
+import { randomBytes } from 'node:crypto';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { desktop } from './desktop.ts';
+import { StepGrouper, type GroupedStep, type StepAction } from './steps.ts';
+import {
+  type Element,
+  type InputRecorder,
+  type ReadResult,
+  type RecordedInput,
+  type RecorderFrame,
+  type Rect,
+  type WindowInfo,
+} from './types.ts';
+
+/** Seed 000's limits: beyond them a recording stops and says why. */
+export const RECORDING_LIMITS = { maxDurationMs: 5 * 60_000, maxBytes: 2 * 1024 ** 3 } as const;
+
+export type StopReason = 'stopped' | 'duration-limit' | 'size-limit' | 'display-lost';
+
+export interface RecordingOptions {
+  /** The folder recordings live in (a project's `recordings/`); this one goes into `<dir>/<id>/`. */
+  dir: string;
+  /** The area recorded (a monitor's bounds); default the whole screen. */
+  region?: Rect;
+  /** Recorded as is in recording.json (e.g. ':1', the monitor's name). */
+  display?: string;
+  monitor?: string;
+  /** Defaults: RECORDING_LIMITS. The duration counts recording time, not pauses. */
+  maxDurationMs?: number;
+  maxBytes?: number;
+  imageFormat?: 'png' | 'jpeg';
+  frameIntervalMs?: number;
+  settleMs?: number;
+  /** Called once with the summary when the recording ends, whatever ended it. */
+  onEnd?: (summary: RecordingSummary) => void;
+}
+
+export interface RecordingSummary {
+  id: string;
+  dir: string;
+  startedAt: string;
+  endedAt: string;
+  /** Recording time, pauses left out. */
+  durationMs: number;
+  steps: number;
+  bytes: number;
+  stopReason: StopReason;
+  /** Why it stopped, in words for the person. */
+  message: string;
+}
+
+/** A path step of an element: its role, name and position among its siblings of the same role. */
+export interface ElementPathStep {
+  role: string;
+  name: string;
+  index: number;
+}
+
+export interface ManifestElement {
+  role: string;
+  name: string;
+  bounds: Rect;
+  /** From the window's root to the element: enough for a replay to find it again without a model. */
+  path: ElementPathStep[];
+  secret?: true;
+}
+
+export interface ManifestStep {
+  step: number;
+  /** Since the recording started, ms. */
+  at: number;
+  /** The pre-action screenshot, relative to the recording's folder. */
+  screenshot: string;
+  action: StepAction;
+  window: { id: number; app: string; title: string; bounds: Rect } | null;
+  /** Pointer steps: the accessibility element under the pointer. */
+  element?: ManifestElement;
+  /** Key steps: the focused element. */
+  focus?: ManifestElement;
+  /** The input came from a synthetic device (a script driving XTest), not a person. */
+  synthetic?: true;
+}
+
+/** What the desktop said about the window an event went to, read as soon as the event arrived. */
+interface Lookup {
+  tree?: ReadResult;
+  window?: WindowInfo;
+}
+
+type Tracked = RecordedInput & { arrived: number; lookup: Promise<Lookup> };
+
+const MASK_GREY = 0x80;
+
+function recordingId(): string {
+  const t = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  return `rec-${t}-${randomBytes(3).toString('hex')}`;
+}
+
+function contains(b: Rect, x: number, y: number): boolean {
+  return b[2] > 0 && b[3] > 0 && x >= b[0] && y >= b[1] && x < b[0] + b[2] && y < b[1] + b[3];
+}
+
+/** The deepest element whose bounds hold the point, with the path to it. */
+export function hitTest(
+  roots: Element[],
+  x: number,
+  y: number,
+): { element: Element; path: ElementPathStep[] } | undefined {
+  let best: { element: Element; path: ElementPathStep[] } | undefined;
+  const walk = (els: Element[], trail: ElementPathStep[]): void => {
+    const seen = new Map<string, number>();
+    for (const e of els) {
+      const index = seen.get(e.role) ?? 0;
+      seen.set(e.role, index + 1);
+      const here = [...trail, { role: e.role, name: e.name, index }];
+      if (contains(e.bounds, x, y)) {
+        const area = e.bounds[2] * e.bounds[3];
+        const bestArea = best ? best.element.bounds[2] * best.element.bounds[3] : Infinity;
+        if (here.length > (best?.path.length ?? 0) || area < bestArea) best = { element: e, path: here };
+      }
+      walk(e.children, here);
+    }
+  };
+  walk(roots, []);
+  return best;
+}
+
+function findPath(
+  roots: Element[],
+  pick: (e: Element) => boolean,
+): { element: Element; path: ElementPathStep[] } | undefined {
+  const walk = (
+    els: Element[],
+    trail: ElementPathStep[],
+  ): { element: Element; path: ElementPathStep[] } | undefined => {
+    const seen = new Map<string, number>();
+    for (const e of els) {
+      const index = seen.get(e.role) ?? 0;
+      seen.set(e.role, index + 1);
+      const here = [...trail, { role: e.role, name: e.name, index }];
+      if (pick(e)) return { element: e, path: here };
+      const inner = walk(e.children, here);
+      if (inner) return inner;
+    }
+    return undefined;
+  };
+  return walk(roots, []);
+}
+
+function secrets(roots: Element[]): Rect[] {
+  const out: Rect[] = [];
+  const walk = (els: Element[]): void => {
+    for (const e of els) {
+      if (e.secret) out.push(e.bounds);
+      walk(e.children);
+    }
+  };
+  walk(roots);
+  return out;
+}
+
+function manifestElement(hit: { element: Element; path: ElementPathStep[] }): ManifestElement {
+  const e = hit.element;
+  return {
+    role: e.role,
+    name: e.name,
+    bounds: e.bounds,
+    path: hit.path,
+    ...(e.secret ? { secret: true } : {}),
+  };
+}
+
+/** A copy of the frame with the rectangles (screen coordinates) filled grey. */
+function masked(frame: RecorderFrame, rects: Rect[]): Buffer {
+  if (rects.length === 0) return frame.data;
+  const out = Buffer.from(frame.data);
+  const [ox, oy] = frame.source;
+  for (const [rx, ry, rw, rh] of rects) {
+    const x0 = Math.max(0, rx - ox);
+    const y0 = Math.max(0, ry - oy);
+    const x1 = Math.min(frame.width, rx - ox + rw);
+    const y1 = Math.min(frame.height, ry - oy + rh);
+    for (let y = y0; y < y1; y++) out.fill(MASK_GREY, (y * frame.width + x0) * 4, (y * frame.width + x1) * 4);
+  }
+  return out;
+}
+
+export class Recording {
+  readonly id: string;
+  readonly dir: string;
+  /** Settles with the summary when the recording has ended and everything is written. */
+  readonly done: Promise<RecordingSummary>;
+  private resolveDone!: (s: RecordingSummary) => void;
+  private recorder!: InputRecorder;
+  private readonly grouper = new StepGrouper<Tracked>();
+  private readonly limits: { maxDurationMs: number; maxBytes: number };
+  private readonly format: 'png' | 'jpeg';
+  private writing: Promise<void> = Promise.resolve();
+  private steps = 0;
+  private bytes = 0;
+  private readonly startedAt = new Date();
+  private readonly started = Date.now();
+  private activeMs = 0;
+  private activeSince: number | null = Date.now();
+  private limitTimer: NodeJS.Timeout | undefined;
+  private stopping: Promise<RecordingSummary> | undefined;
+  private paused = false;
+  private lastClickSecret = false;
+  private readonly inFlight = new Map<number, Promise<Lookup>>();
+  private readonly images = new Map<string, string>(); // frame id + masks → file
+  private readonly knownSecrets = new Map<number, Map<string, Rect>>(); // window id → its password fields
+
+  private constructor(private readonly options: RecordingOptions) {
+    this.id = recordingId();
+    this.dir = path.join(options.dir, this.id);
+    this.limits = {
+      maxDurationMs: options.maxDurationMs ?? RECORDING_LIMITS.maxDurationMs,
+      maxBytes: options.maxBytes ?? RECORDING_LIMITS.maxBytes,
+    };
+    this.format = options.imageFormat ?? 'png';
+    this.done = new Promise((res) => (this.resolveDone = res));
+  }
+
+  /** Starts recording; resolves once the recorder listens and the start screenshot is written. */
+  static async start(options: RecordingOptions): Promise<Recording> {
+    const r = new Recording(options);
+    r.recorder = await desktop.recordInput((e) => r.ingest(e), {
+      ...(options.region ? { region: options.region } : {}),
+      ...(options.frameIntervalMs !== undefined ? { frameIntervalMs: options.frameIntervalMs } : {}),
+      ...(options.settleMs !== undefined ? { settleMs: options.settleMs } : {}),
+      onError: (err) => void r.stopWith('display-lost', `the recording stopped: ${err.message}`),
+    });
+    // Only once the recorder runs: a display that cannot be recorded leaves no empty recording behind.
+    mkdirSync(path.join(r.dir, 'screenshots'), { recursive: true });
+    writeFileSync(path.join(r.dir, 'manifest.jsonl'), '');
+    r.writeMeta(null);
+    r.enqueue(async () => {
+      // Password fields of every window on screen are masked in the start screenshot too.
+      const windows = await desktop.listWindows().catch(() => []);
+      const trees = await Promise.all(
+        windows.map((w) => desktop.read({ windowId: w.id, actions: false }).catch(() => undefined)),
+      );
+      const masks = r.masksFor(trees.filter((t) => t !== undefined).map((tree) => ({ tree })));
+      await r.writeImage(r.recorder.firstFrame, masks, 'start');
+    });
+    r.armLimit();
+    return r;
+  }
+
+  get isPaused(): boolean {
+    return this.paused;
+  }
+
+  /** Steps written so far. */
+  get stepCount(): number {
+    return this.steps;
+  }
+
+  pause(): void {
+    if (this.paused || this.stopping) return;
+    this.paused = true;
+    this.recorder.pause();
+    this.emit(this.grouper.flush());
+    if (this.activeSince !== null) this.activeMs += Date.now() - this.activeSince;
+    this.activeSince = null;
+    clearTimeout(this.limitTimer);
+  }
+
+  resume(): void {
+    if (!this.paused || this.stopping) return;
+    this.paused = false;
+    this.activeSince = Date.now();
+    this.recorder.resume();
+    this.armLimit();
+  }
+
+  /** Stops (idempotent) and resolves once every step is written. */
+  stop(): Promise<RecordingSummary> {
+    return this.stopWith('stopped', 'stopped');
+  }
+
+  private armLimit(): void {
+    clearTimeout(this.limitTimer);
+    const left = this.limits.maxDurationMs - this.activeTime();
+    this.limitTimer = setTimeout(
+      () =>
+        void this.stopWith(
+          'duration-limit',
+          `the recording reached its limit of ${Math.round(this.limits.maxDurationMs / 1000)} s and stopped`,
+        ),
+      Math.max(0, left),
+    );
+  }
+
+  private activeTime(): number {
+    return this.activeMs + (this.activeSince !== null ? Date.now() - this.activeSince : 0);
+  }
+
+  private stopWith(reason: StopReason, message: string): Promise<RecordingSummary> {
+    if (this.stopping) return this.stopping;
+    clearTimeout(this.limitTimer);
+    const durationMs = this.activeTime();
+    this.activeSince = null;
+    this.recorder?.stop();
+    this.emit(this.grouper.flush());
+    this.stopping = this.writing.then(() => {
+      const summary: RecordingSummary = {
+        id: this.id,
+        dir: this.dir,
+        startedAt: this.startedAt.toISOString(),
+        endedAt: new Date().toISOString(),
+        durationMs,
+        steps: this.steps,
+        bytes: this.bytes,
+        stopReason: reason,
+        message,
+      };
+      this.writeMeta(summary);
+      this.options.onEnd?.(summary);
+      this.resolveDone(summary);
+      return summary;
+    });
+    return this.stopping;
+  }
+
+  private ingest(e: RecordedInput): void {
+    if (this.paused || this.stopping) return;
+    // Read the window's accessibility tree now, while it still shows what the event went to.
+    const t: Tracked = { ...e, arrived: Date.now(), lookup: this.lookup(e.window) };
+    this.emit(this.grouper.feed(t));
+  }
+
+  /** One read of a window's tree at a time; events that arrive meanwhile share it. */
+  private lookup(windowId: number): Promise<Lookup> {
+    if (!windowId) return Promise.resolve({});
+    const pending = this.inFlight.get(windowId);
+    if (pending) return pending;
+    const p = desktop
+      .read({ windowId, actions: false })
+      .then(
+        (tree): Lookup => ({ tree, window: tree.window }),
+        async (): Promise<Lookup> => ({
+          window: (await desktop.listWindows({ windowId }).catch(() => []))[0],
+        }),
+      )
+      .finally(() => this.inFlight.delete(windowId));
+    this.inFlight.set(windowId, p);
+    return p;
+  }
+
+  private emit(steps: GroupedStep<Tracked>[]): void {
+    for (const s of steps) this.enqueue(() => this.writeStep(s));
+  }
+
+  private enqueue(job: () => Promise<void>): void {
+    this.writing = this.writing.then(job).catch((err: unknown) => {
+      void this.stopWith(
+        'stopped',
+        `the recording stopped: it could not be written (${(err as Error).message})`,
+      );
+    });
+  }
+
+  private async writeStep(s: GroupedStep<Tracked>): Promise<void> {
+    const first = s.events[0]!;
+    const lookups = await Promise.all(s.events.map((e) => e.lookup));
+    const roots = lookups.find((l) => l.tree)?.tree?.elements ?? [];
+    let action = s.action;
+    const out: Partial<ManifestStep> = {};
+    if (action.type === 'click' || action.type === 'drag' || action.type === 'scroll') {
+      const [x, y] = action.type === 'drag' ? action.from : [action.x, action.y];
+      const hit = hitTest(roots, x, y);
+      if (hit) out.element = manifestElement(hit);
+      if (action.type === 'click') this.lastClickSecret = hit?.element.secret ?? false;
+    } else {
+      // The focused field when the keys came (any read of the step's events that saw one).
+      const focused = lookups
+        .map((l) => (l.tree ? findPath(l.tree.elements, (e) => e.focused && e.editable) : undefined))
+        .filter((f) => f !== undefined);
+      const f = focused.find((x) => x.element.secret) ?? focused[0];
+      if (f) out.focus = manifestElement(f);
+      if (action.type === 'type' && (this.lastClickSecret || focused.some((x) => x.element.secret)))
+        action = { type: 'type', secret: true };
+      if (action.type === 'press' && /(^|\+)Tab$/.test(action.key)) this.lastClickSecret = false;
+    }
+    const masks = this.masksFor(lookups);
+    const screenshot = await this.writeImage(first.frame, masks, String(this.steps + 1).padStart(4, '0'));
+    const w = lookups.find((l) => l.window)?.window;
+    const step: ManifestStep = {
+      step: ++this.steps,
+      at: first.arrived - this.started,
+      screenshot,
+      action,
+      window: w ? { id: w.id, app: w.app, title: w.title, bounds: w.bounds } : null,
+      ...out,
+      ...(s.events.every((e) => e.synthetic) ? { synthetic: true as const } : {}),
+    };
+    this.append(JSON.stringify(step) + '\n');
+  }
+
+  /**
+   * Password fields to mask: those the step's reads found, and every one seen before in the same
+   * windows (a field's reported bounds change with its content; a stale rectangle only masks more).
+   */
+  private masksFor(lookups: Lookup[]): Rect[] {
+    for (const l of lookups) {
+      if (!l.tree) continue;
+      const known = this.knownSecrets.get(l.tree.window.id) ?? new Map<string, Rect>();
+      for (const r of secrets(l.tree.elements)) known.set(r.join(','), r);
+      this.knownSecrets.set(l.tree.window.id, known);
+    }
+    const ids = new Set(
+      lookups.map((l) => l.window?.id ?? l.tree?.window.id).filter((id) => id !== undefined),
+    );
+    return [...ids].flatMap((id) => [...(this.knownSecrets.get(id)?.values() ?? [])]);
+  }
+
+  private async writeImage(frame: RecorderFrame, masks: Rect[], name: string): Promise<string> {
+    const key = `${frame.id}:${JSON.stringify(masks)}`;
+    const known = this.images.get(key);
+    if (known) return known;
+    const data = await desktop.encodeImage(
+      { data: masked(frame, masks), width: frame.width, height: frame.height },
+      { format: this.format },
+    );
+    const rel = `screenshots/${name}.${this.format === 'png' ? 'png' : 'jpg'}`;
+    writeFileSync(path.join(this.dir, rel), data);
+    this.images.set(key, rel);
+    this.count(data.length);
+    return rel;
+  }
+
+  private append(line: string): void {
+    appendFileSync(path.join(this.dir, 'manifest.jsonl'), line);
+    this.count(Buffer.byteLength(line));
+  }
+
+  private count(n: number): void {
+    this.bytes += n;
+    if (this.bytes > this.limits.maxBytes)
+      void this.stopWith(
+        'size-limit',
+        `the recording reached its size limit of ${this.limits.maxBytes} bytes and stopped`,
+      );
+  }
+
+  private writeMeta(summary: RecordingSummary | null): void {
+    const meta = {
+      id: this.id,
+      version: 1,
+      startedAt: this.startedAt.toISOString(),
+      display: this.options.display ?? process.env.DISPLAY ?? null,
+      monitor: this.options.monitor ?? null,
+      region: this.recorder.firstFrame.source,
+      startScreenshot: `screenshots/start.${this.format === 'png' ? 'png' : 'jpg'}`,
+      limits: this.limits,
+      ...(summary
+        ? {
+            endedAt: summary.endedAt,
+            durationMs: summary.durationMs,
+            steps: summary.steps,
+            bytes: summary.bytes,
+            stopReason: summary.stopReason,
+            message: summary.message,
+          }
+        : { recording: true }),
+    };
+    writeFileSync(path.join(this.dir, 'recording.json'), JSON.stringify(meta, null, 2) + '\n');
+  }
+}

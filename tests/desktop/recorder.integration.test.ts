@@ -1,0 +1,378 @@
+// The recorder (seed 002's Record) on the shared test desktop: a scripted person (XTest, through the
+// addon's inputter) fills the GTK form while a Recording runs; the manifest must hold exactly those
+// steps in order, each with its pre-action screenshot, the element each click hit, and nothing of
+// what was typed into the password field. Then pause, the limits, and `runboard record`.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  desktop,
+  Recording,
+  type Element,
+  type ManifestStep,
+  type WindowInfo,
+} from '../../native/src/index.ts';
+import { allElements } from '../../native/src/desktop/compact.ts';
+import { decodePng, type Image } from './png.ts';
+import { DesktopSession, eventually, repo, sleep } from './session.ts';
+
+const TITLE = 'Runboard Recorder Form';
+const PRESET = 'hunter2-secret';
+const TYPED_SECRET = 's3cret-pass!';
+let s: DesktopSession;
+let form: WindowInfo;
+let out: string;
+
+beforeAll(async () => {
+  s = await DesktopSession.start();
+  form = await s.startForm(TITLE, {}, ['--password', PRESET]);
+  out = mkdtempSync(path.join(os.tmpdir(), 'runboard-recordings-'));
+});
+
+afterAll(async () => {
+  if (!process.env.KEEP_RECORDINGS) rmSync(out, { recursive: true, force: true });
+  await s?.stop();
+  expect(s.leftovers(), 'processes the suite started and left running').toEqual([]);
+});
+
+async function find(role: string, name: string): Promise<Element> {
+  const els = allElements((await desktop.read({ title: TITLE })).elements);
+  const el = els.find((e) => e.role === role && e.name === name);
+  if (!el) throw new Error(`no ${role} "${name}" in "${TITLE}"`);
+  return el;
+}
+
+const centre = (e: Element): [number, number] => [
+  e.bounds[0] + Math.floor(e.bounds[2] / 2),
+  e.bounds[1] + Math.floor(e.bounds[3] / 2),
+];
+
+function manifest(dir: string): ManifestStep[] {
+  return readFileSync(path.join(dir, 'manifest.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as ManifestStep);
+}
+
+/** Every file of a recording, as Latin-1 text (images are compressed: their pixels are checked apart). */
+function allText(dir: string): string {
+  const files: string[] = [];
+  const walk = (d: string): void => {
+    for (const f of readdirSync(d, { withFileTypes: true }))
+      if (f.isDirectory()) walk(path.join(d, f.name));
+      else files.push(path.join(d, f.name));
+  };
+  walk(dir);
+  return files.map((f) => readFileSync(f, 'latin1')).join('\n');
+}
+
+/** Share of pixels that differ (by more than a little) between two images in a screen rectangle. */
+function differing(a: Image, b: Image, r: [number, number, number, number]): number {
+  let n = 0;
+  for (let y = r[1]; y < r[1] + r[3]; y++)
+    for (let x = r[0]; x < r[0] + r[2]; x++) {
+      const i = (y * a.width + x) * 3;
+      if (
+        Math.abs(a.rgb[i]! - b.rgb[i]!) +
+          Math.abs(a.rgb[i + 1]! - b.rgb[i + 1]!) +
+          Math.abs(a.rgb[i + 2]! - b.rgb[i + 2]!) >
+        30
+      )
+        n++;
+    }
+  return n / (r[2] * r[3]);
+}
+
+describe('recording a person filling the form', () => {
+  let dir: string;
+  let steps: ManifestStep[];
+  let password: Element;
+  let newsletterBounds: [number, number, number, number];
+  const at = {} as Record<
+    'name' | 'password' | 'submit' | 'subscribe' | 'newsletter' | 'log' | 'dragFrom' | 'dragTo',
+    [number, number]
+  >;
+
+  beforeAll(async () => {
+    await desktop.focus({ title: TITLE });
+    await sleep(300);
+    const name = await find('text', 'Name');
+    password = await find('password text', 'Password');
+    const submit = await find('push button', 'Submit');
+    const subscribe = await find('check box', 'Subscribe');
+    const log = await find('scroll pane', 'Log');
+    const volume = await find('slider', 'Volume');
+    at.name = centre(name);
+    at.password = centre(password);
+    at.submit = centre(submit);
+    at.subscribe = centre(subscribe);
+    at.log = centre(log);
+    const rec = await Recording.start({ dir: out });
+    dir = rec.dir;
+    // A person's pace: a pause between actions (never asserted on: only the order is).
+    const pause = (): Promise<void> => sleep(300);
+    await pause();
+    await desktop.click(...centre(name));
+    await pause();
+    await desktop.type('Ada Lovelace', { delayMs: 15 });
+    await pause();
+    await desktop.key('Tab');
+    await pause();
+    await desktop.type('ada@example.org', { delayMs: 15 });
+    await pause();
+    await desktop.click(...centre(password));
+    await pause();
+    await desktop.key('ctrl+a');
+    await pause();
+    await desktop.type(TYPED_SECRET, { delayMs: 15 });
+    await pause();
+    await desktop.click(...centre(submit));
+    await pause();
+    await desktop.click(...centre(subscribe));
+    await pause();
+    const newsletter = await find('text', 'Newsletter');
+    newsletterBounds = newsletter.bounds;
+    at.newsletter = centre(newsletter);
+    await desktop.click(...centre(newsletter));
+    await pause();
+    await desktop.scroll(...centre(log), 0, 3);
+    await pause();
+    const [vx, vy] = [volume.bounds[0] + 20, volume.bounds[1] + Math.floor(volume.bounds[3] / 2)];
+    at.dragFrom = [vx, vy];
+    at.dragTo = [vx + 150, vy];
+    await desktop.drag([vx, vy], [vx + 150, vy]);
+    await pause();
+    const summary = await rec.stop();
+    expect(summary.stopReason).toBe('stopped');
+    steps = manifest(dir);
+  });
+
+  it('holds exactly the steps the person took, in order, grouped into words', () => {
+    const [sx, sy] = at.subscribe;
+    expect(steps.map((x) => x.action)).toEqual([
+      { type: 'click', x: at.name[0], y: at.name[1], button: 'left' },
+      { type: 'type', text: 'Ada Lovelace' },
+      { type: 'press', key: 'Tab' },
+      { type: 'type', text: 'ada@example.org' },
+      { type: 'click', x: at.password[0], y: at.password[1], button: 'left' },
+      { type: 'press', key: 'ctrl+a' },
+      { type: 'type', secret: true },
+      { type: 'click', x: at.submit[0], y: at.submit[1], button: 'left' },
+      { type: 'click', x: sx, y: sy, button: 'left' },
+      { type: 'click', x: at.newsletter[0], y: at.newsletter[1], button: 'left' },
+      { type: 'scroll', x: at.log[0], y: at.log[1], dx: 0, dy: 3 },
+      { type: 'drag', from: at.dragFrom, to: at.dragTo, button: 'left' },
+    ]);
+    expect(steps.map((x) => x.step)).toEqual(steps.map((_, i) => i + 1));
+    expect(steps.every((x) => x.synthetic === true)).toBe(true); // XTest, and said so
+  });
+
+  it('names the window and app of every step', () => {
+    for (const x of steps) {
+      expect(x.window?.title, JSON.stringify(x)).toBe(TITLE);
+      expect(x.window?.app).toBe('runboard-form');
+      expect(x.window?.id).toBe(form.id);
+    }
+  });
+
+  it('records the element each click hit, with its path in the tree and its bounds', () => {
+    const clicks = steps.filter((x) => x.action.type === 'click');
+    expect(clicks.map((x) => [x.element?.role, x.element?.name])).toEqual([
+      ['text', 'Name'],
+      ['password text', 'Password'],
+      ['push button', 'Submit'],
+      ['check box', 'Subscribe'],
+      ['text', 'Newsletter'],
+    ]);
+    const submit = clicks[2]!.element!;
+    expect(submit.path.at(-1)).toEqual({ role: 'push button', name: 'Submit', index: 0 });
+    expect(submit.path.length).toBeGreaterThan(1); // from the window's top element down
+    expect(submit.bounds[2]).toBeGreaterThan(0);
+    expect(clicks[1]!.element!.secret).toBe(true);
+    // Keys carry the field they went to.
+    expect(steps[1]!.focus).toMatchObject({ role: 'text', name: 'Name' });
+    expect(steps[3]!.focus).toMatchObject({ role: 'text', name: 'Email' });
+  });
+
+  it('has a pre-action screenshot for every step, and one at the start', () => {
+    const meta = JSON.parse(readFileSync(path.join(dir, 'recording.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
+    expect(meta).toMatchObject({ stopReason: 'stopped', steps: steps.length });
+    const start = decodePng(readFileSync(path.join(dir, meta.startScreenshot as string)));
+    for (const x of steps) {
+      const img = decodePng(readFileSync(path.join(dir, x.screenshot)));
+      expect([img.width, img.height]).toEqual([start.width, start.height]);
+    }
+    // Ticking Subscribe shows the Newsletter entry: the click's screenshot is from before it (no
+    // entry there yet), the next step's from after it.
+    const tick = steps.findIndex((x) => x.element?.name === 'Subscribe');
+    const before = decodePng(readFileSync(path.join(dir, steps[tick]!.screenshot)));
+    const after = decodePng(readFileSync(path.join(dir, steps[tick + 1]!.screenshot)));
+    expect(differing(before, after, newsletterBounds)).toBeGreaterThan(0.1);
+    // Typing "Ada Lovelace": its screenshot is from before the text, the next step's (Tab) from after.
+    const nameField = steps[0]!.element!.bounds;
+    const clicked = decodePng(readFileSync(path.join(dir, steps[0]!.screenshot)));
+    const typing = decodePng(readFileSync(path.join(dir, steps[1]!.screenshot)));
+    const typed = decodePng(readFileSync(path.join(dir, steps[2]!.screenshot)));
+    expect(differing(clicked, typing, nameField)).toBeLessThan(0.02);
+    expect(differing(typing, typed, nameField)).toBeGreaterThan(0.02);
+  });
+
+  it('stores nothing typed into the password field, and masks it in every screenshot', () => {
+    const text = allText(dir);
+    expect(text).not.toContain(TYPED_SECRET);
+    expect(text).not.toContain(PRESET);
+    const secret = steps[6]!;
+    expect(secret.action).toEqual({ type: 'type', secret: true });
+    expect(secret.focus).toMatchObject({ role: 'password text', name: 'Password', secret: true });
+    const [px, py, pw, ph] = password.bounds;
+    const meta = JSON.parse(readFileSync(path.join(dir, 'recording.json'), 'utf8')) as {
+      startScreenshot: string;
+    };
+    for (const file of [meta.startScreenshot, ...steps.map((x) => x.screenshot)]) {
+      const img = decodePng(readFileSync(path.join(dir, file)));
+      for (let y = py; y < py + ph; y++)
+        for (let x = px; x < px + pw; x++) {
+          const i = (y * img.width + x) * 3;
+          if (img.rgb[i] !== 0x80 || img.rgb[i + 1] !== 0x80 || img.rgb[i + 2] !== 0x80)
+            throw new Error(`${file}: the password field is not masked at ${x},${y}`);
+        }
+    }
+  });
+});
+
+describe('pause, limits and the CLI', () => {
+  it('records nothing while paused', async () => {
+    const email = await find('text', 'Email');
+    const rec = await Recording.start({ dir: out });
+    await desktop.click(...centre(email));
+    await sleep(200);
+    rec.pause();
+    await desktop.type('while-paused', { delayMs: 10 });
+    await sleep(200);
+    rec.resume();
+    await sleep(200);
+    await desktop.type('resumed', { delayMs: 10 });
+    await sleep(200);
+    await rec.stop();
+    const got = manifest(rec.dir).map((x) => x.action);
+    expect(got).toEqual([
+      { type: 'click', x: centre(email)[0], y: centre(email)[1], button: 'left' },
+      { type: 'type', text: 'resumed' },
+    ]);
+  });
+
+  it('knows a password field reached by Tab, not only by a click', async () => {
+    const email = await find('text', 'Email');
+    const rec = await Recording.start({ dir: out });
+    await desktop.click(...centre(email));
+    await sleep(300);
+    await desktop.key('Tab');
+    await sleep(300);
+    await desktop.type('tabbed-secret', { delayMs: 40 });
+    await sleep(300);
+    await rec.stop();
+    expect(manifest(rec.dir).map((x) => x.action)).toEqual([
+      { type: 'click', x: centre(email)[0], y: centre(email)[1], button: 'left' },
+      { type: 'press', key: 'Tab' },
+      { type: 'type', secret: true },
+    ]);
+    expect(allText(rec.dir)).not.toContain('tabbed-secret');
+  });
+
+  it('stops at the duration limit and says why', async () => {
+    const rec = await Recording.start({ dir: out, maxDurationMs: 300 });
+    const summary = await rec.done;
+    expect(summary.stopReason).toBe('duration-limit');
+    expect(summary.message).toMatch(/limit/);
+    const meta = JSON.parse(readFileSync(path.join(rec.dir, 'recording.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
+    expect(meta.stopReason).toBe('duration-limit');
+  });
+
+  it('stops at the size limit and says why', async () => {
+    const rec = await Recording.start({ dir: out, maxBytes: 1000 });
+    const summary = await rec.done;
+    expect(summary.stopReason).toBe('size-limit');
+    expect(summary.message).toMatch(/size limit of 1000 bytes/);
+  });
+
+  it('`runboard record` records until SIGTERM', async () => {
+    const built = spawnSync(process.execPath, [path.join(repo, 'scripts', 'bundle.mjs'), 'runboard'], {
+      cwd: repo,
+      encoding: 'utf8',
+    });
+    expect(built.status, built.stderr).toBe(0);
+    const cliOut = path.join(out, 'cli');
+    const child = spawn(
+      process.execPath,
+      [
+        path.join(repo, 'dist', 'runboard.mjs'),
+        'record',
+        '--display',
+        s.env.DISPLAY!,
+        '--out',
+        cliOut,
+        '--json',
+      ],
+      { env: { ...s.env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const started = await eventually(async () => stdout.includes('"recording"'), 15_000);
+    expect(started, stderr).toBe(true);
+    const submit = await find('push button', 'Submit');
+    await desktop.click(...centre(submit));
+    await sleep(300);
+    const exited = new Promise<number | null>((res) => child.once('exit', res));
+    child.kill('SIGTERM');
+    expect(await exited, stderr).toBe(0);
+    const lines = stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; dir: string; steps?: number });
+    expect(lines.at(-1)).toMatchObject({ type: 'stopped', stopReason: 'stopped', steps: 1 });
+    const [only] = manifest(lines[0]!.dir);
+    expect(only!.action).toMatchObject({ type: 'click', button: 'left' });
+    expect(only!.element).toMatchObject({ role: 'push button', name: 'Submit' });
+    expect(existsSync(path.join(lines[0]!.dir, only!.screenshot))).toBe(true);
+  });
+
+  it('`runboard record` on a display that is not there says so and leaves no recording', () => {
+    const dest = path.join(out, 'none');
+    const r = spawnSync(
+      process.execPath,
+      [path.join(repo, 'dist', 'runboard.mjs'), 'record', '--display', ':987', '--out', dest],
+      { env: { ...s.env }, encoding: 'utf8' },
+    );
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/cannot open X display :987/);
+    expect(existsSync(dest) ? readdirSync(dest) : []).toEqual([]);
+  });
+
+  it('`runboard record` refuses a monitor that is not there, naming the ones that are', () => {
+    const r = spawnSync(
+      process.execPath,
+      [
+        path.join(repo, 'dist', 'runboard.mjs'),
+        'record',
+        '--monitor',
+        'NOPE-9',
+        '--out',
+        path.join(out, 'x'),
+      ],
+      { env: { ...s.env }, encoding: 'utf8' },
+    );
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/no monitor "NOPE-9" on :\d+ \(there are: /);
+  });
+});

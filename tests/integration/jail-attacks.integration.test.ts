@@ -1,0 +1,167 @@
+// Attacks on the run jail's filesystem and process containment, each made from inside a real run
+// (supervisor → jail → worker → command). Each case failed before its fix: docs/security-model.md.
+import { execFileSync } from 'node:child_process';
+import {
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FlowSpec } from '@runboard/supervisor/protocol';
+import { Harness, processesMentioning } from '../helpers/harness.ts';
+
+// Both containments: the user + PID (+ mount) namespace, and the subreaper fallback, where Landlock
+// alone confines the filesystem.
+for (const mode of ['namespaces', 'no namespaces'] as const) {
+  describe(`containment (${mode})`, () => {
+    let h: Harness;
+    beforeAll(async () => {
+      h = await Harness.start(mode === 'namespaces' ? {} : { env: { RUNBOARD_NAMESPACES: 'off' } });
+    });
+    afterAll(async () => {
+      await h.stop();
+    });
+
+    it('the state root stays hidden through a symlink next to a folder on its way', async () => {
+      // `<parent of the state root>/x -> /`: the rule that hides the state root listed that folder's
+      // entries and, following the link, allowed reading all of /.
+      const link = path.join(path.dirname(h.paths.root), `x-${mode.replace(' ', '-')}`);
+      symlinkSync('/', link);
+      const key = path.join(h.paths.keysDir, 'grant.key');
+      expect(readFileSync(key).length).toBeGreaterThan(0);
+      const rec = await h.run(`cat ${path.join(link, key)} >/dev/null && echo READ || echo refused`);
+      expect(rec.stdout).toBe('refused\n');
+    });
+
+    // Landlock does not cover metadata; the read-only mount namespace does. Without user namespaces
+    // there is none (docs/security-model.md, what remains in the fallback).
+    it.skipIf(mode !== 'namespaces')(
+      'metadata outside the writable trees cannot be changed (chmod, utime, xattr)',
+      async () => {
+        const outside = path.join(h.root, `outside-${mode.replace(' ', '-')}.txt`);
+        writeFileSync(outside, 'x\n');
+        const key = path.join(h.paths.keysDir, 'grant.key');
+        const before = { key: statSync(key).mode, out: statSync(outside) };
+        const rec = await h.run(
+          `chmod 0666 ${key} 2>/dev/null; chmod 0777 ${outside}; touch -d 2001-01-01 ${outside}; ` +
+            `python3 -c 'import os,sys; os.setxattr(sys.argv[1], "user.rb", b"1")' ${outside} || true; ` +
+            `echo done`,
+        );
+        expect(rec.stdout).toBe('done\n');
+        expect(statSync(key).mode).toBe(before.key);
+        const after = statSync(outside);
+        expect(after.mode).toBe(before.out.mode);
+        expect(after.mtimeMs).toBe(before.out.mtimeMs);
+        expect(lstatSync(outside).isFile()).toBe(true);
+        // inside the workspace metadata still changes as it should
+        mkdirSync(path.join(h.workspace, 'meta'), { recursive: true });
+        writeFileSync(path.join(h.workspace, 'meta', 'f'), '');
+        const ok = await h.run('chmod 0700 meta/f && touch -d 2001-01-01 meta/f && echo changed');
+        expect(ok.stdout).toBe('changed\n');
+        expect(statSync(path.join(h.workspace, 'meta', 'f')).mode & 0o777).toBe(0o700);
+      },
+    );
+
+    it("a flow's LD_PRELOAD reaches the run, not runboard-jail before it confines itself", async () => {
+      // A library that, loaded into any process, leaves a marker named after it where only an
+      // unconfined process can write.
+      const dir = path.join(h.root, `preload-${mode.replace(' ', '-')}`);
+      const markers = path.join(dir, 'markers');
+      mkdirSync(markers, { recursive: true });
+      writeFileSync(
+        path.join(dir, 'mark.c'),
+        `#include <stdio.h>\n#include <stdlib.h>\n#include <unistd.h>\n#include <string.h>\n` +
+          `__attribute__((constructor)) static void mark(void) {\n` +
+          `  char comm[64] = {0}, path[512]; FILE* f = fopen("/proc/self/comm", "r");\n` +
+          `  if (f) { if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\\n")] = 0; fclose(f); }\n` +
+          `  snprintf(path, sizeof path, "${markers}/%s-%d", comm, (int)getpid());\n` +
+          `  FILE* m = fopen(path, "w"); if (m) fclose(m);\n}\n`,
+      );
+      execFileSync('cc', ['-shared', '-fPIC', '-o', path.join(dir, 'mark.so'), path.join(dir, 'mark.c')]);
+      const rec = await h.run('echo "$LD_PRELOAD"', { env: { LD_PRELOAD: path.join(dir, 'mark.so') } });
+      expect(rec.result.status).toBe('succeeded');
+      expect(rec.stdout).toBe(`${path.join(dir, 'mark.so')}\n`); // the run has it
+      // No marker at all: the jail never loaded it, and what loaded it in the run could not write there.
+      expect(readdirSync(markers)).toEqual([]);
+    });
+
+    it.skipIf(mode !== 'namespaces')(
+      "a fork bomb stops at the flow's process limit and leaves nothing behind",
+      async () => {
+        const bomb = [
+          'import os, time',
+          'n = 0',
+          'for i in range(2000):',
+          '    try:',
+          '        pid = os.fork()',
+          '    except OSError as e:',
+          '        print("stopped", e.strerror); break',
+          '    if pid == 0:',
+          '        time.sleep(120); os._exit(0)',
+          '    n += 1',
+          'print("forked", n)',
+        ].join('\n');
+        const rec = await h.run(['python3', '-c', bomb], { sandbox: { maxProcesses: 100 } });
+        const [stopped, forked] = rec.stdout.trim().split('\n');
+        expect(stopped).toBe('stopped Resource temporarily unavailable');
+        expect(Number(forked!.split(' ')[1])).toBeLessThan(100);
+        expect(rec.result.status).toBe('succeeded');
+        const started = rec.events.find((e) => e.type === 'started');
+        expect(started?.data?.maxProcs).toBe(100);
+        expect(processesMentioning(h.root)).toEqual([h.supervisor.pid]); // the sleeps are gone
+      },
+    );
+
+    // Without a mount namespace there is no read-only exception inside a writable tree (docs).
+    it.skipIf(mode !== 'namespaces')(
+      'a run in the project folder cannot add a flow to config.yaml or queue a card',
+      async () => {
+        const project = h.workspace; // a card without `workspace:` runs in its project folder
+        mkdirSync(path.join(project, 'cards'), { recursive: true });
+        const config = path.join(project, 'config.yaml');
+        writeFileSync(config, 'version: 1\nflows:\n  shell: { runner: command }\n');
+        const card = path.join(project, 'cards', 'attack.md');
+        writeFileSync(card, '---\ntitle: attack\nflow: shell\n---\n');
+        const attack =
+          `printf '  evil: { runner: command, sandbox: { writable: [/] } }\\n' >> config.yaml || echo config-refused; ` +
+          `printf -- '---\\ntitle: evil\\nflow: evil\\nstatus: queued\\n---\\n' > cards/evil.md || echo card-refused; ` +
+          `mv cards cards.old 2>/dev/null || echo move-refused; echo ok > other.txt && echo workspace-writable`;
+        const launch = (flow: Partial<FlowSpec>) =>
+          h.client
+            .launch({
+              card: { path: card, project, title: 'attack' },
+              flow: h.flow(flow),
+              workspace: project,
+              grant: h.grant,
+              command: attack,
+            })
+            .then(({ runId }) => h.collect(runId));
+        const rec = await launch({});
+        expect(rec.stdout).toBe('config-refused\ncard-refused\nmove-refused\nworkspace-writable\n');
+        expect(readFileSync(config, 'utf8')).not.toContain('evil');
+        expect(readdirSync(path.join(project, 'cards'))).toEqual(['attack.md']);
+        // The user can allow it for a flow that edits the board on purpose.
+        const allowed = await launch({ sandbox: { projectWritable: true } });
+        expect(allowed.stdout).toBe('workspace-writable\n');
+        expect(readFileSync(config, 'utf8')).toContain('evil');
+        expect(readdirSync(path.join(project, 'cards.old')).sort()).toEqual(['attack.md', 'evil.md']);
+      },
+    );
+
+    it.skipIf(mode !== 'no namespaces')('a run cannot use the supervisor socket', async () => {
+      // Without a mount namespace the socket is there; the supervisor refuses the run's connection.
+      const script = `const s = require('net').connect(${JSON.stringify(h.paths.socket)});
+        let got = '';
+        s.on('data', (d) => (got += d)).on('close', () => console.log(got.slice(got.indexOf('{'))));
+        s.on('connect', () => { const b = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'supervisor/status', params: {} }); s.write('Content-Length: ' + b.length + '\\r\\n\\r\\n' + b); });`;
+      const reply = JSON.parse((await h.run(['node', '-e', script])).stdout) as { error: { code: number } };
+      expect(reply.error.code).toBe(1040);
+      expect((await h.client.status()).pid).toBe(h.supervisor.pid);
+    });
+  });
+}
