@@ -1,6 +1,6 @@
 // Runs the desktop benchmark inside a fresh test desktop: bundles the bench and desktop-cli, then
 // scripts/desktop-session.sh run -- node bench.mjs. Prints markdown tables (docs/bench-desktop.md).
-// Usage: node native/bench/run.mjs
+// Usage: node native/bench/run.mjs [desktop | recorder]
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -12,9 +12,11 @@ const here = import.meta.dirname ?? path.dirname(new URL(import.meta.url).pathna
 const repo = path.resolve(here, '..', '..');
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'runboard-bench-build-'));
 const common = { bundle: true, platform: 'node', format: 'esm', target: 'node20', logLevel: 'warning' };
+const which = process.argv[2] ?? 'desktop';
+if (!['desktop', 'recorder'].includes(which)) throw new Error(`unknown bench "${which}" (desktop, recorder)`);
 await build({
   ...common,
-  entryPoints: [path.join(here, 'desktop.bench.ts')],
+  entryPoints: [path.join(here, `${which}.bench.ts`)],
   outfile: path.join(tmp, 'bench.mjs'),
 });
 await build(cliBuildOptions(path.join(tmp, 'desktop-cli.cjs')));

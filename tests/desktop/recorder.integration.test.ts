@@ -267,6 +267,24 @@ describe('pause, limits and the CLI', () => {
     ]);
   });
 
+  it('knows a password field reached by Tab, not only by a click', async () => {
+    const email = await find('text', 'Email');
+    const rec = await Recording.start({ dir: out });
+    await desktop.click(...centre(email));
+    await sleep(300);
+    await desktop.key('Tab');
+    await sleep(300);
+    await desktop.type('tabbed-secret', { delayMs: 40 });
+    await sleep(300);
+    await rec.stop();
+    expect(manifest(rec.dir).map((x) => x.action)).toEqual([
+      { type: 'click', x: centre(email)[0], y: centre(email)[1], button: 'left' },
+      { type: 'press', key: 'Tab' },
+      { type: 'type', secret: true },
+    ]);
+    expect(allText(rec.dir)).not.toContain('tabbed-secret');
+  });
+
   it('stops at the duration limit and says why', async () => {
     const rec = await Recording.start({ dir: out, maxDurationMs: 300 });
     const summary = await rec.done;
@@ -327,6 +345,18 @@ describe('pause, limits and the CLI', () => {
     expect(only!.action).toMatchObject({ type: 'click', button: 'left' });
     expect(only!.element).toMatchObject({ role: 'push button', name: 'Submit' });
     expect(existsSync(path.join(lines[0]!.dir, only!.screenshot))).toBe(true);
+  });
+
+  it('`runboard record` on a display that is not there says so and leaves no recording', () => {
+    const dest = path.join(out, 'none');
+    const r = spawnSync(
+      process.execPath,
+      [path.join(repo, 'dist', 'runboard.mjs'), 'record', '--display', ':987', '--out', dest],
+      { env: { ...s.env }, encoding: 'utf8' },
+    );
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/cannot open X display :987/);
+    expect(existsSync(dest) ? readdirSync(dest) : []).toEqual([]);
   });
 
   it('`runboard record` refuses a monitor that is not there, naming the ones that are', () => {

@@ -229,14 +229,15 @@ export class Recording {
   /** Starts recording; resolves once the recorder listens and the start screenshot is written. */
   static async start(options: RecordingOptions): Promise<Recording> {
     const r = new Recording(options);
-    mkdirSync(path.join(r.dir, 'screenshots'), { recursive: true });
-    writeFileSync(path.join(r.dir, 'manifest.jsonl'), '');
     r.recorder = await desktop.recordInput((e) => r.ingest(e), {
       ...(options.region ? { region: options.region } : {}),
       ...(options.frameIntervalMs !== undefined ? { frameIntervalMs: options.frameIntervalMs } : {}),
       ...(options.settleMs !== undefined ? { settleMs: options.settleMs } : {}),
       onError: (err) => void r.stopWith('display-lost', `the recording stopped: ${err.message}`),
     });
+    // Only once the recorder runs: a display that cannot be recorded leaves no empty recording behind.
+    mkdirSync(path.join(r.dir, 'screenshots'), { recursive: true });
+    writeFileSync(path.join(r.dir, 'manifest.jsonl'), '');
     r.writeMeta(null);
     r.enqueue(async () => {
       // Password fields of every window on screen are masked in the start screenshot too.

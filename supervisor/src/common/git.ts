@@ -13,14 +13,30 @@
  *   (clean/smudge/process), diff driver (textconv/command) and merge driver that attributes (the run's
  *   own `.gitattributes` included) could select.
  */
-import { realpathSync } from 'node:fs';
+import {
+  copyFileSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 
 export class GitError extends Error {}
 
 /** Where a command runs: an explicit git dir (and work tree), or `cwd` only to find a repository. */
-export type GitPlace = { gitDir: string; workTree?: string } | { discoverFrom: string };
+export type GitPlace =
+  | {
+      gitDir: string;
+      workTree?: string;
+      /** Another repository's object store (GIT_OBJECT_DIRECTORY), for a git dir of our own. */
+      objects?: string;
+    }
+  | { discoverFrom: string };
 
 /** Config keys that run a command, each set to a value that runs none. */
 const FIXED: ReadonlyArray<readonly [string, string]> = [
@@ -99,12 +115,16 @@ export function gitEnv(overrides: ReadonlyArray<readonly [string, string]>): Rec
   return env;
 }
 
-function placeArgs(place: GitPlace): { args: string[]; cwd: string } {
-  if ('discoverFrom' in place) return { args: [], cwd: place.discoverFrom };
+function placeArgs(place: GitPlace): { args: string[]; cwd: string; env: Record<string, string> } {
+  if ('discoverFrom' in place) return { args: [], cwd: place.discoverFrom, env: {} };
   const args = [`--git-dir=${place.gitDir}`];
   if (place.workTree) args.push(`--work-tree=${place.workTree}`);
   // Relative paths in git's output and arguments refer to the work tree, else to the git dir.
-  return { args, cwd: place.workTree ?? place.gitDir };
+  return {
+    args,
+    cwd: place.workTree ?? place.gitDir,
+    env: place.objects ? { GIT_OBJECT_DIRECTORY: place.objects } : {},
+  };
 }
 
 async function exec(
@@ -116,7 +136,7 @@ async function exec(
   const where = placeArgs(place);
   const r = await execa('git', [...where.args, ...args], {
     cwd: where.cwd,
-    env: gitEnv(overrides),
+    env: { ...gitEnv(overrides), ...where.env },
     extendEnv: false,
     reject: false,
     stdin: 'ignore',
@@ -168,4 +188,53 @@ export async function commonGitDir(repo: string): Promise<string> {
     '--git-common-dir',
   ]);
   return realpathSync(path.resolve(repo, out));
+}
+
+let ownGitDirs = os.tmpdir();
+
+/**
+ * Where `withOwnGitDir` makes its git dirs: a folder no run can write (the supervisor passes one in its
+ * state root; a folder granted to a run, even /tmp, would let the run put config in it).
+ */
+export function keepOwnGitDirsIn(dir: string): void {
+  ownGitDirs = dir;
+}
+
+/**
+ * Runs `fn` with a git dir of Runboard's own for the repository whose common git dir is `common`: its
+ * objects are the repository's (GIT_OBJECT_DIRECTORY), its config, index and HEAD (`head`) are ours,
+ * with nothing in them that names a command. So a command that reads a work tree (`git add`) reads no
+ * configuration a run could have written, not even for a moment. The repository's `info/exclude`
+ * patterns are copied (data). Removed afterwards.
+ */
+export async function withOwnGitDir<T>(
+  common: string,
+  head: string,
+  fn: (place: { gitDir: string; objects: string }) => Promise<T>,
+): Promise<T> {
+  const format = await safeGit({ gitDir: common }, ['rev-parse', '--show-object-format']);
+  const version =
+    (await safeGit({ gitDir: common }, ['config', '--get', 'core.repositoryformatversion'], {
+      allowFail: true,
+    })) || '0';
+  const dir = mkdtempSync(path.join(ownGitDirs, 'git-'));
+  try {
+    mkdirSync(path.join(dir, 'refs'));
+    mkdirSync(path.join(dir, 'info'));
+    writeFileSync(path.join(dir, 'HEAD'), `${head}\n`);
+    writeFileSync(
+      path.join(dir, 'config'),
+      `[core]\n\trepositoryformatversion = ${/^\d+$/.test(version) ? version : '0'}\n\tbare = false\n` +
+        (format === 'sha1' ? '' : `[extensions]\n\tobjectformat = ${format}\n`),
+    );
+    const exclude = path.join(common, 'info', 'exclude');
+    try {
+      if (lstatSync(exclude).isFile()) copyFileSync(exclude, path.join(dir, 'info', 'exclude'));
+    } catch {
+      // no exclude patterns
+    }
+    return await fn({ gitDir: dir, objects: path.join(common, 'objects') });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

@@ -2,7 +2,7 @@
  * Supervisor entry point and composition root: the one place where its services are created and wired.
  * Long-lived; survives host restarts; one per state root.
  */
-import { existsSync, unlinkSync, chmodSync, realpathSync } from 'node:fs';
+import { existsSync, unlinkSync, chmodSync, realpathSync, rmSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
@@ -11,6 +11,7 @@ import pino from 'pino';
 import { config as zodConfig } from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
 import { jailPath, peerIdentity, sandboxSupport } from '@runboard/native';
+import { keepOwnGitDirsIn } from '../common/git.ts';
 import { ensurePrivateDir, statePaths } from '../common/paths.ts';
 import { refusePeer, type PeerLookup } from './peer.ts';
 import { hasProviderKey, missingKeyGuidance, readProviderKey, writeProviderKey } from '../common/secrets.ts';
@@ -101,6 +102,12 @@ async function main(): Promise<void> {
   if (!existsSync(workerEntry))
     throw new Error(`worker bundle not found at ${workerEntry}; run scripts/setup.sh`);
   const workerArgv = pickWorkerArgv(path.join(here, 'worker.blob'), workerEntry, log);
+
+  // Git dirs of our own for committing runs' work: in the state root, which no run can read or write.
+  const ownGitDirs = path.join(paths.supervisorDir, 'git');
+  rmSync(ownGitDirs, { recursive: true, force: true }); // what a killed supervisor left: nothing uses it now
+  ensurePrivateDir(ownGitDirs);
+  keepOwnGitDirsIn(ownGitDirs);
 
   // The loopback model proxy (a listener per run); keys are read at each request, never logged.
   const proxy = new ModelProxy(providerRoutes(process.env), (p) => readProviderKey(paths, p), log);

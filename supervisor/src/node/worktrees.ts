@@ -27,7 +27,14 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import type { DiffSummary, WorktreeInfo } from '../protocol/index.ts';
-import { commonGitDir, GitError, safeGit, safeGitStatus, type GitPlace } from '../common/git.ts';
+import {
+  commonGitDir,
+  GitError,
+  safeGit,
+  safeGitStatus,
+  withOwnGitDir,
+  type GitPlace,
+} from '../common/git.ts';
 
 export class WorktreeError extends Error {}
 
@@ -217,19 +224,29 @@ export function commitWorktree(info: WorktreeInfo, runId: string, title: string)
 }
 
 /**
- * `git add -A` is the one command that reads the run's files; the commit itself is plumbing
- * (write-tree, commit-tree, update-ref), which reads no work tree, runs no hook and looks at no
- * submodule the run may have planted.
+ * `git add -A` is the one command that reads the run's files. It runs on a git dir of our own (no
+ * configuration from the repository, which runs may write, not even its named drivers), over the
+ * repository's objects; the commit is plumbing (write-tree, commit-tree, update-ref), which reads no
+ * work tree, runs no hook and looks at no submodule the run may have planted.
  */
 async function commitWorktreeNow(info: WorktreeInfo, runId: string, title: string): Promise<DiffSummary> {
   const place = await worktreePlace(info);
-  await git(place, ['add', '-A']);
-  const tree = await git(place, ['write-tree']);
-  const parent = await git(place, ['rev-parse', 'HEAD']);
-  if (tree !== (await git(place, ['rev-parse', 'HEAD^{tree}']))) {
+  const common = await commonDirOf(info.repo);
+  const parent = await git({ gitDir: common }, [
+    'rev-parse',
+    '--verify',
+    `refs/heads/${info.branch}^{commit}`,
+  ]);
+  const { tree, commit } = await withOwnGitDir(common, parent, async (own) => {
+    await git(own, ['read-tree', parent]);
+    await git({ ...own, workTree: info.path }, ['add', '-A']);
+    const tree = await git(own, ['write-tree']);
+    if (tree === (await git(own, ['rev-parse', `${parent}^{tree}`]))) return { tree, commit: null };
     const message = `Runboard run ${runId}: ${title}`.slice(0, 200);
-    const commit = await git(place, ['commit-tree', tree, '-p', parent, '-m', message]);
-    await git(place, [
+    return { tree, commit: await git(own, ['commit-tree', tree, '-p', parent, '-m', message]) };
+  });
+  if (commit) {
+    await git({ gitDir: common }, [
       'update-ref',
       '-m',
       'runboard: run commit',
@@ -237,6 +254,8 @@ async function commitWorktreeNow(info: WorktreeInfo, runId: string, title: strin
       commit,
       parent,
     ]);
+    // The worktree's own index follows its branch (index only: no file is touched, no filter runs).
+    await git(place, ['read-tree', tree], true);
   }
   const head = await git(place, ['rev-parse', `refs/heads/${info.branch}`]);
   const numstat = await safeGit(
