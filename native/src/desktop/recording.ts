@@ -95,6 +95,7 @@ interface Lookup {
 type Tracked = RecordedInput & { arrived: number; lookup: Promise<Lookup> };
 
 const MASK_GREY = 0x80;
+const MASK_MARGIN_PX = 8;
 
 function recordingId(): string {
   const t = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
@@ -152,11 +153,13 @@ function findPath(
   return walk(roots, []);
 }
 
+/** Password fields' bounds, with a margin: GTK reports an entry's bounds a few pixels apart with and without focus. */
 function secrets(roots: Element[]): Rect[] {
   const out: Rect[] = [];
+  const m = MASK_MARGIN_PX;
   const walk = (els: Element[]): void => {
     for (const e of els) {
-      if (e.secret) out.push(e.bounds);
+      if (e.secret) out.push([e.bounds[0] - m, e.bounds[1] - m, e.bounds[2] + 2 * m, e.bounds[3] + 2 * m]);
       walk(e.children);
     }
   };
@@ -250,6 +253,15 @@ export class Recording {
     });
     r.armLimit();
     return r;
+  }
+
+  /**
+   * Resolves once every accessibility read started for the events so far has answered: what a step
+   * says about its element and focus is then settled. (A scripted person waits for it between actions,
+   * so that a heavily loaded machine cannot make a read answer after the next action.)
+   */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.all(this.inFlight.values());
   }
 
   get isPaused(): boolean {
