@@ -489,6 +489,43 @@ describe('capture', () => {
     expect(jpg.json).toMatchObject({ format: 'jpg', w: 320, h: 200 });
   });
 
+  // A kernel that gives no shared memory (kernel.shmmax set tiny in a private IPC namespace): captures
+  // still work, by XGetImage, and a later capture of another size (which frees the previous segment)
+  // does not touch a segment that was never made.
+  it.skipIf(spawnSync('unshare', ['-Uri', 'true']).status !== 0)(
+    'captures without shared memory, at several sizes in one process',
+    () => {
+      const addon = path.join(repo, 'native', 'build', 'Release', 'runboard_native.node');
+      const script = `
+        const b = require(${JSON.stringify(addon)});
+        (async () => {
+          const sizes = [];
+          for (const region of [[0, 0, 200, 100], [0, 0, 320, 240], undefined])
+            sizes.push(await b.desktopCapture(region ? { region } : {}).then((r) => [r.width, r.height]));
+          console.log(JSON.stringify(sizes));
+        })().catch((e) => { console.error(e.code, e.message); process.exit(1); });`;
+      const r = spawnSync(
+        'unshare',
+        [
+          '-Uri',
+          'sh',
+          '-c',
+          'echo 1 > /proc/sys/kernel/shmmax && exec "$0" "$@"',
+          process.execPath,
+          '-e',
+          script,
+        ],
+        { env: s.env, encoding: 'utf8', timeout: 30_000 },
+      );
+      expect(r.status, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toEqual([
+        [200, 100],
+        [320, 240],
+        [1280, 800],
+      ]);
+    },
+  );
+
   it('draws the cursor in', async () => {
     await desktop.move(1200, 700); // over the empty root window
     const a = await desktop.capture({ region: [1190, 690, 40, 40], format: 'raw', cursor: false });

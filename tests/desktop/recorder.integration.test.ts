@@ -112,8 +112,12 @@ describe('recording a person filling the form', () => {
     at.log = centre(log);
     const rec = await Recording.start({ dir: out });
     dir = rec.dir;
-    // A person's pace: a pause between actions (never asserted on: only the order is).
-    const pause = (): Promise<void> => sleep(300);
+    // A person's pace: a pause between actions (never asserted on: only the order is); and the
+    // recording's reads answered before the next action, however loaded the machine is.
+    const pause = async (): Promise<void> => {
+      await sleep(300);
+      await rec.idle();
+    };
     await pause();
     await desktop.click(...centre(name));
     await pause();
@@ -252,19 +256,75 @@ describe('pause, limits and the CLI', () => {
     const rec = await Recording.start({ dir: out });
     await desktop.click(...centre(email));
     await sleep(200);
+    await rec.idle();
     rec.pause();
     await desktop.type('while-paused', { delayMs: 10 });
     await sleep(200);
+    await rec.idle();
     rec.resume();
     await sleep(200);
+    await rec.idle();
     await desktop.type('resumed', { delayMs: 10 });
     await sleep(200);
+    await rec.idle();
     await rec.stop();
     const got = manifest(rec.dir).map((x) => x.action);
     expect(got).toEqual([
       { type: 'click', x: centre(email)[0], y: centre(email)[1], button: 'left' },
       { type: 'type', text: 'resumed' },
     ]);
+  });
+
+  it('knows a password field reached by Tab, not only by a click', async () => {
+    const email = await find('text', 'Email');
+    const rec = await Recording.start({ dir: out });
+    await desktop.click(...centre(email));
+    await sleep(300);
+    await rec.idle();
+    await desktop.key('Tab');
+    await sleep(300);
+    await rec.idle();
+    await desktop.type('tabbed-secret', { delayMs: 40 });
+    await sleep(300);
+    await rec.idle();
+    await rec.stop();
+    expect(manifest(rec.dir).map((x) => x.action)).toEqual([
+      { type: 'click', x: centre(email)[0], y: centre(email)[1], button: 'left' },
+      { type: 'press', key: 'Tab' },
+      { type: 'type', secret: true },
+    ]);
+    expect(allText(rec.dir)).not.toContain('tabbed-secret');
+  });
+
+  it('records one region (a monitor): images of that region, masks and coordinates still right', async () => {
+    const region: [number, number, number, number] = [30, 30, 620, 700];
+    const pw = await find('password text', 'Password');
+    const submit = await find('push button', 'Submit');
+    const rec = await Recording.start({ dir: out, region });
+    await desktop.click(...centre(submit));
+    await sleep(300);
+    await rec.stop();
+    const [step] = manifest(rec.dir);
+    expect(step!.action).toEqual({
+      type: 'click',
+      x: centre(submit)[0],
+      y: centre(submit)[1],
+      button: 'left',
+    });
+    const img = decodePng(readFileSync(path.join(rec.dir, step!.screenshot)));
+    expect([img.width, img.height]).toEqual([620, 700]);
+    const [px, py, w, h] = pw.bounds;
+    for (const [x, y] of [
+      [px, py],
+      [px + w - 1, py + h - 1],
+    ] as const) {
+      const i = ((y - region[1]) * img.width + (x - region[0])) * 3;
+      expect([img.rgb[i], img.rgb[i + 1], img.rgb[i + 2]]).toEqual([0x80, 0x80, 0x80]);
+    }
+    const meta = JSON.parse(readFileSync(path.join(rec.dir, 'recording.json'), 'utf8')) as {
+      region: number[];
+    };
+    expect(meta.region).toEqual(region);
   });
 
   it('stops at the duration limit and says why', async () => {
@@ -327,6 +387,18 @@ describe('pause, limits and the CLI', () => {
     expect(only!.action).toMatchObject({ type: 'click', button: 'left' });
     expect(only!.element).toMatchObject({ role: 'push button', name: 'Submit' });
     expect(existsSync(path.join(lines[0]!.dir, only!.screenshot))).toBe(true);
+  });
+
+  it('`runboard record` on a display that is not there says so and leaves no recording', () => {
+    const dest = path.join(out, 'none');
+    const r = spawnSync(
+      process.execPath,
+      [path.join(repo, 'dist', 'runboard.mjs'), 'record', '--display', ':987', '--out', dest],
+      { env: { ...s.env }, encoding: 'utf8' },
+    );
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/cannot open X display :987/);
+    expect(existsSync(dest) ? readdirSync(dest) : []).toEqual([]);
   });
 
   it('`runboard record` refuses a monitor that is not there, naming the ones that are', () => {

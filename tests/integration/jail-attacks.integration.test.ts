@@ -12,6 +12,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FlowSpec } from '@runboard/supervisor/protocol';
 import { Harness, processesMentioning } from '../helpers/harness.ts';
 
 // Both containments: the user + PID (+ mount) namespace, and the subreaper fallback, where Landlock
@@ -113,6 +114,42 @@ for (const mode of ['namespaces', 'no namespaces'] as const) {
         const started = rec.events.find((e) => e.type === 'started');
         expect(started?.data?.maxProcs).toBe(100);
         expect(processesMentioning(h.root)).toEqual([h.supervisor.pid]); // the sleeps are gone
+      },
+    );
+
+    // Without a mount namespace there is no read-only exception inside a writable tree (docs).
+    it.skipIf(mode !== 'namespaces')(
+      'a run in the project folder cannot add a flow to config.yaml or queue a card',
+      async () => {
+        const project = h.workspace; // a card without `workspace:` runs in its project folder
+        mkdirSync(path.join(project, 'cards'), { recursive: true });
+        const config = path.join(project, 'config.yaml');
+        writeFileSync(config, 'version: 1\nflows:\n  shell: { runner: command }\n');
+        const card = path.join(project, 'cards', 'attack.md');
+        writeFileSync(card, '---\ntitle: attack\nflow: shell\n---\n');
+        const attack =
+          `printf '  evil: { runner: command, sandbox: { writable: [/] } }\\n' >> config.yaml || echo config-refused; ` +
+          `printf -- '---\\ntitle: evil\\nflow: evil\\nstatus: queued\\n---\\n' > cards/evil.md || echo card-refused; ` +
+          `mv cards cards.old 2>/dev/null || echo move-refused; echo ok > other.txt && echo workspace-writable`;
+        const launch = (flow: Partial<FlowSpec>) =>
+          h.client
+            .launch({
+              card: { path: card, project, title: 'attack' },
+              flow: h.flow(flow),
+              workspace: project,
+              grant: h.grant,
+              command: attack,
+            })
+            .then(({ runId }) => h.collect(runId));
+        const rec = await launch({});
+        expect(rec.stdout).toBe('config-refused\ncard-refused\nmove-refused\nworkspace-writable\n');
+        expect(readFileSync(config, 'utf8')).not.toContain('evil');
+        expect(readdirSync(path.join(project, 'cards'))).toEqual(['attack.md']);
+        // The user can allow it for a flow that edits the board on purpose.
+        const allowed = await launch({ sandbox: { projectWritable: true } });
+        expect(allowed.stdout).toBe('workspace-writable\n');
+        expect(readFileSync(config, 'utf8')).toContain('evil');
+        expect(readdirSync(path.join(project, 'cards.old')).sort()).toEqual(['attack.md', 'evil.md']);
       },
     );
 

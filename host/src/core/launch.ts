@@ -79,7 +79,12 @@ export function launchRequest(
   const grant = grants.find(card.workspace);
   if (!grant) throw new NoGrantError(card.workspace);
   return {
-    card: { path: card.file, ...(card.front.id ? { id: card.front.id } : {}), title: card.front.title },
+    card: {
+      path: card.file,
+      project: projectDir,
+      ...(card.front.id ? { id: card.front.id } : {}),
+      title: card.front.title,
+    },
     flow: flowSpec(card.front.flow, flow, projectDir),
     workspace: card.workspace,
     grant,

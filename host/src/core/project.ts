@@ -43,6 +43,8 @@ export const FlowConfig = z.object({
       agentSandbox: z.union([z.boolean(), z.literal('auto')]).optional(),
       /** Most processes (and threads) a run may have at once (default 1024; docs/security-model.md). */
       maxProcesses: z.number().int().min(16).max(1_000_000).optional(),
+      /** Let runs write this project's config.yaml and cards/ (off: read-only even in the project folder). */
+      projectWritable: z.boolean().optional(),
     })
     .optional(),
   env: z.record(z.string(), z.string()).optional(),

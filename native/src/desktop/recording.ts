@@ -95,6 +95,7 @@ interface Lookup {
 type Tracked = RecordedInput & { arrived: number; lookup: Promise<Lookup> };
 
 const MASK_GREY = 0x80;
+const MASK_MARGIN_PX = 8;
 
 function recordingId(): string {
   const t = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
@@ -152,11 +153,13 @@ function findPath(
   return walk(roots, []);
 }
 
+/** Password fields' bounds, with a margin: GTK reports an entry's bounds a few pixels apart with and without focus. */
 function secrets(roots: Element[]): Rect[] {
   const out: Rect[] = [];
+  const m = MASK_MARGIN_PX;
   const walk = (els: Element[]): void => {
     for (const e of els) {
-      if (e.secret) out.push(e.bounds);
+      if (e.secret) out.push([e.bounds[0] - m, e.bounds[1] - m, e.bounds[2] + 2 * m, e.bounds[3] + 2 * m]);
       walk(e.children);
     }
   };
@@ -229,14 +232,15 @@ export class Recording {
   /** Starts recording; resolves once the recorder listens and the start screenshot is written. */
   static async start(options: RecordingOptions): Promise<Recording> {
     const r = new Recording(options);
-    mkdirSync(path.join(r.dir, 'screenshots'), { recursive: true });
-    writeFileSync(path.join(r.dir, 'manifest.jsonl'), '');
     r.recorder = await desktop.recordInput((e) => r.ingest(e), {
       ...(options.region ? { region: options.region } : {}),
       ...(options.frameIntervalMs !== undefined ? { frameIntervalMs: options.frameIntervalMs } : {}),
       ...(options.settleMs !== undefined ? { settleMs: options.settleMs } : {}),
       onError: (err) => void r.stopWith('display-lost', `the recording stopped: ${err.message}`),
     });
+    // Only once the recorder runs: a display that cannot be recorded leaves no empty recording behind.
+    mkdirSync(path.join(r.dir, 'screenshots'), { recursive: true });
+    writeFileSync(path.join(r.dir, 'manifest.jsonl'), '');
     r.writeMeta(null);
     r.enqueue(async () => {
       // Password fields of every window on screen are masked in the start screenshot too.
@@ -249,6 +253,15 @@ export class Recording {
     });
     r.armLimit();
     return r;
+  }
+
+  /**
+   * Resolves once every accessibility read started for the events so far has answered: what a step
+   * says about its element and focus is then settled. (A scripted person waits for it between actions,
+   * so that a heavily loaded machine cannot make a read answer after the next action.)
+   */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.all(this.inFlight.values());
   }
 
   get isPaused(): boolean {

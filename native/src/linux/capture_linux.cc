@@ -1,6 +1,6 @@
 // Capture on Linux: XShmGetImage into a shared segment kept between calls (the fast path for repeated
-// captures, ~4x faster than XGetImage), XGetImage when XShm is missing; the cursor from XFixes is
-// blended in; box-filter downscale; PNG (libpng, fast level) or JPEG (libjpeg).
+// captures, ~4x faster than XGetImage), XGetImage when XShm or shared memory is missing; the cursor
+// from XFixes is blended in; box-filter downscale; PNG (libpng, fast level) or JPEG (libjpeg).
 #include <X11/Xutil.h>
 #include <X11/extensions/XShm.h>
 #include <X11/extensions/Xfixes.h>
@@ -8,7 +8,6 @@
 #include <sys/shm.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <csetjmp>
 #include <cstdio>  // before jpeglib.h, which uses FILE without including it
@@ -55,24 +54,18 @@ std::vector<uint8_t> Grab(Display* d, Window root, const Rect& r) {
       Visual* visual = DefaultVisual(d, DefaultScreen(d));
       s.image = XShmCreateImage(d, visual, DefaultDepth(d, DefaultScreen(d)), ZPixmap, nullptr, &s.info, r.w, r.h);
       if (s.image) {
+        // No shared memory for us (kernel.shmmax/shmall too small, an IPC namespace without it): never
+        // hand the X server a segment that does not exist; capture with XGetImage from now on, as when
+        // the server has no XShm.
         size_t bytes = static_cast<size_t>(s.image->bytes_per_line) * s.image->height;
         s.info.shmid = shmget(IPC_PRIVATE, bytes, IPC_CREAT | 0600);
-        if (s.info.shmid < 0) {
-          int e = errno;
-          XDestroyImage(s.image);
-          s.image = nullptr;
-          throw DesktopError(kCaptureFailed, "no shared memory for a " + std::to_string(r.w) + "x" +
-                                                 std::to_string(r.h) + " capture (shmget: " + std::strerror(e) +
-                                                 "); capture a smaller region or raise kernel.shmmax/shmall");
-        }
-        void* addr = shmat(s.info.shmid, nullptr, 0);
+        void* addr = s.info.shmid < 0 ? reinterpret_cast<void*>(-1) : shmat(s.info.shmid, nullptr, 0);
         if (addr == reinterpret_cast<void*>(-1)) {
-          int e = errno;
-          shmctl(s.info.shmid, IPC_RMID, nullptr);
+          if (s.info.shmid >= 0) shmctl(s.info.shmid, IPC_RMID, nullptr);
           XDestroyImage(s.image);
           s.image = nullptr;
-          throw DesktopError(kCaptureFailed, std::string("the capture's shared memory could not be mapped (shmat: ") +
-                                                 std::strerror(e) + ")");
+          shmState = 0;
+          return Grab(d, root, r);
         }
         s.info.shmaddr = s.image->data = static_cast<char*>(addr);
         s.info.readOnly = False;

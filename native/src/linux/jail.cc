@@ -182,7 +182,7 @@ void Usage() {
   fprintf(stderr,
           "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--device FILE]... [--hide DIR]...\n"
           "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp DIR]\n"
-          "                     [--max-procs N] [--env-fd N]\n"
+          "                     [--max-procs N] [--env-fd N] [--read-only PATH]...\n"
           "                     [--tcp PORT]... [--udp] [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts]\n"
           "                     [--no-landlock] [--no-namespaces]\n"
           "                     -- COMMAND [ARG]...\n");
@@ -200,6 +200,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> masks, keeps;
   std::string privateTmp;
   long maxProcs = 0;
+  std::vector<std::string> readOnly;
   int envFd = -1;
   runboard::seccomp::NetPolicy net;
   int i = 1;
@@ -221,6 +222,7 @@ int main(int argc, char** argv) {
     else if (a == "--keep") keeps.push_back(next());
     else if (a == "--private-tmp") privateTmp = next();
     else if (a == "--max-procs") maxProcs = atol(next());
+    else if (a == "--read-only") readOnly.push_back(next());
     else if (a == "--env-fd") envFd = atoi(next());
     else if (a == "--tcp") policy.tcpConnectPorts.push_back(static_cast<uint16_t>(atoi(next())));
     else if (a == "--udp") net.udp = true;
@@ -314,7 +316,7 @@ int main(int argc, char** argv) {
     if (mountNs) {
       if (!privateTmp.empty() && mkdir(privateTmp.c_str(), 0700) < 0 && errno != EEXIST)
         Die("sandbox setup failed: mkdir " + privateTmp + ": " + strerror(errno), 126);
-      std::string err = runboard::mounts::ConfineByMounts({policy.writable, policy.hidden, policy.devices, privateTmp});
+      std::string err = runboard::mounts::ConfineByMounts({policy.writable, policy.hidden, policy.devices, privateTmp, readOnly});
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
       policy.restrictFs = !fsByMounts;
     }

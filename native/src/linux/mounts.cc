@@ -27,6 +27,7 @@ constexpr unsigned kOpenTreeClone = 1;
 constexpr unsigned kAtSymlinkNofollow = 0x100;
 constexpr unsigned kAtRecursive = 0x8000;
 constexpr unsigned kMoveMountFEmptyPath = 0x4;
+constexpr unsigned kAtEmptyPath = 0x1000;
 constexpr uint64_t kMountAttrRdonly = 0x1;
 struct MountAttr {
   uint64_t attr_set, attr_clr, propagation, userns_fd;
@@ -230,6 +231,22 @@ std::string ConfineByMounts(const Policy& policy) {
     if (err.empty()) err = MoveInto(c.fd, c.path);
     close(c.fd);
     c.fd = -1;
+  }
+
+  // The read-only exceptions inside the writable trees: a read-only copy of each on top of itself.
+  // Being a mount point, it cannot be replaced by a rename or removed either (EBUSY).
+  for (const auto& r : policy.readOnly) {
+    if (!err.empty()) break;
+    int fd = static_cast<int>(syscall(kSysOpenTree, AT_FDCWD, r.c_str(), kOpenTreeClone | kAtRecursive | O_CLOEXEC));
+    if (fd < 0) {
+      if (errno != ENOENT) err = Errno("open_tree " + r);
+      continue;
+    }
+    MountAttr ro{kMountAttrRdonly, 0, 0, 0};
+    if (syscall(kSysMountSetattr, fd, "", kAtEmptyPath | kAtRecursive, &ro, sizeof ro) < 0)
+      err = Errno("mount_setattr " + r + " read-only");
+    if (err.empty()) err = MoveInto(fd, r);
+    close(fd);
   }
 
   // 5. A /proc of the run's own PID namespace (after step 3, so it stays writable: bubblewrap writes

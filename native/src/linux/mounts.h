@@ -21,6 +21,9 @@ struct Policy {
   // A directory (inside a writable tree) that becomes the run's /tmp: new names there are the run's
   // own, and what the machine's /tmp held at start stays visible read-only. "" keeps /tmp as it is.
   std::string privateTmp;
+  // Paths inside writable trees that stay read-only (read-only bind mounts on top): the project's
+  // config and cards when the run works in the project folder. Missing ones are skipped.
+  std::vector<std::string> readOnly;
 };
 
 // Call in the jail's child: single-threaded, PID 1 of the run's PID namespace, with all capabilities

@@ -453,9 +453,13 @@ export function nextFires(cron: string, timezone: string, after: number, n = 5):
     .map((d) => d.getTime());
 }
 
+/** Older missed fires are counted up to this many (a minutely schedule a week away has ~10,000). */
+export const MISSED_COUNT_MAX = 100;
+
 /**
- * The fires in (after, until], oldest first; at most `limit` of the newest when there are more
- * (`more` says how many were left out).
+ * The fires in (after, until], oldest first; at most `limit`, the newest. `more` counts the older ones
+ * left out, up to MISSED_COUNT_MAX (`atLeast`: there may be more). Found backwards from `until`, so a
+ * long gap costs `limit` steps, not one step per fire.
  */
 export function firesBetween(
   cron: string,
@@ -463,18 +467,20 @@ export function firesBetween(
   after: number,
   until: number,
   limit: number,
-): { fires: number[]; more: number } {
-  const fires: number[] = [];
+): { fires: number[]; more: number; atLeast: boolean } {
+  const newest = cronOf(cron, timezone)
+    .previousRuns(limit + 1, new Date(until + 1))
+    .map((d) => d.getTime())
+    .filter((t) => t > after && t <= until)
+    .reverse();
+  if (newest.length <= limit) return { fires: newest, more: 0, atLeast: false };
+  const fires = newest.slice(1);
   let more = 0;
-  // Far more than any real gap needs (a minutely schedule over a week asleep is ~10,000); bounded
-  // so a year-long gap of a minutely schedule stays cheap.
-  for (let t = nextFire(cron, timezone, after), n = 0; t !== null && t <= until && n < 100_000; n++) {
-    fires.push(t);
-    if (fires.length > limit) {
-      fires.shift();
-      more++;
-    }
+  for (
+    let t = nextFire(cron, timezone, after);
+    t !== null && t < fires[0]! && more < MISSED_COUNT_MAX;
+    more++
+  )
     t = nextFire(cron, timezone, t);
-  }
-  return { fires, more };
+  return { fires, more, atLeast: more >= MISSED_COUNT_MAX };
 }

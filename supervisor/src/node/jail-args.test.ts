@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { FlowSpec } from '../protocol/index.ts';
-import { buildJailArgs, buildRunEnv, runWritable, serializeEnv, type JailArgsInput } from './jail-args.ts';
+import {
+  buildJailArgs,
+  buildRunEnv,
+  projectReadOnly,
+  runWritable,
+  serializeEnv,
+  type JailArgsInput,
+} from './jail-args.ts';
 
 const flow = (f: Partial<FlowSpec> = {}): FlowSpec => ({ name: 'f', runner: 'command', ...f });
 const base = (f: Partial<FlowSpec> = {}, i: Partial<JailArgsInput> = {}): JailArgsInput => ({
@@ -152,5 +159,15 @@ describe('buildRunEnv', () => {
 describe('serializeEnv', () => {
   it('gives NUL-separated NAME=VALUE entries', () => {
     expect(serializeEnv({ A: '1', B: 'x=y' }).toString()).toBe('A=1\0B=x=y\0');
+  });
+});
+
+describe('projectReadOnly', () => {
+  it("keeps the card's project config and cards read-only unless the flow allows writing them", () => {
+    const card = { path: '/p/cards/a.md', project: '/p' };
+    expect(projectReadOnly(card, flow())).toEqual(['/p/config.yaml', '/p/cards']);
+    expect(projectReadOnly({ path: '/q/cards/a.md' }, flow())).toEqual(['/q/config.yaml', '/q/cards']);
+    expect(projectReadOnly({ path: '/q/a.md' }, flow())).toEqual([]);
+    expect(projectReadOnly(card, flow({ sandbox: { projectWritable: true } }))).toEqual([]);
   });
 });

@@ -4,7 +4,7 @@
  * run) can be read and tested in one place.
  */
 import path from 'node:path';
-import { JAIL_ENV_FD, JAIL_STATUS_FD, RunEnv, type FlowSpec } from '../protocol/index.ts';
+import { JAIL_ENV_FD, JAIL_STATUS_FD, RunEnv, type CardRef, type FlowSpec } from '../protocol/index.ts';
 
 /** Processes (threads count) a run may have at once unless its flow says otherwise. */
 export const DEFAULT_MAX_PROCESSES = 1024;
@@ -57,6 +57,20 @@ export interface JailArgsInput {
   userRuntimeDir?: string | undefined;
   /** A folder of the run's scratch dir that becomes its /tmp where the jail makes a mount namespace. */
   privateTmp?: string | undefined;
+  /** Paths inside the writable trees that stay read-only (projectReadOnly()). */
+  readOnly?: string[] | undefined;
+}
+
+/**
+ * What of the card's project stays read-only to the run even when the project folder is (or contains)
+ * its workspace: a run that could edit config.yaml or queue a card would widen its own sandbox.
+ * The project is the card's `project`, else the folder around a card in `cards/`.
+ */
+export function projectReadOnly(card: CardRef, flow: FlowSpec): string[] {
+  if (flow.sandbox?.projectWritable) return [];
+  const cardsDir = path.dirname(card.path);
+  const project = card.project ?? (path.basename(cardsDir) === 'cards' ? path.dirname(cardsDir) : undefined);
+  return project ? [path.join(project, 'config.yaml'), path.join(project, 'cards')] : [];
 }
 
 /**
@@ -103,6 +117,7 @@ export function buildJailArgs(i: JailArgsInput): string[] {
   // Not for a run the flow lets go unsandboxed on a kernel without Landlock: that one is unconfined.
   if (i.useNamespaces && i.landlockAbi > 0) args.push('--ro-mounts');
   if (i.privateTmp) args.push('--private-tmp', i.privateTmp);
+  for (const r of i.readOnly ?? []) args.push('--read-only', r);
   if (i.landlockAbi <= 0) args.push('--no-landlock');
   if (!i.useNamespaces) args.push('--no-namespaces');
   args.push('--', ...i.workerArgv);

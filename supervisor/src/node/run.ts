@@ -7,13 +7,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, realpathSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { execa } from 'execa';
 import {
+  ARTIFACTS_DIR,
+  LIVE_FRAME_FILE,
   JAIL_ENV_FD,
   JAIL_STATUS_FD,
   RUN_ENDPOINT_FD,
@@ -30,7 +32,14 @@ import type { AppendFile } from './append-file.ts';
 import type { AttachSource } from './attach.ts';
 import { classifyEnd, type FinishedReport, type JailExit } from './classify-end.ts';
 import { DenialScanner } from './denials.ts';
-import { buildJailArgs, buildRunEnv, runWritable, SCRATCH_DIRS, serializeEnv } from './jail-args.ts';
+import {
+  buildJailArgs,
+  buildRunEnv,
+  projectReadOnly,
+  runWritable,
+  SCRATCH_DIRS,
+  serializeEnv,
+} from './jail-args.ts';
 import { readJailStatus, type JailStatus } from './jail-status.ts';
 import { Liveness } from './liveness.ts';
 import { RunLog } from './run-log.ts';
@@ -88,6 +97,15 @@ function spawnJail(file: string, args: string[], cwd: string) {
   });
 }
 type JailProcess = ReturnType<typeof spawnJail>;
+
+/** The path the jail will find (symlinks resolved), or the path itself when it does not exist. */
+function realOrAsIs(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
+  }
+}
 
 const DEFAULT_KILL_GRACE_MS = 1000;
 
@@ -182,7 +200,7 @@ export class Run {
 
   /** Computer-use runs write screenshots and report.md into `<logDir>/artifacts`. */
   private get artifactsDir(): string | undefined {
-    return this.spec.flow.runner === 'computer-use' ? path.join(this.spec.logDir, 'artifacts') : undefined;
+    return this.spec.flow.runner === 'computer-use' ? path.join(this.spec.logDir, ARTIFACTS_DIR) : undefined;
   }
 
   private makeDenialScanner(): DenialScanner {
@@ -330,6 +348,7 @@ export class Run {
       privateDisplay: this.display?.env.DISPLAY,
       userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
       privateTmp: path.join(this.spec.scratchDir, 'root-tmp'),
+      readOnly: projectReadOnly(this.spec.card, flow).map(realOrAsIs),
     });
     const env = buildRunEnv({
       flow,
@@ -646,7 +665,7 @@ export class Run {
     if (display)
       await this.step('the private display teardown', async () => {
         // the live view's frame (a worker that was killed did not remove it): only the steps stay
-        rmSync(path.join(this.artifactsDir!, 'live.jpg'), { force: true });
+        rmSync(path.join(this.artifactsDir!, LIVE_FRAME_FILE), { force: true });
         await tearDownDisplay(display, this.result, sink);
       });
     if (this.modelRequests)

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
@@ -60,6 +60,22 @@ describe('the schedule book', () => {
       entries: unknown[];
     };
     expect(saved.entries).toHaveLength(3);
+    book.stop();
+  });
+
+  it('an unreadable book is kept aside, not overwritten, and the book starts empty', () => {
+    const file = path.join(dir, 'schedules.json');
+    writeFileSync(file, '{"version":1,"entries":[{"spec":');
+    const book = new ScheduleBook({
+      file,
+      log: pino({ level: 'silent' }),
+      now: () => Date.parse('2026-01-05T08:00:00Z'),
+    });
+    book.start();
+    expect(book.size).toBe(0);
+    const aside = readdirSync(dir).filter((f) => f.startsWith('schedules.json.unreadable-'));
+    expect(aside).toHaveLength(1);
+    expect(readFileSync(path.join(dir, aside[0]!), 'utf8')).toBe('{"version":1,"entries":[{"spec":');
     book.stop();
   });
 });

@@ -85,11 +85,19 @@ export class ScheduleBook extends EventEmitter<{
     try {
       saved = JSON.parse(readFileSync(this.opts.file, 'utf8')) as BookFile;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+        // Kept aside, not overwritten: a person can read what it held.
+        const aside = `${this.opts.file}.unreadable-${Date.now()}`;
+        try {
+          renameSync(this.opts.file, aside);
+        } catch {
+          // already gone
+        }
         this.opts.log.error(
-          { err: (err as Error).message, file: this.opts.file },
-          'schedule book unreadable; starting empty',
+          { err: (err as Error).message, file: this.opts.file, keptAs: aside },
+          'schedule book unreadable; starting empty (the hosts register their schedules again)',
         );
+      }
     }
     for (const e of saved?.entries ?? []) {
       if (checkCron(e.spec.cron, e.spec.timezone)) continue; // a zone this runtime no longer knows
@@ -178,23 +186,23 @@ export class ScheduleBook extends EventEmitter<{
     for (const e of this.entries.values()) {
       if (e.next === undefined) e.next = nextFire(e.spec.cron, e.spec.timezone, e.through);
       if (e.next === null || e.next > now) continue;
-      const { fires, more } = firesBetween(e.spec.cron, e.spec.timezone, e.through, now, HISTORY);
+      const { fires, more, atLeast } = firesBetween(e.spec.cron, e.spec.timezone, e.through, now, HISTORY);
       e.through = now;
       e.next = nextFire(e.spec.cron, e.spec.timezone, now);
       changed = true;
       if (!fires.length) continue;
       const late = now - fires[0]!;
       if (!startup && fires.length === 1 && more === 0 && late <= ON_TIME_MS) this.fire(e, fires[0]!);
-      else this.missed(e, fires, more, startup);
+      else this.missed(e, fires, atLeast ? `${more} or more` : String(more), startup);
     }
     if (changed) this.save();
   }
 
-  private missed(e: Entry, fires: number[], more: number, startup: boolean): void {
+  private missed(e: Entry, fires: number[], more: string, startup: boolean): void {
     const why = startup ? 'missed: the supervisor was not running' : 'missed: the machine slept or was busy';
     const policy = e.spec.missed;
     const keep = policy === 'skip' ? 0 : policy === 'latest_once' ? 1 : MAX_MISSED_RUNS;
-    if (more > 0)
+    if (more !== '0')
       this.decide(
         e,
         fires[0]!,

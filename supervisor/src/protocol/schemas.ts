@@ -82,6 +82,8 @@ export const FlowSpec = z.object({
       agentSandbox: z.optional(z.union([z.boolean(), z.literal('auto')])),
       /** Most processes (threads count) the run may have at once; a fork bomb stops there. Default 1024. */
       maxProcesses: z.optional(z.int().check(z.minimum(16), z.maximum(1_000_000))),
+      /** Let the run write the project's config.yaml and cards/ (when they lie in its writable trees). */
+      projectWritable: z.optional(z.boolean()),
     }),
   ),
   /** Environment variables passed to the run, on top of the trimmed base environment. */
@@ -144,6 +146,11 @@ export type FlowSpec = z.infer<typeof FlowSpec>;
 export const CardRef = z.object({
   /** Absolute path of the card file. */
   path: AbsPath,
+  /**
+   * The project folder the card belongs to (absolute). Its config.yaml and cards/ are read-only to the
+   * run, also when the run works in that folder, unless the flow sets `sandbox.projectWritable`.
+   */
+  project: z.optional(AbsPath),
   id: z.optional(z.string().check(z.maxLength(200))),
   title: z.optional(z.string().check(z.maxLength(500))),
 });
