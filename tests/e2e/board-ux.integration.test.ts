@@ -232,6 +232,16 @@ describe('board friction, keyboard only', () => {
     await banner.waitFor({ state: 'detached' });
   });
 
+  it('a card file added while the board is open goes to the bottom of its column, whatever its name', async () => {
+    server.writeCard('0-added.md', card('Added later', 'true'));
+    await page.waitForSelector(inColumn('0-added', 'backlog'));
+    const ids = await page
+      .locator('ul.cards[data-column="backlog"] > li')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('data-card-id')));
+    expect(ids.at(-1)).toBe('0-added');
+    expect(ids.length).toBeGreaterThan(1);
+  });
+
   it('serves an icon; screenshots of the board at 1,100 and 1,440 px', async () => {
     const icon = await fetch(`${server.base}/favicon.ico`, {
       headers: { authorization: `Bearer ${server.token}` },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compareCards, moveRefusal, ranksForMove, type Ranked } from './board-model.ts';
+import { Arrivals, compareCards, moveRefusal, ranksForMove, type Ranked } from './board-model.ts';
 
 describe('board model', () => {
   const col = [
@@ -11,6 +11,24 @@ describe('board model', () => {
   it('orders by rank, then unranked by file', () => {
     const cards = [{ id: 'z', file: 'z.md' }, { id: 'y', file: 'y.md' }, ...col];
     expect([...cards].sort(compareCards).map((c) => c.id)).toEqual(['a', 'b', 'c', 'y', 'z']);
+  });
+
+  it('puts cards without a rank in the order the board first saw them: a new card goes to the bottom', () => {
+    const seen: Record<string, number> = { 'demo.md': 100, 'a-gen-001.md': 500, 'a-gen-002.md': 500 };
+    const arrivals = new Arrivals((f) => seen[f]!);
+    const cards = ['a-gen-002.md', 'demo.md', 'a-gen-001.md'].map((file) => ({
+      id: file,
+      file,
+      arrival: arrivals.of(file),
+    }));
+    expect([...cards, col[0]!].sort(compareCards).map((c) => c.id)).toEqual([
+      'a',
+      'demo.md',
+      'a-gen-001.md',
+      'a-gen-002.md',
+    ]);
+    seen['demo.md'] = 900; // edited later: it keeps its place
+    expect(arrivals.of('demo.md')).toBe(100);
   });
 
   it('a move writes one rank between the neighbours', () => {

@@ -8,14 +8,43 @@ export interface Ranked {
   id: string;
   file: string;
   rank?: number | undefined;
+  /** For a card without a rank: when the board first saw it (ms), so new cards go to the bottom. */
+  arrival?: number | undefined;
 }
 
-/** Column order: by rank, cards without one after those with one, by file name. */
+/**
+ * Column order: by rank; cards without one after those with one, oldest first (arrival), then by file
+ * name. A card file someone adds lands at the end of its column, not wherever its name sorts.
+ */
 export function compareCards(a: Ranked, b: Ranked): number {
   const ra = a.rank ?? Number.POSITIVE_INFINITY;
   const rb = b.rank ?? Number.POSITIVE_INFINITY;
   if (ra !== rb) return ra < rb ? -1 : 1;
+  const aa = a.arrival ?? 0;
+  const ab = b.arrival ?? 0;
+  if (aa !== ab) return aa < ab ? -1 : 1;
   return a.file < b.file ? -1 : a.file > b.file ? 1 : 0;
+}
+
+/**
+ * When the board first saw each card file: its modification time then (a card present at start was
+ * written before one added later), remembered so a later edit does not move the card.
+ */
+export class Arrivals {
+  private readonly seen = new Map<string, number>();
+  constructor(private readonly mtimeOf: (file: string) => number) {}
+  of(file: string): number {
+    let t = this.seen.get(file);
+    if (t === undefined) {
+      try {
+        t = this.mtimeOf(file);
+      } catch {
+        t = Date.now();
+      }
+      this.seen.set(file, t);
+    }
+    return t;
+  }
 }
 
 const STEP = 1024;

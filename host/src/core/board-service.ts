@@ -176,7 +176,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     const column = this.store
       .all()
       .filter((c) => this.columnOf(String(c.front.id), c) === to)
-      .map((c) => ({ id: String(c.front.id), file: c.file, rank: c.front.rank }))
+      .map((c) => this.views.ranked(c))
       .sort(compareCards);
     const ranks = ranksForMove(column, id, index);
     for (const [other, rank] of ranks) if (other !== id) this.store.update(other, { rank });

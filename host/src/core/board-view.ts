@@ -3,9 +3,10 @@
  * open questions) and the rest of the board (caps, running counts, config errors), from the store
  * and the scheduler. Reads only.
  */
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { BoardView, CardView, Column } from '../shared/board-types.ts';
-import { compareCards } from './board-model.ts';
+import { Arrivals, compareCards, type Ranked } from './board-model.ts';
 import { parseQuestions } from './board-questions.ts';
 import type { BoardStore } from './board-store.ts';
 import type { Card } from './project.ts';
@@ -15,12 +16,25 @@ import type { CardSchedule } from '../shared/board-types.ts';
 export class BoardViews {
   /** Cards are new objects when their file changes, so the count is parsed once per version. */
   private readonly openCount = new WeakMap<Card, number>();
+  /** When each card file was first seen: the order of cards without a rank. */
+  readonly arrivals = new Arrivals((file) => statSync(file).mtimeMs);
 
   constructor(
     private readonly store: BoardStore,
     private readonly scheduler: Scheduler,
     private readonly schedules?: { viewOf(card: Card): CardSchedule | undefined },
   ) {}
+
+  /** What a card is ordered by in its column (compareCards). */
+  ranked(card: Card): Ranked {
+    const rank = card.front.rank;
+    return {
+      id: String(card.front.id),
+      file: card.file,
+      rank,
+      ...(rank === undefined ? { arrival: this.arrivals.of(card.file) } : {}),
+    };
+  }
 
   columnOf(id: string, card: Card): Column {
     return this.scheduler.isActive(id) ? 'running' : (card.front.status ?? 'backlog');
@@ -48,6 +62,7 @@ export class BoardViews {
       locked: column === 'running',
     };
     if (f.rank !== undefined) v.rank = f.rank;
+    else v.arrival = this.arrivals.of(card.file);
     const runId = this.scheduler.runIdOf(id) ?? f.lastRun;
     if (runId) v.runId = runId;
     const progress = this.scheduler.progress(id);
@@ -70,7 +85,7 @@ export class BoardViews {
     const cfg = this.store.config;
     const cards = this.store
       .all()
-      .map((c) => ({ id: String(c.front.id), file: c.file, rank: c.front.rank, card: c }))
+      .map((c) => ({ ...this.ranked(c), card: c }))
       .sort(compareCards)
       .map((c) => this.cardView(c.card));
     for (const b of this.store.brokenCards()) {

@@ -38,8 +38,10 @@ export interface CardView {
   title: string;
   flow: string;
   column: Column;
-  /** Order within the column (lower first; none: after those with one, by file). */
+  /** Order within the column (lower first; none: after those with one, by `arrival`, then file). */
   rank?: number;
+  /** A card without a rank: when the board first saw it (ms since the epoch). */
+  arrival?: number;
   /** Running cards are locked: not editable, not draggable (cancel first). */
   locked: boolean;
   /** The parse error of a broken card (then most other fields are empty). */

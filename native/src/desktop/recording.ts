@@ -36,6 +36,13 @@ export interface RecordingOptions {
   imageFormat?: 'png' | 'jpeg';
   frameIntervalMs?: number;
   settleMs?: number;
+  /**
+   * Ctrl+I (seed 002): the recording pauses and this is called; answer with addExtract() or
+   * addDetails() (or neither), then resume(). Without it Ctrl+I is recorded as a key like any other.
+   */
+  onContextRequest?: () => void;
+  /** A key (X keysym name, e.g. 'Pause') that stops the recording; it is not recorded itself. */
+  stopKey?: string;
   /** Called once with the summary when the recording ends, whatever ended it. */
   onEnd?: (summary: RecordingSummary) => void;
 }
@@ -82,6 +89,8 @@ export interface ManifestStep {
   element?: ManifestElement;
   /** Key steps: the focused element. */
   focus?: ManifestElement;
+  /** A note the person attached with Ctrl+I → details, for this step. */
+  details?: string;
   /** The input came from a synthetic device (a script driving XTest), not a person. */
   synthetic?: true;
 }
@@ -95,6 +104,7 @@ interface Lookup {
 type Tracked = RecordedInput & { arrived: number; lookup: Promise<Lookup> };
 
 const MASK_GREY = 0x80;
+const MASK_MARGIN_PX = 8;
 
 function recordingId(): string {
   const t = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
@@ -152,11 +162,13 @@ function findPath(
   return walk(roots, []);
 }
 
+/** Password fields' bounds, with a margin: GTK reports an entry's bounds a few pixels apart with and without focus. */
 function secrets(roots: Element[]): Rect[] {
   const out: Rect[] = [];
+  const m = MASK_MARGIN_PX;
   const walk = (els: Element[]): void => {
     for (const e of els) {
-      if (e.secret) out.push(e.bounds);
+      if (e.secret) out.push([e.bounds[0] - m, e.bounds[1] - m, e.bounds[2] + 2 * m, e.bounds[3] + 2 * m]);
       walk(e.children);
     }
   };
@@ -213,6 +225,8 @@ export class Recording {
   private lastClickSecret = false;
   private readonly inFlight = new Map<number, Promise<Lookup>>();
   private readonly images = new Map<string, string>(); // frame id + masks → file
+  private contextFrame: RecorderFrame | undefined; // the pre-action state when Ctrl+I was pressed
+  private details: string[] = []; // notes for the next step
   private readonly knownSecrets = new Map<number, Map<string, Rect>>(); // window id → its password fields
 
   private constructor(private readonly options: RecordingOptions) {
@@ -250,6 +264,15 @@ export class Recording {
     });
     r.armLimit();
     return r;
+  }
+
+  /**
+   * Resolves once every accessibility read started for the events so far has answered: what a step
+   * says about its element and focus is then settled. (A scripted person waits for it between actions,
+   * so that a heavily loaded machine cannot make a read answer after the next action.)
+   */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.all(this.inFlight.values());
   }
 
   get isPaused(): boolean {
@@ -328,8 +351,57 @@ export class Recording {
     return this.stopping;
   }
 
+  /**
+   * Ctrl+I → extract: a step that asks a replay to read `query` off the screen as it is now (the
+   * screenshot is the pre-action state at Ctrl+I), with optional candidate values.
+   */
+  addExtract(query: string, candidates: string[] = []): void {
+    if (this.stopping) return;
+    if (typeof query !== 'string' || query.trim() === '')
+      throw new TypeError('an extract needs a query: what to read off the screen (e.g. "the order number")');
+    const frame = this.contextFrame ?? this.recorder.firstFrame;
+    const action: StepAction = {
+      type: 'extract',
+      query: query.trim(),
+      ...(candidates.length > 0 ? { candidates } : {}),
+    };
+    this.enqueue(async () => {
+      const masks = this.masksFor([]);
+      const screenshot = await this.writeImage(frame, masks, String(this.steps + 1).padStart(4, '0'));
+      this.append(
+        JSON.stringify({
+          step: ++this.steps,
+          at: Date.now() - this.started,
+          screenshot,
+          action,
+          window: null,
+        }) + '\n',
+      );
+    });
+  }
+
+  /** Ctrl+I → details: a free-form note attached to the next step. */
+  addDetails(note: string): void {
+    if (this.stopping) return;
+    if (typeof note !== 'string' || note.trim() === '')
+      throw new TypeError('details need a note: what the next step is for, in words');
+    this.details.push(note.trim());
+  }
+
   private ingest(e: RecordedInput): void {
-    if (this.paused || this.stopping) return;
+    if (this.stopping) return;
+    if (e.kind === 'keyPress' && this.options.stopKey && e.key === this.options.stopKey) {
+      void this.stop();
+      return;
+    }
+    const ctrlI = e.kind === 'keyPress' && e.text.toLowerCase() === 'i' && e.modifiers.includes('ctrl');
+    if (ctrlI && this.options.onContextRequest) {
+      this.contextFrame = e.frame;
+      this.pause();
+      this.options.onContextRequest();
+      return;
+    }
+    if (this.paused) return;
     // Read the window's accessibility tree now, while it still shows what the event went to.
     const t: Tracked = { ...e, arrived: Date.now(), lookup: this.lookup(e.window) };
     this.emit(this.grouper.feed(t));
@@ -354,7 +426,11 @@ export class Recording {
   }
 
   private emit(steps: GroupedStep<Tracked>[]): void {
-    for (const s of steps) this.enqueue(() => this.writeStep(s));
+    for (const s of steps) {
+      // Notes go to the first step emitted after them, decided now (writing is asynchronous).
+      const details = this.details.splice(0).join('\n');
+      this.enqueue(() => this.writeStep(s, details));
+    }
   }
 
   private enqueue(job: () => Promise<void>): void {
@@ -366,7 +442,7 @@ export class Recording {
     });
   }
 
-  private async writeStep(s: GroupedStep<Tracked>): Promise<void> {
+  private async writeStep(s: GroupedStep<Tracked>, details: string): Promise<void> {
     const first = s.events[0]!;
     const lookups = await Promise.all(s.events.map((e) => e.lookup));
     const roots = lookups.find((l) => l.tree)?.tree?.elements ?? [];
@@ -398,6 +474,7 @@ export class Recording {
       action,
       window: w ? { id: w.id, app: w.app, title: w.title, bounds: w.bounds } : null,
       ...out,
+      ...(details ? { details } : {}),
       ...(s.events.every((e) => e.synthetic) ? { synthetic: true as const } : {}),
     };
     this.append(JSON.stringify(step) + '\n');

@@ -14,6 +14,8 @@ import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { execa } from 'execa';
 import {
+  ARTIFACTS_DIR,
+  LIVE_FRAME_FILE,
   JAIL_ENV_FD,
   JAIL_STATUS_FD,
   JAIL_WORKSPACE_FD,
@@ -209,7 +211,7 @@ export class Run {
 
   /** Computer-use runs write screenshots and report.md into `<logDir>/artifacts`. */
   private get artifactsDir(): string | undefined {
-    return this.spec.flow.runner === 'computer-use' ? path.join(this.spec.logDir, 'artifacts') : undefined;
+    return this.spec.flow.runner === 'computer-use' ? path.join(this.spec.logDir, ARTIFACTS_DIR) : undefined;
   }
 
   private makeDenialScanner(): DenialScanner {
@@ -687,7 +689,7 @@ export class Run {
     if (display)
       await this.step('the private display teardown', async () => {
         // the live view's frame (a worker that was killed did not remove it): only the steps stay
-        rmSync(path.join(this.artifactsDir!, 'live.jpg'), { force: true });
+        rmSync(path.join(this.artifactsDir!, LIVE_FRAME_FILE), { force: true });
         await tearDownDisplay(display, this.result, sink);
       });
     if (this.modelRequests)
