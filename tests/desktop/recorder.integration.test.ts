@@ -327,6 +327,39 @@ describe('pause, limits and the CLI', () => {
     expect(meta.region).toEqual(region);
   });
 
+  it('Ctrl+I pauses and asks; an extract is a step with the screen at that moment, details go to the next step', async () => {
+    const name = await find('text', 'Name');
+    const submit = await find('push button', 'Submit');
+    let asked = 0;
+    const rec = await Recording.start({ dir: out, onContextRequest: () => asked++, stopKey: 'Pause' });
+    await desktop.click(...centre(name));
+    await sleep(300);
+    await rec.idle();
+    await desktop.key('ctrl+i');
+    await eventually(async () => rec.isPaused);
+    expect(asked).toBe(1);
+    rec.addExtract('the status line', ['idle', 'clicked Submit 1']);
+    rec.addDetails('submit the form to save it');
+    await desktop.type('ignored while asking', { delayMs: 5 });
+    rec.resume();
+    await sleep(300);
+    await desktop.click(...centre(submit));
+    await sleep(300);
+    await rec.idle();
+    await desktop.key('Pause'); // the stop key: stops, and is not a step
+    const summary = await rec.done;
+    expect(summary.stopReason).toBe('stopped');
+    const got = manifest(rec.dir);
+    expect(got.map((x) => x.action)).toEqual([
+      { type: 'click', x: centre(name)[0], y: centre(name)[1], button: 'left' },
+      { type: 'extract', query: 'the status line', candidates: ['idle', 'clicked Submit 1'] },
+      { type: 'click', x: centre(submit)[0], y: centre(submit)[1], button: 'left' },
+    ]);
+    expect(got.map((x) => x.details)).toEqual([undefined, undefined, 'submit the form to save it']);
+    expect(existsSync(path.join(rec.dir, got[1]!.screenshot))).toBe(true);
+    expect(() => rec.addExtract('  ')).not.toThrow(); // stopped: ignored
+  });
+
   it('stops at the duration limit and says why', async () => {
     const rec = await Recording.start({ dir: out, maxDurationMs: 300 });
     const summary = await rec.done;

@@ -1,14 +1,15 @@
 /**
  * `runboard record`: records a demonstration on an X display (seed 002's Record) into
  * `<out>/<id>/` (default: `recordings/` in the current directory): manifest.jsonl, screenshots/,
- * recording.json, video.mp4 (the screen with the microphone). Stops with Ctrl+C or SIGTERM, or at
- * the limits (5 minutes, 2 GB).
+ * recording.json, video.mp4 (the screen with the microphone). Stops with Ctrl+C, SIGTERM or the stop
+ * key (an X keysym name, default Pause), or at the limits (5 minutes, 2 GB).
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 
-export const RECORD_USAGE = `record [--display :N] [--monitor NAME] [--mic NAME|default|none] [--no-audio] [--no-video] [--out DIR]  record a demonstration until Ctrl+C
-  record --list-mics  the microphones (PulseAudio/PipeWire sources) --mic takes`;
+export const RECORD_USAGE = `record [--display :N] [--monitor NAME] [--mic NAME|default|none] [--no-audio] [--no-video] [--out DIR] [--stop-key KEY]
+                                           record a demonstration until Ctrl+C or KEY (Pause)
+  record --list-mics                       the microphones (PulseAudio/PipeWire sources) --mic takes`;
 
 export class RecordUsageError extends Error {}
 
@@ -23,6 +24,7 @@ export async function cmdRecord(args: string[]): Promise<number> {
       mic: { type: 'string' },
       'list-mics': { type: 'boolean' },
       out: { type: 'string' },
+      'stop-key': { type: 'string' },
       json: { type: 'boolean' },
     },
   });
@@ -53,8 +55,10 @@ export async function cmdRecord(args: string[]): Promise<number> {
     region = m.bounds;
   }
   const out = path.resolve(values.out ?? 'recordings');
+  const stopKey = values['stop-key'] ?? 'Pause';
   const rec = await Recording.start({
     dir: out,
+    stopKey,
     display: process.env.DISPLAY,
     ...(region ? { region, monitor: values.monitor } : {}),
     ...(values['no-video']
@@ -69,7 +73,7 @@ export async function cmdRecord(args: string[]): Promise<number> {
   for (const w of rec.warnings) say({ type: 'warning', message: w }, `warning: ${w}`);
   say(
     { type: 'recording', id: rec.id, dir: rec.dir, warnings: rec.warnings },
-    `recording ${rec.id} into ${rec.dir}; Ctrl+C stops`,
+    `recording ${rec.id} into ${rec.dir}; Ctrl+C or the ${stopKey} key stops`,
   );
   const stop = (): void => void rec.stop();
   process.once('SIGINT', stop);

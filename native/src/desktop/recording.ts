@@ -37,6 +37,13 @@ export interface RecordingOptions {
   imageFormat?: 'png' | 'jpeg';
   frameIntervalMs?: number;
   settleMs?: number;
+  /**
+   * Ctrl+I (seed 002): the recording pauses and this is called; answer with addExtract() or
+   * addDetails() (or neither), then resume(). Without it Ctrl+I is recorded as a key like any other.
+   */
+  onContextRequest?: () => void;
+  /** A key (X keysym name, e.g. 'Pause') that stops the recording; it is not recorded itself. */
+  stopKey?: string;
   /** Called once with the summary when the recording ends, whatever ended it. */
   onEnd?: (summary: RecordingSummary) => void;
   /** A screen video (`video.mp4`, ffmpeg) of the region too; its bytes count towards maxBytes. */
@@ -88,6 +95,8 @@ export interface ManifestStep {
   element?: ManifestElement;
   /** Key steps: the focused element. */
   focus?: ManifestElement;
+  /** A note the person attached with Ctrl+I → details, for this step. */
+  details?: string;
   /** The input came from a synthetic device (a script driving XTest), not a person. */
   synthetic?: true;
 }
@@ -222,6 +231,8 @@ export class Recording {
   private lastClickSecret = false;
   private readonly inFlight = new Map<number, Promise<Lookup>>();
   private readonly images = new Map<string, string>(); // frame id + masks → file
+  private contextFrame: RecorderFrame | undefined; // the pre-action state when Ctrl+I was pressed
+  private details: string[] = []; // notes for the next step
   private readonly knownSecrets = new Map<number, Map<string, Rect>>(); // window id → its password fields
   private video: ScreenVideo | undefined;
   private sizeTimer: NodeJS.Timeout | undefined;
@@ -372,8 +383,57 @@ export class Recording {
     return this.stopping;
   }
 
+  /**
+   * Ctrl+I → extract: a step that asks a replay to read `query` off the screen as it is now (the
+   * screenshot is the pre-action state at Ctrl+I), with optional candidate values.
+   */
+  addExtract(query: string, candidates: string[] = []): void {
+    if (this.stopping) return;
+    if (typeof query !== 'string' || query.trim() === '')
+      throw new TypeError('an extract needs a query: what to read off the screen (e.g. "the order number")');
+    const frame = this.contextFrame ?? this.recorder.firstFrame;
+    const action: StepAction = {
+      type: 'extract',
+      query: query.trim(),
+      ...(candidates.length > 0 ? { candidates } : {}),
+    };
+    this.enqueue(async () => {
+      const masks = this.masksFor([]);
+      const screenshot = await this.writeImage(frame, masks, String(this.steps + 1).padStart(4, '0'));
+      this.append(
+        JSON.stringify({
+          step: ++this.steps,
+          at: Date.now() - this.started,
+          screenshot,
+          action,
+          window: null,
+        }) + '\n',
+      );
+    });
+  }
+
+  /** Ctrl+I → details: a free-form note attached to the next step. */
+  addDetails(note: string): void {
+    if (this.stopping) return;
+    if (typeof note !== 'string' || note.trim() === '')
+      throw new TypeError('details need a note: what the next step is for, in words');
+    this.details.push(note.trim());
+  }
+
   private ingest(e: RecordedInput): void {
-    if (this.paused || this.stopping) return;
+    if (this.stopping) return;
+    if (e.kind === 'keyPress' && this.options.stopKey && e.key === this.options.stopKey) {
+      void this.stop();
+      return;
+    }
+    const ctrlI = e.kind === 'keyPress' && e.text.toLowerCase() === 'i' && e.modifiers.includes('ctrl');
+    if (ctrlI && this.options.onContextRequest) {
+      this.contextFrame = e.frame;
+      this.pause();
+      this.options.onContextRequest();
+      return;
+    }
+    if (this.paused) return;
     // Read the window's accessibility tree now, while it still shows what the event went to.
     const t: Tracked = { ...e, arrived: Date.now(), lookup: this.lookup(e.window) };
     this.emit(this.grouper.feed(t));
@@ -398,7 +458,11 @@ export class Recording {
   }
 
   private emit(steps: GroupedStep<Tracked>[]): void {
-    for (const s of steps) this.enqueue(() => this.writeStep(s));
+    for (const s of steps) {
+      // Notes go to the first step emitted after them, decided now (writing is asynchronous).
+      const details = this.details.splice(0).join('\n');
+      this.enqueue(() => this.writeStep(s, details));
+    }
   }
 
   private enqueue(job: () => Promise<void>): void {
@@ -410,7 +474,7 @@ export class Recording {
     });
   }
 
-  private async writeStep(s: GroupedStep<Tracked>): Promise<void> {
+  private async writeStep(s: GroupedStep<Tracked>, details: string): Promise<void> {
     const first = s.events[0]!;
     const lookups = await Promise.all(s.events.map((e) => e.lookup));
     const roots = lookups.find((l) => l.tree)?.tree?.elements ?? [];
@@ -442,6 +506,7 @@ export class Recording {
       action,
       window: w ? { id: w.id, app: w.app, title: w.title, bounds: w.bounds } : null,
       ...out,
+      ...(details ? { details } : {}),
       ...(s.events.every((e) => e.synthetic) ? { synthetic: true as const } : {}),
     };
     this.append(JSON.stringify(step) + '\n');
