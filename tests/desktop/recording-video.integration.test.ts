@@ -211,7 +211,7 @@ describe('screen video', () => {
     );
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    expect(await eventually(async () => stderr.includes('Ctrl+C stops'), 20_000), stderr).toBe(true);
+    expect(await eventually(async () => stderr.includes('; Ctrl+C'), 20_000), stderr).toBe(true);
     await sleep(1000);
     const exited = new Promise<number | null>((res) => child.once('exit', res));
     child.kill('SIGINT');

@@ -69,8 +69,12 @@ export async function cmdRecord(args: string[]): Promise<number> {
     if (values.json) process.stdout.write(JSON.stringify(obj) + '\n');
     else process.stderr.write(text + '\n');
   };
+  // In --json the warnings are a field of the `recording` and `stopped` lines.
+  const warn = (ws: string[]): void => {
+    if (!values.json) for (const w of ws) process.stderr.write(`warning: ${w}\n`);
+  };
   const printed = rec.warnings.length;
-  for (const w of rec.warnings) say({ type: 'warning', message: w }, `warning: ${w}`);
+  warn(rec.warnings);
   say(
     { type: 'recording', id: rec.id, dir: rec.dir, warnings: rec.warnings },
     `recording ${rec.id} into ${rec.dir}; Ctrl+C or the ${stopKey} key stops`,
@@ -81,7 +85,7 @@ export async function cmdRecord(args: string[]): Promise<number> {
   const summary = await rec.done;
   process.off('SIGINT', stop);
   process.off('SIGTERM', stop);
-  for (const w of summary.warnings.slice(printed)) say({ type: 'warning', message: w }, `warning: ${w}`);
+  warn(summary.warnings.slice(printed));
   say(
     { type: 'stopped', ...summary },
     `${summary.message === 'stopped' ? 'stopped' : summary.message}: ${summary.steps} steps, ${(summary.durationMs / 1000).toFixed(1)} s, ${summary.bytes} bytes in ${summary.dir}`,

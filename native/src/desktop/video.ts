@@ -117,8 +117,8 @@ function launch(
         .trim()
         .split('\n')
         .filter((l) => !/^\s/.test(l))
-        .slice(-3)
-        .join('; ');
+        .slice(-1)
+        .join('');
     child.stderr!.setEncoding('utf8');
     child.stderr!.on('data', (d: string) => {
       log = (log + d).slice(-8000);
