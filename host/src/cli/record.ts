@@ -1,12 +1,13 @@
 /**
  * `runboard record`: records a demonstration on an X display (seed 002's Record) into
  * `<out>/<id>/` (default: `recordings/` in the current directory): manifest.jsonl, screenshots/,
- * recording.json. Stops with Ctrl+C or SIGTERM, or at the limits (5 minutes, 2 GB).
+ * recording.json. Stops with Ctrl+C, SIGTERM or the stop key (an X keysym name, default Pause), or at
+ * the limits (5 minutes, 2 GB).
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 
-export const RECORD_USAGE = `record [--display :N] [--monitor NAME] [--no-audio] [--out DIR]  record a demonstration until Ctrl+C`;
+export const RECORD_USAGE = `record [--display :N] [--monitor NAME] [--no-audio] [--out DIR] [--stop-key KEY]  record a demonstration until Ctrl+C or KEY (Pause)`;
 
 export class RecordUsageError extends Error {}
 
@@ -18,6 +19,7 @@ export async function cmdRecord(args: string[]): Promise<number> {
       monitor: { type: 'string' },
       'no-audio': { type: 'boolean' },
       out: { type: 'string' },
+      'stop-key': { type: 'string' },
       json: { type: 'boolean' },
     },
   });
@@ -41,8 +43,10 @@ export async function cmdRecord(args: string[]): Promise<number> {
     region = m.bounds;
   }
   const out = path.resolve(values.out ?? 'recordings');
+  const stopKey = values['stop-key'] ?? 'Pause';
   const rec = await Recording.start({
     dir: out,
+    stopKey,
     display: process.env.DISPLAY,
     ...(region ? { region, monitor: values.monitor } : {}),
   });
@@ -52,7 +56,7 @@ export async function cmdRecord(args: string[]): Promise<number> {
   };
   say(
     { type: 'recording', id: rec.id, dir: rec.dir },
-    `recording ${rec.id} into ${rec.dir}${values['no-audio'] ? '' : ' (no audio: screen video and microphone are not recorded yet)'}; Ctrl+C stops`,
+    `recording ${rec.id} into ${rec.dir}${values['no-audio'] ? '' : ' (no audio: screen video and microphone are not recorded yet)'}; Ctrl+C or the ${stopKey} key stops`,
   );
   const stop = (): void => void rec.stop();
   process.once('SIGINT', stop);

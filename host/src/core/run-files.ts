@@ -9,13 +9,14 @@ import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import tar from 'tar-stream';
+import { ARTIFACTS_DIR, LIVE_FRAME_FILE } from '@runboard/supervisor/protocol';
 import { runLogDir, type StatePaths } from '@runboard/supervisor/paths';
 import type { RunFiles as RunFileList, RunResult } from '../shared/board-types.ts';
 import { checkRunId, NotFound } from './board-errors.ts';
 
 const IMAGE = /\.(png|jpe?g|webp|gif)$/i;
-/** A computer-use run's live view frame (worker/src/runners/computer-use/live.ts): not a step screenshot. */
-const LIVE_FRAME = 'artifacts/live.jpg';
+/** A computer-use run's live view frame: not a step screenshot. */
+const LIVE_FRAME = `${ARTIFACTS_DIR}/${LIVE_FRAME_FILE}`;
 
 export class RunFiles {
   constructor(

@@ -5,6 +5,14 @@
  */
 import * as z from 'zod/mini';
 
+/** The folder of a computer-use run's log dir that holds its step screenshots, report.md and live frame. */
+export const ARTIFACTS_DIR = 'artifacts';
+/**
+ * The live view's latest frame in the artifacts folder: written by the worker (atomically, about once a
+ * second), served by the host while the run runs, removed by the supervisor when the run ends.
+ */
+export const LIVE_FRAME_FILE = 'live.jpg';
+
 const ms = z.number();
 const Tokens = z.object({ input: z.number(), output: z.number() });
 

@@ -8,11 +8,11 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { desktop } from '@runboard/native';
-import { RunEnv } from '@runboard/supervisor/protocol';
+import { ARTIFACTS_DIR, LIVE_FRAME_FILE, RunEnv } from '@runboard/supervisor/protocol';
 import type { RunnerContext, Runner, RunnerOutcome } from '../runner.ts';
 import type { Api } from './providers.ts';
 import { loadPromptFolder, type PromptFolder } from './prompt.ts';
-import { LIVE_FILE, LiveFrames } from './live.ts';
+import { LiveFrames } from './live.ts';
 import { Loop } from './loop.ts';
 import { Screen } from './screen.ts';
 import { watchEscape, type EscapeWatcher } from './takeover.ts';
@@ -65,7 +65,7 @@ export class ComputerUseRunner implements Runner {
     const api: Api =
       cu.api ?? (provider === 'anthropic' ? 'messages' : provider === 'openai' ? 'responses' : 'chat');
     const model = spec.model.model ?? prompt.config.llm.model ?? 'gpt-5.2-codex';
-    const artifacts = spec.artifactsDir ?? path.join(ctx.env.TMPDIR ?? '/tmp', 'artifacts');
+    const artifacts = spec.artifactsDir ?? path.join(ctx.env.TMPDIR ?? '/tmp', ARTIFACTS_DIR);
     mkdirSync(artifacts, { recursive: true });
     // The inspector's live view of a private display (the real one the person sees for themselves).
     const liveMs = cu.liveFrameMs ?? DEFAULTS.liveFrameMs;
@@ -75,9 +75,9 @@ export class ComputerUseRunner implements Runner {
         ctx.log('warn', `live view: a frame failed (${m})`, { kind: 'cu-live-error', error: m }),
       );
       live.start();
-      ctx.log('info', `live view: a frame every ${liveMs} ms in artifacts/${LIVE_FILE}`, {
+      ctx.log('info', `live view: a frame every ${liveMs} ms in ${ARTIFACTS_DIR}/${LIVE_FRAME_FILE}`, {
         kind: 'cu-live',
-        file: `artifacts/${LIVE_FILE}`,
+        file: `${ARTIFACTS_DIR}/${LIVE_FRAME_FILE}`,
         intervalMs: liveMs,
       });
     }

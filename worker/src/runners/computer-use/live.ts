@@ -12,9 +12,9 @@
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { previewFrame } from './screen.ts';
+import { LIVE_FRAME_FILE } from '@runboard/supervisor/protocol';
 
-export const LIVE_FILE = 'live.jpg';
-const TEMP_FILE = '.live.jpg.tmp';
+const TEMP_FILE = `.${LIVE_FRAME_FILE}.tmp`;
 
 export interface LiveFrameOptions {
   /** Between frames (default 1000 ms). */
@@ -73,7 +73,7 @@ export class LiveFrames {
       if (this.stopped) return;
       const tmp = path.join(this.dir, TEMP_FILE);
       writeFileSync(tmp, f.data);
-      renameSync(tmp, path.join(this.dir, LIVE_FILE));
+      renameSync(tmp, path.join(this.dir, LIVE_FRAME_FILE));
       this.frames++;
       // the timing sample is kept bounded: a run may go on for hours at one frame a second
       if (this.ms.length < 4096) this.ms.push(performance.now() - t0);
@@ -91,7 +91,7 @@ export class LiveFrames {
     this.stopped = true;
     clearInterval(this.timer);
     await this.inFlight;
-    for (const f of [LIVE_FILE, TEMP_FILE]) rmSync(path.join(this.dir, f), { force: true });
+    for (const f of [LIVE_FRAME_FILE, TEMP_FILE]) rmSync(path.join(this.dir, f), { force: true });
     const sorted = [...this.ms].sort((a, b) => a - b);
     const r = (n: number | undefined): number => Math.round((n ?? 0) * 10) / 10;
     return {
