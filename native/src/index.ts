@@ -55,8 +55,11 @@ export {
 } from './desktop/compact.ts';
 export { matchSignature, type Candidate, type MatchResult, type Signature } from './desktop/match.ts';
 export {
+  deleteRecording,
+  listRecordings,
   Recording,
   RECORDING_LIMITS,
+  type RecordingInfo,
   hitTest,
   type ElementPathStep,
   type ManifestElement,

@@ -3,7 +3,15 @@
 // accessibility element hit. Written to `<dir>/<id>/`: manifest.jsonl (one step a line, in order),
 // screenshots/ (start.png, then one per step), recording.json (what, when, how it ended).
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { desktop } from './desktop.ts';
 import { StepGrouper, type GroupedStep, type StepAction } from './steps.ts';
@@ -110,7 +118,7 @@ interface Lookup {
 type Tracked = RecordedInput & { arrived: number; lookup: Promise<Lookup> };
 
 const MASK_GREY = 0x80;
-const MASK_MARGIN_PX = 8;
+const MASK_MARGIN_PX = 12;
 
 function recordingId(): string {
   const t = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
@@ -168,7 +176,7 @@ function findPath(
   return walk(roots, []);
 }
 
-/** Password fields' bounds, with a margin: GTK reports an entry's bounds a few pixels apart with and without focus. */
+/** Password fields' bounds, with a margin: AT-SPI reports a GTK entry's bounds up to ~20 px apart between reads. */
 function secrets(roots: Element[]): Rect[] {
   const out: Rect[] = [];
   const m = MASK_MARGIN_PX;
@@ -583,4 +591,82 @@ export class Recording {
     };
     writeFileSync(path.join(this.dir, 'recording.json'), JSON.stringify(meta, null, 2) + '\n');
   }
+}
+
+/** A recording as a list shows it: what recording.json and the manifest say. */
+export interface RecordingInfo {
+  id: string;
+  dir: string;
+  startedAt: string;
+  /** Absent while it is still being recorded (or when its process died before the end). */
+  endedAt?: string;
+  durationMs?: number;
+  stopReason?: StopReason;
+  message?: string;
+  /** Steps in the manifest (events, grouped). */
+  steps: number;
+  /** Bytes of every file in its folder. */
+  bytes: number;
+  /** Screenshots for a thumbnail strip: the start, then evenly spaced steps (paths relative to `dir`). */
+  thumbnails: string[];
+}
+
+const RECORDING_ID = /^rec-\d{8}-\d{6}-[0-9a-f]{6}$/;
+
+function folderBytes(dir: string): number {
+  let n = 0;
+  for (const f of readdirSync(dir, { withFileTypes: true, recursive: true }))
+    if (f.isFile()) n += readFileSync(path.join(f.parentPath, f.name)).length;
+  return n;
+}
+
+/** The recordings in a folder (a project's `recordings/`), newest first; unreadable entries are left out. */
+export function listRecordings(dir: string, thumbnails = 6): RecordingInfo[] {
+  if (!existsSync(dir)) return [];
+  const out: RecordingInfo[] = [];
+  for (const id of readdirSync(dir)) {
+    if (!RECORDING_ID.test(id)) continue;
+    const here = path.join(dir, id);
+    try {
+      const meta = JSON.parse(readFileSync(path.join(here, 'recording.json'), 'utf8')) as Record<
+        string,
+        unknown
+      >;
+      const steps = readFileSync(path.join(here, 'manifest.jsonl'), 'utf8')
+        .split('\n')
+        .filter((l) => l.trim())
+        .map((l) => (JSON.parse(l) as ManifestStep).screenshot);
+      const pick = Math.max(0, thumbnails - 1);
+      const spaced =
+        steps.length <= pick
+          ? steps
+          : Array.from({ length: pick }, (_, i) => steps[Math.floor((i * steps.length) / pick)]!);
+      out.push({
+        id,
+        dir: here,
+        startedAt: String(meta.startedAt),
+        ...(typeof meta.endedAt === 'string' ? { endedAt: meta.endedAt } : {}),
+        ...(typeof meta.durationMs === 'number' ? { durationMs: meta.durationMs } : {}),
+        ...(typeof meta.stopReason === 'string' ? { stopReason: meta.stopReason as StopReason } : {}),
+        ...(typeof meta.message === 'string' ? { message: meta.message } : {}),
+        steps: steps.length,
+        bytes: folderBytes(here),
+        thumbnails: [String(meta.startScreenshot), ...spaced].slice(0, thumbnails),
+      });
+    } catch {
+      // not a recording (or a broken one): not listed
+    }
+  }
+  return out.sort((a, b) => b.startedAt.localeCompare(a.startedAt));
+}
+
+/** Deletes one recording's folder; refuses anything that is not a recording id in `dir`. */
+export function deleteRecording(dir: string, id: string): void {
+  if (!RECORDING_ID.test(id))
+    throw new TypeError(
+      `"${id}" is not a recording id (rec-YYYYMMDD-HHMMSS-xxxxxx, as listRecordings gives them)`,
+    );
+  const here = path.join(dir, id);
+  if (!existsSync(path.join(here, 'recording.json'))) throw new Error(`no recording ${id} in ${dir}`);
+  rmSync(here, { recursive: true, force: true });
 }
