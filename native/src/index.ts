@@ -55,8 +55,11 @@ export {
 } from './desktop/compact.ts';
 export { matchSignature, type Candidate, type MatchResult, type Signature } from './desktop/match.ts';
 export {
+  deleteRecording,
+  listRecordings,
   Recording,
   RECORDING_LIMITS,
+  type RecordingInfo,
   hitTest,
   type ElementPathStep,
   type ManifestElement,
@@ -65,4 +68,13 @@ export {
   type RecordingSummary,
   type StopReason,
 } from './desktop/recording.ts';
+export {
+  ScreenVideo,
+  VideoError,
+  listMicrophones,
+  type MicChoice,
+  type MicSource,
+  type ScreenVideoOptions,
+  type VideoResult,
+} from './desktop/video.ts';
 export { StepGrouper, keyName, type ButtonName, type GroupedStep, type StepAction } from './desktop/steps.ts';

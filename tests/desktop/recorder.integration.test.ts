@@ -8,7 +8,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  deleteRecording,
   desktop,
+  listRecordings,
   Recording,
   type Element,
   type ManifestStep,
@@ -313,18 +315,50 @@ describe('pause, limits and the CLI', () => {
     });
     const img = decodePng(readFileSync(path.join(rec.dir, step!.screenshot)));
     expect([img.width, img.height]).toEqual([620, 700]);
+    // The field's middle band, where its dots are (its reported edges move by up to ~20 px between reads).
     const [px, py, w, h] = pw.bounds;
-    for (const [x, y] of [
-      [px, py],
-      [px + w - 1, py + h - 1],
-    ] as const) {
+    const y = py + Math.floor(h / 2);
+    for (let x = px + Math.floor(w * 0.2); x < px + w * 0.8; x++) {
       const i = ((y - region[1]) * img.width + (x - region[0])) * 3;
-      expect([img.rgb[i], img.rgb[i + 1], img.rgb[i + 2]]).toEqual([0x80, 0x80, 0x80]);
+      expect([img.rgb[i], img.rgb[i + 1], img.rgb[i + 2]], `at ${x},${y}`).toEqual([0x80, 0x80, 0x80]);
     }
     const meta = JSON.parse(readFileSync(path.join(rec.dir, 'recording.json'), 'utf8')) as {
       region: number[];
     };
     expect(meta.region).toEqual(region);
+  });
+
+  it('Ctrl+I pauses and asks; an extract is a step with the screen at that moment, details go to the next step', async () => {
+    const name = await find('text', 'Name');
+    const submit = await find('push button', 'Submit');
+    let asked = 0;
+    const rec = await Recording.start({ dir: out, onContextRequest: () => asked++, stopKey: 'Pause' });
+    await desktop.click(...centre(name));
+    await sleep(300);
+    await rec.idle();
+    await desktop.key('ctrl+i');
+    await eventually(async () => rec.isPaused);
+    expect(asked).toBe(1);
+    rec.addExtract('the status line', ['idle', 'clicked Submit 1']);
+    rec.addDetails('submit the form to save it');
+    await desktop.type('ignored while asking', { delayMs: 5 });
+    rec.resume();
+    await sleep(300);
+    await desktop.click(...centre(submit));
+    await sleep(300);
+    await rec.idle();
+    await desktop.key('Pause'); // the stop key: stops, and is not a step
+    const summary = await rec.done;
+    expect(summary.stopReason).toBe('stopped');
+    const got = manifest(rec.dir);
+    expect(got.map((x) => x.action)).toEqual([
+      { type: 'click', x: centre(name)[0], y: centre(name)[1], button: 'left' },
+      { type: 'extract', query: 'the status line', candidates: ['idle', 'clicked Submit 1'] },
+      { type: 'click', x: centre(submit)[0], y: centre(submit)[1], button: 'left' },
+    ]);
+    expect(got.map((x) => x.details)).toEqual([undefined, undefined, 'submit the form to save it']);
+    expect(existsSync(path.join(rec.dir, got[1]!.screenshot))).toBe(true);
+    expect(() => rec.addExtract('  ')).not.toThrow(); // stopped: ignored
   });
 
   it('stops at the duration limit and says why', async () => {
@@ -416,5 +450,23 @@ describe('pause, limits and the CLI', () => {
     );
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/no monitor "NOPE-9" on :\d+ \(there are: /);
+  });
+
+  it('lists recordings newest first with duration, size, step count and thumbnails; deletes one', () => {
+    const all = listRecordings(out);
+    expect(all.length).toBeGreaterThan(5);
+    expect(all.map((r) => r.startedAt)).toEqual([...all.map((r) => r.startedAt)].sort().reverse());
+    const filled = all.find((r) => r.steps === 12)!;
+    expect(filled).toMatchObject({ stopReason: 'stopped' });
+    expect(filled.durationMs).toBeGreaterThan(0);
+    expect(filled.bytes).toBeGreaterThan(10_000);
+    expect(filled.thumbnails).toHaveLength(6);
+    for (const t of filled.thumbnails) expect(existsSync(path.join(filled.dir, t))).toBe(true);
+    expect(all.find((r) => r.stopReason === 'size-limit')).toBeDefined();
+    deleteRecording(out, filled.id);
+    expect(existsSync(filled.dir)).toBe(false);
+    expect(listRecordings(out).find((r) => r.id === filled.id)).toBeUndefined();
+    expect(() => deleteRecording(out, '../etc')).toThrow(/not a recording id/);
+    expect(() => deleteRecording(out, filled.id)).toThrow(/no recording/);
   });
 });

@@ -1,6 +1,6 @@
 // Attacks on the run jail's filesystem and process containment, each made from inside a real run
 // (supervisor → jail → worker → command). Each case failed before its fix: docs/security-model.md.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import {
   lstatSync,
   mkdirSync,
@@ -14,6 +14,15 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FlowSpec } from '@runboard/supervisor/protocol';
 import { Harness, processesMentioning } from '../helpers/harness.ts';
+
+/** Exchanges argv[1] and argv[2] (renameat2 RENAME_EXCHANGE) as fast as it can, until killed. */
+const SWAP = `
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+a, b = (os.fsencode(p) for p in sys.argv[1:3])
+while True:
+    libc.renameat2(-100, a, -100, b, 2)
+`;
 
 // Both containments: the user + PID (+ mount) namespace, and the subreaper fallback, where Landlock
 // alone confines the filesystem.
@@ -152,6 +161,36 @@ for (const mode of ['namespaces', 'no namespaces'] as const) {
         expect(readdirSync(path.join(project, 'cards.old')).sort()).toEqual(['attack.md', 'evil.md']);
       },
     );
+
+    it('a workspace exchanged for a symlink while runs start never gives write access outside', async () => {
+      // Another process (a run with the grant's folder writable, in the attack) exchanges the card's
+      // workspace with a symlink to an outside folder, in a loop, while runs launch.
+      const tag = mode.replace(' ', '-');
+      const sub = path.join(h.workspace, `race-${tag}`);
+      const link = path.join(h.workspace, `race-link-${tag}`);
+      const outside = path.join(h.root, `race-outside-${tag}`);
+      mkdirSync(sub);
+      mkdirSync(outside);
+      symlinkSync(outside, link);
+      const swapper = spawn('python3', ['-c', SWAP, sub, link], { stdio: 'ignore' });
+      try {
+        let launched = 0;
+        for (let i = 0; i < 30; i++) {
+          // the run writes to the outside folder by name: only a write rule on it lets that through
+          const started = await h
+            .launch(`echo x > ${outside}/escaped-$RUNBOARD_RUN_ID`, {}, { workspace: sub })
+            .then(
+              ({ runId }) => h.collect(runId),
+              () => null, // refused at the grant check (the path was the symlink then): fine
+            );
+          if (started) launched++;
+        }
+        expect(launched).toBeGreaterThan(0);
+      } finally {
+        swapper.kill('SIGKILL');
+      }
+      expect(readdirSync(outside)).toEqual([]);
+    });
 
     it.skipIf(mode !== 'no namespaces')('a run cannot use the supervisor socket', async () => {
       // Without a mount namespace the socket is there; the supervisor refuses the run's connection.

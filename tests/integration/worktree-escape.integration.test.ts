@@ -150,7 +150,7 @@ describe("a worktree run cannot make Runboard's git run its commands", () => {
       expect(readdirSync(outside)).toEqual([]);
       expect(readdirSync(outsideInfo)).toEqual([]);
       expect(rec.result.status).toBe('failed');
-      expect(rec.result.termination.reason).toBe('worktree-failed');
+      expect(rec.result.termination?.reason).toBe('worktree-failed');
       expect(rec.result.summary).toMatch(/\.runboard is not a folder/);
     } finally {
       rmSync(path.join(h.workspace, '.runboard'));

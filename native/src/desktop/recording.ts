@@ -3,10 +3,19 @@
 // accessibility element hit. Written to `<dir>/<id>/`: manifest.jsonl (one step a line, in order),
 // screenshots/ (start.png, then one per step), recording.json (what, when, how it ended).
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { desktop } from './desktop.ts';
 import { StepGrouper, type GroupedStep, type StepAction } from './steps.ts';
+import { ScreenVideo, type MicChoice, type VideoResult } from './video.ts';
 import {
   type Element,
   type InputRecorder,
@@ -36,8 +45,17 @@ export interface RecordingOptions {
   imageFormat?: 'png' | 'jpeg';
   frameIntervalMs?: number;
   settleMs?: number;
+  /**
+   * Ctrl+I (seed 002): the recording pauses and this is called; answer with addExtract() or
+   * addDetails() (or neither), then resume(). Without it Ctrl+I is recorded as a key like any other.
+   */
+  onContextRequest?: () => void;
+  /** A key (X keysym name, e.g. 'Pause') that stops the recording; it is not recorded itself. */
+  stopKey?: string;
   /** Called once with the summary when the recording ends, whatever ended it. */
   onEnd?: (summary: RecordingSummary) => void;
+  /** A screen video (`video.mp4`, ffmpeg) of the region too; its bytes count towards maxBytes. */
+  video?: { mic?: MicChoice; framerate?: number };
 }
 
 export interface RecordingSummary {
@@ -52,6 +70,9 @@ export interface RecordingSummary {
   stopReason: StopReason;
   /** Why it stopped, in words for the person. */
   message: string;
+  video?: VideoResult;
+  /** What did not go as asked but did not stop the recording (no microphone, no video). */
+  warnings: string[];
 }
 
 /** A path step of an element: its role, name and position among its siblings of the same role. */
@@ -82,6 +103,8 @@ export interface ManifestStep {
   element?: ManifestElement;
   /** Key steps: the focused element. */
   focus?: ManifestElement;
+  /** A note the person attached with Ctrl+I → details, for this step. */
+  details?: string;
   /** The input came from a synthetic device (a script driving XTest), not a person. */
   synthetic?: true;
 }
@@ -95,7 +118,7 @@ interface Lookup {
 type Tracked = RecordedInput & { arrived: number; lookup: Promise<Lookup> };
 
 const MASK_GREY = 0x80;
-const MASK_MARGIN_PX = 8;
+const MASK_MARGIN_PX = 12;
 
 function recordingId(): string {
   const t = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
@@ -153,7 +176,7 @@ function findPath(
   return walk(roots, []);
 }
 
-/** Password fields' bounds, with a margin: GTK reports an entry's bounds a few pixels apart with and without focus. */
+/** Password fields' bounds, with a margin: AT-SPI reports a GTK entry's bounds up to ~20 px apart between reads. */
 function secrets(roots: Element[]): Rect[] {
   const out: Rect[] = [];
   const m = MASK_MARGIN_PX;
@@ -216,7 +239,12 @@ export class Recording {
   private lastClickSecret = false;
   private readonly inFlight = new Map<number, Promise<Lookup>>();
   private readonly images = new Map<string, string>(); // frame id + masks → file
+  private contextFrame: RecorderFrame | undefined; // the pre-action state when Ctrl+I was pressed
+  private details: string[] = []; // notes for the next step
   private readonly knownSecrets = new Map<number, Map<string, Rect>>(); // window id → its password fields
+  private video: ScreenVideo | undefined;
+  private sizeTimer: NodeJS.Timeout | undefined;
+  readonly warnings: string[] = [];
 
   private constructor(private readonly options: RecordingOptions) {
     this.id = recordingId();
@@ -241,6 +269,7 @@ export class Recording {
     // Only once the recorder runs: a display that cannot be recorded leaves no empty recording behind.
     mkdirSync(path.join(r.dir, 'screenshots'), { recursive: true });
     writeFileSync(path.join(r.dir, 'manifest.jsonl'), '');
+    if (options.video) await r.startVideo(options.video);
     r.writeMeta(null);
     r.enqueue(async () => {
       // Password fields of every window on screen are masked in the start screenshot too.
@@ -296,6 +325,23 @@ export class Recording {
     return this.stopWith('stopped', 'stopped');
   }
 
+  private async startVideo(o: NonNullable<RecordingOptions['video']>): Promise<void> {
+    try {
+      this.video = await ScreenVideo.start({
+        file: path.join(this.dir, 'video.mp4'),
+        display: this.options.display ?? process.env.DISPLAY ?? ':0',
+        region: this.recorder.firstFrame.source,
+        ...o,
+        onExit: (message) => this.warnings.push(message),
+      });
+      this.warnings.push(...this.video.warnings);
+      // The video grows between steps: its size is checked against the limit every second.
+      this.sizeTimer = setInterval(() => this.count(0), 1000);
+    } catch (err) {
+      this.warnings.push(`no screen video: ${(err as Error).message}`);
+    }
+  }
+
   private armLimit(): void {
     clearTimeout(this.limitTimer);
     const left = this.limits.maxDurationMs - this.activeTime();
@@ -316,11 +362,14 @@ export class Recording {
   private stopWith(reason: StopReason, message: string): Promise<RecordingSummary> {
     if (this.stopping) return this.stopping;
     clearTimeout(this.limitTimer);
+    clearInterval(this.sizeTimer);
     const durationMs = this.activeTime();
     this.activeSince = null;
     this.recorder?.stop();
+    const video = this.video?.stop();
     this.emit(this.grouper.flush());
-    this.stopping = this.writing.then(() => {
+    this.stopping = Promise.all([this.writing, video]).then(([, v]) => {
+      if (v && !v.complete) this.warnings.push(`the screen video is incomplete: ${v.error}`);
       const summary: RecordingSummary = {
         id: this.id,
         dir: this.dir,
@@ -328,9 +377,11 @@ export class Recording {
         endedAt: new Date().toISOString(),
         durationMs,
         steps: this.steps,
-        bytes: this.bytes,
+        bytes: this.bytes + (v?.bytes ?? 0),
         stopReason: reason,
         message,
+        ...(v ? { video: v } : {}),
+        warnings: this.warnings,
       };
       this.writeMeta(summary);
       this.options.onEnd?.(summary);
@@ -340,8 +391,57 @@ export class Recording {
     return this.stopping;
   }
 
+  /**
+   * Ctrl+I → extract: a step that asks a replay to read `query` off the screen as it is now (the
+   * screenshot is the pre-action state at Ctrl+I), with optional candidate values.
+   */
+  addExtract(query: string, candidates: string[] = []): void {
+    if (this.stopping) return;
+    if (typeof query !== 'string' || query.trim() === '')
+      throw new TypeError('an extract needs a query: what to read off the screen (e.g. "the order number")');
+    const frame = this.contextFrame ?? this.recorder.firstFrame;
+    const action: StepAction = {
+      type: 'extract',
+      query: query.trim(),
+      ...(candidates.length > 0 ? { candidates } : {}),
+    };
+    this.enqueue(async () => {
+      const masks = this.masksFor([]);
+      const screenshot = await this.writeImage(frame, masks, String(this.steps + 1).padStart(4, '0'));
+      this.append(
+        JSON.stringify({
+          step: ++this.steps,
+          at: Date.now() - this.started,
+          screenshot,
+          action,
+          window: null,
+        }) + '\n',
+      );
+    });
+  }
+
+  /** Ctrl+I → details: a free-form note attached to the next step. */
+  addDetails(note: string): void {
+    if (this.stopping) return;
+    if (typeof note !== 'string' || note.trim() === '')
+      throw new TypeError('details need a note: what the next step is for, in words');
+    this.details.push(note.trim());
+  }
+
   private ingest(e: RecordedInput): void {
-    if (this.paused || this.stopping) return;
+    if (this.stopping) return;
+    if (e.kind === 'keyPress' && this.options.stopKey && e.key === this.options.stopKey) {
+      void this.stop();
+      return;
+    }
+    const ctrlI = e.kind === 'keyPress' && e.text.toLowerCase() === 'i' && e.modifiers.includes('ctrl');
+    if (ctrlI && this.options.onContextRequest) {
+      this.contextFrame = e.frame;
+      this.pause();
+      this.options.onContextRequest();
+      return;
+    }
+    if (this.paused) return;
     // Read the window's accessibility tree now, while it still shows what the event went to.
     const t: Tracked = { ...e, arrived: Date.now(), lookup: this.lookup(e.window) };
     this.emit(this.grouper.feed(t));
@@ -366,7 +466,11 @@ export class Recording {
   }
 
   private emit(steps: GroupedStep<Tracked>[]): void {
-    for (const s of steps) this.enqueue(() => this.writeStep(s));
+    for (const s of steps) {
+      // Notes go to the first step emitted after them, decided now (writing is asynchronous).
+      const details = this.details.splice(0).join('\n');
+      this.enqueue(() => this.writeStep(s, details));
+    }
   }
 
   private enqueue(job: () => Promise<void>): void {
@@ -378,7 +482,7 @@ export class Recording {
     });
   }
 
-  private async writeStep(s: GroupedStep<Tracked>): Promise<void> {
+  private async writeStep(s: GroupedStep<Tracked>, details: string): Promise<void> {
     const first = s.events[0]!;
     const lookups = await Promise.all(s.events.map((e) => e.lookup));
     const roots = lookups.find((l) => l.tree)?.tree?.elements ?? [];
@@ -410,6 +514,7 @@ export class Recording {
       action,
       window: w ? { id: w.id, app: w.app, title: w.title, bounds: w.bounds } : null,
       ...out,
+      ...(details ? { details } : {}),
       ...(s.events.every((e) => e.synthetic) ? { synthetic: true as const } : {}),
     };
     this.append(JSON.stringify(step) + '\n');
@@ -454,7 +559,7 @@ export class Recording {
 
   private count(n: number): void {
     this.bytes += n;
-    if (this.bytes > this.limits.maxBytes)
+    if (this.bytes + (this.video?.bytes ?? 0) > this.limits.maxBytes)
       void this.stopWith(
         'size-limit',
         `the recording reached its size limit of ${this.limits.maxBytes} bytes and stopped`,
@@ -471,6 +576,8 @@ export class Recording {
       region: this.recorder.firstFrame.source,
       startScreenshot: `screenshots/start.${this.format === 'png' ? 'png' : 'jpg'}`,
       limits: this.limits,
+      ...(this.video ? { video: 'video.mp4', audio: this.video.audio } : {}),
+      warnings: this.warnings,
       ...(summary
         ? {
             endedAt: summary.endedAt,
@@ -484,4 +591,82 @@ export class Recording {
     };
     writeFileSync(path.join(this.dir, 'recording.json'), JSON.stringify(meta, null, 2) + '\n');
   }
+}
+
+/** A recording as a list shows it: what recording.json and the manifest say. */
+export interface RecordingInfo {
+  id: string;
+  dir: string;
+  startedAt: string;
+  /** Absent while it is still being recorded (or when its process died before the end). */
+  endedAt?: string;
+  durationMs?: number;
+  stopReason?: StopReason;
+  message?: string;
+  /** Steps in the manifest (events, grouped). */
+  steps: number;
+  /** Bytes of every file in its folder. */
+  bytes: number;
+  /** Screenshots for a thumbnail strip: the start, then evenly spaced steps (paths relative to `dir`). */
+  thumbnails: string[];
+}
+
+const RECORDING_ID = /^rec-\d{8}-\d{6}-[0-9a-f]{6}$/;
+
+function folderBytes(dir: string): number {
+  let n = 0;
+  for (const f of readdirSync(dir, { withFileTypes: true, recursive: true }))
+    if (f.isFile()) n += readFileSync(path.join(f.parentPath, f.name)).length;
+  return n;
+}
+
+/** The recordings in a folder (a project's `recordings/`), newest first; unreadable entries are left out. */
+export function listRecordings(dir: string, thumbnails = 6): RecordingInfo[] {
+  if (!existsSync(dir)) return [];
+  const out: RecordingInfo[] = [];
+  for (const id of readdirSync(dir)) {
+    if (!RECORDING_ID.test(id)) continue;
+    const here = path.join(dir, id);
+    try {
+      const meta = JSON.parse(readFileSync(path.join(here, 'recording.json'), 'utf8')) as Record<
+        string,
+        unknown
+      >;
+      const steps = readFileSync(path.join(here, 'manifest.jsonl'), 'utf8')
+        .split('\n')
+        .filter((l) => l.trim())
+        .map((l) => (JSON.parse(l) as ManifestStep).screenshot);
+      const pick = Math.max(0, thumbnails - 1);
+      const spaced =
+        steps.length <= pick
+          ? steps
+          : Array.from({ length: pick }, (_, i) => steps[Math.floor((i * steps.length) / pick)]!);
+      out.push({
+        id,
+        dir: here,
+        startedAt: String(meta.startedAt),
+        ...(typeof meta.endedAt === 'string' ? { endedAt: meta.endedAt } : {}),
+        ...(typeof meta.durationMs === 'number' ? { durationMs: meta.durationMs } : {}),
+        ...(typeof meta.stopReason === 'string' ? { stopReason: meta.stopReason as StopReason } : {}),
+        ...(typeof meta.message === 'string' ? { message: meta.message } : {}),
+        steps: steps.length,
+        bytes: folderBytes(here),
+        thumbnails: [String(meta.startScreenshot), ...spaced].slice(0, thumbnails),
+      });
+    } catch {
+      // not a recording (or a broken one): not listed
+    }
+  }
+  return out.sort((a, b) => b.startedAt.localeCompare(a.startedAt));
+}
+
+/** Deletes one recording's folder; refuses anything that is not a recording id in `dir`. */
+export function deleteRecording(dir: string, id: string): void {
+  if (!RECORDING_ID.test(id))
+    throw new TypeError(
+      `"${id}" is not a recording id (rec-YYYYMMDD-HHMMSS-xxxxxx, as listRecordings gives them)`,
+    );
+  const here = path.join(dir, id);
+  if (!existsSync(path.join(here, 'recording.json'))) throw new Error(`no recording ${id} in ${dir}`);
+  rmSync(here, { recursive: true, force: true });
 }

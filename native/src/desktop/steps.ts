@@ -10,7 +10,9 @@ export type StepAction =
   | { type: 'press'; key: string }
   | { type: 'click'; x: number; y: number; button: ButtonName }
   | { type: 'drag'; from: [number, number]; to: [number, number]; button: ButtonName }
-  | { type: 'scroll'; x: number; y: number; dx: number; dy: number };
+  | { type: 'scroll'; x: number; y: number; dx: number; dy: number }
+  /** Seed 002's Ctrl+I extract: what to read off the screen at this point of a replay. */
+  | { type: 'extract'; query: string; candidates?: string[] };
 
 export type ButtonName = 'left' | 'middle' | 'right';
 

@@ -180,7 +180,8 @@ long long IoField(const std::string& text, const char* key) {
 
 void Usage() {
   fprintf(stderr,
-          "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--device FILE]... [--hide DIR]...\n"
+          "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--write-fd N] [--device FILE]...\n"
+          "                     [--hide DIR]...\n"
           "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp DIR]\n"
           "                     [--max-procs N] [--env-fd N] [--read-only PATH]...\n"
           "                     [--tcp PORT]... [--udp] [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts]\n"
@@ -216,6 +217,14 @@ int main(int argc, char** argv) {
     } else if (a == "--status-fd") gStatusFd = atoi(next());
     else if (a == "--parent-pid") parentPid = atoi(next());
     else if (a == "--write") policy.writable.push_back(next());
+    else if (a == "--write-fd") {
+      // A writable directory handed over open (the workspace, checked by the supervisor): the run
+      // starts in it, and the rules take it from the working directory, "." (never by its name).
+      int fd = atoi(next());
+      if (fchdir(fd) < 0) Die("--write-fd " + std::to_string(fd) + ": " + strerror(errno), 125);
+      close(fd);
+      policy.writable.push_back(".");
+    }
     else if (a == "--device") policy.devices.push_back(next());
     else if (a == "--hide") policy.hidden.push_back(next());
     else if (a == "--mask") masks.push_back(next());

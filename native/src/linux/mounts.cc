@@ -129,6 +129,7 @@ std::string MountPrivateTmp(const std::string& source) {
 std::string ConfineByMounts(const Policy& policy) {
   char cwd[PATH_MAX];
   if (!getcwd(cwd, sizeof cwd)) return Errno("getcwd");
+  int cwdCopy = -1;  // the rw copy of the working directory, when it is a writable tree (".")
   if (unshare(CLONE_NEWNS) < 0) return Errno("unshare(CLONE_NEWNS)");
   // Nothing done here may reach the user's mount namespace.
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) return Errno("make / private");
@@ -154,13 +155,17 @@ std::string ConfineByMounts(const Policy& policy) {
       closeCopies();
       return Errno("stat " + w);
     }
+    // "." is the directory the jail entered by a descriptor the supervisor checked: it is copied from
+    // there, never looked up by name again (a path can be swapped for a symlink meanwhile). Only
+    // where the copy is mounted comes from its name.
     int fd = static_cast<int>(
         syscall(kSysOpenTree, AT_FDCWD, w.c_str(), kOpenTreeClone | kAtRecursive | O_CLOEXEC));
     if (fd < 0) {
       closeCopies();
       return Errno("open_tree " + w);
     }
-    copies.push_back({w, S_ISDIR(st.st_mode), fd});
+    if (w == ".") cwdCopy = fd;
+    copies.push_back({w == "." ? std::string(cwd) : w, S_ISDIR(st.st_mode), fd});
   }
 
   // The run's /tmp before the covers: a hidden tree below /tmp is covered in it like anywhere else.
@@ -229,7 +234,7 @@ std::string ConfineByMounts(const Policy& policy) {
   // 4. The copies back in place (they kept their rw flag).
   for (auto& c : copies) {
     if (err.empty()) err = MoveInto(c.fd, c.path);
-    close(c.fd);
+    if (c.fd != cwdCopy) close(c.fd);
     c.fd = -1;
   }
 
@@ -258,8 +263,10 @@ std::string ConfineByMounts(const Policy& policy) {
                            "newinstance,ptmxmode=0666,mode=0620") < 0)
     err = Errno("mount devpts on /dev/pts");
 
-  // The old working directory is the read-only tree below the new mounts: enter the new one.
-  if (err.empty() && chdir(cwd) < 0) err = Errno(std::string("chdir ") + cwd);
+  // The old working directory is the read-only tree below the new mounts: enter the new one (the
+  // copy itself when the working directory is a writable tree).
+  if (err.empty() && (cwdCopy >= 0 ? fchdir(cwdCopy) : chdir(cwd)) < 0) err = Errno(std::string("chdir ") + cwd);
+  if (cwdCopy >= 0) close(cwdCopy);
   return err;
 }
 

@@ -58,15 +58,31 @@ int PidOfPidfd(int pidfd) {
 
 bool Alive(int pidfd) { return syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) == 0; }
 
+// -1 when the process is gone (or its stat unreadable).
 int ParentOf(int pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
   auto close = text.rfind(')');
-  if (close == std::string::npos) return 0;
+  if (close == std::string::npos) return -1;
   char state = 0;
   int ppid = 0;
-  if (sscanf(text.c_str() + close + 1, " %c %d", &state, &ppid) != 2) return 0;
+  if (sscanf(text.c_str() + close + 1, " %c %d", &state, &ppid) != 2) return -1;
   return ppid;
+}
+
+// The parent chain of `pid` up to the top of our PID namespace. False when a link vanished while it
+// was read (a parent that exited: its children re-parent, so a second walk sees the new chain).
+bool Ancestors(int pid, std::vector<int>* out) {
+  out->clear();
+  for (int hops = 0; hops < 4096; hops++) {
+    int parent = ParentOf(pid);
+    if (parent < 0) return false;
+    if (parent == 0) return true;
+    out->push_back(parent);
+    if (parent == 1) return true;
+    pid = parent;
+  }
+  return false;
 }
 
 std::string NsId(const struct stat& st) {
@@ -149,12 +165,12 @@ std::string GetPeerIdentity(int fd, PeerIdentity* out) {
   }
 
   // Ancestors (for runs without a user namespace of their own), then the liveness re-check: while the
-  // peer lives, its parent chain is real (a dead parent's children re-parent to a live ancestor).
-  for (int pid = ParentOf(out->pid), hops = 0; pid > 0 && hops < 4096; pid = ParentOf(pid), hops++) {
-    out->ancestors.push_back(pid);
-    if (pid == 1) break;
-  }
+  // peer lives, its parent chain is real (a dead parent's children re-parent to a live ancestor). A
+  // chain that keeps changing under the walk is not trusted.
+  bool walked = false;
+  for (int attempt = 0; attempt < 3 && !walked; attempt++) walked = Ancestors(out->pid, &out->ancestors);
   if (!Alive(pidfd.get())) return "the peer process has exited";
+  if (!walked) return "the peer's ancestry changed while it was read";
   return "";
 }
 

@@ -1,11 +1,14 @@
 #include "linux/pids_limit.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -54,6 +57,21 @@ std::string OwnPidsCgroup() {
   return "";
 }
 
+// The cgroups of jails that were killed (SIGKILL leaves no chance to remove them): empty, their
+// jail gone. rmdir removes only an empty cgroup, and a live jail's pid is skipped.
+void RemoveStale(const std::string& parent) {
+  DIR* d = opendir(parent.c_str());
+  if (!d) return;
+  const std::string prefix = "runboard-run-";
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    pid_t pid = static_cast<pid_t>(atol(name.c_str() + prefix.size()));
+    if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH) rmdir((parent + "/" + name).c_str());
+  }
+  closedir(d);
+}
+
 }  // namespace
 
 bool RunCgroup::Enter(long limit, std::string* reason) {
@@ -62,6 +80,7 @@ bool RunCgroup::Enter(long limit, std::string* reason) {
     *reason = "no pids cgroup controller available to this process";
     return false;
   }
+  RemoveStale(parent);
   std::string dir = parent + "/runboard-run-" + std::to_string(getpid());
   if (mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST) {
     *reason = "mkdir " + dir + ": " + strerror(errno);

@@ -146,8 +146,32 @@ async function exec(
   return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout ?? ''), stderr: String(r.stderr ?? '') };
 }
 
-/** The command-line config for a command on `place`: the fixed list plus the repository's named drivers. */
-async function overridesFor(place: GitPlace): Promise<Array<readonly [string, string]>> {
+/** Commands that never run a filter, diff or merge driver (they touch no work tree content). */
+const DRIVERLESS = new Set([
+  'rev-parse',
+  'symbolic-ref',
+  'update-ref',
+  'config',
+  'branch',
+  'merge-base',
+  'write-tree',
+  'commit-tree',
+  'diff-tree',
+  'cat-file',
+  'show-ref',
+  'ls-tree',
+]);
+const driverless = (args: string[]): boolean =>
+  DRIVERLESS.has(args[0] ?? '') ||
+  (args[0] === 'read-tree' && !args.includes('-u')) ||
+  (args[0] === 'worktree' && args[1] === 'prune');
+
+/**
+ * The command-line config for a command on `place`: the fixed list plus, for a command that may run a
+ * driver, the repository's named drivers.
+ */
+async function overridesFor(place: GitPlace, args: string[]): Promise<Array<readonly [string, string]>> {
+  if (driverless(args)) return [...FIXED];
   const listed = await exec(place, ['config', '--list', '--name-only', '-z'], FIXED);
   const named = listed.exitCode === 0 ? listed.stdout.split('\0').flatMap(neutralise) : [];
   return [...FIXED, ...named];
@@ -162,7 +186,7 @@ export async function safeGit(
   args: string[],
   opts: { allowFail?: boolean; maxBuffer?: number; raw?: boolean } = {},
 ): Promise<string> {
-  const r = await exec(place, args, await overridesFor(place), opts.maxBuffer);
+  const r = await exec(place, args, await overridesFor(place, args), opts.maxBuffer);
   if (r.exitCode !== 0 && !opts.allowFail)
     throw new GitError(`git ${args[0]} failed: ${(r.stderr || r.stdout).trim()}`);
   return opts.raw ? r.stdout : r.stdout.trim();
@@ -173,7 +197,7 @@ export async function safeGitStatus(
   place: GitPlace,
   args: string[],
 ): Promise<{ code: number; message: string }> {
-  const r = await exec(place, args, await overridesFor(place));
+  const r = await exec(place, args, await overridesFor(place, args));
   return { code: r.exitCode, message: (r.stderr || r.stdout).trim() };
 }
 

@@ -171,3 +171,11 @@ describe('projectReadOnly', () => {
     expect(projectReadOnly(card, flow({ sandbox: { projectWritable: true } }))).toEqual([]);
   });
 });
+
+describe('the open workspace', () => {
+  it('gives the workspace as --write-fd when the jail gets it open, other trees by path', () => {
+    const a = buildJailArgs(base({}, { workspaceFd: 6 })).join(' ');
+    expect(a).toContain('--write-fd 6 --write /scratch/r');
+    expect(a).not.toContain('--write /ws');
+  });
+});

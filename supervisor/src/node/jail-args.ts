@@ -59,6 +59,8 @@ export interface JailArgsInput {
   privateTmp?: string | undefined;
   /** Paths inside the writable trees that stay read-only (projectReadOnly()). */
   readOnly?: string[] | undefined;
+  /** The jail's fd of the open, checked workspace (workspace-fd.ts): its write rule comes from it. */
+  workspaceFd?: number | undefined;
 }
 
 /**
@@ -98,7 +100,10 @@ export function buildJailArgs(i: JailArgsInput): string[] {
   const args = ['--status-fd', String(JAIL_STATUS_FD), '--parent-pid', String(i.parentPid)];
   args.push('--env-fd', String(JAIL_ENV_FD));
   args.push('--max-procs', String(flow.sandbox?.maxProcesses ?? DEFAULT_MAX_PROCESSES));
-  for (const w of i.writable) args.push('--write', w);
+  for (const w of i.writable) {
+    if (i.workspaceFd !== undefined && w === i.workspace) args.push('--write-fd', String(i.workspaceFd));
+    else args.push('--write', w);
+  }
   for (const p of flow.sandbox?.tcpPorts ?? []) args.push('--tcp', String(p));
   // The model proxy's port is the one TCP destination a model-using run gets from us.
   if (i.proxyPort !== undefined) args.push('--tcp', String(i.proxyPort));

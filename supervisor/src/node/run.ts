@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { mkdirSync, realpathSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, realpathSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
@@ -18,6 +18,7 @@ import {
   LIVE_FRAME_FILE,
   JAIL_ENV_FD,
   JAIL_STATUS_FD,
+  JAIL_WORKSPACE_FD,
   RUN_ENDPOINT_FD,
   RunState,
   type Command,
@@ -46,6 +47,7 @@ import { RunLog } from './run-log.ts';
 import type { ModelProxy, ModelRequestInfo, ProxyGrant } from './model-proxy.ts';
 import { recordEvidence, recordWorktree, tearDownDisplay } from './run-finalize.ts';
 import { preflight } from './run-preflight.ts';
+import { openWorkspace } from './workspace-fd.ts';
 import { serveWorkerEndpoint } from './worker-endpoint.ts';
 import { createWorktree, discardWorktree } from './worktrees.ts';
 import { startPrivateDisplay, type PrivateDisplay } from './displays.ts';
@@ -81,15 +83,24 @@ export interface LaunchSpec {
   grantPath?: string;
 }
 
-function spawnJail(file: string, args: string[], cwd: string) {
+function spawnJail(file: string, args: string[], cwd: string, workspaceFd: number | undefined) {
   return execa(file, args, {
     cwd,
     // Nothing: the run's environment goes through JAIL_ENV_FD (protocol/jail.ts).
     env: {},
     extendEnv: false,
     // 0: nothing, 1/2: output into the run log, 3: the run endpoint (a socketpair), 4: jail status
-    // lines, 5: the run's environment.
-    stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
+    // lines, 5: the run's environment, 6: the open workspace.
+    // (execa passes an fd number through at any index; its types admit one only for 0-2)
+    stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe', workspaceFd ?? 'ignore'] as unknown as [
+      'ignore',
+      'pipe',
+      'pipe',
+      'pipe',
+      'pipe',
+      'pipe',
+      'ignore',
+    ],
     buffer: false,
     reject: false,
     cleanup: false,
@@ -335,6 +346,16 @@ export class Run {
     for (const d of SCRATCH_DIRS)
       mkdirSync(path.join(this.spec.scratchDir, d), { recursive: true, mode: 0o700 });
     if (this.artifactsDir) mkdirSync(this.artifactsDir, { recursive: true, mode: 0o700 });
+    // The workspace goes to the jail open, checked against the path the grant check resolved.
+    let workspaceFd: number | undefined;
+    if (!flow.readOnly) {
+      try {
+        workspaceFd = openWorkspace(this.workspace);
+      } catch (err) {
+        void this.finish('failed', 'sandbox-failed', (err as Error).message);
+        return;
+      }
+    }
     const args = buildJailArgs({
       flow,
       workspace: this.workspace,
@@ -349,6 +370,7 @@ export class Run {
       userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
       privateTmp: path.join(this.spec.scratchDir, 'root-tmp'),
       readOnly: projectReadOnly(this.spec.card, flow).map(realOrAsIs),
+      workspaceFd: workspaceFd === undefined ? undefined : JAIL_WORKSPACE_FD,
     });
     const env = buildRunEnv({
       flow,
@@ -362,13 +384,15 @@ export class Run {
     });
     let child: JailProcess;
     try {
-      child = spawnJail(this.deps.jailPath, args, this.workspace);
+      child = spawnJail(this.deps.jailPath, args, this.workspace, workspaceFd);
       const envPipe = (child.stdio as unknown as Writable[])[JAIL_ENV_FD]!;
       envPipe.on('error', () => undefined); // a jail that died early: its exit says why
       envPipe.end(serializeEnv(env));
     } catch (err) {
       void this.finish('failed', 'spawn-failed', `could not start the worker: ${(err as Error).message}`);
       return;
+    } finally {
+      if (workspaceFd !== undefined) closeSync(workspaceFd); // the jail has its own copy
     }
     this.child = child;
     this.pipeOutput(child.stdout as Readable, this.log.stdout, 'stdout');

@@ -14,6 +14,8 @@ export const JAIL_STATUS_FD = 4;
  * loader variable) acts only on the run, set by the jail's child right before exec.
  */
 export const JAIL_ENV_FD = 5;
+/** The run's workspace, an open directory (`--write-fd`): the jail starts the run in it. */
+export const JAIL_WORKSPACE_FD = 6;
 
 const count = z.number();
 
