@@ -52,6 +52,7 @@ export function callHandlers(s: BoardService): CallHandlers {
     card: (p) => s.cardDetail(p.id),
     move: (p) => s.move(p.id, p.to, p.index),
     cancel: (p) => s.cancel(p.id),
+    requeue: (p) => s.requeue(p.id),
     answer: (p) => s.answer(p.id, p.answers, p.requeue ?? false),
     previewSchedule: (p) => s.schedules.preview(p),
     setSchedule: (p) => s.setSchedule(p.id, p.schedule),

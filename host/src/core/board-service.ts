@@ -206,6 +206,16 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     if (card.front.status !== 'queued') this.move(id, 'queued', Number.MAX_SAFE_INTEGER); // at the end
   }
 
+  /** Run again (to the end of Queued) or, for a card already queued, Retry now: the backoff is dropped. */
+  requeue(id: string): void {
+    const card = this.card(id);
+    if (this.scheduler.isActive(id)) throw new MoveRefused('the card is running: it cannot be queued again');
+    if (this.columnOf(id, card) !== 'queued') return this.move(id, 'queued', Number.MAX_SAFE_INTEGER);
+    this.store.update(id, { failures: undefined, nextTryAt: undefined });
+    this.deltas.soon(0);
+    this.scheduler.kick();
+  }
+
   async cancel(id: string): Promise<void> {
     this.card(id);
     if (!(await this.scheduler.cancel(id))) throw new MoveRefused('the card has no run going');

@@ -4,8 +4,9 @@
  */
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { BoardApi } from '../shared/board-api.ts';
-import type { BoardView, CardDetail } from '../shared/board-types.ts';
+import { COLUMNS, COLUMN_TITLES, type BoardView, type CardDetail } from '../shared/board-types.ts';
 import { applyDelta } from './board-delta.ts';
+import { cardOfHash, hashOf, isFiltering, matches, NO_FILTER, type CardFilter } from './card-filter.ts';
 import { Board, type MoveIntent } from './Board.tsx';
 import { Inspector } from './Inspector.tsx';
 import { SettingsView } from './SettingsView.tsx';
@@ -26,9 +27,82 @@ function focusCard(id: string): void {
   document.querySelector<HTMLElement>(`[data-card-handle="${CSS.escape(id)}"]`)?.focus();
 }
 
+/** Search and filters over the board's cards (title or file, flow, column). */
+function FilterBar({
+  board,
+  filter,
+  onFilter,
+}: {
+  board: BoardView;
+  filter: CardFilter;
+  onFilter: (f: CardFilter) => void;
+}) {
+  const shown = isFiltering(filter) ? board.cards.filter((c) => matches(c, filter)).length : undefined;
+  return (
+    <div className="topbar filters" role="search" aria-label="Filter cards">
+      <input
+        type="search"
+        aria-label="Search cards by title"
+        placeholder="Search cards…"
+        value={filter.text}
+        onChange={(e) => onFilter({ ...filter, text: e.target.value })}
+        onKeyDown={(e) => {
+          if (e.key === 'Escape' && filter.text) {
+            e.preventDefault();
+            onFilter({ ...filter, text: '' });
+          }
+        }}
+      />
+      <select
+        aria-label="Flow"
+        value={filter.flow}
+        onChange={(e) => onFilter({ ...filter, flow: e.target.value })}
+      >
+        <option value="">All flows</option>
+        {board.flows.map((f) => (
+          <option key={f.name} value={f.name}>
+            {f.name}
+          </option>
+        ))}
+      </select>
+      <select
+        aria-label="Status"
+        value={filter.status}
+        onChange={(e) => onFilter({ ...filter, status: e.target.value as CardFilter['status'] })}
+      >
+        <option value="">All columns</option>
+        {COLUMNS.map((c) => (
+          <option key={c} value={c}>
+            {COLUMN_TITLES[c]}
+          </option>
+        ))}
+      </select>
+      {shown !== undefined && (
+        <>
+          <span role="status">
+            {shown} of {board.cards.length} cards
+          </span>
+          <button onClick={() => onFilter(NO_FILTER)}>Clear filters</button>
+        </>
+      )}
+    </div>
+  );
+}
+
 export function App({ api }: { api: BoardApi }) {
   const [board, setBoard] = useState<BoardView>();
-  const [selected, setSelected] = useState<string>();
+  // the card a URL names (`#card=<id>`) opens at once; opening or closing one updates the URL
+  const [selected, setSelectedState] = useState<string | undefined>(() => cardOfHash(location.hash));
+  const setSelected = useCallback((id: string | undefined): void => {
+    setSelectedState(id);
+    history.replaceState(null, '', `${location.pathname}${hashOf(id)}`);
+  }, []);
+  useEffect(() => {
+    const onHash = (): void => setSelectedState(cardOfHash(location.hash));
+    window.addEventListener('hashchange', onHash);
+    return () => window.removeEventListener('hashchange', onHash);
+  }, []);
+  const [filter, setFilter] = useState<CardFilter>(NO_FILTER);
   const [detail, setDetail] = useState<CardDetail>();
   const [settings, setSettings] = useState(false);
   const [error, setError] = useState<string>();
@@ -98,11 +172,16 @@ export function App({ api }: { api: BoardApi }) {
     api
       .card({ id: selected })
       .then((d) => live && setDetail(d))
-      .catch((e: Error) => live && setError(e.message));
+      .catch((e: Error) => {
+        if (!live) return;
+        // a URL naming a card that is not (or no longer) on the board
+        setError(`${e.message} (opened from a link to card "${selected}")`);
+        setSelected(undefined);
+      });
     return () => {
       live = false;
     };
-  }, [api, selected]);
+  }, [api, selected, setSelected]);
 
   const onMove = (m: MoveIntent): void => {
     if (!board) return;
@@ -155,8 +234,9 @@ export function App({ api }: { api: BoardApi }) {
           </button>
         </div>
       )}
+      <FilterBar board={board} filter={filter} onFilter={setFilter} />
       <main>
-        <Board board={board} selected={selected} onSelect={setSelected} onMove={onMove} />
+        <Board board={board} selected={selected} onSelect={setSelected} onMove={onMove} filter={filter} />
         {detail && (
           <Inspector
             api={api}

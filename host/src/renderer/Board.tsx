@@ -27,6 +27,7 @@ import {
 import { CSS } from '@dnd-kit/utilities';
 import { memo, useEffect, useMemo, useRef, useState } from 'react';
 import { COLUMNS, COLUMN_TITLES, type BoardView, type CardView, type Column } from '../shared/board-types.ts';
+import { isFiltering, matches, NO_FILTER, type CardFilter } from './card-filter.ts';
 import { ProgressBar } from './Progress.tsx';
 import { ScheduleNote } from './Schedule.tsx';
 
@@ -242,11 +243,14 @@ export function Board({
   selected,
   onSelect,
   onMove,
+  filter = NO_FILTER,
 }: {
   board: BoardView;
   selected: string | undefined;
   onSelect: (id: string) => void;
   onMove: (m: MoveIntent) => void;
+  /** Cards not matching are not shown; drops still land by the whole column's order. */
+  filter?: CardFilter;
 }) {
   const sensors = useSensors(
     useSensor(PointerSensor, { activationConstraint: { distance: 5 } }),
@@ -273,9 +277,10 @@ export function Board({
   const [dragging, setDragging] = useState<CardView>();
   const byColumn = useMemo(() => {
     const out = Object.fromEntries(COLUMNS.map((c) => [c, [] as CardView[]])) as Record<Column, CardView[]>;
-    for (const c of board.cards) out[c.column].push(c);
+    const filtering = isFiltering(filter);
+    for (const c of board.cards) if (!filtering || matches(c, filter)) out[c.column].push(c);
     return out;
-  }, [board.cards]);
+  }, [board.cards, filter]);
   // A card that changes column is rendered anew there (a keyboard drop, or the scheduler moving it on):
   // the focus follows it, else it falls to <body> and the person starts again from the top of the page.
   // `focused` is the card whose button has the focus; a blur (the person moved on) clears it, while a

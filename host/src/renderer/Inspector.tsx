@@ -442,6 +442,10 @@ export function Inspector({
     window.addEventListener('keydown', key);
     return () => window.removeEventListener('keydown', key);
   }, [onClose]);
+  /** An intent on the card: the inspector refreshes after it, or says why it was refused. */
+  const act = (p: Promise<unknown>): void => {
+    p.then(onChanged).catch((e: Error) => setError(e.message));
+  };
   const body = detail.questions ? detail.body.replace(QUESTIONS_SECTION, '') : detail.body;
   const otherQuestionText = detail.questions ? realQuestions(detail.questions) : '';
   return (
@@ -456,16 +460,22 @@ export function Inspector({
       </header>
       <div className="inspector-meta">
         <span className="flow">{card.flow}</span> · <span>{card.file}</span> · <span>{card.column}</span>
-        {card.locked && (
+        {(card.column === 'done' || card.column === 'failed' || (card.column === 'backlog' && run)) && (
+          <button className="primary push-right" onClick={() => act(api.requeue({ id: card.id }))}>
+            Run again
+          </button>
+        )}
+        {card.column === 'queued' && card.nextTryAt && (
           <button
-            className="danger"
-            onClick={() =>
-              void api
-                .cancel({ id: card.id })
-                .then(onChanged)
-                .catch((e: Error) => setError(e.message))
-            }
+            className="primary push-right"
+            title={`instead of waiting until ${new Date(card.nextTryAt).toLocaleTimeString()}`}
+            onClick={() => act(api.requeue({ id: card.id }))}
           >
+            Retry now
+          </button>
+        )}
+        {card.locked && (
+          <button className="danger" onClick={() => act(api.cancel({ id: card.id }))}>
             Cancel run
           </button>
         )}

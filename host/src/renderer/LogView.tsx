@@ -156,7 +156,15 @@ export function LogView({
           <input type="checkbox" checked={follow} onChange={(e) => setFollow(e.target.checked)} /> follow
         </label>
       </div>
-      <div className="log-scroll" ref={parent} onScroll={onScroll} role="log" aria-label="Run output">
+      {/* focusable, so the keyboard can scroll the output (arrows, Page Up/Down) */}
+      <div
+        className="log-scroll"
+        ref={parent}
+        onScroll={onScroll}
+        role="log"
+        aria-label="Run output"
+        tabIndex={0}
+      >
         <div className="log-inner" style={{ height: virtualizer.getTotalSize() }}>
           {virtualizer.getVirtualItems().map((row) => {
             const line = lines.current[row.index];

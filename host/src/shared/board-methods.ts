@@ -81,6 +81,11 @@ export const boardMethods = {
   card: method<'call', CardDetail>('call')('GET', '/api/cards/:id', card),
   move: method('call')('POST', '/api/cards/:id/move', z.extend(card, { to: ColumnParam, index: Count(1e9) })),
   cancel: method('call')('POST', '/api/cards/:id/cancel', card),
+  /**
+   * Run again (an ended card: to the end of Queued) or Retry now (a queued card waiting out its
+   * backoff: it keeps its place, the wait is dropped). Either way failures and the backoff start afresh.
+   */
+  requeue: method('call')('POST', '/api/cards/:id/requeue', card),
   /** Writes answers into the card's `## Questions`; with `requeue`, moves the card to the end of Queued. */
   answer: method('call')(
     'POST',
