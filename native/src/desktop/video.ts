@@ -119,8 +119,8 @@ function launch(
         .filter((l) => !/^\s/.test(l))
         .slice(-1)
         .join('');
-    child.stderr!.setEncoding('utf8');
-    child.stderr!.on('data', (d: string) => {
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (d: string) => {
       log = (log + d).slice(-8000);
       // Printed once every input is open and the output's header is written.
       if (!settled && /^Output #0/m.test(log)) {
@@ -128,7 +128,7 @@ function launch(
         resolve({ child, log: tail });
       }
     });
-    child.stdin!.on('error', () => {}); // ffmpeg gone: its exit says why
+    child.stdin.on('error', () => {}); // ffmpeg gone: its exit says why
     child.on('error', (err) => {
       if (settled) return;
       settled = true;
