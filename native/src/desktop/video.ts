@@ -183,6 +183,11 @@ export class ScreenVideo {
     return new ScreenVideo(options, child, log, null, warnings);
   }
 
+  /** ffmpeg's process id (benchmarks read its CPU time). */
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
   /** Bytes written so far. */
   get bytes(): number {
     try {
