@@ -68,4 +68,13 @@ export {
   type RecordingSummary,
   type StopReason,
 } from './desktop/recording.ts';
+export {
+  ScreenVideo,
+  VideoError,
+  listMicrophones,
+  type MicChoice,
+  type MicSource,
+  type ScreenVideoOptions,
+  type VideoResult,
+} from './desktop/video.ts';
 export { StepGrouper, keyName, type ButtonName, type GroupedStep, type StepAction } from './desktop/steps.ts';

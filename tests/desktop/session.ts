@@ -66,6 +66,8 @@ export class DesktopSession {
       DBUS_SESSION_BUS_ADDRESS: vars.DBUS_SESSION_BUS_ADDRESS,
       RUNBOARD_HOME: path.join(tmp, 'home'),
       RUNBOARD_NATIVE_DIR: nativeDir,
+      // No sound server unless a test starts one: a client must not autospawn the user's PulseAudio.
+      PULSE_SERVER: `unix:${path.join(tmp, 'no-sound-server')}`,
     };
     return new DesktopSession(session, env, tmp, cli);
   }

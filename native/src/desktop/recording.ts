@@ -15,6 +15,7 @@ import {
 import path from 'node:path';
 import { desktop } from './desktop.ts';
 import { StepGrouper, type GroupedStep, type StepAction } from './steps.ts';
+import { ScreenVideo, type MicChoice, type VideoResult } from './video.ts';
 import {
   type Element,
   type InputRecorder,
@@ -53,6 +54,8 @@ export interface RecordingOptions {
   stopKey?: string;
   /** Called once with the summary when the recording ends, whatever ended it. */
   onEnd?: (summary: RecordingSummary) => void;
+  /** A screen video (`video.mp4`, ffmpeg) of the region too; its bytes count towards maxBytes. */
+  video?: { mic?: MicChoice; framerate?: number };
 }
 
 export interface RecordingSummary {
@@ -67,6 +70,9 @@ export interface RecordingSummary {
   stopReason: StopReason;
   /** Why it stopped, in words for the person. */
   message: string;
+  video?: VideoResult;
+  /** What did not go as asked but did not stop the recording (no microphone, no video). */
+  warnings: string[];
 }
 
 /** A path step of an element: its role, name and position among its siblings of the same role. */
@@ -236,6 +242,9 @@ export class Recording {
   private contextFrame: RecorderFrame | undefined; // the pre-action state when Ctrl+I was pressed
   private details: string[] = []; // notes for the next step
   private readonly knownSecrets = new Map<number, Map<string, Rect>>(); // window id → its password fields
+  private video: ScreenVideo | undefined;
+  private sizeTimer: NodeJS.Timeout | undefined;
+  readonly warnings: string[] = [];
 
   private constructor(private readonly options: RecordingOptions) {
     this.id = recordingId();
@@ -260,6 +269,7 @@ export class Recording {
     // Only once the recorder runs: a display that cannot be recorded leaves no empty recording behind.
     mkdirSync(path.join(r.dir, 'screenshots'), { recursive: true });
     writeFileSync(path.join(r.dir, 'manifest.jsonl'), '');
+    if (options.video) await r.startVideo(options.video);
     r.writeMeta(null);
     r.enqueue(async () => {
       // Password fields of every window on screen are masked in the start screenshot too.
@@ -315,6 +325,23 @@ export class Recording {
     return this.stopWith('stopped', 'stopped');
   }
 
+  private async startVideo(o: NonNullable<RecordingOptions['video']>): Promise<void> {
+    try {
+      this.video = await ScreenVideo.start({
+        file: path.join(this.dir, 'video.mp4'),
+        display: this.options.display ?? process.env.DISPLAY ?? ':0',
+        region: this.recorder.firstFrame.source,
+        ...o,
+        onExit: (message) => this.warnings.push(message),
+      });
+      this.warnings.push(...this.video.warnings);
+      // The video grows between steps: its size is checked against the limit every second.
+      this.sizeTimer = setInterval(() => this.count(0), 1000);
+    } catch (err) {
+      this.warnings.push(`no screen video: ${(err as Error).message}`);
+    }
+  }
+
   private armLimit(): void {
     clearTimeout(this.limitTimer);
     const left = this.limits.maxDurationMs - this.activeTime();
@@ -335,11 +362,14 @@ export class Recording {
   private stopWith(reason: StopReason, message: string): Promise<RecordingSummary> {
     if (this.stopping) return this.stopping;
     clearTimeout(this.limitTimer);
+    clearInterval(this.sizeTimer);
     const durationMs = this.activeTime();
     this.activeSince = null;
     this.recorder?.stop();
+    const video = this.video?.stop();
     this.emit(this.grouper.flush());
-    this.stopping = this.writing.then(() => {
+    this.stopping = Promise.all([this.writing, video]).then(([, v]) => {
+      if (v && !v.complete) this.warnings.push(`the screen video is incomplete: ${v.error}`);
       const summary: RecordingSummary = {
         id: this.id,
         dir: this.dir,
@@ -347,9 +377,11 @@ export class Recording {
         endedAt: new Date().toISOString(),
         durationMs,
         steps: this.steps,
-        bytes: this.bytes,
+        bytes: this.bytes + (v?.bytes ?? 0),
         stopReason: reason,
         message,
+        ...(v ? { video: v } : {}),
+        warnings: this.warnings,
       };
       this.writeMeta(summary);
       this.options.onEnd?.(summary);
@@ -527,7 +559,7 @@ export class Recording {
 
   private count(n: number): void {
     this.bytes += n;
-    if (this.bytes > this.limits.maxBytes)
+    if (this.bytes + (this.video?.bytes ?? 0) > this.limits.maxBytes)
       void this.stopWith(
         'size-limit',
         `the recording reached its size limit of ${this.limits.maxBytes} bytes and stopped`,
@@ -544,6 +576,8 @@ export class Recording {
       region: this.recorder.firstFrame.source,
       startScreenshot: `screenshots/start.${this.format === 'png' ? 'png' : 'jpg'}`,
       limits: this.limits,
+      ...(this.video ? { video: 'video.mp4', audio: this.video.audio } : {}),
+      warnings: this.warnings,
       ...(summary
         ? {
             endedAt: summary.endedAt,

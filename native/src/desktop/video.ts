@@ -1,0 +1,221 @@
+// The screen video of a recording (seed 000): ffmpeg grabs the recorded area of the X display
+// (x11grab) into an H.264 .mp4, with the microphone (PulseAudio, or PipeWire's pulse server) when
+// one is chosen and can be opened. A microphone that cannot be opened never fails the recording: the
+// video is made without audio and a warning says why. Stopped with 'q' on ffmpeg's stdin, so that it
+// finishes the file (the moov atom at the end: an mp4 cut off without it does not play).
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { statSync } from 'node:fs';
+import type { Rect } from './types.ts';
+
+/** 'default': the system's default source; 'none': no microphone; else a PulseAudio source name. */
+export type MicChoice = 'default' | 'none' | (string & {});
+
+export interface MicSource {
+  /** The PulseAudio source name, what `mic` takes. */
+  name: string;
+  /** A sink's monitor (what is played), not an input device. */
+  monitor: boolean;
+  state: string;
+}
+
+export interface ScreenVideoOptions {
+  file: string;
+  /** The X display, e.g. ':1'. */
+  display: string;
+  /** The screen rectangle recorded. */
+  region: Rect;
+  /** Default 'default'. */
+  mic?: MicChoice;
+  /** Default 15. */
+  framerate?: number;
+  /** The ffmpeg executable; default `ffmpeg` on PATH. */
+  ffmpeg?: string;
+  /** Called when ffmpeg ends without being asked to (the display went away, the disk is full). */
+  onExit?: (message: string) => void;
+}
+
+export interface VideoResult {
+  file: string;
+  bytes: number;
+  width: number;
+  height: number;
+  /** The microphone source recorded, or null when the video has no audio. */
+  audio: string | null;
+  warnings: string[];
+  /** ffmpeg ended cleanly (the file is complete). */
+  complete: boolean;
+  /** Set when the file is not complete: ffmpeg's last words. */
+  error?: string;
+}
+
+export class VideoError extends Error {}
+
+/** The PulseAudio/PipeWire sources (`pactl list short sources`); `error` says why there are none. */
+export function listMicrophones(): { sources: MicSource[]; error?: string } {
+  const r = spawnSync('pactl', ['list', 'short', 'sources'], { encoding: 'utf8', timeout: 5000 });
+  if (r.error)
+    return {
+      sources: [],
+      error: `pactl could not be run (${r.error.message}): install pulseaudio-utils`,
+    };
+  if (r.status !== 0)
+    return {
+      sources: [],
+      error: `no sound server: ${(r.stderr || r.stdout).trim() || `pactl exited with ${r.status}`}`,
+    };
+  const sources = r.stdout
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => l.split('\t'))
+    .filter((f) => f.length >= 2)
+    .map((f) => ({ name: f[1]!, monitor: f[1]!.endsWith('.monitor'), state: f[4]?.trim() ?? '' }));
+  return { sources };
+}
+
+/** yuv420p (what every player decodes) needs even sizes: an odd edge loses its last pixel. */
+const even = (n: number): number => n - (n % 2);
+
+function ffmpegArgs(o: ScreenVideoOptions, mic: string | null): string[] {
+  const [x, y, w, h] = o.region;
+  const rate = String(o.framerate ?? 15);
+  const video = [
+    '-f',
+    'x11grab',
+    '-framerate',
+    rate,
+    '-video_size',
+    `${w}x${h}`,
+    '-thread_queue_size',
+    '64',
+    '-i',
+    `${o.display}+${x},${y}`,
+  ];
+  const audio = mic ? ['-f', 'pulse', '-thread_queue_size', '1024', '-i', mic] : [];
+  return [
+    '-hide_banner', '-nostats', '-loglevel', 'info', '-y',
+    ...video,
+    ...audio,
+    '-map', '0:v', ...(mic ? ['-map', '1:a', '-c:a', 'aac', '-b:a', '96k'] : []),
+    // ultrafast: the machine also runs the apps being recorded; a screen compresses well anyway.
+    '-c:v', 'libx264', '-preset', 'ultrafast', '-crf', '30', '-pix_fmt', 'yuv420p',
+    ...(w % 2 || h % 2 ? ['-vf', `crop=${even(w)}:${even(h)}:0:0`] : []),
+    o.file,
+  ]; // prettier-ignore
+}
+
+/** Starts ffmpeg; resolves once it has opened its inputs and the output, or rejects with its words. */
+function launch(
+  o: ScreenVideoOptions,
+  mic: string | null,
+): Promise<{ child: ChildProcess; log: () => string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(o.ffmpeg ?? 'ffmpeg', ffmpegArgs(o, mic), { stdio: ['pipe', 'ignore', 'pipe'] });
+    let log = '';
+    let settled = false;
+    const tail = (): string =>
+      log
+        .trim()
+        .split('\n')
+        .filter((l) => !/^\s/.test(l))
+        .slice(-1)
+        .join('');
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (d: string) => {
+      log = (log + d).slice(-8000);
+      // Printed once every input is open and the output's header is written.
+      if (!settled && /^Output #0/m.test(log)) {
+        settled = true;
+        resolve({ child, log: tail });
+      }
+    });
+    child.stdin!.on('error', () => {}); // ffmpeg gone: its exit says why
+    child.on('error', (err) => {
+      if (settled) return;
+      settled = true;
+      reject(new VideoError(`ffmpeg could not be started (${err.message}): install ffmpeg`));
+    });
+    child.on('exit', (code) => {
+      if (settled) return;
+      settled = true;
+      reject(new VideoError(tail() || `ffmpeg exited with ${code}`));
+    });
+  });
+}
+
+export class ScreenVideo {
+  private stopping: Promise<VideoResult> | undefined;
+  private exited: Promise<number | null>;
+  private asked = false;
+
+  private constructor(
+    private readonly options: ScreenVideoOptions,
+    private readonly child: ChildProcess,
+    private readonly log: () => string,
+    /** The microphone source recorded, or null. */
+    readonly audio: string | null,
+    readonly warnings: string[],
+  ) {
+    this.exited = new Promise((res) =>
+      child.exitCode !== null ? res(child.exitCode) : child.once('exit', (code) => res(code)),
+    );
+    void this.exited.then(() => {
+      if (!this.asked) options.onExit?.(`the screen video stopped: ${log() || 'ffmpeg ended'}`);
+    });
+  }
+
+  /**
+   * Starts the video. A microphone that cannot be opened gives a video without audio and a warning;
+   * throws VideoError only when there can be no video at all (no ffmpeg, the display cannot be grabbed).
+   */
+  static async start(options: ScreenVideoOptions): Promise<ScreenVideo> {
+    const choice = options.mic ?? 'default';
+    const warnings: string[] = [];
+    if (choice !== 'none') {
+      try {
+        const { child, log } = await launch(options, choice);
+        return new ScreenVideo(options, child, log, choice, warnings);
+      } catch (err) {
+        const what = choice === 'default' ? 'the default microphone' : `the microphone "${choice}"`;
+        warnings.push(`${what} could not be opened (${(err as Error).message}); recording without audio`);
+      }
+    }
+    const { child, log } = await launch(options, null);
+    return new ScreenVideo(options, child, log, null, warnings);
+  }
+
+  /** Bytes written so far. */
+  get bytes(): number {
+    try {
+      return statSync(this.options.file).size;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** Asks ffmpeg to finish the file ('q'), then SIGINT, then SIGKILL; resolves once it has exited. */
+  stop(): Promise<VideoResult> {
+    if (this.stopping) return this.stopping;
+    this.asked = this.child.exitCode === null;
+    if (this.asked) this.child.stdin!.end('q');
+    const timers = [
+      setTimeout(() => this.child.kill('SIGINT'), 5000),
+      setTimeout(() => this.child.kill('SIGKILL'), 15000),
+    ];
+    this.stopping = this.exited.then((code) => {
+      timers.forEach(clearTimeout);
+      const [, , w, h] = this.options.region;
+      const complete = code === 0 || (code === 255 && this.asked); // 255: ended by a signal, file finished
+      return {
+        file: this.options.file,
+        bytes: this.bytes,
+        width: even(w),
+        height: even(h),
+        audio: this.audio,
+        warnings: this.warnings,
+        complete,
+        ...(complete ? {} : { error: this.log() || `ffmpeg exited with ${code}` }),
+      };
+    });
+    return this.stopping;
+  }
+}
