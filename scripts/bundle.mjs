@@ -22,6 +22,18 @@ const zodEnglishOnly = {
   },
 };
 
+/** One CommonJS bundle loaded on demand (a runner, a tool's MCP server): desktop-cli's options
+ *  (minified CJS with an import.meta.url), plus English-only zod and the given externals. */
+function cjsBundle(entry, outfile, external = []) {
+  return {
+    ...cliBuildOptions(outfile),
+    entryPoints: [entry],
+    keepNames: true,
+    plugins: [zodEnglishOnly],
+    external: ['*.node', ...external],
+  };
+}
+
 const entries = {
   supervisor: 'supervisor/src/node/main.ts',
   worker: 'worker/src/main.ts',
@@ -68,25 +80,15 @@ if (extra.length === 0 || extra.includes('worker')) {
     'computer-use': 'worker/src/runners/computer-use/index.ts',
   };
   await Promise.all(
-    Object.entries(runners).map(([name, entry]) =>
-      build({
-        entryPoints: [entry],
-        outfile: `dist/runners/${name}.cjs`,
-        bundle: true,
-        platform: 'node',
-        format: 'cjs',
-        target: 'node20',
-        minify: true,
-        keepNames: true,
-        plugins: [zodEnglishOnly],
-        logLevel: 'warning',
-        external: ['*.node'],
-        // import.meta is empty in CommonJS: code that resolves from its own URL gets this file's.
-        define: { 'import.meta.url': '__rbImportMetaUrl' },
-        banner: { js: "var __rbImportMetaUrl = require('url').pathToFileURL(__filename).href;" },
-      }),
-    ),
+    Object.entries(runners).map(([name, entry]) => build(cjsBundle(entry, `dist/runners/${name}.cjs`))),
   );
+}
+
+// The document tools' MCP server (read_document, export_document), started by an agent CLI inside
+// the run's jail: one CommonJS file like desktop-mcp.cjs. playwright-core stays external (it finds
+// its own files at run time); the worker package provides it.
+if (extra.length === 0 || extra.includes('worker') || extra.includes('documents')) {
+  await build(cjsBundle('worker/src/tools/documents/bin.ts', 'dist/documents-mcp.cjs', ['playwright-core']));
 }
 
 // The worker again, as a V8 start-up snapshot: every run starts a worker, and with the snapshot its
