@@ -29,6 +29,10 @@ const button = (kind: 'buttonPress' | 'buttonRelease', b: number, x: number, y: 
   y,
   time: (clock += 50),
 });
+const clickAt = (b: number, x: number, y: number): StepInput[] => [
+  button('buttonPress', b, x, y),
+  button('buttonRelease', b, x, y),
+];
 const typed = (s: string): StepInput[] => [...s].map((c) => key(c === ' ' ? 'space' : c, c));
 
 function group(events: StepInput[]): unknown[] {
@@ -100,6 +104,28 @@ describe('StepGrouper', () => {
   it('ends a press still held when the recording stops as a click, and drops a release it never saw pressed', () => {
     expect(group([button('buttonRelease', 1, 5, 5), button('buttonPress', 1, 7, 7)])).toEqual([
       { type: 'click', x: 7, y: 7, button: 'left' },
+    ]);
+  });
+
+  it('makes a double click one step (same button, spot and within 400 ms), and keeps the order around it', () => {
+    clock = 0;
+    expect(
+      group([
+        ...clickAt(1, 10, 10),
+        ...clickAt(1, 11, 10),
+        ...typed('x'),
+        ...clickAt(1, 10, 10),
+        button('buttonPress', 5, 30, 30),
+        ...clickAt(1, 10, 10),
+        ...clickAt(1, 60, 60),
+      ]),
+    ).toEqual([
+      { type: 'click', x: 10, y: 10, button: 'left', count: 2 },
+      { type: 'type', text: 'x' },
+      { type: 'click', x: 10, y: 10, button: 'left' },
+      { type: 'scroll', x: 30, y: 30, dx: 0, dy: 1 },
+      { type: 'click', x: 10, y: 10, button: 'left' },
+      { type: 'click', x: 60, y: 60, button: 'left' },
     ]);
   });
 });

@@ -8,7 +8,8 @@ export type StepAction =
   /** Typed into a password field: that a secret was typed, never what. */
   | { type: 'type'; secret: true }
   | { type: 'press'; key: string }
-  | { type: 'click'; x: number; y: number; button: ButtonName }
+  /** `count` 2 or 3: a double or triple click (absent: a single click). */
+  | { type: 'click'; x: number; y: number; button: ButtonName; count?: number }
   | { type: 'drag'; from: [number, number]; to: [number, number]; button: ButtonName }
   | { type: 'scroll'; x: number; y: number; dx: number; dy: number }
   /** Seed 002's Ctrl+I extract: what to read off the screen at this point of a replay. */
@@ -47,6 +48,9 @@ const KEY_NAMES: Record<string, string> = {
 
 /** A pointer that moves less than this between press and release clicked; farther, it dragged. */
 const DRAG_THRESHOLD_PX = 5;
+/** A click this soon (server ms) and this near after the last one of the same button adds to it. */
+const MULTI_CLICK_MS = 400;
+const MULTI_CLICK_PX = 4;
 /** Wheel clicks this close in time and place are one scroll step. */
 const SCROLL_GAP_MS = 700;
 const SCROLL_NEAR_PX = 24;
@@ -59,15 +63,19 @@ export function keyName(e: Pick<StepInput, 'key' | 'text'>): string {
 
 /**
  * Feed events in order; completed steps come back as soon as they are known (a word ends with the
- * first event that is not more of it, a click with its release). flush() ends whatever is pending.
+ * first event that is not more of it, a click with the next event that is not another click on the
+ * same spot soon after: a double click is one step). flush() ends whatever is pending.
  */
 export class StepGrouper<E extends StepInput = StepInput> {
   private word: { text: string; events: E[] } | null = null;
   private pressed = new Map<number, E>();
+  private click: { step: GroupedStep<E>; last: E } | null = null; // may still become a double click
   private scroll: { action: Extract<StepAction, { type: 'scroll' }>; events: E[]; last: E } | null = null;
 
   feed(e: E): GroupedStep<E>[] {
     const out: GroupedStep<E>[] = [];
+    const pointer = e.kind !== 'keyPress' && BUTTON_NAMES[e.button] !== undefined;
+    if (!pointer) this.endClick(out); // anything else ends a click (which then cannot become a double)
     if (e.kind === 'keyPress') {
       if (e.modifierKey) return out;
       const chord = e.modifiers.some((m) => m === 'ctrl' || m === 'alt' || m === 'super');
@@ -113,14 +121,38 @@ export class StepGrouper<E extends StepInput = StepInput> {
     const button = BUTTON_NAMES[e.button];
     if (!button) return out;
     if (e.kind === 'buttonPress') {
-      this.endAll(out);
+      const c = this.click;
+      const again =
+        c !== null &&
+        c.step.action.type === 'click' &&
+        c.step.action.button === button &&
+        e.time - c.last.time <= MULTI_CLICK_MS &&
+        Math.abs(e.x - c.step.action.x) <= MULTI_CLICK_PX &&
+        Math.abs(e.y - c.step.action.y) <= MULTI_CLICK_PX;
+      if (!again) this.endAll(out);
       this.pressed.set(e.button, e);
       return out;
     }
     const press = this.pressed.get(e.button);
     if (!press) return out; // pressed before the recording started
     this.pressed.delete(e.button);
-    out.push(this.pointerStep(press, e, button));
+    const step = this.pointerStep(press, e, button);
+    const c = this.click;
+    if (
+      c &&
+      c.step.action.type === 'click' &&
+      step.action.type === 'click' &&
+      c.last.time >= press.time - MULTI_CLICK_MS
+    ) {
+      // The press was let through above as the same click again: count it.
+      c.step.action.count = (c.step.action.count ?? 1) + 1;
+      c.step.events.push(press, e);
+      c.last = e;
+      return out;
+    }
+    this.endClick(out);
+    if (step.action.type === 'click') this.click = { step, last: e };
+    else out.push(step);
     return out;
   }
 
@@ -152,7 +184,13 @@ export class StepGrouper<E extends StepInput = StepInput> {
     this.scroll = null;
   }
 
+  private endClick(out: GroupedStep<E>[]): void {
+    if (this.click) out.push(this.click.step);
+    this.click = null;
+  }
+
   private endAll(out: GroupedStep<E>[]): void {
+    this.endClick(out);
     this.endWord(out);
     this.endScroll(out);
   }
