@@ -1,6 +1,6 @@
 // Runs the desktop benchmark inside a fresh test desktop: bundles the bench and desktop-cli, then
 // scripts/desktop-session.sh run -- node bench.mjs. Prints markdown tables (docs/bench-desktop.md).
-// Usage: node native/bench/run.mjs [desktop | recorder]
+// Usage: node native/bench/run.mjs [desktop | recorder | video]
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -13,7 +13,8 @@ const repo = path.resolve(here, '..', '..');
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'runboard-bench-build-'));
 const common = { bundle: true, platform: 'node', format: 'esm', target: 'node20', logLevel: 'warning' };
 const which = process.argv[2] ?? 'desktop';
-if (!['desktop', 'recorder'].includes(which)) throw new Error(`unknown bench "${which}" (desktop, recorder)`);
+if (!['desktop', 'recorder', 'video'].includes(which))
+  throw new Error(`unknown bench "${which}" (desktop, recorder, video)`);
 await build({
   ...common,
   entryPoints: [path.join(here, `${which}.bench.ts`)],

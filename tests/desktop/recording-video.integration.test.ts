@@ -124,10 +124,30 @@ afterAll(async () => {
 });
 
 describe('screen video', () => {
+  // First, while the desktop is empty: a window opened during the pause must not be in the video.
+  it('records nothing while paused: the video ends at the pause and says so', async () => {
+    const rec = await Recording.start({ dir: out, display: s.env.DISPLAY!, video: { mic: 'none' } });
+    await sleep(1000);
+    rec.pause();
+    await s.startForm('Runboard Paused Form');
+    await sleep(1000);
+    rec.resume();
+    await sleep(1000);
+    const summary = await rec.stop();
+    expect(summary.warnings).toEqual(['the screen video ends at the first pause (it is not resumed)']);
+    expect(summary.video).toMatchObject({ complete: true });
+    const file = path.join(rec.dir, 'video.mp4');
+    const first = frame(file, 0);
+    const last = frame(file, -0.2);
+    let differ = 0;
+    for (let i = 0; i < first.length; i += 3) if (Math.abs(first[i]! - last[i]!) > 40) differ++;
+    expect(differ / (first.length / 3)).toBeLessThan(0.01);
+  }, 60_000);
+
   it('records the display as H.264 with the microphone, while the screen changes', async () => {
     const { summary, file } = await record({ mic: `${SINK}.monitor` }, async () => {
       await sleep(700);
-      await s.startForm('Runboard Video Form');
+      await s.startForm('Runboard Video Form', {}, ['--x', '640', '--y', '100']); // beside the paused test's form
       const played = spawnSync('paplay', [`--device=${SINK}`, phrase], { encoding: 'utf8' });
       expect(played.status, played.stderr).toBe(0);
       await sleep(500);

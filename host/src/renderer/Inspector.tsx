@@ -499,7 +499,10 @@ export function Inspector({
             $ {Array.isArray(detail.command) ? detail.command.join(' ') : detail.command}
           </pre>
         )}
-        <pre className="markdown">{body.trim()}</pre>
+        {/* focusable: a long text scrolls in its box, by keyboard too */}
+        <pre className="markdown" tabIndex={0}>
+          {body.trim()}
+        </pre>
       </details>
       {detail.questionList.length > 0 ? (
         <Questions api={api} detail={detail} onChanged={onChanged} onError={setError} />

@@ -244,6 +244,7 @@ export class Recording {
   private readonly knownSecrets = new Map<number, Map<string, Rect>>(); // window id → its password fields
   private video: ScreenVideo | undefined;
   private sizeTimer: NodeJS.Timeout | undefined;
+  private videoEnded = false;
   readonly warnings: string[] = [];
 
   private constructor(private readonly options: RecordingOptions) {
@@ -306,6 +307,7 @@ export class Recording {
     if (this.paused || this.stopping) return;
     this.paused = true;
     this.recorder.pause();
+    this.endVideoAtPause();
     this.emit(this.grouper.flush());
     if (this.activeSince !== null) this.activeMs += Date.now() - this.activeSince;
     this.activeSince = null;
@@ -340,6 +342,15 @@ export class Recording {
     } catch (err) {
       this.warnings.push(`no screen video: ${(err as Error).message}`);
     }
+  }
+
+  /** Nothing is recorded while paused, and ffmpeg cannot pause: the video ends at the first pause. */
+  private endVideoAtPause(): void {
+    if (!this.video || this.videoEnded) return;
+    this.videoEnded = true;
+    void this.video.stop();
+    this.warnings.push('the screen video ends at the first pause (it is not resumed)');
+    this.writeMeta(null);
   }
 
   private armLimit(): void {

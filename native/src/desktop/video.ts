@@ -72,6 +72,8 @@ export function listMicrophones(): { sources: MicSource[]; error?: string } {
   return { sources };
 }
 
+const START_TIMEOUT_MS = 10_000;
+
 /** yuv420p (what every player decodes) needs even sizes: an odd edge loses its last pixel. */
 const even = (n: number): number => n - (n % 2);
 
@@ -125,11 +127,25 @@ function launch(
       // Printed once every input is open and the output's header is written.
       if (!settled && /^Output #0/m.test(log)) {
         settled = true;
+        clearTimeout(timer);
         resolve({ child, log: tail });
       }
     });
+    // A sound server that accepts the connection and never answers must not hold the recording up.
+    const timer = setTimeout(() => {
+      if (settled) return;
+      settled = true;
+      child.kill('SIGKILL');
+      reject(
+        new VideoError(
+          `ffmpeg did not start recording in ${START_TIMEOUT_MS / 1000} s: ${tail() || 'no output'}`,
+        ),
+      );
+    }, START_TIMEOUT_MS);
+    child.once('exit', () => clearTimeout(timer));
     child.stdin.on('error', () => {}); // ffmpeg gone: its exit says why
     child.on('error', (err) => {
+      clearTimeout(timer);
       if (settled) return;
       settled = true;
       reject(new VideoError(`ffmpeg could not be started (${err.message}): install ffmpeg`));
@@ -181,6 +197,11 @@ export class ScreenVideo {
     }
     const { child, log } = await launch(options, null);
     return new ScreenVideo(options, child, log, null, warnings);
+  }
+
+  /** ffmpeg's process id (benchmarks read its CPU time). */
+  get pid(): number | undefined {
+    return this.child.pid;
   }
 
   /** Bytes written so far. */
