@@ -18,7 +18,7 @@ export async function runFixtureBench(name, args) {
     format: 'cjs',
     target: 'node20',
     logLevel: 'warning',
-    external: ['*.node', 'esbuild'],
+    external: ['*.node', 'esbuild', 'playwright-core'], // playwright-core finds its files from its own folder
     // The fixtures use import.meta.dirname / import.meta.url, which a CJS bundle does not have: give each
     // of our source files its own real location (one define for all would point every file at one folder).
     plugins: [ownLocation(root)],

@@ -15,7 +15,7 @@ import { getDocumentProxy } from 'unpdf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportDocument } from '../../worker/src/tools/documents/export.ts';
 import { readDocument } from '../../worker/src/tools/documents/read.ts';
-import { docx, imagePdf, textPdf, xlsx } from './fixtures.ts';
+import { docx, imagePdf, png, textPdf, xlsx } from './fixtures.ts';
 
 let ws: string;
 let outside: string;
@@ -199,6 +199,23 @@ describe('export_document', () => {
       rmSync(project, { recursive: true, force: true });
       rmSync(path.join(ws, 'pdf_style.css'), { force: true });
     }
+  }, 60_000);
+
+  it('embeds data: images in a PDF but never a local file or URL from outside the workspace', async () => {
+    const image = await png();
+    writeFileSync(path.join(outside, 'private.png'), image);
+    const dataUrl = `data:image/png;base64,${image.toString('base64')}`;
+    const hasImage = (f: string) =>
+      readFileSync(path.join(ws, f)).toString('latin1').includes('/Subtype /Image');
+    writeFileSync(path.join(ws, 'img.md'), `# Pictures\n\n![](${dataUrl})\n`);
+    await exportDocument(ws, 'img.md', 'inline.pdf', 'pdf');
+    expect(hasImage('inline.pdf')).toBe(true); // the probe sees an embedded image
+    writeFileSync(
+      path.join(ws, 'leak.md'),
+      `# Pictures\n\n![](file://${path.join(outside, 'private.png')})\n`,
+    );
+    await exportDocument(ws, 'leak.md', 'leak.pdf', 'pdf');
+    expect(hasImage('leak.pdf')).toBe(false);
   }, 60_000);
 
   it('says what is wrong with a bad format or output name', async () => {

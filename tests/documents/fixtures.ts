@@ -21,6 +21,22 @@ export async function printPdf(html: string, file: string): Promise<void> {
   }
 }
 
+/** A small PNG, screenshot by Chromium. */
+export async function png(): Promise<Buffer> {
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: CHROMIUM_ARGS,
+    headless: true,
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 40, height: 30 } });
+    await page.setContent('<body style="margin:0;background:#c33"></body>');
+    return await page.screenshot();
+  } finally {
+    await browser.close();
+  }
+}
+
 /** A PDF with text on two pages. */
 export function textPdf(file: string, paragraphs = 3): Promise<void> {
   const body = Array.from(

@@ -34,6 +34,10 @@ const CHROMIUM_ARGS = [
   '--disable-sync',
 ];
 
+// The printed page loads nothing but inline styles and data: images: a document cannot make the
+// printer fetch a URL or embed a local file (file:) from outside the workspace.
+const CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:";
+
 function escapeHtml(s: string): string {
   return s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 }
@@ -72,7 +76,7 @@ export async function exportDocument(
   const style = resolvePdfStyle(root, opts.project);
   const { marked } = await import('marked');
   const body = await marked.parse(markdown, { gfm: true });
-  const html = `<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(title)}</title><style>${style.css}</style></head><body>${body}</body></html>`;
+  const html = `<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="${CSP}"><title>${escapeHtml(title)}</title><style>${style.css}</style></head><body>${body}</body></html>`;
   const pdf = await printPdf(html, opts.chromium);
   await writeFile(out, pdf);
   const { getDocumentProxy } = await import('unpdf');

@@ -166,9 +166,11 @@ async function readXlsx(
         : `no sheet named "${wanted}"; the workbook's sheets are: ${sheets.map((s) => `"${s}"`).join(', ')}`,
     );
   const rows: string[][] = [];
+  // exceljs computes columnCount by walking every row: once, not per row.
+  const columns = ws.columnCount;
   ws.eachRow({ includeEmpty: true }, (row) => {
     const r: string[] = [];
-    for (let c = 1; c <= ws.columnCount; c++) r.push(row.getCell(c).text ?? '');
+    for (let c = 1; c <= columns; c++) r.push(row.getCell(c).text ?? '');
     rows.push(r);
   });
   while (rows.length && rows[rows.length - 1]!.every((c) => c === '')) rows.pop();
