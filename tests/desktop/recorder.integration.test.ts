@@ -342,6 +342,9 @@ describe('pause, limits and the CLI', () => {
     rec.addExtract('the status line', ['idle', 'clicked Submit 1']);
     rec.addDetails('submit the form to save it');
     await desktop.type('ignored while asking', { delayMs: 5 });
+    // The keys reach the recorder's own connection after XTest sent them: let the last one arrive while
+    // still paused (a person answers the prompt long after their last key), then resume.
+    await sleep(500);
     rec.resume();
     await sleep(300);
     await desktop.click(...centre(submit));

@@ -306,6 +306,16 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
     try {
       return await send(conn);
     } catch (err) {
+      // The socket can be gone before its close is handled (vscode-jsonrpc then says "Connection is
+      // closed"): wait for the loss to be noticed, so the call is sent again or fails as SupervisorLost.
+      if (
+        conn === this.current &&
+        !this.reconnecting &&
+        !this.closed &&
+        this.opts.reconnect &&
+        connectionGone(err)
+      )
+        await this.lossNoticed();
       if (conn === this.current && !this.reconnecting && !this.closed) throw err;
       if (idempotent && this.reconnecting && !this.closed) return this.rpc(method, send);
       throw new SupervisorLost(
@@ -313,6 +323,19 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
           (this.opts.reconnect && !this.closed ? '; a new one is being started' : ''),
       );
     }
+  }
+
+  /** Resolves once the current connection's loss was handled (or after a second, whichever is first). */
+  private lossNoticed(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.off('lost', done);
+        resolve();
+      };
+      const timer = setTimeout(done, 1000);
+      this.once('lost', done);
+    });
   }
 
   /** Connects to the supervisor of this state root, starting one when none runs (if allowed). */
@@ -399,4 +422,10 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
     this.current.dispose();
     this.socket.destroy();
   }
+}
+
+/** An error of a call whose connection is closed or disposed (the peer went away), not of the call. */
+function connectionGone(err: unknown): boolean {
+  const m = err instanceof Error ? err.message : '';
+  return /connection (is|got) (closed|disposed)/i.test(m) || (err as { code?: unknown })?.code === 'EPIPE';
 }

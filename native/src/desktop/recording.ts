@@ -244,7 +244,6 @@ export class Recording {
   private readonly knownSecrets = new Map<number, Map<string, Rect>>(); // window id → its password fields
   private video: ScreenVideo | undefined;
   private sizeTimer: NodeJS.Timeout | undefined;
-  private videoEnded = false;
   readonly warnings: string[] = [];
 
   private constructor(private readonly options: RecordingOptions) {
@@ -307,7 +306,7 @@ export class Recording {
     if (this.paused || this.stopping) return;
     this.paused = true;
     this.recorder.pause();
-    this.endVideoAtPause();
+    this.video?.pause();
     this.emit(this.grouper.flush());
     if (this.activeSince !== null) this.activeMs += Date.now() - this.activeSince;
     this.activeSince = null;
@@ -319,6 +318,7 @@ export class Recording {
     this.paused = false;
     this.activeSince = Date.now();
     this.recorder.resume();
+    this.video?.resume();
     this.armLimit();
   }
 
@@ -342,15 +342,6 @@ export class Recording {
     } catch (err) {
       this.warnings.push(`no screen video: ${(err as Error).message}`);
     }
-  }
-
-  /** Nothing is recorded while paused, and ffmpeg cannot pause: the video ends at the first pause. */
-  private endVideoAtPause(): void {
-    if (!this.video || this.videoEnded) return;
-    this.videoEnded = true;
-    void this.video.stop();
-    this.warnings.push('the screen video ends at the first pause (it is not resumed)');
-    this.writeMeta(null);
   }
 
   private armLimit(): void {
@@ -380,6 +371,7 @@ export class Recording {
     const video = this.video?.stop();
     this.emit(this.grouper.flush());
     this.stopping = Promise.all([this.writing, video]).then(([, v]) => {
+      for (const w of v?.warnings ?? []) if (!this.warnings.includes(w)) this.warnings.push(w);
       if (v && !v.complete) this.warnings.push(`the screen video is incomplete: ${v.error}`);
       const summary: RecordingSummary = {
         id: this.id,

@@ -4,7 +4,8 @@
 // video is made without audio and a warning says why. Stopped with 'q' on ffmpeg's stdin, so that it
 // finishes the file (the moov atom at the end: an mp4 cut off without it does not play).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Rect } from './types.ts';
 
 /** 'default': the system's default source; 'none': no microphone; else a PulseAudio source name. */
@@ -106,10 +107,9 @@ function ffmpegArgs(o: ScreenVideoOptions, mic: string | null): string[] {
 }
 
 /** Starts ffmpeg; resolves once it has opened its inputs and the output, or rejects with its words. */
-function launch(
-  o: ScreenVideoOptions,
-  mic: string | null,
-): Promise<{ child: ChildProcess; log: () => string }> {
+type Launched = { child: ChildProcess; log: () => string };
+
+function launch(o: ScreenVideoOptions, mic: string | null): Promise<Launched> {
   return new Promise((resolve, reject) => {
     const child = spawn(o.ffmpeg ?? 'ffmpeg', ffmpegArgs(o, mic), { stdio: ['pipe', 'ignore', 'pipe'] });
     let log = '';
@@ -158,25 +158,34 @@ function launch(
   });
 }
 
+interface Segment {
+  file: string;
+  child: ChildProcess;
+  log: () => string;
+  exited: Promise<number | null>;
+  asked: boolean;
+  finished?: Promise<{ complete: boolean; error?: string }>;
+}
+
+/** The file of the n-th part (after n pauses): video.mp4, video.1.mp4, … */
+const partFile = (file: string, n: number): string =>
+  n === 0 ? file : file.replace(/(\.mp4)?$/, `.${n}.mp4`);
+
 export class ScreenVideo {
+  private readonly segments: Segment[] = [];
+  private paused = false;
+  private ended = false; // a resume failed: no more parts
+  private queue: Promise<void> = Promise.resolve();
   private stopping: Promise<VideoResult> | undefined;
-  private exited: Promise<number | null>;
-  private asked = false;
 
   private constructor(
     private readonly options: ScreenVideoOptions,
-    private readonly child: ChildProcess,
-    private readonly log: () => string,
+    first: Launched,
     /** The microphone source recorded, or null. */
     readonly audio: string | null,
     readonly warnings: string[],
   ) {
-    this.exited = new Promise((res) =>
-      child.exitCode !== null ? res(child.exitCode) : child.once('exit', (code) => res(code)),
-    );
-    void this.exited.then(() => {
-      if (!this.asked) options.onExit?.(`the screen video stopped: ${log() || 'ffmpeg ended'}`);
-    });
+    this.add(options.file, first);
   }
 
   /**
@@ -188,55 +197,147 @@ export class ScreenVideo {
     const warnings: string[] = [];
     if (choice !== 'none') {
       try {
-        const { child, log } = await launch(options, choice);
-        return new ScreenVideo(options, child, log, choice, warnings);
+        return new ScreenVideo(options, await launch(options, choice), choice, warnings);
       } catch (err) {
         const what = choice === 'default' ? 'the default microphone' : `the microphone "${choice}"`;
         warnings.push(`${what} could not be opened (${(err as Error).message}); recording without audio`);
       }
     }
-    const { child, log } = await launch(options, null);
-    return new ScreenVideo(options, child, log, null, warnings);
+    return new ScreenVideo(options, await launch(options, null), null, warnings);
+  }
+
+  private add(file: string, l: Launched): void {
+    const { child } = l;
+    const seg: Segment = {
+      file,
+      ...l,
+      asked: false,
+      exited: new Promise((res) =>
+        child.exitCode !== null ? res(child.exitCode) : child.once('exit', (code) => res(code)),
+      ),
+    };
+    void seg.exited.then(() => {
+      if (!seg.asked) this.options.onExit?.(`the screen video stopped: ${seg.log() || 'ffmpeg ended'}`);
+    });
+    this.segments.push(seg);
+  }
+
+  /** Asks ffmpeg to finish its file ('q'), then SIGINT, then SIGKILL; resolves once it has exited. */
+  private finish(seg: Segment): Promise<{ complete: boolean; error?: string }> {
+    seg.finished ??= (async () => {
+      seg.asked = seg.child.exitCode === null;
+      if (seg.asked) seg.child.stdin!.end('q');
+      const timers = [
+        setTimeout(() => seg.child.kill('SIGINT'), 5000),
+        setTimeout(() => seg.child.kill('SIGKILL'), 15000),
+      ];
+      const code = await seg.exited;
+      timers.forEach(clearTimeout);
+      // 255: ended by the signal we sent; the file is finished.
+      if (code === 0 || (code === 255 && seg.asked)) return { complete: true };
+      return { complete: false, error: seg.log() || `ffmpeg exited with ${code}` };
+    })();
+    return seg.finished;
+  }
+
+  /** Nothing is recorded while paused: the current part is finished; resume() starts the next one. */
+  pause(): void {
+    if (this.paused || this.stopping) return;
+    this.paused = true;
+    const seg = this.segments.at(-1)!;
+    this.queue = this.queue.then(() => this.finish(seg)).then(() => undefined);
+  }
+
+  resume(): void {
+    if (!this.paused || this.stopping) return;
+    this.paused = false;
+    this.queue = this.queue.then(async () => {
+      if (this.ended) return;
+      const file = partFile(this.options.file, this.segments.length);
+      try {
+        this.add(file, await launch({ ...this.options, file }, this.audio));
+      } catch (err) {
+        this.ended = true;
+        this.warnings.push(
+          `the screen video could not be resumed (${(err as Error).message}); it ends at the pause`,
+        );
+      }
+    });
   }
 
   /** ffmpeg's process id (benchmarks read its CPU time). */
   get pid(): number | undefined {
-    return this.child.pid;
+    return this.segments.at(-1)?.child.pid;
   }
 
   /** Bytes written so far. */
   get bytes(): number {
-    try {
-      return statSync(this.options.file).size;
-    } catch {
-      return 0;
+    let n = 0;
+    for (const s of this.segments) {
+      try {
+        n += statSync(s.file).size;
+      } catch {
+        // not written yet, or joined already
+      }
     }
+    return n;
   }
 
-  /** Asks ffmpeg to finish the file ('q'), then SIGINT, then SIGKILL; resolves once it has exited. */
+  /** Finishes the video (the parts after pauses joined into one file); resolves once ffmpeg has exited. */
   stop(): Promise<VideoResult> {
-    if (this.stopping) return this.stopping;
-    this.asked = this.child.exitCode === null;
-    if (this.asked) this.child.stdin!.end('q');
-    const timers = [
-      setTimeout(() => this.child.kill('SIGINT'), 5000),
-      setTimeout(() => this.child.kill('SIGKILL'), 15000),
-    ];
-    this.stopping = this.exited.then((code) => {
-      timers.forEach(clearTimeout);
+    this.stopping ??= (async () => {
+      await this.queue;
+      const results = await Promise.all(this.segments.map((s) => this.finish(s)));
+      let error = results.find((r) => !r.complete)?.error;
+      if (!error && this.segments.length > 1)
+        error = await join(
+          this.options.file,
+          this.segments.map((s) => s.file),
+        );
       const [, , w, h] = this.options.region;
-      const complete = code === 0 || (code === 255 && this.asked); // 255: ended by a signal, file finished
       return {
         file: this.options.file,
-        bytes: this.bytes,
+        bytes: (() => {
+          try {
+            return statSync(this.options.file).size;
+          } catch {
+            return 0;
+          }
+        })(),
         width: even(w),
         height: even(h),
         audio: this.audio,
         warnings: this.warnings,
-        complete,
-        ...(complete ? {} : { error: this.log() || `ffmpeg exited with ${code}` }),
+        complete: !error,
+        ...(error ? { error } : {}),
       };
-    });
+    })();
     return this.stopping;
   }
+}
+
+/** Joins the parts into `file` (ffmpeg's concat demuxer, no re-encoding); an error in words, or undefined. */
+async function join(file: string, parts: string[]): Promise<string | undefined> {
+  const list = `${file}.parts.txt`;
+  const joined = `${file}.joined.mp4`;
+  writeFileSync(list, parts.map((p) => `file '${p.replace(/'/g, "'\\''")}'\n`).join(''));
+  const child = spawn(
+    'ffmpeg',
+    ['-v', 'error', '-y', '-f', 'concat', '-safe', '0', '-i', list, '-c', 'copy', joined],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const code = await new Promise<number | null>((res) => {
+    child.once('error', () => res(null));
+    child.once('exit', res);
+  });
+  rmSync(list, { force: true });
+  if (code !== 0)
+    return `the parts recorded between pauses could not be joined (${err.trim().split('\n').at(-1) ?? code}); they are ${parts.map((p) => path.basename(p)).join(', ')}`;
+  renameSync(joined, file);
+  for (const p of parts.slice(1)) rmSync(p, { force: true });
+  return undefined;
 }
