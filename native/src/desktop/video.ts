@@ -329,7 +329,7 @@ async function join(file: string, parts: string[]): Promise<string | undefined> 
     },
   );
   let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   const code = await new Promise<number | null>((res) => {
     child.once('error', () => res(null));
     child.once('exit', res);
