@@ -36,7 +36,7 @@ const sv = spawn(process.execPath, [path.join(process.env.RUNBOARD_DIST ?? 'dist
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 await new Promise<void>((resolve) =>
-  sv.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve()),
+  sv.stdout.on('data', (d: Buffer) => d.toString().includes('ready') && resolve()),
 );
 const client = await SupervisorClient.connect(paths);
 try {

@@ -155,7 +155,7 @@ function startRecorder(
               stop: () => raw.stop(),
             });
           } else if (type === 'event') {
-            const { frame, frameId, modifiers, ...rest } = payload as Record<string, unknown>;
+            const { frame, frameId, modifiers, ...rest } = payload;
             if (frame) keep(frame as RecorderFrame);
             const bits = modifiers as number;
             onInput({

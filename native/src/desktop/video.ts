@@ -121,8 +121,8 @@ function launch(o: ScreenVideoOptions, mic: string | null): Promise<Launched> {
         .filter((l) => !/^\s/.test(l))
         .slice(-1)
         .join('');
-    child.stderr!.setEncoding('utf8');
-    child.stderr!.on('data', (d: string) => {
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (d: string) => {
       log = (log + d).slice(-8000);
       // Printed once every input is open and the output's header is written.
       if (!settled && /^Output #0/m.test(log)) {
@@ -143,7 +143,7 @@ function launch(o: ScreenVideoOptions, mic: string | null): Promise<Launched> {
       );
     }, START_TIMEOUT_MS);
     child.once('exit', () => clearTimeout(timer));
-    child.stdin!.on('error', () => {}); // ffmpeg gone: its exit says why
+    child.stdin.on('error', () => {}); // ffmpeg gone: its exit says why
     child.on('error', (err) => {
       clearTimeout(timer);
       if (settled) return;

@@ -225,7 +225,7 @@ export async function startPrivateDisplay(o: DisplayOptions): Promise<PrivateDis
     stop() {
       stopped ??= (async () => {
         const t1 = performance.now();
-        await end(stack!, 3000);
+        await end(stack, 3000);
         release(number);
         return performance.now() - t1;
       })();

@@ -395,10 +395,10 @@ export class Run {
       if (workspaceFd !== undefined) closeSync(workspaceFd); // the jail has its own copy
     }
     this.child = child;
-    this.pipeOutput(child.stdout as Readable, this.log.stdout, 'stdout');
-    this.pipeOutput(child.stderr as Readable, this.log.stderr, 'stderr');
+    this.pipeOutput(child.stdout, this.log.stdout, 'stdout');
+    this.pipeOutput(child.stderr, this.log.stderr, 'stderr');
     readJailStatus(
-      child.stdio[JAIL_STATUS_FD] as Readable,
+      child.stdio[JAIL_STATUS_FD],
       (s) => this.onJailStatus(s),
       (why) => this.event('error', why),
     );
@@ -617,7 +617,7 @@ export class Run {
     await Promise.all([
       this.streamEnd(this.child?.stdout as Readable),
       this.streamEnd(this.child?.stderr as Readable),
-      this.streamEnd(this.child?.stdio[JAIL_STATUS_FD] as Readable | undefined),
+      this.streamEnd(this.child?.stdio[JAIL_STATUS_FD]),
     ]);
     const verdict = classifyEnd({
       endCause: this.endCause,

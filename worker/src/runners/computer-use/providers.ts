@@ -271,7 +271,7 @@ class AnthropicProvider implements Provider {
   private image(shot: Shot, caption: string): ABlock[] {
     for (const m of this.messages)
       if (m.role === 'user' && Array.isArray(m.content))
-        m.content = (m.content as ABlock[]).filter((b) => b.type !== 'image');
+        m.content = m.content.filter((b) => b.type !== 'image');
     return [
       { type: 'text', text: caption },
       {

@@ -299,7 +299,7 @@ export async function desktopRead(ctx: ToolContext, a: Args): Promise<ToolResult
     const r = await desktop.read(query);
     const f = ctx.frame();
     const k = r.scale === 1 ? inferScale(r.window.bounds, r.elements[0]?.bounds) : 1;
-    let elements: unknown = mapBounds(toCompact(r.elements) as Compact[], f, k);
+    let elements: unknown = mapBounds(toCompact(r.elements), f, k);
     let text = JSON.stringify(elements);
     let truncated = false;
     if (text.length > MAX_TREE_CHARS) {

@@ -65,7 +65,7 @@ function inline(tokens: Token[] | undefined, style: RunStyle = {}): ParagraphChi
         break;
       case 'link': {
         const l = t as Tokens.Link;
-        out.push(new ExternalHyperlink({ link: l.href, children: inline(l.tokens, style) as TextRun[] }));
+        out.push(new ExternalHyperlink({ link: l.href, children: inline(l.tokens, style) }));
         break;
       }
       case 'text': {
