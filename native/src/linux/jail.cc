@@ -30,24 +30,24 @@
 //
 // Protocol with the supervisor: JSON lines on --status-fd (schema: supervisor/src/protocol/jail.ts, read by
 // supervisor/src/node/jail-status.ts).
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <sched.h>
 #include <string>
-#include <sys/mount.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
-#include <sys/resource.h>
-#include <sys/signalfd.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
 
 #include "linux/landlock.h"
@@ -112,7 +112,8 @@ std::string EnterNamespaces() {
   uid_t uid = getuid();
   gid_t gid = getgid();
   if (unshare(CLONE_NEWUSER | CLONE_NEWPID) < 0) return std::string("unshare: ") + strerror(errno);
-  if (!WriteFile("/proc/self/setgroups", "deny") && errno != ENOENT) return "setgroups: " + std::string(strerror(errno));
+  if (!WriteFile("/proc/self/setgroups", "deny") && errno != ENOENT)
+    return "setgroups: " + std::string(strerror(errno));
   if (!WriteFile("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1"))
     return "uid_map: " + std::string(strerror(errno));
   if (!WriteFile("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1"))
@@ -179,14 +180,15 @@ long long IoField(const std::string& text, const char* key) {
 }
 
 void Usage() {
-  fprintf(stderr,
-          "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--write-fd N] [--device FILE]...\n"
-          "                     [--hide DIR]...\n"
-          "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp DIR]\n"
-          "                     [--max-procs N] [--env-fd N] [--read-only PATH]...\n"
-          "                     [--tcp PORT]... [--udp] [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts]\n"
-          "                     [--no-landlock] [--no-namespaces]\n"
-          "                     -- COMMAND [ARG]...\n");
+  fprintf(
+      stderr,
+      "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--write-fd N] [--device FILE]...\n"
+      "                     [--hide DIR]...\n"
+      "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp DIR]\n"
+      "                     [--max-procs N] [--env-fd N] [--read-only PATH]...\n"
+      "                     [--tcp PORT]... [--udp] [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts]\n"
+      "                     [--no-landlock] [--no-namespaces]\n"
+      "                     -- COMMAND [ARG]...\n");
   _exit(2);
 }
 
@@ -224,8 +226,7 @@ int main(int argc, char** argv) {
       if (fchdir(fd) < 0) Die("--write-fd " + std::to_string(fd) + ": " + strerror(errno), 125);
       close(fd);
       policy.writable.push_back(".");
-    }
-    else if (a == "--device") policy.devices.push_back(next());
+    } else if (a == "--device") policy.devices.push_back(next());
     else if (a == "--hide") policy.hidden.push_back(next());
     else if (a == "--mask") masks.push_back(next());
     else if (a == "--keep") keeps.push_back(next());
@@ -274,7 +275,8 @@ int main(int argc, char** argv) {
   }
   // Fail closed: a mask is a promise about what the run cannot reach.
   if (!masks.empty() && containment != "pid-namespace")
-    Die("cannot mask " + masks[0] + ": no user namespace (" + (nsError.empty() ? "--no-namespaces" : nsError) + ")", 126);
+    Die("cannot mask " + masks[0] + ": no user namespace (" + (nsError.empty() ? "--no-namespaces" : nsError) + ")",
+        126);
 
   if (fsByMounts && fsIfPossible && containment != "pid-namespace") fsByMounts = false;  // Landlock then
   if (fsByMounts && containment != "pid-namespace")
@@ -325,7 +327,8 @@ int main(int argc, char** argv) {
     if (mountNs) {
       if (!privateTmp.empty() && mkdir(privateTmp.c_str(), 0700) < 0 && errno != EEXIST)
         Die("sandbox setup failed: mkdir " + privateTmp + ": " + strerror(errno), 126);
-      std::string err = runboard::mounts::ConfineByMounts({policy.writable, policy.hidden, policy.devices, privateTmp, readOnly});
+      std::string err =
+          runboard::mounts::ConfineByMounts({policy.writable, policy.hidden, policy.devices, privateTmp, readOnly});
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
       policy.restrictFs = !fsByMounts;
     }

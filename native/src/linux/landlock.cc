@@ -1,15 +1,15 @@
 #include "linux/landlock.h"
 
-#include <cerrno>
-#include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
-#include <functional>
-#include <map>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <map>
 
 namespace runboard::landlock {
 namespace {
@@ -24,12 +24,12 @@ constexpr uint64_t LANDLOCK_ACCESS_FS_READ_FILE = 1ULL << 2;
 constexpr uint64_t LANDLOCK_ACCESS_FS_READ_DIR = 1ULL << 3;
 constexpr uint64_t LANDLOCK_ACCESS_FS_MAKE_SYM = 1ULL << 12;
 constexpr uint64_t LANDLOCK_ACCESS_FS_REFER = 1ULL << 13;  // ABI 2
-constexpr uint64_t kFsTruncate = 1ULL << 14;  // ABI 3
-constexpr uint64_t kFsIoctlDev = 1ULL << 15;  // ABI 5 (not handled: see RestrictSelf)
-constexpr uint64_t kNetBindTcp = 1ULL << 0;     // ABI 4
-constexpr uint64_t kNetConnectTcp = 1ULL << 1;  // ABI 4
-constexpr uint64_t kScopeAbstractUnix = 1ULL << 0;  // ABI 6
-constexpr uint64_t kScopeSignal = 1ULL << 1;        // ABI 6
+constexpr uint64_t kFsTruncate = 1ULL << 14;               // ABI 3
+constexpr uint64_t kFsIoctlDev = 1ULL << 15;               // ABI 5 (not handled: see RestrictSelf)
+constexpr uint64_t kNetBindTcp = 1ULL << 0;                // ABI 4
+constexpr uint64_t kNetConnectTcp = 1ULL << 1;             // ABI 4
+constexpr uint64_t kScopeAbstractUnix = 1ULL << 0;         // ABI 6
+constexpr uint64_t kScopeSignal = 1ULL << 1;               // ABI 6
 constexpr int kRuleNetPort = 2;
 
 struct RulesetAttr {
@@ -102,8 +102,8 @@ std::string RestrictSelf(const Policy& policy, int abi, bool* enforced) {
     uint64_t allowed = access & fsAll;
     if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) {
       // Rules on a non-directory may only carry file rights.
-      allowed &= LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE |
-                 kFsTruncate;
+      allowed &=
+          LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE | kFsTruncate;
     }
     PathBeneathAttr rule{allowed, fd};
     long rc = AddRule(rfd, LANDLOCK_RULE_PATH_BENEATH, &rule);
@@ -119,7 +119,7 @@ std::string RestrictSelf(const Policy& policy, int abi, bool* enforced) {
       [&](const std::string& dir, std::vector<std::string> hide) -> std::string {
     if (hide.empty()) return addPath(dir, readOnly);
     for (const auto& h : hide)
-      if (h == dir) return "";  // the whole tree is hidden
+      if (h == dir) return "";                              // the whole tree is hidden
     std::map<std::string, std::vector<std::string>> below;  // next path component -> hidden paths under it
     const std::string prefix = dir == "/" ? "/" : dir + "/";
     for (const auto& h : hide) {

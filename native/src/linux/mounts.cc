@@ -1,10 +1,5 @@
 #include "linux/mounts.h"
 
-#include <algorithm>
-#include <cerrno>
-#include <climits>
-#include <cstdint>
-#include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -14,6 +9,11 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstring>
 
 namespace runboard::mounts {
 namespace {
@@ -110,10 +110,8 @@ std::string MountPrivateTmp(const std::string& source) {
     // An entry removed from the machine's /tmp since it was cloned cannot be mounted (ENOENT): it is
     // gone, so its name goes too.
     if (err.empty() && syscall(kSysMoveMount, e.fd, "", AT_FDCWD, e.path.c_str(), kMoveMountFEmptyPath) < 0) {
-      if (errno == ENOENT)
-        e.isDir ? rmdir(e.path.c_str()) : unlink(e.path.c_str());
-      else
-        err = Errno("move_mount " + e.path);
+      if (errno == ENOENT) e.isDir ? rmdir(e.path.c_str()) : unlink(e.path.c_str());
+      else err = Errno("move_mount " + e.path);
     }
     close(e.fd);
   }
@@ -158,8 +156,7 @@ std::string ConfineByMounts(const Policy& policy) {
     // "." is the directory the jail entered by a descriptor the supervisor checked: it is copied from
     // there, never looked up by name again (a path can be swapped for a symlink meanwhile). Only
     // where the copy is mounted comes from its name.
-    int fd = static_cast<int>(
-        syscall(kSysOpenTree, AT_FDCWD, w.c_str(), kOpenTreeClone | kAtRecursive | O_CLOEXEC));
+    int fd = static_cast<int>(syscall(kSysOpenTree, AT_FDCWD, w.c_str(), kOpenTreeClone | kAtRecursive | O_CLOEXEC));
     if (fd < 0) {
       closeCopies();
       return Errno("open_tree " + w);
@@ -211,9 +208,11 @@ std::string ConfineByMounts(const Policy& policy) {
     if (!err.empty()) break;
   }
   // What a /dev has besides device nodes (bubblewrap's --dev makes the same).
-  const char* const links[][2] = {{"/dev/fd", "/proc/self/fd"},    {"/dev/stdin", "/proc/self/fd/0"},
-                                   {"/dev/stdout", "/proc/self/fd/1"}, {"/dev/stderr", "/proc/self/fd/2"},
-                                   {"/dev/ptmx", "pts/ptmx"}};
+  const char* const links[][2] = {{"/dev/fd", "/proc/self/fd"},
+                                  {"/dev/stdin", "/proc/self/fd/0"},
+                                  {"/dev/stdout", "/proc/self/fd/1"},
+                                  {"/dev/stderr", "/proc/self/fd/2"},
+                                  {"/dev/ptmx", "pts/ptmx"}};
   for (const auto& l : links) {
     if (err.empty() && symlink(l[1], l[0]) < 0 && errno != EEXIST) err = Errno(std::string("symlink ") + l[0]);
   }
@@ -259,8 +258,8 @@ std::string ConfineByMounts(const Policy& policy) {
   if (err.empty() && mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) < 0)
     err = Errno("mount proc on /proc");
   // And a devpts instance of its own, for the terminals it opens (/dev/ptmx links to its ptmx).
-  if (err.empty() && mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-                           "newinstance,ptmxmode=0666,mode=0620") < 0)
+  if (err.empty() &&
+      mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") < 0)
     err = Errno("mount devpts on /dev/pts");
 
   // The old working directory is the read-only tree below the new mounts: enter the new one (the
@@ -284,7 +283,8 @@ std::string MaskDirs(const std::vector<std::string>& masks, const std::vector<st
       if (k.find('/', dir.size() + 1) != std::string::npos) err = "keep " + k + ": only direct children of a mask";
       struct stat ks {};
       if (err.empty() && lstat(k.c_str(), &ks) < 0) err = Errno("keep " + k);
-      int fd = err.empty() ? static_cast<int>(syscall(kSysOpenTree, AT_FDCWD, k.c_str(), kOpenTreeClone | O_CLOEXEC)) : -1;
+      int fd =
+          err.empty() ? static_cast<int>(syscall(kSysOpenTree, AT_FDCWD, k.c_str(), kOpenTreeClone | O_CLOEXEC)) : -1;
       if (err.empty() && fd < 0) err = Errno("open_tree " + k);
       if (!err.empty()) break;
       kept.push_back({k, S_ISDIR(ks.st_mode), fd});
