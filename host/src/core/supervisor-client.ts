@@ -301,6 +301,7 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
     method: string,
     send: (conn: MessageConnection) => Promise<T>,
     idempotent = false,
+    attempt = 0,
   ): Promise<T> {
     const conn = await this.ready();
     try {
@@ -317,7 +318,9 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
       )
         await this.lossNoticed();
       if (conn === this.current && !this.reconnecting && !this.closed) throw err;
-      if (idempotent && this.reconnecting && !this.closed) return this.rpc(method, send);
+      // Sent again when a new connection is coming or already came (the reconnect can finish first).
+      if (idempotent && attempt < 3 && !this.closed && (this.reconnecting || conn !== this.current))
+        return this.rpc(method, send, true, attempt + 1);
       throw new SupervisorLost(
         `the supervisor went away during ${method} (${(err as Error).message})` +
           (this.opts.reconnect && !this.closed ? '; a new one is being started' : ''),
