@@ -104,6 +104,25 @@ describe('jail --fs-mounts', async () => {
     expect(readFileSync(path.join(ws, 'via-tmp.txt'), 'utf8')).toBe('w\n');
   });
 
+  it("shows the run only the entries of the machine's /tmp it needs, in either filesystem mode", async () => {
+    // Another program's temp files: not the run's to read (and copying every entry cost each launch).
+    const other = mkdtempSync(path.join(os.tmpdir(), 'rb-other-'));
+    writeFileSync(path.join(other, 'secret.txt'), 'not yours');
+    try {
+      for (const mode of ['--fs-mounts', '--ro-mounts']) {
+        const r = await jailed(
+          `cat ${other}/secret.txt || echo unseen; ls -d ${ws} > /dev/null && echo ws-seen; ` +
+            `mkdir /tmp/fixed-name && echo own-tmp-writable`,
+          ['--private-tmp', path.join(scratch, `root-tmp${mode}`)],
+          mode,
+        );
+        expect(r.stdout, `${mode}: ${r.stderr}`).toBe('unseen\nws-seen\nown-tmp-writable\n');
+      }
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
+  });
+
   it("has a /proc of the run's own PID namespace and no capabilities to speak of", async () => {
     const r = await jailed(`ls /proc | grep -c '^[0-9]'; grep CapEff /proc/self/status`);
     const [procs, capEff] = r.stdout.trim().split('\n');

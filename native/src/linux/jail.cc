@@ -43,6 +43,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cerrno>
+#include <climits>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -327,10 +328,29 @@ int main(int argc, char** argv) {
     if (mountNs) {
       if (!privateTmp.empty() && mkdir(privateTmp.c_str(), 0700) < 0 && errno != EEXIST)
         Die("sandbox setup failed: mkdir " + privateTmp + ": " + strerror(errno), 126);
-      std::string err =
-          runboard::mounts::ConfineByMounts({policy.writable, policy.hidden, policy.devices, privateTmp, readOnly});
+      // What the run needs of the machine's /tmp: its trees, its command and the paths in its environment
+      // (PATH, the addon's folder, ...), and the X sockets.
+      std::vector<std::string> seen = policy.writable;
+      seen.insert(seen.end(), readOnly.begin(), readOnly.end());
+      seen.insert(seen.end(), {"/tmp/.X11-unix", "/tmp/.ICE-unix"});
+      if (char cwd[PATH_MAX]; getcwd(cwd, sizeof cwd)) seen.push_back(cwd);
+      for (char** a = command; *a; ++a) seen.push_back(*a);
+      for (const auto& kv : runEnv) {
+        std::string v = kv.substr(kv.find('=') + 1);
+        for (size_t at = 0; at <= v.size();) {
+          size_t end = v.find(':', at);
+          if (end == std::string::npos) end = v.size();
+          seen.push_back(v.substr(at, end - at));
+          at = end + 1;
+        }
+      }
+      std::string err = runboard::mounts::ConfineByMounts(
+          {policy.writable, policy.hidden, policy.devices, privateTmp, readOnly, seen});
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
       policy.restrictFs = !fsByMounts;
+      // The run's /tmp is its own folder (mounted there, so Landlock does not see it beneath the scratch
+      // dir): new names in it are the run's; what is bound into it stays read-only by its mount.
+      if (!privateTmp.empty()) policy.writable.push_back("/tmp");
     }
     bool enforced = false;
     if (useLandlock) {

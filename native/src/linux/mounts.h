@@ -19,11 +19,14 @@ struct Policy {
   std::vector<std::string> hidden;    // trees the run may not read (absolute real paths)
   std::vector<std::string> devices;   // the only device files in the run's /dev (/dev/null, ...)
   // A directory (inside a writable tree) that becomes the run's /tmp: new names there are the run's
-  // own, and what the machine's /tmp held at start stays visible read-only. "" keeps /tmp as it is.
+  // own; of what the machine's /tmp holds, only the entries in tmpSeen show (read-only). "" keeps /tmp.
   std::string privateTmp;
   // Paths inside writable trees that stay read-only (read-only bind mounts on top): the project's
   // config and cards when the run works in the project folder. Missing ones are skipped.
   std::vector<std::string> readOnly;
+  // Paths the run needs (its trees, command, environment): the entries of the machine's /tmp they lie
+  // in are the only ones its private /tmp shows (read-only). The rest of the machine's /tmp is not there.
+  std::vector<std::string> tmpSeen;
 };
 
 // Call in the jail's child: single-threaded, PID 1 of the run's PID namespace, with all capabilities
