@@ -1,6 +1,6 @@
 /**
- * `runboard record`: records a demonstration on an X display (the Record step: input events with a screenshot before each) into
- * `<out>/<id>/` (default: `recordings/` in the current directory): manifest.jsonl, screenshots/,
+ * `runboard record`: records a demonstration on an X display (the person's input events, a screenshot
+ * before each) into `<out>/<id>/` (default: `recordings/` in the current directory): manifest.jsonl, screenshots/,
  * recording.json, video.mp4 (the screen with the microphone). Stops with Ctrl+C, SIGTERM or the stop
  * key (an X keysym name, default Pause), or at the limits (5 minutes, 2 GB).
  */
