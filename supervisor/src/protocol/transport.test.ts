@@ -1,7 +1,7 @@
 // The framing reader over an in-memory stream pair: what it does with good, split, bad and huge frames.
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { FramedMessageReader, FramedMessageWriter, type ProtocolError } from './transport.ts';
+import { connect, FramedMessageReader, FramedMessageWriter, type ProtocolError } from './transport.ts';
 
 function setup(max = 1024) {
   const src = new PassThrough();
@@ -82,5 +82,25 @@ describe('FramedMessageWriter', () => {
     await new Promise((r) => setImmediate(r));
     expect(got.map((m) => (m as { id: number }).id)).toEqual([1, 2, 3]);
     expect((got[2] as { params: { big: string; t: string } }).params.t).toBe('é✓');
+  });
+});
+
+describe('connect', () => {
+  it('a request sent on a socket destroyed before its close was seen fails the call, and nothing else', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (r: unknown): void => void unhandled.push(r);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const src = new PassThrough();
+      const sink = new PassThrough();
+      const conn = connect(src, sink);
+      conn.listen();
+      sink.destroy(); // 'close' comes on a later tick: the write below happens before it
+      await expect(conn.sendRequest('x/y', {})).rejects.toThrow(/disposed|closed/i);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(unhandled).toEqual([]); // vscode-jsonrpc rethrows a failed write: that would end the process
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 });

@@ -197,14 +197,25 @@ export class FramedMessageWriter extends AbstractMessageWriter implements Messag
   constructor(private readonly sink: ByteSink) {
     super();
     sink.on('error', (err: Error) => this.fireError(err));
-    sink.on('close', () => {
-      this.closed = true;
-      this.fireClose();
-    });
+    sink.on('close', () => this.markClosed());
+  }
+
+  private markClosed(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.fireClose();
   }
 
   write(msg: Message): Promise<void> {
-    if (this.closed || this.sink.destroyed) return Promise.reject(new Error('connection is closed'));
+    if (this.closed || this.sink.destroyed) {
+      // Never a rejection: vscode-jsonrpc's sendRequest rethrows a failed write inside a promise executor,
+      // an unhandled rejection that ends the process (a board's serve died on a cancel sent just as its
+      // supervisor was killed). The message is dropped; the connection hears of the close now if the
+      // socket's own 'close' is still to come, and connect() disposes it then, which rejects every
+      // request waiting for a reply.
+      this.markClosed();
+      return Promise.resolve();
+    }
     let body: Buffer;
     try {
       body = Buffer.from(JSON.stringify(msg), 'utf8');
@@ -259,5 +270,8 @@ export function connect(source: ByteSource, sink: ByteSink, opts: ConnectionOpti
     },
     opts.maxMessageBytes,
   );
-  return createMessageConnection(reader, writer);
+  const conn = createMessageConnection(reader, writer);
+  // A closed connection gets no more replies: those still awaited are rejected (dispose), not left pending.
+  conn.onClose(() => conn.dispose());
+  return conn;
 }
