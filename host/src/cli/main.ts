@@ -35,6 +35,7 @@ const USAGE = `usage: runboard <command> [options]
   discard <run-id>                         remove a run's worktree and branch
   key set <provider>                       store a provider key (read from stdin) with the supervisor
   key rm <provider> | key list             remove a key; list providers (never shows keys)
+  key check <provider>                     ask the provider whether it accepts the stored key
   supervisor status|stop [--force]         the supervisor for this state root
   ${SERVE_USAGE}
   ${RECORD_USAGE}
@@ -295,8 +296,13 @@ async function cmdKey(args: string[]): Promise<number> {
         process.stdout.write(`${p.name}\t${p.hasKey ? 'key set' : 'no key'}\t${p.baseUrl}\n`);
       return 0;
     }
+    if (sub === 'check' && provider) {
+      const r = await client.checkProviderKey(provider);
+      process.stdout.write(`${provider}: ${r.ok ? 'key accepted' : 'key not accepted'}: ${r.message}\n`);
+      return r.ok ? 0 : 1;
+    }
     if ((sub !== 'set' && sub !== 'rm') || !provider)
-      throw new UsageError('key takes set <provider>, rm <provider> or list', 'key');
+      throw new UsageError('key takes set <provider>, rm <provider>, check <provider> or list', 'key');
     let key: string | null = null;
     if (sub === 'set') {
       if (process.stdin.isTTY) process.stderr.write(`paste the ${provider} key, then Enter and Ctrl-D:\n`);

@@ -28,7 +28,8 @@ function refuse(st: Stats): NotRegularFile {
 /** A socket's open fails (ENXIO), a symbolic link's with O_NOFOLLOW (ELOOP): say what it is. */
 function explain(err: unknown): unknown {
   const code = (err as NodeJS.ErrnoException).code;
-  if (code === 'ENXIO') return new NotRegularFile('a socket, not a regular file: only regular files are read');
+  if (code === 'ENXIO')
+    return new NotRegularFile('a socket, not a regular file: only regular files are read');
   if (code === 'ELOOP')
     return new NotRegularFile(
       'a symbolic link, not a regular file: card files are read only when they are regular files (copy the file here instead of linking it)',
