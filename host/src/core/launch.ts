@@ -59,6 +59,15 @@ export function flowSpec(name: string, flow: FlowConfig, projectDir: string): Fl
           }))(flow.computerUse),
         }
       : {}),
+    // extraction flow options (the input is the host's to add: extract.ts)
+    ...(flow.extract
+      ? {
+          extract: (({ activeTimeout, ...rest }) => ({
+            ...rest,
+            ...(activeTimeout ? { activeTimeoutMs: activeTimeout } : {}),
+          }))(flow.extract),
+        }
+      : {}),
   };
 }
 

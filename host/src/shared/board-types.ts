@@ -171,3 +171,13 @@ export interface WorktreeDiff {
   /** Cut at 1 MiB. */
   truncated: boolean;
 }
+
+/**
+ * What `extractTask` answers: the card that gets the task (made in Backlog when none was named) and
+ * the extraction run going for it. The card shows the run's progress as `needs` while it goes and, when
+ * it ends, either the task (with its questions) or, unchanged, why not (`lastError`).
+ */
+export interface ExtractStart {
+  cardId: string;
+  runId: string;
+}

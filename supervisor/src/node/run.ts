@@ -209,9 +209,10 @@ export class Run {
     });
   }
 
-  /** Computer-use runs write screenshots and report.md into `<logDir>/artifacts`. */
+  /** Computer-use runs write screenshots and report.md into `<logDir>/artifacts`, extraction runs task.md. */
   private get artifactsDir(): string | undefined {
-    return this.spec.flow.runner === 'computer-use' ? path.join(this.spec.logDir, ARTIFACTS_DIR) : undefined;
+    const r = this.spec.flow.runner;
+    return r === 'computer-use' || r === 'extract' ? path.join(this.spec.logDir, ARTIFACTS_DIR) : undefined;
   }
 
   private makeDenialScanner(): DenialScanner {
