@@ -13,3 +13,4 @@ export * from './refusals.ts';
 export * from './cu-events.ts';
 export * from './schedules.ts';
 export * from './extraction.ts';
+export * from './workflow.ts';
