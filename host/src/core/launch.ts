@@ -50,6 +50,7 @@ export function flowSpec(name: string, flow: FlowConfig, projectDir: string): Fl
     ...(flow.readOnly !== undefined ? { readOnly: flow.readOnly } : {}),
     ...(flow.prompt ? { prompt: path.resolve(projectDir, flow.prompt) } : {}),
     ...(flow.desktop !== undefined ? { desktop: flow.desktop } : {}),
+    ...(flow.documents !== undefined ? { documents: flow.documents } : {}),
     // computer-use flow options
     ...(flow.computerUse
       ? {
