@@ -79,6 +79,7 @@ export function flowSpec(
     ...(flow.readOnly !== undefined ? { readOnly: flow.readOnly } : {}),
     ...(flow.prompt ? { prompt: path.resolve(projectDir, flow.prompt) } : {}),
     ...(flow.desktop !== undefined ? { desktop: flow.desktop } : {}),
+    ...(flow.documents !== undefined ? { documents: flow.documents } : {}),
     // computer-use flow options
     ...(flow.computerUse
       ? {

@@ -91,6 +91,8 @@ export const FlowConfig = z.object({
   prompt: z.string().min(1).optional(),
   /** Give the agent the desktop as an MCP server (needs desktop-cli). */
   desktop: z.boolean().optional(),
+  /** The document tools for the agent (codex, claude, computer-use): on unless false. */
+  documents: z.boolean().optional(),
   // ── computer-use flows (runner computer-use; docs/computer-use.md) ──
   computerUse: z
     .object({

@@ -120,6 +120,8 @@ function realOrAsIs(p: string): string {
 
 const DEFAULT_KILL_GRACE_MS = 1000;
 
+const ARTIFACT_RUNNERS: ReadonlySet<string> = new Set(['computer-use', 'reflect', 'replay']);
+
 export class Run {
   readonly id: string;
   readonly token = randomBytes(24).toString('hex');
@@ -209,9 +211,14 @@ export class Run {
     });
   }
 
-  /** Computer-use runs write screenshots and report.md into `<logDir>/artifacts`. */
+  /**
+   * Runs that make files for the person write them into `<logDir>/artifacts`: computer-use (screenshots,
+   * report.md), reflect and replay (the workflow, schema.json, that the host installs in the card).
+   */
   private get artifactsDir(): string | undefined {
-    return this.spec.flow.runner === 'computer-use' ? path.join(this.spec.logDir, ARTIFACTS_DIR) : undefined;
+    return ARTIFACT_RUNNERS.has(this.spec.flow.runner)
+      ? path.join(this.spec.logDir, ARTIFACTS_DIR)
+      : undefined;
   }
 
   private makeDenialScanner(): DenialScanner {

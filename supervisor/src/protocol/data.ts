@@ -12,3 +12,4 @@ export * from './jail.ts';
 export * from './refusals.ts';
 export * from './cu-events.ts';
 export * from './schedules.ts';
+export * from './workflow.ts';

@@ -105,6 +105,8 @@ export const FlowSpec = z.object({
   prompt: z.optional(AbsPath),
   /** Give the coding agent the desktop as an MCP server (`desktop-cli serve`) for this run. */
   desktop: z.optional(z.boolean()),
+  /** The document tools (read_document, export_document) for the run's agent; on unless false. */
+  documents: z.optional(z.boolean()),
   // ── computer-use runs (optional fields) ──
   computerUse: z.optional(
     z.object({
