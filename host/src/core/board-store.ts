@@ -218,6 +218,13 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     }
   }
 
+  /** Takes in a card file the host has just written (a new card); undefined when it does not parse. */
+  ingestNew(file: string): Card | undefined {
+    const text = readRegularFileSync(file);
+    this.written.set(file, text);
+    return this.ingest(file, text, false);
+  }
+
   /** Rewrites config.yaml with `edit` (core/config-edit.ts changes only the values it sets). */
   updateConfig(edit: (text: string) => string): void {
     const next = edit(readRegularFileSync(this.configFile));

@@ -89,6 +89,15 @@ export function flowSpec(
           }))(flow.computerUse),
         }
       : {}),
+    // extraction flow options (the input is the host's to add: extract.ts)
+    ...(flow.extract
+      ? {
+          extract: (({ activeTimeout, ...rest }) => ({
+            ...rest,
+            ...(activeTimeout ? { activeTimeoutMs: activeTimeout } : {}),
+          }))(flow.extract),
+        }
+      : {}),
   };
 }
 

@@ -130,6 +130,19 @@ export const FlowConfig = z.object({
       app: z.array(z.string()).min(1).optional(),
     })
     .optional(),
+  // ── extraction flows (runner extract: a recording → a task card; docs/extraction.md) ──
+  extract: z
+    .object({
+      /** gemini (the video through the Files API) or, with frames + events, responses | chat | messages; default by provider. */
+      api: z.enum(['gemini', 'responses', 'chat', 'messages']).optional(),
+      /** Frames sampled from the video for the frame-based APIs (default 12). */
+      frames: z.number().int().min(1).max(64).optional(),
+      /** Widest sampled frame in pixels (default 768). */
+      frameWidth: z.number().int().min(64).max(4096).optional(),
+      /** How long an uploaded video may take to become ACTIVE (default 5m). */
+      activeTimeout: Duration.optional(),
+    })
+    .optional(),
 });
 export type FlowConfig = z.output<typeof FlowConfig>;
 

@@ -120,7 +120,7 @@ function realOrAsIs(p: string): string {
 
 const DEFAULT_KILL_GRACE_MS = 1000;
 
-const ARTIFACT_RUNNERS: ReadonlySet<string> = new Set(['computer-use', 'reflect', 'replay']);
+const ARTIFACT_RUNNERS: ReadonlySet<string> = new Set(['computer-use', 'reflect', 'replay', 'extract']);
 
 export class Run {
   readonly id: string;
@@ -213,7 +213,8 @@ export class Run {
 
   /**
    * Runs that make files for the person write them into `<logDir>/artifacts`: computer-use (screenshots,
-   * report.md), reflect and replay (the workflow, schema.json, that the host installs in the card).
+   * report.md), reflect and replay (the workflow, schema.json, that the host installs in the card),
+   * extract (task.md, the model's answer, which the host gates before it writes the card).
    */
   private get artifactsDir(): string | undefined {
     return ARTIFACT_RUNNERS.has(this.spec.flow.runner)
