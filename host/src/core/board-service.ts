@@ -75,6 +75,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
         return column === 'queued' || column === 'running' ? column : undefined;
       },
       changed: () => this.deltas.soon(),
+      adopt: (id, runId) => scheduler.adoptRun(id, runId),
     });
     this.views = new BoardViews(store, scheduler, this.schedules);
     this.deltas = new BoardDeltas(
