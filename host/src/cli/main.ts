@@ -5,9 +5,11 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { parseArgs } from 'node:util';
 import { GrantError } from '@runboard/supervisor/grants';
 import { statePaths } from '@runboard/supervisor/paths';
+import { readOutputInOrder } from '@runboard/supervisor/run-output';
 import {
   ExitCodeForStatus,
   ResponseError,
@@ -121,10 +123,12 @@ function follow(client: SupervisorClient, runId: string, json: boolean): Promise
           json
             ? jsonLine({ type: 'event', runId, event: e })
             : tty && process.stderr.write(dim(describeEvent(e)) + '\n'),
-        onOutput: (stream, data) =>
-          json
-            ? jsonLine({ type: 'output', runId, stream, data })
-            : (stream === 'stdout' ? process.stdout : process.stderr).write(data),
+        ...(json
+          ? { onOutput: (stream, data) => jsonLine({ type: 'output', runId, stream, data }) }
+          : {
+              onBytes: (stream, bytes) =>
+                (stream === 'stdout' ? process.stdout : process.stderr).write(bytes),
+            }),
         onEnd: resolve,
       })
       .catch(reject);
@@ -222,18 +226,20 @@ async function cmdLogs(args: string[]): Promise<number> {
   client.close();
   const run = runs.find((r) => r.runId === runId);
   if (!run) throw new UsageError(`no run ${runId} (see \`runboard runs\`)`);
-  // The run keeps stdout and stderr in two files and records no order between them: each is printed
-  // whole (stdout, then stderr), as -f replays them too.
-  for (const [name, stream, out] of [
-    ['stdout.log', 'stdout', process.stdout],
-    ['stderr.log', 'stderr', process.stderr],
-  ] as const) {
-    const file = path.join(run.logDir, name);
-    if (!existsSync(file)) continue;
+  // stdout and stderr interleaved as the supervisor recorded them (output.order), each to its own fd
+  const decoders = { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
+  await readOutputInOrder(run.logDir, async (stream, data) => {
     if (values.json) {
-      const data = readFileSync(file, 'utf8');
-      if (data) jsonLine({ type: 'output', runId, stream, data });
-    } else out.write(readFileSync(file));
+      const text = decoders[stream].write(data);
+      if (text) jsonLine({ type: 'output', runId, stream, data: text });
+      return;
+    }
+    const out = stream === 'stdout' ? process.stdout : process.stderr;
+    if (!out.write(data)) await new Promise((r) => out.once('drain', r));
+  });
+  for (const stream of ['stdout', 'stderr'] as const) {
+    const rest = decoders[stream].end();
+    if (values.json && rest) jsonLine({ type: 'output', runId, stream, data: rest });
   }
   if (values.json) jsonLine({ type: 'result', runId, result: run });
   return 0;

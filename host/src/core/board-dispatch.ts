@@ -70,6 +70,7 @@ export function callHandlers(s: BoardService): CallHandlers {
     runFiles: (p) => s.runFiles(p.runId),
     runDiff: (p) => s.worktreeDiff(p.runId),
     settleWorktree: (p) => s.settleWorktree(p.runId, p.how),
+    extractTask: (p) => s.extractTask(p),
   };
 }
 

@@ -20,6 +20,7 @@ import {
   type CardForm,
   type CardSource,
   type Column,
+  type ExtractStart,
   type RunFiles as RunFileList,
   type ScheduleEdit,
   type Settings,
@@ -33,7 +34,9 @@ import { BoardDeltas } from './board-deltas.ts';
 import { answerQuestions, parseQuestions } from './board-questions.ts';
 import { BoardStore, questionsOf } from './board-store.ts';
 import { BoardViews } from './board-view.ts';
+import { Extractions, ExtractRefused, type ExtractRequest } from './extract.ts';
 import { GrantStore } from './grant-store.ts';
+import { NoGrantError } from './launch.ts';
 import type { Card, CardStatus } from './project.ts';
 import { RunFiles } from './run-files.ts';
 import { streamRun, type RunViewer } from './run-stream.ts';
@@ -55,6 +58,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   private readonly deltas: BoardDeltas;
   private readonly files: RunFiles;
   readonly schedules: HostSchedules;
+  private readonly extractions: Extractions;
 
   private constructor(
     readonly store: BoardStore,
@@ -71,6 +75,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
         return column === 'queued' || column === 'running' ? column : undefined;
       },
       changed: () => this.deltas.soon(),
+      adopt: (id, runId) => scheduler.adoptRun(id, runId),
     });
     this.views = new BoardViews(store, scheduler, this.schedules);
     this.deltas = new BoardDeltas(
@@ -81,6 +86,12 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       },
     );
     this.files = new RunFiles(paths, (runId) => this.runById(runId));
+    this.extractions = new Extractions({
+      store,
+      client,
+      grants: new GrantStore(paths),
+      isActive: (id) => scheduler.isActive(id),
+    });
     const changed = (): void => this.deltas.soon();
     store.on('cards', changed);
     store.on('config', changed);
@@ -390,6 +401,22 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     }
     if (!requeue) return;
     if (card.front.status !== 'queued') this.move(id, 'queued', Number.MAX_SAFE_INTEGER); // at the end
+  }
+
+  /**
+   * Recording → task: starts an extraction run (extract.ts) and answers at once; the card shows it
+   * going (`needs`) and then the task, or unchanged, why not (`lastError`).
+   */
+  async extractTask(req: ExtractRequest): Promise<ExtractStart> {
+    try {
+      const { cardId, runId, done } = await this.extractions.start(req);
+      void done.then(() => this.deltas.soon(0));
+      this.deltas.soon(0);
+      return { cardId, runId };
+    } catch (err) {
+      if (err instanceof ExtractRefused || err instanceof NoGrantError) throw new Invalid(err.message);
+      throw err;
+    }
   }
 
   /** Run again (to the end of Queued) or, for a card already queued, Retry now: the backoff is dropped. */

@@ -17,6 +17,7 @@ import {
   type Answer,
   type BoardView,
   type CardDetail,
+  type ExtractStart,
   type CardFields,
   type CardForm,
   type CardSource,
@@ -123,6 +124,22 @@ export const boardMethods = {
     'PUT',
     '/api/cards/:id/schedule',
     z.extend(card, { schedule: z.nullable(ScheduleEditParams) }),
+  ),
+  /**
+   * Recording → task (seed 000): starts an extraction run over an in-app recording (`recording`, its
+   * id in the project's recordings/) or a video file (`file`, an absolute path to an .mp4 of at most
+   * 5 minutes and 2 GB). The task goes into card `card`, or a new card in Backlog (its flow: `flow`,
+   * default the project's first computer-use flow). Answers at once; the card says how it went.
+   */
+  extractTask: method<'call', ExtractStart>('call')(
+    'POST',
+    '/api/extract',
+    z.object({
+      recording: z.optional(z.string().check(z.regex(/^rec-[0-9a-z-]{1,64}$/, 'not a recording id (rec-…)'))),
+      file: z.optional(z.string().check(z.minLength(1), z.maxLength(4096))),
+      card: z.optional(CardId),
+      flow: z.optional(z.string().check(z.minLength(1), z.maxLength(100))),
+    }),
   ),
   /** What the card editor offers (the granted folders a card may work in). */
   cardForm: method<'call', CardForm>('call')('GET', '/api/card-form', none),

@@ -172,6 +172,16 @@ export interface WorktreeDiff {
   truncated: boolean;
 }
 
+/**
+ * What `extractTask` answers: the card that gets the task (made in Backlog when none was named) and
+ * the extraction run going for it. The card shows the run's progress as `needs` while it goes and, when
+ * it ends, either the task (with its questions) or, unchanged, why not (`lastError`).
+ */
+export interface ExtractStart {
+  cardId: string;
+  runId: string;
+}
+
 /** A card as the board's editor writes it (new or changed). */
 export interface CardFields {
   title: string;

@@ -108,7 +108,7 @@ export class SupervisorServer {
       const snapshot = run ? run.result : await src.result();
       // Streaming starts after the response is on its way, so the client knows the run first.
       setImmediate(() => {
-        streamRun(conn, src, Offsets.parse(p.from ?? {}), ac.signal)
+        streamRun(conn, src, Offsets.parse(p.from ?? {}), ac.signal, p.bytes ?? false)
           .catch((err: Error) =>
             this.log.debug({ runId: p.runId, err: err.message }, 'attach stream ended with error'),
           )

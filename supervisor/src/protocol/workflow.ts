@@ -12,6 +12,14 @@ import * as z from 'zod/mini';
 /** The file a workflow lives in, in its card's folder. */
 export const WORKFLOW_FILE = 'schema.json';
 
+/**
+ * A card's workflow file: `cards/fill-form.md` → `cards/fill-form/schema.json` (the card's folder sits
+ * beside its markdown file, so the two move, diff and commit together).
+ */
+export function workflowFileFor(cardFile: string): string {
+  return `${cardFile.replace(/\.md$/i, '')}/${WORKFLOW_FILE}`;
+}
+
 /** A parameter's or an extract's name: what `{name}` templates refer to. */
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const Ident = z
