@@ -28,6 +28,7 @@ import {
   type TrashedCard,
   type WorktreeDiff,
 } from './board-types.ts';
+import type { CardWorkflowView, WorkflowSaveResult } from './workflow-edit.ts';
 
 export const ColumnParam = z.enum(COLUMNS);
 const CardId = z.string().check(z.minLength(1), z.maxLength(512));
@@ -166,6 +167,23 @@ export const boardMethods = {
     'PUT',
     '/api/cards/:id/source',
     z.extend(card, { text: CardText, base: CardText }),
+  ),
+  /** The card's workflow (cards/<card>/schema.json, docs/workflows.md), with what is wrong with it. */
+  workflow: method<'call', CardWorkflowView>('call')('GET', '/api/cards/:id/workflow', card),
+  /** What is wrong with an edited workflow (the editor shows it while editing); saves nothing. */
+  checkWorkflow: method<'call', WorkflowSaveResult>('call')(
+    'POST',
+    '/api/cards/:id/workflow/check',
+    z.extend(card, { workflow: z.unknown() }),
+  ),
+  /**
+   * Saves the card's workflow when it is valid, whole and atomically; `base` is the text the editor
+   * opened (absent: there was none): when the file changed meanwhile, nothing is written.
+   */
+  saveWorkflow: method<'call', WorkflowSaveResult>('call')(
+    'PUT',
+    '/api/cards/:id/workflow',
+    z.extend(card, { workflow: z.unknown(), base: z.optional(z.string().check(z.maxLength(10_000_000))) }),
   ),
   settings: method<'call', Settings>('call')('GET', '/api/settings', none),
   saveSettings: method('call')('PUT', '/api/settings', SettingsParams),
