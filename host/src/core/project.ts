@@ -5,7 +5,7 @@
 import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
-import { Command, RunnerName } from '@runboard/supervisor/protocol';
+import { Command, drivesDesktop, RunnerName } from '@runboard/supervisor/protocol';
 import { COLUMNS } from '../shared/board-types.ts';
 import { readRegularFileSync } from './regular-file.ts';
 
@@ -137,10 +137,10 @@ export const ProjectConfig = z.object({
   flows: z.record(
     z.string().regex(/^[a-z][a-z0-9-]*$/, 'flow names are lowercase words (a-z, 0-9, -)'),
     FlowConfig.refine(
-      (f) => f.runner !== 'computer-use' || f.computerUse?.privateDisplay === true || f.cap <= 1,
+      (f) => !drivesDesktop(f.runner) || f.computerUse?.privateDisplay === true || f.cap <= 1,
       {
         message:
-          'a computer-use flow on the real display drives the one mouse and keyboard: cap is at most 1 (or set computerUse.privateDisplay: true)',
+          'a computer-use or replay flow on the real display drives the one mouse and keyboard: cap is at most 1 (or set computerUse.privateDisplay: true)',
         path: ['cap'],
       },
     ).refine((f) => f.computerUse?.region === undefined || f.computerUse.monitor === undefined, {

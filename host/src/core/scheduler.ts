@@ -13,7 +13,7 @@
  */
 import { EventEmitter } from 'node:events';
 import PQueue from 'p-queue';
-import { DisplayBusy, ResponseError, type RunResult } from '@runboard/supervisor/protocol';
+import { DisplayBusy, drivesDesktop, ResponseError, type RunResult } from '@runboard/supervisor/protocol';
 import type { BoardStore } from './board-store.ts';
 import { compareCards } from './board-model.ts';
 import { appendQuestions } from './board-questions.ts';
@@ -267,7 +267,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       parkedFlows: Object.fromEntries(this.parkedFlows),
       exclusive: Object.fromEntries(
         Object.entries(cfg.flows)
-          .filter(([, f]) => f.runner === 'computer-use' && !f.computerUse?.privateDisplay)
+          .filter(([, f]) => drivesDesktop(f.runner) && !f.computerUse?.privateDisplay)
           .map(([n]) => [n, REAL_DISPLAY]),
       ),
       busy: Object.fromEntries([...this.busy].map(([res, b]) => [res, b.why])),

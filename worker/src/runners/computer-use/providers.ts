@@ -38,12 +38,21 @@ export interface ToolReply {
   output: Record<string, unknown>;
 }
 
+/** A plain function tool (another runner's tool set instead of the loop's). */
+export interface FunctionTool {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
 export interface ProviderOptions {
   baseUrl: string;
   token: string;
   model: string;
   /** What the model is told about each tool (prompt folder config). */
   descriptions: Record<ToolName, string>;
+  /** These function tools instead of the loop's (Anthropic: no computer tool then). */
+  tools?: FunctionTool[];
   maxOutputTokens: number;
   timeoutMs: number;
 }
@@ -69,6 +78,18 @@ function parseArgs(raw: string): { args: unknown; parseError?: string } {
 
 const json = (o: unknown): string => JSON.stringify(o);
 
+/** The loop's tools, or the ones the options give instead. */
+function functionTools(o: ProviderOptions): FunctionTool[] {
+  return (
+    o.tools ??
+    (Object.keys(TOOL_SCHEMAS) as ToolName[]).map((name) => ({
+      name,
+      description: o.descriptions[name],
+      parameters: TOOL_SCHEMAS[name],
+    }))
+  );
+}
+
 // ─── OpenAI Responses ───────────────────────────────────────────────────────────────────────────
 
 type RInput = OpenAI.Responses.ResponseInputItem;
@@ -81,13 +102,7 @@ class ResponsesProvider implements Provider {
   private readonly tools: OpenAI.Responses.FunctionTool[];
   constructor(private readonly o: ProviderOptions) {
     this.client = new OpenAI({ apiKey: o.token, baseURL: o.baseUrl, maxRetries: 0, timeout: o.timeoutMs });
-    this.tools = (Object.keys(TOOL_SCHEMAS) as ToolName[]).map((name) => ({
-      type: 'function',
-      name,
-      description: o.descriptions[name],
-      parameters: TOOL_SCHEMAS[name],
-      strict: false,
-    }));
+    this.tools = functionTools(o).map((t) => ({ type: 'function', ...t, strict: false }));
   }
   private image(shot: Shot, caption: string): RInput {
     // Only the latest image stays: earlier screenshot messages keep their caption only.
@@ -151,10 +166,7 @@ class ChatProvider implements Provider {
   private readonly tools: OpenAI.Chat.ChatCompletionTool[];
   constructor(private readonly o: ProviderOptions) {
     this.client = new OpenAI({ apiKey: o.token, baseURL: o.baseUrl, maxRetries: 0, timeout: o.timeoutMs });
-    this.tools = (Object.keys(TOOL_SCHEMAS) as ToolName[]).map((name) => ({
-      type: 'function',
-      function: { name, description: this.o.descriptions[name], parameters: TOOL_SCHEMAS[name] },
-    }));
+    this.tools = functionTools(o).map((t) => ({ type: 'function', function: t }));
   }
   private image(shot: Shot, caption: string): CMsg {
     for (const m of this.messages)
@@ -254,6 +266,12 @@ class AnthropicProvider implements Provider {
     this.client = new Anthropic({ apiKey: o.token, baseURL: o.baseUrl, maxRetries: 0, timeout: o.timeoutMs });
   }
   private tools(): Anthropic.Beta.BetaToolUnion[] {
+    if (this.o.tools)
+      return this.o.tools.map((t) => ({
+        name: t.name,
+        description: t.description,
+        input_schema: t.parameters as Anthropic.Beta.BetaTool.InputSchema,
+      }));
     return [
       {
         type: 'computer_20250124',
