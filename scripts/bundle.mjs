@@ -79,6 +79,7 @@ if (extra.length === 0 || extra.includes('worker')) {
     claude: 'worker/src/runners/claude.ts',
     'computer-use': 'worker/src/runners/computer-use/index.ts',
     replay: 'worker/src/runners/replay/index.ts',
+    reflect: 'worker/src/runners/reflect/index.ts',
   };
   await Promise.all(
     Object.entries(runners).map(([name, entry]) => build(cjsBundle(entry, `dist/runners/${name}.cjs`))),

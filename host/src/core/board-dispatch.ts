@@ -56,11 +56,21 @@ export function callHandlers(s: BoardService): CallHandlers {
     answer: (p) => s.answer(p.id, p.answers, p.requeue ?? false),
     previewSchedule: (p) => s.schedules.preview(p),
     setSchedule: (p) => s.setSchedule(p.id, p.schedule),
+    cardForm: () => s.cardForm(),
+    createCard: (p) => s.createCard(p, p.schedule, p.queue),
+    editCard: (p) => s.editCard(p.id, p, p.baseBody),
+    duplicateCard: (p) => s.duplicateCard(p.id),
+    trashCard: (p) => s.trashCard(p.id),
+    trash: () => s.trash(),
+    restoreCard: (p) => s.restoreCard(p.name),
+    cardSource: (p) => s.cardSource(p.id),
+    saveCardSource: (p) => s.saveCardSource(p.id, p.text, p.base),
     settings: () => s.settings(),
     saveSettings: (p) => s.saveSettings(p),
     runFiles: (p) => s.runFiles(p.runId),
     runDiff: (p) => s.worktreeDiff(p.runId),
     settleWorktree: (p) => s.settleWorktree(p.runId, p.how),
+    extractTask: (p) => s.extractTask(p),
   };
 }
 

@@ -50,6 +50,7 @@ export function flowSpec(name: string, flow: FlowConfig, projectDir: string): Fl
     ...(flow.readOnly !== undefined ? { readOnly: flow.readOnly } : {}),
     ...(flow.prompt ? { prompt: path.resolve(projectDir, flow.prompt) } : {}),
     ...(flow.desktop !== undefined ? { desktop: flow.desktop } : {}),
+    ...(flow.documents !== undefined ? { documents: flow.documents } : {}),
     // computer-use flow options
     ...(flow.computerUse
       ? {
@@ -57,6 +58,15 @@ export function flowSpec(name: string, flow: FlowConfig, projectDir: string): Fl
             ...rest,
             ...(maxDuration ? { maxDurationMs: maxDuration } : {}),
           }))(flow.computerUse),
+        }
+      : {}),
+    // extraction flow options (the input is the host's to add: extract.ts)
+    ...(flow.extract
+      ? {
+          extract: (({ activeTimeout, ...rest }) => ({
+            ...rest,
+            ...(activeTimeout ? { activeTimeoutMs: activeTimeout } : {}),
+          }))(flow.extract),
         }
       : {}),
   };

@@ -65,6 +65,8 @@ export const FlowConfig = z.object({
   prompt: z.string().min(1).optional(),
   /** Give the agent the desktop as an MCP server (needs desktop-cli). */
   desktop: z.boolean().optional(),
+  /** The document tools for the agent (codex, claude, computer-use): on unless false. */
+  documents: z.boolean().optional(),
   // ── computer-use flows (runner computer-use; docs/computer-use.md) ──
   computerUse: z
     .object({
@@ -100,6 +102,19 @@ export const FlowConfig = z.object({
         .optional(),
       /** The app started on the private display before the run (argv). */
       app: z.array(z.string()).min(1).optional(),
+    })
+    .optional(),
+  // ── extraction flows (runner extract: a recording → a task card; docs/extraction.md) ──
+  extract: z
+    .object({
+      /** gemini (the video through the Files API) or, with frames + events, responses | chat | messages; default by provider. */
+      api: z.enum(['gemini', 'responses', 'chat', 'messages']).optional(),
+      /** Frames sampled from the video for the frame-based APIs (default 12). */
+      frames: z.number().int().min(1).max(64).optional(),
+      /** Widest sampled frame in pixels (default 768). */
+      frameWidth: z.number().int().min(64).max(4096).optional(),
+      /** How long an uploaded video may take to become ACTIVE (default 5m). */
+      activeTimeout: Duration.optional(),
     })
     .optional(),
 });

@@ -25,18 +25,26 @@ function refuse(st: Stats): NotRegularFile {
   return new NotRegularFile(`${kindOf(st)}, not a regular file: only regular files are read`);
 }
 
-/** A sockets' open fails (ENXIO): say what it is rather than the errno. */
+/** A socket's open fails (ENXIO), a symbolic link's with O_NOFOLLOW (ELOOP): say what it is. */
 function explain(err: unknown): unknown {
-  return (err as NodeJS.ErrnoException).code === 'ENXIO'
-    ? new NotRegularFile('a socket, not a regular file: only regular files are read')
-    : err;
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ENXIO') return new NotRegularFile('a socket, not a regular file: only regular files are read');
+  if (code === 'ELOOP')
+    return new NotRegularFile(
+      'a symbolic link, not a regular file: card files are read only when they are regular files (copy the file here instead of linking it)',
+    );
+  return err;
 }
 
-/** The text of `file` when it is a regular file; NotRegularFile when it is something else. */
-export function readRegularFileSync(file: string): string {
+/**
+ * The text of `file` when it is a regular file; NotRegularFile when it is something else. With
+ * `noFollow`, a symbolic link is refused too: a card a run wrote as a link to a file outside its grant
+ * would otherwise be read (and written back) by the host.
+ */
+export function readRegularFileSync(file: string, opts: { noFollow?: boolean } = {}): string {
   let fd: number;
   try {
-    fd = openSync(file, FLAGS);
+    fd = openSync(file, opts.noFollow ? FLAGS | (constants.O_NOFOLLOW ?? 0) : FLAGS);
   } catch (err) {
     throw explain(err);
   }

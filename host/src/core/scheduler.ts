@@ -13,10 +13,17 @@
  */
 import { EventEmitter } from 'node:events';
 import PQueue from 'p-queue';
-import { DisplayBusy, drivesDesktop, ResponseError, type RunResult } from '@runboard/supervisor/protocol';
+import {
+  DisplayBusy,
+  drivesDesktop,
+  formatWorkflowProblems,
+  ResponseError,
+  type RunResult,
+} from '@runboard/supervisor/protocol';
 import type { BoardStore } from './board-store.ts';
 import { compareCards } from './board-model.ts';
 import { appendQuestions } from './board-questions.ts';
+import { installReflected } from './workflow-store.ts';
 import type { GrantStore } from './grant-store.ts';
 import { launchRequest } from './launch.ts';
 import type { Card, CardStatus } from './project.ts';
@@ -394,7 +401,20 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       const failures = card.front.failures ?? 0;
       const detail = result.termination ? `${result.termination.reason}: ${result.termination.detail}` : '';
       switch (result.status) {
-        case 'succeeded':
+        case 'succeeded': {
+          // A reflect run's workflow joins the card only valid, whole; else the run counts as failed.
+          const installed =
+            result.runner === 'reflect' ? installReflected(card.file, result.logDir) : undefined;
+          if (installed && !installed.ok) {
+            const why = formatWorkflowProblems(installed.problems);
+            this.failed(
+              cardId,
+              failures + 1,
+              `the workflow reflect made was not saved:\n${why}`,
+              result.runId,
+            );
+            break;
+          }
           this.safeUpdate(cardId, {
             status: 'done',
             rank: this.topRank('done'),
@@ -404,6 +424,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
             lastError: undefined,
           });
           break;
+        }
         case 'needs-input': {
           // the run's questions go into the card's ## Questions (seed format), in the same atomic write
           const questions = result.questions?.length

@@ -8,6 +8,7 @@ import { COLUMNS, COLUMN_TITLES, type BoardView, type CardDetail } from '../shar
 import { applyDelta } from './board-delta.ts';
 import { cardOfHash, hashOf, isFiltering, matches, NO_FILTER, type CardFilter } from './card-filter.ts';
 import { Board, type MoveIntent } from './Board.tsx';
+import { CardEditor, SourceEditor, type EditorTarget } from './CardEditor.tsx';
 import { Inspector } from './Inspector.tsx';
 import { SettingsView } from './SettingsView.tsx';
 
@@ -105,6 +106,10 @@ export function App({ api }: { api: BoardApi }) {
   const [filter, setFilter] = useState<CardFilter>(NO_FILTER);
   const [detail, setDetail] = useState<CardDetail>();
   const [settings, setSettings] = useState(false);
+  const [editor, setEditor] = useState<EditorTarget>();
+  /** The card last moved to the trash, until undone or dismissed. */
+  const [trashed, setTrashed] = useState<{ name: string; title: string }>();
+  const newCardButton = useRef<HTMLButtonElement>(null);
   const [error, setError] = useState<string>();
   const selectedRef = useRef(selected);
   selectedRef.current = selected;
@@ -195,7 +200,29 @@ export function App({ api }: { api: BoardApi }) {
     );
   };
 
+  const trash = (id: string, title: string): void => {
+    api.trashCard({ id }).then(
+      (t) => {
+        setSelected(undefined);
+        setTrashed({ name: t.name, title });
+        setError(undefined);
+      },
+      (e: Error) => setError(e.message),
+    );
+  };
+  const undoTrash = (): void => {
+    if (!trashed) return;
+    api.restoreCard({ name: trashed.name }).then(
+      (r) => {
+        setTrashed(undefined);
+        if (r.id) setSelected(r.id);
+      },
+      (e: Error) => setError(e.message),
+    );
+  };
+
   if (!board) return <div className="loading">Loading the board…</div>;
+  const broken = selected?.startsWith('broken:') ? board.cards.find((c) => c.id === selected) : undefined;
   const running = board.cards.filter((c) => c.column === 'running').length;
   return (
     <div className={detail ? 'app with-inspector' : 'app'}>
@@ -217,6 +244,9 @@ export function App({ api }: { api: BoardApi }) {
             </span>
           ))}
         </span>
+        <button ref={newCardButton} className="primary" onClick={() => setEditor({ mode: 'new' })}>
+          New card
+        </button>
         <button ref={settingsButton} onClick={() => setSettings(true)}>
           Settings
         </button>
@@ -230,6 +260,15 @@ export function App({ api }: { api: BoardApi }) {
         <div className="banner error" role="alert">
           {error}
           <button className="close" onClick={() => setError(undefined)} aria-label="Dismiss">
+            ✕
+          </button>
+        </div>
+      )}
+      {trashed && (
+        <div className="banner note" role="status">
+          Moved “{trashed.title}” to the trash (cards/.trash).
+          <button onClick={undoTrash}>Undo</button>
+          <button className="close" onClick={() => setTrashed(undefined)} aria-label="Dismiss">
             ✕
           </button>
         </div>
@@ -248,9 +287,49 @@ export function App({ api }: { api: BoardApi }) {
               if (id) requestAnimationFrame(() => focusCard(id));
             }}
             onChanged={() => void refresh()}
+            onEdit={() => setEditor({ mode: 'edit', detail })}
+            onDuplicate={() =>
+              void api.duplicateCard({ id: detail.card.id }).then(
+                (r) => setSelected(r.id),
+                (e: Error) => setError(e.message),
+              )
+            }
+            onTrash={() => trash(detail.card.id, detail.card.title)}
           />
         )}
       </main>
+      {editor && (
+        <CardEditor
+          api={api}
+          board={board}
+          target={editor}
+          onClose={() => {
+            const was = editor;
+            setEditor(undefined);
+            if (was.mode === 'new') newCardButton.current?.focus();
+          }}
+          onSaved={(id) => {
+            setEditor(undefined);
+            setError(undefined);
+            setSelected(id);
+            void refresh();
+          }}
+        />
+      )}
+      {broken?.broken && (
+        <SourceEditor
+          key={broken.id}
+          api={api}
+          id={broken.id}
+          error={broken.broken}
+          onClose={() => {
+            setSelected(undefined);
+            requestAnimationFrame(() => focusCard(broken.id));
+          }}
+          onSaved={(id) => setSelected(id)}
+          onTrash={() => trash(broken.id, broken.file)}
+        />
+      )}
       {settings && (
         <SettingsView
           api={api}

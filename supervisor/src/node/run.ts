@@ -121,6 +121,8 @@ function realOrAsIs(p: string): string {
 
 const DEFAULT_KILL_GRACE_MS = 1000;
 
+const ARTIFACT_RUNNERS: ReadonlySet<string> = new Set(['computer-use', 'reflect', 'replay', 'extract']);
+
 export class Run {
   readonly id: string;
   readonly token = randomBytes(24).toString('hex');
@@ -210,9 +212,15 @@ export class Run {
     });
   }
 
-  /** Computer-use runs write screenshots and report.md into `<logDir>/artifacts`. */
+  /**
+   * Runs that make files for the person write them into `<logDir>/artifacts`: computer-use (screenshots,
+   * report.md), reflect and replay (the workflow, schema.json, that the host installs in the card),
+   * extract (task.md, the model's answer, which the host gates before it writes the card).
+   */
   private get artifactsDir(): string | undefined {
-    return drivesDesktop(this.spec.flow.runner) ? path.join(this.spec.logDir, ARTIFACTS_DIR) : undefined;
+    return ARTIFACT_RUNNERS.has(this.spec.flow.runner)
+      ? path.join(this.spec.logDir, ARTIFACTS_DIR)
+      : undefined;
   }
 
   private makeDenialScanner(): DenialScanner {

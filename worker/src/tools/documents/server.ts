@@ -10,6 +10,10 @@ import { DEFAULT_MAX_CHARS, readDocument, SUPPORTED } from './read.ts';
 export interface ServerOptions {
   workspace: string;
   project?: string | undefined;
+  /** A read-only run: read_document only (its jail would refuse the writes of export_document anyway). */
+  readOnly?: boolean;
+  /** Folders besides the workspace the tools may use (the flow's granted writable trees). */
+  allow?: readonly string[];
 }
 
 type Result = { content: { type: 'text'; text: string }[]; isError?: boolean };
@@ -43,10 +47,11 @@ export function documentServer(opts: ServerOptions): McpServer {
     },
     ({ path, sheet, max_chars }) =>
       answer(async () => {
-        const r = await readDocument(opts.workspace, path, { sheet, maxChars: max_chars });
+        const r = await readDocument(opts.workspace, path, { sheet, maxChars: max_chars, allow: opts.allow });
         return `${JSON.stringify(r.metadata)}\n\n${r.markdown}`;
       }),
   );
+  if (opts.readOnly) return server;
   server.registerTool(
     'export_document',
     {
@@ -69,14 +74,17 @@ export function documentServer(opts: ServerOptions): McpServer {
     ({ md_path, output_path, format }) =>
       answer(async () =>
         JSON.stringify(
-          await exportDocument(opts.workspace, md_path, output_path, format, { project: opts.project }),
+          await exportDocument(opts.workspace, md_path, output_path, format, {
+            project: opts.project,
+            allow: opts.allow,
+          }),
         ),
       ),
   );
   return server;
 }
 
-/** `documents-mcp [--workspace DIR] [--project DIR]`: serve on stdio until the client closes. */
+/** `documents-mcp [--workspace DIR] [--project DIR] [--read-only] [--allow DIR]…`: serve on stdio until the client closes. */
 export async function main(argv: string[]): Promise<void> {
   const opt = (name: string): string | undefined => {
     const i = argv.indexOf(name);
@@ -84,5 +92,7 @@ export async function main(argv: string[]): Promise<void> {
   };
   const workspace = opt('--workspace') ?? process.env.RUNBOARD_WORKSPACE ?? process.cwd();
   const project = opt('--project') ?? process.env.RUNBOARD_PROJECT;
-  await documentServer({ workspace, project }).connect(new StdioServerTransport());
+  const readOnly = argv.includes('--read-only');
+  const allow = argv.flatMap((a, i) => (argv[i - 1] === '--allow' ? [a] : []));
+  await documentServer({ workspace, project, readOnly, allow }).connect(new StdioServerTransport());
 }
