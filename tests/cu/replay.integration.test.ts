@@ -1,19 +1,20 @@
 /**
  * The replay runner end to end: a real supervisor and jailed worker replay a recorded form fill (the
- * committed workflow tests/fixtures/workflows/form-fill.schema.json, whose locators come from a real
+ * committed workflow tests/fixtures/workflows/form-replay/schema.json, whose locators come from a real
  * recording of the GTK form app) on the test desktop, with a new parameter value. Deterministic steps
  * must make no model request at all; a step whose element was renamed or moved in the app must make
  * exactly one; a subtask whose outcome never appears must end needs-input. The app's state is read
  * back through its accessibility tree; the scripted model server is the only double.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { serializeWorkflow, workflowFileFor, type Workflow } from '../../supervisor/src/protocol/workflow.ts';
 import { REPO, type RunRecord } from '../helpers/harness.ts';
 import { artifact, CuHarness, cuEvents, find, imagePoint } from './cu-harness.ts';
 
 const TITLE = 'Runboard Replay Form';
-const FIXTURE = path.join(REPO, 'tests', 'fixtures', 'workflows', 'form-fill.schema.json');
+const FIXTURE = path.join(REPO, 'tests', 'fixtures', 'workflows', 'form-replay', 'schema.json');
 
 let t: CuHarness;
 let cards = 0;
@@ -27,17 +28,19 @@ afterAll(async () => {
   await t?.stop();
 });
 
-/** A replay card with its workflow beside it; `marker` goes into the task text every model query carries. */
-function replayCard(marker: string, params: Record<string, string>): string {
+/** A replay card with its workflow in its folder; `marker` goes into the task text every model query carries. */
+function replayCard(marker: string, params: Record<string, string>, edit?: (w: Workflow) => void): string {
   const n = ++cards;
-  const schema = JSON.parse(readFileSync(FIXTURE, 'utf8')) as { detailed_task_description: string };
-  schema.detailed_task_description += ` (${marker})`;
-  writeFileSync(path.join(t.h.root, `replay-${n}.schema.json`), JSON.stringify(schema, null, 2));
+  const w = JSON.parse(readFileSync(FIXTURE, 'utf8')) as Workflow;
+  w.detailed_task_description += ` (${marker})`;
+  edit?.(w);
   const card = path.join(t.h.root, `replay-${n}.md`);
+  mkdirSync(path.dirname(workflowFileFor(card)), { recursive: true });
+  writeFileSync(workflowFileFor(card), serializeWorkflow(w));
   const lines = Object.entries(params).map(([k, v]) => `  ${k}: ${JSON.stringify(v)}`);
   writeFileSync(
     card,
-    `---\ntitle: Replay the form\nflow: replay\nworkflow: replay-${n}.schema.json\nparams:\n${lines.join('\n')}\n---\n# Task\nReplay.\n\n## Questions\n- None.\n`,
+    `---\ntitle: Replay the form\nflow: replay\n${lines.length ? `params:\n${lines.join('\n')}\n` : ''}---\n# Task\nReplay.\n\n## Questions\n- None.\n`,
   );
   return card;
 }
@@ -171,11 +174,7 @@ describe('replay', () => {
 
   it('asks for a parameter that has neither a value nor an example, before touching the desktop', async () => {
     const marker = 'REPLAY-NOPARAM';
-    const card = replayCard(marker, {});
-    const file = card.replace(/\.md$/, '.schema.json');
-    const schema = JSON.parse(readFileSync(file, 'utf8')) as { task_params: { example?: string }[] };
-    delete schema.task_params[0]!.example;
-    writeFileSync(file, JSON.stringify(schema));
+    const card = replayCard(marker, {}, (w) => (w.task_params[0]!.example = ''));
     const rec = await t.run(card, flow());
     expect(rec.result.status).toBe('needs-input');
     expect(JSON.stringify(rec.result.questions)).toContain('What value should \\"name\\" have');

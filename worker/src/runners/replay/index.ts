@@ -10,7 +10,7 @@ import type { RunnerContext, RunnerOutcome } from '../runner.ts';
 import { apiOf } from '../computer-use/index.ts';
 import { loadPromptFolder } from '../computer-use/prompt.ts';
 import { budgets, DesktopRunner, ended, onDesktop } from '../computer-use/session.ts';
-import { cardWorkflow, loadPlan, PlanError, resolveParams, type Plan } from './plan.ts';
+import { cardWorkflow, loadPlan, PlanError, resolveParams, shown, type Plan } from './plan.ts';
 import { PREDICT_TOOLS } from './predict.ts';
 import { Replay, type ReplayPrompt } from './replay.ts';
 
@@ -57,7 +57,7 @@ export class ReplayRunner extends DesktopRunner {
       );
     ctx.log('info', `replaying "${plan.task}" with ${Object.keys(values).length} parameter(s)`, {
       kind: 'replay-params',
-      values,
+      values: shown(plan, values),
     });
     const api = apiOf(spec.model.provider, spec.flow.computerUse?.api);
     const model = spec.model.model ?? prompt.config.llm.model ?? 'gpt-5.2-codex';

@@ -5,7 +5,8 @@
  * run without a model; anything else is drift, said in words for the model and the report.
  */
 import { desktop, type Element, type ElementPathStep, type Rect, type WindowInfo } from '@runboard/native';
-import type { Locator, OutcomeCheck, RecordedWindow } from './plan.ts';
+import type { OutcomeCheck } from '@runboard/supervisor/protocol';
+import type { Locator, RecordedWindow } from './plan.ts';
 
 /** How far (px, per axis, relative to its window) an element's centre may be from where it was recorded. */
 export const MOVE_TOLERANCE_PX = 16;

@@ -1,69 +1,64 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { fillTemplates, readPlan, resolveParams, substitute } from './plan.ts';
+import { checkWorkflow, type Workflow } from '@runboard/supervisor/protocol';
+import { fillTemplates, resolveParams, shown, toPlan } from './plan.ts';
 import { keyCombo } from './replay.ts';
 
-const schema = {
-  task: 'Play a song',
-  task_params: [
-    { name: 'song_name', description: 'the song', example: 'Numb' },
-    { name: 'volume', description: 'how loud' },
-  ],
-  plan: {
-    subtasks: [
-      { id: 'open', text: 'Open the player', expected_outcome: 'The player is open' },
-      {
-        id: 'play',
-        text: 'Play {song_name}',
-        expected_outcome: '{song_name} plays',
-        dependencies: ['artist'],
-      },
-    ],
-    steps: [
-      { subtask: 'open', intent: 'open', action: { type: 'press', key: 'super' } },
-      {
-        subtask: 'play',
-        intent: 'search',
-        action: { type: 'type', text: '{song_name} by {artist}' },
-        focus: { role: 'text', name: 'Search', path: [{ role: 'text', name: 'Search', index: 0 }] },
-      },
-    ],
-  },
+// The workflow reflect makes of a recorded form fill (its own test fixture).
+const FIXTURE = new URL('../../../../tests/fixtures/workflows/form-fill/schema.json', import.meta.url);
+const workflow = (): Workflow => {
+  const r = checkWorkflow(JSON.parse(readFileSync(FIXTURE, 'utf8')));
+  if (!r.ok) throw new Error(JSON.stringify(r.problems));
+  return r.workflow;
 };
 
 describe('a workflow read for replay', () => {
-  it('groups steps under their subtasks, in order', () => {
-    const plan = readPlan(schema, 'schema.json');
-    expect(plan.subtasks.map((s) => [s.id, s.steps.map((x) => x.n)])).toEqual([
-      ['open', [1]],
-      ['play', [2]],
+  it('walks the subtasks’ steps in order with their locators, windows and actions', () => {
+    const plan = toPlan(workflow());
+    expect(plan.subtasks.map((s) => s.steps.map((x) => [x.n, x.action.type]))).toEqual([
+      [
+        [1, 'click'],
+        [2, 'type'],
+        [3, 'press'],
+        [4, 'type'],
+      ],
+      [
+        [5, 'click'],
+        [6, 'extract'],
+      ],
+      [
+        [7, 'click'],
+        [8, 'type'],
+      ],
     ]);
-    expect(plan.subtasks[1]!.dependencies).toEqual(['artist']);
-    expect(plan.subtasks[1]!.steps[0]!.focus?.name).toBe('Search');
-  });
-
-  it('says which step is wrong when a step names no subtask of the plan', () => {
-    const bad = structuredClone(schema);
-    bad.plan.steps[1]!.subtask = 'nope';
-    expect(() => readPlan(bad, 'w.json')).toThrow(/w.json: step 2 belongs to no subtask .*"nope"/);
-    expect(() => readPlan({ plan: { subtasks: [] } }, 'w.json')).toThrow(/no subtasks/);
+    const first = plan.subtasks[0]!.steps[0]!;
+    expect(first.element).toMatchObject({ role: 'text', name: 'Name', bounds: [90, 52, 244, 24] });
+    expect(first.window).toMatchObject({ app: 'runboard-form', title: 'Runboard Recorder Form' });
+    expect(plan.subtasks[1]!.steps[1]!.action).toMatchObject({ type: 'extract', variable: 'status_text' });
+    // a TYPE with no value types the subtask's one upstream extract
+    expect(plan.subtasks[2]!.steps[1]!.action).toEqual({ type: 'type', text: '{status_text}' });
   });
 
   it('takes the card’s values, else the examples, and names what is missing or unknown', () => {
-    const plan = readPlan(schema, 'schema.json');
-    const r = resolveParams(plan, { params: { volume: 7, colour: 'red' } });
-    expect(r.values).toEqual({ song_name: 'Numb', volume: '7' });
+    const w = workflow();
+    w.task_params[1]!.example = '';
+    const plan = toPlan(w);
+    const r = resolveParams(plan, { params: { full_name: 'Grace Hopper', colour: 'red' } });
+    expect(r.values).toEqual({ full_name: 'Grace Hopper' });
+    expect(r.missing.map((p) => p.name)).toEqual(['email']);
     expect(r.unknown).toEqual(['colour']);
-    expect(resolveParams(plan, {}).missing.map((p) => p.name)).toEqual(['volume']);
+    w.task_params[1]!.optional = true;
+    expect(resolveParams(toPlan(w), {}).values).toEqual({ full_name: 'Ada Lovelace', email: '' });
   });
 
-  it('fills templates with params and extracts, leaving unknown names as written', () => {
-    expect(substitute('{song_name} by {artist} at {x}', { song_name: 'Numb', artist: 'Linkin Park' })).toBe(
-      'Numb by Linkin Park at {x}',
-    );
-    const plan = readPlan(schema, 'schema.json');
-    const sub = fillTemplates(plan.subtasks[1]!, { song_name: 'Numb', artist: 'LP' });
-    expect(sub.text).toBe('Play Numb');
-    expect(sub.steps[0]!.action).toEqual({ type: 'type', text: 'Numb by LP' });
+  it('fills templates (literal braces doubled) and hides sensitive values from logs', () => {
+    const plan = toPlan(workflow());
+    const sub = fillTemplates(plan.subtasks[0]!, { full_name: 'Grace {H}', email: 'g@x.org' });
+    expect(sub.text).toBe('Enter Grace {H} as the name and g@x.org as the email in the form');
+    expect(sub.steps[1]!.action).toEqual({ type: 'type', text: 'Grace {H}' });
+    expect(fillTemplates('{{literal}} {a}', { a: '1' })).toBe('{literal} 1');
+    plan.params[1]!.sensitive = true;
+    expect(shown(plan, { full_name: 'G', email: 'secret' })).toEqual({ full_name: 'G', email: '(hidden)' });
   });
 
   it('turns recorded key names into the addon’s key combinations', () => {

@@ -1,18 +1,27 @@
 /**
- * What replay runs: a card's workflow (its `schema.json`, seed 002's format) with the parameters
- * resolved. The schema's own definition is the protocol's; this file only reads it into the steps
- * replay walks (subtask by subtask, each step with its recorded accessibility facts) and fills the
- * `{param}` templates in.
+ * What replay runs: a card's workflow (its `schema.json`, checked with the protocol's one definition,
+ * supervisor/src/protocol/workflow.ts) turned into the steps replay walks, subtask by subtask, each
+ * with the locator that finds its element again and the recorder's facts (where the element and its
+ * window were). Templates are filled with the protocol's renderTemplate.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import { parse } from 'yaml';
 import type { ElementPathStep, Rect, StepAction } from '@runboard/native';
+import {
+  formatWorkflowProblems,
+  parseWorkflowText,
+  renderTemplate,
+  workflowFileFor,
+  type OutcomeCheck,
+  type Workflow,
+  type WorkflowStep,
+} from '@runboard/supervisor/protocol';
 
-/** Where a recorded element was: enough to find it again without a model (the recorder's facts). */
+/** Where a recorded element was: enough to find it again without a model. */
 export interface Locator {
   role: string;
   name: string;
+  /** Where the recorder saw it (screen pixels; compared relative to its window). */
   bounds?: Rect;
   path: ElementPathStep[];
 }
@@ -24,24 +33,17 @@ export interface RecordedWindow {
 }
 
 export interface PlanStep {
-  /** 1-based over the whole plan, as the schema lists steps. */
+  /** 1-based over the whole plan. */
   n: number;
-  subtask: string;
   intent: string;
   target?: string;
   expectedState?: string;
   postAction?: string;
   action: StepAction & { variable?: string };
   window?: RecordedWindow;
+  /** Pointer steps: the element acted on; key steps: the focused one. */
   element?: Locator;
   focus?: Locator;
-}
-
-/** An accessibility fact that tells a subtask's expected outcome is on screen (role, name, value). */
-export interface OutcomeCheck {
-  role?: string;
-  name?: string;
-  value?: string;
 }
 
 export interface PlanSubtask {
@@ -58,6 +60,8 @@ export interface TaskParam {
   name: string;
   description: string;
   example?: string;
+  optional?: boolean;
+  sensitive?: boolean;
 }
 
 export interface Plan {
@@ -74,122 +78,116 @@ const obj = (v: unknown): O | undefined =>
   v && typeof v === 'object' && !Array.isArray(v) ? (v as O) : undefined;
 const str = (v: unknown): string => (typeof v === 'string' ? v : v == null ? '' : String(v));
 
-function locator(v: unknown): Locator | undefined {
-  const o = obj(v);
-  if (!o || typeof o.role !== 'string') return undefined;
-  const p = Array.isArray(o.path) ? (o.path as ElementPathStep[]) : [];
-  return {
-    role: o.role,
-    name: str(o.name),
-    ...(Array.isArray(o.bounds) ? { bounds: o.bounds as Rect } : {}),
-    path: p,
-  };
+const CLICKS = {
+  CLICK: ['left', 1],
+  DOUBLE_CLICK: ['left', 2],
+  RIGHT_CLICK: ['right', 1],
+  MIDDLE_CLICK: ['middle', 1],
+} as const;
+
+/** The step's action as replay carries it out (pointer specifics from the recording). */
+function actionOf(s: WorkflowStep, dependencies: string[]): PlanStep['action'] {
+  const rec = s.recorded?.action;
+  const v = s.action_value ?? '';
+  switch (s.action_type) {
+    case 'CLICK':
+    case 'DOUBLE_CLICK':
+    case 'RIGHT_CLICK':
+    case 'MIDDLE_CLICK': {
+      const [button, count] = CLICKS[s.action_type];
+      const at = rec?.type === 'click' ? { x: rec.x, y: rec.y } : { x: 0, y: 0 };
+      return { type: 'click', ...at, button, ...(count > 1 ? { count } : {}) };
+    }
+    case 'TYPE':
+      // no value: the subtask's one upstream extract supplies it
+      return {
+        type: 'type',
+        text: s.action_value ?? (dependencies.length === 1 ? `{${dependencies[0]}}` : ''),
+      };
+    case 'KEYPRESS':
+      return { type: 'press', key: v };
+    case 'SCROLL':
+      return rec?.type === 'scroll' ? rec : { type: 'scroll', x: 0, y: 0, dx: 0, dy: 3 };
+    case 'DRAG':
+      return rec?.type === 'drag' ? rec : { type: 'drag', from: [0, 0], to: [0, 0], button: 'left' };
+    case 'EXTRACT':
+      return { type: 'extract', query: v, ...(s.variable_name ? { variable: s.variable_name } : {}) };
+  }
 }
 
-/** The steps and subtasks of a workflow file's content, in the schema's order. */
-export function readPlan(schema: unknown, file: string): Plan {
-  const s = obj(schema);
-  const where = (what: string): PlanError => new PlanError(`${file}: ${what}`);
-  if (!s) throw where('the workflow is not a JSON object');
-  const planObj = obj(s.plan);
-  if (!planObj) throw where('it has no `plan` (subtasks and steps)');
-  const rawSubtasks = Array.isArray(planObj.subtasks) ? (planObj.subtasks as unknown[]) : [];
-  const rawSteps = Array.isArray(planObj.steps) ? (planObj.steps as unknown[]) : [];
-  if (rawSubtasks.length === 0) throw where('its plan has no subtasks');
-  const subtasks: PlanSubtask[] = rawSubtasks.map((v, i) => {
-    const o = obj(v) ?? {};
-    const check = obj(o.check);
-    return {
-      id: str(o.id) || `subtask-${i + 1}`,
-      text: str(o.text ?? o.subtask ?? o.description),
-      expectedOutcome: str(o.expected_outcome),
-      dependencies: Array.isArray(o.dependencies) ? (o.dependencies as unknown[]).map(str) : [],
-      ...(check ? { check: { ...check } } : {}),
-      steps: [],
-    };
-  });
-  const byId = new Map(subtasks.map((t) => [t.id, t]));
-  rawSteps.forEach((v, i) => {
-    const o = obj(v) ?? {};
-    const sub = byId.get(str(o.subtask));
-    if (!sub)
-      throw where(`step ${i + 1} belongs to no subtask of the plan (subtask ${JSON.stringify(o.subtask)})`);
-    const action = obj(o.action);
-    if (!action || typeof action.type !== 'string') throw where(`step ${i + 1} has no action`);
-    const win = obj(o.window);
-    const element = locator(o.element);
-    const focus = locator(o.focus);
-    sub.steps.push({
-      n: i + 1,
-      subtask: sub.id,
-      intent: str(o.intent),
-      ...(o.target ? { target: str(o.target) } : {}),
-      ...(o.expected_current_state ? { expectedState: str(o.expected_current_state) } : {}),
-      ...(o.post_action ? { postAction: str(o.post_action) } : {}),
-      action: action as unknown as PlanStep['action'],
-      ...(win
-        ? {
-            window: {
-              app: str(win.app),
-              title: str(win.title),
-              ...(Array.isArray(win.bounds) ? { bounds: win.bounds as Rect } : {}),
-            },
-          }
-        : {}),
-      ...(element ? { element } : {}),
-      ...(focus ? { focus } : {}),
-    });
-  });
-  const params = Array.isArray(s.task_params)
-    ? (s.task_params as unknown[]).map((p) => {
-        const o = obj(p) ?? {};
+/** The workflow's subtasks and steps as replay walks them. */
+export function toPlan(w: Workflow): Plan {
+  let n = 0;
+  return {
+    task: w.task_name,
+    description: w.detailed_task_description,
+    params: w.task_params.map((p) => ({ ...p })),
+    subtasks: w.plan.subtasks.map((st) => ({
+      id: `subtask-${st.subtask_i}`,
+      text: st.text,
+      expectedOutcome: st.expected_outcome,
+      dependencies: st.dependencies,
+      ...(st.outcome_check ? { check: st.outcome_check } : {}),
+      steps: st.steps.map((s) => {
+        const win = s.recorded?.window;
+        const seen = s.recorded?.element ?? s.recorded?.focus;
+        const loc: Locator | undefined = s.locator
+          ? {
+              role: s.locator.role,
+              name: s.locator.name,
+              path: s.locator.path,
+              ...(seen ? { bounds: seen.bounds } : {}),
+            }
+          : seen
+            ? { role: seen.role, name: seen.name, bounds: seen.bounds, path: seen.path }
+            : undefined;
+        const window: RecordedWindow | undefined = s.locator
+          ? { app: s.locator.app, title: s.locator.window_title, ...(win ? { bounds: win.bounds } : {}) }
+          : win
+            ? { app: win.app, title: win.title, bounds: win.bounds }
+            : undefined;
+        const action = actionOf(s, st.dependencies);
+        const key = action.type === 'type' || action.type === 'press';
         return {
-          name: str(o.name),
-          description: str(o.description),
-          ...(o.example !== undefined ? { example: str(o.example) } : {}),
+          n: ++n,
+          intent: s.intent,
+          target: s.target.primary,
+          expectedState: s.expected_current_state,
+          postAction: s.post_action.join(' '),
+          action,
+          ...(window ? { window } : {}),
+          ...(loc ? (key ? { focus: loc } : { element: loc }) : {}),
         };
-      })
-    : [];
-  return {
-    task: str(s.task ?? s.task_name) || path.basename(file),
-    description: str(s.detailed_task_description),
-    params,
-    subtasks,
+      }),
+    })),
   };
 }
 
-/** The card's front matter and the path of its workflow (front matter `workflow:`, else `<card>.schema.json`). */
+/** The card's front matter and its workflow file (`cards/<card>/schema.json`). */
 export function cardWorkflow(cardPath: string): { front: O; workflowFile: string } {
   const text = readFileSync(cardPath, 'utf8');
   const m = /^---\r?\n([\s\S]*?)\r?\n---/.exec(text);
   const front = (m ? obj(parse(m[1]!)) : undefined) ?? {};
-  const dir = path.dirname(cardPath);
-  const named = typeof front.workflow === 'string' && front.workflow ? front.workflow : undefined;
-  const workflowFile = named
-    ? path.resolve(dir, named)
-    : path.join(dir, `${path.basename(cardPath, path.extname(cardPath))}.schema.json`);
-  return { front, workflowFile };
+  return { front, workflowFile: workflowFileFor(cardPath) };
 }
 
 export function loadPlan(workflowFile: string): Plan {
   if (!existsSync(workflowFile))
     throw new PlanError(
-      `no workflow at ${workflowFile}: reflect a recording into it first, or name it in the card's front matter (workflow: path/to/schema.json)`,
+      `the card has no workflow (${workflowFile}): reflect a recording into it first (a card of a reflect flow), or write one`,
     );
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(workflowFile, 'utf8'));
-  } catch (err) {
-    throw new PlanError(`${workflowFile} is not valid JSON: ${(err as Error).message}`);
-  }
-  return readPlan(json, workflowFile);
+  const r = parseWorkflowText(readFileSync(workflowFile, 'utf8'));
+  if (!r.ok)
+    throw new PlanError(`${workflowFile} is not a valid workflow:\n${formatWorkflowProblems(r.problems)}`);
+  return toPlan(r.workflow);
 }
 
 export type Values = Record<string, string>;
 
 /**
- * The parameters' values: the card's `params:` front matter, else each parameter's example. Missing
- * ones come back by name (the run asks for them instead of guessing).
+ * The parameters' values: the card's `params:` front matter, else each parameter's example (replay's
+ * default), else '' for an optional one. A required one with neither comes back by name: the run asks
+ * for it instead of guessing.
  */
 export function resolveParams(
   plan: Plan,
@@ -201,23 +199,23 @@ export function resolveParams(
   for (const p of plan.params) {
     const v = given[p.name];
     if (v !== undefined && v !== null && str(v) !== '') values[p.name] = str(v);
-    else if (p.example !== undefined && p.example !== '') values[p.name] = p.example;
+    else if (p.example) values[p.name] = p.example;
+    else if (p.optional) values[p.name] = '';
     else missing.push(p);
   }
   const known = new Set(plan.params.map((p) => p.name));
   return { values, missing, unknown: Object.keys(given).filter((k) => !known.has(k)) };
 }
 
-const TEMPLATE = /\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
-
-/** `{name}` → its value; names without a value stay as written. */
-export function substitute(text: string, values: Values): string {
-  return text.replace(TEMPLATE, (m, k: string) => (Object.hasOwn(values, k) ? values[k]! : m));
+/** The values as logs and reports show them: a sensitive parameter's value never. */
+export function shown(plan: Plan, values: Values): Values {
+  const hidden = new Set(plan.params.filter((p) => p.sensitive).map((p) => p.name));
+  return Object.fromEntries(Object.entries(values).map(([k, v]) => [k, hidden.has(k) ? '(hidden)' : v]));
 }
 
-/** A value (a step, a check) with every `{name}` template in its strings filled in. */
+/** A value (a subtask, its steps, a check) with every `{name}` template in its strings filled in. */
 export function fillTemplates<T>(v: T, values: Values): T {
-  if (typeof v === 'string') return substitute(v, values) as T;
+  if (typeof v === 'string') return renderTemplate(v, values) as T;
   if (Array.isArray(v)) return v.map((x: unknown) => fillTemplates(x, values)) as T;
   if (v && typeof v === 'object')
     return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, fillTemplates(x, values)])) as T;

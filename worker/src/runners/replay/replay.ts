@@ -8,7 +8,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { desktop, type Rect } from '@runboard/native';
-import type { ClarifyingQuestion, CuStep } from '@runboard/supervisor/protocol';
+import type { ClarifyingQuestion, CuStep, OutcomeCheck } from '@runboard/supervisor/protocol';
 import type { RunnerContext, RunnerOutcome } from '../runner.ts';
 import { LoopMetrics } from '../computer-use/metrics.ts';
 import type { Api } from '../computer-use/providers.ts';
@@ -18,14 +18,7 @@ import type { Screen, Shot } from '../computer-use/screen.ts';
 import { ended, guardedOutcome, logFirstShot, stepShot, type Guard } from '../computer-use/session.ts';
 import { ActionFailed, desktopAction, InvalidToolCall, type ToolContext } from '../computer-use/tools.ts';
 import { checkHolds, findWindow, focusedField, locate } from './locate.ts';
-import {
-  fillTemplates,
-  type OutcomeCheck,
-  type Plan,
-  type PlanStep,
-  type PlanSubtask,
-  type Values,
-} from './plan.ts';
+import { fillTemplates, shown, type Plan, type PlanStep, type PlanSubtask, type Values } from './plan.ts';
 import { predict, userQuery, type HistoryEntry, type PredictTool } from './predict.ts';
 import { renderReplayReport, type ReplayRecord } from './report.ts';
 
@@ -108,7 +101,7 @@ export class Replay {
           runId: this.ctx.spec.runId,
           task: this.plan.task,
           model: `${this.model} (${this.api})`,
-          values: this.values,
+          values: shown(this.plan, this.values),
           extracts: this.extracts,
           outcome,
           records: this.records,
@@ -188,7 +181,7 @@ export class Replay {
       task: this.plan.task,
       description: this.plan.description,
       subtask: sub,
-      values: this.values,
+      values: shown(this.plan, this.values),
       memory: this.memory,
       history,
       reference: steps,
@@ -199,7 +192,9 @@ export class Replay {
 
   private async subtask(sub: PlanSubtask): Promise<Ended | null> {
     const values = { ...this.values, ...this.extracts };
-    // The subtask as the model and the checks see it: parameters and upstream extracts filled in.
+    // The subtask as the locators and checks use it: parameters and upstream extracts filled in.
+    // What the model is shown has a sensitive parameter's value withheld (it is never sent out).
+    const forModel = fillTemplates(sub, { ...shown(this.plan, this.values), ...this.extracts });
     sub = fillTemplates(sub, values);
     const steps = sub.steps;
     const history: HistoryEntry[] = [];
@@ -212,7 +207,7 @@ export class Replay {
     const ask = (step: PlanStep | undefined, what: string): Promise<Turn> => {
       if (turns >= this.o.maxModelTurnsPerSubtask) return Promise.resolve(tooMany());
       turns++;
-      return this.modelTurn(sub, steps, history, step, what);
+      return this.modelTurn(forModel, forModel.steps, history, step, what);
     };
     for (let i = 0; i < steps.length;) {
       const stop = this.mayGoOn();
@@ -240,7 +235,7 @@ export class Replay {
       const det = await this.byLocator(step);
       if (det === true) {
         this.locatorSteps++;
-        this.tokensSaved += this.estimateTokens(this.query(sub, steps, history, ''));
+        this.tokensSaved += this.estimateTokens(this.query(forModel, forModel.steps, history, ''));
         await this.afterAction(step, sub, 'locator', performance.now() - t0);
         history.push({ step: step.n, action: `${step.action.type} by locator`, observation: step.intent });
         i++;
@@ -317,8 +312,8 @@ export class Replay {
       return true;
     }
     if (a.type === 'type' || a.type === 'press') {
-      if (a.type === 'type' && !('text' in a))
-        return 'a secret was typed here: its value is not in the workflow';
+      if (a.type === 'type' && !('text' in a && a.text))
+        return 'the workflow does not say what to type here (no value, or a secret)';
       let field;
       if (step.focus) {
         const l = await locate(step.focus, step.window);
