@@ -8,7 +8,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { dataUrl, type Shot } from './screen.ts';
-import { TOOL_SCHEMAS, type ToolName } from './tools.ts';
+import type { OfferedTool } from './tools.ts';
 
 export type Api = 'responses' | 'chat' | 'messages';
 
@@ -38,21 +38,12 @@ export interface ToolReply {
   output: Record<string, unknown>;
 }
 
-/** A plain function tool (another runner's tool set instead of the loop's). */
-export interface FunctionTool {
-  name: string;
-  description: string;
-  parameters: Record<string, unknown>;
-}
-
 export interface ProviderOptions {
   baseUrl: string;
   token: string;
   model: string;
-  /** What the model is told about each tool (prompt folder config). */
-  descriptions: Record<ToolName, string>;
-  /** These function tools instead of the loop's (Anthropic: no computer tool then). */
-  tools?: FunctionTool[];
+  /** The tools offered, with what the model is told about each (prompt folder config). */
+  tools: OfferedTool[];
   maxOutputTokens: number;
   timeoutMs: number;
 }
@@ -78,18 +69,6 @@ function parseArgs(raw: string): { args: unknown; parseError?: string } {
 
 const json = (o: unknown): string => JSON.stringify(o);
 
-/** The loop's tools, or the ones the options give instead. */
-function functionTools(o: ProviderOptions): FunctionTool[] {
-  return (
-    o.tools ??
-    (Object.keys(TOOL_SCHEMAS) as ToolName[]).map((name) => ({
-      name,
-      description: o.descriptions[name],
-      parameters: TOOL_SCHEMAS[name],
-    }))
-  );
-}
-
 // ─── OpenAI Responses ───────────────────────────────────────────────────────────────────────────
 
 type RInput = OpenAI.Responses.ResponseInputItem;
@@ -102,7 +81,13 @@ class ResponsesProvider implements Provider {
   private readonly tools: OpenAI.Responses.FunctionTool[];
   constructor(private readonly o: ProviderOptions) {
     this.client = new OpenAI({ apiKey: o.token, baseURL: o.baseUrl, maxRetries: 0, timeout: o.timeoutMs });
-    this.tools = functionTools(o).map((t) => ({ type: 'function', ...t, strict: false }));
+    this.tools = o.tools.map((t) => ({
+      type: 'function',
+      name: t.name,
+      description: t.description,
+      parameters: t.schema,
+      strict: false,
+    }));
   }
   private image(shot: Shot, caption: string): RInput {
     // Only the latest image stays: earlier screenshot messages keep their caption only.
@@ -166,7 +151,10 @@ class ChatProvider implements Provider {
   private readonly tools: OpenAI.Chat.ChatCompletionTool[];
   constructor(private readonly o: ProviderOptions) {
     this.client = new OpenAI({ apiKey: o.token, baseURL: o.baseUrl, maxRetries: 0, timeout: o.timeoutMs });
-    this.tools = functionTools(o).map((t) => ({ type: 'function', function: t }));
+    this.tools = o.tools.map((t) => ({
+      type: 'function',
+      function: { name: t.name, description: t.description, parameters: t.schema },
+    }));
   }
   private image(shot: Shot, caption: string): CMsg {
     for (const m of this.messages)
@@ -266,24 +254,27 @@ class AnthropicProvider implements Provider {
     this.client = new Anthropic({ apiKey: o.token, baseURL: o.baseUrl, maxRetries: 0, timeout: o.timeoutMs });
   }
   private tools(): Anthropic.Beta.BetaToolUnion[] {
-    if (this.o.tools)
-      return this.o.tools.map((t) => ({
-        name: t.name,
-        description: t.description,
-        input_schema: t.parameters as Anthropic.Beta.BetaTool.InputSchema,
-      }));
+    // the computer tool stands for desktop_action; a tool set without it (replay's) is all custom tools
+    const computer: Anthropic.Beta.BetaToolUnion[] = this.o.tools.some((t) => t.name === 'desktop_action')
+      ? [
+          {
+            type: 'computer_20250124',
+            name: 'computer',
+            display_width_px: this.display[0],
+            display_height_px: this.display[1],
+          },
+        ]
+      : [];
     return [
-      {
-        type: 'computer_20250124',
-        name: 'computer',
-        display_width_px: this.display[0],
-        display_height_px: this.display[1],
-      },
-      ...(['desktop_read', 'terminal_exec'] as const).map((name) => ({
-        name,
-        description: this.o.descriptions[name],
-        input_schema: TOOL_SCHEMAS[name] as Anthropic.Beta.BetaTool.InputSchema,
-      })),
+      ...computer,
+      // desktop_action is the computer tool above; the others are custom tools
+      ...this.o.tools
+        .filter((t) => t.name !== 'desktop_action')
+        .map((t) => ({
+          name: t.name,
+          description: t.description,
+          input_schema: t.schema as Anthropic.Beta.BetaTool.InputSchema,
+        })),
     ];
   }
   private image(shot: Shot, caption: string): ABlock[] {

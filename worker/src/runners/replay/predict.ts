@@ -130,11 +130,10 @@ export async function predict(
 ): Promise<Prediction> {
   const provider = makeProvider(api, {
     ...o,
-    descriptions: { desktop_action: '', desktop_read: '', terminal_exec: '' },
     tools: PREDICT_TOOLS.map((name) => ({
       name,
       description: config.tools[name],
-      parameters: PREDICT_SCHEMAS[name],
+      schema: PREDICT_SCHEMAS[name],
     })),
   });
   provider.begin(query, shot, caption);

@@ -81,7 +81,14 @@ export class Replay {
     private readonly guard: Guard,
     private readonly o: ReplayOptions,
   ) {
-    this.toolCtx = { frame: () => this.shot, env: ctx.env, workspace: ctx.spec.workspace, signal };
+    // replay's model acts on the screen only: no document tools
+    this.toolCtx = {
+      frame: () => this.shot,
+      env: ctx.env,
+      workspace: ctx.spec.workspace,
+      signal,
+      documents: null,
+    };
   }
 
   async run(): Promise<RunnerOutcome> {
