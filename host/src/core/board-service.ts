@@ -30,6 +30,7 @@ import { BoardStore, questionsOf } from './board-store.ts';
 import { BoardViews } from './board-view.ts';
 import { GrantStore } from './grant-store.ts';
 import type { Card, CardStatus } from './project.ts';
+import { Recordings } from './recordings.ts';
 import { RunFiles } from './run-files.ts';
 import { streamRun, type RunViewer } from './run-stream.ts';
 import { Scheduler } from './scheduler.ts';
@@ -50,6 +51,8 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   private readonly deltas: BoardDeltas;
   private readonly files: RunFiles;
   readonly schedules: HostSchedules;
+  /** The project's recordings and the one being recorded from the board (recordings.ts). */
+  readonly recordings: Recordings;
 
   private constructor(
     readonly store: BoardStore,
@@ -75,6 +78,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       },
     );
     this.files = new RunFiles(paths, (runId) => this.runById(runId));
+    this.recordings = new Recordings({ store, changed: () => this.deltas.soon(0) });
     const changed = (): void => this.deltas.soon();
     store.on('cards', changed);
     store.on('config', changed);
@@ -100,6 +104,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   }
 
   async close(): Promise<void> {
+    await this.recordings.close();
     this.scheduler.stop();
     this.schedules.close();
     this.deltas.stop();

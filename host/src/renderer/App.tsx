@@ -9,6 +9,7 @@ import { applyDelta } from './board-delta.ts';
 import { cardOfHash, hashOf, isFiltering, matches, NO_FILTER, type CardFilter } from './card-filter.ts';
 import { Board, type MoveIntent } from './Board.tsx';
 import { Inspector } from './Inspector.tsx';
+import { Recordings } from './Recordings.tsx';
 import { SettingsView } from './SettingsView.tsx';
 
 /** Applies a move locally so the board answers at once; the host's answer replaces it. */
@@ -217,6 +218,7 @@ export function App({ api }: { api: BoardApi }) {
             </span>
           ))}
         </span>
+        <Recordings api={api} onOpenCard={setSelected} />
         <button ref={settingsButton} onClick={() => setSettings(true)}>
           Settings
         </button>
