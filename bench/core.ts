@@ -155,7 +155,7 @@ async function main(): Promise<void> {
   console.log(`\n(b) ${MB} MB of log lines to an attached client`);
   console.log(`    through \`cat\`         : ${f1(MB / catSecs)} MB/s`);
   console.log(
-    `    runboard (attached)   : ${f1(MB / rbSecs)} MB/s (written to stdout.log, read back, sent as JSON-RPC in ${big.chunks} messages)`,
+    `    runboard (attached)   : ${f1(MB / rbSecs)} MB/s (written to stdout.log, read back, sent as ${big.chunks} bytes frames, decoded as UTF-8 by the client)`,
   );
   console.log(`    ratio (runboard / cat): ${(catSecs / rbSecs).toFixed(2)}× the throughput`);
   console.log(

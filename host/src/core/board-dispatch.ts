@@ -56,6 +56,18 @@ export function callHandlers(s: BoardService): CallHandlers {
     answer: (p) => s.answer(p.id, p.answers, p.requeue ?? false),
     previewSchedule: (p) => s.schedules.preview(p),
     setSchedule: (p) => s.setSchedule(p.id, p.schedule),
+    cardForm: () => s.cardForm(),
+    createCard: (p) => s.createCard(p, p.schedule, p.queue),
+    editCard: (p) => s.editCard(p.id, p, p.baseBody),
+    duplicateCard: (p) => s.duplicateCard(p.id),
+    trashCard: (p) => s.trashCard(p.id),
+    trash: () => s.trash(),
+    restoreCard: (p) => s.restoreCard(p.name),
+    cardSource: (p) => s.cardSource(p.id),
+    saveCardSource: (p) => s.saveCardSource(p.id, p.text, p.base),
+    providers: () => s.providers(),
+    setProviderKey: (p) => s.setProviderKey(p.provider, p.key),
+    checkProviderKey: (p) => s.checkProviderKey(p.provider),
     settings: () => s.settings(),
     saveSettings: (p) => s.saveSettings(p),
     runFiles: (p) => s.runFiles(p.runId),
@@ -67,6 +79,7 @@ export function callHandlers(s: BoardService): CallHandlers {
     pauseRecording: (p) => s.recordings.pause(p.paused),
     answerRecording: (p) => s.recordings.answer(p),
     deleteRecording: (p) => s.recordings.delete(p.recordingId),
+    extractTask: (p) => s.extractTask(p),
   };
 }
 

@@ -6,6 +6,7 @@
  * run-files.ts, run-stream.ts).
  */
 import { EventEmitter } from 'node:events';
+import path from 'node:path';
 import { ErrorCodes, JsonRpcCodes, ResponseError, type RunResult } from '@runboard/supervisor/protocol';
 import type { StatePaths } from '@runboard/supervisor/paths';
 import { commonGitDir, safeGit } from '@runboard/supervisor/git';
@@ -15,10 +16,17 @@ import {
   type BoardDelta,
   type BoardView,
   type CardDetail,
+  type CardFields,
+  type CardForm,
+  type CardSource,
+  type KeyCheck,
+  type ProviderView,
   type Column,
+  type ExtractStart,
   type RunFiles as RunFileList,
   type ScheduleEdit,
   type Settings,
+  type TrashedCard,
   type WorktreeDiff,
 } from '../shared/board-types.ts';
 import { checkRunId, Invalid, MoveRefused, NotFound } from './board-errors.ts';
@@ -28,7 +36,9 @@ import { BoardDeltas } from './board-deltas.ts';
 import { answerQuestions, parseQuestions } from './board-questions.ts';
 import { BoardStore, questionsOf } from './board-store.ts';
 import { BoardViews } from './board-view.ts';
+import { Extractions, ExtractRefused, type ExtractRequest } from './extract.ts';
 import { GrantStore } from './grant-store.ts';
+import { NoGrantError } from './launch.ts';
 import type { Card, CardStatus } from './project.ts';
 import { Recordings } from './recordings.ts';
 import { RunFiles } from './run-files.ts';
@@ -53,12 +63,14 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   readonly schedules: HostSchedules;
   /** The project's recordings and the one being recorded from the board (recordings.ts). */
   readonly recordings: Recordings;
+  private readonly extractions: Extractions;
 
   private constructor(
     readonly store: BoardStore,
     readonly scheduler: Scheduler,
     private readonly client: SupervisorClient,
     private readonly paths: StatePaths,
+    private readonly grants: GrantStore,
   ) {
     super();
     this.schedules = new HostSchedules(store, client, {
@@ -68,6 +80,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
         return column === 'queued' || column === 'running' ? column : undefined;
       },
       changed: () => this.deltas.soon(),
+      adopt: (id, runId) => scheduler.adoptRun(id, runId),
     });
     this.views = new BoardViews(store, scheduler, this.schedules);
     this.deltas = new BoardDeltas(
@@ -79,6 +92,12 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     );
     this.files = new RunFiles(paths, (runId) => this.runById(runId));
     this.recordings = new Recordings({ store, changed: () => this.deltas.soon(0) });
+    this.extractions = new Extractions({
+      store,
+      client,
+      grants: new GrantStore(paths),
+      isActive: (id) => scheduler.isActive(id),
+    });
     const changed = (): void => this.deltas.soon();
     store.on('cards', changed);
     store.on('config', changed);
@@ -92,8 +111,9 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     store.load();
     await store.watch();
     const client = await SupervisorClient.connect(paths, { autoStart: true, reconnect: true });
-    const scheduler = new Scheduler(store, client, new GrantStore(paths));
-    const service = new BoardService(store, scheduler, client, paths);
+    const grants = new GrantStore(paths);
+    const scheduler = new Scheduler(store, client, grants);
+    const service = new BoardService(store, scheduler, client, paths, grants);
     await scheduler.recover();
     await service.schedules.start().catch((err: Error) => {
       // A supervisor from before schedules (they outlive host upgrades): the board works, schedules wait.
@@ -159,6 +179,185 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     return all.runs.filter((r) => r.card.path === cardFile);
   }
 
+  /** The granted folders a card may work in (the editor's choices). */
+  cardForm(): CardForm {
+    const projectDir = this.store.projectDir;
+    const seen = new Set<string>();
+    const workspaces = [];
+    for (const g of this.grants.all().sort((a, b) => a.path.localeCompare(b.path))) {
+      if (seen.has(g.path)) continue;
+      seen.add(g.path);
+      workspaces.push({ path: g.path, label: this.workspaceValue(g.path) ?? '. (the project folder)' });
+    }
+    return { projectDir, workspaces };
+  }
+
+  /** How a card names `folder`: relative to the project folder when inside it; undefined for the project folder. */
+  private workspaceValue(folder: string): string | undefined {
+    const rel = path.relative(this.store.projectDir, folder);
+    if (rel === '') return undefined;
+    return rel.startsWith('..') || path.isAbsolute(rel) ? folder : `./${rel}`;
+  }
+
+  /** The checked fields of an edited or new card; `card` is the card as it is (an edit). */
+  private checkFields(f: CardFields, card?: Card): void {
+    if (!f.title.trim()) throw new Invalid('a card needs a title');
+    const flows = this.store.config.flows;
+    if (!Object.hasOwn(flows, f.flow))
+      throw new Invalid(
+        `no flow ${f.flow} in config.yaml (flows: ${Object.keys(flows).join(', ') || 'none'})`,
+      );
+    const ws = f.workspace ? path.resolve(f.workspace) : this.store.projectDir;
+    if (!path.isAbsolute(f.workspace || '/'))
+      throw new Invalid(`the workspace must be an absolute folder path (got ${f.workspace})`);
+    // a folder the card had already stays as it is; a new one must be granted, or its runs could not start
+    if (ws !== card?.workspace && !this.grants.find(ws))
+      throw new Invalid(
+        `${ws} is not granted to runs: grant it first (Grant a folder… in the editor, or \`runboard grant ${ws}\`)`,
+      );
+    const runner = flows[f.flow]!.runner;
+    const command = typeof f.command === 'string' ? f.command.trim() : f.command;
+    if (runner === 'command' && !command)
+      throw new Invalid(`flow ${f.flow} runs a command: give the command the card runs`);
+  }
+
+  /** The card's front matter for these fields (undefined: the field is left out). */
+  private frontOf(f: CardFields): Record<string, unknown> {
+    const command = typeof f.command === 'string' ? f.command.trim() || undefined : f.command;
+    return {
+      title: f.title.trim(),
+      flow: f.flow,
+      workspace: f.workspace ? this.workspaceValue(path.resolve(f.workspace)) : undefined,
+      command,
+    };
+  }
+
+  /** A person writes a new card from the board: a card file as they would write it, in Backlog (or queued). */
+  createCard(f: CardFields, schedule?: ScheduleEdit, queue?: boolean): { id: string } {
+    this.checkFields(f);
+    let raw: unknown;
+    if (schedule?.text.trim()) {
+      raw = scheduleFrontMatter(schedule);
+      const r = resolveSchedule(raw, localZone());
+      if (!r.ok) throw new Invalid(r.error);
+    }
+    const card = this.store.create({ ...this.frontOf(f), schedule: raw }, f.body);
+    const id = String(card.front.id);
+    if (queue) this.move(id, 'queued', Number.MAX_SAFE_INTEGER);
+    if (raw !== undefined) void this.schedules.sync().catch(() => undefined);
+    this.deltas.soon(0);
+    return { id };
+  }
+
+  /**
+   * A person changes a card: only what differs is written, so comments, field order and the host's
+   * state stay. The body is replaced only if the file's body is still what the editor started from.
+   */
+  editCard(id: string, f: CardFields, baseBody: string): void {
+    const card = this.card(id);
+    if (this.scheduler.isActive(id)) throw new MoveRefused('the card is running: cancel the run to edit it');
+    this.checkFields(f, card);
+    const next = this.frontOf(f);
+    const patch: Record<string, unknown> = {};
+    if (next.title !== card.front.title) patch.title = next.title;
+    if (next.flow !== card.front.flow) patch.flow = next.flow;
+    const ws = f.workspace ? path.resolve(f.workspace) : this.store.projectDir;
+    if (ws !== card.workspace) patch.workspace = next.workspace;
+    if (JSON.stringify(next.command) !== JSON.stringify(card.front.command)) patch.command = next.command;
+    const body = f.body.replace(/\r\n/g, '\n');
+    const bodyChanged = body !== card.body;
+    if (bodyChanged && baseBody.replace(/\r\n/g, '\n') !== card.body)
+      throw new MoveRefused(
+        `${path.relative(this.store.projectDir, card.file)} changed since you opened it (edited outside the board, or by a run): copy your text, reopen the card and edit again`,
+      );
+    if (!Object.keys(patch).length && !bodyChanged) return;
+    this.store.update(id, patch, bodyChanged ? () => body : undefined);
+    this.deltas.soon(0);
+    this.scheduler.kick();
+  }
+
+  /** A copy of the card in Backlog, without its runs' state. */
+  duplicateCard(id: string): { id: string } {
+    this.card(id);
+    const copy = this.store.duplicate(id);
+    this.deltas.soon(0);
+    return { id: String(copy.front.id) };
+  }
+
+  /** The file of a card or of a broken card (`broken:<file>`), by the id the board shows. */
+  private fileOf(id: string): { file: string; card?: Card } {
+    if (id.startsWith('broken:')) {
+      const b = this.store.brokenFile(id.slice('broken:'.length));
+      if (!b) throw new NotFound(`no broken card ${id.slice('broken:'.length)}`);
+      return { file: b.file };
+    }
+    const card = this.card(id);
+    return { file: card.file, card };
+  }
+
+  /** Moves a card file into the trash folder (a running card is cancelled first, by the person). */
+  trashCard(id: string): TrashedCard {
+    const { file, card } = this.fileOf(id);
+    if (card && this.scheduler.isActive(id))
+      throw new MoveRefused('the card is running: cancel the run to delete it');
+    const t = this.store.trash(file);
+    this.deltas.soon(0);
+    return t;
+  }
+
+  trash(): TrashedCard[] {
+    return this.store.trashed();
+  }
+
+  /** Puts a trashed card back (under its old name, or a new one when that is taken meanwhile). */
+  restoreCard(name: string): { id?: string; file: string } {
+    let file: string;
+    try {
+      file = this.store.restore(name);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+        throw new NotFound(`no card ${name} in the trash`);
+      throw new Invalid((err as Error).message);
+    }
+    this.deltas.soon(0);
+    const id = this.store.idForFile(file);
+    return { ...(id ? { id } : {}), file: path.relative(this.store.projectDir, file) };
+  }
+
+  /** A card file's whole text (a broken card's too, when it is a regular file). */
+  cardSource(id: string): CardSource {
+    const { file } = this.fileOf(id);
+    const rel = path.relative(this.store.projectDir, file);
+    try {
+      return { file: rel, text: this.store.readText(file) };
+    } catch (err) {
+      return { file: rel, error: (err as Error).message };
+    }
+  }
+
+  /** A person's edit of a card file's whole text; refused when the file changed since `base` was read. */
+  saveCardSource(id: string, text: string, base: string): { id?: string } {
+    const { file, card } = this.fileOf(id);
+    if (card && this.scheduler.isActive(id))
+      throw new MoveRefused('the card is running: cancel the run to edit it');
+    let saved: boolean;
+    try {
+      saved = this.store.replaceText(file, text.replace(/\r\n/g, '\n'), base);
+    } catch (err) {
+      throw new MoveRefused(
+        `${path.relative(this.store.projectDir, file)}: ${(err as Error).message}: move it to the trash, or fix it outside the board`,
+      );
+    }
+    if (!saved)
+      throw new MoveRefused(
+        `${path.relative(this.store.projectDir, file)} changed since you opened it: copy your text, reopen it and edit again`,
+      );
+    this.deltas.soon(0);
+    this.scheduler.kick();
+    const newId = this.store.idForFile(file);
+    return newId ? { id: newId } : {};
+  }
+
   /** A person sets (or with null removes) the card's schedule; what cannot fire is refused with why. */
   async setSchedule(id: string, edit: ScheduleEdit | null): Promise<void> {
     this.card(id);
@@ -209,6 +408,22 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     }
     if (!requeue) return;
     if (card.front.status !== 'queued') this.move(id, 'queued', Number.MAX_SAFE_INTEGER); // at the end
+  }
+
+  /**
+   * Recording → task: starts an extraction run (extract.ts) and answers at once; the card shows it
+   * going (`needs`) and then the task, or unchanged, why not (`lastError`).
+   */
+  async extractTask(req: ExtractRequest): Promise<ExtractStart> {
+    try {
+      const { cardId, runId, done } = await this.extractions.start(req);
+      void done.then(() => this.deltas.soon(0));
+      this.deltas.soon(0);
+      return { cardId, runId };
+    } catch (err) {
+      if (err instanceof ExtractRefused || err instanceof NoGrantError) throw new Invalid(err.message);
+      throw err;
+    }
   }
 
   /** Run again (to the end of Queued) or, for a card already queued, Retry now: the backoff is dropped. */
@@ -285,6 +500,45 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       if (err.code === ErrorCodes.RunNotFound) throw new NotFound(`no run ${runId}`);
       if (known && err.code === JsonRpcCodes.MethodNotFound) return known;
       if (err.code === JsonRpcCodes.MethodNotFound) throw new NotFound(`no run ${runId} seen by this board`);
+      throw err;
+    }
+  }
+
+  /** The supervisor's providers and the ones config.yaml's flows name, each with its flows. */
+  async providers(): Promise<ProviderView[]> {
+    const { providers } = await this.client.listProviders();
+    const flows = Object.entries(this.store.config.flows);
+    const usedBy = (name: string): string[] => flows.filter(([, f]) => f.provider === name).map(([n]) => n);
+    const out: ProviderView[] = providers.map((p) => ({ ...p, known: true, flows: usedBy(p.name) }));
+    for (const [, f] of flows)
+      if (f.provider && !out.some((p) => p.name === f.provider))
+        out.push({ name: f.provider, baseUrl: '', hasKey: false, known: false, flows: usedBy(f.provider) });
+    return out;
+  }
+
+  /** Stores (or removes) a provider key with the supervisor; cards waiting for it may start. */
+  async setProviderKey(provider: string, key: string | null): Promise<{ hasKey: boolean }> {
+    const known = (await this.client.listProviders()).providers.some((p) => p.name === provider);
+    if (!known)
+      throw new Invalid(
+        `the supervisor knows no provider "${provider}" (it knows openai, anthropic and those given by RUNBOARD_PROVIDER_<NAME>_URL)`,
+      );
+    const r = await this.client.setProviderKey(provider, key);
+    if (r.hasKey) this.scheduler.keyStored(provider);
+    return { hasKey: r.hasKey };
+  }
+
+  /** Asks the provider, through the supervisor, whether it accepts the stored key. */
+  async checkProviderKey(provider: string): Promise<KeyCheck> {
+    try {
+      const { ok, status, message } = await this.client.checkProviderKey(provider);
+      return { ok, ...(status !== undefined ? { status } : {}), message };
+    } catch (err) {
+      if (err instanceof ResponseError && err.code === JsonRpcCodes.MethodNotFound)
+        return {
+          ok: false,
+          message: 'this supervisor cannot check keys yet: restart it (runboard supervisor stop)',
+        };
       throw err;
     }
   }

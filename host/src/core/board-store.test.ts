@@ -141,7 +141,7 @@ describe('BoardStore', () => {
     expect(cfg).toContain('maxConcurrency: 3 # all flows');
     expect(cfg).toMatch(/cap: 1 ?\} # keep me/);
     expect(store.config.flows.shell!.cap).toBe(1);
-    expect(() => store.updateConfig((text) => text.replace('version: 1', 'version: 2'))).toThrow(/version/);
+    expect(() => store.updateConfig((text) => text.replace('version: 1', 'version: one'))).toThrow(/version/);
     expect(store.config.flows.shell!.cap).toBe(1);
   });
 });

@@ -8,12 +8,24 @@
  * without blocking (regular-file.ts): a directory or a FIFO named *.md is a broken card saying so.
  */
 import { EventEmitter } from 'node:events';
-import { mkdirSync, readdirSync, renameSync, writeFileSync, unlinkSync } from 'node:fs';
+import { linkSync, lstatSync, mkdirSync, readdirSync, renameSync, writeFileSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import YAML from 'yaml';
-import { parseCard, parseConfig, type Card, type CardFrontMatter, type ProjectConfig } from './project.ts';
+import {
+  parseCard,
+  parseConfig,
+  readUserConfig,
+  type Card,
+  type CardFrontMatter,
+  type ProjectConfig,
+} from './project.ts';
+import type { TrashedCard } from '../shared/board-types.ts';
+import { cardText, duplicateText, parseTrashName, slugOf, trashName } from './card-edit.ts';
 import { readRegularFileSync } from './regular-file.ts';
+
+/** Card files are read only as regular files, never through a link (regular-file.ts). */
+const readCard = (file: string): string => readRegularFileSync(file, { noFollow: true });
 
 export interface BrokenCard {
   /** Absolute path. */
@@ -39,7 +51,7 @@ export function writeAtomic(file: string, text: string, unchangedFrom?: string):
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${Date.now()}.tmp`);
   try {
     writeFileSync(tmp, text);
-    if (unchangedFrom !== undefined && readRegularFileSync(file) !== unchangedFrom) {
+    if (unchangedFrom !== undefined && readRegularFileSync(file, { noFollow: true }) !== unchangedFrom) {
       unlinkSync(tmp);
       return false;
     }
@@ -53,6 +65,29 @@ export function writeAtomic(file: string, text: string, unchangedFrom?: string):
     }
     throw err;
   }
+}
+
+/**
+ * Moves `from` to `to` unless `to` exists (false then). A file is hard-linked (no race with a file
+ * appearing meanwhile); a directory named *.md (a broken card) cannot be, and is renamed after a check.
+ */
+function placeBack(from: string, to: string): boolean {
+  try {
+    linkSync(from, to);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return false;
+    if (code !== 'EPERM') throw err;
+    try {
+      lstatSync(to);
+      return false;
+    } catch {
+      renameSync(from, to);
+      return true;
+    }
+  }
+  unlinkSync(from);
+  return true;
 }
 
 /** A card id from its file name: stable, readable, unique within the folder. */
@@ -95,7 +130,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     } catch (err) {
       throw new Error(`${this.configFile}: ${(err as Error).message}`);
     }
-    this.config = parseConfig(this.configFile, configText);
+    this.config = parseConfig(this.configFile, configText, readUserConfig());
     mkdirSync(this.cardsDir, { recursive: true });
     const files = readdirSync(this.cardsDir)
       .filter((f) => f.endsWith('.md') && !f.startsWith('.'))
@@ -104,7 +139,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
       const file = path.join(this.cardsDir, f);
       let text: string;
       try {
-        text = readRegularFileSync(file);
+        text = readCard(file);
       } catch (err) {
         this.markBroken(file, (err as Error).message);
         continue;
@@ -118,6 +153,8 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     this.watcher = watch([this.cardsDir, this.configFile], {
       ignoreInitial: true,
       depth: 0,
+      // a link is reported as what it is (a broken card saying so), not as what it points to
+      followSymlinks: false,
       ignored: (p: string) => {
         const base = path.basename(p);
         return (
@@ -174,19 +211,145 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     // Read, change, write only if nobody wrote in between; else again on what they wrote (their edit
     // and ours both stay: ours touches only the fields in `patch`).
     for (let attempt = 1; ; attempt++) {
-      const text = readRegularFileSync(card.file);
+      const text = readCard(card.file);
       const next = patchFrontMatter(text, patch, editBody);
       if (this.write(card.file, next, attempt < 5 ? text : undefined))
         return this.ingest(card.file, next, false) ?? card;
     }
   }
 
+  /** Takes in a card file the host has just written (a new card); undefined when it does not parse. */
+  ingestNew(file: string): Card | undefined {
+    const text = readRegularFileSync(file);
+    this.written.set(file, text);
+    return this.ingest(file, text, false);
+  }
+
   /** Rewrites config.yaml with `edit` (core/config-edit.ts changes only the values it sets). */
   updateConfig(edit: (text: string) => string): void {
     const next = edit(readRegularFileSync(this.configFile));
-    parseConfig(this.configFile, next); // refuse to write a config that would not load
+    parseConfig(this.configFile, next, readUserConfig()); // refuse to write a config that would not load
     this.write(this.configFile, next);
     this.ingestConfig(next);
+  }
+
+  /** The file of a broken card, by its path relative to the project folder. */
+  brokenFile(relative: string): BrokenCard | undefined {
+    return this.broken.get(path.resolve(this.projectDir, relative));
+  }
+
+  /**
+   * A new card file in cards/, named after its title (`fix-the-login.md`, `-2` and on when taken); an
+   * existing file is never replaced. Returns the card as read back.
+   */
+  create(front: Record<string, unknown>, body: string): Card {
+    const stem = slugOf(String(front.title ?? ''));
+    const text = cardText(front, body);
+    for (let n = 1; ; n++) {
+      const file = path.join(this.cardsDir, `${n === 1 ? stem : `${stem}-${n}`}.md`);
+      if (this.placeNew(file, text)) {
+        const card = this.ingest(file, text, false);
+        if (!card)
+          throw new Error(`${file}: the new card does not read back: ${this.broken.get(file)?.error}`);
+        return card;
+      }
+    }
+  }
+
+  /** A copy of the card in a new file (its run state left out, its title marked as a copy). */
+  duplicate(id: string): Card {
+    const card = this.cards.get(id);
+    if (!card) throw new Error(`no card ${id}`);
+    const text = duplicateText(readCard(card.file), card.front.title);
+    const stem = path.basename(card.file, '.md').replace(/-copy(-\d+)?$/, '');
+    for (let n = 1; ; n++) {
+      const file = path.join(this.cardsDir, `${stem}-copy${n === 1 ? '' : `-${n}`}.md`);
+      if (this.placeNew(file, text)) {
+        const copy = this.ingest(file, text, false);
+        if (!copy) throw new Error(`${file}: the copy does not read back: ${this.broken.get(file)?.error}`);
+        return copy;
+      }
+    }
+  }
+
+  /**
+   * Writes `text` to `file` only if no entry has that name: a temp file hard-linked into place (the
+   * link fails when the name is taken, with no window for a race). False when it was taken.
+   */
+  private placeNew(file: string, text: string): boolean {
+    const tmp = path.join(this.cardsDir, `.new.${process.pid}.${Date.now()}.tmp`);
+    writeFileSync(tmp, text, { flag: 'wx' });
+    try {
+      linkSync(tmp, file);
+      this.written.set(file, text);
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw err;
+    } finally {
+      unlinkSync(tmp);
+    }
+  }
+
+  /** Replaces a card file's whole text (a person's edit of the file), if it still holds `base`. */
+  replaceText(file: string, text: string, base: string): boolean {
+    if (!this.write(file, text, base)) return false;
+    this.ingest(file, text, false);
+    return true;
+  }
+
+  /** The text of a card file (a regular file only). */
+  readText(file: string): string {
+    return readCard(file);
+  }
+
+  get trashDir(): string {
+    return path.join(this.cardsDir, '.trash');
+  }
+
+  /** Moves a card file (or a broken entry) into the trash folder; `restore` brings it back. */
+  trash(file: string): TrashedCard {
+    mkdirSync(this.trashDir, { recursive: true });
+    const base = path.basename(file);
+    const name = trashName(base, new Date());
+    renameSync(file, path.join(this.trashDir, name));
+    this.written.delete(file);
+    this.forget(file);
+    return { name, file: base, at: parseTrashName(name)!.at };
+  }
+
+  /** The trash folder's cards, newest first. */
+  trashed(): TrashedCard[] {
+    let names: string[];
+    try {
+      names = readdirSync(this.trashDir);
+    } catch {
+      return [];
+    }
+    const out: TrashedCard[] = [];
+    for (const name of names) {
+      const t = parseTrashName(name);
+      if (t) out.push({ name, ...t });
+    }
+    return out.sort((a, b) => (a.name < b.name ? 1 : -1));
+  }
+
+  /** Puts a trashed card back under its old file name (or `-restored-N` when that is taken). */
+  restore(name: string): string {
+    const t = parseTrashName(name);
+    if (!t) throw new Error(`not a trashed card: ${name}`);
+    const from = path.join(this.trashDir, name);
+    lstatSync(from); // ENOENT: not (or no longer) in the trash
+    const stem = path.basename(t.file, '.md');
+    for (let n = 1; ; n++) {
+      const file = path.join(
+        this.cardsDir,
+        n === 1 ? t.file : `${stem}-restored${n === 2 ? '' : `-${n - 1}`}.md`,
+      );
+      if (!placeBack(from, file)) continue;
+      this.reread(file);
+      return file;
+    }
   }
 
   configText(): string {
@@ -206,7 +369,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
       // Read at once, in step with the host's own writes (synchronous too): a read that waited in the
       // thread pool could return a version the host has replaced since, which then looked like an
       // outside edit and put old state back (a card "running" again after its run had ended).
-      text = readRegularFileSync(file);
+      text = file === this.configFile ? readRegularFileSync(file) : readCard(file);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return this.forget(file);
       if (file === this.configFile) {
@@ -223,7 +386,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
 
   private ingestConfig(text: string): void {
     try {
-      this.config = parseConfig(this.configFile, text);
+      this.config = parseConfig(this.configFile, text, readUserConfig());
       this.configError = undefined;
     } catch (err) {
       this.configError = (err as Error).message;

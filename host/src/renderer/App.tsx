@@ -4,12 +4,20 @@
  */
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { BoardApi } from '../shared/board-api.ts';
-import { COLUMNS, COLUMN_TITLES, type BoardView, type CardDetail } from '../shared/board-types.ts';
+import {
+  COLUMNS,
+  COLUMN_TITLES,
+  type BoardView,
+  type CardDetail,
+  type ProviderView,
+} from '../shared/board-types.ts';
 import { applyDelta } from './board-delta.ts';
 import { cardOfHash, hashOf, isFiltering, matches, NO_FILTER, type CardFilter } from './card-filter.ts';
 import { Board, type MoveIntent } from './Board.tsx';
+import { CardEditor, SourceEditor, type EditorTarget } from './CardEditor.tsx';
 import { Inspector } from './Inspector.tsx';
 import { Recordings } from './Recordings.tsx';
+import { KeyPanel } from './Providers.tsx';
 import { SettingsView } from './SettingsView.tsx';
 
 /** Applies a move locally so the board answers at once; the host's answer replaces it. */
@@ -106,6 +114,17 @@ export function App({ api }: { api: BoardApi }) {
   const [filter, setFilter] = useState<CardFilter>(NO_FILTER);
   const [detail, setDetail] = useState<CardDetail>();
   const [settings, setSettings] = useState(false);
+  const [editor, setEditor] = useState<EditorTarget>();
+  /** The card last moved to the trash, until undone or dismissed. */
+  const [trashed, setTrashed] = useState<{ name: string; title: string }>();
+  const newCardButton = useRef<HTMLButtonElement>(null);
+  const [providers, setProviders] = useState<ProviderView[]>();
+  const [keyPanelHidden, setKeyPanelHidden] = useState(false);
+  /** Providers the key panel asked for: they stay in it once set (with what the check said). */
+  const [askedKeys, setAskedKeys] = useState<string[]>([]);
+  const loadProviders = useCallback((): void => {
+    api.providers().then(setProviders, () => undefined); // no supervisor yet: asked again on the next change
+  }, [api]);
   const [error, setError] = useState<string>();
   const selectedRef = useRef(selected);
   selectedRef.current = selected;
@@ -196,7 +215,44 @@ export function App({ api }: { api: BoardApi }) {
     );
   };
 
+  const trash = (id: string, title: string): void => {
+    api.trashCard({ id }).then(
+      (t) => {
+        setSelected(undefined);
+        setTrashed({ name: t.name, title });
+        setError(undefined);
+      },
+      (e: Error) => setError(e.message),
+    );
+  };
+  const undoTrash = (): void => {
+    if (!trashed) return;
+    api.restoreCard({ name: trashed.name }).then(
+      (r) => {
+        setTrashed(undefined);
+        if (r.id) setSelected(r.id);
+      },
+      (e: Error) => setError(e.message),
+    );
+  };
+
+  // the providers again whenever the flows change (a flow added, its provider changed)
+  const flowsKey = board ? JSON.stringify(board.flows.map((f) => [f.name, f.runner])) : '';
+  useEffect(() => {
+    if (flowsKey) loadProviders();
+  }, [flowsKey, loadProviders]);
+
+  const missingNames = (providers ?? [])
+    .filter((p) => p.flows.length > 0 && !p.hasKey)
+    .map((p) => p.name)
+    .join('\n');
+  useEffect(() => {
+    if (missingNames) setAskedKeys((prev) => [...new Set([...prev, ...missingNames.split('\n')])]);
+  }, [missingNames]);
+
   if (!board) return <div className="loading">Loading the board…</div>;
+  const keyPanel = (providers ?? []).filter((p) => askedKeys.includes(p.name) && p.flows.length > 0);
+  const broken = selected?.startsWith('broken:') ? board.cards.find((c) => c.id === selected) : undefined;
   const running = board.cards.filter((c) => c.column === 'running').length;
   return (
     <div className={detail ? 'app with-inspector' : 'app'}>
@@ -219,6 +275,9 @@ export function App({ api }: { api: BoardApi }) {
           ))}
         </span>
         <Recordings api={api} onOpenCard={setSelected} />
+        <button ref={newCardButton} className="primary" onClick={() => setEditor({ mode: 'new' })}>
+          New card
+        </button>
         <button ref={settingsButton} onClick={() => setSettings(true)}>
           Settings
         </button>
@@ -232,6 +291,23 @@ export function App({ api }: { api: BoardApi }) {
         <div className="banner error" role="alert">
           {error}
           <button className="close" onClick={() => setError(undefined)} aria-label="Dismiss">
+            ✕
+          </button>
+        </div>
+      )}
+      {keyPanel.length > 0 && !keyPanelHidden && (
+        <KeyPanel
+          api={api}
+          missing={keyPanel}
+          onChanged={loadProviders}
+          onDismiss={() => setKeyPanelHidden(true)}
+        />
+      )}
+      {trashed && (
+        <div className="banner note" role="status">
+          Moved “{trashed.title}” to the trash (cards/.trash).
+          <button onClick={undoTrash}>Undo</button>
+          <button className="close" onClick={() => setTrashed(undefined)} aria-label="Dismiss">
             ✕
           </button>
         </div>
@@ -250,12 +326,54 @@ export function App({ api }: { api: BoardApi }) {
               if (id) requestAnimationFrame(() => focusCard(id));
             }}
             onChanged={() => void refresh()}
+            onEdit={() => setEditor({ mode: 'edit', detail })}
+            onDuplicate={() =>
+              void api.duplicateCard({ id: detail.card.id }).then(
+                (r) => setSelected(r.id),
+                (e: Error) => setError(e.message),
+              )
+            }
+            onTrash={() => trash(detail.card.id, detail.card.title)}
           />
         )}
       </main>
+      {editor && (
+        <CardEditor
+          api={api}
+          board={board}
+          target={editor}
+          onClose={() => {
+            const was = editor;
+            setEditor(undefined);
+            if (was.mode === 'new') newCardButton.current?.focus();
+          }}
+          onSaved={(id) => {
+            setEditor(undefined);
+            setError(undefined);
+            setSelected(id);
+            void refresh();
+          }}
+        />
+      )}
+      {broken?.broken && (
+        <SourceEditor
+          key={broken.id}
+          api={api}
+          id={broken.id}
+          error={broken.broken}
+          onClose={() => {
+            setSelected(undefined);
+            requestAnimationFrame(() => focusCard(broken.id));
+          }}
+          onSaved={(id) => setSelected(id)}
+          onTrash={() => trash(broken.id, broken.file)}
+        />
+      )}
       {settings && (
         <SettingsView
           api={api}
+          providers={providers}
+          onProvidersChanged={loadProviders}
           onClose={() => {
             setSettings(false);
             settingsButton.current?.focus();

@@ -407,11 +407,19 @@ export function Inspector({
   detail,
   onClose,
   onChanged,
+  onEdit,
+  onDuplicate,
+  onTrash,
 }: {
   api: BoardApi;
   detail: CardDetail;
   onClose: () => void;
   onChanged: () => void;
+  /** Opens the card editor on this card. */
+  onEdit?: () => void;
+  onDuplicate?: () => void;
+  /** Moves the card file to the trash (the board offers Undo). */
+  onTrash?: () => void;
 }) {
   const [runId, setRunId] = useState<string | undefined>(detail.runs[0]?.runId);
   const [error, setError] = useState<string>();
@@ -477,6 +485,15 @@ export function Inspector({
         {card.locked && (
           <button className="danger" onClick={() => act(api.cancel({ id: card.id }))}>
             Cancel run
+          </button>
+        )}
+      </div>
+      <div className="card-actions" role="group" aria-label="Card">
+        {!card.locked && onEdit && <button onClick={onEdit}>Edit</button>}
+        {onDuplicate && <button onClick={onDuplicate}>Duplicate</button>}
+        {!card.locked && onTrash && (
+          <button className="danger" onClick={onTrash}>
+            Delete
           </button>
         )}
       </div>

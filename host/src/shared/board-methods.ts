@@ -17,11 +17,18 @@ import {
   type Answer,
   type BoardView,
   type CardDetail,
+  type ExtractStart,
+  type CardFields,
+  type CardForm,
+  type CardSource,
+  type KeyCheck,
+  type ProviderView,
   type RunFiles,
   type RunResult,
   type ScheduleEdit,
   type SchedulePreview,
   type Settings,
+  type TrashedCard,
   type WorktreeDiff,
 } from './board-types.ts';
 import type { ContextAnswer, RecordingOutcome, RecordingsView } from './recording-types.ts';
@@ -50,6 +57,26 @@ export const ScheduleEditParams = z.object({
   missed: z.optional(z.enum(['skip', 'latest_once', 'all'])),
   overlap: z.optional(z.enum(['skip', 'queue'])),
 });
+
+/** A card's text (its markdown, or its whole file): bounded so text and base fit one 1 MiB request. */
+const CardText = z.string().check(z.maxLength(300_000));
+
+export const CardFieldsParams = z.object({
+  title: z.string().check(z.minLength(1), z.maxLength(500)),
+  flow: z.string().check(z.minLength(1), z.maxLength(256)),
+  workspace: z.optional(z.string().check(z.maxLength(4096))),
+  command: z.optional(
+    z.union([
+      z.string().check(z.maxLength(65_536)),
+      z.array(z.string().check(z.maxLength(65_536))).check(z.minLength(1), z.maxLength(4096)),
+    ]),
+  ),
+  body: CardText,
+});
+
+const ProviderParam = z
+  .string()
+  .check(z.regex(/^[a-z][a-z0-9-]{0,39}$/, 'provider names are lowercase words'));
 
 type Verb = 'GET' | 'POST' | 'PUT';
 export type Kind = 'call' | 'file' | 'stream';
@@ -115,6 +142,85 @@ export const boardMethods = {
     'PUT',
     '/api/cards/:id/schedule',
     z.extend(card, { schedule: z.nullable(ScheduleEditParams) }),
+  ),
+  /**
+   * Recording → task (seed 000): starts an extraction run over an in-app recording (`recording`, its
+   * id in the project's recordings/) or a video file (`file`, an absolute path to an .mp4 of at most
+   * 5 minutes and 2 GB). The task goes into card `card`, or a new card in Backlog (its flow: `flow`,
+   * default the project's first computer-use flow). Answers at once; the card says how it went.
+   */
+  extractTask: method<'call', ExtractStart>('call')(
+    'POST',
+    '/api/extract',
+    z.object({
+      recording: z.optional(z.string().check(z.regex(/^rec-[0-9a-z-]{1,64}$/, 'not a recording id (rec-…)'))),
+      file: z.optional(z.string().check(z.minLength(1), z.maxLength(4096))),
+      card: z.optional(CardId),
+      flow: z.optional(z.string().check(z.minLength(1), z.maxLength(100))),
+    }),
+  ),
+  /** What the card editor offers (the granted folders a card may work in). */
+  cardForm: method<'call', CardForm>('call')('GET', '/api/card-form', none),
+  /**
+   * A new card file, written as a person would write it; in Backlog, or with `queue` at the end of
+   * Queued. Refused, saying why, for an unknown flow, a folder that is not granted, a bad schedule.
+   */
+  createCard: method<'call', { id: string }>('call')(
+    'POST',
+    '/api/cards',
+    z.extend(CardFieldsParams, {
+      schedule: z.optional(ScheduleEditParams),
+      queue: z.optional(z.boolean()),
+    }),
+  ),
+  /**
+   * Changes a card: only the fields that differ are written (comments and order stay). `baseBody` is
+   * the text the editor started from: when the file's changed meanwhile, nothing is written (409).
+   */
+  editCard: method('call')(
+    'PUT',
+    '/api/cards/:id',
+    z.extend(card, { ...CardFieldsParams.shape, baseBody: CardText }),
+  ),
+  /** A copy of the card in Backlog, without its runs' state; answers the copy's id. */
+  duplicateCard: method<'call', { id: string }>('call')('POST', '/api/cards/:id/duplicate', card),
+  /** Moves the card file (or a broken card's entry) into the trash folder; `restoreCard` undoes it. */
+  trashCard: method<'call', TrashedCard>('call')('POST', '/api/cards/:id/trash', card),
+  /** The trash's cards, newest first. */
+  trash: method<'call', TrashedCard[]>('call')('GET', '/api/trash', none),
+  /** Puts a trashed card back (under its old file name, or a new one when that was taken). */
+  restoreCard: method<'call', { id?: string; file: string }>('call')(
+    'POST',
+    '/api/trash/:name/restore',
+    z.object({ name: z.string().check(z.minLength(1), z.maxLength(512)) }),
+  ),
+  /** A card file's whole text (a broken card's too), to edit as text. */
+  cardSource: method<'call', CardSource>('call')('GET', '/api/cards/:id/source', card),
+  /** Replaces a card file's text, if it still holds `base` (409 otherwise); answers the card's id if it reads. */
+  saveCardSource: method<'call', { id?: string }>('call')(
+    'PUT',
+    '/api/cards/:id/source',
+    z.extend(card, { text: CardText, base: CardText }),
+  ),
+  /** The model providers: whether each has a key (never the key) and which flows use it. */
+  providers: method<'call', ProviderView[]>('call')('GET', '/api/providers', none),
+  /**
+   * Stores (or with null removes) a provider's key with the supervisor; the key goes no further than
+   * that and is never sent back. Cards waiting for it start.
+   */
+  setProviderKey: method<'call', { hasKey: boolean }>('call')(
+    'PUT',
+    '/api/providers/:provider/key',
+    z.object({
+      provider: ProviderParam,
+      key: z.nullable(z.string().check(z.minLength(1), z.maxLength(4096))),
+    }),
+  ),
+  /** Asks the provider (through the supervisor, which holds the key) whether it accepts the stored key. */
+  checkProviderKey: method<'call', KeyCheck>('call')(
+    'POST',
+    '/api/providers/:provider/check',
+    z.object({ provider: ProviderParam }),
   ),
   settings: method<'call', Settings>('call')('GET', '/api/settings', none),
   saveSettings: method('call')('PUT', '/api/settings', SettingsParams),
@@ -200,7 +306,8 @@ const agree: [
   Same<z.output<typeof AnswerList>, Answer[]>,
   Same<Required<z.output<typeof ScheduleEditParams>>, Required<ScheduleEdit>>,
   Same<z.output<typeof ContextAnswerParams>, ContextAnswer>,
-] = [true, true, true, true];
+  Same<Required<z.output<typeof CardFieldsParams>>, Required<CardFields>>,
+] = [true, true, true, true, true];
 void agree;
 
 /**

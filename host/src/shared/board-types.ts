@@ -171,3 +171,78 @@ export interface WorktreeDiff {
   /** Cut at 1 MiB. */
   truncated: boolean;
 }
+
+/**
+ * What `extractTask` answers: the card that gets the task (made in Backlog when none was named) and
+ * the extraction run going for it. The card shows the run's progress as `needs` while it goes and, when
+ * it ends, either the task (with its questions) or, unchanged, why not (`lastError`).
+ */
+export interface ExtractStart {
+  cardId: string;
+  runId: string;
+}
+
+/** A card as the board's editor writes it (new or changed). */
+export interface CardFields {
+  title: string;
+  /** One of config.yaml's flows. */
+  flow: string;
+  /** Absolute folder the card's runs work in (a granted one); none or '': the project folder. */
+  workspace?: string | undefined;
+  /** What a `command` flow runs (a shell line, or argv); none: the flow's runner reads the task text. */
+  command?: string | string[] | undefined;
+  /** The card's markdown (the task text). */
+  body: string;
+}
+
+/** A folder a card may work in: a granted folder. */
+export interface WorkspaceOption {
+  /** Absolute path. */
+  path: string;
+  /** As a card writes it: relative to the project folder when inside it. */
+  label: string;
+}
+
+/** What the card editor offers: the folders a card may work in. */
+export interface CardForm {
+  projectDir: string;
+  workspaces: WorkspaceOption[];
+}
+
+/** A card in the trash (`cards/.trash`), restorable. */
+export interface TrashedCard {
+  /** Its name in the trash folder. */
+  name: string;
+  /** The file name it had. */
+  file: string;
+  /** When it was trashed (ISO). */
+  at: string;
+}
+
+/** A card file's whole text, for editing it as text (a broken card's too, when it is a regular file). */
+export interface CardSource {
+  /** Relative to the project folder. */
+  file: string;
+  text?: string;
+  /** Why there is no text (a directory, a link, a FIFO named *.md). */
+  error?: string;
+}
+
+/** A model provider as the board shows it: never its key, only whether one is stored. */
+export interface ProviderView {
+  name: string;
+  /** Where the supervisor forwards its requests (empty when the supervisor knows no such provider). */
+  baseUrl: string;
+  hasKey: boolean;
+  /** The supervisor knows this provider (a flow may name one it does not). */
+  known: boolean;
+  /** config.yaml's flows that use it. */
+  flows: string[];
+}
+
+/** What the provider said to a check of its stored key. */
+export interface KeyCheck {
+  ok: boolean;
+  status?: number | undefined;
+  message: string;
+}

@@ -2,6 +2,7 @@
 // Plain C++: no Node, no platform headers, so a macOS or Windows backend fills the same shapes.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -93,6 +94,12 @@ class DesktopError : public std::runtime_error {
 
  private:
   std::string code_;
+};
+
+// How a thread of its own (the key watcher, the recorder) ends, besides its own events.
+struct ThreadEndCallbacks {
+  std::function<void(const DesktopError&)> failed;  // at start-up or later (display gone); the thread ends
+  std::function<void()> ended;                      // the thread's last act: nothing is called after it
 };
 
 // Stable error codes.

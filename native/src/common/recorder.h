@@ -62,12 +62,10 @@ struct RecordedEvent {
   std::shared_ptr<const RecorderFrame> frame;
 };
 
-struct RecorderCallbacks {
+struct RecorderCallbacks : ThreadEndCallbacks {
   // Listening; `first` is the frame at the start.
   std::function<void(std::shared_ptr<const RecorderFrame> first)> ready;
   std::function<void(const RecordedEvent&)> event;
-  std::function<void(const DesktopError&)> failed;  // at start-up or later (display gone); the thread ends
-  std::function<void()> ended;                      // the thread's last act: nothing is called after it
 };
 
 class Recorder {

@@ -29,11 +29,9 @@ struct WatcherOptions {
   int hudAtX = -1, hudAtY = -1;       // the HUD goes on the monitor holding this point (-1: the primary)
 };
 
-struct WatcherCallbacks {
+struct WatcherCallbacks : ThreadEndCallbacks {
   std::function<void()> ready;  // listening (and the HUD, if any, is shown)
   std::function<void(const KeyEvent&)> key;
-  std::function<void(const DesktopError&)> failed;  // at start-up or later (display gone); the thread ends
-  std::function<void()> ended;                      // the thread's last act: nothing is called after it
 };
 
 class Watcher {

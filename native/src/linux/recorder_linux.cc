@@ -40,19 +40,16 @@
 
 #include "common/recorder.h"
 #include "linux/border_linux.h"
+#include "linux/desktop_thread.h"
 #include "linux/x11_session.h"
 
 namespace runboard::desktop {
 
 using Clock = std::chrono::steady_clock;
 
-struct Recorder::Impl {
+struct Recorder::Impl : DesktopThread {
   RecorderOptions options;
   RecorderCallbacks callbacks;
-  int wake = -1;  // eventfd
-  std::mutex mu;
-  bool stopping = false;
-  bool ended = false;  // the thread is gone (and `wake` closed)
   std::atomic<bool> paused{false};
 
   // Thread state (the recorder thread only).
@@ -432,11 +429,7 @@ void Recorder::Impl::Run() {
   int fd = ConnectionNumber(dpy);
   const auto interval = std::chrono::milliseconds(std::max(options.frameIntervalMs, 20));
   while (!lost) {
-    while (!lost && XPending(dpy) > 0) {
-      XEvent ev;
-      XNextEvent(dpy, &ev);
-      HandleEvent(ev);
-    }
+    HandlePendingEvents(dpy, lost, [this](XEvent& ev) { HandleEvent(ev); });
     if (lost) break;
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -489,34 +482,18 @@ void Recorder::Impl::Run() {
 Recorder::Recorder(RecorderOptions options, RecorderCallbacks callbacks) : impl_(std::make_shared<Impl>()) {
   impl_->options = std::move(options);
   impl_->callbacks = std::move(callbacks);
-  impl_->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  std::thread([impl = impl_] {
-    impl->Run();
-    {
-      std::lock_guard<std::mutex> lock(impl->mu);
-      impl->ended = true;
-    }
-    close(impl->wake);
-    if (impl->callbacks.ended) impl->callbacks.ended();
-  }).detach();
+  StartDesktopThread(impl_, [](Impl&) { return std::vector<std::function<void()>>(); });
 }
 
 Recorder::~Recorder() { Stop(); }
 
 void Recorder::SetPaused(bool paused) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  if (impl_->stopping || impl_->ended) return;
+  if (!impl_->Accepting()) return;
   impl_->paused = paused;
-  uint64_t one = 1;
-  (void)!write(impl_->wake, &one, sizeof one);
+  impl_->Wake();
 }
 
-void Recorder::Stop() {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  if (impl_->stopping || impl_->ended) return;
-  impl_->stopping = true;
-  uint64_t one = 1;
-  (void)!write(impl_->wake, &one, sizeof one);
-}
+void Recorder::Stop() { impl_->RequestStop(); }
 
 }  // namespace runboard::desktop

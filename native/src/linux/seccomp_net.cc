@@ -83,32 +83,45 @@ constexpr uint32_t Arg(int i) { return offsetof(seccomp_data, args) + 8 * i; }
 constexpr uint32_t Refuse(int e) { return SECCOMP_RET_ERRNO | (e & SECCOMP_RET_DATA); }
 
 std::vector<sock_filter> BuildFilter(const NetPolicy& policy) {
+  using Cases = std::initializer_list<std::pair<uint32_t, const char*>>;
   Program p;
-  p.Load(offsetof(seccomp_data, arch));
-  p.JumpIf(BPF_JEQ, kArch, "native");
+  // Jumps to the label of the first case whose value the accumulator holds; else falls through.
+  auto jumpTable = [&p](Cases cases) {
+    for (const auto& [value, label] : cases) p.JumpIf(BPF_JEQ, value, label);
+  };
+  // The same on the word at `offset`, loaded first.
+  auto dispatch = [&](uint32_t offset, Cases cases) {
+    p.Load(offset);
+    jumpTable(cases);
+  };
+  // A block `label` that allows the call when `offset` holds one of `allowed`, and refuses it otherwise.
+  auto allowOnly = [&](const char* label, uint32_t offset, std::initializer_list<uint32_t> allowed) {
+    p.Label(label);
+    p.Load(offset);
+    for (uint32_t value : allowed) p.JumpIf(BPF_JEQ, value, "allow");
+    p.Return(Refuse(EACCES));
+  };
+
+  dispatch(offsetof(seccomp_data, arch), {{kArch, "native"}});
   p.Return(SECCOMP_RET_KILL_PROCESS);
   p.Label("native");
   p.Load(offsetof(seccomp_data, nr));
 #if defined(__x86_64__)
   p.JumpIf(BPF_JGE, kX32SyscallBit, "kill");
 #endif
-  p.JumpIf(BPF_JEQ, __NR_socket, "socket");
-  p.JumpIf(BPF_JEQ, __NR_sendto, "flags-in-arg3");
-  p.JumpIf(BPF_JEQ, __NR_sendmmsg, "flags-in-arg3");
-  p.JumpIf(BPF_JEQ, __NR_sendmsg, "flags-in-arg2");
-  p.JumpIf(BPF_JEQ, __NR_setsockopt, "setsockopt");
-  p.JumpIf(BPF_JEQ, __NR_listen, "listen");
-  p.JumpIf(BPF_JEQ, __NR_io_uring_setup, "io-uring");
-  p.JumpIf(BPF_JEQ, __NR_io_uring_enter, "io-uring");
-  p.JumpIf(BPF_JEQ, __NR_io_uring_register, "io-uring");
+  jumpTable({{__NR_socket, "socket"},
+             {__NR_sendto, "flags-in-arg3"},
+             {__NR_sendmmsg, "flags-in-arg3"},
+             {__NR_sendmsg, "flags-in-arg2"},
+             {__NR_setsockopt, "setsockopt"},
+             {__NR_listen, "listen"},
+             {__NR_io_uring_setup, "io-uring"},
+             {__NR_io_uring_enter, "io-uring"},
+             {__NR_io_uring_register, "io-uring"}});
   p.Return(SECCOMP_RET_ALLOW);
 
   p.Label("socket");
-  p.Load(Arg(0));
-  p.JumpIf(BPF_JEQ, AF_UNIX, "allow");
-  p.JumpIf(BPF_JEQ, AF_NETLINK, "allow");
-  p.JumpIf(BPF_JEQ, AF_INET, "inet");
-  p.JumpIf(BPF_JEQ, AF_INET6, "inet");
+  dispatch(Arg(0), {{AF_UNIX, "allow"}, {AF_NETLINK, "allow"}, {AF_INET, "inet"}, {AF_INET6, "inet"}});
   p.Return(Refuse(EACCES));
   p.Label("inet");
   p.Load(Arg(1));
@@ -116,36 +129,22 @@ std::vector<sock_filter> BuildFilter(const NetPolicy& policy) {
   p.JumpIf(BPF_JEQ, SOCK_STREAM, "stream");
   if (policy.udp) p.JumpIf(BPF_JEQ, SOCK_DGRAM, "dgram");
   p.Return(Refuse(EACCES));
-  p.Label("stream");
-  p.Load(Arg(2));
-  p.JumpIf(BPF_JEQ, 0, "allow");
-  p.JumpIf(BPF_JEQ, IPPROTO_TCP, "allow");
-  p.Return(Refuse(EACCES));
-  if (policy.udp) {
-    p.Label("dgram");
-    p.Load(Arg(2));
-    p.JumpIf(BPF_JEQ, 0, "allow");
-    p.JumpIf(BPF_JEQ, IPPROTO_UDP, "allow");
-    p.Return(Refuse(EACCES));
+  allowOnly("stream", Arg(2), {0, IPPROTO_TCP});
+  if (policy.udp) allowOnly("dgram", Arg(2), {0, IPPROTO_UDP});
+
+  // TCP Fast Open would send data without connect(), past what the proxy rules see.
+  for (const auto& [label, flagsArg] : {std::pair{"flags-in-arg3", 3}, std::pair{"flags-in-arg2", 2}}) {
+    p.Label(label);
+    p.Load(Arg(flagsArg));
+    p.JumpIf(BPF_JSET, MSG_FASTOPEN, "deny");
+    p.Return(SECCOMP_RET_ALLOW);
   }
 
-  p.Label("flags-in-arg3");
-  p.Load(Arg(3));
-  p.JumpIf(BPF_JSET, MSG_FASTOPEN, "deny");
-  p.Return(SECCOMP_RET_ALLOW);
-  p.Label("flags-in-arg2");
-  p.Load(Arg(2));
-  p.JumpIf(BPF_JSET, MSG_FASTOPEN, "deny");
-  p.Return(SECCOMP_RET_ALLOW);
-
   p.Label("setsockopt");
-  p.Load(Arg(1));
-  p.JumpIf(BPF_JEQ, IPPROTO_TCP, "tcp-option");
+  dispatch(Arg(1), {{IPPROTO_TCP, "tcp-option"}});
   p.Return(SECCOMP_RET_ALLOW);
   p.Label("tcp-option");
-  p.Load(Arg(2));
-  p.JumpIf(BPF_JEQ, kTcpFastOpen, "deny");
-  p.JumpIf(BPF_JEQ, kTcpFastOpenConnect, "deny");
+  dispatch(Arg(2), {{kTcpFastOpen, "deny"}, {kTcpFastOpenConnect, "deny"}});
   p.Return(SECCOMP_RET_ALLOW);
 
   p.Label("listen");
@@ -161,15 +160,25 @@ std::vector<sock_filter> BuildFilter(const NetPolicy& policy) {
   return p.Finish();
 }
 
-bool SendFd(int channel, int fd) {
+// One byte, with room for one passed fd, as sendmsg and recvmsg take it.
+struct FdMessage {
   char byte = 0;
   iovec iov{&byte, 1};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  FdMessage() {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+  }
+  FdMessage(const FdMessage&) = delete;
+  FdMessage& operator=(const FdMessage&) = delete;
+};
+
+bool SendFd(int channel, int fd) {
+  FdMessage m;
+  msghdr& msg = m.msg;
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
@@ -183,14 +192,8 @@ bool SendFd(int channel, int fd) {
 
 // The fd sent over `channel`; -1 at EOF (or a message without one), -2 when nothing is there yet.
 int ReceiveFd(int channel) {
-  char byte;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  FdMessage m;
+  msghdr& msg = m.msg;
   ssize_t n;
   do n = recvmsg(channel, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   while (n < 0 && errno == EINTR);

@@ -28,18 +28,15 @@
 #include <thread>
 
 #include "common/watcher.h"
+#include "linux/desktop_thread.h"
 #include "linux/x11_session.h"
 
 namespace runboard::desktop {
 
-struct Watcher::Impl {
+struct Watcher::Impl : DesktopThread {
   WatcherOptions options;
   WatcherCallbacks callbacks;
-  int wake = -1;  // eventfd
-  std::mutex mu;
-  std::deque<std::pair<bool, std::function<void()>>> commands;
-  bool stopping = false;
-  bool ended = false;  // the thread left its loop: commands complete at once
+  std::deque<std::pair<bool, std::function<void()>>> commands;  // HUD changes; once ended, none is taken
 
   // Thread state (the watcher thread only).
   Display* dpy = nullptr;
@@ -271,11 +268,7 @@ void Watcher::Impl::Run() {
   if (callbacks.ready) callbacks.ready();
   int fd = ConnectionNumber(dpy);
   while (!lost) {
-    while (!lost && XPending(dpy) > 0) {
-      XEvent ev;
-      XNextEvent(dpy, &ev);
-      HandleEvent(ev);
-    }
+    HandlePendingEvents(dpy, lost, [this](XEvent& ev) { HandleEvent(ev); });
     if (lost) break;
     XFlush(dpy);
     pollfd fds[2] = {{fd, POLLIN, 0}, {wake, POLLIN, 0}};
@@ -294,39 +287,26 @@ void Watcher::Impl::Run() {
 Watcher::Watcher(WatcherOptions options, WatcherCallbacks callbacks) : impl_(std::make_shared<Impl>()) {
   impl_->options = std::move(options);
   impl_->callbacks = std::move(callbacks);
-  impl_->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  std::thread([impl = impl_] {
-    impl->Run();
-    std::deque<std::pair<bool, std::function<void()>>> left;
-    {
-      std::lock_guard<std::mutex> lock(impl->mu);
-      impl->ended = true;
-      left.swap(impl->commands);
-    }
-    for (auto& c : left)
-      if (c.second) c.second();
-    close(impl->wake);
-    if (impl->callbacks.ended) impl->callbacks.ended();
-  }).detach();
+  // HUD changes asked for but not carried out still complete (their callers wait for them).
+  StartDesktopThread(impl_, [](Impl& impl) {
+    std::vector<std::function<void()>> left;
+    for (auto& c : impl.commands)
+      if (c.second) left.push_back(std::move(c.second));
+    impl.commands.clear();
+    return left;
+  });
 }
 
 Watcher::~Watcher() { Stop(); }
 
 bool Watcher::SetHudVisible(bool visible, std::function<void()> done) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  if (impl_->ended || impl_->stopping) return false;
+  if (!impl_->Accepting()) return false;
   impl_->commands.emplace_back(visible, std::move(done));
-  uint64_t one = 1;
-  (void)!write(impl_->wake, &one, sizeof one);
+  impl_->Wake();
   return true;
 }
 
-void Watcher::Stop() {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  if (impl_->stopping || impl_->ended) return;
-  impl_->stopping = true;
-  uint64_t one = 1;
-  (void)!write(impl_->wake, &one, sizeof one);
-}
+void Watcher::Stop() { impl_->RequestStop(); }
 
 }  // namespace runboard::desktop
