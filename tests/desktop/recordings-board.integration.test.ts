@@ -2,7 +2,8 @@
 // Chromium. A person picks "No microphone" and presses Record; the board makes a card in Backlog for
 // it and shows it going; a scripted person (XTest) clicks into the GTK form, types, and presses Ctrl+I;
 // the board asks for an extract, which lands in the manifest with its candidates; Stop from the
-// board; the list shows its duration, size, event count and thumbnails; Delete removes its folder.
+// board; the list shows its duration, size, event count and thumbnails; "Turn into a task" asks the
+// extraction (which says what is missing here); Delete removes its folder.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -117,6 +118,10 @@ describe('recordings in the board', () => {
     );
     await page.screenshot({ path: path.join(ARTIFACTS, 'recordings-list.png') });
     expect(await seriousViolations(page, '.recordings-panel')).toEqual([]);
+
+    // Turning it into a task needs an extraction flow, which this project lacks: the board says so.
+    await item.getByRole('button', { name: 'Turn into a task' }).click();
+    await expect(panel.getByRole('alert').textContent()).resolves.toMatch(/runner: extract/);
 
     await item.getByRole('button', { name: /Delete the recording/ }).click();
     await item.getByRole('button', { name: 'Delete for good' }).click();

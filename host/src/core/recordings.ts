@@ -226,6 +226,8 @@ export class Recordings {
     const front = YAML.stringify({ title, id, flow, status: 'backlog', recording: id }, { lineWidth: 0 });
     const text = `---\n${front}---\n# Task\nA demonstration recorded on the desktop (recordings/${id}/): turn it into a task, or write the task here.\n`;
     writeAtomic(file, text);
+    // Taken in now (not when the watcher sees the file): the board shows the card at once.
+    if (!store.ingestNew(file)) throw new Error(`the new card ${file} could not be read back`);
     return id;
   }
 

@@ -169,10 +169,26 @@ function Item({
   api: BoardApi;
   r: RecordingItem;
   onOpenCard: (id: string) => void;
+  /** Deleted (or a request about it failed, with why). */
   onDeleted: (error?: string) => void;
 }) {
   const [confirm, setConfirm] = useState(false);
+  const [extracting, setExtracting] = useState(false);
   const when = new Date(r.startedAt).toLocaleString();
+  // Recording → task (seed 000): an extraction run writes the task into the recording's card.
+  const extract = (): void => {
+    setExtracting(true);
+    api.extractTask({ recording: r.id, ...(r.card ? { card: r.card.id } : {}) }).then(
+      ({ cardId }) => {
+        setExtracting(false);
+        onOpenCard(cardId);
+      },
+      (e: Error) => {
+        setExtracting(false);
+        onDeleted(e.message);
+      },
+    );
+  };
   return (
     <li className="recording" aria-label={`Recording of ${when}`}>
       <div className="recording-head">
@@ -187,6 +203,11 @@ function Item({
         {r.card && (
           <button className="link" onClick={() => onOpenCard(r.card!.id)}>
             Card: {r.card.title}
+          </button>
+        )}
+        {r.durationMs !== undefined && (
+          <button onClick={extract} disabled={extracting}>
+            {extracting ? 'Starting…' : 'Turn into a task'}
           </button>
         )}
         {confirm ? (
