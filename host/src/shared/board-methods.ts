@@ -21,6 +21,8 @@ import {
   type CardFields,
   type CardForm,
   type CardSource,
+  type KeyCheck,
+  type ProviderView,
   type RunFiles,
   type RunResult,
   type ScheduleEdit,
@@ -70,6 +72,10 @@ export const CardFieldsParams = z.object({
   ),
   body: CardText,
 });
+
+const ProviderParam = z
+  .string()
+  .check(z.regex(/^[a-z][a-z0-9-]{0,39}$/, 'provider names are lowercase words'));
 
 type Verb = 'GET' | 'POST' | 'PUT';
 export type Kind = 'call' | 'file' | 'stream';
@@ -183,6 +189,26 @@ export const boardMethods = {
     'PUT',
     '/api/cards/:id/source',
     z.extend(card, { text: CardText, base: CardText }),
+  ),
+  /** The model providers: whether each has a key (never the key) and which flows use it. */
+  providers: method<'call', ProviderView[]>('call')('GET', '/api/providers', none),
+  /**
+   * Stores (or with null removes) a provider's key with the supervisor; the key goes no further than
+   * that and is never sent back. Cards waiting for it start.
+   */
+  setProviderKey: method<'call', { hasKey: boolean }>('call')(
+    'PUT',
+    '/api/providers/:provider/key',
+    z.object({
+      provider: ProviderParam,
+      key: z.nullable(z.string().check(z.minLength(1), z.maxLength(4096))),
+    }),
+  ),
+  /** Asks the provider (through the supervisor, which holds the key) whether it accepts the stored key. */
+  checkProviderKey: method<'call', KeyCheck>('call')(
+    'POST',
+    '/api/providers/:provider/check',
+    z.object({ provider: ProviderParam }),
   ),
   settings: method<'call', Settings>('call')('GET', '/api/settings', none),
   saveSettings: method('call')('PUT', '/api/settings', SettingsParams),

@@ -18,7 +18,16 @@ import { writeReport, type StepRecord } from './report.ts';
 import { MAX_RETRY_WAIT_MS, retryDecision } from './retry.ts';
 import type { Screen, Shot } from './screen.ts';
 import type { EscapeWatcher } from './takeover.ts';
-import { ActionFailed, InvalidToolCall, runTool, type ToolContext } from './tools.ts';
+import { attachmentsJson, cardAttachments } from '../../tools/documents/attachments.ts';
+import { documentScope, type DocumentScope } from '../../tools/documents/scope.ts';
+import {
+  ActionFailed,
+  InvalidToolCall,
+  offeredTools,
+  PermissionNeeded,
+  runTool,
+  type ToolContext,
+} from './tools.ts';
 
 export interface LoopOptions {
   maxSteps: number;
@@ -44,6 +53,7 @@ export class Loop {
   /** The takeover HUD (real display): hidden while a screenshot is taken, so the model never sees it. */
   hud: EscapeWatcher | undefined;
   private readonly provider: Provider;
+  private readonly documents: DocumentScope | null;
   private shot!: Shot;
   private readonly steps: StepRecord[] = [];
   private readonly metrics = new LoopMetrics();
@@ -58,11 +68,12 @@ export class Loop {
     private readonly signal: AbortSignal,
     private readonly o: LoopOptions,
   ) {
+    this.documents = documentScope(ctx.spec);
     this.provider = makeProvider(api, {
       baseUrl: ctx.spec.model!.baseUrl,
       token: ctx.spec.model!.token,
       model,
-      descriptions: prompt.config.tools,
+      tools: offeredTools(prompt.config.tools, this.documents),
       maxOutputTokens: prompt.config.llm.max_output_tokens ?? o.maxOutputTokens,
       timeoutMs: o.requestTimeoutMs,
     });
@@ -210,6 +221,9 @@ export class Loop {
     const promptText = fill(this.prompt.template, {
       TASK_MARKDOWN: this.card,
       OS_VERSION: osVersion(ctx.env),
+      ATTACHMENTS: attachmentsJson(
+        cardAttachments(this.card, this.documents ?? { workspace: ctx.spec.workspace, allow: [] }),
+      ),
     });
     let tPrep = performance.now();
     const first = await this.screenshot(0);
@@ -230,6 +244,7 @@ export class Loop {
       env: ctx.env,
       workspace: ctx.spec.workspace,
       signal: this.signal,
+      documents: this.documents,
     };
     for (let step = 1; ; step++) {
       const budget = this.mayGoOn(step);
@@ -308,13 +323,18 @@ export class Loop {
       } catch (err) {
         if (this.signal.aborted) return this.end('failed', 'cancelled');
         if (err instanceof InvalidToolCall) return invalid(err.message);
-        if (!(err instanceof ActionFailed)) throw err; // a fault of ours: the run fails with it
+        // a fault of ours: the run fails with it
+        if (!(err instanceof ActionFailed) && !(err instanceof PermissionNeeded)) throw err;
         this.record(
           step,
           { tool: call.name, args: call.args, error: err.message, ms: performance.now() - tCall },
           turn,
           modelMs,
         );
+        if (err instanceof PermissionNeeded)
+          return this.end('needs-input', `stopped at step ${step}: permission needed (${err.message})`, [
+            `The agent was not allowed to run ${err.message}. Allow it, or do it yourself?`,
+          ]);
         return this.end('needs-input', `stopped at step ${step}: ${err.message}`, [
           `The desktop action at step ${step} failed (${err.message}); desktop actions are not retried. How should the agent proceed?`,
         ]);

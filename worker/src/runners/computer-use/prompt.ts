@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
+import type { DocumentToolName } from '../../tools/documents/tools.ts';
 import type { ToolName } from './tools.ts';
 
 export interface PromptConfig {
@@ -14,7 +15,8 @@ export interface PromptConfig {
     pricing?: Record<string, { input: number; output: number }>;
   };
   screenshot_caption: string;
-  tools: Record<ToolName, string>;
+  /** Descriptions of the desktop tools (required) and of the document tools (their own by default). */
+  tools: Record<ToolName, string> & Partial<Record<DocumentToolName, string>>;
 }
 
 export interface PromptFolder {
