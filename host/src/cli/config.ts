@@ -7,13 +7,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import YAML, { isMap, isScalar, isSeq, type Node } from 'yaml';
-import {
-  loadEffectiveConfig,
-  sourceOf,
-  upgradeConfigFile,
-  userConfigPath,
-  type EffectiveConfig,
-} from '../core/project.ts';
+import { loadEffectiveConfig, sourceOf, upgradeConfigFiles, type EffectiveConfig } from '../core/project.ts';
 
 export const CONFIG_USAGE = `config [--show] [--project DIR] [--json]  the effective config and where each value came from
   config --upgrade [--project DIR]          write older config files as the current version (comments kept)`;
@@ -73,18 +67,9 @@ export function cmdConfig(args: string[]): number {
   });
   const dir = projectDir(values.project);
   if (values.upgrade) {
-    const files: [string, 'user' | 'project'][] = [
-      [userConfigPath(), 'user'],
-      [path.join(dir, 'config.yaml'), 'project'],
-    ];
-    for (const [file, kind] of files) {
-      if (!existsSync(file)) continue;
-      const done = upgradeConfigFile(file, kind);
-      process.stdout.write(
-        done ? `${file}: upgraded from version ${done.from} to ${done.to}\n` : `${file}: up to date\n`,
-      );
-    }
-    return 0;
+    const notes = upgradeConfigFiles(dir);
+    process.stdout.write(notes.map((n) => `${n}\n`).join(''));
+    return notes.some((n) => n.includes(': not upgraded: ')) ? 1 : 0;
   }
   const eff = loadEffectiveConfig(dir);
   for (const w of eff.warnings) process.stderr.write(`runboard: ${w}\n`);
