@@ -62,6 +62,13 @@ describe('layered config', () => {
     expect(flowSpec('b', cfg.flows.b!, '/p', cfg)).toMatchObject({ provider: 'openai', model: 'own' });
     expect(visionProfileOf(cfg, 'look')).toEqual({ provider: 'anthropic', model: 'claude-eyes' });
     expect(() => visionProfileOf(cfg, 'a')).toThrow(/no vision profile for flow "a": add `visionProfile/);
+    const stub = parseConfig(
+      '/p/config.yaml',
+      'version: 2\nvision_profiles:\n  eyes: { provider: openai, model: "<your vision model>" }\nflows:\n  look: { runner: command, visionProfile: eyes }\n',
+    );
+    expect(() => visionProfileOf(stub, 'look')).toThrow(
+      /vision profile "eyes" \(flow "look"\) still has a placeholder model: "<your vision model>"; set the real/,
+    );
   });
 
   it('says which file and key is wrong, and what to do', () => {
