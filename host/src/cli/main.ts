@@ -21,6 +21,7 @@ import { GrantStore } from '../core/grant-store.ts';
 import { launchRequest, NoGrantError } from '../core/launch.ts';
 import { loadCard, loadConfig, ProjectError } from '../core/project.ts';
 import { SupervisorClient, SupervisorUnavailable } from '../core/supervisor-client.ts';
+import { cmdConfig, CONFIG_USAGE } from './config.ts';
 import { cmdRecord, RECORD_USAGE, RecordUsageError } from './record.ts';
 import { cmdSchedules, SCHEDULES_USAGE } from './schedules.ts';
 import { cmdServe, SERVE_USAGE } from './serve.ts';
@@ -37,10 +38,12 @@ const USAGE = `usage: runboard <command> [options]
   discard <run-id>                         remove a run's worktree and branch
   key set <provider>                       store a provider key (read from stdin) with the supervisor
   key rm <provider> | key list             remove a key; list providers (never shows keys)
+  key check <provider>                     ask the provider whether it accepts the stored key
   supervisor status|stop [--force]         the supervisor for this state root
   ${SERVE_USAGE}
   ${RECORD_USAGE}
   ${SCHEDULES_USAGE}
+  ${CONFIG_USAGE}
 
 State lives in $RUNBOARD_HOME (default: the XDG data dir). See docs/user-guide.md.`;
 
@@ -301,8 +304,13 @@ async function cmdKey(args: string[]): Promise<number> {
         process.stdout.write(`${p.name}\t${p.hasKey ? 'key set' : 'no key'}\t${p.baseUrl}\n`);
       return 0;
     }
+    if (sub === 'check' && provider) {
+      const r = await client.checkProviderKey(provider);
+      process.stdout.write(`${provider}: ${r.ok ? 'key accepted' : 'key not accepted'}: ${r.message}\n`);
+      return r.ok ? 0 : 1;
+    }
     if ((sub !== 'set' && sub !== 'rm') || !provider)
-      throw new UsageError('key takes set <provider>, rm <provider> or list', 'key');
+      throw new UsageError('key takes set <provider>, rm <provider>, check <provider> or list', 'key');
     let key: string | null = null;
     if (sub === 'set') {
       if (process.stdin.isTTY) process.stderr.write(`paste the ${provider} key, then Enter and Ctrl-D:\n`);
@@ -395,6 +403,8 @@ async function main(argv: string[]): Promise<number> {
       });
     case 'schedules':
       return cmdSchedules(rest, paths);
+    case 'config':
+      return cmdConfig(rest);
     case undefined:
     case 'help':
     case '--help':

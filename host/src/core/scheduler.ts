@@ -15,6 +15,7 @@ import { EventEmitter } from 'node:events';
 import PQueue from 'p-queue';
 import {
   DisplayBusy,
+  drivesDesktop,
   formatWorkflowProblems,
   ResponseError,
   type RunResult,
@@ -292,7 +293,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       parkedFlows: Object.fromEntries(this.parkedFlows),
       exclusive: Object.fromEntries(
         Object.entries(cfg.flows)
-          .filter(([, f]) => f.runner === 'computer-use' && !f.computerUse?.privateDisplay)
+          .filter(([, f]) => drivesDesktop(f.runner) && !f.computerUse?.privateDisplay)
           .map(([n]) => [n, REAL_DISPLAY]),
       ),
       busy: Object.fromEntries([...this.busy].map(([res, b]) => [res, b.why])),
@@ -556,11 +557,19 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     if (!provider) return false;
     this.keyless.set(
       provider,
-      `waiting for an API key for provider "${provider}": store it with ` +
-        `\`printenv YOUR_KEY_VARIABLE | runboard key set ${provider}\`; the card starts once it is set`,
+      `waiting for an API key for provider "${provider}": set it on the board (Settings → Providers) or ` +
+        `with \`printenv YOUR_KEY_VARIABLE | runboard key set ${provider}\`; the card starts once it is set`,
     );
     this.watchKeys();
     return true;
+  }
+
+  /** A key was just stored for `provider` (from the board): its waiting cards may start at once. */
+  keyStored(provider: string): void {
+    if (this.keyless.delete(provider)) {
+      this.emit('changed');
+      this.kick();
+    }
   }
 
   private watchKeys(): void {

@@ -19,6 +19,7 @@ import {
   GetRun,
   KeepWorktree,
   ListProviders,
+  CheckProviderKey,
   SetProviderKey,
   connect,
   DetachRun,
@@ -398,6 +399,10 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
   /** Store (or with null, delete) a provider key with the supervisor; it is never sent back. */
   setProviderKey(provider: string, key: string | null) {
     return this.rpc(SetProviderKey.method, (c) => call(c, SetProviderKey, { provider, key }), true);
+  }
+  /** Asks the provider (through the supervisor, which holds the key) whether it accepts the stored key. */
+  checkProviderKey(provider: string) {
+    return this.rpc(CheckProviderKey.method, (c) => call(c, CheckProviderKey, { provider }), true);
   }
   listProviders() {
     return this.rpc(ListProviders.method, (c) => call(c, ListProviders, {}), true);

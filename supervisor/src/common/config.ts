@@ -9,7 +9,7 @@
  * and layout kept and nothing of theirs overwritten. A newer file than this Runboard is read as far as
  * it is understood, with a warning.
  */
-import { renameSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import YAML, { isMap, type Document, type Scalar, type YAMLMap } from 'yaml';
@@ -285,4 +285,26 @@ export function parseConfig(file: string, text: string, user: ConfigText | null 
 /** The effective config of a project folder (defaults ← the user config of `env` ← config.yaml). */
 export function loadConfig(projectDir: string, env: NodeJS.ProcessEnv = process.env): ProjectConfig {
   return loadEffectiveConfig(projectDir, env).config;
+}
+
+/**
+ * Writes the project's config.yaml and the user config as the current version where they are older
+ * (the board does it when it opens a project). Returns what it did, one line per file; a file that
+ * cannot be upgraded (invalid, read-only) is left as it is: reading it says what is wrong.
+ */
+export function upgradeConfigFiles(projectDir: string, env: NodeJS.ProcessEnv = process.env): string[] {
+  const notes: string[] = [];
+  for (const [file, kind] of [
+    [userConfigPath(env), 'user'],
+    [path.join(projectDir, 'config.yaml'), 'project'],
+  ] as const) {
+    if (!existsSync(file)) continue;
+    try {
+      const done = upgradeConfigFile(file, kind);
+      notes.push(done ? `${file}: upgraded from version ${done.from} to ${done.to}` : `${file}: up to date`);
+    } catch (err) {
+      notes.push(`${file}: not upgraded: ${(err as Error).message}`);
+    }
+  }
+  return notes;
 }

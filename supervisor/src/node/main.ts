@@ -188,6 +188,7 @@ async function main(): Promise<void> {
         writeProviderKey(paths, provider, key);
         return hasProviderKey(paths, provider);
       },
+      check: (provider) => proxy.checkKey(provider),
     },
     schedules,
   );

@@ -144,6 +144,25 @@ export const ListProviders = request(
   }),
 );
 
+/**
+ * Checks the stored key of a provider against the provider itself (one request to its model list, by
+ * the supervisor, with the key): accepted, refused, or not reachable. The key is never sent back.
+ */
+export const CheckProviderKey = request(
+  'provider/checkKey',
+  'host→supervisor',
+  z.object({ provider: ProviderName }),
+  z.object({
+    provider: ProviderName,
+    /** The provider accepted the key. */
+    ok: z.boolean(),
+    /** The provider's HTTP status, when it answered. */
+    status: z.optional(z.int()),
+    /** In words: what the provider said, or why it could not be asked. */
+    message: z.string(),
+  }),
+);
+
 // ─── supervisor → host (on the connection that attached) ─────────────────────────────────────────
 
 /** One event from events.jsonl. */
