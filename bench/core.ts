@@ -57,6 +57,11 @@ function childrenCpuMs(): number {
   return (Number(f[13]) + Number(f[14])) * 10;
 }
 
+/** CPU time of a run's own processes, ms, from its metrics. */
+function runCpu(r: RunResult): number {
+  return Number(r.metrics?.cpuUserMs ?? 0) + Number(r.metrics?.cpuSystemMs ?? 0);
+}
+
 const trimmedEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };
 
 /** Bare baseline: spawn node, latency to its first output byte (= "ready"), then wait for exit. */
@@ -142,11 +147,7 @@ async function main(): Promise<void> {
   const svCpuPerRun = (supervisorCpuMs() - svCpuBefore) / RUNS;
   const clientUsage = process.cpuUsage(clientBefore);
   const clientCpuPerRun = (clientUsage.user + clientUsage.system) / 1000 / RUNS;
-  const runCpuPerRun =
-    runs.reduce(
-      (sum, r) => sum + (r.result.metrics?.cpuUserMs ?? 0) + (r.result.metrics?.cpuSystemMs ?? 0),
-      0,
-    ) / RUNS;
+  const runCpuPerRun = runs.reduce((sum, r) => sum + runCpu(r.result), 0) / RUNS;
   const readyMs = runs.map((r) => r.ready);
 
   console.log(`\n(a) ${RUNS} runs of \`true\` at concurrency ${CONC}`);
@@ -191,7 +192,7 @@ async function main(): Promise<void> {
   const clientCpu = process.cpuUsage(client0);
   const clientCpuMs = (clientCpu.user + clientCpu.system) / 1000;
   const svCpuMs = supervisorCpuMs() - cpu0;
-  const runCpuMs = (big.result.metrics?.cpuUserMs ?? 0) + (big.result.metrics?.cpuSystemMs ?? 0);
+  const runCpuMs = runCpu(big.result);
   const ourCpuMs = runCpuMs + svCpuMs + clientCpuMs;
   if (big.bytes !== MB * 1_000_000)
     throw new Error(`received ${big.bytes} bytes, expected ${MB * 1_000_000}`);

@@ -61,6 +61,13 @@ describe('layered config', () => {
     expect(flowSpec('a', cfg.flows.a!, '/p', cfg)).toMatchObject({ provider: 'openai', model: 'gpt-fast' });
     expect(flowSpec('b', cfg.flows.b!, '/p', cfg)).toMatchObject({ provider: 'openai', model: 'own' });
     expect(visionProfileOf(cfg, 'look')).toEqual({ provider: 'anthropic', model: 'claude-eyes' });
+    // the run gets it (analyze_media); a flow without one gets none
+    expect(flowSpec('look', cfg.flows.look!, '/p', cfg).vision).toEqual({
+      profile: 'eyes',
+      provider: 'anthropic',
+      model: 'claude-eyes',
+    });
+    expect(flowSpec('a', cfg.flows.a!, '/p', cfg).vision).toBeUndefined();
     expect(() => visionProfileOf(cfg, 'a')).toThrow(/no vision profile for flow "a": add `visionProfile/);
     const stub = parseConfig(
       '/p/config.yaml',

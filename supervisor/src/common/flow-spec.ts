@@ -80,6 +80,11 @@ export function flowSpec(
     ...(flow.prompt ? { prompt: path.resolve(projectDir, flow.prompt) } : {}),
     ...(flow.desktop !== undefined ? { desktop: flow.desktop } : {}),
     ...(flow.documents !== undefined ? { documents: flow.documents } : {}),
+    ...(flow.visionProfile !== undefined &&
+    config &&
+    Object.hasOwn(config.vision_profiles, flow.visionProfile)
+      ? { vision: { profile: flow.visionProfile, ...config.vision_profiles[flow.visionProfile]! } }
+      : {}),
     // computer-use flow options
     ...(flow.computerUse
       ? {
