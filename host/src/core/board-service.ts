@@ -40,6 +40,7 @@ import { Extractions, ExtractRefused, type ExtractRequest } from './extract.ts';
 import { GrantStore } from './grant-store.ts';
 import { NoGrantError } from './launch.ts';
 import type { Card, CardStatus } from './project.ts';
+import { Recordings } from './recordings.ts';
 import { RunFiles } from './run-files.ts';
 import { streamRun, type RunViewer } from './run-stream.ts';
 import { Scheduler } from './scheduler.ts';
@@ -60,6 +61,8 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   private readonly deltas: BoardDeltas;
   private readonly files: RunFiles;
   readonly schedules: HostSchedules;
+  /** The project's recordings and the one being recorded from the board (recordings.ts). */
+  readonly recordings: Recordings;
   private readonly extractions: Extractions;
 
   private constructor(
@@ -88,6 +91,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       },
     );
     this.files = new RunFiles(paths, (runId) => this.runById(runId));
+    this.recordings = new Recordings({ store, changed: () => this.deltas.soon(0) });
     this.extractions = new Extractions({
       store,
       client,
@@ -120,6 +124,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   }
 
   async close(): Promise<void> {
+    await this.recordings.close();
     this.scheduler.stop();
     this.schedules.close();
     this.deltas.stop();
