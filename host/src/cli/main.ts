@@ -21,6 +21,7 @@ import { GrantStore } from '../core/grant-store.ts';
 import { launchRequest, NoGrantError } from '../core/launch.ts';
 import { loadCard, loadConfig, ProjectError } from '../core/project.ts';
 import { SupervisorClient, SupervisorUnavailable } from '../core/supervisor-client.ts';
+import { cmdConfig, CONFIG_USAGE } from './config.ts';
 import { cmdRecord, RECORD_USAGE, RecordUsageError } from './record.ts';
 import { cmdSchedules, SCHEDULES_USAGE } from './schedules.ts';
 import { cmdServe, SERVE_USAGE } from './serve.ts';
@@ -42,6 +43,7 @@ const USAGE = `usage: runboard <command> [options]
   ${SERVE_USAGE}
   ${RECORD_USAGE}
   ${SCHEDULES_USAGE}
+  ${CONFIG_USAGE}
 
 State lives in $RUNBOARD_HOME (default: the XDG data dir). See docs/user-guide.md.`;
 
@@ -401,6 +403,8 @@ async function main(argv: string[]): Promise<number> {
       });
     case 'schedules':
       return cmdSchedules(rest, paths);
+    case 'config':
+      return cmdConfig(rest);
     case undefined:
     case 'help':
     case '--help':

@@ -7,7 +7,13 @@
  */
 import { EventEmitter } from 'node:events';
 import path from 'node:path';
-import { ErrorCodes, JsonRpcCodes, ResponseError, type RunResult } from '@runboard/supervisor/protocol';
+import {
+  checkWorkflow,
+  ErrorCodes,
+  JsonRpcCodes,
+  ResponseError,
+  type RunResult,
+} from '@runboard/supervisor/protocol';
 import type { StatePaths } from '@runboard/supervisor/paths';
 import { commonGitDir, safeGit } from '@runboard/supervisor/git';
 import {
@@ -42,12 +48,15 @@ import { GrantStore } from './grant-store.ts';
 import { GrantError } from '@runboard/supervisor/grants';
 import { NoGrantError } from './launch.ts';
 import type { Card, CardStatus } from './project.ts';
+import { Recordings } from './recordings.ts';
 import { RunFiles } from './run-files.ts';
 import { streamRun, type RunViewer } from './run-stream.ts';
 import { Scheduler } from './scheduler.ts';
 import { HostSchedules, localZone, scheduleFrontMatter } from './schedules.ts';
 import { resolveSchedule } from '@runboard/supervisor/schedule';
 import { SupervisorClient } from './supervisor-client.ts';
+import { saveWorkflow, workflowView } from './workflow-store.ts';
+import type { CardWorkflowView, WorkflowSaveResult } from '../shared/workflow-edit.ts';
 
 export { Invalid, MoveRefused, NotFound } from './board-errors.ts';
 export { STREAM_HIGH_WATER, STREAM_TAIL_BYTES, type RunViewer } from './run-stream.ts';
@@ -62,6 +71,8 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   private readonly deltas: BoardDeltas;
   private readonly files: RunFiles;
   readonly schedules: HostSchedules;
+  /** The project's recordings and the one being recorded from the board (recordings.ts). */
+  readonly recordings: Recordings;
   private readonly extractions: Extractions;
 
   private constructor(
@@ -90,6 +101,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       },
     );
     this.files = new RunFiles(paths, (runId) => this.runById(runId));
+    this.recordings = new Recordings({ store, changed: () => this.deltas.soon(0) });
     this.extractions = new Extractions({
       store,
       client,
@@ -122,6 +134,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   }
 
   async close(): Promise<void> {
+    await this.recordings.close();
     this.scheduler.stop();
     this.schedules.close();
     this.deltas.stop();
@@ -387,6 +400,27 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     this.scheduler.kick();
     const newId = this.store.idForFile(file);
     return newId ? { id: newId } : {};
+  }
+
+  /** The card's workflow for the editor (docs/workflows.md). */
+  workflow(id: string): CardWorkflowView {
+    return workflowView(this.card(id).file, this.store.projectDir);
+  }
+
+  /** What is wrong with an edited workflow; saves nothing. */
+  checkWorkflow(id: string, workflow: unknown): WorkflowSaveResult {
+    this.card(id);
+    const r = checkWorkflow(workflow);
+    return { saved: false, problems: r.ok ? [] : r.problems };
+  }
+
+  /** A person's edit of the card's workflow: saved whole when valid and the file is still `base`. */
+  saveWorkflow(id: string, workflow: unknown, base: string | undefined): WorkflowSaveResult {
+    const { file } = this.card(id);
+    if (this.scheduler.isActive(id))
+      throw new MoveRefused('the card is running: edit its workflow after the run');
+    const r = saveWorkflow(file, workflow, base ?? null);
+    return { saved: r.ok, problems: r.ok ? [] : r.problems };
   }
 
   /** A person sets (or with null removes) the card's schedule; what cannot fire is refused with why. */

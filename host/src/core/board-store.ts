@@ -16,6 +16,7 @@ import {
   parseCard,
   parseConfig,
   readUserConfig,
+  upgradeConfigFiles,
   type Card,
   type CardFrontMatter,
   type ProjectConfig,
@@ -124,6 +125,8 @@ export class BoardStore extends EventEmitter<StoreEvents> {
 
   /** Loads everything (throws when there was never a good config), assigns missing ids/status. */
   load(): void {
+    // Older config files are written as the current version first (comments kept; config.ts).
+    upgradeConfigFiles(this.projectDir);
     let configText: string;
     try {
       configText = readRegularFileSync(this.configFile);

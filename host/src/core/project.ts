@@ -17,6 +17,7 @@ export {
   resolveConfig,
   sourceOf,
   upgradeConfigFile,
+  upgradeConfigFiles,
   userConfigPath,
   type ConfigSource,
   type EffectiveConfig,

@@ -16,6 +16,7 @@ import { cardOfHash, hashOf, isFiltering, matches, NO_FILTER, type CardFilter } 
 import { Board, type MoveIntent } from './Board.tsx';
 import { CardEditor, SourceEditor, type EditorTarget } from './CardEditor.tsx';
 import { Inspector } from './Inspector.tsx';
+import { Recordings } from './Recordings.tsx';
 import { KeyPanel } from './Providers.tsx';
 import { SettingsView } from './SettingsView.tsx';
 
@@ -273,6 +274,7 @@ export function App({ api }: { api: BoardApi }) {
             </span>
           ))}
         </span>
+        <Recordings api={api} onOpenCard={setSelected} />
         <button ref={newCardButton} className="primary" onClick={() => setEditor({ mode: 'new' })}>
           New card
         </button>

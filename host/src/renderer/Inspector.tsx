@@ -12,6 +12,7 @@ import { filmstripOf, isFilmEvent } from './cu-steps.ts';
 import { LogView, type RunLiveState } from './LogView.tsx';
 import { ProgressBar } from './Progress.tsx';
 import { ScheduleSection } from './Schedule.tsx';
+import { WorkflowSection } from './WorkflowEditor.tsx';
 
 function fmtMs(ms: number | null | undefined): string {
   if (ms === null || ms === undefined) return '…';
@@ -543,6 +544,7 @@ export function Inspector({
         )
       )}
       <ScheduleSection api={api} detail={detail} onChanged={onChanged} />
+      <WorkflowSection api={api} cardId={card.id} locked={!!card.locked} />
       <section className="runs" aria-label="Runs">
         <h3>Runs ({detail.runs.length})</h3>
         <TrendChart runs={detail.runs} />

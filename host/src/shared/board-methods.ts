@@ -32,6 +32,8 @@ import {
   type TrashedCard,
   type WorktreeDiff,
 } from './board-types.ts';
+import type { CardWorkflowView, WorkflowSaveResult } from './workflow-edit.ts';
+import type { ContextAnswer, RecordingOutcome, RecordingsView } from './recording-types.ts';
 
 export const ColumnParam = z.enum(COLUMNS);
 const CardId = z.string().check(z.minLength(1), z.maxLength(512));
@@ -103,6 +105,17 @@ const method =
 const none = z.object({});
 const card = z.object({ id: CardId });
 const run = z.object({ runId: RunIdParam });
+const recording = z.object({ recordingId: z.string().check(z.minLength(1), z.maxLength(64)) });
+const Text = (max: number) => z.string().check(z.maxLength(max));
+export const ContextAnswerParams = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('extract'),
+    query: Text(2000),
+    candidates: z.optional(z.array(Text(500)).check(z.maxLength(100))),
+  }),
+  z.object({ kind: z.literal('details'), note: Text(10_000) }),
+  z.object({ kind: z.literal('none') }),
+]);
 
 export const boardMethods = {
   board: method<'call', BoardView>('call')('GET', '/api/board', none),
@@ -203,6 +216,23 @@ export const boardMethods = {
     '/api/cards/:id/source',
     z.extend(card, { text: CardText, base: CardText }),
   ),
+  /** The card's workflow (cards/<card>/schema.json, docs/workflows.md), with what is wrong with it. */
+  workflow: method<'call', CardWorkflowView>('call')('GET', '/api/cards/:id/workflow', card),
+  /** What is wrong with an edited workflow (the editor shows it while editing); saves nothing. */
+  checkWorkflow: method<'call', WorkflowSaveResult>('call')(
+    'POST',
+    '/api/cards/:id/workflow/check',
+    z.extend(card, { workflow: z.unknown() }),
+  ),
+  /**
+   * Saves the card's workflow when it is valid, whole and atomically; `base` is the text the editor
+   * opened (absent: there was none): when the file changed meanwhile, nothing is written.
+   */
+  saveWorkflow: method<'call', WorkflowSaveResult>('call')(
+    'PUT',
+    '/api/cards/:id/workflow',
+    z.extend(card, { workflow: z.unknown(), base: z.optional(z.string().check(z.maxLength(10_000_000))) }),
+  ),
   /** The model providers: whether each has a key (never the key) and which flows use it. */
   providers: method<'call', ProviderView[]>('call')('GET', '/api/providers', none),
   /**
@@ -247,6 +277,32 @@ export const boardMethods = {
   liveFrame: method('file')('GET', '/api/runs/:runId/live', run),
   /** The run dir as one .tar.gz. */
   exportRun: method('file')('GET', '/api/runs/:runId/export', run),
+  /** The project's recordings, the one going, the microphones (RecordingsView). */
+  recordings: method<'call', RecordingsView>('call')('GET', '/api/recordings', none),
+  /**
+   * Records the board's display (and the microphone `mic`: 'default', 'none' or a source name) and
+   * makes a card in Backlog with the recording attached.
+   */
+  startRecording: method<'call', { id: string; cardId?: string }>('call')(
+    'POST',
+    '/api/recordings',
+    z.object({
+      mic: z.string().check(z.minLength(1), z.maxLength(512)),
+      /** A screen video too (default true); without it nothing on the screen is kept but the screenshots. */
+      video: z.optional(z.boolean()),
+    }),
+  ),
+  stopRecording: method<'call', RecordingOutcome | null>('call')('POST', '/api/recordings/stop', none),
+  pauseRecording: method('call')('POST', '/api/recordings/pause', z.object({ paused: z.boolean() })),
+  /** The answer to Ctrl+I during a recording: an extract, details for the next step, or nothing. */
+  answerRecording: method('call')('POST', '/api/recordings/answer', ContextAnswerParams),
+  deleteRecording: method('call')('POST', '/api/recordings/:recordingId/delete', recording),
+  /** A screenshot of a recording (its thumbnails). */
+  recordingFile: method('file')(
+    'GET',
+    '/api/recordings/:recordingId/file',
+    z.extend(recording, { name: z.string().check(z.minLength(1), z.maxLength(256)) }),
+  ),
   /** Board deltas (BoardDelta) as they happen. */
   boardEvents: method('stream')('GET', '/api/events', none),
   /** A run's output (its tail first) and events until it ends (RunStreamMessage). */
@@ -280,8 +336,9 @@ const agree: [
   Same<Params<'saveSettings'>, Settings>,
   Same<z.output<typeof AnswerList>, Answer[]>,
   Same<Required<z.output<typeof ScheduleEditParams>>, Required<ScheduleEdit>>,
+  Same<z.output<typeof ContextAnswerParams>, ContextAnswer>,
   Same<Required<z.output<typeof CardFieldsParams>>, Required<CardFields>>,
-] = [true, true, true, true];
+] = [true, true, true, true, true];
 void agree;
 
 /**
