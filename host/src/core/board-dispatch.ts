@@ -57,6 +57,8 @@ export function callHandlers(s: BoardService): CallHandlers {
     previewSchedule: (p) => s.schedules.preview(p),
     setSchedule: (p) => s.setSchedule(p.id, p.schedule),
     cardForm: () => s.cardForm(),
+    folders: (p) => s.folders(p.path),
+    grantFolder: (p) => s.grantFolder(p.path),
     createCard: (p) => s.createCard(p, p.schedule, p.queue),
     editCard: (p) => s.editCard(p.id, p, p.baseBody),
     duplicateCard: (p) => s.duplicateCard(p.id),

@@ -25,6 +25,7 @@ import {
   type CardFields,
   type CardForm,
   type CardSource,
+  type FolderListing,
   type KeyCheck,
   type ProviderView,
   type Column,
@@ -44,6 +45,7 @@ import { BoardStore, questionsOf } from './board-store.ts';
 import { BoardViews } from './board-view.ts';
 import { Extractions, ExtractRefused, type ExtractRequest } from './extract.ts';
 import { GrantStore } from './grant-store.ts';
+import { GrantError } from '@runboard/supervisor/grants';
 import { NoGrantError } from './launch.ts';
 import type { Card, CardStatus } from './project.ts';
 import { Recordings } from './recordings.ts';
@@ -90,7 +92,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       changed: () => this.deltas.soon(),
       adopt: (id, runId) => scheduler.adoptRun(id, runId),
     });
-    this.views = new BoardViews(store, scheduler, this.schedules);
+    this.views = new BoardViews(store, scheduler, this.schedules, grants);
     this.deltas = new BoardDeltas(
       () => this.views.view(),
       (d) => {
@@ -185,6 +187,40 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     if (runs.every((r) => r.card.path === cardFile)) return runs;
     const all = await this.client.list({ limit: 2000 });
     return all.runs.filter((r) => r.card.path === cardFile);
+  }
+
+  /** The folder picker: the subfolders of `folder` (default: the user's home). */
+  folders(folder?: string): FolderListing {
+    if (folder !== undefined && folder !== '' && !path.isAbsolute(folder))
+      throw new Invalid(`not an absolute folder path: ${folder}`);
+    try {
+      return this.grants.list(folder);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') throw new NotFound(`no folder ${folder}`);
+      if (code === 'ENOTDIR') throw new Invalid(`${folder} is not a folder`);
+      if (code === 'EACCES') throw new MoveRefused(`${folder} cannot be read (permission denied)`);
+      throw err;
+    }
+  }
+
+  /**
+   * The person chose `folder` in the folder picker (or pressed Grant again): grant it. The same check
+   * as \`runboard grant\` (a folder holding Runboard's own state is refused, saying why).
+   */
+  grantFolder(folder: string): { path: string } {
+    if (!path.isAbsolute(folder)) throw new Invalid(`not an absolute folder path: ${folder}`);
+    try {
+      const g = this.grants.grant(folder);
+      this.deltas.soon(0);
+      this.scheduler.kick();
+      return { path: g.path };
+    } catch (err) {
+      if (err instanceof GrantError) throw new Invalid(err.message);
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') throw new NotFound(`no folder ${folder}`);
+      throw new Invalid((err as Error).message);
+    }
   }
 
   /** The granted folders a card may work in (the editor's choices). */

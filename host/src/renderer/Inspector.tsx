@@ -510,6 +510,17 @@ export function Inspector({
         <div className="banner note">The last run was cancelled.</div>
       )}
       {card.needs && <div className="banner warn">Needs: {card.needs}</div>}
+      {card.grant && (
+        <div className="banner warn">
+          <span>
+            Runs of this card cannot start: {card.grant.reason}
+            {card.grant.state === 'stale' ? '. Grant it again if this is the folder you mean.' : '.'}
+          </span>
+          <button onClick={() => act(api.grantFolder({ path: card.grant!.folder }))}>
+            {card.grant.state === 'stale' ? 'Grant again' : `Grant ${card.grant.folder}`}
+          </button>
+        </div>
+      )}
       <details open className="card-body">
         <summary>Task</summary>
         {detail.command !== undefined && (

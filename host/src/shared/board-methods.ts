@@ -21,6 +21,7 @@ import {
   type CardFields,
   type CardForm,
   type CardSource,
+  type FolderListing,
   type KeyCheck,
   type ProviderView,
   type RunFiles,
@@ -159,6 +160,18 @@ export const boardMethods = {
       card: z.optional(CardId),
       flow: z.optional(z.string().check(z.minLength(1), z.maxLength(100))),
     }),
+  ),
+  /** The folder picker: a folder's subfolders (default: the user's home), each marked when granted. */
+  folders: method<'call', FolderListing>('call')(
+    'GET',
+    '/api/folders',
+    z.object({ path: z.optional(z.string().check(z.maxLength(4096))) }),
+  ),
+  /** Grants runs a folder the person chose (refused, saying why, for one holding Runboard's state). */
+  grantFolder: method<'call', { path: string }>('call')(
+    'POST',
+    '/api/grants',
+    z.object({ path: z.string().check(z.minLength(1), z.maxLength(4096)) }),
   ),
   /** What the card editor offers (the granted folders a card may work in). */
   cardForm: method<'call', CardForm>('call')('GET', '/api/card-form', none),
