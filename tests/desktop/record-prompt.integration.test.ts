@@ -33,19 +33,12 @@ const middle = (e: Element): [number, number] => [
 ];
 
 it('asks in a prompt window at Ctrl+I and records the extract the person enters', async () => {
-  const child = spawn(
-    process.execPath,
-    [
-      path.join(repo, 'dist', 'runboard.mjs'),
-      'record',
-      '--display',
-      s.env.DISPLAY!,
-      '--out',
-      out,
-      '--no-video',
-    ],
-    { env: s.env, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const cli = path.join(repo, 'dist', 'runboard.mjs');
+  const display = s.env.DISPLAY!;
+  const child = spawn(process.execPath, [cli, 'record', '--display', display, '--out', out, '--no-video'], {
+    env: s.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((res) => child.once('exit', res));
