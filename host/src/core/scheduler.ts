@@ -15,6 +15,7 @@ import { EventEmitter } from 'node:events';
 import PQueue from 'p-queue';
 import {
   DisplayBusy,
+  drivesDesktop,
   formatWorkflowProblems,
   ResponseError,
   type RunResult,
@@ -292,7 +293,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       parkedFlows: Object.fromEntries(this.parkedFlows),
       exclusive: Object.fromEntries(
         Object.entries(cfg.flows)
-          .filter(([, f]) => f.runner === 'computer-use' && !f.computerUse?.privateDisplay)
+          .filter(([, f]) => drivesDesktop(f.runner) && !f.computerUse?.privateDisplay)
           .map(([n]) => [n, REAL_DISPLAY]),
       ),
       busy: Object.fromEntries([...this.busy].map(([res, b]) => [res, b.why])),

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
-import { Command, RunnerName } from '../protocol/index.ts';
+import { Command, drivesDesktop, RunnerName } from '../protocol/index.ts';
 import { readRegularFileSync } from './regular-file.ts';
 
 /** The board's columns, which are the card statuses (host/src/shared/board-types.ts checks it has the same). */
@@ -200,10 +200,10 @@ export const ProjectConfig = z
     flows: z.record(
       z.string().regex(/^[a-z][a-z0-9-]*$/, 'flow names are lowercase words (a-z, 0-9, -)'),
       FlowConfig.refine(
-        (f) => f.runner !== 'computer-use' || f.computerUse?.privateDisplay === true || f.cap <= 1,
+        (f) => !drivesDesktop(f.runner) || f.computerUse?.privateDisplay === true || f.cap <= 1,
         {
           message:
-            'a computer-use flow on the real display drives the one mouse and keyboard: cap is at most 1 (or set computerUse.privateDisplay: true)',
+            'a computer-use or replay flow on the real display drives the one mouse and keyboard: cap is at most 1 (or set computerUse.privateDisplay: true)',
           path: ['cap'],
         },
       ).refine((f) => f.computerUse?.region === undefined || f.computerUse.monitor === undefined, {

@@ -15,6 +15,7 @@ import type { Logger } from 'pino';
 import { execa } from 'execa';
 import {
   ARTIFACTS_DIR,
+  drivesDesktop,
   LIVE_FRAME_FILE,
   JAIL_ENV_FD,
   JAIL_STATUS_FD,
@@ -233,7 +234,7 @@ export class Run {
 
   /** A computer-use run on the user's (shared) display: at most one at a time. */
   get drivesRealDisplay(): boolean {
-    return this.spec.flow.runner === 'computer-use' && !this.spec.flow.computerUse?.privateDisplay;
+    return drivesDesktop(this.spec.flow.runner) && !this.spec.flow.computerUse?.privateDisplay;
   }
 
   get isActive(): boolean {

@@ -49,6 +49,11 @@ export const RunnerName = z.enum([
 ]);
 export type RunnerName = z.infer<typeof RunnerName>;
 
+/** Runners that drive a desktop (screenshots, input): the display, the addon and the artifacts folder are theirs. */
+export function drivesDesktop(runner: RunnerName): boolean {
+  return runner === 'computer-use' || runner === 'replay';
+}
+
 /** A provider name: also the first path segment of its route through the model proxy. */
 export const ProviderName = z
   .string()
@@ -115,6 +120,15 @@ export const FlowSpec = z.object({
   desktop: z.optional(z.boolean()),
   /** The document tools (read_document, export_document) for the run's agent; on unless false. */
   documents: z.optional(z.boolean()),
+  /** The flow's vision profile (`visionProfile:`), which `analyze_media` asks through the run's proxy route. */
+  vision: z.optional(
+    z.object({
+      profile: z.string().check(z.minLength(1), z.maxLength(100)),
+      provider: ProviderName,
+      model: z.string().check(z.minLength(1), z.maxLength(200)),
+      maxTokens: z.optional(z.int().check(z.minimum(1), z.maximum(100_000))),
+    }),
+  ),
   // ── computer-use runs (optional fields) ──
   computerUse: z.optional(
     z.object({

@@ -254,13 +254,19 @@ class AnthropicProvider implements Provider {
     this.client = new Anthropic({ apiKey: o.token, baseURL: o.baseUrl, maxRetries: 0, timeout: o.timeoutMs });
   }
   private tools(): Anthropic.Beta.BetaToolUnion[] {
+    // the computer tool stands for desktop_action; a tool set without it (replay's) is all custom tools
+    const computer: Anthropic.Beta.BetaToolUnion[] = this.o.tools.some((t) => t.name === 'desktop_action')
+      ? [
+          {
+            type: 'computer_20250124',
+            name: 'computer',
+            display_width_px: this.display[0],
+            display_height_px: this.display[1],
+          },
+        ]
+      : [];
     return [
-      {
-        type: 'computer_20250124',
-        name: 'computer',
-        display_width_px: this.display[0],
-        display_height_px: this.display[1],
-      },
+      ...computer,
       // desktop_action is the computer tool above; the others are custom tools
       ...this.o.tools
         .filter((t) => t.name !== 'desktop_action')
