@@ -28,6 +28,8 @@ const runners: Partial<Record<string, () => Runner>> = {
   codex: () => loadRunner('codex', 'CodexRunner'),
   claude: () => loadRunner('claude', 'ClaudeRunner'),
   'computer-use': () => loadRunner('computer-use', 'ComputerUseRunner'),
+  replay: () => loadRunner('replay', 'ReplayRunner'),
+  reflect: () => loadRunner('reflect', 'ReflectRunner'),
 };
 
 async function main(): Promise<void> {

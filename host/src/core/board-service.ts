@@ -7,7 +7,13 @@
  */
 import { EventEmitter } from 'node:events';
 import path from 'node:path';
-import { ErrorCodes, JsonRpcCodes, ResponseError, type RunResult } from '@runboard/supervisor/protocol';
+import {
+  checkWorkflow,
+  ErrorCodes,
+  JsonRpcCodes,
+  ResponseError,
+  type RunResult,
+} from '@runboard/supervisor/protocol';
 import type { StatePaths } from '@runboard/supervisor/paths';
 import { commonGitDir, safeGit } from '@runboard/supervisor/git';
 import {
@@ -19,7 +25,11 @@ import {
   type CardFields,
   type CardForm,
   type CardSource,
+  type FolderListing,
+  type KeyCheck,
+  type ProviderView,
   type Column,
+  type ExtractStart,
   type RunFiles as RunFileList,
   type ScheduleEdit,
   type Settings,
@@ -33,14 +43,20 @@ import { BoardDeltas } from './board-deltas.ts';
 import { answerQuestions, parseQuestions } from './board-questions.ts';
 import { BoardStore, questionsOf } from './board-store.ts';
 import { BoardViews } from './board-view.ts';
+import { Extractions, ExtractRefused, type ExtractRequest } from './extract.ts';
 import { GrantStore } from './grant-store.ts';
+import { GrantError } from '@runboard/supervisor/grants';
+import { NoGrantError } from './launch.ts';
 import type { Card, CardStatus } from './project.ts';
+import { Recordings } from './recordings.ts';
 import { RunFiles } from './run-files.ts';
 import { streamRun, type RunViewer } from './run-stream.ts';
 import { Scheduler } from './scheduler.ts';
 import { HostSchedules, localZone, scheduleFrontMatter } from './schedules.ts';
 import { resolveSchedule } from '@runboard/supervisor/schedule';
 import { SupervisorClient } from './supervisor-client.ts';
+import { saveWorkflow, workflowView } from './workflow-store.ts';
+import type { CardWorkflowView, WorkflowSaveResult } from '../shared/workflow-edit.ts';
 
 export { Invalid, MoveRefused, NotFound } from './board-errors.ts';
 export { STREAM_HIGH_WATER, STREAM_TAIL_BYTES, type RunViewer } from './run-stream.ts';
@@ -55,6 +71,9 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   private readonly deltas: BoardDeltas;
   private readonly files: RunFiles;
   readonly schedules: HostSchedules;
+  /** The project's recordings and the one being recorded from the board (recordings.ts). */
+  readonly recordings: Recordings;
+  private readonly extractions: Extractions;
 
   private constructor(
     readonly store: BoardStore,
@@ -71,8 +90,9 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
         return column === 'queued' || column === 'running' ? column : undefined;
       },
       changed: () => this.deltas.soon(),
+      adopt: (id, runId) => scheduler.adoptRun(id, runId),
     });
-    this.views = new BoardViews(store, scheduler, this.schedules);
+    this.views = new BoardViews(store, scheduler, this.schedules, grants);
     this.deltas = new BoardDeltas(
       () => this.views.view(),
       (d) => {
@@ -81,6 +101,13 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       },
     );
     this.files = new RunFiles(paths, (runId) => this.runById(runId));
+    this.recordings = new Recordings({ store, changed: () => this.deltas.soon(0) });
+    this.extractions = new Extractions({
+      store,
+      client,
+      grants: new GrantStore(paths),
+      isActive: (id) => scheduler.isActive(id),
+    });
     const changed = (): void => this.deltas.soon();
     store.on('cards', changed);
     store.on('config', changed);
@@ -107,6 +134,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   }
 
   async close(): Promise<void> {
+    await this.recordings.close();
     this.scheduler.stop();
     this.schedules.close();
     this.deltas.stop();
@@ -159,6 +187,40 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     if (runs.every((r) => r.card.path === cardFile)) return runs;
     const all = await this.client.list({ limit: 2000 });
     return all.runs.filter((r) => r.card.path === cardFile);
+  }
+
+  /** The folder picker: the subfolders of `folder` (default: the user's home). */
+  folders(folder?: string): FolderListing {
+    if (folder !== undefined && folder !== '' && !path.isAbsolute(folder))
+      throw new Invalid(`not an absolute folder path: ${folder}`);
+    try {
+      return this.grants.list(folder);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') throw new NotFound(`no folder ${folder}`);
+      if (code === 'ENOTDIR') throw new Invalid(`${folder} is not a folder`);
+      if (code === 'EACCES') throw new MoveRefused(`${folder} cannot be read (permission denied)`);
+      throw err;
+    }
+  }
+
+  /**
+   * The person chose `folder` in the folder picker (or pressed Grant again): grant it. The same check
+   * as \`runboard grant\` (a folder holding Runboard's own state is refused, saying why).
+   */
+  grantFolder(folder: string): { path: string } {
+    if (!path.isAbsolute(folder)) throw new Invalid(`not an absolute folder path: ${folder}`);
+    try {
+      const g = this.grants.grant(folder);
+      this.deltas.soon(0);
+      this.scheduler.kick();
+      return { path: g.path };
+    } catch (err) {
+      if (err instanceof GrantError) throw new Invalid(err.message);
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') throw new NotFound(`no folder ${folder}`);
+      throw new Invalid((err as Error).message);
+    }
   }
 
   /** The granted folders a card may work in (the editor's choices). */
@@ -340,6 +402,27 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     return newId ? { id: newId } : {};
   }
 
+  /** The card's workflow for the editor (docs/workflows.md). */
+  workflow(id: string): CardWorkflowView {
+    return workflowView(this.card(id).file, this.store.projectDir);
+  }
+
+  /** What is wrong with an edited workflow; saves nothing. */
+  checkWorkflow(id: string, workflow: unknown): WorkflowSaveResult {
+    this.card(id);
+    const r = checkWorkflow(workflow);
+    return { saved: false, problems: r.ok ? [] : r.problems };
+  }
+
+  /** A person's edit of the card's workflow: saved whole when valid and the file is still `base`. */
+  saveWorkflow(id: string, workflow: unknown, base: string | undefined): WorkflowSaveResult {
+    const { file } = this.card(id);
+    if (this.scheduler.isActive(id))
+      throw new MoveRefused('the card is running: edit its workflow after the run');
+    const r = saveWorkflow(file, workflow, base ?? null);
+    return { saved: r.ok, problems: r.ok ? [] : r.problems };
+  }
+
   /** A person sets (or with null removes) the card's schedule; what cannot fire is refused with why. */
   async setSchedule(id: string, edit: ScheduleEdit | null): Promise<void> {
     this.card(id);
@@ -390,6 +473,22 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     }
     if (!requeue) return;
     if (card.front.status !== 'queued') this.move(id, 'queued', Number.MAX_SAFE_INTEGER); // at the end
+  }
+
+  /**
+   * Recording → task: starts an extraction run (extract.ts) and answers at once; the card shows it
+   * going (`needs`) and then the task, or unchanged, why not (`lastError`).
+   */
+  async extractTask(req: ExtractRequest): Promise<ExtractStart> {
+    try {
+      const { cardId, runId, done } = await this.extractions.start(req);
+      void done.then(() => this.deltas.soon(0));
+      this.deltas.soon(0);
+      return { cardId, runId };
+    } catch (err) {
+      if (err instanceof ExtractRefused || err instanceof NoGrantError) throw new Invalid(err.message);
+      throw err;
+    }
   }
 
   /** Run again (to the end of Queued) or, for a card already queued, Retry now: the backoff is dropped. */
@@ -466,6 +565,45 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       if (err.code === ErrorCodes.RunNotFound) throw new NotFound(`no run ${runId}`);
       if (known && err.code === JsonRpcCodes.MethodNotFound) return known;
       if (err.code === JsonRpcCodes.MethodNotFound) throw new NotFound(`no run ${runId} seen by this board`);
+      throw err;
+    }
+  }
+
+  /** The supervisor's providers and the ones config.yaml's flows name, each with its flows. */
+  async providers(): Promise<ProviderView[]> {
+    const { providers } = await this.client.listProviders();
+    const flows = Object.entries(this.store.config.flows);
+    const usedBy = (name: string): string[] => flows.filter(([, f]) => f.provider === name).map(([n]) => n);
+    const out: ProviderView[] = providers.map((p) => ({ ...p, known: true, flows: usedBy(p.name) }));
+    for (const [, f] of flows)
+      if (f.provider && !out.some((p) => p.name === f.provider))
+        out.push({ name: f.provider, baseUrl: '', hasKey: false, known: false, flows: usedBy(f.provider) });
+    return out;
+  }
+
+  /** Stores (or removes) a provider key with the supervisor; cards waiting for it may start. */
+  async setProviderKey(provider: string, key: string | null): Promise<{ hasKey: boolean }> {
+    const known = (await this.client.listProviders()).providers.some((p) => p.name === provider);
+    if (!known)
+      throw new Invalid(
+        `the supervisor knows no provider "${provider}" (it knows openai, anthropic and those given by RUNBOARD_PROVIDER_<NAME>_URL)`,
+      );
+    const r = await this.client.setProviderKey(provider, key);
+    if (r.hasKey) this.scheduler.keyStored(provider);
+    return { hasKey: r.hasKey };
+  }
+
+  /** Asks the provider, through the supervisor, whether it accepts the stored key. */
+  async checkProviderKey(provider: string): Promise<KeyCheck> {
+    try {
+      const { ok, status, message } = await this.client.checkProviderKey(provider);
+      return { ok, ...(status !== undefined ? { status } : {}), message };
+    } catch (err) {
+      if (err instanceof ResponseError && err.code === JsonRpcCodes.MethodNotFound)
+        return {
+          ok: false,
+          message: 'this supervisor cannot check keys yet: restart it (runboard supervisor stop)',
+        };
       throw err;
     }
   }

@@ -60,6 +60,24 @@ export interface CardView {
   needs?: string;
   /** The card's `schedule:` in words and its next fire (ISO), or why it cannot fire. */
   schedule?: CardSchedule;
+  /** Its folder is not granted, or its grant is stale (the folder was replaced): why. None: granted. */
+  grant?: CardGrant;
+}
+
+/** A card folder's grant problem, and the folder to grant (again) to fix it. */
+export interface CardGrant {
+  state: 'none' | 'stale';
+  /** The folder to grant: the card's workspace, or the stale grant's folder. */
+  folder: string;
+  reason: string;
+}
+
+/** A folder of the folder picker and its subfolders (hidden ones left out). */
+export interface FolderListing {
+  path: string;
+  parent?: string;
+  home: string;
+  folders: { name: string; path: string; granted: boolean }[];
 }
 
 export interface FlowView {
@@ -172,6 +190,16 @@ export interface WorktreeDiff {
   truncated: boolean;
 }
 
+/**
+ * What `extractTask` answers: the card that gets the task (made in Backlog when none was named) and
+ * the extraction run going for it. The card shows the run's progress as `needs` while it goes and, when
+ * it ends, either the task (with its questions) or, unchanged, why not (`lastError`).
+ */
+export interface ExtractStart {
+  cardId: string;
+  runId: string;
+}
+
 /** A card as the board's editor writes it (new or changed). */
 export interface CardFields {
   title: string;
@@ -216,4 +244,23 @@ export interface CardSource {
   text?: string;
   /** Why there is no text (a directory, a link, a FIFO named *.md). */
   error?: string;
+}
+
+/** A model provider as the board shows it: never its key, only whether one is stored. */
+export interface ProviderView {
+  name: string;
+  /** Where the supervisor forwards its requests (empty when the supervisor knows no such provider). */
+  baseUrl: string;
+  hasKey: boolean;
+  /** The supervisor knows this provider (a flow may name one it does not). */
+  known: boolean;
+  /** config.yaml's flows that use it. */
+  flows: string[];
+}
+
+/** What the provider said to a check of its stored key. */
+export interface KeyCheck {
+  ok: boolean;
+  status?: number | undefined;
+  message: string;
 }

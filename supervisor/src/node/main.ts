@@ -21,6 +21,7 @@ import { ModelProxy, providerRoutes } from './model-proxy.ts';
 import { RunRegistry } from './registry.ts';
 import { SupervisorServer } from './server.ts';
 import { scheduleClock } from '../common/schedule.ts';
+import { scheduleLauncher } from './schedule-launcher.ts';
 import { ScheduleBook } from './schedules.ts';
 import { fleetConfig } from './fleet/config.ts';
 import { FleetGateway } from './fleet/gateway.ts';
@@ -138,6 +139,7 @@ async function main(): Promise<void> {
     log,
     now: scheduleClock(process.env.RUNBOARD_SCHEDULE_CLOCK),
     isRunning: (cardPath) => registry.list(true, 10_000).some((r) => r.card.path === cardPath),
+    launcher: scheduleLauncher(paths, registry, log),
   });
 
   let shuttingDown = false;
@@ -193,6 +195,7 @@ async function main(): Promise<void> {
         writeProviderKey(paths, provider, key);
         return hasProviderKey(paths, provider);
       },
+      check: (provider) => proxy.checkKey(provider),
     },
     schedules,
   );

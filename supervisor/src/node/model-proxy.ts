@@ -21,15 +21,37 @@ export interface ProviderRoute {
   /** Upstream base, without the API path the client appends (e.g. https://api.openai.com). */
   baseUrl: string;
   /** How the provider wants its key. */
-  auth: 'bearer' | 'x-api-key';
+  auth: 'bearer' | 'x-api-key' | 'x-goog-api-key';
   /** Path the client's base URL ends with (OpenAI SDKs and codex append /responses to …/v1). */
   clientPath: string;
+  /**
+   * Resumable uploads (Gemini's Files API): the upstream answers the upload's start with the URL to
+   * send the bytes to (`x-goog-upload-url`, on the provider's host). The proxy points it back at the
+   * run's own listener, where the key is added again; an upload URL on any other host is dropped, so
+   * the bytes (and the key) never go anywhere else.
+   */
+  uploadUrlHeader?: string;
+  /** Requests refused here (method and path below the provider): what would show other runs' data. */
+  refuse?: { method: string; path: RegExp; why: string }[];
 }
 
 /** Known providers; any other name is an OpenAI-compatible server whose URL the supervisor is given. */
 const BUILTIN: Record<string, ProviderRoute> = {
   openai: { baseUrl: 'https://api.openai.com', auth: 'bearer', clientPath: '/v1' },
   anthropic: { baseUrl: 'https://api.anthropic.com', auth: 'x-api-key', clientPath: '' },
+  gemini: {
+    baseUrl: 'https://generativelanguage.googleapis.com',
+    auth: 'x-goog-api-key',
+    clientPath: '',
+    uploadUrlHeader: 'x-goog-upload-url',
+    refuse: [
+      {
+        method: 'GET',
+        path: /^\/v1(?:beta)?\/files\/?$/,
+        why: "listing the key's files is refused: it would show the uploads of other runs",
+      },
+    ],
+  },
 };
 
 /**
@@ -92,6 +114,7 @@ const HOP_BY_HOP = new Set([
   'host',
   'authorization',
   'x-api-key',
+  'x-goog-api-key',
   'api-key',
   'openai-organization',
   'openai-project',
@@ -115,6 +138,49 @@ export class ModelProxy {
 
   providers(): { name: string; baseUrl: string }[] {
     return Object.entries(this.routes).map(([name, r]) => ({ name, baseUrl: r.baseUrl }));
+  }
+
+  /**
+   * Whether the provider accepts its stored key: one GET of its model list (`/v1/models`, which
+   * OpenAI, Anthropic and OpenAI-compatible servers answer) with the key, as a run's request would
+   * carry it. 2xx: accepted; 401/403: refused; anything else is said as it is.
+   */
+  async checkKey(provider: string): Promise<{ ok: boolean; status?: number; message: string }> {
+    const route = this.routes[provider];
+    if (!route) return { ok: false, message: `unknown provider "${provider}"` };
+    const key = this.keyFor(provider);
+    if (!key) return { ok: false, message: `no key is stored for provider "${provider}"` };
+    const url = new URL(`${route.baseUrl}/v1/models`);
+    const headers: http.OutgoingHttpHeaders =
+      route.auth === 'bearer'
+        ? { authorization: `Bearer ${key}` }
+        : { 'x-api-key': key, 'anthropic-version': '2023-06-01' };
+    const mod = url.protocol === 'https:' ? https : http;
+    return new Promise((resolve) => {
+      const req = mod.request(url, { method: 'GET', headers, timeout: 15_000 }, (res) => {
+        res.resume();
+        const status = res.statusCode ?? 0;
+        if (status >= 200 && status < 300)
+          resolve({ ok: true, status, message: `${url.origin} accepted the key` });
+        else if (status === 401 || status === 403)
+          resolve({
+            ok: false,
+            status,
+            message: `${url.origin} refused the key (HTTP ${status}): set the right one`,
+          });
+        else
+          resolve({
+            ok: false,
+            status,
+            message: `${url.origin} answered HTTP ${status} to a check of the key`,
+          });
+      });
+      req.on('timeout', () => req.destroy(new Error('no answer within 15 s')));
+      req.on('error', (err: NodeJS.ErrnoException) =>
+        resolve({ ok: false, message: `cannot reach ${url.origin}: ${err.code ?? err.message}` }),
+      );
+      req.end();
+    });
   }
 
   /** A listener and a token for one run and one provider, valid until `revoke`. */
@@ -182,7 +248,10 @@ export class ModelProxy {
     const route = provider ? this.routes[provider] : undefined;
     if (!provider || !route) return fail(404, `no provider route for ${req.method} ${req.url}`);
     const bearer = /^Bearer\s+(\S+)$/i.exec(String(req.headers.authorization ?? ''))?.[1];
-    const token = bearer ?? (req.headers['x-api-key'] as string | undefined);
+    const token =
+      bearer ??
+      (req.headers['x-api-key'] as string | undefined) ??
+      (req.headers['x-goog-api-key'] as string | undefined);
     const reg = token ? this.byToken.get(hashToken(token)) : undefined;
     if (!reg || reg !== listener || reg.provider !== provider)
       return fail(
@@ -196,6 +265,12 @@ export class ModelProxy {
       path: m[2] ?? '/',
       at,
     };
+    const refused = route.refuse?.find((r) => r.method === req.method && r.path.test(info.path));
+    if (refused) {
+      info.status = 403;
+      reg.onRequest?.(info);
+      return fail(403, refused.why);
+    }
     const key = this.keyFor(provider);
     if (!key) {
       info.status = 401;
@@ -209,7 +284,7 @@ export class ModelProxy {
     if (req.headers['transfer-encoding'] && !req.headers['content-length'])
       headers['transfer-encoding'] = 'chunked';
     if (route.auth === 'bearer') headers.authorization = `Bearer ${key}`;
-    else headers['x-api-key'] = key;
+    else headers[route.auth] = key;
     const mod = upstream.protocol === 'https:' ? https : http;
     const up = mod.request(upstream, { method: req.method, headers }, (upRes) => {
       info.status = upRes.statusCode ?? 0;
@@ -217,6 +292,12 @@ export class ModelProxy {
       const out: http.OutgoingHttpHeaders = {};
       for (const [k, v] of Object.entries(upRes.headers))
         if (!['connection', 'keep-alive', 'transfer-encoding'].includes(k) && v !== undefined) out[k] = v;
+      if (route.uploadUrlHeader) {
+        const h = route.uploadUrlHeader;
+        const back = uploadUrlBack(route, String(upRes.headers[h] ?? ''), provider, listener.server);
+        if (back) out[h] = back;
+        else delete out[h];
+      }
       res.writeHead(upRes.statusCode ?? 502, out);
       res.flushHeaders();
       upRes.pipe(res);
@@ -237,4 +318,31 @@ export class ModelProxy {
     });
     req.pipe(up);
   }
+}
+
+/**
+ * An upstream upload URL as the run must use it: the same path and query on the run's own listener
+ * (`http://127.0.0.1:PORT/<provider>/…`), only when it lies below the provider's base URL; else null.
+ */
+export function uploadUrlBack(
+  route: ProviderRoute,
+  upstream: string,
+  provider: string,
+  listener: http.Server,
+): string | null {
+  if (!upstream) return null;
+  let u: URL;
+  let base: URL;
+  try {
+    u = new URL(upstream);
+    base = new URL(route.baseUrl);
+  } catch {
+    return null;
+  }
+  const prefix = base.pathname.replace(/\/+$/, '');
+  if (u.origin !== base.origin || u.username || u.password) return null;
+  if (prefix && u.pathname !== prefix && !u.pathname.startsWith(`${prefix}/`)) return null;
+  const port = (listener.address() as AddressInfo | null)?.port;
+  if (!port) return null;
+  return `http://127.0.0.1:${port}/${provider}${u.pathname.slice(prefix.length)}${u.search}`;
 }

@@ -12,4 +12,5 @@ export * from './jail.ts';
 export * from './refusals.ts';
 export * from './cu-events.ts';
 export * from './schedules.ts';
+export * from './extraction.ts';
 export * from './workflow.ts';

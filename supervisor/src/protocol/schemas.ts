@@ -38,8 +38,21 @@ export const Grant = z.object({
 });
 export type Grant = z.infer<typeof Grant>;
 
-export const RunnerName = z.enum(['command', 'codex', 'claude', 'computer-use', 'replay', 'reflect']);
+export const RunnerName = z.enum([
+  'command',
+  'codex',
+  'claude',
+  'computer-use',
+  'replay',
+  'reflect',
+  'extract',
+]);
 export type RunnerName = z.infer<typeof RunnerName>;
+
+/** Runners that drive a desktop (screenshots, input): the display, the addon and the artifacts folder are theirs. */
+export function drivesDesktop(runner: RunnerName): boolean {
+  return runner === 'computer-use' || runner === 'replay';
+}
 
 /** A provider name: also the first path segment of its route through the model proxy. */
 export const ProviderName = z
@@ -105,6 +118,17 @@ export const FlowSpec = z.object({
   prompt: z.optional(AbsPath),
   /** Give the coding agent the desktop as an MCP server (`desktop-cli serve`) for this run. */
   desktop: z.optional(z.boolean()),
+  /** The document tools (read_document, export_document) for the run's agent; on unless false. */
+  documents: z.optional(z.boolean()),
+  /** The flow's vision profile (`visionProfile:`), which `analyze_media` asks through the run's proxy route. */
+  vision: z.optional(
+    z.object({
+      profile: z.string().check(z.minLength(1), z.maxLength(100)),
+      provider: ProviderName,
+      model: z.string().check(z.minLength(1), z.maxLength(200)),
+      maxTokens: z.optional(z.int().check(z.minimum(1), z.maximum(100_000))),
+    }),
+  ),
   // ── computer-use runs (optional fields) ──
   computerUse: z.optional(
     z.object({
@@ -138,6 +162,21 @@ export const FlowSpec = z.object({
       liveFrameMs: z.optional(z.union([z.literal(0), z.int().check(z.minimum(100), z.maximum(60_000))])),
       /** A program started on the private display before the worker (argv; PATH-resolved). */
       app: z.optional(z.array(z.string().check(z.maxLength(4096))).check(z.minLength(1), z.maxLength(64))),
+    }),
+  ),
+  // ── extraction runs (runner extract: a recording or a video → task markdown; docs/extraction.md) ──
+  extract: z.optional(
+    z.object({
+      /** What is read: a recording's folder (manifest.jsonl, video.mp4) or a video file (.mp4). Set by the host at launch. */
+      input: z.optional(AbsPath),
+      /** Wire format: gemini (the video itself, through the Files API), or frames + events for the others. */
+      api: z.optional(z.enum(['gemini', 'responses', 'chat', 'messages'])),
+      /** Frames sampled from the video for the frame-based APIs (default 12). */
+      frames: z.optional(z.int().check(z.minimum(1), z.maximum(64))),
+      /** Widest sampled frame (default 768 px). */
+      frameWidth: z.optional(z.int().check(z.minimum(64), z.maximum(4096))),
+      /** How long the video may take to become ACTIVE after its upload (default 5 minutes). */
+      activeTimeoutMs: z.optional(z.int().check(z.minimum(1000), z.maximum(3600_000))),
     }),
   ),
 });

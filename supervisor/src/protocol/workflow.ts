@@ -12,6 +12,14 @@ import * as z from 'zod/mini';
 /** The file a workflow lives in, in its card's folder. */
 export const WORKFLOW_FILE = 'schema.json';
 
+/**
+ * A card's workflow file: `cards/fill-form.md` → `cards/fill-form/schema.json` (the card's folder sits
+ * beside its markdown file, so the two move, diff and commit together).
+ */
+export function workflowFileFor(cardFile: string): string {
+  return `${cardFile.replace(/\.md$/i, '')}/${WORKFLOW_FILE}`;
+}
+
 /** A parameter's or an extract's name: what `{name}` templates refer to. */
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const Ident = z
@@ -153,6 +161,17 @@ export const WorkflowStep = z.strictObject({
 });
 export type WorkflowStep = z.infer<typeof WorkflowStep>;
 
+/**
+ * An accessibility fact that is there when a subtask is done (role, name, value; name and value may
+ * hold templates): replay checks it on screen instead of taking a model's `done` for it.
+ */
+export const OutcomeCheck = z.strictObject({
+  role: z.optional(z.string()),
+  name: z.optional(Text),
+  value: z.optional(Text),
+});
+export type OutcomeCheck = z.infer<typeof OutcomeCheck>;
+
 export const WorkflowSubtask = z.strictObject({
   /** The subtask's position in the plan, from 0. */
   subtask_i: z.int().check(z.minimum(0)),
@@ -162,6 +181,7 @@ export const WorkflowSubtask = z.strictObject({
   /** Extract variables of earlier subtasks whose values this one receives. */
   dependencies: z.array(Ident),
   steps: z.array(WorkflowStep),
+  outcome_check: z.optional(OutcomeCheck),
 });
 export type WorkflowSubtask = z.infer<typeof WorkflowSubtask>;
 
@@ -303,6 +323,10 @@ function crossCheck(w: z.infer<typeof WorkflowShape>, ctx: Ctx): void {
     };
     check(['plan', 'subtasks', k, 'text'], st.text);
     check(['plan', 'subtasks', k, 'expected_outcome'], st.expected_outcome);
+    for (const f of ['name', 'value'] as const) {
+      const v = st.outcome_check?.[f];
+      if (v !== undefined) check(['plan', 'subtasks', k, 'outcome_check', f], v);
+    }
     st.steps.forEach((s, j) => {
       for (const [field, value] of stepStrings(s))
         check(['plan', 'subtasks', k, 'steps', j, ...field.split('.')], value);

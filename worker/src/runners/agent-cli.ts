@@ -8,8 +8,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import readline from 'node:readline';
-import type { WorkerSpec } from '@runboard/supervisor/protocol';
+import { RunEnv, type WorkerSpec } from '@runboard/supervisor/protocol';
 import { killRunProcesses } from '../process-tree.ts';
+import { attachmentsJson, cardAttachments } from '../tools/documents/attachments.ts';
+import { documentScope } from '../tools/documents/scope.ts';
+import { distFile } from './load.ts';
 import { describe, type AgentEvent, type AgentParser } from './agent-events.ts';
 import { decideStatus } from './agent-status.ts';
 import type { RunnerContext, RunnerOutcome } from './runner.ts';
@@ -45,7 +48,8 @@ function cardText(spec: WorkerSpec): string {
 
 /**
  * The prompt: the flow's prompt folder (`prompt.md`, with {{TASK_MARKDOWN}}, {{CARD_TITLE}},
- * {{WORKSPACE}}, {{READ_ONLY}}) rendered with the card; without a prompt folder, the card itself.
+ * {{WORKSPACE}}, {{READ_ONLY}}, {{ATTACHMENTS}}: the metadata of the files the card references as
+ * `@path`) rendered with the card; without a prompt folder, the card itself.
  */
 export function renderPrompt(spec: WorkerSpec): string {
   const card = cardText(spec);
@@ -63,22 +67,106 @@ export function renderPrompt(spec: WorkerSpec): string {
     CARD_TITLE: spec.card.title ?? path.basename(spec.card.path),
     WORKSPACE: spec.workspace,
     READ_ONLY: spec.flow.readOnly ? 'yes: you may read the workspace but not change it' : 'no',
+    ATTACHMENTS: attachmentsJson(
+      cardAttachments(card, documentScope(spec) ?? { workspace: spec.workspace, allow: [] }),
+    ),
   };
   return template.replace(/\{\{([A-Z_]+)\}\}/g, (m, k: string) => vars[k] ?? m);
 }
+
+export interface McpServer {
+  command: string;
+  args: string[];
+  /** The variables of the run's environment the server needs (codex starts MCP servers with few). */
+  env: Record<string, string>;
+  /** Variables passed from the CLI's own environment by name (secrets: never written to a file). */
+  passEnv?: string[];
+}
+
+const pick = (env: NodeJS.ProcessEnv, keys: readonly string[]): Record<string, string> =>
+  Object.fromEntries(keys.filter((k) => env[k]).map((k) => [k, env[k]!]));
+
+/** What `desktop-cli serve` needs from the run's environment to reach the desktop. */
+const DESKTOP_ENV = [
+  'DISPLAY',
+  'DBUS_SESSION_BUS_ADDRESS',
+  'XAUTHORITY',
+  'XDG_RUNTIME_DIR',
+  RunEnv.nativeDir,
+  'PATH',
+  'HOME',
+  'LANG',
+];
 
 /**
  * The desktop as an MCP server for the agent (flow `desktop: true`). `desktop-cli serve` comes with
  * the desktop addon (native/); until it is installed the run fails with that reason.
  */
-export function desktopMcpServer(env: NodeJS.ProcessEnv): { command: string; args: string[] } | null {
+export function desktopMcpServer(env: NodeJS.ProcessEnv): McpServer | null {
   const explicit = env.RUNBOARD_DESKTOP_CLI;
-  if (explicit) return existsSync(explicit) ? { command: explicit, args: ['serve'] } : null;
-  for (const dir of (env.PATH ?? '').split(':')) {
-    const p = path.join(dir, 'desktop-cli');
-    if (dir && existsSync(p)) return { command: p, args: ['serve'] };
+  const onPath = (env.PATH ?? '')
+    .split(':')
+    .filter(Boolean)
+    .map((dir) => path.join(dir, 'desktop-cli'));
+  const found = explicit ? [explicit].find((p) => existsSync(p)) : onPath.find((p) => existsSync(p));
+  return found ? { command: found, args: ['serve'], env: pick(env, DESKTOP_ENV) } : null;
+}
+
+/** What the document tools' server needs from the run's environment (Chromium prints in $TMPDIR). */
+const DOCUMENTS_ENV = [
+  'PATH',
+  'HOME',
+  'TMPDIR',
+  'LANG',
+  'XDG_CONFIG_HOME',
+  'XDG_CACHE_HOME',
+  'RUNBOARD_CHROMIUM',
+];
+
+/**
+ * The document tools (read_document, export_document) as an MCP server for this run: dist/documents-mcp.cjs,
+ * beside the runner bundles' folder, started by the agent CLI inside the run's jail with the run's
+ * workspace (and the card's project, for its pdf_style.css). A read-only flow gets read_document only.
+ * Null when the flow turned them off (`documents: false`) or the bundle is missing.
+ */
+export function documentsMcpServer(spec: WorkerSpec, env: NodeJS.ProcessEnv): McpServer | null {
+  const scope = documentScope(spec);
+  if (!scope) return null;
+  const file = distFile('documents-mcp.cjs');
+  if (!file) return null;
+  const args = [file, '--workspace', scope.workspace];
+  if (scope.project) args.push('--project', scope.project);
+  if (scope.readOnly) args.push('--read-only');
+  for (const dir of scope.allow ?? []) args.push('--allow', dir);
+  if (scope.flowName) args.push('--flow', scope.flowName);
+  if (scope.vision) args.push('--vision', JSON.stringify(scope.vision));
+  return {
+    command: process.execPath,
+    args,
+    env: pick(env, DOCUMENTS_ENV),
+    // analyze_media asks the vision model through the run's proxy route, with the run's token
+    ...(scope.vision ? { passEnv: ['RUNBOARD_MODEL_TOKEN'] } : {}),
+  };
+}
+
+/**
+ * The MCP servers of a coding-agent run, by name: the desktop when the flow asks for it, the document
+ * tools unless the flow turned them off. A string: the run cannot start, and why.
+ */
+export function agentMcpServers(ctx: RunnerContext): Record<string, McpServer> | string {
+  const { spec } = ctx;
+  const servers: Record<string, McpServer> = {};
+  if (spec.flow.desktop) {
+    const mcp = desktopMcpServer(ctx.env);
+    if (!mcp)
+      return 'flow asks for the desktop (desktop: true) but `desktop-cli` is not installed (set RUNBOARD_DESKTOP_CLI)';
+    servers.desktop = mcp;
   }
-  return null;
+  const docs = documentsMcpServer(spec, ctx.env);
+  if (docs) servers.documents = docs;
+  else if (spec.flow.documents !== false)
+    ctx.log('warn', 'the document tools are not built (dist/documents-mcp.cjs): the run goes without them');
+  return servers;
 }
 
 export interface CliInvocation {

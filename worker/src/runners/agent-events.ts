@@ -4,6 +4,7 @@
  * Pure parsing: one line in, zero or more events out. Unknown lines are not errors (CLIs add fields and
  * event types between versions); they stay in the raw stdout.log.
  */
+import { outsideRefusal } from '../tools/documents/paths.ts';
 
 export type AgentEvent =
   | { kind: 'session'; id: string; detail?: string }
@@ -52,6 +53,12 @@ function parseLine(text: string): Json | null {
 const DENIED = /permission denied|read-only file system|operation not permitted|EACCES|EROFS|EPERM/i;
 /** codex refusing a tool call it may not approve on its own (approval policy "never"). */
 const MCP_REFUSED = /requires approval|not approved|was (declined|rejected)/i;
+
+/** The text of an MCP tool result as codex prints it (`{content: [{type: 'text', text}], …}`). */
+function mcpText(result: unknown): string {
+  const content = (result as Json | null)?.content;
+  return Array.isArray(content) ? (content as Json[]).map((c) => str(c.text)).join('\n') : str(result);
+}
 
 /**
  * `codex exec --json` (codex-cli 0.169): thread.started, turn.started, item.started/updated/completed
@@ -144,11 +151,20 @@ export function codexParser(): AgentParser {
                   kind: 'tool-result',
                   id,
                   ok: !failed,
-                  output: failed ? error : str(item.result),
+                  output: error || mcpText(item.result),
                 });
                 // codex refuses an MCP call it may not approve ("requires approval, but approval policy is
                 // never") and the model may still claim success: evidence of a denial.
-                if (failed && (MCP_REFUSED.test(error) || DENIED.test(error)))
+                const outside =
+                  str(item.server) === 'documents' ? outsideRefusal(error || mcpText(item.result)) : null;
+                if (outside)
+                  out.push({
+                    kind: 'permission-denied',
+                    tool: `documents.${str(item.tool)}`,
+                    detail: outside,
+                    id,
+                  });
+                else if (failed && (MCP_REFUSED.test(error) || DENIED.test(error)))
                   out.push({
                     kind: 'permission-denied',
                     tool: `${str(item.server)}.${str(item.tool)}`,
@@ -269,6 +285,7 @@ const WRITE_TOOLS = new Set(['Write', 'Edit', 'MultiEdit', 'NotebookEdit']);
 export function claudeParser(): AgentParser {
   const denied = new Set<string>();
   const pendingWrites = new Map<string, string>(); // tool_use id → file path
+  const documentCalls = new Map<string, string>(); // tool_use id → document tool
   return {
     line(text) {
       const e = parseLine(text);
@@ -300,6 +317,8 @@ export function claudeParser(): AgentParser {
                 exitCode: null,
                 output: '',
               });
+            const doc = /^mcp__documents__(.+)$/.exec(str(c.name));
+            if (doc) documentCalls.set(str(c.id), doc[1]!);
             if (WRITE_TOOLS.has(str(c.name)))
               pendingWrites.set(str(c.id), str(input.file_path ?? input.notebook_path));
           }
@@ -314,6 +333,9 @@ export function claudeParser(): AgentParser {
             : str(c.content);
           const ok = c.is_error !== true;
           out.push({ kind: 'tool-result', id, ok, output });
+          const docTool = documentCalls.get(id);
+          const outside = docTool && !ok ? outsideRefusal(output) : null;
+          if (outside) deny(`documents.${docTool}`, outside, id);
           const file = pendingWrites.get(id);
           if (file !== undefined) {
             pendingWrites.delete(id);

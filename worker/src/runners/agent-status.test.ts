@@ -156,6 +156,52 @@ describe('parsers', () => {
     expect(other.map((e) => e.kind)).toEqual(['tool-result']);
   });
 
+  it('a document tool refusing a path outside the workspace is a denial naming the path, in both CLIs', () => {
+    const refusal =
+      '/home/u/private.md is outside the workspace (/ws); the document tools read and write only files inside it: …';
+    const detail = expect.stringMatching(
+      /^\/home\/u\/private\.md is outside the workspace; to allow it, grant/,
+    );
+    // codex 0.169: a tool error comes as status failed with the MCP result, error null
+    const codex = codexParser().line(
+      JSON.stringify({
+        type: 'item.completed',
+        item: {
+          id: 'item_1',
+          type: 'mcp_tool_call',
+          server: 'documents',
+          tool: 'read_document',
+          result: { content: [{ type: 'text', text: refusal }], structured_content: null },
+          error: null,
+          status: 'failed',
+        },
+      }),
+    );
+    expect(codex).toEqual([
+      { kind: 'tool-result', id: 'item_1', ok: false, output: refusal },
+      { kind: 'permission-denied', tool: 'documents.read_document', detail, id: 'item_1' },
+    ]);
+    const claude = claudeParser();
+    const use = { type: 'tool_use', id: 't1', name: 'mcp__documents__export_document', input: {} };
+    claude.line(JSON.stringify({ type: 'assistant', message: { content: [use] } }));
+    const result = {
+      type: 'tool_result',
+      tool_use_id: 't1',
+      is_error: true,
+      content: [{ type: 'text', text: refusal }],
+    };
+    expect(claude.line(JSON.stringify({ type: 'user', message: { content: [result] } }))).toEqual([
+      { kind: 'tool-result', id: 't1', ok: false, output: refusal },
+      { kind: 'permission-denied', tool: 'documents.export_document', detail, id: 't1' },
+    ]);
+    // Another tool's error that happens to say so is not the document tools' refusal.
+    const other = claudeParser();
+    other.line(JSON.stringify({ type: 'assistant', message: { content: [{ ...use, name: 'Read' }] } }));
+    expect(
+      other.line(JSON.stringify({ type: 'user', message: { content: [result] } })).map((e) => e.kind),
+    ).toEqual(['tool-result']);
+  });
+
   it('codex: a command refused by the OS counts as a denial; a file_change failure too', () => {
     const p = codexParser();
     const out = p.line(

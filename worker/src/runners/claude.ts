@@ -7,7 +7,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { AgentCliProcess, desktopMcpServer, notStarted, packageFile, renderPrompt } from './agent-cli.ts';
+import { AgentCliProcess, agentMcpServers, notStarted, packageFile, renderPrompt } from './agent-cli.ts';
 import { claudeParser } from './agent-events.ts';
 import type { Runner, RunnerContext, RunnerOutcome } from './runner.ts';
 
@@ -49,24 +49,28 @@ export class ClaudeRunner implements Runner {
     // that denial is evidence the run reports (needs-input), not something the agent may skip over.
     if (spec.flow.readOnly) args.push('--disallowedTools', 'Write,Edit,MultiEdit,NotebookEdit');
     else args.push('--permission-mode', 'acceptEdits');
-    if (spec.flow.desktop) {
-      const mcp = desktopMcpServer(ctx.env);
-      if (!mcp)
-        return notStarted(
-          'flow asks for the desktop (desktop: true) but `desktop-cli` is not installed (set RUNBOARD_DESKTOP_CLI)',
-        );
+    const servers = agentMcpServers(ctx);
+    if (typeof servers === 'string') return notStarted(servers);
+    if (Object.keys(servers).length) {
       const dir = path.join(ctx.env.HOME ?? '/tmp', '.runboard');
       mkdirSync(dir, { recursive: true });
       const file = path.join(dir, 'mcp.json');
-      writeFileSync(file, JSON.stringify({ mcpServers: { desktop: { type: 'stdio', ...mcp } } }));
-      // The flow granted the desktop: its tools need no further approval (print mode would deny them).
-      args.push('--mcp-config', file, '--strict-mcp-config', '--allowedTools', 'mcp__desktop');
+      // passEnv: claude starts its MCP servers with its own environment (below), so nothing to write
+      const mcpServers = Object.fromEntries(
+        Object.entries(servers).map(([name, { passEnv: _, ...mcp }]) => [name, { type: 'stdio', ...mcp }]),
+      );
+      writeFileSync(file, JSON.stringify({ mcpServers }));
+      // The flow granted the desktop; the document tools are confined to the workspace like the run's
+      // own edits: their tools need no further approval (print mode would deny them).
+      const allowed = Object.keys(servers).map((n) => `mcp__${n}`);
+      args.push('--mcp-config', file, '--strict-mcp-config', '--allowedTools', allowed.join(','));
     }
     args.push('--', prompt);
     const env: NodeJS.ProcessEnv = {
       ...ctx.env,
       ANTHROPIC_BASE_URL: spec.model.baseUrl,
       ANTHROPIC_API_KEY: spec.model.token,
+      ...(spec.flow.vision ? { RUNBOARD_MODEL_TOKEN: spec.model.token } : {}),
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
       DISABLE_AUTOUPDATER: '1',
       DISABLE_TELEMETRY: '1',

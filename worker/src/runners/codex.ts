@@ -16,21 +16,9 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { RunEnv } from '@runboard/supervisor/protocol';
-import { AgentCliProcess, desktopMcpServer, notStarted, packageFile, renderPrompt } from './agent-cli.ts';
+import { AgentCliProcess, agentMcpServers, notStarted, packageFile, renderPrompt } from './agent-cli.ts';
 import { codexParser, codexRolloutDenials, type AgentEvent } from './agent-events.ts';
 import type { Runner, RunnerContext, RunnerOutcome } from './runner.ts';
-
-/** What `desktop-cli serve` needs from the run's environment to reach the desktop. */
-const DESKTOP_ENV = [
-  'DISPLAY',
-  'DBUS_SESSION_BUS_ADDRESS',
-  'XAUTHORITY',
-  'XDG_RUNTIME_DIR',
-  RunEnv.nativeDir,
-  'PATH',
-  'HOME',
-  'LANG',
-];
 
 const TRIPLES: Record<string, string> = {
   'linux-x64': 'x86_64-unknown-linux-musl',
@@ -128,29 +116,30 @@ export class CodexRunner implements Runner {
         `writable_roots = [${(spec.flow.sandbox?.writable ?? []).map(toml).join(', ')}]`,
       );
     }
-    if (spec.flow.desktop) {
-      const mcp = desktopMcpServer(ctx.env);
-      if (!mcp)
-        return notStarted(
-          'flow asks for the desktop (desktop: true) but `desktop-cli` is not installed (set RUNBOARD_DESKTOP_CLI)',
-        );
+    const servers = agentMcpServers(ctx);
+    if (typeof servers === 'string') return notStarted(servers);
+    for (const [name, mcp] of Object.entries(servers))
       lines.push(
         '',
-        '[mcp_servers.desktop]',
+        `[mcp_servers.${name}]`,
         `command = ${toml(mcp.command)}`,
         `args = [${mcp.args.map(toml).join(', ')}]`,
-        // The flow's `desktop: true` is the person's approval; with approval_policy "never" codex would
-        // otherwise refuse every call ("MCP tool call requires approval").
+        // The flow's `desktop: true` is the person's approval; the document tools are confined to the
+        // workspace like the run's own edits. With approval_policy "never" codex would otherwise refuse
+        // every call ("MCP tool call requires approval").
         'default_tools_approval_mode = "approve"',
-        // codex waits 10 s for an MCP server by default; desktop-cli's start inside the jail (and codex's
-        // own sandbox) can take longer on a loaded machine, and a late server means no desktop tools at all.
+        // codex waits 10 s for an MCP server by default; a start inside the jail (and codex's own
+        // sandbox) can take longer on a loaded machine. Without `required` codex sends its first request
+        // before a slow server is up and the model never sees its tools (seen with a 4 s start).
         'startup_timeout_sec = 60',
-        // codex starts MCP servers with a minimal environment: the display and bus come from the flow.
-        `env = { ${DESKTOP_ENV.filter((k) => ctx.env[k])
-          .map((k) => `${k} = ${toml(ctx.env[k]!)}`)
+        'required = true',
+        // codex starts MCP servers with a minimal environment: the display, bus and temp dir come from the run.
+        `env = { ${Object.entries(mcp.env)
+          .map(([k, v]) => `${k} = ${toml(v)}`)
           .join(', ')} }`,
+        // from codex's own environment, so a secret is not written into the config file
+        ...(mcp.passEnv ? [`env_vars = [${mcp.passEnv.map(toml).join(', ')}]`] : []),
       );
-    }
     writeFileSync(path.join(codexHome, 'config.toml'), lines.join('\n') + '\n', { mode: 0o600 });
     const env: NodeJS.ProcessEnv = {
       ...ctx.env,

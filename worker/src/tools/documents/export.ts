@@ -3,7 +3,7 @@
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { markdownToDocx } from './docx-writer.ts';
-import { DocumentError, insideWorkspace } from './paths.ts';
+import { DocumentError, insideWorkspace, relativeOrAbsolute } from './paths.ts';
 import { resolvePdfStyle } from './pdf-style.ts';
 
 export type ExportFormat = 'pdf' | 'docx';
@@ -13,6 +13,8 @@ export interface ExportOptions {
   project?: string | undefined;
   /** The Chromium that prints PDFs (default RUNBOARD_CHROMIUM, else /usr/bin/chromium). */
   chromium?: string | undefined;
+  /** Folders besides the workspace the tools may read and write (the flow's granted writable trees). */
+  allow?: readonly string[] | undefined;
 }
 
 export interface ExportResult {
@@ -49,7 +51,7 @@ export async function exportDocument(
   format: string | undefined,
   opts: ExportOptions = {},
 ): Promise<ExportResult> {
-  const src = insideWorkspace(workspace, mdPath);
+  const src = insideWorkspace(workspace, mdPath, opts.allow);
   if (!/\.(md|markdown|txt)$/i.test(src))
     throw new DocumentError(
       `${mdPath}: export_document converts a Markdown file (.md); write the Markdown to a .md file first`,
@@ -58,7 +60,7 @@ export async function exportDocument(
   if (fmt !== 'pdf' && fmt !== 'docx')
     throw new DocumentError(`format must be "pdf" or "docx", got "${format ?? fmt}"`);
   // Without an output path, the Markdown file's name with the format's extension.
-  const out = insideWorkspace(workspace, outputPath ?? src.replace(/\.[^./]+$/, '') + '.' + fmt);
+  const out = insideWorkspace(workspace, outputPath ?? src.replace(/\.[^./]+$/, '') + '.' + fmt, opts.allow);
   if (path.extname(out).toLowerCase() !== '.' + fmt)
     throw new DocumentError(
       `output_path ${outputPath} does not end in .${fmt}; name it *.${fmt} or change the format`,
@@ -71,7 +73,12 @@ export async function exportDocument(
   const root = insideWorkspace(workspace, '.');
   if (fmt === 'docx') {
     await writeFile(out, await markdownToDocx(markdown, title));
-    return { path: path.relative(root, out), format: 'docx', bytes: (await stat(out)).size, warnings: [] };
+    return {
+      path: relativeOrAbsolute(root, out),
+      format: 'docx',
+      bytes: (await stat(out)).size,
+      warnings: [],
+    };
   }
   const style = resolvePdfStyle(root, opts.project);
   const { marked } = await import('marked');
@@ -82,7 +89,7 @@ export async function exportDocument(
   const { getDocumentProxy } = await import('unpdf');
   const pages = (await getDocumentProxy(new Uint8Array(pdf))).numPages;
   return {
-    path: path.relative(root, out),
+    path: relativeOrAbsolute(root, out),
     format: 'pdf',
     bytes: pdf.length,
     pages,

@@ -3,9 +3,10 @@
 // turndown (to Markdown, GFM tables), XLSX by exceljs. The size limit applies to the Markdown.
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { DocumentError, insideWorkspace } from './paths.ts';
+import { DocumentError, insideWorkspace, relativeOrAbsolute } from './paths.ts';
+import { DEFAULT_MAX_CHARS, SUPPORTED } from './tools.ts';
 
-export const DEFAULT_MAX_CHARS = 50_000;
+export { DEFAULT_MAX_CHARS, SUPPORTED };
 const TEXT_EXTENSIONS = new Set([
   '.txt',
   '.md',
@@ -17,7 +18,6 @@ const TEXT_EXTENSIONS = new Set([
   '.yml',
   '.log',
 ]);
-export const SUPPORTED = 'PDF (.pdf), Word (.docx), Excel (.xlsx), plain text and Markdown';
 
 export type DocumentFormat = 'pdf' | 'docx' | 'xlsx' | 'text' | 'markdown';
 
@@ -42,6 +42,8 @@ export interface ReadResult {
 export interface ReadOptions {
   sheet?: string | undefined;
   maxChars?: number | undefined;
+  /** Folders besides the workspace the tools may read (the flow's granted writable trees). */
+  allow?: readonly string[] | undefined;
 }
 
 export function formatOf(file: string): DocumentFormat {
@@ -61,7 +63,7 @@ export async function readDocument(
   file: string,
   opts: ReadOptions = {},
 ): Promise<ReadResult> {
-  const abs = insideWorkspace(workspace, file);
+  const abs = insideWorkspace(workspace, file, opts.allow);
   const format = formatOf(abs);
   const maxChars = opts.maxChars ?? DEFAULT_MAX_CHARS;
   if (!Number.isInteger(maxChars) || maxChars < 1)
@@ -74,7 +76,7 @@ export async function readDocument(
     throw new DocumentError(`sheet is only for Excel files; ${file} is ${format}`);
   const data = await readFile(abs);
   const meta: Omit<DocumentMetadata, 'chars' | 'truncated'> = {
-    path: path.relative(insideWorkspace(workspace, '.'), abs),
+    path: relativeOrAbsolute(insideWorkspace(workspace, '.'), abs),
     format,
     bytes: info.size,
   };

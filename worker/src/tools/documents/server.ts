@@ -3,14 +3,8 @@
 // errors with the reason, never as a crashed server.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { z } from 'zod';
-import { exportDocument } from './export.ts';
-import { DEFAULT_MAX_CHARS, readDocument, SUPPORTED } from './read.ts';
-
-export interface ServerOptions {
-  workspace: string;
-  project?: string | undefined;
-}
+import { callDocumentTool } from './call.ts';
+import { DOCUMENT_DESCRIPTIONS, DOCUMENT_PARAMS, documentTools, type DocumentScope } from './tools.ts';
 
 type Result = { content: { type: 'text'; text: string }[]; isError?: boolean };
 
@@ -22,67 +16,35 @@ async function answer(f: () => Promise<string>): Promise<Result> {
   }
 }
 
-export function documentServer(opts: ServerOptions): McpServer {
+export function documentServer(scope: DocumentScope, token?: string): McpServer {
   const server = new McpServer({ name: 'runboard-documents', version: '0.1.0' });
-  server.registerTool(
-    'read_document',
-    {
-      description: `Read a file of the workspace as Markdown with its metadata: ${SUPPORTED}. Excel: the first sheet unless \`sheet\` names another, as a Markdown table. PDFs must contain text (scanned PDFs are not supported).`,
-      inputSchema: {
-        path: z.string().describe('file path, relative to the workspace'),
-        sheet: z.string().optional().describe('Excel only: the sheet to read (default: the first)'),
-        max_chars: z
-          .number()
-          .int()
-          .positive()
-          .optional()
-          .describe(
-            `at most this many characters of Markdown (default ${DEFAULT_MAX_CHARS}); a longer text is truncated and says so`,
-          ),
-      },
-    },
-    ({ path, sheet, max_chars }) =>
-      answer(async () => {
-        const r = await readDocument(opts.workspace, path, { sheet, maxChars: max_chars });
-        return `${JSON.stringify(r.metadata)}\n\n${r.markdown}`;
-      }),
-  );
-  server.registerTool(
-    'export_document',
-    {
-      description:
-        'Convert a Markdown file of the workspace to PDF or DOCX. PDFs use pdf_style.css from the workspace, else the project, else a built-in style.',
-      inputSchema: {
-        md_path: z.string().describe('the Markdown file, relative to the workspace'),
-        output_path: z
-          .string()
-          .optional()
-          .describe(
-            'the file to write, relative to the workspace (default: md_path with the format’s extension)',
-          ),
-        format: z
-          .enum(['pdf', 'docx'])
-          .optional()
-          .describe('pdf or docx (default: from output_path’s extension)'),
-      },
-    },
-    ({ md_path, output_path, format }) =>
-      answer(async () =>
-        JSON.stringify(
-          await exportDocument(opts.workspace, md_path, output_path, format, { project: opts.project }),
-        ),
-      ),
-  );
+  for (const name of documentTools(scope))
+    server.registerTool(
+      name,
+      { description: DOCUMENT_DESCRIPTIONS[name], inputSchema: DOCUMENT_PARAMS[name] },
+      (args: unknown) => answer(() => callDocumentTool(scope, name, args, token)),
+    );
   return server;
 }
 
-/** `documents-mcp [--workspace DIR] [--project DIR]`: serve on stdio until the client closes. */
+/**
+ * `documents-mcp [--workspace DIR] [--project DIR] [--read-only] [--allow DIR]… [--flow NAME]
+ * [--vision JSON]`: serve on stdio until the client closes. analyze_media's model token comes from
+ * RUNBOARD_MODEL_TOKEN in the environment, never from the command line.
+ */
 export async function main(argv: string[]): Promise<void> {
   const opt = (name: string): string | undefined => {
     const i = argv.indexOf(name);
     return i >= 0 ? argv[i + 1] : undefined;
   };
-  const workspace = opt('--workspace') ?? process.env.RUNBOARD_WORKSPACE ?? process.cwd();
-  const project = opt('--project') ?? process.env.RUNBOARD_PROJECT;
-  await documentServer({ workspace, project }).connect(new StdioServerTransport());
+  const vision = opt('--vision');
+  const scope: DocumentScope = {
+    workspace: opt('--workspace') ?? process.env.RUNBOARD_WORKSPACE ?? process.cwd(),
+    project: opt('--project') ?? process.env.RUNBOARD_PROJECT,
+    readOnly: argv.includes('--read-only'),
+    allow: argv.flatMap((a, i) => (argv[i - 1] === '--allow' ? [a] : [])),
+    flowName: opt('--flow'),
+    ...(vision ? { vision: JSON.parse(vision) as DocumentScope['vision'] } : {}),
+  };
+  await documentServer(scope, process.env.RUNBOARD_MODEL_TOKEN).connect(new StdioServerTransport());
 }

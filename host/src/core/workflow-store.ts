@@ -1,0 +1,92 @@
+/**
+ * A card's workflow (`cards/<card>/schema.json`, docs/workflows.md): read, saved from the editor, and
+ * installed from a reflect run. Every write goes through the one workflow schema and is atomic: an
+ * invalid workflow is refused whole, with its problems, and the file keeps its last good content.
+ */
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import {
+  ARTIFACTS_DIR,
+  checkWorkflow,
+  parseWorkflowText,
+  serializeWorkflow,
+  workflowFileFor,
+  WORKFLOW_FILE,
+  WorkflowActionType,
+  WorkflowParam,
+  type WorkflowCheck,
+} from '@runboard/supervisor/protocol';
+import { writeAtomic } from './board-store.ts';
+import { readRegularFileSync } from './regular-file.ts';
+import type { CardWorkflowView } from '../shared/workflow-edit.ts';
+
+/** The card's workflow as it is on disk, checked (a broken file comes back with its problems). */
+export function workflowView(cardFile: string, projectDir: string): CardWorkflowView {
+  const file = workflowFileFor(cardFile);
+  const shown = {
+    file: path.relative(projectDir, file),
+    actionTypes: [...WorkflowActionType.options],
+    paramTypes: [...WorkflowParam.shape.type.options],
+  };
+  if (!existsSync(file)) return { ...shown, problems: [] };
+  let text: string;
+  try {
+    text = readRegularFileSync(file);
+  } catch (err) {
+    return { ...shown, problems: [{ path: '(the file)', message: (err as Error).message }] };
+  }
+  const r = parseWorkflowText(text);
+  return r.ok
+    ? { ...shown, text, workflow: r.workflow, problems: [] }
+    : { ...shown, text, problems: r.problems };
+}
+
+/**
+ * Saves a workflow when it is valid (whole, atomically); otherwise writes nothing and says why. With
+ * `base` (the text the editor opened; null: there was no file), a file changed meanwhile is not overwritten.
+ */
+export function saveWorkflow(cardFile: string, workflow: unknown, base?: string | null): WorkflowCheck {
+  const r = checkWorkflow(workflow);
+  if (!r.ok) return r;
+  const file = workflowFileFor(cardFile);
+  const changed = {
+    ok: false as const,
+    problems: [
+      {
+        path: '(the file)',
+        message: `${WORKFLOW_FILE} changed since the editor opened it (another edit, or a reflect run): reopen it and edit again`,
+      },
+    ],
+  };
+  if (base === null && existsSync(file)) return changed;
+  mkdirSync(path.dirname(file), { recursive: true });
+  if (!writeAtomic(file, serializeWorkflow(r.workflow), base ?? undefined)) return changed;
+  return r;
+}
+
+/** Installs the workflow a reflect run wrote into its artifacts; problems when it is missing or invalid. */
+export function installReflected(cardFile: string, logDir: string): WorkflowCheck {
+  const made = path.join(logDir, ARTIFACTS_DIR, WORKFLOW_FILE);
+  let text: string;
+  try {
+    text = readFileSync(made, 'utf8');
+  } catch (err) {
+    return {
+      ok: false,
+      problems: [
+        { path: '(the file)', message: `the run left no ${WORKFLOW_FILE}: ${(err as Error).message}` },
+      ],
+    };
+  }
+  const r = parseWorkflowText(text);
+  if (!r.ok) return r;
+  try {
+    return saveWorkflow(cardFile, r.workflow);
+  } catch (err) {
+    const file = workflowFileFor(cardFile);
+    return {
+      ok: false,
+      problems: [{ path: '(the file)', message: `cannot write ${file}: ${(err as Error).message}` }],
+    };
+  }
+}

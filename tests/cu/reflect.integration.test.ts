@@ -1,0 +1,266 @@
+// The reflect runner (seed 002's Reflect) end to end below the board: a scripted person fills the GTK
+// form while the recorder records (a real recording, made here), then real reflect runs through a real
+// supervisor, its proxy and the scripted model server: pass A once per step with the screenshots
+// before and after, pass B once over all, a workflow that validates with the one schema, keeping the
+// recorder's accessibility facts. A pass B answer that does not validate is asked again once with what
+// was wrong; invalid twice, the run ends needs-input saying what was wrong.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkWorkflow, type FlowSpec, type Workflow } from '@runboard/supervisor/protocol';
+import { desktop, Recording, type ManifestStep } from '../../native/src/index.ts';
+import { sleep } from '../desktop/session.ts';
+import type { RecordedRequest, TurnFn } from '../fixtures/model-server/server.ts';
+import { REPO } from '../helpers/harness.ts';
+import { artifact, CuHarness, find, KEYS } from './cu-harness.ts';
+
+const TITLE = 'Runboard Reflect Form';
+let cu: CuHarness;
+let project: string;
+let recording: string;
+let manifest: ManifestStep[];
+
+/** The text parts of a Responses request (prompt and captions), and how many images it carries. */
+function parts(r: RecordedRequest): { text: string; images: number } {
+  let text = '';
+  let images = 0;
+  for (const item of (r.body?.input ?? []) as Array<{ content?: unknown }>) {
+    if (typeof item.content === 'string') text += item.content + '\n';
+    else
+      for (const c of (item.content ?? []) as Array<{ type: string; text?: string }>) {
+        if (c.type === 'input_image') images++;
+        else if (c.text) text += c.text + '\n';
+      }
+  }
+  return { text, images };
+}
+
+const passAText = (body: Record<string, unknown>): string =>
+  parts({ body } as unknown as RecordedRequest).text;
+
+/** Pass A, scripted: describes the step it is asked about from the action the prompt carries. */
+const passA: TurnFn = ({ body }) => {
+  const text = passAText(body);
+  const action = JSON.parse(/The action \(ground truth[^:]*: (\{.*\})\n/.exec(text)![1]!) as {
+    action_type: string;
+    action: { text?: string; key?: string };
+    element?: { name: string };
+  };
+  const el = action.element?.name ?? 'the focused field';
+  const value =
+    action.action_type === 'TYPE'
+      ? (action.action.text ?? null)
+      : action.action_type === 'KEYPRESS'
+        ? action.action.key
+        : null;
+  return {
+    text: JSON.stringify({
+      expected_current_state: `The ${TITLE} window is in front.`,
+      intent: `${action.action_type} on ${el}.`,
+      target: { primary: `The element "${el}"`, fallback: null },
+      post_action: ['The form reacts.'],
+      action_value: value,
+    }),
+  };
+};
+
+/** Pass B's answer for the recording below (click Name, type, Tab, type, click Submit). */
+function passBAnswer(nameValue: string): string {
+  return (
+    'Here is the workflow:\n```json\n' +
+    JSON.stringify({
+      detailed_task_description: 'Fill in the name and email of the form and submit it.',
+      success_criteria: 'The form says it was submitted.',
+      task_params: [
+        {
+          name: 'full_name',
+          type: 'string',
+          description: 'The name.',
+          example: 'Ada Lovelace',
+          sensitive: false,
+        },
+        {
+          name: 'email',
+          type: 'string',
+          description: 'The email.',
+          example: 'ada@example.org',
+          sensitive: false,
+        },
+      ],
+      subtasks: [
+        {
+          text: 'Enter {full_name} and {email}',
+          expected_outcome: 'Name shows {full_name}, Email shows {email}.',
+        },
+        { text: 'Submit the form', expected_outcome: 'The status says the form was submitted.' },
+      ],
+      steps: [
+        { i: 0, subtask: 0, action_value: null },
+        { i: 1, subtask: 0, action_value: nameValue },
+        { i: 2, subtask: 0, action_value: 'Tab' },
+        { i: 3, subtask: 0, action_value: '{email}' },
+        { i: 4, subtask: 1, action_value: null },
+      ],
+    }) +
+    '\n```'
+  );
+}
+
+/** Pass B, scripted per card marker: `good`, `retry` (invalid, then valid), `stubborn` (invalid twice). */
+const passB: TurnFn = ({ body }) => {
+  const text = passAText(body);
+  const again = text.includes('Your answer could not be used');
+  if (text.includes('MARK-stubborn')) return { text: passBAnswer('{fullname}') };
+  if (text.includes('MARK-retry') && !again) return { text: passBAnswer('{fullname}') };
+  return { text: passBAnswer('{full_name}') };
+};
+
+function flow(): FlowSpec {
+  return cu.flow({
+    name: 'reflect',
+    runner: 'reflect',
+    prompt: path.join(REPO, 'prompts'),
+  });
+}
+
+function card(marker: string): string {
+  const file = path.join(project, 'cards', `${marker}.md`);
+  writeFileSync(
+    file,
+    `---\ntitle: Fill the form\nflow: reflect\nrecording: ${recording}\n---\n# Task\nFill the form (${marker}).\n`,
+  );
+  return file;
+}
+
+async function launch(file: string) {
+  const { runId } = await cu.h.client.launch({
+    card: { path: file, title: path.basename(file), project },
+    flow: flow(),
+    workspace: cu.h.workspace,
+    grant: cu.h.grant,
+  });
+  return cu.h.collect(runId);
+}
+
+async function reflect(marker: string) {
+  const rec = await launch(card(marker));
+  const mine = cu.model.requests.filter((r) => r.body && JSON.stringify(r.body).includes(`(${marker})`));
+  return { rec, requests: mine };
+}
+
+beforeAll(async () => {
+  cu = await CuHarness.start();
+  cu.episodes([
+    { name: 'pass-b', match: 'You are a workflow compiler', requireTools: false, turns: [passB] },
+    { name: 'pass-a', match: 'You turn one recorded step', requireTools: false, turns: [passA] },
+  ]);
+  project = path.join(cu.h.root, 'project');
+  mkdirSync(path.join(project, 'cards'), { recursive: true });
+  await cu.startForm(TITLE);
+  const name = await find(TITLE, (e) => e.role === 'text' && e.name === 'Name');
+  const submit = await find(TITLE, (e) => e.role === 'push button' && e.name === 'Submit');
+  const centre = (b: [number, number, number, number]): [number, number] => [
+    b[0] + Math.floor(b[2] / 2),
+    b[1] + Math.floor(b[3] / 2),
+  ];
+  const rec = await Recording.start({ dir: path.join(project, 'recordings') });
+  const pause = async (): Promise<void> => {
+    await sleep(300);
+    await rec.idle();
+  };
+  await pause();
+  await desktop.click(...centre(name.bounds));
+  await pause();
+  await desktop.type('Ada Lovelace', { delayMs: 15 });
+  await pause();
+  await desktop.key('Tab');
+  await pause();
+  await desktop.type('ada@example.org', { delayMs: 15 });
+  await pause();
+  await desktop.click(...centre(submit.bounds));
+  await pause();
+  const summary = await rec.stop();
+  recording = summary.id;
+  manifest = readFileSync(path.join(summary.dir, 'manifest.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as ManifestStep);
+}, 120_000);
+
+afterAll(async () => {
+  await cu?.stop();
+});
+
+describe('reflect', () => {
+  it('makes a valid, parameterised workflow of a real recording, keeping its accessibility facts', async () => {
+    expect(manifest.map((s) => s.action.type)).toEqual(['click', 'type', 'press', 'type', 'click']);
+    const { rec, requests } = await reflect('MARK-good');
+    expect(rec.result.status, rec.result.summary).toBe('succeeded');
+    // Pass A once per step, with the screenshots before and after (the last step has no after); then pass B.
+    const a = requests.filter((r) => r.episode === 'pass-a');
+    const b = requests.filter((r) => r.episode === 'pass-b');
+    expect(a).toHaveLength(5);
+    expect(b).toHaveLength(1);
+    expect(a.map((r) => parts(r).images).sort()).toEqual([1, 2, 2, 2, 2]);
+    expect(parts(b[0]!).text).toContain('"action_value": "Ada Lovelace"'); // pass A's cards go to pass B
+    // Through the supervisor's proxy, which put the stored key in (the run never held it).
+    expect(a[0]!.headers.authorization).toBe(`Bearer ${KEYS.openai}`);
+
+    const text = artifact(rec, 'schema.json')!;
+    const check = checkWorkflow(JSON.parse(text));
+    expect(check.ok).toBe(true);
+    const w = JSON.parse(text) as Workflow;
+    expect(text.startsWith('{\n  "version": 1,\n  "task_name": "Fill the form",')).toBe(true);
+    expect(w.task_params.map((p) => p.name)).toEqual(['full_name', 'email']);
+    const [fill, submit] = w.plan.subtasks;
+    expect(fill!.steps.map((s) => [s.action_type, s.action_value])).toEqual([
+      ['CLICK', null],
+      ['TYPE', '{full_name}'],
+      ['KEYPRESS', 'Tab'],
+      ['TYPE', '{email}'],
+    ]);
+    // The recorder's facts, verbatim, and a locator replay can find the element by.
+    const click = fill!.steps[0]!;
+    expect(click.recorded?.recording).toBe(recording);
+    expect(click.recorded?.element).toEqual(manifest[0]!.element);
+    expect(click.recorded?.action).toEqual(manifest[0]!.action);
+    expect(click.locator).toMatchObject({
+      app: 'runboard-form',
+      window_title: TITLE,
+      role: 'text',
+      name: 'Name',
+    });
+    expect(submit!.steps[0]!.locator?.name).toBe('Submit');
+    expect(submit!.steps[0]!.locator?.path.at(-1)).toEqual({ role: 'push button', name: 'Submit', index: 0 });
+    expect(rec.result.metrics.modelCalls).toBe(6);
+  });
+
+  it('asks again once, with what was wrong, when an answer does not validate', async () => {
+    const { rec, requests } = await reflect('MARK-retry');
+    expect(rec.result.status, rec.result.summary).toBe('succeeded');
+    const b = requests.filter((r) => r.episode === 'pass-b');
+    expect(b).toHaveLength(2);
+    expect(parts(b[1]!).text).toContain(
+      'plan.subtasks[0].steps[1].action_value: {fullname} is neither a parameter (full_name, email) nor an upstream extract',
+    );
+    const w = JSON.parse(artifact(rec, 'schema.json')!) as Workflow;
+    expect(w.plan.subtasks[0]!.steps[1]!.action_value).toBe('{full_name}');
+    expect(rec.result.metrics.retries).toBe(1);
+  });
+
+  it('ends needs-input, saying what was wrong, when the answer is invalid twice', async () => {
+    const { rec, requests } = await reflect('MARK-stubborn');
+    expect(requests.filter((r) => r.episode === 'pass-b')).toHaveLength(2);
+    expect(rec.result.status).toBe('needs-input');
+    expect(JSON.stringify(rec.result.questions)).toContain('{fullname} is neither a parameter');
+    expect(artifact(rec, 'schema.json')).toBeNull(); // nothing half-made
+  });
+
+  it('fails at once, saying what to do, when the card names no recording', async () => {
+    const file = path.join(project, 'cards', 'none.md');
+    writeFileSync(file, '---\ntitle: No recording\nflow: reflect\n---\n# Task\nNothing.\n');
+    const rec = await launch(file);
+    expect(rec.result.status).toBe('failed');
+    expect(rec.result.summary).toContain('add `recording: rec-…`');
+  });
+});
