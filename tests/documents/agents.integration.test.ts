@@ -146,10 +146,12 @@ describe('codex with the document tools', () => {
     ]);
     const rec = await a.run(
       a.card('Report', 'EPISODE:codex-docs write a PDF report of the contacts in book.xlsx'),
-      a.flow('codex'),
+      // codex's own sandbox on, as config.yaml gives codex flows by default
+      a.flow('codex', { sandbox: { agentSandbox: 'auto' } }),
     );
     expect(rec.result.status, rec.result.summary + rec.stderr).toBe('succeeded');
     expect(offered).toEqual(expect.arrayContaining(['read_document', 'export_document']));
+    expect(rec.result.sandbox).toMatchObject({ fs: 'mounts' }); // codex's own sandbox was on
     const text = await pdfText(rec.result.worktree!.branch, 'out/report.pdf');
     expect(text).toContain('grace@example.org');
   }, 120_000);
