@@ -19,6 +19,7 @@ import { GrantStore } from '../core/grant-store.ts';
 import { launchRequest, NoGrantError } from '../core/launch.ts';
 import { loadCard, loadConfig, ProjectError } from '../core/project.ts';
 import { SupervisorClient, SupervisorUnavailable } from '../core/supervisor-client.ts';
+import { cmdExtract, EXTRACT_USAGE, ExtractUsageError } from './extract.ts';
 import { cmdRecord, RECORD_USAGE, RecordUsageError } from './record.ts';
 import { cmdSchedules, SCHEDULES_USAGE } from './schedules.ts';
 import { cmdServe, SERVE_USAGE } from './serve.ts';
@@ -38,6 +39,7 @@ const USAGE = `usage: runboard <command> [options]
   supervisor status|stop [--force]         the supervisor for this state root
   ${SERVE_USAGE}
   ${RECORD_USAGE}
+  ${EXTRACT_USAGE}
   ${SCHEDULES_USAGE}
 
 State lives in $RUNBOARD_HOME (default: the XDG data dir). See docs/user-guide.md.`;
@@ -386,6 +388,10 @@ async function main(argv: string[]): Promise<number> {
     case 'record':
       return cmdRecord(rest).catch((e: unknown) => {
         throw e instanceof RecordUsageError ? new UsageError(e.message) : e;
+      });
+    case 'extract':
+      return cmdExtract(rest, paths).catch((e: unknown) => {
+        throw e instanceof ExtractUsageError ? new UsageError(e.message, 'extract') : e;
       });
     case 'schedules':
       return cmdSchedules(rest, paths);
