@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import type { ManifestStep } from '@runboard/native';
 import { ARTIFACTS_DIR, EXTRACTION_FILE, gateExtraction, type Metrics } from '@runboard/supervisor/protocol';
+import { fill } from './computer-use/prompt.ts';
 import { defaultApi, describeModelError, ModelClient, type CallApi, type Image } from './model-call.ts';
 import type { Runner, RunnerContext, RunnerOutcome } from './runner.ts';
 
@@ -55,9 +56,6 @@ function loadPrompt(folder: string): { template: string; config: ExtractionConfi
     if (typeof c.inputs?.[k] !== 'string') throw new Error(`${file} has no inputs.${k}`);
   return { template, config: c as ExtractionConfig };
 }
-
-const fill = (t: string, vars: Record<string, string | number>): string =>
-  t.replace(/\{\{([A-Z_]+)\}\}/g, (m, k: string) => (k in vars ? String(vars[k]) : m));
 
 const clock = (ms: number): string => {
   const s = Math.max(0, ms) / 1000;
@@ -258,9 +256,13 @@ export class ExtractRunner implements Runner {
         images = shots.map((s, i) => ({
           data: s.data,
           mime: 'png' in s && s.png ? 'image/png' : 'image/jpeg',
-          caption: fill(cfg.frame_caption, { INDEX: i + 1, COUNT: shots.length, TIME: clock(s.atMs) }),
+          caption: fill(cfg.frame_caption, {
+            INDEX: String(i + 1),
+            COUNT: String(shots.length),
+            TIME: clock(s.atMs),
+          }),
         }));
-        input = fill(hasVideo ? cfg.inputs.frames : cfg.inputs.screenshots, { COUNT: images.length });
+        input = fill(hasVideo ? cfg.inputs.frames : cfg.inputs.screenshots, { COUNT: String(images.length) });
         Object.assign(metrics, {
           frames: images.length,
           frameBytes: images.reduce((n, im) => n + im.data.length, 0),
