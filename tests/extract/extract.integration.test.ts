@@ -63,9 +63,11 @@ beforeAll(async () => {
       RUNBOARD_PROVIDER_GEMINI_URL: model.url,
       RUNBOARD_PROVIDER_OPENAI_URL: model.url,
       RUNBOARD_PROVIDER_ANTHROPIC_URL: model.url,
+      // an OpenAI-compatible provider nobody listens for: the network failure of a run
+      RUNBOARD_PROVIDER_NOWHERE_URL: 'http://127.0.0.1:9',
     },
   });
-  for (const [p, k] of Object.entries(KEYS)) writeProviderKey(h.paths, p, k);
+  for (const [p, k] of Object.entries({ ...KEYS, nowhere: 'sk-nowhere' })) writeProviderKey(h.paths, p, k);
   project = h.workspace; // granted
   const prompt = path.join(project, 'prompt');
   mkdirSync(prompt);
@@ -108,6 +110,13 @@ flows:
     prompt: prompt
     timeout: 2m
     extract: { frames: 3 }
+  extract-nowhere:
+    runner: extract
+    provider: nowhere
+    model: some-model
+    prompt: prompt
+    timeout: 2m
+    extract: { frames: 2 }
 `,
   );
   // An in-app recording as the recorder leaves it: recording.json, manifest.jsonl, screenshots, video.mp4.
@@ -314,6 +323,16 @@ describe('recording → task', () => {
     } finally {
       model.gemini.options.failProcessing = false;
     }
+  });
+
+  it('a network failure says which provider could not be reached, and how', async () => {
+    const id = handCard('network-down');
+    const r = await extract({ file: video, card: id, extractor: 'extract-nowhere' });
+    expect(r.ok).toBe(false);
+    expect(r.card.front.lastError).toMatch(
+      /nowhere answered 502: runboard proxy: cannot reach provider "nowhere" at http:\/\/127\.0\.0\.1:9: ECONNREFUSED/,
+    );
+    expect(r.card.body).toContain('Written by hand.');
   });
 
   it('refuses what is over the limits or not a video, before anything is made', async () => {

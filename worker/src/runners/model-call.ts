@@ -141,7 +141,11 @@ export class ModelClient {
 export function describeModelError(err: unknown, provider: string): string {
   const e = err as { status?: number; message?: string; cause?: { code?: string; message?: string } };
   const status = typeof e.status === 'number' ? e.status : undefined;
-  const message = (e.message ?? String(err)).replace(/\s+/g, ' ').trim();
+  // the OpenAI and Anthropic SDKs start their messages with the status; it is said once here
+  const message = (e.message ?? String(err))
+    .replace(/\s+/g, ' ')
+    .trim()
+    .replace(/^\d{3}\s+/, '');
   if (status === 401 || status === 403)
     return `the model provider ${provider} refused the request (${status}): ${message}. Check the key: runboard key set ${provider}`;
   if (status === 429) return `rate limited by the model provider ${provider} (429): ${message}`;
