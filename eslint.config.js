@@ -6,7 +6,8 @@
 //  - the protocol imports nothing but vscode-jsonrpc and zod;
 //  - supervisor/src/common (paths, grants: shared with the host) never imports supervisor/src/node;
 //  - worker never imports host, and of the supervisor only its protocol entry point;
-//  - host never imports worker, and of the supervisor only its public entry points (protocol, paths, grants, git);
+//  - host never imports worker, and of the supervisor only its public entry points (protocol, paths, grants,
+//    git, schedule, and project, config, flow-spec: the project parsing the supervisor shares);
 //  - host core never imports the renderer, the shells (cli, server, electron) or electron;
 //  - the renderer (host/src/renderer, untrusted) imports no Node, no host core, and of the supervisor
 //    and native only types; host/src/shared holds types and pure code both sides may import.
@@ -90,7 +91,7 @@ const layerPolicies = [
     from: from(...hostTypes),
     ...anyOf(
       ['supervisor', 'worker'],
-      'Import the supervisor only through its entry points (@runboard/supervisor/protocol, /paths, /grants, /git); host never imports worker code.',
+      'Import the supervisor only through its entry points (@runboard/supervisor/protocol, /paths, /grants, /git, /schedule, /project, /config, /flow-spec); host never imports worker code.',
     ),
   },
   {

@@ -3,7 +3,11 @@
  *  (a) 200 `command` runs of `true` at concurrency 4: runs/s and launch latency (launch request →
  *      workerReady seen by the client), next to a bare loop spawning `node -e 0` the same way.
  *  (b) a run writing 200 MB of log lines to an attached client: MB/s received, next to `cat` piping
- *      the same bytes.
+ *      the same bytes; and the CPU time each side spends, which a loaded machine changes far less
+ *      than the wall time (the baselines' from this process's reaped children, /proc/self/stat; ours:
+ *      the run's processes, the supervisor and this client). (a) prints the same CPU split per run.
+ *  (c) the same 200 MB replayed from disk to a client that attaches after the run ended (the path of
+ *      a re-attach), next to `cat stdout.log | cat`: the cost of streaming alone, without recording.
  * Usage: node bench/run.mjs bench/core.ts [--runs N] [--mb M]
  */
 import { spawn } from 'node:child_process';
@@ -13,6 +17,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createGrant } from '@runboard/supervisor/grants';
 import { statePaths } from '@runboard/supervisor/paths';
+import type { RunResult } from '@runboard/supervisor/protocol';
 import { SupervisorClient } from '../host/src/core/supervisor-client.ts';
 
 const { values } = parseArgs({
@@ -46,6 +51,17 @@ async function pool<T>(n: number, conc: number, job: (i: number) => Promise<T>):
   return out;
 }
 
+/** CPU time (user + system) of this process's children that have been waited for, ms. */
+function childrenCpuMs(): number {
+  const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[13]) + Number(f[14])) * 10;
+}
+
+/** CPU time of a run's own processes, ms, from its metrics. */
+function runCpu(r: RunResult): number {
+  return Number(r.metrics?.cpuUserMs ?? 0) + Number(r.metrics?.cpuSystemMs ?? 0);
+}
+
 const trimmedEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };
 
 /** Bare baseline: spawn node, latency to its first output byte (= "ready"), then wait for exit. */
@@ -76,13 +92,13 @@ async function main(): Promise<void> {
 
   const launchOne = async (
     command: string,
-  ): Promise<{ ready: number; total: number; bytes: number; chunks: number }> => {
+  ): Promise<{ ready: number; total: number; bytes: number; chunks: number; result: RunResult }> => {
     const t0 = performance.now();
     const { runId } = await client.launch({ card, flow, workspace: ws, grant, command });
     let ready = 0;
     let bytes = 0;
     let chunks = 0;
-    await new Promise<void>((resolve) => {
+    const result = await new Promise<RunResult>((resolve) => {
       void client.attach(runId, {
         onEvent: (e) => {
           if (e.type === 'ready') ready = performance.now() - t0;
@@ -94,11 +110,11 @@ async function main(): Promise<void> {
         onEnd: (r) => {
           if (r.status !== 'succeeded')
             throw new Error(`bench run ${runId} ${r.status}: ${r.termination?.detail}`);
-          resolve();
+          resolve(r);
         },
       });
     });
-    return { ready, total: performance.now() - t0, bytes, chunks };
+    return { ready, total: performance.now() - t0, bytes, chunks, result };
   };
 
   // Warm-up (page cache, JIT) for both sides.
@@ -107,6 +123,11 @@ async function main(): Promise<void> {
 
   // The supervisor lives for months: its memory must not grow with the runs it has done.
   const { pid: supervisorPid } = await client.status();
+  /** CPU time (user + system) of the supervisor so far, ms (/proc's 10 ms ticks). */
+  const supervisorCpuMs = (): number => {
+    const f = readFileSync(`/proc/${supervisorPid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  };
   const rssMb = (): number => {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${supervisorPid}/status`, 'utf8'));
     return m ? Number(m[1]) / 1024 : NaN;
@@ -114,11 +135,19 @@ async function main(): Promise<void> {
   const rssBefore = rssMb();
 
   let t = performance.now();
+  const bareCpu0 = childrenCpuMs();
   const bare = await pool(RUNS, CONC, () => bareSpawn());
   const bareSecs = (performance.now() - t) / 1000;
+  const bareCpuPerRun = (childrenCpuMs() - bareCpu0) / RUNS;
+  const svCpuBefore = supervisorCpuMs();
+  const clientBefore = process.cpuUsage();
   t = performance.now();
   const runs = await pool(RUNS, CONC, () => launchOne('true'));
   const runSecs = (performance.now() - t) / 1000;
+  const svCpuPerRun = (supervisorCpuMs() - svCpuBefore) / RUNS;
+  const clientUsage = process.cpuUsage(clientBefore);
+  const clientCpuPerRun = (clientUsage.user + clientUsage.system) / 1000 / RUNS;
+  const runCpuPerRun = runs.reduce((sum, r) => sum + runCpu(r.result), 0) / RUNS;
   const readyMs = runs.map((r) => r.ready);
 
   console.log(`\n(a) ${RUNS} runs of \`true\` at concurrency ${CONC}`);
@@ -132,6 +161,13 @@ async function main(): Promise<void> {
     `    ratio (runboard / bare): latency p50 ${(pct(readyMs, 50) / pct(bare, 50)).toFixed(2)}×, p99 ${(pct(readyMs, 99) / pct(bare, 99)).toFixed(2)}×, throughput ${(bareSecs / runSecs).toFixed(2)}× of bare`,
   );
 
+  console.log(
+    `    CPU per run           : bare spawn ${f1(bareCpuPerRun)} ms; runboard ${f1(runCpuPerRun + svCpuPerRun + clientCpuPerRun)} ms (the run's processes ${f1(runCpuPerRun)}, supervisor ${f1(svCpuPerRun)}, client ${f1(clientCpuPerRun)})`,
+  );
+  console.log(
+    `    ratio of CPU per run (runboard / bare): ${((runCpuPerRun + svCpuPerRun + clientCpuPerRun) / bareCpuPerRun).toFixed(2)}×`,
+  );
+
   const rssAfter = rssMb();
   // and as many again, to tell a one-off warm-up from growth per run
   await pool(RUNS, CONC, () => launchOne('true'));
@@ -143,21 +179,66 @@ async function main(): Promise<void> {
   // (b) log throughput
   const gen = `yes 'a typical log line: step 1234 of 5678 finished in 12.3 ms, all good' | head -c ${MB * 1_000_000}`;
   t = performance.now();
+  const catCpu0 = childrenCpuMs();
   await new Promise<void>((resolve, reject) => {
     const c = spawn('sh', ['-c', `${gen} | cat > /dev/null`], { stdio: 'ignore' });
     c.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`cat baseline exited ${code}`))));
   });
   const catSecs = (performance.now() - t) / 1000;
+  const catCpuMs = childrenCpuMs() - catCpu0;
+  const cpu0 = supervisorCpuMs();
+  const client0 = process.cpuUsage();
   const big = await launchOne(gen);
+  const clientCpu = process.cpuUsage(client0);
+  const clientCpuMs = (clientCpu.user + clientCpu.system) / 1000;
+  const svCpuMs = supervisorCpuMs() - cpu0;
+  const runCpuMs = runCpu(big.result);
+  const ourCpuMs = runCpuMs + svCpuMs + clientCpuMs;
   if (big.bytes !== MB * 1_000_000)
     throw new Error(`received ${big.bytes} bytes, expected ${MB * 1_000_000}`);
   const rbSecs = big.total / 1000;
   console.log(`\n(b) ${MB} MB of log lines to an attached client`);
   console.log(`    through \`cat\`         : ${f1(MB / catSecs)} MB/s`);
   console.log(
-    `    runboard (attached)   : ${f1(MB / rbSecs)} MB/s (written to stdout.log, read back, sent as JSON-RPC in ${big.chunks} messages)`,
+    `    runboard (attached)   : ${f1(MB / rbSecs)} MB/s (written to stdout.log, read back, sent as ${big.chunks} bytes frames, decoded as UTF-8 by the client)`,
   );
   console.log(`    ratio (runboard / cat): ${(catSecs / rbSecs).toFixed(2)}× the throughput`);
+  console.log(
+    `    CPU time              : cat pipeline ${catCpuMs.toFixed(0)} ms; runboard ${ourCpuMs.toFixed(0)} ms (the run ${runCpuMs.toFixed(0)}, supervisor ${svCpuMs.toFixed(0)}, client ${clientCpuMs.toFixed(0)})`,
+  );
+  console.log(`    ratio of CPU (cat / runboard): ${(catCpuMs / ourCpuMs).toFixed(2)}×`);
+
+  // (c) replay of the ended run from disk
+  const logFile = path.join(big.result.logDir, 'stdout.log');
+  t = performance.now();
+  const replayCat0 = childrenCpuMs();
+  await new Promise<void>((resolve, reject) => {
+    const c = spawn('sh', ['-c', 'cat "$0" | cat > /dev/null', logFile], { stdio: 'ignore' });
+    c.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`cat replay exited ${code}`))));
+  });
+  const replayCatSecs = (performance.now() - t) / 1000;
+  const replayCatCpu = childrenCpuMs() - replayCat0;
+  const replaySv0 = supervisorCpuMs();
+  const replayClient0 = process.cpuUsage();
+  t = performance.now();
+  let replayed = 0;
+  await new Promise<void>((resolve, reject) => {
+    client
+      .attach(big.result.runId, { onOutput: (_s, _d, _o, len) => (replayed += len), onEnd: () => resolve() })
+      .catch(reject);
+  });
+  const replaySecs = (performance.now() - t) / 1000;
+  const replayClient = process.cpuUsage(replayClient0);
+  const replaySvCpu = supervisorCpuMs() - replaySv0;
+  if (replayed !== MB * 1_000_000) throw new Error(`replayed ${replayed} bytes, expected ${MB * 1_000_000}`);
+  console.log(`\n(c) the same ${MB} MB replayed from disk to a client attaching after the end`);
+  console.log(
+    `    \`cat stdout.log | cat\` : ${f1(MB / replayCatSecs)} MB/s, CPU ${replayCatCpu.toFixed(0)} ms`,
+  );
+  console.log(
+    `    runboard (re-attach)  : ${f1(MB / replaySecs)} MB/s, CPU: supervisor ${replaySvCpu.toFixed(0)} ms, client ${((replayClient.user + replayClient.system) / 1000).toFixed(0)} ms`,
+  );
+  console.log(`    ratio (runboard / cat): ${(replayCatSecs / replaySecs).toFixed(2)}× the throughput`);
   console.log(
     `\nmachine: ${os.cpus().length} × ${os.cpus()[0]?.model}, node ${process.version}, ${new Date().toISOString()}`,
   );

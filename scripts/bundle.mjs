@@ -79,6 +79,7 @@ if (extra.length === 0 || extra.includes('worker')) {
     claude: 'worker/src/runners/claude.ts',
     'computer-use': 'worker/src/runners/computer-use/index.ts',
     extract: 'worker/src/runners/extract.ts',
+    replay: 'worker/src/runners/replay/index.ts',
     reflect: 'worker/src/runners/reflect/index.ts',
   };
   await Promise.all(
@@ -91,6 +92,10 @@ if (extra.length === 0 || extra.includes('worker')) {
 // its own files at run time); the worker package provides it.
 if (extra.length === 0 || extra.includes('worker') || extra.includes('documents')) {
   await build(cjsBundle('worker/src/tools/documents/bin.ts', 'dist/documents-mcp.cjs', ['playwright-core']));
+  // The same tools for the computer-use loop, loaded at a run's first document tool call.
+  await build(
+    cjsBundle('worker/src/tools/documents/call.ts', 'dist/documents-tools.cjs', ['playwright-core']),
+  );
 }
 
 // The worker again, as a V8 start-up snapshot: every run starts a worker, and with the snapshot its

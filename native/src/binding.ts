@@ -112,7 +112,7 @@ interface RawBinding {
     onMessage: (type: 'ready' | 'key' | 'error', payload: Record<string, unknown>) => void,
   ) => RawWatcher;
   Recorder: new (
-    options: { region?: RawRect; frameIntervalMs?: number; settleMs?: number },
+    options: { region?: RawRect; frameIntervalMs?: number; settleMs?: number; borderWidth?: number },
     onMessage: (type: 'ready' | 'event' | 'error', payload: Record<string, unknown>) => void,
   ) => RawRecorder;
   encodeImage(rgba: Buffer, width: number, height: number, format: string, quality: number): Promise<Buffer>;

@@ -59,6 +59,7 @@ export {
   listRecordings,
   Recording,
   RECORDING_LIMITS,
+  BORDER_WIDTH,
   type RecordingInfo,
   hitTest,
   type ElementPathStep,

@@ -619,7 +619,7 @@ class NativeWatcher : public Napi::ObjectWrap<NativeWatcher> {
 
 // ---- the recorder (a person's input with the frame before each event) ----
 //
-// new Recorder({ region?: [x, y, w, h], frameIntervalMs?, settleMs? }, onMessage) starts a thread of its
+// new Recorder({ region?: [x, y, w, h], frameIntervalMs?, settleMs?, borderWidth? }, onMessage) starts a thread of its
 // own (common/recorder.h). onMessage(type, payload): 'ready' {frame}; 'event' {kind, time, keycode,
 // keysym, key, text, modifierKey, modifiers, button, x, y, window, synthetic, device, frameId, frame?};
 // 'error' {message, code} (the thread has ended). A frame ({id, width, height, source, data: RGBA}) is
@@ -707,6 +707,7 @@ class NativeRecorder : public Napi::ObjectWrap<NativeRecorder> {
     }
     opts.frameIntervalMs = static_cast<int>(Int(o, "frameIntervalMs", opts.frameIntervalMs));
     opts.settleMs = static_cast<int>(Int(o, "settleMs", opts.settleMs));
+    opts.borderWidth = static_cast<int>(Int(o, "borderWidth", opts.borderWidth));
     auto post = OpenBridge<RecorderMsg>(env, info[1].As<Napi::Function>(), "runboard-recorder", &state_,
                                         DeliverRecording, [](RecorderMsg* m) { delete m; });
     auto state = state_;

@@ -32,7 +32,17 @@ interface ScheduleRow {
   pending: string[];
   lastFire?: string;
   history: { decision: string; reason: string }[];
+  started: { fireAt: string; runId: string }[];
+  waiting?: string;
   lastRun: { runId: string; status: string } | null;
+}
+
+/** Stops serve (the board); its supervisor goes on. */
+async function closeBoard(s: BoardServer): Promise<void> {
+  await waitUntil('registered', async () => Object.keys(await schedulesCli(s)).length > 0);
+  const exited = new Promise((r) => s.proc.once('exit', r));
+  s.proc.kill('SIGTERM');
+  await exited;
 }
 
 /** `runboard schedules --json` (works with no board open). */
@@ -55,7 +65,7 @@ async function schedulesCli(s: BoardServer): Promise<Record<string, ScheduleRow>
 }
 
 describe('scheduled cards', () => {
-  it('a schedule fires with no board open; the board queues and runs the card when it opens, and shows it', async () => {
+  it('a schedule fires with no board open: the supervisor runs the card, and the board opened later shows the run', async () => {
     // The schedule clock starts 15 s before the card's 08:00 fire.
     server = await BoardServer.start(
       config,
@@ -64,38 +74,109 @@ describe('scheduled cards', () => {
     );
     const before = await server.card('nightly');
     expect(before?.schedule).toMatchObject({ text: 'cron 0 8 * * * (UTC)' });
-    // The board is closed (serve stopped); the supervisor goes on.
-    await waitUntil('registered', async () => (await schedulesCli(server!)).nightly !== undefined);
-    const exited = new Promise((r) => server!.proc.once('exit', r));
-    server.proc.kill('SIGTERM');
-    await exited;
-    expect((await schedulesCli(server)).nightly!.lastFire).toBeUndefined(); // not fired yet: no board now
-    const fired = await waitUntil(
-      'fired with no board',
+    // The board is closed (serve stopped); the supervisor goes on alone.
+    await closeBoard(server);
+    expect((await schedulesCli(server)).nightly!.lastFire).toBeUndefined(); // not fired yet
+    const ran = await waitUntil(
+      'fired and ran with no board',
       async () => {
         const s = (await schedulesCli(server!)).nightly!;
-        return s.pending.length ? s : undefined;
+        return s.lastRun?.status === 'succeeded' ? s : undefined;
       },
       30_000,
     );
-    expect(fired.pending).toEqual(['2026-01-05T08:00:00.000Z']);
-    expect(fired.history.map((d) => d.decision)).toEqual(['pending']);
-    expect(fired.next[0]).toBe('2026-01-06T08:00:00.000Z');
+    expect(ran.pending).toEqual([]);
+    expect(ran.started).toEqual([{ fireAt: '2026-01-05T08:00:00.000Z', runId: ran.lastRun!.runId }]);
+    expect(ran.history.map((d) => d.decision)).toEqual(['pending', 'started']);
+    expect(ran.next[0]).toBe('2026-01-06T08:00:00.000Z');
+    // No board has written the card: the supervisor never writes a project's files.
+    expect(readFileSync(server.cardFile('nightly.md'), 'utf8')).not.toMatch(/lastRun/);
 
-    // The board opens: it takes the fire, the card runs through the scheduler, and the board shows it.
+    // The board opens: it claims the run and records its outcome on the card, and runs nothing again.
     await server.startServe();
-    const done = await waitUntil('ran', async () => {
+    const done = await waitUntil('shown', async () => {
       const c = await server!.card('nightly');
       return c?.column === 'done' ? c : undefined;
     });
-    expect(done.runId).toBeTruthy();
+    expect(done.runId).toBe(ran.lastRun!.runId);
+    expect(readFileSync(server.cardFile('nightly.md'), 'utf8')).toContain(`lastRun: ${ran.lastRun!.runId}`);
     expect(done.schedule?.next).toBe('2026-01-06T08:00:00.000Z');
     const detail = await server.api<CardDetail>('GET', '/api/cards/nightly');
-    expect(detail.runs.map((r) => r.runId)).toEqual([done.runId]);
-    expect(detail.schedule?.history.map((d) => d.decision)).toEqual(['pending', 'queued']);
-    expect(detail.schedule?.pending).toEqual([]);
-    const row = (await schedulesCli(server)).nightly!;
-    expect(row.lastRun).toEqual({ runId: done.runId, status: 'succeeded' });
+    expect(detail.runs.map((r) => r.runId)).toEqual([ran.lastRun!.runId]);
+    expect(detail.schedule?.history.map((d) => d.decision)).toEqual(['pending', 'started']);
+    await waitUntil('claimed', async () => (await schedulesCli(server!)).nightly!.started.length === 0);
+    expect((await server.api<CardDetail>('GET', '/api/cards/nightly')).runs).toHaveLength(1);
+  });
+
+  it("with no board open the supervisor keeps the project's maxConcurrency and each flow's cap", async () => {
+    const hold = 'while [ ! -e release ]; do sleep 0.1; done; echo done';
+    const capped = `version: 1
+scheduler:
+  maxConcurrency: 2
+flows:
+  shell: { runner: command, cap: 1 }
+  other: { runner: command, cap: 4 }
+`;
+    const at8 = '{ cron: "0 8 * * *", timezone: UTC }';
+    server = await BoardServer.start(
+      capped,
+      {
+        'a.md': card('A', hold, at8),
+        'b.md': card('B', hold, at8),
+        'c.md': card('C', hold, at8).replace('flow: shell', 'flow: other'),
+        'd.md': card('D', hold, at8).replace('flow: shell', 'flow: other'),
+      },
+      { env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:45Z' } },
+    );
+    await closeBoard(server);
+    // All four fire at 08:00: a (shell) and c (other) start; b waits for the shell cap, d for the
+    // project's two runs.
+    const fired = await waitUntil(
+      'fired',
+      async () => {
+        const s = await schedulesCli(server!);
+        return ['a', 'b', 'c', 'd'].every((id) => s[id]!.lastFire) &&
+          s.a!.started.length + s.c!.started.length === 2
+          ? s
+          : undefined;
+      },
+      30_000,
+    );
+    expect(fired.b!.pending).toEqual(['2026-01-05T08:00:00.000Z']);
+    expect(fired.b!.waiting).toMatch(/flow "shell" is at its cap \(1\/1\)/);
+    expect(fired.d!.pending).toHaveLength(1);
+    expect(fired.d!.waiting).toMatch(/maxConcurrency \(2\)/);
+    writeFileSync(path.join(server.workspace, 'release'), '');
+    await waitUntil(
+      'all ran',
+      async () =>
+        Object.values(await schedulesCli(server!)).every(
+          (s) => s.started.length === 1 && s.lastRun?.status === 'succeeded',
+        ),
+      30_000,
+    );
+    // The board opens and shows the four runs, which never broke the caps.
+    await server.startServe();
+    const details = await waitUntil('shown', async () => {
+      const ds = await Promise.all(
+        ['a', 'b', 'c', 'd'].map((id) => server!.api<CardDetail>('GET', `/api/cards/${id}`)),
+      );
+      return ds.every((d) => d.card.column === 'done') ? ds : undefined;
+    });
+    const spans = details.map((d) => {
+      expect(d.runs).toHaveLength(1);
+      return {
+        flow: d.card.flow,
+        from: Date.parse(d.runs[0]!.startedAt),
+        to: Date.parse(d.runs[0]!.endedAt!),
+      };
+    });
+    const overlapping = (x: (typeof spans)[number], y: (typeof spans)[number]): boolean =>
+      x.from < y.to && y.from < x.to;
+    expect(overlapping(spans[0]!, spans[1]!)).toBe(false); // a and b: shell, cap 1
+    // at each start, at most two runs (the project's maxConcurrency) were going
+    for (const x of spans)
+      expect(spans.filter((y) => y.from <= x.from && x.from < y.to).length).toBeLessThanOrEqual(2);
   });
 
   it('overlap: a fire while the card runs is skipped (skip) or runs after it (queue), never two at once', async () => {

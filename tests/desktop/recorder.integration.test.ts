@@ -16,9 +16,8 @@ import {
   type ManifestStep,
   type WindowInfo,
 } from '../../native/src/index.ts';
-import { allElements } from '../../native/src/desktop/compact.ts';
 import { decodePng, type Image } from './png.ts';
-import { DesktopSession, eventually, repo, sleep } from './session.ts';
+import { DesktopSession, eventually, findElement, repo, sleep } from './session.ts';
 
 const TITLE = 'Runboard Recorder Form';
 const PRESET = 'hunter2-secret';
@@ -39,12 +38,7 @@ afterAll(async () => {
   expect(s.leftovers(), 'processes the suite started and left running').toEqual([]);
 });
 
-async function find(role: string, name: string): Promise<Element> {
-  const els = allElements((await desktop.read({ title: TITLE })).elements);
-  const el = els.find((e) => e.role === role && e.name === name);
-  if (!el) throw new Error(`no ${role} "${name}" in "${TITLE}"`);
-  return el;
-}
+const find = (role: string, name: string): Promise<Element> => findElement(TITLE, role, name);
 
 const centre = (e: Element): [number, number] => [
   e.bounds[0] + Math.floor(e.bounds[2] / 2),

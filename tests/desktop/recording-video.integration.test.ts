@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { desktop, listMicrophones, Recording, type RecordingSummary } from '../../native/src/index.ts';
-import { DesktopSession, eventually, repo, sleep } from './session.ts';
+import { DesktopSession, eventually, repo, sleep, videoFrame } from './session.ts';
 
 const SINK = 'runboard_test_sink';
 let s: DesktopSession;
@@ -31,17 +31,7 @@ function ffprobe(file: string): Probe {
   return JSON.parse(r.stdout) as Probe;
 }
 
-/** One frame of the video as RGB triples (`at`: seconds from the start, or negative from the end). */
-function frame(file: string, at: number): Buffer {
-  const seek = at < 0 ? ['-sseof', String(at)] : ['-ss', String(at)];
-  const r = spawnSync(
-    'ffmpeg',
-    ['-v', 'error', ...seek, '-i', file, '-frames:v', '1', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'],
-    { maxBuffer: 64 * 1024 * 1024 },
-  );
-  expect(r.status, r.stderr?.toString()).toBe(0);
-  return r.stdout;
-}
+const frame = videoFrame;
 
 /** The loudest sample of the file's audio, in dB (silence is about -91). */
 function maxVolume(file: string): number {

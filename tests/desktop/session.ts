@@ -5,7 +5,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { build } from 'esbuild';
-import { desktop, type WindowInfo } from '../../native/src/index.ts';
+import { allElements } from '../../native/src/desktop/compact.ts';
+import { desktop, type Element, type WindowInfo } from '../../native/src/index.ts';
 // @ts-expect-error: a plain .mjs build script without type declarations
 import { cliBuildOptions } from '../../native/scripts/bundle-cli.mjs';
 
@@ -189,4 +190,24 @@ export async function hudPixels(region: [number, number, number, number]): Promi
     )
       n++;
   return n;
+}
+
+/** The element of `role` named `name` in the window titled `title` (its accessibility tree, read now). */
+export async function findElement(title: string, role: string, name: string): Promise<Element> {
+  const els = allElements((await desktop.read({ title })).elements);
+  const el = els.find((e) => e.role === role && e.name === name);
+  if (!el) throw new Error(`no ${role} "${name}" in "${title}"`);
+  return el;
+}
+
+/** One frame of a video as RGB triples (`at`: seconds from the start, or negative from the end). */
+export function videoFrame(file: string, at: number): Buffer {
+  const seek = at < 0 ? ['-sseof', String(at)] : ['-ss', String(at)];
+  const r = spawnSync(
+    'ffmpeg',
+    ['-v', 'error', ...seek, '-i', file, '-frames:v', '1', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'],
+    { maxBuffer: 64 * 1024 * 1024 },
+  );
+  if (r.status !== 0) throw new Error(`ffmpeg could not read a frame of ${file}: ${r.stderr?.toString()}`);
+  return r.stdout;
 }

@@ -89,10 +89,15 @@ describe('claude with the document tools', () => {
       },
     ]);
     const rec = await a.run(
-      a.card('Report', 'EPISODE:claude-docs write a PDF report of the contacts in book.xlsx'),
+      a.card('Report', 'EPISODE:claude-docs write a PDF report of the contacts in @book.xlsx#Sheet2.'),
       a.flow('claude'),
     );
     expect(rec.result.status, rec.result.summary + rec.stderr).toBe('succeeded');
+    // The prompt listed the card's @reference as metadata, not its content (the tool read that).
+    const first = JSON.stringify(a.model.requests.find((r) => r.episode === 'claude-docs')!.body);
+    expect(first).toContain('{\\"path\\":\\"book.xlsx\\",\\"name\\":\\"book.xlsx\\",\\"type\\":\\"xlsx\\"');
+    expect(first).toContain('\\"sheet\\":\\"Sheet2\\"');
+    expect(first).not.toContain('grace@example.org');
     expect(lastRequest('claude-docs')).toContain('\\"format\\":\\"pdf\\"');
     const text = await pdfText(rec.result.worktree!.branch, 'report.pdf');
     expect(text).toContain('Contacts');

@@ -89,14 +89,18 @@ describe('schedules in the supervisor', () => {
       ],
     });
     // Down from 07:59:30 until 13:00:30: hourly fires 08:00 … 13:00 (6) and 61 five-minute fires were missed.
+    // No board is connected after the restart, so the supervisor starts what the policies keep; these
+    // cards have no files, so each start is refused and recorded as skipped, saying why.
     await restart(h, '2026-01-05T13:00:30Z');
     const s = await schedules(h);
+    const kept = (x: ScheduleInfo): string[] =>
+      hhmm(x.history.filter((d) => d.decision === 'pending').map((d) => d.fireAt));
     expect(s.skip!.pending).toEqual([]);
     expect(s.skip!.history).toHaveLength(6);
     expect(
       s.skip!.history.every((d) => d.decision === 'skipped' && /supervisor was not running/.test(d.reason)),
     ).toBe(true);
-    expect(hhmm(s.latest!.pending)).toEqual(['13:00']);
+    expect(kept(s.latest!)).toEqual(['13:00']);
     expect(s.latest!.history.map((d) => d.decision)).toEqual([
       'skipped',
       'skipped',
@@ -104,10 +108,14 @@ describe('schedules in the supervisor', () => {
       'skipped',
       'skipped',
       'pending',
+      'skipped',
     ]);
-    expect(hhmm(s.all!.pending)).toEqual(['08:00', '09:00', '10:00', '11:00', '12:00', '13:00']);
+    expect(s.latest!.history.at(-1)!.reason).toMatch(
+      /no board was open and the supervisor could not start the run: .*config\.yaml: cannot read it/,
+    );
+    expect(kept(s.all!)).toEqual(['08:00', '09:00', '10:00', '11:00', '12:00', '13:00']);
     // `all` is capped at the newest 10; the rest are recorded as skipped.
-    expect(hhmm(s.capped!.pending)).toEqual([
+    expect(kept(s.capped!)).toEqual([
       '12:15',
       '12:20',
       '12:25',
@@ -119,7 +127,10 @@ describe('schedules in the supervisor', () => {
       '12:55',
       '13:00',
     ]);
-    expect(s.capped!.history.filter((d) => d.decision === 'skipped').length).toBeGreaterThanOrEqual(51);
+    expect(
+      s.capped!.history.filter((d) => /supervisor was not running/.test(d.reason)).length,
+    ).toBeGreaterThanOrEqual(51);
+    for (const x of Object.values(s)) expect(x.pending).toEqual([]);
     // Another restart a minute later decides nothing again (the decisions were saved), and the host
     // registering the same schedules keeps their state.
     await restart(h, '2026-01-05T13:01:30Z');
@@ -130,7 +141,7 @@ describe('schedules in the supervisor', () => {
     const again = await schedules(h);
     expect(Object.keys(again).sort()).toEqual(['latest', 'skip']); // the others' cards lost their schedule
     expect(again.skip!.history).toHaveLength(6);
-    expect(hhmm(again.latest!.pending)).toEqual(['13:00']);
+    expect(again.latest!.history).toHaveLength(7);
   });
 
   it('overlap: a fire while the card runs is skipped (overlap skip) or waits (overlap queue)', async () => {

@@ -5,9 +5,11 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { parseArgs } from 'node:util';
 import { GrantError } from '@runboard/supervisor/grants';
 import { statePaths } from '@runboard/supervisor/paths';
+import { readOutputInOrder } from '@runboard/supervisor/run-output';
 import {
   ExitCodeForStatus,
   ResponseError,
@@ -20,6 +22,7 @@ import { launchRequest, NoGrantError } from '../core/launch.ts';
 import { loadCard, loadConfig, ProjectError } from '../core/project.ts';
 import { SupervisorClient, SupervisorUnavailable } from '../core/supervisor-client.ts';
 import { cmdExtract, EXTRACT_USAGE, ExtractUsageError } from './extract.ts';
+import { cmdConfig, CONFIG_USAGE } from './config.ts';
 import { cmdRecord, RECORD_USAGE, RecordUsageError } from './record.ts';
 import { cmdSchedules, SCHEDULES_USAGE } from './schedules.ts';
 import { cmdServe, SERVE_USAGE } from './serve.ts';
@@ -36,11 +39,13 @@ const USAGE = `usage: runboard <command> [options]
   discard <run-id>                         remove a run's worktree and branch
   key set <provider>                       store a provider key (read from stdin) with the supervisor
   key rm <provider> | key list             remove a key; list providers (never shows keys)
+  key check <provider>                     ask the provider whether it accepts the stored key
   supervisor status|stop [--force]         the supervisor for this state root
   ${SERVE_USAGE}
   ${RECORD_USAGE}
   ${EXTRACT_USAGE}
   ${SCHEDULES_USAGE}
+  ${CONFIG_USAGE}
 
 State lives in $RUNBOARD_HOME (default: the XDG data dir). See docs/user-guide.md.`;
 
@@ -123,10 +128,12 @@ function follow(client: SupervisorClient, runId: string, json: boolean): Promise
           json
             ? jsonLine({ type: 'event', runId, event: e })
             : tty && process.stderr.write(dim(describeEvent(e)) + '\n'),
-        onOutput: (stream, data) =>
-          json
-            ? jsonLine({ type: 'output', runId, stream, data })
-            : (stream === 'stdout' ? process.stdout : process.stderr).write(data),
+        ...(json
+          ? { onOutput: (stream, data) => jsonLine({ type: 'output', runId, stream, data }) }
+          : {
+              onBytes: (stream, bytes) =>
+                (stream === 'stdout' ? process.stdout : process.stderr).write(bytes),
+            }),
         onEnd: resolve,
       })
       .catch(reject);
@@ -224,18 +231,20 @@ async function cmdLogs(args: string[]): Promise<number> {
   client.close();
   const run = runs.find((r) => r.runId === runId);
   if (!run) throw new UsageError(`no run ${runId} (see \`runboard runs\`)`);
-  // The run keeps stdout and stderr in two files and records no order between them: each is printed
-  // whole (stdout, then stderr), as -f replays them too.
-  for (const [name, stream, out] of [
-    ['stdout.log', 'stdout', process.stdout],
-    ['stderr.log', 'stderr', process.stderr],
-  ] as const) {
-    const file = path.join(run.logDir, name);
-    if (!existsSync(file)) continue;
+  // stdout and stderr interleaved as the supervisor recorded them (output.order), each to its own fd
+  const decoders = { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
+  await readOutputInOrder(run.logDir, async (stream, data) => {
     if (values.json) {
-      const data = readFileSync(file, 'utf8');
-      if (data) jsonLine({ type: 'output', runId, stream, data });
-    } else out.write(readFileSync(file));
+      const text = decoders[stream].write(data);
+      if (text) jsonLine({ type: 'output', runId, stream, data: text });
+      return;
+    }
+    const out = stream === 'stdout' ? process.stdout : process.stderr;
+    if (!out.write(data)) await new Promise((r) => out.once('drain', r));
+  });
+  for (const stream of ['stdout', 'stderr'] as const) {
+    const rest = decoders[stream].end();
+    if (values.json && rest) jsonLine({ type: 'output', runId, stream, data: rest });
   }
   if (values.json) jsonLine({ type: 'result', runId, result: run });
   return 0;
@@ -297,8 +306,13 @@ async function cmdKey(args: string[]): Promise<number> {
         process.stdout.write(`${p.name}\t${p.hasKey ? 'key set' : 'no key'}\t${p.baseUrl}\n`);
       return 0;
     }
+    if (sub === 'check' && provider) {
+      const r = await client.checkProviderKey(provider);
+      process.stdout.write(`${provider}: ${r.ok ? 'key accepted' : 'key not accepted'}: ${r.message}\n`);
+      return r.ok ? 0 : 1;
+    }
     if ((sub !== 'set' && sub !== 'rm') || !provider)
-      throw new UsageError('key takes set <provider>, rm <provider> or list', 'key');
+      throw new UsageError('key takes set <provider>, rm <provider>, check <provider> or list', 'key');
     let key: string | null = null;
     if (sub === 'set') {
       if (process.stdin.isTTY) process.stderr.write(`paste the ${provider} key, then Enter and Ctrl-D:\n`);
@@ -395,6 +409,8 @@ async function main(argv: string[]): Promise<number> {
       });
     case 'schedules':
       return cmdSchedules(rest, paths);
+    case 'config':
+      return cmdConfig(rest);
     case undefined:
     case 'help':
     case '--help':

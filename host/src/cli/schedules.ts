@@ -1,6 +1,6 @@
 /**
- * `runboard schedules`: the schedules the supervisor keeps (next fire times, fires waiting for a
- * board, the last decision and the card's last run), and `--check` to try a phrase before saving it.
+ * `runboard schedules`: the schedules the supervisor keeps (next fire times, fires waiting to start
+ * and why, runs started while no board was open, the last decision and the card's last run), and `--check` to try a phrase before saving it.
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -73,7 +73,12 @@ export async function cmdSchedules(args: string[], paths: StatePaths): Promise<n
         `${r.title}  ${path.relative(process.cwd(), r.cardPath) || r.cardPath}\n` +
           `  ${r.text}  cron ${r.cron}\n` +
           `  next: ${r.next.map(local).join(', ') || 'never'}\n` +
-          (r.pending.length ? `  waiting for a board: ${r.pending.map(local).join(', ')}\n` : '') +
+          (r.pending.length
+            ? `  waiting to start: ${r.pending.map(local).join(', ')}${r.waiting ? ` (${r.waiting})` : ''}\n`
+            : '') +
+          (r.started.length
+            ? `  started with no board open: ${r.started.map((x) => x.runId).join(', ')} (the board shows them when it opens)\n`
+            : '') +
           `  last: ${last}${run}\n`,
       );
     }

@@ -65,11 +65,20 @@ export function callHandlers(s: BoardService): CallHandlers {
     restoreCard: (p) => s.restoreCard(p.name),
     cardSource: (p) => s.cardSource(p.id),
     saveCardSource: (p) => s.saveCardSource(p.id, p.text, p.base),
+    providers: () => s.providers(),
+    setProviderKey: (p) => s.setProviderKey(p.provider, p.key),
+    checkProviderKey: (p) => s.checkProviderKey(p.provider),
     settings: () => s.settings(),
     saveSettings: (p) => s.saveSettings(p),
     runFiles: (p) => s.runFiles(p.runId),
     runDiff: (p) => s.worktreeDiff(p.runId),
     settleWorktree: (p) => s.settleWorktree(p.runId, p.how),
+    recordings: () => s.recordings.view(),
+    startRecording: (p) => s.recordings.start(p.mic, p.video ?? true),
+    stopRecording: () => s.recordings.stop(),
+    pauseRecording: (p) => s.recordings.pause(p.paused),
+    answerRecording: (p) => s.recordings.answer(p),
+    deleteRecording: (p) => s.recordings.delete(p.recordingId),
     extractTask: (p) => s.extractTask(p),
   };
 }
@@ -114,6 +123,10 @@ export function fileHandlers(s: BoardService): FileHandlers {
   return {
     runFile: (p) => {
       const file = s.screenshotPath(p.runId, p.name);
+      return { type: contentType(file), path: file };
+    },
+    recordingFile: (p) => {
+      const file = s.recordings.file(p.recordingId, p.name);
       return { type: contentType(file), path: file };
     },
     liveFrame: async (p) => ({ type: 'image/jpeg', bytes: await s.liveFrame(p.runId) }),

@@ -19,6 +19,8 @@ import {
   type CardFields,
   type CardForm,
   type CardSource,
+  type KeyCheck,
+  type ProviderView,
   type Column,
   type ExtractStart,
   type RunFiles as RunFileList,
@@ -38,6 +40,7 @@ import { Extractions, ExtractRefused, type ExtractRequest } from './extract.ts';
 import { GrantStore } from './grant-store.ts';
 import { NoGrantError } from './launch.ts';
 import type { Card, CardStatus } from './project.ts';
+import { Recordings } from './recordings.ts';
 import { RunFiles } from './run-files.ts';
 import { streamRun, type RunViewer } from './run-stream.ts';
 import { Scheduler } from './scheduler.ts';
@@ -58,6 +61,8 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   private readonly deltas: BoardDeltas;
   private readonly files: RunFiles;
   readonly schedules: HostSchedules;
+  /** The project's recordings and the one being recorded from the board (recordings.ts). */
+  readonly recordings: Recordings;
   private readonly extractions: Extractions;
 
   private constructor(
@@ -75,6 +80,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
         return column === 'queued' || column === 'running' ? column : undefined;
       },
       changed: () => this.deltas.soon(),
+      adopt: (id, runId) => scheduler.adoptRun(id, runId),
     });
     this.views = new BoardViews(store, scheduler, this.schedules);
     this.deltas = new BoardDeltas(
@@ -85,6 +91,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       },
     );
     this.files = new RunFiles(paths, (runId) => this.runById(runId));
+    this.recordings = new Recordings({ store, changed: () => this.deltas.soon(0) });
     this.extractions = new Extractions({
       store,
       client,
@@ -117,6 +124,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   }
 
   async close(): Promise<void> {
+    await this.recordings.close();
     this.scheduler.stop();
     this.schedules.close();
     this.deltas.stop();
@@ -492,6 +500,45 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       if (err.code === ErrorCodes.RunNotFound) throw new NotFound(`no run ${runId}`);
       if (known && err.code === JsonRpcCodes.MethodNotFound) return known;
       if (err.code === JsonRpcCodes.MethodNotFound) throw new NotFound(`no run ${runId} seen by this board`);
+      throw err;
+    }
+  }
+
+  /** The supervisor's providers and the ones config.yaml's flows name, each with its flows. */
+  async providers(): Promise<ProviderView[]> {
+    const { providers } = await this.client.listProviders();
+    const flows = Object.entries(this.store.config.flows);
+    const usedBy = (name: string): string[] => flows.filter(([, f]) => f.provider === name).map(([n]) => n);
+    const out: ProviderView[] = providers.map((p) => ({ ...p, known: true, flows: usedBy(p.name) }));
+    for (const [, f] of flows)
+      if (f.provider && !out.some((p) => p.name === f.provider))
+        out.push({ name: f.provider, baseUrl: '', hasKey: false, known: false, flows: usedBy(f.provider) });
+    return out;
+  }
+
+  /** Stores (or removes) a provider key with the supervisor; cards waiting for it may start. */
+  async setProviderKey(provider: string, key: string | null): Promise<{ hasKey: boolean }> {
+    const known = (await this.client.listProviders()).providers.some((p) => p.name === provider);
+    if (!known)
+      throw new Invalid(
+        `the supervisor knows no provider "${provider}" (it knows openai, anthropic and those given by RUNBOARD_PROVIDER_<NAME>_URL)`,
+      );
+    const r = await this.client.setProviderKey(provider, key);
+    if (r.hasKey) this.scheduler.keyStored(provider);
+    return { hasKey: r.hasKey };
+  }
+
+  /** Asks the provider, through the supervisor, whether it accepts the stored key. */
+  async checkProviderKey(provider: string): Promise<KeyCheck> {
+    try {
+      const { ok, status, message } = await this.client.checkProviderKey(provider);
+      return { ok, ...(status !== undefined ? { status } : {}), message };
+    } catch (err) {
+      if (err instanceof ResponseError && err.code === JsonRpcCodes.MethodNotFound)
+        return {
+          ok: false,
+          message: 'this supervisor cannot check keys yet: restart it (runboard supervisor stop)',
+        };
       throw err;
     }
   }

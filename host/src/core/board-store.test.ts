@@ -138,10 +138,11 @@ describe('BoardStore', () => {
     store.updateConfig((text) => setYamlValues(text, [{ path: ['flows', 'shell', 'cap'], value: 1 }]));
     const cfg = readFileSync(path.join(dir, 'config.yaml'), 'utf8');
     expect(cfg).toContain('# my board');
+    expect(cfg).toMatch(/^version: 2$/m); // the version 1 file was upgraded when the board opened
     expect(cfg).toContain('maxConcurrency: 3 # all flows');
     expect(cfg).toMatch(/cap: 1 ?\} # keep me/);
     expect(store.config.flows.shell!.cap).toBe(1);
-    expect(() => store.updateConfig((text) => text.replace('version: 1', 'version: 2'))).toThrow(/version/);
+    expect(() => store.updateConfig((text) => text.replace('version: 2', 'version: one'))).toThrow(/version/);
     expect(store.config.flows.shell!.cap).toBe(1);
   });
 });

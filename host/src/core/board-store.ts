@@ -12,7 +12,15 @@ import { linkSync, lstatSync, mkdirSync, readdirSync, renameSync, writeFileSync,
 import path from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import YAML from 'yaml';
-import { parseCard, parseConfig, type Card, type CardFrontMatter, type ProjectConfig } from './project.ts';
+import {
+  parseCard,
+  parseConfig,
+  readUserConfig,
+  upgradeConfigFiles,
+  type Card,
+  type CardFrontMatter,
+  type ProjectConfig,
+} from './project.ts';
 import type { TrashedCard } from '../shared/board-types.ts';
 import { cardText, duplicateText, parseTrashName, slugOf, trashName } from './card-edit.ts';
 import { readRegularFileSync } from './regular-file.ts';
@@ -117,13 +125,15 @@ export class BoardStore extends EventEmitter<StoreEvents> {
 
   /** Loads everything (throws when there was never a good config), assigns missing ids/status. */
   load(): void {
+    // Older config files are written as the current version first (comments kept; config.ts).
+    upgradeConfigFiles(this.projectDir);
     let configText: string;
     try {
       configText = readRegularFileSync(this.configFile);
     } catch (err) {
       throw new Error(`${this.configFile}: ${(err as Error).message}`);
     }
-    this.config = parseConfig(this.configFile, configText);
+    this.config = parseConfig(this.configFile, configText, readUserConfig());
     mkdirSync(this.cardsDir, { recursive: true });
     const files = readdirSync(this.cardsDir)
       .filter((f) => f.endsWith('.md') && !f.startsWith('.'))
@@ -221,7 +231,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
   /** Rewrites config.yaml with `edit` (core/config-edit.ts changes only the values it sets). */
   updateConfig(edit: (text: string) => string): void {
     const next = edit(readRegularFileSync(this.configFile));
-    parseConfig(this.configFile, next); // refuse to write a config that would not load
+    parseConfig(this.configFile, next, readUserConfig()); // refuse to write a config that would not load
     this.write(this.configFile, next);
     this.ingestConfig(next);
   }
@@ -379,7 +389,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
 
   private ingestConfig(text: string): void {
     try {
-      this.config = parseConfig(this.configFile, text);
+      this.config = parseConfig(this.configFile, text, readUserConfig());
       this.configError = undefined;
     } catch (err) {
       this.configError = (err as Error).message;

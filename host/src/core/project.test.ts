@@ -51,9 +51,10 @@ describe('config.yaml', () => {
   });
 
   it('says what is wrong and where', () => {
-    expect(() => parseConfig('c.yaml', 'version: 2\nflows: {}\n')).toThrow(
-      /c\.yaml: invalid config: version: version must be 1/,
+    expect(() => parseConfig('c.yaml', 'version: one\nflows: {}\n')).toThrow(
+      /c\.yaml: invalid config: version: expected a whole number such as 2 \(got "one"\)/,
     );
+    expect(() => parseConfig('c.yaml', 'flows: {}\n')).toThrow(/version: missing/);
     expect(() => parseConfig('c.yaml', 'version: 1\nflows:\n  shell: { runner: rocket }\n')).toThrow(
       /flows\.shell\.runner/,
     );

@@ -2,7 +2,7 @@
  * A run's output and events for one viewer (an inspector), over a supervisor connection of its own
  * (attachments are per connection), with backpressure: see `streamRun`.
  */
-import type { Offsets, RunEvent, RunResult } from '@runboard/supervisor/protocol';
+import type { Offsets, OutputStream, RunEvent, RunResult } from '@runboard/supervisor/protocol';
 import type { StatePaths } from '@runboard/supervisor/paths';
 import type { RunStreamMessage } from '../shared/board-types.ts';
 import { SupervisorClient, type AttachHandlers } from './supervisor-client.ts';
@@ -44,17 +44,26 @@ export function streamRun(
   let stopped = false;
   let client: SupervisorClient | undefined;
   const partial = { stdout: '', stderr: '' };
-  const pending = { stdout: [] as string[], stderr: [] as string[] };
+  // Lines not yet sent, as runs of one stream in the order they were completed (stdout and stderr
+  // interleaved as the supervisor recorded them).
+  let pending: { stream: OutputStream; lines: string[] }[] = [];
+  let pendingLines = 0;
   let flushTimer: NodeJS.Timeout | undefined;
   let paused = false;
   const flush = (): void => {
     clearTimeout(flushTimer);
     flushTimer = undefined;
-    for (const s of ['stdout', 'stderr'] as const) {
-      if (pending[s].length) viewer.send({ type: 'lines', stream: s, lines: pending[s] });
-      pending[s] = [];
-    }
+    for (const { stream, lines } of pending) viewer.send({ type: 'lines', stream, lines });
+    pending = [];
+    pendingLines = 0;
     if (!paused && !stopped && (viewer.backlog?.() ?? 0) > STREAM_HIGH_WATER && viewer.drained) void pause();
+  };
+  const push = (stream: OutputStream, lines: string[]): void => {
+    if (!lines.length) return;
+    const last = pending[pending.length - 1];
+    if (last?.stream === stream) for (const l of lines) last.lines.push(l);
+    else pending.push({ stream, lines });
+    pendingLines += lines.length;
   };
   let from: Partial<Offsets> = {
     events: 0,
@@ -72,10 +81,9 @@ export function streamRun(
         lines.shift(); // the tail started mid-line
         skipFirstPartial[stream] = false;
       }
-      const into = pending[stream];
-      for (const l of lines) into.push(l);
+      push(stream, lines);
       // a big backlog goes out at once (and may pause the stream); a trickle waits up to 50 ms
-      if (into.length >= 20_000) flush();
+      if (pendingLines >= 20_000) flush();
       else flushTimer ??= setTimeout(flush, 50);
     },
     onEvent: (event) => {
@@ -85,7 +93,7 @@ export function streamRun(
     onLost: (err) => viewer.send({ type: 'event', event: errorEvent(err) }),
     onEnd: (result) => {
       for (const s of ['stdout', 'stderr'] as const) {
-        if (partial[s]) pending[s].push(partial[s]);
+        if (partial[s]) push(s, [partial[s]]);
         partial[s] = '';
       }
       flush();

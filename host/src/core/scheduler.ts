@@ -15,6 +15,7 @@ import { EventEmitter } from 'node:events';
 import PQueue from 'p-queue';
 import {
   DisplayBusy,
+  drivesDesktop,
   formatWorkflowProblems,
   ResponseError,
   type RunResult,
@@ -178,6 +179,25 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   }
 
   /**
+   * A run of the card started elsewhere (by the supervisor, for a schedule that fired while no board was
+   * open): followed to its end when it is still going, else its outcome is recorded on the card as if
+   * this board had run it. A card that has another run going keeps it (the other run's outcome stays
+   * in the schedule's history).
+   */
+  async adoptRun(cardId: string, runId: string): Promise<void> {
+    if (this.active.get(cardId)?.runId === runId) return;
+    const card = this.store.get(cardId);
+    if (!card || this.active.has(cardId)) return;
+    const { run } = await this.client.getRun(runId);
+    if (this.stopped || this.active.has(cardId)) return;
+    if (run.status === 'running') {
+      this.safeUpdate(cardId, { status: 'running', lastRun: runId, lastError: undefined });
+      this.adopt(cardId, card.front.flow, runId);
+      this.emit('changed');
+    } else this.finish(cardId, run);
+  }
+
+  /**
    * A card edited to `status: running` from outside (by hand, a script, a `git pull` from another
    * machine) while this host follows no run of it. A run of the card that the supervisor has going (a
    * board elsewhere started it) is followed; otherwise the card is put right, saying why.
@@ -273,7 +293,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       parkedFlows: Object.fromEntries(this.parkedFlows),
       exclusive: Object.fromEntries(
         Object.entries(cfg.flows)
-          .filter(([, f]) => f.runner === 'computer-use' && !f.computerUse?.privateDisplay)
+          .filter(([, f]) => drivesDesktop(f.runner) && !f.computerUse?.privateDisplay)
           .map(([n]) => [n, REAL_DISPLAY]),
       ),
       busy: Object.fromEntries([...this.busy].map(([res, b]) => [res, b.why])),
@@ -537,11 +557,19 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     if (!provider) return false;
     this.keyless.set(
       provider,
-      `waiting for an API key for provider "${provider}": store it with ` +
-        `\`printenv YOUR_KEY_VARIABLE | runboard key set ${provider}\`; the card starts once it is set`,
+      `waiting for an API key for provider "${provider}": set it on the board (Settings → Providers) or ` +
+        `with \`printenv YOUR_KEY_VARIABLE | runboard key set ${provider}\`; the card starts once it is set`,
     );
     this.watchKeys();
     return true;
+  }
+
+  /** A key was just stored for `provider` (from the board): its waiting cards may start at once. */
+  keyStored(provider: string): void {
+    if (this.keyless.delete(provider)) {
+      this.emit('changed');
+      this.kick();
+    }
   }
 
   private watchKeys(): void {

@@ -4,10 +4,13 @@
  * takes its pending fires: each queues its card through the board's own move into Queued, so a fired
  * schedule goes through the same scheduler, caps and backoff as a drag. Overlap is decided here as
  * well: a card that is queued or running does not get a second run (`overlap: skip` records the fire
- * as skipped, `queue` leaves it pending until the card's run is over).
+ * as skipped, `queue` leaves it pending until the card's run is over). Runs the supervisor started
+ * while no board was open are claimed (`schedule/claim`) once the board follows them or has recorded
+ * their outcome on the card.
  */
 import {
   call,
+  ClaimScheduledRun,
   ListSchedules,
   on,
   ScheduleDidFire,
@@ -38,6 +41,8 @@ export interface ScheduleHooks {
   busy(cardId: string): 'queued' | 'running' | undefined;
   /** Fires were taken: cards show their next fire anew. */
   changed(): void;
+  /** A run the supervisor started for the card (no board was open): follow it, or record its outcome. */
+  adopt(cardId: string, runId: string): Promise<void>;
 }
 
 /** The front matter for an edit: the phrase alone when the rest are defaults, else the object form. */
@@ -208,6 +213,7 @@ export class HostSchedules {
         this.again = false;
         this.waiting = false;
         for (const s of await this.list()) {
+          for (const r of s.started) if (!this.closed) await this.claim(s, r.runId);
           const fireAt = s.pending[0];
           if (fireAt && !this.closed) await this.takeOne(s, fireAt);
         }
@@ -216,6 +222,14 @@ export class HostSchedules {
       this.taking = false;
       this.hooks.changed();
     }
+  }
+
+  /** Shows a run the supervisor started on its card, then tells the supervisor the board has it. */
+  private async claim(s: ScheduleInfo, runId: string): Promise<void> {
+    const card = this.store.all().find((c) => c.file === s.cardPath);
+    // A run whose record cannot be read is still claimed: its id stays in the schedule's history.
+    if (card) await this.hooks.adopt(String(card.front.id), runId).catch((err) => this.warn(err));
+    await call(this.client.conn, ClaimScheduledRun, { cardPath: s.cardPath, runId });
   }
 
   private async takeOne(s: ScheduleInfo, fireAt: string): Promise<void> {

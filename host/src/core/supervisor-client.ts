@@ -19,12 +19,14 @@ import {
   GetRun,
   KeepWorktree,
   ListProviders,
+  CheckProviderKey,
   SetProviderKey,
   connect,
   DetachRun,
   DidEnd,
   DidEvent,
   DidOutput,
+  DidOutputBytes,
   LaunchRun,
   ListRuns,
   on,
@@ -41,7 +43,10 @@ import type { z } from 'zod';
 
 export interface AttachHandlers {
   onEvent?(event: RunEvent): void;
+  /** Output decoded as UTF-8 (invalid bytes become U+FFFD); not called when `onBytes` is given. */
   onOutput?(stream: OutputStream, data: string, offset: number, length: number): void;
+  /** Output as it is on disk: the bytes [offset, offset + bytes.length) of the stream. */
+  onBytes?(stream: OutputStream, bytes: Buffer, offset: number): void;
   onEnd?(result: RunResult): void;
   /** A reconnecting client could not attach again after the connection was lost (e.g. no such run). */
   onLost?(err: Error): void;
@@ -191,7 +196,22 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
         const a = this.attachments.get(runId);
         if (!mine() || !a || offset + length <= a.offsets[stream]) return;
         a.offsets[stream] = offset + length;
-        a.handlers.onOutput?.(stream, data, offset, length);
+        if (a.handlers.onBytes) a.handlers.onBytes(stream, Buffer.from(data, 'utf8'), offset);
+        else a.handlers.onOutput?.(stream, data, offset, length);
+      },
+      bad,
+    );
+    on(
+      conn,
+      DidOutputBytes,
+      ({ runId, stream, offset, bytes }) => {
+        const a = this.attachments.get(runId);
+        const length = bytes.length;
+        if (!mine() || !a || offset + length <= a.offsets[stream]) return;
+        a.offsets[stream] = offset + length;
+        const buf = Buffer.from(bytes.buffer, bytes.byteOffset, length);
+        if (a.handlers.onBytes) a.handlers.onBytes(stream, buf, offset);
+        else a.handlers.onOutput?.(stream, buf.toString('utf8'), offset, length);
       },
       bad,
     );
@@ -256,7 +276,7 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
     this.wire(next.conn);
     this.emit('reconnected');
     for (const [runId, a] of this.attachments) {
-      call(next.conn, AttachRun, { runId, from: a.offsets }).catch((err: Error) => {
+      call(next.conn, AttachRun, { runId, from: a.offsets, bytes: true }).catch((err: Error) => {
         // a connection lost again meanwhile attaches again itself
         if (this.attachments.get(runId) !== a || next.conn !== this.current || this.reconnecting) return;
         this.attachments.delete(runId);
@@ -380,13 +400,18 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
   setProviderKey(provider: string, key: string | null) {
     return this.rpc(SetProviderKey.method, (c) => call(c, SetProviderKey, { provider, key }), true);
   }
+  /** Asks the provider (through the supervisor, which holds the key) whether it accepts the stored key. */
+  checkProviderKey(provider: string) {
+    return this.rpc(CheckProviderKey.method, (c) => call(c, CheckProviderKey, { provider }), true);
+  }
   listProviders() {
     return this.rpc(ListProviders.method, (c) => call(c, ListProviders, {}), true);
   }
 
   /**
    * Streams a run from `from` (default: the beginning). Returns the run as it is now; `handlers` see
-   * every event and output chunk after `from` exactly once, then `onEnd`. A reconnecting client attaches
+   * every event and output chunk after `from` exactly once (output of both streams in the order it
+   * was recorded; as bytes frames, which cost no JSON encoding), then `onEnd`. A reconnecting client attaches
    * again after a lost connection, from where it was.
    */
   async attach(runId: string, handlers: AttachHandlers, from?: Partial<Offsets>): Promise<RunResult> {
@@ -398,7 +423,9 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
     const a = { handlers, offsets };
     this.attachments.set(runId, a);
     try {
-      const { run } = await this.rpc(AttachRun.method, (c) => call(c, AttachRun, { runId, from: offsets }));
+      const { run } = await this.rpc(AttachRun.method, (c) =>
+        call(c, AttachRun, { runId, from: offsets, bytes: true }),
+      );
       return run;
     } catch (err) {
       if (this.attachments.get(runId) === a) this.attachments.delete(runId);

@@ -17,6 +17,9 @@ function fileHandlers(): FileHandlers {
       return { type: 'image/png', path: shot };
     },
     liveFrame: () => ({ type: 'image/jpeg', bytes: Buffer.from('jpeg') }),
+    recordingFile: () => {
+      throw new NotFound('no recordings here');
+    },
     exportRun: (p) => {
       if (p.runId !== '20250101-000000-abcdef') throw new NotFound(`no run ${p.runId}`);
       return {

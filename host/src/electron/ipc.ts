@@ -110,6 +110,8 @@ export async function appResponse(url: URL, files: FileHandlers, rendererDir: st
     let reply;
     if (route?.name === 'runFile') reply = await files.runFile(parseParams('runFile', raw));
     else if (route?.name === 'liveFrame') reply = await files.liveFrame(parseParams('liveFrame', raw));
+    else if (route?.name === 'recordingFile')
+      reply = await files.recordingFile(parseParams('recordingFile', raw));
     else return text(404, `not found: ${url.pathname}`);
     const headers = { 'content-type': reply.type, 'cache-control': 'no-store' };
     if ('bytes' in reply) return new Response(new Uint8Array(reply.bytes), { headers });

@@ -31,6 +31,7 @@ const api: BoardApi = {
   },
   fileUrl: (runId, name) => APP_ORIGIN + urlOf('runFile', { runId, name }),
   liveUrl: (runId, n) => APP_ORIGIN + urlOf('liveFrame', { runId, n }),
+  recordingFileUrl: (recordingId, name) => APP_ORIGIN + urlOf('recordingFile', { recordingId, name }),
   exportRun: async (runId) => void (await ipcRenderer.invoke(channelOf('exportRun'), { runId })),
   streamRun(runId, cb) {
     const id = ++streams;

@@ -4,12 +4,20 @@
  */
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { BoardApi } from '../shared/board-api.ts';
-import { COLUMNS, COLUMN_TITLES, type BoardView, type CardDetail } from '../shared/board-types.ts';
+import {
+  COLUMNS,
+  COLUMN_TITLES,
+  type BoardView,
+  type CardDetail,
+  type ProviderView,
+} from '../shared/board-types.ts';
 import { applyDelta } from './board-delta.ts';
 import { cardOfHash, hashOf, isFiltering, matches, NO_FILTER, type CardFilter } from './card-filter.ts';
 import { Board, type MoveIntent } from './Board.tsx';
 import { CardEditor, SourceEditor, type EditorTarget } from './CardEditor.tsx';
 import { Inspector } from './Inspector.tsx';
+import { Recordings } from './Recordings.tsx';
+import { KeyPanel } from './Providers.tsx';
 import { SettingsView } from './SettingsView.tsx';
 
 /** Applies a move locally so the board answers at once; the host's answer replaces it. */
@@ -110,6 +118,13 @@ export function App({ api }: { api: BoardApi }) {
   /** The card last moved to the trash, until undone or dismissed. */
   const [trashed, setTrashed] = useState<{ name: string; title: string }>();
   const newCardButton = useRef<HTMLButtonElement>(null);
+  const [providers, setProviders] = useState<ProviderView[]>();
+  const [keyPanelHidden, setKeyPanelHidden] = useState(false);
+  /** Providers the key panel asked for: they stay in it once set (with what the check said). */
+  const [askedKeys, setAskedKeys] = useState<string[]>([]);
+  const loadProviders = useCallback((): void => {
+    api.providers().then(setProviders, () => undefined); // no supervisor yet: asked again on the next change
+  }, [api]);
   const [error, setError] = useState<string>();
   const selectedRef = useRef(selected);
   selectedRef.current = selected;
@@ -221,7 +236,22 @@ export function App({ api }: { api: BoardApi }) {
     );
   };
 
+  // the providers again whenever the flows change (a flow added, its provider changed)
+  const flowsKey = board ? JSON.stringify(board.flows.map((f) => [f.name, f.runner])) : '';
+  useEffect(() => {
+    if (flowsKey) loadProviders();
+  }, [flowsKey, loadProviders]);
+
+  const missingNames = (providers ?? [])
+    .filter((p) => p.flows.length > 0 && !p.hasKey)
+    .map((p) => p.name)
+    .join('\n');
+  useEffect(() => {
+    if (missingNames) setAskedKeys((prev) => [...new Set([...prev, ...missingNames.split('\n')])]);
+  }, [missingNames]);
+
   if (!board) return <div className="loading">Loading the board…</div>;
+  const keyPanel = (providers ?? []).filter((p) => askedKeys.includes(p.name) && p.flows.length > 0);
   const broken = selected?.startsWith('broken:') ? board.cards.find((c) => c.id === selected) : undefined;
   const running = board.cards.filter((c) => c.column === 'running').length;
   return (
@@ -244,6 +274,7 @@ export function App({ api }: { api: BoardApi }) {
             </span>
           ))}
         </span>
+        <Recordings api={api} onOpenCard={setSelected} />
         <button ref={newCardButton} className="primary" onClick={() => setEditor({ mode: 'new' })}>
           New card
         </button>
@@ -263,6 +294,14 @@ export function App({ api }: { api: BoardApi }) {
             ✕
           </button>
         </div>
+      )}
+      {keyPanel.length > 0 && !keyPanelHidden && (
+        <KeyPanel
+          api={api}
+          missing={keyPanel}
+          onChanged={loadProviders}
+          onDismiss={() => setKeyPanelHidden(true)}
+        />
       )}
       {trashed && (
         <div className="banner note" role="status">
@@ -333,6 +372,8 @@ export function App({ api }: { api: BoardApi }) {
       {settings && (
         <SettingsView
           api={api}
+          providers={providers}
+          onProvidersChanged={loadProviders}
           onClose={() => {
             setSettings(false);
             settingsButton.current?.focus();

@@ -5,7 +5,8 @@
  */
 import { useEffect, useRef, useState } from 'react';
 import type { BoardApi } from '../shared/board-api.ts';
-import { COLUMN_TITLES, type Column, type Settings } from '../shared/board-types.ts';
+import { COLUMN_TITLES, type Column, type ProviderView, type Settings } from '../shared/board-types.ts';
+import { ProvidersSection } from './Providers.tsx';
 
 const LIMITABLE: Column[] = ['needs-input', 'done', 'failed'];
 
@@ -73,7 +74,18 @@ function NumberField({
   );
 }
 
-export function SettingsView({ api, onClose }: { api: BoardApi; onClose: () => void }) {
+export function SettingsView({
+  api,
+  onClose,
+  providers,
+  onProvidersChanged,
+}: {
+  api: BoardApi;
+  onClose: () => void;
+  /** The model providers (Settings → Providers); none: not asked yet. */
+  providers?: ProviderView[] | undefined;
+  onProvidersChanged?: () => void;
+}) {
   const [s, setS] = useState<Settings>();
   const [d, setD] = useState<Draft>();
   const [checked, setChecked] = useState(false);
@@ -195,6 +207,7 @@ export function SettingsView({ api, onClose }: { api: BoardApi; onClose: () => v
           {msg?.text}
         </span>
       </form>
+      <ProvidersSection api={api} providers={providers} onChanged={onProvidersChanged ?? (() => undefined)} />
     </div>
   );
 }

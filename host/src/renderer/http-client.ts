@@ -39,6 +39,7 @@ export function httpApi(): BoardApi {
     },
     fileUrl: (runId, name) => urlOf('runFile', { runId, name }),
     liveUrl: (runId, n) => urlOf('liveFrame', { runId, n }),
+    recordingFileUrl: (recordingId, name) => urlOf('recordingFile', { recordingId, name }),
     async exportRun(runId) {
       const a = document.createElement('a');
       a.href = urlOf('exportRun', { runId });

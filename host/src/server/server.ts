@@ -188,6 +188,8 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
     if (route.name === 'runFile') return sendFile(res, await files.runFile(parseParams('runFile', raw)));
     if (route.name === 'liveFrame')
       return sendFile(res, await files.liveFrame(parseParams('liveFrame', raw)));
+    if (route.name === 'recordingFile')
+      return sendFile(res, await files.recordingFile(parseParams('recordingFile', raw)));
     if (route.name === 'exportRun')
       return sendFile(res, await files.exportRun(parseParams('exportRun', raw)));
     if (route.name === 'boardEvents') {

@@ -15,6 +15,8 @@ export interface BoardApi extends BoardCalls {
   onBoardChanged(cb: (delta?: BoardDelta) => void): () => void;
   /** A URL the renderer may show as an image (a screenshot of the run). */
   fileUrl(runId: string, name: string): string;
+  /** A URL the renderer may show as an image: a screenshot of a recording (its thumbnails). */
+  recordingFileUrl(recordingId: string, name: string): string;
   /**
    * The live frame of a running computer-use run on a private display (404 before the first frame and
    * after the end); `n` makes each refresh a new URL.

@@ -21,6 +21,8 @@ import {
   type CardFields,
   type CardForm,
   type CardSource,
+  type KeyCheck,
+  type ProviderView,
   type RunFiles,
   type RunResult,
   type ScheduleEdit,
@@ -29,6 +31,7 @@ import {
   type TrashedCard,
   type WorktreeDiff,
 } from './board-types.ts';
+import type { ContextAnswer, RecordingOutcome, RecordingsView } from './recording-types.ts';
 
 export const ColumnParam = z.enum(COLUMNS);
 const CardId = z.string().check(z.minLength(1), z.maxLength(512));
@@ -71,6 +74,10 @@ export const CardFieldsParams = z.object({
   body: CardText,
 });
 
+const ProviderParam = z
+  .string()
+  .check(z.regex(/^[a-z][a-z0-9-]{0,39}$/, 'provider names are lowercase words'));
+
 type Verb = 'GET' | 'POST' | 'PUT';
 export type Kind = 'call' | 'file' | 'stream';
 
@@ -96,6 +103,17 @@ const method =
 const none = z.object({});
 const card = z.object({ id: CardId });
 const run = z.object({ runId: RunIdParam });
+const recording = z.object({ recordingId: z.string().check(z.minLength(1), z.maxLength(64)) });
+const Text = (max: number) => z.string().check(z.maxLength(max));
+export const ContextAnswerParams = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('extract'),
+    query: Text(2000),
+    candidates: z.optional(z.array(Text(500)).check(z.maxLength(100))),
+  }),
+  z.object({ kind: z.literal('details'), note: Text(10_000) }),
+  z.object({ kind: z.literal('none') }),
+]);
 
 export const boardMethods = {
   board: method<'call', BoardView>('call')('GET', '/api/board', none),
@@ -184,6 +202,26 @@ export const boardMethods = {
     '/api/cards/:id/source',
     z.extend(card, { text: CardText, base: CardText }),
   ),
+  /** The model providers: whether each has a key (never the key) and which flows use it. */
+  providers: method<'call', ProviderView[]>('call')('GET', '/api/providers', none),
+  /**
+   * Stores (or with null removes) a provider's key with the supervisor; the key goes no further than
+   * that and is never sent back. Cards waiting for it start.
+   */
+  setProviderKey: method<'call', { hasKey: boolean }>('call')(
+    'PUT',
+    '/api/providers/:provider/key',
+    z.object({
+      provider: ProviderParam,
+      key: z.nullable(z.string().check(z.minLength(1), z.maxLength(4096))),
+    }),
+  ),
+  /** Asks the provider (through the supervisor, which holds the key) whether it accepts the stored key. */
+  checkProviderKey: method<'call', KeyCheck>('call')(
+    'POST',
+    '/api/providers/:provider/check',
+    z.object({ provider: ProviderParam }),
+  ),
   settings: method<'call', Settings>('call')('GET', '/api/settings', none),
   saveSettings: method('call')('PUT', '/api/settings', SettingsParams),
   runFiles: method<'call', RunFiles>('call')('GET', '/api/runs/:runId/files', run),
@@ -208,6 +246,32 @@ export const boardMethods = {
   liveFrame: method('file')('GET', '/api/runs/:runId/live', run),
   /** The run dir as one .tar.gz. */
   exportRun: method('file')('GET', '/api/runs/:runId/export', run),
+  /** The project's recordings, the one going, the microphones (RecordingsView). */
+  recordings: method<'call', RecordingsView>('call')('GET', '/api/recordings', none),
+  /**
+   * Records the board's display (and the microphone `mic`: 'default', 'none' or a source name) and
+   * makes a card in Backlog with the recording attached.
+   */
+  startRecording: method<'call', { id: string; cardId?: string }>('call')(
+    'POST',
+    '/api/recordings',
+    z.object({
+      mic: z.string().check(z.minLength(1), z.maxLength(512)),
+      /** A screen video too (default true); without it nothing on the screen is kept but the screenshots. */
+      video: z.optional(z.boolean()),
+    }),
+  ),
+  stopRecording: method<'call', RecordingOutcome | null>('call')('POST', '/api/recordings/stop', none),
+  pauseRecording: method('call')('POST', '/api/recordings/pause', z.object({ paused: z.boolean() })),
+  /** The answer to Ctrl+I during a recording: an extract, details for the next step, or nothing. */
+  answerRecording: method('call')('POST', '/api/recordings/answer', ContextAnswerParams),
+  deleteRecording: method('call')('POST', '/api/recordings/:recordingId/delete', recording),
+  /** A screenshot of a recording (its thumbnails). */
+  recordingFile: method('file')(
+    'GET',
+    '/api/recordings/:recordingId/file',
+    z.extend(recording, { name: z.string().check(z.minLength(1), z.maxLength(256)) }),
+  ),
   /** Board deltas (BoardDelta) as they happen. */
   boardEvents: method('stream')('GET', '/api/events', none),
   /** A run's output (its tail first) and events until it ends (RunStreamMessage). */
@@ -241,8 +305,9 @@ const agree: [
   Same<Params<'saveSettings'>, Settings>,
   Same<z.output<typeof AnswerList>, Answer[]>,
   Same<Required<z.output<typeof ScheduleEditParams>>, Required<ScheduleEdit>>,
+  Same<z.output<typeof ContextAnswerParams>, ContextAnswer>,
   Same<Required<z.output<typeof CardFieldsParams>>, Required<CardFields>>,
-] = [true, true, true, true];
+] = [true, true, true, true, true];
 void agree;
 
 /**

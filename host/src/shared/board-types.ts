@@ -227,3 +227,22 @@ export interface CardSource {
   /** Why there is no text (a directory, a link, a FIFO named *.md). */
   error?: string;
 }
+
+/** A model provider as the board shows it: never its key, only whether one is stored. */
+export interface ProviderView {
+  name: string;
+  /** Where the supervisor forwards its requests (empty when the supervisor knows no such provider). */
+  baseUrl: string;
+  hasKey: boolean;
+  /** The supervisor knows this provider (a flow may name one it does not). */
+  known: boolean;
+  /** config.yaml's flows that use it. */
+  flows: string[];
+}
+
+/** What the provider said to a check of its stored key. */
+export interface KeyCheck {
+  ok: boolean;
+  status?: number | undefined;
+  message: string;
+}

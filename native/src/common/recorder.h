@@ -20,6 +20,7 @@ struct RecorderOptions {
   Rect region;                // the recorded area (a monitor); default: the whole screen
   int frameIntervalMs = 250;  // a frame at least this often
   int settleMs = 150;         // and one this long after each burst of events (the action's outcome)
+  int borderWidth = 0;        // a red border this thick around the area while recording, never in the frames
 };
 
 // One frame of the recorded area: RGBA rows, `width * 4` bytes each.

@@ -142,6 +142,7 @@ function startRecorder(
           ...(options.region ? { region: options.region } : {}),
           ...(options.frameIntervalMs !== undefined ? { frameIntervalMs: options.frameIntervalMs } : {}),
           ...(options.settleMs !== undefined ? { settleMs: options.settleMs } : {}),
+          ...(options.borderWidth ? { borderWidth: options.borderWidth } : {}),
         },
         (type, payload) => {
           if (type === 'ready') {

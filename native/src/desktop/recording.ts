@@ -10,6 +10,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
 import path from 'node:path';
@@ -28,6 +29,9 @@ import {
 
 /** Seed 000's limits: beyond them a recording stops and says why. */
 export const RECORDING_LIMITS = { maxDurationMs: 5 * 60_000, maxBytes: 2 * 1024 ** 3 } as const;
+
+/** The recording border's width, px. */
+export const BORDER_WIDTH = 4;
 
 export type StopReason = 'stopped' | 'duration-limit' | 'size-limit' | 'display-lost';
 
@@ -54,6 +58,12 @@ export interface RecordingOptions {
   stopKey?: string;
   /** Called once with the summary when the recording ends, whatever ended it. */
   onEnd?: (summary: RecordingSummary) => void;
+  /**
+   * The red border around the recorded area while it records (seed 000); default true. It is never in
+   * the screenshots (their border strips are redrawn from the windows below it) nor in the video (its
+   * outer strips repeat their inner neighbours).
+   */
+  border?: boolean;
   /** A screen video (`video.mp4`, ffmpeg) of the region too; its bytes count towards maxBytes. */
   video?: { mic?: MicChoice; framerate?: number };
 }
@@ -264,6 +274,7 @@ export class Recording {
       ...(options.region ? { region: options.region } : {}),
       ...(options.frameIntervalMs !== undefined ? { frameIntervalMs: options.frameIntervalMs } : {}),
       ...(options.settleMs !== undefined ? { settleMs: options.settleMs } : {}),
+      ...(options.border !== false ? { borderWidth: BORDER_WIDTH } : {}),
       onError: (err) => void r.stopWith('display-lost', `the recording stopped: ${err.message}`),
     });
     // Only once the recorder runs: a display that cannot be recorded leaves no empty recording behind.
@@ -291,6 +302,11 @@ export class Recording {
    */
   async idle(): Promise<void> {
     while (this.inFlight.size > 0) await Promise.all(this.inFlight.values());
+  }
+
+  /** The microphone the video records, null for none; undefined without a video. */
+  get audio(): string | null | undefined {
+    return this.video?.audio;
   }
 
   get isPaused(): boolean {
@@ -333,6 +349,7 @@ export class Recording {
         file: path.join(this.dir, 'video.mp4'),
         display: this.options.display ?? process.env.DISPLAY ?? ':0',
         region: this.recorder.firstFrame.source,
+        ...(this.options.border !== false ? { border: BORDER_WIDTH } : {}),
         ...o,
         onExit: (message) => this.warnings.push(message),
       });
@@ -619,7 +636,7 @@ const RECORDING_ID = /^rec-\d{8}-\d{6}-[0-9a-f]{6}$/;
 function folderBytes(dir: string): number {
   let n = 0;
   for (const f of readdirSync(dir, { withFileTypes: true, recursive: true }))
-    if (f.isFile()) n += readFileSync(path.join(f.parentPath, f.name)).length;
+    if (f.isFile()) n += statSync(path.join(f.parentPath, f.name)).size;
   return n;
 }
 

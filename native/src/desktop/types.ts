@@ -224,6 +224,11 @@ export interface RecordInputOptions {
   frameIntervalMs?: number;
   /** And one this long after each burst of input (default 150 ms), when its outcome is drawn. */
   settleMs?: number;
+  /**
+   * A red border this many pixels thick just inside the area while recording (0 or absent: none). It is
+   * click-through, and never in the frames: their border strips show what is below it.
+   */
+  borderWidth?: number;
   /** Called if the recorder dies after it started (the display went away); it is stopped then. */
   onError?: (err: DesktopError) => void;
 }

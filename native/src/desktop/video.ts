@@ -29,6 +29,11 @@ export interface ScreenVideoOptions {
   mic?: MicChoice;
   /** Default 15. */
   framerate?: number;
+  /**
+   * The recording border's width (px) just inside the region: x11grab reads the screen as shown, border
+   * included, so the video's outer strips of this width repeat their inner neighbours' pixels instead.
+   */
+  border?: number;
   /** The ffmpeg executable; default `ffmpeg` on PATH. */
   ffmpeg?: string;
   /** Called when ffmpeg ends without being asked to (the display went away, the disk is full). */
@@ -101,9 +106,19 @@ function ffmpegArgs(o: ScreenVideoOptions, mic: string | null): string[] {
     '-map', '0:v', ...(mic ? ['-map', '1:a', '-c:a', 'aac', '-b:a', '96k'] : []),
     // ultrafast: the machine also runs the apps being recorded; a screen compresses well anyway.
     '-c:v', 'libx264', '-preset', 'ultrafast', '-crf', '30', '-pix_fmt', 'yuv420p',
-    ...(w % 2 || h % 2 ? ['-vf', `crop=${even(w)}:${even(h)}:0:0`] : []),
+    ...filters(o),
     o.file,
   ]; // prettier-ignore
+}
+
+function filters(o: ScreenVideoOptions): string[] {
+  const [, , w, h] = o.region;
+  const b = o.border ?? 0;
+  const vf = [
+    ...(b > 0 ? [`fillborders=left=${b}:right=${b}:top=${b}:bottom=${b}:mode=smear`] : []),
+    ...(w % 2 || h % 2 ? [`crop=${even(w)}:${even(h)}:0:0`] : []),
+  ];
+  return vf.length ? ['-vf', vf.join(',')] : [];
 }
 
 /** Starts ffmpeg; resolves once it has opened its inputs and the output, or rejects with its words. */

@@ -39,6 +39,7 @@
 #include <thread>
 
 #include "common/recorder.h"
+#include "linux/border_linux.h"
 #include "linux/desktop_thread.h"
 #include "linux/x11_session.h"
 
@@ -76,6 +77,7 @@ struct Recorder::Impl : DesktopThread {
     int x, y;
   };
   std::deque<PointerAt> pointerLog;
+  std::unique_ptr<x11::RecordingBorder> border;
 
   void Run();
   void OpenRecord();
@@ -198,6 +200,7 @@ void Recorder::Impl::Open() {
       }
     }
   }
+  if (options.borderWidth > 0) border = std::make_unique<x11::RecordingBorder>(dpy, root, area, options.borderWidth);
   XSync(dpy, False);
   if (lost) throw DesktopError(kNoDisplay, "the X display went away");
 }
@@ -280,6 +283,7 @@ void Recorder::Impl::TakeFrame() {
     }
   }
   if (owned) XDestroyImage(img);
+  if (border) border->PaintBeneath(frame->rgba, area);
   frames.emplace_back(serial, std::move(frame));
   // Events are handled as they arrive, so only the newest frames are ever asked for.
   while (frames.size() > 4) frames.pop_front();
@@ -403,6 +407,7 @@ void Recorder::Impl::HandleEvent(XEvent& ev) {
     if (ev.xmapping.request == MappingModifier) LoadModifiers();
     return;
   }
+  if (border && border->Handle(ev)) return;
   if (ev.type != GenericEvent || ev.xcookie.extension != xiOpcode) return;
   unsigned long serial = ev.xcookie.serial;
   if (!XGetEventData(dpy, &ev.xcookie)) return;
@@ -459,6 +464,7 @@ void Recorder::Impl::Run() {
     return;  // the dead Display is left as is (closing it would touch the dead socket)
   }
   frames.clear();
+  border.reset();
   if (rec) {
     XRecordDisableContext(dpy, recContext);
     XRecordFreeContext(dpy, recContext);

@@ -177,8 +177,8 @@ function verifyGrant(paths: StatePaths, raw: unknown): Grant {
   return g;
 }
 
-/** The issued grants (grants/ of the state root) that still verify. */
-function issuedGrants(paths: StatePaths): Grant[] {
+/** Each grant file's contents under grants/ of the state root, as `keep` accepts them (else skipped). */
+function grantFiles(paths: StatePaths, keep: (raw: unknown) => Grant): Grant[] {
   let files: string[];
   try {
     files = readdirSync(paths.grantsDir).filter((f) => f.endsWith('.json'));
@@ -188,12 +188,17 @@ function issuedGrants(paths: StatePaths): Grant[] {
   const out: Grant[] = [];
   for (const f of files) {
     try {
-      out.push(verifyGrant(paths, JSON.parse(readFileSync(path.join(paths.grantsDir, f), 'utf8'))));
+      out.push(keep(JSON.parse(readFileSync(path.join(paths.grantsDir, f), 'utf8'))));
     } catch {
-      // an unreadable, stale or refused grant covers nothing
+      // an unreadable, stale or refused grant covers nothing; the user can grant again
     }
   }
   return out;
+}
+
+/** The issued grants (grants/ of the state root) that still verify. */
+function issuedGrants(paths: StatePaths): Grant[] {
+  return grantFiles(paths, (raw) => verifyGrant(paths, raw));
 }
 
 function resolveIn(grantPath: string, p: string, what: string): string {
@@ -254,4 +259,25 @@ export function validateGrant(
     paths: extra.map((p) => resolveIn(g.path, p, 'path')),
     writable: writable.map(resolveWritable),
   };
+}
+
+/** The grants issued under the state root, as stored (the supervisor validates the one it is given). */
+export function listGrants(paths: StatePaths): Grant[] {
+  return grantFiles(paths, (raw) => Grant.parse(raw));
+}
+
+/** The closest grant covering `workspace` (after realpath), or null. Newest wins among equals. */
+export function findGrant(paths: StatePaths, workspace: string): Grant | null {
+  const real = realOr(workspace);
+  let best: Grant | null = null;
+  for (const g of listGrants(paths)) {
+    if (!isInside(g.path, real)) continue;
+    if (
+      !best ||
+      g.path.length > best.path.length ||
+      (g.path.length === best.path.length && g.createdAt > best.createdAt)
+    )
+      best = g;
+  }
+  return best;
 }

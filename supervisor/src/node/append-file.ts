@@ -1,38 +1,64 @@
 /**
- * An append-only file written in order, with the number of bytes already on disk (`committed`)
- * known at every moment. Readers (attached clients) read only up to `committed`, so what they see is
- * exactly what a restarted host would read back from disk.
+ * Append-only files written in order, with the number of bytes already on disk (`committed`) known at
+ * every moment. Readers (attached clients) read only up to `committed`, so what they see is exactly
+ * what a restarted host would read back from disk.
+ *
+ * `AppendFiles` writes several files through one queue, one write at a time, in the order the appends
+ * came: a reader that samples the `committed` sizes in one go sees every file as of the same moment
+ * (what output-files.ts needs to keep stdout, stderr and their order consistent).
  */
 import { EventEmitter } from 'node:events';
 import { closeSync, openSync, write } from 'node:fs';
 
-export class AppendFile extends EventEmitter<{ grow: []; failed: [NodeJS.ErrnoException] }> {
-  private fd: number;
-  private queue: Buffer[] = [];
+/** Above this much queued, producers are told to pause (append returns false). */
+const HIGH_WATER = 4 * 1024 * 1024;
+
+export class AppendFiles<F extends string> extends EventEmitter<{
+  grow: [];
+  failed: [string, NodeJS.ErrnoException];
+}> {
+  /** Bytes of each file on disk. */
+  readonly committed: Record<F, number>;
+  private readonly fds: Record<F, number>;
+  private queue: { file: F; bufs: Buffer[] }[] = [];
   private queuedBytes = 0;
   private writing = false;
   private closed = false;
   private drainWaiters: (() => void)[] = [];
-  committed = 0;
   /** Set once a write failed (e.g. ENOSPC): later data is dropped and counted. */
   error: NodeJS.ErrnoException | null = null;
   dropped = 0;
 
-  constructor(readonly path: string) {
+  /** Creates (or opens for append) each file; throws, leaving none open, when one cannot be opened. */
+  constructor(readonly paths: Record<F, string>) {
     super();
-    this.fd = openSync(path, 'a', 0o600);
+    const fds = {} as Record<F, number>;
+    const committed = {} as Record<F, number>;
+    try {
+      for (const f of Object.keys(paths) as F[]) {
+        fds[f] = openSync(paths[f], 'a', 0o600);
+        committed[f] = 0;
+      }
+    } catch (err) {
+      for (const fd of Object.values<number>(fds)) closeSync(fd);
+      throw err;
+    }
+    this.fds = fds;
+    this.committed = committed;
   }
 
-  /** Queue bytes; returns false when the queue is long and the producer should pause. */
-  append(data: Buffer): boolean {
+  /** Queues bytes for `file`; returns false when the queue is long and the producer should pause. */
+  append(file: F, data: Buffer): boolean {
     if (this.closed || this.error) {
       this.dropped += data.length;
       return true;
     }
-    this.queue.push(data);
     this.queuedBytes += data.length;
-    if (!this.writing) this.flush();
-    return this.queuedBytes < 4 * 1024 * 1024;
+    const tail = this.queue[this.queue.length - 1];
+    if (tail?.file === file) tail.bufs.push(data);
+    else this.queue.push({ file, bufs: [data] });
+    if (!this.writing) this.next();
+    return this.queuedBytes < HIGH_WATER;
   }
 
   /** Resolves when everything queued so far is on disk (or failed). */
@@ -45,16 +71,17 @@ export class AppendFile extends EventEmitter<{ grow: []; failed: [NodeJS.ErrnoEx
     return this.queuedBytes;
   }
 
+  /** Waits for everything queued, then closes the files. */
   async close(): Promise<void> {
     await this.drained();
-    if (!this.closed) {
-      this.closed = true;
-      closeSync(this.fd);
-    }
+    if (this.closed) return;
+    this.closed = true;
+    for (const fd of Object.values<number>(this.fds)) closeSync(fd);
   }
 
-  private flush(): void {
-    if (this.queue.length === 0 || this.error) {
+  private next(): void {
+    const item = this.queue.shift();
+    if (!item || this.error) {
       this.writing = false;
       const waiters = this.drainWaiters;
       this.drainWaiters = [];
@@ -62,27 +89,26 @@ export class AppendFile extends EventEmitter<{ grow: []; failed: [NodeJS.ErrnoEx
       return;
     }
     this.writing = true;
-    const data = this.queue.length === 1 ? this.queue[0]! : Buffer.concat(this.queue);
-    this.queue = [];
-    this.writeAll(data, 0);
+    const data = item.bufs.length === 1 ? item.bufs[0]! : Buffer.concat(item.bufs);
+    this.writeAll(item.file, data, 0);
   }
 
-  private writeAll(data: Buffer, offset: number): void {
-    write(this.fd, data, offset, data.length - offset, null, (err, n) => {
+  private writeAll(file: F, data: Buffer, offset: number): void {
+    write(this.fds[file], data, offset, data.length - offset, null, (err, n) => {
       if (err) {
         this.error = err;
-        this.dropped += data.length - offset + this.queuedBytes - data.length;
+        this.dropped += this.queuedBytes;
         this.queuedBytes = 0;
         this.queue = [];
-        this.emit('failed', err);
-        this.flush();
+        this.emit('failed', this.paths[file], err);
+        this.next();
         return;
       }
-      this.committed += n;
+      this.committed[file] += n;
       this.queuedBytes -= n;
       this.emit('grow');
-      if (offset + n < data.length) this.writeAll(data, offset + n);
-      else this.flush();
+      if (offset + n < data.length) this.writeAll(file, data, offset + n);
+      else this.next();
     });
   }
 }

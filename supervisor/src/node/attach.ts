@@ -1,17 +1,20 @@
 /**
  * Streaming a run to an attached client: replay from an offset, then follow live, then `didEnd`.
  * Every stream is read back from the run's files up to what is committed on disk, so a client that
- * re-attaches with the offsets it has gets every line exactly once, in order, whether the run is live,
- * ended, or from before a supervisor restart.
+ * re-attaches with the offsets it has gets every line exactly once, in order (stdout and stderr
+ * interleaved as recorded in output.order), whether the run is live, ended, or from before a
+ * supervisor restart. A client that asks for bytes gets the output as it is on disk, in bytes frames.
  */
 import { EventEmitter } from 'node:events';
 import { open, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { MessageConnection } from 'vscode-jsonrpc/node';
+import { ORDER_FILE, OutputOrder, outputSizes, type OutputSizes } from '@runboard/supervisor/run-output';
 import {
   DidEnd,
   DidEvent,
   DidOutput,
+  DidOutputBytes,
   notify,
   RunEvent,
   type Offsets,
@@ -30,9 +33,13 @@ export interface FileView {
 /** What can be attached to: an active run or an ended run on disk. */
 export interface AttachSource {
   runId: string;
+  /** The run's log dir (stdout.log, stderr.log, output.order). */
+  dir: string;
   events: FileView;
-  stdout: FileView;
-  stderr: FileView;
+  /** Sizes of the output files on disk, read at one moment. */
+  outputSizes(): OutputSizes;
+  /** True once nothing more will ever be appended to the output. */
+  isFinal(): boolean;
   /** Byte offset of each event seq in events.jsonl, when known (active runs). */
   eventOffset(seq: number): number | undefined;
   /** Fires 'grow' on any append and 'final' when the run has ended and its files are closed. */
@@ -78,33 +85,46 @@ function waitFor(signals: EventEmitter, abort: AbortSignal, ms: number): Promise
   });
 }
 
+/**
+ * Sends both output streams in the order they were recorded (output.order), from `from`, each chunk
+ * read back from disk up to what is committed. A chunk ends at a line end when it can (a live stream
+ * waits a moment for the rest of a line), at a switch to the other stream, or at MAX_CHUNK.
+ */
 async function pumpOutput(
   src: AttachSource,
-  stream: OutputStream,
-  from: number,
-  send: (offset: number, length: number, data: string) => Promise<void>,
+  from: Offsets,
+  send: (stream: OutputStream, offset: number, data: Buffer) => Promise<void>,
   abort: AbortSignal,
 ): Promise<void> {
-  const view = src[stream];
-  let fh: FileHandle | undefined;
-  const buf = Buffer.allocUnsafe(MAX_CHUNK);
-  let pos = from;
+  const order = new OutputOrder(path.join(src.dir, ORDER_FILE), from);
+  const files: Partial<Record<OutputStream, FileHandle>> = {};
   let partialSince = 0;
   // A few messages in flight, so reading the next chunk overlaps with the client taking the last one.
   const inflight: Promise<void>[] = [];
   try {
     while (!abort.aborted) {
-      const final = view.isFinal();
-      const end = view.committed();
-      if (pos < end) {
-        if (!final && end - pos < COALESCE_BYTES && !partialSince) {
-          await new Promise((r) => setTimeout(r, COALESCE_MS)); // once: then send what there is
-        }
-        fh ??= await open(view.path, 'r');
-        const want = Math.min(view.committed() - pos, MAX_CHUNK);
-        const { bytesRead } = await fh.read(buf, 0, want, pos);
-        if (bytesRead === 0) break;
-        let cut = buf.lastIndexOf(10, bytesRead - 1) + 1;
+      const final = src.isFinal();
+      let seg = await order.next(src.outputSizes(), final);
+      if (seg === 'done') break;
+      if (seg === 'wait') {
+        await waitFor(src.signals, abort, 1000);
+        continue;
+      }
+      if (!final && !seg.atSwitch && seg.end - seg.start < COALESCE_BYTES && !partialSince) {
+        await new Promise((r) => setTimeout(r, COALESCE_MS)); // once: then send what there is
+        const again = await order.next(src.outputSizes(), src.isFinal());
+        if (typeof again !== 'object') continue;
+        seg = again;
+      }
+      const want = Math.min(seg.end - seg.start, MAX_CHUNK);
+      const fh = (files[seg.stream] ??= await open(path.join(src.dir, `${seg.stream}.log`), 'r'));
+      // a buffer per chunk: the socket may still hold the last ones when this one is read
+      const buf = Buffer.allocUnsafeSlow(want);
+      const { bytesRead } = await fh.read(buf, 0, want, seg.start);
+      if (bytesRead === 0) break;
+      let cut = bytesRead;
+      if (!(seg.atSwitch && bytesRead === seg.end - seg.start)) {
+        cut = buf.lastIndexOf(10, bytesRead - 1) + 1;
         if (cut === 0) {
           const waited = partialSince && Date.now() - partialSince >= PARTIAL_LINE_WAIT_MS;
           if (bytesRead === MAX_CHUNK || final || waited) cut = utf8Boundary(buf, bytesRead) || bytesRead;
@@ -114,18 +134,16 @@ async function pumpOutput(
             continue;
           }
         }
-        partialSince = 0;
-        inflight.push(send(pos, cut, buf.toString('utf8', 0, cut)));
-        if (inflight.length >= SEND_WINDOW) await inflight.shift();
-        pos += cut;
-        continue;
       }
-      if (final) break;
-      await waitFor(src.signals, abort, 1000);
+      partialSince = 0;
+      order.advance(seg.stream, cut);
+      inflight.push(send(seg.stream, seg.start, buf.subarray(0, cut)));
+      if (inflight.length >= SEND_WINDOW) await inflight.shift();
     }
     await Promise.all(inflight);
   } finally {
-    await fh?.close();
+    await order.close();
+    await Promise.all(Object.values(files).map((f) => f.close()));
   }
 }
 
@@ -171,28 +189,33 @@ async function pumpEvents(
   }
 }
 
-/** Streams `src` to `conn` from `from`; resolves when didEnd was sent or the attachment was aborted. */
+/**
+ * Streams `src` to `conn` from `from`; resolves when didEnd was sent or the attachment was aborted.
+ * `bytes`: output as bytes frames (run/didOutputBytes) instead of JSON strings (run/didOutput).
+ */
 export async function streamRun(
   conn: MessageConnection,
   src: AttachSource,
   from: Offsets,
   abort: AbortSignal,
+  bytes = false,
 ): Promise<void> {
   const runId = src.runId;
   await Promise.all([
     pumpEvents(src, from.events, (event) => notify(conn, DidEvent, { runId, event }), abort),
     pumpOutput(
       src,
-      'stdout',
-      from.stdout,
-      (offset, length, data) => notify(conn, DidOutput, { runId, stream: 'stdout', offset, length, data }),
-      abort,
-    ),
-    pumpOutput(
-      src,
-      'stderr',
-      from.stderr,
-      (offset, length, data) => notify(conn, DidOutput, { runId, stream: 'stderr', offset, length, data }),
+      from,
+      bytes
+        ? (stream, offset, data) => notify(conn, DidOutputBytes, { runId, stream, offset, bytes: data })
+        : (stream, offset, data) =>
+            notify(conn, DidOutput, {
+              runId,
+              stream,
+              offset,
+              length: data.length,
+              data: data.toString('utf8'),
+            }),
       abort,
     ),
   ]);
@@ -201,24 +224,19 @@ export async function streamRun(
 
 /** An ended run, from its directory on disk. */
 export async function diskSource(logDir: string, runId: string, result: RunResult): Promise<AttachSource> {
-  const size = async (name: string): Promise<number> => {
-    try {
-      return (await stat(path.join(logDir, name))).size;
-    } catch {
-      return 0;
-    }
-  };
-  const [ev, out, err] = await Promise.all([size('events.jsonl'), size('stdout.log'), size('stderr.log')]);
-  const view = (name: string, n: number): FileView => ({
-    path: path.join(logDir, name),
-    committed: () => n,
-    isFinal: () => true,
-  });
+  const sizes = await outputSizes(logDir);
+  let events = 0;
+  try {
+    events = (await stat(path.join(logDir, 'events.jsonl'))).size;
+  } catch {
+    // no events recorded
+  }
   return {
     runId,
-    events: view('events.jsonl', ev),
-    stdout: view('stdout.log', out),
-    stderr: view('stderr.log', err),
+    dir: logDir,
+    events: { path: path.join(logDir, 'events.jsonl'), committed: () => events, isFinal: () => true },
+    outputSizes: () => sizes,
+    isFinal: () => true,
     eventOffset: () => undefined,
     signals: new EventEmitter(),
     result: async () => result,

@@ -4,7 +4,14 @@
  * run) can be read and tested in one place.
  */
 import path from 'node:path';
-import { JAIL_ENV_FD, JAIL_STATUS_FD, RunEnv, type CardRef, type FlowSpec } from '../protocol/index.ts';
+import {
+  drivesDesktop,
+  JAIL_ENV_FD,
+  JAIL_STATUS_FD,
+  RunEnv,
+  type CardRef,
+  type FlowSpec,
+} from '../protocol/index.ts';
 
 /** Processes (threads count) a run may have at once unless its flow says otherwise. */
 export const DEFAULT_MAX_PROCESSES = 1024;
@@ -164,7 +171,7 @@ export function buildRunEnv(i: RunEnvInput): Record<string, string> {
     [RunEnv.token]: i.token,
     [RunEnv.workspace]: i.workspace,
     ...(i.baseEnv.TZ ? { TZ: i.baseEnv.TZ } : {}),
-    ...(flow.runner === 'computer-use' ? { [RunEnv.nativeDir]: i.nativeDir } : {}),
+    ...(drivesDesktop(flow.runner) ? { [RunEnv.nativeDir]: i.nativeDir } : {}),
     ...(flow.env ?? {}),
     // The private display wins over whatever the flow names.
     ...(i.displayEnv

@@ -19,6 +19,7 @@ import { ModelProxy, providerRoutes } from './model-proxy.ts';
 import { RunRegistry } from './registry.ts';
 import { SupervisorServer } from './server.ts';
 import { scheduleClock } from '../common/schedule.ts';
+import { scheduleLauncher } from './schedule-launcher.ts';
 import { ScheduleBook } from './schedules.ts';
 
 const VERSION = '0.1.0';
@@ -133,6 +134,7 @@ async function main(): Promise<void> {
     log,
     now: scheduleClock(process.env.RUNBOARD_SCHEDULE_CLOCK),
     isRunning: (cardPath) => registry.list(true, 10_000).some((r) => r.card.path === cardPath),
+    launcher: scheduleLauncher(paths, registry, log),
   });
 
   let shuttingDown = false;
@@ -186,6 +188,7 @@ async function main(): Promise<void> {
         writeProviderKey(paths, provider, key);
         return hasProviderKey(paths, provider);
       },
+      check: (provider) => proxy.checkKey(provider),
     },
     schedules,
   );

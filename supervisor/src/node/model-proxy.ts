@@ -140,6 +140,49 @@ export class ModelProxy {
     return Object.entries(this.routes).map(([name, r]) => ({ name, baseUrl: r.baseUrl }));
   }
 
+  /**
+   * Whether the provider accepts its stored key: one GET of its model list (`/v1/models`, which
+   * OpenAI, Anthropic and OpenAI-compatible servers answer) with the key, as a run's request would
+   * carry it. 2xx: accepted; 401/403: refused; anything else is said as it is.
+   */
+  async checkKey(provider: string): Promise<{ ok: boolean; status?: number; message: string }> {
+    const route = this.routes[provider];
+    if (!route) return { ok: false, message: `unknown provider "${provider}"` };
+    const key = this.keyFor(provider);
+    if (!key) return { ok: false, message: `no key is stored for provider "${provider}"` };
+    const url = new URL(`${route.baseUrl}/v1/models`);
+    const headers: http.OutgoingHttpHeaders =
+      route.auth === 'bearer'
+        ? { authorization: `Bearer ${key}` }
+        : { 'x-api-key': key, 'anthropic-version': '2023-06-01' };
+    const mod = url.protocol === 'https:' ? https : http;
+    return new Promise((resolve) => {
+      const req = mod.request(url, { method: 'GET', headers, timeout: 15_000 }, (res) => {
+        res.resume();
+        const status = res.statusCode ?? 0;
+        if (status >= 200 && status < 300)
+          resolve({ ok: true, status, message: `${url.origin} accepted the key` });
+        else if (status === 401 || status === 403)
+          resolve({
+            ok: false,
+            status,
+            message: `${url.origin} refused the key (HTTP ${status}): set the right one`,
+          });
+        else
+          resolve({
+            ok: false,
+            status,
+            message: `${url.origin} answered HTTP ${status} to a check of the key`,
+          });
+      });
+      req.on('timeout', () => req.destroy(new Error('no answer within 15 s')));
+      req.on('error', (err: NodeJS.ErrnoException) =>
+        resolve({ ok: false, message: `cannot reach ${url.origin}: ${err.code ?? err.message}` }),
+      );
+      req.end();
+    });
+  }
+
   /** A listener and a token for one run and one provider, valid until `revoke`. */
   async grant(
     runId: string,

@@ -18,7 +18,14 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { GrantError, validateGrant } from '../common/grants.ts';
 import { runLogDir, type StatePaths } from '../common/paths.ts';
-import { ErrorCodes, ResponseError, RunResult, type DisplayBusy, type LaunchRun } from '../protocol/index.ts';
+import {
+  drivesDesktop,
+  ErrorCodes,
+  ResponseError,
+  RunResult,
+  type DisplayBusy,
+  type LaunchRun,
+} from '../protocol/index.ts';
 import { diskSource, type AttachSource } from './attach.ts';
 import { ResultFile } from './result-file.ts';
 import { Run, removeScratch, type RunDeps } from './run.ts';
@@ -88,7 +95,7 @@ export class RunRegistry {
       );
     }
     // One computer-use run at a time drives the real display (private displays have no limit here).
-    if (p.flow.runner === 'computer-use' && !p.flow.computerUse?.privateDisplay) {
+    if (drivesDesktop(p.flow.runner) && !p.flow.computerUse?.privateDisplay) {
       const busy = [...this.active.values()].find((r) => r.drivesRealDisplay);
       if (busy)
         throw new ResponseError(

@@ -1,20 +1,20 @@
 /**
  * A run's records in its log dir: `events.jsonl` (numbered events, with the byte offset of each for
- * replay), `stdout.log`, `stderr.log` and `result.json`. Creating them is the launch's last check: if
+ * replay), `stdout.log`, `stderr.log` and `output.order` (see output-files.ts) and `result.json`. Creating them is the launch's last check: if
  * that fails (e.g. a full disk) nothing of the run stays on disk and the launch is refused.
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import type { EventEmitter } from 'node:events';
 import path from 'node:path';
 import type { RunEvent, RunResult } from '../protocol/index.ts';
-import { AppendFile } from './append-file.ts';
+import { AppendFiles } from './append-file.ts';
 import type { AttachSource } from './attach.ts';
+import { OutputFiles } from './output-files.ts';
 import { ResultFile } from './result-file.ts';
 
 export class RunLog {
-  readonly events: AppendFile;
-  readonly stdout: AppendFile;
-  readonly stderr: AppendFile;
+  readonly events: AppendFiles<'events'>;
+  readonly output: OutputFiles;
   private readonly resultFile: ResultFile;
   private readonly eventOffsets: number[] = [];
   private seq = 0;
@@ -33,21 +33,21 @@ export class RunLog {
   ) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.resultFile = new ResultFile(path.join(dir, 'result.json'));
-    const opened: AppendFile[] = [];
+    let events: AppendFiles<'events'> | undefined;
     try {
       this.resultFile.init(first);
-      for (const name of ['events.jsonl', 'stdout.log', 'stderr.log'])
-        opened.push(new AppendFile(path.join(dir, name)));
+      events = new AppendFiles({ events: path.join(dir, 'events.jsonl') });
+      this.output = new OutputFiles(dir);
     } catch (err) {
       // The launch is refused (the caller gets the reason): nothing ran, so nothing of it stays on disk.
-      for (const f of opened) void f.close();
+      void events?.close();
       rmSync(dir, { recursive: true, force: true });
       throw err;
     }
-    [this.events, this.stdout, this.stderr] = opened as [AppendFile, AppendFile, AppendFile];
-    for (const f of opened) {
-      f.on('grow', onGrow);
-      f.on('failed', (err) => onFailed(f.path, err));
+    this.events = events;
+    for (const files of [this.events, this.output]) {
+      files.on('grow', onGrow);
+      files.on('failed', onFailed);
     }
   }
 
@@ -60,13 +60,13 @@ export class RunLog {
       ...(message !== undefined ? { message } : {}),
       ...(data ? { data } : {}),
     };
-    this.eventOffsets.push(this.events.committed + this.events.pendingBytes);
-    this.events.append(Buffer.from(JSON.stringify(e) + '\n'));
+    this.eventOffsets.push(this.events.committed.events + this.events.pendingBytes);
+    this.events.append('events', Buffer.from(JSON.stringify(e) + '\n'));
   }
 
   /** Waits for everything queued, then closes the three files. */
   async close(): Promise<void> {
-    await Promise.all([this.events.close(), this.stdout.close(), this.stderr.close()]);
+    await Promise.all([this.events.close(), this.output.close()]);
   }
 
   writeResult(result: RunResult): void {
@@ -75,16 +75,17 @@ export class RunLog {
 
   /** What an attached client reads while the run goes on (and after). */
   attachSource(runId: string, signals: EventEmitter, result: () => Promise<RunResult>): AttachSource {
-    const view = (f: AppendFile) => ({
-      path: f.path,
-      committed: () => f.committed,
-      isFinal: () => this.final,
-    });
+    const { output, events } = this;
     return {
       runId,
-      events: view(this.events),
-      stdout: view(this.stdout),
-      stderr: view(this.stderr),
+      dir: this.dir,
+      events: {
+        path: events.paths.events,
+        committed: () => events.committed.events,
+        isFinal: () => this.final,
+      },
+      outputSizes: () => ({ ...output.committed }),
+      isFinal: () => this.final,
       eventOffset: (seq) => this.eventOffsets[seq],
       signals,
       result,

@@ -15,6 +15,7 @@ import type { Logger } from 'pino';
 import { execa } from 'execa';
 import {
   ARTIFACTS_DIR,
+  drivesDesktop,
   LIVE_FRAME_FILE,
   JAIL_ENV_FD,
   JAIL_STATUS_FD,
@@ -29,7 +30,6 @@ import {
   type RunResult,
   type TerminationReason,
 } from '../protocol/index.ts';
-import type { AppendFile } from './append-file.ts';
 import type { AttachSource } from './attach.ts';
 import { classifyEnd, type FinishedReport, type JailExit } from './classify-end.ts';
 import { DenialScanner } from './denials.ts';
@@ -234,7 +234,7 @@ export class Run {
 
   /** A computer-use run on the user's (shared) display: at most one at a time. */
   get drivesRealDisplay(): boolean {
-    return this.spec.flow.runner === 'computer-use' && !this.spec.flow.computerUse?.privateDisplay;
+    return drivesDesktop(this.spec.flow.runner) && !this.spec.flow.computerUse?.privateDisplay;
   }
 
   get isActive(): boolean {
@@ -403,8 +403,8 @@ export class Run {
       if (workspaceFd !== undefined) closeSync(workspaceFd); // the jail has its own copy
     }
     this.child = child;
-    this.pipeOutput(child.stdout, this.log.stdout, 'stdout');
-    this.pipeOutput(child.stderr, this.log.stderr, 'stderr');
+    this.pipeOutput(child.stdout, 'stdout');
+    this.pipeOutput(child.stderr, 'stderr');
     readJailStatus(
       child.stdio[JAIL_STATUS_FD],
       (s) => this.onJailStatus(s),
@@ -485,11 +485,12 @@ export class Run {
     this.log.event(type, message, data);
   }
 
-  private pipeOutput(stream: Readable, file: AppendFile, which: 'stdout' | 'stderr'): void {
+  private pipeOutput(stream: Readable, which: 'stdout' | 'stderr'): void {
+    const file = this.log.output;
     stream.on('data', (chunk: Buffer) => {
       this.liveness.output();
       if (which === 'stderr') this.denials.scan(chunk);
-      if (!file.append(chunk)) {
+      if (!file.output(which, chunk)) {
         stream.pause();
         void file.drained().then(() => stream.resume());
       }
@@ -713,11 +714,10 @@ export class Run {
     });
     this.event('ended', `${status}: ${detail}`, { status, reason });
     await this.step('closing the run logs', () => this.log.close());
-    const { stdout, stderr } = this.log;
-    this.result.stdoutBytes = stdout.committed;
-    this.result.stderrBytes = stderr.committed;
-    if (stdout.dropped || stderr.dropped)
-      this.result.metrics = { ...this.result.metrics, droppedOutputBytes: stdout.dropped + stderr.dropped };
+    const { committed, dropped } = this.log.output;
+    this.result.stdoutBytes = committed.stdout;
+    this.result.stderrBytes = committed.stderr;
+    if (dropped) this.result.metrics = { ...this.result.metrics, droppedOutputBytes: dropped };
     await this.step('writing result.json', () => this.log.writeResult(this.result));
     try {
       unlinkSync(path.join(this.deps.supervisorDir, 'active', this.id));

@@ -4,7 +4,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ScheduleSpec } from '../protocol/index.ts';
-import { ScheduleBook } from './schedules.ts';
+import { ScheduleBook, type LaunchOutcome } from './schedules.ts';
 
 let dir: string;
 beforeEach(() => {
@@ -76,6 +76,76 @@ describe('the schedule book', () => {
     const aside = readdirSync(dir).filter((f) => f.startsWith('schedules.json.unreadable-'));
     expect(aside).toHaveLength(1);
     expect(readFileSync(path.join(dir, aside[0]!), 'utf8')).toBe('{"version":1,"entries":[{"spec":');
+    book.stop();
+  });
+
+  it('hands fires over: a connected board takes them; with none the launcher starts them, waits or says why not', async () => {
+    let now = Date.parse('2026-01-05T07:59:00Z');
+    const running = new Set<string>();
+    const ends = new Map<string, () => void>();
+    let outcome: (card: string) => LaunchOutcome = (card) => ({ runId: `run-${card}` });
+    const launched: string[] = [];
+    const book = new ScheduleBook({
+      file: path.join(dir, 'schedules.json'),
+      log: pino({ level: 'silent' }),
+      now: () => now,
+      isRunning: (card) => running.has(card),
+      launcher: {
+        launch: (_project, card) => {
+          const out = outcome(card);
+          if ('runId' in out) {
+            launched.push(out.runId);
+            running.add(card);
+          }
+          return out;
+        },
+        whenEnded: (runId) =>
+          new Promise<void>((resolve) =>
+            ends.set(runId, () => {
+              running.delete(`/p/${runId.slice(4)}.md`);
+              resolve();
+            }),
+          ),
+      },
+    });
+    book.start();
+    book.set('/p', [spec('a'), spec('b')]);
+    book.attach('/p'); // a board is connected: its fires wait for it
+    now = Date.parse('2026-01-05T08:00:00Z');
+    vi.advanceTimersByTime(60_000);
+    await vi.runOnlyPendingTimersAsync();
+    expect(launched).toEqual([]);
+    expect(book.list().map((x) => x.pending.length)).toEqual([1, 1]);
+    // The board goes away: the supervisor starts what it left, b must wait for a cap.
+    outcome = (card) =>
+      card.endsWith('b.md') ? { wait: 'flow "shell" is at its cap (1/1)' } : { runId: 'run-a' };
+    book.detach('/p');
+    let s = Object.fromEntries(book.list().map((x) => [x.cardId, x]));
+    expect(launched).toEqual(['run-a']);
+    expect(s.a!.pending).toEqual([]);
+    expect(s.a!.started).toEqual([{ fireAt: '2026-01-05T08:00:00.000Z', runId: 'run-a' }]);
+    expect(s.a!.history.at(-1)).toMatchObject({ decision: 'started', runId: 'run-a' });
+    expect(s.b!.pending).toHaveLength(1);
+    expect(s.b!.waiting).toBe('flow "shell" is at its cap (1/1)');
+    // a's run ends: b is tried again, and refused (its card is broken): recorded as skipped, saying why.
+    outcome = () => ({ refuse: 'cards/b.md: invalid card: a card needs a flow' });
+    ends.get('run-a')!();
+    await vi.runOnlyPendingTimersAsync();
+    s = Object.fromEntries(book.list().map((x) => [x.cardId, x]));
+    expect(s.b!.pending).toEqual([]);
+    expect(s.b!.history.at(-1)!.reason).toBe(
+      'no board was open and the supervisor could not start the run: cards/b.md: invalid card: a card needs a flow',
+    );
+    // A board opens again and claims the run (once); the next fire is the board's.
+    book.attach('/p');
+    expect(book.claim('/p/a.md', 'run-a')).toBe(true);
+    expect(book.claim('/p/a.md', 'run-a')).toBe(false);
+    expect(book.list()[0]!.started).toEqual([]);
+    now = Date.parse('2026-01-05T09:00:00Z');
+    vi.advanceTimersByTime(60_000);
+    await vi.runOnlyPendingTimersAsync();
+    expect(launched).toEqual(['run-a']);
+    expect(book.list().map((x) => x.pending.length)).toEqual([1, 1]);
     book.stop();
   });
 });

@@ -2,9 +2,12 @@
  * The supervisor's schedule book: the cards' schedules (told by hosts), one timer for the next due fire
  * of all of them, and a record of every fire and decision in `<state>/supervisor/schedules.json`.
  *
- * A fire does not launch a run: it becomes a *pending fire* that a host takes into its scheduler (the
- * same queue, caps and backoff as a drag; see docs/decisions.md). With no host connected, fires wait in
- * the book and the board takes them when it opens.
+ * A fire becomes a *pending fire*. While a board of the card's project is connected, the board takes
+ * it into its scheduler (the same queue, caps and backoff as a drag; see docs/decisions.md). While none
+ * is, the book starts the run itself through the launcher (the project's config read as the board reads
+ * it, within its maxConcurrency and the flow's cap; a fire that meets a full cap waits) and keeps the
+ * run as *started* until a board opens and claims it: the board then follows it or records its outcome
+ * on the card, so the run shows there and is never started twice.
  *
  * Missed fires (the supervisor was down, the machine slept) are decided by the card's policy:
  * `skip` (none), `latest_once` (the newest one, the default) or `all` (at most MAX_MISSED_RUNS, the
@@ -15,6 +18,7 @@ import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import {
+  ClaimScheduledRun,
   handle,
   JsonRpcCodes,
   ListSchedules,
@@ -44,13 +48,27 @@ interface Entry {
   lastFire?: number;
   pending: number[];
   history: ScheduleDecision[];
+  /** Runs the book started (no board open) that no board has claimed yet. */
+  started: { fireAt: number; runId: string }[];
   /** Cached: the first fire after `through` (null: never again). */
   next?: number | null;
+  /** Why the oldest pending fire waits (no board open: a cap, the card's previous run). */
+  waiting?: string;
 }
 
 interface BookFile {
   version: 1;
-  entries: Omit<Entry, 'next'>[];
+  entries: Omit<Entry, 'next' | 'waiting'>[];
+}
+
+/** What became of an attempt to start a card's run: started, must wait (why), or cannot (why). */
+export type LaunchOutcome = { runId: string } | { wait: string } | { refuse: string };
+
+/** How the book starts runs while no board of the project is open (schedule-launcher.ts). */
+export interface ScheduleLauncher {
+  launch(project: string, cardPath: string): LaunchOutcome;
+  /** Resolves when the run has ended (undefined: not a run of this supervisor). */
+  whenEnded(runId: string): Promise<unknown> | undefined;
 }
 
 export interface ScheduleBookOptions {
@@ -60,6 +78,8 @@ export interface ScheduleBookOptions {
   now?: () => number;
   /** Does this card have a run going (the overlap rule)? */
   isRunning?: (cardPath: string) => boolean;
+  /** Starts runs of fires while no board of their project is connected (none: fires wait for a board). */
+  launcher?: ScheduleLauncher;
 }
 
 const iso = (t: number): string => new Date(t).toISOString();
@@ -73,6 +93,8 @@ export class ScheduleBook extends EventEmitter<{
   private timer: NodeJS.Timeout | undefined;
   private readonly now: () => number;
   private stopped = false;
+  /** Projects with a board connected (it registered their schedules): how many connections. */
+  private readonly boards = new Map<string, number>();
 
   constructor(private readonly opts: ScheduleBookOptions) {
     super();
@@ -101,9 +123,15 @@ export class ScheduleBook extends EventEmitter<{
     }
     for (const e of saved?.entries ?? []) {
       if (checkCron(e.spec.cron, e.spec.timezone)) continue; // a zone this runtime no longer knows
-      this.entries.set(e.spec.cardPath, { ...e, pending: e.pending ?? [], history: e.history ?? [] });
+      this.entries.set(e.spec.cardPath, {
+        ...e,
+        pending: e.pending ?? [],
+        history: e.history ?? [],
+        started: e.started ?? [],
+      });
     }
     this.catchUp(true);
+    this.startPending();
     this.arm();
   }
 
@@ -145,6 +173,7 @@ export class ScheduleBook extends EventEmitter<{
         through: now,
         pending: old?.pending ?? [],
         history: old?.history ?? [],
+        started: old?.started ?? [],
         ...(old?.lastFire !== undefined ? { lastFire: old.lastFire } : {}),
       });
     }
@@ -164,7 +193,80 @@ export class ScheduleBook extends EventEmitter<{
         ...(e.lastFire !== undefined ? { lastFire: iso(e.lastFire) } : {}),
         pending: e.pending.map(iso),
         history: e.history,
+        started: e.started.map((r) => ({ fireAt: iso(r.fireAt), runId: r.runId })),
+        ...(e.waiting !== undefined ? { waiting: e.waiting } : {}),
       }));
+  }
+
+  /** A board of `project` connected: from now on it takes the project's fires. */
+  attach(project: string): void {
+    this.boards.set(project, (this.boards.get(project) ?? 0) + 1);
+    for (const e of this.entries.values()) if (e.project === project) delete e.waiting;
+  }
+
+  /** A board of `project` went away: when it was the last, the book starts the fires it left pending. */
+  detach(project: string): void {
+    const n = (this.boards.get(project) ?? 0) - 1;
+    if (n > 0) return void this.boards.set(project, n);
+    this.boards.delete(project);
+    this.startPending();
+  }
+
+  /** A board took over a run the book started: it shows it on the card from now on. */
+  claim(cardPath: string, runId: string): boolean {
+    const e = this.entries.get(cardPath);
+    const i = e ? e.started.findIndex((r) => r.runId === runId) : -1;
+    if (!e || i < 0) return false;
+    e.started.splice(i, 1);
+    this.save();
+    return true;
+  }
+
+  /**
+   * Starts the pending fires of projects no board has open, oldest first, each card's one at a time (a
+   * `queue` fire waits for the card's run to end); a fire that meets a full cap waits for a run to end.
+   */
+  private startPending(): void {
+    const launcher = this.opts.launcher;
+    if (!launcher || this.stopped) return;
+    let changed = false;
+    for (const e of this.entries.values()) {
+      if (this.boards.has(e.project)) continue;
+      delete e.waiting;
+      while (e.pending.length) {
+        if (this.opts.isRunning?.(e.spec.cardPath)) {
+          e.waiting = 'the previous run of the card is still going';
+          break;
+        }
+        const t = e.pending[0]!;
+        const out = launcher.launch(e.project, e.spec.cardPath);
+        if ('wait' in out) {
+          e.waiting = out.wait;
+          break;
+        }
+        e.pending.shift();
+        changed = true;
+        if ('refuse' in out) {
+          this.decide(
+            e,
+            t,
+            'skipped',
+            `no board was open and the supervisor could not start the run: ${out.refuse}`,
+          );
+          continue;
+        }
+        e.started.push({ fireAt: t, runId: out.runId });
+        if (e.started.length > HISTORY) e.started.splice(0, e.started.length - HISTORY);
+        this.decide(e, t, 'started', 'no board was open: the supervisor started the run', out.runId);
+        this.opts.log.info({ card: e.spec.cardPath, runId: out.runId }, 'scheduled run started');
+        void launcher.whenEnded(out.runId)?.then(() => this.startPendingSoon());
+      }
+    }
+    if (changed) this.save();
+  }
+
+  private startPendingSoon(): void {
+    if (!this.stopped) setImmediate(() => this.startPending());
   }
 
   /** A host took a pending fire (queued its card, or skipped it). */
@@ -245,12 +347,20 @@ export class ScheduleBook extends EventEmitter<{
       );
     }
     e.pending.push(t);
-    this.decide(e, t, 'pending', `${why}: waiting for the board to queue the card`);
+    const board = this.boards.has(e.project) || !this.opts.launcher;
+    this.decide(e, t, 'pending', board ? `${why}: waiting for the board to queue the card` : why);
     this.emit('fired', { project: e.project, cardPath: e.spec.cardPath, fireAt: iso(t) });
+    if (!board) this.startPendingSoon();
   }
 
-  private decide(e: Entry, t: number, decision: ScheduleDecision['decision'], reason: string): void {
-    e.history.push({ fireAt: iso(t), at: iso(this.now()), decision, reason });
+  private decide(
+    e: Entry,
+    t: number,
+    decision: ScheduleDecision['decision'],
+    reason: string,
+    runId?: string,
+  ): void {
+    e.history.push({ fireAt: iso(t), at: iso(this.now()), decision, reason, ...(runId ? { runId } : {}) });
     if (e.history.length > HISTORY) e.history.splice(0, e.history.length - HISTORY);
   }
 
@@ -266,6 +376,7 @@ export class ScheduleBook extends EventEmitter<{
     const wait = Math.max(0, Math.min(soonest - this.now(), MAX_SLEEP_MS));
     this.timer = setTimeout(() => {
       this.catchUp(false);
+      this.startPending(); // caps freed by runs this book did not start
       this.arm();
     }, wait);
     this.timer.unref();
@@ -274,7 +385,7 @@ export class ScheduleBook extends EventEmitter<{
   private save(): void {
     const data: BookFile = {
       version: 1,
-      entries: [...this.entries.values()].map(({ next: _next, ...e }) => e),
+      entries: [...this.entries.values()].map(({ next: _next, waiting: _waiting, ...e }) => e),
     };
     const tmp = path.join(
       path.dirname(this.opts.file),
@@ -295,19 +406,29 @@ export class ScheduleBook extends EventEmitter<{
  */
 export function serveSchedules(conn: MessageConnection, book: ScheduleBook): void {
   let listening = false;
+  /** The projects whose board this connection is (it registered their schedules). */
+  const projects = new Set<string>();
   const onFired = (p: { project: string; cardPath: string; fireAt: string }): void => {
     notify(conn, ScheduleDidFire, p).catch(() => undefined);
   };
   handle(conn, SetSchedules, (p) => {
     const err = book.set(p.project, p.schedules);
     if (err) throw new ResponseError(JsonRpcCodes.InvalidParams, `schedule/set: ${err}`);
+    if (!projects.has(p.project)) {
+      projects.add(p.project);
+      book.attach(p.project);
+    }
     if (!listening) {
       listening = true;
       book.on('fired', onFired);
-      conn.onClose(() => book.off('fired', onFired));
+      conn.onClose(() => {
+        book.off('fired', onFired);
+        for (const project of projects) book.detach(project);
+      });
     }
     return { schedules: p.schedules.length };
   });
+  handle(conn, ClaimScheduledRun, (p) => ({ claimed: book.claim(p.cardPath, p.runId) }));
   handle(conn, ListSchedules, (p) => ({
     now: new Date(book.clock()).toISOString(),
     schedules: book.list(p.project),

@@ -15,6 +15,7 @@ import {
   handle,
   KeepWorktree,
   ListProviders,
+  CheckProviderKey,
   LaunchRun,
   ListRuns,
   Offsets,
@@ -32,6 +33,8 @@ import { serveSchedules, type ScheduleBook } from './schedules.ts';
 export interface ProviderKeys {
   list(): { name: string; baseUrl: string; hasKey: boolean }[];
   set(provider: string, key: string | null): boolean;
+  /** Asks the provider whether it accepts the stored key. */
+  check(provider: string): Promise<{ ok: boolean; status?: number; message: string }>;
 }
 
 export interface ServerInfo {
@@ -108,7 +111,7 @@ export class SupervisorServer {
       const snapshot = run ? run.result : await src.result();
       // Streaming starts after the response is on its way, so the client knows the run first.
       setImmediate(() => {
-        streamRun(conn, src, Offsets.parse(p.from ?? {}), ac.signal)
+        streamRun(conn, src, Offsets.parse(p.from ?? {}), ac.signal, p.bytes ?? false)
           .catch((err: Error) =>
             this.log.debug({ runId: p.runId, err: err.message }, 'attach stream ended with error'),
           )
@@ -131,6 +134,10 @@ export class SupervisorServer {
       hasKey: this.keys?.set(p.provider, p.key) ?? false,
     }));
     handle(conn, ListProviders, () => ({ providers: this.keys?.list() ?? [] }));
+    handle(conn, CheckProviderKey, async (p) => ({
+      provider: p.provider,
+      ...((await this.keys?.check(p.provider)) ?? { ok: false, message: 'this supervisor keeps no keys' }),
+    }));
     if (this.schedules) serveSchedules(conn, this.schedules);
     handle(conn, SupervisorStatus, () => ({
       pid: process.pid,

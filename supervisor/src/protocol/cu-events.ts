@@ -63,6 +63,17 @@ export const CuStep = z.object({
     image: z.optional(z.tuple([z.number(), z.number()])),
   }),
   tokens: Tokens,
+  /** Replay runs: whether the step ran by its accessibility locator or by the model, and why the model. */
+  replay: z.optional(
+    z.object({
+      mode: z.enum(['locator', 'model']),
+      subtask: z.string(),
+      /** The workflow's step it stands for (none: the model worked towards the subtask's outcome). */
+      planStep: z.optional(z.int()),
+      /** What replay asked of the model. */
+      ask: z.optional(z.string()),
+    }),
+  ),
 });
 export type CuStep = z.infer<typeof CuStep>;
 

@@ -72,11 +72,13 @@ export const GetRun = request(
 /**
  * Attach to a run from an offset: the supervisor replays what was recorded after `from` (events by seq,
  * output by byte offset), then streams live, then sends `run/didEnd`. No line is lost or duplicated.
+ * Output comes in the order the supervisor received it across stdout and stderr. With `bytes` it comes
+ * as `run/didOutputBytes` (raw bytes frames), else as `run/didOutput` (JSON strings).
  */
 export const AttachRun = request(
   'run/attach',
   'host→supervisor',
-  z.object({ runId: RunId, from: z.optional(Offsets) }),
+  z.object({ runId: RunId, from: z.optional(Offsets), bytes: z.optional(z.boolean()) }),
   z.object({ run: RunResult }),
 );
 
@@ -142,6 +144,25 @@ export const ListProviders = request(
   }),
 );
 
+/**
+ * Checks the stored key of a provider against the provider itself (one request to its model list, by
+ * the supervisor, with the key): accepted, refused, or not reachable. The key is never sent back.
+ */
+export const CheckProviderKey = request(
+  'provider/checkKey',
+  'host→supervisor',
+  z.object({ provider: ProviderName }),
+  z.object({
+    provider: ProviderName,
+    /** The provider accepted the key. */
+    ok: z.boolean(),
+    /** The provider's HTTP status, when it answered. */
+    status: z.optional(z.int()),
+    /** In words: what the provider said, or why it could not be asked. */
+    message: z.string(),
+  }),
+);
+
 // ─── supervisor → host (on the connection that attached) ─────────────────────────────────────────
 
 /** One event from events.jsonl. */
@@ -164,6 +185,21 @@ export const DidOutput = notification(
     offset: z.int().check(z.minimum(0)),
     length: z.int().check(z.minimum(0)),
     data: z.string(),
+  }),
+);
+
+/**
+ * Output bytes [offset, offset+bytes.length) of stdout.log or stderr.log as they are on disk, sent as a
+ * bytes frame (see transport.ts): only to a client that attached with `bytes`.
+ */
+export const DidOutputBytes = notification(
+  'run/didOutputBytes',
+  'supervisor→host',
+  z.object({
+    runId: RunId,
+    stream: OutputStream,
+    offset: z.int().check(z.minimum(0)),
+    bytes: z.custom<Uint8Array<ArrayBufferLike>>((v) => v instanceof Uint8Array),
   }),
 );
 

@@ -1,10 +1,13 @@
 /**
  * Scheduled runs: the host tells the supervisor its cards' schedules; the supervisor owns the timers
- * (it outlives the board), records each fire as pending, and the host takes pending fires into its
- * scheduler (the same queue, caps and backoff as a drag). See docs/protocol.md, "Schedules".
+ * (it outlives the board) and records each fire as pending. While a board of the project is connected
+ * it takes pending fires into its scheduler (the same queue, caps and backoff as a drag); while none
+ * is, the supervisor starts the runs itself within the project's caps, and the board that opens later
+ * claims them. See docs/protocol.md, "Schedules".
  */
 import * as z from 'zod/mini';
 import { notification, request } from './define.ts';
+import { RunId } from './schemas.ts';
 
 const Text = (max: number) => z.string().check(z.minLength(1), z.maxLength(max));
 const CardPath = z.string().check(
@@ -33,13 +36,18 @@ export const ScheduleSpec = z.object({
 });
 export type ScheduleSpec = z.infer<typeof ScheduleSpec>;
 
-/** What became of one fire: waiting for a host (pending), taken into the board's queue, or skipped (why). */
+/**
+ * What became of one fire: waiting (pending), taken into the board's queue (queued), started by the
+ * supervisor because no board was open (started), or skipped (why).
+ */
 export const ScheduleDecision = z.object({
   /** The fire time the schedule named. */
   fireAt: Iso,
   /** When it was decided. */
   at: Iso,
-  decision: z.enum(['pending', 'queued', 'skipped']),
+  decision: z.enum(['pending', 'queued', 'started', 'skipped']),
+  /** The run a `started` fire began. */
+  runId: z.optional(RunId),
   reason: z.string().check(z.maxLength(1000)),
 });
 export type ScheduleDecision = z.infer<typeof ScheduleDecision>;
@@ -55,6 +63,10 @@ export const ScheduleInfo = z.object({
   pending: z.array(Iso),
   /** Decisions, oldest first (the last 100). */
   history: z.array(ScheduleDecision),
+  /** Runs the supervisor started (no board was open) that no board has claimed yet, oldest first. */
+  started: z.array(z.object({ fireAt: Iso, runId: RunId })),
+  /** Why the oldest pending fire has not started yet, while no board is open (e.g. a cap). */
+  waiting: z.optional(z.string().check(z.maxLength(1000))),
 });
 export type ScheduleInfo = z.infer<typeof ScheduleInfo>;
 
@@ -95,4 +107,16 @@ export const ScheduleDidFire = notification(
   'schedule/didFire',
   'supervisor→host',
   z.object({ project: CardPath, cardPath: CardPath, fireAt: Iso }),
+);
+
+/**
+ * A board took over a run the supervisor started for a fire while no board was open (it now shows the
+ * run on the card and follows it, or records its outcome). Idempotent: `claimed: false` when it was
+ * claimed already.
+ */
+export const ClaimScheduledRun = request(
+  'schedule/claim',
+  'host→supervisor',
+  z.object({ cardPath: CardPath, runId: RunId }),
+  z.object({ claimed: z.boolean() }),
 );

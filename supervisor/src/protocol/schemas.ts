@@ -49,6 +49,11 @@ export const RunnerName = z.enum([
 ]);
 export type RunnerName = z.infer<typeof RunnerName>;
 
+/** Runners that drive a desktop (screenshots, input): the display, the addon and the artifacts folder are theirs. */
+export function drivesDesktop(runner: RunnerName): boolean {
+  return runner === 'computer-use' || runner === 'replay';
+}
+
 /** A provider name: also the first path segment of its route through the model proxy. */
 export const ProviderName = z
   .string()

@@ -85,6 +85,41 @@ describe('FramedMessageWriter', () => {
   });
 });
 
+describe('bytes frames', () => {
+  it('a message with a Buffer `bytes` crosses as raw bytes, in its place among JSON frames', async () => {
+    const pipe = new PassThrough();
+    const writer = new FramedMessageWriter(pipe);
+    const raw: Buffer[] = [];
+    pipe.on('data', (c: Buffer) => raw.push(c));
+    const got: unknown[] = [];
+    new FramedMessageReader(pipe, () => undefined, 1 << 24).listen((m) => got.push(m));
+    const bytes = Buffer.from([0xff, 0x00, 0x0a, 0xc3, 0x28, 0x41]); // not UTF-8: kept as it is
+    await writer.write({ jsonrpc: '2.0', method: 'a', params: { n: 1 } } as never);
+    await writer.write({ jsonrpc: '2.0', method: 'b', params: { who: 'é✓', bytes } } as never);
+    await writer.write({ jsonrpc: '2.0', method: 'c', params: { n: 3 } } as never);
+    await new Promise((r) => setImmediate(r));
+    expect(got.map((m) => (m as { method: string }).method)).toEqual(['a', 'b', 'c']);
+    const params = (got[1] as { params: { who: string; bytes: Buffer } }).params;
+    expect(params.who).toBe('é✓');
+    expect(Buffer.compare(params.bytes, bytes)).toBe(0);
+    // the body on the wire is the bytes themselves (no JSON, no base64); the header is plain ASCII
+    const wire = Buffer.concat(raw);
+    expect(wire.includes(Buffer.concat([Buffer.from('\r\n\r\n'), bytes]))).toBe(true);
+    expect(wire.toString('latin1')).toContain(
+      'Runboard-Message: {"jsonrpc":"2.0","method":"b","params":{"who":"\\u00e9\\u2713"}}',
+    );
+  });
+
+  it('answers a bytes frame whose header is not JSON with a parse error and reads on', () => {
+    const { src, messages, errors, frame } = setup();
+    src.write(Buffer.from('Content-Length: 2\r\nRunboard-Message: {nope\r\n\r\nhi'));
+    src.write(frame(msg(7)));
+    expect(errors).toMatchObject([{ code: -32700, fatal: false }]);
+    expect(errors[0]!.message).toMatch(/header/);
+    expect(messages).toEqual([JSON.parse(msg(7))]);
+  });
+});
+
 describe('connect', () => {
   it('a request sent on a socket destroyed before its close was seen fails the call, and nothing else', async () => {
     const unhandled: unknown[] = [];

@@ -6,6 +6,12 @@
  *  - answers a body that is not JSON with ParseError and goes on with the next frame,
  *  - answers JSON that is not a JSON-RPC message with InvalidRequest,
  *  - answers a header it cannot parse with ParseError and then closes (framing is lost).
+ *
+ * A message may carry bytes: a notification whose params hold a Buffer `bytes` travels as a frame with
+ * a `Runboard-Message` header (the message without `bytes`, as JSON) and the bytes as its body, so
+ * output crosses the socket as it is on disk instead of as a JSON string (no encoding, escaping or
+ * UTF-8 decoding on either side). The reader puts the body back as `params.bytes` and delivers the
+ * message in its place among the others. Only a peer that asked for them is sent such frames.
  */
 import {
   AbstractMessageReader,
@@ -46,11 +52,14 @@ export interface ProtocolError {
 export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 const MAX_HEADER_BYTES = 8192;
 const HEADER_END = Buffer.from('\r\n\r\n');
+/** The header of a frame whose body is the `params.bytes` of the message the header holds. */
+const BYTES_HEADER = 'runboard-message';
 
 export class FramedMessageReader extends AbstractMessageReader {
   private chunks: Buffer[] = [];
   private buffered = 0;
   private need = -1; // body length awaited; -1 while reading a header
+  private bytesOf: string | undefined; // the frame being read carries bytes for this message (JSON)
   private skip = 0; // bytes of an oversize body still to discard
   private dead = false;
 
@@ -102,10 +111,13 @@ export class FramedMessageReader extends AbstractMessageReader {
     const text = head.subarray(0, end).toString('ascii');
     this.take(end + 4);
     let length = -1;
+    this.bytesOf = undefined;
     for (const line of text.split('\r\n')) {
       const m = /^([^:]+):\s*(.*)$/.exec(line);
       if (!m) return this.fail(`malformed frame header line: ${JSON.stringify(line.slice(0, 80))}`);
-      if (m[1]!.toLowerCase() === 'content-length') length = /^\d{1,15}$/.test(m[2]!) ? Number(m[2]) : -1;
+      const name = m[1]!.toLowerCase();
+      if (name === 'content-length') length = /^\d{1,15}$/.test(m[2]!) ? Number(m[2]) : -1;
+      else if (name === BYTES_HEADER) this.bytesOf = m[2]!;
     }
     if (length < 0) return this.fail('malformed frame: missing or invalid Content-Length');
     if (length > this.maxMessageBytes) {
@@ -127,12 +139,18 @@ export class FramedMessageReader extends AbstractMessageReader {
   private deliver(body: Buffer, callback: DataCallback): void {
     let msg: unknown;
     try {
-      msg = JSON.parse(body.toString('utf8'));
+      msg = JSON.parse(this.bytesOf ?? body.toString('utf8'));
+      if (this.bytesOf !== undefined) {
+        const params = (msg as { params?: unknown } | null)?.params;
+        if (typeof params !== 'object' || params === null || Array.isArray(params))
+          throw new Error('a message with bytes needs params that are an object');
+        (params as { bytes?: Buffer }).bytes = body; // a view of buffers nobody writes to again
+      }
     } catch (err) {
       this.onProtocolError({
         id: null,
         code: JsonRpcCodes.ParseError,
-        message: `invalid JSON in message body: ${(err as Error).message}`,
+        message: `invalid JSON in message ${this.bytesOf !== undefined ? 'header' : 'body'}: ${(err as Error).message}`,
         fatal: false,
       });
       return;
@@ -216,14 +234,23 @@ export class FramedMessageWriter extends AbstractMessageWriter implements Messag
       this.markClosed();
       return Promise.resolve();
     }
+    const bytes = bytesOf(msg);
     let body: Buffer;
+    let head: string;
     try {
-      body = Buffer.from(JSON.stringify(msg), 'utf8');
+      if (bytes) {
+        const { bytes: _, ...params } = (msg as unknown as { params: { bytes: Buffer } }).params;
+        head = `Content-Length: ${bytes.length}\r\nRunboard-Message: ${asciiJson({ ...msg, params })}\r\n\r\n`;
+        body = bytes;
+      } else {
+        body = Buffer.from(JSON.stringify(msg), 'utf8');
+        head = `Content-Length: ${body.length}\r\n\r\n`;
+      }
     } catch (err) {
       this.fireError(err, msg);
       return Promise.reject(err);
     }
-    this.sink.write(`Content-Length: ${body.length}\r\n\r\n`); // header and body in one tick: nothing between them
+    this.sink.write(head); // header and body in one tick: nothing between them
     this.sink.write(body);
     if (this.sink.writableLength < WRITE_HIGH_WATER) return Promise.resolve();
     return new Promise((resolve) => {
@@ -240,6 +267,22 @@ export class FramedMessageWriter extends AbstractMessageWriter implements Messag
   end(): void {
     this.sink.end();
   }
+}
+
+/** JSON with every non-ASCII character escaped: frame headers are ASCII. */
+function asciiJson(v: unknown): string {
+  return JSON.stringify(v).replace(
+    /[\u0080-\uffff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+/** The Buffer `params.bytes` of a message, when it has one (it is then sent as a bytes frame). */
+function bytesOf(msg: Message): Buffer | undefined {
+  const params = (msg as { params?: unknown }).params;
+  if (typeof params !== 'object' || params === null) return undefined;
+  const bytes = (params as { bytes?: unknown }).bytes;
+  return Buffer.isBuffer(bytes) ? bytes : undefined;
 }
 
 export interface ConnectionOptions {

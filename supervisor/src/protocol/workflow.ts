@@ -161,6 +161,17 @@ export const WorkflowStep = z.strictObject({
 });
 export type WorkflowStep = z.infer<typeof WorkflowStep>;
 
+/**
+ * An accessibility fact that is there when a subtask is done (role, name, value; name and value may
+ * hold templates): replay checks it on screen instead of taking a model's `done` for it.
+ */
+export const OutcomeCheck = z.strictObject({
+  role: z.optional(z.string()),
+  name: z.optional(Text),
+  value: z.optional(Text),
+});
+export type OutcomeCheck = z.infer<typeof OutcomeCheck>;
+
 export const WorkflowSubtask = z.strictObject({
   /** The subtask's position in the plan, from 0. */
   subtask_i: z.int().check(z.minimum(0)),
@@ -170,6 +181,7 @@ export const WorkflowSubtask = z.strictObject({
   /** Extract variables of earlier subtasks whose values this one receives. */
   dependencies: z.array(Ident),
   steps: z.array(WorkflowStep),
+  outcome_check: z.optional(OutcomeCheck),
 });
 export type WorkflowSubtask = z.infer<typeof WorkflowSubtask>;
 
@@ -311,6 +323,10 @@ function crossCheck(w: z.infer<typeof WorkflowShape>, ctx: Ctx): void {
     };
     check(['plan', 'subtasks', k, 'text'], st.text);
     check(['plan', 'subtasks', k, 'expected_outcome'], st.expected_outcome);
+    for (const f of ['name', 'value'] as const) {
+      const v = st.outcome_check?.[f];
+      if (v !== undefined) check(['plan', 'subtasks', k, 'outcome_check', f], v);
+    }
     st.steps.forEach((s, j) => {
       for (const [field, value] of stepStrings(s))
         check(['plan', 'subtasks', k, 'steps', j, ...field.split('.')], value);

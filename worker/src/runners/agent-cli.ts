@@ -7,10 +7,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import readline from 'node:readline';
 import { RunEnv, type WorkerSpec } from '@runboard/supervisor/protocol';
 import { killRunProcesses } from '../process-tree.ts';
+import { attachmentsJson, cardAttachments } from '../tools/documents/attachments.ts';
+import { documentScope } from '../tools/documents/scope.ts';
+import { distFile } from './load.ts';
 import { describe, type AgentEvent, type AgentParser } from './agent-events.ts';
 import { decideStatus } from './agent-status.ts';
 import type { RunnerContext, RunnerOutcome } from './runner.ts';
@@ -46,7 +48,8 @@ function cardText(spec: WorkerSpec): string {
 
 /**
  * The prompt: the flow's prompt folder (`prompt.md`, with {{TASK_MARKDOWN}}, {{CARD_TITLE}},
- * {{WORKSPACE}}, {{READ_ONLY}}) rendered with the card; without a prompt folder, the card itself.
+ * {{WORKSPACE}}, {{READ_ONLY}}, {{ATTACHMENTS}}: the metadata of the files the card references as
+ * `@path`) rendered with the card; without a prompt folder, the card itself.
  */
 export function renderPrompt(spec: WorkerSpec): string {
   const card = cardText(spec);
@@ -64,6 +67,9 @@ export function renderPrompt(spec: WorkerSpec): string {
     CARD_TITLE: spec.card.title ?? path.basename(spec.card.path),
     WORKSPACE: spec.workspace,
     READ_ONLY: spec.flow.readOnly ? 'yes: you may read the workspace but not change it' : 'no',
+    ATTACHMENTS: attachmentsJson(
+      cardAttachments(card, documentScope(spec) ?? { workspace: spec.workspace, allow: [] }),
+    ),
   };
   return template.replace(/\{\{([A-Z_]+)\}\}/g, (m, k: string) => vars[k] ?? m);
 }
@@ -122,18 +128,14 @@ const DOCUMENTS_ENV = [
  * Null when the flow turned them off (`documents: false`) or the bundle is missing.
  */
 export function documentsMcpServer(spec: WorkerSpec, env: NodeJS.ProcessEnv): McpServer | null {
-  if (spec.flow.documents === false) return null;
-  const at = moduleBase();
-  const base = path.dirname(at.startsWith('file:') ? fileURLToPath(at) : at);
-  const file = [path.join(base, 'documents-mcp.cjs'), path.join(base, '..', 'documents-mcp.cjs')].find((f) =>
-    existsSync(f),
-  );
+  const scope = documentScope(spec);
+  if (!scope) return null;
+  const file = distFile('documents-mcp.cjs');
   if (!file) return null;
-  const args = [file, '--workspace', spec.workspace];
-  if (spec.card.project) args.push('--project', spec.card.project);
-  if (spec.flow.readOnly) args.push('--read-only');
-  // The supervisor checked these against the user's grants and the jail lets the run write them.
-  for (const dir of spec.flow.sandbox?.writable ?? []) args.push('--allow', dir);
+  const args = [file, '--workspace', scope.workspace];
+  if (scope.project) args.push('--project', scope.project);
+  if (scope.readOnly) args.push('--read-only');
+  for (const dir of scope.allow ?? []) args.push('--allow', dir);
   return { command: process.execPath, args, env: pick(env, DOCUMENTS_ENV) };
 }
 

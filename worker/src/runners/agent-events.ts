@@ -61,17 +61,6 @@ function mcpText(result: unknown): string {
 }
 
 /**
- * A document tool's refusal of a path outside the run's workspace: a permission the person may give
- * (the card asks), never something the agent may work around. The detail says how to allow it.
- */
-function documentRefusal(text: string): string | null {
-  const p = outsideRefusal(text);
-  return p === null
-    ? null
-    : `${p} is outside the workspace; to allow it, grant its folder (runboard grant DIR) and add it to the flow's sandbox.writable`;
-}
-
-/**
  * `codex exec --json` (codex-cli 0.169): thread.started, turn.started, item.started/updated/completed
  * (agent_message, reasoning, command_execution, file_change, mcp_tool_call, web_search, todo_list,
  * error), turn.completed (usage), turn.failed, error.
@@ -167,7 +156,7 @@ export function codexParser(): AgentParser {
                 // codex refuses an MCP call it may not approve ("requires approval, but approval policy is
                 // never") and the model may still claim success: evidence of a denial.
                 const outside =
-                  str(item.server) === 'documents' ? documentRefusal(error || mcpText(item.result)) : null;
+                  str(item.server) === 'documents' ? outsideRefusal(error || mcpText(item.result)) : null;
                 if (outside)
                   out.push({
                     kind: 'permission-denied',
@@ -345,7 +334,7 @@ export function claudeParser(): AgentParser {
           const ok = c.is_error !== true;
           out.push({ kind: 'tool-result', id, ok, output });
           const docTool = documentCalls.get(id);
-          const outside = docTool && !ok ? documentRefusal(output) : null;
+          const outside = docTool && !ok ? outsideRefusal(output) : null;
           if (outside) deny(`documents.${docTool}`, outside, id);
           const file = pendingWrites.get(id);
           if (file !== undefined) {

@@ -17,6 +17,22 @@ function selfFile(): string {
   return typeof __filename === 'string' ? __filename : path.join(process.cwd(), 'worker.mjs');
 }
 
+/**
+ * A file of dist/ (the folder of worker.mjs) found from this bundle: the worker's own folder, or its
+ * parent for the runner bundles in dist/runners/. Null when it is not built.
+ */
+export function distFile(name: string): string | null {
+  const dir = path.dirname(selfFile());
+  return [path.join(dir, name), path.join(dir, '..', name)].find((f) => existsSync(f)) ?? null;
+}
+
+/** A CommonJS bundle of dist/, loaded on first use (see distFile). */
+export function loadBundle<T>(name: string): T {
+  const file = distFile(name);
+  if (!file) throw new Error(`${name} is not built (dist/${name}); run scripts/setup.sh`);
+  return createRequire(selfFile())(file) as T;
+}
+
 export function loadRunner(name: string, exportName: string): Runner {
   const file = path.join(path.dirname(selfFile()), 'runners', `${name}.cjs`);
   if (!existsSync(file)) throw new Error(`the ${name} runner is not built (${file}); run scripts/setup.sh`);

@@ -6,19 +6,27 @@
  * Every tool call is logged as a `cu-step` event (the protocol's CuStep), so the inspector can show a
  * filmstrip; screenshots and report.md go to the run's artifacts folder.
  */
-import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { ClarifyingQuestion, CuFinal, CuScreenshot, CuStep } from '@runboard/supervisor/protocol';
+import type { ClarifyingQuestion, CuFinal, CuStep } from '@runboard/supervisor/protocol';
 import type { RunnerContext, RunnerOutcome } from '../runner.ts';
 import { parseCompletion, type Completion } from './completion.ts';
 import { LoopMetrics } from './metrics.ts';
 import { makeProvider, type Api, type ModelTurn, type Provider, type ToolReply } from './providers.ts';
-import { estimateCost, fill, osVersion, type PromptFolder } from './prompt.ts';
+import { fill, osVersion, type PromptFolder } from './prompt.ts';
 import { writeReport, type StepRecord } from './report.ts';
-import { MAX_RETRY_WAIT_MS, retryDecision } from './retry.ts';
+import { logRetry, sendWithRetry } from './retry.ts';
 import type { Screen, Shot } from './screen.ts';
-import type { EscapeWatcher } from './takeover.ts';
-import { ActionFailed, InvalidToolCall, runTool, type ToolContext } from './tools.ts';
+import { ended, guardedOutcome, logFirstShot, stepShot, type Guard } from './session.ts';
+import { attachmentsJson, cardAttachments } from '../../tools/documents/attachments.ts';
+import { documentScope, type DocumentScope } from '../../tools/documents/scope.ts';
+import {
+  ActionFailed,
+  InvalidToolCall,
+  offeredTools,
+  PermissionNeeded,
+  runTool,
+  type ToolContext,
+} from './tools.ts';
 
 export interface LoopOptions {
   maxSteps: number;
@@ -29,21 +37,13 @@ export interface LoopOptions {
   requestTimeoutMs: number;
 }
 
-/** After the HUD is unmapped, the windows under it repaint before the capture. */
-const HUD_SETTLE_MS = 30;
-
 /** A step either lets the loop go on or ends it with the run's outcome. */
 type Step<T> = { go: true; value: T } | { go: false; outcome: RunnerOutcome };
 const go = <T>(value: T): Step<T> => ({ go: true, value });
 
 export class Loop {
-  /** The person pressed Escape: the run ends as cancelled by them. */
-  takenOver = false;
-  /** The takeover watcher died (the display went away): why. */
-  watcherLost: string | undefined;
-  /** The takeover HUD (real display): hidden while a screenshot is taken, so the model never sees it. */
-  hud: EscapeWatcher | undefined;
   private readonly provider: Provider;
+  private readonly documents: DocumentScope | null;
   private shot!: Shot;
   private readonly steps: StepRecord[] = [];
   private readonly metrics = new LoopMetrics();
@@ -56,13 +56,16 @@ export class Loop {
     private readonly model: string,
     private readonly artifacts: string,
     private readonly signal: AbortSignal,
+    /** The person's takeover; its HUD is hidden while a screenshot is taken, so the model never sees it. */
+    private readonly guard: Guard,
     private readonly o: LoopOptions,
   ) {
+    this.documents = documentScope(ctx.spec);
     this.provider = makeProvider(api, {
       baseUrl: ctx.spec.model!.baseUrl,
       token: ctx.spec.model!.token,
       model,
-      descriptions: prompt.config.tools,
+      tools: offeredTools(prompt.config.tools, this.documents),
       maxOutputTokens: prompt.config.llm.max_output_tokens ?? o.maxOutputTokens,
       timeoutMs: o.requestTimeoutMs,
     });
@@ -76,16 +79,7 @@ export class Loop {
     } catch (err) {
       outcome = this.outcome('failed', `computer-use loop error: ${(err as Error).message}`);
     }
-    if (this.watcherLost && !this.takenOver)
-      outcome = this.outcome(
-        'failed',
-        `the takeover watcher stopped (${this.watcherLost}): the run cannot go on without it`,
-      );
-    if (this.takenOver)
-      outcome = {
-        ...this.outcome('failed', 'cancelled: the person pressed Escape and took over the desktop'),
-        cancelledBy: 'person',
-      };
+    outcome = guardedOutcome(this.guard, outcome, (status, summary) => this.outcome(status, summary));
     try {
       writeReport(path.join(this.artifacts, 'report.md'), {
         card: ctx.spec.card.title ?? path.basename(ctx.spec.card.path),
@@ -114,39 +108,14 @@ export class Loop {
   }
 
   private async screenshot(step: number): Promise<string> {
-    if (this.hud) {
-      await this.hud.hideHud();
-      await new Promise((r) => setTimeout(r, HUD_SETTLE_MS));
-    }
-    try {
-      this.shot = await this.o.screen.capture();
-    } finally {
-      await this.hud?.showHud();
-    }
-    const file = `step-${String(step).padStart(3, '0')}.jpg`;
-    writeFileSync(path.join(this.artifacts, file), this.shot.data);
-    this.metrics.screenshot(this.shot.base64Bytes);
+    const { shot, file } = await stepShot(this.o.screen, this.guard, this.artifacts, step, this.metrics);
+    this.shot = shot;
     return file;
   }
 
-  private outcome(
-    status: RunnerOutcome['status'],
-    summary: string,
-    questions: ClarifyingQuestion[] = [],
-  ): RunnerOutcome {
-    const cost = estimateCost(
-      this.prompt.config,
-      this.model,
-      this.metrics.tokens.input,
-      this.metrics.tokens.output,
-    );
-    return {
-      status,
-      exitCode: null,
-      summary,
-      ...(questions.length ? { questions } : {}),
-      metrics: this.metrics.report(this.api, this.model, cost, this.o),
-    };
+  private outcome(status: RunnerOutcome['status'], summary: string, questions: ClarifyingQuestion[] = []) {
+    const cost = this.metrics.cost(this.prompt.config, this.model);
+    return ended(status, summary, questions, this.metrics.report(this.api, this.model, cost, this.o));
   }
 
   private end(status: RunnerOutcome['status'], summary: string, questions: ClarifyingQuestion[] = []) {
@@ -155,38 +124,15 @@ export class Loop {
 
   /** One model request, retried by the retry policy. */
   private async send(): Promise<Step<ModelTurn>> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return go(await this.provider.send(this.signal));
-      } catch (err) {
-        if (this.signal.aborted) return this.end('failed', 'cancelled');
-        const d = retryDecision(err, attempt, {
-          maxRetries: this.o.maxRetries,
-          maxWaitMs: MAX_RETRY_WAIT_MS,
-        });
-        if (!d.retry) {
-          if (d.rateLimitedUntil) this.metrics.rateLimitedUntil = d.rateLimitedUntil;
-          return this.end('failed', d.why);
-        }
-        this.metrics.retries++;
-        this.ctx.log(
-          'warn',
-          `model request failed (${d.status ?? 'connection'}); retrying in ${Math.round(d.waitMs)} ms`,
-          {
-            kind: 'cu-retry',
-            attempt: attempt + 1,
-            status: d.status,
-            waitMs: Math.round(d.waitMs),
-            error: (err as Error).message,
-          },
-        );
-        await new Promise<void>((res) => {
-          const timer = setTimeout(res, d.waitMs);
-          this.signal.addEventListener('abort', () => (clearTimeout(timer), res()), { once: true });
-        });
-        if (this.signal.aborted) return this.end('failed', 'cancelled');
-      }
-    }
+    const r = await sendWithRetry(
+      () => this.provider.send(this.signal),
+      this.signal,
+      this.o.maxRetries,
+      logRetry(this.ctx, this.metrics),
+    );
+    if (r.ok) return go(r.value);
+    if (r.rateLimitedUntil) this.metrics.rateLimitedUntil = r.rateLimitedUntil;
+    return this.end('failed', r.why);
   }
 
   /** Whether the loop may take another step: not cancelled, within its step and time budgets. */
@@ -210,26 +156,20 @@ export class Loop {
     const promptText = fill(this.prompt.template, {
       TASK_MARKDOWN: this.card,
       OS_VERSION: osVersion(ctx.env),
+      ATTACHMENTS: attachmentsJson(
+        cardAttachments(this.card, this.documents ?? { workspace: ctx.spec.workspace, allow: [] }),
+      ),
     });
     let tPrep = performance.now();
     const first = await this.screenshot(0);
     this.provider.begin(promptText, this.shot, this.caption(0));
-    ctx.log('info', `screenshot ${this.shot.width}x${this.shot.height} (${this.shot.base64Bytes} B base64)`, {
-      kind: 'cu-screenshot',
-      step: 0,
-      file: first,
-      width: this.shot.width,
-      height: this.shot.height,
-      source: this.shot.source,
-      bytes: this.shot.base64Bytes,
-      quality: this.shot.quality,
-      captureMs: round(this.shot.captureMs),
-    } satisfies CuScreenshot);
+    logFirstShot(ctx, this.shot, first);
     const toolCtx: ToolContext = {
       frame: () => this.shot,
       env: ctx.env,
       workspace: ctx.spec.workspace,
       signal: this.signal,
+      documents: this.documents,
     };
     for (let step = 1; ; step++) {
       const budget = this.mayGoOn(step);
@@ -308,13 +248,18 @@ export class Loop {
       } catch (err) {
         if (this.signal.aborted) return this.end('failed', 'cancelled');
         if (err instanceof InvalidToolCall) return invalid(err.message);
-        if (!(err instanceof ActionFailed)) throw err; // a fault of ours: the run fails with it
+        // a fault of ours: the run fails with it
+        if (!(err instanceof ActionFailed) && !(err instanceof PermissionNeeded)) throw err;
         this.record(
           step,
           { tool: call.name, args: call.args, error: err.message, ms: performance.now() - tCall },
           turn,
           modelMs,
         );
+        if (err instanceof PermissionNeeded)
+          return this.end('needs-input', `stopped at step ${step}: permission needed (${err.message})`, [
+            `The agent was not allowed to run ${err.message}. Allow it, or do it yourself?`,
+          ]);
         return this.end('needs-input', `stopped at step ${step}: ${err.message}`, [
           `The desktop action at step ${step} failed (${err.message}); desktop actions are not retried. How should the agent proceed?`,
         ]);

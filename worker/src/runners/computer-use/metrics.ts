@@ -1,5 +1,6 @@
 /** What a computer-use run counts as it goes, and the metrics its outcome reports. */
 import type { Metrics } from '@runboard/supervisor/protocol';
+import { estimateCost, type PromptConfig } from './prompt.ts';
 
 export interface Budgets {
   maxSteps: number;
@@ -40,6 +41,11 @@ export class LoopMetrics {
 
   stepOverhead(ms: number): void {
     this.overheadMs.push(ms);
+  }
+
+  /** What the tokens so far cost by the prompt folder's pricing (null: no price for the model). */
+  cost(cfg: Pick<PromptConfig, 'llm'>, model: string): number | null {
+    return estimateCost(cfg, model, this.tokens.input, this.tokens.output);
   }
 
   /** The outcome's metrics. */

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
+import type { DocumentToolName } from '../../tools/documents/tools.ts';
 import type { ToolName } from './tools.ts';
 
 export interface PromptConfig {
@@ -14,8 +15,12 @@ export interface PromptConfig {
     pricing?: Record<string, { input: number; output: number }>;
   };
   screenshot_caption: string;
-  tools: Record<ToolName, string>;
+  /** Descriptions of the desktop tools (required) and of the document tools (their own by default). */
+  tools: Record<ToolName, string> & Partial<Record<DocumentToolName, string>>;
 }
+
+/** A prompt folder's config whose tools are another runner's (replay: computer_use, done, stuck). */
+export type PromptConfigOf<T extends string> = Omit<PromptConfig, 'tools'> & { tools: Record<T, string> };
 
 export interface PromptFolder {
   template: string;
@@ -23,7 +28,16 @@ export interface PromptFolder {
   folder: string;
 }
 
-export function loadPromptFolder(folder: string): PromptFolder {
+export function loadPromptFolder(folder: string): PromptFolder;
+export function loadPromptFolder<T extends string>(
+  folder: string,
+  tools: readonly T[],
+): { template: string; config: PromptConfigOf<T>; folder: string };
+/** Reads prompt.md and config.yaml; config.yaml must describe each of `tools` (default: the loop's). */
+export function loadPromptFolder(
+  folder: string,
+  tools: readonly string[] = ['desktop_action', 'desktop_read', 'terminal_exec'],
+): { template: string; config: PromptConfigOf<string>; folder: string } {
   const read = (f: string): string => {
     try {
       return readFileSync(path.join(folder, f), 'utf8');
@@ -35,12 +49,12 @@ export function loadPromptFolder(folder: string): PromptFolder {
   const config = parse(read('config.yaml')) as Partial<PromptConfig> | null;
   if (!config || typeof config.version !== 'number' || !config.llm)
     throw new Error(`${path.join(folder, 'config.yaml')} needs at least \`version\` and \`llm\``);
-  for (const t of ['desktop_action', 'desktop_read', 'terminal_exec'] as const)
-    if (typeof config.tools?.[t] !== 'string')
+  for (const t of tools)
+    if (typeof (config.tools as Record<string, unknown> | undefined)?.[t] !== 'string')
       throw new Error(`${path.join(folder, 'config.yaml')} has no description for tool ${t} (tools.${t})`);
   if (typeof config.screenshot_caption !== 'string')
     throw new Error(`${path.join(folder, 'config.yaml')} has no screenshot_caption`);
-  return { template, config: config as PromptConfig, folder };
+  return { template, config: config as PromptConfigOf<string>, folder };
 }
 
 export function fill(template: string, vars: Record<string, string>): string {
@@ -65,7 +79,12 @@ export function osVersion(env: NodeJS.ProcessEnv): string {
   return `${distro}, ${os.type()} ${os.release()} ${os.arch()}, ${session}`;
 }
 
-export function estimateCost(cfg: PromptConfig, model: string, input: number, output: number): number | null {
+export function estimateCost(
+  cfg: Pick<PromptConfig, 'llm'>,
+  model: string,
+  input: number,
+  output: number,
+): number | null {
   const p = cfg.llm.pricing?.[model] ?? cfg.llm.pricing?.default;
   if (!p) return null;
   return Math.round(((input * p.input + output * p.output) / 1e6) * 1e6) / 1e6;

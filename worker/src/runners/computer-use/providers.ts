@@ -8,7 +8,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { dataUrl, type Shot } from './screen.ts';
-import { TOOL_SCHEMAS, type ToolName } from './tools.ts';
+import type { OfferedTool } from './tools.ts';
 
 export type Api = 'responses' | 'chat' | 'messages';
 
@@ -42,8 +42,8 @@ export interface ProviderOptions {
   baseUrl: string;
   token: string;
   model: string;
-  /** What the model is told about each tool (prompt folder config). */
-  descriptions: Record<ToolName, string>;
+  /** The tools offered, with what the model is told about each (prompt folder config). */
+  tools: OfferedTool[];
   maxOutputTokens: number;
   timeoutMs: number;
 }
@@ -81,11 +81,11 @@ class ResponsesProvider implements Provider {
   private readonly tools: OpenAI.Responses.FunctionTool[];
   constructor(private readonly o: ProviderOptions) {
     this.client = new OpenAI({ apiKey: o.token, baseURL: o.baseUrl, maxRetries: 0, timeout: o.timeoutMs });
-    this.tools = (Object.keys(TOOL_SCHEMAS) as ToolName[]).map((name) => ({
+    this.tools = o.tools.map((t) => ({
       type: 'function',
-      name,
-      description: o.descriptions[name],
-      parameters: TOOL_SCHEMAS[name],
+      name: t.name,
+      description: t.description,
+      parameters: t.schema,
       strict: false,
     }));
   }
@@ -151,9 +151,9 @@ class ChatProvider implements Provider {
   private readonly tools: OpenAI.Chat.ChatCompletionTool[];
   constructor(private readonly o: ProviderOptions) {
     this.client = new OpenAI({ apiKey: o.token, baseURL: o.baseUrl, maxRetries: 0, timeout: o.timeoutMs });
-    this.tools = (Object.keys(TOOL_SCHEMAS) as ToolName[]).map((name) => ({
+    this.tools = o.tools.map((t) => ({
       type: 'function',
-      function: { name, description: this.o.descriptions[name], parameters: TOOL_SCHEMAS[name] },
+      function: { name: t.name, description: t.description, parameters: t.schema },
     }));
   }
   private image(shot: Shot, caption: string): CMsg {
@@ -254,18 +254,27 @@ class AnthropicProvider implements Provider {
     this.client = new Anthropic({ apiKey: o.token, baseURL: o.baseUrl, maxRetries: 0, timeout: o.timeoutMs });
   }
   private tools(): Anthropic.Beta.BetaToolUnion[] {
+    // the computer tool stands for desktop_action; a tool set without it (replay's) is all custom tools
+    const computer: Anthropic.Beta.BetaToolUnion[] = this.o.tools.some((t) => t.name === 'desktop_action')
+      ? [
+          {
+            type: 'computer_20250124',
+            name: 'computer',
+            display_width_px: this.display[0],
+            display_height_px: this.display[1],
+          },
+        ]
+      : [];
     return [
-      {
-        type: 'computer_20250124',
-        name: 'computer',
-        display_width_px: this.display[0],
-        display_height_px: this.display[1],
-      },
-      ...(['desktop_read', 'terminal_exec'] as const).map((name) => ({
-        name,
-        description: this.o.descriptions[name],
-        input_schema: TOOL_SCHEMAS[name] as Anthropic.Beta.BetaTool.InputSchema,
-      })),
+      ...computer,
+      // desktop_action is the computer tool above; the others are custom tools
+      ...this.o.tools
+        .filter((t) => t.name !== 'desktop_action')
+        .map((t) => ({
+          name: t.name,
+          description: t.description,
+          input_schema: t.schema as Anthropic.Beta.BetaTool.InputSchema,
+        })),
     ];
   }
   private image(shot: Shot, caption: string): ABlock[] {

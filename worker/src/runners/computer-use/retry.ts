@@ -3,6 +3,8 @@
  * exponential backoff and jitter, or the provider's `retry-after`; never credentials, never a wait the
  * run should not sit through. Pure: the caller sleeps and counts.
  */
+import type { RunnerContext } from '../runner.ts';
+import type { LoopMetrics } from './metrics.ts';
 import { authError, transient } from './providers.ts';
 
 export interface RetryPolicy {
@@ -51,5 +53,60 @@ export function retryDecision(
   return {
     retry: false,
     why: `model request failed${t.retry ? ` after ${attempt + 1} attempts` : ''}: ${message}`,
+  };
+}
+
+export type Sent<T> = { ok: true; value: T } | { ok: false; why: string; rateLimitedUntil?: string };
+
+/**
+ * One model request, tried again by the retry policy: the waits are cut short by a cancel (which ends
+ * it as `cancelled`), each retry is reported to `onRetry` before its wait.
+ */
+export async function sendWithRetry<T>(
+  send: () => Promise<T>,
+  signal: AbortSignal,
+  maxRetries: number,
+  onRetry: (r: { attempt: number; status: number | null; waitMs: number; error: string }) => void,
+): Promise<Sent<T>> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return { ok: true, value: await send() };
+    } catch (err) {
+      if (signal.aborted) return { ok: false, why: 'cancelled' };
+      const d = retryDecision(err, attempt, { maxRetries, maxWaitMs: MAX_RETRY_WAIT_MS });
+      if (!d.retry)
+        return {
+          ok: false,
+          why: d.why,
+          ...(d.rateLimitedUntil ? { rateLimitedUntil: d.rateLimitedUntil } : {}),
+        };
+      onRetry({ attempt: attempt + 1, status: d.status, waitMs: d.waitMs, error: (err as Error).message });
+      await new Promise<void>((res) => {
+        const timer = setTimeout(res, d.waitMs);
+        signal.addEventListener('abort', () => (clearTimeout(timer), res()), { once: true });
+      });
+      if (signal.aborted) return { ok: false, why: 'cancelled' };
+    }
+  }
+}
+
+/** What a run does on each retry: counts it and logs a `cu-retry` event. */
+export function logRetry(
+  ctx: Pick<RunnerContext, 'log'>,
+  metrics: LoopMetrics,
+): (t: { attempt: number; status: number | null; waitMs: number; error: string }) => void {
+  return (t) => {
+    metrics.retries++;
+    ctx.log(
+      'warn',
+      `model request failed (${t.status ?? 'connection'}); retrying in ${Math.round(t.waitMs)} ms`,
+      {
+        kind: 'cu-retry',
+        attempt: t.attempt,
+        status: t.status,
+        waitMs: Math.round(t.waitMs),
+        error: t.error,
+      },
+    );
   };
 }

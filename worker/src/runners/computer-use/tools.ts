@@ -1,7 +1,9 @@
 /**
  * The loop's tools and their execution: `desktop_action` (the seed's action surface, plus drag),
- * `desktop_read` (the focused window's compact accessibility tree, bounds in screenshot coordinates)
- * and `terminal_exec` (a process, no shell unless asked, with the seed's UI-automation guard).
+ * `desktop_read` (the focused window's compact accessibility tree, bounds in screenshot coordinates),
+ * `terminal_exec` (a process, no shell unless asked, with the seed's UI-automation guard), and the
+ * document tools `read_document` / `export_document` (worker/src/tools/documents, in the worker's jail,
+ * unless the flow says `documents: false`).
  *
  * The schemas are the contract and live here; what the model is told about each tool (descriptions)
  * lives in the prompt folder's config.yaml.
@@ -10,6 +12,16 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { desktop, toCompact, type CompactElement } from '@runboard/native';
+import type * as DocumentCalls from '../../tools/documents/call.ts';
+import { outsideRefusal } from '../../tools/documents/paths.ts';
+import type { DocumentScope } from '../../tools/documents/scope.ts';
+import {
+  DOCUMENT_DESCRIPTIONS,
+  documentJsonSchema,
+  documentTools,
+  type DocumentToolName,
+} from '../../tools/documents/tools.ts';
+import { loadBundle } from '../load.ts';
 import { onImage, toImage, toImageRect, toScreen, type Frame, type Rect } from './geometry.ts';
 
 export const TOOL_NAMES = ['desktop_action', 'desktop_read', 'terminal_exec'] as const;
@@ -80,12 +92,16 @@ export const TOOL_SCHEMAS: Record<ToolName, Record<string, unknown>> = {
 export class InvalidToolCall extends Error {}
 /** A desktop action that failed: zero retries (seed), the run stops and asks. */
 export class ActionFailed extends Error {}
+/** A document tool refused a path outside the run's scope: the run stops and asks the person. */
+export class PermissionNeeded extends Error {}
 
 export interface ToolContext {
   frame: () => Frame;
   env: NodeJS.ProcessEnv;
   workspace: string;
   signal: AbortSignal;
+  /** What the document tools may reach; null: the flow turned them off. */
+  documents: DocumentScope | null;
 }
 
 export interface ToolResult {
@@ -413,11 +429,57 @@ export async function terminalExec(ctx: ToolContext, a: Args): Promise<ToolResul
   });
 }
 
+export interface OfferedTool {
+  name: string;
+  description: string;
+  schema: Record<string, unknown>;
+}
+
+/**
+ * The tools a run offers the model: the desktop tools (descriptions from the prompt folder) and the
+ * document tools its scope allows (the prompt folder's description where it gives one, else the tool's own).
+ */
+export function offeredTools(
+  descriptions: Record<ToolName, string> & Partial<Record<DocumentToolName, string>>,
+  documents: DocumentScope | null,
+): OfferedTool[] {
+  return [
+    ...TOOL_NAMES.map((name) => ({ name, description: descriptions[name], schema: TOOL_SCHEMAS[name] })),
+    ...(documents ? documentTools(documents) : []).map((name) => ({
+      name,
+      description: descriptions[name] ?? DOCUMENT_DESCRIPTIONS[name],
+      schema: documentJsonSchema(name),
+    })),
+  ];
+}
+
+/**
+ * A document tool's call: its text for the model, or the error saying what was wrong (the model may
+ * correct it). A path outside the scope is not the model's to correct: the run stops and asks.
+ */
+async function documentTool(ctx: ToolContext, name: DocumentToolName, args: Args): Promise<ToolResult> {
+  try {
+    // The format libraries are a bundle of their own, loaded at the first call (not at every run's start).
+    const calls = loadBundle<typeof DocumentCalls>('documents-tools.cjs');
+    const text = await calls.callDocumentTool(ctx.documents!, name, args);
+    return { output: { ok: true, text }, changedScreen: false };
+  } catch (err) {
+    // by name: the bundle's DocumentError is another class than this bundle's would be
+    if ((err as Error).name !== 'DocumentError') throw new ActionFailed(`${name}: ${(err as Error).message}`);
+    const outside = outsideRefusal((err as Error).message);
+    if (outside) throw new PermissionNeeded(`${name}: ${outside}`);
+    return { output: { ok: false, error: (err as Error).message }, changedScreen: false };
+  }
+}
+
 export async function runTool(ctx: ToolContext, name: string, args: unknown): Promise<ToolResult> {
-  if (!(TOOL_NAMES as readonly string[]).includes(name)) throw new InvalidToolCall(`unknown tool "${name}"`);
+  const doc = ctx.documents && documentTools(ctx.documents).find((t) => t === name);
+  if (!doc && !(TOOL_NAMES as readonly string[]).includes(name))
+    throw new InvalidToolCall(`unknown tool "${name}"`);
   if (!args || typeof args !== 'object' || Array.isArray(args))
     throw new InvalidToolCall(`the arguments of ${name} are not a JSON object`);
   const a = args as Args;
+  if (doc) return documentTool(ctx, doc, a);
   if (name === 'desktop_action') return desktopAction(ctx, a);
   if (name === 'desktop_read') return desktopRead(ctx, a);
   return terminalExec(ctx, a);

@@ -40,10 +40,16 @@ export function insideWorkspace(workspace: string, p: string, also: readonly str
 
 const OUTSIDE = 'is outside the workspace';
 
-/** The path a document tool refused as outside the workspace, from its error text (null: not such a refusal). */
+/**
+ * A document tool's refusal of a path outside the run's workspace, from its error text: a permission
+ * the person may give (the card asks), never something the agent may work around. What to ask, with
+ * how to allow it; null when the text is not such a refusal.
+ */
 export function outsideRefusal(text: string): string | null {
   const i = text.indexOf(` ${OUTSIDE} (`);
-  return i > 0 ? text.slice(0, i).split('\n').pop()! : null;
+  if (i <= 0) return null;
+  const p = text.slice(0, i).split('\n').pop()!;
+  return `${p} ${OUTSIDE}; to allow it, grant its folder (runboard grant DIR) and add it to the flow's sandbox.writable`;
 }
 
 /** A path as the tools report it: relative to the workspace, or absolute in an allowed folder outside it. */

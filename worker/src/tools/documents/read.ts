@@ -4,8 +4,9 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DocumentError, insideWorkspace, relativeOrAbsolute } from './paths.ts';
+import { DEFAULT_MAX_CHARS, SUPPORTED } from './tools.ts';
 
-export const DEFAULT_MAX_CHARS = 50_000;
+export { DEFAULT_MAX_CHARS, SUPPORTED };
 const TEXT_EXTENSIONS = new Set([
   '.txt',
   '.md',
@@ -17,7 +18,6 @@ const TEXT_EXTENSIONS = new Set([
   '.yml',
   '.log',
 ]);
-export const SUPPORTED = 'PDF (.pdf), Word (.docx), Excel (.xlsx), plain text and Markdown';
 
 export type DocumentFormat = 'pdf' | 'docx' | 'xlsx' | 'text' | 'markdown';
 

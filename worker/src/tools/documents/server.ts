@@ -3,18 +3,8 @@
 // errors with the reason, never as a crashed server.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { z } from 'zod';
-import { exportDocument } from './export.ts';
-import { DEFAULT_MAX_CHARS, readDocument, SUPPORTED } from './read.ts';
-
-export interface ServerOptions {
-  workspace: string;
-  project?: string | undefined;
-  /** A read-only run: read_document only (its jail would refuse the writes of export_document anyway). */
-  readOnly?: boolean;
-  /** Folders besides the workspace the tools may use (the flow's granted writable trees). */
-  allow?: readonly string[];
-}
+import { callDocumentTool } from './call.ts';
+import { DOCUMENT_DESCRIPTIONS, DOCUMENT_PARAMS, documentTools, type DocumentScope } from './tools.ts';
 
 type Result = { content: { type: 'text'; text: string }[]; isError?: boolean };
 
@@ -26,61 +16,14 @@ async function answer(f: () => Promise<string>): Promise<Result> {
   }
 }
 
-export function documentServer(opts: ServerOptions): McpServer {
+export function documentServer(scope: DocumentScope): McpServer {
   const server = new McpServer({ name: 'runboard-documents', version: '0.1.0' });
-  server.registerTool(
-    'read_document',
-    {
-      description: `Read a file of the workspace as Markdown with its metadata: ${SUPPORTED}. Excel: the first sheet unless \`sheet\` names another, as a Markdown table. PDFs must contain text (scanned PDFs are not supported).`,
-      inputSchema: {
-        path: z.string().describe('file path, relative to the workspace'),
-        sheet: z.string().optional().describe('Excel only: the sheet to read (default: the first)'),
-        max_chars: z
-          .number()
-          .int()
-          .positive()
-          .optional()
-          .describe(
-            `at most this many characters of Markdown (default ${DEFAULT_MAX_CHARS}); a longer text is truncated and says so`,
-          ),
-      },
-    },
-    ({ path, sheet, max_chars }) =>
-      answer(async () => {
-        const r = await readDocument(opts.workspace, path, { sheet, maxChars: max_chars, allow: opts.allow });
-        return `${JSON.stringify(r.metadata)}\n\n${r.markdown}`;
-      }),
-  );
-  if (opts.readOnly) return server;
-  server.registerTool(
-    'export_document',
-    {
-      description:
-        'Convert a Markdown file of the workspace to PDF or DOCX. PDFs use pdf_style.css from the workspace, else the project, else a built-in style.',
-      inputSchema: {
-        md_path: z.string().describe('the Markdown file, relative to the workspace'),
-        output_path: z
-          .string()
-          .optional()
-          .describe(
-            'the file to write, relative to the workspace (default: md_path with the format’s extension)',
-          ),
-        format: z
-          .enum(['pdf', 'docx'])
-          .optional()
-          .describe('pdf or docx (default: from output_path’s extension)'),
-      },
-    },
-    ({ md_path, output_path, format }) =>
-      answer(async () =>
-        JSON.stringify(
-          await exportDocument(opts.workspace, md_path, output_path, format, {
-            project: opts.project,
-            allow: opts.allow,
-          }),
-        ),
-      ),
-  );
+  for (const name of documentTools(scope))
+    server.registerTool(
+      name,
+      { description: DOCUMENT_DESCRIPTIONS[name], inputSchema: DOCUMENT_PARAMS[name] },
+      (args: unknown) => answer(() => callDocumentTool(scope, name, args)),
+    );
   return server;
 }
 

@@ -1,0 +1,83 @@
+/**
+ * `runboard config`: the effective config of a project (built-in defaults ← the user config ← the
+ * project's config.yaml) with where each value came from, and `--upgrade` to write older files as the
+ * current version (comments kept).
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import YAML, { isMap, isScalar, isSeq, type Node } from 'yaml';
+import { loadEffectiveConfig, sourceOf, upgradeConfigFiles, type EffectiveConfig } from '../core/project.ts';
+
+export const CONFIG_USAGE = `config [--show] [--project DIR] [--json]  the effective config and where each value came from
+  config --upgrade [--project DIR]          write older config files as the current version (comments kept)`;
+
+/** The project folder: --project, else the nearest folder from here up that has a config.yaml. */
+function projectDir(given: string | undefined): string {
+  if (given) return path.resolve(given);
+  for (let dir = process.cwd(); ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, 'config.yaml'))) return dir;
+    if (path.dirname(dir) === dir)
+      throw new Error(`no config.yaml in ${process.cwd()} or above it; pass --project DIR`);
+  }
+}
+
+/** Every leaf of the effective config (values, lists, empty maps) by dotted path. */
+function leaves(value: unknown, prefix: string, out: string[]): string[] {
+  if (typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length) {
+    for (const [k, v] of Object.entries(value)) leaves(v, prefix ? `${prefix}.${k}` : k, out);
+  } else if (prefix) out.push(prefix);
+  return out;
+}
+
+/** The effective config as YAML, each value followed by a comment naming where it came from. */
+export function showConfig(eff: EffectiveConfig): string {
+  const doc = new YAML.Document(eff.config);
+  const mark = (node: Node | null, key: string): void => {
+    if (isMap(node) && node.items.length) {
+      for (const pair of node.items) {
+        const k = String(isScalar(pair.key) ? pair.key.value : pair.key);
+        const at = key ? `${key}.${k}` : k;
+        if (isMap(pair.value) && pair.value.items.length) mark(pair.value, at);
+        else if (isScalar(pair.value) || isSeq(pair.value) || isMap(pair.value)) {
+          if (!isScalar(pair.value) && !pair.value.items.length) pair.value.flow = true; // `{}` on its line
+          pair.value.comment = ` ${sourceOf(eff.sources, at).layer}`;
+        }
+      }
+    }
+  };
+  mark(doc.contents, '');
+  const user = eff.files.userExists ? eff.files.user : `${eff.files.user} (none)`;
+  return (
+    `# The effective config: built-in defaults ← user config ← project config; after each value,\n` +
+    `# the layer it came from.\n# user:    ${user}\n# project: ${eff.files.project}\n` +
+    doc.toString({ lineWidth: 0 })
+  );
+}
+
+export function cmdConfig(args: string[]): number {
+  const { values } = parseArgs({
+    args,
+    options: {
+      show: { type: 'boolean' },
+      upgrade: { type: 'boolean' },
+      project: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+  });
+  const dir = projectDir(values.project);
+  if (values.upgrade) {
+    const notes = upgradeConfigFiles(dir);
+    process.stdout.write(notes.map((n) => `${n}\n`).join(''));
+    return notes.some((n) => n.includes(': not upgraded: ')) ? 1 : 0;
+  }
+  const eff = loadEffectiveConfig(dir);
+  for (const w of eff.warnings) process.stderr.write(`runboard: ${w}\n`);
+  if (values.json) {
+    const sources = Object.fromEntries(leaves(eff.config, '', []).map((k) => [k, sourceOf(eff.sources, k)]));
+    process.stdout.write(
+      JSON.stringify({ files: eff.files, warnings: eff.warnings, config: eff.config, sources }) + '\n',
+    );
+  } else process.stdout.write(showConfig(eff));
+  return 0;
+}

@@ -1,0 +1,146 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  loadEffectiveConfig,
+  MIGRATIONS,
+  migrateConfigText,
+  parseConfig,
+  resolveConfig,
+  sourceOf,
+  upgradeConfigFile,
+  userConfigPath,
+} from './config.ts';
+import { flowSpec, visionProfileOf } from './flow-spec.ts';
+import { CONFIG_VERSION } from './project.ts';
+
+const project = (text: string) => ({ file: '/p/config.yaml', text });
+const user = (text: string) => ({ file: '/home/u/.config/runboard/config.yaml', text });
+
+let dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  dirs = [];
+});
+const tmp = (): string => {
+  const d = mkdtempSync(path.join(os.tmpdir(), 'rb-config-'));
+  dirs.push(d);
+  return d;
+};
+
+describe('layered config', () => {
+  it('defaults ← user ← project, key by key, each value saying where it came from', () => {
+    const eff = resolveConfig(
+      project('version: 2\nflows:\n  impl: { runner: codex, cap: 3 }\n'),
+      user(
+        'version: 2\nscheduler:\n  maxConcurrency: 6\n  backoff: { retries: 2 }\nflows:\n  impl: { runner: codex, model: gpt-x, cap: 1 }\n',
+      ),
+    );
+    expect(eff.config.scheduler.maxConcurrency).toBe(6);
+    expect(eff.config.scheduler.backoff).toEqual({ base: 2000, max: 300_000, retries: 2 });
+    expect(eff.config.flows.impl).toMatchObject({ runner: 'codex', model: 'gpt-x', cap: 3 });
+    expect(sourceOf(eff.sources, 'scheduler.maxConcurrency')).toEqual({
+      layer: 'user',
+      file: '/home/u/.config/runboard/config.yaml',
+    });
+    expect(sourceOf(eff.sources, 'scheduler.backoff.base')).toEqual({ layer: 'default' });
+    expect(sourceOf(eff.sources, 'flows.impl.cap')).toEqual({ layer: 'project', file: '/p/config.yaml' });
+    expect(sourceOf(eff.sources, 'flows.impl.model').layer).toBe('user');
+    expect(eff.warnings).toEqual([]);
+  });
+
+  it('flows select named profiles from the user config; the flow’s own values win', () => {
+    const cfg = parseConfig(
+      '/p/config.yaml',
+      'version: 2\nflows:\n  a: { runner: codex, profile: fast }\n  b: { runner: codex, profile: fast, model: own }\n  look: { runner: command, visionProfile: eyes }\n',
+      user(
+        'version: 2\nllm_profiles:\n  fast: { provider: openai, model: gpt-fast }\nvision_profiles:\n  eyes: { provider: anthropic, model: claude-eyes }\n',
+      ),
+    );
+    expect(flowSpec('a', cfg.flows.a!, '/p', cfg)).toMatchObject({ provider: 'openai', model: 'gpt-fast' });
+    expect(flowSpec('b', cfg.flows.b!, '/p', cfg)).toMatchObject({ provider: 'openai', model: 'own' });
+    expect(visionProfileOf(cfg, 'look')).toEqual({ provider: 'anthropic', model: 'claude-eyes' });
+    expect(() => visionProfileOf(cfg, 'a')).toThrow(/no vision profile for flow "a": add `visionProfile/);
+  });
+
+  it('says which file and key is wrong, and what to do', () => {
+    expect(() =>
+      resolveConfig(
+        project('version: 2\nflows: {}\n'),
+        user('version: 2\nscheduler: { maxConcurrency: 0 }\n'),
+      ),
+    ).toThrow(
+      /^\/home\/u\/\.config\/runboard\/config\.yaml: invalid config: scheduler\.maxConcurrency: .*set in your user config/,
+    );
+    expect(() =>
+      resolveConfig(project('version: 2\nflows:\n  a: { runner: codex, profile: nope }\n'), null),
+    ).toThrow(
+      /^\/p\/config\.yaml: invalid config: flows\.a\.profile: no llm_profiles entry "nope".*add it to your user config/,
+    );
+    expect(() => resolveConfig(project('version: 2\nflows: {}\n'), user('- a list\n'))).toThrow(
+      /your user config must be a mapping/,
+    );
+    expect(() => resolveConfig(project('version: 2\nflows: [\n'), null)).toThrow(
+      /^\/p\/config\.yaml: config\.yaml is not valid YAML/,
+    );
+  });
+
+  it('a file newer than this Runboard is read as far as it is understood, with a warning', () => {
+    const eff = resolveConfig(
+      project(
+        `version: ${CONFIG_VERSION + 1}\nteleport: { enabled: true }\nflows:\n  a: { runner: command }\n`,
+      ),
+      null,
+    );
+    expect(eff.config.flows.a?.runner).toBe('command');
+    expect(eff.warnings[0]).toMatch(
+      /version 3 is newer than this Runboard understands \(2\).*update Runboard/,
+    );
+  });
+
+  it('the user config lives under RUNBOARD_HOME when set, else in the XDG config dir', () => {
+    expect(userConfigPath({ RUNBOARD_HOME: '/s' })).toBe('/s/config.yaml');
+    expect(userConfigPath({ XDG_CONFIG_HOME: '/x' })).toBe('/x/runboard/config.yaml');
+    expect(userConfigPath({ RUNBOARD_USER_CONFIG: '/u.yaml', RUNBOARD_HOME: '/s' })).toBe('/u.yaml');
+    const dir = tmp();
+    mkdirSync(path.join(dir, 'xdg', 'runboard'), { recursive: true });
+    writeFileSync(path.join(dir, 'xdg', 'runboard', 'config.yaml'), 'scheduler: { maxConcurrency: 9 }\n');
+    writeFileSync(path.join(dir, 'config.yaml'), 'version: 2\nflows: {}\n');
+    const eff = loadEffectiveConfig(dir, { XDG_CONFIG_HOME: path.join(dir, 'xdg') });
+    expect(eff.config.scheduler.maxConcurrency).toBe(9);
+    expect(eff.files.userExists).toBe(true);
+  });
+});
+
+describe('config migrations', () => {
+  it('v1 → v2: a project file only changes its version; a user file gains the profile maps', () => {
+    const doc = migrateConfigText('version: 1\nflows: {}\n', 'project');
+    expect(doc).toBe('version: 2\nflows: {}\n');
+    const u = migrateConfigText('version: 1\nscheduler: { maxConcurrency: 2 }\n', 'user');
+    expect(u).toMatch(/^version: 2\nscheduler: \{ maxConcurrency: 2 \}\n/);
+    expect(u).toMatch(/llm_profiles: \{\}/);
+    expect(u).toMatch(/vision_profiles: \{\}/);
+    expect(Object.keys(MIGRATIONS).map(Number)).toEqual([1]); // one step per older version
+  });
+
+  it('never overwrites what the person set', () => {
+    const u = migrateConfigText('version: 1\nllm_profiles:\n  mine: { model: m }\n', 'user');
+    expect(u).toContain('mine: { model: m }');
+    expect(u.match(/llm_profiles/g)).toHaveLength(1);
+  });
+
+  it('upgrades an older file in place, keeping comments and layout', () => {
+    const dir = tmp();
+    const file = path.join(dir, 'config.yaml');
+    const text =
+      '# my board\nversion: 1 # the format\nscheduler:\n  maxConcurrency: 3 # all flows\nflows:\n  shell: { runner: command, cap: 2 } # keep me\n';
+    writeFileSync(file, text);
+    expect(upgradeConfigFile(file, 'project')).toEqual({ from: 1, to: 2 });
+    expect(readFileSync(file, 'utf8')).toBe(text.replace('version: 1 #', 'version: 2 #'));
+    expect(upgradeConfigFile(file, 'project')).toBeNull();
+    // read as v2 before it was written, with a note saying how to write it
+    const eff = resolveConfig({ file, text }, null);
+    expect(eff.warnings[0]).toMatch(/version 1 is older.*runboard config --upgrade/);
+  });
+});

@@ -1,0 +1,309 @@
+/**
+ * A project folder: config.yaml plus one markdown card per task (YAML front matter + markdown body).
+ * Parsing only; errors say what is wrong, where, and what to do. Shared by the host (the board, the
+ * CLI) and the supervisor (which launches scheduled runs when no board is open), so both read a project
+ * the same way. The layers under config.yaml (built-in defaults, the user's config) are in config.ts.
+ */
+import path from 'node:path';
+import YAML from 'yaml';
+import { z } from 'zod';
+import { Command, drivesDesktop, RunnerName } from '../protocol/index.ts';
+import { readRegularFileSync } from './regular-file.ts';
+
+/** The board's columns, which are the card statuses (host/src/shared/board-types.ts checks it has the same). */
+export const CARD_STATUSES = ['backlog', 'queued', 'running', 'needs-input', 'done', 'failed'] as const;
+
+/** "90s", "10m", "1h", "1500ms" or a number of milliseconds. */
+const Duration = z.union([z.number(), z.string()]).transform((v, ctx) => {
+  if (typeof v === 'number' && Number.isInteger(v) && v > 0) return v;
+  const m = typeof v === 'string' ? /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)$/.exec(v.trim()) : null;
+  if (m)
+    return Math.round(
+      Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'],
+    );
+  ctx.addIssue({
+    code: 'custom',
+    message: `expected a duration such as 500ms, 30s, 10m or 1h (got ${JSON.stringify(v)})`,
+  });
+  return z.NEVER;
+});
+
+const ProfileName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'profile names are words (letters, digits, . _ -)');
+const ProviderName = z.string().regex(/^[a-z][a-z0-9-]{0,39}$/, 'provider names are lowercase words');
+
+/** A named model: which provider (whose key the supervisor holds) and which model. */
+export const LlmProfile = z.object({
+  provider: ProviderName.optional(),
+  model: z.string().min(1).optional(),
+});
+export type LlmProfile = z.output<typeof LlmProfile>;
+
+/** A named vision model (for describing images and videos). */
+export const VisionProfile = z.object({
+  provider: ProviderName,
+  model: z.string().min(1),
+  /** Longest answer, in tokens. */
+  maxTokens: z.number().int().min(1).max(100_000).optional(),
+});
+export type VisionProfile = z.output<typeof VisionProfile>;
+
+export const FlowConfig = z.object({
+  runner: RunnerName,
+  /** How many runs of this flow may go at once. */
+  cap: z.number().int().min(0).max(1000).default(1),
+  timeout: Duration.optional(),
+  heartbeatTimeout: Duration.optional(),
+  killGrace: Duration.optional(),
+  sandbox: z
+    .object({
+      writable: z.array(z.string()).optional(),
+      tcpPorts: z.array(z.number().int().min(1).max(65535)).optional(),
+      /** UDP to anywhere (DNS for flows that reach outside hosts by name); off by default. */
+      udp: z.boolean().optional(),
+      allowUnsandboxed: z.boolean().optional(),
+      allowAbstractUnix: z.boolean().optional(),
+      /** The agent CLI's own sandbox inside the jail (runner codex; docs/agents.md): true, false or auto. */
+      agentSandbox: z.union([z.boolean(), z.literal('auto')]).optional(),
+      /** Most processes (and threads) a run may have at once (default 1024; docs/security-model.md). */
+      maxProcesses: z.number().int().min(16).max(1_000_000).optional(),
+      /** Let runs write this project's config.yaml and cards/ (off: read-only even in the project folder). */
+      projectWritable: z.boolean().optional(),
+    })
+    .optional(),
+  env: z.record(z.string(), z.string()).optional(),
+  // ── coding-agent flows (runner codex | claude; docs/agents.md) ──
+  /** Model provider whose key the supervisor holds (openai, anthropic, …). */
+  provider: ProviderName.optional(),
+  model: z.string().min(1).optional(),
+  /** A named model profile (`llm_profiles`, usually in the user config): its provider and model, unless the flow sets its own. */
+  profile: ProfileName.optional(),
+  /** A named vision profile (`vision_profiles`): the model that describes images and videos for this flow's runs. */
+  visionProfile: ProfileName.optional(),
+  /** No output at all for this long: the run is stalled, killed and failed. */
+  stallTimeout: Duration.optional(),
+  /** Each run in its own git worktree + branch of the workspace's repository. */
+  worktree: z.boolean().optional(),
+  /** The run may read the workspace but not write it. */
+  readOnly: z.boolean().optional(),
+  /** Prompt folder (prompt.md + config.yaml), relative to the project folder. */
+  prompt: z.string().min(1).optional(),
+  /** Give the agent the desktop as an MCP server (needs desktop-cli). */
+  desktop: z.boolean().optional(),
+  /** The document tools for the agent (codex, claude, computer-use): on unless false. */
+  documents: z.boolean().optional(),
+  // ── computer-use flows (runner computer-use; docs/computer-use.md) ──
+  computerUse: z
+    .object({
+      /** responses (OpenAI), chat (any OpenAI-compatible server), messages (Anthropic); default by provider. */
+      api: z.enum(['responses', 'chat', 'messages']).optional(),
+      maxSteps: z.number().int().min(1).max(10_000).optional(),
+      maxDuration: Duration.optional(),
+      imageMaxBytes: z.number().int().min(2000).max(20_000_000).optional(),
+      imageMaxWidth: z.number().int().min(64).max(8192).optional(),
+      /** [x, y, w, h]: the part of the screen the model sees (e.g. one monitor). */
+      region: z
+        .tuple([z.number().int(), z.number().int(), z.number().int().positive(), z.number().int().positive()])
+        .optional(),
+      /** The monitor the model sees: its index as `xrandr --listmonitors` lists them, or its output name ("DP-1"). */
+      monitor: z.union([z.number().int().min(0).max(63), z.string().min(1).max(200)]).optional(),
+      maxRetries: z.number().int().min(0).max(10).optional(),
+      /** Each run on its own virtual display (Xvfb + D-Bus + AT-SPI), so runs can go in parallel. */
+      privateDisplay: z.boolean().optional(),
+      displaySize: z
+        .string()
+        .regex(/^\d{2,5}x\d{2,5}(x\d{1,2})?$/, 'displaySize is WxH or WxHxD, e.g. 1280x800x24')
+        .optional(),
+      /** On the real display: the person's Escape cancels the run (default true there). */
+      takeover: z.boolean().optional(),
+      /** On a private display: ms between the inspector's live frames (default 1000; 0: no live view). */
+      liveFrameMs: z
+        .number()
+        .int()
+        .refine(
+          (v) => v === 0 || (v >= 100 && v <= 60_000),
+          'liveFrameMs is 0 (no live view) or 100..60000 ms',
+        )
+        .optional(),
+      /** The app started on the private display before the run (argv). */
+      app: z.array(z.string()).min(1).optional(),
+    })
+    .optional(),
+  // ── extraction flows (runner extract: a recording → a task card; docs/extraction.md) ──
+  extract: z
+    .object({
+      /** gemini (the video through the Files API) or, with frames + events, responses | chat | messages; default by provider. */
+      api: z.enum(['gemini', 'responses', 'chat', 'messages']).optional(),
+      /** Frames sampled from the video for the frame-based APIs (default 12). */
+      frames: z.number().int().min(1).max(64).optional(),
+      /** Widest sampled frame in pixels (default 768). */
+      frameWidth: z.number().int().min(64).max(4096).optional(),
+      /** How long an uploaded video may take to become ACTIVE (default 5m). */
+      activeTimeout: Duration.optional(),
+    })
+    .optional(),
+});
+export type FlowConfig = z.output<typeof FlowConfig>;
+
+export const CardStatus = z.enum(CARD_STATUSES);
+export type CardStatus = z.infer<typeof CardStatus>;
+
+/** The longest wait between retries of a failing card (capped at 5 minutes: a failing card is retried soon enough once its cause is fixed). */
+export const MAX_BACKOFF_MS = 300_000;
+
+export const SchedulerConfig = z.object({
+  maxConcurrency: z.number().int().min(1).max(1000).default(4),
+  /** Per-card exponential backoff on consecutive failures: base * 2^(failures-1), at most 5 minutes. */
+  backoff: z
+    .object({
+      base: Duration.default(2000),
+      max: Duration.refine((ms) => ms <= MAX_BACKOFF_MS, 'backoff.max is at most 5m').default(MAX_BACKOFF_MS),
+      /** How many times a failed run is queued again by itself before its card goes to Failed. */
+      retries: z.number().int().min(0).max(100).default(0),
+    })
+    .default({ base: 2000, max: MAX_BACKOFF_MS, retries: 0 }),
+  /** Start no new runs while a column holds this many cards (e.g. `needs-input: 4`). */
+  columnLimits: z.partialRecord(CardStatus, z.number().int().min(0).max(100_000)).default({}),
+});
+export type SchedulerConfig = z.output<typeof SchedulerConfig>;
+
+/** The config format this Runboard writes and understands (older files are migrated: config.ts). */
+export const CONFIG_VERSION = 2;
+
+const profiles = <T extends z.ZodType>(profile: T) =>
+  z
+    .record(
+      z
+        .string()
+        .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'profile names are words (letters, digits, . _ -)'),
+      profile,
+    )
+    .default({});
+
+/**
+ * The effective config: the layers (config.ts) merged, then checked here. A file newer than this
+ * Runboard (a higher `version`) is read as far as it is understood; keys it does not know are ignored.
+ */
+export const ProjectConfig = z
+  .object({
+    version: z.number().int().min(1, 'version is 1 or more'),
+    scheduler: SchedulerConfig.default({
+      maxConcurrency: 4,
+      backoff: { base: 2000, max: MAX_BACKOFF_MS, retries: 0 },
+      columnLimits: {},
+    }),
+    /** Named model profiles that flows select with `profile:`. */
+    llm_profiles: profiles(LlmProfile),
+    /** Named vision profiles that flows select with `visionProfile:`. */
+    vision_profiles: profiles(VisionProfile),
+    flows: z.record(
+      z.string().regex(/^[a-z][a-z0-9-]*$/, 'flow names are lowercase words (a-z, 0-9, -)'),
+      FlowConfig.refine(
+        (f) => !drivesDesktop(f.runner) || f.computerUse?.privateDisplay === true || f.cap <= 1,
+        {
+          message:
+            'a computer-use or replay flow on the real display drives the one mouse and keyboard: cap is at most 1 (or set computerUse.privateDisplay: true)',
+          path: ['cap'],
+        },
+      ).refine((f) => f.computerUse?.region === undefined || f.computerUse.monitor === undefined, {
+        message: 'computerUse: give region or monitor, not both (a monitor is a region the server names)',
+        path: ['computerUse', 'monitor'],
+      }),
+    ),
+  })
+  .superRefine((c, ctx) => {
+    for (const [name, f] of Object.entries(c.flows)) {
+      if (f.profile !== undefined && !Object.hasOwn(c.llm_profiles, f.profile))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['flows', name, 'profile'],
+          message: `no llm_profiles entry "${f.profile}" (profiles: ${Object.keys(c.llm_profiles).join(', ') || 'none'}); add it to your user config or to config.yaml`,
+        });
+      if (f.visionProfile !== undefined && !Object.hasOwn(c.vision_profiles, f.visionProfile))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['flows', name, 'visionProfile'],
+          message: `no vision_profiles entry "${f.visionProfile}" (profiles: ${Object.keys(c.vision_profiles).join(', ') || 'none'}); add it to your user config or to config.yaml`,
+        });
+    }
+  });
+export type ProjectConfig = z.output<typeof ProjectConfig>;
+
+export const CardFrontMatter = z
+  .object({
+    id: z.string().optional(),
+    // `title: True` or `title: 2024` is YAML for a boolean or a number; a person meant the text.
+    title: z
+      .union([z.string(), z.number(), z.boolean()])
+      .transform(String)
+      .pipe(z.string().min(1, 'a card needs a title')),
+    flow: z.string().min(1, 'a card needs a flow (one of the flows in config.yaml)'),
+    status: CardStatus.optional(),
+    workspace: z.string().min(1).optional(),
+    command: z.optional(Command),
+    /** Position in its column (lower first); the host writes it when a card is moved. */
+    rank: z.number().optional(),
+    /** Host-written run state. */
+    lastRun: z.string().optional(),
+    failures: z.number().int().min(0).optional(),
+    nextTryAt: z.string().optional(),
+    lastError: z.string().optional(),
+    /** What a card needs before it can run (e.g. a provider key), shown on the card. */
+    needs: z.string().optional(),
+  })
+  .passthrough();
+export type CardFrontMatter = z.infer<typeof CardFrontMatter>;
+
+export interface Card {
+  file: string;
+  front: CardFrontMatter;
+  body: string;
+  /** Absolute workspace folder (front matter `workspace`, relative to the project folder; default: the project folder). */
+  workspace: string;
+}
+
+export class ProjectError extends Error {
+  constructor(
+    readonly file: string,
+    message: string,
+  ) {
+    super(`${file}: ${message}`);
+  }
+}
+
+function zodMessage(err: z.ZodError): string {
+  return err.issues.map((i) => `${i.path.length ? i.path.join('.') + ': ' : ''}${i.message}`).join('; ');
+}
+
+const FRONT = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/;
+
+export function parseCard(file: string, text: string, projectDir: string): Card {
+  const m = FRONT.exec(text);
+  if (!m)
+    throw new ProjectError(
+      file,
+      'no front matter: a card starts with a `---` line, YAML fields, and another `---` line',
+    );
+  let raw: unknown;
+  try {
+    raw = YAML.parse(m[1]!, { prettyErrors: true }) ?? {};
+  } catch (err) {
+    throw new ProjectError(file, `front matter is not valid YAML: ${(err as Error).message}`);
+  }
+  const parsed = CardFrontMatter.safeParse(raw);
+  if (!parsed.success) throw new ProjectError(file, `invalid card: ${zodMessage(parsed.error)}`);
+  const front = parsed.data;
+  const workspace = path.resolve(projectDir, front.workspace ?? '.');
+  return { file, front, body: m[2]!, workspace };
+}
+
+export function loadCard(file: string, projectDir: string): Card {
+  let text: string;
+  try {
+    text = readRegularFileSync(file);
+  } catch (err) {
+    throw new ProjectError(file, `cannot read the card file: ${(err as Error).message}`);
+  }
+  return parseCard(path.resolve(file), text, projectDir);
+}

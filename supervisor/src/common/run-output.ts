@@ -1,0 +1,178 @@
+/**
+ * How a run's stdout and stderr interleave, and a reader that puts them back in that order.
+ *
+ * A run records its output byte for byte in `stdout.log` and `stderr.log`; `output.order` holds one
+ * text line per switch from one stream to the other: `o END` (stdout's bytes up to END came before
+ * what follows) or `e END` (the same for stderr). Whatever follows the last record belongs to the other
+ * stream. The order is the order in which the supervisor read the two pipes: output written within the
+ * same instant to both can arrive in either order (the kernel keeps no order between two pipes), while
+ * anything written a moment apart keeps its place.
+ *
+ * The supervisor writes the three files through one queue and a switch record reaches the disk before
+ * any byte that came after it; so the files, read up to the sizes they have at one moment, are always
+ * consistent, for a run that is going on, an ended one, and one recorded before a supervisor restart.
+ * A run recorded without `output.order` (an older version) reads as its stdout, then its stderr.
+ */
+import { open, stat, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+
+export type OutputStream = 'stdout' | 'stderr';
+export const ORDER_FILE = 'output.order';
+
+/** The record written when the output switches away from `stream`, whose bytes so far end at `end`. */
+export function orderRecord(stream: OutputStream, end: number): string {
+  return `${stream === 'stdout' ? 'o' : 'e'} ${end}\n`;
+}
+
+/** Sizes on disk, read at one moment. */
+export interface OutputSizes {
+  stdout: number;
+  stderr: number;
+  order: number;
+}
+
+/** The next stretch of output: bytes [start, end) of `stream`. */
+export interface Segment {
+  stream: OutputStream;
+  start: number;
+  end: number;
+  /** The other stream's output follows right after `end` (a switch): no need to wait for a line end. */
+  atSwitch: boolean;
+}
+
+const other = (s: OutputStream): OutputStream => (s === 'stdout' ? 'stderr' : 'stdout');
+const READ_BYTES = 64 * 1024;
+const RECORD = /^([oe]) (\d{1,15})$/;
+
+/** Walks a run's output in order from given offsets, reading `output.order` as it grows. */
+export class OutputOrder {
+  /** Offsets of each stream sent (or given as already had) so far. */
+  readonly pos: Record<OutputStream, number>;
+  private records: [OutputStream, number][] = [];
+  private at = 0;
+  private lastStream: OutputStream | undefined;
+  private readPos = 0;
+  private carry = '';
+  private fh: FileHandle | undefined;
+
+  constructor(
+    private readonly orderPath: string,
+    from: Partial<Record<OutputStream, number>> = {},
+  ) {
+    this.pos = { stdout: from.stdout ?? 0, stderr: from.stderr ?? 0 };
+  }
+
+  /**
+   * What to send next, given the sizes on disk now (all read at the same moment) and whether the run's
+   * files are final: a segment (call `advance` for what was sent of it), 'wait' (nothing more until
+   * the files grow) or 'done'.
+   */
+  async next(sizes: OutputSizes, final: boolean): Promise<Segment | 'wait' | 'done'> {
+    for (;;) {
+      const rec = this.records[this.at];
+      if (rec) {
+        const [s, end] = rec;
+        const avail = Math.min(end, sizes[s]);
+        if (this.pos[s] >= end || (final && avail <= this.pos[s])) {
+          this.at++; // already had, or a file shorter than its record says (a crash): go on
+          continue;
+        }
+        if (avail > this.pos[s])
+          return { stream: s, start: this.pos[s], end: avail, atSwitch: avail === end };
+        return 'wait';
+      }
+      if (this.readPos < sizes.order && (await this.readRecords(sizes.order))) continue;
+      // After the last record only the other stream grows; with no record, only one stream has output.
+      const cur = this.lastStream ? other(this.lastStream) : sizes.stdout > 0 ? 'stdout' : 'stderr';
+      if (sizes[cur] > this.pos[cur])
+        return { stream: cur, start: this.pos[cur], end: sizes[cur], atSwitch: false };
+      const rest = other(cur);
+      // More of the other stream with no record for it: its record is still being read, or (final) it
+      // was lost in a crash or never written (an older run): then it comes last.
+      if (sizes[rest] > this.pos[rest]) {
+        if (!final) return 'wait';
+        return { stream: rest, start: this.pos[rest], end: sizes[rest], atSwitch: false };
+      }
+      return final ? 'done' : 'wait';
+    }
+  }
+
+  advance(stream: OutputStream, n: number): void {
+    this.pos[stream] += n;
+  }
+
+  async close(): Promise<void> {
+    await this.fh?.close();
+    this.fh = undefined;
+  }
+
+  /** Reads more of output.order; true when it gave at least one new record. */
+  private async readRecords(size: number): Promise<boolean> {
+    if (this.at > 1024) {
+      this.records = this.records.slice(this.at);
+      this.at = 0;
+    }
+    this.fh ??= await open(this.orderPath, 'r');
+    const buf = Buffer.allocUnsafe(Math.min(READ_BYTES, size - this.readPos));
+    const { bytesRead } = await this.fh.read(buf, 0, buf.length, this.readPos);
+    if (bytesRead === 0) return false;
+    this.readPos += bytesRead;
+    const lines = (this.carry + buf.toString('latin1', 0, bytesRead)).split('\n');
+    this.carry = lines.pop()!;
+    const before = this.records.length;
+    for (const line of lines) {
+      const m = RECORD.exec(line);
+      if (!m) continue; // not a record (a damaged file): the streams' own order is kept
+      const s: OutputStream = m[1] === 'o' ? 'stdout' : 'stderr';
+      this.records.push([s, Number(m[2])]);
+      this.lastStream = s;
+    }
+    return this.records.length > before || bytesRead === buf.length;
+  }
+}
+
+/** Sizes of a run's output files as they are on disk now (0 for a missing file). */
+export async function outputSizes(logDir: string): Promise<OutputSizes> {
+  const size = async (name: string): Promise<number> => {
+    try {
+      return (await stat(path.join(logDir, name))).size;
+    } catch {
+      return 0;
+    }
+  };
+  const [stdout, stderr, order] = await Promise.all([
+    size('stdout.log'),
+    size('stderr.log'),
+    size(ORDER_FILE),
+  ]);
+  return { stdout, stderr, order };
+}
+
+/**
+ * A run's whole output as it is on disk now, in order, in chunks of at most `chunkBytes`: for readers
+ * of a log dir without a supervisor in between (`runboard logs`).
+ */
+export async function readOutputInOrder(
+  logDir: string,
+  onChunk: (stream: OutputStream, data: Buffer) => void | Promise<void>,
+  chunkBytes = 1024 * 1024,
+): Promise<void> {
+  const sizes = await outputSizes(logDir);
+  const order = new OutputOrder(path.join(logDir, ORDER_FILE));
+  const files: Partial<Record<OutputStream, FileHandle>> = {};
+  try {
+    for (;;) {
+      const seg = await order.next(sizes, true);
+      if (seg === 'wait' || seg === 'done') break;
+      const fh = (files[seg.stream] ??= await open(path.join(logDir, `${seg.stream}.log`), 'r'));
+      const buf = Buffer.allocUnsafe(Math.min(chunkBytes, seg.end - seg.start));
+      const { bytesRead } = await fh.read(buf, 0, buf.length, seg.start);
+      if (bytesRead === 0) break;
+      order.advance(seg.stream, bytesRead);
+      await onChunk(seg.stream, buf.subarray(0, bytesRead));
+    }
+  } finally {
+    await order.close();
+    await Promise.all(Object.values(files).map((f) => f.close()));
+  }
+}

@@ -1,0 +1,183 @@
+/**
+ * The replay runner end to end: a real supervisor and jailed worker replay a recorded form fill (the
+ * committed workflow tests/fixtures/workflows/form-replay/schema.json, whose locators come from a real
+ * recording of the GTK form app) on the test desktop, with a new parameter value. Deterministic steps
+ * must make no model request at all; a step whose element was renamed or moved in the app must make
+ * exactly one; a subtask whose outcome never appears must end needs-input. The app's state is read
+ * back through its accessibility tree; the scripted model server is the only double.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { serializeWorkflow, workflowFileFor, type Workflow } from '../../supervisor/src/protocol/workflow.ts';
+import { REPO, type RunRecord } from '../helpers/harness.ts';
+import { artifact, CuHarness, cuEvents, find, imagePoint } from './cu-harness.ts';
+
+const TITLE = 'Runboard Replay Form';
+const FIXTURE = path.join(REPO, 'tests', 'fixtures', 'workflows', 'form-replay', 'schema.json');
+
+let t: CuHarness;
+let cards = 0;
+beforeAll(async () => {
+  t = await CuHarness.start();
+});
+afterEach(async () => {
+  await t.closeForms();
+});
+afterAll(async () => {
+  await t?.stop();
+});
+
+/** A replay card with its workflow in its folder; `marker` goes into the task text every model query carries. */
+function replayCard(marker: string, params: Record<string, string>, edit?: (w: Workflow) => void): string {
+  const n = ++cards;
+  const w = JSON.parse(readFileSync(FIXTURE, 'utf8')) as Workflow;
+  w.detailed_task_description += ` (${marker})`;
+  edit?.(w);
+  const card = path.join(t.h.root, `replay-${n}.md`);
+  mkdirSync(path.dirname(workflowFileFor(card)), { recursive: true });
+  writeFileSync(workflowFileFor(card), serializeWorkflow(w));
+  const lines = Object.entries(params).map(([k, v]) => `  ${k}: ${JSON.stringify(v)}`);
+  writeFileSync(
+    card,
+    `---\ntitle: Replay the form\nflow: replay\n${lines.length ? `params:\n${lines.join('\n')}\n` : ''}---\n# Task\nReplay.\n\n## Questions\n- None.\n`,
+  );
+  return card;
+}
+
+const flow = () =>
+  t.flow({ name: 'replay', runner: 'replay', prompt: path.join(REPO, 'prompts', 'replay_agent') });
+
+const requestsOf = (marker: string) =>
+  t.model.requests.filter((r) => JSON.stringify(r.body ?? '').includes(marker));
+const stepsOf = (rec: RunRecord) =>
+  cuEvents(rec, 'cu-step') as {
+    action: string;
+    screenshot?: string;
+    replay: { mode: string; planStep?: number };
+  }[];
+
+/** What the form holds, read through its accessibility tree. */
+async function form() {
+  return {
+    name: (await find(TITLE, (e) => e.role === 'text' && e.name === 'Name')).value,
+    saved: (await find(TITLE, (e) => e.role === 'label' && e.name === 'Save status')).value,
+    subscribed: (await find(TITLE, (e) => e.role === 'check box' && e.name === 'Subscribe')).checked,
+  };
+}
+const filledIn = { name: 'Grace Hopper', saved: 'Saved: 1 time(s)', subscribed: true };
+
+describe('replay', () => {
+  it('replays with a new parameter value by locators alone: the form holds it, and no model is asked', async () => {
+    await t.startForm(TITLE);
+    const marker = 'REPLAY-PLAIN';
+    const rec = await t.run(replayCard(marker, { name: 'Grace Hopper' }), flow());
+    expect(rec.result.status, rec.result.summary).toBe('succeeded');
+    expect(await form()).toEqual(filledIn);
+    expect(requestsOf(marker)).toHaveLength(0);
+    const steps = stepsOf(rec);
+    expect(steps.map((s) => [s.action, s.replay.mode, s.replay.planStep])).toEqual([
+      ['click', 'locator', 1],
+      ['type', 'locator', 2],
+      ['click', 'locator', 3],
+      ['click', 'locator', 4],
+    ]);
+    for (const s of steps) expect(s.screenshot).toMatch(/^step-\d{3}\.jpg$/);
+    expect(rec.result.metrics).toMatchObject({
+      replayLocatorSteps: 4,
+      replayModelSteps: 0,
+      replayModelCalls: 0,
+    });
+    expect(rec.result.metrics.tokensSavedEstimate as number).toBeGreaterThan(0);
+    const report = artifact(rec, 'report.md')!;
+    expect(report).toContain('Status: **succeeded**');
+    expect(report).toContain('`name`: Grace Hopper');
+    expect(report).toMatch(/\| 3 \| Submit the form \| 3 \| click \| locator \|/);
+  });
+
+  it.each([
+    ['renamed', 'Send', /no push button "Submit"/],
+    ['moved', 'Submit', /push button "Submit" moved/],
+  ])(
+    'asks the model exactly for the step whose element was %s, then goes back to the locators',
+    async (variant, label, why) => {
+      await t.startForm(TITLE, {}, ['--variant', variant]);
+      const button = await find(TITLE, (e) => e.role === 'push button' && e.name === label);
+      const marker = `REPLAY-${variant.toUpperCase()}`;
+      t.episodes([
+        {
+          name: variant,
+          match: marker,
+          indexBy: 'requests',
+          turns: [
+            {
+              toolCalls: [
+                {
+                  name: 'computer_use',
+                  arguments: {
+                    action: 'left_click',
+                    ...imagePoint(button.bounds, 0.5),
+                    observation: `the submit button is labelled ${label}`,
+                    memory: 'name typed; submitting',
+                  },
+                },
+              ],
+            },
+          ],
+        },
+      ]);
+      const rec = await t.run(replayCard(marker, { name: 'Grace Hopper' }), flow());
+      expect(rec.result.status, rec.result.summary).toBe('succeeded');
+      // back to the locators after the model's step: Subscribe was ticked without a model
+      expect(await form()).toEqual(filledIn);
+      const reqs = requestsOf(marker);
+      expect(reqs).toHaveLength(1);
+      // The compact user query (Responses API: the first input text) and one screenshot.
+      const body = reqs[0]!.body as { input: { content: { type: string; text?: string }[] }[] };
+      const query = body.input[0]!.content[0]!.text!;
+      expect(query).toMatch(why);
+      expect(query).toContain('Replay could not do step 3');
+      expect(query).toContain('- name: Grace Hopper'); // the resolved parameter
+      expect(query).toContain('3. Press Submit: click'); // this subtask's reference step
+      expect(body.input.flatMap((m) => m.content).filter((c) => c.type === 'input_image')).toHaveLength(1);
+      expect(stepsOf(rec).map((s) => [s.action, s.replay.mode, s.replay.planStep])).toEqual([
+        ['click', 'locator', 1],
+        ['type', 'locator', 2],
+        ['left_click', 'model', 3],
+        ['click', 'locator', 4],
+      ]);
+      expect(rec.result.metrics).toMatchObject({
+        replayLocatorSteps: 3,
+        replayModelSteps: 1,
+        replayModelCalls: 1,
+      });
+    },
+  );
+
+  it('ends needs-input, not succeeded, when a subtask’s expected outcome never appears', async () => {
+    await t.startForm(TITLE, {}, ['--variant', 'dead-submit']);
+    const marker = 'REPLAY-DEAD';
+    const done = {
+      toolCalls: [
+        { name: 'done', arguments: { observation: 'the form looks submitted', memory: 'submitted' } },
+      ],
+    };
+    t.episodes([{ name: 'dead', match: marker, indexBy: 'requests', turns: [done, done, done] }]);
+    const rec = await t.run(replayCard(marker, { name: 'Grace Hopper' }), flow());
+    expect(rec.result.status, rec.result.summary).toBe('needs-input');
+    expect(rec.result.summary).toMatch(/expected outcome never appeared/);
+    expect(JSON.stringify(rec.result.questions)).toContain('Saved: 1 time(s)');
+    // The model claimed done twice; the screen said otherwise both times.
+    expect(requestsOf(marker)).toHaveLength(2);
+    expect(await form()).toEqual({ name: 'Grace Hopper', saved: 'Saved: never', subscribed: false });
+  });
+
+  it('asks for a parameter that has neither a value nor an example, before touching the desktop', async () => {
+    const marker = 'REPLAY-NOPARAM';
+    const card = replayCard(marker, {}, (w) => (w.task_params[0]!.example = ''));
+    const rec = await t.run(card, flow());
+    expect(rec.result.status).toBe('needs-input');
+    expect(JSON.stringify(rec.result.questions)).toContain('What value should \\"name\\" have');
+    expect(cuEvents(rec, 'cu-step')).toHaveLength(0);
+  });
+});

@@ -1,0 +1,110 @@
+// The layered config as a user meets it: `runboard config` (the effective config, where each value came
+// from, upgrades that keep comments, errors naming the file) and a run that takes a value from the user
+// config. Real processes, files and supervisor; the user config lives under the test's RUNBOARD_HOME.
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIST, processesMentioning, waitUntil } from '../helpers/harness.ts';
+
+const run = promisify(execFile);
+let root: string;
+let env: NodeJS.ProcessEnv;
+let project: string;
+let userFile: string;
+
+async function rb(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await run(process.execPath, [path.join(DIST, 'runboard.mjs'), ...args], { env, cwd: project });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+const PROJECT = `# the team's board
+version: 1 # the format
+flows:
+  shell: { runner: command, cap: 2 } # quick jobs
+`;
+
+beforeAll(() => {
+  root = mkdtempSync(path.join(os.tmpdir(), 'rb-config-'));
+  env = { ...process.env, RUNBOARD_HOME: path.join(root, 'home') };
+  delete env.NODE_EXTRA_CA_CERTS;
+  project = path.join(root, 'project');
+  mkdirSync(path.join(project, 'cards'), { recursive: true });
+  mkdirSync(path.join(root, 'home'));
+  userFile = path.join(root, 'home', 'config.yaml');
+  writeFileSync(path.join(project, 'config.yaml'), PROJECT);
+});
+
+afterAll(async () => {
+  await rb(['supervisor', 'stop', '--force']);
+  await waitUntil('no leftover processes', () => processesMentioning(root).length === 0, 8000);
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe('runboard config', () => {
+  it('shows the effective config and where each value came from', async () => {
+    writeFileSync(
+      userFile,
+      '# mine\nversion: 2\nscheduler: { maxConcurrency: 7 }\nflows:\n  shell: { env: { GREETING: from-user }, cap: 9 }\nllm_profiles:\n  fast: { provider: openai, model: gpt-fast }\n',
+    );
+    const shown = await rb(['config', '--show']);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain(`# user:    ${userFile}`);
+    expect(shown.stdout).toMatch(/maxConcurrency: 7 # user\n/);
+    expect(shown.stdout).toMatch(/base: 2000 # default\n/);
+    expect(shown.stdout).toMatch(/runner: command # project\n/);
+    expect(shown.stdout).toMatch(/cap: 2 # project\n/); // the project wins over the user
+    expect(shown.stdout).toMatch(/GREETING: from-user # user\n/);
+    expect(shown.stderr).toMatch(/version 1 is older.*`runboard config --upgrade`/);
+    const json = JSON.parse((await rb(['config', '--json'])).stdout) as {
+      config: { flows: { shell: { cap: number } } };
+      sources: Record<string, { layer: string; file?: string }>;
+    };
+    expect(json.config.flows.shell.cap).toBe(2);
+    expect(json.sources['llm_profiles.fast.model']).toEqual({ layer: 'user', file: userFile });
+    expect(json.sources['scheduler.backoff.retries']).toEqual({ layer: 'default' });
+  });
+
+  it('a run takes what the user config sets for its flow', async () => {
+    mkdirSync(path.join(root, 'ws'), { recursive: true });
+    expect((await rb(['grant', path.join(root, 'ws')])).code).toBe(0);
+    const card = path.join(project, 'cards', 'hello.md');
+    writeFileSync(
+      card,
+      '---\ntitle: hello\nflow: shell\nworkspace: ../ws\ncommand: "echo greeting=$GREETING"\n---\n',
+    );
+    const r = await rb(['run', card]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('greeting=from-user');
+  });
+
+  it('upgrades an older file in place, keeping its comments; a bad file is named with what to fix', async () => {
+    const up = await rb(['config', '--upgrade']);
+    expect(up.stdout).toContain(`${path.join(project, 'config.yaml')}: upgraded from version 1 to 2`);
+    expect(up.stdout).toContain(`${userFile}: up to date`);
+    expect(readFileSync(path.join(project, 'config.yaml'), 'utf8')).toBe(
+      PROJECT.replace('version: 1 #', 'version: 2 #'),
+    );
+    expect((await rb(['config'])).stderr).toBe('');
+
+    writeFileSync(userFile, 'version: 2\nscheduler: { maxConcurrency: lots }\n');
+    const bad = await rb(['config', '--show']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(
+      new RegExp(
+        `^runboard: ${userFile.replace(/[.]/g, '\\.')}: invalid config: scheduler\\.maxConcurrency: .*set in your user config`,
+      ),
+    );
+    writeFileSync(userFile, 'version: 9\nflows:\n  shell: { hovercraft: true }\n');
+    const newer = await rb(['config']);
+    expect(newer.code).toBe(0);
+    expect(newer.stderr).toMatch(/version 9 is newer than this Runboard understands \(2\).*update Runboard/);
+  });
+});

@@ -1,0 +1,141 @@
+// stdout and stderr keep their interleaving: live to an attached client, in a replay, in `runboard logs`
+// (text and --json) and after a supervisor restart. The run writes one line, then waits until the test
+// has seen it (an ack file in the workspace) before the next, so the order is known without timing.
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Offsets, OutputStream, RunResult } from '@runboard/supervisor/protocol';
+import { SupervisorClient } from '../../host/src/core/supervisor-client.ts';
+import { DIST, Harness, processesMentioning, waitUntil } from '../helpers/harness.ts';
+
+const exec = promisify(execFile);
+let h: Harness;
+beforeAll(async () => {
+  h = await Harness.start();
+});
+afterAll(async () => {
+  await h.stop();
+});
+
+/** `out 1`, `err 1`, `out 2`, … each written after the previous one was acknowledged. */
+function pingPong(dir: string, pairs: number): string {
+  const wait = (name: string): string => `while [ ! -e "${dir}/${name}" ]; do sleep 0.01; done`;
+  return `for i in $(seq 1 ${pairs}); do echo "out $i"; ${wait('ack-out-$i')}; echo "err $i" >&2; ${wait('ack-err-$i')}; done`;
+}
+const expected = (pairs: number): string[] =>
+  Array.from({ length: pairs }, (_, i) => [`stdout:out ${i + 1}`, `stderr:err ${i + 1}`]).flat();
+
+/** Collects output as `stream:line` in arrival order, acknowledging each line unless `ack` says no. */
+function collector(dir: string, ack: (line: string) => boolean = () => true) {
+  const seen: string[] = [];
+  const partial = { stdout: '', stderr: '' };
+  const onBytes = (stream: OutputStream, bytes: Buffer): void => {
+    const lines = (partial[stream] + bytes.toString()).split('\n');
+    partial[stream] = lines.pop()!;
+    for (const line of lines) {
+      seen.push(`${stream}:${line}`);
+      if (ack(line)) writeFileSync(path.join(dir, `ack-${line.replace(' ', '-')}`), '');
+    }
+  };
+  return { seen, onBytes };
+}
+
+function logsCli(args: string[]): Promise<string> {
+  // 2>&1: both streams into one pipe, so what the terminal would show is one ordered text
+  const cmd = `exec "$0" "${path.join(DIST, 'runboard.mjs')}" logs ${args.join(' ')} 2>&1`;
+  return exec('sh', ['-c', cmd, process.execPath], {
+    env: { ...process.env, RUNBOARD_HOME: h.paths.root },
+    maxBuffer: 16 * 1024 * 1024,
+  }).then((r) => r.stdout);
+}
+
+describe('stdout and stderr interleaving', () => {
+  it('live, replayed, resumed mid-way, and printed by `runboard logs`: the order they were written in', async () => {
+    const dir = h.workspace;
+    const { runId } = await h.launch(['sh', '-c', pingPong(dir, 6)]);
+    const live = collector(dir);
+    const result = await new Promise<RunResult>((resolve, reject) => {
+      h.client.attach(runId, { onBytes: live.onBytes, onEnd: resolve }).catch(reject);
+    });
+    expect(result.status).toBe('succeeded');
+    expect(live.seen).toEqual(expected(6));
+
+    // the record on disk alone gives the same order: a replay from the start…
+    const replay = collector(dir, () => false);
+    await new Promise<RunResult>((resolve, reject) => {
+      h.client.attach(runId, { onBytes: replay.onBytes, onEnd: resolve }).catch(reject);
+    });
+    expect(replay.seen).toEqual(expected(6));
+    // …and from offsets in the middle (after `out 3`): what follows, once, in order
+    const mid = collector(dir, () => false);
+    await new Promise<RunResult>((resolve, reject) => {
+      h.client
+        .attach(runId, { onBytes: mid.onBytes, onEnd: resolve }, { stdout: 18, stderr: 12 })
+        .catch(reject);
+    });
+    expect(mid.seen).toEqual(expected(6).slice(5));
+
+    expect(await logsCli([runId])).toBe(
+      expected(6)
+        .map((l) => l.split(':')[1] + '\n')
+        .join(''),
+    );
+    const json = (await logsCli([runId, '--json']))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(json.filter((l) => l.type === 'output').map((l) => `${l.stream}:${l.data.trim()}`)).toEqual(
+      expected(6),
+    );
+    expect(await logsCli([runId, '-f'])).toBe(
+      expected(6)
+        .map((l) => l.split(':')[1] + '\n')
+        .join(''),
+    );
+  });
+
+  it('a host that re-attaches after a supervisor restart gets the lines recorded meanwhile, once, in order', async () => {
+    const local = await Harness.start();
+    try {
+      const dir = local.workspace;
+      const { runId, logDir } = await local.launch(['sh', '-c', pingPong(dir, 6)]);
+      // the first host sees out 1 … out 3, then goes away without acknowledging out 3
+      const first = collector(dir, (line) => line !== 'out 3');
+      const client = await SupervisorClient.connect(local.paths);
+      await client.attach(runId, { onBytes: first.onBytes });
+      await waitUntil('out 3', () => first.seen.includes('stdout:out 3'));
+      const offsets = (await client.detach(runId)) as Offsets;
+      client.close();
+      expect(first.seen).toEqual(expected(6).slice(0, 5));
+
+      // the run goes on while nobody is attached: err 3, then out 4
+      const onDisk = (file: string, text: string) => () =>
+        existsSync(path.join(logDir, file)) && readFileSync(path.join(logDir, file), 'utf8').includes(text);
+      writeFileSync(path.join(dir, 'ack-out-3'), '');
+      await waitUntil('err 3 recorded', onDisk('stderr.log', 'err 3'));
+      writeFileSync(path.join(dir, 'ack-err-3'), '');
+      await waitUntil('out 4 recorded', onDisk('stdout.log', 'out 4'));
+
+      // the supervisor dies (and with it the run); a new one comes up
+      const svPid = local.supervisor.pid!;
+      local.client.close();
+      process.kill(svPid, 'SIGKILL');
+      await waitUntil(
+        'the run to be gone',
+        () => processesMentioning(`RUNBOARD_RUN_ID=${runId}`).length === 0,
+      );
+      await local.startSupervisor();
+
+      const second = collector(dir, () => false);
+      const result = await new Promise<RunResult>((resolve, reject) => {
+        local.client.attach(runId, { onBytes: second.onBytes, onEnd: resolve }, offsets).catch(reject);
+      });
+      expect(result.termination?.reason).toBe('supervisor-died');
+      expect(second.seen).toEqual(['stderr:err 3', 'stdout:out 4']);
+    } finally {
+      await local.stop();
+    }
+  });
+});

@@ -1,0 +1,547 @@
+/**
+ * The replay engine: a workflow's subtasks in order, each step by its accessibility locator first
+ * (no model), the model (predict_action) only for a step whose element is not there as recorded or
+ * whose screen drifted, then back to the locators for the next step. A subtask with an outcome check
+ * is done only when the check holds on screen: a model's `done` does not make it so. Every action, by
+ * either, is a `cu-step` event with its screenshot (the inspector's filmstrip) and a line of report.md.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { desktop, type Rect } from '@runboard/native';
+import type { ClarifyingQuestion, CuStep, OutcomeCheck } from '@runboard/supervisor/protocol';
+import type { RunnerContext, RunnerOutcome } from '../runner.ts';
+import { LoopMetrics } from '../computer-use/metrics.ts';
+import type { Api } from '../computer-use/providers.ts';
+import { fill, type PromptConfigOf } from '../computer-use/prompt.ts';
+import { logRetry, sendWithRetry } from '../computer-use/retry.ts';
+import type { Screen, Shot } from '../computer-use/screen.ts';
+import { ended, guardedOutcome, logFirstShot, stepShot, type Guard } from '../computer-use/session.ts';
+import { ActionFailed, desktopAction, InvalidToolCall, type ToolContext } from '../computer-use/tools.ts';
+import { checkHolds, findWindow, focusedField, locate } from './locate.ts';
+import { fillTemplates, shown, type Plan, type PlanStep, type PlanSubtask, type Values } from './plan.ts';
+import { predict, userQuery, type HistoryEntry, type PredictTool } from './predict.ts';
+import { renderReplayReport, type ReplayRecord } from './report.ts';
+
+export interface ReplayOptions {
+  maxSteps: number;
+  maxDurationMs: number;
+  maxRetries: number;
+  maxOutputTokens: number;
+  requestTimeoutMs: number;
+  /** Model turns one subtask may take before the run asks the person. */
+  maxModelTurnsPerSubtask: number;
+  /** How long an outcome check (or a typed value) may take to show. */
+  settleMs: number;
+  screen: Screen;
+}
+
+export interface ReplayPrompt {
+  template: string;
+  config: PromptConfigOf<PredictTool>;
+}
+
+type Ended = { ended: RunnerOutcome };
+type Turn = { kind: 'acted' } | { kind: 'done'; value: string } | Ended;
+
+const centre = (b: Rect): [number, number] => [Math.round(b[0] + b[2] / 2), Math.round(b[1] + b[3] / 2)];
+const round = (n: number): number => Math.round(n * 10) / 10;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** A recorded key name (`press Enter`, `ctrl+ArrowUp`) as the addon's key combination. */
+export function keyCombo(key: string): string {
+  return key
+    .split('+')
+    .map((k) => k.replace(/^Arrow/, '').toLowerCase())
+    .join('+');
+}
+
+export class Replay {
+  private shot!: Shot;
+  private n = 0;
+  private memory = '';
+  private readonly extracts: Values = {};
+  private readonly records: ReplayRecord[] = [];
+  private readonly metrics = new LoopMetrics();
+  private locatorSteps = 0;
+  private modelSteps = 0;
+  private modelCalls = 0;
+  /** What the skipped model calls would have cost (estimated per step from the query and image). */
+  private tokensSaved = 0;
+  private readonly toolCtx: ToolContext;
+
+  constructor(
+    private readonly ctx: RunnerContext,
+    private readonly plan: Plan,
+    private readonly values: Values,
+    private readonly prompt: ReplayPrompt,
+    private readonly api: Api,
+    private readonly model: string,
+    private readonly artifacts: string,
+    private readonly signal: AbortSignal,
+    private readonly guard: Guard,
+    private readonly o: ReplayOptions,
+  ) {
+    // replay's model acts on the screen only: no document tools
+    this.toolCtx = {
+      frame: () => this.shot,
+      env: ctx.env,
+      workspace: ctx.spec.workspace,
+      signal,
+      documents: null,
+    };
+  }
+
+  async run(): Promise<RunnerOutcome> {
+    let outcome: RunnerOutcome;
+    try {
+      outcome = await this.all();
+    } catch (err) {
+      outcome = this.outcome('failed', `replay error: ${(err as Error).message}`);
+    }
+    outcome = guardedOutcome(this.guard, outcome, (status, summary) => this.outcome(status, summary));
+    try {
+      const file = path.join(this.artifacts, 'report.md');
+      writeFileSync(
+        file,
+        renderReplayReport({
+          card: this.ctx.spec.card.title ?? path.basename(this.ctx.spec.card.path),
+          runId: this.ctx.spec.runId,
+          task: this.plan.task,
+          model: `${this.model} (${this.api})`,
+          values: shown(this.plan, this.values),
+          extracts: this.extracts,
+          outcome,
+          records: this.records,
+        }),
+      );
+      this.ctx.log('info', 'replay report written', { kind: 'cu-report', file });
+    } catch (err) {
+      this.ctx.log('warn', `could not write the run report: ${(err as Error).message}`);
+    }
+    return outcome;
+  }
+
+  private async all(): Promise<RunnerOutcome> {
+    const first = await this.screenshot();
+    logFirstShot(this.ctx, this.shot, first);
+    const total = this.plan.subtasks.length;
+    for (const [i, sub] of this.plan.subtasks.entries()) {
+      this.ctx.progress(i / total, `subtask ${i + 1}/${total}: ${sub.text}`);
+      this.ctx.log('info', `subtask ${i + 1}/${total}: ${sub.text}`, { kind: 'replay-subtask', id: sub.id });
+      const r = await this.subtask(sub);
+      if (r) return r.ended;
+    }
+    return this.outcome(
+      'succeeded',
+      `replayed ${total} subtask(s): ${this.locatorSteps} step(s) by locator, ${this.modelSteps} by the model (${this.modelCalls} model call(s))`,
+    );
+  }
+
+  private file(n: number): string {
+    return `step-${String(n).padStart(3, '0')}.jpg`;
+  }
+
+  private async screenshot(): Promise<string> {
+    const { shot, file } = await stepShot(this.o.screen, this.guard, this.artifacts, this.n, this.metrics);
+    this.shot = shot;
+    return file;
+  }
+
+  private outcome(status: RunnerOutcome['status'], summary: string, questions: ClarifyingQuestion[] = []) {
+    const cost = this.metrics.cost(this.prompt.config, this.model);
+    const perCall = this.modelCalls
+      ? (this.metrics.tokens.input + this.metrics.tokens.output) / this.modelCalls
+      : undefined;
+    return ended(status, summary, questions, {
+      ...this.metrics.report(this.api, this.model, cost, this.o),
+      replayLocatorSteps: this.locatorSteps,
+      replayModelSteps: this.modelSteps,
+      replayModelCalls: this.modelCalls,
+      // measured per call when the run made any, else estimated from the queries it did not send
+      tokensSavedEstimate: Math.round(perCall !== undefined ? perCall * this.locatorSteps : this.tokensSaved),
+    });
+  }
+
+  private end(status: RunnerOutcome['status'], summary: string, questions: ClarifyingQuestion[] = []): Ended {
+    return { ended: this.outcome(status, summary, questions) };
+  }
+
+  private mayGoOn(): Ended | null {
+    if (this.signal.aborted) return this.end('failed', 'cancelled');
+    if (this.n >= this.o.maxSteps)
+      return this.end(
+        'failed',
+        `the step budget (${this.o.maxSteps} steps) ran out before the workflow was done`,
+      );
+    if (this.metrics.elapsedMs() > this.o.maxDurationMs)
+      return this.end(
+        'failed',
+        `the time budget (${this.o.maxDurationMs} ms) ran out before the workflow was done`,
+      );
+    return null;
+  }
+
+  private query(sub: PlanSubtask, steps: PlanStep[], history: HistoryEntry[], ask: string): string {
+    const extracts: Values = {};
+    for (const d of sub.dependencies) if (Object.hasOwn(this.extracts, d)) extracts[d] = this.extracts[d]!;
+    return userQuery(this.prompt.template, {
+      task: this.plan.task,
+      description: this.plan.description,
+      subtask: sub,
+      values: shown(this.plan, this.values),
+      memory: this.memory,
+      history,
+      reference: steps,
+      extracts,
+      ask,
+    });
+  }
+
+  private async subtask(sub: PlanSubtask): Promise<Ended | null> {
+    const values = { ...this.values, ...this.extracts };
+    // The subtask as the locators and checks use it: parameters and upstream extracts filled in.
+    // What the model is shown has a sensitive parameter's value withheld (it is never sent out).
+    const forModel = fillTemplates(sub, { ...shown(this.plan, this.values), ...this.extracts });
+    sub = fillTemplates(sub, values);
+    const steps = sub.steps;
+    const history: HistoryEntry[] = [];
+    let turns = 0;
+    const tooMany = (): Ended =>
+      this.end('needs-input', `stopped in subtask "${sub.text}": ${turns} model turns did not get it done`, [
+        `Replay could not finish the subtask "${sub.text}" (expected: ${sub.expectedOutcome || 'not stated'}) in ${turns} model turns. Has the app changed? Edit the workflow, or say how it should be done.`,
+      ]);
+    // One model turn, within the subtask's allowance of them.
+    const ask = (step: PlanStep | undefined, what: string): Promise<Turn> => {
+      if (turns >= this.o.maxModelTurnsPerSubtask) return Promise.resolve(tooMany());
+      turns++;
+      return this.modelTurn(forModel, forModel.steps, history, step, what);
+    };
+    for (let i = 0; i < steps.length;) {
+      const stop = this.mayGoOn();
+      if (stop) return stop;
+      const step = steps[i]!;
+      if (step.action.type === 'extract') {
+        const r = await ask(
+          step,
+          `Step ${step.n} is an extract: read "${step.action.query}" off the screen and call done with it in \`value\`${step.action.candidates?.length ? ` (it is likely one of: ${step.action.candidates.join(', ')})` : ''}.`,
+        );
+        if ('ended' in r) return r;
+        if (r.kind === 'done') {
+          const name = step.action.variable || `extract_${step.n}`;
+          this.extracts[name] = r.value;
+          this.ctx.log('info', `extract ${name} = ${JSON.stringify(r.value)}`, {
+            kind: 'replay-extract',
+            name,
+            value: r.value,
+          });
+          i++;
+        }
+        continue;
+      }
+      const t0 = performance.now();
+      const det = await this.byLocator(step);
+      if (det === true) {
+        this.locatorSteps++;
+        this.tokensSaved += this.estimateTokens(this.query(forModel, forModel.steps, history, ''));
+        await this.afterAction(step, sub, 'locator', performance.now() - t0);
+        history.push({ step: step.n, action: `${step.action.type} by locator`, observation: step.intent });
+        i++;
+        continue;
+      }
+      const r = await ask(
+        step,
+        `Replay could not do step ${step.n} by itself: ${det}. Do what step ${step.n} does on the screen as it is now (one action), or call done if the subtask's expected outcome is already there.`,
+      );
+      if ('ended' in r) return r;
+      if (r.kind === 'done') break;
+      i++;
+    }
+    if (!sub.check) return null;
+    if (await this.waitFor(sub.check)) return null;
+    let falseDone = 0;
+    const want = describeCheck(sub.check);
+    for (;;) {
+      const stop = this.mayGoOn();
+      if (stop) return stop;
+      const r = await ask(
+        undefined,
+        `Every step of this subtask ran, but its expected outcome is not on screen (${want}). Act to reach it (one action), call done once it is there, or stuck if it cannot be reached.`,
+      );
+      if ('ended' in r) return r;
+      if (await this.waitFor(sub.check)) return null;
+      if (r.kind === 'done') {
+        falseDone++;
+        history.push({
+          step: this.n,
+          action: 'done',
+          observation: `the expected outcome is still not on screen (${want})`,
+        });
+        if (falseDone >= 2)
+          return this.end(
+            'needs-input',
+            `subtask "${sub.text}": its expected outcome never appeared (${want})`,
+            [
+              `Replay finished the steps of "${sub.text}" but its expected outcome never appeared (${want}); the model said it was done, the screen says otherwise. What should happen here?`,
+            ],
+          );
+      }
+    }
+  }
+
+  /** A check that may need a moment to show (the app redraws after the action). */
+  private async waitFor(check: OutcomeCheck): Promise<boolean> {
+    const deadline = performance.now() + this.o.settleMs;
+    for (;;) {
+      if (await checkHolds(check)) return true;
+      if (performance.now() > deadline || this.signal.aborted) return false;
+      await sleep(50);
+    }
+  }
+
+  private estimateTokens(query: string): number {
+    // about 4 characters a token; an image about (w * h) / 750 tokens; a short tool call back
+    return Math.ceil(query.length / 4) + Math.ceil((this.shot.width * this.shot.height) / 750) + 60;
+  }
+
+  /** The step by its recorded element, or why not (drift, in words). */
+  private async byLocator(step: PlanStep): Promise<true | string> {
+    const a = step.action;
+    if (a.type === 'click' || a.type === 'scroll' || a.type === 'drag') {
+      if (!step.element) return 'the recording has no element for it';
+      const l = await locate(step.element, step.window);
+      if (!l.ok) return l.drift;
+      if (!l.window.focused) await desktop.focus({ windowId: l.window.id });
+      const [x, y] = centre(l.element.bounds);
+      if (a.type === 'click') await desktop.click(x, y, { button: a.button, count: a.count ?? 1 });
+      else if (a.type === 'scroll') await desktop.scroll(x, y, a.dx, a.dy);
+      else
+        await desktop.drag([x, y], [x + a.to[0] - a.from[0], y + a.to[1] - a.from[1]], { button: a.button });
+      return true;
+    }
+    if (a.type === 'type' || a.type === 'press') {
+      if (a.type === 'type' && !('text' in a && a.text))
+        return 'the workflow does not say what to type here (no value, or a secret)';
+      let field;
+      if (step.focus) {
+        const l = await locate(step.focus, step.window);
+        if (!l.ok) return l.drift;
+        if (!l.window.focused) await desktop.focus({ windowId: l.window.id });
+        if (!l.element.focused)
+          return `${step.focus.role} "${step.focus.name}" does not have the keyboard focus`;
+        field = l;
+      } else {
+        const w = await findWindow(step.window);
+        if (typeof w === 'string') return w;
+        if (!w.focused) await desktop.focus({ windowId: w.id });
+      }
+      if (a.type === 'press') {
+        await desktop.key(keyCombo(a.key));
+        return true;
+      }
+      const before = field?.element.value ?? '';
+      await desktop.type(a.text);
+      if (!field || field.element.secret) return true;
+      // The field holds what was typed (the app took every key): read back, as the person would look.
+      const deadline = performance.now() + this.o.settleMs;
+      for (;;) {
+        const now = (await focusedField(field.window))?.value;
+        if (now !== undefined && now.includes(a.text)) return true;
+        if (performance.now() > deadline)
+          return `typed "${a.text}" but ${step.focus!.role} "${step.focus!.name}" holds ${JSON.stringify(now ?? before)}`;
+        await sleep(30);
+      }
+    }
+    return `replay has no locator action for "${a.type}"`;
+  }
+
+  private async afterAction(step: PlanStep, sub: PlanSubtask, mode: 'locator', ms: number): Promise<void> {
+    this.n++;
+    const t = performance.now();
+    const file = await this.screenshot();
+    const a = step.action as Record<string, unknown>;
+    this.emit({
+      step: this.n,
+      tool: 'desktop_action',
+      action: String(a.type),
+      args: a,
+      result: { ok: true },
+      screenshot: file,
+      modelText: undefined,
+      timings: { modelMs: 0, toolMs: round(ms), captureMs: round(performance.now() - t) },
+      tokens: { input: 0, output: 0 },
+      replay: { mode, subtask: sub.id, planStep: step.n },
+    });
+    this.records.push({ n: this.n, subtask: sub.text, planStep: step.n, action: String(a.type), mode, ms });
+  }
+
+  private emit(e: Omit<CuStep, 'kind' | 'modelText'> & { modelText: string | undefined }): void {
+    const { modelText, ...rest } = e;
+    const mode = e.replay?.mode === 'model' ? 'by the model' : 'by locator';
+    this.ctx.log(
+      e.error ? 'warn' : 'info',
+      `step ${e.step}: ${e.action} ${mode}${e.error ? ` (${e.error})` : ''}`,
+      {
+        kind: 'cu-step',
+        ...rest,
+        ...(modelText ? { modelText: modelText.slice(0, 2000) } : {}),
+      } satisfies CuStep,
+    );
+  }
+
+  /** One predict_action turn and what it asked for, carried out. */
+  private async modelTurn(
+    sub: PlanSubtask,
+    steps: PlanStep[],
+    history: HistoryEntry[],
+    step: PlanStep | undefined,
+    ask: string,
+  ): Promise<Turn> {
+    await this.screenshot(); // what the model sees is the screen now
+    const query = this.query(sub, steps, history, ask);
+    const caption = fill(this.prompt.config.screenshot_caption, {
+      WIDTH: String(this.shot.width),
+      HEIGHT: String(this.shot.height),
+      STEP: String(this.n),
+    });
+    const t0 = performance.now();
+    let requestBytes = 0;
+    const sent = await sendWithRetry(
+      async () => {
+        const p = await predict(
+          this.api,
+          {
+            baseUrl: this.ctx.spec.model!.baseUrl,
+            token: this.ctx.spec.model!.token,
+            model: this.model,
+            maxOutputTokens: this.prompt.config.llm.max_output_tokens ?? this.o.maxOutputTokens,
+            timeoutMs: this.o.requestTimeoutMs,
+          },
+          this.prompt.config,
+          query,
+          this.shot,
+          caption,
+          this.signal,
+        );
+        requestBytes = p.requestBytes;
+        return p.turn;
+      },
+      this.signal,
+      this.o.maxRetries,
+      logRetry(this.ctx, this.metrics),
+    );
+    if (!sent.ok) {
+      if (sent.rateLimitedUntil) this.metrics.rateLimitedUntil = sent.rateLimitedUntil;
+      return this.end('failed', sent.why);
+    }
+    const turn = sent.value;
+    const modelMs = performance.now() - t0;
+    this.metrics.turn(turn.usage, modelMs);
+    this.modelCalls++;
+    this.n++;
+    const at = step ? ` at step ${step.n}` : '';
+    const record = (
+      tool: string,
+      action: string,
+      args: unknown,
+      extra: Partial<CuStep> = {},
+      ms = 0,
+    ): void => {
+      this.emit({
+        step: this.n,
+        tool,
+        action,
+        args,
+        screenshot: extra.screenshot ?? this.file(this.n - 1),
+        modelText: turn.text,
+        timings: {
+          modelMs: round(modelMs),
+          toolMs: round(ms),
+          requestBytes,
+          imageBytes: this.shot.base64Bytes,
+        },
+        tokens: turn.usage,
+        replay: { mode: 'model', subtask: sub.id, ...(step ? { planStep: step.n } : {}), ask },
+        ...extra,
+      });
+      this.records.push({
+        n: this.n,
+        subtask: sub.text,
+        ...(step ? { planStep: step.n } : {}),
+        action,
+        mode: 'model',
+        why: ask,
+        ms: modelMs + ms,
+        tokens: turn.usage.input + turn.usage.output,
+        ...(extra.error ? { error: extra.error } : {}),
+      });
+    };
+    const invalid = (why: string, tool = 'predict_action'): Turn => {
+      record(tool, tool, null, { error: why });
+      return this.end(
+        'needs-input',
+        `stopped in subtask "${sub.text}"${at}: the model's answer could not be carried out (${why})`,
+        [
+          `Replay asked the model for help in "${sub.text}"${at} and its answer could not be carried out (${why}). How should this be done?`,
+        ],
+      );
+    };
+    if (turn.calls.length !== 1)
+      return invalid(
+        `it must make exactly one tool call (computer_use, done or stuck); it made ${turn.calls.length}`,
+      );
+    const call = turn.calls[0]!;
+    if (call.parseError) return invalid(`its arguments are not valid JSON: ${call.parseError}`, call.name);
+    const args = (call.args ?? {}) as Record<string, unknown>;
+    const note = typeof args.observation === 'string' ? args.observation : '';
+    if (typeof args.memory === 'string') this.memory = args.memory;
+    if (call.name === 'done') {
+      record('done', 'done', args);
+      history.push({ step: this.n, action: 'done', observation: note });
+      return { kind: 'done', value: typeof args.value === 'string' ? args.value : '' };
+    }
+    if (call.name === 'stuck') {
+      record('stuck', 'stuck', args);
+      const q =
+        typeof args.question === 'string' && args.question.trim()
+          ? args.question
+          : `The model is stuck in "${sub.text}": ${note}`;
+      return this.end('needs-input', `stuck in subtask "${sub.text}"${at}: ${note || q}`, [q]);
+    }
+    if (call.name !== 'computer_use') return invalid(`unknown tool "${call.name}"`, call.name);
+    this.modelSteps++;
+    const tAct = performance.now();
+    const { observation: _o, memory: _m, ...action } = args;
+    try {
+      const r = await desktopAction(this.toolCtx, action);
+      const actMs = performance.now() - tAct;
+      const file = await this.screenshot();
+      record(
+        'desktop_action',
+        String(action.action),
+        action,
+        { result: r.output, ...(r.screen ? { screen: r.screen } : {}), screenshot: file },
+        actMs,
+      );
+      history.push({ step: this.n, action: `${String(action.action)} by the model`, observation: note });
+      return { kind: 'acted' };
+    } catch (err) {
+      if (this.signal.aborted) return this.end('failed', 'cancelled');
+      if (err instanceof InvalidToolCall) return invalid(err.message, 'computer_use');
+      if (!(err instanceof ActionFailed)) throw err;
+      record('desktop_action', String(action.action), action, { error: err.message });
+      return this.end('needs-input', `stopped in subtask "${sub.text}"${at}: ${err.message}`, [
+        `The desktop action in "${sub.text}"${at} failed (${err.message}); desktop actions are not retried. How should replay proceed?`,
+      ]);
+    }
+  }
+}
+
+function describeCheck(c: OutcomeCheck): string {
+  return [
+    c.role && `a ${c.role}`,
+    c.name !== undefined && `named "${c.name}"`,
+    c.value !== undefined && `showing "${c.value}"`,
+  ]
+    .filter(Boolean)
+    .join(' ');
+}
