@@ -256,9 +256,27 @@ export class Extractions {
     }
     this.deps.store.update(cardId, {
       needs: `the task is being extracted from ${input.label} (run ${runId})`,
+      extraction: runId,
       lastError: undefined,
     });
-    const done = new Promise<RunResult>((resolve, reject) => {
+    return { cardId, runId, done: this.follow(cardId, runId) };
+  }
+
+  /**
+   * Follows the extractions cards say are going (front matter `extraction: <run id>`), e.g. after the
+   * board was restarted while one ran: each is applied when its run ends (at once when it has ended).
+   */
+  resume(): Promise<ExtractOutcome[]> {
+    return Promise.all(
+      this.deps.store
+        .all()
+        .filter((c) => typeof c.front.extraction === 'string')
+        .map((c) => this.follow(String(c.front.id), String(c.front.extraction))),
+    );
+  }
+
+  private follow(cardId: string, runId: string): Promise<ExtractOutcome> {
+    return new Promise<RunResult>((resolve, reject) => {
       this.deps.client
         .attach(runId, { onEnd: resolve, onLost: reject })
         .then((now) => {
@@ -267,13 +285,13 @@ export class Extractions {
         .catch(reject);
     }).then(
       (result) => this.apply(cardId, result),
-      (err: Error) => this.fail(cardId, runId, `lost track of the run: ${err.message}`),
+      (err: Error) => this.fail(cardId, runId, `lost track of the extraction run ${runId}: ${err.message}`),
     );
-    return { cardId, runId, done };
   }
 
   private fail(cardId: string, runId: string, error: string): ExtractOutcome {
-    if (this.deps.store.get(cardId)) this.deps.store.update(cardId, { needs: undefined, lastError: error });
+    if (this.deps.store.get(cardId))
+      this.deps.store.update(cardId, { needs: undefined, extraction: undefined, lastError: error });
     return { ok: false, cardId, runId, error };
   }
 
@@ -310,6 +328,7 @@ export class Extractions {
       cardId,
       {
         needs: undefined,
+        extraction: undefined,
         lastError: undefined,
         status: gate.questions > 0 ? 'needs-input' : 'backlog',
       },
