@@ -98,6 +98,12 @@ async function main(): Promise<void> {
   const rows: string[] = [];
   const idleOff = await cpuOver(3000);
   const latOff = await keyLatency(150);
+  const plain = await Recording.start({ dir: tmp, border: false });
+  await sleep(500);
+  const idlePlain = await cpuOver(3000);
+  const latPlain = await keyLatency(150);
+  await plain.stop();
+  // With the red border (the default): each frame's border strips are repainted from the windows below.
   const rec = await Recording.start({ dir: tmp });
   await sleep(500);
   const idleOn = await cpuOver(3000);
@@ -119,7 +125,8 @@ async function main(): Promise<void> {
     );
   };
   row('off', idleOff, latOff);
-  row('on (a frame every 250 ms)', idleOn, latOn);
+  row('on, no border (a frame every 250 ms)', idlePlain, latPlain);
+  row('on, with the border (a frame every 250 ms, the default)', idleOn, latOn);
   row('on (a frame every 50 ms)', idleFast, latFast);
   rows.push('');
   rows.push(

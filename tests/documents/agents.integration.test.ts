@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGrant } from '@runboard/supervisor/grants';
 import type { ScriptedTurn, TurnFn } from '../fixtures/model-server/server.ts';
 import { AgentHarness, git } from '../agents/agent-harness.ts';
-import { xlsx } from './fixtures.ts';
+import { png, xlsx } from './fixtures.ts';
 
 let a: AgentHarness;
 /** A file beside the workspace: readable by a run's jail, not part of its workspace. */
@@ -146,15 +146,17 @@ describe('codex with the document tools', () => {
     ]);
     const rec = await a.run(
       a.card('Report', 'EPISODE:codex-docs write a PDF report of the contacts in book.xlsx'),
-      a.flow('codex'),
+      // codex's own sandbox on, as config.yaml gives codex flows by default
+      a.flow('codex', { sandbox: { agentSandbox: 'auto' } }),
     );
     expect(rec.result.status, rec.result.summary + rec.stderr).toBe('succeeded');
     expect(offered).toEqual(expect.arrayContaining(['read_document', 'export_document']));
+    expect(rec.result.sandbox).toMatchObject({ fs: 'mounts' }); // codex's own sandbox was on
     const text = await pdfText(rec.result.worktree!.branch, 'out/report.pdf');
     expect(text).toContain('grace@example.org');
   }, 120_000);
 
-  it('a read-only flow is offered read_document only', async () => {
+  it('a read-only flow is offered the tools that only read', async () => {
     let offered: string[] | null = null;
     a.episodes([
       {
@@ -171,7 +173,7 @@ describe('codex with the document tools', () => {
       a.flow('codex', { readOnly: true, worktree: false }),
     );
     expect(rec.result.status, rec.result.summary + rec.stderr).toBe('succeeded');
-    expect(offered).toEqual(['read_document']);
+    expect([...(offered ?? [])].sort()).toEqual(['analyze_media', 'read_document']);
     expect(lastRequest('codex-docs-ro')).toContain('R1');
   }, 120_000);
 
@@ -267,5 +269,40 @@ describe('the permission ask for a path outside the workspace', () => {
     );
     expect(allowed.result.status, allowed.result.summary + allowed.stderr).toBe('succeeded');
     expect(allowed.result.summary).toBe('read it');
+  }, 120_000);
+});
+
+describe('analyze_media in a claude run', () => {
+  it("asks the flow's vision model through the run's proxy route (the real key added by the proxy)", async () => {
+    writeFileSync(path.join(a.workspace, 'red.png'), await png());
+    a.episodes([
+      {
+        name: 'vision',
+        match: 'Describe this media for an agent',
+        requireTools: false,
+        turns: [{ text: '{"summary": "a red rectangle", "tags": ["red"], "text": ""}' }],
+      },
+      {
+        name: 'claude-vision',
+        match: 'EPISODE:claude-vision',
+        turns: [
+          { toolCalls: [{ name: 'mcp__documents__analyze_media', arguments: { path: 'red.png' } }] },
+          { text: done('described') },
+        ],
+      },
+    ]);
+    const rec = await a.run(
+      a.card('Look', 'EPISODE:claude-vision what is in red.png?'),
+      a.flow('claude', {
+        worktree: false,
+        vision: { profile: 'eyes', provider: 'anthropic', model: 'claude-eyes' },
+      }),
+    );
+    expect(rec.result.status, rec.result.summary + rec.stderr).toBe('succeeded');
+    expect(lastRequest('claude-vision')).toContain('a red rectangle');
+    const asked = a.model.requests.filter((r) => r.episode === 'vision');
+    expect(asked).toHaveLength(1);
+    expect(asked[0]!.body?.model).toBe('claude-eyes');
+    expect(asked[0]!.headers['x-api-key']).toBe('sk-ant-test-0123456789');
   }, 120_000);
 });

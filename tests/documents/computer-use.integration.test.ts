@@ -3,17 +3,21 @@
 // and types the customer's name it found there into the GTK form; the form's own state proves it. The
 // card's `@customer.docx` reaches the prompt as metadata only. A path outside the workspace stops the
 // run and asks the person instead.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { toolOutputs, type TurnFn } from '../fixtures/model-server/server.ts';
 import { act, CuHarness, cuEvents, find, final, imagePoint } from '../cu/cu-harness.ts';
-import { docx } from './fixtures.ts';
+import { docx, png } from './fixtures.ts';
 
 let t: CuHarness;
 beforeAll(async () => {
   t = await CuHarness.start();
   await docx(path.join(t.h.workspace, 'customer.docx'));
+  writeFileSync(path.join(t.h.workspace, 'red.png'), await png());
+  // a 2 s test pattern, as a short screen recording would be
+  testClip(path.join(t.h.workspace, 'clip.mp4'));
 }, 60_000);
 afterEach(async () => {
   await t.closeForms();
@@ -21,6 +25,20 @@ afterEach(async () => {
 afterAll(async () => {
   await t?.stop();
 });
+
+/** A 2 s video of ffmpeg's test pattern. */
+function testClip(file: string): void {
+  execFileSync('ffmpeg', [
+    '-v',
+    'error',
+    '-f',
+    'lavfi',
+    '-i',
+    'testsrc=duration=2:size=320x240:rate=10',
+    '-y',
+    file,
+  ]);
+}
 
 /** The names of the tools a request offered (Responses and Chat function tools, Anthropic tools). */
 function offered(body: Record<string, unknown>): string[] {
@@ -73,7 +91,7 @@ describe('computer-use with the document tools', () => {
     expect(JSON.stringify(steps[0]!.result)).toContain('| City | London |');
   });
 
-  it('a read-only flow offers read_document only; documents: false offers none (Anthropic tools)', async () => {
+  it('a read-only flow offers the tools that only read; documents: false none (Anthropic tools)', async () => {
     const seen: string[][] = [];
     t.episodes([
       {
@@ -93,7 +111,7 @@ describe('computer-use with the document tools', () => {
       const rec = await t.run(card, t.flow({ ...anthropic, ...over }, { api: 'messages' }));
       expect(rec.result.status, rec.result.summary).toBe('succeeded');
     }
-    expect(seen[0]).toEqual(['computer', 'desktop_read', 'terminal_exec', 'read_document']);
+    expect(seen[0]).toEqual(['computer', 'desktop_read', 'terminal_exec', 'read_document', 'analyze_media']);
     expect(seen[1]).toEqual(['computer', 'desktop_read', 'terminal_exec']);
   });
 
@@ -121,5 +139,122 @@ describe('computer-use with the document tools', () => {
     const reqs = t.model.requests.filter((r) => r.episode === 'cu-docs-outside');
     expect(reqs).toHaveLength(1);
     expect(JSON.stringify(reqs)).not.toContain('secret-beside-the-cu-workspace');
+  });
+});
+
+/** The vision model's side of analyze_media: its request carries the media and asks for the seed's JSON. */
+const VISION = {
+  name: 'vision',
+  match: 'Describe this media for an agent',
+  requireTools: false,
+  turns: [{ text: '{"summary": "a red rectangle", "tags": ["red"], "text": ""}' }],
+};
+
+describe('analyze_media', () => {
+  const eyes = { profile: 'eyes', provider: 'openai', model: 'vision-test' };
+
+  it("describes an image and a video through the run's proxy route with the flow's vision profile", async () => {
+    t.episodes([
+      VISION,
+      {
+        name: 'cu-vision',
+        match: 'CU-VISION-MARKER',
+        turns: [
+          { toolCalls: [{ name: 'analyze_media', arguments: { path: 'red.png' } }] },
+          { toolCalls: [{ name: 'analyze_media', arguments: { path: 'clip.mp4' } }] },
+          final({ status: 'SUCCESS', summary: 'looked', error: '', questions: [] }),
+        ],
+      },
+    ]);
+    const rec = await t.run(
+      t.card('Look', 'CU-VISION-MARKER what is in @red.png?'),
+      t.flow({ vision: eyes }),
+    );
+    expect(rec.result.status, rec.result.summary).toBe('succeeded');
+    const [image, video] = cuEvents(rec, 'cu-step').map((s) => s.result as { ok: boolean; text: string });
+    expect(image!.ok).toBe(true);
+    expect(JSON.parse(image!.text)).toEqual({
+      path: 'red.png',
+      media_type: 'image',
+      model: 'vision-test',
+      summary: 'a red rectangle',
+      tags: ['red'],
+      text: '',
+    });
+    expect(JSON.parse(video!.text)).toMatchObject({ path: 'clip.mp4', media_type: 'video', frames: 4 });
+    // The vision requests: the profile's model, the media as data URLs, the real key added by the proxy.
+    const asked = t.model.requests.filter((r) => r.episode === 'vision');
+    expect(asked).toHaveLength(2);
+    expect(asked[0]!.body?.model).toBe('vision-test');
+    expect(asked[0]!.headers.authorization).toBe('Bearer sk-test-openai-0123456789');
+    expect(JSON.stringify(asked[0]!.body).match(/data:image\/png;base64,/g)).toHaveLength(1);
+    expect(JSON.stringify(asked[1]!.body).match(/data:image\/jpeg;base64,/g)).toHaveLength(4);
+  });
+
+  it('a "video" that is a playlist of a file outside the workspace is not followed (attack)', async () => {
+    const beside = path.join(t.h.root, 'beside-media');
+    mkdirSync(beside, { recursive: true });
+    const outsideClip = path.join(beside, 'private.mp4');
+    testClip(outsideClip);
+    // ffmpeg probes content, not names: an HLS playlist saved as .mp4 would make it read the file it names
+    writeFileSync(
+      path.join(t.h.workspace, 'evil.mp4'),
+      `#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2.0,\n${outsideClip}\n#EXT-X-ENDLIST\n`,
+    );
+    t.episodes([
+      VISION,
+      {
+        name: 'cu-evil-media',
+        match: 'CU-EVIL-MEDIA-MARKER',
+        turns: [
+          { toolCalls: [{ name: 'analyze_media', arguments: { path: 'evil.mp4' } }] },
+          final({ status: 'SUCCESS', summary: 'tried', error: '', questions: [] }),
+        ],
+      },
+    ]);
+    const before = t.model.requests.filter((r) => r.episode === 'vision').length;
+    const rec = await t.run(
+      t.card('Evil', 'CU-EVIL-MEDIA-MARKER describe evil.mp4'),
+      t.flow({ vision: eyes }),
+    );
+    expect(rec.result.status, rec.result.summary).toBe('succeeded');
+    const result = cuEvents(rec, 'cu-step')[0]!.result as { ok: boolean; error?: string };
+    expect(result.ok, JSON.stringify(result)).toBe(false);
+    expect(result.error).toMatch(/evil\.mp4: ffprobe could not read it/);
+    // nothing was sent to the vision model
+    expect(t.model.requests.filter((r) => r.episode === 'vision').length).toBe(before);
+  });
+
+  it("without a vision profile, or with another provider's, it answers what to set", async () => {
+    t.episodes([
+      VISION,
+      {
+        name: 'cu-novision',
+        match: 'CU-NOVISION-MARKER',
+        turns: [
+          { toolCalls: [{ name: 'analyze_media', arguments: { path: 'red.png' } }] },
+          final({
+            status: 'NEEDS_CLARIFICATION',
+            summary: 'vision not set up',
+            error: '',
+            questions: ['fix it'],
+          }),
+        ],
+      },
+    ]);
+    const card = t.card('Look', 'CU-NOVISION-MARKER what is in red.png?');
+    const errors: string[] = [];
+    for (const vision of [undefined, { ...eyes, provider: 'anthropic' }]) {
+      const rec = await t.run(card, t.flow(vision ? { vision } : {}));
+      expect(rec.result.status, rec.result.summary).toBe('needs-input');
+      errors.push((cuEvents(rec, 'cu-step')[0]!.result as { error: string }).error);
+    }
+    expect(errors[0]).toMatch(
+      /^analyze_media cannot run: this flow has no vision profile\. Tell the person to add `visionProfile: NAME` to flow "desktop"/,
+    );
+    expect(errors[1]).toContain(
+      'vision profile "eyes" uses provider anthropic, but this run reaches only openai',
+    );
+    expect(t.model.requests.filter((r) => r.episode === 'vision')).toHaveLength(2); // only the first test's
   });
 });

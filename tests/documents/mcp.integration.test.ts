@@ -40,7 +40,7 @@ describe('documents MCP server', () => {
   it('lists read_document and export_document with their parameters', async () => {
     const { tools } = await client.listTools();
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
-    expect(Object.keys(byName).sort()).toEqual(['export_document', 'read_document']);
+    expect(Object.keys(byName).sort()).toEqual(['analyze_media', 'export_document', 'read_document']);
     expect(Object.keys(byName.read_document!.inputSchema.properties ?? {}).sort()).toEqual([
       'max_chars',
       'path',

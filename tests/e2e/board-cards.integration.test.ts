@@ -74,6 +74,7 @@ describe('cards written from the board', () => {
     await page.keyboard.type('Check the links');
     await page.keyboard.press('Tab'); // flow: shell (the first)
     await page.keyboard.press('Tab'); // workspace
+    await page.keyboard.press('Tab'); // Grant a folder…
     await page.keyboard.press('Tab'); // command
     await page.keyboard.type('echo links ok');
     await page.keyboard.press('Tab'); // task

@@ -18,6 +18,7 @@ describe("the Ctrl+I prompt's answer", () => {
   it('without a kind: candidates make an extract, else a note', () => {
     expect(parseAnswer('\tthe total\t12, 13\n')).toMatchObject({ kind: 'extract', candidates: ['12', '13'] });
     expect(parseAnswer('\tthe total\t\n')).toEqual({ kind: 'details', note: 'the total' });
+    expect(parseAnswer(' \tthe total\t12\n')).toMatchObject({ kind: 'extract', candidates: ['12'] });
   });
   it('adds nothing without text', () => {
     expect(parseAnswer('Extract\t \tA\n')).toEqual({ kind: 'none' });

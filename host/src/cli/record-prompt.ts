@@ -16,7 +16,8 @@ export const PROMPT_TITLE = 'Runboard: add to the recording';
 
 /** Reads zenity's answer: "Kind|text|candidates" (the separator is a tab here). */
 export function parseAnswer(out: string): PromptAnswer {
-  const [kind = '', text = '', candidates = ''] = out.replace(/\n$/, '').split('\t');
+  const [rawKind = '', text = '', candidates = ''] = out.replace(/\n$/, '').split('\t');
+  const kind = rawKind.trim(); // zenity answers " " for a combo left alone
   if (!text.trim()) return { kind: 'none' };
   const list = candidates
     .split(',')

@@ -7,7 +7,13 @@
  */
 import { EventEmitter } from 'node:events';
 import path from 'node:path';
-import { ErrorCodes, JsonRpcCodes, ResponseError, type RunResult } from '@runboard/supervisor/protocol';
+import {
+  checkWorkflow,
+  ErrorCodes,
+  JsonRpcCodes,
+  ResponseError,
+  type RunResult,
+} from '@runboard/supervisor/protocol';
 import type { StatePaths } from '@runboard/supervisor/paths';
 import { commonGitDir, safeGit } from '@runboard/supervisor/git';
 import {
@@ -19,6 +25,7 @@ import {
   type CardFields,
   type CardForm,
   type CardSource,
+  type FolderListing,
   type KeyCheck,
   type ProviderView,
   type Column,
@@ -38,6 +45,7 @@ import { BoardStore, questionsOf } from './board-store.ts';
 import { BoardViews } from './board-view.ts';
 import { Extractions, ExtractRefused, type ExtractRequest } from './extract.ts';
 import { GrantStore } from './grant-store.ts';
+import { GrantError } from '@runboard/supervisor/grants';
 import { NoGrantError } from './launch.ts';
 import type { Card, CardStatus } from './project.ts';
 import { Recordings } from './recordings.ts';
@@ -47,6 +55,8 @@ import { Scheduler } from './scheduler.ts';
 import { HostSchedules, localZone, scheduleFrontMatter } from './schedules.ts';
 import { resolveSchedule } from '@runboard/supervisor/schedule';
 import { SupervisorClient } from './supervisor-client.ts';
+import { saveWorkflow, workflowView } from './workflow-store.ts';
+import type { CardWorkflowView, WorkflowSaveResult } from '../shared/workflow-edit.ts';
 
 export { Invalid, MoveRefused, NotFound } from './board-errors.ts';
 export { STREAM_HIGH_WATER, STREAM_TAIL_BYTES, type RunViewer } from './run-stream.ts';
@@ -82,7 +92,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       changed: () => this.deltas.soon(),
       adopt: (id, runId) => scheduler.adoptRun(id, runId),
     });
-    this.views = new BoardViews(store, scheduler, this.schedules);
+    this.views = new BoardViews(store, scheduler, this.schedules, grants);
     this.deltas = new BoardDeltas(
       () => this.views.view(),
       (d) => {
@@ -178,6 +188,40 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     if (runs.every((r) => r.card.path === cardFile)) return runs;
     const all = await this.client.list({ limit: 2000 });
     return all.runs.filter((r) => r.card.path === cardFile);
+  }
+
+  /** The folder picker: the subfolders of `folder` (default: the user's home). */
+  folders(folder?: string): FolderListing {
+    if (folder !== undefined && folder !== '' && !path.isAbsolute(folder))
+      throw new Invalid(`not an absolute folder path: ${folder}`);
+    try {
+      return this.grants.list(folder);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') throw new NotFound(`no folder ${folder}`);
+      if (code === 'ENOTDIR') throw new Invalid(`${folder} is not a folder`);
+      if (code === 'EACCES') throw new MoveRefused(`${folder} cannot be read (permission denied)`);
+      throw err;
+    }
+  }
+
+  /**
+   * The person chose `folder` in the folder picker (or pressed Grant again): grant it. The same check
+   * as \`runboard grant\` (a folder holding Runboard's own state is refused, saying why).
+   */
+  grantFolder(folder: string): { path: string } {
+    if (!path.isAbsolute(folder)) throw new Invalid(`not an absolute folder path: ${folder}`);
+    try {
+      const g = this.grants.grant(folder);
+      this.deltas.soon(0);
+      this.scheduler.kick();
+      return { path: g.path };
+    } catch (err) {
+      if (err instanceof GrantError) throw new Invalid(err.message);
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') throw new NotFound(`no folder ${folder}`);
+      throw new Invalid((err as Error).message);
+    }
   }
 
   /** The granted folders a card may work in (the editor's choices). */
@@ -357,6 +401,27 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     this.scheduler.kick();
     const newId = this.store.idForFile(file);
     return newId ? { id: newId } : {};
+  }
+
+  /** The card's workflow for the editor (docs/workflows.md). */
+  workflow(id: string): CardWorkflowView {
+    return workflowView(this.card(id).file, this.store.projectDir);
+  }
+
+  /** What is wrong with an edited workflow; saves nothing. */
+  checkWorkflow(id: string, workflow: unknown): WorkflowSaveResult {
+    this.card(id);
+    const r = checkWorkflow(workflow);
+    return { saved: false, problems: r.ok ? [] : r.problems };
+  }
+
+  /** A person's edit of the card's workflow: saved whole when valid and the file is still `base`. */
+  saveWorkflow(id: string, workflow: unknown, base: string | undefined): WorkflowSaveResult {
+    const { file } = this.card(id);
+    if (this.scheduler.isActive(id))
+      throw new MoveRefused('the card is running: edit its workflow after the run');
+    const r = saveWorkflow(file, workflow, base ?? null);
+    return { saved: r.ok, problems: r.ok ? [] : r.problems };
   }
 
   /** A person sets (or with null removes) the card's schedule; what cannot fire is refused with why. */

@@ -12,6 +12,7 @@ import type { BoardStore } from './board-store.ts';
 import type { Card } from './project.ts';
 import type { Scheduler } from './scheduler.ts';
 import type { CardSchedule } from '../shared/board-types.ts';
+import type { GrantStatus } from './grant-store.ts';
 
 export class BoardViews {
   /** Cards are new objects when their file changes, so the count is parsed once per version. */
@@ -23,6 +24,7 @@ export class BoardViews {
     private readonly store: BoardStore,
     private readonly scheduler: Scheduler,
     private readonly schedules?: { viewOf(card: Card): CardSchedule | undefined },
+    private readonly grants?: { status(workspace: string): GrantStatus },
   ) {}
 
   /** What a card is ordered by in its column (compareCards). */
@@ -77,6 +79,15 @@ export class BoardViews {
     if (open) v.openQuestions = open;
     const schedule = this.schedules?.viewOf(card);
     if (schedule) v.schedule = schedule;
+    const grant = this.grants?.status(card.workspace);
+    if (grant?.state === 'none')
+      v.grant = {
+        state: 'none',
+        folder: card.workspace,
+        reason: `its folder ${card.workspace} is not granted to runs`,
+      };
+    else if (grant?.state === 'stale')
+      v.grant = { state: 'stale', folder: grant.grant, reason: grant.reason };
     return v;
   }
 

@@ -2,16 +2,80 @@
  * The host's grant store: grants are created here, only from a folder the user chose (CLI argument
  * or folder dialog), and picked for a card's workspace at launch. The supervisor re-validates them.
  */
+import { readdirSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { createGrant, findGrant, listGrants } from '@runboard/supervisor/grants';
 import type { StatePaths } from '@runboard/supervisor/paths';
 import type { Grant } from '@runboard/supervisor/protocol';
+import type { FolderListing } from '../shared/board-types.ts';
+
+/** Whether a card's folder is granted, as the board shows it (the supervisor decides at launch). */
+export type GrantStatus =
+  { state: 'ok'; grant: string } | { state: 'none' } | { state: 'stale'; grant: string; reason: string };
+
+/** How long a folder's grant status is reused (a board view asks for every card's). */
+const STATUS_TTL_MS = 2000;
 
 export class GrantStore {
+  private readonly cache = new Map<string, { at: number; status: GrantStatus }>();
+
   constructor(private readonly paths: StatePaths) {}
 
   /** The user chose `folder`: grant it. */
   grant(folder: string): Grant {
-    return createGrant(this.paths, folder);
+    const g = createGrant(this.paths, folder);
+    this.cache.clear();
+    return g;
+  }
+
+  /**
+   * Whether `workspace` is covered by a grant, and whether that grant still names the folder it was
+   * made for (same device and inode: a folder deleted and made again, or replaced by a checkout, is
+   * not the folder the user chose). What the board shows; the supervisor checks again at each launch.
+   */
+  status(workspace: string): GrantStatus {
+    const hit = this.cache.get(workspace);
+    if (hit && Date.now() - hit.at < STATUS_TTL_MS) return hit.status;
+    const status = this.statusNow(workspace);
+    this.cache.set(workspace, { at: Date.now(), status });
+    if (this.cache.size > 10_000) this.cache.clear();
+    return status;
+  }
+
+  private statusNow(workspace: string): GrantStatus {
+    const g = this.find(workspace);
+    if (!g) return { state: 'none' };
+    let st;
+    try {
+      st = statSync(g.path, { bigint: true });
+    } catch {
+      return { state: 'stale', grant: g.path, reason: `the granted folder ${g.path} no longer exists` };
+    }
+    if (st.dev.toString() !== g.dev || st.ino.toString() !== g.ino)
+      return {
+        state: 'stale',
+        grant: g.path,
+        reason: `${g.path} was replaced since it was granted (another folder of that name now)`,
+      };
+    return { state: 'ok', grant: g.path };
+  }
+
+  /** The subfolders of `folder` (default: the user's home) for the folder picker. */
+  list(folder?: string): FolderListing {
+    const home = os.homedir();
+    const dir = path.resolve(folder || home);
+    const granted = new Set(this.all().map((g) => g.path));
+    const folders = readdirSync(dir, { withFileTypes: true })
+      .filter((e) => e.isDirectory() && !e.name.startsWith('.'))
+      .map((e) => ({
+        name: e.name,
+        path: path.join(dir, e.name),
+        granted: granted.has(path.join(dir, e.name)),
+      }))
+      .sort((a, b) => a.name.localeCompare(b.name));
+    const parent = path.dirname(dir);
+    return { path: dir, ...(parent !== dir ? { parent } : {}), home, folders };
   }
 
   all(): Grant[] {

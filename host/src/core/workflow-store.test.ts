@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Workflow } from '@runboard/supervisor/protocol';
-import { installReflected, readWorkflow, saveWorkflow } from './workflow-store.ts';
+import { installReflected, saveWorkflow, workflowView } from './workflow-store.ts';
 
 const SAMPLE = readFileSync(
   new URL('../../../tests/fixtures/workflows/form-fill/schema.json', import.meta.url),
@@ -23,15 +23,17 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("a card's workflow file", () => {
   it('lives in the card folder beside the card, written whole in the stable form', () => {
-    expect(readWorkflow(cardFile)).toEqual({ file: 'cards/fill-form/schema.json' });
+    expect(workflowView(cardFile, dir)).toMatchObject({ file: 'cards/fill-form/schema.json', problems: [] });
+    expect(workflowView(cardFile, dir).actionTypes).toContain('EXTRACT');
     const w = sample();
     w.task_params[0]!.example = 'Grace Hopper';
     expect(saveWorkflow(cardFile, w).ok).toBe(true);
     const text = readFileSync(path.join(dir, 'cards', 'fill-form', 'schema.json'), 'utf8');
     expect(text).toBe(SAMPLE.replace('"example": "Ada Lovelace"', '"example": "Grace Hopper"'));
-    const read = readWorkflow(cardFile);
+    const read = workflowView(cardFile, dir);
     expect(read.text).toBe(text);
-    expect(read.check?.ok).toBe(true);
+    expect(read.workflow?.task_params[0]?.example).toBe('Grace Hopper');
+    expect(read.problems).toEqual([]);
   });
 
   it('refuses an invalid workflow whole: the file keeps its last good content', () => {
@@ -43,6 +45,17 @@ describe("a card's workflow file", () => {
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.problems[0]!.path).toBe('plan.subtasks[0].text');
     expect(readFileSync(path.join(dir, 'cards', 'fill-form', 'schema.json'), 'utf8')).toBe(SAMPLE);
+  });
+
+  it('does not overwrite a file that changed since the editor opened it', () => {
+    expect(saveWorkflow(cardFile, sample(), null).ok).toBe(true);
+    expect(saveWorkflow(cardFile, sample(), null).ok).toBe(false); // "there was none" no longer holds
+    const w = sample();
+    w.task_name = 'Renamed';
+    const stale = saveWorkflow(cardFile, w, 'some older text');
+    expect(stale.ok).toBe(false);
+    if (!stale.ok) expect(stale.problems[0]!.message).toContain('changed since the editor opened it');
+    expect(saveWorkflow(cardFile, w, SAMPLE).ok).toBe(true);
   });
 
   it("installs a reflect run's workflow from its artifacts only when it is valid", () => {
@@ -61,8 +74,9 @@ describe("a card's workflow file", () => {
   it('shows a broken file with what is wrong with it', () => {
     mkdirSync(path.join(dir, 'cards', 'fill-form'));
     writeFileSync(path.join(dir, 'cards', 'fill-form', 'schema.json'), '{ broken');
-    const r = readWorkflow(cardFile);
+    const r = workflowView(cardFile, dir);
     expect(r.text).toBe('{ broken');
-    expect(r.check?.ok).toBe(false);
+    expect(r.workflow).toBeUndefined();
+    expect(r.problems[0]!.message).toMatch(/^not JSON: /);
   });
 });

@@ -12,43 +12,55 @@ import {
   serializeWorkflow,
   workflowFileFor,
   WORKFLOW_FILE,
+  WorkflowActionType,
+  WorkflowParam,
   type WorkflowCheck,
 } from '@runboard/supervisor/protocol';
 import { writeAtomic } from './board-store.ts';
 import { readRegularFileSync } from './regular-file.ts';
-
-export interface CardWorkflow {
-  /** The file, relative to the project folder's cards/ parent (for the inspector to show). */
-  file: string;
-  /** Absent: the card has no workflow yet. */
-  text?: string;
-  check?: WorkflowCheck;
-}
+import type { CardWorkflowView } from '../shared/workflow-edit.ts';
 
 /** The card's workflow as it is on disk, checked (a broken file comes back with its problems). */
-export function readWorkflow(cardFile: string): CardWorkflow {
+export function workflowView(cardFile: string, projectDir: string): CardWorkflowView {
   const file = workflowFileFor(cardFile);
-  const shown = path.join(path.basename(path.dirname(cardFile)), path.relative(path.dirname(cardFile), file));
-  if (!existsSync(file)) return { file: shown };
+  const shown = {
+    file: path.relative(projectDir, file),
+    actionTypes: [...WorkflowActionType.options],
+    paramTypes: [...WorkflowParam.shape.type.options],
+  };
+  if (!existsSync(file)) return { ...shown, problems: [] };
   let text: string;
   try {
     text = readRegularFileSync(file);
   } catch (err) {
-    return {
-      file: shown,
-      check: { ok: false, problems: [{ path: '(the file)', message: (err as Error).message }] },
-    };
+    return { ...shown, problems: [{ path: '(the file)', message: (err as Error).message }] };
   }
-  return { file: shown, text, check: parseWorkflowText(text) };
+  const r = parseWorkflowText(text);
+  return r.ok
+    ? { ...shown, text, workflow: r.workflow, problems: [] }
+    : { ...shown, text, problems: r.problems };
 }
 
-/** Saves a workflow when it is valid (whole, atomically); otherwise writes nothing and says why. */
-export function saveWorkflow(cardFile: string, workflow: unknown): WorkflowCheck {
+/**
+ * Saves a workflow when it is valid (whole, atomically); otherwise writes nothing and says why. With
+ * `base` (the text the editor opened; null: there was no file), a file changed meanwhile is not overwritten.
+ */
+export function saveWorkflow(cardFile: string, workflow: unknown, base?: string | null): WorkflowCheck {
   const r = checkWorkflow(workflow);
   if (!r.ok) return r;
   const file = workflowFileFor(cardFile);
+  const changed = {
+    ok: false as const,
+    problems: [
+      {
+        path: '(the file)',
+        message: `${WORKFLOW_FILE} changed since the editor opened it (another edit, or a reflect run): reopen it and edit again`,
+      },
+    ],
+  };
+  if (base === null && existsSync(file)) return changed;
   mkdirSync(path.dirname(file), { recursive: true });
-  writeAtomic(file, serializeWorkflow(r.workflow));
+  if (!writeAtomic(file, serializeWorkflow(r.workflow), base ?? undefined)) return changed;
   return r;
 }
 

@@ -84,6 +84,11 @@ const CardContent = memo(function CardContent({ card }: { card: CardView }) {
             </div>
           )}
           {card.needs && <div className="card-note needs">needs: {card.needs}</div>}
+          {card.grant && (
+            <div className="card-note needs" title={card.grant.reason}>
+              {card.grant.state === 'stale' ? 'grant stale: grant the folder again' : 'folder not granted'}
+            </div>
+          )}
           {card.schedule && <ScheduleNote schedule={card.schedule} />}
           {card.openQuestions && card.column !== 'running' ? (
             <div className="card-note questions">

@@ -7,9 +7,10 @@
 import { useEffect, useId, useRef, useState, type ReactNode } from 'react';
 import type { BoardApi } from '../shared/board-api.ts';
 import type { BoardView, CardDetail, CardForm, CardSource } from '../shared/board-types.ts';
+import { FolderPicker } from './FolderPicker.tsx';
 
 /** A modal dialog open while mounted; `onClose` on Escape or the close button. */
-function Modal({
+export function Modal({
   label,
   onClose,
   children,
@@ -32,6 +33,9 @@ function Modal({
   useEffect(() => {
     const key = (e: KeyboardEvent): void => {
       if (e.key !== 'Escape' || e.defaultPrevented) return;
+      // only the topmost dialog closes (a folder picker over the card editor)
+      const dialogs = document.querySelectorAll('dialog[open]');
+      if (dialogs[dialogs.length - 1] !== ref.current) return;
       e.preventDefault();
       close.current();
     };
@@ -108,6 +112,7 @@ export function CardEditor({
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
   const first = useRef<HTMLInputElement>(null);
+  const [picking, setPicking] = useState(false);
   useEffect(() => {
     api.cardForm().then(
       (f) => {
@@ -123,6 +128,16 @@ export function CardEditor({
     first.current?.focus();
   }, [api, editing]);
   const runner = board.flows.find((f) => f.name === flow)?.runner;
+  const granted = (folder: string): void => {
+    setPicking(false);
+    api.cardForm().then(
+      (f) => {
+        setForm(f);
+        setWorkspace(folder === f.projectDir ? '' : folder);
+      },
+      (e: Error) => setError(e.message),
+    );
+  };
   const ids = { title: useId(), flow: useId(), ws: useId(), cmd: useId(), body: useId(), sched: useId() };
 
   const save = (queue: boolean): void => {
@@ -194,13 +209,18 @@ export function CardEditor({
           </div>
           <div className="field">
             <label htmlFor={ids.ws}>Workspace</label>
-            <select id={ids.ws} value={workspace} onChange={(e) => setWorkspace(e.target.value)}>
-              {options.map((o) => (
-                <option key={o.value} value={o.value}>
-                  {o.label}
-                </option>
-              ))}
-            </select>
+            <div className="ws-row">
+              <select id={ids.ws} value={workspace} onChange={(e) => setWorkspace(e.target.value)}>
+                {options.map((o) => (
+                  <option key={o.value} value={o.value}>
+                    {o.label}
+                  </option>
+                ))}
+              </select>
+              <button type="button" onClick={() => setPicking(true)}>
+                Grant a folder…
+              </button>
+            </div>
           </div>
         </div>
         {runner === 'command' && (
@@ -255,6 +275,7 @@ export function CardEditor({
           </button>
         </div>
       </form>
+      {picking && <FolderPicker api={api} onClose={() => setPicking(false)} onGranted={granted} />}
     </Modal>
   );
 }

@@ -12,6 +12,7 @@ import { filmstripOf, isFilmEvent } from './cu-steps.ts';
 import { LogView, type RunLiveState } from './LogView.tsx';
 import { ProgressBar } from './Progress.tsx';
 import { ScheduleSection } from './Schedule.tsx';
+import { WorkflowSection } from './WorkflowEditor.tsx';
 
 function fmtMs(ms: number | null | undefined): string {
   if (ms === null || ms === undefined) return '…';
@@ -509,6 +510,17 @@ export function Inspector({
         <div className="banner note">The last run was cancelled.</div>
       )}
       {card.needs && <div className="banner warn">Needs: {card.needs}</div>}
+      {card.grant && (
+        <div className="banner warn">
+          <span>
+            Runs of this card cannot start: {card.grant.reason}
+            {card.grant.state === 'stale' ? '. Grant it again if this is the folder you mean.' : '.'}
+          </span>
+          <button onClick={() => act(api.grantFolder({ path: card.grant!.folder }))}>
+            {card.grant.state === 'stale' ? 'Grant again' : `Grant ${card.grant.folder}`}
+          </button>
+        </div>
+      )}
       <details open className="card-body">
         <summary>Task</summary>
         {detail.command !== undefined && (
@@ -532,6 +544,7 @@ export function Inspector({
         )
       )}
       <ScheduleSection api={api} detail={detail} onChanged={onChanged} />
+      <WorkflowSection api={api} cardId={card.id} locked={!!card.locked} />
       <section className="runs" aria-label="Runs">
         <h3>Runs ({detail.runs.length})</h3>
         <TrendChart runs={detail.runs} />

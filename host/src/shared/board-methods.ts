@@ -21,6 +21,7 @@ import {
   type CardFields,
   type CardForm,
   type CardSource,
+  type FolderListing,
   type KeyCheck,
   type ProviderView,
   type RunFiles,
@@ -31,6 +32,7 @@ import {
   type TrashedCard,
   type WorktreeDiff,
 } from './board-types.ts';
+import type { CardWorkflowView, WorkflowSaveResult } from './workflow-edit.ts';
 import type { ContextAnswer, RecordingOutcome, RecordingsView } from './recording-types.ts';
 
 export const ColumnParam = z.enum(COLUMNS);
@@ -164,6 +166,18 @@ export const boardMethods = {
       flow: z.optional(z.string().check(z.minLength(1), z.maxLength(100))),
     }),
   ),
+  /** The folder picker: a folder's subfolders (default: the user's home), each marked when granted. */
+  folders: method<'call', FolderListing>('call')(
+    'GET',
+    '/api/folders',
+    z.object({ path: z.optional(z.string().check(z.maxLength(4096))) }),
+  ),
+  /** Grants runs a folder the person chose (refused, saying why, for one holding Runboard's state). */
+  grantFolder: method<'call', { path: string }>('call')(
+    'POST',
+    '/api/grants',
+    z.object({ path: z.string().check(z.minLength(1), z.maxLength(4096)) }),
+  ),
   /** What the card editor offers (the granted folders a card may work in). */
   cardForm: method<'call', CardForm>('call')('GET', '/api/card-form', none),
   /**
@@ -206,6 +220,23 @@ export const boardMethods = {
     'PUT',
     '/api/cards/:id/source',
     z.extend(card, { text: CardText, base: CardText }),
+  ),
+  /** The card's workflow (cards/<card>/schema.json, docs/workflows.md), with what is wrong with it. */
+  workflow: method<'call', CardWorkflowView>('call')('GET', '/api/cards/:id/workflow', card),
+  /** What is wrong with an edited workflow (the editor shows it while editing); saves nothing. */
+  checkWorkflow: method<'call', WorkflowSaveResult>('call')(
+    'POST',
+    '/api/cards/:id/workflow/check',
+    z.extend(card, { workflow: z.unknown() }),
+  ),
+  /**
+   * Saves the card's workflow when it is valid, whole and atomically; `base` is the text the editor
+   * opened (absent: there was none): when the file changed meanwhile, nothing is written.
+   */
+  saveWorkflow: method<'call', WorkflowSaveResult>('call')(
+    'PUT',
+    '/api/cards/:id/workflow',
+    z.extend(card, { workflow: z.unknown(), base: z.optional(z.string().check(z.maxLength(10_000_000))) }),
   ),
   /** The model providers: whether each has a key (never the key) and which flows use it. */
   providers: method<'call', ProviderView[]>('call')('GET', '/api/providers', none),

@@ -60,6 +60,24 @@ export interface CardView {
   needs?: string;
   /** The card's `schedule:` in words and its next fire (ISO), or why it cannot fire. */
   schedule?: CardSchedule;
+  /** Its folder is not granted, or its grant is stale (the folder was replaced): why. None: granted. */
+  grant?: CardGrant;
+}
+
+/** A card folder's grant problem, and the folder to grant (again) to fix it. */
+export interface CardGrant {
+  state: 'none' | 'stale';
+  /** The folder to grant: the card's workspace, or the stale grant's folder. */
+  folder: string;
+  reason: string;
+}
+
+/** A folder of the folder picker and its subfolders (hidden ones left out). */
+export interface FolderListing {
+  path: string;
+  parent?: string;
+  home: string;
+  folders: { name: string; path: string; granted: boolean }[];
 }
 
 export interface FlowView {

@@ -100,6 +100,7 @@ RecordingBorder::RecordingBorder(Display* dpy, Window root, Rect area, int width
 }
 
 RecordingBorder::~RecordingBorder() {
+  if (!dpy_) return;
   XSelectInput(dpy_, root_, NoEventMask);
   for (Window win : windows_) XDestroyWindow(dpy_, win);
   if (composite_) XCompositeUnredirectSubwindows(dpy_, root_, CompositeRedirectAutomatic);

@@ -36,6 +36,8 @@ class RecordingBorder {
   // below the border.
   void PaintBeneath(std::vector<uint8_t>& rgba, const Rect& area);
   bool Owns(Window w) const;
+  // The display is gone: the destructor then touches nothing.
+  void Abandon() { dpy_ = nullptr; }
 
  private:
   void Raise();

@@ -88,6 +88,12 @@ struct Recorder::Impl : DesktopThread {
   std::shared_ptr<const RecorderFrame> FrameBefore(unsigned long serial) const;
   Window ClientOf(Window w);
   void HandleEvent(XEvent& ev);
+  // Removes the border now, or on a lost display forgets it (its Display must not be touched again;
+  // the server removed its windows with the connection).
+  void DropBorder() {
+    if (border && lost) border->Abandon();
+    border.reset();
+  }
   void HandleRaw(const XIRawEvent* raw, unsigned long serial);
   void Fail(const DesktopError& e) {
     if (callbacks.failed) callbacks.failed(e);
@@ -422,6 +428,7 @@ void Recorder::Impl::Run() {
     TakeFrame();
     if (frames.empty()) throw DesktopError(kCaptureFailed, "the X server returned no image of the recorded area");
   } catch (const DesktopError& e) {
+    DropBorder();
     Fail(e);
     return;
   }
@@ -460,6 +467,7 @@ void Recorder::Impl::Run() {
     if (fds[0].revents & (POLLHUP | POLLERR)) XPending(dpy);  // lets Xlib notice the lost connection
   }
   if (lost) {
+    DropBorder();
     Fail(DesktopError(kNoDisplay, "the X display went away"));
     return;  // the dead Display is left as is (closing it would touch the dead socket)
   }

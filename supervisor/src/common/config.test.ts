@@ -61,7 +61,21 @@ describe('layered config', () => {
     expect(flowSpec('a', cfg.flows.a!, '/p', cfg)).toMatchObject({ provider: 'openai', model: 'gpt-fast' });
     expect(flowSpec('b', cfg.flows.b!, '/p', cfg)).toMatchObject({ provider: 'openai', model: 'own' });
     expect(visionProfileOf(cfg, 'look')).toEqual({ provider: 'anthropic', model: 'claude-eyes' });
+    // the run gets it (analyze_media); a flow without one gets none
+    expect(flowSpec('look', cfg.flows.look!, '/p', cfg).vision).toEqual({
+      profile: 'eyes',
+      provider: 'anthropic',
+      model: 'claude-eyes',
+    });
+    expect(flowSpec('a', cfg.flows.a!, '/p', cfg).vision).toBeUndefined();
     expect(() => visionProfileOf(cfg, 'a')).toThrow(/no vision profile for flow "a": add `visionProfile/);
+    const stub = parseConfig(
+      '/p/config.yaml',
+      'version: 2\nvision_profiles:\n  eyes: { provider: openai, model: "<your vision model>" }\nflows:\n  look: { runner: command, visionProfile: eyes }\n',
+    );
+    expect(() => visionProfileOf(stub, 'look')).toThrow(
+      /vision profile "eyes" \(flow "look"\) still has a placeholder model: "<your vision model>"; set the real/,
+    );
   });
 
   it('says which file and key is wrong, and what to do', () => {
@@ -117,8 +131,8 @@ describe('config migrations', () => {
   it('v1 → v2: a project file only changes its version; a user file gains the profile maps', () => {
     const doc = migrateConfigText('version: 1\nflows: {}\n', 'project');
     expect(doc).toBe('version: 2\nflows: {}\n');
-    const u = migrateConfigText('version: 1\nscheduler: { maxConcurrency: 2 }\n', 'user');
-    expect(u).toMatch(/^version: 2\nscheduler: \{ maxConcurrency: 2 \}\n/);
+    const u = migrateConfigText('version: 1\nscheduler: {maxConcurrency: 2}   # mine\n', 'user');
+    expect(u).toMatch(/^version: 2\nscheduler: \{maxConcurrency: 2\} {3}# mine\n# Named profiles/);
     expect(u).toMatch(/llm_profiles: \{\}/);
     expect(u).toMatch(/vision_profiles: \{\}/);
     expect(Object.keys(MIGRATIONS).map(Number)).toEqual([1]); // one step per older version
@@ -134,7 +148,7 @@ describe('config migrations', () => {
     const dir = tmp();
     const file = path.join(dir, 'config.yaml');
     const text =
-      '# my board\nversion: 1 # the format\nscheduler:\n  maxConcurrency: 3 # all flows\nflows:\n  shell: { runner: command, cap: 2 } # keep me\n';
+      '# my board\nversion: 1 # the format\nscheduler:\n  maxConcurrency: 3    # all flows\nflows:\n  shell: {runner: command, cap: 2} # keep me\n\n  # later\n';
     writeFileSync(file, text);
     expect(upgradeConfigFile(file, 'project')).toEqual({ from: 1, to: 2 });
     expect(readFileSync(file, 'utf8')).toBe(text.replace('version: 1 #', 'version: 2 #'));

@@ -178,6 +178,25 @@ export function sourceOf(sources: Record<string, ConfigSource>, key: string): Co
   return { layer: 'default' };
 }
 
+/** One value of the effective config: its dotted key, the value and the layer it came from. */
+export interface ConfigRow {
+  key: string;
+  value: unknown;
+  source: ConfigSource;
+}
+
+/** Every value of the effective config (values, lists, empty maps) with its origin, for display. */
+export function configRows(eff: EffectiveConfig): ConfigRow[] {
+  const out: ConfigRow[] = [];
+  const walk = (value: unknown, key: string): void => {
+    if (isPlain(value) && Object.keys(value).length) {
+      for (const [k, v] of Object.entries(value)) walk(v, key ? `${key}.${k}` : k);
+    } else if (key) out.push({ key, value, source: sourceOf(eff.sources, key) });
+  };
+  walk(eff.config, '');
+  return out;
+}
+
 function describeSource(s: ConfigSource): string {
   return s.layer === 'default'
     ? 'the built-in defaults'
@@ -259,22 +278,50 @@ export function loadEffectiveConfig(
 }
 
 /**
- * Writes a migrated file back: the version steps applied to the person's document, so comments,
- * layout and every value they set stay. Returns the version it had, or null when it was current.
+ * The person's text as the migrated document says, changed only where the steps changed it: the
+ * version number is spliced in place and new top-level keys are appended, so every other byte
+ * (comments, spacing, flow maps) stays. A step that changed more than that (none does yet) has the
+ * whole document written by the yaml library, which keeps comments but may restyle.
+ */
+function writeBack(src: ConfigText, migrated: Document): string {
+  const before = parseDocument(src, 'the file');
+  const version = before.get('version', true) as Scalar | undefined;
+  const was = (before.toJS() as Plain | null) ?? {};
+  const now = (migrated.toJS() as Plain | null) ?? {};
+  const added = Object.keys(now).filter((k) => !Object.hasOwn(was, k));
+  const same = (a: Plain, b: Plain): boolean =>
+    JSON.stringify({ ...a, version: 0 }) === JSON.stringify({ ...b, version: 0 });
+  const kept = Object.fromEntries(Object.entries(now).filter(([k]) => !added.includes(k)));
+  if (!version?.range || !same(was, kept)) return migrated.toString({ lineWidth: 0 });
+  let text = src.text.slice(0, version.range[0]) + String(now.version) + src.text.slice(version.range[1]);
+  for (const key of added) {
+    const pair = (migrated.contents as YAMLMap).items.find((p) => (p.key as Scalar).value === key);
+    const comment = (pair?.key as Scalar | undefined)?.commentBefore;
+    if (text && !text.endsWith('\n')) text += '\n';
+    text += (comment ? `#${comment}\n` : '') + YAML.stringify({ [key]: now[key] });
+  }
+  return text;
+}
+
+/**
+ * Writes a migrated file back with the person's comments and layout kept and nothing of theirs
+ * overwritten (writeBack). Returns the version it had, or null when it was current.
  */
 export function upgradeConfigFile(file: string, kind: ConfigKind): { from: number; to: number } | null {
   const src = { file, text: readRegularFileSync(file) };
   const m = migrate(src, kind, []);
   if (!m.changed || m.from === undefined) return null;
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
-  writeFileSync(tmp, m.doc.toString({ lineWidth: 0 }));
+  writeFileSync(tmp, writeBack(src, m.doc));
   renameSync(tmp, file);
   return { from: m.from, to: CONFIG_VERSION };
 }
 
-/** The text a document becomes after the migration steps (for tests and previews). */
+/** The text a file becomes after the migration steps (for tests and previews). */
 export function migrateConfigText(text: string, kind: ConfigKind, file = 'config.yaml'): string {
-  return migrate({ file, text }, kind, []).doc.toString({ lineWidth: 0 });
+  const src = { file, text };
+  const m = migrate(src, kind, []);
+  return m.changed ? writeBack(src, m.doc) : text;
 }
 
 /** The effective config of a config.yaml text, under `user` (none by default: callers pass readUserConfig()). */

@@ -80,6 +80,11 @@ export function flowSpec(
     ...(flow.prompt ? { prompt: path.resolve(projectDir, flow.prompt) } : {}),
     ...(flow.desktop !== undefined ? { desktop: flow.desktop } : {}),
     ...(flow.documents !== undefined ? { documents: flow.documents } : {}),
+    ...(flow.visionProfile !== undefined &&
+    config &&
+    Object.hasOwn(config.vision_profiles, flow.visionProfile)
+      ? { vision: { profile: flow.visionProfile, ...config.vision_profiles[flow.visionProfile]! } }
+      : {}),
     // computer-use flow options
     ...(flow.computerUse
       ? {
@@ -150,5 +155,17 @@ export function visionProfileOf(config: ProjectConfig, flowName: string): Vision
         '`vision_profiles: { NAME: { provider: ..., model: ... } }` entry to your user config ' +
         '(`runboard config --show` says where that is)',
     );
-  return config.vision_profiles[name]!;
+  const profile = config.vision_profiles[name]!;
+  const placeholder = Object.entries(profile).find(
+    ([, v]) => typeof v === 'string' && PLACEHOLDER.test(v.trim()),
+  );
+  if (placeholder)
+    throw new Error(
+      `vision profile "${name}" (flow "${flowName}") still has a placeholder ${placeholder[0]}: "${placeholder[1]}"; ` +
+        'set the real provider and model in `vision_profiles` (`runboard config --show` says which file it is in)',
+    );
+  return profile;
 }
+
+/** Values a template leaves for the person to fill in. */
+const PLACEHOLDER = /^(?:<.*>|your[-_ ].*|changeme|change-me|todo|placeholder|xxx+|\.\.\.)$/i;

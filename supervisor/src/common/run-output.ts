@@ -140,11 +140,10 @@ export async function outputSizes(logDir: string): Promise<OutputSizes> {
       return 0;
     }
   };
-  const [stdout, stderr, order] = await Promise.all([
-    size('stdout.log'),
-    size('stderr.log'),
-    size(ORDER_FILE),
-  ]);
+  // output.order first, so the logs can only be ahead of it: a run still writing loses nothing to the
+  // read; only what it wrote in between may come out of order at the end
+  const order = await size(ORDER_FILE);
+  const [stdout, stderr] = await Promise.all([size('stdout.log'), size('stderr.log')]);
   return { stdout, stderr, order };
 }
 

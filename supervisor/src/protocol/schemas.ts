@@ -120,6 +120,15 @@ export const FlowSpec = z.object({
   desktop: z.optional(z.boolean()),
   /** The document tools (read_document, export_document) for the run's agent; on unless false. */
   documents: z.optional(z.boolean()),
+  /** The flow's vision profile (`visionProfile:`), which `analyze_media` asks through the run's proxy route. */
+  vision: z.optional(
+    z.object({
+      profile: z.string().check(z.minLength(1), z.maxLength(100)),
+      provider: ProviderName,
+      model: z.string().check(z.minLength(1), z.maxLength(200)),
+      maxTokens: z.optional(z.int().check(z.minimum(1), z.maximum(100_000))),
+    }),
+  ),
   // ── computer-use runs (optional fields) ──
   computerUse: z.optional(
     z.object({

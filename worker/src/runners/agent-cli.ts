@@ -79,6 +79,8 @@ export interface McpServer {
   args: string[];
   /** The variables of the run's environment the server needs (codex starts MCP servers with few). */
   env: Record<string, string>;
+  /** Variables passed from the CLI's own environment by name (secrets: never written to a file). */
+  passEnv?: string[];
 }
 
 const pick = (env: NodeJS.ProcessEnv, keys: readonly string[]): Record<string, string> =>
@@ -136,7 +138,15 @@ export function documentsMcpServer(spec: WorkerSpec, env: NodeJS.ProcessEnv): Mc
   if (scope.project) args.push('--project', scope.project);
   if (scope.readOnly) args.push('--read-only');
   for (const dir of scope.allow ?? []) args.push('--allow', dir);
-  return { command: process.execPath, args, env: pick(env, DOCUMENTS_ENV) };
+  if (scope.flowName) args.push('--flow', scope.flowName);
+  if (scope.vision) args.push('--vision', JSON.stringify(scope.vision));
+  return {
+    command: process.execPath,
+    args,
+    env: pick(env, DOCUMENTS_ENV),
+    // analyze_media asks the vision model through the run's proxy route, with the run's token
+    ...(scope.vision ? { passEnv: ['RUNBOARD_MODEL_TOKEN'] } : {}),
+  };
 }
 
 /**

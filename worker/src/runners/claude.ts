@@ -55,8 +55,9 @@ export class ClaudeRunner implements Runner {
       const dir = path.join(ctx.env.HOME ?? '/tmp', '.runboard');
       mkdirSync(dir, { recursive: true });
       const file = path.join(dir, 'mcp.json');
+      // passEnv: claude starts its MCP servers with its own environment (below), so nothing to write
       const mcpServers = Object.fromEntries(
-        Object.entries(servers).map(([name, mcp]) => [name, { type: 'stdio', ...mcp }]),
+        Object.entries(servers).map(([name, { passEnv: _, ...mcp }]) => [name, { type: 'stdio', ...mcp }]),
       );
       writeFileSync(file, JSON.stringify({ mcpServers }));
       // The flow granted the desktop; the document tools are confined to the workspace like the run's
@@ -69,6 +70,7 @@ export class ClaudeRunner implements Runner {
       ...ctx.env,
       ANTHROPIC_BASE_URL: spec.model.baseUrl,
       ANTHROPIC_API_KEY: spec.model.token,
+      ...(spec.flow.vision ? { RUNBOARD_MODEL_TOKEN: spec.model.token } : {}),
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
       DISABLE_AUTOUPDATER: '1',
       DISABLE_TELEMETRY: '1',

@@ -137,6 +137,8 @@ export class CodexRunner implements Runner {
         `env = { ${Object.entries(mcp.env)
           .map(([k, v]) => `${k} = ${toml(v)}`)
           .join(', ')} }`,
+        // from codex's own environment, so a secret is not written into the config file
+        ...(mcp.passEnv ? [`env_vars = [${mcp.passEnv.map(toml).join(', ')}]`] : []),
       );
     writeFileSync(path.join(codexHome, 'config.toml'), lines.join('\n') + '\n', { mode: 0o600 });
     const env: NodeJS.ProcessEnv = {

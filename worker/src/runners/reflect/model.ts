@@ -146,6 +146,7 @@ export function openModel(o: ModelOptions): Model {
  * to the last `}` (models wrap answers in prose or fences however they are asked).
  */
 export function jsonIn(text: string): { ok: true; value: unknown } | { ok: false; error: string } {
+  if (!text.includes('{')) return { ok: false, error: 'the answer holds no JSON object' };
   const fenced = /```(?:json)?\s*\n([\s\S]*?)\n\s*```/.exec(text);
   const candidates = [text.trim(), fenced?.[1]];
   const a = text.indexOf('{');

@@ -330,6 +330,8 @@ export class Replay {
           return `${step.focus.role} "${step.focus.name}" does not have the keyboard focus`;
         field = l;
       } else {
+        // keys sent to whatever has the focus, with nothing recorded to check it against: not blind
+        if (!step.window) return 'the workflow has no recorded element or window for it';
         const w = await findWindow(step.window);
         if (typeof w === 'string') return w;
         if (!w.focused) await desktop.focus({ windowId: w.id });

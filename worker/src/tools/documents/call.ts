@@ -3,6 +3,7 @@
 // (dist/documents-tools.cjs), loaded at a run's first document tool call.
 import { z } from 'zod';
 import { exportDocument } from './export.ts';
+import { analyzeMedia } from './media.ts';
 import { DocumentError } from './paths.ts';
 import { readDocument } from './read.ts';
 import { DOCUMENT_PARAMS, documentTools, type DocumentScope, type DocumentToolName } from './tools.ts';
@@ -18,6 +19,8 @@ export async function callDocumentTool(
   scope: DocumentScope,
   name: DocumentToolName,
   args: unknown,
+  /** The run's model proxy token (analyze_media's route to the vision model). */
+  token?: string,
 ): Promise<string> {
   if (!documentTools(scope).includes(name))
     throw new DocumentError(`${name} is not available in a read-only run`);
@@ -34,6 +37,11 @@ export async function callDocumentTool(
       allow: scope.allow,
     });
     return `${JSON.stringify(r.metadata)}\n\n${r.markdown}`;
+  }
+  if (name === 'analyze_media') {
+    const p = z.object(DOCUMENT_PARAMS.analyze_media).strict().safeParse(args);
+    if (!p.success) throw bad(p.error);
+    return analyzeMedia(scope, p.data.path, p.data.media_type, token);
   }
   const p = z.object(DOCUMENT_PARAMS.export_document).strict().safeParse(args);
   if (!p.success) throw bad(p.error);

@@ -3,8 +3,24 @@
 // and the jail lets the run write. Types only, so the coding-agent runners stay free of the parsers.
 import type { WorkerSpec } from '@runboard/supervisor/protocol';
 
+/** The flow's vision profile and the run's route to its provider (no key: the proxy holds it). */
+export interface VisionAccess {
+  profile: string;
+  provider: string;
+  model: string;
+  maxTokens?: number | undefined;
+  /** The run's proxy route (its provider's base URL), when the run has model access. */
+  baseUrl?: string | undefined;
+  /** The provider that route reaches: the vision profile must use the same. */
+  runProvider?: string | undefined;
+}
+
 export interface DocumentScope {
   workspace: string;
+  /** The flow's name, for the messages that say what to set in config.yaml. */
+  flowName?: string | undefined;
+  /** For analyze_media: the vision profile; undefined when the flow has none. */
+  vision?: VisionAccess | undefined;
   /** The project directory, whose pdf_style.css applies when the workspace has none. */
   project?: string | undefined;
   /** A read-only run: read_document only (its jail would refuse the writes of export_document anyway). */
@@ -16,8 +32,11 @@ export interface DocumentScope {
 /** The run's document scope; null when the flow turned the tools off (`documents: false`). */
 export function documentScope(spec: WorkerSpec): DocumentScope | null {
   if (spec.flow.documents === false) return null;
+  const v = spec.flow.vision;
   return {
     workspace: spec.workspace,
+    flowName: spec.flow.name,
+    ...(v ? { vision: { ...v, baseUrl: spec.model?.baseUrl, runProvider: spec.model?.provider } } : {}),
     project: spec.card.project,
     readOnly: spec.flow.readOnly === true,
     allow: spec.flow.sandbox?.writable ?? [],

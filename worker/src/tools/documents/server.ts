@@ -16,26 +16,35 @@ async function answer(f: () => Promise<string>): Promise<Result> {
   }
 }
 
-export function documentServer(scope: DocumentScope): McpServer {
+export function documentServer(scope: DocumentScope, token?: string): McpServer {
   const server = new McpServer({ name: 'runboard-documents', version: '0.1.0' });
   for (const name of documentTools(scope))
     server.registerTool(
       name,
       { description: DOCUMENT_DESCRIPTIONS[name], inputSchema: DOCUMENT_PARAMS[name] },
-      (args: unknown) => answer(() => callDocumentTool(scope, name, args)),
+      (args: unknown) => answer(() => callDocumentTool(scope, name, args, token)),
     );
   return server;
 }
 
-/** `documents-mcp [--workspace DIR] [--project DIR] [--read-only] [--allow DIR]…`: serve on stdio until the client closes. */
+/**
+ * `documents-mcp [--workspace DIR] [--project DIR] [--read-only] [--allow DIR]… [--flow NAME]
+ * [--vision JSON]`: serve on stdio until the client closes. analyze_media's model token comes from
+ * RUNBOARD_MODEL_TOKEN in the environment, never from the command line.
+ */
 export async function main(argv: string[]): Promise<void> {
   const opt = (name: string): string | undefined => {
     const i = argv.indexOf(name);
     return i >= 0 ? argv[i + 1] : undefined;
   };
-  const workspace = opt('--workspace') ?? process.env.RUNBOARD_WORKSPACE ?? process.cwd();
-  const project = opt('--project') ?? process.env.RUNBOARD_PROJECT;
-  const readOnly = argv.includes('--read-only');
-  const allow = argv.flatMap((a, i) => (argv[i - 1] === '--allow' ? [a] : []));
-  await documentServer({ workspace, project, readOnly, allow }).connect(new StdioServerTransport());
+  const vision = opt('--vision');
+  const scope: DocumentScope = {
+    workspace: opt('--workspace') ?? process.env.RUNBOARD_WORKSPACE ?? process.cwd(),
+    project: opt('--project') ?? process.env.RUNBOARD_PROJECT,
+    readOnly: argv.includes('--read-only'),
+    allow: argv.flatMap((a, i) => (argv[i - 1] === '--allow' ? [a] : [])),
+    flowName: opt('--flow'),
+    ...(vision ? { vision: JSON.parse(vision) as DocumentScope['vision'] } : {}),
+  };
+  await documentServer(scope, process.env.RUNBOARD_MODEL_TOKEN).connect(new StdioServerTransport());
 }

@@ -10,7 +10,7 @@ export type { DocumentScope };
 export const DEFAULT_MAX_CHARS = 50_000;
 export const SUPPORTED = 'PDF (.pdf), Word (.docx), Excel (.xlsx), plain text and Markdown';
 
-export const DOCUMENT_TOOLS = ['read_document', 'export_document'] as const;
+export const DOCUMENT_TOOLS = ['read_document', 'export_document', 'analyze_media'] as const;
 export type DocumentToolName = (typeof DOCUMENT_TOOLS)[number];
 
 export const DOCUMENT_PARAMS = {
@@ -39,17 +39,26 @@ export const DOCUMENT_PARAMS = {
       .optional()
       .describe('pdf or docx (default: from output_path’s extension)'),
   },
+  analyze_media: {
+    path: z.string().describe('image or short video file, relative to the workspace'),
+    media_type: z
+      .enum(['image', 'video'])
+      .optional()
+      .describe('image or video (default: from the file extension)'),
+  },
 } as const;
 
 export const DOCUMENT_DESCRIPTIONS: Record<DocumentToolName, string> = {
   read_document: `Read a file of the workspace as Markdown with its metadata: ${SUPPORTED}. Excel: the first sheet unless \`sheet\` names another, as a Markdown table. PDFs must contain text (scanned PDFs are not supported).`,
   export_document:
     'Convert a Markdown file of the workspace to PDF or DOCX. PDFs use pdf_style.css from the workspace, else the project, else a built-in style.',
+  analyze_media:
+    "Describe an image (png, jpg, gif, webp) or a short video of the workspace with the flow's vision model: JSON with summary, tags and the text visible in it. If it answers with a configuration error, stop and ask the person to fix the configuration it names; do not guess what the media shows.",
 };
 
-/** The tools a run gets: both, or read_document alone for a read-only run. */
+/** The tools a run gets: all, or the ones that only read for a read-only run. */
 export function documentTools(scope: DocumentScope): DocumentToolName[] {
-  return scope.readOnly ? ['read_document'] : [...DOCUMENT_TOOLS];
+  return scope.readOnly ? ['read_document', 'analyze_media'] : [...DOCUMENT_TOOLS];
 }
 
 /** JSON Schema of a tool's arguments (for the model APIs' function tools). */

@@ -1,0 +1,148 @@
+/**
+ * Folders from the board in Debian's Chromium against a real `runboard serve`: the folder picker (a
+ * folder browser served by the host, starting at the user's home) grants a folder for a new card; a
+ * card whose folder is not granted, or whose grant is stale (the folder was replaced), says so and
+ * offers the grant (again); a grant of Runboard's own state is refused, saying why. A card's run
+ * starts once its folder is granted. Screenshots and axe-core on each view.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findGrant } from '@runboard/supervisor/grants';
+import { statePaths } from '@runboard/supervisor/paths';
+import { seriousViolations } from './helpers/axe.ts';
+import { ARTIFACTS, BoardServer, launchBrowser, waitUntil } from './helpers/board.ts';
+
+const CONFIG = 'version: 1\nflows:\n  shell: { runner: command, cap: 2 }\n';
+
+let server: BoardServer;
+let browser: Browser;
+let page: Page;
+let home: string;
+
+const grantOf = (folder: string) => findGrant(statePaths({ RUNBOARD_HOME: server.home }), folder);
+
+beforeAll(async () => {
+  // the user's home the picker starts at: a folder of this test's own
+  home = mkdtempSync(path.join(os.tmpdir(), 'rb-e2e-home-'));
+  mkdirSync(path.join(home, 'projects', 'site'), { recursive: true });
+  mkdirSync(path.join(home, '.hidden'));
+  server = await BoardServer.start(
+    CONFIG,
+    {
+      'elsewhere.md':
+        '---\ntitle: Elsewhere\nflow: shell\nworkspace: ./other\ncommand: echo other\n---\n# Task\n',
+    },
+    { env: { HOME: home } },
+  );
+  mkdirSync(path.join(server.project, 'other'));
+  browser = await launchBrowser();
+  page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
+  await page.goto(server.url);
+  await page.waitForSelector('li[data-card-id="elsewhere"]');
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+  rmSync(home, { recursive: true, force: true });
+});
+
+describe('folders granted from the board', () => {
+  it('a card whose folder is not granted says so; Grant in the inspector grants it and the card runs', async () => {
+    const tile = page.locator('li[data-card-id="elsewhere"]');
+    await tile.getByText('folder not granted').waitFor();
+    await tile.locator('[data-card-handle]').click();
+    const ins = page.getByRole('complementary', { name: 'Inspector: Elsewhere' });
+    await ins.getByText(/Runs of this card cannot start: its folder .*other is not granted/).waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'grants-missing-1440.png') });
+    await ins.getByRole('button', { name: /^Grant .*other$/ }).click();
+    await waitUntil('the banner gone', async () => (await ins.getByText(/cannot start/).count()) === 0);
+    expect(grantOf(path.join(server.project, 'other'))?.path).toBe(path.join(server.project, 'other'));
+    await server.api('POST', '/api/cards/elsewhere/move', { to: 'queued', index: 0 });
+    await waitUntil(
+      'elsewhere done',
+      async () => (await server.card('elsewhere'))?.column === 'done',
+      30_000,
+    );
+    await page.keyboard.press('Escape');
+  });
+
+  it('a stale grant (the folder was replaced) says why and offers Grant again', async () => {
+    const other = path.join(server.project, 'other');
+    // replaced as a checkout or a restore would: another folder under the same name
+    renameSync(other, `${other}-before`);
+    mkdirSync(other);
+    // the board notices on its next look (a view reuses a folder's grant status for 2 s)
+    const tile = page.locator('li[data-card-id="elsewhere"]');
+    await waitUntil('the card says its grant is stale', async () => {
+      await page.reload();
+      await tile.waitFor();
+      return (await tile.getByText('grant stale: grant the folder again').count()) > 0;
+    });
+    await tile.locator('[data-card-handle]').click();
+    const ins = page.getByRole('complementary', { name: 'Inspector: Elsewhere' });
+    await ins.getByText(/was replaced since it was granted/).waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'grants-stale-1440.png') });
+    await ins.getByRole('button', { name: 'Grant again' }).click();
+    await waitUntil('the banner gone', async () => (await ins.getByText(/cannot start/).count()) === 0);
+    await tile.getByText(/grant/).waitFor({ state: 'detached' });
+    await page.keyboard.press('Escape');
+  });
+
+  it('the folder picker starts at home, walks down, grants a folder, and the new card works there', async () => {
+    await page.getByRole('button', { name: 'New card', exact: true }).click();
+    const editor = page.getByRole('dialog', { name: 'New card' });
+    await editor.getByLabel('Title').fill('Build the site');
+    await editor.getByLabel('Command').fill('ls');
+    await editor.getByRole('button', { name: 'Grant a folder…' }).click();
+    const picker = page.getByRole('dialog', { name: 'Grant a folder' });
+    await picker.getByLabel('Folder', { exact: true }).waitFor();
+    expect(await picker.getByLabel('Folder', { exact: true }).inputValue()).toBe(home);
+    expect(await picker.getByText('.hidden').count()).toBe(0);
+    await picker.getByRole('button', { name: '📁 projects' }).click();
+    await picker.getByRole('button', { name: '📁 site' }).click();
+    const site = path.join(home, 'projects', 'site');
+    await picker.getByRole('button', { name: `Grant ${site}` }).waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'grants-picker-1440.png') });
+    await picker.getByRole('button', { name: `Grant ${site}` }).click();
+    await picker.waitFor({ state: 'detached' });
+    expect(grantOf(site)?.path).toBe(site);
+    expect(await editor.getByLabel('Workspace').inputValue()).toBe(site);
+    await editor.getByRole('button', { name: 'Create in Backlog' }).click();
+    await page.getByRole('complementary', { name: 'Inspector: Build the site' }).waitFor();
+    expect(readFileSync(path.join(server.project, 'cards', 'build-the-site.md'), 'utf8')).toContain(
+      `workspace: ${site}\n`,
+    );
+    await page.keyboard.press('Escape');
+  });
+
+  it('refuses to grant Runboard state or a relative path, and to list what is not a folder, saying why', async () => {
+    await expect(server.api('POST', '/api/grants', { path: server.home })).rejects.toThrow(/400 .*state/);
+    await expect(server.api('POST', '/api/grants', { path: 'relative/dir' })).rejects.toThrow(
+      /400 not an absolute folder path/,
+    );
+    await expect(
+      server.api('GET', `/api/folders?path=${encodeURIComponent('/nonexistent-rb')}`),
+    ).rejects.toThrow(/404 no folder/);
+    // the picker in the page says so too
+    await page.getByRole('button', { name: 'New card', exact: true }).click();
+    const editor = page.getByRole('dialog', { name: 'New card' });
+    await editor.getByRole('button', { name: 'Grant a folder…' }).click();
+    const picker = page.getByRole('dialog', { name: 'Grant a folder' });
+    await picker.getByLabel('Folder', { exact: true }).fill(server.home);
+    await picker.getByRole('button', { name: 'Go' }).click();
+    await picker.getByRole('button', { name: `Grant ${server.home}` }).click();
+    await picker.getByRole('alert').getByText(/state/).waitFor();
+    await page.keyboard.press('Escape');
+    await picker.waitFor({ state: 'detached' });
+    await editor.waitFor(); // Escape closed only the picker
+    await page.keyboard.press('Escape');
+    await editor.waitFor({ state: 'detached' });
+  });
+});

@@ -1,0 +1,252 @@
+// analyze_media: an image, or a short video (four frames taken by ffmpeg), described by the flow's
+// vision model (its vision profile) through the run's own route of the supervisor's model proxy: the
+// run never holds a provider key. The answer is the seed's strict JSON (summary, tags, text); anything
+// else is an error saying so, as are a missing or placeholder profile (what to set) and a profile of
+// another provider than the run's (the proxy gives a run one provider).
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { DocumentError, insideWorkspace, relativeOrAbsolute } from './paths.ts';
+import type { DocumentScope, VisionAccess } from './scope.ts';
+
+const run = promisify(execFile);
+
+const IMAGE: Record<string, string> = {
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.gif': 'image/gif',
+  '.webp': 'image/webp',
+};
+/**
+ * Video extensions and the one ffmpeg demuxer each is read with. ffmpeg guesses the format from the
+ * content otherwise, and a playlist (HLS, concat) saved as .mp4 would make it open the files it
+ * names, outside the workspace too; the mov demuxer's external references (drefs) are off by default.
+ */
+const VIDEO: Record<string, string> = {
+  '.mp4': 'mov',
+  '.m4v': 'mov',
+  '.mov': 'mov',
+  '.webm': 'matroska',
+  '.mkv': 'matroska',
+  '.avi': 'avi',
+};
+/** Frames of a video sent to the model, spread over its length. */
+const FRAMES = 4;
+/** Larger images are refused rather than sent (the providers' own limits are about this size). */
+const MAX_IMAGE_BYTES = 10_000_000;
+
+/** The instruction sent with the media: the seed's contract, one JSON object. */
+const PROMPT =
+  'Describe this media for an agent that cannot see it. Answer with exactly one JSON object and nothing else: ' +
+  '{"summary": "what it shows, in one or two sentences", "tags": ["short", "labels"], "text": "any text visible in it, verbatim, or empty"}.' +
+  ' For a video you get frames in order; describe what happens across them.';
+
+const PLACEHOLDER = /^<.*>$|placeholder|changeme|your[-_ ]?model|^todo$|^x+$/i;
+
+interface Image {
+  mime: string;
+  data: Buffer;
+}
+
+function configError(scope: DocumentScope, why: string): DocumentError {
+  return new DocumentError(
+    `analyze_media cannot run: ${why}. Tell the person to add \`visionProfile: NAME\` to flow "${scope.flowName ?? '?'}" in config.yaml and a \`vision_profiles: { NAME: { provider: ..., model: ... } }\` entry to their user config (\`runboard config --show\` says where that is), then run the card again; do not guess what the media shows`,
+  );
+}
+
+/** The flow's vision access, or the configuration error that tells the person what to set. */
+function visionOf(scope: DocumentScope): VisionAccess {
+  const v = scope.vision;
+  if (!v) throw configError(scope, 'this flow has no vision profile');
+  if (PLACEHOLDER.test(v.model.trim()))
+    throw configError(scope, `vision profile "${v.profile}" still has a placeholder model ("${v.model}")`);
+  if (!v.baseUrl || v.runProvider !== v.provider)
+    throw configError(
+      scope,
+      `vision profile "${v.profile}" uses provider ${v.provider}, but this run reaches only ${v.runProvider ?? 'no provider'} through the model proxy; choose a vision profile of ${v.runProvider ?? "the flow's provider"}`,
+    );
+  return v;
+}
+
+async function videoFrames(file: string, demuxer: string): Promise<Image[]> {
+  // only this file, read as this format: nothing it names is opened
+  const input = ['-protocol_whitelist', 'file', '-f', demuxer, '-i', file];
+  const tool = (cmd: string, args: string[]) =>
+    run(cmd, args, { maxBuffer: 1 << 20 }).catch((e: NodeJS.ErrnoException & { stderr?: string }) => {
+      throw new DocumentError(
+        e.code === 'ENOENT'
+          ? `analyze_media reads videos with ${cmd}, which is not installed (Debian package ffmpeg)`
+          : `${path.basename(file)}: ${cmd} could not read it (${(e.stderr ?? e.message).trim().split('\n').pop()})`,
+      );
+    });
+  const probe = await tool('ffprobe', [
+    '-v',
+    'error',
+    '-show_entries',
+    'format=duration',
+    '-of',
+    'csv=p=0',
+    ...input,
+  ]);
+  const duration = Number.parseFloat(probe.stdout);
+  if (!Number.isFinite(duration) || duration <= 0)
+    throw new DocumentError(`${path.basename(file)}: not a video ffprobe can read (no duration)`);
+  const dir = await mkdtemp(path.join(tmpdir(), 'rb-frames-'));
+  try {
+    const frames: Image[] = [];
+    for (let i = 0; i < FRAMES; i++) {
+      const out = path.join(dir, `f${i}.jpg`);
+      const at = ((i + 0.5) * duration) / FRAMES;
+      await tool('ffmpeg', [
+        '-v',
+        'error',
+        '-ss',
+        at.toFixed(3),
+        ...input,
+        '-frames:v',
+        '1',
+        '-vf',
+        'scale=min(1024\\,iw):-2',
+        '-y',
+        out,
+      ]);
+      const data = await readFile(out).catch(() => {
+        throw new DocumentError(`${path.basename(file)}: ffmpeg took no frame at ${at.toFixed(1)} s of it`);
+      });
+      frames.push({ mime: 'image/jpeg', data });
+    }
+    return frames;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The first JSON object of an answer (a code fence tolerated), checked against the contract. */
+export function parseDescription(answer: string): { summary: string; tags: string[]; text: string } {
+  const m = /\{[\s\S]*\}/.exec(answer);
+  let v: unknown;
+  try {
+    v = m ? JSON.parse(m[0]) : undefined;
+  } catch {
+    v = undefined;
+  }
+  const o = v as { summary?: unknown; tags?: unknown; text?: unknown } | undefined;
+  if (!o || typeof o.summary !== 'string')
+    throw new DocumentError(
+      `the vision model did not answer the JSON asked for ({"summary", "tags", "text"}); it said: ${JSON.stringify(answer.slice(0, 300))}`,
+    );
+  return {
+    summary: o.summary,
+    tags: Array.isArray(o.tags) ? o.tags.filter((t): t is string => typeof t === 'string') : [],
+    text: typeof o.text === 'string' ? o.text : '',
+  };
+}
+
+/** One request to the vision model through the run's proxy route: Anthropic Messages or Chat Completions. */
+async function ask(v: VisionAccess, token: string, images: Image[]): Promise<string> {
+  const maxTokens = v.maxTokens ?? 1024;
+  const anthropic = v.provider === 'anthropic';
+  const url = anthropic ? `${v.baseUrl}/v1/messages` : `${v.baseUrl}/chat/completions`;
+  const body = anthropic
+    ? {
+        model: v.model,
+        max_tokens: maxTokens,
+        messages: [
+          {
+            role: 'user',
+            content: [
+              ...images.map((i) => ({
+                type: 'image',
+                source: { type: 'base64', media_type: i.mime, data: i.data.toString('base64') },
+              })),
+              { type: 'text', text: PROMPT },
+            ],
+          },
+        ],
+      }
+    : {
+        model: v.model,
+        max_tokens: maxTokens,
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: PROMPT },
+              ...images.map((i) => ({
+                type: 'image_url',
+                image_url: { url: `data:${i.mime};base64,${i.data.toString('base64')}` },
+              })),
+            ],
+          },
+        ],
+      };
+  const headers: Record<string, string> = anthropic
+    ? { 'content-type': 'application/json', 'x-api-key': token, 'anthropic-version': '2023-06-01' }
+    : { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(120_000),
+    });
+  } catch (e) {
+    throw new DocumentError(
+      `the vision model could not be reached through the model proxy: ${(e as Error).message}`,
+    );
+  }
+  const text = await res.text();
+  if (!res.ok)
+    throw new DocumentError(
+      `the vision model (${v.provider} ${v.model}) answered ${res.status}: ${text.slice(0, 300)}`,
+    );
+  const json = JSON.parse(text) as {
+    content?: { type: string; text?: string }[];
+    choices?: { message?: { content?: string | null } }[];
+  };
+  return anthropic
+    ? (json.content ?? []).map((c) => (c.type === 'text' ? (c.text ?? '') : '')).join('')
+    : (json.choices?.[0]?.message?.content ?? '');
+}
+
+export async function analyzeMedia(
+  scope: DocumentScope,
+  file: string,
+  mediaType: 'image' | 'video' | undefined,
+  token: string | undefined,
+): Promise<string> {
+  const abs = insideWorkspace(scope.workspace, file, scope.allow);
+  const ext = path.extname(abs).toLowerCase();
+  const kind = mediaType ?? (IMAGE[ext] ? 'image' : VIDEO[ext] ? 'video' : undefined);
+  // the extension decides how the file is read, whatever media_type says
+  if (!kind || (kind === 'image' ? !IMAGE[ext] : !VIDEO[ext]))
+    throw new DocumentError(
+      `${path.basename(file)}: analyze_media describes images (${Object.keys(IMAGE).join(' ')}) and videos (${Object.keys(VIDEO).join(' ')})`,
+    );
+  const info = await stat(abs).catch(() => {
+    throw new DocumentError(`${file}: no such file in the workspace`);
+  });
+  if (!info.isFile()) throw new DocumentError(`${file} is not a file`);
+  const v = visionOf(scope);
+  if (!token) throw configError(scope, 'the run has no model token for the vision model');
+  if (kind === 'image' && info.size > MAX_IMAGE_BYTES)
+    throw new DocumentError(
+      `${file}: ${info.size} bytes is more than the ${MAX_IMAGE_BYTES} an image may have here`,
+    );
+  const images =
+    kind === 'image'
+      ? [{ mime: IMAGE[ext]!, data: await readFile(abs) }]
+      : await videoFrames(abs, VIDEO[ext]!);
+  const d = parseDescription(await ask(v, token, images));
+  return JSON.stringify({
+    path: relativeOrAbsolute(insideWorkspace(scope.workspace, '.'), abs),
+    media_type: kind,
+    ...(kind === 'video' ? { frames: images.length } : {}),
+    model: v.model,
+    ...d,
+  });
+}
