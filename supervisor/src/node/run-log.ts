@@ -56,11 +56,16 @@ export class RunLog {
     }
   }
 
-  /** Appends an event with the next seq. */
-  event(type: RunEvent['type'], message?: string, data?: Record<string, unknown>): void {
+  /** Appends an event with the next seq (`ts`: when it happened, if not now: a mirrored run's). */
+  event(
+    type: RunEvent['type'],
+    message?: string,
+    data?: Record<string, unknown>,
+    ts = new Date().toISOString(),
+  ): void {
     const e: RunEvent = {
       seq: this.seq++,
-      ts: new Date().toISOString(),
+      ts,
       type,
       ...(message !== undefined ? { message } : {}),
       ...(data ? { data } : {}),
