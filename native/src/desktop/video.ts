@@ -52,6 +52,8 @@ export interface VideoResult {
   complete: boolean;
   /** Set when the file is not complete: ffmpeg's last words. */
   error?: string;
+  /** Password fields covered in it (grey, for its whole length). */
+  masked?: number;
 }
 
 export class VideoError extends Error {}
@@ -354,5 +356,37 @@ async function join(file: string, parts: string[]): Promise<string | undefined> 
     return `the parts recorded between pauses could not be joined (${err.trim().split('\n').at(-1) ?? code}); they are ${parts.map((p) => path.basename(p)).join(', ')}`;
   renameSync(joined, file);
   for (const p of parts.slice(1)) rmSync(p, { force: true });
+  return undefined;
+}
+
+/**
+ * Covers rectangles (video pixels) of a finished video with grey for its whole length: the password
+ * fields a recording has seen. ffmpeg re-encodes the picture (drawbox; the audio is copied) into a
+ * new file that replaces the old one only once it is complete. An error in words, or undefined.
+ */
+export async function maskVideo(file: string, rects: Rect[], ffmpeg = 'ffmpeg'): Promise<string | undefined> {
+  if (rects.length === 0) return undefined;
+  const boxes = rects.map(
+    ([x, y, w, h]) =>
+      `drawbox=x=${Math.round(x)}:y=${Math.round(y)}:w=${Math.round(w)}:h=${Math.round(h)}:color=0x808080:t=fill`,
+  );
+  const masked = `${file}.masked.mp4`;
+  const child = spawn(
+    ffmpeg,
+    ['-v', 'error', '-y', '-i', file, '-vf', boxes.join(','), '-map', '0', '-c:a', 'copy',
+      '-c:v', 'libx264', '-preset', 'ultrafast', '-crf', '30', '-pix_fmt', 'yuv420p', masked],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  ); // prettier-ignore
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-2000)));
+  const code = await new Promise<number | null>((res) => {
+    child.once('error', (e) => ((err ||= e.message), res(null)));
+    child.once('exit', res);
+  });
+  if (code !== 0) {
+    rmSync(masked, { force: true });
+    return err.trim().split('\n').at(-1) || `ffmpeg exited with ${code}`;
+  }
+  renameSync(masked, file);
   return undefined;
 }
