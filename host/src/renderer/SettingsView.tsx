@@ -74,17 +74,62 @@ function NumberField({
   );
 }
 
+/** The notification setting: on asks the browser's permission first, and says when it is blocked. */
+function NotifyField({ on, onChange }: { on: boolean; onChange: (on: boolean) => void }) {
+  const [note, setNote] = useState<string>();
+  const supported = typeof Notification !== 'undefined';
+  const blocked = supported && Notification.permission === 'denied';
+  return (
+    <fieldset className="notify">
+      <legend>Notifications</legend>
+      <label>
+        <input
+          type="checkbox"
+          checked={on && supported && !blocked}
+          disabled={!supported}
+          onChange={(e) => {
+            const want = e.target.checked;
+            if (!want) return onChange(false);
+            void Notification.requestPermission().then((p) => {
+              if (p === 'granted') {
+                setNote(undefined);
+                onChange(true);
+              } else
+                setNote(
+                  'The browser blocks notifications for this page: allow them in its site settings, then turn this on again.',
+                );
+            });
+          }}
+        />{' '}
+        Notify me when a run ends or a card needs input
+      </label>
+      {!supported && <p className="muted">This browser has no notifications.</p>}
+      {(note ??
+        (blocked ? 'The browser blocks notifications for this page (its site settings).' : undefined)) && (
+        <p className="field-problem" role="status">
+          {note ?? 'The browser blocks notifications for this page (its site settings).'}
+        </p>
+      )}
+    </fieldset>
+  );
+}
+
 export function SettingsView({
   api,
   onClose,
   providers,
   onProvidersChanged,
+  notify = false,
+  onNotify,
 }: {
   api: BoardApi;
   onClose: () => void;
   /** The model providers (Settings → Providers); none: not asked yet. */
   providers?: ProviderView[] | undefined;
   onProvidersChanged?: () => void;
+  /** Browser notifications of runs (kept in this browser). */
+  notify?: boolean;
+  onNotify?: (on: boolean) => void;
 }) {
   const [s, setS] = useState<Settings>();
   const [d, setD] = useState<Draft>();
@@ -207,6 +252,7 @@ export function SettingsView({
           {msg?.text}
         </span>
       </form>
+      {onNotify && <NotifyField on={notify} onChange={onNotify} />}
       <ProvidersSection api={api} providers={providers} onChanged={onProvidersChanged ?? (() => undefined)} />
     </div>
   );
