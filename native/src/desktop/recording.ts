@@ -693,7 +693,10 @@ export function listRecordings(dir: string, thumbnails = 6): RecordingInfo[] {
         ...(typeof meta.message === 'string' ? { message: meta.message } : {}),
         steps: steps.length,
         bytes: folderBytes(here),
-        thumbnails: [String(meta.startScreenshot), ...spaced].slice(0, thumbnails),
+        // Only images already written: a recording in progress lists its start before it is on disk.
+        thumbnails: [String(meta.startScreenshot), ...spaced]
+          .filter((t) => existsSync(path.join(here, t)))
+          .slice(0, thumbnails),
       });
     } catch {
       // not a recording (or a broken one): not listed

@@ -112,8 +112,7 @@ export class RemoteRun {
 
   /** A record from the host. */
   take(kind: string, data: Buffer): void {
-    if (kind === 'stdout') this.log.stdout.append(data);
-    else if (kind === 'stderr') this.log.stderr.append(data);
+    if (kind === 'stdout' || kind === 'stderr') this.log.output.output(kind, data);
     else if (kind === 'events') {
       for (const line of data.toString('utf8').split('\n')) {
         if (!line) continue;
@@ -162,17 +161,13 @@ export class RemoteRun {
           termination: { reason: f.reason, detail: f.detail },
           summary: f.detail,
         };
-    this.result = {
-      ...base,
-      stdoutBytes: this.log.stdout.committed + this.log.stdout.pendingBytes,
-      stderrBytes: this.log.stderr.committed + this.log.stderr.pendingBytes,
-    };
+    this.result = base;
     this.log.event('ended', `${this.result.status}: ${this.result.termination?.detail ?? ''}`, {
       status: this.result.status,
     });
     await this.log.close();
-    this.result.stdoutBytes = this.log.stdout.committed;
-    this.result.stderrBytes = this.log.stderr.committed;
+    this.result.stdoutBytes = this.log.output.committed.stdout;
+    this.result.stderrBytes = this.log.output.committed.stderr;
     this.log.writeResult(this.result);
     this.log.final = true;
     this.active = false;
