@@ -66,7 +66,8 @@ describe('notifications', () => {
     await page.getByRole('button', { name: 'Settings' }).click();
     const settings = page.getByRole('dialog', { name: 'Settings' });
     const box = settings.getByRole('checkbox', { name: 'Notify me when a run ends or a card needs input' });
-    await box.check();
+    // it turns on once the browser has answered the permission request (click, then wait)
+    await box.click();
     await waitUntil('checked', () => box.isChecked());
     expect(await seriousViolations(page)).toEqual([]);
     await page.screenshot({ path: path.join(ARTIFACTS, 'notify-settings-1440.png') });
