@@ -22,6 +22,7 @@ import { launchRequest, NoGrantError } from '../core/launch.ts';
 import { loadCard, loadConfig, ProjectError } from '../core/project.ts';
 import { SupervisorClient, SupervisorUnavailable } from '../core/supervisor-client.ts';
 import { cmdConfig, CONFIG_USAGE } from './config.ts';
+import { cmdFleet, FLEET_USAGE, FleetUsageError } from './fleet.ts';
 import { cmdRecord, RECORD_USAGE, RecordUsageError } from './record.ts';
 import { cmdSchedules, SCHEDULES_USAGE } from './schedules.ts';
 import { cmdServe, SERVE_USAGE } from './serve.ts';
@@ -44,6 +45,7 @@ const USAGE = `usage: runboard <command> [options]
   ${RECORD_USAGE}
   ${SCHEDULES_USAGE}
   ${CONFIG_USAGE}
+  ${FLEET_USAGE}
 
 State lives in $RUNBOARD_HOME (default: the XDG data dir). See docs/user-guide.md.`;
 
@@ -405,6 +407,10 @@ async function main(argv: string[]): Promise<number> {
       return cmdSchedules(rest, paths);
     case 'config':
       return cmdConfig(rest);
+    case 'fleet':
+      return cmdFleet(rest, paths).catch((e: unknown) => {
+        throw e instanceof FleetUsageError ? new UsageError(e.message, 'fleet') : e;
+      });
     case undefined:
     case 'help':
     case '--help':

@@ -54,6 +54,7 @@ import { streamRun, type RunViewer } from './run-stream.ts';
 import { Scheduler } from './scheduler.ts';
 import { HostSchedules, localZone, scheduleFrontMatter } from './schedules.ts';
 import { resolveSchedule } from '@runboard/supervisor/schedule';
+import { followBackend } from './backend.ts';
 import { SupervisorClient } from './supervisor-client.ts';
 import { saveWorkflow, workflowView } from './workflow-store.ts';
 import type { CardWorkflowView, WorkflowSaveResult } from '../shared/workflow-edit.ts';
@@ -121,6 +122,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     store.load();
     await store.watch();
     const client = await SupervisorClient.connect(paths, { autoStart: true, reconnect: true });
+    await followBackend(store, client); // before any launch: they go where the config says
     const grants = new GrantStore(paths);
     const scheduler = new Scheduler(store, client, grants);
     const service = new BoardService(store, scheduler, client, paths, grants);
