@@ -179,6 +179,49 @@ flows:
       expect(spans.filter((y) => y.from <= x.from && x.from < y.to).length).toBeLessThanOrEqual(2);
   });
 
+  it('a board that opens while the supervisor’s runs go follows them and takes the fires still waiting', async () => {
+    const hold = 'while [ ! -e release ]; do sleep 0.1; done; echo done';
+    const capped = `version: 2\nflows:\n  shell: { runner: command, cap: 1 }\n`;
+    const at8 = '{ cron: "0 8 * * *", timezone: UTC }';
+    server = await BoardServer.start(
+      capped,
+      { 'a.md': card('A', hold, at8), 'b.md': card('B', hold, at8) },
+      { env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:45Z' } },
+    );
+    await closeBoard(server);
+    const fired = await waitUntil(
+      'a started, b waits',
+      async () => {
+        const s = await schedulesCli(server!);
+        return s.a!.started.length === 1 && s.b!.pending.length === 1 ? s : undefined;
+      },
+      30_000,
+    );
+    const runA = fired.a!.started[0]!.runId;
+    // The board opens: a shows running with the supervisor's run; b's fire is the board's now.
+    await server.startServe();
+    await waitUntil('a followed', async () => {
+      const c = await server!.card('a');
+      return c?.column === 'running' && c.runId === runA;
+    });
+    await waitUntil('claimed', async () => (await schedulesCli(server!)).a!.started.length === 0);
+    const b = await waitUntil('b taken by the board', async () => {
+      const d = await server!.api<CardDetail>('GET', '/api/cards/b');
+      return d.schedule?.history.some((h) => h.decision === 'queued') ? d : undefined;
+    });
+    expect(b.card.column).toBe('queued'); // the flow's cap: a still runs
+    writeFileSync(path.join(server.workspace, 'release'), '');
+    const [da, db] = await waitUntil('both done', async () => {
+      const ds = await Promise.all(
+        ['a', 'b'].map((id) => server!.api<CardDetail>('GET', `/api/cards/${id}`)),
+      );
+      return ds.every((d) => d.card.column === 'done') ? ds : undefined;
+    });
+    expect(da!.runs.map((r) => r.runId)).toEqual([runA]);
+    expect(db!.runs).toHaveLength(1);
+    expect(Date.parse(db!.runs[0]!.startedAt)).toBeGreaterThanOrEqual(Date.parse(da!.runs[0]!.endedAt!));
+  });
+
   it('overlap: a fire while the card runs is skipped (skip) or runs after it (queue), never two at once', async () => {
     // Each run holds until the test lets it go (a file in the workspace), so the fire surely meets it.
     const slow = 'while [ ! -e release ]; do sleep 0.1; done; echo done';

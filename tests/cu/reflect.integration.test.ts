@@ -109,7 +109,7 @@ function passBAnswer(nameValue: string): string {
 /** Pass B, scripted per card marker: `good`, `retry` (invalid, then valid), `stubborn` (invalid twice). */
 const passB: TurnFn = ({ body }) => {
   const text = passAText(body);
-  const again = text.includes('Your answer could not be used');
+  const again = text.includes('It could not be used');
   if (text.includes('MARK-stubborn')) return { text: passBAnswer('{fullname}') };
   if (text.includes('MARK-retry') && !again) return { text: passBAnswer('{fullname}') };
   return { text: passBAnswer('{full_name}') };

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { desktop, listMicrophones, Recording, type RecordingSummary } from '../../native/src/index.ts';
-import { DesktopSession, eventually, repo, sleep, videoFrame } from './session.ts';
+import { DesktopSession, eventually, findElement, repo, sleep, videoFrame } from './session.ts';
 
 const SINK = 'runboard_test_sink';
 let s: DesktopSession;
@@ -207,6 +207,37 @@ describe('screen video', () => {
     expect(summary.warnings).toEqual([]);
     const probe = ffprobe(path.join(rec.dir, 'video.mp4'));
     expect(probe.streams.map((x) => x.codec_type)).toEqual(['video']);
+  }, 60_000);
+
+  it('covers the password fields it has seen in the video, for its whole length', async () => {
+    const title = 'Runboard Video Secret Form';
+    await s.startForm(title, {}, ['--x', '300', '--y', '60']);
+    const field = await findElement(title, 'password text', 'Password');
+    const rec = await Recording.start({ dir: out, display: s.env.DISPLAY!, video: { mic: 'none' } });
+    await sleep(500);
+    await desktop.click(field.bounds[0] + 20, field.bounds[1] + Math.floor(field.bounds[3] / 2));
+    await rec.idle();
+    await desktop.type('s3cret-in-video');
+    await rec.idle();
+    await sleep(800);
+    const summary = await rec.stop();
+    expect(summary.warnings).toEqual([]);
+    expect(summary.video).toMatchObject({ complete: true });
+    expect(summary.video!.masked).toBeGreaterThanOrEqual(1);
+    // Grey over the field, in the first frame (before it was read) and in the last (typed into).
+    const file = path.join(rec.dir, 'video.mp4');
+    for (const at of [0, -0.2]) {
+      const f = frame(file, at);
+      const [x, y, w, h] = field.bounds;
+      let grey = 0;
+      let n = 0;
+      for (let yy = y + 4; yy < y + h - 4; yy++)
+        for (let xx = x + 4; xx < x + w - 4; xx++, n++) {
+          const i = (yy * screen.width + xx) * 3;
+          if ([0, 1, 2].every((c) => Math.abs(f[i + c]! - 0x80) <= 12)) grey++;
+        }
+      expect(grey / n, `the password field is grey in the video at ${at} s`).toBeGreaterThan(0.97);
+    }
   }, 60_000);
 
   it('`runboard record` lists the microphones, records with --mic and warns when it cannot open one', async () => {

@@ -17,6 +17,17 @@ beforeAll(async () => {
   await docx(path.join(t.h.workspace, 'customer.docx'));
   writeFileSync(path.join(t.h.workspace, 'red.png'), await png());
   // a 2 s test pattern, as a short screen recording would be
+  testClip(path.join(t.h.workspace, 'clip.mp4'));
+}, 60_000);
+afterEach(async () => {
+  await t.closeForms();
+});
+afterAll(async () => {
+  await t?.stop();
+});
+
+/** A 2 s video of ffmpeg's test pattern. */
+function testClip(file: string): void {
   execFileSync('ffmpeg', [
     '-v',
     'error',
@@ -25,15 +36,9 @@ beforeAll(async () => {
     '-i',
     'testsrc=duration=2:size=320x240:rate=10',
     '-y',
-    path.join(t.h.workspace, 'clip.mp4'),
+    file,
   ]);
-}, 60_000);
-afterEach(async () => {
-  await t.closeForms();
-});
-afterAll(async () => {
-  await t?.stop();
-});
+}
 
 /** The names of the tools a request offered (Responses and Chat function tools, Anthropic tools). */
 function offered(body: Record<string, unknown>): string[] {
@@ -184,6 +189,40 @@ describe('analyze_media', () => {
     expect(asked[0]!.headers.authorization).toBe('Bearer sk-test-openai-0123456789');
     expect(JSON.stringify(asked[0]!.body).match(/data:image\/png;base64,/g)).toHaveLength(1);
     expect(JSON.stringify(asked[1]!.body).match(/data:image\/jpeg;base64,/g)).toHaveLength(4);
+  });
+
+  it('a "video" that is a playlist of a file outside the workspace is not followed (attack)', async () => {
+    const beside = path.join(t.h.root, 'beside-media');
+    mkdirSync(beside, { recursive: true });
+    const outsideClip = path.join(beside, 'private.mp4');
+    testClip(outsideClip);
+    // ffmpeg probes content, not names: an HLS playlist saved as .mp4 would make it read the file it names
+    writeFileSync(
+      path.join(t.h.workspace, 'evil.mp4'),
+      `#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2.0,\n${outsideClip}\n#EXT-X-ENDLIST\n`,
+    );
+    t.episodes([
+      VISION,
+      {
+        name: 'cu-evil-media',
+        match: 'CU-EVIL-MEDIA-MARKER',
+        turns: [
+          { toolCalls: [{ name: 'analyze_media', arguments: { path: 'evil.mp4' } }] },
+          final({ status: 'SUCCESS', summary: 'tried', error: '', questions: [] }),
+        ],
+      },
+    ]);
+    const before = t.model.requests.filter((r) => r.episode === 'vision').length;
+    const rec = await t.run(
+      t.card('Evil', 'CU-EVIL-MEDIA-MARKER describe evil.mp4'),
+      t.flow({ vision: eyes }),
+    );
+    expect(rec.result.status, rec.result.summary).toBe('succeeded');
+    const result = cuEvents(rec, 'cu-step')[0]!.result as { ok: boolean; error?: string };
+    expect(result.ok, JSON.stringify(result)).toBe(false);
+    expect(result.error).toMatch(/evil\.mp4: ffprobe could not read it/);
+    // nothing was sent to the vision model
+    expect(t.model.requests.filter((r) => r.episode === 'vision').length).toBe(before);
   });
 
   it("without a vision profile, or with another provider's, it answers what to set", async () => {

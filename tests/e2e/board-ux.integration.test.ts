@@ -225,7 +225,8 @@ describe('board friction, keyboard only', () => {
   it('the config.yaml banner appears on a bad file and clears on the open page once it is fixed', async () => {
     const file = path.join(server.project, 'config.yaml');
     const good = readFileSync(file, 'utf8');
-    writeFileSync(file, good.replace('version: 1', 'version: [oops'));
+    // the board wrote the file as the current version when it opened it: whichever version it says
+    writeFileSync(file, good.replace(/version: \d+/, 'version: [oops'));
     const banner = page.getByRole('alert').filter({ hasText: 'config.yaml has an error' });
     await banner.waitFor();
     writeFileSync(file, good);

@@ -104,7 +104,10 @@ export class Harness {
     const [cmd, ...args] = wrap ? wrap(argv) : argv;
     this.supervisor = spawn(cmd!, args, { env: { ...this.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
-    this.supervisor.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    this.supervisor.stderr!.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      if (process.env.RB_DEBUG_SUPERVISOR) process.stderr.write(d);
+    });
     await new Promise<void>((resolve, reject) => {
       let out = '';
       this.supervisor.stdout!.on('data', (d: Buffer) => {

@@ -7,7 +7,13 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import YAML, { isMap, isScalar, isSeq, type Node } from 'yaml';
-import { loadEffectiveConfig, sourceOf, upgradeConfigFiles, type EffectiveConfig } from '../core/project.ts';
+import {
+  configRows,
+  loadEffectiveConfig,
+  sourceOf,
+  upgradeConfigFiles,
+  type EffectiveConfig,
+} from '../core/project.ts';
 
 export const CONFIG_USAGE = `config [--show] [--project DIR] [--json]  the effective config and where each value came from
   config --upgrade [--project DIR]          write older config files as the current version (comments kept)`;
@@ -20,14 +26,6 @@ function projectDir(given: string | undefined): string {
     if (path.dirname(dir) === dir)
       throw new Error(`no config.yaml in ${process.cwd()} or above it; pass --project DIR`);
   }
-}
-
-/** Every leaf of the effective config (values, lists, empty maps) by dotted path. */
-function leaves(value: unknown, prefix: string, out: string[]): string[] {
-  if (typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length) {
-    for (const [k, v] of Object.entries(value)) leaves(v, prefix ? `${prefix}.${k}` : k, out);
-  } else if (prefix) out.push(prefix);
-  return out;
 }
 
 /** The effective config as YAML, each value followed by a comment naming where it came from. */
@@ -74,7 +72,7 @@ export function cmdConfig(args: string[]): number {
   const eff = loadEffectiveConfig(dir);
   for (const w of eff.warnings) process.stderr.write(`runboard: ${w}\n`);
   if (values.json) {
-    const sources = Object.fromEntries(leaves(eff.config, '', []).map((k) => [k, sourceOf(eff.sources, k)]));
+    const sources = Object.fromEntries(configRows(eff).map((r) => [r.key, r.source]));
     process.stdout.write(
       JSON.stringify({ files: eff.files, warnings: eff.warnings, config: eff.config, sources }) + '\n',
     );

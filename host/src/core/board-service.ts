@@ -126,6 +126,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     const scheduler = new Scheduler(store, client, grants);
     const service = new BoardService(store, scheduler, client, paths, grants);
     await scheduler.recover();
+    void service.extractions.resume().then(() => service.deltas.soon(0)); // extractions that ran on meanwhile
     await service.schedules.start().catch((err: Error) => {
       // A supervisor from before schedules (they outlive host upgrades): the board works, schedules wait.
       process.emitWarning(`runboard: schedules are not running: ${err.message}`);

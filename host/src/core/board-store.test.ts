@@ -145,6 +145,28 @@ describe('BoardStore', () => {
     expect(() => store.updateConfig((text) => text.replace('version: 2', 'version: one'))).toThrow(/version/);
     expect(store.config.flows.shell!.cap).toBe(1);
   });
+
+  it('a change of the user config is a change of the effective config', async () => {
+    const userFile = path.join(dir, 'user-config.yaml');
+    const before = process.env.RUNBOARD_USER_CONFIG;
+    process.env.RUNBOARD_USER_CONFIG = userFile;
+    try {
+      writeFileSync(userFile, 'version: 2\nscheduler: { maxConcurrency: 5 }\n');
+      const store = new BoardStore(dir);
+      store.load();
+      expect(store.config.scheduler.maxConcurrency).toBe(3); // config.yaml's own value wins
+      expect(store.config.scheduler.backoff.base).toBe(2000);
+      await store.watch();
+      const changed = new Promise<void>((r) => store.once('config', () => r()));
+      writeFileSync(userFile, 'version: 2\nscheduler: { backoff: { base: 5s } }\n');
+      await changed;
+      expect(store.config.scheduler.backoff.base).toBe(5000);
+      await store.close();
+    } finally {
+      if (before === undefined) delete process.env.RUNBOARD_USER_CONFIG;
+      else process.env.RUNBOARD_USER_CONFIG = before;
+    }
+  });
 });
 
 describe('card text', () => {

@@ -17,6 +17,7 @@ import {
   parseConfig,
   readUserConfig,
   upgradeConfigFiles,
+  userConfigPath,
   type Card,
   type CardFrontMatter,
   type ProjectConfig,
@@ -115,6 +116,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
   /** What the host last wrote to each file: a watcher event with that content is our own echo. */
   private readonly written = new Map<string, string>();
   private watcher: FSWatcher | undefined;
+  private userWatcher: FSWatcher | undefined;
 
   constructor(readonly projectDir: string) {
     super();
@@ -180,10 +182,27 @@ export class BoardStore extends EventEmitter<StoreEvents> {
       })
       .on('unlinkDir', (dir) => this.forget(dir));
     await new Promise<void>((resolve) => this.watcher!.once('ready', () => resolve()));
+    // The user config is a layer of the effective config: a change there is read as one of config.yaml.
+    this.userWatcher = watch(userConfigPath(), {
+      ignoreInitial: true,
+      awaitWriteFinish: { stabilityThreshold: 60, pollInterval: 20 },
+    });
+    const again = (): void => {
+      let text: string;
+      try {
+        text = this.configText();
+      } catch {
+        return; // config.yaml itself cannot be read: its own watcher reports that
+      }
+      this.ingestConfig(text);
+    };
+    this.userWatcher.on('add', again).on('change', again).on('unlink', again);
+    await new Promise<void>((resolve) => this.userWatcher!.once('ready', () => resolve()));
   }
 
   async close(): Promise<void> {
     await this.watcher?.close();
+    await this.userWatcher?.close();
   }
 
   all(): Card[] {

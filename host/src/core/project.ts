@@ -10,6 +10,7 @@ import type { COLUMNS } from '../shared/board-types.ts';
 export * from '@runboard/supervisor/project';
 export {
   BUILTIN_DEFAULTS,
+  configRows,
   loadConfig,
   loadEffectiveConfig,
   parseConfig,
@@ -19,6 +20,7 @@ export {
   upgradeConfigFile,
   upgradeConfigFiles,
   userConfigPath,
+  type ConfigRow,
   type ConfigSource,
   type EffectiveConfig,
 } from '@runboard/supervisor/config';

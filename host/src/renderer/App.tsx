@@ -9,6 +9,7 @@ import {
   COLUMN_TITLES,
   type BoardView,
   type CardDetail,
+  type Column,
   type ProviderView,
 } from '../shared/board-types.ts';
 import { applyDelta } from './board-delta.ts';
@@ -18,6 +19,7 @@ import { CardEditor, SourceEditor, type EditorTarget } from './CardEditor.tsx';
 import { Inspector } from './Inspector.tsx';
 import { Recordings } from './Recordings.tsx';
 import { KeyPanel } from './Providers.tsx';
+import { notesBetween, notifySetting, setNotifySetting } from './notify.ts';
 import { SettingsView } from './SettingsView.tsx';
 
 /** Applies a move locally so the board answers at once; the host's answer replaces it. */
@@ -242,6 +244,24 @@ export function App({ api }: { api: BoardApi }) {
     if (flowsKey) loadProviders();
   }, [flowsKey, loadProviders]);
 
+  // browser notifications (opt-in): a run ended, or a card came to need input
+  const [notify, setNotify] = useState(notifySetting);
+  const columns = useRef<Map<string, Column>>(undefined);
+  useEffect(() => {
+    if (!board) return;
+    const before = columns.current;
+    columns.current = new Map(board.cards.map((c) => [c.id, c.column]));
+    if (!before || !notify || typeof Notification === 'undefined' || Notification.permission !== 'granted')
+      return;
+    for (const n of notesBetween(before, board.cards)) {
+      const note = new Notification(n.title, { body: n.body, tag: n.id });
+      note.onclick = () => {
+        window.focus();
+        setSelected(n.id);
+      };
+    }
+  }, [board, notify, setSelected]);
+
   const missingNames = (providers ?? [])
     .filter((p) => p.flows.length > 0 && !p.hasKey)
     .map((p) => p.name)
@@ -374,6 +394,15 @@ export function App({ api }: { api: BoardApi }) {
           api={api}
           providers={providers}
           onProvidersChanged={loadProviders}
+          onRestored={(id) => {
+            setTrashed(undefined);
+            if (id) setSelected(id);
+          }}
+          notify={notify}
+          onNotify={(on) => {
+            setNotifySetting(on);
+            setNotify(on);
+          }}
           onClose={() => {
             setSettings(false);
             settingsButton.current?.focus();

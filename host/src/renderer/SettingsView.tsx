@@ -7,6 +7,7 @@ import { useEffect, useRef, useState } from 'react';
 import type { BoardApi } from '../shared/board-api.ts';
 import { COLUMN_TITLES, type Column, type ProviderView, type Settings } from '../shared/board-types.ts';
 import { ProvidersSection } from './Providers.tsx';
+import { TrashSection } from './Trash.tsx';
 
 const LIMITABLE: Column[] = ['needs-input', 'done', 'failed'];
 
@@ -74,17 +75,65 @@ function NumberField({
   );
 }
 
+/** The notification setting: on asks the browser's permission first, and says when it is blocked. */
+function NotifyField({ on, onChange }: { on: boolean; onChange: (on: boolean) => void }) {
+  const [note, setNote] = useState<string>();
+  const supported = typeof Notification !== 'undefined';
+  const blocked = supported && Notification.permission === 'denied';
+  return (
+    <fieldset className="notify">
+      <legend>Notifications</legend>
+      <label>
+        <input
+          type="checkbox"
+          checked={on && supported && !blocked}
+          disabled={!supported}
+          onChange={(e) => {
+            const want = e.target.checked;
+            if (!want) return onChange(false);
+            void Notification.requestPermission().then((p) => {
+              if (p === 'granted') {
+                setNote(undefined);
+                onChange(true);
+              } else
+                setNote(
+                  'The browser blocks notifications for this page: allow them in its site settings, then turn this on again.',
+                );
+            });
+          }}
+        />{' '}
+        Notify me when a run ends or a card needs input
+      </label>
+      {!supported && <p className="muted">This browser has no notifications.</p>}
+      {(note ??
+        (blocked ? 'The browser blocks notifications for this page (its site settings).' : undefined)) && (
+        <p className="field-problem" role="status">
+          {note ?? 'The browser blocks notifications for this page (its site settings).'}
+        </p>
+      )}
+    </fieldset>
+  );
+}
+
 export function SettingsView({
   api,
   onClose,
   providers,
   onProvidersChanged,
+  notify = false,
+  onNotify,
+  onRestored,
 }: {
   api: BoardApi;
   onClose: () => void;
   /** The model providers (Settings → Providers); none: not asked yet. */
   providers?: ProviderView[] | undefined;
   onProvidersChanged?: () => void;
+  /** Browser notifications of runs (kept in this browser). */
+  notify?: boolean;
+  onNotify?: (on: boolean) => void;
+  /** A card restored from the trash (its id when it reads as a card). */
+  onRestored?: (id?: string) => void;
 }) {
   const [s, setS] = useState<Settings>();
   const [d, setD] = useState<Draft>();
@@ -207,7 +256,9 @@ export function SettingsView({
           {msg?.text}
         </span>
       </form>
+      {onNotify && <NotifyField on={notify} onChange={onNotify} />}
       <ProvidersSection api={api} providers={providers} onChanged={onProvidersChanged ?? (() => undefined)} />
+      {onRestored && <TrashSection api={api} onRestored={onRestored} />}
     </div>
   );
 }

@@ -157,7 +157,12 @@ export const boardMethods = {
     '/api/extract',
     z.object({
       recording: z.optional(z.string().check(z.regex(/^rec-[0-9a-z-]{1,64}$/, 'not a recording id (rec-…)'))),
-      file: z.optional(z.string().check(z.minLength(1), z.maxLength(4096))),
+      file: z.optional(
+        z.string().check(
+          z.maxLength(4096),
+          z.refine((p) => p.startsWith('/'), 'the video file is named by its absolute path'),
+        ),
+      ),
       card: z.optional(CardId),
       flow: z.optional(z.string().check(z.minLength(1), z.maxLength(100))),
     }),

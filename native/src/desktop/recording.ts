@@ -16,7 +16,7 @@ import {
 import path from 'node:path';
 import { desktop } from './desktop.ts';
 import { StepGrouper, type GroupedStep, type StepAction } from './steps.ts';
-import { ScreenVideo, type MicChoice, type VideoResult } from './video.ts';
+import { maskVideo, ScreenVideo, type MicChoice, type VideoResult } from './video.ts';
 import {
   type Element,
   type InputRecorder,
@@ -387,9 +387,10 @@ export class Recording {
     this.recorder?.stop();
     const video = this.video?.stop();
     this.emit(this.grouper.flush());
-    this.stopping = Promise.all([this.writing, video]).then(([, v]) => {
+    this.stopping = Promise.all([this.writing, video]).then(async ([, v]) => {
       for (const w of v?.warnings ?? []) if (!this.warnings.includes(w)) this.warnings.push(w);
       if (v && !v.complete) this.warnings.push(`the screen video is incomplete: ${v.error}`);
+      if (v) v = await this.maskSecrets(v);
       const summary: RecordingSummary = {
         id: this.id,
         dir: this.dir,
@@ -409,6 +410,27 @@ export class Recording {
       return summary;
     });
     return this.stopping;
+  }
+
+  /**
+   * Every password field the recording has seen, wherever it was seen, is covered in the video for its
+   * whole length (it was only known from the accessibility reads at the steps, so it is masked
+   * before and after too: a stale rectangle only masks more). A video that cannot be masked is removed.
+   */
+  private async maskSecrets(v: VideoResult): Promise<VideoResult> {
+    const [ox, oy] = this.recorder.firstFrame.source;
+    const rects = [...this.knownSecrets.values()].flatMap((m) => [...m.values()]);
+    if (rects.length === 0 || !existsSync(v.file)) return v;
+    const error = await maskVideo(
+      v.file,
+      rects.map(([x, y, w, h]): Rect => [x - ox, y - oy, w, h]),
+    );
+    if (!error) return { ...v, bytes: statSync(v.file).size, masked: rects.length };
+    rmSync(v.file, { force: true });
+    this.warnings.push(
+      `the screen video showed a password field and could not be masked (${error}): it was removed`,
+    );
+    return { ...v, bytes: 0, complete: false, error: 'removed: its password fields could not be masked' };
   }
 
   /**
@@ -671,7 +693,10 @@ export function listRecordings(dir: string, thumbnails = 6): RecordingInfo[] {
         ...(typeof meta.message === 'string' ? { message: meta.message } : {}),
         steps: steps.length,
         bytes: folderBytes(here),
-        thumbnails: [String(meta.startScreenshot), ...spaced].slice(0, thumbnails),
+        // Only images already written: a recording in progress lists its start before it is on disk.
+        thumbnails: [String(meta.startScreenshot), ...spaced]
+          .filter((t) => existsSync(path.join(here, t)))
+          .slice(0, thumbnails),
       });
     } catch {
       // not a recording (or a broken one): not listed

@@ -3,7 +3,7 @@
 // one is chosen and can be opened. A microphone that cannot be opened never fails the recording: the
 // video is made without audio and a warning says why. Stopped with 'q' on ffmpeg's stdin, so that it
 // finishes the file (the moov atom at the end: an mp4 cut off without it does not play).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Rect } from './types.ts';
@@ -52,24 +52,54 @@ export interface VideoResult {
   complete: boolean;
   /** Set when the file is not complete: ffmpeg's last words. */
   error?: string;
+  /** Password fields covered in it (grey, for its whole length). */
+  masked?: number;
 }
 
 export class VideoError extends Error {}
 
+type Microphones = { sources: MicSource[]; error?: string };
+
 /** The PulseAudio/PipeWire sources (`pactl list short sources`); `error` says why there are none. */
-export function listMicrophones(): { sources: MicSource[]; error?: string } {
+export function listMicrophones(): Microphones {
   const r = spawnSync('pactl', ['list', 'short', 'sources'], { encoding: 'utf8', timeout: 5000 });
-  if (r.error)
+  return microphonesOf(r.error, r.status, r.stdout, r.stderr);
+}
+
+/** listMicrophones without blocking (for a long-lived process: the board). */
+export function listMicrophonesAsync(): Promise<Microphones> {
+  return new Promise((resolve) => {
+    execFile(
+      'pactl',
+      ['list', 'short', 'sources'],
+      { encoding: 'utf8', timeout: 5000 },
+      (err, stdout, stderr) => {
+        const spawnError = err && typeof err.code === 'string' ? err : undefined; // e.g. ENOENT
+        resolve(
+          microphonesOf(spawnError, err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr),
+        );
+      },
+    );
+  });
+}
+
+function microphonesOf(
+  error: Error | undefined,
+  status: number | null,
+  stdout: string,
+  stderr: string,
+): Microphones {
+  if (error)
     return {
       sources: [],
-      error: `pactl could not be run (${r.error.message}): install pulseaudio-utils`,
+      error: `pactl could not be run (${error.message}): install pulseaudio-utils`,
     };
-  if (r.status !== 0)
+  if (status !== 0)
     return {
       sources: [],
-      error: `no sound server: ${(r.stderr || r.stdout).trim() || `pactl exited with ${r.status}`}`,
+      error: `no sound server: ${(stderr || stdout).trim() || `pactl exited with ${status}`}`,
     };
-  const sources = r.stdout
+  const sources = stdout
     .split('\n')
     .filter((l) => l.trim())
     .map((l) => l.split('\t'))
@@ -354,5 +384,37 @@ async function join(file: string, parts: string[]): Promise<string | undefined> 
     return `the parts recorded between pauses could not be joined (${err.trim().split('\n').at(-1) ?? code}); they are ${parts.map((p) => path.basename(p)).join(', ')}`;
   renameSync(joined, file);
   for (const p of parts.slice(1)) rmSync(p, { force: true });
+  return undefined;
+}
+
+/**
+ * Covers rectangles (video pixels) of a finished video with grey for its whole length: the password
+ * fields a recording has seen. ffmpeg re-encodes the picture (drawbox; the audio is copied) into a
+ * new file that replaces the old one only once it is complete. An error in words, or undefined.
+ */
+export async function maskVideo(file: string, rects: Rect[], ffmpeg = 'ffmpeg'): Promise<string | undefined> {
+  if (rects.length === 0) return undefined;
+  const boxes = rects.map(
+    ([x, y, w, h]) =>
+      `drawbox=x=${Math.round(x)}:y=${Math.round(y)}:w=${Math.round(w)}:h=${Math.round(h)}:color=0x808080:t=fill`,
+  );
+  const masked = `${file}.masked.mp4`;
+  const child = spawn(
+    ffmpeg,
+    ['-v', 'error', '-y', '-i', file, '-vf', boxes.join(','), '-map', '0', '-c:a', 'copy',
+      '-c:v', 'libx264', '-preset', 'ultrafast', '-crf', '30', '-pix_fmt', 'yuv420p', masked],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  ); // prettier-ignore
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-2000)));
+  const code = await new Promise<number | null>((res) => {
+    child.once('error', (e) => ((err ||= e.message), res(null)));
+    child.once('exit', res);
+  });
+  if (code !== 0) {
+    rmSync(masked, { force: true });
+    return err.trim().split('\n').at(-1) || `ffmpeg exited with ${code}`;
+  }
+  renameSync(masked, file);
   return undefined;
 }

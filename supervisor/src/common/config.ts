@@ -178,6 +178,25 @@ export function sourceOf(sources: Record<string, ConfigSource>, key: string): Co
   return { layer: 'default' };
 }
 
+/** One value of the effective config: its dotted key, the value and the layer it came from. */
+export interface ConfigRow {
+  key: string;
+  value: unknown;
+  source: ConfigSource;
+}
+
+/** Every value of the effective config (values, lists, empty maps) with its origin, for display. */
+export function configRows(eff: EffectiveConfig): ConfigRow[] {
+  const out: ConfigRow[] = [];
+  const walk = (value: unknown, key: string): void => {
+    if (isPlain(value) && Object.keys(value).length) {
+      for (const [k, v] of Object.entries(value)) walk(v, key ? `${key}.${k}` : k);
+    } else if (key) out.push({ key, value, source: sourceOf(eff.sources, key) });
+  };
+  walk(eff.config, '');
+  return out;
+}
+
 function describeSource(s: ConfigSource): string {
   return s.layer === 'default'
     ? 'the built-in defaults'

@@ -201,6 +201,17 @@ function issuedGrants(paths: StatePaths): Grant[] {
   return grantFiles(paths, (raw) => verifyGrant(paths, raw));
 }
 
+/** An issued grant that covers `folder` (after realpath), or undefined: how a host of a fleet finds its own. */
+export function grantCovering(paths: StatePaths, folder: string): Grant | undefined {
+  let real: string;
+  try {
+    real = realpathSync(folder);
+  } catch {
+    return undefined;
+  }
+  return issuedGrants(paths).find((g) => isInside(g.path, real));
+}
+
 function resolveIn(grantPath: string, p: string, what: string): string {
   let real: string;
   try {

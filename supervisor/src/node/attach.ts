@@ -42,6 +42,11 @@ export interface AttachSource {
   isFinal(): boolean;
   /** Byte offset of each event seq in events.jsonl, when known (active runs). */
   eventOffset(seq: number): number | undefined;
+  /**
+   * The event that starts at this offset of events.jsonl, while it is still in memory (active runs):
+   * sent as it is once committed, instead of being read back from the file.
+   */
+  recentEvent(offset: number): { event: RunEvent; end: number } | undefined;
   /** Fires 'grow' on any append and 'final' when the run has ended and its files are closed. */
   signals: EventEmitter;
   result(): Promise<RunResult>;
@@ -162,6 +167,12 @@ async function pumpEvents(
       const final = src.events.isFinal();
       const end = src.events.committed();
       if (pos < end) {
+        const mem = carry === '' ? src.recentEvent(pos) : undefined;
+        if (mem && mem.end <= end) {
+          pos = mem.end;
+          if (mem.event.seq >= fromSeq) await send(mem.event);
+          continue;
+        }
         fh ??= await open(src.events.path, 'r');
         const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, end - pos), pos);
         if (bytesRead === 0) break;
@@ -238,6 +249,7 @@ export async function diskSource(logDir: string, runId: string, result: RunResul
     outputSizes: () => sizes,
     isFinal: () => true,
     eventOffset: () => undefined,
+    recentEvent: () => undefined,
     signals: new EventEmitter(),
     result: async () => result,
   };

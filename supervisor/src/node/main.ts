@@ -5,6 +5,8 @@
 import { existsSync, unlinkSync, chmodSync, realpathSync, rmSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import net from 'node:net';
+import { createHash } from 'node:crypto';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
@@ -21,6 +23,9 @@ import { SupervisorServer } from './server.ts';
 import { scheduleClock } from '../common/schedule.ts';
 import { scheduleLauncher } from './schedule-launcher.ts';
 import { ScheduleBook } from './schedules.ts';
+import { fleetConfig } from './fleet/config.ts';
+import { FleetGateway } from './fleet/gateway.ts';
+import { FleetHost } from './fleet/fleet-host.ts';
 
 const VERSION = '0.1.0';
 
@@ -138,6 +143,7 @@ async function main(): Promise<void> {
   });
 
   let shuttingDown = false;
+  let closeFleet = async (): Promise<void> => undefined;
   const netServer = net.createServer();
   const shutdown = (cancelRuns: boolean): void => {
     if (shuttingDown) return;
@@ -145,6 +151,7 @@ async function main(): Promise<void> {
     log.info({ cancelRuns }, 'shutting down');
     schedules.stop();
     void registry.drain(cancelRuns).then(async () => {
+      await closeFleet().catch(() => undefined);
       netServer.close();
       await new Promise((r) => setTimeout(r, 100)); // let replies (e.g. to supervisor/shutdown) reach their clients
       server.closeAll();
@@ -203,6 +210,33 @@ async function main(): Promise<void> {
   const recovered = registry.recoverOrphans();
   if (recovered.length) log.warn({ runs: recovered }, 'closed runs left by a supervisor that died');
   schedules.start(); // after the socket is ours: only one supervisor decides missed fires
+  // In a fleet: launches become jobs (gateway), and/or this host takes jobs of the flows it offers.
+  const fleet = fleetConfig(process.env);
+  if (fleet.gateway) registry.fleet = new FleetGateway({ redisUrl: fleet.gateway.redisUrl, log });
+  const fleetHost = fleet.host
+    ? new FleetHost({
+        redisUrl: fleet.host.redisUrl,
+        offer: fleet.host.offer,
+        registry,
+        paths,
+        // Runners read their card: outside the state root, which runs cannot see.
+        cardsDir:
+          process.env.RUNBOARD_FLEET_CARDS ??
+          path.join(
+            os.homedir(),
+            '.cache',
+            'runboard',
+            'fleet-cards',
+            createHash('sha256').update(paths.root).digest('hex').slice(0, 12),
+          ),
+        log,
+      })
+    : undefined;
+  if (fleetHost) log.info({ offer: fleet.host!.offer }, 'taking runs from the fleet');
+  closeFleet = async () => {
+    await fleetHost?.close();
+    await registry.fleet?.close();
+  };
   log.info({ socket: paths.socket, landlockAbi, version: VERSION }, 'supervisor ready');
   process.stdout.write(`ready ${paths.socket}\n`);
 

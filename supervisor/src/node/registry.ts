@@ -28,6 +28,7 @@ import {
 } from '../protocol/index.ts';
 import { diskSource, type AttachSource } from './attach.ts';
 import { ResultFile } from './result-file.ts';
+import type { FleetGateway, RemoteRun } from './fleet/gateway.ts';
 import { Run, removeScratch, type RunDeps } from './run.ts';
 import { discardWorktree, keepWorktree, worktreeWritableConflict, WorktreeError } from './worktrees.ts';
 
@@ -52,11 +53,16 @@ interface CardIndexEntry {
 /** Days of that index kept in memory (the ones asked about lately). */
 const DAY_INDEX_MAX = 14;
 
+/** A run of this supervisor: a local worker, or (in a fleet) a host's run mirrored here. */
+type AnyRun = Run | RemoteRun;
+
 export class RunRegistry {
-  private readonly active = new Map<string, Run>();
+  private readonly active = new Map<string, AnyRun>();
   /** Parsed day indexes, reused while the file's size is unchanged. */
   private readonly dayIndex = new Map<string, { size: number; entries: CardIndexEntry[] }>();
-  private readonly recent = new Map<string, Run>(); // ended in this process: fast attach, bounded
+  private readonly recent = new Map<string, AnyRun>(); // ended in this process: fast attach, bounded
+  /** In a fleet (scheduler.backend: redis): launches become jobs for the hosts of the fleet. */
+  fleet: FleetGateway | undefined;
   private acceptingRuns = true;
   private readonly settling = new Set<string>();
 
@@ -106,22 +112,25 @@ export class RunRegistry {
     }
     const runId = newRunId();
     const logDir = runLogDir(this.paths, runId);
-    let run: Run;
+    let run: AnyRun;
     try {
-      run = new Run(this.deps, {
-        runId,
-        logDir,
-        scratchDir: path.join(this.paths.scratchDir, runId),
-        card: p.card,
-        // The jail gets the writable trees as they were checked, not paths to resolve again.
-        flow: p.flow.sandbox?.writable
-          ? { ...p.flow, sandbox: { ...p.flow.sandbox, writable: validated.writable } }
-          : p.flow,
-        workspace: validated.workspace,
-        command: p.command,
-        grantPath: validated.grant.path,
-      });
+      run = this.fleet
+        ? this.fleet.remoteRun(runId, logDir, p, validated.workspace, validated.grant.path)
+        : new Run(this.deps, {
+            runId,
+            logDir,
+            scratchDir: path.join(this.paths.scratchDir, runId),
+            card: p.card,
+            // The jail gets the writable trees as they were checked, not paths to resolve again.
+            flow: p.flow.sandbox?.writable
+              ? { ...p.flow, sandbox: { ...p.flow.sandbox, writable: validated.writable } }
+              : p.flow,
+            workspace: validated.workspace,
+            command: p.command,
+            grantPath: validated.grant.path,
+          });
     } catch (err) {
+      if (err instanceof ResponseError) throw err;
       const e = err as NodeJS.ErrnoException;
       throw new ResponseError(
         ErrorCodes.LogDirFailed,
@@ -146,7 +155,7 @@ export class RunRegistry {
     return out;
   }
 
-  get(runId: string): Run | undefined {
+  get(runId: string): AnyRun | undefined {
     return this.active.get(runId) ?? this.recent.get(runId);
   }
 

@@ -8,6 +8,33 @@ import type { RunResult } from '../protocol/index.ts';
 
 const RESERVE = 16 * 1024;
 
+/** A run's record at launch: going, nothing measured yet. */
+export function launchedResult(
+  f: Pick<RunResult, 'runId' | 'card' | 'flow' | 'runner' | 'workspace' | 'logDir' | 'startedAt' | 'metrics'>,
+): RunResult {
+  return {
+    ...f,
+    status: 'running',
+    endedAt: null,
+    durationMs: null,
+    exitCode: null,
+    signal: null,
+    termination: null,
+    lastHeartbeat: null,
+    bytesRead: null,
+    bytesWritten: null,
+    storageBytesRead: null,
+    storageBytesWritten: null,
+    stdoutBytes: 0,
+    stderrBytes: 0,
+    summary: '',
+    containment: null,
+    sandbox: null,
+    pid: null,
+    supervisorPid: process.pid,
+  };
+}
+
 export class ResultFile {
   constructor(readonly path: string) {}
 

@@ -12,11 +12,16 @@ import type { AttachSource } from './attach.ts';
 import { OutputFiles } from './output-files.ts';
 import { ResultFile } from './result-file.ts';
 
+/** How many of a run's last events stay in memory for attached clients (the rest is read from disk). */
+const RECENT_EVENTS = 256;
+
 export class RunLog {
   readonly events: AppendFiles<'events'>;
   readonly output: OutputFiles;
   private readonly resultFile: ResultFile;
   private readonly eventOffsets: number[] = [];
+  /** The last events by their offset in events.jsonl: attached clients are sent these without a read-back. */
+  private readonly recent = new Map<number, { event: RunEvent; end: number }>();
   private seq = 0;
   /** The files are closed and result.json holds the final record. */
   final = false;
@@ -51,17 +56,26 @@ export class RunLog {
     }
   }
 
-  /** Appends an event with the next seq. */
-  event(type: RunEvent['type'], message?: string, data?: Record<string, unknown>): void {
+  /** Appends an event with the next seq (`ts`: when it happened, if not now: a mirrored run's). */
+  event(
+    type: RunEvent['type'],
+    message?: string,
+    data?: Record<string, unknown>,
+    ts = new Date().toISOString(),
+  ): void {
     const e: RunEvent = {
       seq: this.seq++,
-      ts: new Date().toISOString(),
+      ts,
       type,
       ...(message !== undefined ? { message } : {}),
       ...(data ? { data } : {}),
     };
-    this.eventOffsets.push(this.events.committed.events + this.events.pendingBytes);
-    this.events.append('events', Buffer.from(JSON.stringify(e) + '\n'));
+    const start = this.events.committed.events + this.events.pendingBytes;
+    const line = Buffer.from(JSON.stringify(e) + '\n');
+    this.eventOffsets.push(start);
+    this.recent.set(start, { event: e, end: start + line.length });
+    if (this.recent.size > RECENT_EVENTS) this.recent.delete(this.recent.keys().next().value!);
+    this.events.append('events', line);
   }
 
   /** Waits for everything queued, then closes the three files. */
@@ -87,6 +101,7 @@ export class RunLog {
       outputSizes: () => ({ ...output.committed }),
       isFinal: () => this.final,
       eventOffset: (seq) => this.eventOffsets[seq],
+      recentEvent: (offset) => this.recent.get(offset),
       signals,
       result,
     };

@@ -43,6 +43,7 @@ import {
 } from './jail-args.ts';
 import { readJailStatus, type JailStatus } from './jail-status.ts';
 import { Liveness } from './liveness.ts';
+import { launchedResult } from './result-file.ts';
 import { RunLog } from './run-log.ts';
 import type { ModelProxy, ModelRequestInfo, ProxyGrant } from './model-proxy.ts';
 import { recordEvidence, recordWorktree, tearDownDisplay } from './run-finalize.ts';
@@ -156,34 +157,16 @@ export class Run {
   ) {
     this.id = spec.runId;
     this.ended = new Promise((r) => (this.resolveEnded = r));
-    this.result = {
+    this.result = launchedResult({
       runId: spec.runId,
-      status: 'running',
       card: spec.card,
       flow: spec.flow.name,
       runner: spec.flow.runner,
       workspace: spec.workspace,
       logDir: spec.logDir,
       startedAt: new Date(this.startedAt).toISOString(),
-      endedAt: null,
-      durationMs: null,
-      exitCode: null,
-      signal: null,
-      termination: null,
-      lastHeartbeat: null,
-      bytesRead: null,
-      bytesWritten: null,
-      storageBytesRead: null,
-      storageBytesWritten: null,
-      stdoutBytes: 0,
-      stderrBytes: 0,
-      summary: '',
       metrics: {},
-      containment: null,
-      sandbox: null,
-      pid: null,
-      supervisorPid: process.pid,
-    };
+    });
     this.log = new RunLog(
       spec.logDir,
       this.result,

@@ -18,7 +18,8 @@ import {
 } from '@runboard/supervisor/protocol';
 import type { Runner, RunnerContext, RunnerOutcome } from '../runner.ts';
 import { fill } from '../computer-use/prompt.ts';
-import { askChecked, InvalidAnswer, openModel, type Api, type Image, type Model } from './model.ts';
+import { defaultApi, describeModelError, ModelClient, type CallOptions, type Image } from '../model-call.ts';
+import { askChecked, InvalidAnswer } from './model.ts';
 import {
   checkPassA,
   checkPassB,
@@ -88,10 +89,6 @@ function readCard(file: string): { front: Record<string, unknown>; task: string 
 
 const RECORDING_ID = /^rec-\d{8}-\d{6}-[0-9a-f]{6}$/;
 
-function mime(file: string): string {
-  return /\.jpe?g$/i.test(file) ? 'image/jpeg' : 'image/png';
-}
-
 /** Runs `fn` over `items`, `n` at a time, keeping their order. */
 async function pool<T, R>(items: T[], n: number, fn: (t: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array<R>(items.length);
@@ -153,19 +150,15 @@ export class ReflectRunner implements Runner {
     if (steps.length === 0) return fail(`the recording in ${recDir} has no steps: nothing to reflect on`);
     metrics.steps = steps.length;
 
-    const provider = spec.model.provider;
-    const api: Api = provider === 'anthropic' ? 'messages' : provider === 'openai' ? 'responses' : 'chat';
-    const open = (p: PassPrompt): Model =>
-      openModel({
-        api,
-        baseUrl: spec.model!.baseUrl,
-        token: spec.model!.token,
-        model: spec.model!.model ?? p.model ?? 'gpt-5-mini',
-        maxOutputTokens: p.maxOutputTokens ?? DEFAULTS.maxOutputTokens,
-        timeoutMs: DEFAULTS.requestTimeoutMs,
-      });
+    const client = new ModelClient(defaultApi(spec.model.provider), spec.model, DEFAULTS.requestTimeoutMs);
+    const options = (p: PassPrompt): CallOptions => ({
+      model: spec.model!.model ?? p.model ?? 'gpt-5-mini',
+      maxOutputTokens: p.maxOutputTokens ?? DEFAULTS.maxOutputTokens,
+      timeoutMs: DEFAULTS.requestTimeoutMs,
+      signal: this.abort.signal,
+    });
     const image = (rel: string, caption: string): Image => ({
-      mime: mime(rel),
+      mime: /\.jpe?g$/i.test(rel) ? 'image/jpeg' : 'image/png',
       data: readFileSync(path.join(recDir, rel)),
       caption,
     });
@@ -185,7 +178,6 @@ export class ReflectRunner implements Runner {
 
     try {
       // Pass A: one question per step, a few at a time.
-      const modelA = open(passA);
       let done = 0;
       ctx.progress(0, `pass A: ${steps.length} steps`);
       const cards: PassAAnswer[] = await pool(steps, DEFAULTS.concurrency, async (s) => {
@@ -201,12 +193,12 @@ export class ReflectRunner implements Runner {
           POST_NOTE: s.post ? '' : passA.captions.none,
         });
         const a = await askChecked(
-          modelA,
+          client,
+          options(passA),
           `pass A, step ${s.i + 1} (${s.actionType})`,
-          { role: 'user', text, images },
+          { prompt: text, images },
           checkPassA(s),
-          (problems) => fill(passA.fix, { PROBLEMS: problems }),
-          this.abort.signal,
+          (answer, problems) => fill(passA.fix, { ANSWER: answer, PROBLEMS: problems }),
         );
         count(a);
         if (a.retried) ctx.log('warn', `pass A, step ${s.i + 1}: the first answer was invalid; asked again`);
@@ -225,12 +217,12 @@ export class ReflectRunner implements Runner {
         STEP_COUNT: String(steps.length),
       });
       const b = await askChecked<Workflow>(
-        open(passB),
+        client,
+        options(passB),
         'pass B',
-        { role: 'user', text },
+        { prompt: text },
         checkPassB(reflected),
-        (problems) => fill(passB.fix, { PROBLEMS: problems }),
-        this.abort.signal,
+        (answer, problems) => fill(passB.fix, { ANSWER: answer, PROBLEMS: problems }),
       );
       count(b);
       if (b.retried) ctx.log('warn', 'pass B: the first answer was invalid; asked again');
@@ -260,7 +252,7 @@ export class ReflectRunner implements Runner {
         };
       }
       if (this.abort.signal.aborted) return fail('cancelled');
-      return fail(`reflect failed: ${(err as Error).message}`);
+      return fail(`reflect failed: ${describeModelError(err, spec.model.provider)}`);
     }
   }
 }

@@ -20,7 +20,19 @@ const IMAGE: Record<string, string> = {
   '.gif': 'image/gif',
   '.webp': 'image/webp',
 };
-const VIDEO = new Set(['.mp4', '.webm', '.mov', '.mkv', '.avi', '.m4v']);
+/**
+ * Video extensions and the one ffmpeg demuxer each is read with. ffmpeg guesses the format from the
+ * content otherwise, and a playlist (HLS, concat) saved as .mp4 would make it open the files it
+ * names, outside the workspace too; the mov demuxer's external references (drefs) are off by default.
+ */
+const VIDEO: Record<string, string> = {
+  '.mp4': 'mov',
+  '.m4v': 'mov',
+  '.mov': 'mov',
+  '.webm': 'matroska',
+  '.mkv': 'matroska',
+  '.avi': 'avi',
+};
 /** Frames of a video sent to the model, spread over its length. */
 const FRAMES = 4;
 /** Larger images are refused rather than sent (the providers' own limits are about this size). */
@@ -59,7 +71,9 @@ function visionOf(scope: DocumentScope): VisionAccess {
   return v;
 }
 
-async function videoFrames(file: string): Promise<Image[]> {
+async function videoFrames(file: string, demuxer: string): Promise<Image[]> {
+  // only this file, read as this format: nothing it names is opened
+  const input = ['-protocol_whitelist', 'file', '-f', demuxer, '-i', file];
   const tool = (cmd: string, args: string[]) =>
     run(cmd, args, { maxBuffer: 1 << 20 }).catch((e: NodeJS.ErrnoException & { stderr?: string }) => {
       throw new DocumentError(
@@ -75,7 +89,7 @@ async function videoFrames(file: string): Promise<Image[]> {
     'format=duration',
     '-of',
     'csv=p=0',
-    file,
+    ...input,
   ]);
   const duration = Number.parseFloat(probe.stdout);
   if (!Number.isFinite(duration) || duration <= 0)
@@ -91,8 +105,7 @@ async function videoFrames(file: string): Promise<Image[]> {
         'error',
         '-ss',
         at.toFixed(3),
-        '-i',
-        file,
+        ...input,
         '-frames:v',
         '1',
         '-vf',
@@ -100,7 +113,10 @@ async function videoFrames(file: string): Promise<Image[]> {
         '-y',
         out,
       ]);
-      frames.push({ mime: 'image/jpeg', data: await readFile(out) });
+      const data = await readFile(out).catch(() => {
+        throw new DocumentError(`${path.basename(file)}: ffmpeg took no frame at ${at.toFixed(1)} s of it`);
+      });
+      frames.push({ mime: 'image/jpeg', data });
     }
     return frames;
   } finally {
@@ -205,10 +221,11 @@ export async function analyzeMedia(
 ): Promise<string> {
   const abs = insideWorkspace(scope.workspace, file, scope.allow);
   const ext = path.extname(abs).toLowerCase();
-  const kind = mediaType ?? (IMAGE[ext] ? 'image' : VIDEO.has(ext) ? 'video' : undefined);
-  if (!kind || (kind === 'image' && !IMAGE[ext]))
+  const kind = mediaType ?? (IMAGE[ext] ? 'image' : VIDEO[ext] ? 'video' : undefined);
+  // the extension decides how the file is read, whatever media_type says
+  if (!kind || (kind === 'image' ? !IMAGE[ext] : !VIDEO[ext]))
     throw new DocumentError(
-      `${path.basename(file)}: analyze_media describes images (${Object.keys(IMAGE).join(' ')}) and videos (${[...VIDEO].join(' ')})`,
+      `${path.basename(file)}: analyze_media describes images (${Object.keys(IMAGE).join(' ')}) and videos (${Object.keys(VIDEO).join(' ')})`,
     );
   const info = await stat(abs).catch(() => {
     throw new DocumentError(`${file}: no such file in the workspace`);
@@ -221,7 +238,9 @@ export async function analyzeMedia(
       `${file}: ${info.size} bytes is more than the ${MAX_IMAGE_BYTES} an image may have here`,
     );
   const images =
-    kind === 'image' ? [{ mime: IMAGE[ext]!, data: await readFile(abs) }] : await videoFrames(abs);
+    kind === 'image'
+      ? [{ mime: IMAGE[ext]!, data: await readFile(abs) }]
+      : await videoFrames(abs, VIDEO[ext]!);
   const d = parseDescription(await ask(v, token, images));
   return JSON.stringify({
     path: relativeOrAbsolute(insideWorkspace(scope.workspace, '.'), abs),

@@ -1,0 +1,182 @@
+/**
+ * A host of a fleet: pulls runs of the flows it offers from their BullMQ queues and runs them here,
+ * with this host's own grants and keys, as if launched locally. At most `capacity` runs at once over
+ * all its flows. A run whose job lease this host can no longer renew (Redis unreachable, the process
+ * frozen) is stopped: once BullMQ has called the job stalled it may run elsewhere, never twice at once.
+ */
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import type pino from 'pino';
+import { ResponseError } from '../../protocol/index.ts';
+import { grantCovering } from '../../common/grants.ts';
+import type { StatePaths } from '../../common/paths.ts';
+import type { RunRegistry } from '../registry.ts';
+import { forwardRecords } from './forward.ts';
+import {
+  CANCEL_CHANNEL,
+  queueName,
+  recordStream,
+  redisOptions,
+  RunJob,
+  type HostOffer,
+  type RunJobResult,
+} from './job.ts';
+
+/**
+ * How long a job's lease lasts without renewal (BullMQ renews it at half of this): a host that died
+ * is noticed after one to two leases. RUNBOARD_FLEET_LEASE_MS changes it (every member of a fleet
+ * must use the same value).
+ */
+export const LEASE_MS = Math.max(1000, Number(process.env.RUNBOARD_FLEET_LEASE_MS) || 10_000);
+
+export interface FleetHostOptions {
+  redisUrl: string;
+  offer: HostOffer;
+  registry: RunRegistry;
+  paths: StatePaths;
+  /** Where card texts of remote runs are written for their runners to read (outside the state root). */
+  cardsDir: string;
+  log: pino.Logger;
+}
+
+export class FleetHost {
+  private readonly workers: Worker[] = [];
+  private readonly redis: Redis;
+  private readonly subscriber: Redis;
+  private running = 0;
+  /** runId (the submitter's) → the local run's id. */
+  private readonly local = new Map<string, string>();
+  private lastRedisOk = Date.now();
+  private readonly watchdog: NodeJS.Timeout;
+
+  constructor(private readonly o: FleetHostOptions) {
+    const conn = redisOptions(o.redisUrl);
+    this.redis = new Redis(conn);
+    this.subscriber = new Redis(conn);
+    mkdirSync(o.cardsDir, { recursive: true, mode: 0o700 });
+    void this.subscriber.subscribe(CANCEL_CHANNEL);
+    this.subscriber.on('message', (_channel: string, runId: string) =>
+      this.cancelLocal(runId, 'cancelled by the user'),
+    );
+    for (const flow of o.offer.flows) {
+      const w = new Worker(queueName(flow), (job, token) => this.process(job, token), {
+        connection: conn,
+        concurrency: o.offer.capacity,
+        name: o.offer.name,
+        lockDuration: LEASE_MS,
+        stalledInterval: LEASE_MS,
+        maxStalledCount: 0, // a run whose host vanished ends failed; the card's backoff decides a retry
+      });
+      w.on('lockRenewalFailed', (ids: string[]) => {
+        for (const id of ids)
+          this.cancelLocal(id, `${o.offer.name} lost its lease on the job: stopped so it never runs twice`);
+      });
+      w.on('error', (err) => o.log.warn({ err: err.message, flow }, 'fleet worker error'));
+      this.workers.push(w);
+    }
+    // Fencing without Redis: a host that cannot reach Redis for most of a lease stops its runs.
+    this.watchdog = setInterval(() => {
+      void this.redis.ping().then(
+        () => (this.lastRedisOk = Date.now()),
+        () => undefined,
+      );
+      if (Date.now() - this.lastRedisOk > LEASE_MS * 0.8)
+        for (const id of [...this.local.keys()])
+          this.cancelLocal(
+            id,
+            `${o.offer.name} could not reach Redis for ${LEASE_MS * 0.8} ms: stopped so it never runs twice`,
+          );
+    }, LEASE_MS / 5);
+  }
+
+  private cancelLocal(runId: string, why: string): void {
+    const localId = this.local.get(runId);
+    const run = localId ? this.o.registry.get(localId) : undefined;
+    if (!run?.isActive) return;
+    if (why.startsWith('cancelled')) run.cancel();
+    else run.stop('heartbeat-timeout', why, 0);
+  }
+
+  private async process(job: Job, token?: string): Promise<RunJobResult> {
+    if (this.running >= this.o.offer.capacity) {
+      // Another flow's worker took the last slot meanwhile: back to the queue for a moment.
+      await job.moveToDelayed(Date.now() + 200, token);
+      throw new DelayedError();
+    }
+    this.running++; // taken at once: the checks below wait on Redis, and another job may come meanwhile
+    const cardFile = path.join(this.o.cardsDir, `${job.id ?? 'job'}.md`);
+    try {
+      return await this.runJob(job, cardFile);
+    } finally {
+      this.running--;
+      rmSync(cardFile, { force: true });
+    }
+  }
+
+  private async runJob(job: Job, cardFile: string): Promise<RunJobResult> {
+    const { offer, registry, paths } = this.o;
+    const parsed = RunJob.safeParse(job.data);
+    if (!parsed.success)
+      throw new UnrecoverableError(
+        `${offer.name} refused the job: it is not a run of this version (${parsed.error.message.slice(0, 300)})`,
+      );
+    const spec = parsed.data;
+    const folder = offer.workspaces[spec.workspace];
+    if (!folder)
+      throw new UnrecoverableError(
+        `${offer.name} has no workspace "${spec.workspace}": grant a folder there and map it (runboard fleet join … --workspace ${spec.workspace}=/folder)`,
+      );
+    const grant = grantCovering(paths, folder);
+    if (!grant)
+      throw new UnrecoverableError(
+        `${offer.name} maps workspace "${spec.workspace}" to ${folder}, which it has not granted: run \`runboard grant ${folder}\` on ${offer.name}`,
+      );
+    if (await this.redis.exists(`runboard:cancelled:${spec.runId}`))
+      throw new UnrecoverableError('cancelled by the user before a host took it');
+    writeFileSync(cardFile, spec.card.text, { mode: 0o600 });
+    try {
+      let launched;
+      try {
+        launched = registry.launch({
+          card: {
+            path: cardFile,
+            ...(spec.card.id ? { id: spec.card.id } : {}),
+            ...(spec.card.title ? { title: spec.card.title } : {}),
+          },
+          flow: spec.flow,
+          workspace: folder,
+          grant,
+          ...(spec.command !== undefined ? { command: spec.command } : {}),
+        });
+      } catch (err) {
+        const msg = err instanceof ResponseError ? err.message : (err as Error).message;
+        throw new UnrecoverableError(`${offer.name} could not launch it: ${msg}`);
+      }
+      const run = registry.get(launched.runId)!;
+      this.local.set(spec.runId, launched.runId);
+      await this.redis.xadd(
+        recordStream(spec.runId),
+        '*',
+        'k',
+        'started',
+        'd',
+        JSON.stringify({ host: offer.name, runId: launched.runId }),
+      );
+      const forwarded = forwardRecords(this.redis, spec.runId, run.attachSource());
+      const result = await run.whenEnded();
+      await forwarded;
+      return { host: offer.name, result };
+    } finally {
+      this.local.delete(spec.runId);
+    }
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.watchdog);
+    await Promise.all(this.workers.map((w) => w.close()));
+    this.redis.disconnect();
+    this.subscriber.disconnect();
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * Carries a run's records (events, and stdout/stderr in the order they came) from the host that runs
+ * it to the Redis stream the submitting supervisor mirrors: the bytes of the run's own files, in
+ * bounded pieces. The files stay the host's truth; the stream is the copy in flight.
+ */
+import { open, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import type { Redis } from 'ioredis';
+import { ORDER_FILE, OutputOrder, type OutputStream } from '@runboard/supervisor/run-output';
+import type { AttachSource } from '../attach.ts';
+import { recordStream } from './job.ts';
+
+const PIECE = 256 * 1024;
+/** An abandoned stream (its submitter gone for good) does not stay in Redis forever. */
+const STREAM_TTL_S = 7 * 24 * 3600;
+
+export async function forwardRecords(redis: Redis, runId: string, src: AttachSource): Promise<void> {
+  const key = recordStream(runId);
+  const order = new OutputOrder(path.join(src.dir, ORDER_FILE));
+  const handles: Partial<Record<OutputStream | 'events', FileHandle>> = {};
+  const buf = Buffer.allocUnsafe(PIECE);
+  let eventsPos = 0;
+  let wake: (() => void) | undefined;
+  const onSignal = (): void => wake?.();
+  src.signals.on('grow', onSignal);
+  src.signals.on('final', onSignal);
+  const send = async (kind: string, fh: FileHandle, start: number, end: number): Promise<number> => {
+    const { bytesRead } = await fh.read(buf, 0, Math.min(PIECE, end - start), start);
+    if (bytesRead > 0) await redis.xadd(key, '*', 'k', kind, 'd', buf.subarray(0, bytesRead));
+    return bytesRead;
+  };
+  try {
+    for (;;) {
+      const final = src.isFinal();
+      const sizes = src.outputSizes();
+      const eventsEnd = src.events.committed();
+      let sent = false;
+      // Events up to whole lines (the mirror numbers them again).
+      while (eventsPos < eventsEnd) {
+        const fh = (handles.events ??= await open(src.events.path, 'r'));
+        const n = await send('events', fh, eventsPos, eventsEnd);
+        if (n === 0) break;
+        eventsPos += n;
+        sent = true;
+      }
+      for (;;) {
+        const seg = await order.next(sizes, final);
+        if (seg === 'wait' || seg === 'done') break;
+        const fh = (handles[seg.stream] ??= await open(path.join(src.dir, `${seg.stream}.log`), 'r'));
+        const n = await send(seg.stream, fh, seg.start, seg.end);
+        if (n === 0) break;
+        order.advance(seg.stream, n);
+        sent = true;
+      }
+      if (sent) await redis.expire(key, STREAM_TTL_S);
+      if (final && !sent) break;
+      if (!sent)
+        await new Promise<void>((r) => {
+          wake = r;
+          setTimeout(r, 250);
+        });
+    }
+    await redis.xadd(key, '*', 'k', 'end');
+  } finally {
+    src.signals.off('grow', onSignal);
+    src.signals.off('final', onSignal);
+    await order.close();
+    await Promise.all(Object.values(handles).map((h) => h.close()));
+  }
+}

@@ -1,0 +1,425 @@
+/**
+ * The supervisor the board talks to, in a fleet (scheduler.backend: redis): a launch becomes a job on
+ * the flow's BullMQ queue instead of a local worker, and the run is mirrored here, in the same records
+ * as a local run (events.jsonl, stdout.log, stderr.log, result.json), from the stream the host that
+ * took it writes. Everything that reads runs (attach, list, get, the board) works unchanged.
+ */
+import { EventEmitter } from 'node:events';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Queue, QueueEvents, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import type pino from 'pino';
+import type { z } from 'zod';
+import {
+  ErrorCodes,
+  ResponseError,
+  type LaunchRun,
+  type RunEvent,
+  type RunResult,
+  type TerminationReason,
+} from '../../protocol/index.ts';
+import type { AttachSource } from '../attach.ts';
+import { launchedResult } from '../result-file.ts';
+import { RunLog } from '../run-log.ts';
+import { CANCEL_CHANNEL, queueName, recordStream, redisOptions, RunJobResult, type RunJob } from './job.ts';
+import { LEASE_MS } from './fleet-host.ts';
+
+export interface RemoteLaunch {
+  runId: string;
+  logDir: string;
+  first: RunResult;
+  job: RunJob;
+}
+
+type Finish = {
+  status: RunResult['status'];
+  reason: TerminationReason;
+  detail: string;
+  remote?: RunJobResult;
+};
+
+/** A run that a host of the fleet runs, as this supervisor records it. */
+export class RemoteRun {
+  readonly id: string;
+  readonly signals = new EventEmitter();
+  readonly drivesRealDisplay = false;
+  readonly jailPid = undefined;
+  result: RunResult;
+  private readonly log: RunLog;
+  private readonly ended: Promise<RunResult>;
+  private resolveEnded!: (r: RunResult) => void;
+  private active = true;
+  /** The record stream's position mirrored so far. */
+  streamId = '0';
+  /** The host sent its last record. */
+  streamEnded = false;
+  private finishing: Finish | undefined;
+
+  constructor(
+    private readonly gw: FleetGateway,
+    private readonly l: RemoteLaunch,
+  ) {
+    this.id = l.runId;
+    this.result = l.first;
+    this.ended = new Promise((r) => (this.resolveEnded = r));
+    this.log = new RunLog(
+      l.logDir,
+      l.first,
+      () => this.signals.emit('grow'),
+      () => undefined,
+    );
+  }
+
+  get isActive(): boolean {
+    return this.active;
+  }
+
+  start(): void {
+    this.log.event('launched', `queued for a host of the fleet that offers flow ${this.l.job.flow.name}`, {
+      workspace: this.l.job.workspace,
+    });
+    void this.gw.submit(this).catch((err: unknown) =>
+      this.finish({
+        status: 'failed',
+        reason: 'spawn-failed',
+        detail: `could not queue the run in Redis: ${(err as Error).message}`,
+      }),
+    );
+  }
+
+  get job(): RunJob {
+    return this.l.job;
+  }
+
+  cancel(): void {
+    this.stop('cancelled', 'cancelled by the user');
+  }
+
+  stop(reason: TerminationReason, detail: string): void {
+    if (!this.active) return;
+    this.log.event('cancel', detail, { reason });
+    void this.gw.cancel(this, reason, detail);
+  }
+
+  attachSource(): AttachSource {
+    return this.log.attachSource(this.id, this.signals, () => this.ended);
+  }
+
+  whenEnded(): Promise<RunResult> {
+    return this.ended;
+  }
+
+  /** A record from the host. */
+  take(kind: string, data: Buffer): void {
+    if (kind === 'stdout' || kind === 'stderr') this.log.output.output(kind, data);
+    else if (kind === 'events') {
+      for (const line of data.toString('utf8').split('\n')) {
+        if (!line) continue;
+        try {
+          const e = JSON.parse(line) as RunEvent;
+          this.log.event(e.type, e.message, e.data, e.ts);
+        } catch {
+          // a piece cut mid-line cannot happen (whole lines are sent); skip rather than stop the mirror
+        }
+      }
+    } else if (kind === 'started') {
+      const s = JSON.parse(data.toString('utf8')) as { host: string; runId: string };
+      this.result = { ...this.result, metrics: { ...this.result.metrics, host: s.host, hostRunId: s.runId } };
+      this.log.writeResult(this.result);
+      this.log.event('progress', `${s.host} runs it (its run ${s.runId})`, { host: s.host });
+    } else if (kind === 'end') this.streamEnded = true;
+  }
+
+  /** The job ended (completed, failed or removed): record the result once the stream is mirrored. */
+  async finish(f: Finish): Promise<void> {
+    if (this.finishing) return;
+    this.finishing = f;
+    await this.gw.drainStream(this);
+    const now = new Date();
+    const remote = f.remote?.result;
+    const base: RunResult = remote
+      ? {
+          ...remote,
+          runId: this.result.runId,
+          card: this.result.card,
+          workspace: this.result.workspace,
+          logDir: this.result.logDir,
+          supervisorPid: process.pid,
+          metrics: {
+            ...remote.metrics,
+            ...this.result.metrics,
+            host: f.remote!.host,
+            hostRunId: remote.runId,
+          },
+        }
+      : {
+          ...this.result,
+          status: f.status,
+          endedAt: now.toISOString(),
+          durationMs: now.getTime() - Date.parse(this.result.startedAt),
+          termination: { reason: f.reason, detail: f.detail },
+          summary: f.detail,
+        };
+    this.result = base;
+    this.log.event('ended', `${this.result.status}: ${this.result.termination?.detail ?? ''}`, {
+      status: this.result.status,
+    });
+    await this.log.close();
+    this.result.stdoutBytes = this.log.output.committed.stdout;
+    this.result.stderrBytes = this.log.output.committed.stderr;
+    this.log.writeResult(this.result);
+    this.log.final = true;
+    this.active = false;
+    this.signals.emit('final');
+    this.resolveEnded(this.result);
+  }
+}
+
+export interface GatewayOptions {
+  redisUrl: string;
+  log: pino.Logger;
+}
+
+export class FleetGateway {
+  private readonly conn: ReturnType<typeof redisOptions>;
+  private readonly redis: Redis;
+  private readonly reader: Redis;
+  private readonly queues = new Map<string, { queue: Queue; events: QueueEvents; stalls: Worker }>();
+  private readonly runs = new Map<string, RemoteRun>();
+  private readerWake: (() => void) | undefined;
+  private closed = false;
+
+  constructor(private readonly o: GatewayOptions) {
+    this.conn = redisOptions(o.redisUrl);
+    this.redis = new Redis(this.conn);
+    this.reader = new Redis(this.conn);
+    void this.readLoop();
+  }
+
+  private flowQueue(flow: string): Queue {
+    const name = queueName(flow);
+    let q = this.queues.get(name);
+    if (!q) {
+      const queue = new Queue(name, { connection: this.conn });
+      const events = new QueueEvents(name, { connection: this.conn });
+      events.on('completed', ({ jobId, returnvalue }) => {
+        const run = this.runs.get(jobId);
+        if (!run) return;
+        const raw: unknown = typeof returnvalue === 'string' ? JSON.parse(returnvalue) : returnvalue;
+        const parsed = RunJobResult.safeParse(raw);
+        void run.finish(
+          parsed.success
+            ? { status: parsed.data.result.status, reason: 'finished', detail: '', remote: parsed.data }
+            : {
+                status: 'failed',
+                reason: 'crashed',
+                detail: 'the host answered with a result this supervisor cannot read',
+              },
+        );
+      });
+      events.on('failed', ({ jobId, failedReason }) => {
+        const run = this.runs.get(jobId);
+        if (!run) return;
+        void run.finish(
+          /stalled/i.test(failedReason)
+            ? this.stalled(run)
+            : /^cancelled/.test(failedReason)
+              ? { status: 'cancelled', reason: 'cancelled', detail: failedReason }
+              : { status: 'failed', reason: 'spawn-failed', detail: failedReason },
+        );
+      });
+      // A stalled job goes back to wait, marked to fail when taken (maxStalledCount 0): the run ends
+      // here now, and the job is removed so that no host takes it again (the card's backoff decides).
+      const onStalled = (jobId: string): void => {
+        const run = this.runs.get(jobId);
+        if (!run) return;
+        this.o.log.warn({ jobId, flow }, 'a host stopped renewing its job lease');
+        void queue
+          .remove(jobId)
+          .catch(() => 0)
+          .then(() => run.finish(this.stalled(run)));
+      };
+      events.on('stalled', ({ jobId }) => onStalled(jobId));
+      // Stalled jobs are found by workers of the queue; this one takes no jobs and only looks for them,
+      // so a run is ended even when no host offering its flow is left.
+      const stalls = new Worker(name, null, {
+        connection: this.conn,
+        lockDuration: LEASE_MS,
+        stalledInterval: LEASE_MS,
+        maxStalledCount: 0,
+        autorun: false,
+      });
+      stalls.on('stalled', (jobId) => onStalled(jobId));
+      stalls.on('error', (err) => this.o.log.debug({ err: err.message, flow }, 'fleet stall check'));
+      void stalls.startStalledCheckTimer();
+      q = { queue, events, stalls };
+      this.queues.set(name, q);
+    }
+    return q.queue;
+  }
+
+  /** A launch (already checked against this machine's grant) as a run for the fleet. */
+  remoteRun(
+    runId: string,
+    logDir: string,
+    p: z.output<typeof LaunchRun.params>,
+    workspace: string,
+    grantPath: string,
+  ): RemoteRun {
+    let name: string;
+    let text: string;
+    try {
+      name = FleetGateway.workspaceName(p.card.project ?? grantPath, workspace);
+      text = readFileSync(p.card.path, 'utf8');
+    } catch (err) {
+      throw new ResponseError(ErrorCodes.InvalidState, (err as Error).message);
+    }
+    const job: RunJob = {
+      v: 1,
+      runId,
+      flow: p.flow,
+      workspace: name,
+      ...(p.command !== undefined ? { command: p.command } : {}),
+      card: {
+        ...(p.card.id ? { id: p.card.id } : {}),
+        ...(p.card.title ? { title: p.card.title } : {}),
+        text,
+      },
+      submittedAt: new Date().toISOString(),
+    };
+    const first = launchedResult({
+      runId,
+      card: p.card,
+      flow: p.flow.name,
+      runner: p.flow.runner,
+      workspace,
+      logDir,
+      startedAt: job.submittedAt,
+      metrics: { backend: 'redis' },
+    });
+    return new RemoteRun(this, { runId, logDir, first, job });
+  }
+
+  private stalled(run: RemoteRun): Finish {
+    const host =
+      typeof run.result.metrics.host === 'string' ? run.result.metrics.host : 'the host running it';
+    return {
+      status: 'failed',
+      reason: 'heartbeat-timeout',
+      detail: `${host} stopped renewing its lease on the run (BullMQ found the job stalled: the host died or lost its network); the card's retry policy decides whether it runs again`,
+    };
+  }
+
+  /** Puts the run's job on its flow's queue (the job id is the run id: one job per run, ever). */
+  async submit(run: RemoteRun): Promise<void> {
+    this.runs.set(run.id, run);
+    this.readerWake?.();
+    const queue = this.flowQueue(run.job.flow.name);
+    await queue.add('run', run.job, {
+      jobId: run.id,
+      attempts: 1,
+      removeOnComplete: { age: 24 * 3600 },
+      removeOnFail: { age: 7 * 24 * 3600 },
+    });
+  }
+
+  async cancel(run: RemoteRun, reason: TerminationReason, detail: string): Promise<void> {
+    await this.redis.set(`runboard:cancelled:${run.id}`, '1', 'EX', 24 * 3600);
+    const job = await this.flowQueue(run.job.flow.name).getJob(run.id);
+    const state = job ? await job.getState() : 'unknown';
+    if (job && (state === 'waiting' || state === 'delayed' || state === 'prioritized')) {
+      await job.remove().catch(() => undefined);
+      await run.finish({
+        status: reason === 'cancelled' ? 'cancelled' : 'failed',
+        reason,
+        detail: `${detail} (before a host took it)`,
+      });
+      return;
+    }
+    await this.redis.publish(CANCEL_CHANNEL, run.id);
+  }
+
+  /** Reads every active run's record stream, blocking, one connection for all. */
+  private async readLoop(): Promise<void> {
+    while (!this.closed) {
+      const active = [...this.runs.values()].filter((r) => !r.streamEnded);
+      if (active.length === 0) {
+        await new Promise<void>((r) => {
+          this.readerWake = r;
+          setTimeout(r, 1000);
+        });
+        continue;
+      }
+      try {
+        const keys = active.map((r) => recordStream(r.id));
+        const ids = active.map((r) => r.streamId);
+        const res = await this.reader.xreadBuffer('COUNT', 200, 'BLOCK', 500, 'STREAMS', ...keys, ...ids);
+        for (const [key, entries] of res ?? []) {
+          const runId = key.toString().split(':')[2]!;
+          const run = this.runs.get(runId);
+          if (run) this.apply(run, entries);
+        }
+      } catch (err) {
+        if (!this.closed) this.o.log.warn({ err: (err as Error).message }, 'reading run records from Redis');
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  }
+
+  private apply(run: RemoteRun, entries: [Buffer, Buffer[]][]): void {
+    for (const [id, fields] of entries) {
+      if (!streamIdAfter(id.toString(), run.streamId)) continue; // the reader and a drain may both see it
+      run.streamId = id.toString();
+      const f: Record<string, Buffer> = {};
+      for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!.toString()] = fields[i + 1]!;
+      run.take(f.k?.toString() ?? '', f.d ?? Buffer.alloc(0));
+    }
+  }
+
+  /** Mirrors what is left of the run's stream (up to the host's last record, or all there is). */
+  async drainStream(run: RemoteRun): Promise<void> {
+    const key = recordStream(run.id);
+    for (let rounds = 0; rounds < 10_000 && !run.streamEnded; rounds++) {
+      const entries = (await this.redis.xrangeBuffer(key, `(${run.streamId}`, '+', 'COUNT', 500)) as [
+        Buffer,
+        Buffer[],
+      ][];
+      if (entries.length === 0) {
+        if (rounds > 0 || run.streamId !== '0') break; // nothing more came: the host is gone
+        await new Promise((r) => setTimeout(r, 200)); // the completion can overtake the last records
+        continue;
+      }
+      this.apply(run, entries);
+    }
+    run.streamEnded = true;
+    this.runs.delete(run.id);
+    await this.redis.del(key);
+  }
+
+  /** Project-relative workspace name of a launch. */
+  static workspaceName(projectOrGrant: string, workspace: string): string {
+    const rel = path.relative(projectOrGrant, workspace);
+    if (rel.startsWith('..') || path.isAbsolute(rel))
+      throw new Error(
+        `the workspace ${workspace} is outside the project ${projectOrGrant}: a fleet names workspaces relative to the project`,
+      );
+    return rel === '' ? '.' : rel.split(path.sep).join('/');
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.readerWake?.();
+    for (const { queue, events, stalls } of this.queues.values())
+      await Promise.all([queue.close(), events.close(), stalls.close()]);
+    this.redis.disconnect();
+    this.reader.disconnect();
+  }
+}
+
+/** Whether stream id `a` ("ms-seq") comes after `b`. */
+function streamIdAfter(a: string, b: string): boolean {
+  const [am, as = '0'] = a.split('-');
+  const [bm, bs = '0'] = b.split('-');
+  return BigInt(am!) !== BigInt(bm!) ? BigInt(am!) > BigInt(bm!) : BigInt(as) > BigInt(bs);
+}

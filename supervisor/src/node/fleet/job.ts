@@ -1,0 +1,95 @@
+/**
+ * What the supervisors of a fleet (scheduler.backend: redis) share through Redis: one BullMQ queue per
+ * flow, the job a run becomes, and the stream that carries its records back to the supervisor the
+ * board talks to. A job never holds a grant, a key or a path of the submitting machine: it names its
+ * workspace by a project-relative name that each host maps to a folder it granted itself.
+ */
+import * as z from 'zod/mini';
+import { Command, FlowSpec, RunId, RunResult } from '../../protocol/index.ts';
+
+/** BullMQ's queue of a flow (flow names are free text in config.yaml: only safe characters are kept). */
+export function queueName(flow: string): string {
+  const safe = flow.replace(/[^A-Za-z0-9_-]/g, '_');
+  return `runboard-flow-${safe}-${Buffer.from(flow).toString('hex').slice(0, 16)}`;
+}
+
+/** The Redis stream that carries a run's events and output from the host that runs it. */
+export function recordStream(runId: string): string {
+  return `runboard:run:${runId}:records`;
+}
+
+/** The channel a cancel goes out on; hosts running the run stop it. */
+export const CANCEL_CHANNEL = 'runboard:cancel';
+
+/** A run as a job: everything a host needs, nothing only the submitting machine may hold. */
+export const RunJob = z.object({
+  v: z.literal(1),
+  runId: RunId,
+  flow: FlowSpec,
+  /** The card's workspace, relative to its project (`.` for the project folder itself). */
+  workspace: z.string().check(z.minLength(1), z.maxLength(1024)),
+  command: z.optional(Command),
+  card: z.object({
+    id: z.optional(z.string().check(z.maxLength(200))),
+    title: z.optional(z.string().check(z.maxLength(500))),
+    /** The card file's text (agent runners read their task from it). */
+    text: z.string().check(z.maxLength(1024 * 1024)),
+  }),
+  submittedAt: z.string(),
+});
+export type RunJob = z.infer<typeof RunJob>;
+
+/** What a host answers with when the run ended (the job's return value). */
+export const RunJobResult = z.object({
+  host: z.string(),
+  result: RunResult,
+});
+export type RunJobResult = z.infer<typeof RunJobResult>;
+
+/** One entry of a run's record stream. */
+export type RecordKind = 'events' | 'stdout' | 'stderr' | 'started';
+
+/** Connection options for ioredis/BullMQ from a redis:// or rediss:// URL, with a clear error. */
+export function redisOptions(url: string): {
+  host: string;
+  port: number;
+  username?: string;
+  password?: string;
+  db?: number;
+  tls?: object;
+  maxRetriesPerRequest: null;
+} {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new Error(`redis.url "${url}" is not a URL; write it as redis://host:6379`);
+  }
+  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:')
+    throw new Error(`redis.url "${url}" must start with redis:// or rediss:// (TLS)`);
+  const db = u.pathname.length > 1 ? Number(u.pathname.slice(1)) : undefined;
+  if (db !== undefined && !Number.isInteger(db))
+    throw new Error(`redis.url "${url}": the database after the / must be a number`);
+  return {
+    host: u.hostname || '127.0.0.1',
+    port: u.port ? Number(u.port) : 6379,
+    ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
+    ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
+    ...(db !== undefined ? { db } : {}),
+    ...(u.protocol === 'rediss:' ? { tls: {} } : {}),
+    // BullMQ's workers block on Redis; they must wait through a Redis restart rather than fail.
+    maxRetriesPerRequest: null,
+  };
+}
+
+/** Who may run what, as a host of the fleet offers it. */
+export interface HostOffer {
+  /** A name for the host in records and reasons (default: its hostname). */
+  name: string;
+  /** The flows it pulls runs of. */
+  flows: string[];
+  /** Runs at once on this host, over all its flows. */
+  capacity: number;
+  /** Project-relative workspace name → a folder this host granted. */
+  workspaces: Record<string, string>;
+}

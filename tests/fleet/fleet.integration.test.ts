@@ -1,0 +1,169 @@
+/**
+ * A fleet on one machine: a real redis-server, the supervisor the board talks to (backend redis), and
+ * supervisors as hosts with state roots of their own, pulling runs of the flows they offer. Runs are
+ * launched through the real protocol and watched through the supervisor that submitted them.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunResult } from '@runboard/supervisor/protocol';
+import { Harness, processesMentioning, sleep, waitUntil } from '../helpers/harness.ts';
+import { RedisServer } from './redis.ts';
+
+const LEASE_MS = 5000;
+let redis: RedisServer;
+let board: Harness;
+const hosts: Record<string, Harness> = {};
+
+function hostEnv(name: string, flows: string[], capacity: number, workspace: string | null, root: string) {
+  return {
+    RUNBOARD_FLEET_LEASE_MS: String(LEASE_MS),
+    RUNBOARD_FLEET_CARDS: path.join(root, `cards-${name}`),
+    RUNBOARD_FLEET_HOST: JSON.stringify({
+      redis: redis.url,
+      name,
+      flows,
+      capacity,
+      workspaces: workspace ? { '.': workspace } : {},
+    }),
+  };
+}
+
+/** A host whose workspace "." is its own granted folder (Harness grants its workspace). */
+async function startHost(name: string, flows: string[], capacity: number, mapped = true): Promise<Harness> {
+  // The env needs the harness's own workspace: start it once to learn its folders, with the host part after.
+  const h = await Harness.start({ env: { RUNBOARD_FLEET_LEASE_MS: String(LEASE_MS) } });
+  h.client.close();
+  const exited = new Promise((r) => h.supervisor.once('exit', r));
+  h.supervisor.kill('SIGTERM');
+  await exited;
+  await h.startSupervisor(undefined, hostEnv(name, flows, capacity, mapped ? h.workspace : null, h.root));
+  hosts[name] = h;
+  return h;
+}
+
+async function runOn(flow: string, command: string): Promise<{ runId: string; done: Promise<RunResult> }> {
+  const { runId } = await board.launch(command, { name: flow });
+  return { runId, done: board.collect(runId).then((r) => r.result) };
+}
+
+beforeAll(async () => {
+  board = await Harness.start({
+    env: { RUNBOARD_FLEET_LEASE_MS: String(LEASE_MS) },
+  });
+  redis = await RedisServer.start(path.join(board.root, 'redis'));
+  // The board's supervisor again, now with the redis backend.
+  board.client.close();
+  const exited = new Promise((r) => board.supervisor.once('exit', r));
+  board.supervisor.kill('SIGTERM');
+  await exited;
+  await board.startSupervisor(undefined, {
+    RUNBOARD_SCHEDULER_BACKEND: 'redis',
+    RUNBOARD_REDIS_URL: redis.url,
+  });
+  writeFileSync(path.join(board.root, 'card.md'), '---\ntitle: test card\n---\nSay hello.\n');
+  await Promise.all([
+    startHost('alpha', ['shell'], 2),
+    startHost('beta', ['shell', 'slow'], 2),
+    startHost('gamma', ['other'], 1, false),
+  ]);
+}, 120_000);
+
+afterAll(async () => {
+  for (const h of Object.values(hosts)) await h.stop().catch(() => undefined);
+  await board?.stop();
+  await redis?.stop();
+});
+
+describe('a fleet of supervisors on Redis', () => {
+  it('spreads runs over the hosts that offer their flow, with their output mirrored where they were launched', async () => {
+    const runs = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        runOn('shell', `echo "hello ${i} from $(basename $PWD)"; sleep 0.3`),
+      ),
+    );
+    const results = await Promise.all(runs.map((r) => r.done));
+    const hostsUsed = new Set<string>();
+    for (const [i, r] of results.entries()) {
+      expect(r.status, JSON.stringify(r.termination)).toBe('succeeded');
+      expect(['alpha', 'beta']).toContain(r.metrics.host); // never gamma: it does not offer `shell`
+      hostsUsed.add(String(r.metrics.host));
+      const out = readFileSync(path.join(r.logDir, 'stdout.log'), 'utf8');
+      expect(out).toBe(`hello ${i} from ws\n`);
+      expect(r.stdoutBytes).toBe(Buffer.byteLength(out));
+      const events = readFileSync(path.join(r.logDir, 'events.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, n) => n)); // numbered without gaps, as locally
+      expect(events.some((e) => /runs it/.test(e.message ?? ''))).toBe(true);
+    }
+    expect(hostsUsed.size).toBe(2);
+    // Per-host capacity (2) held: no more than two of a host's runs overlapped in time.
+    for (const host of hostsUsed) {
+      const mine = results.filter((r) => r.metrics.host === host);
+      for (const r of mine) {
+        const t = Date.parse(r.startedAt) + 1;
+        const overlapping = mine.filter((o) => Date.parse(o.startedAt) <= t && Date.parse(o.endedAt!) >= t);
+        expect(overlapping.length).toBeLessThanOrEqual(2);
+      }
+    }
+  });
+
+  it('a host without the workspace refuses the run, saying what to grant', async () => {
+    const { done } = await runOn('other', 'true');
+    // gamma offers `other` but maps no workspace "."
+    const r = await done;
+    expect(r.status).toBe('failed');
+    expect(r.termination?.detail).toMatch(/gamma has no workspace "\."/);
+  });
+
+  it('cancel from the board stops the run on its host, and nothing of it stays running there', async () => {
+    const { runId, done } = await runOn('slow', 'echo started; sleep 60');
+    await waitUntil(
+      'the run started on beta',
+      () => {
+        const f = path.join(board.root, 'home');
+        return existsSync(f) && processesMentioning('sleep 60').length > 0;
+      },
+      20_000,
+    );
+    await board.client.cancel(runId);
+    const r = await done;
+    expect(r.status).toBe('cancelled');
+    expect(r.metrics.host).toBe('beta');
+    await waitUntil('no process of the run left', () => processesMentioning('sleep 60').length === 0, 10_000);
+  });
+
+  it('a host killed mid-run: the run ends failed as stalled (never run twice), and the others go on', async () => {
+    const victim = await startHost('delta', ['fragile'], 1);
+    const { done } = await runOn('fragile', 'echo "on $(basename $PWD)"; sleep 60');
+    await waitUntil('the run going on delta', () => processesMentioning('sleep 60').length > 0, 20_000);
+    victim.supervisor.kill('SIGKILL'); // its runs die with it (parent-death signal)
+    const r = await done;
+    expect(r.status).toBe('failed');
+    expect(r.termination?.reason).toBe('heartbeat-timeout');
+    expect(r.termination?.detail).toMatch(/stalled/);
+    expect(processesMentioning('sleep 60')).toEqual([]);
+    // The fleet still works.
+    const again = await runOn('shell', 'echo still here');
+    expect((await again.done).status).toBe('succeeded');
+    delete hosts.delta;
+    victim.client.close();
+  });
+
+  it('runs queued while Redis restarts are neither lost nor run twice', async () => {
+    const runs = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => runOn('shell', `echo run ${i}; sleep 1`)),
+    );
+    await sleep(300);
+    await redis.stop();
+    await sleep(500);
+    await redis.restart();
+    const results = await Promise.all(runs.map((r) => r.done));
+    for (const [i, r] of results.entries()) {
+      expect(r.status, JSON.stringify(r.termination)).toBe('succeeded');
+      expect(readFileSync(path.join(r.logDir, 'stdout.log'), 'utf8')).toBe(`run ${i}\n`);
+    }
+  });
+});

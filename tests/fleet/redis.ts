@@ -1,0 +1,85 @@
+/** A private redis-server for a test file: loopback, a free port, its data in the test's own folder. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import net from 'node:net';
+import { Redis } from 'ioredis';
+import { waitUntil } from '../helpers/harness.ts';
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export class RedisServer {
+  private proc: ChildProcess | undefined;
+  private constructor(
+    readonly port: number,
+    private readonly dir: string,
+  ) {}
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  static async start(dir: string): Promise<RedisServer> {
+    mkdirSync(dir, { recursive: true });
+    const r = new RedisServer(await freePort(), dir);
+    await r.restart();
+    return r;
+  }
+
+  /** (Re)starts the server on the same port and data (append-only file: jobs survive a restart). */
+  async restart(): Promise<void> {
+    this.proc = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        this.dir,
+        '--appendonly',
+        'yes',
+        '--save',
+        '',
+      ],
+      { stdio: 'ignore' },
+    );
+    await waitUntil(
+      'redis-server answering',
+      async () => {
+        const c = new Redis({
+          port: this.port,
+          lazyConnect: true,
+          maxRetriesPerRequest: 0,
+          retryStrategy: () => null,
+        });
+        c.on('error', () => undefined);
+        try {
+          await c.connect();
+          return (await c.ping()) === 'PONG';
+        } catch {
+          return false;
+        } finally {
+          c.disconnect();
+        }
+      },
+      10_000,
+    );
+  }
+
+  async stop(): Promise<void> {
+    const p = this.proc;
+    if (!p || p.exitCode !== null) return;
+    const exited = new Promise((r) => p.once('exit', r));
+    p.kill('SIGTERM');
+    await exited;
+  }
+}
