@@ -325,6 +325,21 @@ describe('recording → task', () => {
     }
   });
 
+  it('a transient provider error is tried again, and the task still lands', async () => {
+    const id = handCard('flaky');
+    model.setEpisodes([
+      {
+        name: 'flaky',
+        requireTools: false,
+        indexBy: 'requests',
+        turns: [{ status: 503, errorMessage: 'try again' }, { text: ANSWER }],
+      },
+    ]);
+    const r = await extract({ recording: REC, card: id });
+    expect(r).toMatchObject({ ok: true, questions: 1 });
+    expect(modelRequests('gemini')).toHaveLength(2);
+  });
+
   it('a network failure says which provider could not be reached, and how', async () => {
     const id = handCard('network-down');
     const r = await extract({ file: video, card: id, extractor: 'extract-nowhere' });

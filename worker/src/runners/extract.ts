@@ -14,6 +14,7 @@ import { parse } from 'yaml';
 import type { ManifestStep } from '@runboard/native';
 import { ARTIFACTS_DIR, EXTRACTION_FILE, gateExtraction, type Metrics } from '@runboard/supervisor/protocol';
 import { fill } from './computer-use/prompt.ts';
+import { MAX_RETRY_WAIT_MS, retryDecision } from './computer-use/retry.ts';
 import { defaultApi, describeModelError, ModelClient, type CallApi, type Image } from './model-call.ts';
 import type { Runner, RunnerContext, RunnerOutcome } from './runner.ts';
 
@@ -26,6 +27,7 @@ const DEFAULTS = {
   pollMs: 1000,
   maxOutputTokens: 8192,
   requestTimeoutMs: 300_000,
+  maxRetries: 2,
 };
 
 interface ExtractionConfig {
@@ -269,10 +271,38 @@ export class ExtractRunner implements Runner {
         });
       }
       ctx.progress(0.6, `asking ${provider} (${model})`);
-      const r = await client.call(
-        { prompt: fill(prompt.template, { INPUT: input }), images, after: events, ...(file ? { file } : {}) },
-        { model, maxOutputTokens, timeoutMs: DEFAULTS.requestTimeoutMs, signal },
-      );
+      const request = {
+        prompt: fill(prompt.template, { INPUT: input }),
+        images,
+        after: events,
+        ...(file ? { file } : {}),
+      };
+      // A small retry budget for transient failures (connection, 429, 5xx), as the computer-use loop
+      // has: a flaky network should not cost the person a failed extraction.
+      let r;
+      for (let attempt = 0; ; attempt++) {
+        try {
+          r = await client.call(request, {
+            model,
+            maxOutputTokens,
+            timeoutMs: DEFAULTS.requestTimeoutMs,
+            signal,
+          });
+          break;
+        } catch (err) {
+          const d = retryDecision(err, attempt, {
+            maxRetries: DEFAULTS.maxRetries,
+            maxWaitMs: MAX_RETRY_WAIT_MS,
+          });
+          if (!d.retry || signal.aborted) throw err;
+          ctx.log(
+            'warn',
+            `model request failed (${describeModelError(err, provider)}); retrying in ${Math.round(d.waitMs)} ms`,
+          );
+          metrics.retries = attempt + 1;
+          await new Promise((res) => setTimeout(res, d.waitMs));
+        }
+      }
       Object.assign(metrics, {
         requestBytes: r.requestBytes,
         inputTokens: r.usage.input,
