@@ -78,6 +78,7 @@ if (extra.length === 0 || extra.includes('worker')) {
     codex: 'worker/src/runners/codex.ts',
     claude: 'worker/src/runners/claude.ts',
     'computer-use': 'worker/src/runners/computer-use/index.ts',
+    extract: 'worker/src/runners/extract.ts',
     replay: 'worker/src/runners/replay/index.ts',
     reflect: 'worker/src/runners/reflect/index.ts',
   };

@@ -73,6 +73,7 @@ export {
   ScreenVideo,
   VideoError,
   listMicrophones,
+  listMicrophonesAsync,
   type MicChoice,
   type MicSource,
   type ScreenVideoOptions,

@@ -154,7 +154,21 @@ describe('cards written from the board', () => {
     await undo.getByRole('button', { name: 'Undo' }).click();
     await page.getByRole('complementary', { name: 'Inspector: Release notes 2.0 (copy)' }).waitFor();
     expect(readFileSync(copyFile, 'utf8')).toBe(text);
-    await page.keyboard.press('Escape');
+    // deleted again: Settings → Trash lists it and restores it too
+    await page
+      .getByRole('complementary', { name: 'Inspector: Release notes 2.0 (copy)' })
+      .getByRole('button', { name: 'Delete' })
+      .click();
+    await waitUntil('the copy off the board again', async () => !(await server.card('notes-copy')));
+    await page.getByRole('button', { name: 'Settings' }).click();
+    const trash = page.getByRole('region', { name: /^Trash/ });
+    await trash.getByRole('heading', { name: 'Trash (1)' }).waitFor();
+    await trash.getByRole('button', { name: 'Restore notes-copy.md' }).click();
+    await page.getByRole('complementary', { name: 'Inspector: Release notes 2.0 (copy)' }).waitFor();
+    await trash.getByText('No deleted cards.').waitFor();
+    expect(readFileSync(copyFile, 'utf8')).toBe(text);
+    await page.keyboard.press('Escape'); // Settings
+    await page.keyboard.press('Escape'); // the inspector, if the focus is there
   });
 
   it('a broken card shows what is wrong with its file; fixed in place it becomes a card', async () => {

@@ -28,6 +28,7 @@ const runners: Partial<Record<string, () => Runner>> = {
   codex: () => loadRunner('codex', 'CodexRunner'),
   claude: () => loadRunner('claude', 'ClaudeRunner'),
   'computer-use': () => loadRunner('computer-use', 'ComputerUseRunner'),
+  extract: () => loadRunner('extract', 'ExtractRunner'),
   replay: () => loadRunner('replay', 'ReplayRunner'),
   reflect: () => loadRunner('reflect', 'ReflectRunner'),
 };

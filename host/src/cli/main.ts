@@ -21,6 +21,7 @@ import { GrantStore } from '../core/grant-store.ts';
 import { launchRequest, NoGrantError } from '../core/launch.ts';
 import { loadCard, loadConfig, ProjectError } from '../core/project.ts';
 import { SupervisorClient, SupervisorUnavailable } from '../core/supervisor-client.ts';
+import { cmdExtract, EXTRACT_USAGE, ExtractUsageError } from './extract.ts';
 import { cmdConfig, CONFIG_USAGE } from './config.ts';
 import { cmdFleet, FLEET_USAGE, FleetUsageError } from './fleet.ts';
 import { cmdRecord, RECORD_USAGE, RecordUsageError } from './record.ts';
@@ -43,6 +44,7 @@ const USAGE = `usage: runboard <command> [options]
   supervisor status|stop [--force]         the supervisor for this state root
   ${SERVE_USAGE}
   ${RECORD_USAGE}
+  ${EXTRACT_USAGE}
   ${SCHEDULES_USAGE}
   ${CONFIG_USAGE}
   ${FLEET_USAGE}
@@ -402,6 +404,10 @@ async function main(argv: string[]): Promise<number> {
     case 'record':
       return cmdRecord(rest).catch((e: unknown) => {
         throw e instanceof RecordUsageError ? new UsageError(e.message) : e;
+      });
+    case 'extract':
+      return cmdExtract(rest, paths).catch((e: unknown) => {
+        throw e instanceof ExtractUsageError ? new UsageError(e.message, 'extract') : e;
       });
     case 'schedules':
       return cmdSchedules(rest, paths);

@@ -20,7 +20,7 @@ import {
   gateExtraction,
   type RunResult,
 } from '@runboard/supervisor/protocol';
-import { patchFrontMatter, writeAtomic, type BoardStore } from './board-store.ts';
+import { writeAtomic, type BoardStore } from './board-store.ts';
 import type { GrantStore } from './grant-store.ts';
 import { flowSpec, NoGrantError } from './launch.ts';
 import type { Card, FlowConfig } from './project.ts';
@@ -41,6 +41,8 @@ export interface ExtractRequest {
   card?: string | undefined;
   /** The flow of a new card (default: the project's first computer-use flow). */
   flow?: string | undefined;
+  /** The extraction flow (default: the project's first flow with `runner: extract`). */
+  extractor?: string | undefined;
 }
 
 export type ExtractOutcome =
@@ -157,9 +159,16 @@ export class Extractions {
     return { path: file, dir: path.dirname(file), label: path.basename(file) };
   }
 
-  /** The project's extraction flow: the first with `runner: extract`. */
-  private extractFlow(): [string, FlowConfig] {
-    const found = Object.entries(this.flows()).find(([, f]) => f.runner === 'extract');
+  /** The project's extraction flow: the one named, else the first with `runner: extract`. */
+  private extractFlow(name?: string): [string, FlowConfig] {
+    const found = Object.entries(this.flows()).find(([n, f]) =>
+      name === undefined ? f.runner === 'extract' : n === name,
+    );
+    if (found && found[1].runner !== 'extract')
+      throw new ExtractRefused(
+        `flow ${name} is a ${found[1].runner} flow, not an extraction (runner: extract)`,
+      );
+    if (!found && name !== undefined) throw new ExtractRefused(`no flow ${name} in config.yaml`);
     if (!found)
       throw new ExtractRefused(
         'config.yaml has no flow with `runner: extract`; add one, e.g. `extract: {runner: extract, prompt: ../prompts/task_extraction}` (docs/extraction.md)',
@@ -192,11 +201,8 @@ export class Extractions {
     const base = `task-${slug(input.label)}`;
     let file = path.join(store.cardsDir, `${base}.md`);
     for (let n = 2; existsSync(file); n++) file = path.join(store.cardsDir, `${base}-${n}.md`);
-    const text = patchFrontMatter(
-      '---\n---\n',
-      { title: `Task from ${input.label}`, flow, status: 'backlog', recording: input.label },
-      () => `# Task\n(being extracted from ${input.label})\n`,
-    );
+    const front = { title: `Task from ${input.label}`, flow, status: 'backlog', recording: input.label };
+    const text = `---\n${YAML.stringify(front)}---\n# Task\n(being extracted from ${input.label})\n`;
     writeAtomic(file, text);
     const card = store.ingestNew(file);
     if (!card) throw new Error(`the new card ${file} could not be read back`);
@@ -211,7 +217,7 @@ export class Extractions {
     req: ExtractRequest,
   ): Promise<{ cardId: string; runId: string; done: Promise<ExtractOutcome> }> {
     const input = await this.input(req);
-    const [flowName, flow] = this.extractFlow();
+    const [flowName, flow] = this.extractFlow(req.extractor);
     if (!flow.prompt)
       throw new ExtractRefused(`flow ${flowName} has no prompt folder (prompt: ../prompts/task_extraction)`);
     const promptDir = path.resolve(this.projectDir, flow.prompt);
@@ -250,9 +256,27 @@ export class Extractions {
     }
     this.deps.store.update(cardId, {
       needs: `the task is being extracted from ${input.label} (run ${runId})`,
+      extraction: runId,
       lastError: undefined,
     });
-    const done = new Promise<RunResult>((resolve, reject) => {
+    return { cardId, runId, done: this.follow(cardId, runId) };
+  }
+
+  /**
+   * Follows the extractions cards say are going (front matter `extraction: <run id>`), e.g. after the
+   * board was restarted while one ran: each is applied when its run ends (at once when it has ended).
+   */
+  resume(): Promise<ExtractOutcome[]> {
+    return Promise.all(
+      this.deps.store
+        .all()
+        .filter((c) => typeof c.front.extraction === 'string')
+        .map((c) => this.follow(String(c.front.id), String(c.front.extraction))),
+    );
+  }
+
+  private follow(cardId: string, runId: string): Promise<ExtractOutcome> {
+    return new Promise<RunResult>((resolve, reject) => {
       this.deps.client
         .attach(runId, { onEnd: resolve, onLost: reject })
         .then((now) => {
@@ -261,13 +285,13 @@ export class Extractions {
         .catch(reject);
     }).then(
       (result) => this.apply(cardId, result),
-      (err: Error) => this.fail(cardId, runId, `lost track of the run: ${err.message}`),
+      (err: Error) => this.fail(cardId, runId, `lost track of the extraction run ${runId}: ${err.message}`),
     );
-    return { cardId, runId, done };
   }
 
   private fail(cardId: string, runId: string, error: string): ExtractOutcome {
-    if (this.deps.store.get(cardId)) this.deps.store.update(cardId, { needs: undefined, lastError: error });
+    if (this.deps.store.get(cardId))
+      this.deps.store.update(cardId, { needs: undefined, extraction: undefined, lastError: error });
     return { ok: false, cardId, runId, error };
   }
 
@@ -304,6 +328,7 @@ export class Extractions {
       cardId,
       {
         needs: undefined,
+        extraction: undefined,
         lastError: undefined,
         status: gate.questions > 0 ? 'needs-input' : 'backlog',
       },

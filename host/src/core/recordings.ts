@@ -88,8 +88,8 @@ export class Recordings {
 
   private async microphones(): Promise<{ list: Microphone[]; error?: string }> {
     if (this.mics && Date.now() - this.mics.at < MIC_CACHE_MS) return this.mics;
-    const { listMicrophones } = await import('@runboard/native');
-    const { sources, error } = listMicrophones();
+    const { listMicrophonesAsync } = await import('@runboard/native');
+    const { sources, error } = await listMicrophonesAsync();
     this.mics = {
       at: Date.now(),
       list: sources.map((s) => ({ name: s.name, monitor: s.monitor })),

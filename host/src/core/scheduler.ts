@@ -156,7 +156,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
    */
   async recover(): Promise<void> {
     const { runs: live } = await this.client.list({ activeOnly: true });
-    const liveByCard = new Map(live.map((r) => [r.card.path, r]));
+    // an extraction run names the card it fills, but it is not the card's run (extract.ts follows it)
+    const liveByCard = new Map(live.filter((r) => r.runner !== 'extract').map((r) => [r.card.path, r]));
     for (const card of this.store.all()) {
       const id = this.idOf(card);
       const run = liveByCard.get(card.file);
@@ -209,7 +210,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       const { runs } = await this.client.list({ activeOnly: true });
       const card = this.store.get(id);
       if (this.stopped || !card || card.front.status !== 'running' || this.active.has(id)) return;
-      const run = runs.find((r) => r.card.path === card.file);
+      const run = runs.find((r) => r.card.path === card.file && r.runner !== 'extract');
       if (run) {
         if (card.front.lastRun !== run.runId) this.safeUpdate(id, { lastRun: run.runId });
         this.adopt(id, card.front.flow, run.runId);

@@ -394,6 +394,10 @@ export function App({ api }: { api: BoardApi }) {
           api={api}
           providers={providers}
           onProvidersChanged={loadProviders}
+          onRestored={(id) => {
+            setTrashed(undefined);
+            if (id) setSelected(id);
+          }}
           notify={notify}
           onNotify={(on) => {
             setNotifySetting(on);

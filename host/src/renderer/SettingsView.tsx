@@ -7,6 +7,7 @@ import { useEffect, useRef, useState } from 'react';
 import type { BoardApi } from '../shared/board-api.ts';
 import { COLUMN_TITLES, type Column, type ProviderView, type Settings } from '../shared/board-types.ts';
 import { ProvidersSection } from './Providers.tsx';
+import { TrashSection } from './Trash.tsx';
 
 const LIMITABLE: Column[] = ['needs-input', 'done', 'failed'];
 
@@ -121,6 +122,7 @@ export function SettingsView({
   onProvidersChanged,
   notify = false,
   onNotify,
+  onRestored,
 }: {
   api: BoardApi;
   onClose: () => void;
@@ -130,6 +132,8 @@ export function SettingsView({
   /** Browser notifications of runs (kept in this browser). */
   notify?: boolean;
   onNotify?: (on: boolean) => void;
+  /** A card restored from the trash (its id when it reads as a card). */
+  onRestored?: (id?: string) => void;
 }) {
   const [s, setS] = useState<Settings>();
   const [d, setD] = useState<Draft>();
@@ -254,6 +258,7 @@ export function SettingsView({
       </form>
       {onNotify && <NotifyField on={notify} onChange={onNotify} />}
       <ProvidersSection api={api} providers={providers} onChanged={onProvidersChanged ?? (() => undefined)} />
+      {onRestored && <TrashSection api={api} onRestored={onRestored} />}
     </div>
   );
 }

@@ -3,7 +3,7 @@
 // one is chosen and can be opened. A microphone that cannot be opened never fails the recording: the
 // video is made without audio and a warning says why. Stopped with 'q' on ffmpeg's stdin, so that it
 // finishes the file (the moov atom at the end: an mp4 cut off without it does not play).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Rect } from './types.ts';
@@ -58,20 +58,48 @@ export interface VideoResult {
 
 export class VideoError extends Error {}
 
+type Microphones = { sources: MicSource[]; error?: string };
+
 /** The PulseAudio/PipeWire sources (`pactl list short sources`); `error` says why there are none. */
-export function listMicrophones(): { sources: MicSource[]; error?: string } {
+export function listMicrophones(): Microphones {
   const r = spawnSync('pactl', ['list', 'short', 'sources'], { encoding: 'utf8', timeout: 5000 });
-  if (r.error)
+  return microphonesOf(r.error, r.status, r.stdout, r.stderr);
+}
+
+/** listMicrophones without blocking (for a long-lived process: the board). */
+export function listMicrophonesAsync(): Promise<Microphones> {
+  return new Promise((resolve) => {
+    execFile(
+      'pactl',
+      ['list', 'short', 'sources'],
+      { encoding: 'utf8', timeout: 5000 },
+      (err, stdout, stderr) => {
+        const spawnError = err && typeof err.code === 'string' ? err : undefined; // e.g. ENOENT
+        resolve(
+          microphonesOf(spawnError, err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr),
+        );
+      },
+    );
+  });
+}
+
+function microphonesOf(
+  error: Error | undefined,
+  status: number | null,
+  stdout: string,
+  stderr: string,
+): Microphones {
+  if (error)
     return {
       sources: [],
-      error: `pactl could not be run (${r.error.message}): install pulseaudio-utils`,
+      error: `pactl could not be run (${error.message}): install pulseaudio-utils`,
     };
-  if (r.status !== 0)
+  if (status !== 0)
     return {
       sources: [],
-      error: `no sound server: ${(r.stderr || r.stdout).trim() || `pactl exited with ${r.status}`}`,
+      error: `no sound server: ${(stderr || stdout).trim() || `pactl exited with ${status}`}`,
     };
-  const sources = r.stdout
+  const sources = stdout
     .split('\n')
     .filter((l) => l.trim())
     .map((l) => l.split('\t'))

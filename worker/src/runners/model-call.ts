@@ -8,6 +8,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import type { WorkerSpec } from '@runboard/supervisor/protocol';
+import { GeminiClient } from './gemini-client.ts';
 
 export type CallApi = 'responses' | 'chat' | 'messages' | 'gemini';
 
@@ -56,6 +57,8 @@ export type ModelSpec = NonNullable<WorkerSpec['model']>;
 export class ModelClient {
   private readonly openai?: OpenAI;
   private readonly anthropic?: Anthropic;
+  /** Gemini's own client (also for the Files API: uploadVideo, deleteFile). */
+  readonly gemini?: GeminiClient;
 
   constructor(
     readonly api: CallApi,
@@ -63,14 +66,14 @@ export class ModelClient {
     timeoutMs: number,
   ) {
     const common = { apiKey: model.token, baseURL: model.baseUrl, maxRetries: 0, timeout: timeoutMs };
-    // Gemini (its own SDK, @google/genai) joins when that dependency is installed in main.
-    if (api === 'gemini') throw new Error('the gemini api is not in this build');
+    if (api === 'gemini') this.gemini = new GeminiClient(model, timeoutMs);
     else if (api === 'messages') this.anthropic = new Anthropic(common);
     else this.openai = new OpenAI(common);
   }
 
   async call(input: CallInput, o: CallOptions): Promise<CallResult> {
     const images = input.images ?? [];
+    if (this.api === 'gemini') return this.gemini!.generate(input, o);
     if (this.api === 'messages') {
       const content: Anthropic.ContentBlockParam[] = [{ type: 'text', text: input.prompt }];
       for (const im of images) {
@@ -138,7 +141,11 @@ export class ModelClient {
 export function describeModelError(err: unknown, provider: string): string {
   const e = err as { status?: number; message?: string; cause?: { code?: string; message?: string } };
   const status = typeof e.status === 'number' ? e.status : undefined;
-  const message = (e.message ?? String(err)).replace(/\s+/g, ' ').trim();
+  // the OpenAI and Anthropic SDKs start their messages with the status; it is said once here
+  const message = (e.message ?? String(err))
+    .replace(/\s+/g, ' ')
+    .trim()
+    .replace(/^\d{3}\s+/, '');
   if (status === 401 || status === 403)
     return `the model provider ${provider} refused the request (${status}): ${message}. Check the key: runboard key set ${provider}`;
   if (status === 429) return `rate limited by the model provider ${provider} (429): ${message}`;

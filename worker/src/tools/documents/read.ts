@@ -128,7 +128,8 @@ async function readDocx(data: Buffer): Promise<string> {
   // Inline code written by export_document (docx-writer.ts) reads back as code.
   const { value: html } = await mammoth.convertToHtml(
     { buffer: data },
-    { styleMap: ["r[style-name='Code'] => code"] },
+    // externalFileAccess: a DOCX may link an image by path; reading it would leave the workspace
+    { styleMap: ["r[style-name='Code'] => code"], externalFileAccess: false },
   );
   const td = new TurndownService({ headingStyle: 'atx', bulletListMarker: '-', codeBlockStyle: 'fenced' });
   td.use(gfm);
