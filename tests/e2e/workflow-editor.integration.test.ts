@@ -5,12 +5,12 @@
  * a subtask and a step added and removed, the review, then Save: the file holds exactly the edits, in
  * the stable form. No serious axe-core violation; screenshots in test-results/.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seriousViolations } from './helpers/axe.ts';
-import { ARTIFACTS, BoardServer, launchBrowser, REPO } from './helpers/board.ts';
+import { ARTIFACTS, BoardServer, launchBrowser, openCard, REPO, writeCardWorkflow } from './helpers/board.ts';
 
 const CONFIG = `version: 1
 scheduler:
@@ -31,15 +31,9 @@ beforeAll(async () => {
   server = await BoardServer.start(CONFIG, {
     'fill-form.md': '---\ntitle: Fill the form\nflow: replay\ncommand: "true"\n---\n# Task\nFill the form.\n',
   });
-  file = path.join(server.project, 'cards', 'fill-form', 'schema.json');
-  mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(file, SAMPLE);
+  file = writeCardWorkflow(server, 'fill-form', SAMPLE);
   browser = await launchBrowser();
-  page = await (await browser.newContext({ viewport: { width: 1440, height: 1000 } })).newPage();
-  await page.goto(server.url); // the token, then the card by its URL
-  await page.waitForSelector('li[data-card-id="fill-form"]');
-  await page.goto(`${server.base}/#card=fill-form`);
-  await page.getByRole('complementary', { name: 'Inspector: Fill the form' }).waitFor();
+  page = await openCard(server, browser, 'fill-form', 'Fill the form');
 });
 
 afterAll(async () => {

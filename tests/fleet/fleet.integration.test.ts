@@ -8,36 +8,15 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunResult } from '@runboard/supervisor/protocol';
 import { Harness, processesMentioning, sleep, waitUntil } from '../helpers/harness.ts';
+import { LEASE_MS, startHost as startFleetHost } from './hosts.ts';
 import { RedisServer } from './redis.ts';
 
-const LEASE_MS = 5000;
 let redis: RedisServer;
 let board: Harness;
 const hosts: Record<string, Harness> = {};
 
-function hostEnv(name: string, flows: string[], capacity: number, workspace: string | null, root: string) {
-  return {
-    RUNBOARD_FLEET_LEASE_MS: String(LEASE_MS),
-    RUNBOARD_FLEET_CARDS: path.join(root, `cards-${name}`),
-    RUNBOARD_FLEET_HOST: JSON.stringify({
-      redis: redis.url,
-      name,
-      flows,
-      capacity,
-      workspaces: workspace ? { '.': workspace } : {},
-    }),
-  };
-}
-
-/** A host whose workspace "." is its own granted folder (Harness grants its workspace). */
 async function startHost(name: string, flows: string[], capacity: number, mapped = true): Promise<Harness> {
-  // The env needs the harness's own workspace: start it once to learn its folders, with the host part after.
-  const h = await Harness.start({ env: { RUNBOARD_FLEET_LEASE_MS: String(LEASE_MS) } });
-  h.client.close();
-  const exited = new Promise((r) => h.supervisor.once('exit', r));
-  h.supervisor.kill('SIGTERM');
-  await exited;
-  await h.startSupervisor(undefined, hostEnv(name, flows, capacity, mapped ? h.workspace : null, h.root));
+  const h = await startFleetHost(redis.url, name, flows, capacity, mapped ? ['.'] : []);
   hosts[name] = h;
   return h;
 }

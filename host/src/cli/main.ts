@@ -23,6 +23,7 @@ import { loadCard, loadConfig, ProjectError } from '../core/project.ts';
 import { SupervisorClient, SupervisorUnavailable } from '../core/supervisor-client.ts';
 import { cmdExtract, EXTRACT_USAGE, ExtractUsageError } from './extract.ts';
 import { cmdConfig, CONFIG_USAGE } from './config.ts';
+import { cmdFleet, FLEET_USAGE, FleetUsageError } from './fleet.ts';
 import { cmdRecord, RECORD_USAGE, RecordUsageError } from './record.ts';
 import { cmdSchedules, SCHEDULES_USAGE } from './schedules.ts';
 import { cmdServe, SERVE_USAGE } from './serve.ts';
@@ -46,6 +47,7 @@ const USAGE = `usage: runboard <command> [options]
   ${EXTRACT_USAGE}
   ${SCHEDULES_USAGE}
   ${CONFIG_USAGE}
+  ${FLEET_USAGE}
 
 State lives in $RUNBOARD_HOME (default: the XDG data dir). See docs/user-guide.md.`;
 
@@ -411,6 +413,10 @@ async function main(argv: string[]): Promise<number> {
       return cmdSchedules(rest, paths);
     case 'config':
       return cmdConfig(rest);
+    case 'fleet':
+      return cmdFleet(rest, paths).catch((e: unknown) => {
+        throw e instanceof FleetUsageError ? new UsageError(e.message, 'fleet') : e;
+      });
     case undefined:
     case 'help':
     case '--help':

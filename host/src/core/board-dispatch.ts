@@ -70,6 +70,8 @@ export function callHandlers(s: BoardService): CallHandlers {
     workflow: (p) => s.workflow(p.id),
     checkWorkflow: (p) => s.checkWorkflow(p.id, p.workflow),
     saveWorkflow: (p) => s.saveWorkflow(p.id, p.workflow, p.base),
+    replayParams: (p) => s.replayParams(p.id),
+    setReplayParams: (p) => s.setReplayParams(p.id, p.params, p.queue),
     providers: () => s.providers(),
     setProviderKey: (p) => s.setProviderKey(p.provider, p.key),
     checkProviderKey: (p) => s.checkProviderKey(p.provider),

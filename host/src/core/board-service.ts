@@ -54,9 +54,11 @@ import { streamRun, type RunViewer } from './run-stream.ts';
 import { Scheduler } from './scheduler.ts';
 import { HostSchedules, localZone, scheduleFrontMatter } from './schedules.ts';
 import { resolveSchedule } from '@runboard/supervisor/schedule';
+import { followBackend } from './backend.ts';
 import { SupervisorClient } from './supervisor-client.ts';
 import { saveWorkflow, workflowView } from './workflow-store.ts';
 import type { CardWorkflowView, WorkflowSaveResult } from '../shared/workflow-edit.ts';
+import type { ReplayParamsView } from '../shared/replay-params.ts';
 
 export { Invalid, MoveRefused, NotFound } from './board-errors.ts';
 export { STREAM_HIGH_WATER, STREAM_TAIL_BYTES, type RunViewer } from './run-stream.ts';
@@ -121,6 +123,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     store.load();
     await store.watch();
     const client = await SupervisorClient.connect(paths, { autoStart: true, reconnect: true });
+    await followBackend(store, client); // before any launch: they go where the config says
     const grants = new GrantStore(paths);
     const scheduler = new Scheduler(store, client, grants);
     const service = new BoardService(store, scheduler, client, paths, grants);
@@ -408,6 +411,55 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     return workflowView(this.card(id).file, this.store.projectDir);
   }
 
+  /** A replay card's parameters and the card's values for them (the board's form). */
+  replayParams(id: string): ReplayParamsView {
+    const card = this.card(id);
+    const replay = this.store.config.flows[card.front.flow]?.runner === 'replay';
+    const view = workflowView(card.file, this.store.projectDir);
+    if (!view.workflow)
+      return {
+        replay,
+        params: [],
+        problem:
+          view.text === undefined ? `no workflow yet (${view.file})` : `${view.file} is not a valid workflow`,
+      };
+    const given = paramsOf(card.front.params);
+    return {
+      replay,
+      params: view.workflow.task_params.map((p) => ({
+        name: p.name,
+        description: p.description,
+        example: p.example,
+        sensitive: p.sensitive,
+        optional: p.optional,
+        ...(given[p.name] !== undefined ? { value: given[p.name] } : {}),
+      })),
+    };
+  }
+
+  /** Writes the card's `params:` (its workflow's parameters only); with `queue`, queues the card. */
+  setReplayParams(id: string, params: Record<string, string>, queue: boolean | undefined): void {
+    const card = this.card(id);
+    if (this.scheduler.isActive(id))
+      throw new MoveRefused('the card is running: change its parameters after the run');
+    const w = workflowView(card.file, this.store.projectDir).workflow;
+    if (!w)
+      throw new MoveRefused(
+        'the card has no valid workflow: reflect a recording into it, or fix its schema.json',
+      );
+    const names = w.task_params.map((p) => p.name);
+    const unknown = Object.keys(params).filter((k) => !names.includes(k));
+    if (unknown.length)
+      throw new Invalid(
+        `${unknown.map((k) => `"${k}"`).join(', ')} is not a parameter of the workflow (it has: ${names.join(', ') || 'none'})`,
+      );
+    const kept = Object.fromEntries(Object.entries(params).filter(([, v]) => v !== ''));
+    this.store.update(id, { params: Object.keys(kept).length ? kept : undefined });
+    if (queue) this.move(id, 'queued', Number.MAX_SAFE_INTEGER);
+    this.deltas.soon(0);
+    this.scheduler.kick();
+  }
+
   /** What is wrong with an edited workflow; saves nothing. */
   checkWorkflow(id: string, workflow: unknown): WorkflowSaveResult {
     this.card(id);
@@ -667,4 +719,14 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   streamRun(runId: string, viewer: RunViewer): () => void {
     return streamRun(this.paths, runId, viewer, this.knownRuns.get(runId));
   }
+}
+
+/** A card's `params:` front matter as strings (what a person wrote: numbers and booleans too). */
+function paramsOf(v: unknown): Record<string, string> {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return {};
+  return Object.fromEntries(
+    Object.entries(v as Record<string, unknown>)
+      .filter(([, x]) => x !== null && x !== undefined)
+      .map(([k, x]) => [k, String(x)]),
+  );
 }

@@ -31,6 +31,7 @@ import {
   ListRuns,
   on,
   Shutdown,
+  SetBackend,
   SupervisorStatus,
   type MessageConnection,
   type Offsets,
@@ -381,6 +382,10 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
   }
   getRun(runId: string) {
     return call(this.conn, GetRun, { runId });
+  }
+  /** Where launches run: here, or the hosts of a fleet (config scheduler.backend). */
+  setBackend(p: z.input<typeof SetBackend.params>) {
+    return this.rpc(SetBackend.method, (c) => call(c, SetBackend, p), true);
   }
   status() {
     return this.rpc(SupervisorStatus.method, (c) => call(c, SupervisorStatus, {}), true);

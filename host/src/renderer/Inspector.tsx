@@ -12,6 +12,7 @@ import { filmstripOf, isFilmEvent } from './cu-steps.ts';
 import { LogView, type RunLiveState } from './LogView.tsx';
 import { ProgressBar } from './Progress.tsx';
 import { ScheduleSection } from './Schedule.tsx';
+import { ReplayParamsSection } from './ReplayParams.tsx';
 import { WorkflowSection } from './WorkflowEditor.tsx';
 
 function fmtMs(ms: number | null | undefined): string {
@@ -545,6 +546,7 @@ export function Inspector({
       )}
       <ScheduleSection api={api} detail={detail} onChanged={onChanged} />
       <WorkflowSection api={api} cardId={card.id} locked={!!card.locked} />
+      <ReplayParamsSection api={api} cardId={card.id} locked={!!card.locked} onChanged={onChanged} />
       <section className="runs" aria-label="Runs">
         <h3>Runs ({detail.runs.length})</h3>
         <TrendChart runs={detail.runs} />

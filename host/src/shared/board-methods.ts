@@ -32,6 +32,7 @@ import {
   type TrashedCard,
   type WorktreeDiff,
 } from './board-types.ts';
+import type { ReplayParamsView } from './replay-params.ts';
 import type { CardWorkflowView, WorkflowSaveResult } from './workflow-edit.ts';
 import type { ContextAnswer, RecordingOutcome, RecordingsView } from './recording-types.ts';
 
@@ -237,6 +238,17 @@ export const boardMethods = {
     'PUT',
     '/api/cards/:id/workflow',
     z.extend(card, { workflow: z.unknown(), base: z.optional(z.string().check(z.maxLength(10_000_000))) }),
+  ),
+  /** A replay card's parameters (its workflow's task_params) with the card's values (`params:`). */
+  replayParams: method<'call', ReplayParamsView>('call')('GET', '/api/cards/:id/params', card),
+  /**
+   * Writes the card's `params:` (only its workflow's parameters; an empty value is left out, so the run
+   * uses the recorded one); with `queue`, then moves the card to the end of Queued.
+   */
+  setReplayParams: method('call')(
+    'PUT',
+    '/api/cards/:id/params',
+    z.extend(card, { params: z.record(z.string(), Text(20_000)), queue: z.optional(z.boolean()) }),
   ),
   /** The model providers: whether each has a key (never the key) and which flows use it. */
   providers: method<'call', ProviderView[]>('call')('GET', '/api/providers', none),

@@ -51,6 +51,15 @@ function mapStrings(st: WorkflowSubtask, f: (s: string) => string): WorkflowSubt
     ...st,
     text: f(st.text),
     expected_outcome: f(st.expected_outcome),
+    ...(st.outcome_check
+      ? {
+          outcome_check: {
+            ...st.outcome_check,
+            ...(st.outcome_check.name !== undefined ? { name: f(st.outcome_check.name) } : {}),
+            ...(st.outcome_check.value !== undefined ? { value: f(st.outcome_check.value) } : {}),
+          },
+        }
+      : {}),
     steps: st.steps.map((s): WorkflowStep => ({
       ...s,
       action_value: s.action_value === null ? null : f(s.action_value),

@@ -43,6 +43,7 @@ export const BUILTIN_DEFAULTS = {
   version: CONFIG_VERSION,
   scheduler: {
     maxConcurrency: 4,
+    backend: 'local',
     backoff: { base: 2000, max: MAX_BACKOFF_MS, retries: 0 },
     columnLimits: {},
   },

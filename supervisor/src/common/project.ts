@@ -154,6 +154,8 @@ export const MAX_BACKOFF_MS = 300_000;
 
 export const SchedulerConfig = z.object({
   maxConcurrency: z.number().int().min(1).max(1000).default(4),
+  /** Where runs go: this machine (local) or the hosts of a fleet through Redis (redis: needs redis.url). */
+  backend: z.enum(['local', 'redis']).default('local'),
   /** Per-card exponential backoff on consecutive failures: base * 2^(failures-1), at most 5 minutes. */
   backoff: z
     .object({
@@ -190,9 +192,21 @@ export const ProjectConfig = z
     version: z.number().int().min(1, 'version is 1 or more'),
     scheduler: SchedulerConfig.default({
       maxConcurrency: 4,
+      backend: 'local',
       backoff: { base: 2000, max: MAX_BACKOFF_MS, retries: 0 },
       columnLimits: {},
     }),
+    /** The Redis of a fleet (scheduler.backend: redis): best in the user config, shared by projects. */
+    redis: z
+      .object({
+        url: z
+          .string()
+          .regex(
+            /^rediss?:\/\/\S+$/,
+            'redis.url is a redis:// (or rediss:// for TLS) URL, e.g. redis://host:6379',
+          ),
+      })
+      .optional(),
     /** Named model profiles that flows select with `profile:`. */
     llm_profiles: profiles(LlmProfile),
     /** Named vision profiles that flows select with `visionProfile:`. */
@@ -213,6 +227,13 @@ export const ProjectConfig = z
     ),
   })
   .superRefine((c, ctx) => {
+    if (c.scheduler.backend === 'redis' && !c.redis)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['scheduler', 'backend'],
+        message:
+          'scheduler.backend is redis but there is no redis.url; add `redis: { url: redis://host:6379 }` (user config or config.yaml) or set the backend to local',
+      });
     for (const [name, f] of Object.entries(c.flows)) {
       if (f.profile !== undefined && !Object.hasOwn(c.llm_profiles, f.profile))
         ctx.addIssue({

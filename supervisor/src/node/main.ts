@@ -24,6 +24,7 @@ import { scheduleClock } from '../common/schedule.ts';
 import { scheduleLauncher } from './schedule-launcher.ts';
 import { ScheduleBook } from './schedules.ts';
 import { fleetConfig } from './fleet/config.ts';
+import { restoreBackend } from './fleet/backend.ts';
 import { FleetGateway } from './fleet/gateway.ts';
 import { FleetHost } from './fleet/fleet-host.ts';
 
@@ -212,6 +213,7 @@ async function main(): Promise<void> {
   schedules.start(); // after the socket is ours: only one supervisor decides missed fires
   // In a fleet: launches become jobs (gateway), and/or this host takes jobs of the flows it offers.
   const fleet = fleetConfig(process.env);
+  restoreBackend(registry, paths, log);
   if (fleet.gateway) registry.fleet = new FleetGateway({ redisUrl: fleet.gateway.redisUrl, log });
   const fleetHost = fleet.host
     ? new FleetHost({

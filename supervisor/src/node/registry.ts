@@ -67,7 +67,7 @@ export class RunRegistry {
   private readonly settling = new Set<string>();
 
   constructor(
-    private readonly paths: StatePaths,
+    readonly paths: StatePaths,
     private readonly deps: RunDeps,
   ) {
     mkdirSync(path.join(paths.supervisorDir, 'active'), { recursive: true, mode: 0o700 });

@@ -21,11 +21,13 @@ import {
   Offsets,
   SetProviderKey,
   Shutdown,
+  SetBackend,
   SupervisorStatus,
   ResponseError,
   type MessageConnection,
 } from '../protocol/index.ts';
 import { streamRun } from './attach.ts';
+import { setBackend } from './fleet/backend.ts';
 import type { RunRegistry } from './registry.ts';
 import { serveSchedules, type ScheduleBook } from './schedules.ts';
 
@@ -139,6 +141,7 @@ export class SupervisorServer {
       ...((await this.keys?.check(p.provider)) ?? { ok: false, message: 'this supervisor keeps no keys' }),
     }));
     if (this.schedules) serveSchedules(conn, this.schedules);
+    handle(conn, SetBackend, (p) => setBackend(reg, p, reg.paths, this.log));
     handle(conn, SupervisorStatus, () => ({
       pid: process.pid,
       version: this.info.version,

@@ -85,6 +85,21 @@ export const AttachRun = request(
 /** Stop streaming a run to this connection (the run goes on). */
 export const DetachRun = request('run/detach', 'host→supervisor', z.object({ runId: RunId }), z.object({}));
 
+/**
+ * Where this supervisor's launches run: here (local, the default) or on the hosts of a fleet through
+ * Redis (scheduler.backend: redis). The board sends its config's choice at each connection; runs
+ * already going are not moved.
+ */
+export const SetBackend = request(
+  'supervisor/backend',
+  'host→supervisor',
+  z.object({
+    backend: z.enum(['local', 'redis']),
+    redisUrl: z.optional(z.string().check(z.minLength(1), z.maxLength(2048))),
+  }),
+  z.object({ backend: z.enum(['local', 'redis']) }),
+);
+
 export const SupervisorStatus = request(
   'supervisor/status',
   'host→supervisor',

@@ -221,3 +221,26 @@ export class BoardServer {
     rmSync(this.root, { recursive: true, force: true });
   }
 }
+
+/** A page on the board with card `id`'s inspector open (the token first, then the card by its URL). */
+export async function openCard(
+  server: BoardServer,
+  browser: Browser,
+  id: string,
+  title: string,
+): Promise<Page> {
+  const page = await (await browser.newContext({ viewport: { width: 1440, height: 1000 } })).newPage();
+  await page.goto(server.url);
+  await page.waitForSelector(`li[data-card-id="${id}"]`);
+  await page.goto(`${server.base}/#card=${id}`);
+  await page.getByRole('complementary', { name: `Inspector: ${title}` }).waitFor();
+  return page;
+}
+
+/** Writes card `id`'s workflow (cards/<id>/schema.json) into the server's project; returns its path. */
+export function writeCardWorkflow(server: BoardServer, id: string, text: string): string {
+  const file = path.join(server.project, 'cards', id, 'schema.json');
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, text);
+  return file;
+}

@@ -190,7 +190,10 @@ export class FleetGateway {
   private readerWake: (() => void) | undefined;
   private closed = false;
 
+  readonly redisUrl: string;
+
   constructor(private readonly o: GatewayOptions) {
+    this.redisUrl = o.redisUrl;
     this.conn = redisOptions(o.redisUrl);
     this.redis = new Redis(this.conn);
     this.reader = new Redis(this.conn);

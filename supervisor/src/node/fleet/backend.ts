@@ -1,0 +1,67 @@
+/**
+ * Where a supervisor's launches run (SetBackend): here, or on a fleet through Redis. The choice is kept
+ * in the state root, so a supervisor started again (after a crash, an upgrade) sends launches where the
+ * board last said, before the board is back.
+ */
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type pino from 'pino';
+import type { StatePaths } from '../../common/paths.ts';
+import { ResponseError } from '../../protocol/index.ts';
+import type { RunRegistry } from '../registry.ts';
+import { FleetGateway } from './gateway.ts';
+import { redisOptions } from './job.ts';
+
+type Backend = { backend: 'local' | 'redis'; redisUrl?: string | undefined };
+
+const file = (paths: StatePaths): string => path.join(paths.supervisorDir, 'backend.json');
+
+export function setBackend(
+  registry: RunRegistry,
+  p: Backend,
+  paths: StatePaths,
+  log: pino.Logger,
+): { backend: Backend['backend'] } {
+  if (p.backend === 'redis') {
+    if (!p.redisUrl) throw new ResponseError(-32602, 'the redis backend needs redis.url (redis://host:6379)');
+    try {
+      redisOptions(p.redisUrl);
+    } catch (err) {
+      throw new ResponseError(-32602, (err as Error).message);
+    }
+  }
+  apply(registry, p, log);
+  const tmp = `${file(paths)}.tmp`;
+  writeFileSync(tmp, JSON.stringify(p.backend === 'redis' ? p : { backend: 'local' }) + '\n', {
+    mode: 0o600,
+  });
+  renameSync(tmp, file(paths));
+  return { backend: p.backend };
+}
+
+/** At start: the backend the board last chose (local when none was ever chosen). */
+export function restoreBackend(registry: RunRegistry, paths: StatePaths, log: pino.Logger): void {
+  let saved: Backend;
+  try {
+    saved = JSON.parse(readFileSync(file(paths), 'utf8')) as Backend;
+  } catch {
+    return;
+  }
+  try {
+    apply(registry, saved, log);
+  } catch (err) {
+    log.warn({ err: (err as Error).message }, 'the saved backend is unusable; launches run here');
+  }
+}
+
+function apply(registry: RunRegistry, p: Backend, log: pino.Logger): void {
+  if (p.backend !== 'redis' || !p.redisUrl) {
+    // Runs already on the fleet keep being mirrored by the old gateway until they end.
+    registry.fleet = undefined;
+    return;
+  }
+  if (registry.fleet?.redisUrl !== p.redisUrl) {
+    registry.fleet = new FleetGateway({ redisUrl: p.redisUrl, log });
+    log.info('launches go to the fleet');
+  }
+}

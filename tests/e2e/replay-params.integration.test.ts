@@ -1,0 +1,83 @@
+/**
+ * The inspector's "Replay parameters" form in Debian's Chromium against a real `runboard serve`: a card
+ * of a replay flow with a workflow (cards/<card>/schema.json) shows one field per parameter; a new value
+ * saved and queued lands in the card's `params:` (an empty field keeps the recorded value) and the card
+ * goes to Queued; a name the workflow does not have is refused, saying which. No serious axe-core
+ * violation; a screenshot in test-results/.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { parse } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seriousViolations } from './helpers/axe.ts';
+import {
+  ARTIFACTS,
+  BoardServer,
+  launchBrowser,
+  openCard,
+  REPO,
+  waitUntil,
+  writeCardWorkflow,
+} from './helpers/board.ts';
+
+// A replay flow whose provider has no key: a queued card waits for it instead of starting a run.
+const CONFIG = `version: 1
+scheduler:
+  maxConcurrency: 2
+flows:
+  replay: { runner: replay, provider: openai, prompt: ${JSON.stringify(path.join(REPO, 'prompts', 'replay_agent'))}, cap: 1 }
+`;
+const SAMPLE = readFileSync(path.join(REPO, 'tests/fixtures/workflows/form-fill/schema.json'), 'utf8');
+
+let server: BoardServer;
+let browser: Browser;
+let page: Page;
+
+const front = (): Record<string, unknown> => {
+  const text = readFileSync(path.join(server.project, 'cards', 'fill-form.md'), 'utf8');
+  return parse(/^---\n([\s\S]*?)\n---/.exec(text)![1]!) as Record<string, unknown>;
+};
+
+beforeAll(async () => {
+  server = await BoardServer.start(CONFIG, {
+    'fill-form.md': '---\ntitle: Fill the form\nflow: replay\n---\n# Task\nFill the form.\n',
+  });
+  writeCardWorkflow(server, 'fill-form', SAMPLE);
+  browser = await launchBrowser();
+  page = await openCard(server, browser, 'fill-form', 'Fill the form');
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+describe('replay parameters in the board', () => {
+  it('asks for the workflow’s parameters; saved and queued, the card holds the new value', async () => {
+    const form = page.getByRole('region', { name: 'Replay parameters' });
+    const name = form.getByRole('textbox', { name: 'full_name' });
+    await name.waitFor();
+    expect(await name.getAttribute('placeholder')).toBe('Ada Lovelace'); // the recorded value
+    await form.getByRole('textbox', { name: 'email' }).waitFor();
+    await name.fill('Grace Hopper');
+    expect(await seriousViolations(page)).toEqual([]);
+    await form.getByRole('button', { name: 'Save and queue' }).click();
+    await form.getByText('Saved; the card is queued.').waitFor();
+    await page.screenshot({ path: path.join(ARTIFACTS, 'replay-params.png'), fullPage: true });
+    // only the value given; the empty email replays the recorded one
+    expect(front().params).toEqual({ full_name: 'Grace Hopper' });
+    // Queued: the scheduler took it (the project's folder is not granted here, so it stops on that).
+    const card = await waitUntil('the card queued and tried', async () =>
+      (await server.board()).cards.find((c) => c.id === 'fill-form' && c.column !== 'backlog'),
+    );
+    expect(card.column === 'queued' || /no grant covers the workspace/.test(card.lastError ?? '')).toBe(true);
+  });
+
+  it('refuses a name the workflow does not have, saying which', async () => {
+    await expect(
+      server.api('PUT', '/api/cards/fill-form/params', { params: { nobody: 'x' } }),
+    ).rejects.toThrow(/"nobody" is not a parameter of the workflow \(it has: full_name, email\)/);
+    expect(front().params).toEqual({ full_name: 'Grace Hopper' });
+  });
+});

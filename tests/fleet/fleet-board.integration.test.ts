@@ -1,0 +1,99 @@
+/**
+ * The board on a fleet: a project whose config says scheduler.backend: redis, served by `runboard
+ * serve` as usual, with its runs taken by three host supervisors. The board's caps (global and per
+ * flow) hold across the hosts together, and every run's record ends up on its card.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BoardServer, shellCard, waitUntil } from '../e2e/helpers/board.ts';
+import type { Harness } from '../helpers/harness.ts';
+import { startHost } from './hosts.ts';
+import { RedisServer } from './redis.ts';
+
+const CARDS = 40;
+const GLOBAL_CAP = 3;
+let redis: RedisServer;
+let server: BoardServer;
+const hosts: Harness[] = [];
+
+/** Most intervals open at one instant. */
+function maxOverlap(spans: [number, number][]): number {
+  const edges = spans.flatMap(([a, b]): [number, number][] => [
+    [a, 1],
+    [b, -1],
+  ]);
+  edges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+  let open = 0;
+  let most = 0;
+  for (const [, d] of edges) most = Math.max(most, (open += d));
+  return most;
+}
+
+beforeAll(async () => {
+  redis = await RedisServer.start(path.join(process.env.TMPDIR ?? '/tmp', `rb-redis-${process.pid}`));
+  hosts.push(
+    await startHost(redis.url, 'h1', ['build', 'test'], 2, ['workspace']),
+    await startHost(redis.url, 'h2', ['build', 'test'], 2, ['workspace']),
+    await startHost(redis.url, 'h3', ['test'], 2, ['workspace']),
+  );
+  const config =
+    `version: 2\nscheduler:\n  maxConcurrency: ${GLOBAL_CAP}\n  backend: redis\nredis: { url: ${redis.url} }\n` +
+    'flows:\n  build: { runner: command, cap: 1 }\n  test: { runner: command, cap: 3 }\n';
+  // Each run notes when it began and ended in its host's workspace (ns since the epoch, one clock).
+  const cards: Record<string, string> = {};
+  for (let i = 0; i < CARDS; i++) {
+    const flow = i % 4 === 0 ? 'build' : 'test';
+    cards[`c${i}.md`] = shellCard(
+      `Card ${i}`,
+      `s=$(date +%s%N); echo "card ${i}"; sleep 0.2; echo "${flow} $s $(date +%s%N)" >> spans.log`,
+      'status: queued\n',
+    ).replace('flow: shell', `flow: ${flow}`);
+  }
+  server = await BoardServer.start(config, cards, { env: { RUNBOARD_FLEET_LEASE_MS: '5000' } });
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+  for (const h of hosts) await h.stop().catch(() => undefined);
+  await redis?.stop();
+});
+
+describe('a board whose runs go to a fleet', () => {
+  it('runs every queued card on the hosts, within the global and per-flow caps, each recorded on its card', async () => {
+    await waitUntil(
+      'every card done',
+      async () => {
+        const cards = await Promise.all(Array.from({ length: CARDS }, (_, i) => server.card(`c${i}`)));
+        return cards.every((c) => c?.column === 'done');
+      },
+      180_000,
+    );
+    const spans: { flow: string; span: [number, number] }[] = [];
+    for (const h of hosts) {
+      const log = path.join(h.workspace, 'spans.log');
+      const text = readdirSync(h.workspace).includes('spans.log') ? readFileSync(log, 'utf8') : '';
+      for (const line of text.trim().split('\n').filter(Boolean)) {
+        const [flow, a, b] = line.split(' ');
+        spans.push({ flow: flow!, span: [Number(BigInt(a!) / 1000n), Number(BigInt(b!) / 1000n)] });
+      }
+    }
+    expect(spans.length).toBe(CARDS); // each card ran once, nowhere twice
+    expect(maxOverlap(spans.map((s) => s.span))).toBeLessThanOrEqual(GLOBAL_CAP);
+    expect(maxOverlap(spans.filter((s) => s.flow === 'build').map((s) => s.span))).toBeLessThanOrEqual(1);
+    // h3 offers only `test`: no build ran there.
+    const h3 = readdirSync(hosts[2]!.workspace).includes('spans.log')
+      ? readFileSync(path.join(hosts[2]!.workspace, 'spans.log'), 'utf8')
+      : '';
+    expect(h3).not.toMatch(/^build /m);
+    for (let i = 0; i < CARDS; i++) {
+      const detail = await server.api<{ runs: { runId: string; status: string; logDir: string }[] }>(
+        'GET',
+        `/api/cards/c${i}`,
+      );
+      expect(detail.runs).toHaveLength(1);
+      expect(detail.runs[0]!.status).toBe('succeeded');
+      expect(readFileSync(path.join(detail.runs[0]!.logDir, 'stdout.log'), 'utf8')).toBe(`card ${i}\n`);
+    }
+  }, 200_000);
+});
