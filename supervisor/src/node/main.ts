@@ -214,7 +214,12 @@ async function main(): Promise<void> {
   // In a fleet: launches become jobs (gateway), and/or this host takes jobs of the flows it offers.
   const fleet = fleetConfig(process.env);
   restoreBackend(registry, paths, log);
-  if (fleet.gateway) registry.fleet = new FleetGateway({ redisUrl: fleet.gateway.redisUrl, log });
+  if (fleet.gateway)
+    registry.fleet = new FleetGateway({
+      redisUrl: fleet.gateway.redisUrl,
+      log,
+      activeDir: path.join(paths.supervisorDir, 'active'),
+    });
   const fleetHost = fleet.host
     ? new FleetHost({
         redisUrl: fleet.host.redisUrl,

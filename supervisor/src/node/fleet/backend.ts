@@ -61,7 +61,11 @@ function apply(registry: RunRegistry, p: Backend, log: pino.Logger): void {
     return;
   }
   if (registry.fleet?.redisUrl !== p.redisUrl) {
-    registry.fleet = new FleetGateway({ redisUrl: p.redisUrl, log });
+    registry.fleet = new FleetGateway({
+      redisUrl: p.redisUrl,
+      log,
+      activeDir: path.join(registry.paths.supervisorDir, 'active'),
+    });
     log.info('launches go to the fleet');
   }
 }

@@ -5,7 +5,7 @@
  * took it writes. Everything that reads runs (attach, list, get, the board) works unchanged.
  */
 import { EventEmitter } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -76,6 +76,15 @@ export class RemoteRun {
   }
 
   start(): void {
+    // Like a local run's marker: if this supervisor dies, the next one records how the mirror ended.
+    try {
+      writeFileSync(
+        this.gw.markerFile(this.id),
+        JSON.stringify({ logDir: this.l.logDir, jailPid: 0, workerPid: null, supervisorPid: process.pid }),
+      );
+    } catch {
+      // without a marker only the record of a supervisor crash is lost
+    }
     this.log.event('launched', `queued for a host of the fleet that offers flow ${this.l.job.flow.name}`, {
       workspace: this.l.job.workspace,
     });
@@ -169,6 +178,7 @@ export class RemoteRun {
     this.result.stdoutBytes = this.log.output.committed.stdout;
     this.result.stderrBytes = this.log.output.committed.stderr;
     this.log.writeResult(this.result);
+    rmSync(this.gw.markerFile(this.id), { force: true });
     this.log.final = true;
     this.active = false;
     this.signals.emit('final');
@@ -179,6 +189,8 @@ export class RemoteRun {
 export interface GatewayOptions {
   redisUrl: string;
   log: pino.Logger;
+  /** Where active runs' markers go (the registry's recoverOrphans reads them after a crash). */
+  activeDir: string;
 }
 
 export class FleetGateway {
@@ -312,6 +324,10 @@ export class FleetGateway {
       reason: 'heartbeat-timeout',
       detail: `${host} stopped renewing its lease on the run (BullMQ found the job stalled: the host died or lost its network); the card's retry policy decides whether it runs again`,
     };
+  }
+
+  markerFile(runId: string): string {
+    return path.join(this.o.activeDir, runId);
   }
 
   /** Puts the run's job on its flow's queue (the job id is the run id: one job per run, ever). */
