@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunResult } from '@runboard/supervisor/protocol';
 import { Harness, processesMentioning, sleep, waitUntil } from '../helpers/harness.ts';
 import { LEASE_MS, startHost as startFleetHost } from './hosts.ts';
-import { RedisServer } from './redis.ts';
+import { CuttableLink, RedisServer } from './redis.ts';
 
 let redis: RedisServer;
 let board: Harness;
@@ -129,6 +129,22 @@ describe('a fleet of supervisors on Redis', () => {
     expect((await again.done).status).toBe('succeeded');
     delete hosts.delta;
     victim.client.close();
+  });
+
+  it('a host cut off the network stops its own run before the board gives up on it: never two at once', async () => {
+    const link = await CuttableLink.open(redis.port);
+    const cutoff = await startFleetHost(link.url, 'epsilon', ['remote'], 1);
+    hosts.epsilon = cutoff;
+    const { done } = await runOn('remote', 'echo "on $(basename $PWD)"; sleep 61');
+    await waitUntil('the run going on epsilon', () => processesMentioning('sleep 61').length > 0, 20_000);
+    await link.cut();
+    const r = await done;
+    // When the board ends the run (and a retry could start elsewhere), nothing of it runs any more.
+    expect(processesMentioning('sleep 61')).toEqual([]);
+    expect(r.status).toBe('failed');
+    expect(r.termination?.reason).toBe('heartbeat-timeout');
+    expect(r.metrics.host).toBe('epsilon');
+    await link.restore();
   });
 
   it('runs queued while Redis restarts are neither lost nor run twice', async () => {

@@ -1,5 +1,6 @@
 /** Supervisors as hosts of a fleet, each with a state root and a granted workspace of its own. */
 import path from 'node:path';
+import { createGrant } from '@runboard/supervisor/grants';
 import { Harness } from '../helpers/harness.ts';
 
 export const LEASE_MS = 5000;
@@ -14,10 +15,15 @@ export async function startHost(
   flows: string[],
   capacity: number,
   workspaceNames: string[] = ['.'],
+  /** More environment for the host (e.g. a longer lease). */
+  env: NodeJS.ProcessEnv = {},
+  /** Work in this folder instead of the host's own (granted on this host too). */
+  folder?: string,
 ): Promise<Harness> {
   // The host's env names its own workspace: start once to make its folders and grant, then as a host.
   const h = await Harness.start({ env: { RUNBOARD_FLEET_LEASE_MS: String(LEASE_MS) } });
   h.client.close();
+  if (folder) createGrant(h.paths, folder);
   const exited = new Promise((r) => h.supervisor.once('exit', r));
   h.supervisor.kill('SIGTERM');
   await exited;
@@ -29,8 +35,9 @@ export async function startHost(
       name,
       flows,
       capacity,
-      workspaces: Object.fromEntries(workspaceNames.map((n) => [n, h.workspace])),
+      workspaces: Object.fromEntries(workspaceNames.map((n) => [n, folder ?? h.workspace])),
     }),
+    ...env,
   });
   return h;
 }

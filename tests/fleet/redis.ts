@@ -83,3 +83,45 @@ export class RedisServer {
     await exited;
   }
 }
+
+/** A TCP relay to Redis whose link the test can cut (a host losing its network) and restore. */
+export class CuttableLink {
+  private server: net.Server | undefined;
+  private readonly sockets = new Set<net.Socket>();
+  port = 0;
+
+  private constructor(private readonly target: number) {}
+
+  static async open(target: number): Promise<CuttableLink> {
+    const l = new CuttableLink(target);
+    l.port = await freePort();
+    await l.restore();
+    return l;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  restore(): Promise<void> {
+    this.server = net.createServer((client) => {
+      const upstream = net.connect(this.target, '127.0.0.1');
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => undefined);
+      }
+      client.pipe(upstream).pipe(client);
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+    return new Promise((r) => this.server!.listen(this.port, '127.0.0.1', () => r()));
+  }
+
+  /** Every connection through the link drops, and new ones are refused. */
+  async cut(): Promise<void> {
+    const closed = new Promise((r) => this.server?.close(r));
+    for (const s of this.sockets) s.destroy();
+    await closed;
+  }
+}

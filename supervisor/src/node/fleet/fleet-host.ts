@@ -175,8 +175,16 @@ export class FleetHost {
 
   async close(): Promise<void> {
     clearInterval(this.watchdog);
-    await Promise.all(this.workers.map((w) => w.close()));
+    // The registry has stopped the runs already; a worker waiting on Redis must not hold the exit.
+    await withinMs(Promise.all(this.workers.map((w) => w.close(true))), 3000);
     this.redis.disconnect();
     this.subscriber.disconnect();
   }
+}
+
+/** `p`, or nothing after `ms` (closing clients of a Redis that may be unreachable). */
+export async function withinMs(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
 }

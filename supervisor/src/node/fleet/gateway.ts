@@ -23,7 +23,7 @@ import type { AttachSource } from '../attach.ts';
 import { launchedResult } from '../result-file.ts';
 import { RunLog } from '../run-log.ts';
 import { CANCEL_CHANNEL, queueName, recordStream, redisOptions, RunJobResult, type RunJob } from './job.ts';
-import { LEASE_MS } from './fleet-host.ts';
+import { LEASE_MS, withinMs } from './fleet-host.ts';
 
 export interface RemoteLaunch {
   runId: string;
@@ -54,6 +54,8 @@ export class RemoteRun {
   streamId = '0';
   /** The host sent its last record. */
   streamEnded = false;
+  /** BullMQ found its job stalled (the run ends a lease later). */
+  stalledSeen = false;
   private finishing: Finish | undefined;
 
   constructor(
@@ -233,28 +235,30 @@ export class FleetGateway {
               },
         );
       });
-      events.on('failed', ({ jobId, failedReason }) => {
-        const run = this.runs.get(jobId);
-        if (!run) return;
-        void run.finish(
-          /stalled/i.test(failedReason)
-            ? this.stalled(run)
-            : /^cancelled/.test(failedReason)
-              ? { status: 'cancelled', reason: 'cancelled', detail: failedReason }
-              : { status: 'failed', reason: 'spawn-failed', detail: failedReason },
-        );
-      });
-      // A stalled job goes back to wait, marked to fail when taken (maxStalledCount 0): the run ends
-      // here now, and the job is removed so that no host takes it again (the card's backoff decides).
+      // A stalled job goes back to wait, marked to fail when taken (maxStalledCount 0): it is removed so
+      // that no host takes it again, and the run ends one lease later: by then a host that is alive
+      // but cut off has stopped it itself (fleet-host.ts), so a retry never overlaps it.
       const onStalled = (jobId: string): void => {
         const run = this.runs.get(jobId);
-        if (!run) return;
+        if (!run || run.stalledSeen) return;
+        run.stalledSeen = true;
         this.o.log.warn({ jobId, flow }, 'a host stopped renewing its job lease');
         void queue
           .remove(jobId)
           .catch(() => 0)
+          .then(() => new Promise((r) => setTimeout(r, LEASE_MS)))
           .then(() => run.finish(this.stalled(run)));
       };
+      events.on('failed', ({ jobId, failedReason }) => {
+        if (/stalled/i.test(failedReason)) return onStalled(jobId);
+        const run = this.runs.get(jobId);
+        if (!run) return;
+        void run.finish(
+          /^cancelled/.test(failedReason)
+            ? { status: 'cancelled', reason: 'cancelled', detail: failedReason }
+            : { status: 'failed', reason: 'spawn-failed', detail: failedReason },
+        );
+      });
       events.on('stalled', ({ jobId }) => onStalled(jobId));
       // Stalled jobs are found by workers of the queue; this one takes no jobs and only looks for them,
       // so a run is ended even when no host offering its flow is left.
@@ -429,8 +433,16 @@ export class FleetGateway {
   async close(): Promise<void> {
     this.closed = true;
     this.readerWake?.();
-    for (const { queue, events, stalls } of this.queues.values())
-      await Promise.all([queue.close(), events.close(), stalls.close()]);
+    await withinMs(
+      Promise.all(
+        [...this.queues.values()].flatMap(({ queue, events, stalls }) => [
+          queue.close(),
+          events.close(),
+          stalls.close(),
+        ]),
+      ),
+      3000,
+    );
     this.redis.disconnect();
     this.reader.disconnect();
   }
