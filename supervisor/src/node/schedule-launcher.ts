@@ -3,17 +3,50 @@
  * project as the board does (config.yaml over the user config, the card's front matter), maps it to the
  * same `run/launch` request (common/flow-spec.ts), picks the grant the board would pick, and launches
  * within the caps the board honours: the project's `scheduler.maxConcurrency` and the flow's `cap`,
- * counting every run of the project this supervisor has going (the board's, the CLI's, its own).
+ * counting every run of the project this supervisor has going (the board's, the CLI's, its own); and
+ * as the board's scheduler would, it waits out the card's backoff (`nextTryAt`) and the column limits
+ * (`scheduler.columnLimits`, counted from the cards' files).
  */
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { loadConfig } from '../common/config.ts';
 import { flowOf, launchParams } from '../common/flow-spec.ts';
 import { findGrant } from '../common/grants.ts';
 import type { StatePaths } from '../common/paths.ts';
-import { loadCard } from '../common/project.ts';
+import { loadCard, type Card, type CardStatus } from '../common/project.ts';
 import { DisplayBusy, LaunchRun, ResponseError } from '../protocol/index.ts';
 import type { RunRegistry } from './registry.ts';
 import type { LaunchOutcome, ScheduleLauncher } from './schedules.ts';
+
+/** Why the board's scheduler would not start this card now (backoff, a full column), or undefined. */
+export function backoffOrColumnLimit(
+  project: string,
+  card: Card,
+  columnLimits: Partial<Record<CardStatus, number>>,
+  now = Date.now(),
+): string | undefined {
+  const next = card.front.nextTryAt ? Date.parse(card.front.nextTryAt) : NaN;
+  if (next > now) return `backoff: next try at ${new Date(next).toISOString()}`;
+  const limits = Object.entries(columnLimits).filter(([, max]) => max !== undefined);
+  if (limits.length === 0) return undefined;
+  const counts = new Map<string, number>();
+  const dir = path.join(project, 'cards');
+  for (const f of readdirSync(dir).filter((n) => n.endsWith('.md'))) {
+    try {
+      const status = loadCard(path.join(dir, f), project).front.status ?? 'backlog';
+      counts.set(status, (counts.get(status) ?? 0) + 1);
+    } catch {
+      // a broken card is in no column
+    }
+  }
+  for (const [column, max] of limits) {
+    const count = counts.get(column) ?? 0;
+    if (count >= max)
+      return `column "${column}" holds ${count} (limit ${max}): no new runs until it has room`;
+  }
+  return undefined;
+}
 
 export function scheduleLauncher(paths: StatePaths, registry: RunRegistry, log: Logger): ScheduleLauncher {
   return {
@@ -22,9 +55,11 @@ export function scheduleLauncher(paths: StatePaths, registry: RunRegistry, log: 
       let flowName: string;
       let cap: number;
       let maxConcurrency: number;
+      let held: string | undefined;
       try {
         const config = loadConfig(project);
         const card = loadCard(cardPath, project);
+        held = backoffOrColumnLimit(project, card, config.scheduler.columnLimits);
         flowName = card.front.flow;
         cap = flowOf(card, config).cap;
         maxConcurrency = config.scheduler.maxConcurrency;
@@ -34,6 +69,7 @@ export function scheduleLauncher(paths: StatePaths, registry: RunRegistry, log: 
       } catch (err) {
         return { refuse: (err as Error).message };
       }
+      if (held) return { wait: held };
       const going = registry.list(true, 100_000).filter((r) => r.card.project === project);
       const inFlow = going.filter((r) => r.flow === flowName).length;
       if (inFlow >= cap)
