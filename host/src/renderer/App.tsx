@@ -38,6 +38,19 @@ function focusCard(id: string): void {
   document.querySelector<HTMLElement>(`[data-card-handle="${CSS.escape(id)}"]`)?.focus();
 }
 
+/**
+ * Focus back on a card after the inspector closed; again for a moment if a re-render of the board
+ * (a delta that came meanwhile) dropped it to <body>, so the keyboard goes on where it was.
+ */
+function refocusCard(id: string, tries = 10): void {
+  focusCard(id);
+  if (tries > 0)
+    setTimeout(() => {
+      const at = document.activeElement;
+      if (!at || at === document.body) refocusCard(id, tries - 1);
+    }, 50);
+}
+
 /** Search and filters over the board's cards (title or file, flow, column). */
 function FilterBar({
   board,
@@ -343,7 +356,7 @@ export function App({ api }: { api: BoardApi }) {
               // back to the card the inspector showed, so the keyboard goes on where it was
               const id = selected;
               setSelected(undefined);
-              if (id) requestAnimationFrame(() => focusCard(id));
+              if (id) requestAnimationFrame(() => refocusCard(id));
             }}
             onChanged={() => void refresh()}
             onEdit={() => setEditor({ mode: 'edit', detail })}
