@@ -3,6 +3,7 @@
  * They take plain data and return plain arrays/objects, so what reaches `runboard-jail` (and so the
  * run) can be read and tested in one place.
  */
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import {
   drivesDesktop,
@@ -81,7 +82,21 @@ export function projectReadOnly(card: CardRef, flow: FlowSpec): string[] {
   if (flow.sandbox?.projectWritable) return [];
   const cardsDir = path.dirname(card.path);
   const project = card.project ?? (path.basename(cardsDir) === 'cards' ? path.dirname(cardsDir) : undefined);
-  return project ? [path.join(project, 'config.yaml'), path.join(project, 'cards')] : [];
+  return project ? PROJECT_OWNED.map((n) => path.join(project, n)) : [];
+}
+
+/**
+ * What the host alone writes in a project: its config, the cards (and their workflows), and the
+ * recordings, which the host lists, serves and hands to extract and reflect runs as a person's own.
+ */
+const PROJECT_OWNED = ['config.yaml', 'cards', 'recordings'];
+
+/**
+ * The read-only folders that must exist before the jail starts: a missing read-only path is skipped,
+ * and a run could then make it and fill it (a planted recording). Only in an existing project folder.
+ */
+export function projectFoldersToMake(readOnly: string[]): string[] {
+  return readOnly.filter((p) => path.basename(p) === 'recordings' && existsSync(path.dirname(p)));
 }
 
 /**

@@ -37,6 +37,7 @@ import { DenialScanner } from './denials.ts';
 import {
   buildJailArgs,
   buildRunEnv,
+  projectFoldersToMake,
   projectReadOnly,
   runWritable,
   SCRATCH_DIRS,
@@ -361,6 +362,8 @@ export class Run {
         return;
       }
     }
+    const readOnly = projectReadOnly(this.spec.card, flow);
+    for (const d of projectFoldersToMake(readOnly)) mkdirSync(d, { recursive: true, mode: 0o700 });
     const args = buildJailArgs({
       flow,
       workspace: this.workspace,
@@ -374,7 +377,7 @@ export class Run {
       privateDisplay: this.display?.env.DISPLAY,
       userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
       privateTmp: path.join(this.spec.scratchDir, 'root-tmp'),
-      readOnly: projectReadOnly(this.spec.card, flow).map(realOrAsIs),
+      readOnly: readOnly.map(realOrAsIs),
       workspaceFd: workspaceFd === undefined ? undefined : JAIL_WORKSPACE_FD,
       outputFds: [...JAIL_OUTPUT_FDS],
     });
