@@ -69,6 +69,8 @@ export interface JailArgsInput {
   readOnly?: string[] | undefined;
   /** The jail's fd of the open, checked workspace (workspace-fd.ts): its write rule comes from it. */
   workspaceFd?: number | undefined;
+  /** The jail's fds of the run's stdout.log, stderr.log and output.order: it moves the output into them. */
+  outputFds?: number[] | undefined;
 }
 
 /**
@@ -121,6 +123,7 @@ export function buildJailArgs(i: JailArgsInput): string[] {
   const { flow } = i;
   const args = ['--status-fd', String(JAIL_STATUS_FD), '--parent-pid', String(i.parentPid)];
   args.push('--env-fd', String(JAIL_ENV_FD));
+  if (i.outputFds) args.push('--output-fds', i.outputFds.join(','));
   args.push('--max-procs', String(flow.sandbox?.maxProcesses ?? DEFAULT_MAX_PROCESSES));
   for (const w of i.writable) {
     if (i.workspaceFd !== undefined && w === i.workspace) args.push('--write-fd', String(i.workspaceFd));
