@@ -14,14 +14,10 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import YAML from 'yaml';
-import {
-  ARTIFACTS_DIR,
-  EXTRACTION_FILE,
-  gateExtraction,
-  type RunResult,
-} from '@runboard/supervisor/protocol';
+import { EXTRACTION_FILE, gateExtraction, type RunResult } from '@runboard/supervisor/protocol';
 import { writeAtomic, type BoardStore } from './board-store.ts';
 import type { GrantStore } from './grant-store.ts';
+import { readRunArtifactSync } from './regular-file.ts';
 import { flowSpec, NoGrantError } from './launch.ts';
 import type { Card, FlowConfig } from './project.ts';
 import type { SupervisorClient } from './supervisor-client.ts';
@@ -306,7 +302,7 @@ export class Extractions {
       );
     let answer: string;
     try {
-      answer = readFileSync(path.join(run.logDir, ARTIFACTS_DIR, EXTRACTION_FILE), 'utf8');
+      answer = readRunArtifactSync(run.logDir, EXTRACTION_FILE);
     } catch (err) {
       return this.fail(cardId, runId, `task extraction left no answer: ${(err as Error).message}`);
     }
