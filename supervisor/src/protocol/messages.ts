@@ -13,6 +13,7 @@ import {
   Metrics,
   Offsets,
   OutputStream,
+  PermissionAsk,
   ProviderName,
   RunEvent,
   RunId,
@@ -36,6 +37,13 @@ export const LaunchRun = request(
     command: z.optional(Command),
     /** Any other path the run is given (inputs, outputs); each must resolve inside the grant. */
     paths: z.optional(z.array(z.string().check(z.maxLength(4096))).check(z.maxLength(256))),
+    /**
+     * Asks of an earlier run of the same card that the person allowed once: the supervisor looks each
+     * up in its own record of that run and extends this run's sandbox by exactly that, or refuses.
+     */
+    allow: z.optional(
+      z.array(z.object({ runId: RunId, ask: PermissionAsk.shape.id })).check(z.minLength(1), z.maxLength(8)),
+    ),
   }),
   z.object({ runId: RunId, logDir: z.string() }),
 );
