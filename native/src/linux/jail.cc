@@ -349,7 +349,8 @@ int main(int argc, char** argv) {
     close(lifeline[1]);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     pollfd p{lifeline[0], POLLIN, 0};
-    if (poll(&p, 1, 0) > 0) _exit(1);  // jail already gone
+    // jail already gone (its go byte may be there already: only the hang-up says gone)
+    if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR))) _exit(1);
     if (pumping) {
       std::string err = pump.BecomeChildStdio();
       if (!err.empty()) Die("the run's output: " + err, 126);
