@@ -33,6 +33,7 @@ import {
 } from '../protocol/index.ts';
 import type { AttachSource } from './attach.ts';
 import { classifyEnd, type FinishedReport, type JailExit } from './classify-end.ts';
+import { deriveAsks } from './asks.ts';
 import { DenialScanner } from './denials.ts';
 import {
   buildJailArgs,
@@ -48,7 +49,7 @@ import { Liveness } from './liveness.ts';
 import { launchedResult } from './result-file.ts';
 import { JailOutput } from './output-files.ts';
 import { RunLog } from './run-log.ts';
-import type { ModelProxy, ModelRequestInfo, ProxyGrant } from './model-proxy.ts';
+import type { ModelProxy, ModelRequestInfo, ProxyGrant, VisionGrant } from './model-proxy.ts';
 import { recordEvidence, recordWorktree, tearDownDisplay } from './run-finalize.ts';
 import { preflight } from './run-preflight.ts';
 import { openWorkspace } from './workspace-fd.ts';
@@ -158,6 +159,7 @@ export class Run {
   /** Where the run works: its worktree when the flow asks for one. */
   private workspace: string;
   private proxyGrant: ProxyGrant | undefined;
+  private visionGrant: VisionGrant | undefined;
   private modelRequests = 0;
   /** The run's private virtual display (flow computerUse.privateDisplay). */
   private display: PrivateDisplay | undefined;
@@ -223,9 +225,50 @@ export class Run {
   }
 
   private makeDenialScanner(): DenialScanner {
-    return new DenialScanner(this.workspace, this.writable, (d) =>
-      this.event('denial', `sandbox denied: ${d.path ?? d.line}`, { path: d.path, line: d.line }),
+    return new DenialScanner(
+      this.workspace,
+      this.writable,
+      (d) =>
+        this.event('denial', `sandbox denied: ${d.path ?? (d.port ? `port ${d.port}` : d.line)}`, {
+          path: d.path,
+          line: d.line,
+          ...(d.port ? { port: d.port } : {}),
+          ...(d.remove ? { remove: true } : {}),
+        }),
+      !!this.spec.flow.sandbox?.askDeletes,
     );
+  }
+
+  /**
+   * The permissions the person may allow, from the run's denials (asks.ts decides what may be asked).
+   * A failed run with asks ends needs-input: the card asks instead of retrying into the same wall.
+   */
+  private askFor(verdict: ReturnType<typeof classifyEnd>): ReturnType<typeof classifyEnd> {
+    const relevant =
+      (verdict.status === 'failed' && verdict.reason === 'sandbox-denial') ||
+      (verdict.status === 'needs-input' && verdict.reason === 'finished');
+    if (!relevant || this.denials.found.length === 0) return verdict;
+    const { asks, refused } = deriveAsks(this.denials.found, {
+      writable: this.writable,
+      hidden: this.deps.hiddenPaths,
+      readOnly: this.spec.flow.sandbox?.projectWritable
+        ? []
+        : projectReadOnly(this.spec.card, this.spec.flow),
+      ownPorts: this.proxyGrant ? [this.proxyGrant.port] : [],
+      tcpPorts: this.spec.flow.sandbox?.tcpPorts ?? [],
+      workspace: this.workspace,
+    });
+    for (const r of refused)
+      this.event('log', `not asked: ${r.why}`, { kind: 'ask-refused', line: r.denial.line, level: 'warn' });
+    if (asks.length === 0) return verdict;
+    this.result.asks = asks;
+    const what = asks.map((a) => `${a.kind} ${a.path ?? `port ${a.port}`}`).join('; ');
+    this.event('log', `the card asks the person to allow: ${what}`, { kind: 'ask', asks });
+    return {
+      status: 'needs-input',
+      reason: verdict.reason,
+      detail: `the sandbox refused: ${what}; allow it once, always for flow ${this.spec.flow.name}, or deny it`,
+    };
   }
 
   get jailPid(): number | undefined {
@@ -346,6 +389,20 @@ export class Run {
         return;
       }
     }
+    if (flow.vision && flow.documents !== false && this.deps.proxy) {
+      // analyze_media's route to the vision profile's provider, on the run's own listener
+      try {
+        this.visionGrant = await this.deps.proxy.grantVision(this.id, flow.vision, this.proxyGrant, (info) =>
+          this.onModelRequest(info),
+        );
+      } catch (err) {
+        this.event('log', `no vision route for this run: ${(err as Error).message}`, { kind: 'vision' });
+      }
+      if (!this.isActive || this.endCause) {
+        for (const g of [this.proxyGrant, this.visionGrant]) if (g) this.deps.proxy.revoke(g.token);
+        return;
+      }
+    }
     this.spawn();
   }
 
@@ -375,7 +432,7 @@ export class Run {
       parentPid: process.pid,
       landlockAbi: this.deps.landlockAbi,
       useNamespaces: this.deps.useNamespaces,
-      proxyPort: this.proxyGrant?.port,
+      proxyPort: this.proxyGrant?.port ?? this.visionGrant?.port,
       privateDisplay: this.display?.env.DISPLAY,
       userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
       privateTmp: path.join(this.spec.scratchDir, 'root-tmp'),
@@ -595,6 +652,13 @@ export class Run {
                 },
               }
             : {}),
+          ...(this.visionGrant
+            ? {
+                vision: (({ provider, model, baseUrl, token }) => ({ provider, model, baseUrl, token }))(
+                  this.visionGrant,
+                ),
+              }
+            : {}),
         };
       },
       onHeartbeat: () => {
@@ -603,6 +667,10 @@ export class Run {
       },
       onLog: (p) => {
         this.liveness.output();
+        // an agent CLI's own permission refusal goes through the same ask as the sandbox's
+        const agent = p.data?.agent as { kind?: unknown; tool?: unknown; detail?: unknown } | undefined;
+        if (agent?.kind === 'permission-denied')
+          this.denials.scanAgent(`${String(agent.tool)}: ${String(agent.detail).slice(0, 2000)}`);
         this.event('log', p.message, { level: p.level, ...(p.data ?? {}) });
       },
       onProgress: (p) => {
@@ -650,14 +718,16 @@ export class Run {
     // The jail's last lines say how much output it moved into the files: nothing the run printed is lost.
     await this.streamEnd(this.child?.stdio[JAIL_STATUS_FD]);
     await this.scanStderr();
-    const verdict = classifyEnd({
-      endCause: this.endCause,
-      jailExit: this.jailExit,
-      jailError: this.jailError,
-      jailProcess: { code, signal },
-      report: this.finishedReport,
-      denials: this.denials.found.map((d) => d.path ?? d.line),
-    });
+    const verdict = this.askFor(
+      classifyEnd({
+        endCause: this.endCause,
+        jailExit: this.jailExit,
+        jailError: this.jailError,
+        jailProcess: { code, signal },
+        report: this.finishedReport,
+        denials: this.denials.found.map((d) => d.path ?? d.line),
+      }),
+    );
     recordEvidence(this.result, this.jailExit, this.finishedReport, signal);
     await this.finish(verdict.status, verdict.reason, verdict.detail);
   }
@@ -717,6 +787,7 @@ export class Run {
     this.liveness.clear();
     await this.step('closing the worker endpoint', () => this.conn?.dispose());
     if (this.proxyGrant) this.deps.proxy?.revoke(this.proxyGrant.token);
+    if (this.visionGrant) this.deps.proxy?.revoke(this.visionGrant.token);
     const sink = (type: 'log' | 'error', message: string, data?: Record<string, unknown>): void =>
       this.event(type, message, data);
     const display = this.display;
