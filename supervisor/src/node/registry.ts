@@ -34,7 +34,7 @@ import { diskSource, type AttachSource } from './attach.ts';
 import { projectReadOnly } from './jail-args.ts';
 import { ResultFile } from './result-file.ts';
 import type { FleetGateway, RemoteRun } from './fleet/gateway.ts';
-import { Run, removeScratch, type RunDeps } from './run.ts';
+import { GONE_SCRATCH_PREFIX, Run, removeScratch, type RunDeps } from './run.ts';
 import { discardWorktree, keepWorktree, worktreeWritableConflict, WorktreeError } from './worktrees.ts';
 
 function newRunId(now = new Date()): string {
@@ -455,6 +455,13 @@ export class RunRegistry {
         // ignore
       }
       closed.push(runId);
+    }
+    // scratch dirs of ended runs whose removal a crash cut short
+    try {
+      for (const name of readdirSync(this.paths.scratchDir))
+        if (name.startsWith(GONE_SCRATCH_PREFIX)) removeScratch(path.join(this.paths.scratchDir, name));
+    } catch {
+      // no scratch dir yet
     }
     return closed;
   }
