@@ -630,15 +630,19 @@ export function execute(argv: string[]): Promise<{ code: number; stdout: string;
   return next;
 }
 
+const LOOK_ONLY = new Set(['list', 'read', 'focus', 'screenshot', '--version', '-V', '--help', '-h', 'help']);
+
 const self = process.argv[1] ?? '';
 if (/desktop-cli(\.[cm]?[jt]s)?$|cli[\\/]main\.ts$/.test(self)) {
   const argv = process.argv.slice(2);
   main(argv).then(
     (code) => {
-      // Everything is written synchronously by now: exit at once rather than wait for Node's teardown
-      // (the addon's threads, the environment's cleanup), which a loaded machine makes slow. The MCP
-      // server ends when its input closes, and its transport writes through the stream: let it drain.
-      if (argv[0] === 'serve' || queued) process.exitCode = code;
+      // Everything is written synchronously by now: a command that only looks (list, read, focus,
+      // screenshot) exits at once rather than wait for Node's teardown, which a loaded machine makes
+      // slow. One that injected input ends the normal way: ended at once right after typing on
+      // remapped keycodes, characters went missing in the app (tests/desktop, "across processes").
+      // The MCP server ends when its input closes and its transport writes through the stream.
+      if (queued || !LOOK_ONLY.has(argv[0] ?? '')) process.exitCode = code;
       else process.exit(code);
     },
     (e: unknown) => {

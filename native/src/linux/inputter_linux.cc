@@ -152,6 +152,7 @@ class Keymap {
       for (int k = 0; k < per; k++) empty = empty && map[(c - minCode) * per + k] == NoSymbol;
       if (empty) free.push_back(c);
     }
+    size_t unused = free.size();
     if (free.size() < syms.size()) {
       // Slots an earlier process mapped (our signature: one Unicode keysym on the first two levels,
       // nothing else) and this text does not need.
@@ -169,8 +170,12 @@ class Keymap {
         free.push_back(code);
         mapped_.erase(sym);
       }
+    }
+    if (std::min(free.size(), syms.size()) > unused) {
+      // Slots taken back, ours or an earlier process's (which may have typed on them a moment before
+      // this process started): let apps finish reading the keys typed on them, as they read lazily.
       XSync(d, False);
-      Sleep(100);  // let apps finish reading keys typed on the slots we take back (they read lazily)
+      Sleep(100);
     }
     if (free.size() < syms.size()) {
       XFree(map);
