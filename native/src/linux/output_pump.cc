@@ -14,13 +14,20 @@ const char* kFileNames[3] = {"stdout.log", "stderr.log", "output.order"};
 
 std::string ErrnoName(int e) {
   switch (e) {
-    case ENOSPC: return "ENOSPC";
-    case EDQUOT: return "EDQUOT";
-    case EFBIG: return "EFBIG";
-    case EIO: return "EIO";
-    case EBADF: return "EBADF";
-    case EROFS: return "EROFS";
-    default: return "E" + std::to_string(e);
+    case ENOSPC:
+      return "ENOSPC";
+    case EDQUOT:
+      return "EDQUOT";
+    case EFBIG:
+      return "EFBIG";
+    case EIO:
+      return "EIO";
+    case EBADF:
+      return "EBADF";
+    case EROFS:
+      return "EROFS";
+    default:
+      return "E" + std::to_string(e);
   }
 }
 
@@ -170,8 +177,7 @@ bool Pump::Move(int s) {
 
 void Pump::Drain() {
   for (int s = 0; s < 2; ++s)
-    while (read_[s] >= 0 && Move(s)) {
-    }
+    while (read_[s] >= 0 && Move(s)) {}
 }
 
 std::string Pump::SizesLine() {
@@ -185,8 +191,8 @@ std::string Pump::SizesLine() {
 std::string Pump::FailureLine() {
   if (!error_ || failureReported_) return "";
   failureReported_ = true;
-  return "{\"event\":\"output-failed\",\"file\":" + JsonString(errorFile_) + ",\"code\":" +
-         JsonString(ErrnoName(error_)) + ",\"message\":" + JsonString(strerror(error_)) + "}";
+  return "{\"event\":\"output-failed\",\"file\":" + JsonString(errorFile_) +
+         ",\"code\":" + JsonString(ErrnoName(error_)) + ",\"message\":" + JsonString(strerror(error_)) + "}";
 }
 
 }  // namespace runboard::output

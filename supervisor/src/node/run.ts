@@ -49,7 +49,7 @@ import { Liveness } from './liveness.ts';
 import { launchedResult } from './result-file.ts';
 import { JailOutput } from './output-files.ts';
 import { RunLog } from './run-log.ts';
-import type { ModelProxy, ModelRequestInfo, ProxyGrant } from './model-proxy.ts';
+import type { ModelProxy, ModelRequestInfo, ProxyGrant, VisionGrant } from './model-proxy.ts';
 import { recordEvidence, recordWorktree, tearDownDisplay } from './run-finalize.ts';
 import { preflight } from './run-preflight.ts';
 import { openWorkspace } from './workspace-fd.ts';
@@ -159,6 +159,7 @@ export class Run {
   /** Where the run works: its worktree when the flow asks for one. */
   private workspace: string;
   private proxyGrant: ProxyGrant | undefined;
+  private visionGrant: VisionGrant | undefined;
   private modelRequests = 0;
   /** The run's private virtual display (flow computerUse.privateDisplay). */
   private display: PrivateDisplay | undefined;
@@ -386,6 +387,20 @@ export class Run {
         return;
       }
     }
+    if (flow.vision && flow.documents !== false && this.deps.proxy) {
+      // analyze_media's route to the vision profile's provider, on the run's own listener
+      try {
+        this.visionGrant = await this.deps.proxy.grantVision(this.id, flow.vision, this.proxyGrant, (info) =>
+          this.onModelRequest(info),
+        );
+      } catch (err) {
+        this.event('log', `no vision route for this run: ${(err as Error).message}`, { kind: 'vision' });
+      }
+      if (!this.isActive || this.endCause) {
+        for (const g of [this.proxyGrant, this.visionGrant]) if (g) this.deps.proxy.revoke(g.token);
+        return;
+      }
+    }
     this.spawn();
   }
 
@@ -415,7 +430,7 @@ export class Run {
       parentPid: process.pid,
       landlockAbi: this.deps.landlockAbi,
       useNamespaces: this.deps.useNamespaces,
-      proxyPort: this.proxyGrant?.port,
+      proxyPort: this.proxyGrant?.port ?? this.visionGrant?.port,
       privateDisplay: this.display?.env.DISPLAY,
       userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
       privateTmp: path.join(this.spec.scratchDir, 'root-tmp'),
@@ -635,6 +650,13 @@ export class Run {
                 },
               }
             : {}),
+          ...(this.visionGrant
+            ? {
+                vision: (({ provider, model, baseUrl, token }) => ({ provider, model, baseUrl, token }))(
+                  this.visionGrant,
+                ),
+              }
+            : {}),
         };
       },
       onHeartbeat: () => {
@@ -760,6 +782,7 @@ export class Run {
     this.liveness.clear();
     await this.step('closing the worker endpoint', () => this.conn?.dispose());
     if (this.proxyGrant) this.deps.proxy?.revoke(this.proxyGrant.token);
+    if (this.visionGrant) this.deps.proxy?.revoke(this.visionGrant.token);
     const sink = (type: 'log' | 'error', message: string, data?: Record<string, unknown>): void =>
       this.event(type, message, data);
     const display = this.display;

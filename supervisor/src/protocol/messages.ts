@@ -254,6 +254,20 @@ export const WorkerSpec = z.object({
       model: z.optional(z.string()),
     }),
   ),
+  /**
+   * The flow's vision route (its vision profile, `flow.vision`): a second token on the run's proxy
+   * listener that makes one request only, the vision request of the profile's provider with the
+   * profile's model (protocol/vision.ts), whatever the run's own provider is.
+   */
+  vision: z.optional(
+    z.object({
+      provider: ProviderName,
+      model: z.string(),
+      /** e.g. http://127.0.0.1:PORT/anthropic: the run's own listener, the vision provider's route. */
+      baseUrl: z.string(),
+      token: z.string(),
+    }),
+  ),
   /** A folder under the run's log dir the worker may write (screenshots, report.md). */
   artifactsDir: z.optional(z.string()),
 });
