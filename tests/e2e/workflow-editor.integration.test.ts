@@ -158,6 +158,8 @@ describe('the workflow editor', () => {
   it('reviews the whole plan, then saves exactly the edits in the stable form', async () => {
     await page.getByRole('tab', { name: 'Review' }).click();
     await page.getByText('uses status_text').waitFor();
+    await page.getByText('checks “Name” showing “{person_name}”').waitFor();
+    await page.getByText('3 without a locator (the model does them)').waitFor();
     await page.screenshot({ path: path.join(ARTIFACTS, 'workflow-editor-review.png'), fullPage: true });
     expect(await seriousViolations(page)).toEqual([]);
     await page.getByRole('tab', { name: /Parameters/ }).click();

@@ -726,6 +726,10 @@ function Review({ w }: { w: Workflow }) {
               {st.dependencies.length > 0 && ` · uses ${st.dependencies.join(', ')}`}
               {st.steps.some((s) => s.variable_name) &&
                 ` · extracts ${st.steps.flatMap((s) => (s.variable_name ? [s.variable_name] : [])).join(', ')}`}
+              {st.outcome_check &&
+                ` · checks ${[st.outcome_check.role, st.outcome_check.name && `“${st.outcome_check.name}”`, st.outcome_check.value !== undefined && `showing “${st.outcome_check.value}”`].filter(Boolean).join(' ')}`}
+              {st.steps.some((s) => !s.locator) &&
+                ` · ${st.steps.filter((s) => !s.locator).length} without a locator (the model does them)`}
             </div>
             {st.steps.length === 0 && (
               <div className="banner warn">No steps: replay has no example to ground this subtask on.</div>
