@@ -3,8 +3,8 @@
  * themselves: board-methods.ts). Plain data and pure code only: the untrusted renderer and the host
  * core both import it, so nothing here may touch Node, the DOM or host state.
  */
-import type { RunEvent, RunResult, ScheduleInfo } from '@runboard/supervisor/protocol/data';
-export type { RunResult, ScheduleInfo };
+import type { PermissionAsk, RunEvent, RunResult, ScheduleInfo } from '@runboard/supervisor/protocol/data';
+export type { PermissionAsk, RunResult, ScheduleInfo };
 
 /** The board's columns, in order: the one list (card `status` values, column limits, the UI). */
 export const COLUMNS = ['backlog', 'queued', 'running', 'needs-input', 'done', 'failed'] as const;
@@ -150,7 +150,15 @@ export interface CardDetail {
   runs: RunResult[];
   /** The supervisor's record of the card's schedule: next five fires, pending fires, decisions. */
   schedule?: ScheduleInfo;
+  /**
+   * Permissions the sandbox refused the card's last run that wait for the person's answer (the card is
+   * in Needs input): from the supervisor's record of that run.
+   */
+  asks?: { runId: string; flow: string; open: PermissionAsk[] };
 }
+
+/** The person's answer to a permission ask: allow once, allow always for the flow, or deny. */
+export type AskChoice = 'once' | 'always' | 'deny';
 
 /** A schedule as the inspector edits it (written into the card's `schedule:`). */
 export interface ScheduleEdit {
@@ -170,6 +178,24 @@ export interface Settings {
   maxConcurrency: number;
   flows: { name: string; cap: number }[];
   columnLimits: Partial<Record<Column, number>>;
+}
+
+/** The effective config (Settings → Configuration): each value with where it came from, and what to fix. */
+export interface ConfigView {
+  files: { user: string; project: string; userExists: boolean };
+  /** Old key names, unknown keys, placeholders in profiles, files to upgrade or newer than this Runboard. */
+  warnings: string[];
+  rows: {
+    key: string;
+    /** The value as text (lists and maps as JSON). */
+    value: string;
+    layer: 'default' | 'user' | 'project' | 'profile';
+    file?: string;
+    /** layer profile: the llm_profiles entry the flow selects. */
+    profile?: string;
+  }[];
+  /** The files as they are now cannot be read (the board keeps the last good config meanwhile). */
+  error?: string;
 }
 
 export interface RunFiles {

@@ -41,7 +41,9 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -53,6 +55,7 @@
 
 #include "linux/landlock.h"
 #include "linux/mounts.h"
+#include "linux/output_pump.h"
 #include "linux/pids_limit.h"
 #include "linux/seccomp_net.h"
 
@@ -94,7 +97,7 @@ runboard::pids::RunCgroup* gCgroup = nullptr;
 pid_t gJailPid = 0;
 
 [[noreturn]] void Die(const std::string& msg, int code) {
-  if (gCgroup && getpid() == gJailPid) gCgroup->Leave();
+  if (gCgroup && getpid() == gJailPid) gCgroup->Remove();
   Status("{\"event\":\"error\",\"message\":\"" + JsonEscape(msg) + "\"}");
   fprintf(stderr, "runboard-jail: %s\n", msg.c_str());
   _exit(code);
@@ -175,6 +178,27 @@ std::vector<std::string> ReadEnv(int fd) {
   return out;
 }
 
+std::string ReadSmallFile(const char* path) {
+  std::string text;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  char buf[1024];
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (n > 0) text.assign(buf, n);
+  if (fd >= 0) close(fd);
+  return text;
+}
+
+// Closes every fd from `from` up, but those in `keep`.
+void CloseFrom(int from, std::vector<int> keep) {
+  std::sort(keep.begin(), keep.end());
+  for (int k : keep) {
+    if (k < from) continue;
+    if (k > from) syscall(SYS_close_range, from, k - 1, 0);
+    from = k + 1;
+  }
+  syscall(SYS_close_range, from, ~0U, 0);
+}
+
 long long IoField(const std::string& text, const char* key) {
   size_t at = text.find(std::string(key) + ": ");
   return at == std::string::npos ? -1 : atoll(text.c_str() + at + strlen(key) + 2);
@@ -186,9 +210,9 @@ void Usage() {
       "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--write-fd N] [--device FILE]...\n"
       "                     [--hide DIR]...\n"
       "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp DIR]\n"
-      "                     [--max-procs N] [--env-fd N] [--read-only PATH]...\n"
+      "                     [--max-procs N] [--env-fd N] [--read-only PATH]... [--ask-deletes] [--remove REL]...\n"
       "                     [--tcp PORT]... [--udp] [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts]\n"
-      "                     [--no-landlock] [--no-namespaces]\n"
+      "                     [--no-landlock] [--no-namespaces] [--output-fds STDOUT,STDERR,ORDER]\n"
       "                     -- COMMAND [ARG]...\n");
   _exit(2);
 }
@@ -206,6 +230,7 @@ int main(int argc, char** argv) {
   long maxProcs = 0;
   std::vector<std::string> readOnly;
   int envFd = -1;
+  int outputFds[3] = {-1, -1, -1};
   runboard::seccomp::NetPolicy net;
   int i = 1;
   for (; i < argc; ++i) {
@@ -235,6 +260,8 @@ int main(int argc, char** argv) {
     else if (a == "--max-procs") maxProcs = atol(next());
     else if (a == "--read-only") readOnly.push_back(next());
     else if (a == "--env-fd") envFd = atoi(next());
+    else if (a == "--ask-deletes") policy.workspaceNoRemove = true;
+    else if (a == "--remove") policy.removable.push_back(next());
     else if (a == "--tcp") policy.tcpConnectPorts.push_back(static_cast<uint16_t>(atoi(next())));
     else if (a == "--udp") net.udp = true;
     else if (a == "--allow-abstract-unix") policy.scopeAbstractUnix = false;
@@ -243,7 +270,11 @@ int main(int argc, char** argv) {
     else if (a == "--fs-mounts-if-possible") fsByMounts = fsIfPossible = true;
     else if (a == "--ro-mounts") roMounts = true;
     else if (a == "--no-namespaces") useNamespaces = false;
-    else Usage();
+    else if (a == "--output-fds") {
+      // The run's log files, open for writing: the jail moves the run's stdout and stderr into them
+      // (linux/output_pump.h) instead of the run inheriting the jail's own.
+      if (sscanf(next(), "%d,%d,%d", &outputFds[0], &outputFds[1], &outputFds[2]) != 3) Usage();
+    } else Usage();
   }
   if (i >= argc) Usage();
   char** command = argv + i;
@@ -257,16 +288,23 @@ int main(int argc, char** argv) {
   std::vector<std::string> runEnv;
   if (envFd >= 0) runEnv = ReadEnv(envFd);
 
-  // Nothing but stdio, the run endpoint (fd 3) and the status fd crosses into the run.
+  // Nothing but stdio, the run endpoint (fd 3) and the status fd crosses into the run (the log files
+  // stay the jail's: close-on-exec).
   int keepFrom = (gStatusFd > 3 ? gStatusFd : 3) + 1;
-  syscall(SYS_close_range, keepFrom, ~0U, 0);
+  const bool pumping = outputFds[0] >= 0;
+  CloseFrom(keepFrom, pumping ? std::vector<int>(outputFds, outputFds + 3) : std::vector<int>());
   if (gStatusFd >= 0) fcntl(gStatusFd, F_SETFD, FD_CLOEXEC);
+  runboard::output::Pump pump(outputFds[0], outputFds[1], outputFds[2]);
+  if (pumping) {
+    std::string err = pump.Open();
+    if (!err.empty()) Die("the run's output: " + err, 125);
+  }
 
   std::string containment = "pid-namespace", nsError;
   // The pids cgroup before the user namespace: moving into a cgroup is checked against the machine's.
   runboard::pids::RunCgroup cgroup;
-  std::string pidsLimit = "none", cgroupError;
-  if (maxProcs > 0 && cgroup.Enter(maxProcs, &cgroupError)) pidsLimit = "cgroup";
+  std::string cgroupError;
+  const bool cgroupMade = maxProcs > 0 && cgroup.Create(maxProcs, &cgroupError);
   gCgroup = &cgroup;
   gJailPid = getpid();
   if (useNamespaces) nsError = EnterNamespaces();
@@ -302,7 +340,9 @@ int main(int argc, char** argv) {
     if (!err.empty()) Die("sandbox setup failed: " + err, 125);
   }
 
-  int lifeline[2];  // the child sees EOF here if we are gone before it armed PDEATHSIG
+  // The child sees EOF here if we are gone before it armed PDEATHSIG; and it execs the run only once a
+  // byte came: then it is in the run's pids cgroup (moved while it sets up its sandbox).
+  int lifeline[2];
   if (pipe2(lifeline, O_CLOEXEC) < 0) Die("pipe: " + std::string(strerror(errno)), 1);
 
   pid_t child = fork();
@@ -311,8 +351,12 @@ int main(int argc, char** argv) {
     close(lifeline[1]);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     pollfd p{lifeline[0], POLLIN, 0};
-    if (poll(&p, 1, 0) > 0) _exit(1);  // jail already gone
-    close(lifeline[0]);
+    // jail already gone (its go byte may be there already: only the hang-up says gone)
+    if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR))) _exit(1);
+    if (pumping) {
+      std::string err = pump.BecomeChildStdio();
+      if (!err.empty()) Die("the run's output: " + err, 126);
+    }
     sigprocmask(SIG_SETMASK, &previous, nullptr);
     if (maxProcs > 0 && containment == "pid-namespace") {  // outside a user namespace it would count all of the user's
       std::string err = runboard::pids::SetNprocLimit(maxProcs);
@@ -373,6 +417,11 @@ int main(int argc, char** argv) {
       for (auto& kv : runEnv) putenv(kv.data());
     }
     setenv("RUNBOARD_FS_CONFINEMENT", fs, 1);
+    char go;
+    ssize_t got;
+    do got = read(lifeline[0], &go, 1);
+    while (got < 0 && errno == EINTR);
+    if (got != 1) _exit(1);  // the jail is gone
     Status("{\"event\":\"sandbox\",\"landlockAbi\":" + std::to_string(enforced ? landlockAbi : 0) +
            ",\"enforced\":" + (fsByMounts || enforced ? "true" : "false") + ",\"fs\":\"" + fs +
            "\",\"mountNamespace\":" + (mountNs ? "true" : "false") + "}");
@@ -380,20 +429,63 @@ int main(int argc, char** argv) {
     Die("cannot execute " + std::string(command[0]) + ": " + strerror(errno), 127);
   }
   close(lifeline[0]);
+  {
+    // A child that died before reading its go byte must not kill the jail with SIGPIPE (nor a gone
+    // supervisor: the parent-death signal does that). Blocked in the jail only, after the fork.
+    sigset_t pipeSig;
+    sigemptyset(&pipeSig);
+    sigaddset(&pipeSig, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &pipeSig, nullptr);
+  }
+  std::string pidsLimit = "none";
+  if (cgroupMade && cgroup.AddProcess(child, &cgroupError)) pidsLimit = "cgroup";
   broker.ParentSide();
+  if (pumping) pump.ParentSide();
   if (maxProcs > 0 && pidsLimit == "none" && containment == "pid-namespace") pidsLimit = "rlimit";
   Status("{\"event\":\"started\",\"pid\":" + std::to_string(child) + ",\"containment\":\"" + containment +
          "\",\"namespaceError\":\"" + JsonEscape(nsError) + "\",\"pidsLimit\":\"" + pidsLimit +
          "\",\"maxProcs\":" + std::to_string(maxProcs) + ",\"cgroupError\":\"" + JsonEscape(cgroupError) + "\"}");
+  if (write(lifeline[1], "g", 1) < 0) {
+    // the child is gone already: its exit says why
+  }
 
   int status = 0;
   rusage usage{};
   // Signals and the run's listen() calls, which the broker answers, arrive here.
   int signals = signalfd(-1, &handled, SFD_CLOEXEC);
   if (signals < 0) Die("signalfd: " + std::string(strerror(errno)), 1);
+  // Output sizes go to the supervisor at most every kSizesEveryMs while output flows (the first at once):
+  // a run printing without pause costs it a status line per interval, not one per write.
+  constexpr long kSizesEveryMs = 5;
+  long long sizesSentAt = -kSizesEveryMs;
+  bool sizesDue = false;
+  auto nowMs = [] {
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return static_cast<long long>(t.tv_sec) * 1000 + t.tv_nsec / 1000000;
+  };
+  auto sendSizes = [&] {
+    std::string failed = pump.FailureLine();
+    if (!failed.empty()) Status(failed);
+    std::string line = pump.SizesLine();
+    if (!line.empty()) Status(line);
+    sizesSentAt = nowMs();
+    sizesDue = false;
+  };
   for (;;) {
-    pollfd ready[2] = {{signals, POLLIN, 0}, {broker.PollFd(), POLLIN, 0}};
-    if (poll(ready, 2, -1) < 0) continue;
+    pollfd ready[4] = {{signals, POLLIN, 0},
+                       {broker.PollFd(), POLLIN, 0},
+                       {pumping ? pump.Fd(0) : -1, POLLIN, 0},
+                       {pumping ? pump.Fd(1) : -1, POLLIN, 0}};
+    int timeout = -1;
+    if (sizesDue) timeout = static_cast<int>(std::max(0LL, sizesSentAt + kSizesEveryMs - nowMs()));
+    int n = poll(ready, 4, timeout);
+    if (n < 0) continue;
+    if (pumping) {
+      for (int s = 0; s < 2; ++s)
+        if (ready[2 + s].revents && pump.Move(s)) sizesDue = true;
+      if (sizesDue && nowMs() - sizesSentAt >= kSizesEveryMs) sendSizes();
+    }
     if (ready[1].revents) broker.Serve(ready[1].revents);
     signalfd_siginfo info;
     if (!(ready[0].revents & POLLIN) || read(signals, &info, sizeof info) != sizeof info) continue;
@@ -410,27 +502,34 @@ int main(int argc, char** argv) {
     }
   }
   if (containment == "subreaper") KillRemainingChildren();
-  cgroup.Leave();
-
-  std::string io;
-  {
-    int fd = open("/proc/self/io", O_RDONLY | O_CLOEXEC);
-    char buf[1024];
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-    if (n > 0) io.assign(buf, n);
-    if (fd >= 0) close(fd);
+  cgroup.Remove();
+  // The run's processes are all gone: what is left in the pipes is the end of its output.
+  if (pumping) {
+    pump.Drain();
+    sendSizes();
   }
+
+  // The run's I/O: the jail's counters hold its reaped children's and its own (the output it moved),
+  // so its own (the thread's alone) is taken off.
+  std::string io = ReadSmallFile("/proc/self/io"), ownIo = ReadSmallFile("/proc/thread-self/io");
+  auto runIo = [&](const char* key) {
+    long long all = IoField(io, key), own = IoField(ownIo, key);
+    return all < 0 ? all : all - (own > 0 ? own : 0);
+  };
+  rusage self{};
+  getrusage(RUSAGE_SELF, &self);
+  long jailCpuMs =
+      (self.ru_utime.tv_sec + self.ru_stime.tv_sec) * 1000 + (self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1000;
   bool signaled = WIFSIGNALED(status);
   int code = signaled ? -1 : WEXITSTATUS(status);
   int termsig = signaled ? WTERMSIG(status) : 0;
   char line[512];
   snprintf(line, sizeof line,
            "{\"event\":\"exit\",\"code\":%s,\"signal\":%d,\"rchar\":%lld,\"wchar\":%lld,\"readBytes\":%lld,"
-           "\"writeBytes\":%lld,\"utimeMs\":%ld,\"stimeMs\":%ld,\"maxRssKb\":%ld}",
-           signaled ? "null" : std::to_string(code).c_str(), termsig, IoField(io, "rchar"), IoField(io, "wchar"),
-           IoField(io, "read_bytes"), IoField(io, "write_bytes"),
-           usage.ru_utime.tv_sec * 1000 + usage.ru_utime.tv_usec / 1000,
-           usage.ru_stime.tv_sec * 1000 + usage.ru_stime.tv_usec / 1000, usage.ru_maxrss);
+           "\"writeBytes\":%lld,\"utimeMs\":%ld,\"stimeMs\":%ld,\"maxRssKb\":%ld,\"jailCpuMs\":%ld}",
+           signaled ? "null" : std::to_string(code).c_str(), termsig, runIo("rchar"), runIo("wchar"),
+           runIo("read_bytes"), runIo("write_bytes"), usage.ru_utime.tv_sec * 1000 + usage.ru_utime.tv_usec / 1000,
+           usage.ru_stime.tv_sec * 1000 + usage.ru_stime.tv_usec / 1000, usage.ru_maxrss, jailCpuMs);
   Status(line);
   return signaled ? 128 + termsig : code;
 }

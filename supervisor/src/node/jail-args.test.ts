@@ -78,6 +78,16 @@ describe('buildJailArgs', () => {
     expect(buildJailArgs(base())).not.toContain('--tcp');
   });
 
+  it('withholds deletes in the workspace for askDeletes, giving them back in the deletable folders', () => {
+    const a = buildJailArgs(
+      base({ sandbox: { askDeletes: true, deletable: ['build', 'tmp/x'] } }, { workspaceFd: 6 }),
+    );
+    expect(a.join(' ')).toContain('--ask-deletes --remove build --remove tmp/x');
+    expect(buildJailArgs(base({ sandbox: { deletable: ['build'] } }, { workspaceFd: 6 }))).not.toContain(
+      '--remove',
+    );
+  });
+
   it('allows UDP only for a flow that asks for it', () => {
     expect(buildJailArgs(base({ sandbox: { udp: true } }))).toContain('--udp');
     expect(buildJailArgs(base({ sandbox: { tcpPorts: [53] } }))).not.toContain('--udp');
@@ -165,8 +175,12 @@ describe('serializeEnv', () => {
 describe('projectReadOnly', () => {
   it("keeps the card's project config and cards read-only unless the flow allows writing them", () => {
     const card = { path: '/p/cards/a.md', project: '/p' };
-    expect(projectReadOnly(card, flow())).toEqual(['/p/config.yaml', '/p/cards']);
-    expect(projectReadOnly({ path: '/q/cards/a.md' }, flow())).toEqual(['/q/config.yaml', '/q/cards']);
+    expect(projectReadOnly(card, flow())).toEqual(['/p/config.yaml', '/p/cards', '/p/recordings']);
+    expect(projectReadOnly({ path: '/q/cards/a.md' }, flow())).toEqual([
+      '/q/config.yaml',
+      '/q/cards',
+      '/q/recordings',
+    ]);
     expect(projectReadOnly({ path: '/q/a.md' }, flow())).toEqual([]);
     expect(projectReadOnly(card, flow({ sandbox: { projectWritable: true } }))).toEqual([]);
   });
