@@ -17,6 +17,7 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
+          setupFiles: ['tests/helpers/unit-home.ts'],
           include: ['{host,supervisor,worker,native}/src/**/*.test.ts'],
         },
       },

@@ -57,9 +57,13 @@ function childrenCpuMs(): number {
   return (Number(f[13]) + Number(f[14])) * 10;
 }
 
-/** CPU time of a run's own processes, ms, from its metrics. */
+/** CPU time of a run's own processes and its jail (which moves its output into the log files), ms. */
 function runCpu(r: RunResult): number {
-  return Number(r.metrics?.cpuUserMs ?? 0) + Number(r.metrics?.cpuSystemMs ?? 0);
+  return (
+    Number(r.metrics?.cpuUserMs ?? 0) +
+    Number(r.metrics?.cpuSystemMs ?? 0) +
+    Number(r.metrics?.jailCpuMs ?? 0)
+  );
 }
 
 const trimmedEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };

@@ -4,7 +4,7 @@
  * repository with one commit as the workspace.
  */
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   call,
@@ -15,7 +15,7 @@ import {
 } from '@runboard/supervisor/protocol';
 import { writeProviderKey } from '../../supervisor/src/common/secrets.ts';
 import { startModelServer, type Episode, type ModelServer } from '../fixtures/model-server/server.ts';
-import { Harness, REPO, type RunRecord } from '../helpers/harness.ts';
+import { Harness, processesMentioning, REPO, type RunRecord } from '../helpers/harness.ts';
 
 export const KEYS = { openai: 'sk-test-openai-0123456789', anthropic: 'sk-ant-test-0123456789' };
 
@@ -125,4 +125,27 @@ export function agentEvents(rec: RunRecord): { kind: string; [k: string]: unknow
   return rec.events
     .filter((e) => e.type === 'log' && e.data && 'agent' in e.data)
     .map((e) => (e.data as { agent: { kind: string } }).agent);
+}
+
+/**
+ * The environment of a process whose environment or command line has `needle` and whose environment
+ * `pick` accepts (e.g. a run's agent CLI: the test, as the user, may read it, and so may the run).
+ */
+export function processEnv(needle: string, pick: (environ: string) => boolean): Record<string, string> {
+  for (const pid of processesMentioning(needle)) {
+    let env: string;
+    try {
+      env = readFileSync(`/proc/${pid}/environ`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (!pick(env)) continue;
+    return Object.fromEntries(
+      env
+        .split('\0')
+        .filter((l) => l.includes('='))
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
+  }
+  throw new Error(`no process with ${needle}`);
 }

@@ -4,10 +4,9 @@
  * there. Run A (a real claude run, waiting on the scripted model) holds its token; run B, a run of its
  * own with a provider (so it may reach the proxy), is handed A's token and A's base URL and tries.
  */
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { processesMentioning, waitUntil } from '../helpers/harness.ts';
-import { AgentHarness } from './agent-harness.ts';
+import { waitUntil } from '../helpers/harness.ts';
+import { AgentHarness, processEnv } from './agent-harness.ts';
 
 let a: AgentHarness;
 beforeAll(async () => {
@@ -31,24 +30,8 @@ fetch(base + '/v1/messages', {
 `;
 
 /** The environment of the claude process of run A (the test, as the user, may read it). */
-function claudeEnv(root: string): Record<string, string> {
-  for (const pid of processesMentioning('ANTHROPIC_API_KEY=rbp-')) {
-    let env: string;
-    try {
-      env = readFileSync(`/proc/${pid}/environ`, 'utf8');
-    } catch {
-      continue;
-    }
-    if (!env.includes(root)) continue;
-    return Object.fromEntries(
-      env
-        .split('\0')
-        .filter((l) => l.includes('='))
-        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
-    );
-  }
-  throw new Error('no claude process of run A');
-}
+const claudeEnv = (root: string): Record<string, string> =>
+  processEnv('ANTHROPIC_API_KEY=rbp-', (env) => env.includes(root));
 
 describe('model proxy tokens', () => {
   it("another run cannot use a run's token", async () => {

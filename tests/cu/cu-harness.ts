@@ -45,6 +45,9 @@ export class CuHarness {
           RUNBOARD_PROVIDER_OPENAI_URL: model.url,
           RUNBOARD_PROVIDER_ANTHROPIC_URL: model.url,
           RUNBOARD_PROVIDER_LOCAL_URL: model.url,
+          // vision profiles of other providers than the run's (tests/documents)
+          RUNBOARD_PROVIDER_GEMINI_URL: model.url,
+          RUNBOARD_PROVIDER_ZHIPU_URL: model.url,
           ...opts.env,
         },
       });

@@ -8,11 +8,11 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkWorkflow, type FlowSpec, type Workflow } from '@runboard/supervisor/protocol';
-import { desktop, Recording, type ManifestStep } from '../../native/src/index.ts';
-import { sleep } from '../desktop/session.ts';
+import type { ManifestStep } from '../../native/src/index.ts';
 import type { RecordedRequest, TurnFn } from '../fixtures/model-server/server.ts';
 import { REPO } from '../helpers/harness.ts';
 import { artifact, CuHarness, find, KEYS } from './cu-harness.ts';
+import { formPassB, recordFormFill, requestParts, scriptedPassA } from './reflect-script.ts';
 
 const TITLE = 'Runboard Reflect Form';
 let cu: CuHarness;
@@ -20,99 +20,17 @@ let project: string;
 let recording: string;
 let manifest: ManifestStep[];
 
-/** The text parts of a Responses request (prompt and captions), and how many images it carries. */
-function parts(r: RecordedRequest): { text: string; images: number } {
-  let text = '';
-  let images = 0;
-  for (const item of (r.body?.input ?? []) as Array<{ content?: unknown }>) {
-    if (typeof item.content === 'string') text += item.content + '\n';
-    else
-      for (const c of (item.content ?? []) as Array<{ type: string; text?: string }>) {
-        if (c.type === 'input_image') images++;
-        else if (c.text) text += c.text + '\n';
-      }
-  }
-  return { text, images };
-}
-
-const passAText = (body: Record<string, unknown>): string =>
-  parts({ body } as unknown as RecordedRequest).text;
-
-/** Pass A, scripted: describes the step it is asked about from the action the prompt carries. */
-const passA: TurnFn = ({ body }) => {
-  const text = passAText(body);
-  const action = JSON.parse(/The action \(ground truth[^:]*: (\{.*\})\n/.exec(text)![1]!) as {
-    action_type: string;
-    action: { text?: string; key?: string };
-    element?: { name: string };
-  };
-  const el = action.element?.name ?? 'the focused field';
-  const value =
-    action.action_type === 'TYPE'
-      ? (action.action.text ?? null)
-      : action.action_type === 'KEYPRESS'
-        ? action.action.key
-        : null;
-  return {
-    text: JSON.stringify({
-      expected_current_state: `The ${TITLE} window is in front.`,
-      intent: `${action.action_type} on ${el}.`,
-      target: { primary: `The element "${el}"`, fallback: null },
-      post_action: ['The form reacts.'],
-      action_value: value,
-    }),
-  };
-};
-
-/** Pass B's answer for the recording below (click Name, type, Tab, type, click Submit). */
-function passBAnswer(nameValue: string): string {
-  return (
-    'Here is the workflow:\n```json\n' +
-    JSON.stringify({
-      detailed_task_description: 'Fill in the name and email of the form and submit it.',
-      success_criteria: 'The form says it was submitted.',
-      task_params: [
-        {
-          name: 'full_name',
-          type: 'string',
-          description: 'The name.',
-          example: 'Ada Lovelace',
-          sensitive: false,
-        },
-        {
-          name: 'email',
-          type: 'string',
-          description: 'The email.',
-          example: 'ada@example.org',
-          sensitive: false,
-        },
-      ],
-      subtasks: [
-        {
-          text: 'Enter {full_name} and {email}',
-          expected_outcome: 'Name shows {full_name}, Email shows {email}.',
-        },
-        { text: 'Submit the form', expected_outcome: 'The status says the form was submitted.' },
-      ],
-      steps: [
-        { i: 0, subtask: 0, action_value: null },
-        { i: 1, subtask: 0, action_value: nameValue },
-        { i: 2, subtask: 0, action_value: 'Tab' },
-        { i: 3, subtask: 0, action_value: '{email}' },
-        { i: 4, subtask: 1, action_value: null },
-      ],
-    }) +
-    '\n```'
-  );
-}
+const parts = (r: RecordedRequest): { text: string; images: number } => requestParts(r.body);
 
 /** Pass B, scripted per card marker: `good`, `retry` (invalid, then valid), `stubborn` (invalid twice). */
 const passB: TurnFn = ({ body }) => {
-  const text = passAText(body);
+  const text = requestParts(body).text;
   const again = text.includes('It could not be used');
-  if (text.includes('MARK-stubborn')) return { text: passBAnswer('{fullname}') };
-  if (text.includes('MARK-retry') && !again) return { text: passBAnswer('{fullname}') };
-  return { text: passBAnswer('{full_name}') };
+  const bad = text.includes('MARK-stubborn') || (text.includes('MARK-retry') && !again);
+  // Models wrap answers in prose and fences: reflect finds the JSON in them.
+  return {
+    text: `Here is the workflow:\n\`\`\`json\n${JSON.stringify(formPassB(text, bad ? '{fullname}' : '{full_name}'))}\n\`\`\``,
+  };
 };
 
 function flow(): FlowSpec {
@@ -152,36 +70,23 @@ beforeAll(async () => {
   cu = await CuHarness.start();
   cu.episodes([
     { name: 'pass-b', match: 'You are a workflow compiler', requireTools: false, turns: [passB] },
-    { name: 'pass-a', match: 'You turn one recorded step', requireTools: false, turns: [passA] },
+    {
+      name: 'pass-a',
+      match: 'You turn one recorded step',
+      requireTools: false,
+      turns: [scriptedPassA(TITLE)],
+    },
   ]);
   project = path.join(cu.h.root, 'project');
   mkdirSync(path.join(project, 'cards'), { recursive: true });
   await cu.startForm(TITLE);
-  const name = await find(TITLE, (e) => e.role === 'text' && e.name === 'Name');
-  const submit = await find(TITLE, (e) => e.role === 'push button' && e.name === 'Submit');
-  const centre = (b: [number, number, number, number]): [number, number] => [
-    b[0] + Math.floor(b[2] / 2),
-    b[1] + Math.floor(b[3] / 2),
-  ];
-  const rec = await Recording.start({ dir: path.join(project, 'recordings') });
-  const pause = async (): Promise<void> => {
-    await sleep(300);
-    await rec.idle();
-  };
-  await pause();
-  await desktop.click(...centre(name.bounds));
-  await pause();
-  await desktop.type('Ada Lovelace', { delayMs: 15 });
-  await pause();
-  await desktop.key('Tab');
-  await pause();
-  await desktop.type('ada@example.org', { delayMs: 15 });
-  await pause();
-  await desktop.click(...centre(submit.bounds));
-  await pause();
-  const summary = await rec.stop();
-  recording = summary.id;
-  manifest = readFileSync(path.join(summary.dir, 'manifest.jsonl'), 'utf8')
+  const rec = await recordFormFill(
+    path.join(project, 'recordings'),
+    await find(TITLE, (e) => e.role === 'text' && e.name === 'Name'),
+    await find(TITLE, (e) => e.role === 'push button' && e.name === 'Submit'),
+  );
+  recording = rec.id;
+  manifest = readFileSync(path.join(rec.dir, 'manifest.jsonl'), 'utf8')
     .trim()
     .split('\n')
     .map((l) => JSON.parse(l) as ManifestStep);
@@ -212,6 +117,11 @@ describe('reflect', () => {
     const w = JSON.parse(text) as Workflow;
     expect(text.startsWith('{\n  "version": 1,\n  "task_name": "Fill the form",')).toBe(true);
     expect(w.task_params.map((p) => p.name)).toEqual(['full_name', 'email']);
+    // Pass B's outcome checks are kept per subtask, for replay to check instead of a model's word.
+    expect(w.plan.subtasks.map((s) => s.outcome_check)).toEqual([
+      { role: 'text', name: 'Name', value: '{full_name}' },
+      { role: 'label', name: 'Save status', value: 'Saved: 1 time(s)' },
+    ]);
     const [fill, submit] = w.plan.subtasks;
     expect(fill!.steps.map((s) => [s.action_type, s.action_value])).toEqual([
       ['CLICK', null],

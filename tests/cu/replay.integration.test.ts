@@ -11,7 +11,8 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { serializeWorkflow, workflowFileFor, type Workflow } from '../../supervisor/src/protocol/workflow.ts';
 import { REPO, type RunRecord } from '../helpers/harness.ts';
-import { artifact, CuHarness, cuEvents, find, imagePoint } from './cu-harness.ts';
+import { desktop } from '../../native/src/index.ts';
+import { artifact, CuHarness, cuEvents, find, formApp, imagePoint } from './cu-harness.ts';
 
 const TITLE = 'Runboard Replay Form';
 const FIXTURE = path.join(REPO, 'tests', 'fixtures', 'workflows', 'form-replay', 'schema.json');
@@ -43,6 +44,31 @@ function replayCard(marker: string, params: Record<string, string>, edit?: (w: W
     `---\ntitle: Replay the form\nflow: replay\n${lines.length ? `params:\n${lines.join('\n')}\n` : ''}---\n# Task\nReplay.\n\n## Questions\n- None.\n`,
   );
   return card;
+}
+
+/** A last subtask whose one EXTRACT step reads element `name` (by its locator: role and name) into `variable`. */
+function withExtract(w: Workflow, variable: string, name: string, role = 'label'): void {
+  const loc = w.plan.subtasks[0]!.steps[0]!.locator!;
+  const k = w.plan.subtasks.length;
+  w.plan.subtasks.push({
+    subtask_i: k,
+    text: `Read ${name}`,
+    expected_outcome: '',
+    dependencies: [],
+    steps: [
+      {
+        i: 0,
+        action_type: 'EXTRACT',
+        action_value: `the text of ${name}`,
+        variable_name: variable,
+        intent: `Read ${name}`,
+        expected_current_state: 'The form is shown',
+        target: { primary: name, fallback: null },
+        post_action: ['not relevant'],
+        locator: { app: loc.app, window_title: loc.window_title, role, name, path: [] },
+      },
+    ],
+  });
 }
 
 const flow = () =>
@@ -170,6 +196,93 @@ describe('replay', () => {
     // The model claimed done twice; the screen said otherwise both times.
     expect(requestsOf(marker)).toHaveLength(2);
     expect(await form()).toEqual({ name: 'Grace Hopper', saved: 'Saved: never', subscribed: false });
+  });
+
+  it('reads an extract off its locator without a model; asks the model only when the locator does not resolve', async () => {
+    await t.startForm(TITLE);
+    const marker = 'REPLAY-EXTRACT';
+    t.episodes([
+      {
+        name: 'extract',
+        match: marker,
+        indexBy: 'requests',
+        turns: [
+          {
+            toolCalls: [
+              {
+                name: 'done',
+                arguments: {
+                  observation: 'the status line reads subscribe on',
+                  memory: '',
+                  value: 'subscribe on',
+                },
+              },
+            ],
+          },
+        ],
+      },
+    ]);
+    const rec = await t.run(
+      replayCard(marker, { name: 'Grace Hopper' }, (w) => {
+        withExtract(w, 'saved_text', 'Save status');
+        withExtract(w, 'status_text', 'no such label'); // renamed since: the model reads it
+      }),
+      flow(),
+    );
+    expect(rec.result.status, rec.result.summary).toBe('succeeded');
+    expect(cuEvents(rec, 'replay-extract').map((e) => [e.name, e.value, e.by])).toEqual([
+      ['saved_text', 'Saved: 1 time(s)', 'locator'],
+      ['status_text', 'subscribe on', 'model'],
+    ]);
+    const reqs = requestsOf(marker);
+    expect(reqs).toHaveLength(1);
+    expect(JSON.stringify(reqs[0]!.body)).toContain('no label \\"no such label\\"');
+    expect(stepsOf(rec).map((s) => [s.action, s.replay.mode, s.replay.planStep])).toEqual([
+      ['click', 'locator', 1],
+      ['type', 'locator', 2],
+      ['click', 'locator', 3],
+      ['click', 'locator', 4],
+      ['extract', 'locator', 5],
+      ['done', 'model', 6],
+    ]);
+    expect(rec.result.metrics).toMatchObject({ replayLocatorSteps: 5, replayModelCalls: 1 });
+  });
+
+  it('replays on its own private display (computerUse.privateDisplay) with the flow’s app, not on the desktop in front', async () => {
+    const marker = 'REPLAY-PRIVATE';
+    const rec = await t.run(
+      replayCard(marker, { name: 'Grace Hopper' }, (w) => {
+        withExtract(w, 'typed_name', 'Name', 'text');
+        withExtract(w, 'saved_text', 'Save status');
+      }),
+      t.flow(
+        {
+          name: 'replay',
+          runner: 'replay',
+          prompt: path.join(REPO, 'prompts', 'replay_agent'),
+          sandbox: {}, // the private Xvfb listens on its path socket only
+        },
+        {
+          privateDisplay: true,
+          displaySize: '1024x768x24',
+          app: ['/usr/bin/python3', formApp, '--title', TITLE],
+        },
+      ),
+    );
+    expect(rec.result.status, rec.result.summary).toBe('succeeded');
+    const display = cuEvents(rec, 'display')[0]!;
+    expect(display.display).toMatch(/^:\d+$/);
+    expect(display.display).not.toBe(t.session!.env.DISPLAY);
+    // The app on the run's display holds the new value and was submitted (its outcome checks held,
+    // and the extracts read them back through AT-SPI there)...
+    expect(cuEvents(rec, 'replay-extract').map((e) => [e.name, e.value, e.by])).toEqual([
+      ['typed_name', 'Grace Hopper', 'locator'],
+      ['saved_text', 'Saved: 1 time(s)', 'locator'],
+    ]);
+    expect(cuEvents(rec, 'cu-screenshot')[0]!.source).toEqual([0, 0, 1024, 768]);
+    expect(requestsOf(marker)).toHaveLength(0);
+    // ...while the desktop in front has no such window: nothing ran there.
+    expect((await desktop.listWindows()).filter((w) => w.title === TITLE)).toEqual([]);
   });
 
   it('asks for a parameter that has neither a value nor an example, before touching the desktop', async () => {

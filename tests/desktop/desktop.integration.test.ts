@@ -223,7 +223,8 @@ describe('input and focus', () => {
     await desktop.type(a); // in-process: mapped and typed in chunks (Xvfb's keymap has ~19 usable keycodes)
     const other = s.run(['type', '--text', b]); // another process re-uses the slots the first one mapped
     expect(other.code, other.stderr).toBe(0);
-    expect(await eventually(async () => (await find('text', 'Name')).value === a + b, 5000)).toBe(true);
+    await eventually(async () => (await find('text', 'Name')).value === a + b, 5000);
+    expect((await find('text', 'Name')).value).toBe(a + b); // on failure: which characters came out wrong
   });
 
   it('key combos: ctrl+a then backspace empties the field; shift+letters and a delay', async () => {

@@ -8,6 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { toolOutputs, type TurnFn } from '../fixtures/model-server/server.ts';
+import { writeProviderKey } from '../../supervisor/src/common/secrets.ts';
 import { act, CuHarness, cuEvents, find, final, imagePoint } from '../cu/cu-harness.ts';
 import { docx, png } from './fixtures.ts';
 
@@ -225,7 +226,66 @@ describe('analyze_media', () => {
     expect(t.model.requests.filter((r) => r.episode === 'vision').length).toBe(before);
   });
 
-  it("without a vision profile, or with another provider's, it answers what to set", async () => {
+  it("a vision profile of another provider than the run's (Anthropic, Gemini, GLM with a whole video) goes through the run's vision route with that provider's key", async () => {
+    writeProviderKey(t.h.paths, 'gemini', 'gemini-test-key-0123456789');
+    writeProviderKey(t.h.paths, 'zhipu', 'zhipu-test-key-0123456789');
+    const cases = [
+      { profile: 'claude-eyes', provider: 'anthropic', model: 'claude-eyes', file: 'red.png' },
+      { profile: 'gemini-eyes', provider: 'gemini', model: 'gemini-eyes', file: 'red.png' },
+      { profile: 'glm', provider: 'zhipu', model: 'glm-4.6v', file: 'clip.mp4' },
+    ];
+    for (const c of cases) {
+      const marker = `CU-CROSS-${c.provider.toUpperCase()}-MARKER`;
+      t.episodes([
+        VISION,
+        {
+          name: `cu-cross-${c.provider}`,
+          match: marker,
+          turns: [
+            { toolCalls: [{ name: 'analyze_media', arguments: { path: c.file } }] },
+            final({ status: 'SUCCESS', summary: 'looked', error: '', questions: [] }),
+          ],
+        },
+      ]);
+      const before = t.model.requests.length;
+      const { file, ...vision } = c;
+      // the run's own provider is openai (t.flow); the vision profile's is another
+      const rec = await t.run(t.card('Look', `${marker} what is in ${file}?`), t.flow({ vision }));
+      expect(rec.result.status, rec.result.summary).toBe('succeeded');
+      const result = cuEvents(rec, 'cu-step')[0]!.result as { ok: boolean; text: string; error?: string };
+      expect(result.ok, JSON.stringify(result)).toBe(true);
+      expect(JSON.parse(result.text)).toMatchObject({ model: c.model, summary: 'a red rectangle' });
+      const asked = t.model.requests.slice(before).filter((r) => r.episode === 'vision');
+      expect(asked, c.provider).toHaveLength(1);
+      const q = asked[0]!;
+      if (c.provider === 'anthropic') {
+        expect(q.path).toBe('/v1/messages');
+        expect(q.headers['x-api-key']).toBe('sk-ant-test-0123456789');
+        expect(q.body?.model).toBe('claude-eyes');
+      } else if (c.provider === 'gemini') {
+        expect(q.path).toBe('/v1beta/models/gemini-eyes:generateContent');
+        expect(q.headers['x-goog-api-key']).toBe('gemini-test-key-0123456789');
+        expect(JSON.stringify(q.body)).toContain('"mime_type":"image/png"');
+      } else {
+        // GLM: its Chat Completions path, the whole video as video_url (no frames taken)
+        expect(q.path).toBe('/v4/chat/completions');
+        expect(q.headers.authorization).toBe('Bearer zhipu-test-key-0123456789');
+        expect(q.body?.model).toBe('glm-4.6v');
+        const content = (
+          q.body!.messages as { content: { type: string; video_url?: { url: string } }[] }[]
+        )[0]!.content;
+        expect(content.map((p) => p.type)).toEqual(['video_url', 'text']);
+        expect(content[0]!.video_url!.url).toMatch(/^data:video\/mp4;base64,AAAA/);
+        expect(JSON.parse(result.text)).not.toHaveProperty('frames');
+      }
+      // no request of the run's own provider carried the vision provider's key, nor the other way
+      expect(
+        JSON.stringify(t.model.requests.slice(before).filter((r) => r.episode !== 'vision')),
+      ).not.toMatch(/sk-ant-test|gemini-test-key|zhipu-test-key/);
+    }
+  });
+
+  it('without a vision profile, or with a provider the supervisor does not know, it answers what to set', async () => {
     t.episodes([
       VISION,
       {
@@ -244,7 +304,8 @@ describe('analyze_media', () => {
     ]);
     const card = t.card('Look', 'CU-NOVISION-MARKER what is in red.png?');
     const errors: string[] = [];
-    for (const vision of [undefined, { ...eyes, provider: 'anthropic' }]) {
+    const before = t.model.requests.filter((r) => r.episode === 'vision').length;
+    for (const vision of [undefined, { ...eyes, provider: 'nosuch' }]) {
       const rec = await t.run(card, t.flow(vision ? { vision } : {}));
       expect(rec.result.status, rec.result.summary).toBe('needs-input');
       errors.push((cuEvents(rec, 'cu-step')[0]!.result as { error: string }).error);
@@ -253,8 +314,8 @@ describe('analyze_media', () => {
       /^analyze_media cannot run: this flow has no vision profile\. Tell the person to add `visionProfile: NAME` to flow "desktop"/,
     );
     expect(errors[1]).toContain(
-      'vision profile "eyes" uses provider anthropic, but this run reaches only openai',
+      'the supervisor gave this run no route to provider nosuch of vision profile "eyes"',
     );
-    expect(t.model.requests.filter((r) => r.episode === 'vision')).toHaveLength(2); // only the first test's
+    expect(t.model.requests.filter((r) => r.episode === 'vision')).toHaveLength(before);
   });
 });

@@ -2,13 +2,15 @@
  * The inspector's "Edit workflow" in Debian's Chromium against a real `runboard serve`: a card with a
  * workflow (cards/<card>/schema.json); rename a parameter (its templates follow), change an example,
  * an invalid edit shown with where it is and never saved, a dependency moved below its extract refused,
- * a subtask and a step added and removed, the review, then Save: the file holds exactly the edits, in
+ * a subtask and a step added and removed, a step's locator removed, restored and edited (an invalid one
+ * refused), an outcome check added, the review, then Save: the file holds exactly the edits, in
  * the stable form. No serious axe-core violation; screenshots in test-results/.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serializeWorkflow, type Workflow } from '@runboard/supervisor/protocol';
 import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, openCard, REPO, writeCardWorkflow } from './helpers/board.ts';
 
@@ -116,9 +118,48 @@ describe('the workflow editor', () => {
     await status(page).getByText('The workflow is valid.').waitFor();
   });
 
+  it('shows, edits, removes and restores a step’s locator, and edits an outcome check, with validation', async () => {
+    const step = (k: number, i: number) => `Subtask ${k} step ${i}`;
+    // Removed: the step goes to the model; added back from the recording: as it was.
+    await page.getByText('Locator: text “Name” in Runboard Recorder Form').click();
+    await page.getByRole('button', { name: `Remove locator of ${step(1, 1).toLowerCase()}` }).click();
+    await page.getByText('No locator: replay asks the model for this step.').first().waitFor();
+    await page
+      .getByRole('button', { name: `Add the recorded locator to ${step(1, 1).toLowerCase()}` })
+      .click();
+    await page.getByText('Locator: text “Name” in Runboard Recorder Form').click();
+    expect(await page.getByRole('textbox', { name: `${step(1, 1)} path 2 name` }).inputValue()).toBe('Name');
+    // The app renamed Submit: the element's name, and the path's end with it.
+    await page.getByText('Locator: push button “Submit”').click();
+    await page.getByRole('textbox', { name: `${step(2, 1)} locator name` }).fill('Send');
+    expect(await page.getByRole('textbox', { name: `${step(2, 1)} path 2 name` }).inputValue()).toBe('Send');
+    // An invalid locator is shown where it is, and blocks the save.
+    await page.getByRole('textbox', { name: `${step(2, 1)} locator role` }).fill('');
+    await expect.poll(() => status(page).textContent()).toContain("a locator needs the element's role");
+    await status(page).getByText('plan.subtasks[1].steps[0].locator.role').waitFor();
+    expect(await page.getByRole('button', { name: 'Save workflow' }).isDisabled()).toBe(true);
+    await page.getByRole('textbox', { name: `${step(2, 1)} locator role` }).fill('push button');
+    await page.getByRole('button', { name: `Remove ${step(2, 1).toLowerCase()} path 1` }).click();
+    await status(page).getByText('The workflow is valid.').waitFor();
+    // An outcome check: empty is refused; a template must be a parameter.
+    await page.getByRole('button', { name: 'Add outcome check to subtask 1' }).click();
+    await expect
+      .poll(() => status(page).textContent())
+      .toContain('an outcome check needs a role, a name or a value');
+    await page.getByRole('textbox', { name: 'Subtask 1 outcome check value' }).fill('{nobody}');
+    await expect.poll(() => status(page).textContent()).toContain('{nobody} is neither a parameter');
+    await page.getByRole('textbox', { name: 'Subtask 1 outcome check value' }).fill('{person_name}');
+    await page.getByRole('textbox', { name: 'Subtask 1 outcome check name' }).fill('Name');
+    await status(page).getByText('The workflow is valid.').waitFor();
+    await page.screenshot({ path: path.join(ARTIFACTS, 'workflow-editor-locator.png'), fullPage: true });
+    expect(await seriousViolations(page)).toEqual([]);
+  });
+
   it('reviews the whole plan, then saves exactly the edits in the stable form', async () => {
     await page.getByRole('tab', { name: 'Review' }).click();
     await page.getByText('uses status_text').waitFor();
+    await page.getByText('checks “Name” showing “{person_name}”').waitFor();
+    await page.getByText('3 without a locator (the model does them)').waitFor();
     await page.screenshot({ path: path.join(ARTIFACTS, 'workflow-editor-review.png'), fullPage: true });
     expect(await seriousViolations(page)).toEqual([]);
     await page.getByRole('tab', { name: /Parameters/ }).click();
@@ -131,6 +172,11 @@ describe('the workflow editor', () => {
     const expected = SAMPLE.replaceAll('{full_name}', '{person_name}')
       .replace('"name": "full_name"', '"name": "person_name"')
       .replace('"example": "ada@example.org"', '"example": "grace@example.org"');
-    expect(readFileSync(file, 'utf8')).toBe(expected);
+    const w = JSON.parse(expected) as Workflow;
+    w.plan.subtasks[0]!.outcome_check = { name: 'Name', value: '{person_name}' };
+    const submit = w.plan.subtasks[1]!.steps[0]!.locator!;
+    submit.name = 'Send';
+    submit.path = [{ role: 'push button', name: 'Send', index: 0 }];
+    expect(readFileSync(file, 'utf8')).toBe(serializeWorkflow(w));
   });
 });

@@ -3,13 +3,13 @@
  * supervisors as hosts with state roots of their own, pulling runs of the flows they offer. Runs are
  * launched through the real protocol and watched through the supervisor that submitted them.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunResult } from '@runboard/supervisor/protocol';
-import { Harness, processesMentioning, sleep, waitUntil } from '../helpers/harness.ts';
-import { LEASE_MS, startHost as startFleetHost } from './hosts.ts';
-import { CuttableLink, RedisServer } from './redis.ts';
+import { processesMentioning, sleep, waitUntil, type Harness } from '../helpers/harness.ts';
+import { startGateway, startHost as startFleetHost } from './hosts.ts';
+import { CuttableLink, type RedisServer } from './redis.ts';
 
 let redis: RedisServer;
 let board: Harness;
@@ -27,20 +27,7 @@ async function runOn(flow: string, command: string): Promise<{ runId: string; do
 }
 
 beforeAll(async () => {
-  board = await Harness.start({
-    env: { RUNBOARD_FLEET_LEASE_MS: String(LEASE_MS) },
-  });
-  redis = await RedisServer.start(path.join(board.root, 'redis'));
-  // The board's supervisor again, now with the redis backend.
-  board.client.close();
-  const exited = new Promise((r) => board.supervisor.once('exit', r));
-  board.supervisor.kill('SIGTERM');
-  await exited;
-  await board.startSupervisor(undefined, {
-    RUNBOARD_SCHEDULER_BACKEND: 'redis',
-    RUNBOARD_REDIS_URL: redis.url,
-  });
-  writeFileSync(path.join(board.root, 'card.md'), '---\ntitle: test card\n---\nSay hello.\n');
+  ({ board, redis } = await startGateway());
   await Promise.all([
     startHost('alpha', ['shell'], 2),
     startHost('beta', ['shell', 'slow'], 2),

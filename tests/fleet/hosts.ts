@@ -1,7 +1,9 @@
 /** Supervisors as hosts of a fleet, each with a state root and a granted workspace of its own. */
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createGrant } from '@runboard/supervisor/grants';
 import { Harness } from '../helpers/harness.ts';
+import { RedisServer } from './redis.ts';
 
 export const LEASE_MS = 5000;
 
@@ -40,4 +42,26 @@ export async function startHost(
     ...env,
   });
   return h;
+}
+
+/**
+ * The supervisor the board talks to, with the redis backend, and a private redis-server in its folder.
+ * `env`: more environment for the supervisor.
+ */
+export async function startGateway(
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ board: Harness; redis: RedisServer }> {
+  const board = await Harness.start({ env: { RUNBOARD_FLEET_LEASE_MS: String(LEASE_MS) } });
+  const redis = await RedisServer.start(path.join(board.root, 'redis'));
+  board.client.close();
+  const exited = new Promise((r) => board.supervisor.once('exit', r));
+  board.supervisor.kill('SIGTERM');
+  await exited;
+  await board.startSupervisor(undefined, {
+    RUNBOARD_SCHEDULER_BACKEND: 'redis',
+    RUNBOARD_REDIS_URL: redis.url,
+    ...env,
+  });
+  writeFileSync(path.join(board.root, 'card.md'), '---\ntitle: test card\n---\nSay hello.\n');
+  return { board, redis };
 }

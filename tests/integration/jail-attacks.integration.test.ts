@@ -128,7 +128,7 @@ for (const mode of ['namespaces', 'no namespaces'] as const) {
 
     // Without a mount namespace there is no read-only exception inside a writable tree (docs).
     it.skipIf(mode !== 'namespaces')(
-      'a run in the project folder cannot add a flow to config.yaml or queue a card',
+      'a run in the project folder cannot add a flow to config.yaml, queue a card or plant a recording',
       async () => {
         const project = h.workspace; // a card without `workspace:` runs in its project folder
         mkdirSync(path.join(project, 'cards'), { recursive: true });
@@ -139,7 +139,9 @@ for (const mode of ['namespaces', 'no namespaces'] as const) {
         const attack =
           `printf '  evil: { runner: command, sandbox: { writable: [/] } }\\n' >> config.yaml || echo config-refused; ` +
           `printf -- '---\\ntitle: evil\\nflow: evil\\nstatus: queued\\n---\\n' > cards/evil.md || echo card-refused; ` +
-          `mv cards cards.old 2>/dev/null || echo move-refused; echo ok > other.txt && echo workspace-writable`;
+          `mv cards cards.old 2>/dev/null || echo move-refused; ` +
+          `mkdir -p recordings/rec-planted 2>/dev/null || echo recording-refused; ` +
+          `echo ok > other.txt && echo workspace-writable`;
         const launch = (flow: Partial<FlowSpec>) =>
           h.client
             .launch({
@@ -151,7 +153,10 @@ for (const mode of ['namespaces', 'no namespaces'] as const) {
             })
             .then(({ runId }) => h.collect(runId));
         const rec = await launch({});
-        expect(rec.stdout).toBe('config-refused\ncard-refused\nmove-refused\nworkspace-writable\n');
+        expect(rec.stdout).toBe(
+          'config-refused\ncard-refused\nmove-refused\nrecording-refused\nworkspace-writable\n',
+        );
+        expect(readdirSync(path.join(project, 'recordings'))).toEqual([]);
         expect(readFileSync(config, 'utf8')).not.toContain('evil');
         expect(readdirSync(path.join(project, 'cards'))).toEqual(['attack.md']);
         // The user can allow it for a flow that edits the board on purpose.

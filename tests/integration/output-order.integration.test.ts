@@ -96,6 +96,28 @@ describe('stdout and stderr interleaving', () => {
     );
   });
 
+  it('the run holds only pipes: it cannot truncate, seek in or rewrite its recorded output', async () => {
+    // The jail moves the output into the files; a run that tries to edit its own record through its
+    // stdout/stderr (truncate, a write at offset 0, reopening the fd for writing) finds pipes.
+    const script = [
+      'echo first; echo first-err >&2',
+      'truncate -s 0 /proc/self/fd/1 2>/dev/null',
+      'truncate -s 0 /proc/self/fd/2 2>/dev/null',
+      'exec 3<>/proc/self/fd/1; printf REWRITTEN >&3; exec 3>&-',
+      'python3 -c "import os; os.lseek(1, 0, 0); os.write(1, b\\"XX\\")" 2>/dev/null',
+      'readlink /proc/self/fd/1 /proc/self/fd/2 | sed "s/:.*//" >&2',
+      'echo second; echo second-err >&2',
+    ].join('; ');
+    const rec = await h.run(['sh', '-c', script]);
+    expect(rec.result.status).toBe('succeeded');
+    const stdout = readFileSync(path.join(rec.result.logDir, 'stdout.log'), 'utf8');
+    const stderr = readFileSync(path.join(rec.result.logDir, 'stderr.log'), 'utf8');
+    expect(stdout.startsWith('first\n')).toBe(true);
+    expect(stdout.endsWith('second\n')).toBe(true);
+    expect(stderr).toBe('first-err\npipe\npipe\nsecond-err\n');
+    expect(rec.result.stdoutBytes).toBe(Buffer.byteLength(stdout));
+  });
+
   it('a host that re-attaches after a supervisor restart gets the lines recorded meanwhile, once, in order', async () => {
     const local = await Harness.start();
     try {

@@ -54,6 +54,7 @@ export function callHandlers(s: BoardService): CallHandlers {
     cancel: (p) => s.cancel(p.id),
     requeue: (p) => s.requeue(p.id),
     answer: (p) => s.answer(p.id, p.answers, p.requeue ?? false),
+    answerAsk: (p) => s.asks.answer(p.id, p.runId, p.ask, p.choice),
     previewSchedule: (p) => s.schedules.preview(p),
     setSchedule: (p) => s.setSchedule(p.id, p.schedule),
     cardForm: () => s.cardForm(),

@@ -44,6 +44,7 @@ import { answerQuestions, parseQuestions } from './board-questions.ts';
 import { BoardStore, questionsOf } from './board-store.ts';
 import { BoardViews } from './board-view.ts';
 import { Extractions, ExtractRefused, type ExtractRequest } from './extract.ts';
+import { PermissionAsks } from './permission-asks.ts';
 import { GrantStore } from './grant-store.ts';
 import { GrantError } from '@runboard/supervisor/grants';
 import { NoGrantError } from './launch.ts';
@@ -76,6 +77,8 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   /** The project's recordings and the one being recorded from the board (recordings.ts). */
   readonly recordings: Recordings;
   private readonly extractions: Extractions;
+  /** The person's answers to permission asks (permission-asks.ts). */
+  readonly asks: PermissionAsks;
 
   private constructor(
     readonly store: BoardStore,
@@ -103,6 +106,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       },
     );
     this.files = new RunFiles(paths, (runId) => this.runById(runId));
+    this.asks = new PermissionAsks(store, scheduler, client, grants, (s) => scheduler.topRank(s));
     this.recordings = new Recordings({ store, changed: () => this.deltas.soon(0) });
     this.extractions = new Extractions({
       store,
@@ -178,7 +182,16 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       ...(card.front.command !== undefined ? { command: card.front.command } : {}),
       workspace: card.workspace,
       runs: mine.sort((a, b) => (a.runId < b.runId ? 1 : -1)),
+      ...this.openAsks(id, card, mine),
     };
+  }
+
+  /** The permission asks of the card's last run still waiting for the person (card in Needs input). */
+  private openAsks(id: string, card: Card, runs: readonly RunResult[]): Pick<CardDetail, 'asks'> {
+    if (card.front.status !== 'needs-input' || !card.front.lastRun) return {};
+    const last = runs.find((r) => r.runId === card.front.lastRun);
+    const open = last?.asks ? this.asks.open(id, last.runId, last.asks) : [];
+    return open.length ? { asks: { runId: last!.runId, flow: last!.flow, open } } : {};
   }
 
   /**

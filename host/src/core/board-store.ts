@@ -8,7 +8,16 @@
  * without blocking (regular-file.ts): a directory or a FIFO named *.md is a broken card saying so.
  */
 import { EventEmitter } from 'node:events';
-import { linkSync, lstatSync, mkdirSync, readdirSync, renameSync, writeFileSync, unlinkSync } from 'node:fs';
+import {
+  cpSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  writeFileSync,
+  unlinkSync,
+} from 'node:fs';
 import path from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import YAML from 'yaml';
@@ -90,6 +99,30 @@ function placeBack(from: string, to: string): boolean {
   }
   unlinkSync(from);
   return true;
+}
+
+/**
+ * A card's own folder (`cards/<card>/`: its workflow and what else belongs to that card), when it is
+ * a real directory; a link there is never followed.
+ */
+function cardFolder(cardFile: string): string | undefined {
+  const dir = cardFile.replace(/\.md$/i, '');
+  try {
+    return lstatSync(dir).isDirectory() ? dir : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Moves a card's folder along with its file, when there is one and `to` is free. */
+function moveFolder(from: string | undefined, to: string): void {
+  if (!from) return;
+  try {
+    lstatSync(to);
+    return; // taken: the folder stays where it is rather than replacing another card's
+  } catch {
+    renameSync(from, to);
+  }
 }
 
 /** A card id from its file name: stable, readable, unique within the folder. */
@@ -287,6 +320,15 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     for (let n = 1; ; n++) {
       const file = path.join(this.cardsDir, `${stem}-copy${n === 1 ? '' : `-${n}`}.md`);
       if (this.placeNew(file, text)) {
+        const folder = cardFolder(card.file);
+        // the copy gets its own copy of the card's folder (its workflow); links in it are left out
+        if (folder)
+          cpSync(folder, file.replace(/\.md$/, ''), {
+            recursive: true,
+            errorOnExist: true,
+            force: false,
+            filter: (src) => !lstatSync(src).isSymbolicLink(),
+          });
         const copy = this.ingest(file, text, false);
         if (!copy) throw new Error(`${file}: the copy does not read back: ${this.broken.get(file)?.error}`);
         return copy;
@@ -334,7 +376,9 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     mkdirSync(this.trashDir, { recursive: true });
     const base = path.basename(file);
     const name = trashName(base, new Date());
+    const folder = cardFolder(file);
     renameSync(file, path.join(this.trashDir, name));
+    moveFolder(folder, path.join(this.trashDir, name.replace(/\.md$/, '')));
     this.written.delete(file);
     this.forget(file);
     return { name, file: base, at: parseTrashName(name)!.at };
@@ -369,6 +413,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
         n === 1 ? t.file : `${stem}-restored${n === 2 ? '' : `-${n - 1}`}.md`,
       );
       if (!placeBack(from, file)) continue;
+      moveFolder(cardFolder(from), file.replace(/\.md$/, ''));
       this.reread(file);
       return file;
     }

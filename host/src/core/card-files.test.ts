@@ -78,6 +78,28 @@ describe('card files written from the board', () => {
     expect(() => store.restore(t2.name)).toThrow(/ENOENT/);
   });
 
+  it("a card's folder (its workflow) goes with it to the trash and back, and a copy gets its own", () => {
+    const a = store.create({ title: 'Flow', flow: 'shell', command: 'true' }, 'body\n');
+    const folder = path.join(cards(), 'flow');
+    mkdirSync(folder);
+    writeFileSync(path.join(folder, 'schema.json'), '{"steps":[]}\n');
+    symlinkSync(path.join(dir, 'config.yaml'), path.join(folder, 'link.yaml'));
+    const copy = store.duplicate('flow');
+    expect(readdirSync(path.join(cards(), 'flow-copy')).sort()).toEqual(['schema.json']);
+    expect(readFileSync(path.join(cards(), 'flow-copy', 'schema.json'), 'utf8')).toBe('{"steps":[]}\n');
+    writeFileSync(path.join(cards(), 'flow-copy', 'schema.json'), 'changed');
+    expect(readFileSync(path.join(folder, 'schema.json'), 'utf8')).toBe('{"steps":[]}\n');
+
+    const t = store.trash(a.file);
+    expect(readdirSync(cards()).sort()).toEqual(['.trash', 'flow-copy', 'flow-copy.md']);
+    expect(store.trashed()).toEqual([t]); // the folder is not listed as a trashed card of its own
+    expect(store.restore(t.name)).toBe(a.file);
+    expect(readFileSync(path.join(folder, 'schema.json'), 'utf8')).toBe('{"steps":[]}\n');
+    expect(readdirSync(path.join(cards(), '.trash'))).toEqual([]);
+    store.trash(copy.file);
+    expect(readdirSync(cards()).sort()).toEqual(['.trash', 'flow', 'flow.md']);
+  });
+
   it('a link in cards/ is a broken card saying so: its target is neither read nor written back', () => {
     const outside = path.join(dir, 'secret.md');
     writeFileSync(outside, '---\ntitle: Secret\nflow: shell\n---\nthe secret\n');

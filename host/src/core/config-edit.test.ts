@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { setYamlValues } from './config-edit.ts';
+import { addYamlListItem, setYamlValues } from './config-edit.ts';
 
 const TEXT = `# my board
 version: 1
@@ -43,5 +43,20 @@ describe('setYamlValues', () => {
 
   it('refuses text that is not YAML', () => {
     expect(() => setYamlValues('a: [', [])).toThrow(/not valid YAML/);
+  });
+});
+
+describe('addYamlListItem', () => {
+  it('adds to a list, creates a missing one, adds nothing twice, and keeps the comments', () => {
+    const once = addYamlListItem(TEXT, ['flows', 'shell', 'sandbox', 'writable'], '/data/out');
+    expect(once).toContain('# my board');
+    expect(once).toContain('# per flow');
+    expect(once).toMatch(/writable: \[\/data\/out\]/);
+    const twice = addYamlListItem(once, ['flows', 'shell', 'sandbox', 'writable'], '/data/more');
+    expect(twice).toMatch(/writable: \[\/data\/out, \/data\/more\]/);
+    expect(addYamlListItem(twice, ['flows', 'shell', 'sandbox', 'writable'], '/data/out')).toBe(twice);
+    expect(addYamlListItem(TEXT, ['flows', 'slow', 'sandbox', 'tcpPorts'], 5432)).toMatch(
+      /sandbox:\n\s+tcpPorts:\n\s+- 5432/,
+    );
   });
 });

@@ -42,3 +42,18 @@ export function setYamlValues(text: string, sets: readonly YamlSet[]): string {
   }
   return next.toString({ lineWidth: 0, flowCollectionPadding: false });
 }
+
+/**
+ * Adds `value` to the list at `path` (created when missing; nothing changes when it is there already),
+ * keeping the rest of the text's comments and layout as the yaml library keeps them.
+ */
+export function addYamlListItem(text: string, listPath: readonly string[], value: string | number): string {
+  const doc = YAML.parseDocument(text);
+  if (doc.errors.length) throw new Error(`config.yaml is not valid YAML: ${doc.errors[0]!.message}`);
+  const list = doc.getIn(listPath);
+  const items = YAML.isSeq(list) ? list.items.map((i) => (isScalar(i) ? i.value : i)) : undefined;
+  if (items?.includes(value)) return text;
+  if (items) doc.addIn(listPath, value);
+  else doc.setIn(listPath, doc.createNode([value]));
+  return doc.toString({ lineWidth: 0, flowCollectionPadding: false });
+}

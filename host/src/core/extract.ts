@@ -15,15 +15,16 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import YAML from 'yaml';
 import {
-  ARTIFACTS_DIR,
   EXTRACTION_FILE,
   gateExtraction,
+  type FlowSpec,
   type RunResult,
 } from '@runboard/supervisor/protocol';
 import { writeAtomic, type BoardStore } from './board-store.ts';
 import type { GrantStore } from './grant-store.ts';
+import { readRunArtifactSync } from './regular-file.ts';
 import { flowSpec, NoGrantError } from './launch.ts';
-import type { Card, FlowConfig } from './project.ts';
+import type { Card, FlowConfig, ProjectConfig } from './project.ts';
 import type { SupervisorClient } from './supervisor-client.ts';
 
 /** Seed 000's limits for a recording: beyond them ingestion is refused (trim or record again). */
@@ -221,29 +222,22 @@ export class Extractions {
     if (!flow.prompt)
       throw new ExtractRefused(`flow ${flowName} has no prompt folder (prompt: ../prompts/task_extraction)`);
     const promptDir = path.resolve(this.projectDir, flow.prompt);
-    const llm = promptLlm(promptDir);
-    const provider = flow.provider ?? llm.provider;
-    if (!provider)
-      throw new ExtractRefused(
-        `neither flow ${flowName} nor ${promptDir}/config.yaml names a provider (llm.provider)`,
-      );
+    const spec = extractionSpec(
+      flowName,
+      flow,
+      this.projectDir,
+      this.deps.store.config,
+      promptLlm(promptDir),
+    );
     const grant = this.deps.grants.find(input.dir);
     if (!grant) throw new NoGrantError(input.dir);
     const card = this.targetCard(req, input);
     const cardId = String(card.front.id);
-    const spec = flowSpec(flowName, flow, this.projectDir);
-    const model = flow.model ?? llm.model;
     let runId: string;
     try {
       ({ runId } = await this.deps.client.launch({
         card: { path: card.file, project: this.projectDir, id: cardId, title: card.front.title },
-        flow: {
-          ...spec,
-          provider,
-          ...(model ? { model } : {}),
-          readOnly: true,
-          extract: { ...spec.extract, input: input.path },
-        },
+        flow: { ...spec, extract: { ...spec.extract, input: input.path } },
         workspace: input.dir,
         grant,
         paths: [input.path],
@@ -306,7 +300,7 @@ export class Extractions {
       );
     let answer: string;
     try {
-      answer = readFileSync(path.join(run.logDir, ARTIFACTS_DIR, EXTRACTION_FILE), 'utf8');
+      answer = readRunArtifactSync(run.logDir, EXTRACTION_FILE);
     } catch (err) {
       return this.fail(cardId, runId, `task extraction left no answer: ${(err as Error).message}`);
     }
@@ -336,6 +330,27 @@ export class Extractions {
     );
     return { ok: true, cardId, runId, questions: gate.questions };
   }
+}
+
+/**
+ * The FlowSpec of an extraction flow, before its input: the flow's own provider and model, else its
+ * profile's (`profile:`, from the effective config), else the prompt folder's `llm`; read-only.
+ */
+export function extractionSpec(
+  flowName: string,
+  flow: FlowConfig,
+  projectDir: string,
+  config: ProjectConfig,
+  llm: { provider?: string; model?: string },
+): FlowSpec {
+  const spec = flowSpec(flowName, flow, projectDir, config);
+  const provider = spec.provider ?? llm.provider;
+  if (!provider)
+    throw new ExtractRefused(
+      `neither flow ${flowName}${flow.profile ? ` (profile ${flow.profile})` : ''} nor ${path.resolve(projectDir, flow.prompt ?? '.')}/config.yaml names a provider (llm.provider)`,
+    );
+  const model = spec.model ?? llm.model;
+  return { ...spec, provider, ...(model ? { model } : {}), readOnly: true };
 }
 
 /** The `llm` of a prompt folder's config.yaml (provider, model), or refuses saying why. */

@@ -26,6 +26,22 @@ describe('config.yaml', () => {
     expect(spec).toMatchObject({ runner: 'codex', readOnly: true, sandbox: { agentSandbox: true } });
   });
 
+  it('reads sandbox.askDeletes and deletable, refusing a deletable folder that leaves the workspace', () => {
+    const c = parseConfig(
+      'c.yaml',
+      'version: 1\nflows:\n  s: { runner: command, sandbox: { askDeletes: true, deletable: [build] } }\n',
+    );
+    const spec = FlowSpec.parse(flowSpec('s', c.flows.s!, '/p'));
+    expect(spec.sandbox).toMatchObject({ askDeletes: true, deletable: ['build'] });
+    for (const bad of ['/etc', '../x', 'a/../../b'])
+      expect(() =>
+        parseConfig(
+          'c.yaml',
+          `version: 1\nflows:\n  s: { runner: command, sandbox: { deletable: [${JSON.stringify(bad)}] } }\n`,
+        ),
+      ).toThrow(/relative to the workspace and stays inside it/);
+  });
+
   it("passes a flow's sandbox.udp on to the supervisor's FlowSpec", () => {
     const c = parseConfig(
       'c.yaml',

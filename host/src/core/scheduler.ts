@@ -82,6 +82,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private readonly lastStatus = new Map<string, CardStatus | undefined>();
   /** Set while the scheduler writes a card: the change events it causes are its own. */
   private writing = false;
+  /** Asks the person allowed once, per card: its next launch carries them (the supervisor checks each). */
+  private readonly allowOnce = new Map<string, { runId: string; ask: string }[]>();
 
   constructor(
     private readonly store: BoardStore,
@@ -148,6 +150,12 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   }
   get activeCount(): number {
     return this.active.size;
+  }
+
+  /** The card's next run gets these asks of its last run allowed (once; permission-asks.ts). */
+  allowNextRun(cardId: string, allow: { runId: string; ask: string }[]): void {
+    if (allow.length) this.allowOnce.set(cardId, allow);
+    else this.allowOnce.delete(cardId);
   }
 
   /**
@@ -325,6 +333,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       let request;
       try {
         request = launchRequest(card, this.store.config, this.store.projectDir, this.grants);
+        const allow = this.allowOnce.get(cardId);
+        this.allowOnce.delete(cardId);
+        if (allow) request = { ...request, allow };
       } catch (err) {
         return this.launchFailed(cardId, (err as Error).message);
       }
@@ -446,12 +457,15 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
           break;
         }
         case 'needs-input': {
-          // the run's questions go into the card's ## Questions (seed format), in the same atomic write
-          const questions = result.questions?.length
-            ? result.questions
-            : result.summary
-              ? [result.summary]
-              : [];
+          // the run's questions go into the card's ## Questions (seed format), in the same atomic write;
+          // permissions the sandbox refused are asked on the card instead (permission-asks.ts)
+          const questions = result.asks?.length
+            ? []
+            : result.questions?.length
+              ? result.questions
+              : result.summary
+                ? [result.summary]
+                : [];
           this.safeUpdate(
             cardId,
             {
@@ -610,7 +624,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     });
   }
 
-  private topRank(status: CardStatus): number {
+  /** A rank above every card's in the column (the card goes to its top). */
+  topRank(status: CardStatus): number {
     let min = 1024;
     for (const c of this.store.all())
       if (c.front.status === status && c.front.rank !== undefined) min = Math.min(min, c.front.rank);

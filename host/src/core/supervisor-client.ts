@@ -88,6 +88,8 @@ export function startSupervisor(paths: StatePaths): number {
   const logFd = openSync(path.join(paths.supervisorDir, 'supervisor.log'), 'a', 0o600);
   const env = { ...process.env };
   delete env.NODE_EXTRA_CA_CERTS; // faster start; the supervisor makes no TLS connections of its own
+  // In the Electron shell execPath is Electron: without this it would start a second app, not Node.
+  if (process.versions.electron) env.ELECTRON_RUN_AS_NODE = '1';
   const child = spawn(process.execPath, [path.join(distDir(), 'supervisor.mjs')], {
     detached: true,
     stdio: ['ignore', 'ignore', logFd],

@@ -1,4 +1,12 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -69,6 +77,24 @@ describe("a card's workflow file", () => {
     writeFileSync(path.join(logDir, 'artifacts', 'schema.json'), SAMPLE);
     expect(installReflected(cardFile, logDir).ok).toBe(true);
     expect(readFileSync(path.join(dir, 'cards', 'fill-form', 'schema.json'), 'utf8')).toBe(SAMPLE);
+  });
+
+  it('never reads through a link a reflect run left in its artifacts, nor a huge file', () => {
+    // the run links its answer to a file of the person's: its text would land in the card's problems
+    const logDir = path.join(dir, 'run');
+    mkdirSync(path.join(logDir, 'artifacts'), { recursive: true });
+    const secret = path.join(dir, 'secret.json');
+    writeFileSync(secret, SAMPLE);
+    symlinkSync(secret, path.join(logDir, 'artifacts', 'schema.json'));
+    const linked = installReflected(cardFile, logDir);
+    expect(linked.ok).toBe(false);
+    if (!linked.ok) expect(linked.problems[0]!.message).toMatch(/symbolic link, not a regular file/);
+    expect(existsSync(path.join(dir, 'cards', 'fill-form', 'schema.json'))).toBe(false);
+    rmSync(path.join(logDir, 'artifacts', 'schema.json'));
+    writeFileSync(path.join(logDir, 'artifacts', 'schema.json'), ' '.repeat(9 << 20));
+    const huge = installReflected(cardFile, logDir);
+    expect(huge.ok).toBe(false);
+    if (!huge.ok) expect(huge.problems[0]!.message).toMatch(/more than the \d+ read here/);
   });
 
   it('shows a broken file with what is wrong with it', () => {

@@ -3,10 +3,9 @@
  * installed from a reflect run. Every write goes through the one workflow schema and is atomic: an
  * invalid workflow is refused whole, with its problems, and the file keeps its last good content.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import {
-  ARTIFACTS_DIR,
   checkWorkflow,
   parseWorkflowText,
   serializeWorkflow,
@@ -17,7 +16,7 @@ import {
   type WorkflowCheck,
 } from '@runboard/supervisor/protocol';
 import { writeAtomic } from './board-store.ts';
-import { readRegularFileSync } from './regular-file.ts';
+import { readRegularFileSync, readRunArtifactSync } from './regular-file.ts';
 import type { CardWorkflowView } from '../shared/workflow-edit.ts';
 
 /** The card's workflow as it is on disk, checked (a broken file comes back with its problems). */
@@ -31,7 +30,7 @@ export function workflowView(cardFile: string, projectDir: string): CardWorkflow
   if (!existsSync(file)) return { ...shown, problems: [] };
   let text: string;
   try {
-    text = readRegularFileSync(file);
+    text = readRegularFileSync(file, { noFollow: true });
   } catch (err) {
     return { ...shown, problems: [{ path: '(the file)', message: (err as Error).message }] };
   }
@@ -66,10 +65,9 @@ export function saveWorkflow(cardFile: string, workflow: unknown, base?: string 
 
 /** Installs the workflow a reflect run wrote into its artifacts; problems when it is missing or invalid. */
 export function installReflected(cardFile: string, logDir: string): WorkflowCheck {
-  const made = path.join(logDir, ARTIFACTS_DIR, WORKFLOW_FILE);
   let text: string;
   try {
-    text = readFileSync(made, 'utf8');
+    text = readRunArtifactSync(logDir, WORKFLOW_FILE);
   } catch (err) {
     return {
       ok: false,

@@ -13,6 +13,9 @@ export const Stream = {
   ack: 'run:ackStream',
 } as const;
 
+/** The system folder dialog, then a grant of the folder chosen there (no parameters). */
+export const PICK_FOLDER = 'dialog:pickFolder';
+
 /** Main → renderer messages (a prefix of their own: no method's channel can take their name). */
 export const Push = {
   boardChanged: 'push:boardChanged',

@@ -40,5 +40,9 @@ export interface ElectronMain {
       win: BrowserWindowInstance,
       opts: { defaultPath: string },
     ): Promise<{ canceled: boolean; filePath?: string }>;
+    showOpenDialog(
+      win: BrowserWindowInstance,
+      opts: { title: string; defaultPath?: string; properties: ('openDirectory' | 'createDirectory')[] },
+    ): Promise<{ canceled: boolean; filePaths: string[] }>;
   };
 }

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Invalid, NotFound } from '../core/board-errors.ts';
 import type { CallHandlers, FileHandlers } from '../core/board-dispatch.ts';
 import { callNames } from '../shared/board-methods.ts';
-import { channelOf, Stream } from './channels.ts';
+import { channelOf, PICK_FOLDER, Stream } from './channels.ts';
 import { appResponse, ipcHandlers } from './ipc.ts';
 
 /** Files of one run with one screenshot, and an export of one known run. */
@@ -31,6 +31,9 @@ function fileHandlers(): FileHandlers {
   };
 }
 
+/** What the next folder dialogs answer (undefined: cancelled). */
+const dialogAnswer: (string | undefined)[] = [];
+
 /** Handlers that record what reached the host core (the BoardService's side of dispatch). */
 function recording() {
   const seen: [string, unknown][] = [];
@@ -50,6 +53,7 @@ function recording() {
     },
     send: (...args) => sent.push(args),
     saveDialog: async (name) => `/nowhere/${name}`,
+    folderDialog: async () => (dialogAnswer.length ? dialogAnswer.shift() : undefined),
     openForWrite: () => new PassThrough().resume(),
   });
   const invoke = (channel: string, ...args: unknown[]) => {
@@ -128,6 +132,15 @@ describe("Electron's IPC dispatch (the board's method table, checked like HTTP)"
       /no run/,
     );
     await invoke(channelOf('exportRun'), { runId: '20250101-000000-abcdef' });
+  });
+
+  it('the folder dialog grants only the folder the person chose there, never one the renderer names', async () => {
+    const { invoke, seen } = recording();
+    dialogAnswer.push('/home/u/chosen', undefined);
+    await invoke(PICK_FOLDER, { path: '/' });
+    expect(seen).toEqual([['grantFolder', { path: '/home/u/chosen' }]]);
+    expect(await invoke(PICK_FOLDER, { path: '/' })).toEqual({ canceled: true }); // cancelled: nothing granted
+    expect(seen).toHaveLength(1);
   });
 });
 

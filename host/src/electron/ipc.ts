@@ -22,7 +22,7 @@ import type { RunViewer } from '../core/run-stream.ts';
 import { Invalid } from '../core/board-errors.ts';
 import { callNames, matchRoute } from '../shared/board-methods.ts';
 import type { RunStreamMessage } from '../shared/board-types.ts';
-import { channelOf, Push, Stream } from './channels.ts';
+import { channelOf, PICK_FOLDER, Push, Stream } from './channels.ts';
 import { StreamCredit } from './credit.ts';
 
 export interface IpcDeps {
@@ -33,6 +33,8 @@ export interface IpcDeps {
   send(channel: string, ...args: unknown[]): void;
   /** Asks the person where to save; undefined when they cancel. */
   saveDialog(defaultName: string): Promise<string | undefined>;
+  /** The system's folder dialog: the folder the person chose, undefined when they cancel. */
+  folderDialog(): Promise<string | undefined>;
   /** Where an export is written (default: a file stream). */
   openForWrite?(file: string): Writable;
 }
@@ -60,6 +62,14 @@ export function ipcHandlers(deps: IpcDeps): IpcHandlers {
     if (!('download' in reply)) throw new Error('exportRun answers a download');
     const file = await deps.saveDialog(reply.download);
     if (file) await reply.write((deps.openForWrite ?? createWriteStream)(file));
+  });
+
+  // The folder comes from the system dialog the person answered, never from the renderer: whatever
+  // the renderer sends along is ignored. The grant then goes through grantFolder's checks.
+  handlers.set(PICK_FOLDER, async () => {
+    const folder = await deps.folderDialog();
+    if (!folder) return { canceled: true };
+    return dispatchCall(deps.calls, 'grantFolder', { path: folder });
   });
 
   const streams = new Map<number, { stop: () => void; credit: StreamCredit }>();

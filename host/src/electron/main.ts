@@ -65,6 +65,13 @@ const ipc = ipcHandlers({
     const r = await dialog.showSaveDialog(win, { defaultPath });
     return r.canceled ? undefined : r.filePath;
   },
+  folderDialog: async () => {
+    const r = await dialog.showOpenDialog(win, {
+      title: 'Grant a folder to runs',
+      properties: ['openDirectory', 'createDirectory'],
+    });
+    return r.canceled ? undefined : r.filePaths[0];
+  },
 });
 for (const [channel, fn] of ipc.handlers)
   ipcMain.handle(channel, (e, ...args) => {

@@ -6,7 +6,7 @@
 import type { BoardApi } from '../shared/board-api.ts';
 import { buildCalls, urlOf } from '../shared/board-methods.ts';
 import type { BoardDelta, RunStreamMessage } from '../shared/board-types.ts';
-import { APP_ORIGIN, channelOf, Push, Stream } from './channels.ts';
+import { APP_ORIGIN, channelOf, PICK_FOLDER, Push, Stream } from './channels.ts';
 import { AckBatcher } from './credit.ts';
 
 interface IpcRendererLike {
@@ -33,6 +33,10 @@ const api: BoardApi = {
   liveUrl: (runId, n) => APP_ORIGIN + urlOf('liveFrame', { runId, n }),
   recordingFileUrl: (recordingId, name) => APP_ORIGIN + urlOf('recordingFile', { recordingId, name }),
   exportRun: async (runId) => void (await ipcRenderer.invoke(channelOf('exportRun'), { runId })),
+  pickFolder: async () => {
+    const r = (await ipcRenderer.invoke(PICK_FOLDER)) as { path?: string };
+    return r.path;
+  },
   streamRun(runId, cb) {
     const id = ++streams;
     const acks = new AckBatcher((n) => void ipcRenderer.invoke(Stream.ack, id, n));

@@ -48,11 +48,23 @@ export function FolderPicker({
       (e: Error) => setError(e.message),
     );
   };
+  // Electron: the system's own folder dialog (the folder the person picks there is granted by main)
+  const native = (): void => {
+    api.pickFolder?.().then(
+      (folder) => folder && onGranted(folder),
+      (e: Error) => setError(e.message),
+    );
+  };
   return (
     <Modal label="Grant a folder" onClose={onClose} className="folder-picker">
       <p className="muted">
         Runs of a card may read and write only inside folders you grant. Choose the folder, then grant it.
       </p>
+      {api.pickFolder && (
+        <button type="button" onClick={native}>
+          Choose with the system dialog…
+        </button>
+      )}
       <form
         className="folder-path"
         onSubmit={(e) => {

@@ -10,6 +10,7 @@ import type { CardDetail } from '../shared/board-types.ts';
 import { Filmstrip, LiveDisplay } from './Filmstrip.tsx';
 import { filmstripOf, isFilmEvent } from './cu-steps.ts';
 import { LogView, type RunLiveState } from './LogView.tsx';
+import { PermissionAskPanel } from './PermissionAsks.tsx';
 import { ProgressBar } from './Progress.tsx';
 import { ScheduleSection } from './Schedule.tsx';
 import { ReplayParamsSection } from './ReplayParams.tsx';
@@ -511,6 +512,7 @@ export function Inspector({
         <div className="banner note">The last run was cancelled.</div>
       )}
       {card.needs && <div className="banner warn">Needs: {card.needs}</div>}
+      <PermissionAskPanel api={api} detail={detail} onChanged={onChanged} onError={setError} />
       {card.grant && (
         <div className="banner warn">
           <span>

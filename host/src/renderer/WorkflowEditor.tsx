@@ -1,8 +1,8 @@
 /**
  * The inspector's workflow section and its editor (seed 002's Edit Workflow, docs/workflows.md):
  * parameters (add, delete, rename with their `{name}` templates, example values), subtasks (text,
- * expected outcome, add, delete, reorder), steps (intent, action fields), dependencies on upstream
- * extracts, and a review of the whole plan. Every edit is checked by the host with the one workflow
+ * expected outcome and its outcome check, add, delete, reorder), steps (intent, action fields, the
+ * locator replay finds the element by), dependencies on upstream extracts, and a review of the plan. Every edit is checked by the host with the one workflow
  * schema and its problems are shown; Save writes only a valid whole.
  */
 import { createContext, useContext, useEffect, useState } from 'react';
@@ -17,11 +17,14 @@ import type {
 import type { BoardApi } from '../shared/board-api.ts';
 import {
   copy,
+  locatorFor,
   move,
   newStep,
   newSubtask,
   renameParam,
   renumber,
+  setCheckField,
+  setLocatorElement,
   upstreamExtracts,
   type CardWorkflowView,
 } from '../shared/workflow-edit.ts';
@@ -366,6 +369,17 @@ function SubtasksEditor({ w, edit }: { w: Workflow; edit: Edit }) {
                 onChange={(e) => setSub(k, (s) => ({ ...s, expected_outcome: e.target.value }))}
               />
             </label>
+            <OutcomeCheckEditor
+              k={k}
+              check={st.outcome_check}
+              set={(c) =>
+                setSub(k, (s) => {
+                  const { outcome_check: _old, ...rest } = s;
+                  void _old;
+                  return c ? { ...rest, outcome_check: c } : rest;
+                })
+              }
+            />
             <div className="dependencies" role="group" aria-label={`Subtask ${k + 1} dependencies`}>
               Depends on: {offered.length === 0 && <span className="muted">no upstream extracts</span>}
               {offered.map((v) => (
@@ -492,12 +506,16 @@ function StepsEditor({
                 onChange={(e) => patch(i, { target: { ...s.target, primary: e.target.value } })}
               />
             </label>
-            {s.locator && (
-              <span className="muted locator" title="how replay finds the element without a model">
-                {s.locator.role} “{s.locator.name}” in {s.locator.app}
-              </span>
-            )}
           </div>
+          <LocatorEditor
+            label={name(i)}
+            step={s}
+            set={(locator) => {
+              const { locator: _old, ...rest } = s;
+              void _old;
+              set(steps.map((x, j) => (j === i ? (locator ? { ...rest, locator } : rest) : x)));
+            }}
+          />
           <div className="row-buttons" role="group" aria-label={`${name(i)} actions`}>
             <button
               type="button"
@@ -535,6 +553,158 @@ function StepsEditor({
   );
 }
 
+type Locator = NonNullable<WorkflowStep['locator']>;
+
+/**
+ * A step's locator (the accessibility facts replay finds its element by, without a model): shown,
+ * edited field by field, removed (the step then goes to the model), or made again from the recording.
+ */
+function LocatorEditor({
+  label,
+  step,
+  set,
+}: {
+  label: string;
+  step: WorkflowStep;
+  set: (l: Locator | undefined) => void;
+}) {
+  const l = step.locator;
+  const add = step.recorded?.element || step.recorded?.focus ? 'Add the recorded locator' : 'Add a locator';
+  if (!l)
+    return (
+      <div className="locator muted">
+        No locator: replay asks the model for this step.{' '}
+        <button
+          type="button"
+          aria-label={`${add} to ${label.toLowerCase()}`}
+          onClick={() => set(locatorFor(step))}
+        >
+          {add}
+        </button>
+      </div>
+    );
+  const field = (f: 'app' | 'window_title', title: string) => (
+    <label>
+      {title}{' '}
+      <input
+        aria-label={`${label} locator ${title.toLowerCase()}`}
+        value={l[f]}
+        onChange={(e) => set({ ...l, [f]: e.target.value })}
+      />
+    </label>
+  );
+  const setPath = (k: number, p: Partial<Locator['path'][number]>): void =>
+    set({ ...l, path: l.path.map((x, j) => (j === k ? { ...x, ...p } : x)) });
+  return (
+    <details className="locator">
+      <summary title="how replay finds the element without a model">
+        Locator: {l.role} “{l.name}” in {l.window_title || l.app}
+      </summary>
+      <div className="step-fields" role="group" aria-label={`${label} locator`}>
+        {field('app', 'App')}
+        {field('window_title', 'Window title')}
+        <label>
+          Role{' '}
+          <input
+            aria-label={`${label} locator role`}
+            value={l.role}
+            onChange={(e) => set(setLocatorElement(l, { role: e.target.value }))}
+          />
+        </label>
+        <label>
+          Name{' '}
+          <input
+            aria-label={`${label} locator name`}
+            value={l.name}
+            onChange={(e) => set(setLocatorElement(l, { name: e.target.value }))}
+          />
+        </label>
+      </div>
+      <ol className="locator-path" aria-label={`${label} locator path`}>
+        {l.path.map((p, k) => (
+          <li key={k}>
+            <input
+              aria-label={`${label} path ${k + 1} role`}
+              value={p.role}
+              onChange={(e) => setPath(k, { role: e.target.value })}
+            />
+            <input
+              aria-label={`${label} path ${k + 1} name`}
+              value={p.name}
+              onChange={(e) => setPath(k, { name: e.target.value })}
+            />
+            <input
+              aria-label={`${label} path ${k + 1} index`}
+              type="number"
+              min={0}
+              value={p.index}
+              onChange={(e) => setPath(k, { index: Number(e.target.value) })}
+            />
+            <button
+              type="button"
+              aria-label={`Remove ${label.toLowerCase()} path ${k + 1}`}
+              onClick={() => set({ ...l, path: l.path.filter((_, j) => j !== k) })}
+            >
+              Remove
+            </button>
+          </li>
+        ))}
+      </ol>
+      <button
+        type="button"
+        className="danger"
+        aria-label={`Remove locator of ${label.toLowerCase()}`}
+        onClick={() => set(undefined)}
+      >
+        Remove locator
+      </button>
+    </details>
+  );
+}
+
+/** A subtask's outcome check: the accessibility fact replay waits for instead of a model's `done`. */
+function OutcomeCheckEditor({
+  k,
+  check,
+  set,
+}: {
+  k: number;
+  check: WorkflowSubtask['outcome_check'];
+  set: (c: WorkflowSubtask['outcome_check']) => void;
+}) {
+  if (!check)
+    return (
+      <div className="muted">
+        No outcome check: the subtask is done when its steps ran.{' '}
+        <button type="button" onClick={() => set({})} aria-label={`Add outcome check to subtask ${k + 1}`}>
+          Add outcome check
+        </button>
+      </div>
+    );
+  return (
+    <div className="step-fields" role="group" aria-label={`Subtask ${k + 1} outcome check`}>
+      {(['role', 'name', 'value'] as const).map((f) => (
+        <label key={f}>
+          Check {f}{' '}
+          <input
+            aria-label={`Subtask ${k + 1} outcome check ${f}`}
+            value={check[f] ?? ''}
+            onChange={(e) => set(setCheckField(check, f, e.target.value))}
+          />
+        </label>
+      ))}
+      <button
+        type="button"
+        className="danger"
+        onClick={() => set(undefined)}
+        aria-label={`Remove outcome check of subtask ${k + 1}`}
+      >
+        Remove outcome check
+      </button>
+    </div>
+  );
+}
+
 /** The whole plan at a glance: order, outcomes, dependencies, and subtasks with too few examples. */
 function Review({ w }: { w: Workflow }) {
   return (
@@ -556,6 +726,10 @@ function Review({ w }: { w: Workflow }) {
               {st.dependencies.length > 0 && ` · uses ${st.dependencies.join(', ')}`}
               {st.steps.some((s) => s.variable_name) &&
                 ` · extracts ${st.steps.flatMap((s) => (s.variable_name ? [s.variable_name] : [])).join(', ')}`}
+              {st.outcome_check &&
+                ` · checks ${[st.outcome_check.role, st.outcome_check.name && `“${st.outcome_check.name}”`, st.outcome_check.value !== undefined && `showing “${st.outcome_check.value}”`].filter(Boolean).join(' ')}`}
+              {st.steps.some((s) => !s.locator) &&
+                ` · ${st.steps.filter((s) => !s.locator).length} without a locator (the model does them)`}
             </div>
             {st.steps.length === 0 && (
               <div className="banner warn">No steps: replay has no example to ground this subtask on.</div>

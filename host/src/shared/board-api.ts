@@ -22,6 +22,11 @@ export interface BoardApi extends BoardCalls {
    * after the end); `n` makes each refresh a new URL.
    */
   liveUrl(runId: string, n: number): string;
+  /**
+   * Electron only: the system's folder dialog, then a grant of the folder the person chose there; the
+   * granted folder, or undefined when they cancelled. The browser uses the host's folder browser.
+   */
+  pickFolder?(): Promise<string | undefined>;
   /** Saves (downloads) the run dir as one .tar.gz. */
   exportRun(runId: string): Promise<void>;
   /** Streams a run's output (the tail of it first) and events until it ends; returns a stop. */

@@ -134,6 +134,20 @@ export const boardMethods = {
     '/api/cards/:id/answer',
     z.extend(card, { answers: AnswerList, requeue: z.optional(z.boolean()) }),
   ),
+  /**
+   * The person's answer to one of the card's permission asks (`ask`: its id in run `runId`'s record):
+   * allow once, allow always for the card's flow (config.yaml), or deny. What is allowed is the
+   * supervisor's record of the ask; nothing else in the request can widen it.
+   */
+  answerAsk: method<'call', { state: 'queued' | 'failed' | 'waiting' }>('call')(
+    'POST',
+    '/api/cards/:id/asks',
+    z.extend(card, {
+      runId: RunIdParam,
+      ask: z.string().check(z.regex(/^a[0-9]{1,2}$/, 'not an ask id (a1, a2, …)')),
+      choice: z.enum(['once', 'always', 'deny']),
+    }),
+  ),
   /** What a schedule would mean (in words, cron, next five fires), or why it is refused; saves nothing. */
   previewSchedule: method<'call', SchedulePreview>('call')(
     'POST',

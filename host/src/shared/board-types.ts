@@ -3,8 +3,8 @@
  * themselves: board-methods.ts). Plain data and pure code only: the untrusted renderer and the host
  * core both import it, so nothing here may touch Node, the DOM or host state.
  */
-import type { RunEvent, RunResult, ScheduleInfo } from '@runboard/supervisor/protocol/data';
-export type { RunResult, ScheduleInfo };
+import type { PermissionAsk, RunEvent, RunResult, ScheduleInfo } from '@runboard/supervisor/protocol/data';
+export type { PermissionAsk, RunResult, ScheduleInfo };
 
 /** The board's columns, in order: the one list (card `status` values, column limits, the UI). */
 export const COLUMNS = ['backlog', 'queued', 'running', 'needs-input', 'done', 'failed'] as const;
@@ -150,7 +150,15 @@ export interface CardDetail {
   runs: RunResult[];
   /** The supervisor's record of the card's schedule: next five fires, pending fires, decisions. */
   schedule?: ScheduleInfo;
+  /**
+   * Permissions the sandbox refused the card's last run that wait for the person's answer (the card is
+   * in Needs input): from the supervisor's record of that run.
+   */
+  asks?: { runId: string; flow: string; open: PermissionAsk[] };
 }
+
+/** The person's answer to a permission ask: allow once, allow always for the flow, or deny. */
+export type AskChoice = 'once' | 'always' | 'deny';
 
 /** A schedule as the inspector edits it (written into the card's `schedule:`). */
 export interface ScheduleEdit {

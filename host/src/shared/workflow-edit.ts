@@ -141,3 +141,47 @@ export const newStep = (): WorkflowStep => ({
   target: { primary: '', fallback: null },
   post_action: [],
 });
+
+type Locator = NonNullable<WorkflowStep['locator']>;
+
+/**
+ * A locator for a step that has none (or had it removed): from the element the recorder saw there
+ * (pointer steps: under the pointer; key steps: the focused field) and its window, else empty fields
+ * for a person to fill in (the check says which are missing).
+ */
+export function locatorFor(s: WorkflowStep): Locator {
+  const el = s.recorded?.element ?? s.recorded?.focus;
+  const win = s.recorded?.window;
+  const literal = (t: string): string => t.replace(/[{}]/g, (c) => c + c);
+  return {
+    app: win ? literal(win.app) : '',
+    window_title: win ? literal(win.title) : '',
+    role: el?.role ?? '',
+    name: el ? literal(el.name) : '',
+    path: el ? el.path.map((p) => ({ ...p, name: literal(p.name) })) : [],
+  };
+}
+
+/**
+ * A locator with its element's role or name changed: the path's last step is the element itself,
+ * so it follows (when it named the element before the change).
+ */
+export function setLocatorElement(l: Locator, patch: { role?: string; name?: string }): Locator {
+  const last = l.path.at(-1);
+  const follows = last !== undefined && last.role === l.role && last.name === l.name;
+  const next = { ...l, ...patch };
+  return follows
+    ? { ...next, path: [...l.path.slice(0, -1), { ...last, role: next.role, name: next.name }] }
+    : next;
+}
+
+/** An outcome check with a field set; an emptied field is removed (an empty check is the schema's to refuse). */
+export function setCheckField(
+  c: NonNullable<WorkflowSubtask['outcome_check']>,
+  field: 'role' | 'name' | 'value',
+  v: string,
+): NonNullable<WorkflowSubtask['outcome_check']> {
+  const { [field]: _old, ...rest } = c;
+  void _old;
+  return v === '' ? rest : { ...rest, [field]: v };
+}

@@ -32,6 +32,10 @@ Display* Dpy() {
   return s.dpy();
 }
 
+// How long keycodes typed on stay as they were before they are mapped to other characters: a GTK
+// app on a loaded 2-core machine was seen reading its key events more than 100 ms late.
+constexpr int kRemapGraceMs = 250;
+
 void Sleep(int ms) {
   if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
@@ -152,6 +156,7 @@ class Keymap {
       for (int k = 0; k < per; k++) empty = empty && map[(c - minCode) * per + k] == NoSymbol;
       if (empty) free.push_back(c);
     }
+    const size_t unused = free.size();
     if (free.size() < syms.size()) {
       // Slots an earlier process mapped (our signature: one Unicode keysym on the first two levels,
       // nothing else) and this text does not need.
@@ -169,8 +174,13 @@ class Keymap {
         free.push_back(code);
         mapped_.erase(sym);
       }
+    }
+    if (std::min(free.size(), syms.size()) > unused) {
+      // Slots taken back (ours or an earlier process's, which may have typed on them a moment ago):
+      // apps read key events lazily and translate them with the mapping of the moment they read
+      // them, so give them time to read what was typed on those keycodes before they change.
       XSync(d, False);
-      Sleep(100);  // let apps finish reading keys typed on the slots we take back (they read lazily)
+      Sleep(kRemapGraceMs);
     }
     if (free.size() < syms.size()) {
       XFree(map);

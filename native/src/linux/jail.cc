@@ -41,7 +41,9 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -53,6 +55,7 @@
 
 #include "linux/landlock.h"
 #include "linux/mounts.h"
+#include "linux/output_pump.h"
 #include "linux/pids_limit.h"
 #include "linux/seccomp_net.h"
 
@@ -175,6 +178,27 @@ std::vector<std::string> ReadEnv(int fd) {
   return out;
 }
 
+std::string ReadSmallFile(const char* path) {
+  std::string text;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  char buf[1024];
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (n > 0) text.assign(buf, n);
+  if (fd >= 0) close(fd);
+  return text;
+}
+
+// Closes every fd from `from` up, but those in `keep`.
+void CloseFrom(int from, std::vector<int> keep) {
+  std::sort(keep.begin(), keep.end());
+  for (int k : keep) {
+    if (k < from) continue;
+    if (k > from) syscall(SYS_close_range, from, k - 1, 0);
+    from = k + 1;
+  }
+  syscall(SYS_close_range, from, ~0U, 0);
+}
+
 long long IoField(const std::string& text, const char* key) {
   size_t at = text.find(std::string(key) + ": ");
   return at == std::string::npos ? -1 : atoll(text.c_str() + at + strlen(key) + 2);
@@ -188,7 +212,7 @@ void Usage() {
       "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp DIR]\n"
       "                     [--max-procs N] [--env-fd N] [--read-only PATH]...\n"
       "                     [--tcp PORT]... [--udp] [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts]\n"
-      "                     [--no-landlock] [--no-namespaces]\n"
+      "                     [--no-landlock] [--no-namespaces] [--output-fds STDOUT,STDERR,ORDER]\n"
       "                     -- COMMAND [ARG]...\n");
   _exit(2);
 }
@@ -206,6 +230,7 @@ int main(int argc, char** argv) {
   long maxProcs = 0;
   std::vector<std::string> readOnly;
   int envFd = -1;
+  int outputFds[3] = {-1, -1, -1};
   runboard::seccomp::NetPolicy net;
   int i = 1;
   for (; i < argc; ++i) {
@@ -243,7 +268,11 @@ int main(int argc, char** argv) {
     else if (a == "--fs-mounts-if-possible") fsByMounts = fsIfPossible = true;
     else if (a == "--ro-mounts") roMounts = true;
     else if (a == "--no-namespaces") useNamespaces = false;
-    else Usage();
+    else if (a == "--output-fds") {
+      // The run's log files, open for writing: the jail moves the run's stdout and stderr into them
+      // (linux/output_pump.h) instead of the run inheriting the jail's own.
+      if (sscanf(next(), "%d,%d,%d", &outputFds[0], &outputFds[1], &outputFds[2]) != 3) Usage();
+    } else Usage();
   }
   if (i >= argc) Usage();
   char** command = argv + i;
@@ -257,10 +286,17 @@ int main(int argc, char** argv) {
   std::vector<std::string> runEnv;
   if (envFd >= 0) runEnv = ReadEnv(envFd);
 
-  // Nothing but stdio, the run endpoint (fd 3) and the status fd crosses into the run.
+  // Nothing but stdio, the run endpoint (fd 3) and the status fd crosses into the run (the log files
+  // stay the jail's: close-on-exec).
   int keepFrom = (gStatusFd > 3 ? gStatusFd : 3) + 1;
-  syscall(SYS_close_range, keepFrom, ~0U, 0);
+  const bool pumping = outputFds[0] >= 0;
+  CloseFrom(keepFrom, pumping ? std::vector<int>(outputFds, outputFds + 3) : std::vector<int>());
   if (gStatusFd >= 0) fcntl(gStatusFd, F_SETFD, FD_CLOEXEC);
+  runboard::output::Pump pump(outputFds[0], outputFds[1], outputFds[2]);
+  if (pumping) {
+    std::string err = pump.Open();
+    if (!err.empty()) Die("the run's output: " + err, 125);
+  }
 
   std::string containment = "pid-namespace", nsError;
   // The pids cgroup before the user namespace: moving into a cgroup is checked against the machine's.
@@ -313,6 +349,10 @@ int main(int argc, char** argv) {
     pollfd p{lifeline[0], POLLIN, 0};
     if (poll(&p, 1, 0) > 0) _exit(1);  // jail already gone
     close(lifeline[0]);
+    if (pumping) {
+      std::string err = pump.BecomeChildStdio();
+      if (!err.empty()) Die("the run's output: " + err, 126);
+    }
     sigprocmask(SIG_SETMASK, &previous, nullptr);
     if (maxProcs > 0 && containment == "pid-namespace") {  // outside a user namespace it would count all of the user's
       std::string err = runboard::pids::SetNprocLimit(maxProcs);
@@ -381,6 +421,7 @@ int main(int argc, char** argv) {
   }
   close(lifeline[0]);
   broker.ParentSide();
+  if (pumping) pump.ParentSide();
   if (maxProcs > 0 && pidsLimit == "none" && containment == "pid-namespace") pidsLimit = "rlimit";
   Status("{\"event\":\"started\",\"pid\":" + std::to_string(child) + ",\"containment\":\"" + containment +
          "\",\"namespaceError\":\"" + JsonEscape(nsError) + "\",\"pidsLimit\":\"" + pidsLimit +
@@ -391,9 +432,38 @@ int main(int argc, char** argv) {
   // Signals and the run's listen() calls, which the broker answers, arrive here.
   int signals = signalfd(-1, &handled, SFD_CLOEXEC);
   if (signals < 0) Die("signalfd: " + std::string(strerror(errno)), 1);
+  // Output sizes go to the supervisor at most every kSizesEveryMs while output flows (the first at once):
+  // a run printing without pause costs it a status line per interval, not one per write.
+  constexpr long kSizesEveryMs = 5;
+  long long sizesSentAt = -kSizesEveryMs;
+  bool sizesDue = false;
+  auto nowMs = [] {
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return static_cast<long long>(t.tv_sec) * 1000 + t.tv_nsec / 1000000;
+  };
+  auto sendSizes = [&] {
+    std::string failed = pump.FailureLine();
+    if (!failed.empty()) Status(failed);
+    std::string line = pump.SizesLine();
+    if (!line.empty()) Status(line);
+    sizesSentAt = nowMs();
+    sizesDue = false;
+  };
   for (;;) {
-    pollfd ready[2] = {{signals, POLLIN, 0}, {broker.PollFd(), POLLIN, 0}};
-    if (poll(ready, 2, -1) < 0) continue;
+    pollfd ready[4] = {{signals, POLLIN, 0},
+                       {broker.PollFd(), POLLIN, 0},
+                       {pumping ? pump.Fd(0) : -1, POLLIN, 0},
+                       {pumping ? pump.Fd(1) : -1, POLLIN, 0}};
+    int timeout = -1;
+    if (sizesDue) timeout = static_cast<int>(std::max(0LL, sizesSentAt + kSizesEveryMs - nowMs()));
+    int n = poll(ready, 4, timeout);
+    if (n < 0) continue;
+    if (pumping) {
+      for (int s = 0; s < 2; ++s)
+        if (ready[2 + s].revents && pump.Move(s)) sizesDue = true;
+      if (sizesDue && nowMs() - sizesSentAt >= kSizesEveryMs) sendSizes();
+    }
     if (ready[1].revents) broker.Serve(ready[1].revents);
     signalfd_siginfo info;
     if (!(ready[0].revents & POLLIN) || read(signals, &info, sizeof info) != sizeof info) continue;
@@ -411,26 +481,33 @@ int main(int argc, char** argv) {
   }
   if (containment == "subreaper") KillRemainingChildren();
   cgroup.Leave();
-
-  std::string io;
-  {
-    int fd = open("/proc/self/io", O_RDONLY | O_CLOEXEC);
-    char buf[1024];
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-    if (n > 0) io.assign(buf, n);
-    if (fd >= 0) close(fd);
+  // The run's processes are all gone: what is left in the pipes is the end of its output.
+  if (pumping) {
+    pump.Drain();
+    sendSizes();
   }
+
+  // The run's I/O: the jail's counters hold its reaped children's and its own (the output it moved),
+  // so its own (the thread's alone) is taken off.
+  std::string io = ReadSmallFile("/proc/self/io"), ownIo = ReadSmallFile("/proc/thread-self/io");
+  auto runIo = [&](const char* key) {
+    long long all = IoField(io, key), own = IoField(ownIo, key);
+    return all < 0 ? all : all - (own > 0 ? own : 0);
+  };
+  rusage self{};
+  getrusage(RUSAGE_SELF, &self);
+  long jailCpuMs =
+      (self.ru_utime.tv_sec + self.ru_stime.tv_sec) * 1000 + (self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1000;
   bool signaled = WIFSIGNALED(status);
   int code = signaled ? -1 : WEXITSTATUS(status);
   int termsig = signaled ? WTERMSIG(status) : 0;
   char line[512];
   snprintf(line, sizeof line,
            "{\"event\":\"exit\",\"code\":%s,\"signal\":%d,\"rchar\":%lld,\"wchar\":%lld,\"readBytes\":%lld,"
-           "\"writeBytes\":%lld,\"utimeMs\":%ld,\"stimeMs\":%ld,\"maxRssKb\":%ld}",
-           signaled ? "null" : std::to_string(code).c_str(), termsig, IoField(io, "rchar"), IoField(io, "wchar"),
-           IoField(io, "read_bytes"), IoField(io, "write_bytes"),
-           usage.ru_utime.tv_sec * 1000 + usage.ru_utime.tv_usec / 1000,
-           usage.ru_stime.tv_sec * 1000 + usage.ru_stime.tv_usec / 1000, usage.ru_maxrss);
+           "\"writeBytes\":%lld,\"utimeMs\":%ld,\"stimeMs\":%ld,\"maxRssKb\":%ld,\"jailCpuMs\":%ld}",
+           signaled ? "null" : std::to_string(code).c_str(), termsig, runIo("rchar"), runIo("wchar"),
+           runIo("read_bytes"), runIo("write_bytes"), usage.ru_utime.tv_sec * 1000 + usage.ru_utime.tv_usec / 1000,
+           usage.ru_stime.tv_sec * 1000 + usage.ru_stime.tv_usec / 1000, usage.ru_maxrss, jailCpuMs);
   Status(line);
   return signaled ? 128 + termsig : code;
 }

@@ -70,6 +70,20 @@ export const FlowConfig = z.object({
       maxProcesses: z.number().int().min(16).max(1_000_000).optional(),
       /** Let runs write this project's config.yaml and cards/ (off: read-only even in the project folder). */
       projectWritable: z.boolean().optional(),
+      /** Deletes in the workspace must be asked on the card (docs/security-model.md, Permission asks). */
+      askDeletes: z.boolean().optional(),
+      /** With askDeletes: folders (relative to the workspace, inside it) where deletes need no ask. */
+      deletable: z
+        .array(
+          z
+            .string()
+            .min(1)
+            .refine(
+              (p) => !p.startsWith('/') && !p.split('/').includes('..'),
+              'a deletable folder is relative to the workspace and stays inside it (no leading /, no ..)',
+            ),
+        )
+        .optional(),
     })
     .optional(),
   env: z.record(z.string(), z.string()).optional(),

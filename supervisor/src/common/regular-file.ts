@@ -32,7 +32,7 @@ function explain(err: unknown): unknown {
     return new NotRegularFile('a socket, not a regular file: only regular files are read');
   if (code === 'ELOOP')
     return new NotRegularFile(
-      'a symbolic link, not a regular file: card files are read only when they are regular files (copy the file here instead of linking it)',
+      'a symbolic link, not a regular file: such files are read only when they are regular files (copy the file here instead of linking it)',
     );
   return err;
 }
@@ -40,9 +40,13 @@ function explain(err: unknown): unknown {
 /**
  * The text of `file` when it is a regular file; NotRegularFile when it is something else. With
  * `noFollow`, a symbolic link is refused too: a card a run wrote as a link to a file outside its grant
- * would otherwise be read (and written back) by the host.
+ * would otherwise be read (and written back) by the host. With `maxBytes`, a larger file is refused
+ * before it is read.
  */
-export function readRegularFileSync(file: string, opts: { noFollow?: boolean } = {}): string {
+export function readRegularFileSync(
+  file: string,
+  opts: { noFollow?: boolean; maxBytes?: number } = {},
+): string {
   let fd: number;
   try {
     fd = openSync(file, opts.noFollow ? FLAGS | (constants.O_NOFOLLOW ?? 0) : FLAGS);
@@ -52,6 +56,10 @@ export function readRegularFileSync(file: string, opts: { noFollow?: boolean } =
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) throw refuse(st);
+    if (opts.maxBytes !== undefined && st.size > opts.maxBytes)
+      throw new NotRegularFile(
+        `${st.size} bytes, more than the ${opts.maxBytes} read here: not read (is it the file you meant?)`,
+      );
     return readFileSync(fd, 'utf8');
   } finally {
     closeSync(fd);

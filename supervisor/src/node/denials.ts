@@ -4,11 +4,18 @@
  * tools' own complaints ("Permission denied", EACCES) and keeps those that name a path outside what
  * the run may write. A heuristic, documented as such in docs/security-model.md.
  */
+import { realpathSync } from 'node:fs';
 import path from 'node:path';
 
 export interface Denial {
   path: string | null;
   line: string;
+  /** A TCP port the run was refused a connection to (the path is null then). */
+  port?: number;
+  /** A delete inside the workspace, refused because the flow asks for deletes (`sandbox.askDeletes`). */
+  remove?: true;
+  /** Where the complaint came from: the run's stderr, or an agent CLI's own permission refusal. */
+  source?: 'agent';
 }
 
 const MARKERS = [
@@ -18,6 +25,10 @@ const MARKERS = [
 ];
 const MARKER_RE = /permission denied|EACCES|read-only file system/i;
 const PATH_RE = /(?:^|[\s'"`(:‘])((?:\/|\.\.?\/)[^\s'"`:)’]+)/g;
+/** A refused TCP connect as tools report it: Node's `connect EACCES 127.0.0.1:5432`, curl's `port 5432`. */
+const PORT_RE = /connect EACCES \[?[0-9a-fA-F.:]*?\]?:(\d{1,5})\b|\bport (\d{1,5})\b/;
+/** A refused delete (rm, rmdir, unlink, Node's EACCES on unlink/rmdir/rename). */
+const REMOVE_RE = /cannot remove|failed to remove|\b(?:unlink|rmdir|rename)\b/i;
 
 export class DenialScanner {
   readonly found: Denial[] = [];
@@ -28,7 +39,16 @@ export class DenialScanner {
     private readonly cwd: string,
     private readonly writable: string[],
     private readonly onDenial: (d: Denial) => void,
+    /** The flow withholds deletes in the workspace (`sandbox.askDeletes`): a refused delete there counts. */
+    private readonly askDeletes = false,
   ) {}
+
+  /** One complaint of an agent CLI's own permission system (a worker log event), scanned like stderr. */
+  scanAgent(text: string): void {
+    if (this.found.length >= 20) return;
+    const line = text.replace(/[\r\n]+/g, ' ');
+    this.judge(MARKER_RE.test(line) ? line : `${line}: permission denied`, 'agent');
+  }
 
   scan(chunk: Buffer): void {
     if (this.found.length >= 20) return;
@@ -49,22 +69,63 @@ export class DenialScanner {
     this.carry = (lines.pop() ?? '').slice(-4096);
     for (const line of lines) {
       if (!MARKER_RE.test(line)) continue;
-      // The path a tool complains about stands just before the complaint ("sh: cannot create /x: Permission denied").
-      const at = line.search(MARKER_RE);
-      const found = [...line.matchAll(PATH_RE)].map((m) => ({ p: m[1]!, i: m.index ?? 0 }));
-      const before = found.filter((f) => f.i < at);
-      const raw = (before.length ? before[before.length - 1] : found[0])?.p;
-      const named = raw === undefined ? undefined : path.resolve(this.cwd, raw); // `a/../../b` names b
-      const outside =
-        named &&
-        !this.writable.some((w) => named === w || named.startsWith(w.endsWith('/') ? w : w + path.sep))
-          ? named
-          : undefined;
-      if (named && !outside) continue; // a denial inside the writable set is not the sandbox's doing
-      const d = { path: outside ?? null, line: line.slice(0, 500) };
+      this.judge(line);
+      if (this.found.length >= 20) return;
+    }
+  }
+
+  private judge(line: string, source?: 'agent'): void {
+    // The path a tool complains about stands just before the complaint ("sh: cannot create /x: Permission denied").
+    const at = line.search(MARKER_RE);
+    const found = [...line.matchAll(PATH_RE)].map((m) => ({ p: m[1]!, i: m.index ?? 0 }));
+    const before = found.filter((f) => f.i < at);
+    const raw = (before.length ? before[before.length - 1] : found[0])?.p;
+    // `a/../../b` names b; a link in the workspace pointing out names where it points
+    const named = raw === undefined ? undefined : throughLinks(path.resolve(this.cwd, raw));
+    const kept = line.slice(0, 500);
+    const from = source ? { source } : {};
+    if (named === undefined) {
+      const m = PORT_RE.exec(line);
+      const port = m ? Number(m[1] ?? m[2]) : NaN;
+      const d: Denial =
+        port >= 1 && port <= 65535
+          ? { path: null, line: kept, port, ...from }
+          : { path: null, line: kept, ...from };
       this.found.push(d);
       this.onDenial(d);
-      if (this.found.length >= 20) return;
+      return;
+    }
+    const inside = this.writable.some(
+      (w) => named === w || named.startsWith(w.endsWith('/') ? w : w + path.sep),
+    );
+    if (inside) {
+      // a denial inside the writable set is not the sandbox's doing, except a delete the flow withholds
+      if (!(this.askDeletes && REMOVE_RE.test(line) && this.inWorkspace(named))) return;
+      const d: Denial = { path: named, line: kept, remove: true, ...from };
+      this.found.push(d);
+      this.onDenial(d);
+      return;
+    }
+    const d: Denial = { path: named, line: kept, ...from };
+    this.found.push(d);
+    this.onDenial(d);
+  }
+
+  private inWorkspace(p: string): boolean {
+    return p === this.cwd || p.startsWith(this.cwd.endsWith('/') ? this.cwd : this.cwd + path.sep);
+  }
+}
+
+/** `p` with its deepest existing folder resolved through symlinks (what the kernel refused). */
+function throughLinks(p: string): string {
+  for (let dir = p, rest = ''; ;) {
+    try {
+      return path.join(realpathSync(dir), rest);
+    } catch {
+      const up = path.dirname(dir);
+      if (up === dir) return p;
+      rest = path.join(path.basename(dir), rest);
+      dir = up;
     }
   }
 }

@@ -165,8 +165,12 @@ describe('serializeEnv', () => {
 describe('projectReadOnly', () => {
   it("keeps the card's project config and cards read-only unless the flow allows writing them", () => {
     const card = { path: '/p/cards/a.md', project: '/p' };
-    expect(projectReadOnly(card, flow())).toEqual(['/p/config.yaml', '/p/cards']);
-    expect(projectReadOnly({ path: '/q/cards/a.md' }, flow())).toEqual(['/q/config.yaml', '/q/cards']);
+    expect(projectReadOnly(card, flow())).toEqual(['/p/config.yaml', '/p/cards', '/p/recordings']);
+    expect(projectReadOnly({ path: '/q/cards/a.md' }, flow())).toEqual([
+      '/q/config.yaml',
+      '/q/cards',
+      '/q/recordings',
+    ]);
     expect(projectReadOnly({ path: '/q/a.md' }, flow())).toEqual([]);
     expect(projectReadOnly(card, flow({ sandbox: { projectWritable: true } }))).toEqual([]);
   });

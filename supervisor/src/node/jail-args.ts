@@ -3,6 +3,7 @@
  * They take plain data and return plain arrays/objects, so what reaches `runboard-jail` (and so the
  * run) can be read and tested in one place.
  */
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import {
   drivesDesktop,
@@ -68,6 +69,8 @@ export interface JailArgsInput {
   readOnly?: string[] | undefined;
   /** The jail's fd of the open, checked workspace (workspace-fd.ts): its write rule comes from it. */
   workspaceFd?: number | undefined;
+  /** The jail's fds of the run's stdout.log, stderr.log and output.order: it moves the output into them. */
+  outputFds?: number[] | undefined;
 }
 
 /**
@@ -79,7 +82,21 @@ export function projectReadOnly(card: CardRef, flow: FlowSpec): string[] {
   if (flow.sandbox?.projectWritable) return [];
   const cardsDir = path.dirname(card.path);
   const project = card.project ?? (path.basename(cardsDir) === 'cards' ? path.dirname(cardsDir) : undefined);
-  return project ? [path.join(project, 'config.yaml'), path.join(project, 'cards')] : [];
+  return project ? PROJECT_OWNED.map((n) => path.join(project, n)) : [];
+}
+
+/**
+ * What the host alone writes in a project: its config, the cards (and their workflows), and the
+ * recordings, which the host lists, serves and hands to extract and reflect runs as a person's own.
+ */
+const PROJECT_OWNED = ['config.yaml', 'cards', 'recordings'];
+
+/**
+ * The read-only folders that must exist before the jail starts: a missing read-only path is skipped,
+ * and a run could then make it and fill it (a planted recording). Only in an existing project folder.
+ */
+export function projectFoldersToMake(readOnly: string[]): string[] {
+  return readOnly.filter((p) => path.basename(p) === 'recordings' && existsSync(path.dirname(p)));
 }
 
 /**
@@ -106,6 +123,7 @@ export function buildJailArgs(i: JailArgsInput): string[] {
   const { flow } = i;
   const args = ['--status-fd', String(JAIL_STATUS_FD), '--parent-pid', String(i.parentPid)];
   args.push('--env-fd', String(JAIL_ENV_FD));
+  if (i.outputFds) args.push('--output-fds', i.outputFds.join(','));
   args.push('--max-procs', String(flow.sandbox?.maxProcesses ?? DEFAULT_MAX_PROCESSES));
   for (const w of i.writable) {
     if (i.workspaceFd !== undefined && w === i.workspace) args.push('--write-fd', String(i.workspaceFd));

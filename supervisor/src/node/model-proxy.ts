@@ -9,6 +9,11 @@
  * connect to its own PORT and no other, so a token that leaks out of its run (another run reading it
  * from a shared folder, say) is of no use to another run.
  *
+ * A flow with a vision profile gets a second token on the same listener (`grantVision`): it reaches the
+ * vision profile's provider, whichever the run's own is, but makes one request only, the vision request
+ * of protocol/vision.ts with the profile's model (checked in the JSON body, which is forwarded as
+ * parsed). Any other path, method, query or model is refused before anything goes upstream.
+ *
  *   run (jail: TCP connect to PORT only) ──token──▶ proxy ──key──▶ provider (or the scripted test server)
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -16,6 +21,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import { visionApi, visionRequestPath } from '../protocol/index.ts';
 
 export interface ProviderRoute {
   /** Upstream base, without the API path the client appends (e.g. https://api.openai.com). */
@@ -39,6 +45,8 @@ export interface ProviderRoute {
 const BUILTIN: Record<string, ProviderRoute> = {
   openai: { baseUrl: 'https://api.openai.com', auth: 'bearer', clientPath: '/v1' },
   anthropic: { baseUrl: 'https://api.anthropic.com', auth: 'x-api-key', clientPath: '' },
+  // Zhipu's BigModel (GLM): an OpenAI-compatible Chat Completions API under /api/paas/v4
+  zhipu: { baseUrl: 'https://open.bigmodel.cn/api/paas', auth: 'bearer', clientPath: '/v4' },
   gemini: {
     baseUrl: 'https://generativelanguage.googleapis.com',
     auth: 'x-goog-api-key',
@@ -84,6 +92,27 @@ export interface ProxyGrant {
   baseUrl: string;
 }
 
+/** A run's vision route: a token of its own on the run's listener, for the vision request only. */
+export interface VisionGrant {
+  provider: string;
+  model: string;
+  token: string;
+  port: number;
+  baseUrl: string;
+}
+
+/** The one request a vision token may make. */
+interface VisionLimit {
+  model: string;
+  /** Path below the provider, as the request line has it (no query). */
+  path: string;
+  /** The model is named in the JSON body (else in the path: Gemini). */
+  modelInBody: boolean;
+}
+
+/** Largest vision request body (a 10 MB image is ~13.4 MB as base64; a GLM video up to 20 MB ~27 MB). */
+const VISION_MAX_BODY = 32 * 1024 * 1024;
+
 export interface ModelRequestInfo {
   runId: string;
   provider: string;
@@ -95,11 +124,22 @@ export interface ModelRequestInfo {
   error?: string;
 }
 
+/** A run's listener. */
+interface Listener {
+  runId: string;
+  onRequest?: (info: ModelRequestInfo) => void;
+  server: http.Server;
+  /** Its tokens' hashes: the listener closes when the last is revoked. */
+  tokens: Set<string>;
+}
+
+/** What one token is valid for. */
 interface Registration {
   runId: string;
   provider: string;
-  onRequest?: (info: ModelRequestInfo) => void;
-  server: http.Server;
+  listener: Listener;
+  /** A vision token: the one request it may make. */
+  vision?: VisionLimit;
 }
 
 const HOP_BY_HOP = new Set([
@@ -191,20 +231,9 @@ export class ModelProxy {
   ): Promise<ProxyGrant> {
     const route = this.routes[provider];
     if (!route) throw new Error(`unknown provider "${provider}"`);
-    const token = `rbp-${randomBytes(24).toString('hex')}`;
-    const reg: Registration = {
-      runId,
-      provider,
-      ...(onRequest ? { onRequest } : {}),
-      server: http.createServer((req, res) => this.handle(req, res, reg)),
-    };
-    reg.server.keepAliveTimeout = 5000;
-    await new Promise<void>((resolve, reject) => {
-      reg.server.once('error', reject);
-      reg.server.listen(0, '127.0.0.1', () => resolve());
-    });
-    const port = (reg.server.address() as AddressInfo).port;
-    this.byToken.set(hashToken(token), reg);
+    const listener = await this.listen(runId, onRequest);
+    const token = this.addToken(listener, provider);
+    const port = (listener.server.address() as AddressInfo).port;
     return {
       runId,
       provider,
@@ -214,17 +243,80 @@ export class ModelProxy {
     };
   }
 
+  /**
+   * The vision route of a run: a token for `vision.provider` that makes only the vision request with
+   * `vision.model`, on the listener of the run's grant `on` (the one port its jail lets it reach), or
+   * on a listener of its own when the run has no model grant. Valid until `revoke`.
+   */
+  async grantVision(
+    runId: string,
+    vision: { provider: string; model: string },
+    on: ProxyGrant | undefined,
+    onRequest?: (info: ModelRequestInfo) => void,
+  ): Promise<VisionGrant> {
+    const route = this.routes[vision.provider];
+    if (!route)
+      throw new Error(
+        `unknown provider "${vision.provider}" (known: ${Object.keys(this.routes).join(', ')}; another OpenAI-compatible server is added with RUNBOARD_PROVIDER_<NAME>_URL in the supervisor's environment)`,
+      );
+    const api = visionApi(vision.provider);
+    const limit: VisionLimit = {
+      model: vision.model,
+      path: route.clientPath + visionRequestPath(api, vision.model),
+      modelInBody: api !== 'gemini',
+    };
+    const own = on ? this.byToken.get(hashToken(on.token))?.listener : undefined;
+    if (on && !own) throw new Error(`the run's proxy grant was revoked`);
+    const listener = own ?? (await this.listen(runId, onRequest));
+    const token = this.addToken(listener, vision.provider, limit);
+    const port = (listener.server.address() as AddressInfo).port;
+    return {
+      provider: vision.provider,
+      model: vision.model,
+      token,
+      port,
+      baseUrl: `http://127.0.0.1:${port}/${vision.provider}${route.clientPath}`,
+    };
+  }
+
+  private async listen(runId: string, onRequest?: (info: ModelRequestInfo) => void): Promise<Listener> {
+    const listener: Listener = {
+      runId,
+      ...(onRequest ? { onRequest } : {}),
+      server: http.createServer((req, res) => this.handle(req, res, listener)),
+      tokens: new Set(),
+    };
+    listener.server.keepAliveTimeout = 5000;
+    await new Promise<void>((resolve, reject) => {
+      listener.server.once('error', reject);
+      listener.server.listen(0, '127.0.0.1', () => resolve());
+    });
+    return listener;
+  }
+
+  private addToken(listener: Listener, provider: string, vision?: VisionLimit): string {
+    const token = `rbp-${randomBytes(24).toString('hex')}`;
+    const hash = hashToken(token);
+    this.byToken.set(hash, { runId: listener.runId, provider, listener, ...(vision ? { vision } : {}) });
+    listener.tokens.add(hash);
+    return token;
+  }
+
+  /** The token is invalid from now on; its listener closes with the last of its tokens. */
   revoke(token: string): void {
-    const reg = this.byToken.get(hashToken(token));
-    this.byToken.delete(hashToken(token));
+    const hash = hashToken(token);
+    const reg = this.byToken.get(hash);
+    this.byToken.delete(hash);
+    if (!reg) return;
+    reg.listener.tokens.delete(hash);
     // Closing never fails (stop resolves whatever close reports); nothing waits for the listener to go.
-    if (reg) void this.stop(reg.server);
+    if (!reg.listener.tokens.size) void this.stop(reg.listener.server);
   }
 
   async close(): Promise<void> {
-    const servers = [...this.byToken.values()].map((r) => r.server);
+    const servers = new Set([...this.byToken.values()].map((r) => r.listener.server));
     this.byToken.clear();
-    await Promise.all(servers.map((s) => this.stop(s)));
+    await Promise.all([...servers].map((s) => this.stop(s)));
   }
 
   private stop(server: http.Server): Promise<void> {
@@ -232,16 +324,10 @@ export class ModelProxy {
     return new Promise<void>((r) => server.close(() => r()));
   }
 
-  /** A request on the listener of `listener`'s run: only that run's token is valid here. */
-  private handle(req: http.IncomingMessage, res: http.ServerResponse, listener: Registration): void {
+  /** A request on the listener of `listener`'s run: only that run's tokens are valid here. */
+  private handle(req: http.IncomingMessage, res: http.ServerResponse, listener: Listener): void {
     const at = performance.timeOrigin + performance.now();
-    const fail = (status: number, message: string): void => {
-      if (res.headersSent) return void res.destroy();
-      res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({ error: { type: 'runboard_proxy_error', message: `runboard proxy: ${message}` } }),
-      );
-    };
+    const fail = (status: number, message: string): void => failWith(res, status, message);
     const m = /^\/([a-z][a-z0-9-]{0,39})(\/.*)?$/.exec((req.url ?? '/').split('?')[0]!);
     const query = (req.url ?? '').includes('?') ? (req.url ?? '').slice((req.url ?? '').indexOf('?')) : '';
     const provider = m?.[1];
@@ -253,7 +339,7 @@ export class ModelProxy {
       (req.headers['x-api-key'] as string | undefined) ??
       (req.headers['x-goog-api-key'] as string | undefined);
     const reg = token ? this.byToken.get(hashToken(token)) : undefined;
-    if (!reg || reg !== listener || reg.provider !== provider)
+    if (!reg || reg.listener !== listener || reg.provider !== provider)
       return fail(
         401,
         "this request carries no valid run token for this port (the run ended, or it is not this port's run)",
@@ -265,30 +351,69 @@ export class ModelProxy {
       path: m[2] ?? '/',
       at,
     };
-    const refused = route.refuse?.find((r) => r.method === req.method && r.path.test(info.path));
+    const onRequest = (i: ModelRequestInfo): void => listener.onRequest?.(i);
+    const refused = reg.vision
+      ? visionRefusal(reg.vision, req.method, info.path, query)
+      : route.refuse?.find((r) => r.method === req.method && r.path.test(info.path))?.why;
     if (refused) {
       info.status = 403;
-      reg.onRequest?.(info);
-      return fail(403, refused.why);
+      onRequest(info);
+      return fail(403, refused);
     }
     const key = this.keyFor(provider);
     if (!key) {
       info.status = 401;
-      reg.onRequest?.(info);
+      onRequest(info);
       return fail(401, `no API key is stored for provider "${provider}"`);
     }
-    const upstream = new URL(route.baseUrl + (m[2] ?? '') + query);
+    if (reg.vision) {
+      const limit = reg.vision;
+      readBody(req, VISION_MAX_BODY).then(
+        (body) => {
+          const checked = visionBody(limit, body);
+          if (typeof checked === 'string') {
+            info.status = 403;
+            onRequest(info);
+            return fail(403, checked);
+          }
+          this.forward(req, res, reg, route, info, key, { sub: m[2] ?? '', query, body: checked });
+        },
+        (err: Error) => {
+          info.status = 413;
+          onRequest(info);
+          fail(413, err.message);
+        },
+      );
+      return;
+    }
+    this.forward(req, res, reg, route, info, key, { sub: m[2] ?? '', query });
+  }
+
+  /** Sends the request upstream with the key (its body as it comes, or `to.body`) and streams the answer back. */
+  private forward(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    reg: Registration,
+    route: ProviderRoute,
+    info: ModelRequestInfo,
+    key: string,
+    to: { sub: string; query: string; body?: Buffer },
+  ): void {
+    const { provider, listener } = reg;
+    const onRequest = (i: ModelRequestInfo): void => listener.onRequest?.(i);
+    const upstream = new URL(route.baseUrl + to.sub + to.query);
     const headers: http.OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers))
       if (!HOP_BY_HOP.has(k) && v !== undefined) headers[k] = v;
-    if (req.headers['transfer-encoding'] && !req.headers['content-length'])
+    if (to.body) headers['content-length'] = String(to.body.length);
+    else if (req.headers['transfer-encoding'] && !req.headers['content-length'])
       headers['transfer-encoding'] = 'chunked';
     if (route.auth === 'bearer') headers.authorization = `Bearer ${key}`;
     else headers[route.auth] = key;
     const mod = upstream.protocol === 'https:' ? https : http;
     const up = mod.request(upstream, { method: req.method, headers }, (upRes) => {
       info.status = upRes.statusCode ?? 0;
-      reg.onRequest?.(info);
+      onRequest(info);
       const out: http.OutgoingHttpHeaders = {};
       for (const [k, v] of Object.entries(upRes.headers))
         if (!['connection', 'keep-alive', 'transfer-encoding'].includes(k) && v !== undefined) out[k] = v;
@@ -305,19 +430,76 @@ export class ModelProxy {
     });
     up.on('error', (err: NodeJS.ErrnoException) => {
       info.error = err.code ?? err.message;
-      reg.onRequest?.(info);
+      onRequest(info);
       this.log.warn(
         { runId: reg.runId, provider, path: info.path, err: err.code ?? err.message },
         'model proxy: upstream failed',
       );
-      fail(502, `cannot reach provider "${provider}" at ${upstream.origin}: ${err.code ?? err.message}`);
+      failWith(
+        res,
+        502,
+        `cannot reach provider "${provider}" at ${upstream.origin}: ${err.code ?? err.message}`,
+      );
     });
     // The client went away (cancel, stall kill): stop the upstream request too.
     res.on('close', () => {
       if (!res.writableFinished) up.destroy();
     });
-    req.pipe(up);
+    if (to.body) up.end(to.body);
+    else req.pipe(up);
   }
+}
+
+function failWith(res: http.ServerResponse, status: number, message: string): void {
+  if (res.headersSent) return void res.destroy();
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ error: { type: 'runboard_proxy_error', message: `runboard proxy: ${message}` } }));
+}
+
+/** Why a vision token's request is not the one it may make (null: it is). */
+function visionRefusal(
+  limit: VisionLimit,
+  method: string | undefined,
+  path: string,
+  query: string,
+): string | null {
+  if (method === 'POST' && path === limit.path && !query) return null;
+  return `this run's vision route makes only the vision request (POST ${limit.path}, model ${limit.model}), not ${method} ${path}${query}`;
+}
+
+/** The body a vision request is forwarded with (as parsed, so upstream reads what was checked), or why not. */
+function visionBody(limit: VisionLimit, body: Buffer): Buffer | string {
+  let json: unknown;
+  try {
+    json = JSON.parse(body.toString('utf8'));
+  } catch {
+    return "this run's vision route takes one JSON object";
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json))
+    return "this run's vision route takes one JSON object";
+  const model = (json as { model?: unknown }).model;
+  if (limit.modelInBody ? model !== limit.model : model !== undefined)
+    return `this run's vision route asks model ${limit.model} only (the request named ${JSON.stringify(model)})`;
+  return Buffer.from(JSON.stringify(json));
+}
+
+/** The request's body, up to `max` bytes (more: an error saying so). */
+function readBody(req: http.IncomingMessage, max: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > max) {
+        // the rest is read and dropped, so the answer (413) still reaches the client
+        req.removeAllListeners('data');
+        req.resume();
+        reject(new Error(`a vision request may have at most ${max} bytes`));
+      } else parts.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(parts)));
+    req.on('error', reject);
+  });
 }
 
 /**

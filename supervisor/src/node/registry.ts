@@ -9,6 +9,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   renameSync,
   statSync,
   unlinkSync,
@@ -24,9 +25,13 @@ import {
   ResponseError,
   RunResult,
   type DisplayBusy,
+  type FlowSpec,
   type LaunchRun,
+  type PermissionAsk,
 } from '../protocol/index.ts';
+import { folderRefusal } from './asks.ts';
 import { diskSource, type AttachSource } from './attach.ts';
+import { projectReadOnly } from './jail-args.ts';
 import { ResultFile } from './result-file.ts';
 import type { FleetGateway, RemoteRun } from './fleet/gateway.ts';
 import { Run, removeScratch, type RunDeps } from './run.ts';
@@ -110,6 +115,7 @@ export class RunRegistry {
           { reason: 'display-busy', runId: busy.id } satisfies DisplayBusy,
         );
     }
+    const allowed = p.allow ? this.allowedAsks(p, validated.workspace) : [];
     const runId = newRunId();
     const logDir = runLogDir(this.paths, runId);
     let run: AnyRun;
@@ -122,9 +128,13 @@ export class RunRegistry {
             scratchDir: path.join(this.paths.scratchDir, runId),
             card: p.card,
             // The jail gets the writable trees as they were checked, not paths to resolve again.
-            flow: p.flow.sandbox?.writable
-              ? { ...p.flow, sandbox: { ...p.flow.sandbox, writable: validated.writable } }
-              : p.flow,
+            flow: withAllowed(
+              p.flow.sandbox?.writable
+                ? { ...p.flow, sandbox: { ...p.flow.sandbox, writable: validated.writable } }
+                : p.flow,
+              allowed,
+              validated.workspace,
+            ),
             workspace: validated.workspace,
             command: p.command,
             grantPath: validated.grant.path,
@@ -137,6 +147,7 @@ export class RunRegistry {
         `could not create the run's log dir ${logDir}: ${e.code ?? e.message}${e.code === 'ENOSPC' ? ' (the disk is full; free space and launch again)' : ''}`,
       );
     }
+    if (allowed.length) run.result.allowed = allowed;
     this.active.set(runId, run);
     this.indexRun(runId, p.card.path);
     void run.whenEnded().then(() => {
@@ -146,6 +157,49 @@ export class RunRegistry {
     });
     run.start();
     return { runId, logDir };
+  }
+
+  /**
+   * The asks a launch's `allow` names, each looked up in this supervisor's own record of an ended run
+   * of the same card and checked again (asks.ts): the run is extended by exactly what was asked, or the
+   * launch is refused. What the host, the card or the page say about the ask plays no part.
+   */
+  private allowedAsks(p: z.output<typeof LaunchRun.params>, workspace: string): PermissionAsk[] {
+    const refuse = (why: string): never => {
+      throw new ResponseError(ErrorCodes.AskRefused, `cannot allow: ${why}`, { reason: 'ask-refused' });
+    };
+    const out: PermissionAsk[] = [];
+    for (const a of p.allow ?? []) {
+      const rec = this.get(a.runId)?.result ?? this.readResult(a.runId);
+      if (!rec) refuse(`no run ${a.runId}`);
+      if (rec!.card.path !== p.card.path) refuse(`run ${a.runId} was not a run of this card`);
+      if (rec!.status === 'running') refuse(`run ${a.runId} is still going`);
+      const ask = rec!.asks?.find((x) => x.id === a.ask);
+      if (!ask) refuse(`run ${a.runId} asked nothing as ${a.ask}`);
+      if (ask!.path !== undefined) {
+        let now: string | undefined;
+        try {
+          now = realpathSync(ask!.path);
+        } catch {
+          // gone
+        }
+        if (now !== ask!.path)
+          refuse(`${ask!.path} is not the folder it was when the run asked (moved, removed or a link now)`);
+        const why = folderRefusal(ask!.path, {
+          writable: [],
+          hidden: this.deps.hiddenPaths,
+          readOnly: projectReadOnly(p.card, p.flow),
+          ownPorts: [],
+          tcpPorts: [],
+          workspace,
+        });
+        if (why) refuse(`${ask!.path}: ${why}`);
+        if (ask!.kind === 'delete' && !(ask!.path + '/').startsWith(workspace.replace(/\/?$/, '/')))
+          refuse(`${ask!.path} is not inside this run's workspace ${workspace}`);
+      }
+      out.push(ask!);
+    }
+    return out;
   }
 
   /** Jail pids of the active runs: every process of a run descends from one of them. */
@@ -412,3 +466,26 @@ function isJailOrWorker(pid: number): boolean {
 }
 
 export type { RunDeps };
+
+/** The flow with the asks the person allowed once added to its sandbox (nothing else changes). */
+function withAllowed(flow: FlowSpec, allowed: readonly PermissionAsk[], workspace: string): FlowSpec {
+  if (allowed.length === 0) return flow;
+  const sb = flow.sandbox ?? {};
+  const writable = [...(sb.writable ?? [])];
+  const tcpPorts = [...(sb.tcpPorts ?? [])];
+  const deletable = [...(sb.deletable ?? [])];
+  for (const a of allowed) {
+    if (a.kind === 'write' && a.path && !writable.includes(a.path)) writable.push(a.path);
+    if (a.kind === 'connect' && a.port && !tcpPorts.includes(a.port)) tcpPorts.push(a.port);
+    if (a.kind === 'delete' && a.path) deletable.push(path.relative(workspace, a.path) || '.');
+  }
+  return {
+    ...flow,
+    sandbox: {
+      ...sb,
+      ...(writable.length ? { writable } : {}),
+      ...(tcpPorts.length ? { tcpPorts } : {}),
+      ...(deletable.length ? { deletable } : {}),
+    },
+  };
+}

@@ -29,6 +29,8 @@ export function recordEvidence(
       cpuUserMs: exit.utimeMs,
       cpuSystemMs: exit.stimeMs,
       maxRssKb: exit.maxRssKb,
+      // the jail's own part: moving the run's output into its log files
+      ...(exit.jailCpuMs !== undefined ? { jailCpuMs: exit.jailCpuMs } : {}),
     };
     if (exit.signal) result.signal = signalName(exit.signal);
   }

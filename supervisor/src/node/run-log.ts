@@ -9,15 +9,18 @@ import path from 'node:path';
 import type { RunEvent, RunResult } from '../protocol/index.ts';
 import { AppendFiles } from './append-file.ts';
 import type { AttachSource } from './attach.ts';
-import { OutputFiles } from './output-files.ts';
+import { OutputFiles, type RunOutput } from './output-files.ts';
 import { ResultFile } from './result-file.ts';
 
 /** How many of a run's last events stay in memory for attached clients (the rest is read from disk). */
 const RECENT_EVENTS = 256;
 
-export class RunLog {
+/** The run's output written by the supervisor itself, through `log.output.output()`. */
+const supervisorWritten = (dir: string): OutputFiles => new OutputFiles(dir);
+
+export class RunLog<O extends RunOutput = OutputFiles> {
   readonly events: AppendFiles<'events'>;
-  readonly output: OutputFiles;
+  readonly output: O;
   private readonly resultFile: ResultFile;
   private readonly eventOffsets: number[] = [];
   /** The last events by their offset in events.jsonl: attached clients are sent these without a read-back. */
@@ -28,13 +31,15 @@ export class RunLog {
 
   /**
    * Creates the log dir with `first` as result.json. `onGrow`: any file grew; `onFailed`: a write
-   * failed (the run must stop: its output would be lost).
+   * failed (the run must stop: its output would be lost). `makeOutput`: who writes the output files
+   * (output-files.ts); by default the supervisor, through `output.output()`.
    */
   constructor(
     readonly dir: string,
     first: RunResult,
     onGrow: () => void,
     onFailed: (file: string, err: NodeJS.ErrnoException) => void,
+    makeOutput: (dir: string) => O = supervisorWritten as unknown as (dir: string) => O,
   ) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.resultFile = new ResultFile(path.join(dir, 'result.json'));
@@ -42,7 +47,7 @@ export class RunLog {
     try {
       this.resultFile.init(first);
       events = new AppendFiles({ events: path.join(dir, 'events.jsonl') });
-      this.output = new OutputFiles(dir);
+      this.output = makeOutput(dir);
     } catch (err) {
       // The launch is refused (the caller gets the reason): nothing ran, so nothing of it stays on disk.
       void events?.close();

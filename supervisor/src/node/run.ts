@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { closeSync, mkdirSync, realpathSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { open, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
@@ -18,6 +18,7 @@ import {
   drivesDesktop,
   LIVE_FRAME_FILE,
   JAIL_ENV_FD,
+  JAIL_OUTPUT_FDS,
   JAIL_STATUS_FD,
   JAIL_WORKSPACE_FD,
   RUN_ENDPOINT_FD,
@@ -32,10 +33,12 @@ import {
 } from '../protocol/index.ts';
 import type { AttachSource } from './attach.ts';
 import { classifyEnd, type FinishedReport, type JailExit } from './classify-end.ts';
+import { deriveAsks } from './asks.ts';
 import { DenialScanner } from './denials.ts';
 import {
   buildJailArgs,
   buildRunEnv,
+  projectFoldersToMake,
   projectReadOnly,
   runWritable,
   SCRATCH_DIRS,
@@ -44,8 +47,9 @@ import {
 import { readJailStatus, type JailStatus } from './jail-status.ts';
 import { Liveness } from './liveness.ts';
 import { launchedResult } from './result-file.ts';
+import { JailOutput } from './output-files.ts';
 import { RunLog } from './run-log.ts';
-import type { ModelProxy, ModelRequestInfo, ProxyGrant } from './model-proxy.ts';
+import type { ModelProxy, ModelRequestInfo, ProxyGrant, VisionGrant } from './model-proxy.ts';
 import { recordEvidence, recordWorktree, tearDownDisplay } from './run-finalize.ts';
 import { preflight } from './run-preflight.ts';
 import { openWorkspace } from './workspace-fd.ts';
@@ -84,24 +88,32 @@ export interface LaunchSpec {
   grantPath?: string;
 }
 
-function spawnJail(file: string, args: string[], cwd: string, workspaceFd: number | undefined) {
+function spawnJail(
+  file: string,
+  args: string[],
+  cwd: string,
+  workspaceFd: number | undefined,
+  outputFds: number[],
+) {
   return execa(file, args, {
     cwd,
     // Nothing: the run's environment goes through JAIL_ENV_FD (protocol/jail.ts).
     env: {},
     extendEnv: false,
-    // 0: nothing, 1/2: output into the run log, 3: the run endpoint (a socketpair), 4: jail status
-    // lines, 5: the run's environment, 6: the open workspace.
+    // 0-2: nothing (the run's output goes through the jail into its log files, 7-9; the jail's own
+    // errors come as status lines), 3: the run endpoint (a socketpair), 4: jail status lines, 5: the
+    // run's environment, 6: the open workspace.
     // (execa passes an fd number through at any index; its types admit one only for 0-2)
-    stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe', workspaceFd ?? 'ignore'] as unknown as [
+    stdio: [
+      'ignore',
+      'ignore',
       'ignore',
       'pipe',
       'pipe',
       'pipe',
-      'pipe',
-      'pipe',
-      'ignore',
-    ],
+      workspaceFd ?? 'ignore',
+      ...outputFds,
+    ] as unknown as ['ignore', 'ignore', 'ignore', 'pipe', 'pipe', 'pipe', 'ignore'],
     buffer: false,
     reject: false,
     cleanup: false,
@@ -130,7 +142,10 @@ export class Run {
   state: RunState = RunState.launching();
   result: RunResult;
 
-  private readonly log: RunLog;
+  private readonly log: RunLog<JailOutput>;
+  /** How far stderr.log was read for the denial scanner, and the read going on. */
+  private stderrScanned = 0;
+  private stderrScan: Promise<void> = Promise.resolve();
   private child: JailProcess | undefined;
   private conn: MessageConnection | undefined;
   private workerPid: number | null = null;
@@ -144,6 +159,7 @@ export class Run {
   /** Where the run works: its worktree when the flow asks for one. */
   private workspace: string;
   private proxyGrant: ProxyGrant | undefined;
+  private visionGrant: VisionGrant | undefined;
   private modelRequests = 0;
   /** The run's private virtual display (flow computerUse.privateDisplay). */
   private display: PrivateDisplay | undefined;
@@ -172,6 +188,7 @@ export class Run {
       this.result,
       () => this.signals.emit('grow'),
       (file, err) => this.onLogWriteFailed(file, err),
+      (dir) => new JailOutput(dir),
     );
     this.workspace = spec.workspace;
     this.denials = this.makeDenialScanner();
@@ -206,9 +223,50 @@ export class Run {
   }
 
   private makeDenialScanner(): DenialScanner {
-    return new DenialScanner(this.workspace, this.writable, (d) =>
-      this.event('denial', `sandbox denied: ${d.path ?? d.line}`, { path: d.path, line: d.line }),
+    return new DenialScanner(
+      this.workspace,
+      this.writable,
+      (d) =>
+        this.event('denial', `sandbox denied: ${d.path ?? (d.port ? `port ${d.port}` : d.line)}`, {
+          path: d.path,
+          line: d.line,
+          ...(d.port ? { port: d.port } : {}),
+          ...(d.remove ? { remove: true } : {}),
+        }),
+      !!this.spec.flow.sandbox?.askDeletes,
     );
+  }
+
+  /**
+   * The permissions the person may allow, from the run's denials (asks.ts decides what may be asked).
+   * A failed run with asks ends needs-input: the card asks instead of retrying into the same wall.
+   */
+  private askFor(verdict: ReturnType<typeof classifyEnd>): ReturnType<typeof classifyEnd> {
+    const relevant =
+      (verdict.status === 'failed' && verdict.reason === 'sandbox-denial') ||
+      (verdict.status === 'needs-input' && verdict.reason === 'finished');
+    if (!relevant || this.denials.found.length === 0) return verdict;
+    const { asks, refused } = deriveAsks(this.denials.found, {
+      writable: this.writable,
+      hidden: this.deps.hiddenPaths,
+      readOnly: this.spec.flow.sandbox?.projectWritable
+        ? []
+        : projectReadOnly(this.spec.card, this.spec.flow),
+      ownPorts: this.proxyGrant ? [this.proxyGrant.port] : [],
+      tcpPorts: this.spec.flow.sandbox?.tcpPorts ?? [],
+      workspace: this.workspace,
+    });
+    for (const r of refused)
+      this.event('log', `not asked: ${r.why}`, { kind: 'ask-refused', line: r.denial.line, level: 'warn' });
+    if (asks.length === 0) return verdict;
+    this.result.asks = asks;
+    const what = asks.map((a) => `${a.kind} ${a.path ?? `port ${a.port}`}`).join('; ');
+    this.event('log', `the card asks the person to allow: ${what}`, { kind: 'ask', asks });
+    return {
+      status: 'needs-input',
+      reason: verdict.reason,
+      detail: `the sandbox refused: ${what}; allow it once, always for flow ${this.spec.flow.name}, or deny it`,
+    };
   }
 
   get jailPid(): number | undefined {
@@ -329,6 +387,20 @@ export class Run {
         return;
       }
     }
+    if (flow.vision && flow.documents !== false && this.deps.proxy) {
+      // analyze_media's route to the vision profile's provider, on the run's own listener
+      try {
+        this.visionGrant = await this.deps.proxy.grantVision(this.id, flow.vision, this.proxyGrant, (info) =>
+          this.onModelRequest(info),
+        );
+      } catch (err) {
+        this.event('log', `no vision route for this run: ${(err as Error).message}`, { kind: 'vision' });
+      }
+      if (!this.isActive || this.endCause) {
+        for (const g of [this.proxyGrant, this.visionGrant]) if (g) this.deps.proxy.revoke(g.token);
+        return;
+      }
+    }
     this.spawn();
   }
 
@@ -347,6 +419,8 @@ export class Run {
         return;
       }
     }
+    const readOnly = projectReadOnly(this.spec.card, flow);
+    for (const d of projectFoldersToMake(readOnly)) mkdirSync(d, { recursive: true, mode: 0o700 });
     const args = buildJailArgs({
       flow,
       workspace: this.workspace,
@@ -356,12 +430,13 @@ export class Run {
       parentPid: process.pid,
       landlockAbi: this.deps.landlockAbi,
       useNamespaces: this.deps.useNamespaces,
-      proxyPort: this.proxyGrant?.port,
+      proxyPort: this.proxyGrant?.port ?? this.visionGrant?.port,
       privateDisplay: this.display?.env.DISPLAY,
       userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
       privateTmp: path.join(this.spec.scratchDir, 'root-tmp'),
-      readOnly: projectReadOnly(this.spec.card, flow).map(realOrAsIs),
+      readOnly: readOnly.map(realOrAsIs),
       workspaceFd: workspaceFd === undefined ? undefined : JAIL_WORKSPACE_FD,
+      outputFds: [...JAIL_OUTPUT_FDS],
     });
     const env = buildRunEnv({
       flow,
@@ -375,7 +450,7 @@ export class Run {
     });
     let child: JailProcess;
     try {
-      child = spawnJail(this.deps.jailPath, args, this.workspace, workspaceFd);
+      child = spawnJail(this.deps.jailPath, args, this.workspace, workspaceFd, this.log.output.fileFds);
       const envPipe = (child.stdio as unknown as Writable[])[JAIL_ENV_FD]!;
       envPipe.on('error', () => undefined); // a jail that died early: its exit says why
       envPipe.end(serializeEnv(env));
@@ -384,10 +459,9 @@ export class Run {
       return;
     } finally {
       if (workspaceFd !== undefined) closeSync(workspaceFd); // the jail has its own copy
+      this.log.output.handedOver(); // so are the log files
     }
     this.child = child;
-    this.pipeOutput(child.stdout, 'stdout');
-    this.pipeOutput(child.stderr, 'stderr');
     readJailStatus(
       child.stdio[JAIL_STATUS_FD],
       (s) => this.onJailStatus(s),
@@ -468,21 +542,44 @@ export class Run {
     this.log.event(type, message, data);
   }
 
-  private pipeOutput(stream: Readable, which: 'stdout' | 'stderr'): void {
-    const file = this.log.output;
-    stream.on('data', (chunk: Buffer) => {
-      this.liveness.output();
-      if (which === 'stderr') this.denials.scan(chunk);
-      if (!file.output(which, chunk)) {
-        stream.pause();
-        void file.drained().then(() => stream.resume());
+  /**
+   * Reads what stderr.log gained since the last scan for sandbox denials (one read at a time; the
+   * supervisor never holds the run's output otherwise). Resolves when the scan reached the size known now.
+   */
+  private scanStderr(): Promise<void> {
+    this.stderrScan = this.stderrScan.then(async () => {
+      const end = this.log.output.committed.stderr;
+      if (this.stderrScanned >= end || this.denials.found.length >= 20) return;
+      const fh = await open(this.log.output.paths.stderr, 'r');
+      try {
+        const buf = Buffer.allocUnsafe(Math.min(256 * 1024, end - this.stderrScanned));
+        while (this.stderrScanned < end && this.denials.found.length < 20) {
+          const want = Math.min(buf.length, end - this.stderrScanned);
+          const { bytesRead } = await fh.read(buf, 0, want, this.stderrScanned);
+          if (bytesRead === 0) break;
+          this.stderrScanned += bytesRead;
+          this.denials.scan(buf.subarray(0, bytesRead));
+        }
+      } finally {
+        await fh.close();
       }
     });
-    stream.on('error', () => undefined);
+    this.stderrScan = this.stderrScan.catch(() => undefined); // a log dir gone: nothing to scan
+    return this.stderrScan;
   }
 
   private onJailStatus(s: JailStatus): void {
     switch (s.event) {
+      case 'output': {
+        const stderrBefore = this.log.output.committed.stderr;
+        this.log.output.sizes(s);
+        this.liveness.output();
+        if (this.log.output.committed.stderr > stderrBefore) void this.scanStderr();
+        break;
+      }
+      case 'output-failed':
+        this.log.output.failed(s.file, s.code, s.message);
+        break;
       case 'started':
         this.workerPid = s.pid;
         this.result.pid = s.pid;
@@ -553,6 +650,13 @@ export class Run {
                 },
               }
             : {}),
+          ...(this.visionGrant
+            ? {
+                vision: (({ provider, model, baseUrl, token }) => ({ provider, model, baseUrl, token }))(
+                  this.visionGrant,
+                ),
+              }
+            : {}),
         };
       },
       onHeartbeat: () => {
@@ -561,6 +665,10 @@ export class Run {
       },
       onLog: (p) => {
         this.liveness.output();
+        // an agent CLI's own permission refusal goes through the same ask as the sandbox's
+        const agent = p.data?.agent as { kind?: unknown; tool?: unknown; detail?: unknown } | undefined;
+        if (agent?.kind === 'permission-denied')
+          this.denials.scanAgent(`${String(agent.tool)}: ${String(agent.detail).slice(0, 2000)}`);
         this.event('log', p.message, { level: p.level, ...(p.data ?? {}) });
       },
       onProgress: (p) => {
@@ -605,20 +713,19 @@ export class Run {
   }
 
   private async onJailExit(code: number | null, signal: string | null): Promise<void> {
-    // Let the output pipes drain into the files first: nothing the run printed is lost.
-    await Promise.all([
-      this.streamEnd(this.child?.stdout as Readable),
-      this.streamEnd(this.child?.stderr as Readable),
-      this.streamEnd(this.child?.stdio[JAIL_STATUS_FD]),
-    ]);
-    const verdict = classifyEnd({
-      endCause: this.endCause,
-      jailExit: this.jailExit,
-      jailError: this.jailError,
-      jailProcess: { code, signal },
-      report: this.finishedReport,
-      denials: this.denials.found.map((d) => d.path ?? d.line),
-    });
+    // The jail's last lines say how much output it moved into the files: nothing the run printed is lost.
+    await this.streamEnd(this.child?.stdio[JAIL_STATUS_FD]);
+    await this.scanStderr();
+    const verdict = this.askFor(
+      classifyEnd({
+        endCause: this.endCause,
+        jailExit: this.jailExit,
+        jailError: this.jailError,
+        jailProcess: { code, signal },
+        report: this.finishedReport,
+        denials: this.denials.found.map((d) => d.path ?? d.line),
+      }),
+    );
     recordEvidence(this.result, this.jailExit, this.finishedReport, signal);
     await this.finish(verdict.status, verdict.reason, verdict.detail);
   }
@@ -675,6 +782,7 @@ export class Run {
     this.liveness.clear();
     await this.step('closing the worker endpoint', () => this.conn?.dispose());
     if (this.proxyGrant) this.deps.proxy?.revoke(this.proxyGrant.token);
+    if (this.visionGrant) this.deps.proxy?.revoke(this.visionGrant.token);
     const sink = (type: 'log' | 'error', message: string, data?: Record<string, unknown>): void =>
       this.event(type, message, data);
     const display = this.display;

@@ -14,3 +14,4 @@ export * from './cu-events.ts';
 export * from './schedules.ts';
 export * from './extraction.ts';
 export * from './workflow.ts';
+export * from './vision.ts';

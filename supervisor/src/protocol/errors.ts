@@ -30,6 +30,11 @@ export const ErrorCodes = {
    * was already settled; a second computer-use run on the real display (`data`: DisplayBusy).
    */
   InvalidState: 1070,
+  /**
+   * A launch's `allow` names an ask that is not on record for an ended run of the same card, or one
+   * that may not be allowed (Runboard's own state, the whole home folder): nothing was started.
+   */
+  AskRefused: 1080,
 } as const;
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 

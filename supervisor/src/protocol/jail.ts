@@ -16,6 +16,11 @@ export const JAIL_STATUS_FD = 4;
 export const JAIL_ENV_FD = 5;
 /** The run's workspace, an open directory (`--write-fd`): the jail starts the run in it. */
 export const JAIL_WORKSPACE_FD = 6;
+/**
+ * The run's stdout.log, stderr.log and output.order, open for writing (`--output-fds 7,8,9`): the jail
+ * moves the run's output into them itself; the run holds only pipes.
+ */
+export const JAIL_OUTPUT_FDS = [7, 8, 9] as const;
 
 const count = z.number();
 
@@ -42,6 +47,19 @@ export const JailStatusLine = z.discriminatedUnion('event', [
     /** The run has a read-only mount namespace of its own (under Landlock too, `--ro-mounts`). */
     mountNamespace: z.optional(z.boolean()),
   }),
+  /**
+   * The run's output moved into its log files so far (`--output-fds`): the sizes of stdout.log,
+   * stderr.log and output.order at one moment, and the bytes dropped after a failed write.
+   */
+  z.object({
+    event: z.literal('output'),
+    stdout: count,
+    stderr: count,
+    order: count,
+    dropped: z.optional(count),
+  }),
+  /** A write to a log file failed (e.g. ENOSPC): the run's further output is dropped, counted. */
+  z.object({ event: z.literal('output-failed'), file: z.string(), code: z.string(), message: z.string() }),
   /** Something failed in the jail (before or instead of the worker). */
   z.object({ event: z.literal('error'), message: z.string() }),
   /** The worker ended (last line): its exit code or signal, and what the run used. */
@@ -57,6 +75,8 @@ export const JailStatusLine = z.discriminatedUnion('event', [
     utimeMs: count,
     stimeMs: count,
     maxRssKb: count,
+    /** CPU time of the jail itself (moving the output, answering listen() calls), ms. */
+    jailCpuMs: z.optional(count),
   }),
 ]);
 export type JailStatusLine = z.infer<typeof JailStatusLine>;

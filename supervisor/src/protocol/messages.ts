@@ -13,6 +13,7 @@ import {
   Metrics,
   Offsets,
   OutputStream,
+  PermissionAsk,
   ProviderName,
   RunEvent,
   RunId,
@@ -36,6 +37,13 @@ export const LaunchRun = request(
     command: z.optional(Command),
     /** Any other path the run is given (inputs, outputs); each must resolve inside the grant. */
     paths: z.optional(z.array(z.string().check(z.maxLength(4096))).check(z.maxLength(256))),
+    /**
+     * Asks of an earlier run of the same card that the person allowed once: the supervisor looks each
+     * up in its own record of that run and extends this run's sandbox by exactly that, or refuses.
+     */
+    allow: z.optional(
+      z.array(z.object({ runId: RunId, ask: PermissionAsk.shape.id })).check(z.minLength(1), z.maxLength(8)),
+    ),
   }),
   z.object({ runId: RunId, logDir: z.string() }),
 );
@@ -244,6 +252,20 @@ export const WorkerSpec = z.object({
       baseUrl: z.string(),
       token: z.string(),
       model: z.optional(z.string()),
+    }),
+  ),
+  /**
+   * The flow's vision route (its vision profile, `flow.vision`): a second token on the run's proxy
+   * listener that makes one request only, the vision request of the profile's provider with the
+   * profile's model (protocol/vision.ts), whatever the run's own provider is.
+   */
+  vision: z.optional(
+    z.object({
+      provider: ProviderName,
+      model: z.string(),
+      /** e.g. http://127.0.0.1:PORT/anthropic: the run's own listener, the vision provider's route. */
+      baseUrl: z.string(),
+      token: z.string(),
     }),
   ),
   /** A folder under the run's log dir the worker may write (screenshots, report.md). */

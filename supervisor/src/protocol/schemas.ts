@@ -97,6 +97,15 @@ export const FlowSpec = z.object({
       maxProcesses: z.optional(z.int().check(z.minimum(16), z.maximum(1_000_000))),
       /** Let the run write the project's config.yaml and cards/ (when they lie in its writable trees). */
       projectWritable: z.optional(z.boolean()),
+      /**
+       * Deletes in the workspace must be asked: the jail withholds Landlock's remove rights there
+       * (so renames out of a folder fail too), and a refused delete makes the card ask the person.
+       */
+      askDeletes: z.optional(z.boolean()),
+      /** With askDeletes: folders (relative to the workspace) where deletes are allowed without asking. */
+      deletable: z.optional(
+        z.array(z.string().check(z.minLength(1), z.maxLength(4096))).check(z.maxLength(64)),
+      ),
     }),
   ),
   /** Environment variables passed to the run, on top of the trimmed base environment. */
@@ -271,6 +280,23 @@ export const WorktreeInfo = z.object({
 });
 export type WorktreeInfo = z.infer<typeof WorktreeInfo>;
 
+/**
+ * A permission the sandbox refused a run, as the supervisor derived it (never as the run worded it):
+ * the person may allow it once, always for the flow, or deny it. `path` is the folder a write or a
+ * delete would be allowed in (a realpath the supervisor checked), `port` the TCP port to connect to.
+ */
+export const PermissionAsk = z.object({
+  id: z.string().check(z.regex(/^a[0-9]{1,2}$/)),
+  kind: z.enum(['write', 'connect', 'delete']),
+  path: z.optional(z.string().check(z.minLength(1), z.maxLength(4096))),
+  port: z.optional(z.int().check(z.minimum(1), z.maximum(65535))),
+  /** The line of the run's output that showed the refusal: the run's own words, shown as such. */
+  evidence: z.string().check(z.maxLength(500)),
+  /** Who refused: the jail, or the agent CLI's own permission system (then the jail would refuse too). */
+  source: z.enum(['sandbox', 'agent']),
+});
+export type PermissionAsk = z.infer<typeof PermissionAsk>;
+
 /** result.json: the record of a run, rewritten as it goes and final when status is not `running`. */
 export const RunResult = z.object({
   runId: RunId,
@@ -312,6 +338,10 @@ export const RunResult = z.object({
   worktree: z.optional(z.nullable(WorktreeInfo)),
   /** Questions the run asks the person (with status needs-input), in the order asked. */
   questions: z.optional(z.array(ClarifyingQuestion)),
+  /** Permissions the sandbox refused that the person may allow (status needs-input). */
+  asks: z.optional(z.array(PermissionAsk).check(z.maxLength(8))),
+  /** Asks of earlier runs the person allowed once for this run (`run/launch` `allow`). */
+  allowed: z.optional(z.array(PermissionAsk).check(z.maxLength(8))),
 });
 export type RunResult = z.infer<typeof RunResult>;
 

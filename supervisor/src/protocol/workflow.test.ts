@@ -96,6 +96,30 @@ describe('the workflow schema', () => {
     ]);
   });
 
+  it('checks locators: a role, a window, a name or path, and a path ending at the element', () => {
+    const w = sample();
+    const loc = w.plan.subtasks[0]!.steps[0]!.locator!;
+    loc.path.at(-1)!.name = 'Email';
+    loc.role = '';
+    expect(problems(w)).toEqual([
+      'plan.subtasks[0].steps[0].locator.role: a locator needs the element\'s role (e.g. "push button")',
+    ]);
+    loc.role = 'text';
+    expect(problems(w)).toEqual([
+      'plan.subtasks[0].steps[0].locator.path[1]: the path must end at the element itself (text "Name"), not at text "Email"',
+    ]);
+    Object.assign(loc, { app: '', window_title: ' ', name: '', path: [] });
+    expect(problems(w)).toEqual([
+      'plan.subtasks[0].steps[0].locator.window_title: a locator needs the window: its title or its app (or both)',
+      'plan.subtasks[0].steps[0].locator.name: a locator with neither a name nor a path would match any element of its role: give one, or remove the locator',
+    ]);
+    w.plan.subtasks[0]!.outcome_check = {};
+    delete w.plan.subtasks[0]!.steps[0]!.locator;
+    expect(problems(w)).toEqual([
+      'plan.subtasks[0].outcome_check: an outcome check needs a role, a name or a value to look for (or remove it)',
+    ]);
+  });
+
   it('refuses unknown keys, wrong numbering and a missing version instead of dropping them', () => {
     const w = sample() as unknown as Record<string, unknown> & Workflow;
     (w.plan.subtasks[0]!.steps[0] as unknown as Record<string, unknown>).intnet = 'typo';

@@ -129,9 +129,15 @@ export type RecordedFacts = z.infer<typeof RecordedFacts>;
 export const WorkflowLocator = z.strictObject({
   app: z.string(),
   window_title: z.string(),
-  role: z.string(),
+  role: z.string().check(z.minLength(1, 'a locator needs the element\'s role (e.g. "push button")')),
   name: z.string(),
-  path: z.array(ElementPathStep),
+  path: z.array(
+    z.strictObject({
+      role: z.string().check(z.minLength(1, 'a path step needs a role')),
+      name: z.string(),
+      index: z.int().check(z.minimum(0, 'is a position among same-role siblings, from 0')),
+    }),
+  ),
 });
 export type WorkflowLocator = z.infer<typeof WorkflowLocator>;
 
@@ -245,6 +251,30 @@ export function extractProducers(w: Pick<Workflow, 'plan'>): Map<string, number>
   return out;
 }
 
+/**
+ * A locator replay can resolve: it names a window (app or title) and its element by a name or a path,
+ * and a path ends at the element itself (replay walks the path and then checks role and name).
+ */
+function locatorCheck(
+  l: WorkflowLocator,
+  at: Array<string | number>,
+  issue: (path: Array<string | number>, message: string) => void,
+): void {
+  if (l.app.trim() === '' && l.window_title.trim() === '')
+    issue([...at, 'window_title'], 'a locator needs the window: its title or its app (or both)');
+  if (l.name === '' && l.path.length === 0)
+    issue(
+      [...at, 'name'],
+      'a locator with neither a name nor a path would match any element of its role: give one, or remove the locator',
+    );
+  const last = l.path.at(-1);
+  if (last && (last.role !== l.role || last.name !== l.name))
+    issue(
+      [...at, 'path', l.path.length - 1],
+      `the path must end at the element itself (${l.role} "${l.name}"), not at ${last.role} "${last.name}"`,
+    );
+}
+
 type Ctx = Parameters<Parameters<typeof z.superRefine<z.infer<typeof WorkflowShape>>>[0]>[1];
 
 /** The rules across fields: names unique, templates known, dependencies upstream, values by action type. */
@@ -283,6 +313,7 @@ function crossCheck(w: z.infer<typeof WorkflowShape>, ctx: Ctx): void {
         if (s.action_type !== 'KEYPRESS' && s.action_type !== 'TYPE' && v !== null)
           issue([...at, 'action_value'], `a ${s.action_type} step has no value: use null`);
       }
+      if (s.locator) locatorCheck(s.locator, [...at, 'locator'], issue);
       if (s.variable_name !== undefined) {
         if (params.has(s.variable_name))
           issue([...at, 'variable_name'], `"${s.variable_name}" is already a parameter's name`);
@@ -321,6 +352,12 @@ function crossCheck(w: z.infer<typeof WorkflowShape>, ctx: Ctx): void {
         );
       }
     };
+    const oc = st.outcome_check;
+    if (oc && oc.role === undefined && oc.name === undefined && oc.value === undefined)
+      issue(
+        ['plan', 'subtasks', k, 'outcome_check'],
+        'an outcome check needs a role, a name or a value to look for (or remove it)',
+      );
     check(['plan', 'subtasks', k, 'text'], st.text);
     check(['plan', 'subtasks', k, 'expected_outcome'], st.expected_outcome);
     for (const f of ['name', 'value'] as const) {

@@ -144,8 +144,8 @@ export function documentsMcpServer(spec: WorkerSpec, env: NodeJS.ProcessEnv): Mc
     command: process.execPath,
     args,
     env: pick(env, DOCUMENTS_ENV),
-    // analyze_media asks the vision model through the run's proxy route, with the run's token
-    ...(scope.vision ? { passEnv: ['RUNBOARD_MODEL_TOKEN'] } : {}),
+    // analyze_media asks the vision model through the run's vision route, with its token
+    ...(scope.vision ? { passEnv: ['RUNBOARD_VISION_TOKEN'] } : {}),
   };
 }
 

@@ -70,7 +70,7 @@ export class ClaudeRunner implements Runner {
       ...ctx.env,
       ANTHROPIC_BASE_URL: spec.model.baseUrl,
       ANTHROPIC_API_KEY: spec.model.token,
-      ...(spec.flow.vision ? { RUNBOARD_MODEL_TOKEN: spec.model.token } : {}),
+      ...(spec.vision ? { RUNBOARD_VISION_TOKEN: spec.vision.token } : {}),
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
       DISABLE_AUTOUPDATER: '1',
       DISABLE_TELEMETRY: '1',

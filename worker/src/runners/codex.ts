@@ -145,6 +145,7 @@ export class CodexRunner implements Runner {
       ...ctx.env,
       CODEX_HOME: codexHome,
       RUNBOARD_MODEL_TOKEN: spec.model.token,
+      ...(spec.vision ? { RUNBOARD_VISION_TOKEN: spec.vision.token } : {}),
       CODEX_MANAGED_BY_NPM: '1',
       ...(codex.root ? { CODEX_MANAGED_PACKAGE_ROOT: codex.root } : {}),
       PATH: [codex.pathDir, ctx.env.PATH].filter(Boolean).join(':'),

@@ -8,11 +8,14 @@ import path from 'node:path';
 import type { Redis } from 'ioredis';
 import { ORDER_FILE, OutputOrder, type OutputStream } from '@runboard/supervisor/run-output';
 import type { AttachSource } from '../attach.ts';
+import { ArtifactSender } from './artifacts.ts';
 import { recordStream } from './job.ts';
 
 const PIECE = 256 * 1024;
 /** An abandoned stream (its submitter gone for good) does not stay in Redis forever. */
 const STREAM_TTL_S = 7 * 24 * 3600;
+/** How often the run's artifacts folder is looked at (the live frame of computer-use changes each second). */
+const ARTIFACT_SWEEP_MS = 500;
 
 export async function forwardRecords(redis: Redis, runId: string, src: AttachSource): Promise<void> {
   const key = recordStream(runId);
@@ -29,9 +32,29 @@ export async function forwardRecords(redis: Redis, runId: string, src: AttachSou
     if (bytesRead > 0) await redis.xadd(key, '*', 'k', kind, 'd', buf.subarray(0, bytesRead));
     return bytesRead;
   };
+  const artifacts = new ArtifactSender(
+    src.dir,
+    {
+      piece: async (p) => {
+        await redis.xadd(key, '*', 'k', 'artifact', 'n', p.name, 'o', p.offset, 't', p.size, 'd', p.data);
+      },
+      gone: async (name) => {
+        await redis.xadd(key, '*', 'k', 'artifact-gone', 'n', name);
+      },
+      note: async (n) => {
+        await redis.xadd(key, '*', 'k', 'artifact-note', 'n', n.name, 'd', n.why);
+      },
+    },
+    PIECE,
+  );
+  let swept = 0;
   try {
     for (;;) {
       const final = src.isFinal();
+      if (final || Date.now() - swept >= ARTIFACT_SWEEP_MS) {
+        swept = Date.now();
+        await artifacts.sweep(); // at the end too, once the run's files are final
+      }
       const sizes = src.outputSizes();
       const eventsEnd = src.events.committed();
       let sent = false;

@@ -22,6 +22,7 @@ import {
 import type { AttachSource } from '../attach.ts';
 import { launchedResult } from '../result-file.ts';
 import { RunLog } from '../run-log.ts';
+import { ArtifactMirror } from './artifacts.ts';
 import { CANCEL_CHANNEL, queueName, recordStream, redisOptions, RunJobResult, type RunJob } from './job.ts';
 import { LEASE_MS, withinMs } from './fleet-host.ts';
 
@@ -57,6 +58,7 @@ export class RemoteRun {
   /** BullMQ found its job stalled (the run ends a lease later). */
   stalledSeen = false;
   private finishing: Finish | undefined;
+  private readonly artifacts: ArtifactMirror;
 
   constructor(
     private readonly gw: FleetGateway,
@@ -70,6 +72,11 @@ export class RemoteRun {
       l.first,
       () => this.signals.emit('grow'),
       () => undefined,
+    );
+    this.artifacts = new ArtifactMirror(l.logDir, (name, why) =>
+      this.log.event('error', `artifact ${JSON.stringify(name)} was not copied here: ${why}`, {
+        artifact: name,
+      }),
     );
   }
 
@@ -121,10 +128,25 @@ export class RemoteRun {
     return this.ended;
   }
 
-  /** A record from the host. */
-  take(kind: string, data: Buffer): void {
+  /** A record from the host (`f`: the record's other fields). */
+  take(kind: string, data: Buffer, f: Record<string, Buffer> = {}): void {
     if (kind === 'stdout' || kind === 'stderr') this.log.output.output(kind, data);
-    else if (kind === 'events') {
+    else if (kind === 'artifact')
+      this.artifacts.piece({
+        name: f.n?.toString() ?? '',
+        offset: Number(f.o?.toString()),
+        size: Number(f.t?.toString()),
+        data,
+      });
+    else if (kind === 'artifact-gone') this.artifacts.gone(f.n?.toString() ?? '');
+    else if (kind === 'artifact-note') {
+      const host = typeof this.result.metrics.host === 'string' ? this.result.metrics.host : 'its host';
+      this.log.event(
+        'error',
+        `artifact ${JSON.stringify(f.n?.toString() ?? '')} was not copied here: ${data.toString('utf8').slice(0, 500)}; it stays on ${host}, in the run's folder there`,
+        { artifact: f.n?.toString() ?? '' },
+      );
+    } else if (kind === 'events') {
       for (const line of data.toString('utf8').split('\n')) {
         if (!line) continue;
         try {
@@ -147,6 +169,7 @@ export class RemoteRun {
     if (this.finishing) return;
     this.finishing = f;
     await this.gw.drainStream(this);
+    this.artifacts.abandon();
     const now = new Date();
     const remote = f.remote?.result;
     const base: RunResult = remote
@@ -396,7 +419,7 @@ export class FleetGateway {
       run.streamId = id.toString();
       const f: Record<string, Buffer> = {};
       for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!.toString()] = fields[i + 1]!;
-      run.take(f.k?.toString() ?? '', f.d ?? Buffer.alloc(0));
+      run.take(f.k?.toString() ?? '', f.d ?? Buffer.alloc(0), f);
     }
   }
 

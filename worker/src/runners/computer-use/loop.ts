@@ -170,7 +170,7 @@ export class Loop {
       workspace: ctx.spec.workspace,
       signal: this.signal,
       documents: this.documents,
-      modelToken: ctx.spec.model?.token,
+      visionToken: ctx.spec.vision?.token,
     };
     for (let step = 1; ; step++) {
       const budget = this.mayGoOn(step);

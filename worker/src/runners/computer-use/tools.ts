@@ -102,8 +102,8 @@ export interface ToolContext {
   signal: AbortSignal;
   /** What the document tools may reach; null: the flow turned them off. */
   documents: DocumentScope | null;
-  /** The run's model proxy token (analyze_media asks the vision model with it). */
-  modelToken?: string | undefined;
+  /** The token of the run's vision route (analyze_media asks the vision model with it). */
+  visionToken?: string | undefined;
 }
 
 export interface ToolResult {
@@ -463,7 +463,7 @@ async function documentTool(ctx: ToolContext, name: DocumentToolName, args: Args
   try {
     // The format libraries are a bundle of their own, loaded at the first call (not at every run's start).
     const calls = loadBundle<typeof DocumentCalls>('documents-tools.cjs');
-    const text = await calls.callDocumentTool(ctx.documents!, name, args, ctx.modelToken);
+    const text = await calls.callDocumentTool(ctx.documents!, name, args, ctx.visionToken);
     return { output: { ok: true, text }, changedScreen: false };
   } catch (err) {
     // by name: the bundle's DocumentError is another class than this bundle's would be

@@ -123,6 +123,31 @@ describe('reflect passes', () => {
     expect(use!.steps[0]!.recorded?.details).toBe('paste the album');
   });
 
+  it("keeps each subtask's outcome check (seed 002 format), templates and dependencies included", () => {
+    const a = answer();
+    a.subtasks[0]!.outcome_check = { role: 'list item', name: '{song} - Linkin Park' };
+    a.subtasks[1]!.outcome_check = null;
+    a.subtasks[2]!.outcome_check = { value: '{extract_0}' };
+    const c = checkPassB(r)(a);
+    expect(c.ok).toBe(true);
+    if (!c.ok) return;
+    const [find, read, use] = c.value.plan.subtasks;
+    expect(find!.outcome_check).toEqual({ role: 'list item', name: '{song} - Linkin Park' });
+    expect(read!.outcome_check).toBeUndefined();
+    expect(use!.outcome_check).toEqual({ value: '{extract_0}' });
+    // A check with nothing to look for, or a template nobody fills, is sent back with its path.
+    const bad = answer();
+    bad.subtasks[0]!.outcome_check = {};
+    bad.subtasks[1]!.outcome_check = { value: '{album}' };
+    const b = checkPassB(r)(bad);
+    expect(b.ok).toBe(false);
+    if (!b.ok)
+      expect(b.problems).toEqual([
+        'plan.subtasks[0].outcome_check: an outcome check needs a role, a name or a value to look for (or remove it)',
+        'plan.subtasks[1].outcome_check.value: {album} is neither a parameter (song) nor an upstream extract this subtask depends on',
+      ]);
+  });
+
   it('says what is wrong with a pass B answer: missing steps, order, templates', () => {
     const missing = checkPassB(r)(answer({ steps: answer().steps.slice(0, 4) }));
     expect(missing).toEqual({

@@ -187,7 +187,16 @@ export const PassBAnswer = z.object({
     }),
   ),
   subtasks: z
-    .array(z.object({ text: Str.check(z.minLength(1)), expected_outcome: Str }))
+    .array(
+      z.object({
+        text: Str.check(z.minLength(1)),
+        expected_outcome: Str,
+        /** An accessibility fact on screen when the subtask is done (null: none can be named). */
+        outcome_check: z.optional(
+          z.nullable(z.object({ role: z.optional(Str), name: z.optional(Str), value: z.optional(Str) })),
+        ),
+      }),
+    )
     .check(z.minLength(1)),
   steps: z.array(z.object({ i: z.int(), subtask: z.int(), action_value: z.nullable(Str) })),
 });
@@ -296,12 +305,20 @@ export function assemble(r: Reflected, b: PassBAnswer): { workflow: unknown; pro
           recorded: s.recorded,
         };
       });
+    const oc = st.outcome_check;
+    // Only the fields given: an empty check would be refused by the schema, with a path to fix.
+    const check = oc
+      ? Object.fromEntries(
+          (['role', 'name', 'value'] as const).flatMap((f) => (oc[f] !== undefined ? [[f, oc[f]]] : [])),
+        )
+      : undefined;
     return {
       subtask_i: k,
       text: st.text,
       expected_outcome: st.expected_outcome,
       dependencies: [] as string[],
       steps,
+      ...(check ? { outcome_check: check } : {}),
     };
   });
   const workflow: Workflow = {
@@ -318,6 +335,8 @@ export function assemble(r: Reflected, b: PassBAnswer): { workflow: unknown; pro
     const used = [
       st.text,
       st.expected_outcome,
+      st.outcome_check?.name ?? '',
+      st.outcome_check?.value ?? '',
       ...st.steps.flatMap((s) => stepStrings(s).map(([, v]) => v)),
     ].flatMap(templateNames);
     st.dependencies = [...new Set(used)].filter((n) => (producers.get(n) ?? Infinity) < k);

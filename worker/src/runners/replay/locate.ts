@@ -63,7 +63,12 @@ function moved(now: Element, win: WindowInfo, loc: Locator, rec: RecordedWindow 
 }
 
 /** The recorded element, if it is there as recorded. */
-export async function locate(loc: Locator, rec: RecordedWindow | undefined): Promise<Located> {
+export async function locate(
+  loc: Locator,
+  rec: RecordedWindow | undefined,
+  /** anywhere: where the element is does not matter (reading a value, not acting at a place). */
+  o: { anywhere?: boolean } = {},
+): Promise<Located> {
   const win = await findWindow(rec);
   if (typeof win === 'string') return { ok: false, drift: win };
   let tree;
@@ -95,8 +100,8 @@ export async function locate(loc: Locator, rec: RecordedWindow | undefined): Pro
     };
   if (!e.visible || e.bounds[2] <= 0 || e.bounds[3] <= 0)
     return { ok: false, drift: `${loc.role} "${loc.name}" is not showing` };
-  if (!e.enabled) return { ok: false, drift: `${loc.role} "${loc.name}" is disabled` };
-  if (moved(e, win, loc, rec))
+  if (!o.anywhere && !e.enabled) return { ok: false, drift: `${loc.role} "${loc.name}" is disabled` };
+  if (!o.anywhere && moved(e, win, loc, rec))
     return { ok: false, drift: `${loc.role} "${loc.name}" moved from where it was recorded` };
   return { ok: true, element: e, window: win };
 }

@@ -39,6 +39,19 @@ describe('a workflow read for replay', () => {
     expect(plan.subtasks[2]!.steps[1]!.action).toEqual({ type: 'type', text: '{status_text}' });
   });
 
+  it('finds elements by locators only: a removed locator sends the step to the model; an extract reads its own', () => {
+    const w = workflow();
+    const click = w.plan.subtasks[0]!.steps[0]!;
+    const status = { ...click.locator!, role: 'label', name: 'status: idle', path: [] };
+    delete click.locator; // the recorded facts stay, but replay does not find the element by them
+    w.plan.subtasks[1]!.steps[1]!.locator = status;
+    const plan = toPlan(w);
+    const [first, typed] = plan.subtasks[0]!.steps;
+    expect([first!.element, first!.focus, first!.window]).toEqual([undefined, undefined, undefined]);
+    expect(typed!.focus).toBeUndefined(); // recorded but never given a locator
+    expect(plan.subtasks[1]!.steps[1]!.element).toMatchObject({ role: 'label', name: 'status: idle' });
+  });
+
   it('takes the card’s values, else the examples, and names what is missing or unknown', () => {
     const w = workflow();
     w.task_params[1]!.example = '';

@@ -41,7 +41,7 @@ export interface PlanStep {
   postAction?: string;
   action: StepAction & { variable?: string };
   window?: RecordedWindow;
-  /** Pointer steps: the element acted on; key steps: the focused one. */
+  /** Pointer steps: the element acted on; extract steps: the element read; key steps: the focused one. */
   element?: Locator;
   focus?: Locator;
 }
@@ -131,6 +131,9 @@ export function toPlan(w: Workflow): Plan {
       steps: st.steps.map((s) => {
         const win = s.recorded?.window;
         const seen = s.recorded?.element ?? s.recorded?.focus;
+        // The step's locator is the one way replay finds its element without a model: a step whose
+        // locator a person removed in the editor goes to the model even though its recorded facts
+        // remain (they are kept as history, and for the place the element was seen).
         const loc: Locator | undefined = s.locator
           ? {
               role: s.locator.role,
@@ -138,15 +141,15 @@ export function toPlan(w: Workflow): Plan {
               path: s.locator.path,
               ...(seen ? { bounds: seen.bounds } : {}),
             }
-          : seen
-            ? { role: seen.role, name: seen.name, bounds: seen.bounds, path: seen.path }
-            : undefined;
+          : undefined;
         const window: RecordedWindow | undefined = s.locator
           ? { app: s.locator.app, title: s.locator.window_title, ...(win ? { bounds: win.bounds } : {}) }
-          : win
-            ? { app: win.app, title: win.title, bounds: win.bounds }
+          : win && !seen
+            ? // keys the recorder saw go to no field (a shortcut): sent to the recorded window
+              { app: win.app, title: win.title, bounds: win.bounds }
             : undefined;
         const action = actionOf(s, st.dependencies);
+        // Key steps find the focused field; pointer and extract steps the element they act on or read.
         const key = action.type === 'type' || action.type === 'press';
         return {
           n: ++n,

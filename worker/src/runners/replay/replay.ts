@@ -7,7 +7,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { desktop, type Rect } from '@runboard/native';
+import { desktop, type Rect, type WindowInfo } from '@runboard/native';
 import type { ClarifyingQuestion, CuStep, OutcomeCheck } from '@runboard/supervisor/protocol';
 import type { RunnerContext, RunnerOutcome } from '../runner.ts';
 import { LoopMetrics } from '../computer-use/metrics.ts';
@@ -18,7 +18,15 @@ import type { Screen, Shot } from '../computer-use/screen.ts';
 import { ended, guardedOutcome, logFirstShot, stepShot, type Guard } from '../computer-use/session.ts';
 import { ActionFailed, desktopAction, InvalidToolCall, type ToolContext } from '../computer-use/tools.ts';
 import { checkHolds, findWindow, focusedField, locate } from './locate.ts';
-import { fillTemplates, shown, type Plan, type PlanStep, type PlanSubtask, type Values } from './plan.ts';
+import {
+  fillTemplates,
+  shown,
+  type Locator,
+  type Plan,
+  type PlanStep,
+  type PlanSubtask,
+  type Values,
+} from './plan.ts';
 import { predict, userQuery, type HistoryEntry, type PredictTool } from './predict.ts';
 import { renderReplayReport, type ReplayRecord } from './report.ts';
 
@@ -46,6 +54,8 @@ type Turn = { kind: 'acted' } | { kind: 'done'; value: string } | Ended;
 const centre = (b: Rect): [number, number] => [Math.round(b[0] + b[2] / 2), Math.round(b[1] + b[3] / 2)];
 const round = (n: number): number => Math.round(n * 10) / 10;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** Keys that move the focus to the next or previous field (as the recorder names them). */
+const TAB = /(^|\+)Tab$/;
 
 /** A recorded key name (`press Enter`, `ctrl+ArrowUp`) as the addon's key combination. */
 export function keyCombo(key: string): string {
@@ -221,19 +231,38 @@ export class Replay {
       if (stop) return stop;
       const step = steps[i]!;
       if (step.action.type === 'extract') {
+        const name = step.action.variable || `extract_${step.n}`;
+        const kept = (value: string, by: 'locator' | 'model'): void => {
+          this.extracts[name] = value;
+          this.ctx.log('info', `extract ${name} = ${JSON.stringify(value)} (by ${by})`, {
+            kind: 'replay-extract',
+            name,
+            value,
+            by,
+          });
+        };
+        // The element the locator names holds the value: read it, as the person would look at it.
+        const t0 = performance.now();
+        const read = await this.readByLocator(step);
+        if (typeof read !== 'string') {
+          this.locatorSteps++;
+          this.tokensSaved += this.estimateTokens(this.query(forModel, forModel.steps, history, ''));
+          await this.afterAction(step, sub, 'locator', performance.now() - t0, {
+            ok: true,
+            value: read.value,
+          });
+          kept(read.value, 'locator');
+          history.push({ step: step.n, action: 'extract by locator', observation: step.intent });
+          i++;
+          continue;
+        }
         const r = await ask(
           step,
-          `Step ${step.n} is an extract: read "${step.action.query}" off the screen and call done with it in \`value\`${step.action.candidates?.length ? ` (it is likely one of: ${step.action.candidates.join(', ')})` : ''}.`,
+          `Step ${step.n} is an extract (replay could not read it by itself: ${read}): read "${step.action.query}" off the screen and call done with it in \`value\`${step.action.candidates?.length ? ` (it is likely one of: ${step.action.candidates.join(', ')})` : ''}.`,
         );
         if ('ended' in r) return r;
         if (r.kind === 'done') {
-          const name = step.action.variable || `extract_${step.n}`;
-          this.extracts[name] = r.value;
-          this.ctx.log('info', `extract ${name} = ${JSON.stringify(r.value)}`, {
-            kind: 'replay-extract',
-            name,
-            value: r.value,
-          });
+          kept(r.value, 'model');
           i++;
         }
         continue;
@@ -303,11 +332,26 @@ export class Replay {
     return Math.ceil(query.length / 4) + Math.ceil((this.shot.width * this.shot.height) / 750) + 60;
   }
 
+  /**
+   * An extract step's value read off its locator's element (a field's text, a label's text), or why
+   * not. Where the element is does not matter here, only that it is the one the locator names.
+   */
+  private async readByLocator(step: PlanStep): Promise<{ value: string } | string> {
+    if (!step.element) return 'the step has no locator to read the value from';
+    const l = await locate(step.element, step.window, { anywhere: true });
+    if (!l.ok) return l.drift;
+    const e = l.element;
+    if (e.secret) return `${e.role} "${e.name}" is a password field: its value is never read`;
+    const value = e.value ?? e.name;
+    if (!value.trim()) return `${e.role} "${e.name}" shows no text`;
+    return { value };
+  }
+
   /** The step by its recorded element, or why not (drift, in words). */
   private async byLocator(step: PlanStep): Promise<true | string> {
     const a = step.action;
     if (a.type === 'click' || a.type === 'scroll' || a.type === 'drag') {
-      if (!step.element) return 'the recording has no element for it';
+      if (!step.element) return 'the step has no locator (none was recorded, or it was removed)';
       const l = await locate(step.element, step.window);
       if (!l.ok) return l.drift;
       if (!l.window.focused) await desktop.focus({ windowId: l.window.id });
@@ -326,12 +370,16 @@ export class Replay {
         const l = await locate(step.focus, step.window);
         if (!l.ok) return l.drift;
         if (!l.window.focused) await desktop.focus({ windowId: l.window.id });
-        if (!l.element.focused)
+        if (!l.element.focused) {
+          // A Tab moves the focus, and the recorder may have read the focus after it moved: the
+          // recorded field is then where the key leads, checked once it is pressed.
+          if (a.type === 'press' && TAB.test(a.key)) return this.tabTo(a.key, step.focus, l.window);
           return `${step.focus.role} "${step.focus.name}" does not have the keyboard focus`;
+        }
         field = l;
       } else {
         // keys sent to whatever has the focus, with nothing recorded to check it against: not blind
-        if (!step.window) return 'the workflow has no recorded element or window for it';
+        if (!step.window) return 'the step has no locator for the field its keys go to';
         const w = await findWindow(step.window);
         if (typeof w === 'string') return w;
         if (!w.focused) await desktop.focus({ windowId: w.id });
@@ -356,7 +404,26 @@ export class Replay {
     return `replay has no locator action for "${a.type}"`;
   }
 
-  private async afterAction(step: PlanStep, sub: PlanSubtask, mode: 'locator', ms: number): Promise<void> {
+  /** Presses a Tab key and checks that the focus lands on the field `to`; why not, when it does not. */
+  private async tabTo(key: string, to: Locator, win: WindowInfo): Promise<true | string> {
+    await desktop.key(keyCombo(key));
+    const deadline = performance.now() + this.o.settleMs;
+    for (;;) {
+      const now = await focusedField(win);
+      if (now?.role === to.role && now.name === to.name) return true;
+      if (performance.now() > deadline)
+        return `${key} was pressed, but the keyboard focus went to ${now ? `${now.role} "${now.name}"` : 'no field'}, not to ${to.role} "${to.name}"`;
+      await sleep(30);
+    }
+  }
+
+  private async afterAction(
+    step: PlanStep,
+    sub: PlanSubtask,
+    mode: 'locator',
+    ms: number,
+    result: Record<string, unknown> = { ok: true },
+  ): Promise<void> {
     this.n++;
     const t = performance.now();
     const file = await this.screenshot();
@@ -366,7 +433,7 @@ export class Replay {
       tool: 'desktop_action',
       action: String(a.type),
       args: a,
-      result: { ok: true },
+      result,
       screenshot: file,
       modelText: undefined,
       timings: { modelMs: 0, toolMs: round(ms), captureMs: round(performance.now() - t) },

@@ -19,7 +19,7 @@ export async function callDocumentTool(
   scope: DocumentScope,
   name: DocumentToolName,
   args: unknown,
-  /** The run's model proxy token (analyze_media's route to the vision model). */
+  /** The token of the run's vision route (analyze_media's way to the vision model). */
   token?: string,
 ): Promise<string> {
   if (!documentTools(scope).includes(name))

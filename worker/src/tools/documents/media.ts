@@ -1,13 +1,15 @@
-// analyze_media: an image, or a short video (four frames taken by ffmpeg), described by the flow's
-// vision model (its vision profile) through the run's own route of the supervisor's model proxy: the
-// run never holds a provider key. The answer is the seed's strict JSON (summary, tags, text); anything
-// else is an error saying so, as are a missing or placeholder profile (what to set) and a profile of
-// another provider than the run's (the proxy gives a run one provider).
+// analyze_media: an image, or a short video (four frames taken by ffmpeg; GLM takes the whole video),
+// described by the flow's vision model (its vision profile) through the run's vision route of the
+// supervisor's model proxy: the run never holds a provider key, and the route makes this one request
+// to the profile's provider and model only (protocol/vision.ts). The answer is the seed's strict JSON
+// (summary, tags, text); anything else is an error saying so, as are a missing or placeholder profile
+// (what to set) and a run the supervisor gave no vision route.
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { visionApi, visionRequestPath, visionTakesVideo } from '@runboard/supervisor/protocol/data';
 import { DocumentError, insideWorkspace, relativeOrAbsolute } from './paths.ts';
 import type { DocumentScope, VisionAccess } from './scope.ts';
 
@@ -33,6 +35,17 @@ const VIDEO: Record<string, string> = {
   '.mkv': 'matroska',
   '.avi': 'avi',
 };
+/** The MIME type of a video sent whole (GLM's video_url). */
+const VIDEO_MIME: Record<string, string> = {
+  '.mp4': 'video/mp4',
+  '.m4v': 'video/mp4',
+  '.mov': 'video/quicktime',
+  '.webm': 'video/webm',
+  '.mkv': 'video/x-matroska',
+  '.avi': 'video/x-msvideo',
+};
+/** Larger videos are refused rather than sent whole (BigModel's own limit for a base64 video is about this). */
+const MAX_VIDEO_BYTES = 20_000_000;
 /** Frames of a video sent to the model, spread over its length. */
 const FRAMES = 4;
 /** Larger images are refused rather than sent (the providers' own limits are about this size). */
@@ -42,13 +55,15 @@ const MAX_IMAGE_BYTES = 10_000_000;
 const PROMPT =
   'Describe this media for an agent that cannot see it. Answer with exactly one JSON object and nothing else: ' +
   '{"summary": "what it shows, in one or two sentences", "tags": ["short", "labels"], "text": "any text visible in it, verbatim, or empty"}.' +
-  ' For a video you get frames in order; describe what happens across them.';
+  ' For a video (or frames of it, in order) describe what happens across it.';
 
 const PLACEHOLDER = /^<.*>$|placeholder|changeme|your[-_ ]?model|^todo$|^x+$/i;
 
 interface Image {
   mime: string;
   data: Buffer;
+  /** A whole video (GLM's video_url), not an image. */
+  video?: boolean;
 }
 
 function configError(scope: DocumentScope, why: string): DocumentError {
@@ -63,10 +78,10 @@ function visionOf(scope: DocumentScope): VisionAccess {
   if (!v) throw configError(scope, 'this flow has no vision profile');
   if (PLACEHOLDER.test(v.model.trim()))
     throw configError(scope, `vision profile "${v.profile}" still has a placeholder model ("${v.model}")`);
-  if (!v.baseUrl || v.runProvider !== v.provider)
+  if (!v.baseUrl)
     throw configError(
       scope,
-      `vision profile "${v.profile}" uses provider ${v.provider}, but this run reaches only ${v.runProvider ?? 'no provider'} through the model proxy; choose a vision profile of ${v.runProvider ?? "the flow's provider"}`,
+      `the supervisor gave this run no route to provider ${v.provider} of vision profile "${v.profile}" (the run's log says why: an unknown provider is added with RUNBOARD_PROVIDER_<NAME>_URL)`,
     );
   return v;
 }
@@ -145,53 +160,67 @@ export function parseDescription(answer: string): { summary: string; tags: strin
   };
 }
 
-/** One request to the vision model through the run's proxy route: Anthropic Messages or Chat Completions. */
-async function ask(v: VisionAccess, token: string, images: Image[]): Promise<string> {
+/** The body of the vision request in the profile's wire format (protocol/vision.ts). */
+function requestBody(v: VisionAccess, images: Image[]): unknown {
   const maxTokens = v.maxTokens ?? 1024;
-  const anthropic = v.provider === 'anthropic';
-  const url = anthropic ? `${v.baseUrl}/v1/messages` : `${v.baseUrl}/chat/completions`;
-  const body = anthropic
-    ? {
-        model: v.model,
-        max_tokens: maxTokens,
-        messages: [
-          {
-            role: 'user',
-            content: [
-              ...images.map((i) => ({
-                type: 'image',
-                source: { type: 'base64', media_type: i.mime, data: i.data.toString('base64') },
-              })),
-              { type: 'text', text: PROMPT },
-            ],
-          },
-        ],
-      }
-    : {
-        model: v.model,
-        max_tokens: maxTokens,
-        messages: [
-          {
-            role: 'user',
-            content: [
-              { type: 'text', text: PROMPT },
-              ...images.map((i) => ({
-                type: 'image_url',
-                image_url: { url: `data:${i.mime};base64,${i.data.toString('base64')}` },
-              })),
-            ],
-          },
-        ],
-      };
-  const headers: Record<string, string> = anthropic
-    ? { 'content-type': 'application/json', 'x-api-key': token, 'anthropic-version': '2023-06-01' }
-    : { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+  const b64 = (i: Image): string => i.data.toString('base64');
+  const api = visionApi(v.provider);
+  if (api === 'gemini')
+    return {
+      contents: [
+        {
+          role: 'user',
+          parts: [
+            ...images.map((i) => ({ inline_data: { mime_type: i.mime, data: b64(i) } })),
+            { text: PROMPT },
+          ],
+        },
+      ],
+      generationConfig: { maxOutputTokens: maxTokens },
+    };
+  const media = images.map((i) =>
+    api === 'messages'
+      ? { type: 'image', source: { type: 'base64', media_type: i.mime, data: b64(i) } }
+      : i.video
+        ? { type: 'video_url', video_url: { url: `data:${i.mime};base64,${b64(i)}` } }
+        : { type: 'image_url', image_url: { url: `data:${i.mime};base64,${b64(i)}` } },
+  );
+  return {
+    model: v.model,
+    max_tokens: maxTokens,
+    messages: [{ role: 'user', content: [...media, { type: 'text', text: PROMPT }] }],
+  };
+}
+
+/** The answer's text in the profile's wire format. */
+function answerText(api: ReturnType<typeof visionApi>, json: unknown): string {
+  const j = json as {
+    content?: { type: string; text?: string }[];
+    choices?: { message?: { content?: string | null } }[];
+    candidates?: { content?: { parts?: { text?: string }[] } }[];
+  };
+  if (api === 'messages')
+    return (j.content ?? []).map((c) => (c.type === 'text' ? (c.text ?? '') : '')).join('');
+  if (api === 'gemini') return (j.candidates?.[0]?.content?.parts ?? []).map((p) => p.text ?? '').join('');
+  return j.choices?.[0]?.message?.content ?? '';
+}
+
+/** One request to the vision model through the run's vision route. */
+async function ask(v: VisionAccess, token: string, images: Image[]): Promise<string> {
+  const api = visionApi(v.provider);
+  const url = `${v.baseUrl}${visionRequestPath(api, v.model)}`;
+  const headers: Record<string, string> =
+    api === 'messages'
+      ? { 'content-type': 'application/json', 'x-api-key': token, 'anthropic-version': '2023-06-01' }
+      : api === 'gemini'
+        ? { 'content-type': 'application/json', 'x-goog-api-key': token }
+        : { 'content-type': 'application/json', authorization: `Bearer ${token}` };
   let res: Response;
   try {
     res = await fetch(url, {
       method: 'POST',
       headers,
-      body: JSON.stringify(body),
+      body: JSON.stringify(requestBody(v, images)),
       signal: AbortSignal.timeout(120_000),
     });
   } catch (e) {
@@ -204,13 +233,13 @@ async function ask(v: VisionAccess, token: string, images: Image[]): Promise<str
     throw new DocumentError(
       `the vision model (${v.provider} ${v.model}) answered ${res.status}: ${text.slice(0, 300)}`,
     );
-  const json = JSON.parse(text) as {
-    content?: { type: string; text?: string }[];
-    choices?: { message?: { content?: string | null } }[];
-  };
-  return anthropic
-    ? (json.content ?? []).map((c) => (c.type === 'text' ? (c.text ?? '') : '')).join('')
-    : (json.choices?.[0]?.message?.content ?? '');
+  try {
+    return answerText(api, JSON.parse(text));
+  } catch {
+    throw new DocumentError(
+      `the vision model (${v.provider} ${v.model}) answered something other than JSON: ${text.slice(0, 300)}`,
+    );
+  }
 }
 
 export async function analyzeMedia(
@@ -232,20 +261,27 @@ export async function analyzeMedia(
   });
   if (!info.isFile()) throw new DocumentError(`${file} is not a file`);
   const v = visionOf(scope);
-  if (!token) throw configError(scope, 'the run has no model token for the vision model');
+  if (!token) throw configError(scope, 'the run has no token for its vision route');
   if (kind === 'image' && info.size > MAX_IMAGE_BYTES)
     throw new DocumentError(
       `${file}: ${info.size} bytes is more than the ${MAX_IMAGE_BYTES} an image may have here`,
     );
-  const images =
+  const whole = kind === 'video' && visionTakesVideo(v.provider, v.model);
+  if (whole && info.size > MAX_VIDEO_BYTES)
+    throw new DocumentError(
+      `${file}: ${info.size} bytes is more than the ${MAX_VIDEO_BYTES} a video sent to ${v.model} may have; cut it shorter`,
+    );
+  const images: Image[] =
     kind === 'image'
       ? [{ mime: IMAGE[ext]!, data: await readFile(abs) }]
-      : await videoFrames(abs, VIDEO[ext]!);
+      : whole
+        ? [{ mime: VIDEO_MIME[ext]!, data: await readFile(abs), video: true }]
+        : await videoFrames(abs, VIDEO[ext]!);
   const d = parseDescription(await ask(v, token, images));
   return JSON.stringify({
     path: relativeOrAbsolute(insideWorkspace(scope.workspace, '.'), abs),
     media_type: kind,
-    ...(kind === 'video' ? { frames: images.length } : {}),
+    ...(kind === 'video' && !whole ? { frames: images.length } : {}),
     model: v.model,
     ...d,
   });

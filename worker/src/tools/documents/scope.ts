@@ -3,16 +3,14 @@
 // and the jail lets the run write. Types only, so the coding-agent runners stay free of the parsers.
 import type { WorkerSpec } from '@runboard/supervisor/protocol';
 
-/** The flow's vision profile and the run's route to its provider (no key: the proxy holds it). */
+/** The flow's vision profile and the run's vision route to its provider (no key: the proxy holds it). */
 export interface VisionAccess {
   profile: string;
   provider: string;
   model: string;
   maxTokens?: number | undefined;
-  /** The run's proxy route (its provider's base URL), when the run has model access. */
+  /** The run's vision route (the profile's provider on the run's proxy listener); none: no route. */
   baseUrl?: string | undefined;
-  /** The provider that route reaches: the vision profile must use the same. */
-  runProvider?: string | undefined;
 }
 
 export interface DocumentScope {
@@ -36,7 +34,7 @@ export function documentScope(spec: WorkerSpec): DocumentScope | null {
   return {
     workspace: spec.workspace,
     flowName: spec.flow.name,
-    ...(v ? { vision: { ...v, baseUrl: spec.model?.baseUrl, runProvider: spec.model?.provider } } : {}),
+    ...(v ? { vision: { ...v, baseUrl: spec.vision?.baseUrl } } : {}),
     project: spec.card.project,
     readOnly: spec.flow.readOnly === true,
     allow: spec.flow.sandbox?.writable ?? [],

@@ -29,8 +29,8 @@ export function documentServer(scope: DocumentScope, token?: string): McpServer 
 
 /**
  * `documents-mcp [--workspace DIR] [--project DIR] [--read-only] [--allow DIR]… [--flow NAME]
- * [--vision JSON]`: serve on stdio until the client closes. analyze_media's model token comes from
- * RUNBOARD_MODEL_TOKEN in the environment, never from the command line.
+ * [--vision JSON]`: serve on stdio until the client closes. analyze_media's token (the run's vision
+ * route) comes from RUNBOARD_VISION_TOKEN in the environment, never from the command line.
  */
 export async function main(argv: string[]): Promise<void> {
   const opt = (name: string): string | undefined => {
@@ -46,5 +46,5 @@ export async function main(argv: string[]): Promise<void> {
     flowName: opt('--flow'),
     ...(vision ? { vision: JSON.parse(vision) as DocumentScope['vision'] } : {}),
   };
-  await documentServer(scope, process.env.RUNBOARD_MODEL_TOKEN).connect(new StdioServerTransport());
+  await documentServer(scope, process.env.RUNBOARD_VISION_TOKEN).connect(new StdioServerTransport());
 }

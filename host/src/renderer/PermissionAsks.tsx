@@ -1,0 +1,75 @@
+/**
+ * The card's permission asks (docs/user-guide-board.md, "When a run asks for a permission"): what the
+ * sandbox refused the card's last run, as the supervisor recorded it, with Allow once, Allow always
+ * for the flow, and Deny. The run's own words are shown as evidence, never as what will be allowed.
+ */
+import { useState } from 'react';
+import type { PermissionAsk } from '@runboard/supervisor/protocol/data';
+import { describeAsk } from '../shared/asks.ts';
+import type { BoardApi } from '../shared/board-api.ts';
+import type { AskChoice, CardDetail } from '../shared/board-types.ts';
+
+function always(a: PermissionAsk, flow: string): string {
+  switch (a.kind) {
+    case 'write':
+      return `adds ${a.path} to flow ${flow}'s sandbox.writable in config.yaml and grants that folder`;
+    case 'connect':
+      return `adds port ${a.port} to flow ${flow}'s sandbox.tcpPorts in config.yaml`;
+    case 'delete':
+      return `adds the folder to flow ${flow}'s sandbox.deletable in config.yaml`;
+  }
+}
+
+interface Props {
+  api: BoardApi;
+  detail: CardDetail;
+  /** After an answer: the inspector reloads the card. */
+  onChanged: () => void;
+  onError: (m: string) => void;
+}
+
+export function PermissionAskPanel({ api, detail, onChanged, onError }: Props) {
+  const [busy, setBusy] = useState(false);
+  const asks = detail.asks;
+  if (!asks || asks.open.length === 0) return null;
+  const answer = (ask: PermissionAsk, choice: AskChoice): void => {
+    setBusy(true);
+    api
+      .answerAsk({ id: detail.card.id, runId: asks.runId, ask: ask.id, choice })
+      .then(onChanged, (e: Error) => onError(e.message))
+      .finally(() => setBusy(false));
+  };
+  return (
+    <section className="asks" aria-label="Permission asks">
+      <h3>The run asks for a permission</h3>
+      <ol className="ask-list">
+        {asks.open.map((a) => {
+          const what = describeAsk(a);
+          return (
+            <li key={a.id} className="ask">
+              <p className="ask-what">
+                {a.source === 'agent' ? 'The agent was refused' : 'The sandbox refused'}:{' '}
+                <strong>{what}</strong>
+              </p>
+              <p className="muted ask-evidence">
+                The run printed: <code>{a.evidence}</code>
+              </p>
+              <div className="ask-actions" role="group" aria-label={`Answer: ${what}`}>
+                <button className="primary" disabled={busy} onClick={() => answer(a, 'once')}>
+                  Allow once
+                </button>
+                <button disabled={busy} title={always(a, asks.flow)} onClick={() => answer(a, 'always')}>
+                  Allow always for {asks.flow}
+                </button>
+                <button className="danger" disabled={busy} onClick={() => answer(a, 'deny')}>
+                  Deny
+                </button>
+              </div>
+              <p className="muted ask-note">Allow always {always(a, asks.flow)}.</p>
+            </li>
+          );
+        })}
+      </ol>
+    </section>
+  );
+}

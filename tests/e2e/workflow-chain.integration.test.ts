@@ -1,0 +1,249 @@
+/**
+ * Seed 002 whole, each stage on what the one before made: a scripted person fills the GTK form on the
+ * test desktop while the recorder records; a reflect card on a real `runboard serve` turns that
+ * recording into a workflow (its supervisor, the proxy, the scripted model server answering pass A
+ * and pass B, outcome checks included); in Debian's Chromium a person renames a parameter and edits
+ * the Submit step's locator (the app has renamed its button to "Send" since), and saves; the card
+ * becomes a replay card, its new parameter value given in the board's form, and the replay on the
+ * desktop fills the changed app with it, by locators alone: no model call. The app's state is read
+ * back through its accessibility tree. The model server is the only double.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkWorkflow, type Workflow } from '@runboard/supervisor/protocol';
+import { desktop, type Element } from '../../native/src/index.ts';
+import { DesktopSession } from '../desktop/session.ts';
+import { formApp } from '../cu/cu-harness.ts';
+import { formPassB, recordFormFill, requestParts, scriptedPassA } from '../cu/reflect-script.ts';
+import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
+import { seriousViolations } from './helpers/axe.ts';
+import { ARTIFACTS, BoardServer, launchBrowser, openCard, REPO, waitUntil } from './helpers/board.ts';
+
+const TITLE = 'Runboard Chain Form';
+
+let session: DesktopSession;
+let model: ModelServer;
+let server: BoardServer;
+let browser: Browser;
+let page: Page;
+let form: ChildProcess | undefined;
+let recording: string;
+const schemaFile = (): string => path.join(server.project, 'cards', 'signup', 'schema.json');
+
+async function startForm(args: string[] = []): Promise<void> {
+  form = spawn('/usr/bin/python3', [formApp, '--title', TITLE, ...args], {
+    env: session.env,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const child = form;
+  await waitUntil(
+    `the window "${TITLE}" with its accessibility tree`,
+    async () => {
+      if (child.exitCode !== null) throw new Error(`form app exited with ${child.exitCode}`);
+      const win = (await desktop.listWindows({ title: TITLE })).find((w) => w.title === TITLE);
+      const tree = win && (await desktop.read({ windowId: win.id }).catch(() => undefined));
+      if (!win || !tree?.elements.length) return undefined;
+      await desktop.focus({ windowId: win.id });
+      return win;
+    },
+    20_000,
+  );
+}
+
+async function closeForm(): Promise<void> {
+  const f = form;
+  form = undefined;
+  if (!f || f.exitCode !== null) return;
+  const gone = new Promise((r) => f.once('exit', r));
+  f.kill('SIGTERM');
+  await gone;
+}
+
+async function element(pred: (e: Element) => boolean): Promise<Element> {
+  const out: Element[] = [];
+  const walk = (els: Element[]): void => {
+    for (const e of els) {
+      out.push(e);
+      walk(e.children);
+    }
+  };
+  walk((await desktop.read({ title: TITLE, visibleOnly: false })).elements);
+  const e = out.find(pred);
+  if (!e) throw new Error(`no such element in "${TITLE}"`);
+  return e;
+}
+
+/** Waits for a card's run (not run `after`, an earlier one) to end in one of the final columns. */
+async function ended(id: string, after?: string) {
+  return waitUntil(
+    `card ${id} to end its run`,
+    async () => {
+      const c = await server.card(id);
+      return c?.runId && c.runId !== after && ['done', 'failed', 'needs-input'].includes(c.column)
+        ? c
+        : undefined;
+    },
+    90_000,
+  );
+}
+let reflectRun: string | undefined;
+
+beforeAll(async () => {
+  session = await DesktopSession.start();
+  model = await startModelServer({
+    episodes: [
+      {
+        name: 'pass-b',
+        match: 'You are a workflow compiler',
+        requireTools: false,
+        turns: [({ body }) => ({ text: JSON.stringify(formPassB(requestParts(body).text)) })],
+      },
+      {
+        name: 'pass-a',
+        match: 'You turn one recorded step',
+        requireTools: false,
+        turns: [scriptedPassA(TITLE)],
+      },
+    ],
+  });
+  const prompts = JSON.stringify(path.join(REPO, 'prompts'));
+  const env = JSON.stringify({
+    DISPLAY: session.env.DISPLAY,
+    DBUS_SESSION_BUS_ADDRESS: session.env.DBUS_SESSION_BUS_ADDRESS,
+  });
+  server = await BoardServer.start(
+    `version: 1
+scheduler:
+  maxConcurrency: 2
+flows:
+  reflect: { runner: reflect, provider: openai, model: gpt-5-mini, prompt: ${prompts}, cap: 1 }
+  replay:
+    runner: replay
+    provider: openai
+    model: gpt-5.2-codex
+    prompt: ${JSON.stringify(path.join(REPO, 'prompts', 'replay_agent'))}
+    cap: 1
+    env: ${env}
+    sandbox: { allowAbstractUnix: true }
+    computerUse: { imageMaxWidth: 640 }
+`,
+    {},
+    BoardServer.withModel('openai', model.url),
+  );
+  browser = await launchBrowser();
+}, 120_000);
+
+afterAll(async () => {
+  await closeForm();
+  await browser?.close();
+  await server?.stop();
+  await model?.close();
+  await session?.stop();
+});
+
+describe('record → reflect → edit → replay', () => {
+  it('records a person filling the form', async () => {
+    await startForm();
+    recording = (
+      await recordFormFill(
+        path.join(server.project, 'recordings'),
+        await element((e) => e.role === 'text' && e.name === 'Name'),
+        await element((e) => e.role === 'push button' && e.name === 'Submit'),
+      )
+    ).id;
+    expect((await element((e) => e.name === 'Save status')).value).toBe('Saved: 1 time(s)');
+    await closeForm();
+  });
+
+  it(
+    'reflects the recording into the card’s workflow, with outcome checks',
+    { timeout: 120_000 },
+    async () => {
+      server.writeCard(
+        'signup.md',
+        `---\ntitle: Sign a person up\nflow: reflect\nworkspace: ./workspace\nrecording: ${recording}\n---\n# Task\nPut a name and an email in the form and submit it.\n`,
+      );
+      await waitUntil('the card on the board', () => server.card('signup'));
+      await server.api('POST', '/api/cards/signup/move', { to: 'queued', index: 0 });
+      const card = await ended('signup');
+      reflectRun = card.runId;
+      expect(card.column, JSON.stringify(card)).toBe('done');
+      const w = JSON.parse(readFileSync(schemaFile(), 'utf8')) as Workflow;
+      expect(checkWorkflow(w).ok).toBe(true);
+      expect(w.task_params.map((p) => p.name)).toEqual(['full_name', 'email']);
+      expect(w.plan.subtasks.map((s) => s.outcome_check)).toEqual([
+        { role: 'text', name: 'Name', value: '{full_name}' },
+        { role: 'label', name: 'Save status', value: 'Saved: 1 time(s)' },
+      ]);
+      const submit = w.plan.subtasks[1]!.steps[0]!;
+      expect(submit.recorded?.recording).toBe(recording);
+      expect(submit.locator).toMatchObject({ window_title: TITLE, role: 'push button', name: 'Submit' });
+    },
+  );
+
+  it('renames a parameter and edits the Submit step’s locator in the editor, and saves', async () => {
+    page = await openCard(server, browser, 'signup', 'Sign a person up');
+    await page
+      .getByRole('region', { name: 'Workflow' })
+      .getByRole('button', { name: 'Edit workflow' })
+      .click();
+    const status = page.locator('.workflow-editor [role="status"]');
+    await status.getByText('The workflow is valid.').waitFor();
+    const name = page.getByRole('textbox', { name: 'Parameter 1 name' });
+    await name.fill('person_name');
+    await name.blur();
+    await page.getByRole('tab', { name: /Subtasks/ }).click();
+    // The app calls its button "Send" now: the step finds it by that name.
+    await page.getByText('Locator: push button “Submit”').click();
+    await page.getByRole('textbox', { name: 'Subtask 2 step 1 locator name' }).fill('Send');
+    await page.getByRole('textbox', { name: 'Subtask 2 step 1 intent' }).fill('Press Send to save the form.');
+    await status.getByText('The workflow is valid.').waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'workflow-chain-edit.png'), fullPage: true });
+    await page.getByRole('button', { name: 'Save workflow' }).click();
+    await page
+      .getByRole('region', { name: 'Workflow' })
+      .getByText('parameters: person_name, email')
+      .waitFor();
+    const w = JSON.parse(readFileSync(schemaFile(), 'utf8')) as Workflow;
+    expect(w.plan.subtasks[0]!.outcome_check?.value).toBe('{person_name}');
+    expect(w.plan.subtasks[0]!.steps.map((s) => s.action_value)).toContain('{person_name}');
+    const submit = w.plan.subtasks[1]!.steps[0]!;
+    expect(submit.intent).toBe('Press Send to save the form.');
+    expect(submit.locator?.name).toBe('Send');
+    expect(submit.locator?.path.at(-1)).toMatchObject({ role: 'push button', name: 'Send' });
+  });
+
+  it(
+    'replays the edited workflow with a new value in the changed app, without a model',
+    { timeout: 120_000 },
+    async () => {
+      // The card becomes a replay card (its workflow stays in its folder).
+      const src = await server.api<{ text: string }>('GET', '/api/cards/signup/source');
+      await server.api('PUT', '/api/cards/signup/source', {
+        text: src.text.replace('flow: reflect', 'flow: replay'),
+        base: src.text,
+      });
+      await startForm(['--variant', 'renamed']);
+      await page.reload();
+      const params = page.getByRole('region', { name: 'Replay parameters' });
+      const field = params.getByRole('textbox', { name: 'person_name' });
+      await field.waitFor();
+      const before = model.requests.length;
+      await field.fill('Grace Hopper');
+      await params.getByRole('button', { name: 'Save and queue' }).click();
+      await params.getByText('Saved; the card is queued.').waitFor();
+      const card = await ended('signup', reflectRun);
+      expect(card.column, readFileSync(server.cardFile('signup.md'), 'utf8')).toBe('done');
+      // The app holds the new value, the recorded email, and was saved once, by its "Send" button.
+      expect((await element((e) => e.role === 'text' && e.name === 'Name')).value).toBe('Grace Hopper');
+      expect((await element((e) => e.role === 'text' && e.name === 'Email')).value).toBe('ada@example.org');
+      expect((await element((e) => e.name === 'Save status')).value).toBe('Saved: 1 time(s)');
+      // Every step by its locator: the model was not asked.
+      expect(model.requests.slice(before)).toEqual([]);
+    },
+  );
+});

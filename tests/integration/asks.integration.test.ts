@@ -1,0 +1,122 @@
+/**
+ * Permission asks at the supervisor, with real runs in the jail: what the sandbox refused becomes an
+ * ask in the run's record, and a later launch's `allow` extends the run by exactly a recorded ask or
+ * is refused. Attacks: a run printing refusals it was never given (the state root, the supervisor's
+ * socket dir), an `allow` naming an ask that is not on record or another card's run, and an asked
+ * folder swapped for a link into the state root before the allow.
+ */
+import { mkdirSync, readFileSync, realpathSync, renameSync, symlinkSync, unlinkSync } from 'node:fs';
+import net, { type AddressInfo } from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ErrorCodes } from '@runboard/supervisor/protocol';
+import { Harness } from '../helpers/harness.ts';
+
+let h: Harness;
+let out: string;
+const card = (name = 'card.md') => ({ path: path.join(h.root, name), title: 'test card' });
+
+beforeAll(async () => {
+  h = await Harness.start();
+  out = path.join(h.root, 'out');
+  mkdirSync(out);
+  out = realpathSync(out);
+}, 30_000);
+afterAll(async () => {
+  await h?.stop();
+});
+
+const launchAllowing = (command: string, allow: { runId: string; ask: string }[], cardName?: string) =>
+  h.client.launch({
+    card: card(cardName),
+    flow: h.flow(),
+    workspace: h.workspace,
+    grant: h.grant,
+    command,
+    allow,
+  });
+
+describe('permission asks (supervisor)', () => {
+  let asked: string;
+
+  it('a write outside the grant ends needs-input with an ask for that folder', async () => {
+    const rec = await h.run(`echo hi > ${out}/a.txt`);
+    expect(rec.result.status).toBe('needs-input');
+    expect(rec.result.termination?.reason).toBe('sandbox-denial');
+    expect(rec.result.asks).toEqual([expect.objectContaining({ id: 'a1', kind: 'write', path: out })]);
+    asked = rec.result.runId;
+  });
+
+  it('attack: an allow naming an ask that is not on record, or another card, is refused', async () => {
+    await expect(
+      launchAllowing(`echo hi > ${out}/a.txt`, [{ runId: asked, ask: 'a2' }]),
+    ).rejects.toMatchObject({
+      code: ErrorCodes.AskRefused,
+      message: expect.stringMatching(/asked nothing as a2/),
+    });
+    await expect(
+      launchAllowing(`echo hi > ${out}/a.txt`, [{ runId: asked, ask: 'a1' }], 'other.md'),
+    ).rejects.toMatchObject({
+      code: ErrorCodes.AskRefused,
+      message: expect.stringMatching(/not a run of this card/),
+    });
+  });
+
+  it('attack: the asked folder swapped for a link into the state root is refused at the allow', async () => {
+    renameSync(out, `${out}.real`);
+    symlinkSync(h.paths.root, out);
+    try {
+      await expect(
+        launchAllowing(`echo x > ${out}/keys/x`, [{ runId: asked, ask: 'a1' }]),
+      ).rejects.toMatchObject({
+        code: ErrorCodes.AskRefused,
+        message: expect.stringMatching(/not the folder it was/),
+      });
+    } finally {
+      unlinkSync(out);
+      renameSync(`${out}.real`, out);
+    }
+  });
+
+  it('allowed once, the next run writes there (recorded in its result), the one after is refused again', async () => {
+    const { runId } = await launchAllowing(`echo hi > ${out}/a.txt`, [{ runId: asked, ask: 'a1' }]);
+    const rec = await h.collect(runId);
+    expect(rec.result.status).toBe('succeeded');
+    expect(rec.result.allowed).toEqual([expect.objectContaining({ kind: 'write', path: out })]);
+    expect(readFileSync(path.join(out, 'a.txt'), 'utf8')).toBe('hi\n');
+    expect((await h.run(`echo again > ${out}/a.txt`)).result.status).toBe('needs-input');
+  });
+
+  it('a refused TCP connect asks for that port; allowed once, the run connects', async () => {
+    let connections = 0;
+    const server = net.createServer((s) => {
+      connections++;
+      s.end();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    const cmd = `node -e "require('net').connect(${port},'127.0.0.1').on('connect',()=>process.exit(0)).on('error',e=>{console.error(e.message);process.exit(1)})"`;
+    try {
+      const rec = await h.run(cmd);
+      expect(rec.result.asks).toEqual([expect.objectContaining({ kind: 'connect', port })]);
+      expect(connections).toBe(0);
+      const { runId } = await launchAllowing(cmd, [{ runId: rec.result.runId, ask: 'a1' }]);
+      expect((await h.collect(runId)).result.status).toBe('succeeded');
+      expect(connections).toBe(1);
+    } finally {
+      server.close();
+    }
+  });
+
+  it("attack: refusals a run prints for the state root and the supervisor's socket dir are not asked", async () => {
+    const rec = await h.run(
+      `echo "sh: 1: cannot create ${h.paths.root}/keys/grant.key: Permission denied" >&2; ` +
+        `echo "sh: 1: cannot create ${h.paths.runtimeDir}/x: Permission denied" >&2; exit 1`,
+    );
+    expect(rec.result.status).toBe('failed');
+    expect(rec.result.asks).toBeUndefined();
+    const refused = rec.events.filter((e) => e.data?.kind === 'ask-refused').map((e) => e.message);
+    expect(refused).toHaveLength(2);
+    for (const m of refused) expect(m).toMatch(/Runboard's own state/);
+  });
+});
