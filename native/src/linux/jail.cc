@@ -97,7 +97,7 @@ runboard::pids::RunCgroup* gCgroup = nullptr;
 pid_t gJailPid = 0;
 
 [[noreturn]] void Die(const std::string& msg, int code) {
-  if (gCgroup && getpid() == gJailPid) gCgroup->Leave();
+  if (gCgroup && getpid() == gJailPid) gCgroup->Remove();
   Status("{\"event\":\"error\",\"message\":\"" + JsonEscape(msg) + "\"}");
   fprintf(stderr, "runboard-jail: %s\n", msg.c_str());
   _exit(code);
@@ -210,7 +210,7 @@ void Usage() {
       "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--write-fd N] [--device FILE]...\n"
       "                     [--hide DIR]...\n"
       "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp DIR]\n"
-      "                     [--max-procs N] [--env-fd N] [--read-only PATH]...\n"
+      "                     [--max-procs N] [--env-fd N] [--read-only PATH]... [--ask-deletes] [--remove REL]...\n"
       "                     [--tcp PORT]... [--udp] [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts]\n"
       "                     [--no-landlock] [--no-namespaces] [--output-fds STDOUT,STDERR,ORDER]\n"
       "                     -- COMMAND [ARG]...\n");
@@ -260,6 +260,8 @@ int main(int argc, char** argv) {
     else if (a == "--max-procs") maxProcs = atol(next());
     else if (a == "--read-only") readOnly.push_back(next());
     else if (a == "--env-fd") envFd = atoi(next());
+    else if (a == "--ask-deletes") policy.workspaceNoRemove = true;
+    else if (a == "--remove") policy.removable.push_back(next());
     else if (a == "--tcp") policy.tcpConnectPorts.push_back(static_cast<uint16_t>(atoi(next())));
     else if (a == "--udp") net.udp = true;
     else if (a == "--allow-abstract-unix") policy.scopeAbstractUnix = false;
@@ -301,8 +303,8 @@ int main(int argc, char** argv) {
   std::string containment = "pid-namespace", nsError;
   // The pids cgroup before the user namespace: moving into a cgroup is checked against the machine's.
   runboard::pids::RunCgroup cgroup;
-  std::string pidsLimit = "none", cgroupError;
-  if (maxProcs > 0 && cgroup.Enter(maxProcs, &cgroupError)) pidsLimit = "cgroup";
+  std::string cgroupError;
+  const bool cgroupMade = maxProcs > 0 && cgroup.Create(maxProcs, &cgroupError);
   gCgroup = &cgroup;
   gJailPid = getpid();
   if (useNamespaces) nsError = EnterNamespaces();
@@ -338,7 +340,9 @@ int main(int argc, char** argv) {
     if (!err.empty()) Die("sandbox setup failed: " + err, 125);
   }
 
-  int lifeline[2];  // the child sees EOF here if we are gone before it armed PDEATHSIG
+  // The child sees EOF here if we are gone before it armed PDEATHSIG; and it execs the run only once a
+  // byte came: then it is in the run's pids cgroup (moved while it sets up its sandbox).
+  int lifeline[2];
   if (pipe2(lifeline, O_CLOEXEC) < 0) Die("pipe: " + std::string(strerror(errno)), 1);
 
   pid_t child = fork();
@@ -347,8 +351,8 @@ int main(int argc, char** argv) {
     close(lifeline[1]);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     pollfd p{lifeline[0], POLLIN, 0};
-    if (poll(&p, 1, 0) > 0) _exit(1);  // jail already gone
-    close(lifeline[0]);
+    // jail already gone (its go byte may be there already: only the hang-up says gone)
+    if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR))) _exit(1);
     if (pumping) {
       std::string err = pump.BecomeChildStdio();
       if (!err.empty()) Die("the run's output: " + err, 126);
@@ -413,6 +417,11 @@ int main(int argc, char** argv) {
       for (auto& kv : runEnv) putenv(kv.data());
     }
     setenv("RUNBOARD_FS_CONFINEMENT", fs, 1);
+    char go;
+    ssize_t got;
+    do got = read(lifeline[0], &go, 1);
+    while (got < 0 && errno == EINTR);
+    if (got != 1) _exit(1);  // the jail is gone
     Status("{\"event\":\"sandbox\",\"landlockAbi\":" + std::to_string(enforced ? landlockAbi : 0) +
            ",\"enforced\":" + (fsByMounts || enforced ? "true" : "false") + ",\"fs\":\"" + fs +
            "\",\"mountNamespace\":" + (mountNs ? "true" : "false") + "}");
@@ -420,12 +429,25 @@ int main(int argc, char** argv) {
     Die("cannot execute " + std::string(command[0]) + ": " + strerror(errno), 127);
   }
   close(lifeline[0]);
+  {
+    // A child that died before reading its go byte must not kill the jail with SIGPIPE (nor a gone
+    // supervisor: the parent-death signal does that). Blocked in the jail only, after the fork.
+    sigset_t pipeSig;
+    sigemptyset(&pipeSig);
+    sigaddset(&pipeSig, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &pipeSig, nullptr);
+  }
+  std::string pidsLimit = "none";
+  if (cgroupMade && cgroup.AddProcess(child, &cgroupError)) pidsLimit = "cgroup";
   broker.ParentSide();
   if (pumping) pump.ParentSide();
   if (maxProcs > 0 && pidsLimit == "none" && containment == "pid-namespace") pidsLimit = "rlimit";
   Status("{\"event\":\"started\",\"pid\":" + std::to_string(child) + ",\"containment\":\"" + containment +
          "\",\"namespaceError\":\"" + JsonEscape(nsError) + "\",\"pidsLimit\":\"" + pidsLimit +
          "\",\"maxProcs\":" + std::to_string(maxProcs) + ",\"cgroupError\":\"" + JsonEscape(cgroupError) + "\"}");
+  if (write(lifeline[1], "g", 1) < 0) {
+    // the child is gone already: its exit says why
+  }
 
   int status = 0;
   rusage usage{};
@@ -480,7 +502,7 @@ int main(int argc, char** argv) {
     }
   }
   if (containment == "subreaper") KillRemainingChildren();
-  cgroup.Leave();
+  cgroup.Remove();
   // The run's processes are all gone: what is left in the pipes is the end of its output.
   if (pumping) {
     pump.Drain();

@@ -74,7 +74,7 @@ void RemoveStale(const std::string& parent) {
 
 }  // namespace
 
-bool RunCgroup::Enter(long limit, std::string* reason) {
+bool RunCgroup::Create(long limit, std::string* reason) {
   std::string parent = OwnPidsCgroup();
   if (parent.empty()) {
     *reason = "no pids cgroup controller available to this process";
@@ -86,21 +86,35 @@ bool RunCgroup::Enter(long limit, std::string* reason) {
     *reason = "mkdir " + dir + ": " + strerror(errno);
     return false;
   }
+  int fd = -1;
   if (!WriteText(dir + "/pids.max", std::to_string(limit)) ||
-      !WriteText(dir + "/cgroup.procs", std::to_string(getpid()))) {
+      (fd = open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC)) < 0) {
     *reason = dir + ": " + strerror(errno);
     rmdir(dir.c_str());
     return false;
   }
-  parent_ = parent;
   dir_ = dir;
+  procsFd_ = fd;
   return true;
 }
 
-void RunCgroup::Leave() {
+bool RunCgroup::AddProcess(pid_t pid, std::string* reason) {
+  if (procsFd_ < 0) return false;
+  std::string text = std::to_string(pid);
+  bool ok = write(procsFd_, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (!ok) *reason = dir_ + "/cgroup.procs: " + strerror(errno);
+  close(procsFd_);
+  procsFd_ = -1;
+  if (!ok) Remove();
+  return ok;
+}
+
+void RunCgroup::Remove() {
+  if (procsFd_ >= 0) close(procsFd_);
+  procsFd_ = -1;
   if (dir_.empty()) return;
-  WriteText(parent_ + "/cgroup.procs", std::to_string(getpid()));
-  rmdir(dir_.c_str());
+  // The run's last processes may still be leaving the cgroup for a moment after they were reaped.
+  for (int i = 0; i < 50 && rmdir(dir_.c_str()) < 0 && errno == EBUSY; ++i) usleep(1000);
   dir_.clear();
 }
 

@@ -12,15 +12,22 @@ namespace runboard::pids {
 
 class RunCgroup {
  public:
-  // Creates a pids cgroup below the jail's own with pids.max = limit and moves the jail into it
-  // (so everything it forks is in it). Returns false (and why in *reason) where that is not possible.
-  bool Enter(long limit, std::string* reason);
-  // Moves the jail back to where it was and removes the cgroup (after the run's processes are gone).
-  void Leave();
+  // Creates a pids cgroup below the jail's own with pids.max = limit, ready to take the run's first
+  // process; the jail itself stays where it is. Its cgroup.procs is opened here, before the jail enters
+  // its user namespace: the move is checked against the machine's credentials at open.
+  // Returns false (and why in *reason) where that is not possible.
+  bool Create(long limit, std::string* reason);
+  // Moves the run's first process into the cgroup, before it starts anything (everything it forks is
+  // then in it). On failure the cgroup is removed and *reason says why.
+  bool AddProcess(pid_t pid, std::string* reason);
+  // Removes the cgroup once the run's processes are gone. No process moves out: a cgroup migration
+  // waits for an RCU grace period (milliseconds), which the end of every run would pay.
+  void Remove();
   bool active() const { return !dir_.empty(); }
 
  private:
-  std::string parent_, dir_;
+  std::string dir_;
+  int procsFd_ = -1;
 };
 
 // In the jail's child, after the user namespace is made: the rlimit. "" or what failed.

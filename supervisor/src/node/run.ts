@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { closeSync, mkdirSync, realpathSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, realpathSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
@@ -164,6 +164,8 @@ export class Run {
   /** The run's private virtual display (flow computerUse.privateDisplay). */
   private display: PrivateDisplay | undefined;
   private readonly startedAt = Date.now();
+  /** Where the scratch dir went at the end, to be removed after the run is reported ended. */
+  private goneScratch: string | undefined;
   private readonly ended: Promise<RunResult>;
   private resolveEnded!: (r: RunResult) => void;
 
@@ -755,6 +757,9 @@ export class Run {
       .finally(() => {
         this.log.final = true;
         this.resolveEnded(this.result);
+        void rm(this.goneScratch ?? this.spec.scratchDir, { recursive: true, force: true }).catch(
+          () => undefined,
+        );
       });
   }
 
@@ -815,11 +820,26 @@ export class Run {
     } catch {
       // no marker
     }
-    // Scratch is gone before the run is reported ended (a client may look right away).
-    await rm(this.spec.scratchDir, { recursive: true, force: true }).catch(() => undefined);
+    // Scratch is gone before the run is reported ended (a client may look right away): renamed out of
+    // the way at once, its removal (a walk of the tree) done after the report.
+    this.goneScratch = goneScratch(this.spec.scratchDir);
     this.log.final = true;
     await this.step('telling attached clients', () => this.signals.emit('final'));
     this.deps.log.info({ runId: this.id, status, reason }, 'run ended');
+  }
+}
+
+/** Scratch dirs of ended runs that are still being removed (after a crash: by the next supervisor). */
+export const GONE_SCRATCH_PREFIX = '.gone-';
+
+/** Moves a run's scratch dir out of its name (one rename); returns where it went, to be removed. */
+function goneScratch(dir: string): string {
+  const gone = path.join(path.dirname(dir), GONE_SCRATCH_PREFIX + path.basename(dir));
+  try {
+    renameSync(dir, gone);
+    return gone;
+  } catch {
+    return dir; // not there (a run that never started), or not movable: removed where it is
   }
 }
 
