@@ -77,6 +77,7 @@ export function callHandlers(s: BoardService): CallHandlers {
     setProviderKey: (p) => s.setProviderKey(p.provider, p.key),
     checkProviderKey: (p) => s.checkProviderKey(p.provider),
     settings: () => s.settings(),
+    configView: () => s.configView(),
     saveSettings: (p) => s.saveSettings(p),
     runFiles: (p) => s.runFiles(p.runId),
     runDiff: (p) => s.worktreeDiff(p.runId),

@@ -32,6 +32,7 @@ import {
   type ExtractStart,
   type RunFiles as RunFileList,
   type ScheduleEdit,
+  type ConfigView,
   type Settings,
   type TrashedCard,
   type WorktreeDiff,
@@ -48,7 +49,7 @@ import { PermissionAsks } from './permission-asks.ts';
 import { GrantStore } from './grant-store.ts';
 import { GrantError } from '@runboard/supervisor/grants';
 import { NoGrantError } from './launch.ts';
-import type { Card, CardStatus } from './project.ts';
+import { configRows, loadEffectiveConfig, userConfigPath, type Card, type CardStatus } from './project.ts';
 import { Recordings } from './recordings.ts';
 import { RunFiles } from './run-files.ts';
 import { streamRun, type RunViewer } from './run-stream.ts';
@@ -681,6 +682,25 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       flows: Object.entries(cfg.flows).map(([name, f]) => ({ name, cap: f.cap })),
       columnLimits: cfg.scheduler.columnLimits,
     };
+  }
+
+  /** The effective config as the files say now (defaults ← user config ← config.yaml), for Settings. */
+  configView(): ConfigView {
+    try {
+      const eff = loadEffectiveConfig(this.store.projectDir);
+      return {
+        files: eff.files,
+        warnings: eff.warnings,
+        rows: configRows(eff).map(({ key, value, source }) => ({
+          key,
+          value: typeof value === 'string' ? value : JSON.stringify(value),
+          ...source,
+        })),
+      };
+    } catch (err) {
+      const files = { user: userConfigPath(), project: this.store.configFile, userExists: false };
+      return { files, warnings: [], rows: [], error: (err as Error).message };
+    }
   }
 
   /** Writes the caps back into config.yaml, keeping its comments and order. */

@@ -1,11 +1,18 @@
 /**
  * Settings: the caps of config.yaml (global, per flow, per column), written back changing only those
  * values. Every field is checked before anything is saved: a value that is not a whole number in its
- * range is named with what is allowed, and nothing is written.
+ * range is named with what is allowed, and nothing is written. Below them, the effective config with
+ * where each value came from, and what the config files should have fixed (Configuration).
  */
-import { useEffect, useRef, useState } from 'react';
+import { Fragment, useEffect, useRef, useState } from 'react';
 import type { BoardApi } from '../shared/board-api.ts';
-import { COLUMN_TITLES, type Column, type ProviderView, type Settings } from '../shared/board-types.ts';
+import {
+  COLUMN_TITLES,
+  type Column,
+  type ConfigView,
+  type ProviderView,
+  type Settings,
+} from '../shared/board-types.ts';
 import { ProvidersSection } from './Providers.tsx';
 import { TrashSection } from './Trash.tsx';
 
@@ -112,6 +119,116 @@ function NotifyField({ on, onChange }: { on: boolean; onChange: (on: boolean) =>
         </p>
       )}
     </fieldset>
+  );
+}
+
+type ConfigRowView = ConfigView['rows'][number];
+
+/** Where a value came from, in words (the file itself is in the cell's title and the section's text). */
+function originOf(r: ConfigRowView, files: ConfigView['files']): string {
+  if (r.layer === 'default') return 'built-in default';
+  if (r.layer === 'user') return 'user config';
+  if (r.layer === 'project') return 'config.yaml';
+  return `profile ${r.profile ?? '?'} (${r.file === files.user ? 'user config' : 'config.yaml'})`;
+}
+
+/**
+ * Settings → Configuration: the warnings of the config files (old names, unknown keys, placeholders,
+ * versions) and every effective value with its origin: built-in default, user config, config.yaml, or
+ * the profile a flow selects. Read-only: the files are the person's to edit.
+ */
+export function ConfigSection({ api }: { api: BoardApi }) {
+  const [v, setV] = useState<ConfigView>();
+  const [failed, setFailed] = useState<string>();
+  const [filter, setFilter] = useState('');
+  useEffect(() => {
+    api.configView().then(setV, (e: Error) => setFailed(e.message));
+  }, [api]);
+  if (failed)
+    return (
+      <section className="providers config-view" aria-labelledby="config-title">
+        <h3 id="config-title">Configuration</h3>
+        <p className="error" role="alert">
+          The configuration could not be read: {failed}
+        </p>
+      </section>
+    );
+  if (!v) return null;
+  const f = filter.trim().toLowerCase();
+  const rows = f
+    ? v.rows.filter((r) => `${r.key} ${r.value} ${originOf(r, v.files)}`.toLowerCase().includes(f))
+    : v.rows;
+  return (
+    <section className="providers config-view" aria-labelledby="config-title">
+      <h3 id="config-title">Configuration</h3>
+      <p className="muted small">
+        Built-in defaults, then your user config (<code>{v.files.user}</code>
+        {v.files.userExists ? '' : ', none yet'}), then this project&apos;s <code>{v.files.project}</code>; a
+        flow&apos;s profile fills in its provider and model. Edit the files to change a value (
+        <code>runboard config --show</code> prints the same).
+      </p>
+      {v.error && (
+        <p className="error" role="alert">
+          {v.error}
+        </p>
+      )}
+      {v.warnings.length > 0 && (
+        <div className="config-warnings" role="group" aria-labelledby="config-warnings-title">
+          <h4 id="config-warnings-title">
+            {v.warnings.length} config warning{v.warnings.length > 1 ? 's' : ''}
+          </h4>
+          <ul>
+            {v.warnings.map((w) => (
+              <li key={w}>{w}</li>
+            ))}
+          </ul>
+        </div>
+      )}
+      <div className="field">
+        <label htmlFor="config-filter">Filter values</label>
+        <input
+          id="config-filter"
+          type="search"
+          className="config-filter"
+          value={filter}
+          onChange={(e) => setFilter(e.target.value)}
+        />
+      </div>
+      <div className="config-table" role="region" aria-label="Effective configuration values" tabIndex={0}>
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Key</th>
+              <th scope="col">Value</th>
+              <th scope="col">From</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((r) => (
+              <tr key={r.key} data-layer={r.layer}>
+                <td>
+                  <code>
+                    {r.key.split('.').map((part, i) => (
+                      // a line may break after each dot of a long key, not inside a word
+                      <Fragment key={i}>
+                        {i > 0 && '.'}
+                        {i > 0 && <wbr />}
+                        {part}
+                      </Fragment>
+                    ))}
+                  </code>
+                </td>
+                <td>
+                  <code>{r.value}</code>
+                </td>
+                <td title={r.file}>{originOf(r, v.files)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        {rows.length === 0 && <p className="muted small">No value matches.</p>}
+      </div>
+    </section>
   );
 }
 
@@ -258,6 +375,7 @@ export function SettingsView({
       </form>
       {onNotify && <NotifyField on={notify} onChange={onNotify} />}
       <ProvidersSection api={api} providers={providers} onChanged={onProvidersChanged ?? (() => undefined)} />
+      <ConfigSection api={api} />
       {onRestored && <TrashSection api={api} onRestored={onRestored} />}
     </div>
   );

@@ -28,6 +28,7 @@ import {
   type RunResult,
   type ScheduleEdit,
   type SchedulePreview,
+  type ConfigView,
   type Settings,
   type TrashedCard,
   type WorktreeDiff,
@@ -285,6 +286,8 @@ export const boardMethods = {
     z.object({ provider: ProviderParam }),
   ),
   settings: method<'call', Settings>('call')('GET', '/api/settings', none),
+  /** The effective config, each value with its origin, and the config's warnings. */
+  configView: method<'call', ConfigView>('call')('GET', '/api/config', none),
   saveSettings: method('call')('PUT', '/api/settings', SettingsParams),
   runFiles: method<'call', RunFiles>('call')('GET', '/api/runs/:runId/files', run),
   /** The run's worktree diff (base → the run's commit). */

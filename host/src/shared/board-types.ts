@@ -180,6 +180,24 @@ export interface Settings {
   columnLimits: Partial<Record<Column, number>>;
 }
 
+/** The effective config (Settings → Configuration): each value with where it came from, and what to fix. */
+export interface ConfigView {
+  files: { user: string; project: string; userExists: boolean };
+  /** Old key names, unknown keys, placeholders in profiles, files to upgrade or newer than this Runboard. */
+  warnings: string[];
+  rows: {
+    key: string;
+    /** The value as text (lists and maps as JSON). */
+    value: string;
+    layer: 'default' | 'user' | 'project' | 'profile';
+    file?: string;
+    /** layer profile: the llm_profiles entry the flow selects. */
+    profile?: string;
+  }[];
+  /** The files as they are now cannot be read (the board keeps the last good config meanwhile). */
+  error?: string;
+}
+
 export interface RunFiles {
   screenshots: string[];
 }

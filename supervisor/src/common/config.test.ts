@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  configRows,
   loadEffectiveConfig,
   MIGRATIONS,
   migrateConfigText,
@@ -124,6 +125,66 @@ describe('layered config', () => {
     const eff = loadEffectiveConfig(dir, { XDG_CONFIG_HOME: path.join(dir, 'xdg') });
     expect(eff.config.scheduler.maxConcurrency).toBe(9);
     expect(eff.files.userExists).toBe(true);
+  });
+});
+
+describe('config warnings and origins', () => {
+  it('unknown keys are named with their file; old flow key names are read as the new ones', () => {
+    const eff = resolveConfig(
+      project(
+        'version: 2\nschedular: { maxConcurrency: 2 }\nflows:\n  look: { runner: command, vision_profile: eyes, timout: 5s }\n',
+      ),
+      user('version: 2\nvision_profiles:\n  eyes: { provider: openai, model: gpt-eyes, colour: red }\n'),
+    );
+    expect(eff.config.flows.look?.visionProfile).toBe('eyes');
+    expect(eff.warnings).toEqual([
+      '/p/config.yaml: flows.look.vision_profile is an old name: write visionProfile (read as that for now)',
+      expect.stringMatching(
+        /^\/home\/u\/\.config\/runboard\/config\.yaml: vision_profiles\.eyes\.colour is not a key/,
+      ),
+      expect.stringMatching(/^\/p\/config\.yaml: flows\.look\.timout is not a key/),
+      expect.stringMatching(
+        /^\/p\/config\.yaml: schedular is not a key this Runboard knows, so it is ignored/,
+      ),
+    ]);
+    // both names: the new one holds, the old one is named as ignored
+    const both = resolveConfig(
+      project('version: 2\nflows:\n  a: { runner: codex, llm_profile: x, profile: fast }\n'),
+      user('version: 2\nllm_profiles:\n  fast: { provider: openai }\n'),
+    );
+    expect(both.config.flows.a?.profile).toBe('fast');
+    expect(both.warnings).toEqual([
+      '/p/config.yaml: flows.a.llm_profile is ignored: flows.a.profile is given too; remove llm_profile',
+    ]);
+  });
+
+  it('a profile still holding a placeholder is a warning before any run needs it', () => {
+    const eff = resolveConfig(
+      project('version: 2\nflows: {}\n'),
+      user('version: 2\nvision_profiles:\n  glm: { provider: zhipu, model: "<your vision model>" }\n'),
+    );
+    expect(eff.warnings).toEqual([
+      '/home/u/.config/runboard/config.yaml: vision_profiles.glm.model is still a placeholder ("<your vision model>"): set the real model before a flow uses profile glm',
+    ]);
+  });
+
+  it("rows list a flow's provider and model from its profile, after the flow's own values", () => {
+    const eff = resolveConfig(
+      project('version: 2\nflows:\n  a: { runner: codex, profile: fast, model: own }\n'),
+      user('version: 2\nllm_profiles:\n  fast: { provider: openai, model: gpt-fast }\n'),
+    );
+    const rows = configRows(eff).filter((r) => r.key.startsWith('flows.a.'));
+    expect(rows.find((r) => r.key === 'flows.a.model')).toEqual({
+      key: 'flows.a.model',
+      value: 'own',
+      source: { layer: 'project', file: '/p/config.yaml' },
+    });
+    expect(rows.find((r) => r.key === 'flows.a.provider')).toEqual({
+      key: 'flows.a.provider',
+      value: 'openai',
+      source: { layer: 'profile', profile: 'fast', file: '/home/u/.config/runboard/config.yaml' },
+    });
+    expect(rows.filter((r) => r.key === 'flows.a.model')).toHaveLength(1);
   });
 });
 

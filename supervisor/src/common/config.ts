@@ -14,14 +14,17 @@ import os from 'node:os';
 import path from 'node:path';
 import YAML, { isMap, type Document, type Scalar, type YAMLMap } from 'yaml';
 import type { z } from 'zod';
-import { CONFIG_VERSION, MAX_BACKOFF_MS, ProjectConfig, ProjectError } from './project.ts';
+import { CONFIG_VERSION, isPlaceholder, MAX_BACKOFF_MS, ProjectConfig, ProjectError } from './project.ts';
 import { readRegularFileSync } from './regular-file.ts';
 
-export type ConfigLayer = 'default' | 'user' | 'project';
-/** Which file a config value came from. */
+/** Where a value came from: a file's layer, or (`profile`) the named profile a flow selects. */
+export type ConfigLayer = 'default' | 'user' | 'project' | 'profile';
+/** Which file (and, for a profile's value, which profile) a config value came from. */
 export interface ConfigSource {
   layer: ConfigLayer;
   file?: string;
+  /** layer `profile`: the `llm_profiles` entry the flow selects. */
+  profile?: string;
 }
 export type ConfigKind = 'user' | 'project';
 export interface ConfigText {
@@ -33,7 +36,10 @@ export interface EffectiveConfig {
   config: ProjectConfig;
   /** Dotted key path (e.g. `scheduler.maxConcurrency`, `flows.impl.cap`) → where it came from. */
   sources: Record<string, ConfigSource>;
-  /** What the person should know: a file newer than this Runboard, a file that needs upgrading. */
+  /**
+   * What the person should know: a file newer than this Runboard, a file that needs upgrading, an old
+   * key name, a key this Runboard does not know, a profile still holding a template's placeholder.
+   */
   warnings: string[];
   files: { user: string; project: string; userExists: boolean };
 }
@@ -186,7 +192,11 @@ export interface ConfigRow {
   source: ConfigSource;
 }
 
-/** Every value of the effective config (values, lists, empty maps) with its origin, for display. */
+/**
+ * Every value of the effective config (values, lists, empty maps) with its origin, for display; a
+ * flow's provider and model that its profile (`profile:`) gives come after the flow's own values, as
+ * from layer `profile`.
+ */
 export function configRows(eff: EffectiveConfig): ConfigRow[] {
   const out: ConfigRow[] = [];
   const walk = (value: unknown, key: string): void => {
@@ -195,13 +205,27 @@ export function configRows(eff: EffectiveConfig): ConfigRow[] {
     } else if (key) out.push({ key, value, source: sourceOf(eff.sources, key) });
   };
   walk(eff.config, '');
+  for (const [flow, f] of Object.entries(eff.config.flows)) {
+    const name = f.profile;
+    if (name === undefined || !Object.hasOwn(eff.config.llm_profiles, name)) continue;
+    const profile = eff.config.llm_profiles[name]!;
+    for (const k of ['provider', 'model'] as const) {
+      if (f[k] !== undefined || profile[k] === undefined) continue;
+      const file = sourceOf(eff.sources, `llm_profiles.${name}.${k}`).file;
+      out.push({
+        key: `flows.${flow}.${k}`,
+        value: profile[k],
+        source: { layer: 'profile', profile: name, ...(file ? { file } : {}) },
+      });
+    }
+  }
   return out;
 }
 
 function describeSource(s: ConfigSource): string {
-  return s.layer === 'default'
-    ? 'the built-in defaults'
-    : `${s.layer === 'user' ? 'your user config' : 'config.yaml'} ${s.file}`;
+  if (s.layer === 'default') return 'the built-in defaults';
+  if (s.layer === 'profile') return `profile ${s.profile} in ${s.file ?? 'the built-in defaults'}`;
+  return `${s.layer === 'user' ? 'your user config' : 'config.yaml'} ${s.file}`;
 }
 
 function zodIssues(err: z.ZodError, sources: Record<string, ConfigSource>, project: string): string {
@@ -214,6 +238,57 @@ function zodIssues(err: z.ZodError, sources: Record<string, ConfigSource>, proje
     byFile.set(file, [...(byFile.get(file) ?? []), line]);
   }
   return [...byFile.entries()].map(([, lines]) => lines.join('; ')).join('; ');
+}
+
+/** Old key names of a flow that are still read, as the new name (the seed's names among them). */
+export const DEPRECATED_FLOW_KEYS: Record<string, string> = {
+  vision_profile: 'visionProfile',
+  llm_profile: 'profile',
+};
+
+/** Reads a layer's old flow key names as the new ones (unless both are given), with a warning each. */
+function renameDeprecated(data: Plain, file: string, warnings: string[]): void {
+  const flows = data.flows;
+  if (!isPlain(flows)) return;
+  for (const [name, flow] of Object.entries(flows)) {
+    if (!isPlain(flow)) continue;
+    for (const [old, now] of Object.entries(DEPRECATED_FLOW_KEYS)) {
+      if (!Object.hasOwn(flow, old)) continue;
+      if (Object.hasOwn(flow, now)) {
+        warnings.push(
+          `${file}: flows.${name}.${old} is ignored: flows.${name}.${now} is given too; remove ${old}`,
+        );
+      } else {
+        flow[now] = flow[old];
+        warnings.push(`${file}: flows.${name}.${old} is an old name: write ${now} (read as that for now)`);
+      }
+      delete flow[old];
+    }
+  }
+}
+
+/** Keys of `raw` the schema dropped (not in `parsed`): unknown to this Runboard, so ignored. */
+function unknownKeys(raw: unknown, parsed: unknown, prefix = ''): string[] {
+  if (!isPlain(raw) || !isPlain(parsed)) return [];
+  return Object.keys(raw).flatMap((k) => {
+    const key = prefix ? `${prefix}.${k}` : k;
+    return Object.hasOwn(parsed, k) ? unknownKeys(raw[k], parsed[k], key) : [key];
+  });
+}
+
+/** Warnings for profile values a template left for the person to fill in. */
+function placeholderWarnings(config: ProjectConfig, sources: Record<string, ConfigSource>): string[] {
+  const out: string[] = [];
+  for (const kind of ['llm_profiles', 'vision_profiles'] as const)
+    for (const [name, profile] of Object.entries(config[kind]))
+      for (const [k, v] of Object.entries(profile as Record<string, unknown>))
+        if (typeof v === 'string' && isPlaceholder(v)) {
+          const key = `${kind}.${name}.${k}`;
+          out.push(
+            `${sourceOf(sources, key).file ?? 'the built-in defaults'}: ${key} is still a placeholder (${JSON.stringify(v)}): set the real ${k} before a flow uses profile ${name}`,
+          );
+        }
+  return out;
 }
 
 /**
@@ -236,6 +311,7 @@ export function resolveConfig(project: ConfigText, user: ConfigText | null): Eff
       );
     const data = (m.doc.toJS() as Plain | null) ?? {};
     delete data.version; // the effective version is this Runboard's
+    renameDeprecated(data, src.file, warnings);
     merged = mergeLayer(merged, data, { layer: kind, file: src.file }, sources);
   }
   const parsed = ProjectConfig.safeParse(merged);
@@ -245,6 +321,11 @@ export function resolveConfig(project: ConfigText, user: ConfigText | null): Eff
     const file = s.layer === 'user' ? s.file! : project.file;
     throw new ProjectError(file, `invalid config: ${zodIssues(parsed.error, sources, project.file)}`);
   }
+  for (const key of unknownKeys(merged, { ...parsed.data, version: 0 }))
+    warnings.push(
+      `${sourceOf(sources, key).file ?? project.file}: ${key} is not a key this Runboard knows, so it is ignored: check its spelling (docs/user-guide.md lists the keys)`,
+    );
+  warnings.push(...placeholderWarnings(parsed.data, sources));
   return {
     config: parsed.data,
     sources,

@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import type { FlowSpec, Grant, LaunchRun } from '../protocol/index.ts';
 import {
+  isPlaceholder,
   ProjectError,
   type Card,
   type FlowConfig,
@@ -156,9 +157,7 @@ export function visionProfileOf(config: ProjectConfig, flowName: string): Vision
         '(`runboard config --show` says where that is)',
     );
   const profile = config.vision_profiles[name]!;
-  const placeholder = Object.entries(profile).find(
-    ([, v]) => typeof v === 'string' && PLACEHOLDER.test(v.trim()),
-  );
+  const placeholder = Object.entries(profile).find(([, v]) => typeof v === 'string' && isPlaceholder(v));
   if (placeholder)
     throw new Error(
       `vision profile "${name}" (flow "${flowName}") still has a placeholder ${placeholder[0]}: "${placeholder[1]}"; ` +
@@ -166,6 +165,3 @@ export function visionProfileOf(config: ProjectConfig, flowName: string): Vision
     );
   return profile;
 }
-
-/** Values a template leaves for the person to fill in. */
-const PLACEHOLDER = /^(?:<.*>|your[-_ ].*|changeme|change-me|todo|placeholder|xxx+|\.\.\.)$/i;

@@ -184,6 +184,10 @@ export const SchedulerConfig = z.object({
 });
 export type SchedulerConfig = z.output<typeof SchedulerConfig>;
 
+/** Values a template leaves for the person to fill in (`<your model>`, `changeme`, `...`). */
+const PLACEHOLDER = /^(?:<.*>|your[-_ ].*|changeme|change-me|todo|placeholder|xxx+|\.\.\.)$/i;
+export const isPlaceholder = (v: string): boolean => PLACEHOLDER.test(v.trim());
+
 /** The config format this Runboard writes and understands (older files are migrated: config.ts). */
 export const CONFIG_VERSION = 2;
 
