@@ -12,7 +12,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { serializeWorkflow, workflowFileFor, type Workflow } from '../../supervisor/src/protocol/workflow.ts';
 import { REPO, type RunRecord } from '../helpers/harness.ts';
 import { desktop } from '../../native/src/index.ts';
-import { artifact, CuHarness, cuEvents, find, formApp, imagePoint } from './cu-harness.ts';
+import { artifact, CuHarness, cuEvents, find, formApp } from './cu-harness.ts';
+import { predictClick, predictDone } from './replay-script.ts';
 
 const TITLE = 'Runboard Replay Form';
 const FIXTURE = path.join(REPO, 'tests', 'fixtures', 'workflows', 'form-replay', 'schema.json');
@@ -135,21 +136,7 @@ describe('replay', () => {
           name: variant,
           match: marker,
           indexBy: 'requests',
-          turns: [
-            {
-              toolCalls: [
-                {
-                  name: 'computer_use',
-                  arguments: {
-                    action: 'left_click',
-                    ...imagePoint(button.bounds, 0.5),
-                    observation: `the submit button is labelled ${label}`,
-                    memory: 'name typed; submitting',
-                  },
-                },
-              ],
-            },
-          ],
+          turns: [predictClick(button, `the submit button is labelled ${label}`)],
         },
       ]);
       const rec = await t.run(replayCard(marker, { name: 'Grace Hopper' }), flow());
@@ -183,11 +170,7 @@ describe('replay', () => {
   it('ends needs-input, not succeeded, when a subtask’s expected outcome never appears', async () => {
     await t.startForm(TITLE, {}, ['--variant', 'dead-submit']);
     const marker = 'REPLAY-DEAD';
-    const done = {
-      toolCalls: [
-        { name: 'done', arguments: { observation: 'the form looks submitted', memory: 'submitted' } },
-      ],
-    };
+    const done = predictDone('the form looks submitted');
     t.episodes([{ name: 'dead', match: marker, indexBy: 'requests', turns: [done, done, done] }]);
     const rec = await t.run(replayCard(marker, { name: 'Grace Hopper' }), flow());
     expect(rec.result.status, rec.result.summary).toBe('needs-input');
@@ -206,20 +189,7 @@ describe('replay', () => {
         name: 'extract',
         match: marker,
         indexBy: 'requests',
-        turns: [
-          {
-            toolCalls: [
-              {
-                name: 'done',
-                arguments: {
-                  observation: 'the status line reads subscribe on',
-                  memory: '',
-                  value: 'subscribe on',
-                },
-              },
-            ],
-          },
-        ],
+        turns: [predictDone('the status line reads subscribe on', 'subscribe on')],
       },
     ]);
     const rec = await t.run(

@@ -50,18 +50,15 @@ export async function startHost(
  */
 export async function startGateway(
   env: NodeJS.ProcessEnv = {},
-): Promise<{ board: Harness; redis: RedisServer }> {
+): Promise<{ board: Harness; redis: RedisServer; env: NodeJS.ProcessEnv }> {
   const board = await Harness.start({ env: { RUNBOARD_FLEET_LEASE_MS: String(LEASE_MS) } });
   const redis = await RedisServer.start(path.join(board.root, 'redis'));
   board.client.close();
   const exited = new Promise((r) => board.supervisor.once('exit', r));
   board.supervisor.kill('SIGTERM');
   await exited;
-  await board.startSupervisor(undefined, {
-    RUNBOARD_SCHEDULER_BACKEND: 'redis',
-    RUNBOARD_REDIS_URL: redis.url,
-    ...env,
-  });
+  const gatewayEnv = { RUNBOARD_SCHEDULER_BACKEND: 'redis', RUNBOARD_REDIS_URL: redis.url, ...env };
+  await board.startSupervisor(undefined, gatewayEnv);
   writeFileSync(path.join(board.root, 'card.md'), '---\ntitle: test card\n---\nSay hello.\n');
-  return { board, redis };
+  return { board, redis, env: gatewayEnv };
 }

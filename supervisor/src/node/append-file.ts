@@ -8,7 +8,7 @@
  * (what output-files.ts needs to keep stdout, stderr and their order consistent).
  */
 import { EventEmitter } from 'node:events';
-import { closeSync, openSync, write } from 'node:fs';
+import { closeSync, fstatSync, openSync, write } from 'node:fs';
 
 /** Above this much queued, producers are told to pause (append returns false). */
 const HIGH_WATER = 4 * 1024 * 1024;
@@ -37,7 +37,7 @@ export class AppendFiles<F extends string> extends EventEmitter<{
     try {
       for (const f of Object.keys(paths) as F[]) {
         fds[f] = openSync(paths[f], 'a', 0o600);
-        committed[f] = 0;
+        committed[f] = fstatSync(fds[f]).size; // a file that exists is continued
       }
     } catch (err) {
       for (const fd of Object.values<number>(fds)) closeSync(fd);

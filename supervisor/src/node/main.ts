@@ -207,19 +207,20 @@ async function main(): Promise<void> {
     process.stderr.write(`runboard supervisor: another supervisor is already serving ${paths.socket}\n`);
     process.exit(0);
   }
-  // We own the socket, so any run still marked active belongs to a supervisor that died.
-  const recovered = registry.recoverOrphans();
-  if (recovered.length) log.warn({ runs: recovered }, 'closed runs left by a supervisor that died');
-  schedules.start(); // after the socket is ours: only one supervisor decides missed fires
   // In a fleet: launches become jobs (gateway), and/or this host takes jobs of the flows it offers.
   const fleet = fleetConfig(process.env);
   restoreBackend(registry, paths, log);
-  if (fleet.gateway)
+  if (fleet.gateway && registry.fleet?.redisUrl !== fleet.gateway.redisUrl)
     registry.fleet = new FleetGateway({
       redisUrl: fleet.gateway.redisUrl,
       log,
       activeDir: path.join(paths.supervisorDir, 'active'),
     });
+  // We own the socket, so any run still marked active belongs to a supervisor that died (a fleet's run
+  // goes on on its host: the gateway just made takes it over).
+  const recovered = registry.recoverOrphans();
+  if (recovered.length) log.warn({ runs: recovered }, 'closed runs left by a supervisor that died');
+  schedules.start(); // after the socket is ours: only one supervisor decides missed fires
   const fleetHost = fleet.host
     ? new FleetHost({
         redisUrl: fleet.host.redisUrl,

@@ -148,15 +148,19 @@ export class RunRegistry {
       );
     }
     if (allowed.length) run.result.allowed = allowed;
-    this.active.set(runId, run);
+    this.track(runId, run);
     this.indexRun(runId, p.card.path);
+    run.start();
+    return { runId, logDir };
+  }
+
+  private track(runId: string, run: AnyRun): void {
+    this.active.set(runId, run);
     void run.whenEnded().then(() => {
       this.active.delete(runId);
       this.recent.set(runId, run);
       if (this.recent.size > 200) this.recent.delete(this.recent.keys().next().value!);
     });
-    run.start();
-    return { runId, logDir };
   }
 
   /**
@@ -387,7 +391,8 @@ export class RunRegistry {
 
   /**
    * After a supervisor restart: runs the previous supervisor left active died with it (parent-death
-   * signals); make sure, and record why they ended.
+   * signals); make sure, and record why they ended. A fleet's run goes on on its host: the fleet
+   * gateway (set before this is called) takes it over when it is on the same Redis.
    */
   recoverOrphans(): string[] {
     const dir = path.join(this.paths.supervisorDir, 'active');
@@ -400,10 +405,22 @@ export class RunRegistry {
         workerPid: number | null;
         supervisorPid: number;
         scratchDir?: string;
+        fleet?: { redisUrl: string; flow: string };
       };
       try {
         marker = JSON.parse(readFileSync(file, 'utf8'));
       } catch {
+        continue;
+      }
+      const prevRemote = marker.fleet ? this.readResult(runId) : null;
+      if (
+        marker.fleet &&
+        this.fleet?.redisUrl === marker.fleet.redisUrl &&
+        prevRemote?.status === 'running'
+      ) {
+        const run = this.fleet.takenOver(runId, { logDir: marker.logDir, fleet: marker.fleet }, prevRemote);
+        this.track(runId, run);
+        run.start();
         continue;
       }
       for (const pid of [marker.workerPid, marker.jailPid]) {

@@ -3,7 +3,7 @@
  * replay), `stdout.log`, `stderr.log` and `output.order` (see output-files.ts) and `result.json`. Creating them is the launch's last check: if
  * that fails (e.g. a full disk) nothing of the run stays on disk and the launch is refused.
  */
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import type { EventEmitter } from 'node:events';
 import path from 'node:path';
 import type { RunEvent, RunResult } from '../protocol/index.ts';
@@ -55,9 +55,19 @@ export class RunLog<O extends RunOutput = OutputFiles> {
       throw err;
     }
     this.events = events;
+    if (events.committed.events > 0) this.continueEvents();
     for (const files of [this.events, this.output]) {
       files.on('grow', onGrow);
       files.on('failed', onFailed);
+    }
+  }
+
+  /** An events.jsonl that exists (a fleet run taken over after a restart): numbering goes on after it. */
+  private continueEvents(): void {
+    const text = readFileSync(this.events.paths.events);
+    for (let start = 0, nl = text.indexOf(10); nl !== -1; start = nl + 1, nl = text.indexOf(10, start)) {
+      this.eventOffsets.push(start);
+      this.seq++;
     }
   }
 

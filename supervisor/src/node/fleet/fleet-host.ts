@@ -14,15 +14,7 @@ import { grantCovering } from '../../common/grants.ts';
 import type { StatePaths } from '../../common/paths.ts';
 import type { RunRegistry } from '../registry.ts';
 import { forwardRecords } from './forward.ts';
-import {
-  CANCEL_CHANNEL,
-  queueName,
-  recordStream,
-  redisOptions,
-  RunJob,
-  type HostOffer,
-  type RunJobResult,
-} from './job.ts';
+import { CANCEL_CHANNEL, queueName, redisOptions, RunJob, type HostOffer, type RunJobResult } from './job.ts';
 
 /**
  * How long a job's lease lasts without renewal (BullMQ renews it at half of this): a host that died
@@ -156,15 +148,14 @@ export class FleetHost {
       }
       const run = registry.get(launched.runId)!;
       this.local.set(spec.runId, launched.runId);
-      await this.redis.xadd(
-        recordStream(spec.runId),
-        '*',
-        'k',
-        'started',
-        'd',
-        JSON.stringify({ host: offer.name, runId: launched.runId }),
+      const forwarded = forwardRecords(this.redis, spec.runId, run.attachSource(), {
+        host: offer.name,
+        runId: launched.runId,
+      });
+      // Records that cannot reach the board's side: the run goes on for nobody, so it stops.
+      forwarded.catch((err: unknown) =>
+        run.stop('crashed', `its records could not be sent through Redis: ${(err as Error).message}`),
       );
-      const forwarded = forwardRecords(this.redis, spec.runId, run.attachSource());
       const result = await run.whenEnded();
       await forwarded;
       return { host: offer.name, result };

@@ -17,8 +17,35 @@ const STREAM_TTL_S = 7 * 24 * 3600;
 /** How often the run's artifacts folder is looked at (the live frame of computer-use changes each second). */
 const ARTIFACT_SWEEP_MS = 500;
 
-export async function forwardRecords(redis: Redis, runId: string, src: AttachSource): Promise<void> {
+/**
+ * Adds records to a run's stream under ids of its own (0-1, 0-2, …): an XADD that ioredis sends again
+ * after a reconnect (Redis had written it, its answer was lost in a Redis restart) is refused as not
+ * newer than the last, so no record is in the stream twice.
+ */
+function streamWriter(redis: Redis, key: string): (...fields: (string | number | Buffer)[]) => Promise<void> {
+  let n = 0;
+  return async (...fields) => {
+    const id = `0-${++n}`;
+    try {
+      await redis.xadd(key, id, ...fields);
+    } catch (err) {
+      if (!/equal or smaller/i.test((err as Error).message)) throw err;
+      if ((await redis.xrange(key, id, id)).length === 0)
+        throw new Error(`the run's record stream ${key} in Redis has records this host did not write`);
+    }
+  };
+}
+
+/** Sends the run's records, first `started` (who runs it), until the run's files are final. */
+export async function forwardRecords(
+  redis: Redis,
+  runId: string,
+  src: AttachSource,
+  started: { host: string; runId: string },
+): Promise<void> {
   const key = recordStream(runId);
+  const add = streamWriter(redis, key);
+  await add('k', 'started', 'd', JSON.stringify(started));
   const order = new OutputOrder(path.join(src.dir, ORDER_FILE));
   const handles: Partial<Record<OutputStream | 'events', FileHandle>> = {};
   const buf = Buffer.allocUnsafe(PIECE);
@@ -29,20 +56,20 @@ export async function forwardRecords(redis: Redis, runId: string, src: AttachSou
   src.signals.on('final', onSignal);
   const send = async (kind: string, fh: FileHandle, start: number, end: number): Promise<number> => {
     const { bytesRead } = await fh.read(buf, 0, Math.min(PIECE, end - start), start);
-    if (bytesRead > 0) await redis.xadd(key, '*', 'k', kind, 'd', buf.subarray(0, bytesRead));
+    if (bytesRead > 0) await add('k', kind, 'd', buf.subarray(0, bytesRead));
     return bytesRead;
   };
   const artifacts = new ArtifactSender(
     src.dir,
     {
       piece: async (p) => {
-        await redis.xadd(key, '*', 'k', 'artifact', 'n', p.name, 'o', p.offset, 't', p.size, 'd', p.data);
+        await add('k', 'artifact', 'n', p.name, 'o', p.offset, 't', p.size, 'd', p.data);
       },
       gone: async (name) => {
-        await redis.xadd(key, '*', 'k', 'artifact-gone', 'n', name);
+        await add('k', 'artifact-gone', 'n', name);
       },
       note: async (n) => {
-        await redis.xadd(key, '*', 'k', 'artifact-note', 'n', n.name, 'd', n.why);
+        await add('k', 'artifact-note', 'n', n.name, 'd', n.why);
       },
     },
     PIECE,
@@ -83,7 +110,7 @@ export async function forwardRecords(redis: Redis, runId: string, src: AttachSou
           setTimeout(r, 250);
         });
     }
-    await redis.xadd(key, '*', 'k', 'end');
+    await add('k', 'end');
   } finally {
     src.signals.off('grow', onSignal);
     src.signals.off('final', onSignal);

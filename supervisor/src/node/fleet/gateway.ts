@@ -5,7 +5,7 @@
  * took it writes. Everything that reads runs (attach, list, get, the board) works unchanged.
  */
 import { EventEmitter } from 'node:events';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -21,6 +21,7 @@ import {
 } from '../../protocol/index.ts';
 import type { AttachSource } from '../attach.ts';
 import { launchedResult } from '../result-file.ts';
+import { ORDER_FILE } from '@runboard/supervisor/run-output';
 import { RunLog } from '../run-log.ts';
 import { ArtifactMirror } from './artifacts.ts';
 import { CANCEL_CHANNEL, queueName, recordStream, redisOptions, RunJobResult, type RunJob } from './job.ts';
@@ -30,7 +31,52 @@ export interface RemoteLaunch {
   runId: string;
   logDir: string;
   first: RunResult;
-  job: RunJob;
+  flow: string;
+  /** The job to queue; none for a run taken over after a restart (its job is in Redis already). */
+  job?: RunJob;
+}
+
+/** What a remote run's marker (`<state>/supervisor/active/<runId>`) says, for the next supervisor. */
+export interface RemoteMarker {
+  logDir: string;
+  fleet: { redisUrl: string; flow: string };
+}
+
+/** The board's side's own events (not the host's): a supervisor that takes the run over skips the rest. */
+const OWN = { origin: 'board' } as const;
+
+/**
+ * Prepares a run's files for a supervisor that takes it over: it mirrors the whole record stream again
+ * (it is kept in Redis until the run ends), so stdout, stderr and their order are written anew, byte for
+ * byte as before, and artifacts again; events.jsonl is kept (cut after its last whole line) and the
+ * host's events already in it are counted, to be skipped. Returns that count.
+ */
+function prepareTakeOver(logDir: string): number {
+  for (const f of ['stdout.log', 'stderr.log', ORDER_FILE])
+    try {
+      truncateSync(path.join(logDir, f), 0);
+    } catch {
+      // not there: made anew
+    }
+  const file = path.join(logDir, 'events.jsonl');
+  let text: Buffer;
+  try {
+    text = readFileSync(file);
+  } catch {
+    return 0;
+  }
+  const whole = text.lastIndexOf(10) + 1;
+  if (whole < text.length) truncateSync(file, whole); // a line cut by the crash is written again
+  let mirrored = 0;
+  for (const line of text.subarray(0, whole).toString('utf8').split('\n')) {
+    if (!line) continue;
+    try {
+      if ((JSON.parse(line) as RunEvent).data?.origin !== OWN.origin) mirrored++;
+    } catch {
+      mirrored++;
+    }
+  }
+  return mirrored;
 }
 
 type Finish = {
@@ -59,6 +105,8 @@ export class RemoteRun {
   stalledSeen = false;
   private finishing: Finish | undefined;
   private readonly artifacts: ArtifactMirror;
+  /** Events of the stream that the files hold already (a run taken over): not written again. */
+  private skipEvents = 0;
 
   constructor(
     private readonly gw: FleetGateway,
@@ -67,6 +115,7 @@ export class RemoteRun {
     this.id = l.runId;
     this.result = l.first;
     this.ended = new Promise((r) => (this.resolveEnded = r));
+    if (!l.job) this.skipEvents = prepareTakeOver(l.logDir);
     this.log = new RunLog(
       l.logDir,
       l.first,
@@ -74,10 +123,47 @@ export class RemoteRun {
       () => undefined,
     );
     this.artifacts = new ArtifactMirror(l.logDir, (name, why) =>
-      this.log.event('error', `artifact ${JSON.stringify(name)} was not copied here: ${why}`, {
+      this.mirrored('error', `artifact ${JSON.stringify(name)} was not copied here: ${why}`, {
         artifact: name,
       }),
     );
+  }
+
+  get flowName(): string {
+    return this.l.flow;
+  }
+
+  /** An event that comes of the record stream (skipped while a take-over replays what is on disk). */
+  private mirrored(
+    type: RunEvent['type'],
+    message?: string,
+    data?: Record<string, unknown>,
+    ts?: string,
+  ): void {
+    if (this.skipEvents > 0) this.skipEvents--;
+    else this.log.event(type, message, data, ts);
+  }
+
+  /** An event of this side's own (queued, cancelled, ended, taken over). */
+  private own(type: RunEvent['type'], message: string, data: Record<string, unknown> = {}): void {
+    this.log.event(type, message, { ...data, ...OWN });
+  }
+
+  private writeMarker(): void {
+    // Like a local run's marker: if this supervisor dies, the next one takes the run over (or records
+    // how the mirror ended).
+    const marker: RemoteMarker & Record<string, unknown> = {
+      logDir: this.l.logDir,
+      jailPid: 0,
+      workerPid: null,
+      supervisorPid: process.pid,
+      fleet: { redisUrl: this.gw.redisUrl, flow: this.l.flow },
+    };
+    try {
+      writeFileSync(this.gw.markerFile(this.id), JSON.stringify(marker));
+    } catch {
+      // without a marker only the record of a supervisor crash is lost
+    }
   }
 
   get isActive(): boolean {
@@ -85,19 +171,19 @@ export class RemoteRun {
   }
 
   start(): void {
-    // Like a local run's marker: if this supervisor dies, the next one records how the mirror ended.
-    try {
-      writeFileSync(
-        this.gw.markerFile(this.id),
-        JSON.stringify({ logDir: this.l.logDir, jailPid: 0, workerPid: null, supervisorPid: process.pid }),
+    this.writeMarker();
+    if (!this.l.job) {
+      this.own(
+        'log',
+        `this supervisor (pid ${process.pid}) took the run over: mirroring it on from its host`,
       );
-    } catch {
-      // without a marker only the record of a supervisor crash is lost
+      void this.gw.takeOver(this);
+      return;
     }
-    this.log.event('launched', `queued for a host of the fleet that offers flow ${this.l.job.flow.name}`, {
+    this.own('launched', `queued for a host of the fleet that offers flow ${this.l.flow}`, {
       workspace: this.l.job.workspace,
     });
-    void this.gw.submit(this).catch((err: unknown) =>
+    void this.gw.submit(this, this.l.job).catch((err: unknown) =>
       this.finish({
         status: 'failed',
         reason: 'spawn-failed',
@@ -106,17 +192,13 @@ export class RemoteRun {
     );
   }
 
-  get job(): RunJob {
-    return this.l.job;
-  }
-
   cancel(): void {
     this.stop('cancelled', 'cancelled by the user');
   }
 
   stop(reason: TerminationReason, detail: string): void {
     if (!this.active) return;
-    this.log.event('cancel', detail, { reason });
+    this.own('cancel', detail, { reason });
     void this.gw.cancel(this, reason, detail);
   }
 
@@ -141,7 +223,7 @@ export class RemoteRun {
     else if (kind === 'artifact-gone') this.artifacts.gone(f.n?.toString() ?? '');
     else if (kind === 'artifact-note') {
       const host = typeof this.result.metrics.host === 'string' ? this.result.metrics.host : 'its host';
-      this.log.event(
+      this.mirrored(
         'error',
         `artifact ${JSON.stringify(f.n?.toString() ?? '')} was not copied here: ${data.toString('utf8').slice(0, 500)}; it stays on ${host}, in the run's folder there`,
         { artifact: f.n?.toString() ?? '' },
@@ -151,7 +233,7 @@ export class RemoteRun {
         if (!line) continue;
         try {
           const e = JSON.parse(line) as RunEvent;
-          this.log.event(e.type, e.message, e.data, e.ts);
+          this.mirrored(e.type, e.message, e.data, e.ts);
         } catch {
           // a piece cut mid-line cannot happen (whole lines are sent); skip rather than stop the mirror
         }
@@ -160,7 +242,7 @@ export class RemoteRun {
       const s = JSON.parse(data.toString('utf8')) as { host: string; runId: string };
       this.result = { ...this.result, metrics: { ...this.result.metrics, host: s.host, hostRunId: s.runId } };
       this.log.writeResult(this.result);
-      this.log.event('progress', `${s.host} runs it (its run ${s.runId})`, { host: s.host });
+      this.mirrored('progress', `${s.host} runs it (its run ${s.runId})`, { host: s.host });
     } else if (kind === 'end') this.streamEnded = true;
   }
 
@@ -196,7 +278,7 @@ export class RemoteRun {
           summary: f.detail,
         };
     this.result = base;
-    this.log.event('ended', `${this.result.status}: ${this.result.termination?.detail ?? ''}`, {
+    this.own('ended', `${this.result.status}: ${this.result.termination?.detail ?? ''}`, {
       status: this.result.status,
     });
     await this.log.close();
@@ -222,7 +304,10 @@ export class FleetGateway {
   private readonly conn: ReturnType<typeof redisOptions>;
   private readonly redis: Redis;
   private readonly reader: Redis;
-  private readonly queues = new Map<string, { queue: Queue; events: QueueEvents; stalls: Worker }>();
+  private readonly queues = new Map<
+    string,
+    { queue: Queue; events: QueueEvents; stalls: Worker; onFailed: (jobId: string, why: string) => void }
+  >();
   private readonly runs = new Map<string, RemoteRun>();
   private readerWake: (() => void) | undefined;
   private closed = false;
@@ -237,7 +322,31 @@ export class FleetGateway {
     void this.readLoop();
   }
 
-  private flowQueue(flow: string): Queue {
+  /** The job of `run` completed with `returnvalue` (the host's record of it). */
+  private completed(run: RemoteRun, returnvalue: unknown): void {
+    let raw: unknown = returnvalue;
+    try {
+      if (typeof returnvalue === 'string') raw = JSON.parse(returnvalue);
+    } catch {
+      // read as unreadable below
+    }
+    const parsed = RunJobResult.safeParse(raw);
+    void run.finish(
+      parsed.success
+        ? { status: parsed.data.result.status, reason: 'finished', detail: '', remote: parsed.data }
+        : {
+            status: 'failed',
+            reason: 'crashed',
+            detail: 'the host answered with a result this supervisor cannot read',
+          },
+    );
+  }
+
+  private flowQueue(flow: string): {
+    queue: Queue;
+    events: QueueEvents;
+    onFailed: (jobId: string, why: string) => void;
+  } {
     const name = queueName(flow);
     let q = this.queues.get(name);
     if (!q) {
@@ -245,18 +354,7 @@ export class FleetGateway {
       const events = new QueueEvents(name, { connection: this.conn });
       events.on('completed', ({ jobId, returnvalue }) => {
         const run = this.runs.get(jobId);
-        if (!run) return;
-        const raw: unknown = typeof returnvalue === 'string' ? JSON.parse(returnvalue) : returnvalue;
-        const parsed = RunJobResult.safeParse(raw);
-        void run.finish(
-          parsed.success
-            ? { status: parsed.data.result.status, reason: 'finished', detail: '', remote: parsed.data }
-            : {
-                status: 'failed',
-                reason: 'crashed',
-                detail: 'the host answered with a result this supervisor cannot read',
-              },
-        );
+        if (run) this.completed(run, returnvalue);
       });
       // A stalled job goes back to wait, marked to fail when taken (maxStalledCount 0): it is removed so
       // that no host takes it again, and the run ends one lease later: by then a host that is alive
@@ -272,7 +370,7 @@ export class FleetGateway {
           .then(() => new Promise((r) => setTimeout(r, LEASE_MS)))
           .then(() => run.finish(this.stalled(run)));
       };
-      events.on('failed', ({ jobId, failedReason }) => {
+      const onFailed = (jobId: string, failedReason: string): void => {
         if (/stalled/i.test(failedReason)) return onStalled(jobId);
         const run = this.runs.get(jobId);
         if (!run) return;
@@ -281,7 +379,8 @@ export class FleetGateway {
             ? { status: 'cancelled', reason: 'cancelled', detail: failedReason }
             : { status: 'failed', reason: 'spawn-failed', detail: failedReason },
         );
-      });
+      };
+      events.on('failed', ({ jobId, failedReason }) => onFailed(jobId, failedReason));
       events.on('stalled', ({ jobId }) => onStalled(jobId));
       // Stalled jobs are found by workers of the queue; this one takes no jobs and only looks for them,
       // so a run is ended even when no host offering its flow is left.
@@ -295,10 +394,10 @@ export class FleetGateway {
       stalls.on('stalled', (jobId) => onStalled(jobId));
       stalls.on('error', (err) => this.o.log.debug({ err: err.message, flow }, 'fleet stall check'));
       void stalls.startStalledCheckTimer();
-      q = { queue, events, stalls };
+      q = { queue, events, stalls, onFailed };
       this.queues.set(name, q);
     }
-    return q.queue;
+    return q;
   }
 
   /** A launch (already checked against this machine's grant) as a run for the fleet. */
@@ -340,7 +439,40 @@ export class FleetGateway {
       startedAt: job.submittedAt,
       metrics: { backend: 'redis' },
     });
-    return new RemoteRun(this, { runId, logDir, first, job });
+    return new RemoteRun(this, { runId, logDir, first, flow: p.flow.name, job });
+  }
+
+  /** A run the supervisor before this one mirrored (`prev`: its record as it left it). */
+  takenOver(runId: string, marker: RemoteMarker, prev: RunResult): RemoteRun {
+    return new RemoteRun(this, { runId, logDir: marker.logDir, first: prev, flow: marker.fleet.flow });
+  }
+
+  /**
+   * Mirrors a taken-over run on: from the start of its record stream (the files were prepared for
+   * that), and ends it if its job ended while no supervisor was watching.
+   */
+  async takeOver(run: RemoteRun): Promise<void> {
+    this.runs.set(run.id, run);
+    this.readerWake?.();
+    const q = this.flowQueue(run.flowName);
+    try {
+      await q.events.waitUntilReady(); // from now on its events come; what came before is read below
+      const job = await q.queue.getJob(run.id);
+      const state = job ? await job.getState() : 'gone';
+      this.o.log.info({ runId: run.id, state }, 'took over a run of the fleet');
+      if (!job)
+        await run.finish({
+          status: 'failed',
+          reason: 'supervisor-died',
+          detail:
+            'the supervisor mirroring this run died, and its job is no longer in Redis: how it ended on its host is not known here',
+        });
+      else if (state === 'completed') this.completed(run, job.returnvalue);
+      else if (state === 'failed') q.onFailed(run.id, job.failedReason);
+      // otherwise it waits or runs: its events come as any run's
+    } catch (err) {
+      this.o.log.warn({ runId: run.id, err: (err as Error).message }, 'taking over a run of the fleet');
+    }
   }
 
   private stalled(run: RemoteRun): Finish {
@@ -358,11 +490,11 @@ export class FleetGateway {
   }
 
   /** Puts the run's job on its flow's queue (the job id is the run id: one job per run, ever). */
-  async submit(run: RemoteRun): Promise<void> {
+  async submit(run: RemoteRun, job: RunJob): Promise<void> {
     this.runs.set(run.id, run);
     this.readerWake?.();
-    const queue = this.flowQueue(run.job.flow.name);
-    await queue.add('run', run.job, {
+    const { queue } = this.flowQueue(run.flowName);
+    await queue.add('run', job, {
       jobId: run.id,
       attempts: 1,
       removeOnComplete: { age: 24 * 3600 },
@@ -372,7 +504,7 @@ export class FleetGateway {
 
   async cancel(run: RemoteRun, reason: TerminationReason, detail: string): Promise<void> {
     await this.redis.set(`runboard:cancelled:${run.id}`, '1', 'EX', 24 * 3600);
-    const job = await this.flowQueue(run.job.flow.name).getJob(run.id);
+    const job = await this.flowQueue(run.flowName).queue.getJob(run.id);
     const state = job ? await job.getState() : 'unknown';
     if (job && (state === 'waiting' || state === 'delayed' || state === 'prioritized')) {
       await job.remove().catch(() => undefined);
