@@ -211,6 +211,68 @@ describe('replay', () => {
     expect(rec.result.metrics).toMatchObject({ replayLocatorSteps: 5, replayModelCalls: 1 });
   });
 
+  it("a model step may read the workspace's documents (read_document) when the flow grants them", async () => {
+    await t.startForm(TITLE);
+    const marker = 'REPLAY-DOCS';
+    writeFileSync(
+      path.join(t.h.workspace, 'status-note.md'),
+      '# Status\n\nThe status reads: subscribed via the note\n',
+    );
+    t.episodes([
+      {
+        name: 'replay-docs',
+        match: marker,
+        indexBy: 'requests',
+        turns: [
+          { toolCalls: [{ name: 'read_document', arguments: { path: 'status-note.md' } }] },
+          {
+            toolCalls: [
+              {
+                name: 'done',
+                arguments: { observation: 'the note says it', memory: '', value: 'subscribed via the note' },
+              },
+            ],
+          },
+        ],
+      },
+    ]);
+    const card = replayCard(marker, { name: 'Grace Hopper' }, (w) =>
+      withExtract(w, 'status_text', 'no such label'),
+    );
+    const rec = await t.run(card, flow());
+    expect(rec.result.status, rec.result.summary).toBe('succeeded');
+    expect(cuEvents(rec, 'replay-extract').map((e) => [e.name, e.value, e.by])).toEqual([
+      ['status_text', 'subscribed via the note', 'model'],
+    ]);
+    const reqs = requestsOf(marker);
+    expect(reqs).toHaveLength(2);
+    const offered = (b: unknown) => JSON.stringify(b);
+    expect(offered(reqs[0]!.body)).toContain('"read_document"');
+    // the document's text reached the model in the next (fresh) query
+    expect(offered(reqs[1]!.body)).toContain('The status reads: subscribed via the note');
+    expect(stepsOf(rec).map((s) => [s.action, s.replay.mode])).toContainEqual(['read_document', 'model']);
+
+    // a flow that turns the document tools off offers none
+    await t.closeForms();
+    await t.startForm(TITLE);
+    t.episodes([
+      {
+        name: 'replay-nodocs',
+        match: 'REPLAY-NODOCS',
+        indexBy: 'requests',
+        turns: [{ toolCalls: [{ name: 'done', arguments: { observation: 'x', memory: '', value: 'x' } }] }],
+      },
+    ]);
+    const off = await t.run(
+      replayCard('REPLAY-NODOCS', { name: 'Grace Hopper' }, (w) =>
+        withExtract(w, 'status_text', 'no such label'),
+      ),
+      { ...flow(), documents: false },
+    );
+    expect(off.result.status, off.result.summary).toBe('succeeded');
+    expect(JSON.stringify(requestsOf('REPLAY-NODOCS')[0]!.body)).not.toContain('read_document');
+  });
+
   it('replays on its own private display (computerUse.privateDisplay) with the flow’s app, not on the desktop in front', async () => {
     const marker = 'REPLAY-PRIVATE';
     const rec = await t.run(
