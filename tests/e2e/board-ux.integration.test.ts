@@ -105,6 +105,35 @@ describe('board friction, keyboard only', () => {
     await waitUntil('focus back on the card', async () => (await focusedCard(page)) === 'a-first', 3000);
   });
 
+  it('a slow answer about a card closed meanwhile does not open the inspector again', async () => {
+    await page.locator(handle('a-first')).focus();
+    await page.keyboard.press('Enter');
+    const inspector = page.getByRole('complementary', { name: 'Inspector: Say hello' });
+    await inspector.waitFor();
+    // from now on the host answers slowly about this card (as on a loaded machine)
+    let asked = 0;
+    let answered = 0;
+    await page.route('**/api/cards/a-first', async (route) => {
+      asked++;
+      await sleep(1500);
+      await route.continue();
+      answered++;
+    });
+    // the card changes on disk: the board asks for the open card's details again
+    const file = server.cardFile('a-first.md');
+    const text = readFileSync(file, 'utf8');
+    writeFileSync(file, text.replace('title: Say hello', 'title: Say hello!'));
+    await waitUntil('the board asking for the card', () => asked > 0, 10_000);
+    await page.keyboard.press('Escape');
+    await inspector.waitFor({ state: 'detached' });
+    await waitUntil('the slow answer in', () => answered >= asked, 10_000);
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    expect(await inspector.count()).toBe(0);
+    expect(await focusedCard(page)).toBe('a-first');
+    await page.unroute('**/api/cards/a-first');
+    writeFileSync(file, readFileSync(file, 'utf8').replace('title: Say hello!', 'title: Say hello'));
+  });
+
   it('a Backlog card cannot go straight to Done: the board method refuses it, the drop says why', async () => {
     const res = await fetch(`${server.base}/api/cards/c-none/move`, {
       method: 'POST',

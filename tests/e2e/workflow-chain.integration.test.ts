@@ -5,8 +5,10 @@
  * and pass B, outcome checks included); in Debian's Chromium a person renames a parameter and edits
  * the Submit step's locator (the app has renamed its button to "Send" since), and saves; the card
  * becomes a replay card, its new parameter value given in the board's form, and the replay on the
- * desktop fills the changed app with it, by locators alone: no model call. The app's state is read
- * back through its accessibility tree. The model server is the only double.
+ * desktop fills the changed app with it, by locators alone: no model call. Then the same workflow
+ * on the app as recorded (its button says "Submit" again): the model is asked exactly for that step;
+ * and on an app whose Submit does nothing: the run ends needs-input, not done. The app's state is
+ * read back through its accessibility tree. The model server is the only double.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -17,6 +19,7 @@ import { checkWorkflow, type Workflow } from '@runboard/supervisor/protocol';
 import { desktop, type Element } from '../../native/src/index.ts';
 import { DesktopSession } from '../desktop/session.ts';
 import { formApp } from '../cu/cu-harness.ts';
+import { predictClick, predictDone } from '../cu/replay-script.ts';
 import { formPassB, recordFormFill, requestParts, scriptedPassA } from '../cu/reflect-script.ts';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
 import { seriousViolations } from './helpers/axe.ts';
@@ -90,6 +93,19 @@ async function ended(id: string, after?: string) {
   );
 }
 let reflectRun: string | undefined;
+let lastRun: string | undefined;
+
+/** Replays card signup again with `person` as its person_name, on the form as the test left it. */
+async function replayAgain(person: string) {
+  await server.api('PUT', '/api/cards/signup/params', { params: { person_name: person } });
+  await server.api('POST', '/api/cards/signup/move', { to: 'queued', index: 0 });
+  const card = await ended('signup', lastRun);
+  lastRun = card.runId;
+  return card;
+}
+
+/** The model's requests that carry `marker` (the replay's query names the parameter's value). */
+const asked = (marker: string) => model.requests.filter((r) => JSON.stringify(r.body ?? '').includes(marker));
 
 beforeAll(async () => {
   session = await DesktopSession.start();
@@ -237,6 +253,7 @@ describe('record → reflect → edit → replay', () => {
       await params.getByRole('button', { name: 'Save and queue' }).click();
       await params.getByText('Saved; the card is queued.').waitFor();
       const card = await ended('signup', reflectRun);
+      lastRun = card.runId;
       expect(card.column, readFileSync(server.cardFile('signup.md'), 'utf8')).toBe('done');
       // The app holds the new value, the recorded email, and was saved once, by its "Send" button.
       expect((await element((e) => e.role === 'text' && e.name === 'Name')).value).toBe('Grace Hopper');
@@ -244,6 +261,51 @@ describe('record → reflect → edit → replay', () => {
       expect((await element((e) => e.name === 'Save status')).value).toBe('Saved: 1 time(s)');
       // Every step by its locator: the model was not asked.
       expect(model.requests.slice(before)).toEqual([]);
+    },
+  );
+
+  it(
+    'asks the model exactly for the step whose button is named otherwise again, then goes back to locators',
+    { timeout: 120_000 },
+    async () => {
+      await closeForm();
+      await startForm(); // the app as recorded: its button says "Submit", the edited workflow "Send"
+      const submit = await element((e) => e.role === 'push button' && e.name === 'Submit');
+      model.setEpisodes([
+        {
+          name: 'drift',
+          match: 'Alan Turing',
+          indexBy: 'requests',
+          turns: [predictClick(submit, 'the button that saves the form says Submit')],
+        },
+      ]);
+      const card = await replayAgain('Alan Turing');
+      expect(card.column, readFileSync(server.cardFile('signup.md'), 'utf8')).toBe('done');
+      expect((await element((e) => e.role === 'text' && e.name === 'Name')).value).toBe('Alan Turing');
+      expect((await element((e) => e.name === 'Save status')).value).toBe('Saved: 1 time(s)');
+      const reqs = asked('Alan Turing');
+      expect(reqs).toHaveLength(1);
+      expect(JSON.stringify(reqs[0]!.body)).toContain('no push button \\"Send\\"');
+    },
+  );
+
+  it(
+    'ends needs-input, not done, when a subtask’s outcome check never holds',
+    { timeout: 120_000 },
+    async () => {
+      await closeForm();
+      await startForm(['--variant', 'dead-submit']); // Submit does nothing
+      const done = predictDone('it looks saved');
+      model.setEpisodes([
+        { name: 'dead', match: 'Edsger Dijkstra', indexBy: 'requests', turns: [done, done, done] },
+      ]);
+      const card = await replayAgain('Edsger Dijkstra');
+      const text = readFileSync(server.cardFile('signup.md'), 'utf8');
+      expect(card.column, text).toBe('needs-input');
+      expect(text).toContain('its expected outcome never appeared');
+      expect(text).toContain('Saved: 1 time(s)');
+      expect((await element((e) => e.role === 'text' && e.name === 'Name')).value).toBe('Edsger Dijkstra');
+      expect((await element((e) => e.name === 'Save status')).value).toBe('Saved: never');
     },
   );
 });

@@ -3,9 +3,20 @@
  * ask in the run's record, and a later launch's `allow` extends the run by exactly a recorded ask or
  * is refused. Attacks: a run printing refusals it was never given (the state root, the supervisor's
  * socket dir), an `allow` naming an ask that is not on record or another card's run, and an asked
- * folder swapped for a link into the state root before the allow.
+ * folder swapped for a link into the state root before the allow. Deletes a flow asks for
+ * (`sandbox.askDeletes`): refused in the workspace, asked, allowed once in that folder only, and a
+ * deletable folder that is a link to a folder outside carries no delete right out.
  */
-import { mkdirSync, readFileSync, realpathSync, renameSync, symlinkSync, unlinkSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -118,5 +129,50 @@ describe('permission asks (supervisor)', () => {
     const refused = rec.events.filter((e) => e.data?.kind === 'ask-refused').map((e) => e.message);
     expect(refused).toHaveLength(2);
     for (const m of refused) expect(m).toMatch(/Runboard's own state/);
+  });
+
+  it('askDeletes: a delete in the workspace is refused and asked; allowed once, only in that folder', async () => {
+    const build = path.join(h.workspace, 'build');
+    mkdirSync(path.join(build, 'sub'), { recursive: true });
+    for (const f of ['a.o', 'b.o', 'sub/c.o']) writeFileSync(path.join(build, f), 'x');
+    writeFileSync(path.join(h.workspace, 'keep.txt'), 'keep');
+    const flow = { sandbox: { askDeletes: true } };
+    const rec = await h.run('rm build/a.o', flow);
+    expect(rec.result.status).toBe('needs-input');
+    expect(rec.result.asks).toEqual([expect.objectContaining({ kind: 'delete', path: realpathSync(build) })]);
+    expect(existsSync(path.join(build, 'a.o'))).toBe(true);
+    // writing is not deleting: a new file is still fine
+    expect((await h.run('echo new > build/new.txt', flow)).result.status).toBe('succeeded');
+
+    const { runId } = await h.client.launch({
+      card: card(),
+      flow: h.flow(flow),
+      workspace: h.workspace,
+      grant: h.grant,
+      command: 'rm build/a.o build/sub/c.o; rm keep.txt',
+      allow: [{ runId: rec.result.runId, ask: 'a1' }],
+    });
+    await h.collect(runId);
+    expect(existsSync(path.join(build, 'a.o'))).toBe(false);
+    expect(existsSync(path.join(build, 'sub', 'c.o'))).toBe(false);
+    expect(existsSync(path.join(h.workspace, 'keep.txt'))).toBe(true); // outside the allowed folder
+  });
+
+  // Without namespaces there is no read-only mount under Landlock: its rules alone must hold.
+  it('attack: a deletable folder that is a link to a folder outside carries no delete right there', async () => {
+    const plain = await Harness.start({ env: { RUNBOARD_NAMESPACES: 'off' } });
+    try {
+      const victim = path.join(plain.root, 'victim');
+      mkdirSync(victim);
+      writeFileSync(path.join(victim, 'precious.txt'), 'mine');
+      symlinkSync(victim, path.join(plain.workspace, 'cache'));
+      const rec = await plain.run('rm cache/precious.txt', {
+        sandbox: { askDeletes: true, deletable: ['cache'] },
+      });
+      expect(rec.result.status).not.toBe('succeeded');
+      expect(readFileSync(path.join(victim, 'precious.txt'), 'utf8')).toBe('mine');
+    } finally {
+      await plain.stop();
+    }
   });
 });

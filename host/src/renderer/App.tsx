@@ -34,23 +34,6 @@ function applyMove(board: BoardView, m: MoveIntent): BoardView {
   return { ...board, cards: rest };
 }
 
-function focusCard(id: string): void {
-  document.querySelector<HTMLElement>(`[data-card-handle="${CSS.escape(id)}"]`)?.focus();
-}
-
-/**
- * Focus back on a card after the inspector closed; again for a moment if a re-render of the board
- * (a delta that came meanwhile) dropped it to <body>, so the keyboard goes on where it was.
- */
-function refocusCard(id: string, tries = 10): void {
-  focusCard(id);
-  if (tries > 0)
-    setTimeout(() => {
-      const at = document.activeElement;
-      if (!at || at === document.body) refocusCard(id, tries - 1);
-    }, 50);
-}
-
 /** Search and filters over the board's cards (title or file, flow, column). */
 function FilterBar({
   board,
@@ -128,6 +111,8 @@ export function App({ api }: { api: BoardApi }) {
   }, []);
   const [filter, setFilter] = useState<CardFilter>(NO_FILTER);
   const [detail, setDetail] = useState<CardDetail>();
+  /** The card the board puts the focus back on (after the inspector or the source editor closed). */
+  const [focusRequest, setFocusRequest] = useState<{ id: string }>();
   const [settings, setSettings] = useState(false);
   const [editor, setEditor] = useState<EditorTarget>();
   /** The card last moved to the trash, until undone or dismissed. */
@@ -149,7 +134,10 @@ export function App({ api }: { api: BoardApi }) {
 
   const refreshDetail = useCallback(async () => {
     const id = selectedRef.current;
-    if (id && !id.startsWith('broken:')) setDetail(await api.card({ id }));
+    if (!id || id.startsWith('broken:')) return;
+    const d = await api.card({ id });
+    // an answer that comes after the card was closed (or another opened) must not open it again
+    if (selectedRef.current === id) setDetail(d);
   }, [api]);
 
   const refresh = useCallback(async () => {
@@ -284,11 +272,13 @@ export function App({ api }: { api: BoardApi }) {
   }, [missingNames]);
 
   if (!board) return <div className="loading">Loading the board…</div>;
+  // the inspector shows the open card only: details of a card closed meanwhile are not shown
+  const shown = selected && detail?.card.id === selected ? detail : undefined;
   const keyPanel = (providers ?? []).filter((p) => askedKeys.includes(p.name) && p.flows.length > 0);
   const broken = selected?.startsWith('broken:') ? board.cards.find((c) => c.id === selected) : undefined;
   const running = board.cards.filter((c) => c.column === 'running').length;
   return (
-    <div className={detail ? 'app with-inspector' : 'app'}>
+    <div className={shown ? 'app with-inspector' : 'app'}>
       <header className="topbar">
         <h1>Runboard</h1>
         <span className="project" title={board.project}>
@@ -347,26 +337,33 @@ export function App({ api }: { api: BoardApi }) {
       )}
       <FilterBar board={board} filter={filter} onFilter={setFilter} />
       <main>
-        <Board board={board} selected={selected} onSelect={setSelected} onMove={onMove} filter={filter} />
-        {detail && (
+        <Board
+          board={board}
+          // the card the inspector shows (revealed in its column once the inspector narrowed the board)
+          selected={shown ? selected : undefined}
+          onSelect={setSelected}
+          onMove={onMove}
+          filter={filter}
+          focusRequest={focusRequest}
+        />
+        {shown && (
           <Inspector
             api={api}
-            detail={detail}
+            detail={shown}
             onClose={() => {
               // back to the card the inspector showed, so the keyboard goes on where it was
-              const id = selected;
               setSelected(undefined);
-              if (id) requestAnimationFrame(() => refocusCard(id));
+              setFocusRequest({ id: shown.card.id });
             }}
             onChanged={() => void refresh()}
-            onEdit={() => setEditor({ mode: 'edit', detail })}
+            onEdit={() => setEditor({ mode: 'edit', detail: shown })}
             onDuplicate={() =>
-              void api.duplicateCard({ id: detail.card.id }).then(
+              void api.duplicateCard({ id: shown.card.id }).then(
                 (r) => setSelected(r.id),
                 (e: Error) => setError(e.message),
               )
             }
-            onTrash={() => trash(detail.card.id, detail.card.title)}
+            onTrash={() => trash(shown.card.id, shown.card.title)}
           />
         )}
       </main>
@@ -396,7 +393,7 @@ export function App({ api }: { api: BoardApi }) {
           error={broken.broken}
           onClose={() => {
             setSelected(undefined);
-            requestAnimationFrame(() => focusCard(broken.id));
+            setFocusRequest({ id: broken.id });
           }}
           onSaved={(id) => setSelected(id)}
           onTrash={() => trash(broken.id, broken.file)}

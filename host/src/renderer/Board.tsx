@@ -25,7 +25,19 @@ import {
   verticalListSortingStrategy,
 } from '@dnd-kit/sortable';
 import { CSS } from '@dnd-kit/utilities';
-import { memo, useEffect, useMemo, useRef, useState } from 'react';
+import { useVirtualizer, defaultRangeExtractor, type Range } from '@tanstack/react-virtual';
+import {
+  createContext,
+  memo,
+  useCallback,
+  useContext,
+  useEffect,
+  useLayoutEffect,
+  useMemo,
+  useRef,
+  useState,
+  type RefObject,
+} from 'react';
 import { COLUMNS, COLUMN_TITLES, type BoardView, type CardView, type Column } from '../shared/board-types.ts';
 import { isFiltering, matches, NO_FILTER, type CardFilter } from './card-filter.ts';
 import { ProgressBar } from './Progress.tsx';
@@ -101,19 +113,59 @@ const CardContent = memo(function CardContent({ card }: { card: CardView }) {
   );
 });
 
-function CardTile({ card, selected, onSelect }: { card: CardView; selected: boolean; onSelect: () => void }) {
+/**
+ * What the board keeps a column's card mounted for, although the virtualiser would drop it: the card
+ * the keyboard is on (so the focus survives a scroll, a move to another column or a re-sort) and the
+ * card being dragged (dnd-kit needs its node until the drop).
+ */
+interface Pins {
+  focus: RefObject<string | undefined>;
+  active: RefObject<string | undefined>;
+}
+const PinContext = createContext<Pins>({ focus: { current: undefined }, active: { current: undefined } });
+
+const nothingFocused = (): boolean => !document.activeElement || document.activeElement === document.body;
+
+const CardTile = memo(function CardTile({
+  card,
+  selected,
+  onSelect,
+  index,
+  setSize,
+  top,
+  measure,
+}: {
+  card: CardView;
+  selected: boolean;
+  onSelect: (id: string) => void;
+  /** Its place in the column (0-based) and the column's length: list semantics of a virtualised list. */
+  index: number;
+  setSize: number;
+  top: number;
+  measure: (el: Element | null) => void;
+}) {
   const { attributes, listeners, setNodeRef, setActivatorNodeRef, transform, transition, isDragging } =
     useSortable({
       id: card.id,
       disabled: card.locked,
       data: { column: card.column },
     });
+  const itemRef = useCallback(
+    (el: HTMLLIElement | null) => {
+      setNodeRef(el);
+      measure(el);
+    },
+    [setNodeRef, measure],
+  );
   // The <li> is the list item (and what dnd-kit moves); the button inside is what a person focuses,
   // drags and opens. Its name comes from what it shows, plus its column said only to screen readers.
   return (
     <li
-      ref={setNodeRef}
-      style={{ transform: CSS.Transform.toString(transform), transition }}
+      ref={itemRef}
+      data-index={index}
+      aria-setsize={setSize}
+      aria-posinset={index + 1}
+      style={{ top, transform: CSS.Transform.toString(transform), transition }}
       className={[
         'card',
         card.broken ? 'broken' : '',
@@ -139,11 +191,11 @@ function CardTile({ card, selected, onSelect }: { card: CardView; selected: bool
         }}
         onClick={(e) => {
           e.currentTarget.focus();
-          onSelect();
+          onSelect(card.id);
         }}
         onKeyDown={(e) => {
           listeners?.onKeyDown?.(e);
-          if (e.key === 'Enter' && !e.defaultPrevented) onSelect();
+          if (e.key === 'Enter' && !e.defaultPrevented) onSelect(card.id);
         }}
       >
         <CardContent card={card} />
@@ -151,7 +203,11 @@ function CardTile({ card, selected, onSelect }: { card: CardView; selected: bool
       </div>
     </li>
   );
-}
+});
+
+/** A card's height before it is measured, and the space between cards (px). */
+const CARD_ESTIMATE = 62;
+const CARD_GAP = 8;
 
 /**
  * A column re-renders only when its cards (same objects: deltas keep unchanged cards), its limit or the
@@ -159,26 +215,83 @@ function CardTile({ card, selected, onSelect }: { card: CardView; selected: bool
  */
 const ColumnView = memo(ColumnViewImpl, (a, b) => {
   if (a.column !== b.column || a.limit !== b.limit || a.onSelect !== b.onSelect) return false;
+  if (a.register !== b.register) return false;
   if (a.cards.length !== b.cards.length) return false;
   for (let i = 0; i < a.cards.length; i++) if (a.cards[i] !== b.cards[i]) return false;
   const had = a.cards.some((c) => c.id === a.selected) || a.cards.some((c) => c.id === b.selected);
   return !had || a.selected === b.selected;
 });
 
+/**
+ * One column: a virtualised list (only the cards in view, a few more either side, and the pinned
+ * ones are in the DOM; each placed at its offset), so a 2,000-card board renders some 100 cards.
+ */
 function ColumnViewImpl({
   column,
   cards,
   limit,
   selected,
   onSelect,
+  register,
 }: {
   column: Column;
   cards: CardView[];
   limit?: number | undefined;
   selected: string | undefined;
   onSelect: (id: string) => void;
+  register: (column: Column, list: ColumnList | undefined) => void;
 }) {
   const { setNodeRef, isOver } = useDroppable({ id: COL_PREFIX + column });
+  const pins = useContext(PinContext);
+  const scroller = useRef<HTMLDivElement | null>(null);
+  const scrollRef = useCallback(
+    (el: HTMLDivElement | null) => {
+      scroller.current = el;
+      setNodeRef(el);
+    },
+    [setNodeRef],
+  );
+  const ids = useMemo(() => cards.map((c) => c.id), [cards]);
+  const rangeExtractor = useCallback(
+    (range: Range): number[] => {
+      const out = defaultRangeExtractor(range);
+      for (const id of [pins.focus.current, pins.active.current]) {
+        const i = id === undefined ? -1 : ids.indexOf(id);
+        if (i !== -1 && !out.includes(i)) out.push(i);
+      }
+      return out.sort((x, y) => x - y);
+    },
+    [ids, pins],
+  );
+  const list = useVirtualizer({
+    count: cards.length,
+    getScrollElement: () => scroller.current,
+    estimateSize: () => CARD_ESTIMATE,
+    getItemKey: (i) => ids[i] ?? i,
+    gap: CARD_GAP,
+    paddingStart: 4,
+    paddingEnd: 12,
+    overscan: 6,
+    rangeExtractor,
+    // the first render already has the first screen of cards (no empty frame before the measure)
+    initialRect: { width: 240, height: 900 },
+  });
+  // The card the keyboard was on, rendered anew here (it changed column, or the virtualiser mounted it
+  // again): the focus follows it, else it falls to <body> and the person starts again from the top.
+  // The virtualiser scrolls it into view (a browser's own scroll on focus would race its offsets).
+  useLayoutEffect(() => {
+    const id = pins.focus.current;
+    if (id === undefined || !nothingFocused()) return;
+    const i = ids.indexOf(id);
+    const el = scroller.current?.querySelector<HTMLElement>(`[data-card-handle="${CSS_ESCAPE(id)}"]`);
+    if (i === -1 || !el) return;
+    el.focus({ preventScroll: true });
+    list.scrollToIndex(i, { align: 'auto' });
+  });
+  useEffect(() => {
+    register(column, { ids, scrollTo: (i) => list.scrollToIndex(i, { align: 'auto' }) });
+    return () => register(column, undefined);
+  }, [register, column, ids, list]);
   const title = COLUMN_TITLES[column];
   return (
     <section
@@ -188,15 +301,37 @@ function ColumnViewImpl({
       <h2>
         {title} <span className="count">{limit ? `${cards.length}/${limit}` : cards.length}</span>
       </h2>
-      <SortableContext id={column} items={cards.map((c) => c.id)} strategy={verticalListSortingStrategy}>
-        <ul ref={setNodeRef} className="cards" data-column={column}>
-          {cards.map((c) => (
-            <CardTile key={c.id} card={c} selected={selected === c.id} onSelect={() => onSelect(c.id)} />
-          ))}
-        </ul>
+      <SortableContext id={column} items={ids} strategy={verticalListSortingStrategy}>
+        {/* the scrolling part is the drop target (what is in view); the list is as tall as all its
+            cards, each placed at its offset, so only <li> are in the <ul> */}
+        <div ref={scrollRef} className="cards-scroll">
+          <ul className="cards" data-column={column} style={{ height: list.getTotalSize() }}>
+            {list.getVirtualItems().map((v) => {
+              const c = cards[v.index]!;
+              return (
+                <CardTile
+                  key={c.id}
+                  card={c}
+                  selected={selected === c.id}
+                  onSelect={onSelect}
+                  index={v.index}
+                  setSize={cards.length}
+                  top={v.start}
+                  measure={list.measureElement}
+                />
+              );
+            })}
+          </ul>
+        </div>
       </SortableContext>
     </section>
   );
+}
+
+/** What the board may ask of a mounted column: its card ids, and to scroll one into view. */
+interface ColumnList {
+  ids: string[];
+  scrollTo: (index: number) => void;
 }
 
 export interface MoveIntent {
@@ -249,11 +384,14 @@ export function Board({
   onSelect,
   onMove,
   filter = NO_FILTER,
+  focusRequest,
 }: {
   board: BoardView;
   selected: string | undefined;
   onSelect: (id: string) => void;
   onMove: (m: MoveIntent) => void;
+  /** Put the focus on this card (scrolled into view, mounted if it was not); a new object each time. */
+  focusRequest?: { id: string } | undefined;
   /** Cards not matching are not shown; drops still land by the whole column's order. */
   filter?: CardFilter;
 }) {
@@ -286,17 +424,60 @@ export function Board({
     for (const c of board.cards) if (!filtering || matches(c, filter)) out[c.column].push(c);
     return out;
   }, [board.cards, filter]);
-  // A card that changes column is rendered anew there (a keyboard drop, or the scheduler moving it on):
-  // the focus follows it, else it falls to <body> and the person starts again from the top of the page.
-  // `focused` is the card whose button has the focus; a blur (the person moved on) clears it, while a
-  // removed element loses the focus without one.
-  const focused = useRef<string | undefined>(undefined);
+  // The card the keyboard is on, by id (its element may be replaced: a move to another column, or the
+  // virtualiser dropping and mounting it again). Focus anywhere else clears it; focus lost to a removed
+  // element keeps it, so the card takes the focus back when it is rendered again (CardTile).
+  const focus = useRef<string | undefined>(undefined);
+  const active = useRef<string | undefined>(undefined);
+  const pins = useMemo<Pins>(() => ({ focus, active }), []);
   useEffect(() => {
-    const id = focused.current;
-    if (!id || (document.activeElement && document.activeElement !== document.body)) return;
-    document.querySelector<HTMLElement>(`[data-card-handle="${CSS_ESCAPE(id)}"]`)?.focus();
-  });
+    const onIn = (e: FocusEvent): void => {
+      focus.current = e.target instanceof HTMLElement ? e.target.dataset.cardHandle : undefined;
+    };
+    const onOut = (e: FocusEvent): void => {
+      const from = e.target;
+      if (e.relatedTarget || !(from instanceof HTMLElement)) return;
+      // to nowhere: a click on the page, or the element went away; only the first forgets the card
+      setTimeout(() => {
+        if (from.isConnected && nothingFocused() && focus.current === from.dataset.cardHandle)
+          focus.current = undefined;
+      });
+    };
+    document.addEventListener('focusin', onIn);
+    document.addEventListener('focusout', onOut);
+    return () => {
+      document.removeEventListener('focusin', onIn);
+      document.removeEventListener('focusout', onOut);
+    };
+  }, []);
+  const lists = useRef(new Map<Column, ColumnList>());
+  const register = useCallback((column: Column, list: ColumnList | undefined): void => {
+    if (list) lists.current.set(column, list);
+    else lists.current.delete(column);
+  }, []);
+  /** Scrolls card `id` into its column's view (mounting it), and focuses it when `focusIt`. */
+  const reveal = useCallback((id: string, focusIt: boolean): void => {
+    if (focusIt) focus.current = id;
+    for (const list of lists.current.values()) {
+      const i = list.ids.indexOf(id);
+      if (i === -1) continue;
+      // mounted: focus it now; else its column focuses it once the scroll has mounted it
+      if (focusIt)
+        document
+          .querySelector<HTMLElement>(`[data-card-handle="${CSS_ESCAPE(id)}"]`)
+          ?.focus({ preventScroll: true });
+      return list.scrollTo(i);
+    }
+  }, []);
+  useEffect(() => {
+    if (focusRequest) reveal(focusRequest.id, true);
+  }, [focusRequest, reveal]);
+  // a card opened from elsewhere (a link, a notification, a new card) is shown in its column
+  useEffect(() => {
+    if (selected) reveal(selected, false);
+  }, [selected, reveal]);
   const onDragEnd = (e: DragEndEvent): void => {
+    active.current = undefined;
     setDragging(undefined);
     const m = dropTarget(board, String(e.active.id), e.over ? String(e.over.id) : undefined);
     if (m) onMove(m);
@@ -305,8 +486,14 @@ export function Board({
     <DndContext
       sensors={sensors}
       collisionDetection={collision}
-      onDragStart={(e) => setDragging(board.cards.find((c) => c.id === e.active.id))}
-      onDragCancel={() => setDragging(undefined)}
+      onDragStart={(e) => {
+        active.current = String(e.active.id);
+        setDragging(board.cards.find((c) => c.id === e.active.id));
+      }}
+      onDragCancel={() => {
+        active.current = undefined;
+        setDragging(undefined);
+      }}
       onDragEnd={onDragEnd}
       accessibility={{
         announcements,
@@ -316,28 +503,21 @@ export function Board({
         },
       }}
     >
-      <div
-        className="board"
-        role="region"
-        aria-label="Board"
-        onFocus={(e) => {
-          focused.current = (e.target as HTMLElement).dataset.cardHandle;
-        }}
-        onBlur={() => {
-          focused.current = undefined;
-        }}
-      >
-        {COLUMNS.map((col) => (
-          <ColumnView
-            key={col}
-            column={col}
-            cards={byColumn[col]}
-            limit={board.columnLimits[col]}
-            selected={selected}
-            onSelect={onSelect}
-          />
-        ))}
-      </div>
+      <PinContext.Provider value={pins}>
+        <div className="board" role="region" aria-label="Board">
+          {COLUMNS.map((col) => (
+            <ColumnView
+              key={col}
+              column={col}
+              cards={byColumn[col]}
+              limit={board.columnLimits[col]}
+              selected={selected}
+              onSelect={onSelect}
+              register={register}
+            />
+          ))}
+        </div>
+      </PinContext.Provider>
       <DragOverlay dropAnimation={null}>
         {dragging ? (
           <div className="card overlay" aria-hidden="true">

@@ -438,18 +438,13 @@ export function Inspector({
   useEffect(() => {
     title.current?.focus();
   }, [card.id]);
-  // Escape closes the inspector when the focus is in it, nowhere (a button that went away) or on its
-  // own card in the board (where the board puts it back after a re-render), unless a screenshot is
-  // open over it (Escape closes that first)
+  // Escape closes the inspector when the focus is in it (or nowhere: a button that went away), unless
+  // a screenshot is open over it (Escape closes that first)
   const aside = useRef<HTMLElement>(null);
   useEffect(() => {
     const key = (e: KeyboardEvent): void => {
       const at = document.activeElement;
-      const mine =
-        !at ||
-        at === document.body ||
-        !!aside.current?.contains(at) ||
-        (at instanceof HTMLElement && at.dataset.cardHandle === card.id);
+      const mine = !at || at === document.body || !!aside.current?.contains(at);
       if (e.key === 'Escape' && !e.defaultPrevented && mine && !document.querySelector('.lightbox')) {
         e.preventDefault();
         onClose();
@@ -457,7 +452,7 @@ export function Inspector({
     };
     window.addEventListener('keydown', key);
     return () => window.removeEventListener('keydown', key);
-  }, [onClose, card.id]);
+  }, [onClose]);
   /** An intent on the card: the inspector refreshes after it, or says why it was refused. */
   const act = (p: Promise<unknown>): void => {
     p.then(onChanged).catch((e: Error) => setError(e.message));

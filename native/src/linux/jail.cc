@@ -210,7 +210,7 @@ void Usage() {
       "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--write-fd N] [--device FILE]...\n"
       "                     [--hide DIR]...\n"
       "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp DIR]\n"
-      "                     [--max-procs N] [--env-fd N] [--read-only PATH]...\n"
+      "                     [--max-procs N] [--env-fd N] [--read-only PATH]... [--ask-deletes] [--remove REL]...\n"
       "                     [--tcp PORT]... [--udp] [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts]\n"
       "                     [--no-landlock] [--no-namespaces] [--output-fds STDOUT,STDERR,ORDER]\n"
       "                     -- COMMAND [ARG]...\n");
@@ -260,6 +260,8 @@ int main(int argc, char** argv) {
     else if (a == "--max-procs") maxProcs = atol(next());
     else if (a == "--read-only") readOnly.push_back(next());
     else if (a == "--env-fd") envFd = atoi(next());
+    else if (a == "--ask-deletes") policy.workspaceNoRemove = true;
+    else if (a == "--remove") policy.removable.push_back(next());
     else if (a == "--tcp") policy.tcpConnectPorts.push_back(static_cast<uint16_t>(atoi(next())));
     else if (a == "--udp") net.udp = true;
     else if (a == "--allow-abstract-unix") policy.scopeAbstractUnix = false;

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -22,6 +23,8 @@ constexpr uint64_t LANDLOCK_ACCESS_FS_EXECUTE = 1ULL << 0;
 constexpr uint64_t LANDLOCK_ACCESS_FS_WRITE_FILE = 1ULL << 1;
 constexpr uint64_t LANDLOCK_ACCESS_FS_READ_FILE = 1ULL << 2;
 constexpr uint64_t LANDLOCK_ACCESS_FS_READ_DIR = 1ULL << 3;
+constexpr uint64_t LANDLOCK_ACCESS_FS_REMOVE_DIR = 1ULL << 4;
+constexpr uint64_t LANDLOCK_ACCESS_FS_REMOVE_FILE = 1ULL << 5;
 constexpr uint64_t LANDLOCK_ACCESS_FS_MAKE_SYM = 1ULL << 12;
 constexpr uint64_t LANDLOCK_ACCESS_FS_REFER = 1ULL << 13;  // ABI 2
 constexpr uint64_t kFsTruncate = 1ULL << 14;               // ABI 3
@@ -154,8 +157,34 @@ std::string RestrictSelf(const Policy& policy, int abi, bool* enforced) {
   std::string err;
   if (policy.restrictFs) {
     err = addReadExcept("/", policy.hidden);
+    const uint64_t remove = LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE;
+    // Landlock only adds rights, so with deletes withheld in the workspace every writable tree around
+    // it (the run's private /tmp when the workspace lies below /tmp, a flow's writable parent) loses the
+    // remove rights too; otherwise its rule would give them back.
+    char cwdBuf[PATH_MAX];
+    const std::string cwd = policy.workspaceNoRemove && getcwd(cwdBuf, sizeof cwdBuf) ? cwdBuf : "";
+    auto aroundWorkspace = [&](const std::string& p) {
+      if (p == ".") return true;
+      char real[PATH_MAX];
+      if (cwd.empty() || !realpath(p.c_str(), real)) return false;
+      const std::string r = real;
+      return r == "/" || cwd == r || cwd.compare(0, r.size() + 1, r + "/") == 0;
+    };
     for (const auto& p : policy.writable) {
-      if (err.empty()) err = addPath(p, fsAll);
+      if (err.empty()) err = addPath(p, policy.workspaceNoRemove && aroundWorkspace(p) ? fsAll & ~remove : fsAll);
+    }
+    // Folders of the workspace where deletes need no ask, found from "." without following any link:
+    // a link a run left there (to a folder outside) must not carry the remove rights out.
+    for (const auto& rel : policy.removable) {
+      if (!err.empty()) break;
+      struct {
+        uint64_t flags, mode, resolve;
+      } how{O_PATH | O_DIRECTORY | O_CLOEXEC, 0, 0x08 /* RESOLVE_BENEATH */ | 0x04 /* RESOLVE_NO_SYMLINKS */};
+      int fd = static_cast<int>(syscall(SYS_openat2, AT_FDCWD, rel.c_str(), &how, sizeof how));
+      if (fd < 0) continue;  // not there (or a link): no deletes there
+      PathBeneathAttr rule{remove & fsAll, fd};
+      if (AddRule(rfd, LANDLOCK_RULE_PATH_BENEATH, &rule) < 0) err = Errno("landlock_add_rule " + rel);
+      close(fd);
     }
     for (const auto& d : policy.devices) {
       if (err.empty()) err = addPath(d, readOnly | LANDLOCK_ACCESS_FS_WRITE_FILE | kFsTruncate);

@@ -12,6 +12,8 @@ struct Policy {
   std::vector<std::string> devices;       // single device files that may be written (/dev/null, ...)
   std::vector<std::string> hidden;        // absolute real paths the run may not even read (keys, other runs)
   std::vector<uint16_t> tcpConnectPorts;  // TCP ports a run may connect to (empty: none)
+  bool workspaceNoRemove = false;         // the workspace (".") without the remove rights (deletes are asked)
+  std::vector<std::string> removable;     // folders below "." where deletes are allowed anyway (no links)
   bool restrictFs = true;                 // handle filesystem access (off: the jail confines it by mounts)
   bool restrictNetwork = true;            // handle TCP connect/bind at all (ABI >= 4)
   bool scopeAbstractUnix = true;          // no connect to abstract unix sockets outside (ABI >= 6)

@@ -25,6 +25,8 @@ const MARKERS = [
 ];
 const MARKER_RE = /permission denied|EACCES|read-only file system/i;
 const PATH_RE = /(?:^|[\s'"`(:‘])((?:\/|\.\.?\/)[^\s'"`:)’]+)/g;
+/** A quoted name ("rm: cannot remove 'build/a.o'"): a relative path without ./ when no other path is named. */
+const QUOTED_RE = /['‘]([^\s'’]+)['’]/g;
 /** A refused TCP connect as tools report it: Node's `connect EACCES 127.0.0.1:5432`, curl's `port 5432`. */
 const PORT_RE = /connect EACCES \[?[0-9a-fA-F.:]*?\]?:(\d{1,5})\b|\bport (\d{1,5})\b/;
 /** A refused delete (rm, rmdir, unlink, Node's EACCES on unlink/rmdir/rename). */
@@ -77,7 +79,8 @@ export class DenialScanner {
   private judge(line: string, source?: 'agent'): void {
     // The path a tool complains about stands just before the complaint ("sh: cannot create /x: Permission denied").
     const at = line.search(MARKER_RE);
-    const found = [...line.matchAll(PATH_RE)].map((m) => ({ p: m[1]!, i: m.index ?? 0 }));
+    let found = [...line.matchAll(PATH_RE)].map((m) => ({ p: m[1]!, i: m.index ?? 0 }));
+    if (found.length === 0) found = [...line.matchAll(QUOTED_RE)].map((m) => ({ p: m[1]!, i: m.index ?? 0 }));
     const before = found.filter((f) => f.i < at);
     const raw = (before.length ? before[before.length - 1] : found[0])?.p;
     // `a/../../b` names b; a link in the workspace pointing out names where it points

@@ -78,6 +78,16 @@ describe('buildJailArgs', () => {
     expect(buildJailArgs(base())).not.toContain('--tcp');
   });
 
+  it('withholds deletes in the workspace for askDeletes, giving them back in the deletable folders', () => {
+    const a = buildJailArgs(
+      base({ sandbox: { askDeletes: true, deletable: ['build', 'tmp/x'] } }, { workspaceFd: 6 }),
+    );
+    expect(a.join(' ')).toContain('--ask-deletes --remove build --remove tmp/x');
+    expect(buildJailArgs(base({ sandbox: { deletable: ['build'] } }, { workspaceFd: 6 }))).not.toContain(
+      '--remove',
+    );
+  });
+
   it('allows UDP only for a flow that asks for it', () => {
     expect(buildJailArgs(base({ sandbox: { udp: true } }))).toContain('--udp');
     expect(buildJailArgs(base({ sandbox: { tcpPorts: [53] } }))).not.toContain('--udp');

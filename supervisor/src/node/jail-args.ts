@@ -129,6 +129,12 @@ export function buildJailArgs(i: JailArgsInput): string[] {
     if (i.workspaceFd !== undefined && w === i.workspace) args.push('--write-fd', String(i.workspaceFd));
     else args.push('--write', w);
   }
+  // Deletes that must be asked: the workspace's rule without the remove rights, given back (by the
+  // jail, without following links) in the flow's deletable folders.
+  if (flow.sandbox?.askDeletes && i.workspaceFd !== undefined) {
+    args.push('--ask-deletes');
+    for (const d of flow.sandbox.deletable ?? []) args.push('--remove', d);
+  }
   for (const p of flow.sandbox?.tcpPorts ?? []) args.push('--tcp', String(p));
   // The model proxy's port is the one TCP destination a model-using run gets from us.
   if (i.proxyPort !== undefined) args.push('--tcp', String(i.proxyPort));

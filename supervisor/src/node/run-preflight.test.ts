@@ -30,6 +30,25 @@ describe('preflight', () => {
       { useNamespaces: false },
       null,
     ],
+    ['asked deletes', { sandbox: { askDeletes: true } }, {}, null],
+    [
+      'asked deletes without Landlock (unsandboxed allowed)',
+      { sandbox: { askDeletes: true, allowUnsandboxed: true } },
+      { landlockAbi: 0 },
+      'sandbox-failed',
+    ],
+    [
+      "asked deletes under codex's own sandbox",
+      { runner: 'codex', sandbox: { askDeletes: true } },
+      {},
+      'sandbox-failed',
+    ],
+    [
+      'asked deletes for codex without its sandbox',
+      { runner: 'codex', sandbox: { askDeletes: true, agentSandbox: false } },
+      {},
+      null,
+    ],
     ['unknown provider', { provider: 'nope' }, {}, 'missing-key'],
     ['no key', { provider: 'openai' }, { hasKey: () => false }, 'missing-key'],
   ])('%s', (_name, f, e, reason) => {

@@ -35,6 +35,17 @@ export function preflight(
           : null;
     if (why) return { reason: 'sandbox-failed', detail: why };
   }
+  // Deletes that must be asked are withheld by Landlock's filesystem rules, which an agent's own
+  // sandbox (mounts instead) or an unsandboxed run does not have: such a run would delete unasked.
+  if (flow.sandbox?.askDeletes) {
+    const why =
+      env.landlockAbi <= 0
+        ? `sandbox.askDeletes needs Landlock, which this kernel does not offer (${env.landlockReason})`
+        : flow.runner === 'codex' && flow.sandbox.agentSandbox !== false
+          ? `sandbox.askDeletes needs the jail's Landlock filesystem rules; codex's own sandbox replaces them: set sandbox.agentSandbox: false on flow "${flow.name}"`
+          : null;
+    if (why) return { reason: 'sandbox-failed', detail: why };
+  }
   if (flow.provider) {
     if (!env.knowsProvider(flow.provider))
       return { reason: 'missing-key', detail: `the supervisor knows no model provider "${flow.provider}"` };

@@ -104,7 +104,18 @@ export const FlowSpec = z.object({
       askDeletes: z.optional(z.boolean()),
       /** With askDeletes: folders (relative to the workspace) where deletes are allowed without asking. */
       deletable: z.optional(
-        z.array(z.string().check(z.minLength(1), z.maxLength(4096))).check(z.maxLength(64)),
+        z
+          .array(
+            z.string().check(
+              z.minLength(1),
+              z.maxLength(4096),
+              z.refine(
+                (p) => !p.startsWith('/') && !p.split('/').includes('..'),
+                'a deletable folder is relative to the workspace and stays inside it',
+              ),
+            ),
+          )
+          .check(z.maxLength(64)),
       ),
     }),
   ),
