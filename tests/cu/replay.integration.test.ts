@@ -8,11 +8,12 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { serializeWorkflow, workflowFileFor, type Workflow } from '../../supervisor/src/protocol/workflow.ts';
 import { REPO, type RunRecord } from '../helpers/harness.ts';
 import { desktop } from '../../native/src/index.ts';
-import { artifact, CuHarness, cuEvents, find, formApp } from './cu-harness.ts';
+import { artifact, type CuHarness, cuEvents, find, formApp } from './cu-harness.ts';
+import { useCuHarness } from './use-harness.ts';
 import { predictClick, predictDone } from './replay-script.ts';
 
 const TITLE = 'Runboard Replay Form';
@@ -20,15 +21,7 @@ const FIXTURE = path.join(REPO, 'tests', 'fixtures', 'workflows', 'form-replay',
 
 let t: CuHarness;
 let cards = 0;
-beforeAll(async () => {
-  t = await CuHarness.start();
-});
-afterEach(async () => {
-  await t.closeForms();
-});
-afterAll(async () => {
-  await t?.stop();
-});
+useCuHarness((h) => (t = h));
 
 /** A replay card with its workflow in its folder; `marker` goes into the task text every model query carries. */
 function replayCard(marker: string, params: Record<string, string>, edit?: (w: Workflow) => void): string {

@@ -23,6 +23,7 @@ import {
 import type { BoardStore } from './board-store.ts';
 import { compareCards } from './board-model.ts';
 import { appendQuestions } from './board-questions.ts';
+import { askNeeds, isAskNeeds } from '../shared/asks.ts';
 import { installReflected } from './workflow-store.ts';
 import type { GrantStore } from './grant-store.ts';
 import { flowProvider, launchRequest } from './launch.ts';
@@ -354,7 +355,13 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       }
       a.runId = runId;
       this.byRun.set(runId, cardId);
-      this.safeUpdate(cardId, { status: 'running', lastRun: runId, lastError: undefined });
+      this.safeUpdate(cardId, {
+        status: 'running',
+        lastRun: runId,
+        lastError: undefined,
+        // a card queued again without answering its asks: they were asked of the run before
+        ...(isAskNeeds(card.front.needs) ? { needs: undefined } : {}),
+      });
       this.emit('changed');
       if (a.cancelRequested) void this.client.cancel(runId);
       await this.follow(cardId, runId);
@@ -472,6 +479,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
             {
               status: 'needs-input',
               rank: this.topRank('needs-input'),
+              ...(result.asks?.length ? { needs: askNeeds(result.asks) } : {}),
               lastRun: result.runId,
               failures: undefined,
               nextTryAt: undefined,
