@@ -91,6 +91,12 @@ describe('Settings → Configuration', () => {
     expect(await origin('flows.shell.provider')).toEqual(['openai', 'profile fast (user config)']);
     expect(await origin('flows.shell.model')).toEqual(['gpt-fast', 'profile fast (user config)']);
 
+    // Providers counts the flow as openai's, through its profile
+    const providers = settings.getByRole('region', { name: 'Providers' });
+    await expect
+      .poll(() => providers.locator('li', { hasText: 'openai' }).first().textContent())
+      .toContain('flows: shell');
+
     // the table is reachable by keyboard (a scrolling region takes the focus), and the filter too
     await tabTo(() => section.evaluate((el) => el === document.activeElement));
     await page.keyboard.press('Shift+Tab');
