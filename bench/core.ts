@@ -96,29 +96,51 @@ async function main(): Promise<void> {
 
   const launchOne = async (
     command: string,
-  ): Promise<{ ready: number; total: number; bytes: number; chunks: number; result: RunResult }> => {
+  ): Promise<{
+    ready: number;
+    total: number;
+    bytes: number;
+    chunks: number;
+    result: RunResult;
+    /** The worker's report → the supervisor's `ended` stamp, and that stamp → run/didEnd seen here (ms). */
+    finishing: number;
+    reporting: number;
+  }> => {
     const t0 = performance.now();
     const { runId } = await client.launch({ card, flow, workspace: ws, grant, command });
     let ready = 0;
+    const stamped: Partial<Record<string, number>> = {};
+    let endSeen = 0;
     let bytes = 0;
     let chunks = 0;
     const result = await new Promise<RunResult>((resolve) => {
       void client.attach(runId, {
         onEvent: (e) => {
           if (e.type === 'ready') ready = performance.now() - t0;
+          stamped[e.type] = Date.parse(e.ts);
         },
         onOutput: (_s, _d, _o, len) => {
           bytes += len;
           chunks++;
         },
         onEnd: (r) => {
+          endSeen = Date.now();
           if (r.status !== 'succeeded')
             throw new Error(`bench run ${runId} ${r.status}: ${r.termination?.detail}`);
           resolve(r);
         },
       });
     });
-    return { ready, total: performance.now() - t0, bytes, chunks, result };
+    const ended = stamped.ended ?? endSeen;
+    return {
+      ready,
+      total: performance.now() - t0,
+      bytes,
+      chunks,
+      result,
+      finishing: ended - (stamped.finished ?? ended),
+      reporting: endSeen - ended,
+    };
   };
 
   // Warm-up (page cache, JIT) for both sides.
@@ -166,6 +188,29 @@ async function main(): Promise<void> {
   );
 
   console.log(
+    `    end of a run          : worker's report → \`ended\` p50 ${f1(
+      pct(
+        runs.map((r) => r.finishing),
+        50,
+      ),
+    )} ms, p90 ${f1(
+      pct(
+        runs.map((r) => r.finishing),
+        90,
+      ),
+    )} ms; \`ended\` → run/didEnd seen p50 ${f1(
+      pct(
+        runs.map((r) => r.reporting),
+        50,
+      ),
+    )} ms, p90 ${f1(
+      pct(
+        runs.map((r) => r.reporting),
+        90,
+      ),
+    )} ms`,
+  );
+  console.log(
     `    CPU per run           : bare spawn ${f1(bareCpuPerRun)} ms; runboard ${f1(runCpuPerRun + svCpuPerRun + clientCpuPerRun)} ms (the run's processes ${f1(runCpuPerRun)}, supervisor ${f1(svCpuPerRun)}, client ${f1(clientCpuPerRun)})`,
   );
   console.log(
@@ -204,7 +249,7 @@ async function main(): Promise<void> {
   console.log(`\n(b) ${MB} MB of log lines to an attached client`);
   console.log(`    through \`cat\`         : ${f1(MB / catSecs)} MB/s`);
   console.log(
-    `    runboard (attached)   : ${f1(MB / rbSecs)} MB/s (written to stdout.log, read back, sent as ${big.chunks} bytes frames, decoded as UTF-8 by the client)`,
+    `    runboard (attached)   : ${f1(MB / rbSecs)} MB/s (moved into stdout.log by the jail, read back, sent as ${big.chunks} bytes frames, decoded as UTF-8 by the client)`,
   );
   console.log(`    ratio (runboard / cat): ${(catSecs / rbSecs).toFixed(2)}× the throughput`);
   console.log(

@@ -35,6 +35,16 @@ function benchEpisode(name: string, match: string, p: { x: number; y: number }) 
   };
 }
 
+/**
+ * The step as the model sees it: from one request's arrival at the scripted server to the next one's,
+ * within a run. The server answers at once, so this is the loop's whole cost per step (proxy both ways,
+ * SDK, events, capture, action), the figure a real model's latency adds to.
+ */
+function modelGaps(reqs: { at: number; episode: string | null }[]): number[] {
+  const played = reqs.filter((q) => q.episode !== null);
+  return played.slice(1).map((q, i) => q.at - played[i]!.at);
+}
+
 async function main(): Promise<void> {
   console.error('bench: starting the test desktop and a supervisor');
   const t = await CuHarness.start();
@@ -59,7 +69,9 @@ async function main(): Promise<void> {
       const model: number[] = [];
       const bytes: number[] = [];
       const reqBytes: number[] = [];
+      const seen: number[] = [];
       for (let r = 0; r < RUNS; r++) {
+        const first = t.model.requests.length;
         console.error(`bench: width ${width}${hud ? ' + HUD' : ''}, run ${r + 1}/${RUNS}`);
         const rec = await t.run(
           t.card('bench', 'CU-BENCH'),
@@ -77,18 +89,19 @@ async function main(): Promise<void> {
           bytes.push(tm.imageBytes!);
           reqBytes.push(tm.requestBytes!);
         }
+        seen.push(...modelGaps(t.model.requests.slice(first)));
       }
       rows.push(
-        `| ${width} px${hud ? ' + takeover HUD' : ''} | ${total.length} | ${f1(pct(total, 0.5))} / ${f1(pct(total, 0.95))} | ${f1(pct(cap, 0.5))} / ${f1(pct(cap, 0.95))} | ${f1(pct(build, 0.5))} / ${f1(pct(build, 0.95))} | ${f1(pct(action, 0.5))} / ${f1(pct(action, 0.95))} | ${Math.round(pct(bytes, 0.5) / 1024)} KiB | ${Math.round(pct(reqBytes, 0.5) / 1024)} KiB | ${f1(pct(model, 0.5))} |`,
+        `| ${width} px${hud ? ' + takeover HUD' : ''} | ${total.length} | ${f1(pct(total, 0.5))} / ${f1(pct(total, 0.95))} | ${f1(pct(cap, 0.5))} / ${f1(pct(cap, 0.95))} | ${f1(pct(build, 0.5))} / ${f1(pct(build, 0.95))} | ${f1(pct(action, 0.5))} / ${f1(pct(action, 0.95))} | ${Math.round(pct(bytes, 0.5) / 1024)} KiB | ${Math.round(pct(reqBytes, 0.5) / 1024)} KiB | ${f1(pct(model, 0.5))} | ${f1(pct(seen, 0.5))} / ${f1(pct(seen, 0.95))} |`,
       );
     }
     console.log(
       `\nPer-step loop overhead, model time excluded (ms, p50 / p95), ${RUNS} runs x ${STEPS} steps per case:\n`,
     );
     console.log(
-      '| image | steps | overhead (capture+encode + build + action) | capture+encode | request build | action | image (base64) | request body | model round trip p50 (scripted, via proxy) |',
+      '| image | steps | overhead (capture+encode + build + action) | capture+encode | request build | action | image (base64) | request body | model round trip p50 (scripted, via proxy) | step seen from the model (request to request) |',
     );
-    console.log('|---|---|---|---|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|---|---|---|---|');
     for (const r of rows) console.log(r);
 
     // The live view (private displays only): the same loop with the frame timer off, at its default

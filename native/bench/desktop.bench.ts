@@ -3,7 +3,7 @@
 // Chromium page; the whole-tree read against libatspi's naive walk measured in the same run; and the
 // output size in tokens. Run it through run.mjs, which starts a test desktop around it.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
@@ -16,6 +16,7 @@ const tmp = mkdtempSync(path.join(os.tmpdir(), 'runboard-bench-'));
 const children: ChildProcess[] = [];
 const rows: string[] = [];
 const sizeRows: string[] = [];
+const startRows: string[] = [];
 
 const cliEnv: NodeJS.ProcessEnv = {
   PATH: process.env.PATH,
@@ -47,6 +48,104 @@ function runCli(args: string[]): string {
   if (r.status !== 0) throw new Error(`desktop-cli ${args.join(' ')} failed: ${r.stderr}`);
   return r.stdout;
 }
+
+function runProcess(file: string, args: string[], env: NodeJS.ProcessEnv): void {
+  const r = spawnSync(file, args, { env, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`${file} ${args.join(' ')} failed: ${r.stderr}`);
+}
+
+/**
+ * Whole processes, measured in turns (one of each per round, so a machine whose load drifts affects
+ * them alike), p50 of each and its ratio to the first (the baseline).
+ */
+function inTurns(n: number, cases: [label: string, run: () => void][]): void {
+  const ms = cases.map(() => [] as number[]);
+  const cpu = cases.map(() => 0);
+  for (let i = 0; i <= n; i++)
+    cases.forEach(([, run], k) => {
+      const c = childrenCpuMs();
+      const t = performance.now();
+      run();
+      if (i === 0) return; // round 0 warms the page cache
+      ms[k]!.push(performance.now() - t);
+      cpu[k]! += childrenCpuMs() - c;
+    });
+  const base = pct(ms[0]!, 0.5);
+  const baseCpu = cpu[0]! / n;
+  cases.forEach(([label], k) => {
+    const p50 = pct(ms[k]!, 0.5);
+    const c = cpu[k]! / n;
+    startRows.push(
+      `| ${label} | ${p50.toFixed(1)} | ${pct(ms[k]!, 0.95).toFixed(1)} | ${(p50 / base).toFixed(2)}× | ${c.toFixed(1)} | ${(c / baseCpu).toFixed(2)}× |`,
+    );
+    process.stderr.write(`${label}: p50 ${p50.toFixed(1)}, CPU ${c.toFixed(1)}\n`);
+  });
+}
+
+/**
+ * CPU time (user + system) of the children waited for so far, from /proc/self/stat (clock ticks of
+ * 10 ms, but a running total: the mean over n processes is good to 10/n ms). On a loaded machine a
+ * process's wall time is mostly waiting for a core; its CPU time is what it costs.
+ */
+function childrenCpuMs(): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[13]) + Number(f[14])) * 10; // cutime, cstime (fields 16 and 17; USER_HZ = 100)
+}
+
+/**
+ * Where a CLI command's time goes, each step a whole process of its own: Node alone, Node loading the
+ * CLI bundle (--version: no addon, no display), Node loading the addon alone, then the commands; and
+ * the same start as an agent's shell makes it, through the file's own #! line with the caller's
+ * NODE_EXTRA_CA_CERTS (the run's environment drops it; a person's shell may not).
+ */
+function startUpBreakdown(title: string): void {
+  const addon = path.join(process.env.RUNBOARD_NATIVE_DIR ?? '', 'runboard_native.node');
+  const node = (args: string[]) => () => runProcess(process.execPath, args, cliEnv);
+  // BENCH_CLI_BEFORE: a desktop-cli bundle built from an earlier checkout (BENCH_NATIVE_BEFORE: that
+  // checkout's native/build/Release), measured in the same turns.
+  const before = process.env.BENCH_CLI_BEFORE;
+  const beforeEnv = {
+    ...cliEnv,
+    RUNBOARD_NATIVE_DIR: process.env.BENCH_NATIVE_BEFORE ?? cliEnv.RUNBOARD_NATIVE_DIR,
+  };
+  const old = (args: string[]) => () => runProcess(process.execPath, [before!, ...args], beforeEnv);
+  const earlier: [string, () => void][] = before
+    ? [
+        ['before: `desktop-cli list --windows`', old(['list', '--windows'])],
+        ['before: `desktop-cli type --text hello`', old(['type', '--text', 'hello'])],
+        ['before: `desktop-cli click --id`', old(['click', '--id', String(clickId), '--window', title])],
+      ]
+    : [];
+  inTurns(40, [
+    ['`node -e 0`', node(['-e', '0'])],
+    ['`desktop-cli --version` (Node + the bundle)', node([cli, '--version'])],
+    ['`node -e require(addon)` (Node + the addon)', node(['-e', `require(${JSON.stringify(addon)})`])],
+    ['`desktop-cli list --windows`', node([cli, 'list', '--windows'])],
+    ['`desktop-cli type --text hello`', node([cli, 'type', '--text', 'hello'])],
+    [
+      '`desktop-cli click --id` (re-read + click)',
+      node([cli, 'click', '--id', String(clickId), '--window', title]),
+    ],
+    ...earlier,
+  ]);
+  const ca = process.env.BENCH_NODE_EXTRA_CA_CERTS;
+  if (!ca) return;
+  const withCa = { ...cliEnv, NODE_EXTRA_CA_CERTS: ca };
+  startRows.push("| *with the caller's NODE_EXTRA_CA_CERTS* | | | | | |");
+  inTurns(20, [
+    ['`node -e 0`, NODE_EXTRA_CA_CERTS set', () => runProcess(process.execPath, ['-e', '0'], withCa)],
+    [
+      '`desktop-cli list --windows` run as a file (its #! line)',
+      () => runProcess(cli, ['list', '--windows'], withCa),
+    ],
+    [
+      '`node desktop-cli list --windows`, NODE_EXTRA_CA_CERTS kept',
+      () => runProcess(process.execPath, [cli, 'list', '--windows'], withCa),
+    ],
+  ]);
+}
+let clickId = 0;
 
 function row(
   target: string,
@@ -166,6 +265,7 @@ async function measureTarget(t: Target): Promise<void> {
     elements: { i: number; t?: string }[];
   };
   const id = read.elements.find((e) => e.t === t.button)!.i;
+  clickId = id;
   row(
     t.name,
     'click --id',
@@ -227,6 +327,7 @@ try {
     button: 'Remove',
     field: 'Name',
   });
+  startUpBreakdown('Runboard Test Form');
   start(
     'chromium',
     [
@@ -341,6 +442,10 @@ try {
   console.log('| target | operation | how | p50 ms | p95 ms | elements | seed goal ms |');
   console.log('|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(r);
+  console.log('\nStart-up, whole processes in turns (GTK form open), ms:\n');
+  console.log('| process | wall p50 | wall p95 | wall vs `node -e 0` | CPU (mean) | CPU vs `node -e 0` |');
+  console.log('|---|---|---|---|---|---|');
+  for (const r of startRows) console.log(r);
   console.log('\n| target | output | elements | bytes | tokens (o200k_base) | vs verbose |');
   console.log('|---|---|---|---|---|---|');
   for (const r of sizeRows) console.log(r);

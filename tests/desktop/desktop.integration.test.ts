@@ -747,6 +747,28 @@ describe('errors', () => {
     expect(r.stdout.trim()).toBe(`desktop-cli ${pkg.version}`);
   });
 
+  it('run as a file (its #! line), it answers without parsing the caller’s NODE_EXTRA_CA_CERTS', () => {
+    // A CA bundle Node cannot load: Node warns at start-up when it tries to; desktop-cli makes no TLS
+    // connection, so its #! line drops the variable and nothing is tried.
+    const r = spawnSync(s.cli, ['list', '--windows'], {
+      env: { ...s.env, NODE_EXTRA_CA_CERTS: path.join(s.tmp, 'no-such-ca.pem') },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toBe('');
+    const wins = JSON.parse(r.stdout) as { title: string }[];
+    expect(wins.map((w) => w.title)).toContain(TITLE);
+  });
+
+  it('screenshot --output - writes the whole image to its pipe before the process ends', () => {
+    // The CLI writes to fd 1 itself and exits as soon as it has: nothing may be left behind.
+    const r = s.run(['screenshot', '--output', '-', '--scale', '1']);
+    expect(r.code, r.stderr).toBe(0);
+    const img = decodePng(Buffer.from(r.stdout.trim(), 'base64'));
+    expect([img.width, img.height]).toEqual([1280, 800]);
+  });
+
   it('one JSON object on stderr with a remediation line and a distinct exit code', async () => {
     const noDisplay = s.run(['list'], { ...s.env, DISPLAY: '' });
     expect(noDisplay.code).toBe(3);

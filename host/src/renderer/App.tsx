@@ -264,6 +264,16 @@ export function App({ api }: { api: BoardApi }) {
   useEffect(() => {
     if (flowsKey) loadProviders();
   }, [flowsKey, loadProviders]);
+  // how many warnings the config files give (Settings → Configuration lists them), asked again with the flows
+  const [configWarnings, setConfigWarnings] = useState(0);
+  const configKey = `${flowsKey}\n${board?.configError ?? ''}`;
+  useEffect(() => {
+    if (flowsKey)
+      api.configView().then(
+        (v) => setConfigWarnings(v.warnings.length),
+        () => undefined,
+      );
+  }, [configKey, flowsKey, api]);
 
   // browser notifications (opt-in): a run ended, or a card came to need input
   const [notify, setNotify] = useState(notifySetting);
@@ -328,6 +338,12 @@ export function App({ api }: { api: BoardApi }) {
       {board.configError && (
         <div className="banner error" role="alert">
           config.yaml has an error (the last good config is in use): {board.configError}
+        </div>
+      )}
+      {configWarnings > 0 && !settings && (
+        <div className="banner warn" role="status">
+          The config has {configWarnings} warning{configWarnings > 1 ? 's' : ''}
+          <button onClick={() => setSettings(true)}>Show them</button>
         </div>
       )}
       {error && (

@@ -1,7 +1,9 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S -u NODE_EXTRA_CA_CERTS node
 // desktop-cli: a command surface over the native addon for agents that can run a shell command. Stateless apart from the small
 // read context that lets `click --id` find an element again by its signature (see context.ts).
-import { existsSync, writeFileSync } from 'node:fs';
+// The #! line drops NODE_EXTRA_CA_CERTS: Node parses that CA bundle at every start (~75 ms on a
+// machine whose environment sets it, twice Node's own start-up) and desktop-cli makes no TLS connection.
+import { existsSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
@@ -168,10 +170,28 @@ function targetOf(v: Values): WindowQuery {
 
 const hasTarget = (q: WindowQuery) => Boolean(q.app || q.title || q.windowId || q.pid);
 
+/**
+ * Writes to fd 1 or 2 directly: touching process.stdout on a pipe builds a net.Socket, which costs a
+ * command ~3 ms of CPU (a tenth of Node's own start-up). A descriptor that is non-blocking and full
+ * (EAGAIN) gets the rest through the stream, which queues it.
+ */
+let queued = false; // some output went through a stream: the process must not exit before it drains
+function writeFd(fd: 1 | 2, s: string): void {
+  const buf = Buffer.from(s);
+  let off = 0;
+  try {
+    while (off < buf.length) off += writeSync(fd, buf, off);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') throw e;
+    queued = true;
+    (fd === 1 ? process.stdout : process.stderr).write(buf.subarray(off));
+  }
+}
+
 // Where results and errors go: the process's stdout/stderr, or a buffer when `execute` runs a
 // command for the MCP server (whose stdout is the MCP channel).
-let writeOut = (s: string): void => void process.stdout.write(s);
-let writeErr = (s: string): void => void process.stderr.write(s);
+let writeOut = (s: string): void => writeFd(1, s);
+let writeErr = (s: string): void => writeFd(2, s);
 
 function out(value: unknown, pretty = false): void {
   writeOut(JSON.stringify(value, null, pretty ? 2 : undefined) + '\n');
@@ -509,18 +529,18 @@ export async function main(argv: string[]): Promise<number> {
     return (mod.serve ? (mod as Mcp) : mod.default!).serve(rest, execute);
   }
   if (name === '--version' || name === '-V') {
-    process.stdout.write(`desktop-cli ${pkg.version}\n`);
+    writeOut(`desktop-cli ${pkg.version}\n`);
     return 0;
   }
   if (!name || name === '--help' || name === '-h' || name === 'help') {
-    process.stdout.write(USAGE);
+    writeOut(USAGE);
     return name ? 0 : 2;
   }
   try {
     const cmd = COMMANDS[name];
     if (!cmd) throw new CliError('USAGE', `unknown command "${name}"`);
     if (rest.includes('--help') || rest.includes('-h')) {
-      process.stdout.write(cmd.help + '\n');
+      writeOut(cmd.help + '\n');
       return 0;
     }
     // --visible-only=false (and --no-visible-only) turn the default off; node:util has no negation in Node 20.
@@ -610,11 +630,20 @@ export function execute(argv: string[]): Promise<{ code: number; stdout: string;
   return next;
 }
 
+const LOOK_ONLY = new Set(['list', 'read', 'focus', 'screenshot', '--version', '-V', '--help', '-h', 'help']);
+
 const self = process.argv[1] ?? '';
 if (/desktop-cli(\.[cm]?[jt]s)?$|cli[\\/]main\.ts$/.test(self)) {
-  main(process.argv.slice(2)).then(
+  const argv = process.argv.slice(2);
+  main(argv).then(
     (code) => {
-      process.exitCode = code;
+      // Everything is written synchronously by now: a command that only looks (list, read, focus,
+      // screenshot) exits at once rather than wait for Node's teardown, which a loaded machine makes
+      // slow. One that injected input ends the normal way: ended at once right after typing on
+      // remapped keycodes, characters went missing in the app (tests/desktop, "across processes").
+      // The MCP server ends when its input closes and its transport writes through the stream.
+      if (queued || !LOOK_ONLY.has(argv[0] ?? '')) process.exitCode = code;
+      else process.exit(code);
     },
     (e: unknown) => {
       // main answers every expected failure itself; anything else is a bug, reported as such.

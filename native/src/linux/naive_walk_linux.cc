@@ -6,28 +6,42 @@
 
 #include "common/reader.h"
 #include "linux/atspi_tree.h"
+#include "linux/lazy_lib.h"
 
 namespace runboard::desktop {
+namespace {
+
+// A libatspi function (loaded at the walk's first use, lazy_lib.h); a missing libatspi is reported.
+#define A(fn) Need(RB_LAZY(Atspi, fn), #fn)
+
+template <typename F>
+F Need(F f, const char* name) {
+  if (!f)
+    throw DesktopError(kNoA11yBus, std::string("cannot load ") + name + " from libatspi.so.0 (install libatspi2.0-0)");
+  return f;
+}
+
+}  // namespace
 
 int NaiveWalkForBench(const WindowQuery& target) {
   auto t = atspi::LoadWindowTree(target, false);  // only to find the app and the window's name
   static bool inited = false;
   if (!inited) {
-    atspi_init();
+    A(atspi_init)();
     inited = true;
   }
-  AtspiAccessible* desktop = atspi_get_desktop(0);
+  AtspiAccessible* desktop = A(atspi_get_desktop)(0);
   AtspiAccessible* window = nullptr;
-  int apps = atspi_accessible_get_child_count(desktop, nullptr);
+  int apps = A(atspi_accessible_get_child_count)(desktop, nullptr);
   for (int i = 0; i < apps && !window; i++) {
-    AtspiAccessible* app = atspi_accessible_get_child_at_index(desktop, i, nullptr);
+    AtspiAccessible* app = A(atspi_accessible_get_child_at_index)(desktop, i, nullptr);
     if (!app) continue;
-    if (static_cast<int>(atspi_accessible_get_process_id(app, nullptr)) == t.app.pid) {
-      atspi_accessible_clear_cache(app);  // cold, like a fresh reader
-      int n = atspi_accessible_get_child_count(app, nullptr);
+    if (static_cast<int>(A(atspi_accessible_get_process_id)(app, nullptr)) == t.app.pid) {
+      A(atspi_accessible_clear_cache)(app);  // cold, like a fresh reader
+      int n = A(atspi_accessible_get_child_count)(app, nullptr);
       for (int k = 0; k < n && !window; k++) {
-        AtspiAccessible* w = atspi_accessible_get_child_at_index(app, k, nullptr);
-        gchar* name = w ? atspi_accessible_get_name(w, nullptr) : nullptr;
+        AtspiAccessible* w = A(atspi_accessible_get_child_at_index)(app, k, nullptr);
+        gchar* name = w ? A(atspi_accessible_get_name)(w, nullptr) : nullptr;
         if (name && t.nodes[t.root].name == name) window = w;
         else if (w) g_object_unref(w);
         g_free(name);
@@ -40,30 +54,30 @@ int NaiveWalkForBench(const WindowQuery& target) {
   int count = 0;
   std::function<void(AtspiAccessible*)> walk = [&](AtspiAccessible* a) {
     count++;
-    g_free(atspi_accessible_get_role_name(a, nullptr));
-    g_free(atspi_accessible_get_name(a, nullptr));
-    g_free(atspi_accessible_get_description(a, nullptr));
-    if (AtspiStateSet* st = atspi_accessible_get_state_set(a)) g_object_unref(st);
-    if (AtspiComponent* c = atspi_accessible_get_component_iface(a)) {
-      if (AtspiRect* r = atspi_component_get_extents(c, ATSPI_COORD_TYPE_SCREEN, nullptr)) g_free(r);
+    g_free(A(atspi_accessible_get_role_name)(a, nullptr));
+    g_free(A(atspi_accessible_get_name)(a, nullptr));
+    g_free(A(atspi_accessible_get_description)(a, nullptr));
+    if (AtspiStateSet* st = A(atspi_accessible_get_state_set)(a)) g_object_unref(st);
+    if (AtspiComponent* c = A(atspi_accessible_get_component_iface)(a)) {
+      if (AtspiRect* r = A(atspi_component_get_extents)(c, ATSPI_COORD_TYPE_SCREEN, nullptr)) g_free(r);
       g_object_unref(c);
     }
-    if (AtspiText* tx = atspi_accessible_get_text_iface(a)) {
-      g_free(atspi_text_get_text(tx, 0, -1, nullptr));
+    if (AtspiText* tx = A(atspi_accessible_get_text_iface)(a)) {
+      g_free(A(atspi_text_get_text)(tx, 0, -1, nullptr));
       g_object_unref(tx);
     }
-    if (AtspiValue* v = atspi_accessible_get_value_iface(a)) {
-      atspi_value_get_current_value(v, nullptr);
+    if (AtspiValue* v = A(atspi_accessible_get_value_iface)(a)) {
+      A(atspi_value_get_current_value)(v, nullptr);
       g_object_unref(v);
     }
-    if (AtspiAction* ac = atspi_accessible_get_action_iface(a)) {
-      int n = atspi_action_get_n_actions(ac, nullptr);
-      for (int i = 0; i < n; i++) g_free(atspi_action_get_action_name(ac, i, nullptr));
+    if (AtspiAction* ac = A(atspi_accessible_get_action_iface)(a)) {
+      int n = A(atspi_action_get_n_actions)(ac, nullptr);
+      for (int i = 0; i < n; i++) g_free(A(atspi_action_get_action_name)(ac, i, nullptr));
       g_object_unref(ac);
     }
-    int n = atspi_accessible_get_child_count(a, nullptr);
+    int n = A(atspi_accessible_get_child_count)(a, nullptr);
     for (int i = 0; i < n; i++) {
-      AtspiAccessible* c = atspi_accessible_get_child_at_index(a, i, nullptr);
+      AtspiAccessible* c = A(atspi_accessible_get_child_at_index)(a, i, nullptr);
       if (!c) continue;
       walk(c);
       g_object_unref(c);
