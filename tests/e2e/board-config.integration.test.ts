@@ -51,6 +51,9 @@ async function tabTo(done: () => Promise<boolean>, max = 60): Promise<number> {
 
 describe('Settings → Configuration', () => {
   it('shows each effective value with its origin and the config warnings, reached by keyboard', async () => {
+    // the board says there are warnings before anyone opens Settings
+    await page.getByRole('status').filter({ hasText: 'The config has 4 warnings' }).waitFor();
+    await page.screenshot({ path: path.join(ARTIFACTS, 'board-config-warnings-1440.png') });
     await tabTo(() =>
       page.getByRole('button', { name: 'Settings' }).evaluate((b) => b === document.activeElement),
     );
