@@ -3,9 +3,12 @@
  * one board-side supervisor, one host supervisor and a private redis-server, all local, so the figures
  * are Runboard's and BullMQ's own overhead (no network). Prints markdown for docs/benchmarks.md.
  *   node bench/run.mjs bench/fleet.ts [--runs 40] [--concurrency 4]
+ * With `--start N [--dist DIR]`: only how long a supervisor in local mode (of DIR, default dist/) takes
+ * from spawn to ready, wall and CPU time (medians of N): the fleet's code (BullMQ, ioredis) must not
+ * slow that down.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -16,7 +19,12 @@ import { SupervisorClient } from '../host/src/core/supervisor-client.ts';
 import { RedisServer } from '../tests/fleet/redis.ts';
 
 const { values } = parseArgs({
-  options: { runs: { type: 'string', default: '40' }, concurrency: { type: 'string', default: '4' } },
+  options: {
+    runs: { type: 'string', default: '40' },
+    concurrency: { type: 'string', default: '4' },
+    start: { type: 'string' },
+    dist: { type: 'string' },
+  },
 });
 const RUNS = Number(values.runs);
 const CONC = Number(values.concurrency);
@@ -25,7 +33,47 @@ const pct = (xs: number[], p: number): number => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 };
 
+/** CPU time (user + system) a process used so far, in ms. */
+function cpuMs(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // clock ticks of 1/100 s
+}
+
+/** Spawn to `ready` of a local-mode supervisor of `dist` on a fresh state root, `n` times: medians, ms. */
+async function supervisorStart(n: number, dist: string): Promise<{ wall: number; cpu: number }> {
+  const wall: number[] = [];
+  const cpu: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'rb-bench-start-'));
+    const env: NodeJS.ProcessEnv = { ...process.env, RUNBOARD_HOME: root };
+    delete env.NODE_EXTRA_CA_CERTS;
+    const t0 = performance.now();
+    const sv = spawn(process.execPath, [path.join(dist, 'supervisor.mjs')], {
+      env,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    await new Promise<void>((r) =>
+      sv.stdout.on('data', (d: Buffer) => d.toString().includes('ready') && r()),
+    );
+    wall.push(performance.now() - t0);
+    cpu.push(cpuMs(sv.pid!));
+    sv.kill('SIGTERM');
+    await new Promise((r) => sv.once('exit', r));
+    rmSync(root, { recursive: true, force: true });
+  }
+  return { wall: pct(wall, 50), cpu: pct(cpu, 50) };
+}
+
 async function main(): Promise<void> {
+  if (values.start) {
+    const n = Number(values.start);
+    const dist = values.dist ?? process.env.RUNBOARD_DIST!;
+    const m = await supervisorStart(n, dist);
+    console.log(
+      `${dist}: local-mode supervisor, spawn → ready, medians of ${n}: ${m.wall.toFixed(0)} ms wall, ${m.cpu.toFixed(0)} ms CPU (load ${os.loadavg()[0]!.toFixed(1)})`,
+    );
+    return;
+  }
   const root = mkdtempSync(path.join(os.tmpdir(), 'rb-bench-fleet-'));
   const redis = await RedisServer.start(path.join(root, 'redis'));
   const paths = statePaths({ RUNBOARD_HOME: path.join(root, 'board') });

@@ -1,6 +1,6 @@
 // Bundles each process entry point into one file under dist/ (fast start-up: one file to load, no
 // module resolution at run time). The native addon stays a separate .node file, found at run time.
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { build } from 'esbuild';
 import { cliBuildOptions, mcpBuildOptions } from '../native/scripts/bundle-cli.mjs';
 import path from 'node:path';
@@ -40,13 +40,20 @@ const entries = {
   runboard: 'host/src/cli/main.ts',
 };
 const extra = process.argv.slice(2);
+// Chunks of an earlier build (their names carry a hash) would pile up.
+if (extra.length === 0 || extra.includes('supervisor'))
+  rmSync('dist/supervisor-chunks', { recursive: true, force: true });
 await Promise.all(
   Object.entries(entries)
     .filter(([name]) => extra.length === 0 || extra.includes(name))
     .map(([name, entry]) =>
       build({
-        entryPoints: [entry],
-        outfile: `dist/${name}.mjs`,
+        entryPoints: { [name]: entry },
+        outdir: 'dist',
+        outExtension: { '.js': '.mjs' },
+        // The supervisor loads the fleet's code (BullMQ, ioredis) only in a fleet (fleet/backend.ts):
+        // split into chunks, a supervisor in local mode does not parse it at start.
+        ...(name === 'supervisor' ? { splitting: true, chunkNames: 'supervisor-chunks/[name]-[hash]' } : {}),
         bundle: true,
         platform: 'node',
         format: 'esm',

@@ -87,8 +87,13 @@ async function startServe(dist, project) {
 }
 
 async function stopServe(dist, serve) {
-  serve.kill('SIGTERM');
-  await new Promise((r) => serve.once('exit', r));
+  if (serve.exitCode === null && serve.signalCode === null) {
+    const exited = new Promise((r) => serve.once('exit', r));
+    serve.kill('SIGTERM');
+    const late = setTimeout(() => serve.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(late);
+  }
   try {
     execFileSync(process.execPath, [path.join(dist, 'runboard.mjs'), 'supervisor', 'stop', '--force'], {
       env,
@@ -141,6 +146,7 @@ async function frames(page, action) {
 
 /** One board: serve → first screen, moves, scroll and drag frames. */
 async function boardRun(dist, label, project, cards) {
+  process.stderr.write(`board ${label} ${cards}…\n`);
   const { serve, url, t0, urlMs } = await startServe(dist, project);
   const page = await browser.newPage({ viewport: { width: 1500, height: 900 } });
   await page.goto(url);
@@ -198,6 +204,7 @@ async function boardRun(dist, label, project, cards) {
       e.scrollTop = 0;
       e.parentElement.scrollTop = 0;
     });
+    await new Promise((r) => setTimeout(r, 300));
     // dragging the first Backlog card over every column and back, ~1.5 s
     const first = await page.locator('ul.cards[data-column="backlog"] li.card').first().boundingBox();
     const board = await page.locator('.board').boundingBox();

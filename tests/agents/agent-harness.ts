@@ -91,12 +91,13 @@ export class AgentHarness {
     };
   }
 
-  launch(cardFile: string, flow: FlowSpec, title = 'agent card') {
+  launch(cardFile: string, flow: FlowSpec, title = 'agent card', allow?: { runId: string; ask: string }[]) {
     return this.h.client.launch({
       card: { path: cardFile, title },
       flow,
       workspace: this.workspace,
       grant: this.h.grant,
+      ...(allow ? { allow } : {}),
     });
   }
 

@@ -5,21 +5,14 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { desktop } from '../../native/src/index.ts';
 import { toolOutputs } from '../fixtures/model-server/server.ts';
-import { act, artifact, CuHarness, cuEvents, find, final, imagePoint } from './cu-harness.ts';
+import { act, artifact, type CuHarness, cuEvents, find, final, imagePoint } from './cu-harness.ts';
+import { useCuHarness } from './use-harness.ts';
 
 let t: CuHarness;
-beforeAll(async () => {
-  t = await CuHarness.start();
-});
-afterEach(async () => {
-  await t.closeForms();
-});
-afterAll(async () => {
-  await t?.stop();
-});
+useCuHarness((h) => (t = h));
 
 describe('computer-use loop (OpenAI Responses)', () => {
   it('fills the form and presses Submit; every step is an event; report and screenshots are written', async () => {

@@ -8,11 +8,12 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { serializeWorkflow, workflowFileFor, type Workflow } from '../../supervisor/src/protocol/workflow.ts';
 import { REPO, type RunRecord } from '../helpers/harness.ts';
 import { desktop } from '../../native/src/index.ts';
-import { artifact, CuHarness, cuEvents, find, formApp } from './cu-harness.ts';
+import { artifact, type CuHarness, cuEvents, find, formApp } from './cu-harness.ts';
+import { useCuHarness } from './use-harness.ts';
 import { predictClick, predictDone } from './replay-script.ts';
 
 const TITLE = 'Runboard Replay Form';
@@ -20,15 +21,7 @@ const FIXTURE = path.join(REPO, 'tests', 'fixtures', 'workflows', 'form-replay',
 
 let t: CuHarness;
 let cards = 0;
-beforeAll(async () => {
-  t = await CuHarness.start();
-});
-afterEach(async () => {
-  await t.closeForms();
-});
-afterAll(async () => {
-  await t?.stop();
-});
+useCuHarness((h) => (t = h));
 
 /** A replay card with its workflow in its folder; `marker` goes into the task text every model query carries. */
 function replayCard(marker: string, params: Record<string, string>, edit?: (w: Workflow) => void): string {
@@ -216,6 +209,68 @@ describe('replay', () => {
       ['done', 'model', 6],
     ]);
     expect(rec.result.metrics).toMatchObject({ replayLocatorSteps: 5, replayModelCalls: 1 });
+  });
+
+  it("a model step may read the workspace's documents (read_document) when the flow grants them", async () => {
+    await t.startForm(TITLE);
+    const marker = 'REPLAY-DOCS';
+    writeFileSync(
+      path.join(t.h.workspace, 'status-note.md'),
+      '# Status\n\nThe status reads: subscribed via the note\n',
+    );
+    t.episodes([
+      {
+        name: 'replay-docs',
+        match: marker,
+        indexBy: 'requests',
+        turns: [
+          { toolCalls: [{ name: 'read_document', arguments: { path: 'status-note.md' } }] },
+          {
+            toolCalls: [
+              {
+                name: 'done',
+                arguments: { observation: 'the note says it', memory: '', value: 'subscribed via the note' },
+              },
+            ],
+          },
+        ],
+      },
+    ]);
+    const card = replayCard(marker, { name: 'Grace Hopper' }, (w) =>
+      withExtract(w, 'status_text', 'no such label'),
+    );
+    const rec = await t.run(card, flow());
+    expect(rec.result.status, rec.result.summary).toBe('succeeded');
+    expect(cuEvents(rec, 'replay-extract').map((e) => [e.name, e.value, e.by])).toEqual([
+      ['status_text', 'subscribed via the note', 'model'],
+    ]);
+    const reqs = requestsOf(marker);
+    expect(reqs).toHaveLength(2);
+    const offered = (b: unknown) => JSON.stringify(b);
+    expect(offered(reqs[0]!.body)).toContain('"read_document"');
+    // the document's text reached the model in the next (fresh) query
+    expect(offered(reqs[1]!.body)).toContain('The status reads: subscribed via the note');
+    expect(stepsOf(rec).map((s) => [s.action, s.replay.mode])).toContainEqual(['read_document', 'model']);
+
+    // a flow that turns the document tools off offers none
+    await t.closeForms();
+    await t.startForm(TITLE);
+    t.episodes([
+      {
+        name: 'replay-nodocs',
+        match: 'REPLAY-NODOCS',
+        indexBy: 'requests',
+        turns: [{ toolCalls: [{ name: 'done', arguments: { observation: 'x', memory: '', value: 'x' } }] }],
+      },
+    ]);
+    const off = await t.run(
+      replayCard('REPLAY-NODOCS', { name: 'Grace Hopper' }, (w) =>
+        withExtract(w, 'status_text', 'no such label'),
+      ),
+      { ...flow(), documents: false },
+    );
+    expect(off.result.status, off.result.summary).toBe('succeeded');
+    expect(JSON.stringify(requestsOf('REPLAY-NODOCS')[0]!.body)).not.toContain('read_document');
   });
 
   it('replays on its own private display (computerUse.privateDisplay) with the flow’s app, not on the desktop in front', async () => {

@@ -761,6 +761,14 @@ describe('errors', () => {
     expect(wins.map((w) => w.title)).toContain(TITLE);
   });
 
+  it('screenshot --output - writes the whole image to its pipe before the process ends', () => {
+    // The CLI writes to fd 1 itself and exits as soon as it has: nothing may be left behind.
+    const r = s.run(['screenshot', '--output', '-', '--scale', '1']);
+    expect(r.code, r.stderr).toBe(0);
+    const img = decodePng(Buffer.from(r.stdout.trim(), 'base64'));
+    expect([img.width, img.height]).toEqual([1280, 800]);
+  });
+
   it('one JSON object on stderr with a remediation line and a distinct exit code', async () => {
     const noDisplay = s.run(['list'], { ...s.env, DISPLAY: '' });
     expect(noDisplay.code).toBe(3);

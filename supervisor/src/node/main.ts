@@ -24,9 +24,7 @@ import { scheduleClock } from '../common/schedule.ts';
 import { scheduleLauncher } from './schedule-launcher.ts';
 import { ScheduleBook } from './schedules.ts';
 import { fleetConfig } from './fleet/config.ts';
-import { restoreBackend } from './fleet/backend.ts';
-import { FleetGateway } from './fleet/gateway.ts';
-import { FleetHost } from './fleet/fleet-host.ts';
+import { loadFleetHost, loadGateway, restoreBackend } from './fleet/backend.ts';
 
 const VERSION = '0.1.0';
 
@@ -209,9 +207,9 @@ async function main(): Promise<void> {
   }
   // In a fleet: launches become jobs (gateway), and/or this host takes jobs of the flows it offers.
   const fleet = fleetConfig(process.env);
-  restoreBackend(registry, paths, log);
+  await restoreBackend(registry, paths, log);
   if (fleet.gateway && registry.fleet?.redisUrl !== fleet.gateway.redisUrl)
-    registry.fleet = new FleetGateway({
+    registry.fleet = new (await loadGateway()).FleetGateway({
       redisUrl: fleet.gateway.redisUrl,
       log,
       activeDir: path.join(paths.supervisorDir, 'active'),
@@ -222,7 +220,7 @@ async function main(): Promise<void> {
   if (recovered.length) log.warn({ runs: recovered }, 'closed runs left by a supervisor that died');
   schedules.start(); // after the socket is ours: only one supervisor decides missed fires
   const fleetHost = fleet.host
-    ? new FleetHost({
+    ? new (await loadFleetHost()).FleetHost({
         redisUrl: fleet.host.redisUrl,
         offer: fleet.host.offer,
         registry,

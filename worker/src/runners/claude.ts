@@ -49,6 +49,10 @@ export class ClaudeRunner implements Runner {
     // that denial is evidence the run reports (needs-input), not something the agent may skip over.
     if (spec.flow.readOnly) args.push('--disallowedTools', 'Write,Edit,MultiEdit,NotebookEdit');
     else args.push('--permission-mode', 'acceptEdits');
+    // The flow's other writable trees (and those the person allowed on an ask) are claude's too: its
+    // own permission check would refuse edits there that the jail allows.
+    for (const dir of spec.flow.readOnly ? [] : (spec.flow.sandbox?.writable ?? []))
+      args.push('--add-dir', dir);
     const servers = agentMcpServers(ctx);
     if (typeof servers === 'string') return notStarted(servers);
     if (Object.keys(servers).length) {

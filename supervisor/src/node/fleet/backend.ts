@@ -9,19 +9,27 @@ import type pino from 'pino';
 import type { StatePaths } from '../../common/paths.ts';
 import { ResponseError } from '../../protocol/index.ts';
 import type { RunRegistry } from '../registry.ts';
-import { FleetGateway } from './gateway.ts';
+import type * as FleetHostModule from './fleet-host.ts';
+import type * as GatewayModule from './gateway.ts';
 import { redisOptions } from './job.ts';
+
+/**
+ * The fleet's code (BullMQ, ioredis: most of the supervisor's bundle) is loaded only when a fleet is
+ * used: a supervisor in local mode never parses it (scripts/bundle.mjs splits it into a chunk).
+ */
+export const loadGateway = (): Promise<typeof GatewayModule> => import('./gateway.ts');
+export const loadFleetHost = (): Promise<typeof FleetHostModule> => import('./fleet-host.ts');
 
 type Backend = { backend: 'local' | 'redis'; redisUrl?: string | undefined };
 
 const file = (paths: StatePaths): string => path.join(paths.supervisorDir, 'backend.json');
 
-export function setBackend(
+export async function setBackend(
   registry: RunRegistry,
   p: Backend,
   paths: StatePaths,
   log: pino.Logger,
-): { backend: Backend['backend'] } {
+): Promise<{ backend: Backend['backend'] }> {
   if (p.backend === 'redis') {
     if (!p.redisUrl) throw new ResponseError(-32602, 'the redis backend needs redis.url (redis://host:6379)');
     try {
@@ -30,7 +38,7 @@ export function setBackend(
       throw new ResponseError(-32602, (err as Error).message);
     }
   }
-  apply(registry, p, log);
+  await apply(registry, p, log);
   const tmp = `${file(paths)}.tmp`;
   writeFileSync(tmp, JSON.stringify(p.backend === 'redis' ? p : { backend: 'local' }) + '\n', {
     mode: 0o600,
@@ -40,7 +48,11 @@ export function setBackend(
 }
 
 /** At start: the backend the board last chose (local when none was ever chosen). */
-export function restoreBackend(registry: RunRegistry, paths: StatePaths, log: pino.Logger): void {
+export async function restoreBackend(
+  registry: RunRegistry,
+  paths: StatePaths,
+  log: pino.Logger,
+): Promise<void> {
   let saved: Backend;
   try {
     saved = JSON.parse(readFileSync(file(paths), 'utf8')) as Backend;
@@ -48,19 +60,21 @@ export function restoreBackend(registry: RunRegistry, paths: StatePaths, log: pi
     return;
   }
   try {
-    apply(registry, saved, log);
+    await apply(registry, saved, log);
   } catch (err) {
     log.warn({ err: (err as Error).message }, 'the saved backend is unusable; launches run here');
   }
 }
 
-function apply(registry: RunRegistry, p: Backend, log: pino.Logger): void {
+async function apply(registry: RunRegistry, p: Backend, log: pino.Logger): Promise<void> {
   if (p.backend !== 'redis' || !p.redisUrl) {
     // Runs already on the fleet keep being mirrored by the old gateway until they end.
     registry.fleet = undefined;
     return;
   }
   if (registry.fleet?.redisUrl !== p.redisUrl) {
+    const { FleetGateway } = await loadGateway();
+    if (registry.fleet?.redisUrl === p.redisUrl) return; // another call made it meanwhile
     registry.fleet = new FleetGateway({
       redisUrl: p.redisUrl,
       log,

@@ -447,12 +447,20 @@ export function offeredTools(
 ): OfferedTool[] {
   return [
     ...TOOL_NAMES.map((name) => ({ name, description: descriptions[name], schema: TOOL_SCHEMAS[name] })),
-    ...(documents ? documentTools(documents) : []).map((name) => ({
-      name,
-      description: descriptions[name] ?? DOCUMENT_DESCRIPTIONS[name],
-      schema: documentJsonSchema(name),
-    })),
+    ...documentOffers(documents, descriptions),
   ];
+}
+
+/** The document tools a scope allows, as offered to a model (replay's model steps offer these too). */
+export function documentOffers(
+  documents: DocumentScope | null,
+  descriptions: Partial<Record<DocumentToolName, string>> = {},
+): OfferedTool[] {
+  return (documents ? documentTools(documents) : []).map((name) => ({
+    name,
+    description: descriptions[name] ?? DOCUMENT_DESCRIPTIONS[name],
+    schema: documentJsonSchema(name),
+  }));
 }
 
 /**

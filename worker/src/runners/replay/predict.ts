@@ -9,7 +9,7 @@ import { makeProvider, type Api, type ModelTurn } from '../computer-use/provider
 import type { PromptConfigOf } from '../computer-use/prompt.ts';
 import { fill } from '../computer-use/prompt.ts';
 import type { Shot } from '../computer-use/screen.ts';
-import { TOOL_SCHEMAS } from '../computer-use/tools.ts';
+import { TOOL_SCHEMAS, type OfferedTool } from '../computer-use/tools.ts';
 import type { PlanStep, PlanSubtask, Values } from './plan.ts';
 
 export const PREDICT_TOOLS = ['computer_use', 'done', 'stuck'] as const;
@@ -127,14 +127,19 @@ export async function predict(
   shot: Shot,
   caption: string,
   signal: AbortSignal,
+  /** The document tools the flow grants (read_document, …), offered beside the three. */
+  documents: OfferedTool[] = [],
 ): Promise<Prediction> {
   const provider = makeProvider(api, {
     ...o,
-    tools: PREDICT_TOOLS.map((name) => ({
-      name,
-      description: config.tools[name],
-      schema: PREDICT_SCHEMAS[name],
-    })),
+    tools: [
+      ...PREDICT_TOOLS.map((name) => ({
+        name,
+        description: config.tools[name],
+        schema: PREDICT_SCHEMAS[name],
+      })),
+      ...documents,
+    ],
   });
   provider.begin(query, shot, caption);
   const turn = await provider.send(signal);

@@ -16,7 +16,17 @@ import { fill, type PromptConfigOf } from '../computer-use/prompt.ts';
 import { logRetry, sendWithRetry } from '../computer-use/retry.ts';
 import type { Screen, Shot } from '../computer-use/screen.ts';
 import { ended, guardedOutcome, logFirstShot, stepShot, type Guard } from '../computer-use/session.ts';
-import { ActionFailed, desktopAction, InvalidToolCall, type ToolContext } from '../computer-use/tools.ts';
+import {
+  ActionFailed,
+  desktopAction,
+  documentOffers,
+  InvalidToolCall,
+  PermissionNeeded,
+  runTool,
+  type OfferedTool,
+  type ToolContext,
+} from '../computer-use/tools.ts';
+import { documentScope } from '../../tools/documents/scope.ts';
 import { checkHolds, findWindow, focusedField, locate } from './locate.ts';
 import {
   fillTemplates,
@@ -49,7 +59,8 @@ export interface ReplayPrompt {
 }
 
 type Ended = { ended: RunnerOutcome };
-type Turn = { kind: 'acted' } | { kind: 'done'; value: string } | Ended;
+/** `read`: the model used a document tool; the step it was asked about is still to do. */
+type Turn = { kind: 'acted' } | { kind: 'read' } | { kind: 'done'; value: string } | Ended;
 
 const centre = (b: Rect): [number, number] => [Math.round(b[0] + b[2] / 2), Math.round(b[1] + b[3] / 2)];
 const round = (n: number): number => Math.round(n * 10) / 10;
@@ -78,6 +89,8 @@ export class Replay {
   /** What the skipped model calls would have cost (estimated per step from the query and image). */
   private tokensSaved = 0;
   private readonly toolCtx: ToolContext;
+  /** The document tools the flow grants, offered at each model step. */
+  private readonly documentTools: OfferedTool[];
 
   constructor(
     private readonly ctx: RunnerContext,
@@ -91,13 +104,16 @@ export class Replay {
     private readonly guard: Guard,
     private readonly o: ReplayOptions,
   ) {
-    // replay's model acts on the screen only: no document tools
+    // the model's steps may read the workspace's documents as a computer-use run's do (flow `documents`)
+    const documents = documentScope(ctx.spec);
+    this.documentTools = documentOffers(documents);
     this.toolCtx = {
       frame: () => this.shot,
       env: ctx.env,
       workspace: ctx.spec.workspace,
       signal,
-      documents: null,
+      documents,
+      visionToken: ctx.spec.vision?.token,
     };
   }
 
@@ -283,12 +299,14 @@ export class Replay {
       );
       if ('ended' in r) return r;
       if (r.kind === 'done') break;
+      if (r.kind === 'read') continue;
       i++;
     }
     if (!sub.check) return null;
     if (await this.waitFor(sub.check)) return null;
     let falseDone = 0;
-    const want = describeCheck(sub.check);
+    // In words for the model and the card's question: a sensitive value withheld, as in the query.
+    const want = describeCheck(forModel.check ?? sub.check);
     for (;;) {
       const stop = this.mayGoOn();
       if (stop) return stop;
@@ -490,6 +508,7 @@ export class Replay {
           this.shot,
           caption,
           this.signal,
+          this.documentTools,
         );
         requestBytes = p.requestBytes;
         return p.turn;
@@ -575,6 +594,31 @@ export class Replay {
           ? args.question
           : `The model is stuck in "${sub.text}": ${note}`;
       return this.end('needs-input', `stuck in subtask "${sub.text}"${at}: ${note || q}`, [q]);
+    }
+    if (this.documentTools.some((d) => d.name === call.name)) {
+      // a document tool: its result goes to the next query through the history (each query is fresh)
+      const tDoc = performance.now();
+      try {
+        const r = await runTool(this.toolCtx, call.name, args);
+        record(call.name, call.name, args, { result: r.output }, performance.now() - tDoc);
+        const out = r.output as { ok: boolean; text?: string; error?: string };
+        const said = out.ok ? (out.text ?? '') : `error: ${out.error ?? ''}`;
+        history.push({
+          step: this.n,
+          action: `${call.name} ${JSON.stringify(args)}`,
+          observation: said.slice(0, 8000),
+        });
+        return { kind: 'read' };
+      } catch (err) {
+        if (err instanceof InvalidToolCall) return invalid(err.message, call.name);
+        if (!(err instanceof PermissionNeeded) && !(err instanceof ActionFailed)) throw err;
+        record(call.name, call.name, args, { error: err.message });
+        return this.end(
+          'needs-input',
+          `stopped in subtask "${sub.text}"${at}: permission needed (${err.message})`,
+          [`Replay's model was not allowed to run ${err.message}. Allow it, or do it yourself?`],
+        );
+      }
     }
     if (call.name !== 'computer_use') return invalid(`unknown tool "${call.name}"`, call.name);
     this.modelSteps++;
