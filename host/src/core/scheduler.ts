@@ -26,7 +26,7 @@ import { appendQuestions } from './board-questions.ts';
 import { askNeeds, isAskNeeds } from '../shared/asks.ts';
 import { installReflected } from './workflow-store.ts';
 import type { GrantStore } from './grant-store.ts';
-import { launchRequest } from './launch.ts';
+import { flowProvider, launchRequest } from './launch.ts';
 import type { Card, CardStatus } from './project.ts';
 import { backoffDelay, decide } from './scheduler-policy.ts';
 import { SupervisorUnavailable, type SupervisorClient } from './supervisor-client.ts';
@@ -309,7 +309,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       busy: Object.fromEntries([...this.busy].map(([res, b]) => [res, b.why])),
       blockedFlows: Object.fromEntries(
         Object.entries(cfg.flows).flatMap(([n, f]) => {
-          const why = this.supervisorDown ?? (f.provider ? this.keyless.get(f.provider) : undefined);
+          const provider = flowProvider(f, cfg);
+          const why = this.supervisorDown ?? (provider ? this.keyless.get(provider) : undefined);
           return why ? [[n, why]] : [];
         }),
       ),
@@ -576,7 +577,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
    * when the flow has no provider in config.yaml (any more): then it is an ordinary failure.
    */
   private waitForKey(result: RunResult): boolean {
-    const provider = this.store.config.flows[result.flow]?.provider;
+    const flow = this.store.config.flows[result.flow];
+    // its own provider or its profile's
+    const provider = flow && flowProvider(flow, this.store.config);
     if (!provider) return false;
     this.keyless.set(
       provider,
