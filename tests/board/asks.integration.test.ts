@@ -62,6 +62,9 @@ describe('permission asks', () => {
     expect(d.asks?.open[0]?.evidence).toMatch(/cannot create .*(Permission denied|Read-only file system)/);
     const runId = d.asks!.runId;
     expect(existsSync(path.join(dirs.once, 'a.txt'))).toBe(false);
+    // the card (and its file) says what it waits for
+    expect(d.card.needs).toBe(`your permission to write in ${dirs.once}`);
+    expect(readFileSync(server.cardFile('once.md'), 'utf8')).toContain('needs: your permission to write in');
 
     // attack: an ask that is not on record is refused; nothing moves
     await expect(answer('once', runId, 'a7', 'once')).rejects.toThrow(/asked nothing as a7/);
@@ -74,6 +77,7 @@ describe('permission asks', () => {
     const rerun = (await detail('once')).runs[0]!;
     expect(rerun.runId).not.toBe(runId);
     expect(rerun.allowed).toEqual([expect.objectContaining({ kind: 'write', path: dirs.once })]);
+    expect((await server.card('once'))?.needs).toBeUndefined();
     expect(readFileSync(path.join(server.project, 'config.yaml'), 'utf8')).toBe(config);
 
     // once is once: the next run of the card is refused again and asks again

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { desktop } from '../../native/src/index.ts';
 import { toolOutputs } from '../fixtures/model-server/server.ts';
-import { act, artifact, CuHarness, cuEvents, find, final, imagePoint } from './cu-harness.ts';
+import { act, artifact, type CuHarness, cuEvents, find, final, imagePoint } from './cu-harness.ts';
 import { useCuHarness } from './use-harness.ts';
 
 let t: CuHarness;

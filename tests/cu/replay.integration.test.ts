@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { serializeWorkflow, workflowFileFor, type Workflow } from '../../supervisor/src/protocol/workflow.ts';
 import { REPO, type RunRecord } from '../helpers/harness.ts';
 import { desktop } from '../../native/src/index.ts';
-import { artifact, CuHarness, cuEvents, find, formApp } from './cu-harness.ts';
+import { artifact, type CuHarness, cuEvents, find, formApp } from './cu-harness.ts';
 import { useCuHarness } from './use-harness.ts';
 import { predictClick, predictDone } from './replay-script.ts';
 

@@ -57,6 +57,10 @@ describe('permission asks on the board', () => {
   it('the card asks in Needs input; Allow once by keyboard runs it again and it is done', async () => {
     await server.api('POST', '/api/cards/report/move', { to: 'queued', index: 0 });
     await page.waitForSelector(inColumn('report', 'needs-input'), { timeout: 30_000 });
+    await page
+      .locator(inColumn('report', 'needs-input'))
+      .getByText(`needs: your permission to write in ${reports}`)
+      .waitFor();
     // open it by keyboard: the card's handle, Enter
     await page.locator('[data-card-handle="report"]').focus();
     await page.keyboard.press('Enter');

@@ -51,6 +51,9 @@ async function tabTo(done: () => Promise<boolean>, max = 60): Promise<number> {
 
 describe('Settings → Configuration', () => {
   it('shows each effective value with its origin and the config warnings, reached by keyboard', async () => {
+    // the board says there are warnings before anyone opens Settings
+    await page.getByRole('status').filter({ hasText: 'The config has 4 warnings' }).waitFor();
+    await page.screenshot({ path: path.join(ARTIFACTS, 'board-config-warnings-1440.png') });
     await tabTo(() =>
       page.getByRole('button', { name: 'Settings' }).evaluate((b) => b === document.activeElement),
     );
@@ -90,6 +93,12 @@ describe('Settings → Configuration', () => {
     // what the flow's profile gives it
     expect(await origin('flows.shell.provider')).toEqual(['openai', 'profile fast (user config)']);
     expect(await origin('flows.shell.model')).toEqual(['gpt-fast', 'profile fast (user config)']);
+
+    // Providers counts the flow as openai's, through its profile
+    const providers = settings.getByRole('region', { name: 'Providers' });
+    await expect
+      .poll(() => providers.locator('li', { hasText: 'openai' }).first().textContent())
+      .toContain('flows: shell');
 
     // the table is reachable by keyboard (a scrolling region takes the focus), and the filter too
     await tabTo(() => section.evaluate((el) => el === document.activeElement));

@@ -21,6 +21,7 @@ import {
   type Answer,
   type BoardDelta,
   type BoardView,
+  type FirstScreenView,
   type CardDetail,
   type CardFields,
   type CardForm,
@@ -48,7 +49,7 @@ import { Extractions, ExtractRefused, type ExtractRequest } from './extract.ts';
 import { PermissionAsks } from './permission-asks.ts';
 import { GrantStore } from './grant-store.ts';
 import { GrantError } from '@runboard/supervisor/grants';
-import { NoGrantError } from './launch.ts';
+import { flowProvider, NoGrantError } from './launch.ts';
 import { configRows, loadEffectiveConfig, userConfigPath, type Card, type CardStatus } from './project.ts';
 import { Recordings } from './recordings.ts';
 import { RunFiles } from './run-files.ts';
@@ -153,6 +154,11 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
 
   view(): BoardView {
     return { version: this.deltas.version, ...this.views.view() };
+  }
+
+  /** What the page's first screen shows (BoardViews.firstScreen), sent with the page itself. */
+  firstScreen(perColumn: number): FirstScreenView {
+    return { version: this.deltas.version, ...this.views.firstScreen(perColumn) };
   }
 
   private card(id: string): Card {
@@ -639,12 +645,14 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   /** The supervisor's providers and the ones config.yaml's flows name, each with its flows. */
   async providers(): Promise<ProviderView[]> {
     const { providers } = await this.client.listProviders();
-    const flows = Object.entries(this.store.config.flows);
-    const usedBy = (name: string): string[] => flows.filter(([, f]) => f.provider === name).map(([n]) => n);
+    const cfg = this.store.config;
+    // a flow's provider is its own or its profile's
+    const flows = Object.entries(cfg.flows).map(([n, f]) => [n, flowProvider(f, cfg)] as const);
+    const usedBy = (name: string): string[] => flows.filter(([, p]) => p === name).map(([n]) => n);
     const out: ProviderView[] = providers.map((p) => ({ ...p, known: true, flows: usedBy(p.name) }));
-    for (const [, f] of flows)
-      if (f.provider && !out.some((p) => p.name === f.provider))
-        out.push({ name: f.provider, baseUrl: '', hasKey: false, known: false, flows: usedBy(f.provider) });
+    for (const [, provider] of flows)
+      if (provider && !out.some((p) => p.name === provider))
+        out.push({ name: provider, baseUrl: '', hasKey: false, known: false, flows: usedBy(provider) });
     return out;
   }
 

@@ -5,7 +5,7 @@ import type { LaunchRun } from '@runboard/supervisor/protocol';
 import type { GrantStore } from './grant-store.ts';
 import type { Card, ProjectConfig } from './project.ts';
 
-export { flowSpec, NoGrantError, visionProfileOf } from '@runboard/supervisor/flow-spec';
+export { flowProvider, flowSpec, NoGrantError, visionProfileOf } from '@runboard/supervisor/flow-spec';
 
 export function launchRequest(
   card: Card,

@@ -68,6 +68,7 @@ export class PermissionAsks {
       this.store.update(cardId, {
         status: 'failed',
         rank: this.topRank('failed'),
+        needs: undefined,
         lastError: `you denied the run: ${describeAsk(ask)} (the sandbox had refused it; the run printed: ${ask.evidence.slice(0, 300)})`,
       });
       this.scheduler.kick();
@@ -88,6 +89,7 @@ export class PermissionAsks {
     this.store.update(cardId, {
       status: 'queued',
       rank: this.topRank('queued'),
+      needs: undefined,
       failures: undefined,
       nextTryAt: undefined,
       lastError: undefined,

@@ -23,9 +23,10 @@ import {
 import type { BoardStore } from './board-store.ts';
 import { compareCards } from './board-model.ts';
 import { appendQuestions } from './board-questions.ts';
+import { askNeeds, isAskNeeds } from '../shared/asks.ts';
 import { installReflected } from './workflow-store.ts';
 import type { GrantStore } from './grant-store.ts';
-import { launchRequest } from './launch.ts';
+import { flowProvider, launchRequest } from './launch.ts';
 import type { Card, CardStatus } from './project.ts';
 import { backoffDelay, decide } from './scheduler-policy.ts';
 import { SupervisorUnavailable, type SupervisorClient } from './supervisor-client.ts';
@@ -308,7 +309,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       busy: Object.fromEntries([...this.busy].map(([res, b]) => [res, b.why])),
       blockedFlows: Object.fromEntries(
         Object.entries(cfg.flows).flatMap(([n, f]) => {
-          const why = this.supervisorDown ?? (f.provider ? this.keyless.get(f.provider) : undefined);
+          const provider = flowProvider(f, cfg);
+          const why = this.supervisorDown ?? (provider ? this.keyless.get(provider) : undefined);
           return why ? [[n, why]] : [];
         }),
       ),
@@ -353,7 +355,13 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       }
       a.runId = runId;
       this.byRun.set(runId, cardId);
-      this.safeUpdate(cardId, { status: 'running', lastRun: runId, lastError: undefined });
+      this.safeUpdate(cardId, {
+        status: 'running',
+        lastRun: runId,
+        lastError: undefined,
+        // a card queued again without answering its asks: they were asked of the run before
+        ...(isAskNeeds(card.front.needs) ? { needs: undefined } : {}),
+      });
       this.emit('changed');
       if (a.cancelRequested) void this.client.cancel(runId);
       await this.follow(cardId, runId);
@@ -471,6 +479,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
             {
               status: 'needs-input',
               rank: this.topRank('needs-input'),
+              ...(result.asks?.length ? { needs: askNeeds(result.asks) } : {}),
               lastRun: result.runId,
               failures: undefined,
               nextTryAt: undefined,
@@ -568,7 +577,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
    * when the flow has no provider in config.yaml (any more): then it is an ordinary failure.
    */
   private waitForKey(result: RunResult): boolean {
-    const provider = this.store.config.flows[result.flow]?.provider;
+    const flow = this.store.config.flows[result.flow];
+    // its own provider or its profile's
+    const provider = flow && flowProvider(flow, this.store.config);
     if (!provider) return false;
     this.keyless.set(
       provider,

@@ -13,7 +13,7 @@ import {
   upgradeConfigFile,
   userConfigPath,
 } from './config.ts';
-import { flowSpec, visionProfileOf } from './flow-spec.ts';
+import { flowProvider, flowSpec, visionProfileOf } from './flow-spec.ts';
 import { CONFIG_VERSION } from './project.ts';
 
 const project = (text: string) => ({ file: '/p/config.yaml', text });
@@ -185,6 +185,8 @@ describe('config warnings and origins', () => {
       source: { layer: 'profile', profile: 'fast', file: '/home/u/.config/runboard/config.yaml' },
     });
     expect(rows.filter((r) => r.key === 'flows.a.model')).toHaveLength(1);
+    // the provider whose key the flow's runs need (the board's Providers and its wait for a key)
+    expect(flowProvider(eff.config.flows.a!, eff.config)).toBe('openai');
   });
 });
 

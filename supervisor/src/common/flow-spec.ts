@@ -46,6 +46,11 @@ function withProfile(flow: FlowConfig, config?: ProjectConfig): FlowConfig {
   } as FlowConfig;
 }
 
+/** The provider a flow's runs use: its own, else its profile's (what the proxy needs a key for). */
+export function flowProvider(flow: FlowConfig, config: ProjectConfig): string | undefined {
+  return withProfile(flow, config).provider;
+}
+
 /** The FlowSpec of flow `name`; `config` (the effective config) resolves its profile. */
 export function flowSpec(
   name: string,

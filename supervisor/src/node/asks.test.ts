@@ -112,6 +112,15 @@ describe('permission asks: what a run may be asked for', () => {
     for (const x of r.refused) expect(x.why).toMatch(/config.yaml or cards/);
   });
 
+  it('a refused read (file permissions, not the sandbox) asks nothing', () => {
+    const r = asksOf([
+      `cat: ${out}/secret: Permission denied`,
+      `ls: cannot open directory '${out}/x': Permission denied`,
+    ]);
+    expect(r.asks).toEqual([]);
+    expect(r.refused[0]?.why).toMatch(/does not read as a write/);
+  });
+
   it('attack: system folders ask nothing', () => {
     const r = asksOf([
       'cannot create /etc/cron.d/x: Permission denied',

@@ -41,6 +41,14 @@ const SYSTEM_TREES = [
   '/var',
 ];
 
+/**
+ * A refusal that reads as a write: a read-only mount's EROFS (the run's mount namespace), a tool's
+ * "cannot create/touch/…", an open or mkdir (Node's EACCES), an agent's edit tool. Reads are not the
+ * sandbox's refusals (it hides only Runboard's state), so "cat: x: Permission denied" asks nothing.
+ */
+const WRITE_HINT =
+  /read-only file system|EROFS|cannot (?:create|touch|overwrite|make|move|copy)|permission denied, (?:open|mkdir|copyfile|symlink)\b|\b(?:mkdir|write)\b|^(?:Write|Edit|MultiEdit|NotebookEdit|apply_patch|command)\b/i;
+
 export interface AskContext {
   /** Trees the run may write already (a refusal there is not the sandbox's). */
   writable: readonly string[];
@@ -124,6 +132,10 @@ export function deriveAsk(d: Denial, ctx: AskContext): Derived {
       ? { refused: `deletes in ${folder} are not asked: ${why}` }
       : { ask: { kind: 'delete', path: folder } };
   }
+  if (!WRITE_HINT.test(d.line))
+    return {
+      refused: `the refusal of ${d.path} does not read as a write (a read is not the sandbox's to refuse)`,
+    };
   const folder = existingFolder(path.dirname(d.path));
   if (!folder) return { refused: `no folder of ${d.path} exists` };
   if (ctx.writable.map(real).some((w) => within(folder, w)))

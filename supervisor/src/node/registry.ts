@@ -180,6 +180,15 @@ export class RunRegistry {
       if (rec!.status === 'running') refuse(`run ${a.runId} is still going`);
       const ask = rec!.asks?.find((x) => x.id === a.ask);
       if (!ask) refuse(`run ${a.runId} asked nothing as ${a.ask}`);
+      if (ask!.kind === 'delete') {
+        // The same folder of this run's workspace (a worktree flow gets a new worktree each run); the
+        // jail finds it beneath the workspace without following links.
+        const rel = path.relative(rec!.workspace, ask!.path!);
+        if (rel.startsWith('..') || path.isAbsolute(rel))
+          refuse(`${ask!.path} is not inside the workspace of run ${a.runId}`);
+        out.push({ ...ask!, path: path.join(workspace, rel) });
+        continue;
+      }
       if (ask!.path !== undefined) {
         let now: string | undefined;
         try {
@@ -198,8 +207,6 @@ export class RunRegistry {
           workspace,
         });
         if (why) refuse(`${ask!.path}: ${why}`);
-        if (ask!.kind === 'delete' && !(ask!.path + '/').startsWith(workspace.replace(/\/?$/, '/')))
-          refuse(`${ask!.path} is not inside this run's workspace ${workspace}`);
       }
       out.push(ask!);
     }

@@ -118,6 +118,11 @@ describe('the workflow schema', () => {
     expect(problems(w)).toEqual([
       'plan.subtasks[0].outcome_check: an outcome check needs a role, a name or a value to look for (or remove it)',
     ]);
+    w.plan.subtasks[0]!.outcome_check = { value: '{email}' };
+    w.task_params[1]!.sensitive = true;
+    expect(problems(w)).toEqual([
+      "plan.subtasks[0].outcome_check.value: {email} is a sensitive parameter: a check cannot look for it (a password field's value is never read)",
+    ]);
   });
 
   it('refuses unknown keys, wrong numbering and a missing version instead of dropping them', () => {

@@ -282,6 +282,7 @@ function crossCheck(w: z.infer<typeof WorkflowShape>, ctx: Ctx): void {
   const issue = (path: Array<string | number>, message: string): void =>
     ctx.addIssue({ code: 'custom', message, path, input: w });
   const params = new Set<string>();
+  const sensitive = new Set(w.task_params.filter((p) => p.sensitive).map((p) => p.name));
   w.task_params.forEach((p, i) => {
     if (params.has(p.name)) issue(['task_params', i, 'name'], `parameter "${p.name}" is declared twice`);
     params.add(p.name);
@@ -362,7 +363,14 @@ function crossCheck(w: z.infer<typeof WorkflowShape>, ctx: Ctx): void {
     check(['plan', 'subtasks', k, 'expected_outcome'], st.expected_outcome);
     for (const f of ['name', 'value'] as const) {
       const v = st.outcome_check?.[f];
-      if (v !== undefined) check(['plan', 'subtasks', k, 'outcome_check', f], v);
+      if (v === undefined) continue;
+      check(['plan', 'subtasks', k, 'outcome_check', f], v);
+      const secret = templateNames(v).find((n) => sensitive.has(n));
+      if (secret !== undefined)
+        issue(
+          ['plan', 'subtasks', k, 'outcome_check', f],
+          `{${secret}} is a sensitive parameter: a check cannot look for it (a password field's value is never read)`,
+        );
     }
     st.steps.forEach((s, j) => {
       for (const [field, value] of stepStrings(s))

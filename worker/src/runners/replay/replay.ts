@@ -305,7 +305,8 @@ export class Replay {
     if (!sub.check) return null;
     if (await this.waitFor(sub.check)) return null;
     let falseDone = 0;
-    const want = describeCheck(sub.check);
+    // In words for the model and the card's question: a sensitive value withheld, as in the query.
+    const want = describeCheck(forModel.check ?? sub.check);
     for (;;) {
       const stop = this.mayGoOn();
       if (stop) return stop;

@@ -1,0 +1,65 @@
+// An agent's own permission refusals go through the same ask as the jail's. A real `claude` run
+// (print mode) whose Write outside its worktree Claude Code itself refuses, and a real `codex exec`
+// run whose shell command writes outside its writable roots and is refused by codex's bubblewrap
+// sandbox (sandbox.agentSandbox), both against the scripted model server: each run ends needs-input
+// with an ask for that folder, derived by the supervisor; allowed once, the next run has the folder
+// writable in the jail and in the agent (claude --add-dir, codex writable_roots) and the file is there.
+import { existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FlowSpec } from '@runboard/supervisor/protocol';
+import { AgentHarness } from './agent-harness.ts';
+
+let a: AgentHarness;
+let out: string;
+beforeAll(async () => {
+  a = await AgentHarness.start();
+  mkdirSync(path.join(a.h.root, 'out'));
+  out = realpathSync(path.join(a.h.root, 'out'));
+});
+afterAll(async () => {
+  await a.stop();
+});
+
+const ok = (summary: string): string => `RUNBOARD_RESULT: ${JSON.stringify({ status: 'SUCCESS', summary })}`;
+
+/** Runs the card (refused, asked), then again with the ask allowed once; the file must be written then. */
+async function askedThenAllowed(marker: string, flow: FlowSpec, file: string, text: string): Promise<void> {
+  const card = a.card(marker, `EPISODE:${marker}`);
+  const first = await a.run(card, flow);
+  expect(first.result.status, first.result.summary).toBe('needs-input');
+  expect(first.result.asks).toEqual([expect.objectContaining({ kind: 'write', path: out, source: 'agent' })]);
+  expect(existsSync(file)).toBe(false);
+  const { runId } = await a.launch(card, flow, 'agent card', [{ runId: first.result.runId, ask: 'a1' }]);
+  const second = await a.h.collect(runId);
+  expect(second.result.status, second.result.summary + second.stderr).toBe('succeeded');
+  expect(readFileSync(file, 'utf8')).toBe(text);
+}
+
+describe("an agent's own permission refusals", () => {
+  it('claude: asked for the folder; allowed once, Claude Code and the jail let the write through', async () => {
+    const file = path.join(out, 'report.md');
+    const write = { name: 'Write', arguments: { file_path: file, content: 'report\n' } };
+    a.episodes([
+      {
+        name: 'claude-out',
+        match: 'EPISODE:claude-out',
+        turns: [{ text: 'Writing.', toolCalls: [write] }, { text: `Done.\n${ok('wrote the report')}` }],
+      },
+    ]);
+    await askedThenAllowed('claude-out', a.flow('claude'), file, 'report\n');
+  }, 180_000);
+
+  it("codex: its sandbox's refusal is asked; allowed once, codex and the jail let the write through", async () => {
+    const file = path.join(out, 'data.csv');
+    const cmd = { name: 'exec_command', arguments: { cmd: `printf 'a,b\\n' > ${file} && echo exported` } };
+    a.episodes([
+      {
+        name: 'codex-out',
+        match: 'EPISODE:codex-out',
+        turns: [{ toolCalls: [cmd] }, { text: `Done.\n${ok('exported')}` }],
+      },
+    ]);
+    await askedThenAllowed('codex-out', a.flow('codex', { sandbox: { agentSandbox: true } }), file, 'a,b\n');
+  }, 180_000);
+});
