@@ -3,7 +3,8 @@
 //   its first cards in the DOM), for BOARD_CARDS (2,000), for 300 cards and, as the baseline of the same
 //   run, for an empty project; card moves (API call in the page → card shown in its new column); frame
 //   times while a column scrolls and while a card is dragged across the board (against the 16.7 ms of a
-//   60 Hz frame). BASE_DIST=<a dist/ of an older build> measures that build too, in the same run.
+//   60 Hz frame). BASE_DIST=<a dist/ of an older build> measures that build too, in the same run (put it
+//   inside the repository: its supervisor finds native/build by walking up from its own folder).
 // - log: memory after LOG_LINES (1,000,000) log lines through an open inspector (LOG_LINES=0 skips it).
 // Run: node host/bench/run.mjs browser
 /* global document, fetch, requestAnimationFrame, window -- page.evaluate callbacks run in the browser */
