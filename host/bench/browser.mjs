@@ -3,7 +3,8 @@
 //   its first cards in the DOM), for BOARD_CARDS (2,000), for 300 cards and, as the baseline of the same
 //   run, for an empty project; card moves (API call in the page → card shown in its new column); frame
 //   times while a column scrolls and while a card is dragged across the board (against the 16.7 ms of a
-//   60 Hz frame). BASE_DIST=<a dist/ of an older build> measures that build too, in the same run.
+//   60 Hz frame). BASE_DIST=<a dist/ of an older build> measures that build too, in the same run (put it
+//   inside the repository: its supervisor finds native/build by walking up from its own folder).
 // - log: memory after LOG_LINES (1,000,000) log lines through an open inspector (LOG_LINES=0 skips it).
 // Run: node host/bench/run.mjs browser
 /* global document, fetch, requestAnimationFrame, window -- page.evaluate callbacks run in the browser */
@@ -87,8 +88,13 @@ async function startServe(dist, project) {
 }
 
 async function stopServe(dist, serve) {
-  serve.kill('SIGTERM');
-  await new Promise((r) => serve.once('exit', r));
+  if (serve.exitCode === null && serve.signalCode === null) {
+    const exited = new Promise((r) => serve.once('exit', r));
+    serve.kill('SIGTERM');
+    const late = setTimeout(() => serve.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(late);
+  }
   try {
     execFileSync(process.execPath, [path.join(dist, 'runboard.mjs'), 'supervisor', 'stop', '--force'], {
       env,
@@ -141,6 +147,7 @@ async function frames(page, action) {
 
 /** One board: serve → first screen, moves, scroll and drag frames. */
 async function boardRun(dist, label, project, cards) {
+  process.stderr.write(`board ${label} ${cards}…\n`);
   const { serve, url, t0, urlMs } = await startServe(dist, project);
   const page = await browser.newPage({ viewport: { width: 1500, height: 900 } });
   await page.goto(url);
@@ -198,6 +205,7 @@ async function boardRun(dist, label, project, cards) {
       e.scrollTop = 0;
       e.parentElement.scrollTop = 0;
     });
+    await new Promise((r) => setTimeout(r, 300));
     // dragging the first Backlog card over every column and back, ~1.5 s
     const first = await page.locator('ul.cards[data-column="backlog"] li.card').first().boundingBox();
     const board = await page.locator('.board').boundingBox();

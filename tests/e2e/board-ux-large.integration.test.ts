@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FirstScreenView } from '../../host/src/shared/board-types.ts';
 import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, shellConfig, sleep, waitUntil } from './helpers/board.ts';
 
@@ -76,6 +77,24 @@ describe('a 2,000-card board', () => {
     expect(await first.getAttribute('aria-setsize')).toBe(String(BACKLOG));
     expect(await first.getAttribute('aria-posinset')).toBe('1');
     expect(await seriousViolations(page)).toEqual([]);
+  });
+
+  it('the page comes with its first screen: the first cards of each column and every count', async () => {
+    const html = await (await fetch(server.url)).text();
+    const json = /<script type="application\/json" id="first-screen">(.*?)<\/script>/s.exec(html)?.[1];
+    const first = JSON.parse(json!) as FirstScreenView;
+    expect(first.counts).toMatchObject({
+      backlog: BACKLOG,
+      done: BACKLOG,
+      failed: N - 2 * BACKLOG,
+      queued: 0,
+    });
+    expect(first.cards.filter((c) => c.column === 'backlog').map((c) => c.id)).toEqual(
+      Array.from({ length: 40 }, (_, i) => `c${i * 3}`),
+    );
+    expect(first.cards.length).toBe(120);
+    // and once the script ran, it is gone from the page (the whole board replaced it)
+    expect(await page.locator('#first-screen').count()).toBe(0);
   });
 
   it('scrolling a column reaches its last card', async () => {

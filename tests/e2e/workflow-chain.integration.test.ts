@@ -7,7 +7,8 @@
  * becomes a replay card, its new parameter value given in the board's form, and the replay on the
  * desktop fills the changed app with it, by locators alone: no model call. Then the same workflow
  * on the app as recorded (its button says "Submit" again): the model is asked exactly for that step;
- * and on an app whose Submit does nothing: the run ends needs-input, not done. The app's state is
+ * and on an app whose Submit does nothing: the run ends needs-input, not done; and on a private
+ * display the supervisor starts with the changed app, by locators alone again. The app's state is
  * read back through its accessibility tree. The model server is the only double.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -95,6 +96,15 @@ async function ended(id: string, after?: string) {
 let reflectRun: string | undefined;
 let lastRun: string | undefined;
 
+/** Card signup's flow changed from `from` to `to` in its file, as a person edits it. */
+async function setFlow(from: string, to: string): Promise<void> {
+  const src = await server.api<{ text: string }>('GET', '/api/cards/signup/source');
+  await server.api('PUT', '/api/cards/signup/source', {
+    text: src.text.replace(`flow: ${from}\n`, `flow: ${to}\n`),
+    base: src.text,
+  });
+}
+
 /** Replays card signup again with `person` as its person_name, on the form as the test left it. */
 async function replayAgain(person: string) {
   await server.api('PUT', '/api/cards/signup/params', { params: { person_name: person } });
@@ -145,6 +155,17 @@ flows:
     env: ${env}
     sandbox: { allowAbstractUnix: true }
     computerUse: { imageMaxWidth: 640 }
+  replay-private:
+    runner: replay
+    provider: openai
+    model: gpt-5.2-codex
+    prompt: ${JSON.stringify(path.join(REPO, 'prompts', 'replay_agent'))}
+    cap: 1
+    computerUse:
+      privateDisplay: true
+      displaySize: 1024x768x24
+      imageMaxWidth: 640
+      app: ${JSON.stringify(['/usr/bin/python3', formApp, '--title', TITLE, '--variant', 'renamed'])}
 `,
     {},
     BoardServer.withModel('openai', model.url),
@@ -238,11 +259,7 @@ describe('record → reflect → edit → replay', () => {
     { timeout: 120_000 },
     async () => {
       // The card becomes a replay card (its workflow stays in its folder).
-      const src = await server.api<{ text: string }>('GET', '/api/cards/signup/source');
-      await server.api('PUT', '/api/cards/signup/source', {
-        text: src.text.replace('flow: reflect', 'flow: replay'),
-        base: src.text,
-      });
+      await setFlow('reflect', 'replay');
       await startForm(['--variant', 'renamed']);
       await page.reload();
       const params = page.getByRole('region', { name: 'Replay parameters' });
@@ -306,6 +323,21 @@ describe('record → reflect → edit → replay', () => {
       expect(text).toContain('Saved: 1 time(s)');
       expect((await element((e) => e.role === 'text' && e.name === 'Name')).value).toBe('Edsger Dijkstra');
       expect((await element((e) => e.name === 'Save status')).value).toBe('Saved: never');
+    },
+  );
+
+  it(
+    'replays on a private display (computerUse.privateDisplay) with the flow’s app, leaving the desktop in front alone',
+    { timeout: 120_000 },
+    async () => {
+      await setFlow('replay', 'replay-private');
+      const card = await replayAgain('Barbara Liskov');
+      // Done only when both outcome checks held on that display: Name showed the new value, and
+      // the form said it was saved; every step by locator, no model.
+      expect(card.column, readFileSync(server.cardFile('signup.md'), 'utf8')).toBe('done');
+      expect(asked('Barbara Liskov')).toEqual([]);
+      // The form on the desktop in front is as the previous test left it.
+      expect((await element((e) => e.role === 'text' && e.name === 'Name')).value).toBe('Edsger Dijkstra');
     },
   );
 });

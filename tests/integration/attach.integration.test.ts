@@ -1,9 +1,20 @@
 // Detach and re-attach: the run log on disk is the source of truth, so a client (or a restarted host)
 // that re-attaches from the offsets it has gets every line exactly once, in order.
 import { readFileSync, statSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Offsets, RunResult } from '@runboard/supervisor/protocol';
+import {
+  AttachRun,
+  call,
+  connect,
+  DidEnd,
+  DidOutputBytes,
+  DidOutputSizes,
+  on,
+  type Offsets,
+  type RunResult,
+} from '@runboard/supervisor/protocol';
 import { SupervisorClient } from '../../host/src/core/supervisor-client.ts';
 import { Harness, sleep, waitUntil } from '../helpers/harness.ts';
 
@@ -74,6 +85,48 @@ describe('attach', () => {
     expect(events[0]).toBe(3);
     expect(events).toEqual(rec.events.slice(3).map((e) => e.seq));
     expect(result.status).toBe('succeeded');
+  });
+
+  it('a client that reads the run files itself is sent their sizes only, and sees what frames would show', async () => {
+    const { runId } = await h.launch('seq 1 200000; seq 1 1000 >&2');
+    const socket = net.connect(h.paths.socket);
+    await new Promise((r) => socket.once('connect', r));
+    const conn = connect(socket, socket, { close: () => socket.destroy() });
+    let frames = 0;
+    let last = { stdout: 0, stderr: 0, dir: '' };
+    on(conn, DidOutputBytes, () => frames++);
+    on(conn, DidOutputSizes, (p) => (last = p));
+    const ended = new Promise<RunResult>((resolve) => on(conn, DidEnd, (p) => resolve(p.result)));
+    conn.listen();
+    try {
+      await call(conn, AttachRun, { runId, bytes: true, files: true });
+      const result = await ended;
+      // the bytes never crossed the socket; the last sizes are the files' whole
+      expect(frames).toBe(0);
+      expect(last.dir).toBe(result.logDir);
+      expect(last.stdout).toBe(result.stdoutBytes);
+      expect(last.stderr).toBe(result.stderrBytes);
+      expect(result.stdoutBytes).toBe(statSync(path.join(result.logDir, 'stdout.log')).size);
+    } finally {
+      conn.dispose();
+      socket.destroy();
+    }
+    // Through the client: the same output whether it reads the files or takes frames.
+    const read = async (readFiles: boolean): Promise<string> => {
+      const client = await SupervisorClient.connect(h.paths, { readFiles });
+      let text = '';
+      try {
+        await new Promise<RunResult>((resolve, reject) => {
+          client.attach(runId, { onOutput: (s, d) => (text += `${s}:${d}`), onEnd: resolve }).catch(reject);
+        });
+      } finally {
+        client.close();
+      }
+      return text;
+    };
+    const [fromFiles, fromFrames] = [await read(true), await read(false)];
+    expect(fromFiles).toBe(fromFrames);
+    expect(fromFiles.length).toBeGreaterThan(1_000_000);
   });
 
   it('a 50 MB line and binary garbage are recorded whole and streamed in bounded chunks', async () => {

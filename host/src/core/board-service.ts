@@ -21,6 +21,7 @@ import {
   type Answer,
   type BoardDelta,
   type BoardView,
+  type FirstScreenView,
   type CardDetail,
   type CardFields,
   type CardForm,
@@ -153,6 +154,11 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
 
   view(): BoardView {
     return { version: this.deltas.version, ...this.views.view() };
+  }
+
+  /** What the page's first screen shows (BoardViews.firstScreen), sent with the page itself. */
+  firstScreen(perColumn: number): FirstScreenView {
+    return { version: this.deltas.version, ...this.views.firstScreen(perColumn) };
   }
 
   private card(id: string): Card {

@@ -5,7 +5,13 @@
  */
 import { statSync } from 'node:fs';
 import path from 'node:path';
-import type { BoardView, CardView, Column } from '../shared/board-types.ts';
+import {
+  COLUMNS,
+  type BoardView,
+  type CardView,
+  type Column,
+  type FirstScreenView,
+} from '../shared/board-types.ts';
 import { Arrivals, compareCards, type Ranked } from './board-model.ts';
 import { parseQuestions } from './board-questions.ts';
 import type { BoardStore } from './board-store.ts';
@@ -93,12 +99,37 @@ export class BoardViews {
 
   /** The whole board (without its delta version, which the caller adds). */
   view(): Omit<BoardView, 'version'> {
-    const cfg = this.store.config;
-    const cards = this.store
+    return this.viewOf(this.sorted().map((c) => this.cardView(c)));
+  }
+
+  /**
+   * What a first screen shows: every column's count, and only its first `perColumn` cards (the views
+   * of the others, most of a big board's cost, are not made).
+   */
+  firstScreen(perColumn: number): Omit<FirstScreenView, 'version'> {
+    const counts = Object.fromEntries(COLUMNS.map((c) => [c, 0])) as Record<Column, number>;
+    const cards: CardView[] = [];
+    for (const c of this.sorted()) {
+      const column = this.columnOf(String(c.front.id), c);
+      if (counts[column]++ < perColumn) cards.push(this.cardView(c));
+    }
+    const board = this.viewOf(cards);
+    for (const c of board.cards) if (c.broken) counts.backlog++;
+    return { ...board, counts };
+  }
+
+  /** The cards in board order (compareCards). */
+  private sorted(): Card[] {
+    return this.store
       .all()
       .map((c) => ({ ...this.ranked(c), card: c }))
       .sort(compareCards)
-      .map((c) => this.cardView(c.card));
+      .map((c) => c.card);
+  }
+
+  /** The board of these card views (broken cards added at the end of Backlog). */
+  private viewOf(cards: CardView[]): Omit<BoardView, 'version'> {
+    const cfg = this.store.config;
     for (const b of this.store.brokenCards()) {
       const file = path.relative(this.store.projectDir, b.file);
       cards.push({

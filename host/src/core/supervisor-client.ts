@@ -27,6 +27,7 @@ import {
   DidEvent,
   DidOutput,
   DidOutputBytes,
+  DidOutputSizes,
   LaunchRun,
   ListRuns,
   on,
@@ -41,6 +42,7 @@ import {
 } from '@runboard/supervisor/protocol';
 import { ensurePrivateDir, type StatePaths } from '@runboard/supervisor/paths';
 import type { z } from 'zod';
+import { FileOutputReader } from './output-reader.ts';
 
 export interface AttachHandlers {
   onEvent?(event: RunEvent): void;
@@ -56,6 +58,9 @@ export interface AttachHandlers {
 interface Attachment {
   handlers: AttachHandlers;
   offsets: Offsets;
+  /** The output is read from the run's files here (sizes from the supervisor); false: bytes frames. */
+  files: boolean;
+  reader?: FileOutputReader;
 }
 
 export class SupervisorUnavailable extends Error {}
@@ -106,6 +111,12 @@ export interface ConnectOptions {
   /** Start a supervisor when none runs. */
   autoStart?: boolean;
   timeoutMs?: number;
+  /**
+   * Read attached runs' output from their log files (the supervisor sends only sizes) where this
+   * process can open them; else (false, or files that are not the supervisor's) as bytes frames.
+   * Default true.
+   */
+  readFiles?: boolean;
   /**
    * A long-lived client (the board's): when the connection is lost, connect again, starting a new
    * supervisor the same way (runs of a supervisor that died are recorded by its successor as
@@ -209,12 +220,25 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
       DidOutputBytes,
       ({ runId, stream, offset, bytes }) => {
         const a = this.attachments.get(runId);
-        const length = bytes.length;
-        if (!mine() || !a || offset + length <= a.offsets[stream]) return;
-        a.offsets[stream] = offset + length;
-        const buf = Buffer.from(bytes.buffer, bytes.byteOffset, length);
-        if (a.handlers.onBytes) a.handlers.onBytes(stream, buf, offset);
-        else a.handlers.onOutput?.(stream, buf.toString('utf8'), offset, length);
+        if (!mine() || !a) return;
+        deliver(a, stream, offset, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length));
+      },
+      bad,
+    );
+    on(
+      conn,
+      DidOutputSizes,
+      ({ runId, dir, dev, ino, ...sizes }) => {
+        const a = this.attachments.get(runId);
+        if (!mine() || !a || !a.files) return;
+        if (!a.reader) {
+          const reader = new FileOutputReader(dir, { dev, ino }, a.offsets, (stream, offset, data) =>
+            deliver(a, stream, offset, data),
+          );
+          a.reader = reader;
+          reader.done.catch(() => this.readFilesFailed(runId, a, reader));
+        }
+        a.reader.update(sizes);
       },
       bad,
     );
@@ -225,7 +249,14 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
         const a = this.attachments.get(runId);
         if (!mine() || !a) return;
         this.attachments.delete(runId);
-        a.handlers.onEnd?.(result);
+        const reader = a.reader;
+        if (!reader) return a.handlers.onEnd?.(result);
+        // the output read from the files comes first (a reader that fails attaches again instead)
+        reader.end();
+        void reader.done.then(
+          () => a.reader === reader && a.handlers.onEnd?.(result),
+          () => undefined,
+        );
       },
       bad,
     );
@@ -272,6 +303,25 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
     );
   }
 
+  /**
+   * This process cannot read a run's files (another mount namespace, no permission): the output comes
+   * as bytes frames from where the reader got to.
+   */
+  private readFilesFailed(runId: string, a: Attachment, reader: FileOutputReader): void {
+    if (a.reader !== reader || this.closed) return;
+    reader.stop();
+    a.reader = undefined;
+    a.files = false;
+    this.attachments.set(runId, a);
+    void this.rpc(AttachRun.method, (c) => call(c, AttachRun, { runId, from: a.offsets, bytes: true })).catch(
+      (e: Error) => {
+        if (this.attachments.get(runId) !== a) return;
+        this.attachments.delete(runId);
+        a.handlers.onLost?.(e);
+      },
+    );
+  }
+
   /** Takes a new connection in and attaches again to every run that was attached. */
   private adopt(next: { socket: net.Socket; conn: MessageConnection }): MessageConnection {
     this.socket = next.socket;
@@ -279,12 +329,14 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
     this.wire(next.conn);
     this.emit('reconnected');
     for (const [runId, a] of this.attachments) {
-      call(next.conn, AttachRun, { runId, from: a.offsets, bytes: true }).catch((err: Error) => {
-        // a connection lost again meanwhile attaches again itself
-        if (this.attachments.get(runId) !== a || next.conn !== this.current || this.reconnecting) return;
-        this.attachments.delete(runId);
-        a.handlers.onLost?.(err);
-      });
+      call(next.conn, AttachRun, { runId, from: a.offsets, bytes: true, files: a.files }).catch(
+        (err: Error) => {
+          // a connection lost again meanwhile attaches again itself
+          if (this.attachments.get(runId) !== a || next.conn !== this.current || this.reconnecting) return;
+          this.attachments.delete(runId);
+          a.handlers.onLost?.(err);
+        },
+      );
     }
     return next.conn;
   }
@@ -427,11 +479,12 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
       stdout: from?.stdout ?? 0,
       stderr: from?.stderr ?? 0,
     };
-    const a = { handlers, offsets };
+    const a: Attachment = { handlers, offsets, files: this.opts.readFiles ?? true };
+    stopReading(this.attachments.get(runId));
     this.attachments.set(runId, a);
     try {
       const { run } = await this.rpc(AttachRun.method, (c) =>
-        call(c, AttachRun, { runId, from: offsets, bytes: true }),
+        call(c, AttachRun, { runId, from: offsets, bytes: true, files: a.files }),
       );
       return run;
     } catch (err) {
@@ -444,6 +497,7 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
   async detach(runId: string): Promise<Offsets | undefined> {
     const a = this.attachments.get(runId);
     this.attachments.delete(runId);
+    stopReading(a);
     if (!this.closed && !this.reconnecting) await call(this.current, DetachRun, { runId });
     return a ? { ...a.offsets } : undefined;
   }
@@ -456,9 +510,25 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
 
   close(): void {
     this.closed = true;
+    for (const a of this.attachments.values()) stopReading(a);
     this.current.dispose();
     this.socket.destroy();
   }
+}
+
+/** The attachment is over here (detached, replaced, closed): its reader delivers nothing more. */
+function stopReading(a: Attachment | undefined): void {
+  a?.reader?.stop();
+  if (a) a.reader = undefined;
+}
+
+/** Hands bytes [offset, offset + data.length) of `stream` to the attachment's handlers, once. */
+function deliver(a: Attachment, stream: OutputStream, offset: number, data: Buffer): void {
+  const length = data.length;
+  if (offset + length <= a.offsets[stream]) return;
+  a.offsets[stream] = offset + length;
+  if (a.handlers.onBytes) a.handlers.onBytes(stream, data, offset);
+  else a.handlers.onOutput?.(stream, data.toString('utf8'), offset, length);
 }
 
 /** An error of a call whose connection is closed or disposed (the peer went away), not of the call. */

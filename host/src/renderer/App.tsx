@@ -10,6 +10,7 @@ import {
   type BoardView,
   type CardDetail,
   type Column,
+  type FirstScreenView,
   type ProviderView,
 } from '../shared/board-types.ts';
 import { applyDelta } from './board-delta.ts';
@@ -21,6 +22,24 @@ import { Recordings } from './Recordings.tsx';
 import { KeyPanel } from './Providers.tsx';
 import { notesBetween, notifySetting, setNotifySetting } from './notify.ts';
 import { SettingsView } from './SettingsView.tsx';
+
+/**
+ * The first screen the page came with (`runboard serve` puts it in the page: each column's first cards
+ * and every column's count), so the board paints before the whole board is fetched. Read once.
+ */
+const FIRST_SCREEN: FirstScreenView | undefined = (() => {
+  const el = document.getElementById('first-screen');
+  try {
+    return el?.textContent ? (JSON.parse(el.textContent) as FirstScreenView) : undefined;
+  } catch {
+    return undefined; // the whole board comes anyway
+  } finally {
+    el?.remove();
+  }
+})();
+
+/** A board of the first screen only: a partial view until the whole board replaces it. */
+const isFirstScreen = (b: BoardView | undefined): b is FirstScreenView => !!b && 'counts' in b;
 
 /** Applies a move locally so the board answers at once; the host's answer replaces it. */
 function applyMove(board: BoardView, m: MoveIntent): BoardView {
@@ -97,7 +116,7 @@ function FilterBar({
 }
 
 export function App({ api }: { api: BoardApi }) {
-  const [board, setBoard] = useState<BoardView>();
+  const [board, setBoard] = useState<BoardView | undefined>(FIRST_SCREEN);
   // the card a URL names (`#card=<id>`) opens at once; opening or closing one updates the URL
   const [selected, setSelectedState] = useState<string | undefined>(() => cardOfHash(location.hash));
   const setSelected = useCallback((id: string | undefined): void => {
@@ -157,7 +176,8 @@ export function App({ api }: { api: BoardApi }) {
     let detailTimer: ReturnType<typeof setTimeout> | undefined;
     const off = api.onBoardChanged((delta) => {
       const b = boardRef.current;
-      if (delta && b && b.version === delta.from) {
+      // (the first screen has only some cards: a change to it brings the whole board)
+      if (delta && b && !isFirstScreen(b) && b.version === delta.from) {
         // the usual case: apply what changed, no re-fetch of the board
         const next = applyDelta(b, delta);
         boardRef.current = next;
@@ -207,7 +227,7 @@ export function App({ api }: { api: BoardApi }) {
   }, [api, selected, setSelected]);
 
   const onMove = (m: MoveIntent): void => {
-    if (!board) return;
+    if (!board || isFirstScreen(board)) return;
     setBoard(applyMove(board, m));
     api.move({ id: m.id, to: m.to, index: m.index }).then(
       () => setError(undefined),

@@ -38,7 +38,14 @@ import {
   useState,
   type RefObject,
 } from 'react';
-import { COLUMNS, COLUMN_TITLES, type BoardView, type CardView, type Column } from '../shared/board-types.ts';
+import {
+  COLUMNS,
+  COLUMN_TITLES,
+  type BoardView,
+  type CardView,
+  type Column,
+  type FirstScreenView,
+} from '../shared/board-types.ts';
 import { isFiltering, matches, NO_FILTER, type CardFilter } from './card-filter.ts';
 import { ProgressBar } from './Progress.tsx';
 import { ScheduleNote } from './Schedule.tsx';
@@ -216,7 +223,7 @@ const CARD_GAP = 8;
 const ColumnView = memo(ColumnViewImpl, (a, b) => {
   if (a.column !== b.column || a.limit !== b.limit || a.onSelect !== b.onSelect) return false;
   if (a.register !== b.register) return false;
-  if (a.cards.length !== b.cards.length) return false;
+  if (a.cards.length !== b.cards.length || a.total !== b.total) return false;
   for (let i = 0; i < a.cards.length; i++) if (a.cards[i] !== b.cards[i]) return false;
   const had = a.cards.some((c) => c.id === a.selected) || a.cards.some((c) => c.id === b.selected);
   return !had || a.selected === b.selected;
@@ -229,13 +236,17 @@ const ColumnView = memo(ColumnViewImpl, (a, b) => {
 function ColumnViewImpl({
   column,
   cards,
+  total,
   limit,
   selected,
   onSelect,
   register,
 }: {
   column: Column;
+  /** The column's cards in order: all of them, or the first ones of a first screen. */
   cards: CardView[];
+  /** How many cards the column has (more than `cards` on a first screen). */
+  total: number;
   limit?: number | undefined;
   selected: string | undefined;
   onSelect: (id: string) => void;
@@ -264,7 +275,7 @@ function ColumnViewImpl({
     [ids, pins],
   );
   const list = useVirtualizer({
-    count: cards.length,
+    count: total,
     getScrollElement: () => scroller.current,
     estimateSize: () => CARD_ESTIMATE,
     getItemKey: (i) => ids[i] ?? i,
@@ -294,12 +305,9 @@ function ColumnViewImpl({
   }, [register, column, ids, list]);
   const title = COLUMN_TITLES[column];
   return (
-    <section
-      className={isOver ? 'column over' : 'column'}
-      aria-label={`${title} column, ${cards.length} cards`}
-    >
+    <section className={isOver ? 'column over' : 'column'} aria-label={`${title} column, ${total} cards`}>
       <h2>
-        {title} <span className="count">{limit ? `${cards.length}/${limit}` : cards.length}</span>
+        {title} <span className="count">{limit ? `${total}/${limit}` : total}</span>
       </h2>
       <SortableContext id={column} items={ids} strategy={verticalListSortingStrategy}>
         {/* the scrolling part is the drop target (what is in view); the list is as tall as all its
@@ -307,7 +315,8 @@ function ColumnViewImpl({
         <div ref={scrollRef} className="cards-scroll">
           <ul className="cards" data-column={column} style={{ height: list.getTotalSize() }}>
             {list.getVirtualItems().map((v) => {
-              const c = cards[v.index]!;
+              const c = cards[v.index];
+              if (!c) return null; // beyond a first screen: the whole board is on its way
               return (
                 <CardTile
                   key={c.id}
@@ -315,7 +324,7 @@ function ColumnViewImpl({
                   selected={selected === c.id}
                   onSelect={onSelect}
                   index={v.index}
-                  setSize={cards.length}
+                  setSize={total}
                   top={v.start}
                   measure={list.measureElement}
                 />
@@ -418,6 +427,8 @@ export function Board({
     onDragCancel: ({ active }) => `Moving card ${titleOf(active.id)} was cancelled.`,
   };
   const [dragging, setDragging] = useState<CardView>();
+  // a first screen (the page's own data) has each column's first cards and every column's count
+  const counts = 'counts' in board ? (board as FirstScreenView).counts : undefined;
   const byColumn = useMemo(() => {
     const out = Object.fromEntries(COLUMNS.map((c) => [c, [] as CardView[]])) as Record<Column, CardView[]>;
     const filtering = isFiltering(filter);
@@ -510,6 +521,7 @@ export function Board({
               key={col}
               column={col}
               cards={byColumn[col]}
+              total={counts && !isFiltering(filter) ? counts[col] : byColumn[col].length}
               limit={board.columnLimits[col]}
               selected={selected}
               onSelect={onSelect}

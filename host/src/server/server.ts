@@ -50,6 +50,19 @@ class HttpError extends Error {
   }
 }
 
+/** Cards per column the page comes with: more than a tall screen shows, with the virtualiser's extra. */
+export const FIRST_SCREEN_CARDS = 40;
+
+/**
+ * The first screen's data in the page itself (a JSON data block, which the CSP does not run), so the
+ * board paints as soon as its script runs, while the whole board is fetched. `<` is escaped: a card
+ * title cannot end the block.
+ */
+function firstScreenScript(service: BoardService): string {
+  const json = JSON.stringify(service.firstScreen(FIRST_SCREEN_CARDS)).replace(/</g, '\\u003c');
+  return `<script type="application/json" id="first-screen">${json}</script>`;
+}
+
 export async function serve(service: BoardService, opts: ServeOptions): Promise<RunningServer> {
   const token = opts.token ?? randomBytes(24).toString('base64url');
   const tokenBuf = Buffer.from(token);
@@ -166,7 +179,7 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
       res.setHeader('set-cookie', `${cookieName()}=${token}; HttpOnly; SameSite=Strict; Path=/`);
       const html = readFileSync(path.join(opts.rendererDir, 'index.html'), 'utf8');
       res.writeHead(200, { 'content-type': contentType('index.html'), 'cache-control': 'no-store' });
-      res.end(html);
+      res.end(html.replace('</head>', `${firstScreenScript(service)}\n  </head>`));
       return;
     }
     const auth = req.headers.authorization?.replace(/^Bearer /, '');

@@ -102,6 +102,14 @@ export interface BoardView {
   configError?: string;
 }
 
+/**
+ * The board as a first screen needs it, sent with the page before the whole board: each column's
+ * first cards only, and every column's count.
+ */
+export interface FirstScreenView extends BoardView {
+  counts: Record<Column, number>;
+}
+
 /** One question of a card's `## Questions` section (seed format: `- [ ] q`, `- [x] q` + `Answer: a`). */
 export interface Question {
   /** The question (continuation lines joined with newlines). */

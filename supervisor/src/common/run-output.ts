@@ -13,6 +13,7 @@
  * consistent, for a run that is going on, an ended one, and one recorded before a supervisor restart.
  * A run recorded without `output.order` (an older version) reads as its stdout, then its stderr.
  */
+import type { EventEmitter } from 'node:events';
 import { open, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -170,6 +171,118 @@ export async function readOutputInOrder(
       order.advance(seg.stream, bytesRead);
       await onChunk(seg.stream, buf.subarray(0, bytesRead));
     }
+  } finally {
+    await order.close();
+    await Promise.all(Object.values(files).map((f) => f.close()));
+  }
+}
+
+/** A run's output as a reader sees it: its files, their sizes now, and signals when they change. */
+export interface OutputSource {
+  /** The run's log dir (stdout.log, stderr.log, output.order). */
+  dir: string;
+  /** Sizes of the output files on disk, read at one moment. */
+  outputSizes(): OutputSizes;
+  /** True once nothing more will ever be appended to the output. */
+  isFinal(): boolean;
+  /** Fires 'grow' when the files may have grown and 'final' when they are complete. */
+  signals: EventEmitter;
+}
+
+const MAX_CHUNK = 1024 * 1024;
+const SEND_WINDOW = 3;
+const PARTIAL_LINE_WAIT_MS = 150;
+/** Below this much new output a live stream waits a moment for more: fewer, larger messages. */
+const COALESCE_BYTES = 256 * 1024;
+const COALESCE_MS = 8;
+
+/** Largest n <= len such that buf[0..n) does not end inside a UTF-8 sequence. */
+export function utf8Boundary(buf: Buffer, len: number): number {
+  let i = len;
+  for (let back = 0; back < 4 && i > 0; back++) {
+    const b = buf[i - 1]!;
+    if ((b & 0xc0) === 0x80) {
+      i--; // continuation byte: keep walking back to the lead byte
+      continue;
+    }
+    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+    return len - (i - 1) >= need ? len : i - 1;
+  }
+  return len; // not valid UTF-8 anyway: cut anywhere
+}
+
+export function waitFor(signals: EventEmitter, abort: AbortSignal, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signals.off('grow', done);
+      signals.off('final', done);
+      abort.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signals.on('grow', done);
+    signals.on('final', done);
+    abort.addEventListener('abort', done);
+  });
+}
+
+/**
+ * Sends both output streams in the order they were recorded (output.order), from `from`, each chunk
+ * read back from disk up to what is committed. A chunk ends at a line end when it can (a live stream
+ * waits a moment for the rest of a line), at a switch to the other stream, or at MAX_CHUNK.
+ */
+export async function pumpOutput(
+  src: OutputSource,
+  from: Partial<Record<OutputStream, number>>,
+  send: (stream: OutputStream, offset: number, data: Buffer) => Promise<void>,
+  abort: AbortSignal,
+): Promise<void> {
+  const order = new OutputOrder(path.join(src.dir, ORDER_FILE), from);
+  const files: Partial<Record<OutputStream, FileHandle>> = {};
+  let partialSince = 0;
+  // A few messages in flight, so reading the next chunk overlaps with the client taking the last one.
+  const inflight: Promise<void>[] = [];
+  try {
+    while (!abort.aborted) {
+      const final = src.isFinal();
+      let seg = await order.next(src.outputSizes(), final);
+      if (seg === 'done') break;
+      if (seg === 'wait') {
+        await waitFor(src.signals, abort, 1000);
+        continue;
+      }
+      if (!final && !seg.atSwitch && seg.end - seg.start < COALESCE_BYTES && !partialSince) {
+        await new Promise((r) => setTimeout(r, COALESCE_MS)); // once: then send what there is
+        const again = await order.next(src.outputSizes(), src.isFinal());
+        if (typeof again !== 'object') continue;
+        seg = again;
+      }
+      const want = Math.min(seg.end - seg.start, MAX_CHUNK);
+      const fh = (files[seg.stream] ??= await open(path.join(src.dir, `${seg.stream}.log`), 'r'));
+      // a buffer per chunk: the socket may still hold the last ones when this one is read
+      const buf = Buffer.allocUnsafeSlow(want);
+      const { bytesRead } = await fh.read(buf, 0, want, seg.start);
+      if (bytesRead === 0) break;
+      let cut = bytesRead;
+      if (!(seg.atSwitch && bytesRead === seg.end - seg.start)) {
+        cut = buf.lastIndexOf(10, bytesRead - 1) + 1;
+        if (cut === 0) {
+          const waited = partialSince && Date.now() - partialSince >= PARTIAL_LINE_WAIT_MS;
+          if (bytesRead === MAX_CHUNK || final || waited) cut = utf8Boundary(buf, bytesRead) || bytesRead;
+          else {
+            partialSince ||= Date.now();
+            await waitFor(src.signals, abort, PARTIAL_LINE_WAIT_MS);
+            continue;
+          }
+        }
+      }
+      partialSince = 0;
+      order.advance(seg.stream, cut);
+      inflight.push(send(seg.stream, seg.start, buf.subarray(0, cut)));
+      if (inflight.length >= SEND_WINDOW) await inflight.shift();
+    }
+    await Promise.all(inflight);
   } finally {
     await order.close();
     await Promise.all(Object.values(files).map((f) => f.close()));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { utf8Boundary } from './attach.ts';
+import { utf8Boundary } from '@runboard/supervisor/run-output';
 
 describe('utf8Boundary', () => {
   it('never cuts inside a multi-byte character', () => {

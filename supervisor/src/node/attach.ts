@@ -9,16 +9,22 @@ import { EventEmitter } from 'node:events';
 import { open, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { MessageConnection } from 'vscode-jsonrpc/node';
-import { ORDER_FILE, OutputOrder, outputSizes, type OutputSizes } from '@runboard/supervisor/run-output';
+import {
+  outputSizes,
+  pumpOutput,
+  waitFor,
+  type OutputSizes,
+  type OutputSource,
+} from '@runboard/supervisor/run-output';
 import {
   DidEnd,
   DidEvent,
   DidOutput,
   DidOutputBytes,
+  DidOutputSizes,
   notify,
   RunEvent,
   type Offsets,
-  type OutputStream,
   type RunResult,
 } from '../protocol/index.ts';
 
@@ -31,15 +37,9 @@ export interface FileView {
 }
 
 /** What can be attached to: an active run or an ended run on disk. */
-export interface AttachSource {
+export interface AttachSource extends OutputSource {
   runId: string;
-  /** The run's log dir (stdout.log, stderr.log, output.order). */
-  dir: string;
   events: FileView;
-  /** Sizes of the output files on disk, read at one moment. */
-  outputSizes(): OutputSizes;
-  /** True once nothing more will ever be appended to the output. */
-  isFinal(): boolean;
   /** Byte offset of each event seq in events.jsonl, when known (active runs). */
   eventOffset(seq: number): number | undefined;
   /**
@@ -47,109 +47,7 @@ export interface AttachSource {
    * sent as it is once committed, instead of being read back from the file.
    */
   recentEvent(offset: number): { event: RunEvent; end: number } | undefined;
-  /** Fires 'grow' on any append and 'final' when the run has ended and its files are closed. */
-  signals: EventEmitter;
   result(): Promise<RunResult>;
-}
-
-const MAX_CHUNK = 1024 * 1024;
-const SEND_WINDOW = 3;
-const PARTIAL_LINE_WAIT_MS = 150;
-/** Below this much new output a live stream waits a moment for more: fewer, larger messages. */
-const COALESCE_BYTES = 256 * 1024;
-const COALESCE_MS = 8;
-
-/** Largest n <= len such that buf[0..n) does not end inside a UTF-8 sequence. */
-export function utf8Boundary(buf: Buffer, len: number): number {
-  let i = len;
-  for (let back = 0; back < 4 && i > 0; back++) {
-    const b = buf[i - 1]!;
-    if ((b & 0xc0) === 0x80) {
-      i--; // continuation byte: keep walking back to the lead byte
-      continue;
-    }
-    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
-    return len - (i - 1) >= need ? len : i - 1;
-  }
-  return len; // not valid UTF-8 anyway: cut anywhere
-}
-
-function waitFor(signals: EventEmitter, abort: AbortSignal, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signals.off('grow', done);
-      signals.off('final', done);
-      abort.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signals.on('grow', done);
-    signals.on('final', done);
-    abort.addEventListener('abort', done);
-  });
-}
-
-/**
- * Sends both output streams in the order they were recorded (output.order), from `from`, each chunk
- * read back from disk up to what is committed. A chunk ends at a line end when it can (a live stream
- * waits a moment for the rest of a line), at a switch to the other stream, or at MAX_CHUNK.
- */
-async function pumpOutput(
-  src: AttachSource,
-  from: Offsets,
-  send: (stream: OutputStream, offset: number, data: Buffer) => Promise<void>,
-  abort: AbortSignal,
-): Promise<void> {
-  const order = new OutputOrder(path.join(src.dir, ORDER_FILE), from);
-  const files: Partial<Record<OutputStream, FileHandle>> = {};
-  let partialSince = 0;
-  // A few messages in flight, so reading the next chunk overlaps with the client taking the last one.
-  const inflight: Promise<void>[] = [];
-  try {
-    while (!abort.aborted) {
-      const final = src.isFinal();
-      let seg = await order.next(src.outputSizes(), final);
-      if (seg === 'done') break;
-      if (seg === 'wait') {
-        await waitFor(src.signals, abort, 1000);
-        continue;
-      }
-      if (!final && !seg.atSwitch && seg.end - seg.start < COALESCE_BYTES && !partialSince) {
-        await new Promise((r) => setTimeout(r, COALESCE_MS)); // once: then send what there is
-        const again = await order.next(src.outputSizes(), src.isFinal());
-        if (typeof again !== 'object') continue;
-        seg = again;
-      }
-      const want = Math.min(seg.end - seg.start, MAX_CHUNK);
-      const fh = (files[seg.stream] ??= await open(path.join(src.dir, `${seg.stream}.log`), 'r'));
-      // a buffer per chunk: the socket may still hold the last ones when this one is read
-      const buf = Buffer.allocUnsafeSlow(want);
-      const { bytesRead } = await fh.read(buf, 0, want, seg.start);
-      if (bytesRead === 0) break;
-      let cut = bytesRead;
-      if (!(seg.atSwitch && bytesRead === seg.end - seg.start)) {
-        cut = buf.lastIndexOf(10, bytesRead - 1) + 1;
-        if (cut === 0) {
-          const waited = partialSince && Date.now() - partialSince >= PARTIAL_LINE_WAIT_MS;
-          if (bytesRead === MAX_CHUNK || final || waited) cut = utf8Boundary(buf, bytesRead) || bytesRead;
-          else {
-            partialSince ||= Date.now();
-            await waitFor(src.signals, abort, PARTIAL_LINE_WAIT_MS);
-            continue;
-          }
-        }
-      }
-      partialSince = 0;
-      order.advance(seg.stream, cut);
-      inflight.push(send(seg.stream, seg.start, buf.subarray(0, cut)));
-      if (inflight.length >= SEND_WINDOW) await inflight.shift();
-    }
-    await Promise.all(inflight);
-  } finally {
-    await order.close();
-    await Promise.all(Object.values(files).map((f) => f.close()));
-  }
 }
 
 async function pumpEvents(
@@ -201,34 +99,70 @@ async function pumpEvents(
 }
 
 /**
+ * For a client that reads the output files itself: their sizes each time they grew (after the last
+ * one sent was written to the socket, so a slow client gets fewer, not more), the last once they are
+ * final. With the inode of stdout.log, so the client can tell it opened the same file.
+ */
+async function pumpSizes(
+  src: AttachSource,
+  send: (sizes: OutputSizes) => Promise<void>,
+  abort: AbortSignal,
+): Promise<void> {
+  let sent: OutputSizes | undefined;
+  while (!abort.aborted) {
+    const final = src.isFinal();
+    const s = src.outputSizes();
+    if (!sent || s.stdout !== sent.stdout || s.stderr !== sent.stderr || s.order !== sent.order) {
+      await send(s);
+      sent = s;
+    }
+    if (final) break;
+    await waitFor(src.signals, abort, 1000);
+  }
+}
+
+/** How output reaches an attached client: JSON strings, bytes frames, or sizes only (`files`). */
+export type OutputMode = 'json' | 'bytes' | 'files';
+
+/**
  * Streams `src` to `conn` from `from`; resolves when didEnd was sent or the attachment was aborted.
- * `bytes`: output as bytes frames (run/didOutputBytes) instead of JSON strings (run/didOutput).
+ * `bytes`: output as bytes frames (run/didOutputBytes) instead of JSON strings (run/didOutput);
+ * `files`: only the files' sizes (run/didOutputSizes), for a client that reads them itself (else as
+ * `bytes` when the run has no stdout.log to point at).
  */
 export async function streamRun(
   conn: MessageConnection,
   src: AttachSource,
   from: Offsets,
   abort: AbortSignal,
-  bytes = false,
+  mode: OutputMode = 'json',
 ): Promise<void> {
   const runId = src.runId;
+  const id = mode === 'files' ? await stat(path.join(src.dir, 'stdout.log')).catch(() => null) : null;
+  const bytes = mode !== 'json';
   await Promise.all([
     pumpEvents(src, from.events, (event) => notify(conn, DidEvent, { runId, event }), abort),
-    pumpOutput(
-      src,
-      from,
-      bytes
-        ? (stream, offset, data) => notify(conn, DidOutputBytes, { runId, stream, offset, bytes: data })
-        : (stream, offset, data) =>
-            notify(conn, DidOutput, {
-              runId,
-              stream,
-              offset,
-              length: data.length,
-              data: data.toString('utf8'),
-            }),
-      abort,
-    ),
+    id
+      ? pumpSizes(
+          src,
+          (s) => notify(conn, DidOutputSizes, { runId, dir: src.dir, ...s, dev: id.dev, ino: id.ino }),
+          abort,
+        )
+      : pumpOutput(
+          src,
+          from,
+          bytes
+            ? (stream, offset, data) => notify(conn, DidOutputBytes, { runId, stream, offset, bytes: data })
+            : (stream, offset, data) =>
+                notify(conn, DidOutput, {
+                  runId,
+                  stream,
+                  offset,
+                  length: data.length,
+                  data: data.toString('utf8'),
+                }),
+          abort,
+        ),
   ]);
   if (!abort.aborted) await notify(conn, DidEnd, { runId, result: await src.result() });
 }

@@ -113,7 +113,13 @@ export class SupervisorServer {
       const snapshot = run ? run.result : await src.result();
       // Streaming starts after the response is on its way, so the client knows the run first.
       setImmediate(() => {
-        streamRun(conn, src, Offsets.parse(p.from ?? {}), ac.signal, p.bytes ?? false)
+        streamRun(
+          conn,
+          src,
+          Offsets.parse(p.from ?? {}),
+          ac.signal,
+          p.files ? 'files' : p.bytes ? 'bytes' : 'json',
+        )
           .catch((err: Error) =>
             this.log.debug({ runId: p.runId, err: err.message }, 'attach stream ended with error'),
           )

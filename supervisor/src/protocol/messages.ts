@@ -86,7 +86,13 @@ export const GetRun = request(
 export const AttachRun = request(
   'run/attach',
   'host→supervisor',
-  z.object({ runId: RunId, from: z.optional(Offsets), bytes: z.optional(z.boolean()) }),
+  z.object({
+    runId: RunId,
+    from: z.optional(Offsets),
+    bytes: z.optional(z.boolean()),
+    /** The client reads the output files itself: send their sizes only (run/didOutputSizes). */
+    files: z.optional(z.boolean()),
+  }),
   z.object({ run: RunResult }),
 );
 
@@ -223,6 +229,27 @@ export const DidOutputBytes = notification(
     stream: OutputStream,
     offset: z.int().check(z.minimum(0)),
     bytes: z.custom<Uint8Array<ArrayBufferLike>>((v) => v instanceof Uint8Array),
+  }),
+);
+
+/**
+ * The sizes of stdout.log, stderr.log and output.order at one moment (the files read up to them are
+ * consistent), for a client that attached with `files` and reads them itself from the run's logDir;
+ * `dev`/`ino`: stdout.log's, so the client can tell it opened the same file (else it attaches again
+ * with `bytes`). Sent when they grew, the last time before run/didEnd.
+ */
+export const DidOutputSizes = notification(
+  'run/didOutputSizes',
+  'supervisor→host',
+  z.object({
+    runId: RunId,
+    /** The run's log dir, holding the three files. */
+    dir: z.string(),
+    stdout: z.int().check(z.minimum(0)),
+    stderr: z.int().check(z.minimum(0)),
+    order: z.int().check(z.minimum(0)),
+    dev: z.number(),
+    ino: z.number(),
   }),
 );
 
