@@ -286,6 +286,7 @@ export class RemoteRun {
     this.result.stderrBytes = this.log.output.committed.stderr;
     this.log.writeResult(this.result);
     rmSync(this.gw.markerFile(this.id), { force: true });
+    void this.gw.dropStream(this);
     this.log.final = true;
     this.active = false;
     this.signals.emit('final');
@@ -572,7 +573,14 @@ export class FleetGateway {
     }
     run.streamEnded = true;
     this.runs.delete(run.id);
-    await this.redis.del(key);
+  }
+
+  /**
+   * The run's stream is no longer needed: called once its record is final and its marker gone, so a
+   * supervisor that takes a run over (from its marker) always finds the stream it replays.
+   */
+  async dropStream(run: RemoteRun): Promise<void> {
+    await this.redis.del(recordStream(run.id)).catch(() => undefined); // else it expires
   }
 
   /** Project-relative workspace name of a launch. */
