@@ -663,6 +663,35 @@ describe('pointer, key watcher, takeover HUD', () => {
     expect(await hudPixels()).toBe(0);
   });
 
+  it('watchers starting while others stop never crash the process (libXi is not thread-safe)', () => {
+    // Each watcher has a thread and a Display of its own; libXi frees its process-wide record when
+    // the last XInput display closes, racing with another thread's first XInput call. Before the fix
+    // these loops died nearly every time (segfault, or "corrupted size vs. prev_size").
+    const addon = path.join(repo, 'native', 'build', 'Release', 'runboard_native.node');
+    const script = `
+      const b = require(${JSON.stringify(addon)});
+      const start = () => new Promise((resolve, reject) => {
+        const w = new b.Watcher({ keyNames: ['Escape'] }, (type, p) => type === 'ready' ? resolve(w) : type === 'error' && reject(p));
+      });
+      const loop = async () => {
+        for (let i = 0; i < 100; i++) {
+          const a = await start();
+          const next = start();
+          a.stop();
+          (await next).stop();
+        }
+      };
+      Promise.all([loop(), loop(), loop()]).then(
+        () => console.log('ok'),
+        (e) => { console.error(e && e.message); process.exit(3); },
+      );
+    `;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.signal, r.stderr).toBeNull();
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe('ok');
+  });
+
   it('errors are clear, and a stopped watcher does not keep the process alive', () => {
     // In a child process with a bare Xvfb of its own, which then goes away.
     const addon = path.join(repo, 'native', 'build', 'Release', 'runboard_native.node');

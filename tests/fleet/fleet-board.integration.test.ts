@@ -3,9 +3,10 @@
  * serve` as usual, with its runs taken by three host supervisors. The board's caps (global and per
  * flow) hold across the hosts together, and every run's record ends up on its card.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runLogDir } from '@runboard/supervisor/paths';
 import { BoardServer, shellCard, waitUntil } from '../e2e/helpers/board.ts';
 import { sleep } from '../helpers/harness.ts';
 import type { Harness } from '../helpers/harness.ts';
@@ -98,6 +99,55 @@ describe('a board whose runs go to a fleet', () => {
       expect(readFileSync(path.join(detail.runs[0]!.logDir, 'stdout.log'), 'utf8')).toBe(`card ${i}\n`);
     }
   }, 260_000);
+
+  it("a remote run's screenshots and live frame are on the board's API while it runs, the screenshots after", async () => {
+    server.writeCard(
+      'shots.md',
+      shellCard('Shots', 'while [ ! -e shots.stop ]; do sleep 0.05; done').replace(
+        'flow: shell',
+        'flow: test',
+      ),
+    );
+    await waitUntil('the card is on the board', async () => (await server.card('shots')) !== undefined);
+    await server.api('POST', '/api/cards/shots/move', { to: 'queued', index: 0 });
+    type Runs = { runs: { runId: string; status: string; metrics: Record<string, unknown> }[] };
+    let run: Runs['runs'][number] | undefined;
+    await waitUntil(
+      'a host runs it',
+      async () => {
+        run = (await server.api<Runs>('GET', '/api/cards/shots')).runs[0];
+        return typeof run?.metrics.hostRunId === 'string';
+      },
+      30_000,
+    );
+    // The run's artifacts on its host, as a computer-use run writes them there.
+    const host = hosts.find((h) => existsSync(runLogDir(h.paths, String(run!.metrics.hostRunId))))!;
+    const art = path.join(runLogDir(host.paths, String(run!.metrics.hostRunId)), 'artifacts');
+    mkdirSync(art, { recursive: true });
+    writeFileSync(path.join(art, 'step-001.png'), 'png bytes');
+    writeFileSync(path.join(art, 'live.jpg'), 'live bytes');
+    const id = run!.runId;
+    await waitUntil(
+      'the screenshot listed',
+      async () =>
+        (await server.api<{ screenshots: string[] }>('GET', `/api/runs/${id}/files`)).screenshots.includes(
+          'artifacts/step-001.png',
+        ),
+      20_000,
+    );
+    const get = (p: string): Promise<Response> =>
+      fetch(server.base + p, { headers: { authorization: `Bearer ${server.token}` } });
+    expect(await (await get(`/api/runs/${id}/file?name=artifacts/step-001.png`)).text()).toBe('png bytes');
+    await waitUntil('the live frame served', async () => (await get(`/api/runs/${id}/live`)).ok, 20_000);
+    expect(await (await get(`/api/runs/${id}/live`)).text()).toBe('live bytes');
+    rmSync(path.join(art, 'live.jpg'));
+    writeFileSync(path.join(host.workspace, 'shots.stop'), '');
+    await waitUntil('done', async () => (await server.card('shots'))?.column === 'done', 30_000);
+    expect((await server.api<{ screenshots: string[] }>('GET', `/api/runs/${id}/files`)).screenshots).toEqual(
+      ['artifacts/step-001.png'],
+    );
+    expect((await get(`/api/runs/${id}/live`)).status).toBe(404);
+  });
 
   it("a run whose host dies ends failed, and the card's retry runs it again on another host", async () => {
     // The first run waits long; a second run (the retry) finds the marker the first left and ends at once.

@@ -70,6 +70,22 @@ describe('runboard config', () => {
     expect(json.config.flows.shell.cap).toBe(2);
     expect(json.sources['llm_profiles.fast.model']).toEqual({ layer: 'user', file: userFile });
     expect(json.sources['scheduler.backoff.retries']).toEqual({ layer: 'default' });
+
+    // a flow's provider and model from its profile: shown as such, and as layer profile in --json
+    const before = readFileSync(userFile, 'utf8');
+    writeFileSync(
+      userFile,
+      `${before.replace('flows:\n', 'flows:\n  look: { runner: command, profile: fast, model: own }\n')}`,
+    );
+    const withProfile = await rb(['config', '--show']);
+    expect(withProfile.stdout).toMatch(
+      /model: own # user\n\s+profile: fast # user\n\s+provider: openai # profile fast\n/,
+    );
+    const j2 = JSON.parse((await rb(['config', '--json'])).stdout) as {
+      sources: Record<string, { layer: string; file?: string; profile?: string }>;
+    };
+    expect(j2.sources['flows.look.provider']).toEqual({ layer: 'profile', profile: 'fast', file: userFile });
+    writeFileSync(userFile, before);
   });
 
   it('a run takes what the user config sets for its flow', async () => {

@@ -45,10 +45,16 @@ export function showConfig(eff: EffectiveConfig): string {
     }
   };
   mark(doc.contents, '');
+  // what a flow's profile gives it, after its own values
+  for (const r of configRows(eff).filter((row) => row.source.layer === 'profile')) {
+    const node = doc.createNode(r.value);
+    node.comment = ` profile ${r.source.profile}`;
+    doc.setIn(r.key.split('.'), node);
+  }
   const user = eff.files.userExists ? eff.files.user : `${eff.files.user} (none)`;
   return (
     `# The effective config: built-in defaults ← user config ← project config; after each value,\n` +
-    `# the layer it came from.\n# user:    ${user}\n# project: ${eff.files.project}\n` +
+    `# the layer it came from (profile NAME: the flow's profile gives it).\n# user:    ${user}\n# project: ${eff.files.project}\n` +
     doc.toString({ lineWidth: 0 })
   );
 }

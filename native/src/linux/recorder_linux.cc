@@ -230,7 +230,7 @@ void Recorder::Impl::OpenRecord() {
   if (!recContext || !XRecordEnableContextAsync(rec, recContext, OnRecorded, reinterpret_cast<XPointer>(this))) {
     if (recContext) XRecordFreeContext(dpy, recContext);
     recContext = 0;
-    XCloseDisplay(rec);
+    x11::CloseDisplay(rec);
     rec = nullptr;
   }
 }
@@ -477,14 +477,14 @@ void Recorder::Impl::Run() {
     XRecordDisableContext(dpy, recContext);
     XRecordFreeContext(dpy, recContext);
     XSync(dpy, False);
-    XCloseDisplay(rec);
+    x11::CloseDisplay(rec);
   }
   if (shmImage) {
     XShmDetach(dpy, &shm);
     XDestroyImage(shmImage);
     shmdt(shm.shmaddr);
   }
-  XCloseDisplay(dpy);
+  x11::CloseDisplay(dpy);
 }
 
 Recorder::Recorder(RecorderOptions options, RecorderCallbacks callbacks) : impl_(std::make_shared<Impl>()) {

@@ -281,7 +281,7 @@ void Watcher::Impl::Run() {
     return;  // the dead Display is left as is (closing it would touch the dead socket)
   }
   if (hud) XDestroyWindow(dpy, hud);
-  XCloseDisplay(dpy);
+  x11::CloseDisplay(dpy);
 }
 
 Watcher::Watcher(WatcherOptions options, WatcherCallbacks callbacks) : impl_(std::make_shared<Impl>()) {

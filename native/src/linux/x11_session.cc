@@ -252,7 +252,25 @@ Display* OpenOwnDisplay(const char* purpose, void (*onLost)(Display*, void*), vo
   return dpy;
 }
 
+namespace {
+// libXi keeps one record per process of the displays that use XInput and frees it, with no lock, when
+// the last of them closes (XInputClose), while another thread's first XInput call on its own display
+// may be reading it: a watcher starting as another stopped crashed in XextAddDisplay with that record
+// gone (a core dump showed it NULL). Opening XInput on a display and closing such a display are
+// serialised here; a display that keeps XInput open keeps the record alive for everyone else.
+std::mutex& XInputLock() {
+  static std::mutex m;
+  return m;
+}
+}  // namespace
+
+void CloseDisplay(Display* dpy) {
+  std::lock_guard<std::mutex> hold(XInputLock());
+  XCloseDisplay(dpy);
+}
+
 int RequireXInput2(Display* dpy, const char* needed) {
+  std::lock_guard<std::mutex> hold(XInputLock());
   int opcode = 0, ev = 0, err = 0;
   if (!XQueryExtension(dpy, "XInputExtension", &opcode, &ev, &err))
     throw DesktopError("UNSUPPORTED", std::string("the X server has no XInput extension: ") + needed);

@@ -62,6 +62,9 @@ bool MonitorAt(Display* dpy, Window root, int x, int y, Rect* bounds, std::strin
 Display* OpenOwnDisplay(const char* purpose, void (*onLost)(Display*, void*), void* data);
 // XInput 2.2 on the display: its major opcode; throws UNSUPPORTED, saying what `needed` needs it.
 int RequireXInput2(Display* dpy, const char* needed);
+// XCloseDisplay for a thread's own Display, never at the same time as another thread's RequireXInput2
+// (libXi's process-wide record is not thread-safe: see x11_session.cc).
+void CloseDisplay(Display* dpy);
 
 // XInput 2 devices by id: name, and whether it is an XTest device (the server's synthetic-input slave:
 // what XTest injects, the addon's own input or xdotool's, comes from it; a person's from the others).
