@@ -437,7 +437,7 @@ export function Board({
   }, [board.cards, filter]);
   // The card the keyboard is on, by id (its element may be replaced: a move to another column, or the
   // virtualiser dropping and mounting it again). Focus anywhere else clears it; focus lost to a removed
-  // element keeps it, so the card takes the focus back when it is rendered again (CardTile).
+  // element keeps it, so the column that renders the card again gives it the focus back (ColumnView).
   const focus = useRef<string | undefined>(undefined);
   const active = useRef<string | undefined>(undefined);
   const pins = useMemo<Pins>(() => ({ focus, active }), []);

@@ -193,3 +193,10 @@ describe('the open workspace', () => {
     expect(a).not.toContain('--write /ws');
   });
 });
+
+describe("the run's output", () => {
+  it('hands the jail the log files when given (it records the output), none otherwise', () => {
+    expect(buildJailArgs(base({}, { outputFds: [7, 8, 9] })).join(' ')).toContain('--output-fds 7,8,9');
+    expect(buildJailArgs(base({})).join(' ')).not.toContain('--output-fds');
+  });
+});
