@@ -125,10 +125,22 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   }
 
   static async open(projectDir: string, paths: StatePaths): Promise<BoardService> {
+    // The supervisor is reached (or started) while the cards are read: two start-ups at once.
+    const connecting = SupervisorClient.connect(paths, { autoStart: true, reconnect: true });
     const store = new BoardStore(projectDir);
-    store.load();
-    await store.watch();
-    const client = await SupervisorClient.connect(paths, { autoStart: true, reconnect: true });
+    let client: SupervisorClient;
+    try {
+      store.load();
+      await store.watch();
+      client = await connecting;
+    } catch (err) {
+      void connecting.then(
+        (c) => c.close(),
+        () => undefined,
+      );
+      await store.close();
+      throw err;
+    }
     await followBackend(store, client); // before any launch: they go where the config says
     const grants = new GrantStore(paths);
     const scheduler = new Scheduler(store, client, grants);

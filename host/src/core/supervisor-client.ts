@@ -137,7 +137,9 @@ async function openConnection(
   paths: StatePaths,
   opts: ConnectOptions,
 ): Promise<{ socket: net.Socket; conn: MessageConnection }> {
-  let socket = await tryConnect(paths.socket);
+  // No socket file: no supervisor to try, so one is started at once, before this function first
+  // yields (a board reading its cards meanwhile overlaps the supervisor's start with its own).
+  let socket = existsSync(paths.socket) ? await tryConnect(paths.socket) : null;
   if (!socket && opts.autoStart) {
     startSupervisor(paths);
     const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
