@@ -101,8 +101,7 @@ describe('folders granted from the board', () => {
     await editor.getByLabel('Command').fill('ls');
     await editor.getByRole('button', { name: 'Grant a folder…' }).click();
     const picker = page.getByRole('dialog', { name: 'Grant a folder' });
-    await picker.getByLabel('Folder', { exact: true }).waitFor();
-    expect(await picker.getByLabel('Folder', { exact: true }).inputValue()).toBe(home);
+    await expect.poll(() => picker.getByLabel('Folder', { exact: true }).inputValue()).toBe(home);
     expect(await picker.getByText('.hidden').count()).toBe(0);
     await picker.getByRole('button', { name: '📁 projects' }).click();
     await picker.getByRole('button', { name: '📁 site' }).click();
@@ -120,6 +119,38 @@ describe('folders granted from the board', () => {
       `workspace: ${site}\n`,
     );
     await page.keyboard.press('Escape');
+  });
+
+  it('a path typed while the first listing loads is kept, and Go lists that folder', async () => {
+    // the host answers the picker's first listing slowly (as on a loaded machine)
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let answered = false;
+    await page.route(
+      '**/api/folders*',
+      async (route) => {
+        await held;
+        await route.continue();
+        answered = true;
+      },
+      { times: 1 },
+    );
+    await page.getByRole('button', { name: 'New card', exact: true }).click();
+    const editor = page.getByRole('dialog', { name: 'New card' });
+    await editor.getByRole('button', { name: 'Grant a folder…' }).click();
+    const picker = page.getByRole('dialog', { name: 'Grant a folder' });
+    const typed = path.join(home, 'projects');
+    await picker.getByLabel('Folder', { exact: true }).fill(typed);
+    release();
+    await expect.poll(() => answered).toBe(true);
+    await picker.getByRole('button', { name: '📁 projects' }).waitFor(); // the first listing (home's) came in
+    expect(await picker.getByLabel('Folder', { exact: true }).inputValue()).toBe(typed);
+    await picker.getByRole('button', { name: 'Go' }).click();
+    await picker.getByRole('button', { name: `Grant ${typed}` }).waitFor();
+    await page.keyboard.press('Escape');
+    await picker.waitFor({ state: 'detached' });
+    await page.keyboard.press('Escape');
+    await editor.waitFor({ state: 'detached' });
   });
 
   it('refuses to grant Runboard state or a relative path, and to list what is not a folder, saying why', async () => {

@@ -4,7 +4,7 @@
  * it as `runboard grant` does, refusing a folder that holds Runboard's own state, and the supervisor
  * checks the grant again at every launch.
  */
-import { useEffect, useId, useState } from 'react';
+import { useEffect, useId, useRef, useState } from 'react';
 import type { BoardApi } from '../shared/board-api.ts';
 import type { FolderListing } from '../shared/board-types.ts';
 import { Modal } from './CardEditor.tsx';
@@ -26,13 +26,19 @@ export function FolderPicker({
   const [error, setError] = useState<string>();
   const [typed, setTyped] = useState('');
   const pathId = useId();
+  // The person is typing a path: a listing that arrives meanwhile does not overwrite what they typed.
+  const typing = useRef(false);
+  const go = (path: string | undefined): void => {
+    typing.current = false;
+    setAt(path);
+  };
   useEffect(() => {
     let live = true;
     api.folders(at ? { path: at } : {}).then(
       (l) => {
         if (!live) return;
         setListing(l);
-        setTyped(l.path);
+        if (!typing.current) setTyped(l.path);
         setError(undefined);
       },
       (e: Error) => live && setError(e.message),
@@ -69,11 +75,19 @@ export function FolderPicker({
         className="folder-path"
         onSubmit={(e) => {
           e.preventDefault();
-          setAt(typed.trim() || undefined);
+          go(typed.trim() || undefined);
         }}
       >
         <label htmlFor={pathId}>Folder</label>
-        <input id={pathId} className="mono" value={typed} onChange={(e) => setTyped(e.target.value)} />
+        <input
+          id={pathId}
+          className="mono"
+          value={typed}
+          onChange={(e) => {
+            typing.current = true;
+            setTyped(e.target.value);
+          }}
+        />
         <button type="submit">Go</button>
       </form>
       {error && (
@@ -86,14 +100,14 @@ export function FolderPicker({
           <ul className="folder-list">
             {listing.parent && (
               <li>
-                <button type="button" onClick={() => setAt(listing.parent)}>
+                <button type="button" onClick={() => go(listing.parent)}>
                   ↑ Up to {listing.parent}
                 </button>
               </li>
             )}
             {listing.folders.map((f) => (
               <li key={f.path}>
-                <button type="button" onClick={() => setAt(f.path)}>
+                <button type="button" onClick={() => go(f.path)}>
                   📁 {f.name}
                   {f.granted && <span className="granted"> · granted</span>}
                 </button>
