@@ -17,6 +17,7 @@ import { fill } from './computer-use/prompt.ts';
 import { MAX_RETRY_WAIT_MS, retryDecision } from './computer-use/retry.ts';
 import { defaultApi, describeModelError, ModelClient, type CallApi, type Image } from './model-call.ts';
 import type { Runner, RunnerContext, RunnerOutcome } from './runner.ts';
+import { durationArgs, parseDuration } from '../tools/ffprobe.ts';
 
 const execFileP = promisify(execFile);
 
@@ -111,17 +112,8 @@ function readManifest(dir: string): ManifestStep[] {
 }
 
 async function videoSeconds(file: string): Promise<number> {
-  const { stdout } = await execFileP('ffprobe', [
-    '-v',
-    'error',
-    '-show_entries',
-    'format=duration',
-    '-of',
-    'csv=p=0',
-    file,
-  ]);
-  const s = Number(stdout.trim());
-  if (!Number.isFinite(s) || s <= 0) throw new Error(`ffprobe reports no duration for ${file}`);
+  const s = parseDuration((await execFileP('ffprobe', durationArgs([file]))).stdout);
+  if (s === undefined) throw new Error(`ffprobe reports no duration for ${file}`);
   return s;
 }
 

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { visionApi, visionRequestPath, visionTakesVideo } from '@runboard/supervisor/protocol/data';
+import { durationArgs, parseDuration } from '../ffprobe.ts';
 import { DocumentError, insideWorkspace, relativeOrAbsolute } from './paths.ts';
 import type { DocumentScope, VisionAccess } from './scope.ts';
 
@@ -97,17 +98,8 @@ async function videoFrames(file: string, demuxer: string): Promise<Image[]> {
           : `${path.basename(file)}: ${cmd} could not read it (${(e.stderr ?? e.message).trim().split('\n').pop()})`,
       );
     });
-  const probe = await tool('ffprobe', [
-    '-v',
-    'error',
-    '-show_entries',
-    'format=duration',
-    '-of',
-    'csv=p=0',
-    ...input,
-  ]);
-  const duration = Number.parseFloat(probe.stdout);
-  if (!Number.isFinite(duration) || duration <= 0)
+  const duration = parseDuration((await tool('ffprobe', durationArgs(input))).stdout);
+  if (duration === undefined)
     throw new DocumentError(`${path.basename(file)}: not a video ffprobe can read (no duration)`);
   const dir = await mkdtemp(path.join(tmpdir(), 'rb-frames-'));
   try {
