@@ -7,7 +7,7 @@
 import { EventEmitter } from 'node:events';
 import { readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Queue, QueueEvents, Worker } from 'bullmq';
+import { Queue, QueueEvents, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import type pino from 'pino';
 import type { z } from 'zod';
@@ -170,6 +170,11 @@ export class RemoteRun {
     return this.active;
   }
 
+  /** Whether its end is being recorded (or was). */
+  get isFinishing(): boolean {
+    return this.finishing !== undefined;
+  }
+
   start(): void {
     this.writeMarker();
     if (!this.l.job) {
@@ -305,13 +310,11 @@ export class FleetGateway {
   private readonly conn: ReturnType<typeof redisOptions>;
   private readonly redis: Redis;
   private readonly reader: Redis;
-  private readonly queues = new Map<
-    string,
-    { queue: Queue; events: QueueEvents; stalls: Worker; onFailed: (jobId: string, why: string) => void }
-  >();
+  private readonly queues = new Map<string, Promise<FlowQueue>>();
   private readonly runs = new Map<string, RemoteRun>();
   private readerWake: (() => void) | undefined;
   private closed = false;
+  private readonly reconciler: NodeJS.Timeout;
 
   readonly redisUrl: string;
 
@@ -321,6 +324,34 @@ export class FleetGateway {
     this.redis = new Redis(this.conn);
     this.reader = new Redis(this.conn);
     void this.readLoop();
+    this.reconciler = setInterval(() => void this.reconcile(), Math.max(1000, LEASE_MS));
+    this.reconciler.unref();
+  }
+
+  /** Ends `run` as its job ended in Redis, if it did (`job`: read there). */
+  private endAsJob(run: RemoteRun, q: FlowQueue, job: Job, state: string): boolean {
+    if (state === 'completed') this.completed(run, job.returnvalue);
+    else if (state === 'failed') q.onFailed(run.id, job.failedReason);
+    else return false;
+    return true;
+  }
+
+  /**
+   * Looks at the jobs of the runs still going: a run whose job ended without its event reaching this
+   * supervisor (its queue's events read from after that, a lost connection) ends at the next look,
+   * instead of never (a board waiting on it for good, a supervisor that cannot shut down).
+   */
+  private async reconcile(): Promise<void> {
+    for (const run of [...this.runs.values()]) {
+      if (run.isFinishing || this.closed) continue;
+      try {
+        const q = await this.flowQueue(run.flowName);
+        const job = await q.queue.getJob(run.id);
+        if (job && !run.isFinishing) this.endAsJob(run, q, job, await job.getState());
+      } catch (err) {
+        this.o.log.debug({ runId: run.id, err: (err as Error).message }, 'looking at a fleet job');
+      }
+    }
   }
 
   /** The job of `run` completed with `returnvalue` (the host's record of it). */
@@ -343,62 +374,67 @@ export class FleetGateway {
     );
   }
 
-  private flowQueue(flow: string): {
-    queue: Queue;
-    events: QueueEvents;
-    onFailed: (jobId: string, why: string) => void;
-  } {
+  /** The flow's queue, its events and its stall check, made once per flow. */
+  private flowQueue(flow: string): Promise<FlowQueue> {
     const name = queueName(flow);
     let q = this.queues.get(name);
     if (!q) {
-      const queue = new Queue(name, { connection: this.conn });
-      const events = new QueueEvents(name, { connection: this.conn });
-      events.on('completed', ({ jobId, returnvalue }) => {
-        const run = this.runs.get(jobId);
-        if (run) this.completed(run, returnvalue);
-      });
-      // A stalled job goes back to wait, marked to fail when taken (maxStalledCount 0): it is removed so
-      // that no host takes it again, and the run ends one lease later: by then a host that is alive
-      // but cut off has stopped it itself (fleet-host.ts), so a retry never overlaps it.
-      const onStalled = (jobId: string): void => {
-        const run = this.runs.get(jobId);
-        if (!run || run.stalledSeen) return;
-        run.stalledSeen = true;
-        this.o.log.warn({ jobId, flow }, 'a host stopped renewing its job lease');
-        void queue
-          .remove(jobId)
-          .catch(() => 0)
-          .then(() => new Promise((r) => setTimeout(r, LEASE_MS)))
-          .then(() => run.finish(this.stalled(run)));
-      };
-      const onFailed = (jobId: string, failedReason: string): void => {
-        if (/stalled/i.test(failedReason)) return onStalled(jobId);
-        const run = this.runs.get(jobId);
-        if (!run) return;
-        void run.finish(
-          /^cancelled/.test(failedReason)
-            ? { status: 'cancelled', reason: 'cancelled', detail: failedReason }
-            : { status: 'failed', reason: 'spawn-failed', detail: failedReason },
-        );
-      };
-      events.on('failed', ({ jobId, failedReason }) => onFailed(jobId, failedReason));
-      events.on('stalled', ({ jobId }) => onStalled(jobId));
-      // Stalled jobs are found by workers of the queue; this one takes no jobs and only looks for them,
-      // so a run is ended even when no host offering its flow is left.
-      const stalls = new Worker(name, null, {
-        connection: this.conn,
-        lockDuration: LEASE_MS,
-        stalledInterval: LEASE_MS,
-        maxStalledCount: 0,
-        autorun: false,
-      });
-      stalls.on('stalled', (jobId) => onStalled(jobId));
-      stalls.on('error', (err) => this.o.log.debug({ err: err.message, flow }, 'fleet stall check'));
-      void stalls.startStalledCheckTimer();
-      q = { queue, events, stalls, onFailed };
+      q = this.openFlowQueue(name, flow);
+      q.catch(() => this.queues.delete(name)); // Redis unreachable: tried again on the next use
       this.queues.set(name, q);
     }
     return q;
+  }
+
+  private async openFlowQueue(name: string, flow: string): Promise<FlowQueue> {
+    const queue = new Queue(name, { connection: this.conn });
+    // Its events are read from the last one there now, not from whenever the reading starts: a job
+    // added next and failed at once by a host (a refusal) has its event read, never missed.
+    const last = await this.redis.xrevrange(queue.keys.events!, '+', '-', 'COUNT', 1);
+    const events = new QueueEvents(name, { connection: this.conn, lastEventId: last[0]?.[0] ?? '0-0' });
+    events.on('completed', ({ jobId, returnvalue }) => {
+      const run = this.runs.get(jobId);
+      if (run) this.completed(run, returnvalue);
+    });
+    // A stalled job goes back to wait, marked to fail when taken (maxStalledCount 0): it is removed so
+    // that no host takes it again, and the run ends one lease later: by then a host that is alive
+    // but cut off has stopped it itself (fleet-host.ts), so a retry never overlaps it.
+    const onStalled = (jobId: string): void => {
+      const run = this.runs.get(jobId);
+      if (!run || run.stalledSeen) return;
+      run.stalledSeen = true;
+      this.o.log.warn({ jobId, flow }, 'a host stopped renewing its job lease');
+      void queue
+        .remove(jobId)
+        .catch(() => 0)
+        .then(() => new Promise((r) => setTimeout(r, LEASE_MS)))
+        .then(() => run.finish(this.stalled(run)));
+    };
+    const onFailed = (jobId: string, failedReason: string): void => {
+      if (/stalled/i.test(failedReason)) return onStalled(jobId);
+      const run = this.runs.get(jobId);
+      if (!run) return;
+      void run.finish(
+        /^cancelled/.test(failedReason)
+          ? { status: 'cancelled', reason: 'cancelled', detail: failedReason }
+          : { status: 'failed', reason: 'spawn-failed', detail: failedReason },
+      );
+    };
+    events.on('failed', ({ jobId, failedReason }) => onFailed(jobId, failedReason));
+    events.on('stalled', ({ jobId }) => onStalled(jobId));
+    // Stalled jobs are found by workers of the queue; this one takes no jobs and only looks for them,
+    // so a run is ended even when no host offering its flow is left.
+    const stalls = new Worker(name, null, {
+      connection: this.conn,
+      lockDuration: LEASE_MS,
+      stalledInterval: LEASE_MS,
+      maxStalledCount: 0,
+      autorun: false,
+    });
+    stalls.on('stalled', (jobId) => onStalled(jobId));
+    stalls.on('error', (err) => this.o.log.debug({ err: err.message, flow }, 'fleet stall check'));
+    void stalls.startStalledCheckTimer();
+    return { queue, events, stalls, onFailed };
   }
 
   /** A launch (already checked against this machine's grant) as a run for the fleet. */
@@ -455,8 +491,8 @@ export class FleetGateway {
   async takeOver(run: RemoteRun): Promise<void> {
     this.runs.set(run.id, run);
     this.readerWake?.();
-    const q = this.flowQueue(run.flowName);
     try {
+      const q = await this.flowQueue(run.flowName);
       await q.events.waitUntilReady(); // from now on its events come; what came before is read below
       const job = await q.queue.getJob(run.id);
       const state = job ? await job.getState() : 'gone';
@@ -468,9 +504,7 @@ export class FleetGateway {
           detail:
             'the supervisor mirroring this run died, and its job is no longer in Redis: how it ended on its host is not known here',
         });
-      else if (state === 'completed') this.completed(run, job.returnvalue);
-      else if (state === 'failed') q.onFailed(run.id, job.failedReason);
-      // otherwise it waits or runs: its events come as any run's
+      else this.endAsJob(run, q, job, state); // otherwise it waits or runs: its events come as any run's
     } catch (err) {
       this.o.log.warn({ runId: run.id, err: (err as Error).message }, 'taking over a run of the fleet');
     }
@@ -494,7 +528,7 @@ export class FleetGateway {
   async submit(run: RemoteRun, job: RunJob): Promise<void> {
     this.runs.set(run.id, run);
     this.readerWake?.();
-    const { queue } = this.flowQueue(run.flowName);
+    const { queue } = await this.flowQueue(run.flowName);
     await queue.add('run', job, {
       jobId: run.id,
       attempts: 1,
@@ -505,8 +539,10 @@ export class FleetGateway {
 
   async cancel(run: RemoteRun, reason: TerminationReason, detail: string): Promise<void> {
     await this.redis.set(`runboard:cancelled:${run.id}`, '1', 'EX', 24 * 3600);
-    const job = await this.flowQueue(run.flowName).queue.getJob(run.id);
+    const q = await this.flowQueue(run.flowName);
+    const job = await q.queue.getJob(run.id);
     const state = job ? await job.getState() : 'unknown';
+    if (job && this.endAsJob(run, q, job, state)) return; // it had ended already
     if (job && (state === 'waiting' || state === 'delayed' || state === 'prioritized')) {
       await job.remove().catch(() => undefined);
       await run.finish({
@@ -595,20 +631,26 @@ export class FleetGateway {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.reconciler);
     this.readerWake?.();
     await withinMs(
       Promise.all(
-        [...this.queues.values()].flatMap(({ queue, events, stalls }) => [
-          queue.close(),
-          events.close(),
-          stalls.close(),
-        ]),
+        [...this.queues.values()].map((q) =>
+          q.then(({ queue, events, stalls }) => Promise.all([queue.close(), events.close(), stalls.close()])),
+        ),
       ),
       3000,
     );
     this.redis.disconnect();
     this.reader.disconnect();
   }
+}
+
+interface FlowQueue {
+  queue: Queue;
+  events: QueueEvents;
+  stalls: Worker;
+  onFailed: (jobId: string, why: string) => void;
 }
 
 /** Whether stream id `a` ("ms-seq") comes after `b`. */
