@@ -156,3 +156,52 @@ describe('the supervisor socket', () => {
     });
   }
 });
+
+/**
+ * A plain command runs under the jail's init (no worker): that init reports how the command ended, so
+ * the run attacks it: the init's fds (the report pipe to the jail), ptrace, and signals that would
+ * end it as a success.
+ */
+const FORGE = `
+import ctypes, json, os, signal
+forged = json.dumps({"code": 0, "signal": 0, "execErrno": 0, "ms": 1}).encode()
+line = json.dumps({"event": "exit", "code": 0, "signal": 0, "command": json.loads(forged)}).encode() + b"\\n"
+for name in ["/proc/1/fd/%d" % n for n in range(64)] + ["/proc/1/mem"]:
+    try:
+        fd = os.open(name, os.O_WRONLY)
+        os.write(fd, line + forged)
+        print("opened", name)
+    except OSError as e:
+        if e.errno != 2:
+            print("refused", name, e.strerror)
+for fd in range(3, 64):  # whatever this process has beyond stdio
+    try:
+        os.write(fd, line + forged)
+        print("wrote to fd", fd)
+    except OSError:
+        pass
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.ptrace(16, 1, None, None)  # PTRACE_ATTACH to the init
+print("ptrace:", "attached" if r == 0 else os.strerror(ctypes.get_errno()))
+for sig in (signal.SIGKILL, signal.SIGSTOP, signal.SIGUSR1):
+    try:
+        os.kill(1, sig)
+    except OSError as e:
+        print("kill", sig.name, e.strerror)
+print("still here")
+`;
+
+describe("a plain command's init", () => {
+  it('cannot be made to report a failed command as a success: no fd, no ptrace, no signal reaches it', async () => {
+    const rec = await h.run(['/bin/sh', '-c', `python3 -c '${FORGE.replace(/'/g, `'"'"'`)}'; exit 3`]);
+    expect(rec.stdout).toContain('refused /proc/1/mem Permission denied');
+    expect(rec.stdout).toMatch(/refused \/proc\/1\/fd\/3 Permission denied/); // the init's report pipe
+    expect(rec.stdout).not.toContain('opened');
+    expect(rec.stdout).not.toContain('wrote to fd');
+    expect(rec.stdout).toMatch(/ptrace: Operation not permitted/);
+    expect(rec.stdout).toContain('still here');
+    expect(rec.result.status).toBe('failed');
+    expect(rec.result.exitCode).toBe(3);
+    expect(rec.result.termination).toEqual({ reason: 'finished', detail: 'command exited with code 3' });
+  });
+});

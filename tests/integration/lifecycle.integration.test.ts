@@ -14,10 +14,10 @@ afterAll(async () => {
   await h.stop();
 });
 
-async function workerPid(runId: string): Promise<number> {
+async function workerPid(runId: string, on = h): Promise<number> {
   let pid = 0;
   await waitUntil('the worker to be running', async () => {
-    const { runs } = await h.client.list({ activeOnly: true });
+    const { runs } = await on.client.list({ activeOnly: true });
     pid = runs.find((r) => r.runId === runId)?.pid ?? 0;
     return pid > 0;
   });
@@ -65,21 +65,39 @@ describe('run endings', () => {
   });
 
   it('a hung worker (stopped, no heartbeats) is killed after the heartbeat timeout', async () => {
-    const { runId } = await h.launch('sleep 300', { heartbeatTimeoutMs: 3000 });
+    // A worker beats: agent runs have one; a plain command gets one here (else the jail's init runs it).
+    const hw = await Harness.start({ env: { RUNBOARD_COMMAND_WORKER: 'node' } });
+    try {
+      const { runId } = await hw.launch('sleep 300', { heartbeatTimeoutMs: 3000 });
+      const done = hw.collect(runId);
+      const pid = await workerPid(runId, hw);
+      await waitUntil('a first heartbeat', async () =>
+        (await hw.client.list({ activeOnly: true })).runs.some((r) => r.runId === runId && r.lastHeartbeat),
+      );
+      await sleep(3500); // healthy for longer than the timeout: heartbeats keep it alive
+      expect((await hw.client.list({ activeOnly: true })).runs.some((r) => r.runId === runId)).toBe(true);
+      process.kill(pid, 'SIGSTOP');
+      const rec = await done;
+      expect(rec.result.status).toBe('failed');
+      expect(rec.result.termination?.reason).toBe('heartbeat-timeout');
+      expect(rec.result.termination?.detail).toMatch(/no heartbeat for 3000 ms/);
+      expect(rec.result.lastHeartbeat).not.toBeNull();
+      expect(pidAlive(pid)).toBe(false);
+    } finally {
+      await hw.stop();
+    }
+  });
+
+  it("a plain command's init stopped from outside: the command goes on and its end is still reported", async () => {
+    const { runId } = await h.launch('sleep 1; echo done', { heartbeatTimeoutMs: 500 });
     const done = h.collect(runId);
     const pid = await workerPid(runId);
-    await waitUntil('a first heartbeat', async () =>
-      (await h.client.list({ activeOnly: true })).runs.some((r) => r.runId === runId && r.lastHeartbeat),
-    );
-    await sleep(3500); // healthy for longer than the timeout: heartbeats keep it alive
-    expect((await h.client.list({ activeOnly: true })).runs.some((r) => r.runId === runId)).toBe(true);
-    process.kill(pid, 'SIGSTOP');
+    process.kill(pid, 'SIGSTOP'); // no heartbeat to miss: the jail's status pipe is the run's liveness
+    await sleep(1500);
+    process.kill(pid, 'SIGCONT');
     const rec = await done;
-    expect(rec.result.status).toBe('failed');
-    expect(rec.result.termination?.reason).toBe('heartbeat-timeout');
-    expect(rec.result.termination?.detail).toMatch(/no heartbeat for 3000 ms/);
-    expect(rec.result.lastHeartbeat).not.toBeNull();
-    expect(pidAlive(pid)).toBe(false);
+    expect(rec.result.status).toBe('succeeded');
+    expect(rec.stdout).toBe('done\n');
   });
 
   it('cancel is idempotent and stops a run with a stubborn double-forked grandchild within 2 s', async () => {

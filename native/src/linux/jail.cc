@@ -28,6 +28,9 @@
 // run sees its own X socket in /tmp/.X11-unix and not the user's: Landlock (ABI <= 7) does not govern
 // connect() on pathname Unix sockets, so hiding the socket file is what keeps the run off the real display.
 //
+// --init (the `command` runner): no worker; the jail's child stays as the run's init and starts the run's
+// command itself (RunAsInit), so a plain command costs no Node start.
+//
 // Protocol with the supervisor: JSON lines on --status-fd (schema: supervisor/src/protocol/jail.ts, read by
 // supervisor/src/node/jail-status.ts).
 #include <dirent.h>
@@ -47,6 +50,7 @@
 #include <cerrno>
 #include <climits>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -204,6 +208,94 @@ long long IoField(const std::string& text, const char* key) {
   return at == std::string::npos ? -1 : atoll(text.c_str() + at + strlen(key) + 2);
 }
 
+// What the run's init tells the jail about the run's command (--init), through a pipe of their own.
+struct CommandReport {
+  int32_t code;  // -1: killed by a signal
+  int32_t signal;
+  int32_t execErrno;  // the command could not be executed (errno), else 0
+  int32_t ms;         // fork of the command → its end
+};
+
+void NoteSignal(int) {}
+
+// --init: the run's command is not a worker. This process (the init of the run's PID namespace, or the
+// jail's child where there is none) starts it in a session of its own, passes SIGTERM, SIGINT, SIGHUP
+// and SIGQUIT on to every process of the run, reaps them, and reports how the command ended on
+// `reportFd`. It holds no status fd (the run cannot write the jail's status lines through it) and is not
+// dumpable (the run cannot ptrace it or open its fds).
+[[noreturn]] void RunAsInit(char** command, int reportFd) {
+  gStatusFd = -1;
+  // Nothing of the jail's stays open here (log files, pipes, the broker's fds): stdio and the report only.
+  if (reportFd != 3) {
+    if (dup2(reportFd, 3) < 0) _exit(126);
+    fcntl(3, F_SETFD, FD_CLOEXEC);  // the command never holds it
+    reportFd = 3;
+  }
+  CloseFrom(4, {});
+  prctl(PR_SET_DUMPABLE, 0);
+  sigset_t handled, previous;
+  sigemptyset(&handled);
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD}) {
+    sigaddset(&handled, s);
+    struct sigaction sa {};
+    sa.sa_handler = NoteSignal;  // an init's signals with no handler are dropped by the kernel
+    sigaction(s, &sa, nullptr);
+  }
+  sigprocmask(SIG_BLOCK, &handled, &previous);
+  int execPipe[2];
+  if (pipe2(execPipe, O_CLOEXEC) < 0) _exit(126);
+  timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  pid_t cmd = fork();
+  if (cmd < 0) _exit(126);
+  if (cmd == 0) {
+    close(execPipe[0]);
+    for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD}) signal(s, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    setsid();  // its own process group: where there is no PID namespace, signals reach the group
+    execvp(command[0], command);
+    int e = errno;
+    ssize_t w = write(execPipe[1], &e, sizeof e);
+    (void)w;
+    _exit(127);
+  }
+  close(execPipe[1]);
+  CommandReport report{0, 0, 0, 0};
+  ssize_t got;
+  do got = read(execPipe[0], &report.execErrno, sizeof report.execErrno);
+  while (got < 0 && errno == EINTR);
+  if (got != sizeof report.execErrno) report.execErrno = 0;  // EOF: the command was executed
+  close(execPipe[0]);
+  int status = 0;
+  for (bool done = false; !done;) {
+    siginfo_t info;
+    int sig = sigwaitinfo(&handled, &info);
+    if (sig < 0) continue;
+    if (sig != SIGCHLD) {
+      if (getpid() == 1) kill(-1, sig);  // every other process of the run's namespace
+      else kill(-cmd, sig);
+      continue;
+    }
+    for (;;) {
+      int st;
+      pid_t r = waitpid(-1, &st, WNOHANG);
+      if (r <= 0) break;
+      if (r == cmd) {
+        status = st;
+        done = true;
+      }
+    }
+  }
+  timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  report.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  report.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  report.ms = static_cast<int32_t>((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+  ssize_t w = write(reportFd, &report, sizeof report);
+  (void)w;
+  _exit(0);  // the namespace's other processes die with it
+}
+
 void Usage() {
   fprintf(
       stderr,
@@ -212,7 +304,7 @@ void Usage() {
       "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp DIR]\n"
       "                     [--max-procs N] [--env-fd N] [--read-only PATH]... [--ask-deletes] [--remove REL]...\n"
       "                     [--tcp PORT]... [--udp] [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts]\n"
-      "                     [--no-landlock] [--no-namespaces] [--output-fds STDOUT,STDERR,ORDER]\n"
+      "                     [--no-landlock] [--no-namespaces] [--output-fds STDOUT,STDERR,ORDER] [--init]\n"
       "                     -- COMMAND [ARG]...\n");
   _exit(2);
 }
@@ -224,6 +316,7 @@ int main(int argc, char** argv) {
   policy.devices = {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom", "/dev/ptmx"};
   policy.writable = {"/dev/pts"};
   bool useLandlock = true, useNamespaces = true, fsByMounts = false, fsIfPossible = false, roMounts = false;
+  bool asInit = false;
   pid_t parentPid = 0;
   std::vector<std::string> masks, keeps;
   std::string privateTmp;
@@ -270,6 +363,7 @@ int main(int argc, char** argv) {
     else if (a == "--fs-mounts-if-possible") fsByMounts = fsIfPossible = true;
     else if (a == "--ro-mounts") roMounts = true;
     else if (a == "--no-namespaces") useNamespaces = false;
+    else if (a == "--init") asInit = true;  // COMMAND is the run's own command, under an init of ours
     else if (a == "--output-fds") {
       // The run's log files, open for writing: the jail moves the run's stdout and stderr into them
       // (linux/output_pump.h) instead of the run inheriting the jail's own.
@@ -344,11 +438,14 @@ int main(int argc, char** argv) {
   // byte came: then it is in the run's pids cgroup (moved while it sets up its sandbox).
   int lifeline[2];
   if (pipe2(lifeline, O_CLOEXEC) < 0) Die("pipe: " + std::string(strerror(errno)), 1);
+  int initReport[2] = {-1, -1};  // --init: how the command ended, from the run's init
+  if (asInit && pipe2(initReport, O_CLOEXEC) < 0) Die("pipe: " + std::string(strerror(errno)), 1);
 
   pid_t child = fork();
   if (child < 0) Die("fork: " + std::string(strerror(errno)), 1);
   if (child == 0) {
     close(lifeline[1]);
+    if (asInit) close(initReport[0]);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     pollfd p{lifeline[0], POLLIN, 0};
     // jail already gone (its go byte may be there already: only the hang-up says gone)
@@ -425,10 +522,15 @@ int main(int argc, char** argv) {
     Status("{\"event\":\"sandbox\",\"landlockAbi\":" + std::to_string(enforced ? landlockAbi : 0) +
            ",\"enforced\":" + (fsByMounts || enforced ? "true" : "false") + ",\"fs\":\"" + fs +
            "\",\"mountNamespace\":" + (mountNs ? "true" : "false") + "}");
+    if (asInit) RunAsInit(command, initReport[1]);
     execvp(command[0], command);
     Die("cannot execute " + std::string(command[0]) + ": " + strerror(errno), 127);
   }
   close(lifeline[0]);
+  if (asInit) {
+    close(initReport[1]);
+    fcntl(initReport[0], F_SETFL, O_NONBLOCK);  // read once the init is gone: its report or nothing
+  }
   {
     // A child that died before reading its go byte must not kill the jail with SIGPIPE (nor a gone
     // supervisor: the parent-death signal does that). Blocked in the jail only, after the fork.
@@ -514,7 +616,7 @@ int main(int argc, char** argv) {
   std::string io = ReadSmallFile("/proc/self/io"), ownIo = ReadSmallFile("/proc/thread-self/io");
   auto runIo = [&](const char* key) {
     long long all = IoField(io, key), own = IoField(ownIo, key);
-    return all < 0 ? all : all - (own > 0 ? own : 0);
+    return all < 0 ? all : std::max(0LL, all - (own > 0 ? own : 0));
   };
   rusage self{};
   getrusage(RUSAGE_SELF, &self);
@@ -523,13 +625,24 @@ int main(int argc, char** argv) {
   bool signaled = WIFSIGNALED(status);
   int code = signaled ? -1 : WEXITSTATUS(status);
   int termsig = signaled ? WTERMSIG(status) : 0;
-  char line[512];
+  std::string commandField;
+  if (asInit) {
+    CommandReport report{};
+    if (read(initReport[0], &report, sizeof report) == static_cast<ssize_t>(sizeof report))
+      commandField = ",\"command\":{\"code\":" + (report.code < 0 ? std::string("null") : std::to_string(report.code)) +
+                     ",\"signal\":" + std::to_string(report.signal) +
+                     ",\"execErrno\":" + std::to_string(report.execErrno) + ",\"ms\":" + std::to_string(report.ms) +
+                     "}";
+    close(initReport[0]);
+  }
+  char line[768];
   snprintf(line, sizeof line,
            "{\"event\":\"exit\",\"code\":%s,\"signal\":%d,\"rchar\":%lld,\"wchar\":%lld,\"readBytes\":%lld,"
-           "\"writeBytes\":%lld,\"utimeMs\":%ld,\"stimeMs\":%ld,\"maxRssKb\":%ld,\"jailCpuMs\":%ld}",
+           "\"writeBytes\":%lld,\"utimeMs\":%ld,\"stimeMs\":%ld,\"maxRssKb\":%ld,\"jailCpuMs\":%ld%s}",
            signaled ? "null" : std::to_string(code).c_str(), termsig, runIo("rchar"), runIo("wchar"),
            runIo("read_bytes"), runIo("write_bytes"), usage.ru_utime.tv_sec * 1000 + usage.ru_utime.tv_usec / 1000,
-           usage.ru_stime.tv_sec * 1000 + usage.ru_stime.tv_usec / 1000, usage.ru_maxrss, jailCpuMs);
+           usage.ru_stime.tv_sec * 1000 + usage.ru_stime.tv_usec / 1000, usage.ru_maxrss, jailCpuMs,
+           commandField.c_str());
   Status(line);
   return signaled ? 128 + termsig : code;
 }

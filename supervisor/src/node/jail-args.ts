@@ -51,8 +51,10 @@ export interface JailArgsInput {
   writable: string[];
   /** Trees no run may read. */
   hiddenPaths: string[];
-  /** The command line that starts a worker. */
+  /** The command line that starts a worker; with `init`, the run's own command. */
   workerArgv: string[];
+  /** The run's command needs no worker: the jail's own init starts it (`--init`, the `command` runner). */
+  init?: boolean | undefined;
   /** The supervisor's pid: the jail dies with it. */
   parentPid: number;
   landlockAbi: number;
@@ -156,6 +158,7 @@ export function buildJailArgs(i: JailArgsInput): string[] {
   for (const r of i.readOnly ?? []) args.push('--read-only', r);
   if (i.landlockAbi <= 0) args.push('--no-landlock');
   if (!i.useNamespaces) args.push('--no-namespaces');
+  if (i.init) args.push('--init');
   args.push('--', ...i.workerArgv);
   return args;
 }

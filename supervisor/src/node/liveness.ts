@@ -36,9 +36,12 @@ export class Liveness {
     return Math.max(50, Math.min(MAX_HEARTBEAT_INTERVAL_MS, Math.floor(this.heartbeatTimeoutMs / 4)));
   }
 
-  /** The worker was spawned: the heartbeat, stall and time-limit clocks start. */
-  start(): void {
-    this.armHeartbeat();
+  /**
+   * The worker was spawned: the heartbeat, stall and time-limit clocks start. `heartbeat` false: no
+   * worker beats (the jail's init runs a plain command; the jail's status pipe is its liveness).
+   */
+  start(heartbeat = true): void {
+    if (heartbeat) this.armHeartbeat();
     this.output();
     const ms = this.o.timeoutMs;
     if (ms)

@@ -121,6 +121,7 @@ async function main(): Promise<void> {
     log,
     jailPath: jailPath(),
     workerArgv,
+    nodeCommandWorker: process.env.RUNBOARD_COMMAND_WORKER === 'node',
     // Runs may read what the user can read, except Runboard's own state: keys, grants, other runs.
     hiddenPaths: [...new Set([paths.root, paths.runtimeDir].map((p) => realpathSync(p)))],
     landlockAbi,

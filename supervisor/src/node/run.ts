@@ -5,6 +5,7 @@
  * endpoint (worker-endpoint.ts), liveness timers (liveness.ts), how it ended (classify-end.ts) and its
  * final record (run-finalize.ts).
  */
+import { constants as osConstants } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { closeSync, mkdirSync, realpathSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -22,6 +23,7 @@ import {
   JAIL_STATUS_FD,
   JAIL_WORKSPACE_FD,
   RUN_ENDPOINT_FD,
+  RunEnv,
   RunState,
   type Command,
   type CardRef,
@@ -32,7 +34,7 @@ import {
   type TerminationReason,
 } from '../protocol/index.ts';
 import type { AttachSource } from './attach.ts';
-import { classifyEnd, type FinishedReport, type JailExit } from './classify-end.ts';
+import { classifyEnd, signalName, type FinishedReport, type JailExit } from './classify-end.ts';
 import { deriveAsks } from './asks.ts';
 import { DenialScanner } from './denials.ts';
 import {
@@ -74,6 +76,11 @@ export interface RunDeps {
   proxy?: ModelProxy;
   hasKey?: (provider: string) => boolean;
   missingKeyGuidance?: (provider: string) => string;
+  /**
+   * `command` runs through a Node worker as agent runs do, instead of under the jail's init
+   * (RUNBOARD_COMMAND_WORKER=node: the benchmark's measure of what a Node worker's start costs).
+   */
+  nodeCommandWorker?: boolean;
 }
 
 export interface LaunchSpec {
@@ -94,6 +101,8 @@ function spawnJail(
   cwd: string,
   workspaceFd: number | undefined,
   outputFds: number[],
+  /** Whether a worker runs (it gets the run endpoint); a command under the jail's init gets none. */
+  endpoint: boolean,
 ) {
   return execa(file, args, {
     cwd,
@@ -108,7 +117,7 @@ function spawnJail(
       'ignore',
       'ignore',
       'ignore',
-      'pipe',
+      endpoint ? 'pipe' : 'ignore',
       'pipe',
       'pipe',
       workspaceFd ?? 'ignore',
@@ -164,6 +173,11 @@ export class Run {
   /** The run's private virtual display (flow computerUse.privateDisplay). */
   private display: PrivateDisplay | undefined;
   private readonly startedAt = Date.now();
+  /**
+   * The run's command line, when the jail's init runs it with no worker (a `command` run: no Node
+   * start, no endpoint); undefined for a run with a worker.
+   */
+  private readonly direct: string[] | undefined;
   /** Where the scratch dir went at the end, to be removed after the run is reported ended. */
   private goneScratch: string | undefined;
   private readonly ended: Promise<RunResult>;
@@ -193,6 +207,9 @@ export class Run {
       (dir) => new JailOutput(dir),
     );
     this.workspace = spec.workspace;
+    const { command } = spec;
+    if (spec.flow.runner === 'command' && command !== undefined && !deps.nodeCommandWorker)
+      this.direct = typeof command === 'string' ? ['/bin/sh', '-c', command] : [...command];
     this.denials = this.makeDenialScanner();
     this.liveness = new Liveness({
       heartbeatTimeoutMs: spec.flow.heartbeatTimeoutMs,
@@ -428,7 +445,8 @@ export class Run {
       workspace: this.workspace,
       writable: this.writable,
       hiddenPaths: this.deps.hiddenPaths,
-      workerArgv: this.deps.workerArgv,
+      workerArgv: this.direct ?? this.deps.workerArgv,
+      init: this.direct !== undefined,
       parentPid: process.pid,
       landlockAbi: this.deps.landlockAbi,
       useNamespaces: this.deps.useNamespaces,
@@ -440,7 +458,7 @@ export class Run {
       workspaceFd: workspaceFd === undefined ? undefined : JAIL_WORKSPACE_FD,
       outputFds: [...JAIL_OUTPUT_FDS],
     });
-    const env = buildRunEnv({
+    const env: Record<string, string> = buildRunEnv({
       flow,
       baseEnv: this.deps.baseEnv,
       runId: this.id,
@@ -450,9 +468,17 @@ export class Run {
       nativeDir: path.dirname(this.deps.jailPath),
       displayEnv: this.display?.env,
     });
+    if (this.direct) delete env[RunEnv.token]; // no endpoint to prove anything to
     let child: JailProcess;
     try {
-      child = spawnJail(this.deps.jailPath, args, this.workspace, workspaceFd, this.log.output.fileFds);
+      child = spawnJail(
+        this.deps.jailPath,
+        args,
+        this.workspace,
+        workspaceFd,
+        this.log.output.fileFds,
+        !this.direct,
+      );
       const envPipe = (child.stdio as unknown as Writable[])[JAIL_ENV_FD]!;
       envPipe.on('error', () => undefined); // a jail that died early: its exit says why
       envPipe.end(serializeEnv(env));
@@ -469,14 +495,14 @@ export class Run {
       (s) => this.onJailStatus(s),
       (why) => this.event('error', why),
     );
-    this.serveEndpoint(child.stdio[RUN_ENDPOINT_FD] as unknown as NodeJS.ReadWriteStream);
+    if (!this.direct) this.serveEndpoint(child.stdio[RUN_ENDPOINT_FD] as unknown as NodeJS.ReadWriteStream);
     this.writeMarker(child.pid ?? 0);
     void child
       .then((r) => this.onJailExit(r.exitCode ?? null, r.signal ?? null))
       .catch((err: unknown) =>
         this.finish('failed', 'crashed', `could not tell how the run ended: ${(err as Error).message}`),
       );
-    this.liveness.start();
+    this.liveness.start(!this.direct);
   }
 
   /** Cancel: idempotent. */
@@ -614,6 +640,7 @@ export class Run {
             `codex runs without its own sandbox: this machine gives runs no user namespaces${this.deps.useNamespaces ? '' : ' (RUNBOARD_NAMESPACES=off)'}; the jail alone confines it`,
             { kind: 'agent-sandbox-off', level: 'warn' },
           );
+        if (this.direct) this.commandStarted(this.direct);
         break;
       case 'error':
         this.jailError = s.message;
@@ -621,8 +648,46 @@ export class Run {
         break;
       case 'exit':
         this.jailExit = s;
+        if (this.direct && s.command) this.commandEnded(s.command, this.direct);
         break;
     }
+  }
+
+  /** The jail's init is starting the run's command: the run is running (as a worker's `ready`). */
+  private commandStarted(argv: string[]): void {
+    if (this.isActive && !this.endCause) this.state = RunState.running(this.workerPid ?? 0);
+    this.event('ready', "command starting under the jail's init (no worker)");
+    const shown = commandShown(argv);
+    this.event('progress', `running ${shown.length > 200 ? shown.slice(0, 200) + '…' : shown}`, {
+      fraction: 0,
+    });
+  }
+
+  /** How the run's command ended, as the jail's init saw it: the run's report (as a worker's). */
+  private commandEnded(c: NonNullable<JailExit['command']>, argv: string[]): void {
+    const file = argv[0] === '/bin/sh' && argv[1] === '-c' ? '/bin/sh' : (argv[0] ?? '');
+    const summary = c.execErrno
+      ? c.execErrno === osConstants.errno.ENOENT
+        ? `command not found: ${file}`
+        : c.execErrno === osConstants.errno.EACCES
+          ? `permission denied running ${file}`
+          : `could not run ${file} (errno ${c.execErrno})`
+      : c.code === 0
+        ? 'command exited with code 0'
+        : c.code === null
+          ? `command killed by ${signalName(c.signal)}${this.endCause?.reason === 'cancelled' ? ' (cancelled)' : ''}`
+          : `command exited with code ${c.code}`;
+    this.finishedReport = {
+      status: c.code === 0 && !c.execErrno ? 'succeeded' : 'failed',
+      exitCode: c.execErrno ? 127 : c.code,
+      summary,
+      metrics: { commandMs: c.ms },
+    };
+    this.event('progress', summary, { fraction: 1 });
+    this.event('finished', summary, {
+      status: this.finishedReport.status,
+      exitCode: this.finishedReport.exitCode,
+    });
   }
 
   private serveEndpoint(stream: NodeJS.ReadWriteStream): void {
@@ -827,6 +892,11 @@ export class Run {
     await this.step('telling attached clients', () => this.signals.emit('final'));
     this.deps.log.info({ runId: this.id, status, reason }, 'run ended');
   }
+}
+
+/** A command line as a person would type it (for the run's progress line). */
+function commandShown(argv: string[]): string {
+  return argv[0] === '/bin/sh' && argv[1] === '-c' && argv.length === 3 ? argv[2]! : argv.join(' ');
 }
 
 /** Scratch dirs of ended runs that are still being removed (after a crash: by the next supervisor). */

@@ -77,6 +77,13 @@ export const JailStatusLine = z.discriminatedUnion('event', [
     maxRssKb: count,
     /** CPU time of the jail itself (moving the output, answering listen() calls), ms. */
     jailCpuMs: z.optional(count),
+    /**
+     * `--init`: how the run's command ended, as the jail's init saw it (code null: killed by
+     * `signal`; execErrno: it could not be executed; ms: from its start to its end).
+     */
+    command: z.optional(
+      z.object({ code: z.nullable(z.int()), signal: z.int(), execErrno: z.int(), ms: z.int() }),
+    ),
   }),
 ]);
 export type JailStatusLine = z.infer<typeof JailStatusLine>;
