@@ -130,10 +130,7 @@ export function contentType(file: string): string {
 
 export function fileHandlers(s: BoardService): FileHandlers {
   return {
-    runFile: (p) => {
-      const file = s.screenshotPath(p.runId, p.name);
-      return { type: contentType(file), path: file };
-    },
+    runFile: (p) => ({ type: contentType(p.name), bytes: s.screenshot(p.runId, p.name) }),
     recordingFile: (p) => {
       const file = s.recordings.file(p.recordingId, p.name);
       return { type: contentType(file), path: file };

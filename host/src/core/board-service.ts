@@ -753,9 +753,9 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     return this.files.list(runId);
   }
 
-  /** Absolute path of an image of a run, only when it is one of its screenshots. */
-  screenshotPath(runId: string, name: string): string {
-    return this.files.screenshotPath(runId, name);
+  /** An image of a run, only when it is one of its screenshots (run-files.ts). */
+  screenshot(runId: string, name: string): Buffer {
+    return this.files.screenshot(runId, name);
   }
 
   /** The live frame of a running computer-use run on a private display (run-files.ts). */

@@ -3,7 +3,12 @@ import path from 'node:path';
 import { ARTIFACTS_DIR } from '@runboard/supervisor/protocol';
 import { readRegularFileSync } from '@runboard/supervisor/regular-file';
 
-export { NotRegularFile, readRegularFileSync } from '@runboard/supervisor/regular-file';
+export {
+  NotRegularFile,
+  openRegularFileSync,
+  readRegularFileBytesSync,
+  readRegularFileSync,
+} from '@runboard/supervisor/regular-file';
 
 /**
  * A file a run left in its artifacts folder (a reflect run's schema.json, an extraction's answer), read

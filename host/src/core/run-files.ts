@@ -3,7 +3,7 @@
  * whole run dir as a .tar.gz. The run dir is found through the shared path helper (`runLogDir`), the
  * run's state through the supervisor; nothing here knows the log-dir layout beyond that.
  */
-import { createReadStream, readdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, createReadStream, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -13,6 +13,14 @@ import { ARTIFACTS_DIR, LIVE_FRAME_FILE } from '@runboard/supervisor/protocol';
 import { runLogDir, type StatePaths } from '@runboard/supervisor/paths';
 import type { RunFiles as RunFileList, RunResult } from '../shared/board-types.ts';
 import { checkRunId, NotFound } from './board-errors.ts';
+import { openRegularFileSync, readRegularFileBytesSync } from './regular-file.ts';
+
+/**
+ * The run wrote its artifacts folder: what is read there is opened as a regular file and never through
+ * a link (O_NOFOLLOW, then fstat on the descriptor: no race between a check and the read), else a run
+ * could have the board show, or put in an export a person shares, a file of the person's own.
+ */
+const RUN_WRITTEN = { noFollow: true, maxBytes: 64 << 20 } as const;
 
 const IMAGE = /\.(png|jpe?g|webp|gif)$/i;
 /** A computer-use run's live view frame: not a step screenshot. */
@@ -51,10 +59,14 @@ export class RunFiles {
     return { screenshots: screenshots.sort() };
   }
 
-  /** Absolute path of an image of a run, only when it is one of its screenshots. */
-  screenshotPath(runId: string, name: string): string {
+  /** An image of a run, only when it is one of its screenshots (and a regular file, read as such). */
+  screenshot(runId: string, name: string): Buffer {
     if (!this.list(runId).screenshots.includes(name)) throw new NotFound(`no screenshot ${name}`);
-    return path.join(this.dir(runId), name);
+    try {
+      return readRegularFileBytesSync(path.join(this.dir(runId), name), RUN_WRITTEN);
+    } catch (err) {
+      throw new NotFound(`screenshot ${name} of run ${runId} cannot be shown: ${(err as Error).message}`);
+    }
   }
 
   /**
@@ -67,7 +79,7 @@ export class RunFiles {
     if ((await this.runNow(runId)).status !== 'running')
       throw new NotFound(`run ${runId} has ended: no live view`);
     try {
-      return readFileSync(path.join(dir, LIVE_FRAME)); // small (~30 KB); the file may go any moment
+      return readRegularFileBytesSync(path.join(dir, LIVE_FRAME), RUN_WRITTEN); // ~30 KB; may go any moment
     } catch {
       throw new NotFound(`run ${runId} has no live frame (yet)`);
     }
@@ -87,14 +99,22 @@ export class RunFiles {
           const r = rel ? `${rel}/${e.name}` : e.name;
           if (e.isDirectory()) await add(r);
           else if (e.isFile()) {
-            const full = path.join(dir, r);
-            const st = statSync(full);
+            let opened: { fd: number; st: { size: number; mtime: Date } };
+            try {
+              opened = openRegularFileSync(path.join(dir, r), { noFollow: true });
+            } catch {
+              continue; // replaced meanwhile by a link or something else: not exported
+            }
+            const { fd, st } = opened;
             const header = { name: `${runId}/${r}`, size: st.size, mtime: st.mtime };
             await new Promise<void>((resolve, reject) => {
               const cb = (err?: Error | null): void => (err ? reject(err) : resolve());
-              if (st.size === 0) return void pack.entry(header, '', cb);
+              if (st.size === 0) {
+                closeSync(fd);
+                return void pack.entry(header, '', cb);
+              }
               // a growing log: send exactly the size announced in the header
-              createReadStream(full, { start: 0, end: st.size - 1 })
+              createReadStream('', { fd, start: 0, end: st.size - 1 })
                 .on('error', reject)
                 .pipe(pack.entry(header, cb));
             });

@@ -38,15 +38,15 @@ function explain(err: unknown): unknown {
 }
 
 /**
- * The text of `file` when it is a regular file; NotRegularFile when it is something else. With
- * `noFollow`, a symbolic link is refused too: a card a run wrote as a link to a file outside its grant
- * would otherwise be read (and written back) by the host. With `maxBytes`, a larger file is refused
- * before it is read.
+ * `file` opened when it is a regular file (the caller closes `fd`); NotRegularFile when it is something
+ * else. With `noFollow`, a symbolic link is refused too: a card a run wrote as a link to a file outside
+ * its grant would otherwise be read (and written back) by the host. With `maxBytes`, a larger file is
+ * refused before it is read.
  */
-export function readRegularFileSync(
+export function openRegularFileSync(
   file: string,
   opts: { noFollow?: boolean; maxBytes?: number } = {},
-): string {
+): { fd: number; st: Stats } {
   let fd: number;
   try {
     fd = openSync(file, opts.noFollow ? FLAGS | (constants.O_NOFOLLOW ?? 0) : FLAGS);
@@ -60,8 +60,30 @@ export function readRegularFileSync(
       throw new NotRegularFile(
         `${st.size} bytes, more than the ${opts.maxBytes} read here: not read (is it the file you meant?)`,
       );
-    return readFileSync(fd, 'utf8');
+    return { fd, st };
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+}
+
+/** The bytes of `file` when it is a regular file (openRegularFileSync's checks). */
+export function readRegularFileBytesSync(
+  file: string,
+  opts: { noFollow?: boolean; maxBytes?: number } = {},
+): Buffer {
+  const { fd } = openRegularFileSync(file, opts);
+  try {
+    return readFileSync(fd);
   } finally {
     closeSync(fd);
   }
+}
+
+/** The text of `file` when it is a regular file (openRegularFileSync's checks). */
+export function readRegularFileSync(
+  file: string,
+  opts: { noFollow?: boolean; maxBytes?: number } = {},
+): string {
+  return readRegularFileBytesSync(file, opts).toString('utf8');
 }
