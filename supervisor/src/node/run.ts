@@ -9,7 +9,7 @@ import { constants as osConstants } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { closeSync, mkdirSync, realpathSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { open, rm } from 'node:fs/promises';
+import { mkdir, open, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
@@ -420,14 +420,22 @@ export class Run {
         return;
       }
     }
+    // The run's folders, made off the event loop (a mkdir on a busy disk takes a millisecond or more,
+    // and every launch and attached client of the supervisor would wait for it).
+    await mkdir(this.spec.scratchDir, { recursive: true, mode: 0o700 });
+    await Promise.all([
+      ...SCRATCH_DIRS.map((d) => mkdir(path.join(this.spec.scratchDir, d), { recursive: true, mode: 0o700 })),
+      ...(this.artifactsDir ? [mkdir(this.artifactsDir, { recursive: true, mode: 0o700 })] : []),
+    ]);
+    if (!this.isActive || this.endCause) {
+      for (const g of [this.proxyGrant, this.visionGrant]) if (g) this.deps.proxy?.revoke(g.token);
+      return;
+    }
     this.spawn();
   }
 
   private spawn(): void {
     const { flow } = this.spec;
-    for (const d of SCRATCH_DIRS)
-      mkdirSync(path.join(this.spec.scratchDir, d), { recursive: true, mode: 0o700 });
-    if (this.artifactsDir) mkdirSync(this.artifactsDir, { recursive: true, mode: 0o700 });
     // The workspace goes to the jail open, checked against the path the grant check resolved.
     let workspaceFd: number | undefined;
     if (!flow.readOnly) {
