@@ -620,7 +620,11 @@ export class Run {
         this.workerPid = s.pid;
         this.result.pid = s.pid;
         this.result.containment = s.containment;
-        this.event('started', `worker started (pid ${s.pid}, containment: ${s.containment})`, s);
+        this.event(
+          'started',
+          `${this.direct ? "the run's init" : 'worker'} started (pid ${s.pid}, containment: ${s.containment})`,
+          s,
+        );
         this.writeMarker(this.child?.pid ?? 0);
         break;
       case 'sandbox':
