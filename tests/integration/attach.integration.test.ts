@@ -129,6 +129,41 @@ describe('attach', () => {
     expect(fromFiles.length).toBeGreaterThan(1_000_000);
   });
 
+  it('text reaches the client as written: ASCII lines and lines in other scripts alike', async () => {
+    const { runId } = await h.launch(
+      "for i in 1 2 3; do echo 'plain ascii line'; echo 'Grüße, naïve café ✓ 日本語 🙂'; done; echo '€ only' >&2",
+    );
+    let out = '';
+    let err = '';
+    const result = await new Promise<RunResult>((resolve) => {
+      void h.client.attach(runId, {
+        onOutput: (s, d) => (s === 'stdout' ? (out += d) : (err += d)),
+        onEnd: resolve,
+      });
+    });
+    expect(out).toBe('plain ascii line\nGrüße, naïve café ✓ 日本語 🙂\n'.repeat(3));
+    expect(out).toBe(readFileSync(path.join(result.logDir, 'stdout.log'), 'utf8'));
+    expect(err).toBe('€ only\n');
+  });
+
+  it('text comes in small pieces cut at line ends, or between characters in a line longer than a piece', async () => {
+    const { runId } = await h.launch([
+      'python3',
+      '-c',
+      "print('é' * 100000); [print(i) for i in range(200000)]",
+    ]);
+    const pieces: string[] = [];
+    const result = await new Promise<RunResult>((resolve) => {
+      void h.client.attach(runId, { onOutput: (_s, d) => pieces.push(d), onEnd: resolve });
+    });
+    expect(pieces.join('')).toBe(readFileSync(path.join(result.logDir, 'stdout.log'), 'utf8'));
+    expect(pieces.join('')).not.toContain('\uFFFD'); // no character cut in two
+    expect(Math.max(...pieces.map((p) => Buffer.byteLength(p)))).toBeLessThanOrEqual(64 * 1024);
+    const lines = pieces.filter((p) => !p.startsWith('é'));
+    expect(lines.length).toBeGreaterThan(10);
+    for (const p of lines) expect(p.endsWith('\n')).toBe(true);
+  });
+
   it('a 50 MB line and binary garbage are recorded whole and streamed in bounded chunks', async () => {
     const { runId } = await h.launch([
       'node',
