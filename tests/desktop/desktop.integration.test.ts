@@ -552,6 +552,31 @@ describe('GDK_SCALE=2', () => {
   });
 });
 
+
+/**
+ * For a child script: starts a bare Xvfb on a display number of its own (700–899, free of locks and
+ * sockets) and resolves with it once its socket is there. Not Xvfb's -displayfd: it picks the lowest
+ * free number, which other X servers starting at the same moment pick too, and a display it reported
+ * was seen refused for seconds (CI, 2026-11-23).
+ */
+const START_BARE_XVFB = `
+  const startBareXvfb = async () => {
+    const fs = require('node:fs');
+    for (let tries = 0, n = 700 + Math.floor(Math.random() * 200); tries < 40; tries++, n = 700 + ((n - 699) % 200)) {
+      if (fs.existsSync('/tmp/.X' + n + '-lock') || fs.existsSync('/tmp/.X11-unix/X' + n)) continue;
+      const x = require('node:child_process').spawn('Xvfb', [':' + n, '-nolisten', 'tcp', '-noreset'], { stdio: 'ignore' });
+      const t0 = Date.now();
+      for (;;) {
+        if (x.exitCode !== null || x.signalCode !== null) break; // taken meanwhile: the next number
+        if (fs.existsSync('/tmp/.X11-unix/X' + n)) return { x, display: ':' + n };
+        if (Date.now() - t0 > 10000) { x.kill('SIGKILL'); break; }
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+    throw new Error('no free display number for a bare Xvfb');
+  };
+`;
+
 describe('pointer, key watcher, takeover HUD', () => {
   /** A key press from "the person": through the "Xvfb keyboard" device, not XTest. */
   const personPresses = (...keys: string[]): void =>
@@ -698,6 +723,7 @@ describe('pointer, key watcher, takeover HUD', () => {
     const script = `
       const { spawn } = require('node:child_process');
       const b = require(${JSON.stringify(addon)});
+      ${START_BARE_XVFB}
       const start = (opts) => new Promise((resolve, reject) => {
         const w = new b.Watcher(opts, (type, p) => {
           if (type === 'ready') resolve(w);
@@ -709,11 +735,11 @@ describe('pointer, key watcher, takeover HUD', () => {
       (async () => {
         delete process.env.DISPLAY;
         out.noDisplay = await start({ keyNames: ['Escape'] }).then(() => 'ok', (e) => e.code);
-        x = spawn('Xvfb', ['-displayfd', '3', '-nolisten', 'tcp'], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] });
-        const display = await new Promise((r) => x.stdio[3].once('data', (d) => r(String(d).trim())));
-        process.env.DISPLAY = ':' + display;
-        // A display number can still be refused for a moment after -displayfd (seen once in ~30 runs on
-        // a loaded machine): wait until the server takes a watcher, which is not what is tested here.
+        let display;
+        ({ x, display } = await startBareXvfb());
+        process.env.DISPLAY = display;
+        // Its socket can be there a moment before it takes clients: wait until it takes a watcher,
+        // which is not what is tested here.
         for (let i = 0; ; i++) {
           const ok = await start({ keyNames: ['Escape'] }).then((w) => (w.stop(), true), (e) => e.code !== 'NO_DISPLAY' || i >= 50 ? Promise.reject(e) : false);
           if (ok) break;
@@ -753,10 +779,15 @@ describe('errors', () => {
       const { spawn } = require('node:child_process');
       const fs = require('node:fs');
       const b = require(${JSON.stringify(addon)});
-      const x = spawn('Xvfb', ['-displayfd', '3', '-nolisten', 'tcp'], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] });
-      x.stdio[3].once('data', async (d) => {
-        process.env.DISPLAY = ':' + String(d).trim();
-        const before = await b.desktopListWindows({}).then(() => 'ok', (e) => e.code);
+      ${START_BARE_XVFB}
+      startBareXvfb().then(async ({ x, display }) => {
+        process.env.DISPLAY = display;
+        let before;
+        for (let i = 0; i < 50; i++) { // its socket can be there a moment before it takes clients
+          before = await b.desktopListWindows({}).then(() => 'ok', (e) => e.code);
+          if (before !== 'NO_DISPLAY') break;
+          await new Promise((r) => setTimeout(r, 100));
+        }
         x.kill('SIGKILL');
         await new Promise((r) => x.once('exit', r));
         await b.desktopListWindows({}).catch(() => {});
