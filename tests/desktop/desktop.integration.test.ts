@@ -552,7 +552,6 @@ describe('GDK_SCALE=2', () => {
   });
 });
 
-
 /**
  * For a child script: starts a bare Xvfb on a display number of its own (700–899, free of locks and
  * sockets) and resolves with it once its socket is there. Not Xvfb's -displayfd: it picks the lowest
