@@ -3,9 +3,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-echo "== lint" && npx eslint . && node scripts/check-boundaries.mjs && npx prettier --check . >/dev/null && bash scripts/check-cpp-format.sh
+# One command per line: under `set -e` a failure inside an `a && b && c` list does not stop the script
+# (only the last command's does), so lint written that way never failed a CI run.
+echo "== lint"
+npx eslint .
+node scripts/check-boundaries.mjs
+npx prettier --check . --log-level warn
+bash scripts/check-cpp-format.sh
 # One tsconfig per environment: Node processes, the renderer (DOM, no Node), the tests.
-echo "== types" && npm run -s typecheck
+echo "== types"
+npm run -s typecheck
 echo "== tests"
 mkdir -p test-results
 status=0

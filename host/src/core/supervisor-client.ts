@@ -532,7 +532,7 @@ function deliver(a: Attachment, stream: OutputStream, offset: number, data: Buff
   a.offsets[stream] = offset + length;
   if (a.handlers.onBytes) a.handlers.onBytes(stream, data, offset);
   else if (a.handlers.onOutput)
-    for (let at = 0; at < length; ) {
+    for (let at = 0; at < length;) {
       const end = textPieceEnd(data, at);
       a.handlers.onOutput(stream, data.toString('utf8', at, end), offset + at, end - at);
       at = end;
