@@ -95,6 +95,21 @@ describe('folders granted from the board', () => {
   });
 
   it('the folder picker starts at home, walks down, grants a folder, and the new card works there', async () => {
+    // The editor's first form (with its default workspace) answered only after the grant, as a slow
+    // host did in a CI run: the folder the person granted stays the card's workspace.
+    let releaseForm!: () => void;
+    const formHeld = new Promise<void>((r) => (releaseForm = r));
+    let formAnswered = false;
+    await page.route(
+      '**/api/card-form',
+      async (route) => {
+        const early = await route.fetch(); // the host's answer from before the grant, delivered late
+        await formHeld;
+        await route.fulfill({ response: early });
+        formAnswered = true;
+      },
+      { times: 1 },
+    );
     await page.getByRole('button', { name: 'New card', exact: true }).click();
     const editor = page.getByRole('dialog', { name: 'New card' });
     await editor.getByLabel('Title').fill('Build the site');
@@ -112,6 +127,13 @@ describe('folders granted from the board', () => {
     await picker.getByRole('button', { name: `Grant ${site}` }).click();
     await picker.waitFor({ state: 'detached' });
     expect(grantOf(site)?.path).toBe(site);
+    await expect.poll(() => editor.getByLabel('Workspace').inputValue()).toBe(site);
+    const lateForm = page.waitForResponse('**/api/card-form');
+    releaseForm();
+    await lateForm;
+    await expect.poll(() => formAnswered).toBe(true);
+    // the page has taken the late answer (its promise, then React's render) before this looks
+    await page.evaluate(() => new Promise((r) => setTimeout(() => requestAnimationFrame(r), 50)));
     expect(await editor.getByLabel('Workspace').inputValue()).toBe(site);
     await editor.getByRole('button', { name: 'Create in Backlog' }).click();
     await page.getByRole('complementary', { name: 'Inspector: Build the site' }).waitFor();

@@ -4,7 +4,7 @@
  * card) and the text editor of a card file (a broken card's file: its error, its text to fix, or the
  * trash). Both are modal <dialog>s: the browser keeps the keyboard inside and Escape closes them.
  */
-import { useEffect, useId, useRef, useState, type ReactNode } from 'react';
+import { useCallback, useEffect, useId, useRef, useState, type ReactNode } from 'react';
 import type { BoardApi } from '../shared/board-api.ts';
 import type { BoardView, CardDetail, CardForm, CardSource } from '../shared/board-types.ts';
 import { FolderPicker } from './FolderPicker.tsx';
@@ -113,30 +113,46 @@ export function CardEditor({
   const [busy, setBusy] = useState(false);
   const first = useRef<HTMLInputElement>(null);
   const [picking, setPicking] = useState(false);
+  // The form's answers may come in any order (a slow host): only the newest request's is used, and the
+  // default workspace never replaces one the person chose meanwhile (picked or granted).
+  const formAsked = useRef(0);
+  const formShown = useRef(0);
+  const wsChosen = useRef(false);
+  const loadForm = useCallback(
+    (then: (f: CardForm) => void): void => {
+      const n = ++formAsked.current;
+      api.cardForm().then(
+        (f) => {
+          if (n < formShown.current) return;
+          formShown.current = n;
+          setForm(f);
+          then(f);
+        },
+        (e: Error) => setError(e.message),
+      );
+    },
+    [api],
+  );
   useEffect(() => {
-    api.cardForm().then(
-      (f) => {
-        setForm(f);
-        // a new card works in the project folder when it is granted, else in the first granted folder
-        if (!editing) {
-          const project = f.workspaces.find((w) => w.path === f.projectDir);
-          setWorkspace(project ? '' : (f.workspaces[0]?.path ?? ''));
-        } else if (editing.workspace === f.projectDir) setWorkspace('');
-      },
-      (e: Error) => setError(e.message),
-    );
+    loadForm((f) => {
+      if (wsChosen.current) return;
+      // a new card works in the project folder when it is granted, else in the first granted folder
+      if (!editing) {
+        const project = f.workspaces.find((w) => w.path === f.projectDir);
+        setWorkspace(project ? '' : (f.workspaces[0]?.path ?? ''));
+      } else if (editing.workspace === f.projectDir) setWorkspace('');
+    });
     first.current?.focus();
-  }, [api, editing]);
+  }, [loadForm, editing]);
   const runner = board.flows.find((f) => f.name === flow)?.runner;
+  const chooseWorkspace = (w: string): void => {
+    wsChosen.current = true;
+    setWorkspace(w);
+  };
   const granted = (folder: string): void => {
     setPicking(false);
-    api.cardForm().then(
-      (f) => {
-        setForm(f);
-        setWorkspace(folder === f.projectDir ? '' : folder);
-      },
-      (e: Error) => setError(e.message),
-    );
+    wsChosen.current = true;
+    loadForm((f) => setWorkspace(folder === f.projectDir ? '' : folder));
   };
   const ids = { title: useId(), flow: useId(), ws: useId(), cmd: useId(), body: useId(), sched: useId() };
 
@@ -210,7 +226,7 @@ export function CardEditor({
           <div className="field">
             <label htmlFor={ids.ws}>Workspace</label>
             <div className="ws-row">
-              <select id={ids.ws} value={workspace} onChange={(e) => setWorkspace(e.target.value)}>
+              <select id={ids.ws} value={workspace} onChange={(e) => chooseWorkspace(e.target.value)}>
                 {options.map((o) => (
                   <option key={o.value} value={o.value}>
                     {o.label}
