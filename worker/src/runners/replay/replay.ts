@@ -67,6 +67,8 @@ const round = (n: number): number => Math.round(n * 10) / 10;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 /** Keys that move the focus to the next or previous field (as the recorder names them). */
 const TAB = /(^|\+)Tab$/;
+/** How long a locator may take to show what the last action did before the step goes to the model. */
+const LOCATOR_SETTLE_MS = 1500;
 
 /** A recorded key name (`press Enter`, `ctrl+ArrowUp`) as the addon's key combination. */
 export function keyCombo(key: string): string {
@@ -370,7 +372,11 @@ export class Replay {
     const a = step.action;
     if (a.type === 'click' || a.type === 'scroll' || a.type === 'drag') {
       if (!step.element) return 'the step has no locator (none was recorded, or it was removed)';
-      const l = await locate(step.element, step.window);
+      const element = step.element;
+      const l = await this.settled(
+        () => locate(element, step.window),
+        (x) => x.ok,
+      );
       if (!l.ok) return l.drift;
       if (!l.window.focused) await desktop.focus({ windowId: l.window.id });
       const [x, y] = centre(l.element.bounds);
@@ -385,7 +391,13 @@ export class Replay {
         return 'the workflow does not say what to type here (no value, or a secret)';
       let field;
       if (step.focus) {
-        const l = await locate(step.focus, step.window);
+        const focus = step.focus;
+        // A Tab press may find the focus still on the field before (tabTo below): no wait for it then.
+        const tab = a.type === 'press' && TAB.test(a.key);
+        const l = await this.settled(
+          () => locate(focus, step.window),
+          (x) => x.ok && (tab || x.element.focused),
+        );
         if (!l.ok) return l.drift;
         if (!l.window.focused) await desktop.focus({ windowId: l.window.id });
         if (!l.element.focused) {
@@ -420,6 +432,20 @@ export class Replay {
       }
     }
     return `replay has no locator action for "${a.type}"`;
+  }
+
+  /**
+   * `look()` again until `good`, for at most LOCATOR_SETTLE_MS: what the last action started (a window
+   * opening, the focus moving after a click) shows in the accessibility tree a moment later, later
+   * still on a loaded machine, and a step is not sent to the model for that. Only looks, never acts.
+   */
+  private async settled<T>(look: () => Promise<T>, good: (t: T) => boolean): Promise<T> {
+    const deadline = performance.now() + LOCATOR_SETTLE_MS;
+    for (;;) {
+      const t = await look();
+      if (good(t) || performance.now() >= deadline) return t;
+      await sleep(50);
+    }
   }
 
   /** Presses a Tab key and checks that the focus lands on the field `to`; why not, when it does not. */
