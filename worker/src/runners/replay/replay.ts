@@ -68,7 +68,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 /** Keys that move the focus to the next or previous field (as the recorder names them). */
 const TAB = /(^|\+)Tab$/;
 /** How long a locator may take to show what the last action did before the step goes to the model. */
-const LOCATOR_SETTLE_MS = 1500;
+const LOCATOR_SETTLE_MS = 3000;
 
 /** A recorded key name (`press Enter`, `ctrl+ArrowUp`) as the addon's key combination. */
 export function keyCombo(key: string): string {
