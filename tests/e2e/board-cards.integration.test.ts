@@ -222,7 +222,10 @@ describe('cards written from the board', () => {
     });
     const board = await waitUntil('the crafted cards on the board', async () => {
       const b = await server.board();
+      // all four: the board takes the files in as its watcher sees them, in any order
       return b.cards.some((c) => c.id === 'broken:cards/leak.md') &&
+        b.cards.some((c) => c.id === 'broken:cards/bomb.md') &&
+        b.cards.some((c) => c.title === 'Impostor') &&
         b.cards.some((c) => c.title.startsWith('<img'))
         ? b
         : undefined;
