@@ -3,12 +3,12 @@
  *  (a) 200 `command` runs of `true` at concurrency 4: runs/s and launch latency (launch request →
  *      workerReady seen by the client), next to a bare loop spawning `node -e 0` the same way.
  *  (b) a run writing 200 MB of log lines to an attached client: MB/s received, next to `cat` piping
- *      the same bytes; and the CPU time each side spends, which a loaded machine changes far less
+ *      the same bytes (--rounds of each, alternated, medians); and the CPU time each side spends, which a loaded machine changes far less
  *      than the wall time (the baselines' from this process's reaped children, /proc/self/stat; ours:
  *      the run's processes, the supervisor and this client). (a) prints the same CPU split per run.
  *  (c) the same 200 MB replayed from disk to a client that attaches after the run ended (the path of
  *      a re-attach), next to `cat stdout.log | cat`: the cost of streaming alone, without recording.
- * Usage: node bench/run.mjs bench/core.ts [--runs N] [--mb M]
+ * Usage: node bench/run.mjs bench/core.ts [--runs N] [--mb M] [--rounds R]
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -25,11 +25,13 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '200' },
     mb: { type: 'string', default: '200' },
     concurrency: { type: 'string', default: '4' },
+    rounds: { type: 'string', default: '5' },
   },
 });
 const RUNS = Number(values.runs);
 const MB = Number(values.mb);
 const CONC = Number(values.concurrency);
+const ROUNDS = Math.max(1, Number(values.rounds));
 
 const pct = (xs: number[], p: number): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -107,12 +109,15 @@ async function main(): Promise<void> {
     reporting: number;
     /** First output byte → last, as seen here (ms). */
     streaming: number;
+    /** Launch → first byte seen, launch → last byte seen, launch → run/didEnd seen (ms). */
+    timeline: { ready: number; firstByte: number; lastByte: number; end: number };
   }> => {
     const t0 = performance.now();
     const { runId } = await client.launch({ card, flow, workspace: ws, grant, command });
     let ready = 0;
     const stamped: Partial<Record<string, number>> = {};
     let endSeen = 0;
+    let endAt = 0;
     let firstByte = 0;
     let lastByte = 0;
     let bytes = 0;
@@ -131,6 +136,7 @@ async function main(): Promise<void> {
         },
         onEnd: (r) => {
           endSeen = Date.now();
+          endAt = performance.now();
           if (r.status !== 'succeeded')
             throw new Error(`bench run ${runId} ${r.status}: ${r.termination?.detail}`);
           resolve(r);
@@ -147,6 +153,7 @@ async function main(): Promise<void> {
       finishing: ended - (stamped.finished ?? ended),
       reporting: endSeen - ended,
       streaming: lastByte - firstByte,
+      timeline: { ready, firstByte: firstByte - t0, lastByte: lastByte - t0, end: endAt - t0 },
     };
   };
 
@@ -232,40 +239,71 @@ async function main(): Promise<void> {
     `    supervisor RSS        : ${f1(rssBefore)} MB after warm-up → ${f1(rssAfter)} MB after ${RUNS} runs → ${f1(rssAfter2)} MB after ${2 * RUNS}`,
   );
 
-  // (b) log throughput
+  // (b) log throughput: rounds of the baseline and ours alternated (this VM's disk and neighbours move
+  // either by ±30 % from one second to the next), each figure the median of its rounds.
   const gen = `yes 'a typical log line: step 1234 of 5678 finished in 12.3 ms, all good' | head -c ${MB * 1_000_000}`;
-  t = performance.now();
-  const catCpu0 = childrenCpuMs();
-  await new Promise<void>((resolve, reject) => {
-    const c = spawn('sh', ['-c', `${gen} | cat > /dev/null`], { stdio: 'ignore' });
-    c.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`cat baseline exited ${code}`))));
-  });
-  const catSecs = (performance.now() - t) / 1000;
-  const catCpuMs = childrenCpuMs() - catCpu0;
-  const cpu0 = supervisorCpuMs();
-  const client0 = process.cpuUsage();
-  const big = await launchOne(gen);
-  const clientCpu = process.cpuUsage(client0);
-  const clientCpuMs = (clientCpu.user + clientCpu.system) / 1000;
-  const svCpuMs = supervisorCpuMs() - cpu0;
+  const median = (xs: number[]): number => pct(xs, 50);
+  type Round = {
+    catSecs: number;
+    catCpuMs: number;
+    big: Awaited<ReturnType<typeof launchOne>>;
+    svCpuMs: number;
+    clientCpuMs: number;
+  };
+  const rounds: Round[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    t = performance.now();
+    const catCpu0 = childrenCpuMs();
+    await new Promise<void>((resolve, reject) => {
+      const c = spawn('sh', ['-c', `${gen} | cat > /dev/null`], { stdio: 'ignore' });
+      c.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`cat baseline exited ${code}`))));
+    });
+    const catSecs = (performance.now() - t) / 1000;
+    const catCpuMs = childrenCpuMs() - catCpu0;
+    const cpu0 = supervisorCpuMs();
+    const client0 = process.cpuUsage();
+    const big = await launchOne(gen);
+    const clientCpu = process.cpuUsage(client0);
+    if (big.bytes !== MB * 1_000_000)
+      throw new Error(`received ${big.bytes} bytes, expected ${MB * 1_000_000}`);
+    rounds.push({
+      catSecs,
+      catCpuMs,
+      big,
+      svCpuMs: supervisorCpuMs() - cpu0,
+      clientCpuMs: (clientCpu.user + clientCpu.system) / 1000,
+    });
+  }
+  const catSecs = median(rounds.map((r) => r.catSecs));
+  const rbSecs = median(rounds.map((r) => r.big.total / 1000));
+  const streamSecs = median(rounds.map((r) => r.big.streaming / 1000));
+  // the round whose own ratio is the median one: its timeline and CPU split are shown
+  const byRatio = [...rounds].sort(
+    (a, b) => a.catSecs / (a.big.total / 1000) - b.catSecs / (b.big.total / 1000),
+  );
+  const mid = byRatio[Math.floor(byRatio.length / 2)]!;
+  const big = mid.big;
   const runCpuMs = runCpu(big.result);
-  const ourCpuMs = runCpuMs + svCpuMs + clientCpuMs;
-  if (big.bytes !== MB * 1_000_000)
-    throw new Error(`received ${big.bytes} bytes, expected ${MB * 1_000_000}`);
-  const rbSecs = big.total / 1000;
-  console.log(`\n(b) ${MB} MB of log lines to an attached client`);
+  const ourCpuMs = runCpuMs + mid.svCpuMs + mid.clientCpuMs;
+  console.log(`\n(b) ${MB} MB of log lines to an attached client (${ROUNDS} rounds alternated; medians)`);
   console.log(`    through \`cat\`         : ${f1(MB / catSecs)} MB/s`);
   console.log(
     `    runboard (attached)   : ${f1(MB / rbSecs)} MB/s (moved into stdout.log by the jail, read from it by the client in ${big.chunks} chunks on the supervisor's sizes, decoded as UTF-8)`,
   );
-  console.log(`    ratio (runboard / cat): ${(catSecs / rbSecs).toFixed(2)}× the throughput`);
   console.log(
-    `    streaming alone       : ${f1(MB / (big.streaming / 1000))} MB/s from the first byte seen to the last (${(catSecs / (big.streaming / 1000)).toFixed(2)}× \`cat\`; the rest is the launch and the end)`,
+    `    ratio (runboard / cat): ${(catSecs / rbSecs).toFixed(2)}× the throughput (each round: ${rounds.map((r) => (r.catSecs / (r.big.total / 1000)).toFixed(2)).join(', ')})`,
   );
   console.log(
-    `    CPU time              : cat pipeline ${catCpuMs.toFixed(0)} ms; runboard ${ourCpuMs.toFixed(0)} ms (the run ${runCpuMs.toFixed(0)}, supervisor ${svCpuMs.toFixed(0)}, client ${clientCpuMs.toFixed(0)})`,
+    `    streaming alone       : ${f1(MB / streamSecs)} MB/s from the first byte seen to the last (${(catSecs / streamSecs).toFixed(2)}× \`cat\`; the rest is the launch and the end)`,
   );
-  console.log(`    ratio of CPU (cat / runboard): ${(catCpuMs / ourCpuMs).toFixed(2)}×`);
+  const tl = big.timeline;
+  console.log(
+    `    timeline (ms)         : ready ${f1(tl.ready)}, first byte ${f1(tl.firstByte)}, last byte ${f1(tl.lastByte)}, run/didEnd ${f1(tl.end)}; the command itself ran ${f1(Number(big.result.metrics?.commandMs ?? NaN))} ms (\`cat\`'s whole pipeline ${f1(mid.catSecs * 1000)} ms) [the median round]`,
+  );
+  console.log(
+    `    CPU time              : cat pipeline ${mid.catCpuMs.toFixed(0)} ms; runboard ${ourCpuMs.toFixed(0)} ms (the run ${runCpuMs.toFixed(0)}, of it the jail ${Number(big.result.metrics?.jailCpuMs ?? 0).toFixed(0)}; supervisor ${mid.svCpuMs.toFixed(0)}, client ${mid.clientCpuMs.toFixed(0)}) [the median round]`,
+  );
+  console.log(`    ratio of CPU (cat / runboard): ${(mid.catCpuMs / ourCpuMs).toFixed(2)}×`);
 
   // (c) replay of the ended run from disk
   const logFile = path.join(big.result.logDir, 'stdout.log');

@@ -32,7 +32,13 @@ export class FileOutputReader {
       if (st.dev !== id.dev || st.ino !== id.ino)
         throw new Error(`${dir}/stdout.log here is not the supervisor's (another mount namespace?)`);
       await pumpOutput(
-        { dir, outputSizes: () => this.sizes, isFinal: () => this.final, signals: this.signals },
+        {
+          dir,
+          outputSizes: () => this.sizes,
+          isFinal: () => this.final,
+          signals: this.signals,
+          coalesce: false, // the sizes come at most every 5 ms already; waiting more only delays
+        },
         from,
         (stream, offset, data) => {
           if (!this.abort.signal.aborted) deliver(stream, offset, data);

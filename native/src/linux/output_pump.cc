@@ -1,7 +1,6 @@
 #include "linux/output_pump.h"
 
 #include <fcntl.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 #include <cerrno>
 #include <cstring>
@@ -11,6 +10,8 @@ namespace runboard::output {
 namespace {
 
 const char* kFileNames[3] = {"stdout.log", "stderr.log", "output.order"};
+// At most this much is moved from a pipe at a wake-up (twice a pipe's default size).
+constexpr size_t kMoveBytes = 128 * 1024;
 
 std::string ErrnoName(int e) {
   switch (e) {
@@ -40,20 +41,23 @@ std::string JsonString(const std::string& s) {
   return out + "\"";
 }
 
-// Writes all of [data, data + n) at the file's position; errno is kept on failure.
-bool WriteAll(int fd, const char* data, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, data, n);
+// Writes all of [data, data + n) at the file's position; errno is kept on failure, and `written` says
+// how much of it is in the file either way.
+bool WriteAll(int fd, const char* data, size_t n, size_t* written = nullptr) {
+  size_t done = 0;
+  bool ok = true;
+  while (done < n) {
+    ssize_t w = write(fd, data + done, n - done);
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return false;
-    if (w == 0) {
-      errno = EIO;
-      return false;
+    if (w <= 0) {
+      if (w == 0) errno = EIO;
+      ok = false;
+      break;
     }
-    data += w;
-    n -= static_cast<size_t>(w);
+    done += static_cast<size_t>(w);
   }
-  return true;
+  if (written) *written = done;
+  return ok;
 }
 
 }  // namespace
@@ -102,75 +106,36 @@ bool Pump::WriteOrder(int from) {
 bool Pump::Move(int s) {
   int fd = read_[s];
   if (fd < 0) return false;
-  static char buf[65536];
-  if (error_) {  // after a failed write: the run is being stopped; its output goes nowhere, counted
-    bool moved = false;
-    for (;;) {
-      ssize_t n = read(fd, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n > 0) {
-        dropped_ += n;
-        moved = true;
-        continue;
-      }
-      if (n == 0) {
-        close(fd);
-        read_[s] = -1;
-      }
-      return moved;
-    }
+  // What is in the pipe now, up to this much, and no more: a run writing without pause must not keep
+  // the other stream (and the order of the two) waiting.
+  static char buf[kMoveBytes];
+  ssize_t n;
+  do n = read(fd, buf, sizeof buf);
+  while (n < 0 && errno == EINTR);
+  if (n == 0) {  // every writer is gone and the pipe is empty
+    close(fd);
+    read_[s] = -1;
+    return false;
   }
-  int avail = 0;
-  if (ioctl(fd, FIONREAD, &avail) < 0) avail = 0;
-  size_t pending = 0;  // one byte taken while telling an empty pipe from its end
-  if (avail == 0) {
-    ssize_t n;
-    do n = read(fd, buf, 1);
-    while (n < 0 && errno == EINTR);
-    if (n == 0) {  // every writer is gone
-      close(fd);
-      read_[s] = -1;
-      return false;
-    }
-    if (n < 0) return false;  // nothing yet
-    pending = 1;
-  }
-  auto fail = [&](int e) {
-    error_ = e;
-    errorFile_ = kFileNames[s];
+  if (n < 0) return false;  // nothing yet (EAGAIN)
+  if (error_) {             // after a failed write: the run is being stopped; its output goes nowhere, counted
+    dropped_ += n;
     return true;
-  };
+  }
   if (last_ != -1 && last_ != s && !WriteOrder(last_)) {
-    int e = errno;
+    error_ = errno;
     errorFile_ = kFileNames[2];
-    error_ = e;
+    dropped_ += n;
     return true;
   }
   last_ = s;
-  if (pending) {
-    if (!WriteAll(file_[s], buf, pending)) return fail(errno);
-    taken_[s] += static_cast<long long>(pending);
-  }
-  // What is in the pipe now, and no more: a run writing without pause must not keep the other stream
-  // (and the order of the two) waiting.
-  size_t left = static_cast<size_t>(avail);
-  while (left > 0) {
-    ssize_t n = splice(fd, nullptr, file_[s], nullptr, left, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) break;
-    if (n < 0 && errno == EINVAL) {  // a file system without splice: copy instead
-      ssize_t r = read(fd, buf, left < sizeof buf ? left : sizeof buf);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) break;
-      if (!WriteAll(file_[s], buf, static_cast<size_t>(r))) return fail(errno);
-      n = r;
-    } else if (n < 0) {
-      return fail(errno);
-    } else if (n == 0) {
-      break;
-    }
-    taken_[s] += n;
-    left -= static_cast<size_t>(n);
+  size_t written = 0;
+  bool ok = WriteAll(file_[s], buf, static_cast<size_t>(n), &written);
+  taken_[s] += static_cast<long long>(written);
+  if (!ok) {
+    error_ = errno;
+    errorFile_ = kFileNames[s];
+    dropped_ += n - static_cast<ssize_t>(written);
   }
   return true;
 }

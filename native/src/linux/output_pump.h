@@ -1,5 +1,5 @@
 // The run's stdout and stderr, moved by the jail from two pipes into the run's log files
-// (`stdout.log`, `stderr.log`) with splice(2), so the bytes never pass through a process's memory, and
+// (`stdout.log`, `stderr.log`) with a read and a write per wake-up, and
 // `output.order`, one record per switch from one stream to the other (format:
 // supervisor/src/common/run-output.ts). The supervisor opens the three files and hands them over; the
 // run itself only ever holds the pipes' write ends: it cannot truncate, seek or rewrite its log.
@@ -9,7 +9,9 @@
 // up to reported sizes, or one that reads output.order's size before the logs', sees them consistent.
 //
 // Backpressure: the jail moves bytes only as fast as the files take them; a run that writes faster
-// blocks on its full pipe. Nothing is buffered in memory beyond the pipes.
+// blocks on its full pipe. Nothing is held in memory beyond the pipes and one read (128 KiB).
+// (splice(2) from the pipes into the files was measured slower here: the page cache takes a 4 KiB
+// pipe buffer at a time; docs/benchmarks.md.)
 #pragma once
 #include <sys/types.h>
 #include <string>
@@ -18,8 +20,7 @@ namespace runboard::output {
 
 class Pump {
  public:
-  // The three files, open for writing (not O_APPEND: splice(2) refuses append-mode files; the pump
-  // writes at the end it finds).
+  // The three files, open for writing (not O_APPEND; the pump writes at the end it finds).
   Pump(int stdoutFile, int stderrFile, int orderFile);
   // Makes the two pipes (read ends non-blocking, close-on-exec). "" or what failed.
   std::string Open();

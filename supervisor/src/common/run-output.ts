@@ -187,6 +187,12 @@ export interface OutputSource {
   isFinal(): boolean;
   /** Fires 'grow' when the files may have grown and 'final' when they are complete. */
   signals: EventEmitter;
+  /**
+   * Wait a moment for more when little output is new (default): fewer, larger messages for a reader
+   * that sends them on. A reader that hands the bytes over in-process (a client reading the files)
+   * gains nothing by waiting.
+   */
+  coalesce?: boolean;
 }
 
 const MAX_CHUNK = 1024 * 1024;
@@ -252,7 +258,13 @@ export async function pumpOutput(
         await waitFor(src.signals, abort, 1000);
         continue;
       }
-      if (!final && !seg.atSwitch && seg.end - seg.start < COALESCE_BYTES && !partialSince) {
+      if (
+        src.coalesce !== false &&
+        !final &&
+        !seg.atSwitch &&
+        seg.end - seg.start < COALESCE_BYTES &&
+        !partialSince
+      ) {
         await new Promise((r) => setTimeout(r, COALESCE_MS)); // once: then send what there is
         const again = await order.next(src.outputSizes(), src.isFinal());
         if (typeof again !== 'object') continue;
