@@ -25,6 +25,8 @@ export class FileOutputReader {
     id: { dev: number; ino: number },
     from: Record<OutputStream, number>,
     deliver: (stream: OutputStream, offset: number, data: Buffer) => void,
+    /** `deliver` is done with the bytes when it returns (it decodes them): one read buffer is reused. */
+    copies = false,
   ) {
     this.signals.setMaxListeners(0);
     this.done = (async () => {
@@ -38,6 +40,7 @@ export class FileOutputReader {
           isFinal: () => this.final,
           signals: this.signals,
           coalesce: false, // the sizes come at most every 5 ms already; waiting more only delays
+          reuseBuffer: copies,
         },
         from,
         (stream, offset, data) => {

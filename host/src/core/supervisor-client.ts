@@ -235,8 +235,12 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
         const a = this.attachments.get(runId);
         if (!mine() || !a || !a.files) return;
         if (!a.reader) {
-          const reader = new FileOutputReader(dir, { dev, ino }, a.offsets, (stream, offset, data) =>
-            deliver(a, stream, offset, data),
+          const reader = new FileOutputReader(
+            dir,
+            { dev, ino },
+            a.offsets,
+            (stream, offset, data) => deliver(a, stream, offset, data),
+            !a.handlers.onBytes, // text handlers get copies (strings): the reader may reuse its buffer
           );
           a.reader = reader;
           reader.done.catch(() => this.readFilesFailed(runId, a, reader));

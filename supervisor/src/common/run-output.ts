@@ -193,6 +193,12 @@ export interface OutputSource {
    * gains nothing by waiting.
    */
   coalesce?: boolean;
+  /**
+   * The sender is done with a chunk's bytes when `send` returns (it copies them, e.g. into strings):
+   * one read buffer serves every chunk, instead of a fresh megabyte each (which V8 counts as external
+   * memory and collects for).
+   */
+  reuseBuffer?: boolean;
 }
 
 const MAX_CHUNK = 1024 * 1024;
@@ -247,6 +253,7 @@ export async function pumpOutput(
   const order = new OutputOrder(path.join(src.dir, ORDER_FILE), from);
   const files: Partial<Record<OutputStream, FileHandle>> = {};
   let partialSince = 0;
+  let shared: Buffer | undefined;
   // A few messages in flight, so reading the next chunk overlaps with the client taking the last one.
   const inflight: Promise<void>[] = [];
   try {
@@ -272,8 +279,10 @@ export async function pumpOutput(
       }
       const want = Math.min(seg.end - seg.start, MAX_CHUNK);
       const fh = (files[seg.stream] ??= await open(path.join(src.dir, `${seg.stream}.log`), 'r'));
-      // a buffer per chunk: the socket may still hold the last ones when this one is read
-      const buf = Buffer.allocUnsafeSlow(want);
+      // a buffer per chunk unless the sender copies: the socket may still hold the last ones
+      const buf = src.reuseBuffer
+        ? (shared ??= Buffer.allocUnsafeSlow(MAX_CHUNK))
+        : Buffer.allocUnsafeSlow(want);
       const { bytesRead } = await fh.read(buf, 0, want, seg.start);
       if (bytesRead === 0) break;
       let cut = bytesRead;
