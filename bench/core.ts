@@ -174,23 +174,41 @@ async function main(): Promise<void> {
   };
   const rssBefore = rssMb();
 
-  let t = performance.now();
-  const bareCpu0 = childrenCpuMs();
-  const bare = await pool(RUNS, CONC, () => bareSpawn());
-  const bareSecs = (performance.now() - t) / 1000;
-  const bareCpuPerRun = (childrenCpuMs() - bareCpu0) / RUNS;
-  const svCpuBefore = supervisorCpuMs();
-  const clientBefore = process.cpuUsage();
-  t = performance.now();
-  const runs = await pool(RUNS, CONC, () => launchOne('true'));
-  const runSecs = (performance.now() - t) / 1000;
-  const svCpuPerRun = (supervisorCpuMs() - svCpuBefore) / RUNS;
-  const clientUsage = process.cpuUsage(clientBefore);
-  const clientCpuPerRun = (clientUsage.user + clientUsage.system) / 1000 / RUNS;
+  // Bare spawns and runs alternate in blocks (one per round), so that a drift of the machine's speed
+  // over the minutes of the benchmark weighs on both alike.
+  let t = 0;
+  let bareSecs = 0;
+  let runSecs = 0;
+  let bareCpuMs = 0;
+  let svCpuMs = 0;
+  let clientCpuMs = 0;
+  const bare: number[] = [];
+  const runs: Awaited<ReturnType<typeof launchOne>>[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const n = Math.floor(RUNS / ROUNDS) + (r < RUNS % ROUNDS ? 1 : 0);
+    t = performance.now();
+    const bareCpu0 = childrenCpuMs();
+    bare.push(...(await pool(n, CONC, () => bareSpawn())));
+    bareSecs += (performance.now() - t) / 1000;
+    bareCpuMs += childrenCpuMs() - bareCpu0;
+    const svCpuBefore = supervisorCpuMs();
+    const clientBefore = process.cpuUsage();
+    t = performance.now();
+    runs.push(...(await pool(n, CONC, () => launchOne('true'))));
+    runSecs += (performance.now() - t) / 1000;
+    svCpuMs += supervisorCpuMs() - svCpuBefore;
+    const clientUsage = process.cpuUsage(clientBefore);
+    clientCpuMs += (clientUsage.user + clientUsage.system) / 1000;
+  }
+  const bareCpuPerRun = bareCpuMs / RUNS;
+  const svCpuPerRun = svCpuMs / RUNS;
+  const clientCpuPerRun = clientCpuMs / RUNS;
   const runCpuPerRun = runs.reduce((sum, r) => sum + runCpu(r.result), 0) / RUNS;
   const readyMs = runs.map((r) => r.ready);
 
-  console.log(`\n(a) ${RUNS} runs of \`true\` at concurrency ${CONC}`);
+  console.log(
+    `\n(a) ${RUNS} runs of \`true\` at concurrency ${CONC} (in ${ROUNDS} blocks alternated with the bare spawns)`,
+  );
   console.log(
     `    bare \`node -e 0\` spawn : ${f1(RUNS / bareSecs)} runs/s, ready p50 ${f1(pct(bare, 50))} ms, p99 ${f1(pct(bare, 99))} ms`,
   );

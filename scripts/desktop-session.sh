@@ -44,12 +44,37 @@ wait_for() { # wait_for SECONDS COMMAND... : poll until COMMAND succeeds
   done
 }
 
-# 1. The X server picks a free display itself and writes its number to fd 3 once it accepts connections.
+# start_x SECONDS LOG CMD...: starts the X server CMD on a display number of its own and exports DISPLAY
+# once its socket is there. The number is picked here (500-699, free of locks and sockets), not by the
+# server's -displayfd: that takes the lowest free number, which servers starting at the same moment
+# (tests run side by side) take too, and a display it reported was seen refused for seconds.
+start_x() {
+  local secs=$1 log=$2; shift 2
+  local tries n pid deadline
+  n=$((500 + RANDOM % 200))
+  for ((tries = 0; tries < 40; tries++, n = 500 + (n - 499) % 200)); do
+    [ -e "/tmp/.X$n-lock" ] || [ -e "/tmp/.X11-unix/X$n" ] && continue
+    "$@" ":$n" >"$log" 2>&1 &
+    pid=$!
+    deadline=$((SECONDS + secs))
+    while kill -0 "$pid" 2>/dev/null; do
+      if [ -S "/tmp/.X11-unix/X$n" ]; then
+        pids+=("$pid")
+        export DISPLAY=":$n"
+        return 0
+      fi
+      [ $SECONDS -lt $deadline ] || { kill -9 "$pid" 2>/dev/null; break; }
+      sleep 0.02
+    done
+    wait "$pid" 2>/dev/null || true # taken meanwhile (or too slow): the next number
+  done
+  echo "desktop-session: the X server did not start: $(tail -5 "$log")" >&2
+  exit 4
+}
+
+# 1. The X server.
 if [ -z "${DESKTOP_MONITORS:-}" ]; then
-  Xvfb -displayfd 3 -screen 0 "${DESKTOP_SIZE:-1280x800x24}" -nolisten tcp -noreset 3>"$tmp/display" 2>"$tmp/xvfb.log" &
-  pids+=($!)
-  wait_for 10 test -s "$tmp/display" || { echo "desktop-session: Xvfb did not start: $(cat "$tmp/xvfb.log")" >&2; exit 4; }
-  export DISPLAY=":$(tr -d '\n' <"$tmp/display")"
+  start_x 10 "$tmp/xvfb.log" Xvfb -screen 0 "${DESKTOP_SIZE:-1280x800x24}" -nolisten tcp -noreset
 else
   for tool in Xorg xrandr gtf; do
     command -v "$tool" >/dev/null || { echo "desktop-session: $tool is missing (DESKTOP_MONITORS needs xserver-xorg-core, xserver-xorg-video-dummy, x11-xserver-utils)" >&2; exit 3; }
@@ -79,11 +104,7 @@ Section "ServerFlags"
   Option "AutoAddDevices" "false"
 EndSection
 CONF
-  Xorg -displayfd 3 -config "$tmp/xorg.conf" -logfile "$tmp/xorg.log" -nolisten tcp -noreset \
-    3>"$tmp/display" >"$tmp/xorg.out" 2>&1 &
-  pids+=($!)
-  wait_for 15 test -s "$tmp/display" || { echo "desktop-session: Xorg did not start: $(tail -5 "$tmp/xorg.out")" >&2; exit 4; }
-  export DISPLAY=":$(tr -d '\n' <"$tmp/display")"
+  start_x 15 "$tmp/xorg.out" Xorg -config "$tmp/xorg.conf" -logfile "$tmp/xorg.log" -nolisten tcp -noreset
   # One dummy output per monitor, each with a mode of its size, placed left to right.
   i=0; prev=
   IFS=, read -ra sizes <<<"$DESKTOP_MONITORS"

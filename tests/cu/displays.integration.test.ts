@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolOutputs, type TurnFn } from '../fixtures/model-server/server.ts';
 import { processesMentioning, waitUntil } from '../helpers/harness.ts';
+import { startBareXvfb } from '../helpers/xvfb.ts';
 import { act, CuHarness, cuEvents, final, formApp } from './cu-harness.ts';
 
 let t: CuHarness;
@@ -101,14 +102,7 @@ describe('private displays', () => {
     // session bus socket in it, as a desktop session has.
     const userTmp = mkdtempSync(path.join(os.tmpdir(), 'runboard-user-session-'));
     const runtime = path.join(userTmp, 'run-user');
-    const xvfb = spawn('Xvfb', ['-displayfd', '3', '-nolisten', 'tcp'], {
-      stdio: ['ignore', 'ignore', 'ignore', 'pipe'],
-    });
-    const userDisplay = await new Promise<string>((resolve) =>
-      (xvfb.stdio[3] as NodeJS.ReadableStream).once('data', (b: Buffer) =>
-        resolve(`:${b.toString().trim()}`),
-      ),
-    );
+    const { xvfb, display: userDisplay } = await startBareXvfb();
     mkdirSync(runtime, { mode: 0o700 });
     const bus = spawn('dbus-daemon', ['--session', '--nofork', `--address=unix:path=${runtime}/bus`], {
       stdio: 'ignore',

@@ -209,6 +209,7 @@ describe('input and focus', () => {
     const text = 'héllo wörld ✓ 世界';
     const res = s.run(['type', '--id', String(id), '--window', TITLE, '--text', text]);
     expect(res.code, res.stderr).toBe(0);
+    expect(res.json).toEqual({ ok: true, focused: true }); // typed once the field had the focus
     expect(await eventually(async () => (await find('text', 'Name')).value === text)).toBe(true);
     expect((await find('text', 'Name')).value).toBe(text);
   });

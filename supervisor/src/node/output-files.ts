@@ -15,12 +15,15 @@
  * from the files alone.
  */
 import { EventEmitter } from 'node:events';
-import { closeSync, constants, openSync } from 'node:fs';
+import { closeSync, constants, open } from 'node:fs';
+import { promisify } from 'node:util';
 import path from 'node:path';
 import { orderRecord, ORDER_FILE, type OutputStream } from '@runboard/supervisor/run-output';
 import { AppendFiles } from './append-file.ts';
 
 type OutputFile = OutputStream | 'order';
+
+const openFd = promisify(open);
 
 /** What a run's records need of its output, whoever writes it. */
 export interface RunOutput extends EventEmitter<{ grow: []; failed: [string, NodeJS.ErrnoException] }> {
@@ -76,25 +79,40 @@ export class JailOutput
   readonly paths: Record<OutputFile, string>;
   private fds: number[] | undefined;
 
-  /** Creates the three files in `dir` (empty); throws, leaving none open, when one cannot be made. */
+  private opening: Promise<void> | undefined;
+  private closed = false;
+
   constructor(dir: string) {
     super();
     this.paths = outputPaths(dir);
-    const fds: number[] = [];
-    try {
-      // Not O_APPEND: splice(2) refuses append-mode files; the jail writes at the end it finds.
-      for (const p of Object.values(this.paths))
-        fds.push(openSync(p, constants.O_WRONLY | constants.O_CREAT, 0o600));
-    } catch (err) {
-      for (const fd of fds) closeSync(fd);
-      throw err;
-    }
-    this.fds = fds;
+  }
+
+  /**
+   * Creates the three files (empty), off the event loop: a create costs a millisecond or more on a
+   * busy disk, and every launch and attached client would wait for it. Rejects, leaving none open,
+   * when one cannot be made.
+   */
+  open(): Promise<void> {
+    this.opening ??= (async () => {
+      // Not O_APPEND: the jail writes at the end it finds.
+      const made = await Promise.allSettled(
+        Object.values(this.paths).map((p) => openFd(p, constants.O_WRONLY | constants.O_CREAT, 0o600)),
+      );
+      const fds = made.flatMap((m) => (m.status === 'fulfilled' ? [m.value] : []));
+      const failed = made.find((m) => m.status === 'rejected');
+      if (failed || this.closed) {
+        for (const fd of fds) closeSync(fd);
+        if (failed) throw failed.reason;
+        throw new Error('the run ended before its output files were made');
+      }
+      this.fds = fds;
+    })();
+    return this.opening;
   }
 
   /** stdout.log, stderr.log and output.order, open for writing, for the jail (`--output-fds`). */
   get fileFds(): number[] {
-    if (!this.fds) throw new Error('the output files were already handed over');
+    if (!this.fds) throw new Error('the output files are not open (or were handed over already)');
     return this.fds;
   }
 
@@ -123,6 +141,7 @@ export class JailOutput
   }
 
   close(): Promise<void> {
+    this.closed = true;
     this.handedOver();
     return Promise.resolve();
   }

@@ -4,6 +4,7 @@
  * can still be written over it in place.
  */
 import { closeSync, ftruncateSync, openSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { rename, writeFile } from 'node:fs/promises';
 import type { RunResult } from '../protocol/index.ts';
 
 const RESERVE = 16 * 1024;
@@ -61,15 +62,31 @@ export class ResultFile {
       writeFileSync(tmp, json, { mode: 0o644 });
       renameSync(tmp, this.path);
     } catch {
-      // Disk full (or similar): overwrite the reserved space in place; JSON tolerates trailing spaces.
-      const fd = openSync(this.path, 'r+');
-      try {
-        const padded = Buffer.from(json.length < RESERVE ? json.trimEnd().padEnd(RESERVE, ' ') + '\n' : json);
-        writeSync(fd, padded, 0, padded.length, 0);
-        ftruncateSync(fd, padded.length);
-      } finally {
-        closeSync(fd);
-      }
+      this.overwrite(json);
+    }
+  }
+
+  /** The same, off the event loop (a create and a rename cost a millisecond or more on a busy disk). */
+  async writeAsync(result: RunResult): Promise<void> {
+    const json = JSON.stringify(result, null, 2) + '\n';
+    const tmp = `${this.path}.tmp`;
+    try {
+      await writeFile(tmp, json, { mode: 0o644 });
+      await rename(tmp, this.path);
+    } catch {
+      this.overwrite(json);
+    }
+  }
+
+  /** Disk full (or similar): overwrites the reserved space in place; JSON tolerates trailing spaces. */
+  private overwrite(json: string): void {
+    const fd = openSync(this.path, 'r+');
+    try {
+      const padded = Buffer.from(json.length < RESERVE ? json.trimEnd().padEnd(RESERVE, ' ') + '\n' : json);
+      writeSync(fd, padded, 0, padded.length, 0);
+      ftruncateSync(fd, padded.length);
+    } finally {
+      closeSync(fd);
     }
   }
 }

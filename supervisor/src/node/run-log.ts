@@ -102,6 +102,11 @@ export class RunLog<O extends RunOutput = OutputFiles> {
     this.resultFile.write(result);
   }
 
+  /** The same, off the event loop. */
+  writeResultAsync(result: RunResult): Promise<void> {
+    return this.resultFile.writeAsync(result);
+  }
+
   /** What an attached client reads while the run goes on (and after). */
   attachSource(runId: string, signals: EventEmitter, result: () => Promise<RunResult>): AttachSource {
     const { output, events } = this;

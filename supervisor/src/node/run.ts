@@ -8,8 +8,8 @@
 import { constants as osConstants } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { closeSync, mkdirSync, realpathSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { mkdir, open, rm } from 'node:fs/promises';
+import { closeSync, mkdirSync, realpathSync, renameSync, rmSync } from 'node:fs';
+import { mkdir, open, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
@@ -180,6 +180,8 @@ export class Run {
   private readonly direct: string[] | undefined;
   /** Where the scratch dir went at the end, to be removed after the run is reported ended. */
   private goneScratch: string | undefined;
+  /** The active-run marker's writes, in order (see writeMarker). */
+  private markerWrites: Promise<unknown> = Promise.resolve();
   private readonly ended: Promise<RunResult>;
   private resolveEnded!: (r: RunResult) => void;
 
@@ -327,6 +329,9 @@ export class Run {
       missingKeyGuidance: this.deps.missingKeyGuidance,
     });
     if (refused) return this.finish('failed', refused.reason, refused.detail);
+    // On disk before any process of the run exists: a supervisor started after a crash of this one
+    // finds every run that was going (the jail's pid follows once there is one).
+    const marked = this.writeMarker(0);
     if (flow.worktree) {
       let wt: Awaited<ReturnType<typeof createWorktree>>;
       try {
@@ -422,11 +427,27 @@ export class Run {
     }
     // The run's folders, made off the event loop (a mkdir on a busy disk takes a millisecond or more,
     // and every launch and attached client of the supervisor would wait for it).
+    // So are its output files (the jail gets them open).
+    const outputFiles = this.log.output.open();
+    outputFiles.catch(() => undefined); // looked at below, after the folders
     await mkdir(this.spec.scratchDir, { recursive: true, mode: 0o700 });
     await Promise.all([
       ...SCRATCH_DIRS.map((d) => mkdir(path.join(this.spec.scratchDir, d), { recursive: true, mode: 0o700 })),
       ...(this.artifactsDir ? [mkdir(this.artifactsDir, { recursive: true, mode: 0o700 })] : []),
+      marked,
     ]);
+    try {
+      await outputFiles;
+    } catch (err) {
+      for (const g of [this.proxyGrant, this.visionGrant]) if (g) this.deps.proxy?.revoke(g.token);
+      if (!this.isActive || this.endCause) return;
+      const e = err as NodeJS.ErrnoException;
+      return this.finish(
+        'failed',
+        'log-write-failed',
+        `could not create the run's output files in ${this.spec.logDir}: ${e.code ?? e.message}${e.code === 'ENOSPC' ? ' (the disk holding the run logs is full; free space and run again)' : ''}`,
+      );
+    }
     if (!this.isActive || this.endCause) {
       for (const g of [this.proxyGrant, this.visionGrant]) if (g) this.deps.proxy?.revoke(g.token);
       return;
@@ -504,7 +525,7 @@ export class Run {
       (why) => this.event('error', why),
     );
     if (!this.direct) this.serveEndpoint(child.stdio[RUN_ENDPOINT_FD] as unknown as NodeJS.ReadWriteStream);
-    this.writeMarker(child.pid ?? 0);
+    void this.writeMarker(child.pid ?? 0);
     void child
       .then((r) => this.onJailExit(r.exitCode ?? null, r.signal ?? null))
       .catch((err: unknown) =>
@@ -625,7 +646,7 @@ export class Run {
           `${this.direct ? "the run's init" : 'worker'} started (pid ${s.pid}, containment: ${s.containment})`,
           s,
         );
-        this.writeMarker(this.child?.pid ?? 0);
+        void this.writeMarker(this.child?.pid ?? 0);
         break;
       case 'sandbox':
         this.result.sandbox = {
@@ -770,25 +791,31 @@ export class Run {
     );
   }
 
-  private writeMarker(jailPid: number): void {
-    try {
-      const file = path.join(this.deps.supervisorDir, 'active', this.id);
-      writeFileSync(
-        file,
-        JSON.stringify({
-          logDir: this.spec.logDir,
-          jailPid,
-          workerPid: this.workerPid,
-          supervisorPid: process.pid,
-          scratchDir: this.spec.scratchDir,
-        }),
+  private get markerPath(): string {
+    return path.join(this.deps.supervisorDir, 'active', this.id);
+  }
+
+  /**
+   * The active-run marker (what a supervisor started after a crash of this one finds: the run's
+   * processes and folders), written off the event loop; the writes of one run are chained, in order.
+   */
+  private writeMarker(jailPid: number): Promise<unknown> {
+    const marker = JSON.stringify({
+      logDir: this.spec.logDir,
+      jailPid,
+      workerPid: this.workerPid,
+      supervisorPid: process.pid,
+      scratchDir: this.spec.scratchDir,
+    });
+    this.markerWrites = this.markerWrites
+      .then(() => writeFile(this.markerPath, marker))
+      .catch((err: unknown) =>
+        this.deps.log.warn(
+          { runId: this.id, err: (err as Error).message },
+          'could not write the active-run marker',
+        ),
       );
-    } catch (err) {
-      this.deps.log.warn(
-        { runId: this.id, err: (err as Error).message },
-        'could not write the active-run marker',
-      );
-    }
+    return this.markerWrites;
   }
 
   private async onJailExit(code: number | null, signal: string | null): Promise<void> {
@@ -891,12 +918,10 @@ export class Run {
     this.result.stdoutBytes = committed.stdout;
     this.result.stderrBytes = committed.stderr;
     if (dropped) this.result.metrics = { ...this.result.metrics, droppedOutputBytes: dropped };
-    await this.step('writing result.json', () => this.log.writeResult(this.result));
-    try {
-      unlinkSync(path.join(this.deps.supervisorDir, 'active', this.id));
-    } catch {
-      // no marker
-    }
+    await this.step('writing result.json', () => this.log.writeResultAsync(this.result));
+    // after the marker's last write (they are chained), so that none comes back once it is removed
+    this.markerWrites = this.markerWrites.then(() => rm(this.markerPath, { force: true }));
+    await this.step('removing the active-run marker', () => this.markerWrites);
     // Scratch is gone before the run is reported ended (a client may look right away): renamed out of
     // the way at once, its removal (a walk of the tree) done after the report.
     this.goneScratch = goneScratch(this.spec.scratchDir);
