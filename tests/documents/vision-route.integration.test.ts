@@ -166,6 +166,24 @@ describe('the vision route of a run (attacks)', () => {
     expect(after.status === 0 || after.status === 401, JSON.stringify(after)).toBe(true);
   }, 120_000);
 
+  it('a vision profile whose provider has no key: no route, and the run says what to do before it starts', async () => {
+    const { runId, env } = await holdingRun('nokey-hold', {
+      profile: 'eyes',
+      provider: 'gemini',
+      model: 'g',
+    });
+    expect(env.RUNBOARD_VISION_TOKEN).toBeUndefined(); // no route to be refused on (a 401) later
+    await a.h.client.cancel(runId);
+    const rec = await a.h.collect(runId);
+    const said = rec.events.find((e) => e.type === 'log' && e.data?.kind === 'vision');
+    expect(said?.message).toMatch(
+      /^no vision route for this run \(vision profile "eyes"\): no API key for provider "gemini"\./,
+    );
+    expect(said?.message).toContain('runboard key set gemini');
+    const started = rec.events.findIndex((e) => e.type === 'started');
+    expect(rec.events.indexOf(said!)).toBeLessThan(started); // said before the run's processes start
+  }, 120_000);
+
   it('a run whose flow has no vision profile has no vision route', async () => {
     const { runId, env, port } = await holdingRun('novision-hold', undefined);
     expect(env.RUNBOARD_VISION_TOKEN).toBeUndefined();

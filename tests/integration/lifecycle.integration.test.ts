@@ -1,6 +1,6 @@
 // How runs end: crash, hang, cancel, time limit, and the supervisor itself dying. No process of a run
 // may outlive it, whatever it does (double fork, setsid, ignoring SIGTERM).
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunResult } from '@runboard/supervisor/protocol';
@@ -170,6 +170,31 @@ describe('supervisor death', () => {
       expect(after.termination?.detail).toContain(`pid ${svPid}`);
       const { runs } = await local.client.list({});
       expect(runs.find((r) => r.runId === runId)?.termination?.reason).toBe('supervisor-died');
+    } finally {
+      await local.stop();
+    }
+  });
+
+  it('a marker the crash cut short (empty, or its next version half-written) still gets the run closed', async () => {
+    const local = await Harness.start();
+    try {
+      const marker = `rb-cut-${process.pid}-${Date.now()}`;
+      const { runId, logDir } = await local.launch(stubbornGrandchild(marker));
+      await waitUntil('the grandchild', () => processesMentioning(marker).length > 0);
+      const svPid = local.supervisor.pid!;
+      local.client.close();
+      process.kill(svPid, 'SIGKILL');
+      await waitUntil('every process of the run to be gone', () => processesMentioning(marker).length === 0);
+      // as a kill between a write's truncation and its bytes left it (an older version wrote in place)
+      const active = path.join(local.paths.supervisorDir, 'active');
+      writeFileSync(path.join(active, runId), '');
+      writeFileSync(path.join(active, `.${runId}.tmp`), '{"logDir":');
+      await local.startSupervisor();
+      const after = RunResult.parse(JSON.parse(readFileSync(path.join(logDir, 'result.json'), 'utf8')));
+      expect(after.status).toBe('failed');
+      expect(after.termination?.reason).toBe('supervisor-died');
+      expect(after.termination?.detail).toContain(`pid ${svPid}`);
+      expect(readdirSync(active)).toEqual([]);
     } finally {
       await local.stop();
     }

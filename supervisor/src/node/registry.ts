@@ -11,6 +11,7 @@ import {
   readFileSync,
   realpathSync,
   renameSync,
+  rmSync,
   statSync,
   unlinkSync,
   writeFileSync,
@@ -23,6 +24,7 @@ import {
   drivesDesktop,
   ErrorCodes,
   ResponseError,
+  RunId,
   RunResult,
   type DisplayBusy,
   type FlowSpec,
@@ -406,6 +408,10 @@ export class RunRegistry {
     const closed: string[] = [];
     for (const runId of readdirSync(dir)) {
       const file = path.join(dir, runId);
+      if (runId.startsWith('.')) {
+        rmSync(file, { force: true }); // a marker's next version, cut short by the crash (run.ts)
+        continue;
+      }
       let marker: {
         logDir: string;
         jailPid: number;
@@ -417,7 +423,16 @@ export class RunRegistry {
       try {
         marker = JSON.parse(readFileSync(file, 'utf8'));
       } catch {
-        continue;
+        // Unreadable (written by an older version as the crash hit, or damaged): the run is still
+        // closed, from what its id says of where its folders are.
+        if (!RunId.safeParse(runId).success) continue;
+        marker = {
+          logDir: runLogDir(this.paths, runId),
+          jailPid: 0,
+          workerPid: null,
+          supervisorPid: this.readResult(runId)?.supervisorPid ?? 0,
+          scratchDir: path.join(this.paths.scratchDir, runId),
+        };
       }
       const prevRemote = marker.fleet ? this.readResult(runId) : null;
       if (

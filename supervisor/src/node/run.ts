@@ -9,7 +9,7 @@ import { constants as osConstants } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { closeSync, mkdirSync, realpathSync, renameSync, rmSync } from 'node:fs';
-import { mkdir, open, rm, writeFile } from 'node:fs/promises';
+import { mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
@@ -411,10 +411,20 @@ export class Run {
         return;
       }
     }
-    if (flow.vision && flow.documents !== false && this.deps.proxy) {
+    const vision = flow.vision && flow.documents !== false ? flow.vision : undefined;
+    if (vision && this.deps.proxy?.route(vision.provider) && !this.deps.hasKey?.(vision.provider)) {
+      // Said before the run starts, with what to do, rather than as the provider's 401 at the first use.
+      const p = vision.provider;
+      const how = this.deps.missingKeyGuidance?.(p) ?? `no API key for provider "${p}"`;
+      this.event(
+        'log',
+        `no vision route for this run (vision profile "${vision.profile}"): ${how}; analyze_media says so when it is used`,
+        { kind: 'vision', reason: 'no-key', provider: p },
+      );
+    } else if (vision && this.deps.proxy) {
       // analyze_media's route to the vision profile's provider, on the run's own listener
       try {
-        this.visionGrant = await this.deps.proxy.grantVision(this.id, flow.vision, this.proxyGrant, (info) =>
+        this.visionGrant = await this.deps.proxy.grantVision(this.id, vision, this.proxyGrant, (info) =>
           this.onModelRequest(info),
         );
       } catch (err) {
@@ -807,8 +817,14 @@ export class Run {
       supervisorPid: process.pid,
       scratchDir: this.spec.scratchDir,
     });
+    // A new version replaces the old in one rename: a supervisor killed in the middle of a write leaves
+    // the previous marker whole (an empty one would hide the run from the next supervisor).
+    const tmp = path.join(path.dirname(this.markerPath), `.${this.id}.tmp`);
     this.markerWrites = this.markerWrites
-      .then(() => writeFile(this.markerPath, marker))
+      .then(async () => {
+        await writeFile(tmp, marker);
+        await rename(tmp, this.markerPath);
+      })
       .catch((err: unknown) =>
         this.deps.log.warn(
           { runId: this.id, err: (err as Error).message },

@@ -82,7 +82,7 @@ function visionOf(scope: DocumentScope): VisionAccess {
   if (!v.baseUrl)
     throw configError(
       scope,
-      `the supervisor gave this run no route to provider ${v.provider} of vision profile "${v.profile}" (the run's log says why: an unknown provider is added with RUNBOARD_PROVIDER_<NAME>_URL)`,
+      `the supervisor gave this run no route to provider ${v.provider} of vision profile "${v.profile}" (the run's log says why: a provider with no API key is given one with \`runboard key set\`, an unknown provider is added with RUNBOARD_PROVIDER_<NAME>_URL)`,
     );
   return v;
 }
