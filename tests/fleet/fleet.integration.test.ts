@@ -115,7 +115,7 @@ describe('a fleet of supervisors on Redis', () => {
     const again = await runOn('shell', 'echo still here');
     expect((await again.done).status).toBe('succeeded');
     delete hosts.delta;
-    victim.client.close();
+    await victim.stop(); // its folder goes too
   });
 
   it('a host cut off the network stops its own run before the board gives up on it: never two at once', async () => {

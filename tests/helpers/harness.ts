@@ -38,6 +38,15 @@ export async function waitUntil(
 }
 
 /** Pids of live processes whose command line or environment mentions `needle`. */
+/** A process's command line, for a message ('' when it is gone). */
+function commandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim().slice(0, 200);
+  } catch {
+    return '';
+  }
+}
+
 export function processesMentioning(needle: string): number[] {
   const out: number[] = [];
   for (const d of readdirSync('/proc')) {
@@ -165,13 +174,17 @@ export class Harness {
       this.supervisor.kill('SIGTERM');
       await exited;
     }
-    await waitUntil('no leftover processes', () => processesMentioning(this.root).length === 0, 5000).catch(
-      () => {
-        const left = processesMentioning(this.root);
-        for (const pid of left) process.kill(pid, 'SIGKILL');
-        throw new Error(`processes left behind: ${left.join(', ')}`);
-      },
-    );
-    rmSync(this.root, { recursive: true, force: true });
+    try {
+      await waitUntil('no leftover processes', () => processesMentioning(this.root).length === 0, 5000).catch(
+        () => {
+          const left = processesMentioning(this.root);
+          const what = left.map((pid) => `${pid} (${commandLine(pid)})`).join(', ');
+          for (const pid of left) process.kill(pid, 'SIGKILL');
+          throw new Error(`processes left behind: ${what}`);
+        },
+      );
+    } finally {
+      rmSync(this.root, { recursive: true, force: true }); // also when the test fails on leftovers
+    }
   }
 }

@@ -1,10 +1,10 @@
-import { mkdirSync, mkdtempSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runLogDir, statePaths } from '@runboard/supervisor/paths';
 import type { RunResult } from '../shared/board-types.ts';
 import { RunFiles } from './run-files.ts';
@@ -15,8 +15,18 @@ const SECRET = 'the person’s private key';
 let dir: string;
 let files: RunFiles;
 let secret: string;
+/** Folders made by a test, removed after it. */
+const made: string[] = [];
+const tempDir = (prefix: string): string => {
+  const d = mkdtempSync(path.join(os.tmpdir(), prefix));
+  made.push(d);
+  return d;
+};
+afterEach(() => {
+  for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
+});
 beforeEach(() => {
-  const root = mkdtempSync(path.join(os.tmpdir(), 'rb-run-files-'));
+  const root = tempDir('rb-run-files-');
   const paths = statePaths({ RUNBOARD_HOME: path.join(root, 'home') });
   dir = runLogDir(paths, RUN);
   mkdirSync(path.join(dir, 'artifacts'), { recursive: true });
@@ -36,7 +46,7 @@ async function exported(): Promise<Record<string, string>> {
       },
     }),
   );
-  const out = mkdtempSync(path.join(os.tmpdir(), 'rb-export-'));
+  const out = tempDir('rb-export-');
   const tarFile = path.join(out, 'run.tar');
   writeFileSync(tarFile, gunzipSync(Buffer.concat(chunks)));
   const names = execFileSync('tar', ['-tf', tarFile], { encoding: 'utf8' }).trim().split('\n');

@@ -7,10 +7,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { orderRecord, readOutputInOrder, type OutputStream } from './run-output.ts';
 
 let dir: string;
-afterEach(() => rmSync(dir, { recursive: true, force: true }));
+const made: string[] = [];
+afterEach(() => {
+  for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
+});
 
 async function read(files: { stdout?: string; stderr?: string; order?: string }): Promise<string[]> {
   dir = mkdtempSync(path.join(os.tmpdir(), 'rb-order-'));
+  made.push(dir);
   if (files.stdout !== undefined) writeFileSync(path.join(dir, 'stdout.log'), files.stdout);
   if (files.stderr !== undefined) writeFileSync(path.join(dir, 'stderr.log'), files.stderr);
   if (files.order !== undefined) writeFileSync(path.join(dir, 'output.order'), files.order);
