@@ -346,8 +346,8 @@ export class FleetGateway {
       if (run.isFinishing || this.closed) continue;
       try {
         const q = await this.flowQueue(run.flowName);
-        const job = await q.queue.getJob(run.id);
-        if (job && !run.isFinishing) this.endAsJob(run, q, job, await job.getState());
+        const { job, state } = await readJob(q.queue, run.id);
+        if (job && !run.isFinishing) this.endAsJob(run, q, job, state);
       } catch (err) {
         this.o.log.debug({ runId: run.id, err: (err as Error).message }, 'looking at a fleet job');
       }
@@ -494,17 +494,16 @@ export class FleetGateway {
     try {
       const q = await this.flowQueue(run.flowName);
       await q.events.waitUntilReady(); // from now on its events come; what came before is read below
-      const job = await q.queue.getJob(run.id);
-      const state = job ? await job.getState() : 'gone';
+      const { job, state } = await readJob(q.queue, run.id);
       this.o.log.info({ runId: run.id, state }, 'took over a run of the fleet');
-      if (!job)
+      if (state === 'gone')
         await run.finish({
           status: 'failed',
           reason: 'supervisor-died',
           detail:
             'the supervisor mirroring this run died, and its job is no longer in Redis: how it ended on its host is not known here',
         });
-      else this.endAsJob(run, q, job, state); // otherwise it waits or runs: its events come as any run's
+      else if (job) this.endAsJob(run, q, job, state); // otherwise it waits or runs: its events come as any run's
     } catch (err) {
       this.o.log.warn({ runId: run.id, err: (err as Error).message }, 'taking over a run of the fleet');
     }
@@ -540,8 +539,7 @@ export class FleetGateway {
   async cancel(run: RemoteRun, reason: TerminationReason, detail: string): Promise<void> {
     await this.redis.set(`runboard:cancelled:${run.id}`, '1', 'EX', 24 * 3600);
     const q = await this.flowQueue(run.flowName);
-    const job = await q.queue.getJob(run.id);
-    const state = job ? await job.getState() : 'unknown';
+    const { job, state } = await readJob(q.queue, run.id);
     if (job && this.endAsJob(run, q, job, state)) return; // it had ended already
     if (job && (state === 'waiting' || state === 'delayed' || state === 'prioritized')) {
       await job.remove().catch(() => undefined);
@@ -658,4 +656,20 @@ function streamIdAfter(a: string, b: string): boolean {
   const [am, as = '0'] = a.split('-');
   const [bm, bs = '0'] = b.split('-');
   return BigInt(am!) !== BigInt(bm!) ? BigInt(am!) > BigInt(bm!) : BigInt(as) > BigInt(bs);
+}
+
+/**
+ * A run's job and its state, read in that order of truth: the state first, then the job. Read the
+ * other way round, a job read while it ran and its state read just after it ended has no return value
+ * (two reads of Redis, not one), which read as a host's unreadable answer (a CI failure). A job that
+ * completed is only returned with its return value.
+ */
+export async function readJob(queue: Queue, runId: string): Promise<{ job: Job | undefined; state: string }> {
+  const state = await queue.getJobState(runId);
+  if (state === 'unknown') return { job: undefined, state: 'gone' };
+  const job = await queue.getJob(runId);
+  if (!job) return { job: undefined, state: 'gone' };
+  if (state === 'completed' && (job.returnvalue === null || job.returnvalue === undefined))
+    return { job: undefined, state: 'completing' }; // looked at again on the next lease, or its event comes
+  return { job, state };
 }
