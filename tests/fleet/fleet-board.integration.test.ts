@@ -3,7 +3,16 @@
  * serve` as usual, with its runs taken by three host supervisors. The board's caps (global and per
  * flow) hold across the hosts together, and every run's record ends up on its card.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runLogDir } from '@runboard/supervisor/paths';
@@ -32,8 +41,10 @@ function maxOverlap(spans: [number, number][]): number {
   return most;
 }
 
+let redisDir: string | undefined;
 beforeAll(async () => {
-  redis = await RedisServer.start(path.join(process.env.TMPDIR ?? '/tmp', `rb-redis-${process.pid}`));
+  redisDir = mkdtempSync(path.join(os.tmpdir(), 'rb-redis-'));
+  redis = await RedisServer.start(redisDir);
   hosts.push(
     await startHost(redis.url, 'h1', ['build', 'test'], 2, ['workspace']),
     await startHost(redis.url, 'h2', ['build', 'test'], 2, ['workspace']),
@@ -60,6 +71,7 @@ afterAll(async () => {
   await server?.stop();
   for (const h of hosts) await h.stop().catch(() => undefined);
   await redis?.stop();
+  if (redisDir) rmSync(redisDir, { recursive: true, force: true });
 });
 
 describe('a board whose runs go to a fleet', () => {
