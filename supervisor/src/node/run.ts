@@ -535,7 +535,6 @@ export class Run {
       (why) => this.event('error', why),
     );
     if (!this.direct) this.serveEndpoint(child.stdio[RUN_ENDPOINT_FD] as unknown as NodeJS.ReadWriteStream);
-    void this.writeMarker(child.pid ?? 0);
     void child
       .then((r) => this.onJailExit(r.exitCode ?? null, r.signal ?? null))
       .catch((err: unknown) =>
@@ -656,7 +655,7 @@ export class Run {
           `${this.direct ? "the run's init" : 'worker'} started (pid ${s.pid}, containment: ${s.containment})`,
           s,
         );
-        void this.writeMarker(this.child?.pid ?? 0);
+        void this.writeMarker(this.child?.pid ?? 0); // the pids, once the run's first process exists
         break;
       case 'sandbox':
         this.result.sandbox = {
