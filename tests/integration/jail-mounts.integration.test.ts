@@ -91,16 +91,16 @@ describe('jail --fs-mounts', async () => {
   it('gives the run a /tmp of its own: fixed names can be made, the real /tmp is untouched and read-only', async () => {
     // What codex's sandbox helper does first (mkdir /tmp/codex-daemon-<uid>), under a name no one made.
     const name = `rb-private-tmp-${process.pid}-${Date.now()}`;
-    const own = path.join(scratch, 'root-tmp');
     const r = await jailed(
-      `mkdir /tmp/${name} && echo made; echo x > /tmp/${name}/f && echo wrote; ` +
+      `mkdir /tmp/${name} && echo made; echo x > /tmp/${name}/f && cat /tmp/${name}/f; ` +
         `ls -d ${ws} >/dev/null && echo ws-visible; echo w > ${ws}/via-tmp.txt && echo ws-writable; ` +
-        `echo y > ${root}/outside.txt || echo outside-refused; cat ${state}/keys/grant.key || echo key-hidden`,
-      ['--private-tmp', own],
+        `echo y > ${root}/outside.txt || echo outside-refused; cat ${state}/keys/grant.key || echo key-hidden; ` +
+        // a tmpfs of the size asked for, not more: the run cannot fill the machine's memory through it
+        `head -c 2M /dev/zero > /tmp/big 2>/dev/null || echo tmp-full`,
+      ['--private-tmp', '1m'],
     );
-    expect(r.stdout).toBe('made\nwrote\nws-visible\nws-writable\noutside-refused\nkey-hidden\n');
+    expect(r.stdout).toBe('made\nx\nws-visible\nws-writable\noutside-refused\nkey-hidden\ntmp-full\n');
     expect(existsSync(path.join('/tmp', name))).toBe(false); // not in the machine's /tmp
-    expect(readFileSync(path.join(own, name, 'f'), 'utf8')).toBe('x\n'); // in the run's own
     expect(readFileSync(path.join(ws, 'via-tmp.txt'), 'utf8')).toBe('w\n');
   });
 
@@ -113,7 +113,7 @@ describe('jail --fs-mounts', async () => {
         const r = await jailed(
           `cat ${other}/secret.txt || echo unseen; ls -d ${ws} > /dev/null && echo ws-seen; ` +
             `mkdir /tmp/fixed-name && echo own-tmp-writable`,
-          ['--private-tmp', path.join(scratch, `root-tmp${mode}`)],
+          ['--private-tmp', '16m'],
           mode,
         );
         expect(r.stdout, `${mode}: ${r.stderr}`).toBe('unseen\nws-seen\nown-tmp-writable\n');

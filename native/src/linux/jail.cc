@@ -301,7 +301,7 @@ void Usage() {
       stderr,
       "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--write-fd N] [--device FILE]...\n"
       "                     [--hide DIR]...\n"
-      "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp DIR]\n"
+      "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp SIZE]\n"
       "                     [--max-procs N] [--env-fd N] [--read-only PATH]... [--ask-deletes] [--remove REL]...\n"
       "                     [--tcp PORT]... [--udp] [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts]\n"
       "                     [--no-landlock] [--no-namespaces] [--output-fds STDOUT,STDERR,ORDER] [--init]\n"
@@ -349,8 +349,15 @@ int main(int argc, char** argv) {
     else if (a == "--hide") policy.hidden.push_back(next());
     else if (a == "--mask") masks.push_back(next());
     else if (a == "--keep") keeps.push_back(next());
-    else if (a == "--private-tmp") privateTmp = next();
-    else if (a == "--max-procs") maxProcs = atol(next());
+    else if (a == "--private-tmp") {
+      // The size of the run's /tmp (a tmpfs), as tmpfs takes it: a number, then k, m, g or %.
+      privateTmp = next();
+      size_t digits = privateTmp.find_first_not_of("0123456789");
+      if (digits == 0 ||
+          (digits != std::string::npos &&
+           (digits + 1 != privateTmp.size() || std::string("kmg%").find(privateTmp[digits]) == std::string::npos)))
+        Die("--private-tmp " + privateTmp + ": a size such as 512m or 25% is expected", 2);
+    } else if (a == "--max-procs") maxProcs = atol(next());
     else if (a == "--read-only") readOnly.push_back(next());
     else if (a == "--env-fd") envFd = atoi(next());
     else if (a == "--ask-deletes") policy.workspaceNoRemove = true;
@@ -467,8 +474,6 @@ int main(int argc, char** argv) {
     // does not cover metadata: chmod, utime and xattrs outside the writable trees fail with EROFS).
     const bool mountNs = fsByMounts || (roMounts && containment == "pid-namespace");
     if (mountNs) {
-      if (!privateTmp.empty() && mkdir(privateTmp.c_str(), 0700) < 0 && errno != EEXIST)
-        Die("sandbox setup failed: mkdir " + privateTmp + ": " + strerror(errno), 126);
       // What the run needs of the machine's /tmp: its trees, its command and the paths in its environment
       // (PATH, the addon's folder, ...), and the X sockets.
       std::vector<std::string> seen = policy.writable;
@@ -489,8 +494,8 @@ int main(int argc, char** argv) {
           {policy.writable, policy.hidden, policy.devices, privateTmp, readOnly, seen});
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
       policy.restrictFs = !fsByMounts;
-      // The run's /tmp is its own folder (mounted there, so Landlock does not see it beneath the scratch
-      // dir): new names in it are the run's; what is bound into it stays read-only by its mount.
+      // The run's /tmp is its own tmpfs: new names in it are the run's; what is bound into it stays
+      // read-only by its mount.
       if (!privateTmp.empty()) policy.writable.push_back("/tmp");
     }
     bool enforced = false;

@@ -66,15 +66,13 @@ std::string MoveInto(int fd, const std::string& to) {
   return "";
 }
 
-// The run's own /tmp: `source` mounted on /tmp, with what the machine's /tmp holds at this moment bound
-// back in (made read-only with everything else later; symlinks recreated). Names the run creates live
-// in `source`, so a tool that makes a fixed name (codex's sandbox helper: /tmp/codex-daemon-<uid>)
-// works whether or not an earlier process left one behind, and nothing the run writes reaches the
-// machine's /tmp. The entries stay readable because reads outside Runboard's state are allowed anyway
-// (a checkout, a project or an X socket may live there).
-std::string MountPrivateTmp(const std::string& source, const std::vector<std::string>& seen) {
-  int src = static_cast<int>(syscall(kSysOpenTree, AT_FDCWD, source.c_str(), kOpenTreeClone | O_CLOEXEC));
-  if (src < 0) return Errno("open_tree " + source);
+// The run's own /tmp: a tmpfs of `size` mounted on /tmp, with the entries of the machine's /tmp the run
+// needs bound back in (made read-only with everything else later; symlinks recreated). Names the run
+// creates live in the tmpfs and vanish with the run's mount namespace, so a tool that makes a fixed name (codex's
+// sandbox helper: /tmp/codex-daemon-<uid>) works whether or not an earlier process left one behind, and nothing the run
+// writes reaches the machine's /tmp. The entries stay readable because reads outside Runboard's state are allowed
+// anyway (a checkout, a project or an X socket may live there).
+std::string MountPrivateTmp(const std::string& size, const std::vector<std::string>& seen) {
   std::vector<Copy> entries;
   std::vector<std::pair<std::string, std::string>> links;
   std::string err;
@@ -109,8 +107,11 @@ std::string MountPrivateTmp(const std::string& source, const std::vector<std::st
       entries.push_back({p, S_ISDIR(st.st_mode), fd});
     }
   }
-  if (err.empty()) err = MoveInto(src, "/tmp");
-  close(src);
+  // A tmpfs, not a folder on disk: nothing of it is made on, or removed from, the disk at every launch
+  // (on ext4 without a journal each new inode is looked for past every one freed in the last minutes).
+  const std::string options = "mode=1777,size=" + size;
+  if (err.empty() && mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) < 0)
+    err = Errno("mount tmpfs (" + options + ") on /tmp");
   for (auto& e : entries) {
     if (err.empty()) err = MakeMountPoint("/tmp", e.path, e.isDir);
     // An entry removed from the machine's /tmp since it was cloned cannot be mounted (ENOENT): it is
@@ -172,8 +173,8 @@ std::string ConfineByMounts(const Policy& policy) {
   }
 
   // The run's /tmp before the covers: a hidden tree below /tmp is covered in it like anywhere else.
-  if (!policy.privateTmp.empty()) {
-    std::string err = MountPrivateTmp(policy.privateTmp, policy.tmpSeen);
+  if (!policy.privateTmpSize.empty()) {
+    std::string err = MountPrivateTmp(policy.privateTmpSize, policy.tmpSeen);
     if (!err.empty()) {
       closeCopies();
       return err;
@@ -231,7 +232,7 @@ std::string ConfineByMounts(const Policy& policy) {
       err = Errno("mount_setattr / read-only");
   }
   // but the run's own /tmp (not what was bound into it)
-  if (err.empty() && !policy.privateTmp.empty()) {
+  if (err.empty() && !policy.privateTmpSize.empty()) {
     MountAttr rw{0, kMountAttrRdonly, 0, 0};
     if (syscall(kSysMountSetattr, AT_FDCWD, "/tmp", 0, &rw, sizeof rw) < 0) err = Errno("mount_setattr /tmp writable");
   }

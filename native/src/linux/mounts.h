@@ -18,9 +18,10 @@ struct Policy {
   std::vector<std::string> writable;  // trees the run may write (absolute; missing ones are skipped)
   std::vector<std::string> hidden;    // trees the run may not read (absolute real paths)
   std::vector<std::string> devices;   // the only device files in the run's /dev (/dev/null, ...)
-  // A directory (inside a writable tree) that becomes the run's /tmp: new names there are the run's
-  // own; of what the machine's /tmp holds, only the entries in tmpSeen show (read-only). "" keeps /tmp.
-  std::string privateTmp;
+  // The size of the tmpfs that becomes the run's /tmp (tmpfs's size=: "25%", "512m"): new names there are
+  // the run's own and vanish with it; of what the machine's /tmp holds, only the entries in tmpSeen show
+  // (read-only). "" keeps /tmp.
+  std::string privateTmpSize;
   // Paths inside writable trees that stay read-only (read-only bind mounts on top): the project's
   // config and cards when the run works in the project folder. Missing ones are skipped.
   std::vector<std::string> readOnly;

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
-import { Command, drivesDesktop, RunnerName } from '../protocol/index.ts';
+import { Command, drivesDesktop, RunnerName, TMP_SIZE } from '../protocol/index.ts';
 import { readRegularFileSync } from './regular-file.ts';
 
 /** The board's columns, which are the card statuses (host/src/shared/board-types.ts checks it has the same). */
@@ -68,6 +68,8 @@ export const FlowConfig = z.object({
       agentSandbox: z.union([z.boolean(), z.literal('auto')]).optional(),
       /** Most processes (and threads) a run may have at once (default 1024; docs/security-model.md). */
       maxProcesses: z.number().int().min(16).max(1_000_000).optional(),
+      /** The most a run's own /tmp (memory) may hold: 512m, 2g, 25% of the memory (default 25%). */
+      tmpSize: z.string().regex(TMP_SIZE, 'a size such as 512m, 2g or 25% (of the memory)').optional(),
       /** Let runs write this project's config.yaml and cards/ (off: read-only even in the project folder). */
       projectWritable: z.boolean().optional(),
       /** Deletes in the workspace must be asked on the card (docs/security-model.md, Permission asks). */

@@ -67,8 +67,8 @@ describe('buildJailArgs', () => {
   });
 
   it('asks for a read-only mount namespace and a private /tmp where namespaces are used', () => {
-    const a = buildJailArgs(base({}, { privateTmp: '/scratch/r/root-tmp' })).join(' ');
-    expect(a).toContain('--ro-mounts --private-tmp /scratch/r/root-tmp');
+    const a = buildJailArgs(base({}, { privateTmpSize: '512m' })).join(' ');
+    expect(a).toContain('--ro-mounts --private-tmp 512m');
     expect(buildJailArgs(base({}, { useNamespaces: false }))).not.toContain('--ro-mounts');
   });
 

@@ -16,6 +16,8 @@ import {
 
 /** Processes (threads count) a run may have at once unless its flow says otherwise. */
 export const DEFAULT_MAX_PROCESSES = 1024;
+/** The most a run's own /tmp (a tmpfs, so memory) holds when its flow names no sandbox.tmpSize. */
+export const DEFAULT_TMP_SIZE = '25%';
 
 /** NAME=VALUE entries, NUL-separated, as the jail reads them from JAIL_ENV_FD. */
 export function serializeEnv(env: Readonly<Record<string, string>>): Buffer {
@@ -65,8 +67,11 @@ export interface JailArgsInput {
   privateDisplay?: string | undefined;
   /** The user's XDG_RUNTIME_DIR (session bus, AT-SPI bus, Wayland). */
   userRuntimeDir?: string | undefined;
-  /** A folder of the run's scratch dir that becomes its /tmp where the jail makes a mount namespace. */
-  privateTmp?: string | undefined;
+  /**
+   * Where the jail makes a mount namespace the run gets a /tmp of its own, a tmpfs of at most this
+   * (tmpfs's size=; the flow's sandbox.tmpSize, DEFAULT_TMP_SIZE when it names none).
+   */
+  privateTmpSize?: string | undefined;
   /** Paths inside the writable trees that stay read-only (projectReadOnly()). */
   readOnly?: string[] | undefined;
   /** The jail's fd of the open, checked workspace (workspace-fd.ts): its write rule comes from it. */
@@ -154,7 +159,7 @@ export function buildJailArgs(i: JailArgsInput): string[] {
   // metadata changes fail too, which Landlock does not cover), the hidden trees covered, its own /tmp.
   // Not for a run the flow lets go unsandboxed on a kernel without Landlock: that one is unconfined.
   if (i.useNamespaces && i.landlockAbi > 0) args.push('--ro-mounts');
-  if (i.privateTmp) args.push('--private-tmp', i.privateTmp);
+  if (i.privateTmpSize) args.push('--private-tmp', i.privateTmpSize);
   for (const r of i.readOnly ?? []) args.push('--read-only', r);
   if (i.landlockAbi <= 0) args.push('--no-landlock');
   if (!i.useNamespaces) args.push('--no-namespaces');
@@ -163,8 +168,12 @@ export function buildJailArgs(i: JailArgsInput): string[] {
   return args;
 }
 
-/** The per-run folders inside its scratch dir that the environment points at. */
-export const SCRATCH_DIRS = ['home', 'tmp', 'cache', 'config', 'data'] as const;
+/**
+ * The per-run folders inside its scratch dir that the environment points at (HOME, TMPDIR). The XDG
+ * folders lie in HOME and are made by the programs that write there, as the XDG spec has them do: each
+ * folder made and removed per run costs the launch (docs/benchmarks.md).
+ */
+export const SCRATCH_DIRS = ['home', 'tmp'] as const;
 
 export interface RunEnvInput {
   flow: FlowSpec;
@@ -189,10 +198,10 @@ export function buildRunEnv(i: RunEnvInput): Record<string, string> {
     LANG: i.baseEnv.LANG || 'C.UTF-8',
     HOME: path.join(s, 'home'),
     TMPDIR: path.join(s, 'tmp'),
-    XDG_CACHE_HOME: path.join(s, 'cache'),
-    XDG_CONFIG_HOME: path.join(s, 'config'),
-    XDG_DATA_HOME: path.join(s, 'data'),
-    npm_config_cache: path.join(s, 'cache', 'npm'),
+    XDG_CACHE_HOME: path.join(s, 'home', '.cache'),
+    XDG_CONFIG_HOME: path.join(s, 'home', '.config'),
+    XDG_DATA_HOME: path.join(s, 'home', '.local', 'share'),
+    npm_config_cache: path.join(s, 'home', '.cache', 'npm'),
     npm_config_update_notifier: 'false',
     [RunEnv.runId]: i.runId,
     [RunEnv.token]: i.token,

@@ -409,7 +409,7 @@ export class RunRegistry {
     for (const runId of readdirSync(dir)) {
       const file = path.join(dir, runId);
       if (runId.startsWith('.')) {
-        rmSync(file, { force: true }); // a marker's next version, cut short by the crash (run.ts)
+        rmSync(file, { force: true }); // an older version's next marker, cut short by a crash
         continue;
       }
       let marker: {
@@ -421,7 +421,7 @@ export class RunRegistry {
         fleet?: { redisUrl: string; flow: string };
       };
       try {
-        marker = JSON.parse(readFileSync(file, 'utf8'));
+        marker = lastMarker(readFileSync(file, 'utf8')) as typeof marker;
       } catch {
         // Unreadable (written by an older version as the crash hit, or damaged): the run is still
         // closed, from what its id says of where its folders are.
@@ -502,6 +502,23 @@ export class RunRegistry {
 }
 
 /** Guards against PID reuse: only kill what still looks like one of our processes. */
+/**
+ * The newest whole version of an active-run marker: its versions are lines appended one per write
+ * (run.ts), so a line cut short by a crash is skipped for the one before. Throws when none is whole.
+ */
+export function lastMarker(text: string): unknown {
+  const lines = text.split('\n');
+  for (let i = lines.length - 1; i >= 0; i--) {
+    if (!lines[i]) continue;
+    try {
+      return JSON.parse(lines[i]!) as unknown;
+    } catch {
+      // cut short: the version before it
+    }
+  }
+  throw new Error('no whole marker');
+}
+
 function isJailOrWorker(pid: number): boolean {
   try {
     const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');

@@ -9,7 +9,7 @@ import { constants as osConstants } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { closeSync, mkdirSync, realpathSync, renameSync, rmSync } from 'node:fs';
-import { mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, open, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
@@ -44,6 +44,7 @@ import {
   projectReadOnly,
   runWritable,
   SCRATCH_DIRS,
+  DEFAULT_TMP_SIZE,
   serializeEnv,
 } from './jail-args.ts';
 import { readJailStatus, type JailStatus } from './jail-status.ts';
@@ -492,7 +493,7 @@ export class Run {
       proxyPort: this.proxyGrant?.port ?? this.visionGrant?.port,
       privateDisplay: this.display?.env.DISPLAY,
       userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
-      privateTmp: path.join(this.spec.scratchDir, 'root-tmp'),
+      privateTmpSize: flow.sandbox?.tmpSize ?? DEFAULT_TMP_SIZE,
       readOnly: readOnly.map(realOrAsIs),
       workspaceFd: workspaceFd === undefined ? undefined : JAIL_WORKSPACE_FD,
       outputFds: [...JAIL_OUTPUT_FDS],
@@ -816,14 +817,11 @@ export class Run {
       supervisorPid: process.pid,
       scratchDir: this.spec.scratchDir,
     });
-    // A new version replaces the old in one rename: a supervisor killed in the middle of a write leaves
-    // the previous marker whole (an empty one would hide the run from the next supervisor).
-    const tmp = path.join(path.dirname(this.markerPath), `.${this.id}.tmp`);
+    // Each version is a line appended (one write): a supervisor killed in the middle of one leaves the
+    // lines before it whole, and the reader takes the last whole line (registry.ts). Not a new file
+    // renamed over the old, which made and freed a file per version (what a launch waits on, on ext4).
     this.markerWrites = this.markerWrites
-      .then(async () => {
-        await writeFile(tmp, marker);
-        await rename(tmp, this.markerPath);
-      })
+      .then(() => appendFile(this.markerPath, `${marker}\n`, { mode: 0o600 }))
       .catch((err: unknown) =>
         this.deps.log.warn(
           { runId: this.id, err: (err as Error).message },

@@ -4,6 +4,9 @@
  */
 import * as z from 'zod/mini';
 
+/** A tmpfs size: a number, then k, m, g or % (sandbox.tmpSize). */
+export const TMP_SIZE = /^[1-9][0-9]{0,9}[kmg%]?$/;
+
 /** `YYYYMMDD-HHMMSS-mmmrrr` (UTC; mmm: milliseconds in hex, rrr: random): sorts by start time, and names
  * its own date folder under logs/agents/. */
 export const RunId = z
@@ -95,6 +98,11 @@ export const FlowSpec = z.object({
       agentSandbox: z.optional(z.union([z.boolean(), z.literal('auto')])),
       /** Most processes (threads count) the run may have at once; a fork bomb stops there. Default 1024. */
       maxProcesses: z.optional(z.int().check(z.minimum(16), z.maximum(1_000_000))),
+      /**
+       * The most the run's own /tmp (a tmpfs, in memory) may hold, as tmpfs takes it: a number and k, m, g
+       * or % (of the machine's memory). Default 25%. $TMPDIR is on disk (the run's scratch dir).
+       */
+      tmpSize: z.optional(z.string().check(z.regex(TMP_SIZE, 'a size such as 512m, 2g or 25%'))),
       /** Let the run write the project's config.yaml and cards/ (when they lie in its writable trees). */
       projectWritable: z.optional(z.boolean()),
       /**
