@@ -501,7 +501,6 @@ export class RunRegistry {
   }
 }
 
-/** Guards against PID reuse: only kill what still looks like one of our processes. */
 /**
  * The newest whole version of an active-run marker: its versions are lines appended one per write
  * (run.ts), so a line cut short by a crash is skipped for the one before. Throws when none is whole.
@@ -519,6 +518,7 @@ export function lastMarker(text: string): unknown {
   throw new Error('no whole marker');
 }
 
+/** Guards against PID reuse: only kill what still looks like one of our processes. */
 function isJailOrWorker(pid: number): boolean {
   try {
     const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
