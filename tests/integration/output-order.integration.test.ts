@@ -118,6 +118,47 @@ describe('stdout and stderr interleaving', () => {
     expect(rec.result.stdoutBytes).toBe(Buffer.byteLength(stdout));
   });
 
+  it('a stream written in bulk gets a 1 MiB pipe, a quiet one keeps the default; bytes and order exact', async () => {
+    // 3 MB in one write fills stdout's pipe (the jail then grows it); stderr carries two lines only.
+    // Each step waits until the test has seen the one before (ack files), so the order is known.
+    const dir = h.workspace;
+    const script = [
+      'import fcntl, os, sys, time',
+      'def wait(name):',
+      `    while not os.path.exists(os.path.join(${JSON.stringify(dir)}, name)): time.sleep(0.01)`,
+      'sys.stdout.buffer.write(b"x" * 3_000_000 + b"\\n"); sys.stdout.flush(); wait("ack-bulk")',
+      'print("mid", fcntl.fcntl(1, fcntl.F_GETPIPE_SZ), fcntl.fcntl(2, fcntl.F_GETPIPE_SZ), file=sys.stderr, flush=True)',
+      'wait("ack-mid"); print("end", flush=True)',
+    ].join('\n');
+    const { runId } = await h.launch(['python3', '-c', script]);
+    const got = { stdout: '', stderr: '' };
+    const seen: string[] = [];
+    const result = await new Promise<RunResult>((resolve, reject) => {
+      h.client
+        .attach(runId, {
+          onOutput: (stream, data) => {
+            got[stream] += data;
+            seen.push(stream);
+            if (stream === 'stdout' && got.stdout.length === 3_000_001)
+              writeFileSync(path.join(dir, 'ack-bulk'), '');
+            if (stream === 'stderr' && got.stderr.endsWith('\n'))
+              writeFileSync(path.join(dir, 'ack-mid'), '');
+          },
+          onEnd: resolve,
+        })
+        .catch(reject);
+    });
+    expect(result.status).toBe('succeeded');
+    expect(got.stderr).toBe(`mid ${1024 * 1024} ${64 * 1024}\n`);
+    expect(got.stdout).toBe('x'.repeat(3_000_000) + '\nend\n');
+    expect(result.stdoutBytes).toBe(3_000_005);
+    // in the record: all of the bulk, then stderr's line, then the rest of stdout
+    expect(seen.indexOf('stderr')).toBe(seen.lastIndexOf('stderr'));
+    expect(seen.slice(seen.indexOf('stderr') + 1)).toEqual(['stdout']);
+    const printed = await logsCli([runId]);
+    expect(printed).toBe('x'.repeat(3_000_000) + `\nmid ${1024 * 1024} ${64 * 1024}\nend\n`);
+  });
+
   it('a host that re-attaches after a supervisor restart gets the lines recorded meanwhile, once, in order', async () => {
     const local = await Harness.start();
     try {

@@ -9,7 +9,8 @@
 // up to reported sizes, or one that reads output.order's size before the logs', sees them consistent.
 //
 // Backpressure: the jail moves bytes only as fast as the files take them; a run that writes faster
-// blocks on its full pipe. Nothing is held in memory beyond the pipes and one read (128 KiB).
+// blocks on its full pipe. Nothing is held in memory beyond the pipes (a busy stream's grows to 1 MiB)
+// and one read (1 MiB).
 // (splice(2) from the pipes into the files was measured slower here: the page cache takes a 4 KiB
 // pipe buffer at a time; docs/benchmarks.md.)
 #pragma once
@@ -48,6 +49,8 @@ class Pump {
   int read_[2] = {-1, -1};
   int write_[2] = {-1, -1};
   long long taken_[2] = {0, 0};
+  // Each pipe's capacity as far as the jail knows (kBusyPipeBytes once it asked for a larger one).
+  long pipeBytes_[2] = {0, 0};
   long long orderBytes_ = 0;
   long long reported_[3] = {-1, -1, -1};
   long long dropped_ = 0;
