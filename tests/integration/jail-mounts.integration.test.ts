@@ -104,6 +104,16 @@ describe('jail --fs-mounts', async () => {
     expect(readFileSync(path.join(ws, 'via-tmp.txt'), 'utf8')).toBe('w\n');
   });
 
+  it('refuses a /tmp size it cannot take as a bound (more than the memory, no number, a unit tmpfs lacks)', async () => {
+    for (const bad of ['101%', '300%', '0', '0m', '1.5g', 'm', '2t', '']) {
+      const r = await jailed('echo ran', ['--private-tmp', bad]);
+      expect(r.code, bad).toBe(2);
+      expect(r.stdout, bad).toBe('');
+      expect(r.stderr, bad).toContain('at most 100%');
+    }
+    expect((await jailed('echo ran', ['--private-tmp', '100%'])).stdout).toBe('ran\n');
+  });
+
   it("shows the run only the entries of the machine's /tmp it needs, in either filesystem mode", async () => {
     // Another program's temp files: not the run's to read (and copying every entry cost each launch).
     const other = mkdtempSync(path.join(os.tmpdir(), 'rb-other-'));

@@ -56,6 +56,18 @@ describe('config.yaml', () => {
     ).toThrow(/flows\.web\.sandbox\.udp/);
   });
 
+  it("reads a flow's sandbox.tmpSize: a size, or a share of the memory up to 100%", () => {
+    const tmp = (size: string) =>
+      parseConfig(
+        'c.yaml',
+        `version: 1\nflows:\n  s: { runner: command, sandbox: { tmpSize: "${size}" } }\n`,
+      );
+    for (const ok of ['512m', '2g', '4096k', '1', '25%', '100%'])
+      expect(FlowSpec.parse(flowSpec('s', tmp(ok).flows.s!, '/p')).sandbox?.tmpSize).toBe(ok);
+    for (const bad of ['101%', '300%', '0%', '0', '2t', '1.5g', '%', '-1m'])
+      expect(() => tmp(bad), bad).toThrow(/flows\.s\.sandbox\.tmpSize/);
+  });
+
   it('a codex flow gets its own sandbox where possible by default; false turns it off; other runners get none', () => {
     const cfg = parseConfig(
       'c.yaml',

@@ -309,6 +309,16 @@ void Usage() {
   _exit(2);
 }
 
+// The size of the run's /tmp (a tmpfs), as tmpfs takes it: a number that is not 0 (which tmpfs takes
+// as no bound), then k, m or g, or a share of the memory up to 100%.
+bool ValidTmpSize(const std::string& s) {
+  size_t digits = s.find_first_not_of("0123456789");
+  if (s.empty() || s[0] == '0' || digits == 0 || std::min(digits, s.size()) > 10) return false;
+  if (digits == std::string::npos) return true;
+  if (digits + 1 != s.size() || std::string("kmg%").find(s[digits]) == std::string::npos) return false;
+  return s[digits] != '%' || atol(s.c_str()) <= 100;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -350,13 +360,9 @@ int main(int argc, char** argv) {
     else if (a == "--mask") masks.push_back(next());
     else if (a == "--keep") keeps.push_back(next());
     else if (a == "--private-tmp") {
-      // The size of the run's /tmp (a tmpfs), as tmpfs takes it: a number, then k, m, g or %.
       privateTmp = next();
-      size_t digits = privateTmp.find_first_not_of("0123456789");
-      if (digits == 0 ||
-          (digits != std::string::npos &&
-           (digits + 1 != privateTmp.size() || std::string("kmg%").find(privateTmp[digits]) == std::string::npos)))
-        Die("--private-tmp " + privateTmp + ": a size such as 512m or 25% is expected", 2);
+      if (!ValidTmpSize(privateTmp))
+        Die("--private-tmp " + privateTmp + ": a size such as 512m or 25% (at most 100%) is expected", 2);
     } else if (a == "--max-procs") maxProcs = atol(next());
     else if (a == "--read-only") readOnly.push_back(next());
     else if (a == "--env-fd") envFd = atoi(next());

@@ -4,8 +4,11 @@
  */
 import * as z from 'zod/mini';
 
-/** A tmpfs size: a number, then k, m, g or % (sandbox.tmpSize). */
-export const TMP_SIZE = /^[1-9][0-9]{0,9}[kmg%]?$/;
+/**
+ * A tmpfs size: a number, then k, m or g, or a share of the memory up to 100% (sandbox.tmpSize; tmpfs
+ * would take 300% too, a /tmp that can hold more than the machine has).
+ */
+export const TMP_SIZE = /^(?:[1-9][0-9]{0,9}[kmg]?|(?:[1-9][0-9]?|100)%)$/;
 
 /** `YYYYMMDD-HHMMSS-mmmrrr` (UTC; mmm: milliseconds in hex, rrr: random): sorts by start time, and names
  * its own date folder under logs/agents/. */
