@@ -66,6 +66,7 @@ describe('config.yaml', () => {
       expect(FlowSpec.parse(flowSpec('s', tmp(ok).flows.s!, '/p')).sandbox?.tmpSize).toBe(ok);
     for (const bad of ['101%', '300%', '0%', '0', '2t', '1.5g', '%', '-1m'])
       expect(() => tmp(bad), bad).toThrow(/flows\.s\.sandbox\.tmpSize/);
+    expect(() => tmp('300%')).toThrow(/at most 100%/);
   });
 
   it('a codex flow gets its own sandbox where possible by default; false turns it off; other runners get none', () => {

@@ -69,7 +69,10 @@ export const FlowConfig = z.object({
       /** Most processes (and threads) a run may have at once (default 1024; docs/security-model.md). */
       maxProcesses: z.number().int().min(16).max(1_000_000).optional(),
       /** The most a run's own /tmp (memory) may hold: 512m, 2g, 25% of the memory (default 25%). */
-      tmpSize: z.string().regex(TMP_SIZE, 'a size such as 512m, 2g or 25% (of the memory)').optional(),
+      tmpSize: z
+        .string()
+        .regex(TMP_SIZE, 'a size such as 512m, 2g or 25% (of the memory, at most 100%)')
+        .optional(),
       /** Let runs write this project's config.yaml and cards/ (off: read-only even in the project folder). */
       projectWritable: z.boolean().optional(),
       /** Deletes in the workspace must be asked on the card (docs/security-model.md, Permission asks). */

@@ -105,7 +105,9 @@ export const FlowSpec = z.object({
        * The most the run's own /tmp (a tmpfs, in memory) may hold, as tmpfs takes it: a number and k, m, g
        * or % (of the machine's memory). Default 25%. $TMPDIR is on disk (the run's scratch dir).
        */
-      tmpSize: z.optional(z.string().check(z.regex(TMP_SIZE, 'a size such as 512m, 2g or 25%'))),
+      tmpSize: z.optional(
+        z.string().check(z.regex(TMP_SIZE, 'a size such as 512m, 2g or 25% (at most 100%)')),
+      ),
       /** Let the run write the project's config.yaml and cards/ (when they lie in its writable trees). */
       projectWritable: z.optional(z.boolean()),
       /**
