@@ -12,6 +12,8 @@ namespace {
 const char* kFileNames[3] = {"stdout.log", "stderr.log", "output.order"};
 // At most this much is moved from a pipe at a wake-up: all of a busy stream's pipe.
 constexpr size_t kMoveBytes = 1024 * 1024;
+// A pipe's size as made (Linux's default): a read of this much found the pipe full.
+constexpr ssize_t kDefaultPipeBytes = 64 * 1024;
 // A stream that fills its pipe is writing in bulk: its pipe grows to this (Linux's pipe-max-size for
 // an unprivileged user), once. The run then writes on while the jail is in the file system, and each
 // wake-up moves up to a megabyte into the file (a large write, fewer wake-ups): 200 MB of log lines
@@ -78,7 +80,6 @@ std::string Pump::Open() {
     write_[s] = p[1];
     // Only the jail's end is non-blocking: the run writes to a blocking pipe as it would to a terminal.
     fcntl(read_[s], F_SETFL, fcntl(read_[s], F_GETFL) | O_NONBLOCK);
-    pipeBytes_[s] = fcntl(read_[s], F_GETPIPE_SZ);
     off_t end = lseek(file_[s], 0, SEEK_END);
     if (end < 0) return std::string("the log file ") + kFileNames[s] + ": " + strerror(errno);
     taken_[s] = end;
@@ -125,10 +126,10 @@ bool Pump::Move(int s) {
     return false;
   }
   if (n < 0) return false;  // nothing yet (EAGAIN)
-  if (n >= pipeBytes_[s] && pipeBytes_[s] < kBusyPipeBytes) {
+  if (n >= kDefaultPipeBytes && !grown_[s]) {
     // a full pipe: grow it, or (over the user's pipe pages, EPERM) keep it as it is; asked once
-    int grown = fcntl(fd, F_SETPIPE_SZ, kBusyPipeBytes);
-    pipeBytes_[s] = grown > 0 ? grown : kBusyPipeBytes;
+    grown_[s] = true;
+    fcntl(fd, F_SETPIPE_SZ, kBusyPipeBytes);
   }
   if (error_) {  // after a failed write: the run is being stopped; its output goes nowhere, counted
     dropped_ += n;

@@ -49,8 +49,8 @@ class Pump {
   int read_[2] = {-1, -1};
   int write_[2] = {-1, -1};
   long long taken_[2] = {0, 0};
-  // Each pipe's capacity as far as the jail knows (kBusyPipeBytes once it asked for a larger one).
-  long pipeBytes_[2] = {0, 0};
+  // The jail asked for a stream's larger pipe (once, whatever the answer).
+  bool grown_[2] = {false, false};
   long long orderBytes_ = 0;
   long long reported_[3] = {-1, -1, -1};
   long long dropped_ = 0;

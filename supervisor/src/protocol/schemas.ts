@@ -102,8 +102,8 @@ export const FlowSpec = z.object({
       /** Most processes (threads count) the run may have at once; a fork bomb stops there. Default 1024. */
       maxProcesses: z.optional(z.int().check(z.minimum(16), z.maximum(1_000_000))),
       /**
-       * The most the run's own /tmp (a tmpfs, in memory) may hold, as tmpfs takes it: a number and k, m, g
-       * or % (of the machine's memory). Default 25%. $TMPDIR is on disk (the run's scratch dir).
+       * The most the run's own /tmp (a tmpfs, in memory) may hold, as tmpfs takes it: a number and k, m or
+       * g, or up to 100% (of the machine's memory). Default 25%. $TMPDIR is on disk (the run's scratch dir).
        */
       tmpSize: z.optional(
         z.string().check(z.regex(TMP_SIZE, 'a size such as 512m, 2g or 25% (at most 100%)')),
