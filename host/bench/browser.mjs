@@ -70,12 +70,20 @@ const browser = await chromium.launch({
   ],
 });
 
+/** Every `runboard serve` still running: stopped when this process exits, even on an error. */
+const live = new Set();
+process.on('exit', () => {
+  for (const s of live) s.kill('SIGKILL');
+});
+
 async function startServe(dist, project) {
   const t0 = performance.now();
   const serve = spawn(process.execPath, [path.join(dist, 'runboard.mjs'), 'serve', '--project', project], {
     env,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  live.add(serve);
+  serve.once('exit', () => live.delete(serve));
   const url = await new Promise((resolve) => {
     let out = '';
     serve.stdout.on('data', (d) => {
@@ -272,7 +280,16 @@ if (LINES > 0) {
       scriptS: +m.ScriptDuration.toFixed(2),
     };
   };
-  await page.getByText('No runs yet').waitFor({ timeout: 60_000 });
+  await page
+    .getByText('No runs yet')
+    .waitFor({ timeout: 60_000 })
+    .catch(async (err) => {
+      const shot = path.join(os.tmpdir(), 'rb-bench-log-inspector.png');
+      await page.screenshot({ path: shot });
+      throw new Error(`the log card's inspector did not show "No runs yet" (screenshot: ${shot})`, {
+        cause: err,
+      });
+    });
   const before = { hostRssMB: +(rssKb(serve.pid) / 1024).toFixed(1), ...(await heap()) };
   // host RSS sampled while the log streams (peak), and a second, slow viewer: a client that takes nothing
   // for 8 s, then reads to the end (the host must pause its stream, not buffer the log)

@@ -78,6 +78,14 @@ describe('find and re-run cards', () => {
     await other.goto(`${server.base}/#card=beta`);
     await other.getByRole('complementary', { name: 'Inspector: Beta cleanup' }).waitFor();
     await other.close();
+    // the URL `runboard serve` prints (its token) with a card named: the card opens, the token leaves the URL
+    const fresh = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const linked = await fresh.newPage();
+    await linked.goto(`${server.url}#card=beta`);
+    await linked.getByRole('complementary', { name: 'Inspector: Beta cleanup' }).waitFor();
+    expect(new URL(linked.url()).search).toBe('');
+    expect(new URL(linked.url()).hash).toBe('#card=beta');
+    await fresh.close();
     await page.locator('[data-card-handle="alpha"]').focus();
     await page.keyboard.press('Enter');
     await page.getByRole('complementary', { name: 'Inspector: Alpha report' }).waitFor();

@@ -15,6 +15,7 @@ declare global {
 }
 
 const api = window.runboard ?? httpApi();
-// The token was in the URL only to get here; keep it out of the address bar and history.
-if (location.search.includes('token=')) history.replaceState(null, '', location.pathname);
+// The token was in the URL only to get here; keep it out of the address bar and history. The hash stays:
+// it names the card to open (`#card=<id>`), read by App after this.
+if (location.search.includes('token=')) history.replaceState(null, '', location.pathname + location.hash);
 createRoot(document.getElementById('root')!).render(<App api={api} />);
