@@ -1,9 +1,10 @@
 {
   # One addon for everything native (sandbox now; desktop read/act/capture later) and one small
   # executable, the run jail, that the supervisor puts between itself and every worker.
-  # Sources are picked per platform here and nowhere else. libatspi is headers only here: the
-  # addon opens it at its first use (src/linux/lazy_lib.h), so a process that loads the addon does not
-  # pay for its dependencies (libdbus, libsystemd, libgcrypt, …).
+  # Sources are picked per platform here and nowhere else. libatspi, libXft, libpng and libjpeg are
+  # headers only here: the addon opens each at its first use (src/linux/lazy_lib.h), so a process that
+  # loads the addon does not pay for them and their dependencies (libdbus, libsystemd, fontconfig,
+  # freetype, …).
   "targets": [
     {
       "target_name": "runboard_native",
@@ -23,7 +24,7 @@
             "src/linux/border_linux.cc"
           ],
           "cflags_cc": ["<!@(pkg-config --cflags atspi-2 gio-2.0 libpng xft)"],
-          "libraries": ["<!@(pkg-config --libs gio-2.0 x11 xtst xext xfixes xi xrandr xcomposite xft libpng)", "-ljpeg", "-ldl"]
+          "libraries": ["<!@(pkg-config --libs gio-2.0 x11 xtst xext xfixes xi xrandr xcomposite)", "-ldl"]
         }]
       ]
     },

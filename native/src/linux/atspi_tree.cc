@@ -317,8 +317,8 @@ bool HasState(const Node& n, int state) { return (n.states >> state) & 1; }
 const std::string& RoleName(uint32_t role) {
   static std::vector<std::string> names;
   if (names.empty()) {
-    auto roleName = RB_LAZY(Atspi, atspi_role_get_name);
-    if (!roleName) throw DesktopError(kNoA11yBus, "cannot load libatspi.so.0 for role names (install libatspi2.0-0)");
+    auto roleName =
+        lazy::Need(RB_LAZY(lazy::Atspi, atspi_role_get_name), lazy::Atspi(), "atspi_role_get_name", kNoA11yBus);
     for (int r = 0; r < ATSPI_ROLE_COUNT; r++) {
       gchar* s = roleName(static_cast<AtspiRole>(r));
       names.emplace_back(s ? s : "unknown");

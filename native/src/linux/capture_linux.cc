@@ -1,6 +1,7 @@
 // Capture on Linux: XShmGetImage into a shared segment kept between calls (the fast path for repeated
 // captures, ~4x faster than XGetImage), XGetImage when XShm or shared memory is missing; the cursor
-// from XFixes is blended in; box-filter downscale; PNG (libpng, fast level) or JPEG (libjpeg).
+// from XFixes is blended in; box-filter downscale; PNG (libpng, fast level) or JPEG (libjpeg), both
+// opened at the first encoding (linux/lazy_lib.h).
 #include <X11/Xutil.h>
 #include <X11/extensions/XShm.h>
 #include <X11/extensions/Xfixes.h>
@@ -18,9 +19,70 @@
 
 #include "common/capture.h"
 #include "linux/atspi_tree.h"
+#include "linux/lazy_lib.h"
 
 namespace runboard::desktop {
 namespace {
+
+#define RB_STR2(x) #x
+#define RB_STR(x) RB_STR2(x)
+
+// The libraries the headers above belong to (libpng16.so.16, libjpeg.so.62 on Debian).
+const lazy::Lib& PngLib() {
+  static const lazy::Lib lib =
+      lazy::Open("libpng" RB_STR(PNG_LIBPNG_VER_DLLNUM) ".so." RB_STR(PNG_LIBPNG_VER_SONUM), "libpng16-16");
+  return lib;
+}
+const lazy::Lib& JpegLib() {
+#if JPEG_LIB_VERSION == 62
+  static const lazy::Lib lib = lazy::Open("libjpeg.so.62", "libjpeg62-turbo");
+#elif JPEG_LIB_VERSION == 70
+  static const lazy::Lib lib = lazy::Open("libjpeg.so.7", "libjpeg7");
+#else
+  static const lazy::Lib lib = lazy::Open("libjpeg.so.8", "libjpeg-turbo8");
+#endif
+  return lib;
+}
+
+// Each function the encoders call, looked up at the first encoding; a missing library or function is
+// a CAPTURE_FAILED error naming it (and the next encoding tries again).
+#define RB_FN(lib, fn) \
+  decltype(&::fn) fn = lazy::Need(lazy::Sym<decltype(&::fn)>(lib(), #fn), lib(), #fn, kCaptureFailed);
+struct PngApi {
+  RB_FN(PngLib, png_create_write_struct)
+  RB_FN(PngLib, png_create_info_struct)
+  RB_FN(PngLib, png_set_longjmp_fn)
+  RB_FN(PngLib, png_destroy_write_struct)
+  RB_FN(PngLib, png_get_io_ptr)
+  RB_FN(PngLib, png_set_write_fn)
+  RB_FN(PngLib, png_set_IHDR)
+  RB_FN(PngLib, png_set_compression_level)
+  RB_FN(PngLib, png_set_filter)
+  RB_FN(PngLib, png_write_info)
+  RB_FN(PngLib, png_set_filler)
+  RB_FN(PngLib, png_write_row)
+  RB_FN(PngLib, png_write_end)
+};
+struct JpegApi {
+  RB_FN(JpegLib, jpeg_std_error)
+  RB_FN(JpegLib, jpeg_CreateCompress)
+  RB_FN(JpegLib, jpeg_destroy_compress)
+  RB_FN(JpegLib, jpeg_mem_dest)
+  RB_FN(JpegLib, jpeg_set_defaults)
+  RB_FN(JpegLib, jpeg_set_quality)
+  RB_FN(JpegLib, jpeg_start_compress)
+  RB_FN(JpegLib, jpeg_write_scanlines)
+  RB_FN(JpegLib, jpeg_finish_compress)
+};
+#undef RB_FN
+const PngApi& Png() {
+  static const PngApi api;
+  return api;
+}
+const JpegApi& Jpeg() {
+  static const JpegApi api;
+  return api;
+}
 
 struct ShmImage {
   XImage* image = nullptr;
@@ -177,28 +239,29 @@ std::vector<uint8_t> Downscale(const std::vector<uint8_t>& in, int w, int h, int
 }
 
 void PngWrite(png_structp png, png_bytep data, png_size_t len) {
-  auto* out = static_cast<std::vector<uint8_t>*>(png_get_io_ptr(png));
+  auto* out = static_cast<std::vector<uint8_t>*>(Png().png_get_io_ptr(png));
   out->insert(out->end(), data, data + len);
 }
 
 std::vector<uint8_t> EncodePng(const std::vector<uint8_t>& rgba, int w, int h) {
+  const PngApi& p = Png();
   std::vector<uint8_t> out;
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-  png_infop info = png_create_info_struct(png);
-  if (setjmp(png_jmpbuf(png))) {
-    png_destroy_write_struct(&png, &info);
+  png_structp png = p.png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = p.png_create_info_struct(png);
+  if (setjmp(*p.png_set_longjmp_fn(png, longjmp, sizeof(jmp_buf)))) {  // png_jmpbuf(png)
+    p.png_destroy_write_struct(&png, &info);
     throw DesktopError(kCaptureFailed, "PNG encoding failed");
   }
-  png_set_write_fn(png, &out, PngWrite, nullptr);
-  png_set_IHDR(png, info, w, h, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-               PNG_FILTER_TYPE_DEFAULT);
-  png_set_compression_level(png, 1);
-  png_set_filter(png, 0, PNG_FILTER_SUB);
-  png_write_info(png, info);
-  png_set_filler(png, 0, PNG_FILLER_AFTER);  // input rows are RGBA; drop A
-  for (int y = 0; y < h; y++) png_write_row(png, const_cast<png_bytep>(&rgba[static_cast<size_t>(y) * w * 4]));
-  png_write_end(png, nullptr);
-  png_destroy_write_struct(&png, &info);
+  p.png_set_write_fn(png, &out, PngWrite, nullptr);
+  p.png_set_IHDR(png, info, w, h, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+  p.png_set_compression_level(png, 1);
+  p.png_set_filter(png, 0, PNG_FILTER_SUB);
+  p.png_write_info(png, info);
+  p.png_set_filler(png, 0, PNG_FILLER_AFTER);  // input rows are RGBA; drop A
+  for (int y = 0; y < h; y++) p.png_write_row(png, const_cast<png_bytep>(&rgba[static_cast<size_t>(y) * w * 4]));
+  p.png_write_end(png, nullptr);
+  p.png_destroy_write_struct(&png, &info);
   return out;
 }
 
@@ -208,19 +271,20 @@ struct JpegError {
 };
 
 std::vector<uint8_t> EncodeJpeg(const std::vector<uint8_t>& rgba, int w, int h, int quality) {
+  const JpegApi& j = Jpeg();
   jpeg_compress_struct cinfo;
   JpegError jerr;
-  cinfo.err = jpeg_std_error(&jerr.mgr);
+  cinfo.err = j.jpeg_std_error(&jerr.mgr);
   jerr.mgr.error_exit = [](j_common_ptr c) { longjmp(reinterpret_cast<JpegError*>(c->err)->jump, 1); };
   unsigned char* mem = nullptr;
   unsigned long size = 0;
   if (setjmp(jerr.jump)) {
-    jpeg_destroy_compress(&cinfo);
+    j.jpeg_destroy_compress(&cinfo);
     free(mem);
     throw DesktopError(kCaptureFailed, "JPEG encoding failed");
   }
-  jpeg_create_compress(&cinfo);
-  jpeg_mem_dest(&cinfo, &mem, &size);
+  j.jpeg_CreateCompress(&cinfo, JPEG_LIB_VERSION, sizeof(cinfo));  // jpeg_create_compress(&cinfo)
+  j.jpeg_mem_dest(&cinfo, &mem, &size);
   cinfo.image_width = w;
   cinfo.image_height = h;
 #ifdef JCS_EXTENSIONS  // libjpeg-turbo reads RGBA rows as they are: no copy per row
@@ -230,9 +294,9 @@ std::vector<uint8_t> EncodeJpeg(const std::vector<uint8_t>& rgba, int w, int h, 
   cinfo.input_components = 3;
   cinfo.in_color_space = JCS_RGB;
 #endif
-  jpeg_set_defaults(&cinfo);
-  jpeg_set_quality(&cinfo, std::clamp(quality, 1, 100), TRUE);
-  jpeg_start_compress(&cinfo, TRUE);
+  j.jpeg_set_defaults(&cinfo);
+  j.jpeg_set_quality(&cinfo, std::clamp(quality, 1, 100), TRUE);
+  j.jpeg_start_compress(&cinfo, TRUE);
 #ifndef JCS_EXTENSIONS
   std::vector<uint8_t> row(static_cast<size_t>(w) * 3);
 #endif
@@ -248,10 +312,10 @@ std::vector<uint8_t> EncodeJpeg(const std::vector<uint8_t>& rgba, int w, int h, 
     }
     JSAMPROW rows[1] = {row.data()};
 #endif
-    jpeg_write_scanlines(&cinfo, rows, 1);
+    j.jpeg_write_scanlines(&cinfo, rows, 1);
   }
-  jpeg_finish_compress(&cinfo);
-  jpeg_destroy_compress(&cinfo);
+  j.jpeg_finish_compress(&cinfo);
+  j.jpeg_destroy_compress(&cinfo);
   std::vector<uint8_t> out(mem, mem + size);
   free(mem);
   return out;

@@ -9,19 +9,9 @@
 #include "linux/lazy_lib.h"
 
 namespace runboard::desktop {
-namespace {
 
 // A libatspi function (loaded at the walk's first use, lazy_lib.h); a missing libatspi is reported.
-#define A(fn) Need(RB_LAZY(Atspi, fn), #fn)
-
-template <typename F>
-F Need(F f, const char* name) {
-  if (!f)
-    throw DesktopError(kNoA11yBus, std::string("cannot load ") + name + " from libatspi.so.0 (install libatspi2.0-0)");
-  return f;
-}
-
-}  // namespace
+#define A(fn) lazy::Need(RB_LAZY(lazy::Atspi, fn), lazy::Atspi(), #fn, kNoA11yBus)
 
 int NaiveWalkForBench(const WindowQuery& target) {
   auto t = atspi::LoadWindowTree(target, false);  // only to find the app and the window's name

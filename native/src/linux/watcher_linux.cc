@@ -29,9 +29,35 @@
 
 #include "common/watcher.h"
 #include "linux/desktop_thread.h"
+#include "linux/lazy_lib.h"
 #include "linux/x11_session.h"
 
 namespace runboard::desktop {
+namespace {
+
+// libXft, opened at the first HUD (linux/lazy_lib.h): `ok` when the library and every function the
+// HUD calls are there; otherwise the HUD draws its text with the core X font.
+struct XftApi {
+#define RB_FN(fn) decltype(&::fn) fn = lazy::Sym<decltype(&::fn)>(lazy::Xft(), #fn);
+  RB_FN(XftFontOpenName)
+  RB_FN(XftTextExtentsUtf8)
+  RB_FN(XftDrawCreate)
+  RB_FN(XftColorAllocValue)
+  RB_FN(XftDrawStringUtf8)
+  RB_FN(XftColorFree)
+  RB_FN(XftDrawDestroy)
+  RB_FN(XftFontClose)
+#undef RB_FN
+  bool ok = XftFontOpenName && XftTextExtentsUtf8 && XftDrawCreate && XftColorAllocValue && XftDrawStringUtf8 &&
+            XftColorFree && XftDrawDestroy && XftFontClose;
+};
+
+const XftApi& Xft() {
+  static const XftApi api;
+  return api;
+}
+
+}  // namespace
 
 struct Watcher::Impl : DesktopThread {
   WatcherOptions options;
@@ -101,12 +127,14 @@ void Watcher::Impl::CreateHud() {
   Colormap cmap = DefaultColormap(dpy, scr);
   int depth = DefaultDepth(dpy, scr);
 
-  // Font: any bold sans fontconfig finds (DejaVu Sans on Debian); the core "fixed" font if Xft fails.
-  XftFont* font = XftFontOpenName(dpy, scr, "sans-serif:bold:pixelsize=14");
+  // Font: any bold sans fontconfig finds (DejaVu Sans on Debian); the core "fixed" font if Xft fails
+  // (or libXft is missing).
+  const XftApi& xft = Xft();
+  XftFont* font = xft.ok ? xft.XftFontOpenName(dpy, scr, "sans-serif:bold:pixelsize=14") : nullptr;
   const auto* text = reinterpret_cast<const FcChar8*>(options.hudText.data());
   int len = static_cast<int>(options.hudText.size());
   XGlyphInfo ext{};
-  if (font) XftTextExtentsUtf8(dpy, font, text, len, &ext);
+  if (font) xft.XftTextExtentsUtf8(dpy, font, text, len, &ext);
   int textW = font ? ext.xOff : 7 * len;
 
   Rect mon{0, 0, DisplayWidth(dpy, scr), DisplayHeight(dpy, scr)};
@@ -138,15 +166,15 @@ void Watcher::Impl::CreateHud() {
   XFillArc(dpy, bg, gc, padX - 2, h / 2 - 6, 10, 10, 0, 360 * 64);
   int textX = padX + 18;
   if (font) {
-    XftDraw* draw = XftDrawCreate(dpy, bg, visual, cmap);
+    XftDraw* draw = xft.XftDrawCreate(dpy, bg, visual, cmap);
     XRenderColor white{0xffff, 0xffff, 0xffff, 0xffff};
     XftColor color;
-    XftColorAllocValue(dpy, visual, cmap, &white, &color);
+    xft.XftColorAllocValue(dpy, visual, cmap, &white, &color);
     int baseline = (h - 2 - (font->ascent + font->descent)) / 2 + font->ascent;
-    XftDrawStringUtf8(draw, &color, font, textX, baseline, text, len);
-    XftColorFree(dpy, visual, cmap, &color);
-    XftDrawDestroy(draw);
-    XftFontClose(dpy, font);
+    xft.XftDrawStringUtf8(draw, &color, font, textX, baseline, text, len);
+    xft.XftColorFree(dpy, visual, cmap, &color);
+    xft.XftDrawDestroy(draw);
+    xft.XftFontClose(dpy, font);
   } else {
     XDrawString(dpy, bg, gc, textX, h / 2 + 5, options.hudText.data(), len);
   }
