@@ -18,9 +18,12 @@ export function cliBuildOptions(outfile) {
     target: 'node20',
     minify: true,
     logLevel: 'warning',
-    // binding.ts finds the addon from import.meta.url, which CommonJS does not have.
-    define: { 'import.meta.url': '__rbUrl' },
-    banner: { js: 'const __rbUrl = require("url").pathToFileURL(__filename).href;' },
+    // import.meta.url, which CommonJS does not have: the bundle's own file URL, made when first asked
+    // for (desktop-cli's commands never ask: binding.ts takes __dirname in CommonJS).
+    define: { 'import.meta.url': '__rbMeta.url' },
+    banner: {
+      js: 'const __rbMeta = { get url() { return require("url").pathToFileURL(__filename).href; } };',
+    },
   };
 }
 

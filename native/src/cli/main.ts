@@ -6,7 +6,6 @@
 import { existsSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
 import pkg from '../../package.json' with { type: 'json' };
 import { desktop } from '../desktop/desktop.ts';
 import {
@@ -26,6 +25,7 @@ import {
   type Rect,
   type WindowQuery,
 } from '../desktop/types.ts';
+import { parseFlags, type FlagSpec } from './args.ts';
 import { latestContext, loadContext, saveContext, type WindowContext } from './context.ts';
 import { CliError, EXIT_CODES, errorReport, fromDesktopCode } from './errors.ts';
 
@@ -38,10 +38,7 @@ const TARGET = {
   pid: { type: 'string' },
 } as const;
 
-const COMMANDS: Record<
-  string,
-  { options: NonNullable<ParseArgsConfig['options']>; help: string; positionals?: boolean }
-> = {
+const COMMANDS: Record<string, { options: Record<string, FlagSpec>; help: string; positionals?: boolean }> = {
   list: {
     options: {
       apps: { type: 'boolean' },
@@ -561,12 +558,7 @@ export async function main(argv: string[]): Promise<number> {
     });
     let parsed;
     try {
-      parsed = parseArgs({
-        args,
-        options: cmd.options,
-        allowPositionals: cmd.positionals ?? false,
-        strict: true,
-      });
+      parsed = parseFlags(args, cmd.options, cmd.positionals ?? false);
     } catch (e) {
       throw new CliError('USAGE', (e as Error).message);
     }
