@@ -1,10 +1,10 @@
 {
   # One addon for everything native (sandbox now; desktop read/act/capture later) and one small
   # executable, the run jail, that the supervisor puts between itself and every worker.
-  # Sources are picked per platform here and nowhere else. libatspi, libXft, libpng and libjpeg are
-  # headers only here: the addon opens each at its first use (src/linux/lazy_lib.h), so a process that
-  # loads the addon does not pay for them and their dependencies (libdbus, libsystemd, fontconfig,
-  # freetype, …).
+  # Sources are picked per platform here and nowhere else. GLib/GIO, libatspi, libXft, libpng and
+  # libjpeg are headers only here: the addon opens each at its first use (src/linux/lazy_lib.h,
+  # src/linux/gio_lazy.cc), so a process that loads the addon does not pay for them and their
+  # dependencies (libmount, libdbus, libsystemd, fontconfig, freetype, …).
   "targets": [
     {
       "target_name": "runboard_native",
@@ -21,10 +21,10 @@
             "src/linux/reader_linux.cc", "src/linux/actions_linux.cc", "src/linux/inputter_linux.cc",
             "src/linux/window_manager_linux.cc", "src/linux/capture_linux.cc", "src/linux/naive_walk_linux.cc",
             "src/linux/monitors_linux.cc", "src/linux/watcher_linux.cc", "src/linux/recorder_linux.cc",
-            "src/linux/border_linux.cc"
+            "src/linux/border_linux.cc", "src/linux/gio_lazy.cc"
           ],
           "cflags_cc": ["<!@(pkg-config --cflags atspi-2 gio-2.0 libpng xft)"],
-          "libraries": ["<!@(pkg-config --libs gio-2.0 x11 xtst xext xfixes xi xrandr xcomposite)", "-ldl"]
+          "libraries": ["<!@(pkg-config --libs x11 xtst xext xfixes xi xrandr xcomposite)", "-ldl"]
         }]
       ]
     },

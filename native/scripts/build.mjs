@@ -27,3 +27,28 @@ if (r.status !== 0) {
   );
   process.exit(r.status ?? 1);
 }
+
+// The libraries the addon opens at their first use (src/linux/lazy_lib.h, gio_lazy.cc) must not be
+// linked after all: a call to one of their functions that is not in gio_lazy.cc (or not looked up
+// through lazy_lib.h) would be an undefined symbol, and the process would die at that call.
+if (process.platform === 'linux') {
+  const addon = path.resolve(
+    import.meta.dirname ?? path.dirname(new URL(import.meta.url).pathname),
+    '..',
+    'build',
+    'Release',
+    'runboard_native.node',
+  );
+  const nm = spawnSync('nm', ['-D', '--undefined-only', addon], { encoding: 'utf8' });
+  const lazy = (nm.stdout ?? '')
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/).pop() ?? '')
+    .filter((s) => /^(g_|atspi_|Xft|Fc|png_|jpeg_)/.test(s));
+  if (nm.status === 0 && lazy.length > 0) {
+    console.error(
+      `runboard: the addon calls functions of a lazily opened library directly: ${lazy.join(', ')}. ` +
+        'Add them to src/linux/gio_lazy.cc (GLib/GIO) or look them up through src/linux/lazy_lib.h.',
+    );
+    process.exit(1);
+  }
+}

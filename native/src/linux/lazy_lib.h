@@ -1,14 +1,16 @@
 // Libraries opened at their first use instead of with the addon. Every process that loads the addon
 // (each desktop-cli command is one) pays for every library it links: the dynamic linker resolves
 // their symbols at load time, each lookup going through Node's large symbol table first. Opened here:
+// - GLib/GObject/GIO (gio_lazy.cc), the largest tree (libmount, libblkid, libselinux, pcre2, libffi,
+//   …), for AT-SPI over D-Bus: `type` and `click --x/--y` never load it;
 // - libatspi, which brings eight more (libdbus, libsystemd, libgcrypt, lz4, zstd, …), for role names
 //   and the benchmark's naive walk (every other AT-SPI call is plain D-Bus through GIO);
 // - libXft, which brings six more (fontconfig, freetype, expat, brotli, Xrender), for the takeover
 //   HUD's text only (watcher_linux.cc; without it the HUD falls back to the core X font);
 // - libpng and libjpeg, for image encoding only (capture_linux.cc; without them encoding fails with a
 //   CAPTURE_FAILED error that names the missing library).
-// What stays linked is what the common commands (list, type, click) use: GIO/GLib (AT-SPI over D-Bus)
-// and libX11 with its small extension libraries.
+// What stays linked is libX11 and its small extension libraries (17 libraries in all, from 35);
+// native/scripts/build.mjs fails if a function of a library above is linked directly.
 #pragma once
 #include <dlfcn.h>
 
@@ -42,6 +44,9 @@ inline const Lib& Xft() {
   static const Lib lib = Open("libXft.so.2", "libxft2");
   return lib;
 }
+
+// GLib, GObject and GIO (gio_lazy.cc).
+const Lib& Gio();
 
 template <typename F>
 F Sym(const Lib& lib, const char* name) {
