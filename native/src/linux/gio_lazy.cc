@@ -16,7 +16,11 @@
 namespace runboard::desktop::lazy {
 
 const Lib& Gio() {
-  static const Lib lib = Open("libgio-2.0.so.0", "libglib2.0-0");
+  // RTLD_DEEPBIND: the tree's own symbols (GLib's, for GIO and GObject; zlib's) are looked up in the
+  // tree first, not in Node's executable first, whose large symbol table made each lookup slower
+  // (-0.8 ms for desktop-cli list). Node interposes none of them: it exports its own zlib, which GIO
+  // would otherwise bind to. (Sanitizer runtimes refuse RTLD_DEEPBIND.)
+  static const Lib lib = Open("libgio-2.0.so.0", "libglib2.0-0", RTLD_DEEPBIND);
   return lib;
 }
 

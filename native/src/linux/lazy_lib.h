@@ -29,8 +29,8 @@ struct Lib {
   std::string error;
 };
 
-inline Lib Open(const char* soname, const char* package) {
-  void* h = dlopen(soname, RTLD_LAZY | RTLD_LOCAL);
+inline Lib Open(const char* soname, const char* package, int moreFlags = 0) {
+  void* h = dlopen(soname, RTLD_LAZY | RTLD_LOCAL | moreFlags);
   const char* e = h ? nullptr : dlerror();
   return Lib{soname, package, h, e ? e : ""};
 }
