@@ -154,7 +154,9 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     const service = new BoardService(store, scheduler, client, paths, grants);
     await scheduler.recover();
     void service.extractions.resume().then(() => service.deltas.soon(0)); // extractions that ran on meanwhile
-    await service.schedules.start().catch((err: Error) => {
+    // Not waited for: the board opens while its schedules are registered and what fired while no board
+    // was open is taken (a card it queues comes as a delta, as any change does).
+    void service.schedules.start().catch((err: Error) => {
       // A supervisor from before schedules (they outlive host upgrades): the board works, schedules wait.
       process.emitWarning(`runboard: schedules are not running: ${err.message}`);
     });
