@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunEvent, RunResult } from '@runboard/supervisor/protocol';
 import { Harness } from '../helpers/harness.ts';
+import { CardParseCache } from '../../host/src/core/card-parse-cache.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -117,17 +118,20 @@ describe('the sandbox', () => {
     expect(denial?.data?.path).toBe(outside);
   });
 
-  it("hides Runboard's own state from runs: keys, grants and other runs' logs cannot be read", async () => {
+  it("hides Runboard's own state from runs: keys, grants and other runs' logs cannot be read, the board's card cache cannot be written", async () => {
     const first = await h.run('echo my output');
     const key = path.join(h.paths.keysDir, 'grant.key');
     const otherLog = path.join(first.result.logDir, 'stdout.log');
+    // the board's cache of card parses: an entry there would make a card read as its file does not say
+    const cache = CardParseCache.fileFor(h.paths.root, h.workspace);
     const rec = await h.run(
-      `cat ${key}; cat ${otherLog}; ls ${h.paths.keysDir} && echo listed; cat /etc/hostname > /dev/null && echo system-readable`,
+      `cat ${key}; cat ${otherLog}; ls ${h.paths.keysDir} && echo listed; mkdir -p ${path.dirname(cache)} && echo '{"format":1,"entries":{}}' > ${cache} && echo cache-written; cat /etc/hostname > /dev/null && echo system-readable`,
     );
     // The state root is covered in the run's mount namespace: not even the names are there.
     expect(rec.stderr).toContain(`${key}: No such file or directory`);
     expect(rec.stderr).toContain(`${otherLog}: No such file or directory`);
     expect(rec.stdout).toBe('system-readable\n');
+    expect(existsSync(cache)).toBe(false);
   });
 
   it('lets real tools work inside: a C compiler and npm', async () => {

@@ -43,6 +43,7 @@ import { compareCards, moveRefusal, ranksForMove } from './board-model.ts';
 import { setYamlValues, type YamlSet } from './config-edit.ts';
 import { BoardDeltas } from './board-deltas.ts';
 import { answerQuestions, parseQuestions } from './board-questions.ts';
+import { CardParseCache } from './card-parse-cache.ts';
 import { BoardStore, questionsOf } from './board-store.ts';
 import { BoardViews } from './board-view.ts';
 import { Extractions, ExtractRefused, type ExtractRequest } from './extract.ts';
@@ -127,11 +128,17 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   static async open(projectDir: string, paths: StatePaths): Promise<BoardService> {
     // The supervisor is reached (or started) while the cards are read: two start-ups at once.
     const connecting = SupervisorClient.connect(paths, { autoStart: true, reconnect: true });
-    const store = new BoardStore(projectDir);
+    const store = new BoardStore(projectDir, {
+      cache: new CardParseCache(CardParseCache.fileFor(paths.root, projectDir)),
+    });
     let client: SupervisorClient;
     try {
       store.load();
-      await store.watch();
+      // Outside edits are followed once the watcher is ready, and what changed before that is read then
+      // (BoardStore.catchUp): the board need not wait for the watcher's walk of cards/ to open.
+      store
+        .watch()
+        .catch((err: Error) => process.emitWarning(`runboard: not following card edits: ${err.message}`));
       client = await connecting;
     } catch (err) {
       void connecting.then(
@@ -147,7 +154,9 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     const service = new BoardService(store, scheduler, client, paths, grants);
     await scheduler.recover();
     void service.extractions.resume().then(() => service.deltas.soon(0)); // extractions that ran on meanwhile
-    await service.schedules.start().catch((err: Error) => {
+    // Not waited for: the board opens while its schedules are registered and what fired while no board
+    // was open is taken (a card it queues comes as a delta, as any change does).
+    void service.schedules.start().catch((err: Error) => {
       // A supervisor from before schedules (they outlive host upgrades): the board works, schedules wait.
       process.emitWarning(`runboard: schedules are not running: ${err.message}`);
     });

@@ -167,6 +167,46 @@ describe('BoardStore', () => {
       else process.env.RUNBOARD_USER_CONFIG = before;
     }
   });
+
+  it('what changed between load and the watcher being ready is read when it is: edits, new cards, removals, config', async () => {
+    const cards = path.join(dir, 'cards');
+    writeFileSync(path.join(cards, 'a.md'), '---\nid: a\ntitle: A\nflow: shell\nstatus: backlog\n---\n');
+    writeFileSync(path.join(cards, 'b.md'), '---\nid: b\ntitle: B\nflow: shell\nstatus: backlog\n---\n');
+    writeFileSync(
+      path.join(cards, 'same.md'),
+      '---\nid: same\ntitle: Same\nflow: shell\nstatus: backlog\n---\n',
+    );
+    writeFileSync(path.join(cards, 'fixed.md'), '---\ntitle: [unclosed\n---\n');
+    const store = new BoardStore(dir);
+    store.load();
+    expect(store.brokenCards().map((b) => path.basename(b.file))).toEqual(['fixed.md']);
+    const seen: string[] = [];
+    store.on('cards', (c) => seen.push(path.basename(c.file)));
+    // a person's edits while the board starts, before the watcher would report anything
+    writeFileSync(
+      path.join(cards, 'a.md'),
+      '---\nid: a\ntitle: A edited\nflow: shell\nstatus: backlog\n---\n',
+    );
+    rmSync(path.join(cards, 'b.md'));
+    writeFileSync(
+      path.join(cards, 'new.md'),
+      '---\nid: new\ntitle: New\nflow: shell\nstatus: backlog\n---\n',
+    );
+    writeFileSync(
+      path.join(cards, 'fixed.md'),
+      '---\nid: fixed\ntitle: Fixed\nflow: shell\nstatus: backlog\n---\n',
+    );
+    writeFileSync(path.join(dir, 'config.yaml'), CONFIG.replace('cap: 2', 'cap: 1'));
+    await store.watch();
+    expect(store.get('a')?.front.title).toBe('A edited');
+    expect(store.get('b')).toBeUndefined();
+    expect(store.get('new')?.front.title).toBe('New');
+    expect(store.get('fixed')?.front.title).toBe('Fixed');
+    expect(store.brokenCards()).toEqual([]);
+    expect(store.config.flows.shell!.cap).toBe(1);
+    expect(seen.sort()).toEqual(['a.md', 'b.md', 'fixed.md', 'new.md']); // not same.md: it did not change
+    await store.close();
+  });
 });
 
 describe('card text', () => {

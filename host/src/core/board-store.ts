@@ -33,6 +33,7 @@ import {
 } from './project.ts';
 import type { TrashedCard } from '../shared/board-types.ts';
 import { cardText, duplicateText, parseTrashName, slugOf, trashName } from './card-edit.ts';
+import type { CardParseCache } from './card-parse-cache.ts';
 import { readRegularFileSync } from './regular-file.ts';
 
 /** Card files are read only as regular files, never through a link (regular-file.ts). */
@@ -150,9 +151,23 @@ export class BoardStore extends EventEmitter<StoreEvents> {
   private readonly written = new Map<string, string>();
   private watcher: FSWatcher | undefined;
   private userWatcher: FSWatcher | undefined;
+  private closed = false;
+  /**
+   * What load() read of each card file (undefined: it could not be read or parsed), until the watcher is
+   * ready: what changed in between is read then (catchUp).
+   */
+  private loaded: Map<string, string | undefined> | undefined;
+  private loadedConfig: string | undefined;
+  private readonly cache: CardParseCache | undefined;
+  private cacheSave: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(readonly projectDir: string) {
+  /** `cache`: earlier front matter parses (card-parse-cache.ts); without it every card is parsed. */
+  constructor(
+    readonly projectDir: string,
+    opts: { cache?: CardParseCache } = {},
+  ) {
     super();
+    this.cache = opts.cache;
     this.projectDir = path.resolve(projectDir);
     this.cardsDir = path.join(this.projectDir, 'cards');
     this.configFile = path.join(this.projectDir, 'config.yaml');
@@ -169,21 +184,76 @@ export class BoardStore extends EventEmitter<StoreEvents> {
       throw new Error(`${this.configFile}: ${(err as Error).message}`);
     }
     this.config = parseConfig(this.configFile, configText, readUserConfig());
-    mkdirSync(this.cardsDir, { recursive: true });
-    const files = readdirSync(this.cardsDir)
-      .filter((f) => f.endsWith('.md') && !f.startsWith('.'))
-      .sort();
-    for (const f of files) {
-      const file = path.join(this.cardsDir, f);
+    this.loadedConfig = configText;
+    this.loaded = new Map();
+    for (const file of this.cardFiles()) {
       let text: string;
       try {
         text = readCard(file);
       } catch (err) {
+        this.loaded.set(file, undefined);
         this.markBroken(file, (err as Error).message);
         continue;
       }
-      this.ingest(file, text);
+      this.loaded.set(file, this.ingest(file, text) ? text : undefined);
     }
+    this.saveCacheSoon();
+  }
+
+  /** The card files in cards/ now (absolute paths, sorted). */
+  private cardFiles(): string[] {
+    mkdirSync(this.cardsDir, { recursive: true });
+    return readdirSync(this.cardsDir)
+      .filter((f) => f.endsWith('.md') && !f.startsWith('.'))
+      .sort()
+      .map((f) => path.join(this.cardsDir, f));
+  }
+
+  /**
+   * Reads what changed between load() and the watcher being ready (the watcher reports only what
+   * changes after that): files whose text is not what load() read, new files, and files gone since.
+   */
+  private catchUp(): void {
+    const loaded = this.loaded;
+    this.loaded = undefined;
+    if (!loaded) return;
+    try {
+      if (this.configText() !== this.loadedConfig) this.reread(this.configFile);
+    } catch {
+      this.reread(this.configFile); // says what is wrong with it
+    }
+    this.loadedConfig = undefined;
+    let now: string[];
+    try {
+      now = this.cardFiles();
+    } catch {
+      return; // cards/ itself is gone: the watcher reports it
+    }
+    for (const file of now) {
+      const before = loaded.get(file);
+      loaded.delete(file);
+      if (before !== undefined) {
+        let text: string | undefined;
+        try {
+          text = readCard(file);
+        } catch {
+          // reread says what is wrong
+        }
+        if (text === before) continue;
+      }
+      this.reread(file);
+    }
+    for (const file of loaded.keys()) this.forget(file);
+  }
+
+  /** Writes the parse cache a moment after the cards changed (off the start's critical path). */
+  private saveCacheSoon(): void {
+    if (!this.cache || this.cacheSave) return;
+    this.cacheSave = setTimeout(() => {
+      this.cacheSave = undefined;
+      this.cache?.save();
+    }, 2000);
+    this.cacheSave.unref();
   }
 
   /** Starts following changes made outside the app. */
@@ -215,6 +285,8 @@ export class BoardStore extends EventEmitter<StoreEvents> {
       })
       .on('unlinkDir', (dir) => this.forget(dir));
     await new Promise<void>((resolve) => this.watcher!.once('ready', () => resolve()));
+    if (this.closed) return;
+    this.catchUp();
     // The user config is a layer of the effective config: a change there is read as one of config.yaml.
     this.userWatcher = watch(userConfigPath(), {
       ignoreInitial: true,
@@ -234,6 +306,10 @@ export class BoardStore extends EventEmitter<StoreEvents> {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    if (this.cacheSave) clearTimeout(this.cacheSave);
+    this.cacheSave = undefined;
+    this.cache?.save();
     await this.watcher?.close();
     await this.userWatcher?.close();
   }
@@ -462,6 +538,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
   }
 
   private forget(file: string): void {
+    this.cache?.forget(file);
     const id = this.idOf.get(file);
     this.idOf.delete(file);
     if (id) this.cards.delete(id);
@@ -484,8 +561,10 @@ export class BoardStore extends EventEmitter<StoreEvents> {
    */
   private ingest(file: string, text: string, external?: boolean): Card | undefined {
     let card: Card;
+    const cache = this.cache;
+    const parseYaml = cache && ((front: string): unknown => cache.parse(file, front));
     try {
-      card = parseCard(file, text, this.projectDir);
+      card = parseCard(file, text, this.projectDir, parseYaml);
     } catch (err) {
       this.markBroken(file, (err as Error).message.replace(`${file}: `, ''), external);
       return undefined;
@@ -505,13 +584,14 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     if (Object.keys(patch).length) {
       text = patchFrontMatter(text, patch);
       this.write(file, text);
-      card = parseCard(file, text, this.projectDir);
+      card = parseCard(file, text, this.projectDir, parseYaml);
     }
     const oldId = this.idOf.get(file);
     if (oldId && oldId !== id) this.cards.delete(oldId);
     this.broken.delete(file);
     this.cards.set(id, card);
     this.idOf.set(file, id);
+    this.saveCacheSoon();
     if (external !== undefined) this.emit('cards', { file, id, external });
     return card;
   }

@@ -322,7 +322,16 @@ function zodMessage(err: z.ZodError): string {
 
 const FRONT = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/;
 
-export function parseCard(file: string, text: string, projectDir: string): Card {
+/**
+ * A card from its file's text. `parseYaml` parses the front matter (the board passes its cache of
+ * earlier parses, card-parse-cache.ts); it throws on invalid YAML as YAML.parse does.
+ */
+export function parseCard(
+  file: string,
+  text: string,
+  projectDir: string,
+  parseYaml: (front: string) => unknown = (front) => YAML.parse(front, { prettyErrors: true }),
+): Card {
   const m = FRONT.exec(text);
   if (!m)
     throw new ProjectError(
@@ -331,7 +340,7 @@ export function parseCard(file: string, text: string, projectDir: string): Card 
     );
   let raw: unknown;
   try {
-    raw = YAML.parse(m[1]!, { prettyErrors: true }) ?? {};
+    raw = parseYaml(m[1]!) ?? {};
   } catch (err) {
     throw new ProjectError(file, `front matter is not valid YAML: ${(err as Error).message}`);
   }
