@@ -70,6 +70,9 @@ export { STREAM_HIGH_WATER, STREAM_TAIL_BYTES, type RunViewer } from './run-stre
 /** How many runs the host keeps at hand for the inspector (older ones are asked for again). */
 const KNOWN_RUNS_MAX = 2000;
 
+/** How long after opening the board starts its watcher (decision 45). */
+const WATCH_AFTER_MS = 1000;
+
 export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta] }> {
   /** Runs seen lately (from card details), for the tail offsets of a stream. */
   private readonly knownRuns = new Map<string, RunResult>();
@@ -135,10 +138,14 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     try {
       store.load();
       // Outside edits are followed once the watcher is ready, and what changed before that is read then
-      // (BoardStore.catchUp): the board need not wait for the watcher's walk of cards/ to open.
-      store
-        .watch()
-        .catch((err: Error) => process.emitWarning(`runboard: not following card edits: ${err.message}`));
+      // (BoardStore.catchUp). So the board need not wait for the watcher's walk of cards/ (an lstat and
+      // a watch per file), and that walk starts a moment later, after the page's first screen has been
+      // served: run at once, it took the event loop just when the page asked for it.
+      setTimeout(() => {
+        store
+          .watch()
+          .catch((err: Error) => process.emitWarning(`runboard: not following card edits: ${err.message}`));
+      }, WATCH_AFTER_MS).unref();
       client = await connecting;
     } catch (err) {
       void connecting.then(

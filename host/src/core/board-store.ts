@@ -258,6 +258,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
 
   /** Starts following changes made outside the app. */
   async watch(): Promise<void> {
+    if (this.closed) return;
     this.watcher = watch([this.cardsDir, this.configFile], {
       ignoreInitial: true,
       depth: 0,
