@@ -10,11 +10,12 @@
 // Run: node host/bench/run.mjs browser
 /* global document, fetch, requestAnimationFrame, window -- page.evaluate callbacks run in the browser */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
+import { firstScreen, writeBoardProject } from './board-projects.mjs';
 
 const REPO = path.resolve(import.meta.dirname, '..', '..');
 const DIST = path.join(REPO, 'dist');
@@ -29,18 +30,7 @@ delete env.NODE_EXTRA_CA_CERTS;
 /** A project of `n` cards (backlog, done, failed in turn) and, with `log`, the card of LINES lines. */
 function makeProject(name, n, log = false) {
   const project = path.join(root, name);
-  mkdirSync(path.join(project, 'cards'), { recursive: true });
-  mkdirSync(path.join(project, 'workspace'));
-  writeFileSync(
-    path.join(project, 'config.yaml'),
-    'version: 1\nflows:\n  shell: { runner: command, cap: 2 }\n',
-  );
-  const cols = ['backlog', 'done', 'failed'];
-  for (let i = 0; i < n; i++)
-    writeFileSync(
-      path.join(project, 'cards', `c${String(i).padStart(4, '0')}.md`),
-      `---\nid: c${i}\ntitle: Card number ${i}\nflow: shell\nworkspace: ./workspace\ncommand: "true"\nstatus: ${cols[i % 3]}\n---\n# Task\nCard ${i}.\n`,
-    );
+  writeBoardProject(project, n);
   if (log)
     writeFileSync(
       path.join(project, 'cards', 'zz-log.md'),
@@ -113,16 +103,6 @@ async function stopServe(dist, serve) {
     // no supervisor left
   }
 }
-
-/** Every column's count shown (summing to `total`) and each non-empty column's first card in the DOM. */
-const firstScreen = (total) =>
-  [...document.querySelectorAll('.column .count')].reduce(
-    (n, e) => n + Number(e.textContent.split('/')[0]),
-    0,
-  ) === total &&
-  [...document.querySelectorAll('.column')].every(
-    (col) => col.querySelector('.count').textContent.startsWith('0') || col.querySelector('li.card'),
-  );
 
 /** Frame intervals (ms) in the page while `action` runs: p50, p95, max and the share over 16.7 ms. */
 async function frames(page, action) {

@@ -4,12 +4,12 @@
 // builds in turns within each round (the order swapped every round), each serve on its own state root
 // and its supervisor stopped after it. Prints medians: one sample per case moved by ±400 ms here.
 // Run: node scripts/bundle.mjs && node host/bench/start.mjs
-/* global document -- page.waitForFunction callbacks run in the browser */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
+import { firstScreen, writeBoardProject } from './board-projects.mjs';
 
 const REPO = path.resolve(import.meta.dirname, '..', '..');
 const CARDS = Number(process.env.BOARD_CARDS ?? 2000);
@@ -31,31 +31,10 @@ const runboard = (dist, build, ...args) =>
 
 function makeProject(name, n) {
   const project = path.join(root, name);
-  mkdirSync(path.join(project, 'cards'), { recursive: true });
-  mkdirSync(path.join(project, 'workspace'));
-  writeFileSync(
-    path.join(project, 'config.yaml'),
-    'version: 1\nflows:\n  shell: { runner: command, cap: 2 }\n',
-  );
-  const cols = ['backlog', 'done', 'failed'];
-  for (let i = 0; i < n; i++)
-    writeFileSync(
-      path.join(project, 'cards', `c${String(i).padStart(4, '0')}.md`),
-      `---\nid: c${i}\ntitle: Card number ${i}\nflow: shell\nworkspace: ./workspace\ncommand: "true"\nstatus: ${cols[i % 3]}\n---\n# Task\nCard ${i}.\n`,
-    );
+  writeBoardProject(project, n);
   for (const [build, dist] of builds) runboard(dist, build, 'grant', path.join(project, 'workspace'));
   return project;
 }
-
-/** Every column's count shown (summing to `total`) and each non-empty column's first card in the DOM. */
-const firstScreen = (total) =>
-  [...document.querySelectorAll('.column .count')].reduce(
-    (n, e) => n + Number(e.textContent.split('/')[0]),
-    0,
-  ) === total &&
-  [...document.querySelectorAll('.column')].every(
-    (col) => col.querySelector('.count').textContent.startsWith('0') || col.querySelector('li.card'),
-  );
 
 const browser = await chromium.launch({
   executablePath: '/usr/bin/chromium',
