@@ -18,19 +18,29 @@ const RACE = `
 import json, os, socket, sys
 path, tries = sys.argv[1], int(sys.argv[2])
 accepted = 0
-for _ in range(tries):
+for i in range(tries):
     a, b = socket.socketpair()
     pid = os.fork()
     if pid == 0:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
         try:
             s.connect(path)
             socket.send_fds(b, [b"x"], [s.fileno()])
+        except socket.timeout:
+            b.send(b"t")
         except OSError:  # a namespaced run: the runtime dir is covered, the socket is not there
             b.send(b"-")
         os._exit(0)
     os.waitpid(pid, 0)
-    _, fds, _, _ = socket.recv_fds(a, 1, 1)
+    # every step is bounded: a stall says where it was instead of running into the test's timeout
+    a.settimeout(10)
+    try:
+        msg, fds, _, _ = socket.recv_fds(a, 1, 1)
+    except socket.timeout:
+        sys.exit("try %d: the child sent nothing in 10 s" % i)
+    if msg == b"t":
+        sys.exit("try %d: connect() to the supervisor socket took over 10 s" % i)
     if not fds:
         continue
     s = socket.socket(fileno=fds[0])
@@ -39,7 +49,7 @@ for _ in range(tries):
         s.sendall(b"Content-Length: %d\\r\\n\\r\\n" % len(body) + body)
     except OSError:
         pass
-    s.settimeout(5)
+    s.settimeout(10)
     data = b""
     try:
         while b'"result"' not in data and b'"error"' not in data:
@@ -47,6 +57,8 @@ for _ in range(tries):
             if not chunk:
                 break
             data += chunk
+    except socket.timeout:
+        sys.exit("try %d: the supervisor neither answered nor closed in 10 s (got %r)" % (i, data[:200]))
     except OSError:
         pass
     if b'"result"' in data:
