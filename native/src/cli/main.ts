@@ -6,6 +6,7 @@
 import { existsSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import pkg from '../../package.json' with { type: 'json' };
 import { desktop } from '../desktop/desktop.ts';
 import {
@@ -25,7 +26,6 @@ import {
   type Rect,
   type WindowQuery,
 } from '../desktop/types.ts';
-import { parseFlags, type FlagSpec } from './args.ts';
 import { latestContext, loadContext, saveContext, type WindowContext } from './context.ts';
 import { CliError, EXIT_CODES, errorReport, fromDesktopCode } from './errors.ts';
 
@@ -38,7 +38,10 @@ const TARGET = {
   pid: { type: 'string' },
 } as const;
 
-const COMMANDS: Record<string, { options: Record<string, FlagSpec>; help: string; positionals?: boolean }> = {
+const COMMANDS: Record<
+  string,
+  { options: NonNullable<ParseArgsConfig['options']>; help: string; positionals?: boolean }
+> = {
   list: {
     options: {
       apps: { type: 'boolean' },
@@ -558,7 +561,12 @@ export async function main(argv: string[]): Promise<number> {
     });
     let parsed;
     try {
-      parsed = parseFlags(args, cmd.options, cmd.positionals ?? false);
+      parsed = parseArgs({
+        args,
+        options: cmd.options,
+        allowPositionals: cmd.positionals ?? false,
+        strict: true,
+      });
     } catch (e) {
       throw new CliError('USAGE', (e as Error).message);
     }
