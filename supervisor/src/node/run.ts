@@ -42,6 +42,7 @@ import {
   buildRunEnv,
   projectFoldersToMake,
   projectReadOnly,
+  knownProjectsReadOnly,
   runWritable,
   SCRATCH_DIRS,
   DEFAULT_TMP_SIZE,
@@ -77,6 +78,8 @@ export interface RunDeps {
   proxy?: ModelProxy;
   hasKey?: (provider: string) => boolean;
   missingKeyGuidance?: (provider: string) => string;
+  /** Project folders the supervisor knows (schedule book): what of them is in a run's reach stays read-only. */
+  knownProjects?: () => string[];
   /**
    * `command` runs through a Node worker as agent runs do, instead of under the jail's init
    * (RUNBOARD_COMMAND_WORKER=node: the benchmark's measure of what a Node worker's start costs).
@@ -478,8 +481,14 @@ export class Run {
         return;
       }
     }
-    const readOnly = projectReadOnly(this.spec.card, flow);
-    for (const d of projectFoldersToMake(readOnly)) mkdirSync(d, { recursive: true, mode: 0o700 });
+    const own = projectReadOnly(this.spec.card, flow);
+    for (const d of projectFoldersToMake(own)) mkdirSync(d, { recursive: true, mode: 0o700 });
+    const readOnly = [
+      ...own,
+      ...knownProjectsReadOnly(this.deps.knownProjects?.() ?? [], this.writable).filter(
+        (p) => !own.includes(p),
+      ),
+    ];
     const args = buildJailArgs({
       flow,
       workspace: this.workspace,
