@@ -16,7 +16,15 @@ import { jailPath, peerIdentity, sandboxSupport } from '@runboard/native';
 import { keepOwnGitDirsIn } from '../common/git.ts';
 import { ensurePrivateDir, statePaths } from '../common/paths.ts';
 import { refusePeer, type PeerLookup } from './peer.ts';
-import { hasProviderKey, missingKeyGuidance, readProviderKey, writeProviderKey } from '../common/secrets.ts';
+import {
+  cardParamSecrets,
+  deleteParamSecret,
+  hasProviderKey,
+  missingKeyGuidance,
+  readProviderKey,
+  writeParamSecret,
+  writeProviderKey,
+} from '../common/secrets.ts';
 import { ModelProxy, providerRoutes } from './model-proxy.ts';
 import { RunRegistry } from './registry.ts';
 import { SupervisorServer } from './server.ts';
@@ -132,6 +140,7 @@ async function main(): Promise<void> {
     proxy,
     hasKey: (p) => hasProviderKey(paths, p),
     missingKeyGuidance: (p) => missingKeyGuidance(paths, p),
+    paramSecrets: (card) => cardParamSecrets(paths, card),
   });
 
   const schedules = new ScheduleBook({
@@ -196,6 +205,10 @@ async function main(): Promise<void> {
         return hasProviderKey(paths, provider);
       },
       check: (provider) => proxy.checkKey(provider),
+      setParam: (card, param, value, replaces) => {
+        if (replaces) deleteParamSecret(paths, replaces);
+        return value === null ? null : writeParamSecret(paths, { card, param, value });
+      },
     },
     schedules,
   );
