@@ -198,6 +198,11 @@ export class ScheduleBook extends EventEmitter<{
       }));
   }
 
+  /** Is a board of `project` connected (it, not the cards' files, tells the project's schedules)? */
+  hasBoard(project: string): boolean {
+    return this.boards.has(project);
+  }
+
   /** A board of `project` connected: from now on it takes the project's fires. */
   attach(project: string): void {
     this.boards.set(project, (this.boards.get(project) ?? 0) + 1);
