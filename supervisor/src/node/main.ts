@@ -23,6 +23,7 @@ import { SupervisorServer } from './server.ts';
 import { scheduleClock } from '../common/schedule.ts';
 import { scheduleLauncher } from './schedule-launcher.ts';
 import { ScheduleBook } from './schedules.ts';
+import { ProjectBook } from './projects.ts';
 import { fleetConfig } from './fleet/config.ts';
 import { loadFleetHost, loadGateway, restoreBackend } from './fleet/backend.ts';
 
@@ -141,6 +142,7 @@ async function main(): Promise<void> {
     isRunning: (cardPath) => registry.list(true, 10_000).some((r) => r.card.path === cardPath),
     launcher: scheduleLauncher(paths, registry, log),
   });
+  const projects = new ProjectBook(path.join(paths.supervisorDir, 'projects.json'), schedules, log);
 
   let shuttingDown = false;
   let closeFleet = async (): Promise<void> => undefined;
@@ -150,6 +152,7 @@ async function main(): Promise<void> {
     shuttingDown = true;
     log.info({ cancelRuns }, 'shutting down');
     schedules.stop();
+    projects.stop();
     void registry.drain(cancelRuns).then(async () => {
       await closeFleet().catch(() => undefined);
       netServer.close();
@@ -198,6 +201,7 @@ async function main(): Promise<void> {
       check: (provider) => proxy.checkKey(provider),
     },
     schedules,
+    projects,
   );
   netServer.on('connection', (s) => server.accept(s));
 
@@ -220,6 +224,7 @@ async function main(): Promise<void> {
   const recovered = registry.recoverOrphans();
   if (recovered.length) log.warn({ runs: recovered }, 'closed runs left by a supervisor that died');
   schedules.start(); // after the socket is ours: only one supervisor decides missed fires
+  projects.start(); // the registered projects' cards, read again (schedules added while it was down)
   const fleetHost = fleet.host
     ? new (await loadFleetHost()).FleetHost({
         redisUrl: fleet.host.redisUrl,

@@ -30,6 +30,7 @@ import { streamRun } from './attach.ts';
 import { setBackend } from './fleet/backend.ts';
 import type { RunRegistry } from './registry.ts';
 import { serveSchedules, type ScheduleBook } from './schedules.ts';
+import { serveProjects, type ProjectBook } from './projects.ts';
 
 /** Provider keys, kept by the supervisor (secrets.ts) so that no run and no host ever holds one. */
 export interface ProviderKeys {
@@ -59,6 +60,7 @@ export class SupervisorServer {
     private readonly refuse: (socket: net.Socket) => string | null,
     private readonly keys?: ProviderKeys,
     private readonly schedules?: ScheduleBook,
+    private readonly projects?: ProjectBook,
   ) {}
 
   accept(socket: net.Socket): void {
@@ -147,6 +149,7 @@ export class SupervisorServer {
       ...((await this.keys?.check(p.provider)) ?? { ok: false, message: 'this supervisor keeps no keys' }),
     }));
     if (this.schedules) serveSchedules(conn, this.schedules);
+    if (this.projects) serveProjects(conn, this.projects);
     handle(conn, SetBackend, (p) => setBackend(reg, p, reg.paths, this.log));
     handle(conn, SupervisorStatus, () => ({
       pid: process.pid,
