@@ -14,6 +14,8 @@ import { config as zodConfig } from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
 import { jailPath, peerIdentity, sandboxSupport } from '@runboard/native';
 import { keepOwnGitDirsIn } from '../common/git.ts';
+import { listGrants } from '../common/grants.ts';
+import { desktopSocketDirs, installDirs } from '../common/protected-dirs.ts';
 import { ensurePrivateDir, statePaths } from '../common/paths.ts';
 import { refusePeer, type PeerLookup } from './peer.ts';
 import { hasProviderKey, missingKeyGuidance, readProviderKey, writeProviderKey } from '../common/secrets.ts';
@@ -125,6 +127,9 @@ async function main(): Promise<void> {
     nodeCommandWorker: process.env.RUNBOARD_COMMAND_WORKER === 'node',
     // Runs may read what the user can read, except Runboard's own state: keys, grants, other runs.
     hiddenPaths: [...new Set([paths.root, paths.runtimeDir].map((p) => realpathSync(p)))],
+    // never asked, never granted: Runboard's own code and the desktop's sockets
+    protectedPaths: [...installDirs(here, path.dirname(jailPath())), ...desktopSocketDirs(process.env)],
+    grantedPaths: () => listGrants(paths).map((g) => g.path),
     landlockAbi,
     landlockReason,
     useNamespaces: process.env.RUNBOARD_NAMESPACES !== 'off',

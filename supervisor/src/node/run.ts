@@ -35,6 +35,7 @@ import {
 } from '../protocol/index.ts';
 import type { AttachSource } from './attach.ts';
 import { classifyEnd, signalName, type FinishedReport, type JailExit } from './classify-end.ts';
+import type { ProtectedDir } from '../common/protected-dirs.ts';
 import { deriveAsks } from './asks.ts';
 import { DenialScanner } from './denials.ts';
 import {
@@ -68,6 +69,10 @@ export interface RunDeps {
   workerArgv: string[];
   /** Trees no run may read: the state root (keys, grants, other runs' logs and scratch dirs). */
   hiddenPaths: string[];
+  /** Folders never asked (Runboard's install folder, the desktop's sockets: protected-dirs.ts). */
+  protectedPaths?: ProtectedDir[];
+  /** The granted folders now (a folder around one is never asked). */
+  grantedPaths?: () => string[];
   /** Landlock ABI of the kernel (0: none). */
   landlockAbi: number;
   landlockReason: string;
@@ -278,6 +283,8 @@ export class Run {
       ownPorts: this.proxyGrant ? [this.proxyGrant.port] : [],
       tcpPorts: this.spec.flow.sandbox?.tcpPorts ?? [],
       workspace: this.workspace,
+      protected: this.deps.protectedPaths ?? [],
+      granted: [this.workspace, ...(this.deps.grantedPaths?.() ?? [])],
     });
     for (const r of refused)
       this.event('log', `not asked: ${r.why}`, { kind: 'ask-refused', line: r.denial.line, level: 'warn' });
