@@ -793,12 +793,12 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     this.scheduler.kick();
   }
 
-  runFiles(runId: string): RunFileList {
+  runFiles(runId: string): Promise<RunFileList> {
     return this.files.list(runId);
   }
 
   /** An image of a run, only when it is one of its screenshots (run-files.ts). */
-  screenshot(runId: string, name: string): Buffer {
+  screenshot(runId: string, name: string): Promise<Buffer> {
     return this.files.screenshot(runId, name);
   }
 

@@ -5,7 +5,7 @@
  * endpoint (worker-endpoint.ts), liveness timers (liveness.ts), how it ended (classify-end.ts) and its
  * final record (run-finalize.ts).
  */
-import { constants as osConstants } from 'node:os';
+import { constants as osConstants, totalmem } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { closeSync, mkdirSync, realpathSync, renameSync, rmSync } from 'node:fs';
@@ -46,6 +46,7 @@ import {
   runWritable,
   SCRATCH_DIRS,
   DEFAULT_TMP_SIZE,
+  runMemoryBytes,
   serializeEnv,
 } from './jail-args.ts';
 import { readJailStatus, type JailStatus } from './jail-status.ts';
@@ -513,6 +514,7 @@ export class Run {
       privateDisplay: this.display?.env.DISPLAY,
       userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
       privateTmpSize: flow.sandbox?.tmpSize ?? DEFAULT_TMP_SIZE,
+      memoryBytes: runMemoryBytes(flow, totalmem()),
       readOnly: readOnly.map(realOrAsIs),
       workspaceFd: workspaceFd === undefined ? undefined : JAIL_WORKSPACE_FD,
       outputFds: [...JAIL_OUTPUT_FDS],
@@ -676,6 +678,12 @@ export class Run {
           s,
         );
         void this.writeMarker(this.child?.pid ?? 0); // the pids, once the run's first process exists
+        if (s.memoryBytes && s.memoryLimit !== 'cgroup')
+          this.event(
+            'log',
+            `this run has no memory limit: the jail could make no memory cgroup (${s.memoryError || 'unknown'}); sandbox.memory is not enforced on this machine`,
+            { kind: 'memory-limit-off', level: 'warn' },
+          );
         break;
       case 'sandbox':
         this.result.sandbox = {
