@@ -83,6 +83,8 @@ export interface RunDeps {
   proxy?: ModelProxy;
   hasKey?: (provider: string) => boolean;
   missingKeyGuidance?: (provider: string) => string;
+  /** A replay card's sensitive parameter values from the supervisor's store (secrets.ts), by name. */
+  paramSecrets?: (cardPath: string) => Promise<Record<string, string>>;
   /**
    * `command` runs through a Node worker as agent runs do, instead of under the jail's init
    * (RUNBOARD_COMMAND_WORKER=node: the benchmark's measure of what a Node worker's start costs).
@@ -189,6 +191,8 @@ export class Run {
   private goneScratch: string | undefined;
   /** The active-run marker's writes, in order (see writeMarker). */
   private markerWrites: Promise<unknown> = Promise.resolve();
+  /** A replay card's sensitive parameter values, for the worker's spec (never written anywhere). */
+  private paramSecrets: Record<string, string> | undefined;
   private readonly ended: Promise<RunResult>;
   private resolveEnded!: (r: RunResult) => void;
 
@@ -441,6 +445,14 @@ export class Run {
       }
       if (!this.isActive || this.endCause) {
         for (const g of [this.proxyGrant, this.visionGrant]) if (g) this.deps.proxy.revoke(g.token);
+        return;
+      }
+    }
+    if (flow.runner === 'replay' && this.deps.paramSecrets) {
+      // handed to the worker in its spec (memory only), never written to the run's folder
+      this.paramSecrets = await this.deps.paramSecrets(this.spec.card.path);
+      if (!this.isActive || this.endCause) {
+        for (const g of [this.proxyGrant, this.visionGrant]) if (g) this.deps.proxy?.revoke(g.token);
         return;
       }
     }
@@ -765,6 +777,7 @@ export class Run {
           command: this.spec.command,
           heartbeatIntervalMs: this.liveness.heartbeatIntervalMs,
           ...(this.artifactsDir ? { artifactsDir: this.artifactsDir } : {}),
+          ...(this.paramSecrets ? { secrets: this.paramSecrets } : {}),
           ...(this.proxyGrant
             ? {
                 model: {
