@@ -51,6 +51,8 @@ export function callHandlers(s: BoardService): CallHandlers {
     board: () => s.view(),
     card: (p) => s.cardDetail(p.id),
     move: (p) => s.move(p.id, p.to, p.index),
+    confirmCard: (p) => s.confirmCard(p.id, p.digest),
+    confirmConfig: (p) => s.confirmConfig(p.digest),
     cancel: (p) => s.cancel(p.id),
     requeue: (p) => s.requeue(p.id),
     answer: (p) => s.answer(p.id, p.answers, p.requeue ?? false),
@@ -130,11 +132,11 @@ export function contentType(file: string): string {
 
 export function fileHandlers(s: BoardService): FileHandlers {
   return {
-    runFile: (p) => ({ type: contentType(p.name), bytes: s.screenshot(p.runId, p.name) }),
-    recordingFile: (p) => {
-      const file = s.recordings.file(p.recordingId, p.name);
-      return { type: contentType(file), path: file };
-    },
+    runFile: async (p) => ({ type: contentType(p.name), bytes: await s.screenshot(p.runId, p.name) }),
+    recordingFile: async (p) => ({
+      type: contentType(p.name),
+      bytes: await s.recordings.file(p.recordingId, p.name),
+    }),
     liveFrame: async (p) => ({ type: 'image/jpeg', bytes: await s.liveFrame(p.runId) }),
     exportRun: (p) => ({
       type: 'application/gzip',

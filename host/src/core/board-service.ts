@@ -11,6 +11,7 @@ import {
   checkWorkflow,
   ErrorCodes,
   JsonRpcCodes,
+  paramSecretRefs,
   ResponseError,
   type RunResult,
 } from '@runboard/supervisor/protocol';
@@ -58,6 +59,7 @@ import { streamRun, type RunViewer } from './run-stream.ts';
 import { Scheduler } from './scheduler.ts';
 import { HostSchedules, localZone, scheduleFrontMatter } from './schedules.ts';
 import { resolveSchedule } from '@runboard/supervisor/schedule';
+import { Ledger } from '@runboard/supervisor/ledger';
 import { followBackend } from './backend.ts';
 import { SupervisorClient } from './supervisor-client.ts';
 import { saveWorkflow, workflowView } from './workflow-store.ts';
@@ -95,7 +97,8 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   ) {
     super();
     this.schedules = new HostSchedules(store, client, {
-      queue: (id) => this.move(id, 'queued', Number.MAX_SAFE_INTEGER),
+      // a schedule's fire queues the card as a drag does, but it is no person's confirm
+      queue: (id) => this.move(id, 'queued', Number.MAX_SAFE_INTEGER, false),
       busy: (id) => {
         const column = this.columnOf(id, this.card(id));
         return column === 'queued' || column === 'running' ? column : undefined;
@@ -133,6 +136,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     const connecting = SupervisorClient.connect(paths, { autoStart: true, reconnect: true });
     const store = new BoardStore(projectDir, {
       cache: new CardParseCache(CardParseCache.fileFor(paths.root, projectDir)),
+      ledger: Ledger.open(paths.root, projectDir),
     });
     let client: SupervisorClient;
     try {
@@ -472,6 +476,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
           view.text === undefined ? `no workflow yet (${view.file})` : `${view.file} is not a valid workflow`,
       };
     const given = paramsOf(card.front.params);
+    const stored = paramSecretRefs(card.front.params);
     return {
       replay,
       params: view.workflow.task_params.map((p) => ({
@@ -480,13 +485,24 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
         example: p.example,
         sensitive: p.sensitive,
         optional: p.optional,
-        ...(given[p.name] !== undefined ? { value: given[p.name] } : {}),
+        // a sensitive value never goes back to the page: only that the supervisor keeps one
+        ...(stored[p.name] ? { stored: true } : {}),
+        ...(given[p.name] !== undefined && !p.sensitive ? { value: given[p.name] } : {}),
       })),
     };
   }
 
-  /** Writes the card's `params:` (its workflow's parameters only); with `queue`, queues the card. */
-  setReplayParams(id: string, params: Record<string, string>, queue: boolean | undefined): void {
+  /**
+   * Writes the card's `params:` (its workflow's parameters only); with `queue`, queues the card. A
+   * sensitive parameter's value goes to the supervisor's secrets and the card keeps its reference
+   * (`{secret: s-…}`); an empty one keeps the reference the card has. A sensitive value the card holds
+   * in clear (written by hand, or by an older board) is moved there too.
+   */
+  async setReplayParams(
+    id: string,
+    params: Record<string, string>,
+    queue: boolean | undefined,
+  ): Promise<void> {
     const card = this.card(id);
     if (this.scheduler.isActive(id))
       throw new MoveRefused('the card is running: change its parameters after the run');
@@ -501,7 +517,22 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       throw new Invalid(
         `${unknown.map((k) => `"${k}"`).join(', ')} is not a parameter of the workflow (it has: ${names.join(', ') || 'none'})`,
       );
-    const kept = Object.fromEntries(Object.entries(params).filter(([, v]) => v !== ''));
+    const sensitive = new Set(w.task_params.filter((p) => p.sensitive).map((p) => p.name));
+    const refs = paramSecretRefs(card.front.params);
+    const inCard = paramsOf(card.front.params);
+    const kept: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(params)) if (v !== '' && !sensitive.has(k)) kept[k] = v;
+    for (const k of sensitive) {
+      const v = params[k] || (refs[k] ? '' : (inCard[k] ?? ''));
+      if (v === '') {
+        if (refs[k]) kept[k] = { secret: refs[k] };
+        continue;
+      }
+      const { ref } = await this.client.setParamSecret(card.file, k, v, refs[k]);
+      if (ref) kept[k] = { secret: ref };
+    }
+    if (this.scheduler.isActive(id))
+      throw new MoveRefused('the card is running: change its parameters after the run');
     this.store.update(id, { params: Object.keys(kept).length ? kept : undefined });
     if (queue) this.move(id, 'queued', Number.MAX_SAFE_INTEGER);
     this.deltas.soon(0);
@@ -532,12 +563,15 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       const r = resolveSchedule(raw, localZone());
       if (!r.ok) throw new Invalid(r.error);
     }
-    this.store.update(id, { schedule: raw });
+    this.store.update(id, { schedule: raw }, undefined, { confirm: true });
     await this.schedules.sync(); // the inspector asks for the supervisor's record right after
   }
 
-  /** A person moves a card to `index` of column `to` (drag and drop, keyboard, or the API). */
-  move(id: string, to: Column, index: number): void {
+  /**
+   * A person moves a card to `index` of column `to` (drag and drop, keyboard, or the API). A move to
+   * Queued confirms the card as it is (`confirm`: false for a schedule's fire, which is no person's act).
+   */
+  move(id: string, to: Column, index: number, confirm = true): void {
     const card = this.card(id);
     const from = this.columnOf(id, card);
     const refusal = moveRefusal(from, to, this.scheduler.isActive(id));
@@ -552,7 +586,23 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     for (const [other, rank] of ranks) if (other !== id) this.store.update(other, { rank });
     const patch: Record<string, unknown> = { status: to satisfies CardStatus };
     if (ranks.has(id)) patch.rank = ranks.get(id);
-    this.store.update(id, patch);
+    this.store.update(id, patch, undefined, { confirm: confirm && to === 'queued' });
+    this.deltas.soon(0);
+    this.scheduler.kick();
+  }
+
+  /** A person confirms a card changed outside the board, as the board showed it (`digest`). */
+  confirmCard(id: string, digest: string): void {
+    this.card(id);
+    this.store.confirmCard(id, digest);
+    this.deltas.soon(0);
+    this.scheduler.kick();
+    void this.schedules.sync().catch(() => undefined);
+  }
+
+  /** A person confirms config.yaml changed outside the board, as the board showed it (`digest`). */
+  confirmConfig(digest: string): void {
+    this.store.confirmConfig(digest);
     this.deltas.soon(0);
     this.scheduler.kick();
   }
@@ -597,7 +647,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     const card = this.card(id);
     if (this.scheduler.isActive(id)) throw new MoveRefused('the card is running: it cannot be queued again');
     if (this.columnOf(id, card) !== 'queued') return this.move(id, 'queued', Number.MAX_SAFE_INTEGER);
-    this.store.update(id, { failures: undefined, nextTryAt: undefined });
+    this.store.update(id, { failures: undefined, nextTryAt: undefined }, undefined, { confirm: true });
     this.deltas.soon(0);
     this.scheduler.kick();
   }
@@ -765,12 +815,12 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     this.scheduler.kick();
   }
 
-  runFiles(runId: string): RunFileList {
+  runFiles(runId: string): Promise<RunFileList> {
     return this.files.list(runId);
   }
 
   /** An image of a run, only when it is one of its screenshots (run-files.ts). */
-  screenshot(runId: string, name: string): Buffer {
+  screenshot(runId: string, name: string): Promise<Buffer> {
     return this.files.screenshot(runId, name);
   }
 
@@ -795,7 +845,8 @@ function paramsOf(v: unknown): Record<string, string> {
   if (!v || typeof v !== 'object' || Array.isArray(v)) return {};
   return Object.fromEntries(
     Object.entries(v as Record<string, unknown>)
-      .filter(([, x]) => x !== null && x !== undefined)
+      // a reference to a value the supervisor keeps is not a value
+      .filter(([, x]) => x !== null && x !== undefined && typeof x !== 'object')
       .map(([k, x]) => [k, String(x)]),
   );
 }

@@ -17,6 +17,7 @@ import { applyDelta } from './board-delta.ts';
 import { cardOfHash, hashOf, isFiltering, matches, NO_FILTER, type CardFilter } from './card-filter.ts';
 import { Board, type MoveIntent } from './Board.tsx';
 import { CardEditor, SourceEditor, type EditorTarget } from './CardEditor.tsx';
+import { ConfirmBanner } from './Confirm.tsx';
 import { Inspector } from './Inspector.tsx';
 import { Recordings } from './Recordings.tsx';
 import { KeyPanel } from './Providers.tsx';
@@ -301,7 +302,15 @@ export function App({ api }: { api: BoardApi }) {
     if (missingNames) setAskedKeys((prev) => [...new Set([...prev, ...missingNames.split('\n')])]);
   }, [missingNames]);
 
-  if (!board) return <div className="loading">Loading the board…</div>;
+  // (a board that cannot be read says why: e.g. a page without its token is told to open the URL)
+  if (!board)
+    return error ? (
+      <div className="loading" role="alert">
+        {error}
+      </div>
+    ) : (
+      <div className="loading">Loading the board…</div>
+    );
   // the inspector shows the open card only: details of a card closed meanwhile are not shown
   const shown = selected && detail?.card.id === selected ? detail : undefined;
   const keyPanel = (providers ?? []).filter((p) => askedKeys.includes(p.name) && p.flows.length > 0);
@@ -340,6 +349,7 @@ export function App({ api }: { api: BoardApi }) {
           config.yaml has an error (the last good config is in use): {board.configError}
         </div>
       )}
+      <ConfirmBanner board={board} api={api} onOpen={setSelected} onError={setError} />
       {configWarnings > 0 && !settings && (
         <div className="banner warn" role="status">
           The config has {configWarnings} warning{configWarnings > 1 ? 's' : ''}

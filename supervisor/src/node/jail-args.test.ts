@@ -4,6 +4,8 @@ import {
   buildJailArgs,
   buildRunEnv,
   projectReadOnly,
+  knownProjectsReadOnly,
+  runMemoryBytes,
   runWritable,
   serializeEnv,
   type JailArgsInput,
@@ -62,6 +64,14 @@ describe('buildJailArgs', () => {
     ]);
   });
 
+  it("limits the run's memory to the flow's sandbox.memory, half the machine's by default", () => {
+    expect(buildJailArgs(base({}, { memoryBytes: 512 << 20 })).join(' ')).toContain('--memory 536870912');
+    expect(runMemoryBytes(flow(), 8 * 2 ** 30)).toBe(4 * 2 ** 30);
+    expect(runMemoryBytes(flow({ sandbox: { memory: '300m' } }), 8 * 2 ** 30)).toBe(300 << 20);
+    expect(runMemoryBytes(flow({ sandbox: { memory: '2g' } }), 8 * 2 ** 30)).toBe(2 * 2 ** 30);
+    expect(runMemoryBytes(flow({ sandbox: { memory: '10%' } }), 1000 << 20)).toBe(100 << 20);
+  });
+
   it("limits the run's processes to the flow's maxProcesses", () => {
     expect(buildJailArgs(base({ sandbox: { maxProcesses: 64 } })).join(' ')).toContain('--max-procs 64');
   });
@@ -118,6 +128,21 @@ describe('buildJailArgs', () => {
     expect(buildJailArgs(base({ sandbox: { agentSandbox: true } }))).not.toContain('--fs-mounts');
     const none = buildJailArgs(base({}, { landlockAbi: 0, useNamespaces: false }));
     expect(none.slice(-5)).toEqual(['--no-landlock', '--no-namespaces', '--', 'node', 'worker.mjs']);
+  });
+});
+
+describe('knownProjectsReadOnly', () => {
+  it('makes the project files of known projects inside the writable trees read-only, and only those', () => {
+    expect(
+      knownProjectsReadOnly(['/code/other', '/code', '/elsewhere/p', '/codex'], ['/code/', '/tmp/scratch']),
+    ).toEqual([
+      '/code/other/config.yaml',
+      '/code/other/cards',
+      '/code/other/recordings',
+      '/code/config.yaml',
+      '/code/cards',
+      '/code/recordings',
+    ]);
   });
 });
 

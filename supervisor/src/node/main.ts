@@ -14,15 +14,26 @@ import { config as zodConfig } from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
 import { jailPath, peerIdentity, sandboxSupport } from '@runboard/native';
 import { keepOwnGitDirsIn } from '../common/git.ts';
+import { listGrants } from '../common/grants.ts';
+import { desktopSocketDirs, installDirs } from '../common/protected-dirs.ts';
 import { ensurePrivateDir, statePaths } from '../common/paths.ts';
 import { refusePeer, type PeerLookup } from './peer.ts';
-import { hasProviderKey, missingKeyGuidance, readProviderKey, writeProviderKey } from '../common/secrets.ts';
+import {
+  cardParamSecrets,
+  deleteParamSecret,
+  hasProviderKey,
+  missingKeyGuidance,
+  readProviderKey,
+  writeParamSecret,
+  writeProviderKey,
+} from '../common/secrets.ts';
 import { ModelProxy, providerRoutes } from './model-proxy.ts';
 import { RunRegistry } from './registry.ts';
 import { SupervisorServer } from './server.ts';
 import { scheduleClock } from '../common/schedule.ts';
 import { scheduleLauncher } from './schedule-launcher.ts';
 import { ScheduleBook } from './schedules.ts';
+import { ProjectBook } from './projects.ts';
 import { fleetConfig } from './fleet/config.ts';
 import { loadFleetHost, loadGateway, restoreBackend } from './fleet/backend.ts';
 
@@ -124,6 +135,9 @@ async function main(): Promise<void> {
     nodeCommandWorker: process.env.RUNBOARD_COMMAND_WORKER === 'node',
     // Runs may read what the user can read, except Runboard's own state: keys, grants, other runs.
     hiddenPaths: [...new Set([paths.root, paths.runtimeDir].map((p) => realpathSync(p)))],
+    // never asked, never granted: Runboard's own code and the desktop's sockets
+    protectedPaths: [...installDirs(here, path.dirname(jailPath())), ...desktopSocketDirs(process.env)],
+    grantedPaths: () => listGrants(paths).map((g) => g.path),
     landlockAbi,
     landlockReason,
     useNamespaces: process.env.RUNBOARD_NAMESPACES !== 'off',
@@ -132,6 +146,9 @@ async function main(): Promise<void> {
     proxy,
     hasKey: (p) => hasProviderKey(paths, p),
     missingKeyGuidance: (p) => missingKeyGuidance(paths, p),
+    // other projects in a run's reach stay read-only (the book is made below, before any launch)
+    knownProjects: (): string[] => schedules.projects(),
+    paramSecrets: (card) => cardParamSecrets(paths, card),
   });
 
   const schedules = new ScheduleBook({
@@ -141,6 +158,7 @@ async function main(): Promise<void> {
     isRunning: (cardPath) => registry.list(true, 10_000).some((r) => r.card.path === cardPath),
     launcher: scheduleLauncher(paths, registry, log),
   });
+  const projects = new ProjectBook(path.join(paths.supervisorDir, 'projects.json'), schedules, log);
 
   let shuttingDown = false;
   let closeFleet = async (): Promise<void> => undefined;
@@ -150,6 +168,7 @@ async function main(): Promise<void> {
     shuttingDown = true;
     log.info({ cancelRuns }, 'shutting down');
     schedules.stop();
+    projects.stop();
     void registry.drain(cancelRuns).then(async () => {
       await closeFleet().catch(() => undefined);
       netServer.close();
@@ -196,8 +215,13 @@ async function main(): Promise<void> {
         return hasProviderKey(paths, provider);
       },
       check: (provider) => proxy.checkKey(provider),
+      setParam: (card, param, value, replaces) => {
+        if (replaces) deleteParamSecret(paths, replaces);
+        return value === null ? null : writeParamSecret(paths, { card, param, value });
+      },
     },
     schedules,
+    projects,
   );
   netServer.on('connection', (s) => server.accept(s));
 
@@ -220,6 +244,7 @@ async function main(): Promise<void> {
   const recovered = registry.recoverOrphans();
   if (recovered.length) log.warn({ runs: recovered }, 'closed runs left by a supervisor that died');
   schedules.start(); // after the socket is ours: only one supervisor decides missed fires
+  projects.start(); // the registered projects' cards, read again (schedules added while it was down)
   const fleetHost = fleet.host
     ? new (await loadFleetHost()).FleetHost({
         redisUrl: fleet.host.redisUrl,

@@ -5,7 +5,7 @@
  * endpoint (worker-endpoint.ts), liveness timers (liveness.ts), how it ended (classify-end.ts) and its
  * final record (run-finalize.ts).
  */
-import { constants as osConstants } from 'node:os';
+import { constants as osConstants, totalmem } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { closeSync, mkdirSync, realpathSync, renameSync, rmSync } from 'node:fs';
@@ -35,6 +35,7 @@ import {
 } from '../protocol/index.ts';
 import type { AttachSource } from './attach.ts';
 import { classifyEnd, signalName, type FinishedReport, type JailExit } from './classify-end.ts';
+import type { ProtectedDir } from '../common/protected-dirs.ts';
 import { deriveAsks } from './asks.ts';
 import { DenialScanner } from './denials.ts';
 import {
@@ -42,9 +43,11 @@ import {
   buildRunEnv,
   projectFoldersToMake,
   projectReadOnly,
+  knownProjectsReadOnly,
   runWritable,
   SCRATCH_DIRS,
   DEFAULT_TMP_SIZE,
+  runMemoryBytes,
   serializeEnv,
 } from './jail-args.ts';
 import { readJailStatus, type JailStatus } from './jail-status.ts';
@@ -73,6 +76,10 @@ export interface RunDeps {
   workerArgv: string[];
   /** Trees no run may read: the state root (keys, grants, other runs' logs and scratch dirs). */
   hiddenPaths: string[];
+  /** Folders never asked (Runboard's install folder, the desktop's sockets: protected-dirs.ts). */
+  protectedPaths?: ProtectedDir[];
+  /** The granted folders now (a folder around one is never asked). */
+  grantedPaths?: () => string[];
   /** Landlock ABI of the kernel (0: none). */
   landlockAbi: number;
   landlockReason: string;
@@ -83,6 +90,10 @@ export interface RunDeps {
   proxy?: ModelProxy;
   hasKey?: (provider: string) => boolean;
   missingKeyGuidance?: (provider: string) => string;
+  /** Project folders the supervisor knows (schedule book): what of them is in a run's reach stays read-only. */
+  knownProjects?: () => string[];
+  /** A replay card's sensitive parameter values from the supervisor's store (secrets.ts), by name. */
+  paramSecrets?: (cardPath: string) => Promise<Record<string, string>>;
   /**
    * `command` runs through a Node worker as agent runs do, instead of under the jail's init
    * (RUNBOARD_COMMAND_WORKER=node: the benchmark's measure of what a Node worker's start costs).
@@ -189,6 +200,8 @@ export class Run {
   private goneScratch: string | undefined;
   /** The active-run marker's writes, in order (see writeMarker). */
   private markerWrites: Promise<unknown> = Promise.resolve();
+  /** A replay card's sensitive parameter values, for the worker's spec (never written anywhere). */
+  private paramSecrets: Record<string, string> | undefined;
   private readonly ended: Promise<RunResult>;
   private resolveEnded!: (r: RunResult) => void;
 
@@ -283,6 +296,8 @@ export class Run {
       ownPorts: this.proxyGrant ? [this.proxyGrant.port] : [],
       tcpPorts: this.spec.flow.sandbox?.tcpPorts ?? [],
       workspace: this.workspace,
+      protected: this.deps.protectedPaths ?? [],
+      granted: [this.workspace, ...(this.deps.grantedPaths?.() ?? [])],
     });
     for (const r of refused)
       this.event('log', `not asked: ${r.why}`, { kind: 'ask-refused', line: r.denial.line, level: 'warn' });
@@ -445,6 +460,14 @@ export class Run {
         return;
       }
     }
+    if (flow.runner === 'replay' && this.deps.paramSecrets) {
+      // handed to the worker in its spec (memory only), never written to the run's folder
+      this.paramSecrets = await this.deps.paramSecrets(this.spec.card.path);
+      if (!this.isActive || this.endCause) {
+        for (const g of [this.proxyGrant, this.visionGrant]) if (g) this.deps.proxy?.revoke(g.token);
+        return;
+      }
+    }
     // The run's folders, made off the event loop (a mkdir on a busy disk takes a millisecond or more,
     // and every launch and attached client of the supervisor would wait for it).
     // So are its output files (the jail gets them open).
@@ -487,8 +510,14 @@ export class Run {
         return;
       }
     }
-    const readOnly = projectReadOnly(this.spec.card, flow);
-    for (const d of projectFoldersToMake(readOnly)) mkdirSync(d, { recursive: true, mode: 0o700 });
+    const own = projectReadOnly(this.spec.card, flow);
+    for (const d of projectFoldersToMake(own)) mkdirSync(d, { recursive: true, mode: 0o700 });
+    const readOnly = [
+      ...own,
+      ...knownProjectsReadOnly(this.deps.knownProjects?.() ?? [], this.writable).filter(
+        (p) => !own.includes(p),
+      ),
+    ];
     const args = buildJailArgs({
       flow,
       workspace: this.workspace,
@@ -503,6 +532,7 @@ export class Run {
       privateDisplay: this.display?.env.DISPLAY,
       userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
       privateTmpSize: flow.sandbox?.tmpSize ?? DEFAULT_TMP_SIZE,
+      memoryBytes: runMemoryBytes(flow, totalmem()),
       readOnly: readOnly.map(realOrAsIs),
       workspaceFd: workspaceFd === undefined ? undefined : JAIL_WORKSPACE_FD,
       outputFds: [...JAIL_OUTPUT_FDS],
@@ -666,6 +696,12 @@ export class Run {
           s,
         );
         void this.writeMarker(this.child?.pid ?? 0); // the pids, once the run's first process exists
+        if (s.memoryBytes && s.memoryLimit !== 'cgroup')
+          this.event(
+            'log',
+            `this run has no memory limit: the jail could make no memory cgroup (${s.memoryError || 'unknown'}); sandbox.memory is not enforced on this machine`,
+            { kind: 'memory-limit-off', level: 'warn' },
+          );
         break;
       case 'sandbox':
         this.result.sandbox = {
@@ -759,6 +795,7 @@ export class Run {
           command: this.spec.command,
           heartbeatIntervalMs: this.liveness.heartbeatIntervalMs,
           ...(this.artifactsDir ? { artifactsDir: this.artifactsDir } : {}),
+          ...(this.paramSecrets ? { secrets: this.paramSecrets } : {}),
           ...(this.proxyGrant
             ? {
                 model: {
