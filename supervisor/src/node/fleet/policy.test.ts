@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { FlowSpec } from '../../protocol/index.ts';
+import { DEFAULT_TMP_SIZE } from '../jail-args.ts';
 import { holdToPolicy, jobRunId, tmpBytes } from './policy.ts';
 
 const GB = 1024 ** 3;
@@ -29,8 +30,11 @@ describe('a fleet job held to its host’s sandbox policy', () => {
     expect(held({ allowUnsandboxed: true })).toEqual({
       refused: expect.stringMatching(/--allow-unsandboxed/),
     });
-    expect(held({ tmpSize: '26%' })).toEqual({ refused: expect.stringMatching(/26%.*at most 25%/) });
-    expect(held({ tmpSize: '5g' })).toEqual({ refused: expect.stringMatching(/--tmp-size 5g/) }); // > 4 GiB = 25%
+    // a local run's default (DEFAULT_TMP_SIZE, 1g) is the most without --tmp-size
+    expect(held({ tmpSize: '26%' })).toEqual({
+      refused: expect.stringMatching(new RegExp(`26%.*at most ${DEFAULT_TMP_SIZE}`)),
+    });
+    expect(held({ tmpSize: '5g' })).toEqual({ refused: expect.stringMatching(/--tmp-size 5g/) });
     expect(held({ tmpSize: '600m' }, { tmpSize: '512m' })).toEqual({ refused: expect.anything() });
     expect(held({ maxProcesses: 4096 })).toEqual({ refused: expect.stringMatching(/--max-processes 4096/) });
     expect(held({ writable: ['/home'] })).toEqual({ refused: expect.stringMatching(/write \/home/) });
@@ -70,8 +74,8 @@ describe('a fleet job held to its host’s sandbox policy', () => {
     expect(held(undefined, policy)).toEqual({ flow: flow({ tmpSize: '512m', maxProcesses: 256 }) });
     // no policy: a local run's defaults, which a job without sandbox settings keeps as they are
     expect(held(undefined)).toEqual({ flow: flow({}) });
-    expect(held({ tmpSize: '25%', maxProcesses: 1024 })).toEqual({
-      flow: flow({ tmpSize: '25%', maxProcesses: 1024 }),
+    expect(held({ tmpSize: DEFAULT_TMP_SIZE, maxProcesses: 1024 })).toEqual({
+      flow: flow({ tmpSize: DEFAULT_TMP_SIZE, maxProcesses: 1024 }),
     });
   });
 

@@ -22,7 +22,7 @@ export const HostPolicy = z.object({
   abstractUnix: z.optional(z.boolean()),
   /** A job may run where the kernel cannot sandbox (sandbox.allowUnsandboxed). */
   allowUnsandboxed: z.optional(z.boolean()),
-  /** The largest /tmp a job's run gets (sandbox.tmpSize's syntax; default 25%, a local run's default). */
+  /** The largest /tmp a job's run gets (sandbox.tmpSize's syntax; default: a local run's default, DEFAULT_TMP_SIZE). */
   tmpSize: z.optional(z.string().check(z.regex(TMP_SIZE, 'a size such as 512m, 2g or 25% (at most 100%)'))),
   /** Most processes a job's run may have (default 1024, a local run's default). */
   maxProcesses: z.optional(z.int().check(z.minimum(16), z.maximum(1_000_000))),
