@@ -18,7 +18,15 @@ import { listGrants } from '../common/grants.ts';
 import { desktopSocketDirs, installDirs } from '../common/protected-dirs.ts';
 import { ensurePrivateDir, statePaths } from '../common/paths.ts';
 import { refusePeer, type PeerLookup } from './peer.ts';
-import { hasProviderKey, missingKeyGuidance, readProviderKey, writeProviderKey } from '../common/secrets.ts';
+import {
+  cardParamSecrets,
+  deleteParamSecret,
+  hasProviderKey,
+  missingKeyGuidance,
+  readProviderKey,
+  writeParamSecret,
+  writeProviderKey,
+} from '../common/secrets.ts';
 import { ModelProxy, providerRoutes } from './model-proxy.ts';
 import { RunRegistry } from './registry.ts';
 import { SupervisorServer } from './server.ts';
@@ -138,6 +146,7 @@ async function main(): Promise<void> {
     proxy,
     hasKey: (p) => hasProviderKey(paths, p),
     missingKeyGuidance: (p) => missingKeyGuidance(paths, p),
+    paramSecrets: (card) => cardParamSecrets(paths, card),
   });
 
   const schedules = new ScheduleBook({
@@ -204,6 +213,10 @@ async function main(): Promise<void> {
         return hasProviderKey(paths, provider);
       },
       check: (provider) => proxy.checkKey(provider),
+      setParam: (card, param, value, replaces) => {
+        if (replaces) deleteParamSecret(paths, replaces);
+        return value === null ? null : writeParamSecret(paths, { card, param, value });
+      },
     },
     schedules,
     projects,

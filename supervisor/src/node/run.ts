@@ -5,7 +5,7 @@
  * endpoint (worker-endpoint.ts), liveness timers (liveness.ts), how it ended (classify-end.ts) and its
  * final record (run-finalize.ts).
  */
-import { constants as osConstants } from 'node:os';
+import { constants as osConstants, totalmem } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { closeSync, mkdirSync, realpathSync, renameSync, rmSync } from 'node:fs';
@@ -48,6 +48,7 @@ import {
   runWritable,
   SCRATCH_DIRS,
   DEFAULT_TMP_SIZE,
+  runMemoryBytes,
   serializeEnv,
 } from './jail-args.ts';
 import { readJailStatus, type JailStatus } from './jail-status.ts';
@@ -84,6 +85,8 @@ export interface RunDeps {
   proxy?: ModelProxy;
   hasKey?: (provider: string) => boolean;
   missingKeyGuidance?: (provider: string) => string;
+  /** A replay card's sensitive parameter values from the supervisor's store (secrets.ts), by name. */
+  paramSecrets?: (cardPath: string) => Promise<Record<string, string>>;
   /**
    * `command` runs through a Node worker as agent runs do, instead of under the jail's init
    * (RUNBOARD_COMMAND_WORKER=node: the benchmark's measure of what a Node worker's start costs).
@@ -196,6 +199,8 @@ export class Run {
   private resumed = false;
   /** The active-run marker's writes, in order (see writeMarker). */
   private markerWrites: Promise<unknown> = Promise.resolve();
+  /** A replay card's sensitive parameter values, for the worker's spec (never written anywhere). */
+  private paramSecrets: Record<string, string> | undefined;
   private readonly ended: Promise<RunResult>;
   private resolveEnded!: (r: RunResult) => void;
 
@@ -451,6 +456,14 @@ export class Run {
         return;
       }
     }
+    if (flow.runner === 'replay' && this.deps.paramSecrets) {
+      // handed to the worker in its spec (memory only), never written to the run's folder
+      this.paramSecrets = await this.deps.paramSecrets(this.spec.card.path);
+      if (!this.isActive || this.endCause) {
+        for (const g of [this.proxyGrant, this.visionGrant]) if (g) this.deps.proxy?.revoke(g.token);
+        return;
+      }
+    }
     // The run's folders, made off the event loop (a mkdir on a busy disk takes a millisecond or more,
     // and every launch and attached client of the supervisor would wait for it).
     // So are its output files (the jail gets them open).
@@ -530,6 +543,7 @@ export class Run {
       privateDisplay: this.display?.env.DISPLAY,
       userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
       privateTmpSize: flow.sandbox?.tmpSize ?? DEFAULT_TMP_SIZE,
+      memoryBytes: runMemoryBytes(flow, totalmem()),
       readOnly: readOnly.map(realOrAsIs),
       workspaceFd: workspaceFd === undefined ? undefined : JAIL_WORKSPACE_FD,
       outputFds: [...JAIL_OUTPUT_FDS],
@@ -693,6 +707,12 @@ export class Run {
           s,
         );
         void this.writeMarker(this.child?.pid ?? 0); // the pids, once the run's first process exists
+        if (s.memoryBytes && s.memoryLimit !== 'cgroup')
+          this.event(
+            'log',
+            `this run has no memory limit: the jail could make no memory cgroup (${s.memoryError || 'unknown'}); sandbox.memory is not enforced on this machine`,
+            { kind: 'memory-limit-off', level: 'warn' },
+          );
         break;
       case 'sandbox':
         this.result.sandbox = {
@@ -789,6 +809,7 @@ export class Run {
           ...(this.resumed && this.spec.resumeFrom
             ? { resume: { session: this.spec.resumeFrom.session, note: this.spec.resumeFrom.note } }
             : {}),
+          ...(this.paramSecrets ? { secrets: this.paramSecrets } : {}),
           ...(this.proxyGrant
             ? {
                 model: {

@@ -19,6 +19,7 @@ import {
   LaunchRun,
   ListRuns,
   Offsets,
+  SetParamSecret,
   SetProviderKey,
   Shutdown,
   SetBackend,
@@ -38,6 +39,8 @@ export interface ProviderKeys {
   set(provider: string, key: string | null): boolean;
   /** Asks the provider whether it accepts the stored key. */
   check(provider: string): Promise<{ ok: boolean; status?: number; message: string }>;
+  /** Keeps a card's sensitive parameter value (secrets.ts); its reference, or null when only removed. */
+  setParam?(card: string, param: string, value: string | null, replaces?: string): string | null;
 }
 
 export interface ServerInfo {
@@ -143,6 +146,10 @@ export class SupervisorServer {
       provider: p.provider,
       hasKey: this.keys?.set(p.provider, p.key) ?? false,
     }));
+    handle(conn, SetParamSecret, (p) => {
+      if (!this.keys?.setParam) throw new Error('this supervisor keeps no secrets');
+      return { ref: this.keys.setParam(p.card, p.param, p.value, p.replaces) };
+    });
     handle(conn, ListProviders, () => ({ providers: this.keys?.list() ?? [] }));
     handle(conn, CheckProviderKey, async (p) => ({
       provider: p.provider,
