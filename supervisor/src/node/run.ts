@@ -45,6 +45,7 @@ import {
   buildRunEnv,
   projectFoldersToMake,
   projectReadOnly,
+  knownProjectsReadOnly,
   runWritable,
   SCRATCH_DIRS,
   DEFAULT_TMP_SIZE,
@@ -85,6 +86,8 @@ export interface RunDeps {
   proxy?: ModelProxy;
   hasKey?: (provider: string) => boolean;
   missingKeyGuidance?: (provider: string) => string;
+  /** Project folders the supervisor knows (schedule book): what of them is in a run's reach stays read-only. */
+  knownProjects?: () => string[];
   /** A replay card's sensitive parameter values from the supervisor's store (secrets.ts), by name. */
   paramSecrets?: (cardPath: string) => Promise<Record<string, string>>;
   /**
@@ -527,8 +530,14 @@ export class Run {
         return;
       }
     }
-    const readOnly = projectReadOnly(this.spec.card, flow);
-    for (const d of projectFoldersToMake(readOnly)) mkdirSync(d, { recursive: true, mode: 0o700 });
+    const own = projectReadOnly(this.spec.card, flow);
+    for (const d of projectFoldersToMake(own)) mkdirSync(d, { recursive: true, mode: 0o700 });
+    const readOnly = [
+      ...own,
+      ...knownProjectsReadOnly(this.deps.knownProjects?.() ?? [], this.writable).filter(
+        (p) => !own.includes(p),
+      ),
+    ];
     const args = buildJailArgs({
       flow,
       workspace: this.workspace,
