@@ -238,8 +238,13 @@ describe('reads as an allow-list', () => {
       card,
       userDisplay: true,
       userRuntimeDir: '/run/user/1',
+      userHome: '/home/me',
     });
-    expect(user).toEqual(['/ws', '/p/cards/c.md', '/tmp/.X11-unix', '/run/user/1']);
+    expect(user).toEqual(['/ws', '/p/cards/c.md', '/tmp/.X11-unix', '/run/user/1', '/home/me/.cache/at-spi']);
+    const bus = flow({ env: { DBUS_SESSION_BUS_ADDRESS: 'unix:path=/tmp/s/bus,guid=1' } });
+    expect(runReadable({ base: [], flow: bus, workspace: '/ws', card, userDisplay: true })).toContain(
+      '/tmp/s/bus',
+    );
   });
 
   it("reaches the person's display only for a desktop flow without a private display that names it", () => {
@@ -252,8 +257,11 @@ describe('reads as an allow-list', () => {
       ),
     ).toBeUndefined();
     expect(userDisplay(flow({ desktop: true, env: { DISPLAY: 'otherhost:0' } }))).toBeUndefined();
-    const args = buildJailArgs(base({}, { userDisplay: ':5' })).join(' ');
+    const args = buildJailArgs(base({ sandbox: { allowAbstractUnix: true } }, { userDisplay: ':5' })).join(
+      ' ',
+    );
     expect(args).toContain('--mask /tmp/.X11-unix --keep /tmp/.X11-unix/X5');
+    expect(args).toContain('--allow-abstract-unix');
   });
 
   it("drops from the run's PATH the folders it cannot read", () => {

@@ -135,6 +135,8 @@ export interface ReadableInput {
   userDisplay?: boolean;
   /** The person's XDG_RUNTIME_DIR (a user-display run's session bus and AT-SPI bus). */
   userRuntimeDir?: string | undefined;
+  /** The person's HOME: AT-SPI's bus socket is in ~/.cache/at-spi where there is no runtime dir. */
+  userHome?: string | undefined;
 }
 
 /**
@@ -144,6 +146,10 @@ export interface ReadableInput {
 export function runReadable(i: ReadableInput): string[] {
   const { flow } = i;
   const runtime = i.userDisplay ? (flow.env?.XDG_RUNTIME_DIR ?? i.userRuntimeDir) : undefined;
+  // the session bus the flow names (`unix:path=/…/bus`), for AT-SPI
+  const buses = i.userDisplay
+    ? [...(flow.env?.DBUS_SESSION_BUS_ADDRESS ?? '').matchAll(/(?:^|[,;:])path=([^,;]+)/g)].map((m) => m[1]!)
+    : [];
   return [
     ...i.base,
     i.workspace,
@@ -152,6 +158,10 @@ export function runReadable(i: ReadableInput): string[] {
     ...(flow.sandbox?.read ?? []),
     ...(i.privateDisplay || i.userDisplay ? ['/tmp/.X11-unix'] : []),
     ...(runtime && path.isAbsolute(runtime) ? [runtime] : []),
+    ...buses.filter((b) => path.isAbsolute(b)),
+    ...(i.userDisplay && i.userHome && path.isAbsolute(i.userHome)
+      ? [path.join(i.userHome, '.cache', 'at-spi')]
+      : []),
   ];
 }
 
@@ -199,11 +209,11 @@ export function buildJailArgs(i: JailArgsInput): string[] {
   for (const r of i.readable ?? []) args.push('--read', r);
   if (i.privateDisplay)
     args.push(...displayMasks(i.privateDisplay, i.userRuntimeDir, i.writable, i.workspace));
-  else if (i.userDisplay && i.useNamespaces)
-    // the person's display alone of the X sockets
-    args.push('--mask', '/tmp/.X11-unix', '--keep', `/tmp/.X11-unix/X${i.userDisplay.slice(1)}`);
   // A private display needs no abstract sockets; the user's X server and buses listen on some.
   else if (flow.sandbox?.allowAbstractUnix) args.push('--allow-abstract-unix');
+  // the person's display alone of the X sockets
+  if (!i.privateDisplay && i.userDisplay && i.useNamespaces)
+    args.push('--mask', '/tmp/.X11-unix', '--keep', `/tmp/.X11-unix/X${i.userDisplay.slice(1)}`);
   // 'auto': the jail confines by mounts where it can make the namespaces, else by Landlock as usual.
   const agentSandbox = flow.runner === 'codex' ? flow.sandbox?.agentSandbox : undefined;
   if (agentSandbox === true) args.push('--fs-mounts');

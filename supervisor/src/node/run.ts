@@ -525,6 +525,7 @@ export class Run {
           privateDisplay: !!this.display,
           userDisplay: !!display,
           userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
+          userHome: this.deps.baseEnv.HOME,
         })
       : undefined;
     const args = buildJailArgs({
