@@ -74,6 +74,7 @@ interface RawBinding {
     stats: { nodes: number; returned: number; roundTrips: number; ms: number };
   }>;
   desktopDoAction(q: RawQuery, id: number, action: string): Promise<string>;
+  desktopSetValue(q: RawQuery, id: number, value: string): Promise<'text' | 'value'>;
   desktopMove(x: number, y: number): Promise<void>;
   desktopClick(x: number, y: number, button: number, count: number): Promise<void>;
   desktopScroll(x: number, y: number, dx: number, dy: number): Promise<void>;

@@ -80,3 +80,13 @@ export {
   type VideoResult,
 } from './desktop/video.ts';
 export { StepGrouper, keyName, type ButtonName, type GroupedStep, type StepAction } from './desktop/steps.ts';
+export {
+  NotRegularFile,
+  openRegularFile,
+  openRegularFileSync,
+  readRegularFile,
+  readRegularFileBytesSync,
+  readRegularFileSync,
+  readRegularFileText,
+  type RegularFileOptions,
+} from './regular-file.ts';

@@ -313,6 +313,16 @@ Napi::Value DoAction(const Napi::CallbackInfo& info) {
   });
 }
 
+Napi::Value SetValue(const Napi::CallbackInfo& info) {
+  auto q = QueryFrom(ObjArg(info, 0));
+  int id = IntArg(info, 1, -1);
+  std::string value = StrArg(info, 2);
+  return Run(info.Env(), [q, id, value]() -> Marshal {
+    std::string kind = d::SetValue(q, id, value);
+    return [kind](Napi::Env env) { return Napi::String::New(env, kind); };
+  });
+}
+
 Napi::Value Move(const Napi::CallbackInfo& info) {
   int x = IntArg(info, 0), y = IntArg(info, 1);
   return Run(info.Env(), [x, y]() -> Marshal {
@@ -820,6 +830,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("desktopListApps", Napi::Function::New(env, ListApps));
   exports.Set("desktopRead", Napi::Function::New(env, Read));
   exports.Set("desktopDoAction", Napi::Function::New(env, DoAction));
+  exports.Set("desktopSetValue", Napi::Function::New(env, SetValue));
   exports.Set("desktopMove", Napi::Function::New(env, Move));
   exports.Set("desktopClick", Napi::Function::New(env, Click));
   exports.Set("desktopScroll", Napi::Function::New(env, Scroll));

@@ -449,8 +449,8 @@ describe('pause, limits and the CLI', () => {
     expect(r.stderr).toMatch(/no monitor "NOPE-9" on :\d+ \(there are: /);
   });
 
-  it('lists recordings newest first with duration, size, step count and thumbnails; deletes one', () => {
-    const all = listRecordings(out);
+  it('lists recordings newest first with duration, size, step count and thumbnails; deletes one', async () => {
+    const all = await listRecordings(out);
     expect(all.length).toBeGreaterThan(5);
     expect(all.map((r) => r.startedAt)).toEqual([...all.map((r) => r.startedAt)].sort().reverse());
     const filled = all.find((r) => r.steps === 12)!;
@@ -462,7 +462,7 @@ describe('pause, limits and the CLI', () => {
     expect(all.find((r) => r.stopReason === 'size-limit')).toBeDefined();
     deleteRecording(out, filled.id);
     expect(existsSync(filled.dir)).toBe(false);
-    expect(listRecordings(out).find((r) => r.id === filled.id)).toBeUndefined();
+    expect((await listRecordings(out)).find((r) => r.id === filled.id)).toBeUndefined();
     expect(() => deleteRecording(out, '../etc')).toThrow(/not a recording id/);
     expect(() => deleteRecording(out, filled.id)).toThrow(/no recording/);
   });

@@ -9,6 +9,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { getDocumentProxy } from 'unpdf';
@@ -27,6 +28,7 @@ beforeAll(async () => {
     textPdf(path.join(ws, 'report.pdf')),
     imagePdf(path.join(ws, 'scan.pdf')),
     docx(path.join(ws, 'form.docx')),
+    docx(path.join(ws, 'plain.docx'), { headerRow: false }),
     xlsx(path.join(ws, 'book.xlsx')),
   ]);
   writeFileSync(path.join(ws, 'notes.md'), '# Notes\n\nplain *markdown*\n');
@@ -64,6 +66,17 @@ describe('read_document', () => {
     expect(markdown).toMatch(/^-\s+a bullet point$/m);
     expect(markdown).toMatch(/^\|\s*Field\s*\|\s*Value\s*\|$/m);
     expect(markdown).toMatch(/^\|\s*City\s*\|\s*London\s*\|$/m);
+  });
+
+  it('an ordinary Word table (no repeat-header mark) reads with its first row as the header', async () => {
+    const { markdown } = await readDocument(ws, 'plain.docx');
+    const table = markdown.slice(markdown.indexOf('|')).split('\n');
+    expect(table.map((l) => l.replace(/\s+/g, ' '))).toEqual([
+      '| Field | Value |',
+      '| --- | --- |',
+      '| City | London |',
+      '| Year | 1843 |',
+    ]);
   });
 
   it('reads the first sheet of an XLSX by default, a named sheet on request', async () => {
@@ -158,6 +171,34 @@ describe('export_document', () => {
     expect(markdown).toMatch(/^2\.\s+step two$/m);
     expect(markdown).toMatch(/^\|\s*Region\s*\|\s*Revenue\s*\|$/m);
     expect(markdown).toMatch(/^\|\s*North\s*\|\s*1200\s*\|$/m);
+  });
+
+  it('prints CJK text with real glyphs, not empty boxes (a CJK font is installed by setup)', async () => {
+    // Two pages of different characters: with no font for them both print the same .notdef boxes.
+    const pages: Buffer[] = [];
+    for (const [name, text] of [
+      ['tokyo', '東京'],
+      ['osaka', '大阪'],
+    ] as const) {
+      writeFileSync(path.join(ws, `${name}.md`), `# ${text}\n`);
+      await exportDocument(ws, `${name}.md`, `${name}.pdf`, 'pdf');
+      // pdftotext (poppler-utils) finds the text; pdftoppm renders the page as a person sees it
+      expect(execFileSync('pdftotext', [path.join(ws, `${name}.pdf`), '-']).toString()).toContain(text);
+      execFileSync('pdftoppm', [
+        '-png',
+        '-r',
+        '40',
+        '-f',
+        '1',
+        '-l',
+        '1',
+        '-singlefile',
+        path.join(ws, `${name}.pdf`),
+        path.join(ws, name),
+      ]);
+      pages.push(readFileSync(path.join(ws, `${name}.png`)));
+    }
+    expect(pages[0]!.equals(pages[1]!), '東京 and 大阪 rendered alike: boxes, no CJK font').toBe(false);
   });
 
   it('prints a PDF with Chromium that read_document reads back; the workspace style wins over the project', async () => {

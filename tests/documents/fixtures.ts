@@ -61,7 +61,8 @@ export function imagePdf(file: string): Promise<void> {
   );
 }
 
-export async function docx(file: string): Promise<void> {
+/** A DOCX; `headerRow: false` writes an ordinary table (no "repeat header row" mark), as most are. */
+export async function docx(file: string, opts: { headerRow?: boolean } = {}): Promise<void> {
   const doc = new D.Document({
     numbering: {
       config: [
@@ -96,7 +97,7 @@ export async function docx(file: string): Promise<void> {
             ].map(
               (r, i) =>
                 new D.TableRow({
-                  ...(i === 0 ? { tableHeader: true } : {}),
+                  ...(i === 0 && opts.headerRow !== false ? { tableHeader: true } : {}),
                   children: r.map((c) => new D.TableCell({ children: [new D.Paragraph(c)] })),
                 }),
             ),

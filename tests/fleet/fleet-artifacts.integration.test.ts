@@ -111,7 +111,7 @@ describe("a remote run's artifacts", () => {
     expect(readFileSync(path.join(mirrored, 'steps', 'step-001.png'))).toEqual(shot);
     // The board's inspector code sees the screenshot and the live frame, while the run goes on.
     const files = new RunFiles(board.paths, async (id) => (await board.client.getRun(id)).run);
-    expect(files.list(run.runId).screenshots).toEqual(['artifacts/steps/step-001.png']);
+    expect((await files.list(run.runId)).screenshots).toEqual(['artifacts/steps/step-001.png']);
     expect((await files.liveFrame(run.runId)).toString()).toBe('frame 1');
     // A new frame replaces the old one (atomically, as the runner writes it).
     writeFileSync(path.join(art, 'live.tmp'), 'frame 2');

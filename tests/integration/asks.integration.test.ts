@@ -21,7 +21,8 @@ import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCodes } from '@runboard/supervisor/protocol';
-import { Harness } from '../helpers/harness.ts';
+import { createGrant } from '@runboard/supervisor/grants';
+import { DIST, Harness, REPO } from '../helpers/harness.ts';
 
 let h: Harness;
 let out: string;
@@ -129,6 +130,40 @@ describe('permission asks (supervisor)', () => {
     const refused = rec.events.filter((e) => e.data?.kind === 'ask-refused').map((e) => e.message);
     expect(refused).toHaveLength(2);
     for (const m of refused) expect(m).toMatch(/Runboard's own state/);
+  });
+
+  it("attack: Runboard's install folder, the desktop's sockets, /tmp and a grant's parent are never asked", async () => {
+    const native = path.join(REPO, 'native', 'build', 'Release');
+    // a workspace whose parent holds nothing of Runboard's: that parent is not offered either
+    const outer = path.join(h.root, 'outer');
+    const inner = path.join(outer, 'inner');
+    mkdirSync(inner, { recursive: true });
+    const grant = createGrant(h.paths, inner);
+    const { runId } = await h.client.launch({
+      card: card(),
+      flow: h.flow(),
+      workspace: inner,
+      grant,
+      // real writes the sandbox refuses (the supervisor's bundle, the jail's folder), then refusals
+      // the run prints for the X socket folder, /tmp and the workspace's parent
+      command:
+        `echo x > ${DIST}/pwned.mjs; echo x > ${native}/pwned; ` +
+        `echo "sh: 1: cannot create /tmp/.X11-unix/X77: Permission denied" >&2; ` +
+        `echo "sh: 1: cannot create /tmp/pwned: Permission denied" >&2; ` +
+        `echo "sh: 1: cannot create ${outer}/pwned: Permission denied" >&2; exit 1`,
+    });
+    const rec = await h.collect(runId);
+    expect(existsSync(path.join(DIST, 'pwned.mjs'))).toBe(false);
+    expect(rec.result.status).toBe('failed');
+    expect(rec.result.asks).toBeUndefined();
+    const refused = rec.events.filter((e) => e.data?.kind === 'ask-refused').map((e) => e.message);
+    expect(refused).toEqual([
+      expect.stringMatching(/Runboard's install folder/),
+      expect.stringMatching(/Runboard's install folder/),
+      expect.stringMatching(/desktop's sockets/),
+      expect.stringMatching(/desktop's sockets/),
+      expect.stringMatching(/holds a granted folder/),
+    ]);
   });
 
   it('askDeletes: a delete in the workspace is refused and asked; allowed once, only in that folder', async () => {

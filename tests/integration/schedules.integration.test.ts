@@ -85,6 +85,7 @@ describe('schedules in the supervisor', () => {
         spec(h, 'skip', { missed: 'skip' }),
         spec(h, 'latest', { missed: 'latest_once' }),
         spec(h, 'all', { missed: 'all', overlap: 'queue' }),
+        spec(h, 'allskip', { missed: 'all' }), // overlap: skip, the default
         spec(h, 'capped', { missed: 'all', overlap: 'queue', cron: '*/5 * * * *', text: 'every 5 minutes' }),
       ],
     });
@@ -114,6 +115,8 @@ describe('schedules in the supervisor', () => {
       /no board was open and the supervisor could not start the run: .*config\.yaml: cannot read it/,
     );
     expect(kept(s.all!)).toEqual(['08:00', '09:00', '10:00', '11:00', '12:00', '13:00']);
+    // Under overlap: skip too: the missed fires are one catch-up, not overlapping one another.
+    expect(kept(s.allskip!)).toEqual(['08:00', '09:00', '10:00', '11:00', '12:00', '13:00']);
     // `all` is capped at the newest 10; the rest are recorded as skipped.
     expect(kept(s.capped!)).toEqual([
       '12:15',

@@ -20,6 +20,7 @@ import {
 import { CommandRunner } from './runners/command.ts';
 import { loadRunner } from './runners/load.ts';
 import type { Runner, RunnerContext, RunnerOutcome } from './runners/runner.ts';
+import { redactor } from './redact.ts';
 
 const VERSION = '0.1.0';
 const runners: Partial<Record<string, () => Runner>> = {
@@ -53,6 +54,8 @@ async function main(): Promise<void> {
     spec.heartbeatIntervalMs,
   );
 
+  // A replay's sensitive parameter values never leave the worker in what it reports (redact.ts).
+  const redact = redactor(spec.secrets);
   const make = runners[spec.runner];
   let outcome: RunnerOutcome;
   let runner: Runner | undefined;
@@ -77,8 +80,9 @@ async function main(): Promise<void> {
     const ctx: RunnerContext = {
       spec,
       env: toolEnv,
-      progress: (fraction, message) => void notify(conn, WorkerProgress, { fraction, message }),
-      log: (level, message, data) => void notify(conn, WorkerLog, { level, message, data }),
+      progress: (fraction, message) =>
+        void notify(conn, WorkerProgress, { fraction, message: redact(message) }),
+      log: (level, message, data) => void notify(conn, WorkerLog, redact({ level, message, data })),
     };
     try {
       outcome = await runner.run(ctx);
@@ -91,7 +95,7 @@ async function main(): Promise<void> {
       };
     }
   }
-  await call(conn, WorkerFinished, outcome);
+  await call(conn, WorkerFinished, redact(outcome));
   clearInterval(heartbeat);
   process.exit(0);
 }

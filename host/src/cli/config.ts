@@ -3,8 +3,6 @@
  * project's config.yaml) with where each value came from, and `--upgrade` to write older files as the
  * current version (comments kept).
  */
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import YAML, { isMap, isScalar, isSeq, type Node } from 'yaml';
 import {
@@ -14,19 +12,10 @@ import {
   upgradeConfigFiles,
   type EffectiveConfig,
 } from '../core/project.ts';
+import { findProjectDir } from './project-dir.ts';
 
 export const CONFIG_USAGE = `config [--show] [--project DIR] [--json]  the effective config and where each value came from
   config --upgrade [--project DIR]          write older config files as the current version (comments kept)`;
-
-/** The project folder: --project, else the nearest folder from here up that has a config.yaml. */
-function projectDir(given: string | undefined): string {
-  if (given) return path.resolve(given);
-  for (let dir = process.cwd(); ; dir = path.dirname(dir)) {
-    if (existsSync(path.join(dir, 'config.yaml'))) return dir;
-    if (path.dirname(dir) === dir)
-      throw new Error(`no config.yaml in ${process.cwd()} or above it; pass --project DIR`);
-  }
-}
 
 /** The effective config as YAML, each value followed by a comment naming where it came from. */
 export function showConfig(eff: EffectiveConfig): string {
@@ -69,7 +58,7 @@ export function cmdConfig(args: string[]): number {
       json: { type: 'boolean' },
     },
   });
-  const dir = projectDir(values.project);
+  const dir = findProjectDir(values.project);
   if (values.upgrade) {
     const notes = upgradeConfigFiles(dir);
     process.stdout.write(notes.map((n) => `${n}\n`).join(''));

@@ -25,12 +25,16 @@ import { cmdExtract, EXTRACT_USAGE, ExtractUsageError } from './extract.ts';
 import { cmdConfig, CONFIG_USAGE } from './config.ts';
 import { cmdFleet, FLEET_USAGE, FleetUsageError } from './fleet.ts';
 import { cmdRecord, RECORD_USAGE, RecordUsageError } from './record.ts';
-import { cmdSchedules, SCHEDULES_USAGE } from './schedules.ts';
+import { cmdSchedules, SCHEDULES_USAGE, SchedulesUsageError } from './schedules.ts';
 import { cmdServe, SERVE_USAGE } from './serve.ts';
+import { cmdInit, INIT_USAGE, InitUsageError } from './init.ts';
+import { findProjectDir, NotHereError } from './project-dir.ts';
+import hostPackage from '../../package.json' with { type: 'json' };
 
 const EXIT = { usage: 2, unavailable: 69 } as const;
-const USAGE = `usage: runboard <command> [options]
+const USAGE = `usage: runboard <command> [options]   (runboard <command> --help: that command's help)
 
+  ${INIT_USAGE}
   run <card.md> [--project DIR] [--json]   run a card now, streaming its output; exit code from its status
   runs [--active] [--json]                 list runs, newest first
   logs <run-id> [-f] [--json]              print a run's output (-f: follow until it ends)
@@ -41,7 +45,7 @@ const USAGE = `usage: runboard <command> [options]
   key set <provider>                       store a provider key (read from stdin) with the supervisor
   key rm <provider> | key list             remove a key; list providers (never shows keys)
   key check <provider>                     ask the provider whether it accepts the stored key
-  supervisor status|stop [--force]         the supervisor for this state root
+  supervisor start|status|stop [--force]   the supervisor for this state root (start: for schedules, no board)
   ${SERVE_USAGE}
   ${RECORD_USAGE}
   ${EXTRACT_USAGE}
@@ -49,7 +53,25 @@ const USAGE = `usage: runboard <command> [options]
   ${CONFIG_USAGE}
   ${FLEET_USAGE}
 
+  --version                                this Runboard's version
+
 State lives in $RUNBOARD_HOME (default: the XDG data dir). See docs/user-guide.md.`;
+
+/** The help of one command: its lines of USAGE (with their continuation lines), or undefined. */
+function helpOf(command: string): string | undefined {
+  const out: string[] = [];
+  let mine = false;
+  for (const line of USAGE.split('\n').slice(1)) {
+    const text = line.trim();
+    if (!text) {
+      mine = false;
+      continue;
+    }
+    if (!/^ {6,}/.test(line)) mine = text === command || text.startsWith(`${command} `);
+    if (mine) out.push(line);
+  }
+  return out.length ? `usage: runboard\n${out.join('\n')}` : undefined;
+}
 
 /** A mistake in how a command was called: printed with that command's usage line, not the whole help. */
 class UsageError extends Error {
@@ -102,12 +124,18 @@ function errorLine(err: unknown): Record<string, unknown> {
   return { type: 'error', error: 'failed', message };
 }
 
-function findProjectDir(cardFile: string, given: string | undefined): string {
-  if (given) return path.resolve(given);
-  for (let dir = path.dirname(path.resolve(cardFile)); ; dir = path.dirname(dir)) {
-    if (existsSync(path.join(dir, 'config.yaml'))) return dir;
-    if (path.dirname(dir) === dir)
-      throw new UsageError(`no config.yaml found above ${cardFile}; pass --project DIR`);
+function cardProjectDir(cardFile: string, given: string | undefined): string {
+  if (given !== undefined) return findProjectDir(given);
+  if (!existsSync(cardFile))
+    throw new NotHereError(
+      `there is no card ${path.resolve(cardFile)} (cards are the .md files in a project's cards/)`,
+    );
+  try {
+    return findProjectDir(undefined, path.dirname(path.resolve(cardFile)));
+  } catch {
+    throw new NotHereError(
+      `${cardFile} is in no Runboard project (no config.yaml above it): \`runboard init\` makes one, or pass --project DIR`,
+    );
   }
 }
 
@@ -153,7 +181,7 @@ async function cmdRun(args: string[]): Promise<number> {
   let launched;
   let client: SupervisorClient;
   try {
-    const projectDir = findProjectDir(cardFile, values.project);
+    const projectDir = cardProjectDir(cardFile, values.project);
     const config = loadConfig(projectDir);
     const card = loadCard(cardFile, projectDir);
     const request = launchRequest(card, config, projectDir, new GrantStore(paths));
@@ -345,7 +373,25 @@ async function cmdSupervisor(args: string[]): Promise<number> {
     allowPositionals: true,
   });
   const sub = positionals[0];
-  if (sub !== 'status' && sub !== 'stop') throw new UsageError('supervisor takes status or stop');
+  if (sub !== 'status' && sub !== 'stop' && sub !== 'start')
+    throw new UsageError('supervisor takes start, status or stop', 'supervisor');
+  if (sub === 'start') {
+    let already = true;
+    const client = await SupervisorClient.connect(paths).catch(async (err: unknown) => {
+      if (!(err instanceof SupervisorUnavailable)) throw err;
+      already = false;
+      return SupervisorClient.connect(paths, { autoStart: true });
+    });
+    const s = await client.status();
+    client.close();
+    if (values.json) jsonLine({ running: true, started: !already, pid: s.pid });
+    else
+      process.stdout.write(
+        `${already ? 'the supervisor was running already' : 'supervisor started'}: pid ${s.pid}, state ${s.stateRoot}\n` +
+          `  it runs scheduled cards of registered projects (runboard init) with no board open; \`runboard schedules\` lists them\n`,
+      );
+    return 0;
+  }
   let client: SupervisorClient;
   try {
     client = await SupervisorClient.connect(paths);
@@ -381,7 +427,22 @@ async function cmdSupervisor(args: string[]): Promise<number> {
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
+  if (cmd === '--version' || cmd === '-V' || cmd === 'version') {
+    process.stdout.write(`runboard ${hostPackage.version}\n`);
+    return 0;
+  }
+  // `runboard <command> --help`: that command's help (parseArgs would call --help an unknown option)
+  if (cmd && cmd !== 'help' && (rest.includes('--help') || rest.includes('-h'))) {
+    const help = helpOf(cmd);
+    if (!help) throw new UsageError(`unknown command "${cmd}"`);
+    process.stdout.write(`${help}\n\nSee docs/user-guide.md; \`runboard help\` lists every command.\n`);
+    return 0;
+  }
   switch (cmd) {
+    case 'init':
+      return cmdInit(rest, paths).catch((e: unknown) => {
+        throw e instanceof InitUsageError ? new NotHereError(e.message) : e;
+      });
     case 'run':
       return cmdRun(rest);
     case 'runs':
@@ -410,7 +471,9 @@ async function main(argv: string[]): Promise<number> {
         throw e instanceof ExtractUsageError ? new UsageError(e.message, 'extract') : e;
       });
     case 'schedules':
-      return cmdSchedules(rest, paths);
+      return cmdSchedules(rest, paths).catch((e: unknown) => {
+        throw e instanceof SchedulesUsageError ? new UsageError(e.message, 'schedules') : e;
+      });
     case 'config':
       return cmdConfig(rest);
     case 'fleet':
@@ -455,7 +518,9 @@ main(process.argv.slice(2)).then(
     let code: number = EXIT.usage;
     let msg = (err as Error).message ?? String(err);
     const parseError = String((err as NodeJS.ErrnoException).code ?? '').startsWith('ERR_PARSE_ARGS');
-    if (err instanceof UsageError || parseError) {
+    if (err instanceof NotHereError) {
+      // one sentence saying what to run: no usage, no stack
+    } else if (err instanceof UsageError || parseError) {
       // the command's own usage line, not the whole help
       const usage = usageOf(err instanceof UsageError ? err.command : process.argv[2]);
       msg += usage ? `\n${usage}` : '';

@@ -130,11 +130,11 @@ export function contentType(file: string): string {
 
 export function fileHandlers(s: BoardService): FileHandlers {
   return {
-    runFile: (p) => ({ type: contentType(p.name), bytes: s.screenshot(p.runId, p.name) }),
-    recordingFile: (p) => {
-      const file = s.recordings.file(p.recordingId, p.name);
-      return { type: contentType(file), path: file };
-    },
+    runFile: async (p) => ({ type: contentType(p.name), bytes: await s.screenshot(p.runId, p.name) }),
+    recordingFile: async (p) => ({
+      type: contentType(p.name),
+      bytes: await s.recordings.file(p.recordingId, p.name),
+    }),
     liveFrame: async (p) => ({ type: 'image/jpeg', bytes: await s.liveFrame(p.runId) }),
     exportRun: (p) => ({
       type: 'application/gzip',

@@ -11,6 +11,7 @@ import {
   checkWorkflow,
   ErrorCodes,
   JsonRpcCodes,
+  paramSecretRefs,
   ResponseError,
   type RunResult,
 } from '@runboard/supervisor/protocol';
@@ -472,6 +473,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
           view.text === undefined ? `no workflow yet (${view.file})` : `${view.file} is not a valid workflow`,
       };
     const given = paramsOf(card.front.params);
+    const stored = paramSecretRefs(card.front.params);
     return {
       replay,
       params: view.workflow.task_params.map((p) => ({
@@ -480,13 +482,24 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
         example: p.example,
         sensitive: p.sensitive,
         optional: p.optional,
-        ...(given[p.name] !== undefined ? { value: given[p.name] } : {}),
+        // a sensitive value never goes back to the page: only that the supervisor keeps one
+        ...(stored[p.name] ? { stored: true } : {}),
+        ...(given[p.name] !== undefined && !p.sensitive ? { value: given[p.name] } : {}),
       })),
     };
   }
 
-  /** Writes the card's `params:` (its workflow's parameters only); with `queue`, queues the card. */
-  setReplayParams(id: string, params: Record<string, string>, queue: boolean | undefined): void {
+  /**
+   * Writes the card's `params:` (its workflow's parameters only); with `queue`, queues the card. A
+   * sensitive parameter's value goes to the supervisor's secrets and the card keeps its reference
+   * (`{secret: s-…}`); an empty one keeps the reference the card has. A sensitive value the card holds
+   * in clear (written by hand, or by an older board) is moved there too.
+   */
+  async setReplayParams(
+    id: string,
+    params: Record<string, string>,
+    queue: boolean | undefined,
+  ): Promise<void> {
     const card = this.card(id);
     if (this.scheduler.isActive(id))
       throw new MoveRefused('the card is running: change its parameters after the run');
@@ -501,7 +514,22 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       throw new Invalid(
         `${unknown.map((k) => `"${k}"`).join(', ')} is not a parameter of the workflow (it has: ${names.join(', ') || 'none'})`,
       );
-    const kept = Object.fromEntries(Object.entries(params).filter(([, v]) => v !== ''));
+    const sensitive = new Set(w.task_params.filter((p) => p.sensitive).map((p) => p.name));
+    const refs = paramSecretRefs(card.front.params);
+    const inCard = paramsOf(card.front.params);
+    const kept: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(params)) if (v !== '' && !sensitive.has(k)) kept[k] = v;
+    for (const k of sensitive) {
+      const v = params[k] || (refs[k] ? '' : (inCard[k] ?? ''));
+      if (v === '') {
+        if (refs[k]) kept[k] = { secret: refs[k] };
+        continue;
+      }
+      const { ref } = await this.client.setParamSecret(card.file, k, v, refs[k]);
+      if (ref) kept[k] = { secret: ref };
+    }
+    if (this.scheduler.isActive(id))
+      throw new MoveRefused('the card is running: change its parameters after the run');
     this.store.update(id, { params: Object.keys(kept).length ? kept : undefined });
     if (queue) this.move(id, 'queued', Number.MAX_SAFE_INTEGER);
     this.deltas.soon(0);
@@ -765,12 +793,12 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     this.scheduler.kick();
   }
 
-  runFiles(runId: string): RunFileList {
+  runFiles(runId: string): Promise<RunFileList> {
     return this.files.list(runId);
   }
 
   /** An image of a run, only when it is one of its screenshots (run-files.ts). */
-  screenshot(runId: string, name: string): Buffer {
+  screenshot(runId: string, name: string): Promise<Buffer> {
     return this.files.screenshot(runId, name);
   }
 
@@ -795,7 +823,8 @@ function paramsOf(v: unknown): Record<string, string> {
   if (!v || typeof v !== 'object' || Array.isArray(v)) return {};
   return Object.fromEntries(
     Object.entries(v as Record<string, unknown>)
-      .filter(([, x]) => x !== null && x !== undefined)
+      // a reference to a value the supervisor keeps is not a value
+      .filter(([, x]) => x !== null && x !== undefined && typeof x !== 'object')
       .map(([k, x]) => [k, String(x)]),
   );
 }

@@ -2,13 +2,31 @@
  * The host's grant store: grants are created here, only from a folder the user chose (CLI argument
  * or folder dialog), and picked for a card's workspace at launch. The supervisor re-validates them.
  */
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, realpathSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createGrant, findGrant, listGrants } from '@runboard/supervisor/grants';
+import { createGrant, findGrant, GrantError, listGrants } from '@runboard/supervisor/grants';
+import { ErrorCodes } from '@runboard/supervisor/protocol';
+import {
+  desktopSocketDirs,
+  installDirs,
+  protectedConflict,
+  type ProtectedDir,
+} from '@runboard/supervisor/protected-dirs';
 import type { StatePaths } from '@runboard/supervisor/paths';
 import type { Grant } from '@runboard/supervisor/protocol';
 import type { FolderListing } from '../shared/board-types.ts';
+import { distDir } from './supervisor-client.ts';
+
+function defaultProtected(): ProtectedDir[] {
+  let install: ProtectedDir[] = [];
+  try {
+    install = installDirs(distDir());
+  } catch {
+    // no bundles found (a test of the sources): nothing installed to protect
+  }
+  return [...install, ...desktopSocketDirs(process.env)];
+}
 
 /** Whether a card's folder is granted, as the board shows it (the supervisor decides at launch). */
 export type GrantStatus =
@@ -20,10 +38,33 @@ const STATUS_TTL_MS = 2000;
 export class GrantStore {
   private readonly cache = new Map<string, { at: number; status: GrantStatus }>();
 
-  constructor(private readonly paths: StatePaths) {}
+  /**
+   * `protect`: folders never granted, nor any folder around them (default: Runboard's install folder
+   * from the bundles' dist/, and the desktop's sockets: protected-dirs.ts).
+   */
+  constructor(
+    private readonly paths: StatePaths,
+    private readonly protect: () => readonly ProtectedDir[] = defaultProtected,
+  ) {}
 
-  /** The user chose `folder`: grant it. */
+  /**
+   * The user chose `folder` (or allowed a run's ask always): grant it. Refused for a folder that is,
+   * holds or lies in Runboard's state (createGrant), Runboard's install folder or the desktop's sockets.
+   */
   grant(folder: string): Grant {
+    let real: string | undefined;
+    try {
+      real = realpathSync(folder);
+    } catch {
+      // createGrant says it does not exist
+    }
+    const conflict = real && protectedConflict(real, this.protect());
+    if (conflict)
+      throw new GrantError(
+        ErrorCodes.GrantCoversState,
+        'protected',
+        `cannot grant ${folder}: ${conflict}; grant a folder outside it`,
+      );
     const g = createGrant(this.paths, folder);
     this.cache.clear();
     return g;

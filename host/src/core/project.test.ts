@@ -69,6 +69,16 @@ describe('config.yaml', () => {
     expect(() => tmp('300%')).toThrow(/at most 100%/);
   });
 
+  it("reads a flow's sandbox.memory: a size of at least 64m, or a share of the memory", () => {
+    const mem = (size: string) =>
+      parseConfig('c.yaml', `version: 1\nflows:\n  s: { runner: command, sandbox: { memory: "${size}" } }\n`);
+    for (const ok of ['512m', '4g', '65536k', '50%', '100%'])
+      expect(FlowSpec.parse(flowSpec('s', mem(ok).flows.s!, '/p')).sandbox?.memory).toBe(ok);
+    for (const bad of ['101%', '0%', '512', '2t', '1.5g', '-1m'])
+      expect(() => mem(bad), bad).toThrow(/flows\.s\.sandbox\.memory/);
+    expect(() => mem('32m')).toThrow(/at least 64m/);
+  });
+
   it('a codex flow gets its own sandbox where possible by default; false turns it off; other runners get none', () => {
     const cfg = parseConfig(
       'c.yaml',

@@ -21,6 +21,7 @@ import type {
 } from '../shared/recording-types.ts';
 import { Invalid, MoveRefused, NotFound } from './board-errors.ts';
 import { writeAtomic, type BoardStore } from './board-store.ts';
+import { readRegularFile } from './regular-file.ts';
 import { distDir } from './supervisor-client.ts';
 
 const START_TIMEOUT_MS = 30_000;
@@ -63,7 +64,7 @@ export class Recordings {
     }
     const mics = await this.microphones();
     return {
-      recordings: listRecordings(this.dir).map((r) => ({
+      recordings: (await listRecordings(this.dir)).map((r) => ({
         id: r.id,
         startedAt: r.startedAt,
         ...(r.durationMs !== undefined ? { durationMs: r.durationMs } : {}),
@@ -287,13 +288,22 @@ export class Recordings {
     }
   }
 
-  /** A screenshot of a recording (its thumbnails), only from its screenshots/ folder. */
-  file(id: string, name: string): string {
+  /**
+   * A screenshot of a recording (its thumbnails), only from its screenshots/ folder, and only a regular
+   * file inside the recordings folder: a run may have written there, and a link would serve a file of
+   * the person's (regular-file.ts).
+   */
+  async file(id: string, name: string): Promise<Buffer> {
     if (!/^rec-[\w-]+$/.test(id) || !IMAGE.test(name))
       throw new Invalid(`${id}/${name} is not a recording's screenshot (screenshots/NAME.png)`);
     const file = path.join(this.dir, id, name);
-    if (!existsSync(file)) throw new NotFound(`no ${name} in recording ${id}`);
-    return file;
+    try {
+      return await readRegularFile(file, { noFollow: true, maxBytes: 32 << 20, within: this.dir });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+        throw new NotFound(`no ${name} in recording ${id}`);
+      throw new NotFound(`${name} of recording ${id} cannot be shown: ${(err as Error).message}`);
+    }
   }
 
   /** The board closes: a recording going is stopped and written (its stdin closes). */

@@ -5,9 +5,12 @@ import { readRegularFileSync } from '@runboard/supervisor/regular-file';
 
 export {
   NotRegularFile,
+  openRegularFile,
   openRegularFileSync,
+  readRegularFile,
   readRegularFileBytesSync,
   readRegularFileSync,
+  readRegularFileText,
 } from '@runboard/supervisor/regular-file';
 
 /**

@@ -64,12 +64,12 @@ describe("a run's files, which the run itself wrote (artifacts/)", () => {
     expect((await files.liveFrame(RUN)).toString()).toBe('JPEG');
   });
 
-  it('serves a screenshot by name only when it is one, and as a regular file', () => {
+  it('serves a screenshot by name only when it is one, and as a regular file', async () => {
     writeFileSync(path.join(dir, 'artifacts', 'step-1.png'), 'PNG');
     symlinkSync(secret, path.join(dir, 'artifacts', 'step-2.png'));
-    expect(files.list(RUN).screenshots).toEqual(['artifacts/step-1.png']);
-    expect(files.screenshot(RUN, 'artifacts/step-1.png').toString()).toBe('PNG');
-    expect(() => files.screenshot(RUN, 'artifacts/step-2.png')).toThrow(/no screenshot/);
+    expect((await files.list(RUN)).screenshots).toEqual(['artifacts/step-1.png']);
+    expect((await files.screenshot(RUN, 'artifacts/step-1.png')).toString()).toBe('PNG');
+    await expect(files.screenshot(RUN, 'artifacts/step-2.png')).rejects.toThrow(/no screenshot/);
   });
 
   it('exports the run dir without what the run linked to outside it', async () => {

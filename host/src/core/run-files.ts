@@ -4,6 +4,7 @@
  * run's state through the supervisor; nothing here knows the log-dir layout beyond that.
  */
 import { closeSync, createReadStream, readdirSync, statSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -13,7 +14,7 @@ import { ARTIFACTS_DIR, LIVE_FRAME_FILE } from '@runboard/supervisor/protocol';
 import { runLogDir, type StatePaths } from '@runboard/supervisor/paths';
 import type { RunFiles as RunFileList, RunResult } from '../shared/board-types.ts';
 import { checkRunId, NotFound } from './board-errors.ts';
-import { openRegularFileSync, readRegularFileBytesSync } from './regular-file.ts';
+import { openRegularFileSync, readRegularFile } from './regular-file.ts';
 
 /**
  * The run wrote its artifacts folder: what is read there is opened as a regular file and never through
@@ -45,25 +46,29 @@ export class RunFiles {
     throw new NotFound(`no run ${runId}`);
   }
 
-  list(runId: string): RunFileList {
+  async list(runId: string): Promise<RunFileList> {
     const dir = this.dir(runId);
     const screenshots: string[] = [];
-    const walk = (rel: string): void => {
-      for (const e of readdirSync(path.join(dir, rel), { withFileTypes: true })) {
+    const walk = async (rel: string): Promise<void> => {
+      for (const e of await readdir(path.join(dir, rel), { withFileTypes: true })) {
         const r = rel ? `${rel}/${e.name}` : e.name;
-        if (e.isDirectory() && r.split('/').length < 3) walk(r);
+        if (e.isDirectory() && r.split('/').length < 3) await walk(r);
         else if (e.isFile() && IMAGE.test(e.name) && r !== LIVE_FRAME) screenshots.push(r);
       }
     };
-    walk('');
+    await walk('');
     return { screenshots: screenshots.sort() };
   }
 
-  /** An image of a run, only when it is one of its screenshots (and a regular file, read as such). */
-  screenshot(runId: string, name: string): Buffer {
-    if (!this.list(runId).screenshots.includes(name)) throw new NotFound(`no screenshot ${name}`);
+  /**
+   * An image of a run, only when it is one of its screenshots, read as a regular file inside the run's
+   * dir, bounded, off the server's thread.
+   */
+  async screenshot(runId: string, name: string): Promise<Buffer> {
+    if (!(await this.list(runId)).screenshots.includes(name)) throw new NotFound(`no screenshot ${name}`);
+    const dir = this.dir(runId);
     try {
-      return readRegularFileBytesSync(path.join(this.dir(runId), name), RUN_WRITTEN);
+      return await readRegularFile(path.join(dir, name), { ...RUN_WRITTEN, within: dir });
     } catch (err) {
       throw new NotFound(`screenshot ${name} of run ${runId} cannot be shown: ${(err as Error).message}`);
     }
@@ -79,7 +84,7 @@ export class RunFiles {
     if ((await this.runNow(runId)).status !== 'running')
       throw new NotFound(`run ${runId} has ended: no live view`);
     try {
-      return readRegularFileBytesSync(path.join(dir, LIVE_FRAME), RUN_WRITTEN); // ~30 KB; may go any moment
+      return await readRegularFile(path.join(dir, LIVE_FRAME), { ...RUN_WRITTEN, within: dir }); // ~30 KB; may go any moment
     } catch {
       throw new NotFound(`run ${runId} has no live frame (yet)`);
     }

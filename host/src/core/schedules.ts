@@ -75,6 +75,11 @@ export class HostSchedules {
   private again = false;
   /** Some fire is left pending (overlap: queue): look again when the board changes. */
   private waiting = false;
+  /**
+   * Per card, fires that were pending behind one this board queued (a missed catch-up under
+   * `missed: all`): they run after it, one at a time, whatever the overlap rule.
+   */
+  private readonly behind = new Map<string, Set<string>>();
   private closed = false;
   /** The supervisor's schedule clock minus ours (0 but in tests that inject its clock). */
   private offset = 0;
@@ -241,7 +246,7 @@ export class HostSchedules {
     const id = String(card.front.id);
     const busy = this.hooks.busy(id);
     if (busy) {
-      if (s.overlap === 'queue') {
+      if (s.overlap === 'queue' || this.behind.get(s.cardPath)?.has(fireAt)) {
         this.waiting = true; // taken when the card's run is over
         return;
       }
@@ -260,6 +265,10 @@ export class HostSchedules {
       return void (await take('skipped', `the board could not queue the card: ${(err as Error).message}`));
     }
     await take('queued', 'queued by the board');
+    const rest = this.behind.get(s.cardPath) ?? new Set(s.pending.slice(1));
+    rest.delete(fireAt);
+    if (rest.size) this.behind.set(s.cardPath, rest);
+    else this.behind.delete(s.cardPath);
     if (s.pending.length > 1) this.waiting = true; // the next one once this run is over
   }
 

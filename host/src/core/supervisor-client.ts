@@ -20,6 +20,7 @@ import {
   KeepWorktree,
   ListProviders,
   CheckProviderKey,
+  SetParamSecret,
   SetProviderKey,
   connect,
   DetachRun,
@@ -465,6 +466,17 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
   /** Store (or with null, delete) a provider key with the supervisor; it is never sent back. */
   setProviderKey(provider: string, key: string | null) {
     return this.rpc(SetProviderKey.method, (c) => call(c, SetProviderKey, { provider, key }), true);
+  }
+  /**
+   * Keeps a card's sensitive parameter value with the supervisor; answers its reference (the card holds
+   * that, never the value). `replaces`: the card's earlier reference, removed.
+   */
+  setParamSecret(card: string, param: string, value: string | null, replaces?: string) {
+    return this.rpc(
+      SetParamSecret.method,
+      (c) => call(c, SetParamSecret, { card, param, value, ...(replaces ? { replaces } : {}) }),
+      true,
+    );
   }
   /** Asks the provider (through the supervisor, which holds the key) whether it accepts the stored key. */
   checkProviderKey(provider: string) {

@@ -301,7 +301,15 @@ export function App({ api }: { api: BoardApi }) {
     if (missingNames) setAskedKeys((prev) => [...new Set([...prev, ...missingNames.split('\n')])]);
   }, [missingNames]);
 
-  if (!board) return <div className="loading">Loading the board…</div>;
+  // (a board that cannot be read says why: e.g. a page without its token is told to open the URL)
+  if (!board)
+    return error ? (
+      <div className="loading" role="alert">
+        {error}
+      </div>
+    ) : (
+      <div className="loading">Loading the board…</div>
+    );
   // the inspector shows the open card only: details of a card closed meanwhile are not shown
   const shown = selected && detail?.card.id === selected ? detail : undefined;
   const keyPanel = (providers ?? []).filter((p) => askedKeys.includes(p.name) && p.flows.length > 0);

@@ -67,7 +67,9 @@ export function ReplayParamsSection({
                 aria-label={p.name}
                 type={p.sensitive ? 'password' : 'text'}
                 value={values[p.name] ?? ''}
-                placeholder={p.sensitive ? '' : p.example}
+                placeholder={
+                  p.sensitive ? (p.stored ? 'kept by the supervisor: empty keeps it' : '') : p.example
+                }
                 disabled={locked}
                 onChange={(e) => setValues({ ...values, [p.name]: e.target.value })}
               />

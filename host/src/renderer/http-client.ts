@@ -1,17 +1,48 @@
 /**
  * BoardApi over HTTP, for the browser shell (`runboard serve`), built from the board's method table:
- * each call is its route's request. The page was opened with the launch token in its URL; the server
- * turned it into an HttpOnly cookie, so requests here carry it implicitly.
+ * each call is its route's request. The page opened with the printed URL came with a page token of its
+ * own (server.ts); the page holds it (and keeps it in its tab's sessionStorage, which only this origin,
+ * port included, reads: a reload or a link to a card in the same tab keeps working) and sends it on
+ * every request: as `Authorization: Bearer`, or as `pt` on what the browser fetches by itself (images,
+ * downloads, event streams). No cookie: the browser would send it to every port of 127.0.0.1.
  */
 import type { BoardApi } from '../shared/board-api.ts';
 import { boardMethods, buildCalls, fillPath, queryOf, urlOf } from '../shared/board-methods.ts';
 import type { BoardDelta, RunStreamMessage } from '../shared/board-types.ts';
 
+const STORED = 'runboard-page-token';
+const OPEN_THE_URL = 'open the URL runboard serve printed (it has the token)';
+
+/** The page's token: the one the page came with (kept for this tab), else the one this tab kept. */
+const PAGE_TOKEN: string | undefined = (() => {
+  const el = document.getElementById('page-token');
+  el?.remove();
+  try {
+    const given = el?.textContent ? (JSON.parse(el.textContent) as unknown) : undefined;
+    if (typeof given === 'string') {
+      sessionStorage.setItem(STORED, given);
+      return given;
+    }
+    return sessionStorage.getItem(STORED) ?? undefined;
+  } catch {
+    return undefined;
+  }
+})();
+
+/** `url` with the page token, for what the browser fetches by itself. */
+function withToken(url: string): string {
+  return `${url}${url.includes('?') ? '&' : '?'}pt=${encodeURIComponent(PAGE_TOKEN ?? '')}`;
+}
+
 async function request(method: string, url: string, body?: unknown): Promise<unknown> {
+  if (!PAGE_TOKEN) throw new Error(OPEN_THE_URL);
   const res = await fetch(url, {
     method,
-    credentials: 'same-origin',
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    credentials: 'omit',
+    headers: {
+      authorization: `Bearer ${PAGE_TOKEN}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const data = (await res.json().catch(() => ({}))) as { error?: string };
@@ -28,7 +59,7 @@ export function httpApi(): BoardApi {
   return {
     ...calls,
     onBoardChanged(cb) {
-      const es = new EventSource(urlOf('boardEvents', {}));
+      const es = new EventSource(withToken(urlOf('boardEvents', {})));
       es.onmessage = (e: MessageEvent<string>) => {
         const m = JSON.parse(e.data) as { type: string } & Partial<BoardDelta>;
         cb(m.type === 'delta' ? (m as BoardDelta) : undefined);
@@ -37,19 +68,19 @@ export function httpApi(): BoardApi {
       es.onopen = () => cb();
       return () => es.close();
     },
-    fileUrl: (runId, name) => urlOf('runFile', { runId, name }),
-    liveUrl: (runId, n) => urlOf('liveFrame', { runId, n }),
-    recordingFileUrl: (recordingId, name) => urlOf('recordingFile', { recordingId, name }),
+    fileUrl: (runId, name) => withToken(urlOf('runFile', { runId, name })),
+    liveUrl: (runId, n) => withToken(urlOf('liveFrame', { runId, n })),
+    recordingFileUrl: (recordingId, name) => withToken(urlOf('recordingFile', { recordingId, name })),
     async exportRun(runId) {
       const a = document.createElement('a');
-      a.href = urlOf('exportRun', { runId });
+      a.href = withToken(urlOf('exportRun', { runId }));
       a.download = `run-${runId}.tar.gz`;
       document.body.append(a);
       a.click();
       a.remove();
     },
     streamRun(runId, cb: (m: RunStreamMessage) => void) {
-      const es = new EventSource(urlOf('runStream', { runId }));
+      const es = new EventSource(withToken(urlOf('runStream', { runId })));
       let ended = false;
       es.onmessage = (e: MessageEvent<string>) => {
         const m = JSON.parse(e.data) as RunStreamMessage;

@@ -1,8 +1,11 @@
 /**
  * The headless shell: serves the renderer and the BoardApi over HTTP on 127.0.0.1 to a browser.
- * Security (shared/DESIGN.md): loopback only; a per-launch random token (given in the URL once, then an
- * HttpOnly SameSite=Strict cookie named after the port); Host must be this loopback address (no DNS
- * rebinding); Origin, when sent, must be this server (no cross-site requests); a strict CSP.
+ * Security (shared/DESIGN.md, docs/security-model.md "The board server"): loopback only; a per-launch
+ * random token, given once in the printed URL; the page that URL opens gets a token of its own (a page
+ * token), held by the page and sent by it as `Authorization: Bearer` (and as `?pt=` on the URLs a
+ * browser fetches by itself: images, downloads, event streams). No cookie: a browser sends 127.0.0.1's
+ * cookies to every port of 127.0.0.1, so any other local server would receive it. Host must be this
+ * loopback address (no DNS rebinding); Origin, when sent, must be this server; a strict CSP.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createReadStream, existsSync, readFileSync } from 'node:fs';
@@ -50,6 +53,12 @@ class HttpError extends Error {
   }
 }
 
+/** Page tokens kept (the most recently used): a page whose token was dropped is told to reopen the URL. */
+export const MAX_PAGE_TOKENS = 256;
+
+/** What a request without a valid token is told (the page shows it). */
+export const OPEN_THE_URL = 'open the URL runboard serve printed (it has the token)';
+
 /** Cards per column the page comes with: more than a tall screen shows, with the virtualiser's extra. */
 export const FIRST_SCREEN_CARDS = 40;
 
@@ -75,13 +84,22 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
     const b = Buffer.from(given);
     return b.length === tokenBuf.length && timingSafeEqual(b, tokenBuf);
   };
-  const cookieName = (): string => `rb_${port}`;
-  const cookieToken = (req: http.IncomingMessage): string | undefined => {
-    for (const part of (req.headers.cookie ?? '').split(';')) {
-      const [k, ...v] = part.trim().split('=');
-      if (k === cookieName()) return v.join('=');
+  // Page tokens, oldest first (a Map keeps insertion order; a use moves one to the end).
+  const pageTokens = new Map<string, true>();
+  const newPageToken = (): string => {
+    const t = randomBytes(24).toString('base64url');
+    pageTokens.set(t, true);
+    for (const old of pageTokens.keys()) {
+      if (pageTokens.size <= MAX_PAGE_TOKENS) break;
+      pageTokens.delete(old);
     }
-    return undefined;
+    return t;
+  };
+  const pageTokenOk = (given: string | undefined | null): boolean => {
+    if (!given || !pageTokens.has(given)) return false;
+    pageTokens.delete(given);
+    pageTokens.set(given, true);
+    return true;
   };
   const hostOk = (req: http.IncomingMessage): boolean => {
     const host = req.headers.host;
@@ -171,19 +189,20 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
     const url = new URL(req.url ?? '/', `http://127.0.0.1:${port}`);
     const method = req.method ?? 'GET';
 
-    // The page: the token arrives once in the URL and becomes a cookie for this port.
+    // The page. With the launch token (the printed URL) it comes with the board's first screen and a
+    // page token of its own; without one it is the bare app, which uses the page token its tab kept
+    // (a reload, a link to a card) or says to open the printed URL. It holds no data.
     if (method === 'GET' && url.pathname === '/') {
-      const given = url.searchParams.get('token') ?? cookieToken(req);
-      if (!tokenOk(given ?? undefined))
-        throw new HttpError(401, 'open the URL runboard serve printed (it has the token)');
-      res.setHeader('set-cookie', `${cookieName()}=${token}; HttpOnly; SameSite=Strict; Path=/`);
+      const given = url.searchParams.get('token');
+      if (given !== null && !tokenOk(given)) throw new HttpError(401, OPEN_THE_URL);
       const html = readFileSync(path.join(opts.rendererDir, 'index.html'), 'utf8');
       res.writeHead(200, { 'content-type': contentType('index.html'), 'cache-control': 'no-store' });
-      res.end(html.replace('</head>', `${firstScreenScript(service)}\n  </head>`));
+      if (given === null) return void res.end(html);
+      const pageToken = `<script type="application/json" id="page-token">${JSON.stringify(newPageToken())}</script>`;
+      res.end(html.replace('</head>', `${firstScreenScript(service)}\n  ${pageToken}\n  </head>`));
       return;
     }
-    const auth = req.headers.authorization?.replace(/^Bearer /, '');
-    if (!tokenOk(auth) && !tokenOk(cookieToken(req))) throw new HttpError(401, 'no valid token');
+    // the renderer's code and styles: the same for everyone, nothing of the board
     if (method === 'GET' && RENDERER_FILES.some((f) => f !== 'index.html' && url.pathname === `/${f}`))
       return staticFile(res, url.pathname.slice(1));
     // what browsers ask for when a page names no icon (a bookmark, an old tab)
@@ -192,8 +211,15 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
     const segments = segmentsOf(url.pathname);
     if (segments[0] !== 'api') throw new HttpError(404, `not found: ${url.pathname}`);
     const route = matchRoute(method, segments);
-    if (!route) throw new HttpError(404, `no board method at ${method} ${url.pathname}`);
-    const m = boardMethods[route.name];
+    const m = route && boardMethods[route.name];
+    // the launch token (scripts, the CLI) or a page token, as a header; a page token also as `pt` on
+    // what the browser fetches by itself (files, streams), which cannot carry a header
+    const auth = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    const inQuery = m && m.kind !== 'call' ? url.searchParams.get('pt') : null;
+    if (!tokenOk(auth) && !pageTokenOk(auth) && !pageTokenOk(inQuery))
+      throw new HttpError(401, `no valid token: ${OPEN_THE_URL}`);
+    url.searchParams.delete('pt');
+    if (!route || !m) throw new HttpError(404, `no board method at ${method} ${url.pathname}`);
     // parameters: the route's segments over the body (POST, PUT) or the query (GET)
     const given = m.verb === 'GET' ? Object.fromEntries(url.searchParams) : await readBody(req);
     const raw = { ...given, ...route.pathParams };

@@ -6,8 +6,10 @@ export interface ReplayParamField {
   example: string;
   sensitive: boolean;
   optional: boolean;
-  /** The card's value (`params:` front matter), if it gives one. */
+  /** The card's value (`params:` front matter), if it gives one; never a sensitive one's. */
   value?: string;
+  /** A sensitive parameter: the supervisor keeps a value for it (the card holds its reference). */
+  stored?: boolean;
 }
 
 export interface ReplayParamsView {

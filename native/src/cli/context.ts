@@ -70,3 +70,42 @@ export function latestContext(windowIds: number[], file = contextPath()): Window
     .filter((c): c is WindowContext => c !== undefined)
     .sort((a, b) => b.ts - a.ts)[0];
 }
+
+// ---- --since: the flat elements of recent reads, per window, for 60 s ----
+
+const SNAPSHOT_TTL_S = 60;
+
+export function snapshotPath(env: NodeJS.ProcessEnv = process.env): string {
+  return contextPath(env).replace(/read-context-/, 'read-snapshots-');
+}
+
+type Snapshots = Record<string, Record<string, unknown[]>>;
+
+function loadSnapshots(file: string): Snapshots {
+  try {
+    const s = JSON.parse(readFileSync(file, 'utf8')) as Snapshots;
+    return s && typeof s === 'object' ? s : {};
+  } catch {
+    return {};
+  }
+}
+
+/** Keeps a read's flat elements under its ts (seconds); reads older than 60 s are dropped. */
+export function saveSnapshot(windowId: number, ts: number, elements: unknown[], file = snapshotPath()): void {
+  const all = loadSnapshots(file);
+  const now = Math.floor(Date.now() / 1000);
+  for (const [w, byTs] of Object.entries(all)) {
+    for (const t of Object.keys(byTs)) if (now - Number(t) > SNAPSHOT_TTL_S) delete byTs[t];
+    if (Object.keys(byTs).length === 0) delete all[w];
+  }
+  (all[String(windowId)] ??= {})[String(ts)] = elements;
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify(all), { mode: 0o600 });
+  renameSync(tmp, file);
+}
+
+export function loadSnapshot<T>(windowId: number, ts: number, file = snapshotPath()): T[] | undefined {
+  if (Math.floor(Date.now() / 1000) - ts > SNAPSHOT_TTL_S) return undefined;
+  return loadSnapshots(file)[String(windowId)]?.[String(ts)] as T[] | undefined;
+}

@@ -196,6 +196,10 @@ export const desktop = {
   doAction(q: WindowQuery, id: number, action = ''): Promise<string> {
     return call(() => binding().desktopDoAction(query(q), id, action));
   },
+  /** Sets an element's text, or its numeric value, through the accessibility API; says which it set. */
+  setValue(q: WindowQuery, id: number, value: string): Promise<'text' | 'value'> {
+    return call(() => binding().desktopSetValue(query(q), id, value));
+  },
   move(x: number, y: number): Promise<void> {
     return call(() => binding().desktopMove(x, y));
   },

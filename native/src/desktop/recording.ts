@@ -3,17 +3,10 @@
 // accessibility element hit. Written to `<dir>/<id>/`: manifest.jsonl (one step a line, in order),
 // screenshots/ (start.png, then one per step), recording.json (what, when, how it ended).
 import { randomBytes } from 'node:crypto';
-import {
-  appendFileSync,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
+import { readRegularFileText } from '../regular-file.ts';
 import { desktop } from './desktop.ts';
 import { StepGrouper, type GroupedStep, type StepAction } from './steps.ts';
 import { maskVideo, ScreenVideo, type MicChoice, type VideoResult } from './video.ts';
@@ -655,26 +648,45 @@ export interface RecordingInfo {
 
 const RECORDING_ID = /^rec-\d{8}-\d{6}-[0-9a-f]{6}$/;
 
-function folderBytes(dir: string): number {
+/** Bytes of every regular file in a recording's folder (links and anything else not counted or followed). */
+async function folderBytes(dir: string): Promise<number> {
   let n = 0;
-  for (const f of readdirSync(dir, { withFileTypes: true, recursive: true }))
-    if (f.isFile()) n += statSync(path.join(f.parentPath, f.name)).size;
+  for (const f of await readdir(dir, { withFileTypes: true, recursive: true }))
+    if (f.isFile())
+      n += await lstat(path.join(f.parentPath, f.name)).then(
+        (st) => (st.isFile() ? st.size : 0),
+        () => 0,
+      );
   return n;
 }
 
+/**
+ * What is read of a recording's folder: a run may have written there (a project folder inside a run's
+ * workspace), so only regular files, never through a link, bounded, off the caller's thread (a FIFO
+ * named recording.json hung the board; a link to /dev/zero grew it without bound).
+ */
+const META_READ = { noFollow: true, maxBytes: 1 << 20 } as const;
+const MANIFEST_READ = { noFollow: true, maxBytes: 32 << 20 } as const;
+
 /** The recordings in a folder (a project's `recordings/`), newest first; unreadable entries are left out. */
-export function listRecordings(dir: string, thumbnails = 6): RecordingInfo[] {
-  if (!existsSync(dir)) return [];
+export async function listRecordings(dir: string, thumbnails = 6): Promise<RecordingInfo[]> {
+  let ids: string[];
+  try {
+    ids = await readdir(dir);
+  } catch {
+    return [];
+  }
   const out: RecordingInfo[] = [];
-  for (const id of readdirSync(dir)) {
+  for (const id of ids) {
     if (!RECORDING_ID.test(id)) continue;
     const here = path.join(dir, id);
     try {
-      const meta = JSON.parse(readFileSync(path.join(here, 'recording.json'), 'utf8')) as Record<
-        string,
-        unknown
-      >;
-      const steps = readFileSync(path.join(here, 'manifest.jsonl'), 'utf8')
+      const meta = JSON.parse(
+        await readRegularFileText(path.join(here, 'recording.json'), { ...META_READ, within: dir }),
+      ) as Record<string, unknown>;
+      const steps = (
+        await readRegularFileText(path.join(here, 'manifest.jsonl'), { ...MANIFEST_READ, within: dir })
+      )
         .split('\n')
         .filter((l) => l.trim())
         .map((l) => (JSON.parse(l) as ManifestStep).screenshot);
@@ -683,6 +695,19 @@ export function listRecordings(dir: string, thumbnails = 6): RecordingInfo[] {
         steps.length <= pick
           ? steps
           : Array.from({ length: pick }, (_, i) => steps[Math.floor((i * steps.length) / pick)]!);
+      const shown: string[] = [];
+      // Only images already written (a recording in progress lists its start before it is on disk),
+      // and only regular files.
+      for (const t of [String(meta.startScreenshot), ...spaced]) {
+        if (shown.length >= thumbnails) break;
+        if (
+          await lstat(path.join(here, t)).then(
+            (st) => st.isFile(),
+            () => false,
+          )
+        )
+          shown.push(t);
+      }
       out.push({
         id,
         dir: here,
@@ -692,14 +717,11 @@ export function listRecordings(dir: string, thumbnails = 6): RecordingInfo[] {
         ...(typeof meta.stopReason === 'string' ? { stopReason: meta.stopReason as StopReason } : {}),
         ...(typeof meta.message === 'string' ? { message: meta.message } : {}),
         steps: steps.length,
-        bytes: folderBytes(here),
-        // Only images already written: a recording in progress lists its start before it is on disk.
-        thumbnails: [String(meta.startScreenshot), ...spaced]
-          .filter((t) => existsSync(path.join(here, t)))
-          .slice(0, thumbnails),
+        bytes: await folderBytes(here),
+        thumbnails: shown,
       });
     } catch {
-      // not a recording (or a broken one): not listed
+      // not a recording (or a broken one, or not regular files): not listed
     }
   }
   return out.sort((a, b) => b.startedAt.localeCompare(a.startedAt));

@@ -302,8 +302,8 @@ void Usage() {
       "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--write-fd N] [--device FILE]...\n"
       "                     [--hide DIR]...\n"
       "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp SIZE]\n"
-      "                     [--max-procs N] [--env-fd N] [--read PATH]... [--read-only PATH]... [--ask-deletes]\n"
-      "                     [--remove REL]...\n"
+      "                     [--max-procs N] [--memory BYTES] [--env-fd N] [--read PATH]... [--read-only PATH]...\n"
+      "                     [--ask-deletes] [--remove REL]...\n"
       "                     [--tcp PORT]... [--udp] [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts]\n"
       "                     [--no-landlock] [--no-namespaces] [--output-fds STDOUT,STDERR,ORDER] [--init]\n"
       "                     -- COMMAND [ARG]...\n");
@@ -332,6 +332,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> masks, keeps;
   std::string privateTmp;
   long maxProcs = 0;
+  long long memoryBytes = 0;
   std::vector<std::string> readOnly;
   int envFd = -1;
   int outputFds[3] = {-1, -1, -1};
@@ -365,7 +366,10 @@ int main(int argc, char** argv) {
       if (!ValidTmpSize(privateTmp))
         Die("--private-tmp " + privateTmp + ": a size such as 512m or 25% (at most 100%) is expected", 2);
     } else if (a == "--max-procs") maxProcs = atol(next());
-    else if (a == "--read-only") readOnly.push_back(next());
+    else if (a == "--memory") {
+      memoryBytes = atoll(next());
+      if (memoryBytes < (1LL << 20)) Die("--memory: a number of bytes of at least 1 MiB is expected", 2);
+    } else if (a == "--read-only") readOnly.push_back(next());
     else if (a == "--read") {
       // A tree the run may read (an allow-list: with any --read, nothing else is readable). Missing
       // ones are skipped; a link counts as its target, resolved once, here.
@@ -421,6 +425,8 @@ int main(int argc, char** argv) {
   runboard::pids::RunCgroup cgroup;
   std::string cgroupError;
   const bool cgroupMade = maxProcs > 0 && cgroup.Create(maxProcs, &cgroupError);
+  std::string memoryError;
+  if (memoryBytes > 0) cgroup.CreateMemory(memoryBytes, &memoryError);
   gCgroup = &cgroup;
   gJailPid = getpid();
   if (useNamespaces) nsError = EnterNamespaces();
@@ -560,14 +566,20 @@ int main(int argc, char** argv) {
     sigaddset(&pipeSig, SIGPIPE);
     sigprocmask(SIG_BLOCK, &pipeSig, nullptr);
   }
-  std::string pidsLimit = "none";
-  if (cgroupMade && cgroup.AddProcess(child, &cgroupError)) pidsLimit = "cgroup";
+  std::string pidsLimit = "none", moveError;
+  if (cgroup.active()) cgroup.AddProcess(child, &moveError);
+  if (cgroupMade && cgroup.pidsActive()) pidsLimit = "cgroup";
+  else if (cgroupMade) cgroupError = moveError;
+  const char* memoryLimit = cgroup.memoryActive() ? "cgroup" : "none";
+  if (memoryBytes > 0 && !cgroup.memoryActive() && memoryError.empty()) memoryError = moveError;
   broker.ParentSide();
   if (pumping) pump.ParentSide();
   if (maxProcs > 0 && pidsLimit == "none" && containment == "pid-namespace") pidsLimit = "rlimit";
   Status("{\"event\":\"started\",\"pid\":" + std::to_string(child) + ",\"containment\":\"" + containment +
          "\",\"namespaceError\":\"" + JsonEscape(nsError) + "\",\"pidsLimit\":\"" + pidsLimit +
-         "\",\"maxProcs\":" + std::to_string(maxProcs) + ",\"cgroupError\":\"" + JsonEscape(cgroupError) + "\"}");
+         "\",\"maxProcs\":" + std::to_string(maxProcs) + ",\"cgroupError\":\"" + JsonEscape(cgroupError) +
+         "\",\"memoryLimit\":\"" + memoryLimit + "\",\"memoryBytes\":" + std::to_string(memoryBytes) +
+         ",\"memoryError\":\"" + JsonEscape(memoryError) + "\"}");
   if (write(lifeline[1], "g", 1) < 0) {
     // the child is gone already: its exit says why
   }
@@ -595,15 +607,25 @@ int main(int argc, char** argv) {
     sizesSentAt = nowMs();
     sizesDue = false;
   };
+  // cgroup v1: the run met its memory limit. The kernel killed one of its processes; the jail ends the
+  // rest (v2's memory.oom.group does it in the kernel), so the run has one clear end.
+  int oomFd = cgroup.memoryActive() ? cgroup.OomFd() : -1;
+  bool oomSeen = false;  // the kernel may find the run already dying and count no kill of its own
   for (;;) {
-    pollfd ready[4] = {{signals, POLLIN, 0},
+    pollfd ready[5] = {{signals, POLLIN, 0},
                        {broker.PollFd(), POLLIN, 0},
                        {pumping ? pump.Fd(0) : -1, POLLIN, 0},
-                       {pumping ? pump.Fd(1) : -1, POLLIN, 0}};
+                       {pumping ? pump.Fd(1) : -1, POLLIN, 0},
+                       {oomFd, POLLIN, 0}};
     int timeout = -1;
     if (sizesDue) timeout = static_cast<int>(std::max(0LL, sizesSentAt + kSizesEveryMs - nowMs()));
-    int n = poll(ready, 4, timeout);
+    int n = poll(ready, 5, timeout);
     if (n < 0) continue;
+    if (ready[4].revents) {
+      kill(child, SIGKILL);
+      oomFd = -1;
+      oomSeen = true;
+    }
     if (pumping) {
       for (int s = 0; s < 2; ++s)
         if (ready[2 + s].revents && pump.Move(s)) sizesDue = true;
@@ -625,6 +647,11 @@ int main(int argc, char** argv) {
     }
   }
   if (containment == "subreaper") KillRemainingChildren();
+  std::string memoryField;
+  if (cgroup.memoryActive())
+    memoryField = ",\"memoryMax\":" + std::to_string(memoryBytes) +
+                  ",\"memoryKills\":" + std::to_string(std::max(oomSeen ? 1LL : 0LL, cgroup.OomKills())) +
+                  ",\"memoryPeak\":" + std::to_string(std::max(0LL, cgroup.MemoryPeak()));
   cgroup.Remove();
   // The run's processes are all gone: what is left in the pipes is the end of its output.
   if (pumping) {
@@ -656,14 +683,14 @@ int main(int argc, char** argv) {
                      "}";
     close(initReport[0]);
   }
-  char line[768];
+  char line[896];
   snprintf(line, sizeof line,
            "{\"event\":\"exit\",\"code\":%s,\"signal\":%d,\"rchar\":%lld,\"wchar\":%lld,\"readBytes\":%lld,"
-           "\"writeBytes\":%lld,\"utimeMs\":%ld,\"stimeMs\":%ld,\"maxRssKb\":%ld,\"jailCpuMs\":%ld%s}",
+           "\"writeBytes\":%lld,\"utimeMs\":%ld,\"stimeMs\":%ld,\"maxRssKb\":%ld,\"jailCpuMs\":%ld%s%s}",
            signaled ? "null" : std::to_string(code).c_str(), termsig, runIo("rchar"), runIo("wchar"),
            runIo("read_bytes"), runIo("write_bytes"), usage.ru_utime.tv_sec * 1000 + usage.ru_utime.tv_usec / 1000,
            usage.ru_stime.tv_sec * 1000 + usage.ru_stime.tv_usec / 1000, usage.ru_maxrss, jailCpuMs,
-           commandField.c_str());
+           memoryField.c_str(), commandField.c_str());
   Status(line);
   return signaled ? 128 + termsig : code;
 }

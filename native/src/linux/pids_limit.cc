@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,8 +32,9 @@ bool Exists(const std::string& path) {
   return stat(path.c_str(), &st) == 0;
 }
 
-// The directory of the jail's cgroup in a hierarchy where the pids controller is available.
-std::string OwnPidsCgroup() {
+// The directory of the jail's cgroup in a hierarchy where `controller` is available, and whether that
+// hierarchy is cgroup v2.
+std::string OwnCgroup(const std::string& controller, bool* v2out) {
   std::ifstream in("/proc/self/cgroup");
   std::string line, v1, v2;
   while (std::getline(in, line)) {
@@ -42,19 +44,38 @@ std::string OwnPidsCgroup() {
     std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
     std::stringstream list(controllers);
     for (std::string c; std::getline(list, c, ',');)
-      if (c == "pids") v1 = "/sys/fs/cgroup/pids" + path;
+      if (c == controller) v1 = "/sys/fs/cgroup/" + controller + (path == "/" ? "" : path);
     if (line.compare(0, 3, "0::") == 0) v2 = path;
   }
+  *v2out = false;
   if (!v1.empty() && Exists(v1 + "/cgroup.procs")) return v1;
-  // cgroup v2: usable only where the pids controller is already enabled for our children.
+  // cgroup v2: usable only where the controller is already enabled for our children.
   for (const char* mount : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
     std::string dir = std::string(mount) + (v2 == "/" ? "" : v2);
     std::ifstream sub(dir + "/cgroup.subtree_control");
     std::string word;
     while (sub >> word)
-      if (word == "pids") return dir;
+      if (word == controller) {
+        *v2out = true;
+        return dir;
+      }
   }
   return "";
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The number after "key " on a line of a flat keyed file (memory.events, memory.oom_control); -1.
+long long KeyedValue(const std::string& text, const std::string& key) {
+  std::stringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.compare(0, key.size() + 1, key + " ") == 0) return atoll(line.c_str() + key.size() + 1);
+  return -1;
 }
 
 // The cgroups of jails that were killed (SIGKILL leaves no chance to remove them): empty, their
@@ -74,10 +95,10 @@ void RemoveStale(const std::string& parent) {
 
 }  // namespace
 
-bool RunCgroup::Create(long limit, std::string* reason) {
-  std::string parent = OwnPidsCgroup();
+bool RunCgroup::Make(const char* controller, Group* g, std::string* reason) {
+  std::string parent = OwnCgroup(controller, &g->v2);
   if (parent.empty()) {
-    *reason = "no pids cgroup controller available to this process";
+    *reason = std::string("no ") + controller + " cgroup controller available to this process";
     return false;
   }
   RemoveStale(parent);
@@ -86,36 +107,118 @@ bool RunCgroup::Create(long limit, std::string* reason) {
     *reason = "mkdir " + dir + ": " + strerror(errno);
     return false;
   }
-  int fd = -1;
-  if (!WriteText(dir + "/pids.max", std::to_string(limit)) ||
-      (fd = open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC)) < 0) {
-    *reason = dir + ": " + strerror(errno);
-    rmdir(dir.c_str());
+  g->dir = dir;
+  return true;
+}
+
+void RunCgroup::Drop(Group* g) {
+  if (g->procsFd >= 0) close(g->procsFd);
+  g->procsFd = -1;
+  if (g->dir.empty()) return;
+  // The run's last processes may still be leaving the cgroup for a moment after they were reaped.
+  for (int i = 0; i < 50 && rmdir(g->dir.c_str()) < 0 && errno == EBUSY; ++i) usleep(1000);
+  g->dir.clear();
+  g->moved = false;
+}
+
+bool RunCgroup::Create(long limit, std::string* reason) {
+  if (!Make("pids", &pids_, reason)) return false;
+  if (!WriteText(pids_.dir + "/pids.max", std::to_string(limit)) ||
+      (pids_.procsFd = open((pids_.dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC)) < 0) {
+    *reason = pids_.dir + ": " + strerror(errno);
+    Drop(&pids_);
     return false;
   }
-  dir_ = dir;
-  procsFd_ = fd;
+  return true;
+}
+
+bool RunCgroup::CreateMemory(long long bytes, std::string* reason) {
+  bool v2 = false;
+  std::string parent = OwnCgroup("memory", &v2);
+  // One hierarchy for both (v2 with both controllers): the pids cgroup takes the memory limit too.
+  if (v2 && pids_.v2 && !pids_.dir.empty() && pids_.dir.compare(0, parent.size() + 1, parent + "/") == 0 &&
+      pids_.dir.find('/', parent.size() + 1) == std::string::npos) {
+    memory_ = pids_;
+    memory_.procsFd = -1;
+    sharedDir_ = true;
+  } else if (!Make("memory", &memory_, reason)) {
+    return false;
+  }
+  const std::string& dir = memory_.dir;
+  const std::string value = std::to_string(bytes);
+  auto fail = [&](const std::string& file) {
+    *reason = dir + "/" + file + ": " + strerror(errno);
+    if (sharedDir_) memory_ = Group{};
+    else Drop(&memory_);
+    sharedDir_ = false;
+    if (oomFd_ >= 0) close(oomFd_);
+    oomFd_ = -1;
+    return false;
+  };
+  if (memory_.v2) {
+    if (!WriteText(dir + "/memory.max", value)) return fail("memory.max");
+    // Swap is not more room: the limit is the run's memory (where the kernel accounts swap at all).
+    if (Exists(dir + "/memory.swap.max") && !WriteText(dir + "/memory.swap.max", "0")) return fail("memory.swap.max");
+    // The whole run ends at the limit, not one process the kernel picks (a run half gone is no clear end).
+    if (!WriteText(dir + "/memory.oom.group", "1")) return fail("memory.oom.group");
+  } else {
+    if (!WriteText(dir + "/memory.limit_in_bytes", value)) return fail("memory.limit_in_bytes");
+    if (Exists(dir + "/memory.memsw.limit_in_bytes") && !WriteText(dir + "/memory.memsw.limit_in_bytes", value))
+      return fail("memory.memsw.limit_in_bytes");
+    // v1 has no oom.group: an eventfd says when the run met its limit, and the jail ends the run.
+    int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    int ofd = open((dir + "/memory.oom_control").c_str(), O_RDONLY | O_CLOEXEC);
+    bool armed = efd >= 0 && ofd >= 0 &&
+                 WriteText(dir + "/cgroup.event_control", std::to_string(efd) + " " + std::to_string(ofd));
+    if (ofd >= 0) close(ofd);
+    if (!armed) {
+      if (efd >= 0) close(efd);
+      return fail("cgroup.event_control");
+    }
+    oomFd_ = efd;
+  }
+  if (!sharedDir_ && (memory_.procsFd = open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC)) < 0)
+    return fail("cgroup.procs");
   return true;
 }
 
 bool RunCgroup::AddProcess(pid_t pid, std::string* reason) {
-  if (procsFd_ < 0) return false;
   std::string text = std::to_string(pid);
-  bool ok = write(procsFd_, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  if (!ok) *reason = dir_ + "/cgroup.procs: " + strerror(errno);
-  close(procsFd_);
-  procsFd_ = -1;
-  if (!ok) Remove();
+  bool ok = true;
+  for (Group* g : {&pids_, &memory_}) {
+    if (g->procsFd < 0) continue;
+    if (write(g->procsFd, text.data(), text.size()) == static_cast<ssize_t>(text.size())) {
+      g->moved = true;
+    } else {
+      *reason += (reason->empty() ? "" : "; ") + g->dir + "/cgroup.procs: " + strerror(errno);
+      ok = false;
+    }
+    close(g->procsFd);
+    g->procsFd = -1;
+  }
+  if (sharedDir_) memory_.moved = pids_.moved;
   return ok;
 }
 
+long long RunCgroup::OomKills() const {
+  if (memory_.dir.empty()) return -1;
+  return memory_.v2 ? KeyedValue(ReadText(memory_.dir + "/memory.events"), "oom_kill")
+                    : KeyedValue(ReadText(memory_.dir + "/memory.oom_control"), "oom_kill");
+}
+
+long long RunCgroup::MemoryPeak() const {
+  if (memory_.dir.empty()) return -1;
+  std::string text = ReadText(memory_.dir + (memory_.v2 ? "/memory.peak" : "/memory.max_usage_in_bytes"));
+  return text.empty() ? -1 : atoll(text.c_str());
+}
+
 void RunCgroup::Remove() {
-  if (procsFd_ >= 0) close(procsFd_);
-  procsFd_ = -1;
-  if (dir_.empty()) return;
-  // The run's last processes may still be leaving the cgroup for a moment after they were reaped.
-  for (int i = 0; i < 50 && rmdir(dir_.c_str()) < 0 && errno == EBUSY; ++i) usleep(1000);
-  dir_.clear();
+  if (oomFd_ >= 0) close(oomFd_);
+  oomFd_ = -1;
+  if (sharedDir_) memory_ = Group{};
+  sharedDir_ = false;
+  Drop(&memory_);
+  Drop(&pids_);
 }
 
 std::string SetNprocLimit(long limit) {

@@ -1,9 +1,13 @@
-// A limit on the number of processes (and threads) of one run, so that a fork bomb inside a run
-// stops at the limit instead of exhausting the machine's pids. Two mechanisms, whichever holds:
-//   * a pids cgroup of the run's own, where the jail may create one (cgroup v1 `pids` hierarchy, or
-//     v2 where the controller is enabled for the jail's cgroup): counts every task of the run;
-//   * RLIMIT_NPROC, set in the run's user namespace: since Linux 5.14 it counts the tasks of the
-//     namespace's user, that is the run's own (the kernel ignores it for uid 0 of the machine).
+// Limits on one run's resources, held by cgroups of the run's own (below the jail's) where the jail may
+// make them, with a fallback for processes:
+//   * processes (and threads): a pids cgroup (cgroup v1 `pids` hierarchy, or v2 where the controller is
+//     enabled for the jail's cgroup), else RLIMIT_NPROC set in the run's user namespace (since Linux 5.14
+//     it counts the tasks of the namespace's user, that is the run's own);
+//   * memory: a memory cgroup (v2 memory.max with memory.oom.group, or v1 memory.limit_in_bytes and
+//     memory.memsw.limit_in_bytes where swap is accounted). It charges the run's pages, its tmpfs /tmp
+//     pages included (the writer's). No fallback: RLIMIT_AS bounds address space, not memory, and
+//     breaks runtimes that reserve large ranges (V8, Go, the JVM); docs/security-model.md.
+// Where both controllers are in one hierarchy (v2) they share one cgroup: the run is moved once.
 #pragma once
 #include <sys/types.h>
 #include <string>
@@ -17,17 +21,38 @@ class RunCgroup {
   // its user namespace: the move is checked against the machine's credentials at open.
   // Returns false (and why in *reason) where that is not possible.
   bool Create(long limit, std::string* reason);
-  // Moves the run's first process into the cgroup, before it starts anything (everything it forks is
-  // then in it). On failure the cgroup is removed and *reason says why.
+  // The same for memory: a cgroup (the pids one where the memory controller is in its hierarchy) whose
+  // limit is `bytes`. On cgroup v1 it also arms an eventfd that becomes readable when the run meets its
+  // limit (OomFd): the jail then ends the whole run, as v2's memory.oom.group does.
+  bool CreateMemory(long long bytes, std::string* reason);
+  // Moves the run's first process into the cgroups, before it starts anything (everything it forks is
+  // then in them). On failure the cgroup is removed and *reason says why.
   bool AddProcess(pid_t pid, std::string* reason);
-  // Removes the cgroup once the run's processes are gone. No process moves out: a cgroup migration
+  // Whether each limit holds after AddProcess.
+  bool pidsActive() const { return !pids_.dir.empty() && pids_.moved; }
+  bool memoryActive() const { return !memory_.dir.empty() && (memory_.moved || sharedDir_); }
+  // v1: readable once the run met its memory limit (-1 elsewhere).
+  int OomFd() const { return oomFd_; }
+  // The kernel's OOM kills in the run's memory cgroup so far, and the most it used (bytes; -1 unknown).
+  long long OomKills() const;
+  long long MemoryPeak() const;
+  // Removes the cgroups once the run's processes are gone. No process moves out: a cgroup migration
   // waits for an RCU grace period (milliseconds), which the end of every run would pay.
   void Remove();
-  bool active() const { return !dir_.empty(); }
+  bool active() const { return !pids_.dir.empty() || !memory_.dir.empty(); }
 
  private:
-  std::string dir_;
-  int procsFd_ = -1;
+  struct Group {
+    std::string dir;
+    int procsFd = -1;
+    bool v2 = false;
+    bool moved = false;
+  };
+  bool Make(const char* controller, Group* g, std::string* reason);
+  static void Drop(Group* g);
+  Group pids_, memory_;
+  bool sharedDir_ = false;  // memory_ is pids_'s cgroup (one hierarchy): one move
+  int oomFd_ = -1;
 };
 
 // In the jail's child, after the user namespace is made: the rlimit. "" or what failed.

@@ -51,6 +51,26 @@ describe('layered config', () => {
     expect(eff.warnings).toEqual([]);
   });
 
+  it('the version a file sets is labelled with that file, not as a default', () => {
+    const eff = resolveConfig(project('version: 2\nflows:\n  a: { runner: command }\n'), user('flows: {}\n'));
+    expect(sourceOf(eff.sources, 'version')).toEqual({ layer: 'project', file: '/p/config.yaml' });
+    const none = resolveConfig(project('version: 2\n'), null);
+    expect(configRows(none).find((r) => r.key === 'version')?.source.layer).toBe('project');
+  });
+
+  it('a bad user-config value that the project overrides is still reported (other projects read it)', () => {
+    const eff = resolveConfig(
+      project('version: 2\nscheduler: { maxConcurrency: 4 }\nflows:\n  a: { runner: command }\n'),
+      user('version: 2\nscheduler: { maxConcurrency: lots }\n'),
+    );
+    expect(eff.config.scheduler.maxConcurrency).toBe(4);
+    expect(eff.warnings).toEqual([
+      expect.stringMatching(
+        /^\/home\/u\/\.config\/runboard\/config\.yaml: scheduler\.maxConcurrency: .*number.*: this project's config\.yaml overrides it, but a project that does not would fail: fix it there$/,
+      ),
+    ]);
+  });
+
   it('flows select named profiles from the user config; the flow’s own values win', () => {
     const cfg = parseConfig(
       '/p/config.yaml',

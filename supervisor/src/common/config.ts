@@ -292,6 +292,33 @@ function placeholderWarnings(config: ProjectConfig, sources: Record<string, Conf
 }
 
 /**
+ * Wrong values of the user config that this project's config.yaml overrides: the project works, but
+ * every project that does not override them would fail, so they are said (a warning) rather than
+ * passed over in silence.
+ */
+function overriddenUserErrors(
+  userData: Plain,
+  file: string,
+  sources: Record<string, ConfigSource>,
+): string[] {
+  const alone = ProjectConfig.safeParse(
+    mergeLayer(structuredClone(BUILTIN_DEFAULTS), userData, { layer: 'user', file }, {}),
+  );
+  if (alone.success) return [];
+  return alone.error.issues.flatMap((i) => {
+    const key = i.path.map(String).join('.');
+    // a value the user set (not one missing from a flow the user config completes only in part)
+    let v: unknown = userData;
+    for (const k of i.path) v = isPlain(v) ? v[String(k)] : undefined;
+    return key && v !== undefined && sourceOf(sources, key).layer === 'project'
+      ? [
+          `${file}: ${key}: ${i.message}: this project's config.yaml overrides it, but a project that does not would fail: fix it there`,
+        ]
+      : [];
+  });
+}
+
+/**
  * The effective config of a project: defaults ← user config ← the project's config.yaml. Throws a
  * ProjectError naming the file (and key) that is wrong, and what to do.
  */
@@ -299,6 +326,7 @@ export function resolveConfig(project: ConfigText, user: ConfigText | null): Eff
   const warnings: string[] = [];
   const sources: Record<string, ConfigSource> = {};
   let merged: Plain = structuredClone(BUILTIN_DEFAULTS);
+  let userData: Plain | undefined;
   for (const [kind, src] of [
     ['user', user],
     ['project', project],
@@ -310,10 +338,14 @@ export function resolveConfig(project: ConfigText, user: ConfigText | null): Eff
         `${src.file}: version ${m.from} is older than this Runboard's (${CONFIG_VERSION}); it was read as version ${CONFIG_VERSION} (\`runboard config --upgrade\` writes that into the file, keeping your comments)`,
       );
     const data = (m.doc.toJS() as Plain | null) ?? {};
-    delete data.version; // the effective version is this Runboard's
+    // the effective version is this Runboard's; a file that sets it is where it came from
+    if (Object.hasOwn(data, 'version')) sources.version = { layer: kind, file: src.file };
+    delete data.version;
     renameDeprecated(data, src.file, warnings);
+    if (kind === 'user') userData = data;
     merged = mergeLayer(merged, data, { layer: kind, file: src.file }, sources);
   }
+  if (userData && user) warnings.push(...overriddenUserErrors(userData, user.file, sources));
   const parsed = ProjectConfig.safeParse(merged);
   if (!parsed.success) {
     const first = parsed.error.issues[0]!;

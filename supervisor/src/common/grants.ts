@@ -22,7 +22,8 @@ const KEY_FILE = 'grant.key';
 export class GrantError extends Error {
   constructor(
     readonly code: number,
-    readonly reason: 'forged' | 'tampered' | 'stale' | 'outside' | 'malformed' | 'missing' | 'state-root',
+    readonly reason:
+      'forged' | 'tampered' | 'stale' | 'outside' | 'malformed' | 'missing' | 'state-root' | 'protected',
     message: string,
   ) {
     super(message);

@@ -7,7 +7,15 @@
 import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
-import { Command, drivesDesktop, RunnerName, TMP_SIZE } from '../protocol/index.ts';
+import {
+  Command,
+  drivesDesktop,
+  MEMORY_SIZE,
+  memorySizeBytes,
+  MIN_MEMORY_BYTES,
+  RunnerName,
+  TMP_SIZE,
+} from '../protocol/index.ts';
 import { readRegularFileSync } from './regular-file.ts';
 
 /** The board's columns, which are the card statuses (host/src/shared/board-types.ts checks it has the same). */
@@ -70,7 +78,16 @@ export const FlowConfig = z.object({
       agentSandbox: z.union([z.boolean(), z.literal('auto')]).optional(),
       /** Most processes (and threads) a run may have at once (default 1024; docs/security-model.md). */
       maxProcesses: z.number().int().min(16).max(1_000_000).optional(),
-      /** The most a run's own /tmp (memory) may hold: 512m, 2g, 25% of the memory (default 25%). */
+      /** The most memory a run may use (a memory cgroup): 512m, 4g, 50% of the machine's (default 50%). */
+      memory: z
+        .string()
+        .regex(MEMORY_SIZE, 'a size such as 512m, 4g or 50% (of the memory, at most 100%)')
+        .refine(
+          (s) => (memorySizeBytes(s, Number.MAX_SAFE_INTEGER) ?? 0) >= MIN_MEMORY_BYTES,
+          `at least ${MIN_MEMORY_BYTES >> 20}m: a run's worker needs that much to start`,
+        )
+        .optional(),
+      /** The most a run's own /tmp (memory) may hold: 512m, 2g, 25% of the memory (default 1g). */
       tmpSize: z
         .string()
         .regex(TMP_SIZE, 'a size such as 512m, 2g or 25% (of the memory, at most 100%)')

@@ -4,9 +4,12 @@
  * no OS keyring service; a keyring backend can replace the file functions behind the same names.
  * Workers never see a key: they reach the model through the loopback proxy with a per-run token.
  */
-import { existsSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ProviderName } from '../protocol/index.ts';
+import YAML from 'yaml';
+import { PARAM_SECRET_REF, paramSecretRefs, ProviderName } from '../protocol/index.ts';
 import { ensurePrivateDir, type StatePaths } from './paths.ts';
 
 export function providerKeysDir(paths: StatePaths): string {
@@ -53,4 +56,83 @@ export function missingKeyGuidance(paths: StatePaths, provider: string): string 
     `with \`printenv YOUR_KEY_VARIABLE | runboard key set ${provider}\` (it lands in ` +
     `${providerKeyFile(paths, provider)}, mode 0600), then run the card again`
   );
+}
+
+// ── Sensitive workflow parameters (issue 30) ──
+// A replay card's sensitive parameter (a PIN, a password) is never written in clear into the card, the
+// run's log or its artifacts: the board hands the value to the supervisor, which keeps it here, one
+// 0600 file per value under `<root>/keys/params/` (0700), and the card keeps only its reference
+// (`params: { pin: { secret: s-… } }`). The value is bound to the card file and the parameter it was
+// given for: only a run of that card gets it (in its spec, in memory), so a reference copied into
+// another card gives nothing.
+
+export interface ParamSecret {
+  /** The card file (absolute) the value was given for. */
+  card: string;
+  param: string;
+  value: string;
+}
+
+export function paramSecretsDir(paths: StatePaths): string {
+  return path.join(paths.keysDir, 'params');
+}
+
+function paramSecretFile(paths: StatePaths, ref: string): string {
+  if (!PARAM_SECRET_REF.test(ref)) throw new Error(`not a secret reference: ${JSON.stringify(ref)}`);
+  return path.join(paramSecretsDir(paths), `${ref}.json`);
+}
+
+/** Stores a value (atomically, born 0600) under a new reference, which it returns. */
+export function writeParamSecret(paths: StatePaths, s: ParamSecret): string {
+  ensurePrivateDir(paths.keysDir);
+  ensurePrivateDir(paramSecretsDir(paths));
+  const ref = `s-${randomBytes(16).toString('hex')}`;
+  const file = paramSecretFile(paths, ref);
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify(s), { mode: 0o600 });
+  renameSync(tmp, file);
+  return ref;
+}
+
+/** Removes a stored value (nothing when there is none or the reference is malformed). */
+export function deleteParamSecret(paths: StatePaths, ref: string): void {
+  if (!PARAM_SECRET_REF.test(ref)) return;
+  rmSync(paramSecretFile(paths, ref), { force: true });
+}
+
+/** A stored value, off the event loop; null when there is none or it cannot be read. */
+export async function readParamSecret(paths: StatePaths, ref: string): Promise<ParamSecret | null> {
+  if (!PARAM_SECRET_REF.test(ref)) return null;
+  try {
+    const s = JSON.parse(await readFile(paramSecretFile(paths, ref), 'utf8')) as Partial<ParamSecret>;
+    return typeof s.card === 'string' && typeof s.param === 'string' && typeof s.value === 'string'
+      ? { card: s.card, param: s.param, value: s.value }
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The sensitive parameter values a run of the card gets: each reference of its `params:` whose stored
+ * value was given for this card file and this parameter. Read off the event loop; a card that cannot
+ * be read gives none (the run then asks for the values it misses).
+ */
+export async function cardParamSecrets(paths: StatePaths, cardPath: string): Promise<Record<string, string>> {
+  let front: unknown;
+  try {
+    const m = /^---\r?\n([\s\S]*?)\r?\n---/.exec(await readFile(cardPath, 'utf8'));
+    front = m ? YAML.parse(m[1]!) : undefined;
+  } catch {
+    return {};
+  }
+  const refs = paramSecretRefs((front as { params?: unknown } | undefined)?.params);
+  const out: Record<string, string> = {};
+  await Promise.all(
+    Object.entries(refs).map(async ([param, ref]) => {
+      const s = await readParamSecret(paths, ref);
+      if (s && s.card === cardPath && s.param === param) out[param] = s.value;
+    }),
+  );
+  return out;
 }

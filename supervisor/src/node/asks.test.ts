@@ -2,10 +2,11 @@
  * A hostile run prints whatever "Permission denied" lines it likes: these are the asks it tries to
  * forge, and what the supervisor makes of them (never a folder it must not offer, never the run's text).
  */
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { desktopSocketDirs, installDirs, protectedConflict } from '../common/protected-dirs.ts';
 import { deriveAsks, MAX_ASKS, type AskContext } from './asks.ts';
 import { DenialScanner, type Denial } from './denials.ts';
 
@@ -163,5 +164,55 @@ describe('permission asks: what a run may be asked for', () => {
     const r = deriveAsks(found, ctx);
     expect(r.asks).toMatchObject([{ kind: 'write', path: out, source: 'agent' }]);
     expect(r.refused).toHaveLength(1);
+  });
+});
+
+describe('permission asks: Runboard itself, the desktop, and folders around a grant (issue 28)', () => {
+  const install = path.join(root, 'opt', 'runboard');
+  const dist = path.join(install, 'dist');
+  const xdg = path.join(root, 'xdg-run');
+  const beside = path.join(root, 'code', 'other-project');
+  for (const d of [dist, path.join(install, 'native', 'build', 'Release'), xdg, beside])
+    mkdirSync(d, { recursive: true });
+  const guarded: AskContext = {
+    ...ctx,
+    protected: [...installDirs(dist), ...desktopSocketDirs({ XDG_RUNTIME_DIR: xdg })],
+    granted: [ws, path.join(root, 'code', 'granted')],
+  };
+  mkdirSync(path.join(root, 'code', 'granted'), { recursive: true });
+  const write = (p: string) => `sh: 1: cannot create ${p}: Permission denied`;
+  const refusedFor = (p: string) => deriveAsks(denials([write(p)]), guarded);
+
+  it('the install folder, a folder in it and the folders around it are never asked', () => {
+    for (const p of [`${dist}/supervisor.mjs`, `${install}/native/build/Release/x.node`, `${install}/x`]) {
+      const r = refusedFor(p);
+      expect(r.asks, p).toEqual([]);
+      expect(r.refused[0]?.why, p).toMatch(/Runboard's install folder/);
+    }
+  });
+
+  it("the desktop's socket folders and $XDG_RUNTIME_DIR (and what holds them) are never asked", () => {
+    const paths = [`${xdg}/bus`, `${xdg}/wayland-0/x`];
+    if (existsSync('/tmp/.X11-unix')) {
+      paths.push('/tmp/.X11-unix/X5');
+      expect(refusedFor('/tmp/x').asks).toEqual([]); // /tmp holds it (and, here, this test's install)
+    }
+    for (const p of paths) {
+      const r = refusedFor(p);
+      expect(r.asks, p).toEqual([]);
+      expect(r.refused[0]?.why, p).toMatch(/desktop's sockets/);
+    }
+  });
+
+  it('a folder around a granted one is not asked; a folder beside it still is', () => {
+    const r = refusedFor(`${root}/code/x`);
+    expect(r.asks).toEqual([]);
+    expect(r.refused[0]?.why).toMatch(/holds a granted folder/);
+    expect(refusedFor(`${beside}/x`).asks).toEqual([expect.objectContaining({ path: beside })]);
+  });
+
+  it('the grant step refuses them too (protectedConflict, as the host checks before a grant)', () => {
+    expect(protectedConflict(path.join(install, 'native'), guarded.protected!)).toMatch(/install folder/);
+    expect(protectedConflict(beside, guarded.protected!)).toBeNull();
   });
 });

@@ -8,7 +8,9 @@
  * - folders a person must never be asked to open to a run are not asked at all: Runboard's state and
  *   runtime dir (keys, grants, the supervisor's socket) and every folder around them, the project's
  *   config.yaml and cards/ and the folders around them, `/` and the system trees, the home folder
- *   itself and its hidden folders (ssh and gpg keys, shell start-up files, tool settings);
+ *   itself and its hidden folders (ssh and gpg keys, shell start-up files, tool settings), Runboard's
+ *   install folder and the desktop's sockets and the folders around them (protected-dirs.ts), and a
+ *   folder around a granted one (allowing it would open every folder beside the grant);
  * - a port the supervisor serves itself (the model proxy's) is not asked;
  * - the same checks run again when a later launch carries the person's "allow" (registry.ts), against
  *   the supervisor's record of the ask, not anything the host or the card says.
@@ -16,6 +18,7 @@
 import { realpathSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { protectedConflict, type ProtectedDir } from '../common/protected-dirs.ts';
 import type { PermissionAsk } from '../protocol/index.ts';
 import type { Denial } from './denials.ts';
 
@@ -64,6 +67,10 @@ export interface AskContext {
   workspace: string;
   /** The user's home folder (default: os.homedir()). */
   home?: string;
+  /** Runboard's install folders and the desktop's sockets (protected-dirs.ts). */
+  protected?: readonly ProtectedDir[];
+  /** Granted folders (the run's workspace, every grant): a folder around one is not asked. */
+  granted?: readonly string[];
 }
 
 export type Derived = { ask: Omit<PermissionAsk, 'id' | 'evidence' | 'source'> } | { refused: string };
@@ -101,6 +108,11 @@ function existingFolder(p: string): string | null {
 export function folderRefusal(folder: string, ctx: AskContext): string | null {
   const home = real(ctx.home ?? os.homedir());
   if (folder === '/') return 'it is the whole file system';
+  const conflict = protectedConflict(folder, ctx.protected ?? []);
+  if (conflict) return conflict;
+  for (const g of (ctx.granted ?? []).map(real))
+    if (g !== folder && within(g, folder))
+      return `it holds a granted folder (${g}): allowing it would open every folder beside that one`;
   for (const h of ctx.hidden.map(real))
     if (within(folder, h) || within(h, folder))
       return "it holds or lies in Runboard's own state (keys, grants, the supervisor's socket)";

@@ -92,6 +92,15 @@ const table: [string, Partial<EndEvidence>, Partial<EndVerdict>][] = [
     },
   ],
   [
+    'the run met its memory limit (the kernel killed a process, the whole run ended)',
+    { jailExit: { ...exit(null, 9), memoryMax: 256 << 20, memoryKills: 1, memoryPeak: 256 << 20 } },
+    {
+      status: 'failed',
+      reason: 'memory-limit',
+      detail: 'killed: memory limit (256 MiB), raise sandbox.memory in the flow if the run needs more',
+    },
+  ],
+  [
     'worker reported then was killed',
     { jailExit: exit(null, 9), report: report('succeeded') },
     {

@@ -83,6 +83,15 @@ export function classifyEnd(e: EndEvidence): EndVerdict {
       detail: e.jailError || `the run jail exited with ${e.jailProcess.code ?? e.jailProcess.signal}`,
     };
   }
+  // The run met its memory limit: the kernel killed a process of it, and the whole run was ended.
+  if (exit.memoryKills && exit.signal === 9) {
+    const mib = (b: number | undefined): string => `${Math.round((b ?? 0) / 2 ** 20)} MiB`;
+    return {
+      status: 'failed',
+      reason: 'memory-limit',
+      detail: `killed: memory limit (${mib(exit.memoryMax)}), raise sandbox.memory in the flow if the run needs more`,
+    };
+  }
   const outside = FROM_OUTSIDE.has(exit.signal);
   if (!rep)
     return {

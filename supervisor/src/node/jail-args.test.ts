@@ -5,6 +5,7 @@ import {
   buildRunEnv,
   projectReadOnly,
   runReadable,
+  runMemoryBytes,
   runWritable,
   serializeEnv,
   userDisplay,
@@ -63,6 +64,14 @@ describe('buildJailArgs', () => {
       'node',
       'worker.mjs',
     ]);
+  });
+
+  it("limits the run's memory to the flow's sandbox.memory, half the machine's by default", () => {
+    expect(buildJailArgs(base({}, { memoryBytes: 512 << 20 })).join(' ')).toContain('--memory 536870912');
+    expect(runMemoryBytes(flow(), 8 * 2 ** 30)).toBe(4 * 2 ** 30);
+    expect(runMemoryBytes(flow({ sandbox: { memory: '300m' } }), 8 * 2 ** 30)).toBe(300 << 20);
+    expect(runMemoryBytes(flow({ sandbox: { memory: '2g' } }), 8 * 2 ** 30)).toBe(2 * 2 ** 30);
+    expect(runMemoryBytes(flow({ sandbox: { memory: '10%' } }), 1000 << 20)).toBe(100 << 20);
   });
 
   it("limits the run's processes to the flow's maxProcesses", () => {

@@ -9,6 +9,7 @@ import {
   drivesDesktop,
   JAIL_ENV_FD,
   JAIL_STATUS_FD,
+  memorySizeBytes,
   RunEnv,
   type CardRef,
   type FlowSpec,
@@ -16,8 +17,23 @@ import {
 
 /** Processes (threads count) a run may have at once unless its flow says otherwise. */
 export const DEFAULT_MAX_PROCESSES = 1024;
-/** The most a run's own /tmp (a tmpfs, so memory) holds when its flow names no sandbox.tmpSize. */
-export const DEFAULT_TMP_SIZE = '25%';
+/**
+ * The most a run's own /tmp (a tmpfs, so memory) holds when its flow names no sandbox.tmpSize: room for
+ * what tools put there (sockets, locks, small files); larger files belong in $TMPDIR, on disk. Its pages
+ * count in the run's memory limit too.
+ */
+export const DEFAULT_TMP_SIZE = '1g';
+/**
+ * The most memory a run's processes use together when its flow names no sandbox.memory: half the
+ * machine's, so one run (a leak, a bomb, a build gone wrong) cannot take the person's session with it,
+ * and a build or a browser still has room. docs/security-model.md (Resources).
+ */
+export const DEFAULT_MEMORY = '50%';
+
+/** The run's memory limit in bytes (the flow's sandbox.memory, else DEFAULT_MEMORY; `totalBytes`: the machine's). */
+export function runMemoryBytes(flow: FlowSpec, totalBytes: number): number {
+  return memorySizeBytes(flow.sandbox?.memory ?? DEFAULT_MEMORY, totalBytes) ?? 0;
+}
 
 /** NAME=VALUE entries, NUL-separated, as the jail reads them from JAIL_ENV_FD. */
 export function serializeEnv(env: Readonly<Record<string, string>>): Buffer {
@@ -81,6 +97,8 @@ export interface JailArgsInput {
   privateTmpSize?: string | undefined;
   /** Paths inside the writable trees that stay read-only (projectReadOnly()). */
   readOnly?: string[] | undefined;
+  /** The run's memory limit, bytes (runMemoryBytes()); 0: none. */
+  memoryBytes?: number | undefined;
   /** The jail's fd of the open, checked workspace (workspace-fd.ts): its write rule comes from it. */
   workspaceFd?: number | undefined;
   /** The jail's fds of the run's stdout.log, stderr.log and output.order: it moves the output into them. */
@@ -191,6 +209,7 @@ export function buildJailArgs(i: JailArgsInput): string[] {
   args.push('--env-fd', String(JAIL_ENV_FD));
   if (i.outputFds) args.push('--output-fds', i.outputFds.join(','));
   args.push('--max-procs', String(flow.sandbox?.maxProcesses ?? DEFAULT_MAX_PROCESSES));
+  if (i.memoryBytes) args.push('--memory', String(i.memoryBytes));
   for (const w of i.writable) {
     if (i.workspaceFd !== undefined && w === i.workspace) args.push('--write-fd', String(i.workspaceFd));
     else args.push('--write', w);

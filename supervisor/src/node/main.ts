@@ -14,15 +14,26 @@ import { config as zodConfig } from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
 import { jailPath, peerIdentity, sandboxSupport } from '@runboard/native';
 import { keepOwnGitDirsIn } from '../common/git.ts';
+import { listGrants } from '../common/grants.ts';
+import { desktopSocketDirs, installDirs } from '../common/protected-dirs.ts';
 import { ensurePrivateDir, statePaths } from '../common/paths.ts';
 import { refusePeer, type PeerLookup } from './peer.ts';
-import { hasProviderKey, missingKeyGuidance, readProviderKey, writeProviderKey } from '../common/secrets.ts';
+import {
+  cardParamSecrets,
+  deleteParamSecret,
+  hasProviderKey,
+  missingKeyGuidance,
+  readProviderKey,
+  writeParamSecret,
+  writeProviderKey,
+} from '../common/secrets.ts';
 import { ModelProxy, providerRoutes } from './model-proxy.ts';
 import { RunRegistry } from './registry.ts';
 import { SupervisorServer } from './server.ts';
 import { scheduleClock } from '../common/schedule.ts';
 import { scheduleLauncher } from './schedule-launcher.ts';
 import { ScheduleBook } from './schedules.ts';
+import { ProjectBook } from './projects.ts';
 import { fleetConfig } from './fleet/config.ts';
 import { insideAny, installReadTrees, readablePath, systemReadTrees } from './reads.ts';
 import { loadFleetHost, loadGateway, restoreBackend } from './fleet/backend.ts';
@@ -136,6 +147,9 @@ async function main(): Promise<void> {
     // trees are added per run.
     readTrees,
     runPath: readablePath(process.env.PATH, readTrees),
+    // never asked, never granted: Runboard's own code and the desktop's sockets
+    protectedPaths: [...installDirs(here, path.dirname(jailPath())), ...desktopSocketDirs(process.env)],
+    grantedPaths: () => listGrants(paths).map((g) => g.path),
     landlockAbi,
     landlockReason,
     useNamespaces: process.env.RUNBOARD_NAMESPACES !== 'off',
@@ -144,6 +158,7 @@ async function main(): Promise<void> {
     proxy,
     hasKey: (p) => hasProviderKey(paths, p),
     missingKeyGuidance: (p) => missingKeyGuidance(paths, p),
+    paramSecrets: (card) => cardParamSecrets(paths, card),
   });
 
   const schedules = new ScheduleBook({
@@ -153,6 +168,7 @@ async function main(): Promise<void> {
     isRunning: (cardPath) => registry.list(true, 10_000).some((r) => r.card.path === cardPath),
     launcher: scheduleLauncher(paths, registry, log),
   });
+  const projects = new ProjectBook(path.join(paths.supervisorDir, 'projects.json'), schedules, log);
 
   let shuttingDown = false;
   let closeFleet = async (): Promise<void> => undefined;
@@ -162,6 +178,7 @@ async function main(): Promise<void> {
     shuttingDown = true;
     log.info({ cancelRuns }, 'shutting down');
     schedules.stop();
+    projects.stop();
     void registry.drain(cancelRuns).then(async () => {
       await closeFleet().catch(() => undefined);
       netServer.close();
@@ -208,8 +225,13 @@ async function main(): Promise<void> {
         return hasProviderKey(paths, provider);
       },
       check: (provider) => proxy.checkKey(provider),
+      setParam: (card, param, value, replaces) => {
+        if (replaces) deleteParamSecret(paths, replaces);
+        return value === null ? null : writeParamSecret(paths, { card, param, value });
+      },
     },
     schedules,
+    projects,
   );
   netServer.on('connection', (s) => server.accept(s));
 
@@ -232,6 +254,7 @@ async function main(): Promise<void> {
   const recovered = registry.recoverOrphans();
   if (recovered.length) log.warn({ runs: recovered }, 'closed runs left by a supervisor that died');
   schedules.start(); // after the socket is ours: only one supervisor decides missed fires
+  projects.start(); // the registered projects' cards, read again (schedules added while it was down)
   const fleetHost = fleet.host
     ? new (await loadFleetHost()).FleetHost({
         redisUrl: fleet.host.redisUrl,

@@ -215,6 +215,8 @@ export class RunRegistry {
           ownPorts: [],
           tcpPorts: [],
           workspace,
+          protected: this.deps.protectedPaths ?? [],
+          granted: [workspace, ...(this.deps.grantedPaths?.() ?? [])],
         });
         if (why) refuse(`${ask!.path}: ${why}`);
       }

@@ -5,7 +5,7 @@
  * endpoint (worker-endpoint.ts), liveness timers (liveness.ts), how it ended (classify-end.ts) and its
  * final record (run-finalize.ts).
  */
-import { constants as osConstants } from 'node:os';
+import { constants as osConstants, totalmem } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { closeSync, existsSync, mkdirSync, realpathSync, renameSync, rmSync } from 'node:fs';
@@ -35,6 +35,7 @@ import {
 } from '../protocol/index.ts';
 import type { AttachSource } from './attach.ts';
 import { classifyEnd, signalName, type FinishedReport, type JailExit } from './classify-end.ts';
+import type { ProtectedDir } from '../common/protected-dirs.ts';
 import { deriveAsks } from './asks.ts';
 import { DenialScanner } from './denials.ts';
 import {
@@ -47,6 +48,7 @@ import {
   userDisplay,
   SCRATCH_DIRS,
   DEFAULT_TMP_SIZE,
+  runMemoryBytes,
   serializeEnv,
 } from './jail-args.ts';
 import { readJailStatus, type JailStatus } from './jail-status.ts';
@@ -73,6 +75,10 @@ export interface RunDeps {
   readTrees?: string[];
   /** The PATH runs get: the supervisor's without the folders they cannot read (reads.ts). */
   runPath?: string;
+  /** Folders never asked (Runboard's install folder, the desktop's sockets: protected-dirs.ts). */
+  protectedPaths?: ProtectedDir[];
+  /** The granted folders now (a folder around one is never asked). */
+  grantedPaths?: () => string[];
   /** Landlock ABI of the kernel (0: none). */
   landlockAbi: number;
   landlockReason: string;
@@ -83,6 +89,8 @@ export interface RunDeps {
   proxy?: ModelProxy;
   hasKey?: (provider: string) => boolean;
   missingKeyGuidance?: (provider: string) => string;
+  /** A replay card's sensitive parameter values from the supervisor's store (secrets.ts), by name. */
+  paramSecrets?: (cardPath: string) => Promise<Record<string, string>>;
   /**
    * `command` runs through a Node worker as agent runs do, instead of under the jail's init
    * (RUNBOARD_COMMAND_WORKER=node: the benchmark's measure of what a Node worker's start costs).
@@ -191,6 +199,8 @@ export class Run {
   private goneScratch: string | undefined;
   /** The active-run marker's writes, in order (see writeMarker). */
   private markerWrites: Promise<unknown> = Promise.resolve();
+  /** A replay card's sensitive parameter values, for the worker's spec (never written anywhere). */
+  private paramSecrets: Record<string, string> | undefined;
   private readonly ended: Promise<RunResult>;
   private resolveEnded!: (r: RunResult) => void;
 
@@ -285,6 +295,8 @@ export class Run {
       ownPorts: this.proxyGrant ? [this.proxyGrant.port] : [],
       tcpPorts: this.spec.flow.sandbox?.tcpPorts ?? [],
       workspace: this.workspace,
+      protected: this.deps.protectedPaths ?? [],
+      granted: [this.workspace, ...(this.deps.grantedPaths?.() ?? [])],
     });
     for (const r of refused)
       this.event('log', `not asked: ${r.why}`, { kind: 'ask-refused', line: r.denial.line, level: 'warn' });
@@ -444,6 +456,14 @@ export class Run {
         return;
       }
     }
+    if (flow.runner === 'replay' && this.deps.paramSecrets) {
+      // handed to the worker in its spec (memory only), never written to the run's folder
+      this.paramSecrets = await this.deps.paramSecrets(this.spec.card.path);
+      if (!this.isActive || this.endCause) {
+        for (const g of [this.proxyGrant, this.visionGrant]) if (g) this.deps.proxy?.revoke(g.token);
+        return;
+      }
+    }
     // The run's folders, made off the event loop (a mkdir on a busy disk takes a millisecond or more,
     // and every launch and attached client of the supervisor would wait for it).
     // So are its output files (the jail gets them open).
@@ -544,6 +564,7 @@ export class Run {
       readable,
       userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
       privateTmpSize: flow.sandbox?.tmpSize ?? DEFAULT_TMP_SIZE,
+      memoryBytes: runMemoryBytes(flow, totalmem()),
       readOnly: readOnly.map(realOrAsIs),
       workspaceFd: workspaceFd === undefined ? undefined : JAIL_WORKSPACE_FD,
       outputFds: [...JAIL_OUTPUT_FDS],
@@ -709,6 +730,12 @@ export class Run {
           s,
         );
         void this.writeMarker(this.child?.pid ?? 0); // the pids, once the run's first process exists
+        if (s.memoryBytes && s.memoryLimit !== 'cgroup')
+          this.event(
+            'log',
+            `this run has no memory limit: the jail could make no memory cgroup (${s.memoryError || 'unknown'}); sandbox.memory is not enforced on this machine`,
+            { kind: 'memory-limit-off', level: 'warn' },
+          );
         break;
       case 'sandbox':
         this.result.sandbox = {
@@ -802,6 +829,7 @@ export class Run {
           command: this.spec.command,
           heartbeatIntervalMs: this.liveness.heartbeatIntervalMs,
           ...(this.artifactsDir ? { artifactsDir: this.artifactsDir } : {}),
+          ...(this.paramSecrets ? { secrets: this.paramSecrets } : {}),
           ...(this.proxyGrant
             ? {
                 model: {

@@ -63,6 +63,29 @@ describe('the schedule book', () => {
     book.stop();
   });
 
+  it('missed: all under overlap: skip keeps every missed fire (they are one catch-up, not an overlap)', () => {
+    let now = Date.parse('2026-01-05T07:59:00Z');
+    const book = new ScheduleBook({
+      file: path.join(dir, 'schedules.json'),
+      log: pino({ level: 'silent' }),
+      now: () => now,
+    });
+    book.start();
+    book.set('/p', [spec('all', { missed: 'all', overlap: 'skip' })]);
+    // Asleep from 07:59:30 to 09:30: the 08:00 and 09:00 fires were missed; policy all runs both.
+    now = Date.parse('2026-01-05T09:30:00Z');
+    vi.advanceTimersByTime(60_000);
+    const [s] = book.list();
+    expect(s!.pending.map((t) => t.slice(11, 16))).toEqual(['08:00', '09:00']);
+    expect(s!.history.filter((d) => d.decision === 'skipped')).toEqual([]);
+    // An on-time fire while those still wait is an overlap, and skip skips it.
+    now = Date.parse('2026-01-05T10:00:00Z');
+    vi.advanceTimersByTime(60_000);
+    expect(book.list()[0]!.pending).toHaveLength(2);
+    expect(book.list()[0]!.history.at(-1)!.reason).toMatch(/overlap: an earlier fire still waits/);
+    book.stop();
+  });
+
   it('an unreadable book is kept aside, not overwritten, and the book starts empty', () => {
     const file = path.join(dir, 'schedules.json');
     writeFileSync(file, '{"version":1,"entries":[{"spec":');

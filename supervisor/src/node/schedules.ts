@@ -198,6 +198,11 @@ export class ScheduleBook extends EventEmitter<{
       }));
   }
 
+  /** Is a board of `project` connected (it, not the cards' files, tells the project's schedules)? */
+  hasBoard(project: string): boolean {
+    return this.boards.has(project);
+  }
+
   /** A board of `project` connected: from now on it takes the project's fires. */
   attach(project: string): void {
     this.boards.set(project, (this.boards.get(project) ?? 0) + 1);
@@ -304,6 +309,8 @@ export class ScheduleBook extends EventEmitter<{
     const why = startup ? 'missed: the supervisor was not running' : 'missed: the machine slept or was busy';
     const policy = e.spec.missed;
     const keep = policy === 'skip' ? 0 : policy === 'latest_once' ? 1 : MAX_MISSED_RUNS;
+    // The kept fires are one catch-up: they do not overlap one another (only what waited before them).
+    const before = e.pending.length;
     if (more !== '0')
       this.decide(
         e,
@@ -318,20 +325,23 @@ export class ScheduleBook extends EventEmitter<{
             ? ` (policy all runs at most the newest ${MAX_MISSED_RUNS})`
             : ` (policy ${policy})`;
         this.decide(e, t, 'skipped', `${why}${cap}`);
-      } else this.fire(e, t, `${why}; run (policy ${policy})`);
+      } else this.fire(e, t, `${why}; run (policy ${policy})`, before);
     });
   }
 
-  /** A fire: pending for a host, unless the overlap rule skips it. */
-  private fire(e: Entry, t: number, why = 'on time'): void {
+  /**
+   * A fire: pending for a host, unless the overlap rule skips it. `earlier`: how many pending fires it
+   * may overlap (a missed catch-up passes the count from before its own fires).
+   */
+  private fire(e: Entry, t: number, why = 'on time', earlier = e.pending.length): void {
     e.lastFire = t;
-    const busy = this.opts.isRunning?.(e.spec.cardPath) || e.pending.length > 0;
+    const busy = this.opts.isRunning?.(e.spec.cardPath) || earlier > 0;
     if (busy && e.spec.overlap === 'skip') {
       this.decide(
         e,
         t,
         'skipped',
-        e.pending.length
+        earlier
           ? 'overlap: an earlier fire still waits for the board'
           : 'overlap: the previous run is still running',
       );

@@ -19,6 +19,7 @@ import {
   LaunchRun,
   ListRuns,
   Offsets,
+  SetParamSecret,
   SetProviderKey,
   Shutdown,
   SetBackend,
@@ -30,6 +31,7 @@ import { streamRun } from './attach.ts';
 import { setBackend } from './fleet/backend.ts';
 import type { RunRegistry } from './registry.ts';
 import { serveSchedules, type ScheduleBook } from './schedules.ts';
+import { serveProjects, type ProjectBook } from './projects.ts';
 
 /** Provider keys, kept by the supervisor (secrets.ts) so that no run and no host ever holds one. */
 export interface ProviderKeys {
@@ -37,6 +39,8 @@ export interface ProviderKeys {
   set(provider: string, key: string | null): boolean;
   /** Asks the provider whether it accepts the stored key. */
   check(provider: string): Promise<{ ok: boolean; status?: number; message: string }>;
+  /** Keeps a card's sensitive parameter value (secrets.ts); its reference, or null when only removed. */
+  setParam?(card: string, param: string, value: string | null, replaces?: string): string | null;
 }
 
 export interface ServerInfo {
@@ -59,6 +63,7 @@ export class SupervisorServer {
     private readonly refuse: (socket: net.Socket) => string | null,
     private readonly keys?: ProviderKeys,
     private readonly schedules?: ScheduleBook,
+    private readonly projects?: ProjectBook,
   ) {}
 
   accept(socket: net.Socket): void {
@@ -141,12 +146,17 @@ export class SupervisorServer {
       provider: p.provider,
       hasKey: this.keys?.set(p.provider, p.key) ?? false,
     }));
+    handle(conn, SetParamSecret, (p) => {
+      if (!this.keys?.setParam) throw new Error('this supervisor keeps no secrets');
+      return { ref: this.keys.setParam(p.card, p.param, p.value, p.replaces) };
+    });
     handle(conn, ListProviders, () => ({ providers: this.keys?.list() ?? [] }));
     handle(conn, CheckProviderKey, async (p) => ({
       provider: p.provider,
       ...((await this.keys?.check(p.provider)) ?? { ok: false, message: 'this supervisor keeps no keys' }),
     }));
     if (this.schedules) serveSchedules(conn, this.schedules);
+    if (this.projects) serveProjects(conn, this.projects);
     handle(conn, SetBackend, (p) => setBackend(reg, p, reg.paths, this.log));
     handle(conn, SupervisorStatus, () => ({
       pid: process.pid,

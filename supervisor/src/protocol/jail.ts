@@ -37,6 +37,12 @@ export const JailStatusLine = z.discriminatedUnion('event', [
     maxProcs: z.optional(z.int()),
     /** Why no pids cgroup could be made, when none was. */
     cgroupError: z.optional(z.string()),
+    /** What limits the run's memory (`--memory`): a memory cgroup, or nothing (no fallback). */
+    memoryLimit: z.optional(z.enum(['cgroup', 'none'])),
+    /** The limit asked for, bytes (0: none asked). */
+    memoryBytes: z.optional(count),
+    /** Why no memory cgroup could be made, when none was. */
+    memoryError: z.optional(z.string()),
   }),
   /** The sandbox is in place (sent from the child just before exec). */
   z.object({
@@ -77,6 +83,14 @@ export const JailStatusLine = z.discriminatedUnion('event', [
     maxRssKb: count,
     /** CPU time of the jail itself (moving the output, answering listen() calls), ms. */
     jailCpuMs: z.optional(count),
+    /**
+     * With a memory cgroup: its limit (bytes), the times the run met it and a process was killed for
+     * it (by the kernel; the jail or memory.oom.group then ended the whole run), and the most the run
+     * used (bytes).
+     */
+    memoryMax: z.optional(count),
+    memoryKills: z.optional(count),
+    memoryPeak: z.optional(count),
     /**
      * `--init`: how the run's command ended, as the jail's init saw it (code null: killed by
      * `signal`; execErrno: it could not be executed; ms: from its start to its end).

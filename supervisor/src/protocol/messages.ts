@@ -192,6 +192,24 @@ export const CheckProviderKey = request(
   }),
 );
 
+/**
+ * Keeps a replay card's sensitive parameter value with the supervisor (0600 under the state root's keys
+ * dir; docs/security-model.md, "Sensitive parameters") and answers its reference, which the card holds
+ * instead of the value. Bound to the card file and parameter: only that card's runs get it. `replaces`:
+ * the card's earlier reference, removed. A null value only removes. Never echoed back.
+ */
+export const SetParamSecret = request(
+  'secret/setParam',
+  'host→supervisor',
+  z.object({
+    card: CardRef.shape.path,
+    param: z.string().check(z.minLength(1), z.maxLength(200)),
+    value: z.nullable(z.string().check(z.minLength(1), z.maxLength(65_536))),
+    replaces: z.optional(z.string().check(z.regex(/^s-[0-9a-f]{32}$/))),
+  }),
+  z.object({ ref: z.nullable(z.string()) }),
+);
+
 // ─── supervisor → host (on the connection that attached) ─────────────────────────────────────────
 
 /** One event from events.jsonl. */
@@ -297,6 +315,11 @@ export const WorkerSpec = z.object({
   ),
   /** A folder under the run's log dir the worker may write (screenshots, report.md). */
   artifactsDir: z.optional(z.string()),
+  /**
+   * Replay runs: the card's sensitive parameter values by name, from the supervisor's store (the card
+   * holds references). Only in memory: the worker types them and redacts them from all it sends.
+   */
+  secrets: z.optional(z.record(z.string(), z.string())),
 });
 export type WorkerSpec = z.infer<typeof WorkerSpec>;
 

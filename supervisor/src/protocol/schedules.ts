@@ -120,3 +120,42 @@ export const ClaimScheduledRun = request(
   z.object({ cardPath: CardPath, runId: RunId }),
   z.object({ claimed: z.boolean() }),
 );
+
+/** A card whose `schedule:` the supervisor cannot use, and why (the board shows the same on the card). */
+export const RefusedSchedule = z.object({
+  cardPath: CardPath,
+  title: z.optional(z.string().check(z.maxLength(500))),
+  error: z.string().check(z.maxLength(2000)),
+});
+export type RefusedSchedule = z.infer<typeof RefusedSchedule>;
+
+/** A project registered with the supervisor: its schedules count, the refused ones, or why it cannot be read. */
+export const ProjectInfo = z.object({
+  project: CardPath,
+  /** Usable schedules found in its cards. */
+  schedules: z.int(),
+  refused: z.array(RefusedSchedule),
+  /** The project cannot be read (no config.yaml, no cards/): what to do. */
+  error: z.optional(z.string().check(z.maxLength(2000))),
+});
+export type ProjectInfo = z.infer<typeof ProjectInfo>;
+
+/**
+ * Registers a project folder (`runboard init`): the supervisor reads its cards' schedules itself, at
+ * once, at every start and every minute while no board of it is open, so they fire with no board ever
+ * opened. Idempotent.
+ */
+export const RegisterProject = request(
+  'project/register',
+  'host→supervisor',
+  z.object({ project: CardPath }),
+  ProjectInfo,
+);
+
+/** The registered projects, their cards read again now. */
+export const ListProjects = request(
+  'project/list',
+  'host→supervisor',
+  z.object({}),
+  z.object({ projects: z.array(ProjectInfo) }),
+);

@@ -10,6 +10,20 @@ import * as z from 'zod/mini';
  */
 export const TMP_SIZE = /^(?:[1-9][0-9]{0,9}[kmg]?|(?:[1-9][0-9]?|100)%)$/;
 
+/** A run's memory limit (sandbox.memory): a number with k, m or g, or a share of the machine's memory. */
+export const MEMORY_SIZE = /^(?:[1-9][0-9]{0,9}[kmg]|(?:[1-9][0-9]?|100)%)$/;
+/** Below this a run's worker cannot start (a Node worker alone takes ~50 MiB). */
+export const MIN_MEMORY_BYTES = 64 << 20;
+
+/** sandbox.memory in bytes (`totalBytes`: the machine's memory, for a share); undefined if malformed. */
+export function memorySizeBytes(size: string, totalBytes: number): number | undefined {
+  if (!MEMORY_SIZE.test(size)) return undefined;
+  const n = Number.parseInt(size, 10);
+  const unit = size.at(-1)!;
+  if (unit === '%') return Math.floor((totalBytes * n) / 100);
+  return n * (unit === 'k' ? 1024 : unit === 'm' ? 1024 ** 2 : 1024 ** 3);
+}
+
 /** `YYYYMMDD-HHMMSS-mmmrrr` (UTC; mmm: milliseconds in hex, rrr: random): sorts by start time, and names
  * its own date folder under logs/agents/. */
 export const RunId = z
@@ -107,8 +121,18 @@ export const FlowSpec = z.object({
       /** Most processes (threads count) the run may have at once; a fork bomb stops there. Default 1024. */
       maxProcesses: z.optional(z.int().check(z.minimum(16), z.maximum(1_000_000))),
       /**
+       * The most memory the run's processes may use together (a memory cgroup; its /tmp's pages count):
+       * a number and k, m or g, or a share of the machine's memory. Default 50%. Over it the run is
+       * killed (termination `memory-limit`).
+       */
+      memory: z.optional(
+        z
+          .string()
+          .check(z.regex(MEMORY_SIZE, 'a size such as 512m, 4g or 50% (of the memory, at most 100%)')),
+      ),
+      /**
        * The most the run's own /tmp (a tmpfs, in memory) may hold, as tmpfs takes it: a number and k, m or
-       * g, or up to 100% (of the machine's memory). Default 25%. $TMPDIR is on disk (the run's scratch dir).
+       * g, or up to 100% (of the machine's memory). Default 1g. $TMPDIR is on disk (the run's scratch dir).
        */
       tmpSize: z.optional(
         z.string().check(z.regex(TMP_SIZE, 'a size such as 512m, 2g or 25% (at most 100%)')),
@@ -260,6 +284,7 @@ export const TerminationReason = z.enum([
   'supervisor-died', // the supervisor died while the run was going; its processes died with it
   'log-write-failed', // the run's log could not be written (disk full): stopped to lose nothing silently
   'stalled', // no output at all for the flow's stall timeout: killed as stalled
+  'memory-limit', // the run used all the memory its flow allows (sandbox.memory): the kernel ended it
   'missing-key', // the flow's provider has no key: nothing was started
   'worktree-failed', // the run's git worktree could not be created
 ]);

@@ -435,3 +435,20 @@ export function serializeWorkflow(w: unknown): string {
   if (!r.ok) throw new Error(`not a valid workflow:\n${formatWorkflowProblems(r.problems)}`);
   return JSON.stringify(r.workflow, null, 2) + '\n';
 }
+
+/**
+ * A sensitive parameter's value kept by the supervisor (supervisor/src/common/secrets.ts): what a card's
+ * `params:` holds in its place, `{ secret: "s-…" }` (docs/workflows.md, "Sensitive parameters").
+ */
+export const PARAM_SECRET_REF = /^s-[0-9a-f]{32}$/;
+
+/** The references a card's `params:` front matter holds, by parameter name. */
+export function paramSecretRefs(params: unknown): Record<string, string> {
+  if (!params || typeof params !== 'object' || Array.isArray(params)) return {};
+  const out: Record<string, string> = {};
+  for (const [name, v] of Object.entries(params as Record<string, unknown>)) {
+    const ref = v && typeof v === 'object' ? (v as { secret?: unknown }).secret : undefined;
+    if (typeof ref === 'string' && PARAM_SECRET_REF.test(ref)) out[name] = ref;
+  }
+  return out;
+}

@@ -25,9 +25,45 @@ export interface ScreenOptions {
 const QUALITIES = [80, 65, 50, 35];
 const b64len = (n: number): number => Math.ceil(n / 3) * 4;
 
+/** The grey a masked rectangle is filled with (the recorder's, native/src/desktop/recording.ts). */
+const MASK_GREY = 0x80;
+/** Around a masked field, as the recorder does: its reported bounds vary by a few pixels between reads. */
+const MASK_MARGIN = 12;
+
 export class Screen {
   private sourceSize: [number, number] | null = null;
+  /** Screen rectangles filled grey in every capture (replay: password fields, fields given a secret). */
+  private readonly masks = new Map<string, Rect>();
   constructor(private readonly opts: ScreenOptions) {}
+
+  /** Masks the rectangle (screen pixels, with a margin) in every later capture; a stale one only masks more. */
+  mask(r: Rect): void {
+    const m: Rect = [r[0] - MASK_MARGIN, r[1] - MASK_MARGIN, r[2] + 2 * MASK_MARGIN, r[3] + 2 * MASK_MARGIN];
+    this.masks.set(m.join(','), m);
+  }
+
+  /** The capture, masked: taken raw, filled grey, then encoded (only when something is to be masked). */
+  private async grab(scale: number, quality: number) {
+    const opts = { ...(this.opts.region ? { region: this.opts.region } : {}), scale, cursor: true };
+    if (!this.masks.size) return desktop.capture({ ...opts, format: 'jpeg', quality });
+    const raw = await desktop.capture({ ...opts, format: 'raw' });
+    const [ox, oy, sw] = raw.source;
+    const k = raw.width / sw;
+    for (const [rx, ry, rw, rh] of this.masks.values()) {
+      const x0 = Math.max(0, Math.floor((rx - ox) * k));
+      const y0 = Math.max(0, Math.floor((ry - oy) * k));
+      const x1 = Math.min(raw.width, Math.ceil((rx - ox + rw) * k));
+      const y1 = Math.min(raw.height, Math.ceil((ry - oy + rh) * k));
+      for (let y = y0; y < y1; y++)
+        raw.data.fill(MASK_GREY, (y * raw.width + x0) * 4, (y * raw.width + x1) * 4);
+    }
+    // the alpha bytes were filled too (0x80): encoders ignore alpha for JPEG
+    const data = await desktop.encodeImage(
+      { data: raw.data, width: raw.width, height: raw.height },
+      { format: 'jpeg', quality },
+    );
+    return { ...raw, data, format: 'jpeg' as const };
+  }
 
   /** Size of what is captured, asked of X once (a tiny capture returns the source rectangle). */
   private async size(): Promise<[number, number]> {
@@ -47,13 +83,7 @@ export class Screen {
     for (;;) {
       for (const quality of QUALITIES) {
         attempts++;
-        const r = await desktop.capture({
-          ...(this.opts.region ? { region: this.opts.region } : {}),
-          scale,
-          format: 'jpeg',
-          quality,
-          cursor: true,
-        });
+        const r = await this.grab(scale, quality);
         const base64Bytes = b64len(r.data.length);
         if (base64Bytes <= this.opts.maxBytes || (scale <= 0.05 && quality === QUALITIES.at(-1))) {
           return {

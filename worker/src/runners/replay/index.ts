@@ -40,7 +40,13 @@ export class ReplayRunner extends DesktopRunner {
       // A workflow that is missing or broken is the person's to fix: they are asked, not failed.
       return err instanceof PlanError ? ended('needs-input', m, [m]) : ended('failed', m);
     }
-    const { values, missing, unknown } = resolveParams(plan, front);
+    const { values, missing, unknown, lostSecrets, inClear } = resolveParams(plan, front, spec.secrets);
+    if (inClear.length)
+      ctx.log(
+        'warn',
+        `the card holds the sensitive parameter(s) ${inClear.join(', ')} in clear: give them in the board's Replay parameters form, which hands them to the supervisor and keeps only a reference in the card`,
+        { kind: 'replay-params', inClear },
+      );
     if (unknown.length)
       ctx.log('warn', `the card gives parameters the workflow does not have: ${unknown.join(', ')}`, {
         kind: 'replay-params',
@@ -50,9 +56,10 @@ export class ReplayRunner extends DesktopRunner {
       return ended(
         'needs-input',
         `the workflow needs values for ${missing.map((p) => p.name).join(', ')}`,
-        missing.map(
-          (p) =>
-            `What value should "${p.name}" have${p.description ? ` (${p.description})` : ''}? Give it in the card's front matter (params: {${p.name}: …}) or in the board's form when queuing the card.`,
+        missing.map((p) =>
+          lostSecrets.includes(p.name)
+            ? `The sensitive value of "${p.name}" is no longer kept by the supervisor (it was removed, or the card file was moved or renamed since it was given). Give it again in the board's Replay parameters form.`
+            : `What value should "${p.name}" have${p.description ? ` (${p.description})` : ''}? Give it in the card's front matter (params: {${p.name}: …}) or in the board's form when queuing the card${p.sensitive ? ' (a sensitive one only in the form: the supervisor keeps it, the card a reference)' : ''}.`,
         ),
       );
     ctx.log('info', `replaying "${plan.task}" with ${Object.keys(values).length} parameter(s)`, {

@@ -11,6 +11,19 @@ import type { Locator, RecordedWindow } from './plan.ts';
 /** How far (px, per axis, relative to its window) an element's centre may be from where it was recorded. */
 export const MOVE_TOLERANCE_PX = 16;
 
+/** Told the bounds of every password field a read comes across (replay masks them in its screenshots). */
+let secretFields: ((r: Rect) => void) | undefined;
+export function onSecretFields(fn: ((r: Rect) => void) | undefined): void {
+  secretFields = fn;
+}
+
+/** A window's tree, read, with its password fields told to onSecretFields. */
+async function readTree(windowId: number) {
+  const tree = await desktop.read({ windowId, actions: false });
+  if (secretFields) for (const e of all(tree.elements)) if (e.secret && e.visible) secretFields(e.bounds);
+  return tree;
+}
+
 export type Located = { ok: true; element: Element; window: WindowInfo } | { ok: false; drift: string };
 
 export async function findWindow(rec: RecordedWindow | undefined): Promise<WindowInfo | string> {
@@ -73,7 +86,7 @@ export async function locate(
   if (typeof win === 'string') return { ok: false, drift: win };
   let tree;
   try {
-    tree = await desktop.read({ windowId: win.id, actions: false });
+    tree = await readTree(win.id);
   } catch (err) {
     return {
       ok: false,
@@ -110,7 +123,7 @@ export async function locate(
 export async function checkHolds(c: OutcomeCheck): Promise<boolean> {
   const wins = await desktop.listWindows().catch(() => []);
   for (const w of wins) {
-    const tree = await desktop.read({ windowId: w.id, actions: false }).catch(() => undefined);
+    const tree = await readTree(w.id).catch(() => undefined);
     if (!tree) continue;
     for (const e of all(tree.elements))
       if (
@@ -125,7 +138,7 @@ export async function checkHolds(c: OutcomeCheck): Promise<boolean> {
 
 /** The focused editable element of a window (where typed keys go), if any. */
 export async function focusedField(win: WindowInfo): Promise<Element | undefined> {
-  const tree = await desktop.read({ windowId: win.id, actions: false }).catch(() => undefined);
+  const tree = await readTree(win.id).catch(() => undefined);
   if (!tree) return undefined;
   for (const e of all(tree.elements)) if (e.focused && e.editable) return e;
   return undefined;

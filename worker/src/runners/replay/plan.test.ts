@@ -74,6 +74,24 @@ describe('a workflow read for replay', () => {
     expect(shown(plan, { full_name: 'G', email: 'secret' })).toEqual({ full_name: 'G', email: '(hidden)' });
   });
 
+  it('takes a sensitive value the card references from the supervisor; a lost one is asked for', () => {
+    const w = workflow();
+    w.task_params[1]!.sensitive = true;
+    const plan = toPlan(w);
+    const ref = { secret: `s-${'a'.repeat(32)}` };
+    const front = { params: { full_name: 'Grace', email: ref } };
+    expect(resolveParams(plan, front, { email: 'g@x.org' })).toMatchObject({
+      values: { full_name: 'Grace', email: 'g@x.org' },
+      missing: [],
+      lostSecrets: [],
+    });
+    const lost = resolveParams(plan, front, {});
+    expect(lost.missing.map((p) => p.name)).toEqual(['email']);
+    expect(lost.lostSecrets).toEqual(['email']);
+    // written in clear by hand: used, and said (the run warns)
+    expect(resolveParams(plan, { params: { email: 'g@x.org' } }).inClear).toEqual(['email']);
+  });
+
   it('turns recorded key names into the addon’s key combinations', () => {
     expect(keyCombo('Enter')).toBe('enter');
     expect(keyCombo('ctrl+ArrowUp')).toBe('ctrl+up');

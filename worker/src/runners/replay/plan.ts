@@ -9,6 +9,7 @@ import { parse } from 'yaml';
 import type { ElementPathStep, Rect, StepAction } from '@runboard/native';
 import {
   formatWorkflowProblems,
+  paramSecretRefs,
   parseWorkflowText,
   renderTemplate,
   workflowFileFor,
@@ -195,19 +196,41 @@ export type Values = Record<string, string>;
 export function resolveParams(
   plan: Plan,
   front: O,
-): { values: Values; missing: TaskParam[]; unknown: string[] } {
+  /** The card's sensitive values the supervisor handed the run (the card holds their references). */
+  secrets: Values = {},
+): { values: Values; missing: TaskParam[]; unknown: string[]; lostSecrets: string[]; inClear: string[] } {
   const given = obj(front.params) ?? {};
+  const refs = paramSecretRefs(given);
   const values: Values = {};
   const missing: TaskParam[] = [];
+  const lostSecrets: string[] = [];
+  const inClear: string[] = [];
   for (const p of plan.params) {
     const v = given[p.name];
+    if (refs[p.name]) {
+      // a reference: the value is the supervisor's; none means it was lost (the store, or the card moved)
+      if (secrets[p.name] !== undefined) values[p.name] = secrets[p.name]!;
+      else {
+        lostSecrets.push(p.name);
+        missing.push(p);
+      }
+      continue;
+    }
+    if (p.sensitive && v !== undefined && v !== null && str(v) !== '') inClear.push(p.name);
     if (v !== undefined && v !== null && str(v) !== '') values[p.name] = str(v);
     else if (p.example) values[p.name] = p.example;
     else if (p.optional) values[p.name] = '';
     else missing.push(p);
   }
   const known = new Set(plan.params.map((p) => p.name));
-  return { values, missing, unknown: Object.keys(given).filter((k) => !known.has(k)) };
+  return { values, missing, unknown: Object.keys(given).filter((k) => !known.has(k)), lostSecrets, inClear };
+}
+
+/** The sensitive parameters' values by name (what must never be shown, sent or kept). */
+export function sensitiveValues(plan: Plan, values: Values): Values {
+  return Object.fromEntries(
+    plan.params.filter((p) => p.sensitive && values[p.name]).map((p) => [p.name, values[p.name]!]),
+  );
 }
 
 /** The values as logs and reports show them: a sensitive parameter's value never. */

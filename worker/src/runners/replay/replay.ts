@@ -27,9 +27,10 @@ import {
   type ToolContext,
 } from '../computer-use/tools.ts';
 import { documentScope } from '../../tools/documents/scope.ts';
-import { checkHolds, findWindow, focusedField, locate } from './locate.ts';
+import { checkHolds, findWindow, focusedField, locate, onSecretFields } from './locate.ts';
 import {
   fillTemplates,
+  sensitiveValues,
   shown,
   type Locator,
   type Plan,
@@ -86,6 +87,8 @@ export class Replay {
   private readonly records: ReplayRecord[] = [];
   private readonly metrics = new LoopMetrics();
   private locatorSteps = 0;
+  /** What the report says about sensitive values (the model typed one by name). */
+  private readonly secretNotes: string[] = [];
   private modelSteps = 0;
   private modelCalls = 0;
   /** What the skipped model calls would have cost (estimated per step from the query and image). */
@@ -93,6 +96,10 @@ export class Replay {
   private readonly toolCtx: ToolContext;
   /** The document tools the flow grants, offered at each model step. */
   private readonly documentTools: OfferedTool[];
+  /** Sensitive parameters' values by name: typed, never shown, sent, logged or left on a screenshot. */
+  private readonly secrets: Values;
+  /** What the model is told of the parameters: a sensitive one as its own `{name}`, which it may type. */
+  private readonly modelValues: Values;
 
   constructor(
     private readonly ctx: RunnerContext,
@@ -106,6 +113,14 @@ export class Replay {
     private readonly guard: Guard,
     private readonly o: ReplayOptions,
   ) {
+    this.secrets = sensitiveValues(plan, values);
+    this.modelValues = {
+      ...values,
+      ...Object.fromEntries(Object.keys(this.secrets).map((k) => [k, `{${k}}`])),
+    };
+    // Password fields the locators come across are masked in every later screenshot, as the recorder
+    // masks them; so is every field a sensitive value is typed into (see typedSecret).
+    onSecretFields((r) => o.screen.mask(r));
     // the model's steps may read the workspace's documents as a computer-use run's do (flow `documents`)
     const documents = documentScope(ctx.spec);
     this.documentTools = documentOffers(documents);
@@ -140,6 +155,10 @@ export class Replay {
           extracts: this.extracts,
           outcome,
           records: this.records,
+          secrets: {
+            names: Object.keys(this.secrets),
+            notes: this.secretNotes,
+          },
         }),
       );
       this.ctx.log('info', 'replay report written', { kind: 'cu-report', file });
@@ -216,20 +235,59 @@ export class Replay {
       task: this.plan.task,
       description: this.plan.description,
       subtask: sub,
-      values: shown(this.plan, this.values),
+      values: this.modelParams(),
       memory: this.memory,
       history,
       reference: steps,
       extracts,
-      ask,
+      ask: this.hide(ask),
     });
+  }
+
+  /** The parameters as the model's query lists them: a sensitive one by its name, to type as `{name}`. */
+  private modelParams(): Values {
+    return Object.fromEntries(
+      Object.entries(this.modelValues).map(([k, v]) => [
+        k,
+        this.secrets[k] !== undefined
+          ? `(sensitive: never shown to you; to type it, type exactly "{${k}}" and replay types the value)`
+          : v,
+      ]),
+    );
+  }
+
+  /** A text for the model or the card with every sensitive value replaced by its `{name}`. */
+  private hide(text: string): string {
+    let out = text;
+    for (const [k, v] of Object.entries(this.secrets).sort((a, b) => b[1].length - a[1].length))
+      if (v) out = out.split(v).join(`{${k}}`);
+    return out;
+  }
+
+  /** The names of the sensitive values in `text` (typed, or to be). */
+  private secretsIn(text: string): string[] {
+    return Object.entries(this.secrets)
+      .filter(([, v]) => v && text.includes(v))
+      .map(([k]) => k);
+  }
+
+  /**
+   * A sensitive value was just typed into the focused field of `win` (or `field`): that field is masked
+   * in every later screenshot, the filmstrip's and the model's (the field may show what it holds).
+   */
+  private async typedSecret(win: WindowInfo | undefined, field?: Rect): Promise<void> {
+    if (field) this.o.screen.mask(field);
+    const w = win ?? (await findWindow(undefined).then((x) => (typeof x === 'string' ? undefined : x)));
+    const now = w ? await focusedField(w) : undefined;
+    if (now) this.o.screen.mask(now.bounds);
   }
 
   private async subtask(sub: PlanSubtask): Promise<Ended | null> {
     const values = { ...this.values, ...this.extracts };
     // The subtask as the locators and checks use it: parameters and upstream extracts filled in.
-    // What the model is shown has a sensitive parameter's value withheld (it is never sent out).
-    const forModel = fillTemplates(sub, { ...shown(this.plan, this.values), ...this.extracts });
+    // What the model is shown has a sensitive parameter's value withheld (it is never sent out): its
+    // `{name}`, which the model may type (modelTurn types the value in its place).
+    const forModel = fillTemplates(sub, { ...this.modelValues, ...this.extracts });
     sub = fillTemplates(sub, values);
     const steps = sub.steps;
     const history: HistoryEntry[] = [];
@@ -420,6 +478,7 @@ export class Replay {
       }
       const before = field?.element.value ?? '';
       await desktop.type(a.text);
+      if (this.secretsIn(a.text).length) await this.typedSecret(field?.window, field?.element.bounds);
       if (!field || field.element.secret) return true;
       // The field holds what was typed (the app took every key): read back, as the person would look.
       const deadline = performance.now() + this.o.settleMs;
@@ -427,7 +486,9 @@ export class Replay {
         const now = (await focusedField(field.window))?.value;
         if (now !== undefined && now.includes(a.text)) return true;
         if (performance.now() > deadline)
-          return `typed "${a.text}" but ${step.focus!.role} "${step.focus!.name}" holds ${JSON.stringify(now ?? before)}`;
+          return this.hide(
+            `typed "${a.text}" but ${step.focus!.role} "${step.focus!.name}" holds ${JSON.stringify(now ?? before)}`,
+          );
         await sleep(30);
       }
     }
@@ -476,7 +537,8 @@ export class Replay {
       step: this.n,
       tool: 'desktop_action',
       action: String(a.type),
-      args: a,
+      // a sensitive value typed is recorded by its name, `{pin}`
+      args: typeof a.text === 'string' ? { ...a, text: this.hide(a.text) } : a,
       result,
       screenshot: file,
       modelText: undefined,
@@ -650,8 +712,25 @@ export class Replay {
     this.modelSteps++;
     const tAct = performance.now();
     const { observation: _o, memory: _m, ...action } = args;
+    // The model types a sensitive parameter by its name; replay types the value, which the model never saw.
+    const typed =
+      action.action === 'type' && typeof action.text === 'string'
+        ? Object.keys(this.secrets).filter((k) => (action.text as string).includes(`{${k}}`))
+        : [];
+    const toDo = typed.length
+      ? {
+          ...action,
+          text: typed.reduce((t, k) => t.split(`{${k}}`).join(this.secrets[k]), action.text as string),
+        }
+      : action;
     try {
-      const r = await desktopAction(this.toolCtx, action);
+      const r = await desktopAction(this.toolCtx, toDo);
+      if (typed.length) {
+        await this.typedSecret(undefined);
+        this.secretNotes.push(
+          `Step ${this.n}: the model typed the sensitive parameter${typed.length > 1 ? 's' : ''} ${typed.map((k) => `\`${k}\``).join(', ')} by name; its value was typed by replay and never sent to the model.`,
+        );
+      }
       const actMs = performance.now() - tAct;
       const file = await this.screenshot();
       record(

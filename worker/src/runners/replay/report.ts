@@ -25,6 +25,8 @@ export interface ReplayReportInput {
   extracts: Record<string, string>;
   outcome: RunnerOutcome;
   records: ReplayRecord[];
+  /** Sensitive parameters (their names only) and what happened to them that the person should know. */
+  secrets?: { names: string[]; notes: string[] };
 }
 
 const cell = (s: string): string => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
@@ -53,6 +55,14 @@ export function renderReplayReport(r: ReplayReportInput): string {
     ...kv(r.extracts),
     '',
   ];
+  if (r.secrets?.names.length)
+    lines.push(
+      '## Sensitive parameters',
+      '',
+      `- ${r.secrets.names.map((k) => `\`${k}\``).join(', ')}: typed by replay, never sent to the model, logged or kept; the fields they were typed into are grey in the screenshots.`,
+      ...r.secrets.notes.map((n) => `- ${n}`),
+      '',
+    );
   if (r.outcome.questions?.length)
     lines.push(
       '## Questions',

@@ -121,6 +121,29 @@ async function readPdf(data: Buffer): Promise<{ markdown: string; pages: number 
   return { markdown, pages: totalPages };
 }
 
+interface DocxElement {
+  type: string;
+  children?: DocxElement[];
+  isHeader?: boolean;
+}
+
+/**
+ * Most Word tables have no "repeat header row" mark; GFM needs a header row, and without one turndown
+ * wrote an empty header and the real header as data. A table without a marked header row gets its
+ * first row as the header (mammoth's document model, before HTML).
+ */
+function firstRowsAsHeaders<T>(doc: T): T {
+  const visit = (el: DocxElement): void => {
+    if (el.type === 'table') {
+      const rows = (el.children ?? []).filter((c) => c.type === 'tableRow');
+      if (rows.length > 1 && !rows.some((r) => r.isHeader)) rows[0]!.isHeader = true;
+    }
+    for (const c of el.children ?? []) visit(c);
+  };
+  visit(doc as DocxElement);
+  return doc;
+}
+
 async function readDocx(data: Buffer): Promise<string> {
   const mammoth = (await import('mammoth')).default;
   const { default: TurndownService } = await import('turndown');
@@ -129,7 +152,11 @@ async function readDocx(data: Buffer): Promise<string> {
   const { value: html } = await mammoth.convertToHtml(
     { buffer: data },
     // externalFileAccess: a DOCX may link an image by path; reading it would leave the workspace
-    { styleMap: ["r[style-name='Code'] => code"], externalFileAccess: false },
+    {
+      styleMap: ["r[style-name='Code'] => code"],
+      externalFileAccess: false,
+      transformDocument: firstRowsAsHeaders,
+    },
   );
   const td = new TurndownService({ headingStyle: 'atx', bulletListMarker: '-', codeBlockStyle: 'fenced' });
   td.use(gfm);

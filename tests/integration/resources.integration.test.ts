@@ -1,0 +1,63 @@
+/**
+ * Attacks on the machine's resources, made from inside real runs (supervisor → jail → command): memory
+ * a run takes past its limit, /tmp (a tmpfs, so memory) filled past it. Each failed on the main before
+ * its fix (docs/security-model.md, Resources).
+ */
+import { totalmem } from 'node:os';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Harness, processesMentioning } from '../helpers/harness.ts';
+
+/** Allocates and touches `mib` MiB (a bytearray is zero-filled: every page is written), then says so. */
+const allocate = (mib: number): string[] => [
+  'python3',
+  '-c',
+  `b = bytearray(${mib} << 20)\nprint("allocated", len(b) >> 20, flush=True)`,
+];
+
+describe('resources', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await Harness.start();
+  });
+  afterAll(async () => {
+    await h.stop();
+  });
+
+  it('a run that allocates past its memory limit is killed, with a clear end', async () => {
+    const rec = await h.run(allocate(512), { sandbox: { memory: '128m' } });
+    expect(rec.stdout).not.toContain('allocated');
+    expect(rec.result.status).toBe('failed');
+    expect(rec.result.termination).toEqual({
+      reason: 'memory-limit',
+      detail: 'killed: memory limit (128 MiB), raise sandbox.memory in the flow if the run needs more',
+    });
+    expect(processesMentioning(h.root)).toEqual([h.supervisor.pid]);
+  });
+
+  it('a run under its memory limit is not touched', async () => {
+    const rec = await h.run(allocate(32), { sandbox: { memory: '256m' } });
+    expect(rec.stdout).toBe('allocated 32\n');
+    expect(rec.result.status).toBe('succeeded');
+  });
+
+  it('every run has a memory limit, half the machine by default, held by a cgroup', async () => {
+    const rec = await h.run(['true']);
+    const started = rec.events.find((e) => e.type === 'started');
+    expect(started?.data).toMatchObject({
+      memoryLimit: 'cgroup',
+      memoryBytes: Math.floor(totalmem() / 2),
+      memoryError: '',
+    });
+  });
+
+  it("a run's /tmp is 1 GiB by default, and what it writes there counts in its memory limit", async () => {
+    const size = await h.run(['sh', '-c', "df -k --output=size /tmp | tail -1 | tr -d ' '"]);
+    expect(Number(size.stdout)).toBe(1024 * 1024);
+    // /tmp is a tmpfs: its pages are memory the run holds, which no kill of a process gives back.
+    const rec = await h.run(['sh', '-c', 'head -c 400M /dev/zero > /tmp/fill && echo filled'], {
+      sandbox: { memory: '128m' },
+    });
+    expect(rec.stdout).not.toContain('filled');
+    expect(rec.result.termination?.reason).toBe('memory-limit');
+  });
+});
