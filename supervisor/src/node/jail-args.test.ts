@@ -222,9 +222,12 @@ describe('reads as an allow-list', () => {
       '/app',
       '/ws',
       '/p/cards/c.md',
+      '/p/cards/c',
       '/prompts/x',
       '/data',
     ]);
+    const reflect = runReadable({ base: [], flow: flow({ runner: 'reflect' }), workspace: '/ws', card });
+    expect(reflect).toContain('/p/recordings');
     const args = buildJailArgs(base({}, { readable: ['/usr', '/ws'] }));
     expect(args.join(' ')).toContain('--read /usr --read /ws');
   });
@@ -237,7 +240,7 @@ describe('reads as an allow-list', () => {
       card,
       userRuntimeDir: '/run/user/1',
     });
-    expect(plain).toEqual(['/ws', '/p/cards/c.md']);
+    expect(plain).toEqual(['/ws', '/p/cards/c.md', '/p/cards/c']);
     const priv = runReadable({ base: [], flow: flow(), workspace: '/ws', card, privateDisplay: true });
     expect(priv).toContain('/tmp/.X11-unix');
     const user = runReadable({
@@ -249,7 +252,14 @@ describe('reads as an allow-list', () => {
       userRuntimeDir: '/run/user/1',
       userHome: '/home/me',
     });
-    expect(user).toEqual(['/ws', '/p/cards/c.md', '/tmp/.X11-unix', '/run/user/1', '/home/me/.cache/at-spi']);
+    expect(user).toEqual([
+      '/ws',
+      '/p/cards/c.md',
+      '/p/cards/c',
+      '/tmp/.X11-unix',
+      '/run/user/1',
+      '/home/me/.cache/at-spi',
+    ]);
     const bus = flow({ env: { DBUS_SESSION_BUS_ADDRESS: 'unix:path=/tmp/s/bus,guid=1' } });
     expect(runReadable({ base: [], flow: bus, workspace: '/ws', card, userDisplay: true })).toContain(
       '/tmp/s/bus',

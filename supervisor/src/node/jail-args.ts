@@ -159,7 +159,8 @@ export interface ReadableInput {
 
 /**
  * What a run may read besides its writable trees: the system and install trees, its workspace (read-only
- * flows too), its card and prompt, the flow's `sandbox.read`, and a desktop flow's display channels.
+ * flows too), its card (and the card's folder), its prompt, a reflect run's project recordings, the
+ * flow's `sandbox.read`, and a desktop flow's display channels.
  */
 export function runReadable(i: ReadableInput): string[] {
   const { flow } = i;
@@ -168,10 +169,15 @@ export function runReadable(i: ReadableInput): string[] {
   const buses = i.userDisplay
     ? [...(flow.env?.DBUS_SESSION_BUS_ADDRESS ?? '').matchAll(/(?:^|[,;:])path=([^,;]+)/g)].map((m) => m[1]!)
     : [];
+  // a reflect run reads the recording its card names, in its project's recordings/
+  const project = i.card.project ?? path.dirname(path.dirname(i.card.path));
   return [
     ...i.base,
     i.workspace,
     i.card.path,
+    // the card's own folder (its workflow, schema.json, which replay runs follow)
+    i.card.path.replace(/\.md$/i, ''),
+    ...(flow.runner === 'reflect' ? [path.join(project, 'recordings')] : []),
     ...(flow.prompt ? [flow.prompt] : []),
     ...(flow.sandbox?.read ?? []),
     ...(i.privateDisplay || i.userDisplay ? ['/tmp/.X11-unix'] : []),
