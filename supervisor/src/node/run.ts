@@ -15,6 +15,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { execa } from 'execa';
 import {
+  AgentSessionId,
   ARTIFACTS_DIR,
   drivesDesktop,
   LIVE_FRAME_FILE,
@@ -37,6 +38,7 @@ import type { AttachSource } from './attach.ts';
 import { classifyEnd, signalName, type FinishedReport, type JailExit } from './classify-end.ts';
 import type { ProtectedDir } from '../common/protected-dirs.ts';
 import { deriveAsks } from './asks.ts';
+import { keepClaudeSession, restoreClaudeSession } from './agent-session.ts';
 import { DenialScanner } from './denials.ts';
 import {
   buildJailArgs,
@@ -44,6 +46,7 @@ import {
   projectFoldersToMake,
   projectReadOnly,
   runReadable,
+  knownProjectsReadOnly,
   runWritable,
   userDisplay,
   SCRATCH_DIRS,
@@ -89,6 +92,8 @@ export interface RunDeps {
   proxy?: ModelProxy;
   hasKey?: (provider: string) => boolean;
   missingKeyGuidance?: (provider: string) => string;
+  /** Project folders the supervisor knows (schedule book): what of them is in a run's reach stays read-only. */
+  knownProjects?: () => string[];
   /** A replay card's sensitive parameter values from the supervisor's store (secrets.ts), by name. */
   paramSecrets?: (cardPath: string) => Promise<Record<string, string>>;
   /**
@@ -108,6 +113,8 @@ export interface LaunchSpec {
   command: Command | undefined;
   /** The grant's folder (realpath): a run's worktree must stay inside it. */
   grantPath?: string;
+  /** Continue the agent session an earlier run of the card kept at an ask the person allowed. */
+  resumeFrom?: { logDir: string; session: string; note: string };
 }
 
 function spawnJail(
@@ -197,6 +204,10 @@ export class Run {
   private xauthority: string | undefined;
   /** Where the scratch dir went at the end, to be removed after the run is reported ended. */
   private goneScratch: string | undefined;
+  /** The agent CLI's session id, as the worker reported it (claude's system/init). */
+  private agentSession: string | undefined;
+  /** This run continues an earlier run's agent session (restored into its HOME). */
+  private resumed = false;
   /** The active-run marker's writes, in order (see writeMarker). */
   private markerWrites: Promise<unknown> = Promise.resolve();
   /** A replay card's sensitive parameter values, for the worker's spec (never written anywhere). */
@@ -489,6 +500,27 @@ export class Run {
         `could not create the run's output files in ${this.spec.logDir}: ${e.code ?? e.message}${e.code === 'ENOSPC' ? ' (the disk holding the run logs is full; free space and run again)' : ''}`,
       );
     }
+    const from = this.spec.resumeFrom;
+    if (from)
+      await restoreClaudeSession(from.logDir, from.session, this.spec.scratchDir, this.workspace).then(
+        () => {
+          this.resumed = true;
+          this.result.session = { cli: 'claude', id: from.session, resumed: true };
+          this.event('log', `continuing agent session ${from.session} (the person allowed what it asked)`, {
+            kind: 'resume',
+            session: from.session,
+          });
+        },
+        (err: unknown) =>
+          this.event(
+            'log',
+            `the agent starts afresh: its session could not be restored (${(err as Error).message})`,
+            {
+              kind: 'resume-failed',
+              level: 'warn',
+            },
+          ),
+      );
     if (!this.isActive || this.endCause) {
       for (const g of [this.proxyGrant, this.visionGrant]) if (g) this.deps.proxy?.revoke(g.token);
       return;
@@ -533,8 +565,14 @@ export class Run {
         return;
       }
     }
-    const readOnly = projectReadOnly(this.spec.card, flow);
-    for (const d of projectFoldersToMake(readOnly)) mkdirSync(d, { recursive: true, mode: 0o700 });
+    const own = projectReadOnly(this.spec.card, flow);
+    for (const d of projectFoldersToMake(own)) mkdirSync(d, { recursive: true, mode: 0o700 });
+    const readOnly = [
+      ...own,
+      ...knownProjectsReadOnly(this.deps.knownProjects?.() ?? [], this.writable).filter(
+        (p) => !own.includes(p),
+      ),
+    ];
     const display = this.display ? undefined : userDisplay(flow);
     const readable = this.deps.readTrees?.length
       ? runReadable({
@@ -829,6 +867,9 @@ export class Run {
           command: this.spec.command,
           heartbeatIntervalMs: this.liveness.heartbeatIntervalMs,
           ...(this.artifactsDir ? { artifactsDir: this.artifactsDir } : {}),
+          ...(this.resumed && this.spec.resumeFrom
+            ? { resume: { session: this.spec.resumeFrom.session, note: this.spec.resumeFrom.note } }
+            : {}),
           ...(this.paramSecrets ? { secrets: this.paramSecrets } : {}),
           ...(this.proxyGrant
             ? {
@@ -856,7 +897,14 @@ export class Run {
       onLog: (p) => {
         this.liveness.output();
         // an agent CLI's own permission refusal goes through the same ask as the sandbox's
-        const agent = p.data?.agent as { kind?: unknown; tool?: unknown; detail?: unknown } | undefined;
+        const agent = p.data?.agent as
+          { kind?: unknown; tool?: unknown; detail?: unknown; id?: unknown } | undefined;
+        if (
+          agent?.kind === 'session' &&
+          typeof agent.id === 'string' &&
+          AgentSessionId.safeParse(agent.id).success
+        )
+          this.agentSession = agent.id;
         if (agent?.kind === 'permission-denied')
           this.denials.scanAgent(`${String(agent.tool)}: ${String(agent.detail).slice(0, 2000)}`);
         this.event('log', p.message, { level: p.level, ...(p.data ?? {}) });
@@ -997,6 +1045,13 @@ export class Run {
     if (this.modelRequests)
       this.result.metrics = { ...this.result.metrics, modelRequests: this.modelRequests };
     await this.step('recording the worktree', () => recordWorktree(this.result, this.spec.card.title, sink));
+    // A claude run stopped at an ask keeps its session, to be continued once the person allows it.
+    const session = this.agentSession;
+    if (status === 'needs-input' && this.result.asks?.length && this.spec.flow.runner === 'claude' && session)
+      await this.step('keeping the agent session', async () => {
+        if (await keepClaudeSession(this.spec.scratchDir, this.spec.logDir, session))
+          this.result.session = { cli: 'claude', id: session };
+      });
     const endedAt = Date.now();
     Object.assign(this.result, {
       status,

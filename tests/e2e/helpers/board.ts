@@ -179,6 +179,17 @@ export class BoardServer {
   async card(id: string) {
     return (await this.board()).cards.find((c) => c.id === id);
   }
+  /**
+   * A person's one click on a card written outside the board (it would run by itself: queued, or a
+   * schedule): waits until the board shows it waiting for a confirm, then confirms it as shown.
+   */
+  async confirmCard(id: string): Promise<void> {
+    const shown = await waitUntil(
+      `card ${id} waiting for a confirm`,
+      async () => (await this.card(id))?.confirm,
+    );
+    await this.api('POST', `/api/cards/${id}/confirm`, { digest: shown.digest });
+  }
 
   /** The supervisor's runs as `runboard runs --json` prints them (works while serve is down). */
   async supervisorRuns(): Promise<{ runId: string; status: string }[]> {
