@@ -200,6 +200,8 @@ export class Run {
    * start, no endpoint); undefined for a run with a worker.
    */
   private readonly direct: string[] | undefined;
+  /** What the run may read (its allow-list), once its jail is started. */
+  private readable: string[] | undefined;
   /** The cookie file of the person's display made for this run (a user-display run). */
   private xauthority: string | undefined;
   /** Where the scratch dir went at the end, to be removed after the run is reported ended. */
@@ -285,6 +287,7 @@ export class Run {
           ...(d.remove ? { remove: true } : {}),
         }),
       !!this.spec.flow.sandbox?.askDeletes,
+      () => (this.readable ? [...this.readable, ...this.writable] : undefined),
     );
   }
 
@@ -574,7 +577,7 @@ export class Run {
       ),
     ];
     const display = this.display ? undefined : userDisplay(flow);
-    const readable = this.deps.readTrees?.length
+    const readable = (this.readable = this.deps.readTrees?.length
       ? runReadable({
           base: this.deps.readTrees,
           flow,
@@ -585,7 +588,7 @@ export class Run {
           userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
           userHome: this.deps.baseEnv.HOME,
         })
-      : undefined;
+      : undefined);
     const args = buildJailArgs({
       flow,
       workspace: this.workspace,
