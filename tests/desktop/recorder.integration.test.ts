@@ -330,6 +330,9 @@ describe('pause, limits and the CLI', () => {
     await desktop.click(...centre(name));
     await sleep(300);
     await rec.idle();
+    // The person points at the value to read, then presses Ctrl+I: the extract records that element.
+    const status = await find('label', 'Save status');
+    await desktop.move(...centre(status));
     await desktop.key('ctrl+i');
     await eventually(async () => rec.isPaused);
     expect(asked).toBe(1);
@@ -355,6 +358,9 @@ describe('pause, limits and the CLI', () => {
     ]);
     expect(got.map((x) => x.details)).toEqual([undefined, undefined, 'submit the form to save it']);
     expect(existsSync(path.join(rec.dir, got[1]!.screenshot))).toBe(true);
+    expect(got[1]!.element).toMatchObject({ role: 'label', name: 'Save status' });
+    expect(got[1]!.element!.path.at(-1)).toMatchObject({ role: 'label', name: 'Save status' });
+    expect(got[1]!.window).toMatchObject({ app: 'runboard-form' });
     expect(() => rec.addExtract('  ')).not.toThrow(); // stopped: ignored
   });
 

@@ -24,7 +24,7 @@ import type { BoardStore } from './board-store.ts';
 import { compareCards } from './board-model.ts';
 import { appendQuestions } from './board-questions.ts';
 import { askNeeds, isAskNeeds } from '../shared/asks.ts';
-import { installReflected } from './workflow-store.ts';
+import { settleSucceededRun } from './workflow-store.ts';
 import type { GrantStore } from './grant-store.ts';
 import { flowProvider, launchRequest } from './launch.ts';
 import type { Card, CardStatus } from './project.ts';
@@ -453,8 +453,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       switch (result.status) {
         case 'succeeded': {
           // A reflect run's workflow joins the card only valid, whole; else the run counts as failed.
-          const installed =
-            result.runner === 'reflect' ? installReflected(card.file, result.logDir) : undefined;
+          const installed = settleSucceededRun(card.file, result);
           if (installed && !installed.ok) {
             const why = formatWorkflowProblems(installed.problems);
             this.failed(

@@ -67,7 +67,8 @@ type Values = Record<string, string | boolean | string[] | undefined>;
 /** What a command produced: the value to print, and its agent-format rendering when it has one. */
 interface Out {
   value: unknown;
-  agent?: string;
+  /** Made only when --format agent asks for it (a 6,000-node page's lines are not free). */
+  agent?: string | (() => string);
   /** Printed as is (screenshot --output -). */
   raw?: string;
   /** A result that is also a failure (wait timed out, assert failed): printed, then this error, exit 1. */
@@ -185,7 +186,7 @@ function formatOf(v: Values, cmd: string): Format {
 async function render(o: Out, fmt: Format, pretty: boolean): Promise<string> {
   if (o.raw !== undefined) return o.raw;
   if (fmt === 'json') return JSON.stringify(o.value, null, pretty ? 2 : undefined) + '\n';
-  if (fmt === 'agent' && o.agent !== undefined) return o.agent;
+  if (fmt === 'agent' && o.agent !== undefined) return typeof o.agent === 'string' ? o.agent : o.agent();
   return (await yaml()).stringify(o.value);
 }
 
@@ -344,7 +345,7 @@ async function read(v: Values): Promise<Out> {
     const d = diff(before, flat);
     return {
       value: { app: w.app, pid: w.pid, window: w.title, ts, since, diff: d },
-      agent: agentDiff(head(w), since, d),
+      agent: () => agentDiff(head(w), since, d),
     };
   }
   // Seed 003's shapes: the tree, or --compact's flat list; --flat adds refs and path breadcrumbs.
@@ -355,7 +356,7 @@ async function read(v: Values): Promise<Out> {
   } else elements = v.compact ? flatten(tree) : tree;
   return {
     value: { app: w.app, pid: w.pid, window: w.title, ts, elements },
-    agent: agentFormat(head(w), tree, max, flat),
+    agent: () => agentFormat(head(w), tree, max, flat),
   };
 }
 
@@ -1586,7 +1587,7 @@ async function runSteps(
           step,
           ...(name === 'read'
             ? fmt === 'agent'
-              ? { ok: true, action: 'read', state: out.agent }
+              ? { ok: true, action: 'read', state: typeof out.agent === 'function' ? out.agent() : out.agent }
               : { ok: true, action: 'read', ...value }
             : { ...value, ok: !out.error, action: (value.action as string | undefined) ?? name }),
         };

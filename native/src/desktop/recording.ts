@@ -102,7 +102,7 @@ export interface ManifestStep {
   screenshot: string;
   action: StepAction;
   window: { id: number; app: string; title: string; bounds: Rect } | null;
-  /** Pointer steps: the accessibility element under the pointer. */
+  /** Pointer steps: the accessibility element under the pointer; extracts: the one they were taken from. */
   element?: ManifestElement;
   /** Key steps: the focused element. */
   focus?: ManifestElement;
@@ -132,6 +132,9 @@ function contains(b: Rect, x: number, y: number): boolean {
   return b[2] > 0 && b[3] > 0 && x >= b[0] && y >= b[1] && x < b[0] + b[2] && y < b[1] + b[3];
 }
 
+/** Roles whose children are cut off at their edges (AT-SPI reports a scrolled-away child's bounds as they are). */
+const CLIPS = new Set(['scroll pane', 'viewport']);
+
 /** The deepest element whose bounds hold the point, with the path to it. */
 export function hitTest(
   roots: Element[],
@@ -149,7 +152,7 @@ export function hitTest(
         const area = e.bounds[2] * e.bounds[3];
         const bestArea = best ? best.element.bounds[2] * best.element.bounds[3] : Infinity;
         if (here.length > (best?.path.length ?? 0) || area < bestArea) best = { element: e, path: here };
-      }
+      } else if (CLIPS.has(e.role)) continue; // its children beyond its edges are scrolled out of sight
       walk(e.children, here);
     }
   };
@@ -243,6 +246,8 @@ export class Recording {
   private readonly inFlight = new Map<number, Promise<Lookup>>();
   private readonly images = new Map<string, string>(); // frame id + masks → file
   private contextFrame: RecorderFrame | undefined; // the pre-action state when Ctrl+I was pressed
+  /** Where the pointer was at Ctrl+I and what the window showed then: the element an extract reads. */
+  private contextLookup: Promise<{ lookup: Lookup; pointer?: [number, number] }> | undefined;
   private details: string[] = []; // notes for the next step
   private readonly knownSecrets = new Map<number, Map<string, Rect>>(); // window id → its password fields
   private video: ScreenVideo | undefined;
@@ -440,18 +445,27 @@ export class Recording {
       query: query.trim(),
       ...(candidates.length > 0 ? { candidates } : {}),
     };
+    const context = this.contextLookup;
     this.enqueue(async () => {
-      const masks = this.masksFor([]);
+      // The element it was taken from: the one under the pointer at Ctrl+I (the person points at the
+      // value), else the focused field; so replay can read it by its locator, without a model.
+      const c = await context;
+      const roots = c?.lookup.tree?.elements ?? [];
+      const hit =
+        (c?.pointer ? hitTest(roots, c.pointer[0], c.pointer[1]) : undefined) ??
+        findPath(roots, (x) => x.focused && x.editable);
+      const w = c?.lookup.window;
+      const masks = this.masksFor(c ? [c.lookup] : []);
       const screenshot = await this.writeImage(frame, masks, String(this.steps + 1).padStart(4, '0'));
-      this.append(
-        JSON.stringify({
-          step: ++this.steps,
-          at: Date.now() - this.started,
-          screenshot,
-          action,
-          window: null,
-        }) + '\n',
-      );
+      const step: ManifestStep = {
+        step: ++this.steps,
+        at: Date.now() - this.started,
+        screenshot,
+        action,
+        window: w && hit ? { id: w.id, app: w.app, title: w.title, bounds: w.bounds } : null,
+        ...(w && hit ? { element: manifestElement(hit) } : {}),
+      };
+      this.append(JSON.stringify(step) + '\n');
     });
   }
 
@@ -472,6 +486,14 @@ export class Recording {
     const ctrlI = e.kind === 'keyPress' && e.text.toLowerCase() === 'i' && e.modifiers.includes('ctrl');
     if (ctrlI && this.options.onContextRequest) {
       this.contextFrame = e.frame;
+      // read now, while the screen is what the person pointed at (the prompt opens next)
+      this.contextLookup = Promise.all([
+        this.lookup(e.window),
+        desktop.pointer().then(
+          (p): [number, number] | undefined => (p.onScreen ? [p.x, p.y] : undefined),
+          () => undefined,
+        ),
+      ]).then(([lookup, pointer]) => ({ lookup, ...(pointer ? { pointer } : {}) }));
       this.pause();
       this.options.onContextRequest();
       return;
