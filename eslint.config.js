@@ -51,8 +51,11 @@ const layerPolicies = [
   },
   {
     from: { element: { types: '!native' } },
-    disallow: { to: { element: { types: 'native', fileInternalPath: '!index.ts' } } },
-    message: 'Import native only through its entry point, @runboard/native (native/src/index.ts).',
+    disallow: {
+      to: { element: { types: 'native', fileInternalPath: '!{index,regular-file,media-input}.ts' } },
+    },
+    message:
+      'Import native only through its entry points, @runboard/native (native/src/index.ts), /regular-file and /media-input (small modules a process may load without the desktop code).',
   },
   {
     from: from('protocol'),

@@ -2,7 +2,7 @@
 // module resolution at run time). The native addon stays a separate .node file, found at run time.
 import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { build } from 'esbuild';
-import { cliBuildOptions, mcpBuildOptions } from '../native/scripts/bundle-cli.mjs';
+import { cliBuildOptions, mcpBuildOptions, yamlBuildOptions } from '../native/scripts/bundle-cli.mjs';
 import path from 'node:path';
 
 // zod bundles every locale's error messages (~300 KB) behind one namespace export; Runboard speaks
@@ -76,6 +76,7 @@ await Promise.all(
 if (extra.length === 0 || extra.includes('desktop-cli')) {
   await build(cliBuildOptions('dist/desktop-cli.cjs'));
   await build(mcpBuildOptions('dist/desktop-mcp.cjs')); // `desktop-cli serve`, loaded only when serving
+  await build(yamlBuildOptions('dist/desktop-yaml.cjs')); // --format yaml, do, fill from stdin
 }
 
 // Runners with heavy dependencies, one CommonJS bundle each, loaded on demand by the worker

@@ -32,10 +32,15 @@ export function mcpBuildOptions(outfile) {
   return { ...cliBuildOptions(outfile), entryPoints: [path.join(here, '..', 'src', 'cli', 'mcp.ts')] };
 }
 
+/** esbuild options for the YAML bundle (`--format yaml`, `do`, `fill` from stdin), next to the CLI's. */
+export function yamlBuildOptions(outfile) {
+  return { ...cliBuildOptions(outfile), entryPoints: [path.join(here, '..', 'src', 'cli', 'yaml.ts')] };
+}
+
 if (process.argv[1] && path.resolve(process.argv[1]) === path.join(here, 'bundle-cli.mjs')) {
   const out = process.argv[2] ?? path.join(here, '..', 'dist', 'desktop-cli.cjs');
   // No top-level await: the benchmarks bundle this module (through the test helpers) as CommonJS.
-  void build(cliBuildOptions(out)).then(() =>
-    build(mcpBuildOptions(path.join(path.dirname(out), 'desktop-mcp.cjs'))),
-  );
+  void build(cliBuildOptions(out))
+    .then(() => build(mcpBuildOptions(path.join(path.dirname(out), 'desktop-mcp.cjs'))))
+    .then(() => build(yamlBuildOptions(path.join(path.dirname(out), 'desktop-yaml.cjs'))));
 }

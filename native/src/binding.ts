@@ -74,6 +74,7 @@ interface RawBinding {
     stats: { nodes: number; returned: number; roundTrips: number; ms: number };
   }>;
   desktopDoAction(q: RawQuery, id: number, action: string): Promise<string>;
+  desktopSetValue(q: RawQuery, id: number, value: string): Promise<'text' | 'value'>;
   desktopMove(x: number, y: number): Promise<void>;
   desktopClick(x: number, y: number, button: number, count: number): Promise<void>;
   desktopScroll(x: number, y: number, dx: number, dy: number): Promise<void>;
@@ -121,6 +122,8 @@ interface RawBinding {
 export interface RawRecorder {
   setPaused(paused: boolean): void;
   stop(): void;
+  /** Stops at an instant of the X server, after delivering every event before it; its server time (0: ended already). */
+  drain(): Promise<number>;
 }
 
 export interface RawWatcher {

@@ -90,3 +90,4 @@ export {
   readRegularFileText,
   type RegularFileOptions,
 } from './regular-file.ts';
+export { durationArgs, mediaInput, parseDuration, UnknownMediaType, VIDEO_DEMUXERS } from './media-input.ts';

@@ -33,33 +33,63 @@ async function askedThenAllowed(marker: string, flow: FlowSpec, file: string, te
   const { runId } = await a.launch(card, flow, 'agent card', [{ runId: first.result.runId, ask: 'a1' }]);
   const second = await a.h.collect(runId);
   expect(second.result.status, second.result.summary + second.stderr).toBe('succeeded');
+  {
+    expect(first.result.session).toEqual({ cli: flow.runner, id: expect.any(String) });
+    expect(second.result.session).toEqual({ ...first.result.session, resumed: true });
+  }
   expect(readFileSync(file, 'utf8')).toBe(text);
 }
 
 describe("an agent's own permission refusals", () => {
-  it('claude: asked for the folder; allowed once, Claude Code and the jail let the write through', async () => {
+  it('claude: asked before the act; allowed once, the same session continues and the write goes through', async () => {
     const file = path.join(out, 'report.md');
     const write = { name: 'Write', arguments: { file_path: file, content: 'report\n' } };
+    // The scripted model: it writes; refused, it stops; told what the person allowed, it writes again.
     a.episodes([
       {
         name: 'claude-out',
         match: 'EPISODE:claude-out',
-        turns: [{ text: 'Writing.', toolCalls: [write] }, { text: `Done.\n${ok('wrote the report')}` }],
+        turns: [
+          { text: 'Writing.', toolCalls: [write] },
+          ({ body }) =>
+            JSON.stringify(body).includes('Runboard: the person allowed')
+              ? { text: 'Allowed now: writing again.', toolCalls: [write] }
+              : { text: 'I may not write there: I need your permission.' },
+          { text: `Done.\n${ok('wrote the report')}` },
+        ],
       },
     ]);
+    const seen = a.model.requests.length;
     await askedThenAllowed('claude-out', a.flow('claude'), file, 'report\n');
+    // The second run continued the first one's conversation (its first request carries the refused
+    // Write and the note), it did not start the task again.
+    const played = a.model.requests.slice(seen).filter((r) => r.episode === 'claude-out');
+    const firstOfSecond = played.find((r) => JSON.stringify(r.body).includes('Runboard: the person allowed'));
+    expect(firstOfSecond?.turn).toBe(1);
+    expect(played.filter((r) => r.turn === 0)).toHaveLength(1); // the task's start: once, in the first run
   }, 180_000);
 
-  it("codex: its sandbox's refusal is asked; allowed once, codex and the jail let the write through", async () => {
+  it("codex: its sandbox's refusal is asked; allowed once, the same session continues and the write goes through", async () => {
     const file = path.join(out, 'data.csv');
     const cmd = { name: 'exec_command', arguments: { cmd: `printf 'a,b\\n' > ${file} && echo exported` } };
     a.episodes([
       {
         name: 'codex-out',
         match: 'EPISODE:codex-out',
-        turns: [{ toolCalls: [cmd] }, { text: `Done.\n${ok('exported')}` }],
+        turns: [
+          { toolCalls: [cmd] },
+          ({ body }) =>
+            JSON.stringify(body).includes('Runboard: the person allowed')
+              ? { text: 'Allowed now: exporting again.', toolCalls: [cmd] }
+              : { text: 'The sandbox refused the export: I need your permission.' },
+          { text: `Done.\n${ok('exported')}` },
+        ],
       },
     ]);
+    const seen = a.model.requests.length;
     await askedThenAllowed('codex-out', a.flow('codex', { sandbox: { agentSandbox: true } }), file, 'a,b\n');
+    const played = a.model.requests.slice(seen).filter((r) => r.episode === 'codex-out');
+    expect(played.find((r) => JSON.stringify(r.body).includes('Runboard: the person allowed'))?.turn).toBe(1);
+    expect(played.filter((r) => r.turn === 0)).toHaveLength(1);
   }, 180_000);
 });

@@ -54,6 +54,7 @@ describe('permission asks', () => {
         `echo hi >> ${dirs.once}/a.txt; s=$?; { echo x > ${dirs.other}/b.txt; } 2>/dev/null; exit $s`,
       ),
     );
+    await server.confirmCard('once'); // written outside the board as queued: the person confirms it
     await waitColumn('once', 'needs-input');
     const d = await detail('once');
     expect(d.asks?.open).toEqual([
@@ -88,6 +89,7 @@ describe('permission asks', () => {
 
   it("deny fails the card with the reason; another card's run cannot be answered from this card", async () => {
     server.writeCard('deny.md', card('deny', `echo no > ${dirs.deny}/c.txt`));
+    await server.confirmCard('deny');
     await waitColumn('deny', 'needs-input');
     const { asks } = await detail('deny');
     const other = (await detail('once')).asks!.runId;
@@ -102,6 +104,7 @@ describe('permission asks', () => {
 
   it('allow always writes the folder into the flow (and a grant); a later run needs no ask', async () => {
     server.writeCard('always.md', card('always', `echo 1 > ${dirs.always}/d.txt`));
+    await server.confirmCard('always');
     await waitColumn('always', 'needs-input');
     const { asks } = await detail('always');
     expect((await answer('always', asks!.runId, 'a1', 'always')).state).toBe('queued');
@@ -113,6 +116,7 @@ describe('permission asks', () => {
     expect(listGrants(statePaths({ RUNBOARD_HOME: server.home })).map((g) => g.path)).toContain(dirs.always);
 
     server.writeCard('later.md', card('later', `echo 2 > ${dirs.always}/e.txt`));
+    await server.confirmCard('later');
     await waitColumn('later', 'done');
     expect(readFileSync(path.join(dirs.always, 'e.txt'), 'utf8')).toBe('2\n');
   }, 90_000);

@@ -4,10 +4,11 @@
 // before and after, pass B once over all, a workflow that validates with the one schema, keeping the
 // recorder's accessibility facts. A pass B answer that does not validate is asked again once with what
 // was wrong; invalid twice, the run ends needs-input saying what was wrong.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkWorkflow, type FlowSpec, type Workflow } from '@runboard/supervisor/protocol';
+import { checkWorkflow, workflowFileFor, type FlowSpec, type Workflow } from '@runboard/supervisor/protocol';
 import type { ManifestStep } from '../../native/src/index.ts';
 import type { RecordedRequest, TurnFn } from '../fixtures/model-server/server.ts';
 import { REPO } from '../helpers/harness.ts';
@@ -164,6 +165,40 @@ describe('reflect', () => {
     expect(rec.result.status).toBe('needs-input');
     expect(JSON.stringify(rec.result.questions)).toContain('{fullname} is neither a parameter');
     expect(artifact(rec, 'schema.json')).toBeNull(); // nothing half-made
+  });
+
+  it('`runboard run` of a reflect card installs its schema.json as the board’s scheduler does', async () => {
+    // The CLI on the harness's state root: its supervisor, grant store and stored key.
+    writeFileSync(
+      path.join(project, 'config.yaml'),
+      `version: 1\nflows:\n  reflect: { runner: reflect, provider: openai, prompt: ${JSON.stringify(path.join(REPO, 'prompts'))} }\n`,
+    );
+    const file = path.join(project, 'cards', 'cli.md');
+    writeFileSync(
+      file,
+      `---\ntitle: Fill the form\nflow: reflect\nworkspace: ${cu.h.workspace}\nrecording: ${recording}\n---\n# Task\nFill the form (MARK-cli).\n`,
+    );
+    expect(existsSync(workflowFileFor(file))).toBe(false);
+    // not spawnSync: the scripted model server answers from this process
+    const r = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+      const c = spawn(process.execPath, [path.join(REPO, 'dist', 'runboard.mjs'), 'run', '--json', file], {
+        env: { ...process.env, RUNBOARD_HOME: cu.h.paths.root },
+      });
+      let stdout = '';
+      let stderr = '';
+      c.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      c.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      c.on('close', (status) => resolve({ status, stdout, stderr }));
+    });
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; workflow?: unknown; result?: { status: string } });
+    const result = lines.find((l) => l.type === 'result');
+    expect(result?.result?.status, r.stderr).toBe('succeeded');
+    expect(r.status).toBe(0);
+    expect(result?.workflow).toBe(workflowFileFor(file));
+    expect(checkWorkflow(JSON.parse(readFileSync(workflowFileFor(file), 'utf8'))).ok).toBe(true);
   });
 
   it('fails at once, saying what to do, when the card names no recording', async () => {

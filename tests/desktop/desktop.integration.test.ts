@@ -209,7 +209,14 @@ describe('input and focus', () => {
     const text = 'héllo wörld ✓ 世界';
     const res = s.run(['type', '--id', String(id), '--window', TITLE, '--text', text]);
     expect(res.code, res.stderr).toBe(0);
-    expect(res.json).toEqual({ ok: true, focused: true }); // typed once the field had the focus
+    // Typed once the field had the focus; the public tool's fields (action, text, target) come with it.
+    expect(res.json).toMatchObject({
+      ok: true,
+      action: 'type',
+      text,
+      focused: true,
+      target: { r: 'input', t: 'Name' },
+    });
     expect(await eventually(async () => (await find('text', 'Name')).value === text)).toBe(true);
     expect((await find('text', 'Name')).value).toBe(text);
   });

@@ -43,22 +43,31 @@ afterAll(async () => {
 });
 
 describe('desktop-cli serve (MCP)', () => {
-  it('lists the tools the issue names', async () => {
+  it('lists the tools the issue names: every desktop-cli command (from its one definition), and the first MCP names', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(
       [
         'action',
+        'assert',
         'click',
+        'clipboard',
+        'do',
         'drag',
+        'fill',
         'find',
         'focus',
+        'hover',
         'key',
         'list',
+        'observe',
+        'open',
         'read',
         'screenshot',
+        'screenshot_coords',
         'scroll',
         'set_value',
         'type',
+        'wait',
         'wait_for',
       ].sort(),
     );
@@ -119,6 +128,28 @@ describe('desktop-cli serve (MCP)', () => {
     expect(t.isError).toBe(true);
     expect(text(t)).toMatch(/timed out after 300 ms/);
     expect((await call('list', {})).isError).toBeFalsy();
+  });
+
+  it("runs the public tool's batch (do), assert and wait as tools, with the CLI's results and failures", async () => {
+    const r = await call('do', {
+      window: TITLE,
+      steps:
+        '- set-value: { text: "Email", value: "mcp@example.com" }\n- assert: { text: "Email", roles: input, value: "mcp@example.com" }\n',
+    });
+    expect(r.isError, text(r)).toBeFalsy();
+    expect(JSON.parse(text(r))).toMatchObject({ ok: true, action: 'do', steps: 2, completed: 2 });
+    const failed = await call('assert', {
+      window: TITLE,
+      text: 'Email',
+      roles: 'input',
+      value: 'something else',
+    });
+    expect(failed.isError).toBe(true);
+    expect(text(failed)).toContain('ASSERTION_FAILED');
+    expect(text(failed)).toContain('"pass":false');
+    const waited = await call('wait', { window: TITLE, forText: 'never there', timeout: 0.3, interval: 50 });
+    expect(waited.isError).toBe(true);
+    expect(text(waited)).toContain('"timed_out":true');
   });
 
   it('returns a screenshot as an MCP image of the right size', async () => {

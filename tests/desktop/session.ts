@@ -8,7 +8,7 @@ import { build } from 'esbuild';
 import { allElements } from '../../native/src/desktop/compact.ts';
 import { desktop, type Element, type WindowInfo } from '../../native/src/index.ts';
 // @ts-expect-error: a plain .mjs build script without type declarations
-import { cliBuildOptions } from '../../native/scripts/bundle-cli.mjs';
+import { cliBuildOptions, yamlBuildOptions } from '../../native/scripts/bundle-cli.mjs';
 
 export const repo = path.resolve(import.meta.dirname, '..', '..');
 export const formApp = path.join(repo, 'tests', 'fixtures', 'desktop', 'form_app.py');
@@ -60,6 +60,7 @@ export class DesktopSession {
     delete process.env.NO_AT_BRIDGE;
     const cli = path.join(tmp, 'desktop-cli.cjs');
     await build(cliBuildOptions(cli)); // the same bundle an agent runs
+    await build(yamlBuildOptions(path.join(tmp, 'desktop-yaml.cjs'))); // --format yaml, do, fill
     const env: NodeJS.ProcessEnv = {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
@@ -107,8 +108,13 @@ export class DesktopSession {
   }
 
   /** Runs desktop-cli (the bundle, as an agent would) and parses its stdout as JSON when it is. */
-  run(args: string[], env: NodeJS.ProcessEnv = this.env): CliResult {
-    const r = spawnSync(process.execPath, [this.cli, ...args], { env, encoding: 'utf8', timeout: 30_000 });
+  run(args: string[], env: NodeJS.ProcessEnv = this.env, input?: string): CliResult {
+    const r = spawnSync(process.execPath, [this.cli, ...args], {
+      env,
+      encoding: 'utf8',
+      timeout: 30_000,
+      ...(input !== undefined ? { input } : {}),
+    });
     let json: unknown;
     try {
       json = JSON.parse(r.stdout);

@@ -176,7 +176,7 @@ describe('the board in a browser', () => {
     expect(sawWaiting).toMatch(/at its cap \(1\/1\)/);
   });
 
-  it('an external edit to a card file appears on the board; status: queued in the file queues it', async () => {
+  it('an external edit to a card file appears on the board; status: queued in the file waits for one Confirm', async () => {
     server.writeCard('external.md', card('Written outside', 'shell', 'echo external'));
     await page.waitForSelector(cardSel('external', 'backlog'));
     await page.locator(cardSel('external')).getByText('Written outside').waitFor();
@@ -184,8 +184,19 @@ describe('the board in a browser', () => {
     expect(text).toMatch(/id: external\nstatus: backlog/);
     server.writeCard('external.md', text.replace('Written outside', 'Renamed outside'));
     await page.locator(cardSel('external')).getByText('Renamed outside').waitFor();
+    // Written outside the board (an editor, a script or a run), a queued card waits for a person's
+    // confirm (issue 27); the banner's Confirm, from the keyboard, runs it.
     server.writeCard('external.md', text.replace('status: backlog', 'status: queued'));
+    const confirm = page.getByRole('button', { name: 'Confirm Written outside' });
+    await confirm.waitFor();
+    expect(await page.locator(cardSel('external', 'queued')).textContent()).toMatch(
+      /changed outside the board/,
+    );
+    await page.screenshot({ path: path.join(ARTIFACTS, 'board-confirm.png') });
+    await confirm.focus();
+    await page.keyboard.press('Enter');
     await page.waitForSelector(cardSel('external', 'done'), { timeout: 20_000 });
+    expect(await confirm.count()).toBe(0);
   });
 
   it('a broken card shows its parse error; the rest of the board works', async () => {

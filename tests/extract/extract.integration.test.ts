@@ -18,6 +18,7 @@ import { GrantStore } from '../../host/src/core/grant-store.ts';
 import { parseQuestions } from '../../host/src/core/board-questions.ts';
 import { writeProviderKey } from '../../supervisor/src/common/secrets.ts';
 import { startModelServer, type ModelServer, type RecordedRequest } from '../fixtures/model-server/server.ts';
+import { sampleFrames } from '../../worker/src/runners/extract.ts';
 import { DIST, Harness, REPO } from '../helpers/harness.ts';
 
 const KEYS = {
@@ -363,6 +364,22 @@ describe('recording → task', () => {
     await expect(ex.start({ file: text })).rejects.toThrow(ExtractRefused);
     await expect(ex.start({ recording: 'rec-20990101-000000-ffffff' })).rejects.toThrow(/no recording/);
     expect(store.all().filter((c) => /long|big|notes/.test(c.file))).toEqual([]);
+  });
+
+  it("a playlist a run saved as .mp4 is no video: neither the host's ffprobe nor the runner's ffmpeg opens what it names", async () => {
+    // A video of the person's, outside every grant; a run writes an HLS playlist naming it as an .mp4.
+    const outside = path.join(h.root, 'private', 'holiday.mp4');
+    mkdirSync(path.dirname(outside), { recursive: true });
+    ffmpeg('-f', 'lavfi', '-i', 'color=size=16x16:rate=1', '-t', '7', '-pix_fmt', 'yuv420p', outside);
+    const playlist = `#EXTM3U\\n#EXT-X-TARGETDURATION:10\\n#EXTINF:7,\\n${outside}\\n#EXT-X-ENDLIST\\n`;
+    const rec = await h.run(['sh', '-c', `mkdir -p videos && printf '${playlist}' > videos/playlist.mp4`]);
+    expect(rec.result.status).toBe('succeeded');
+    const planted = path.join(project, 'videos', 'playlist.mp4');
+    expect(readFileSync(planted, 'utf8')).toContain(outside);
+    // The host's probe (unjailed) before it starts an extraction of the file:
+    await expect(ex.start({ file: planted })).rejects.toThrow(/is not a video ffprobe can read/);
+    // The extract runner's frames (of an imported .mp4 or a recording's video.mp4):
+    await expect(sampleFrames(planted, 2, 64, h.root)).rejects.toThrow(/ffprobe/);
   });
 
   it('`runboard extract` does the same from the command line and says how it went', async () => {

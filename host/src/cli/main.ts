@@ -12,14 +12,17 @@ import { statePaths } from '@runboard/supervisor/paths';
 import { readOutputInOrder } from '@runboard/supervisor/run-output';
 import {
   ExitCodeForStatus,
+  formatWorkflowProblems,
   ResponseError,
   RunId,
+  workflowFileFor,
   type RunEvent,
   type RunResult,
 } from '@runboard/supervisor/protocol';
 import { GrantStore } from '../core/grant-store.ts';
 import { launchRequest, NoGrantError } from '../core/launch.ts';
-import { loadCard, loadConfig, ProjectError } from '../core/project.ts';
+import { loadCard, loadConfig, ProjectError, type Card } from '../core/project.ts';
+import { settleSucceededRun } from '../core/workflow-store.ts';
 import { SupervisorClient, SupervisorUnavailable } from '../core/supervisor-client.ts';
 import { cmdExtract, EXTRACT_USAGE, ExtractUsageError } from './extract.ts';
 import { cmdConfig, CONFIG_USAGE } from './config.ts';
@@ -184,10 +187,11 @@ async function cmdRun(args: string[]): Promise<number> {
   const cardFile = positionals[0]!;
   let launched;
   let client: SupervisorClient;
+  let card: Card;
   try {
     const projectDir = cardProjectDir(cardFile, values.project);
     const config = loadConfig(projectDir);
-    const card = loadCard(cardFile, projectDir);
+    card = loadCard(cardFile, projectDir);
     const request = launchRequest(card, config, projectDir, new GrantStore(paths));
     client = await SupervisorClient.connect(paths, { autoStart: true });
     launched = await client.launch(request);
@@ -206,9 +210,26 @@ async function cmdRun(args: string[]): Promise<number> {
     void client.cancel(runId);
   });
   const result = await follow(client, runId, values.json ?? false);
-  if (values.json) jsonLine({ type: 'result', runId, result });
-  else process.stderr.write(`${result.status === 'succeeded' ? '✓' : '✗'} ${describeResult(result)}\n`);
   client.close();
+  // As the board's scheduler does: a reflect run's workflow joins the card (valid, whole) or the run failed.
+  const installed = result.status === 'succeeded' ? settleSucceededRun(card.file, result) : undefined;
+  if (values.json)
+    jsonLine({
+      type: 'result',
+      runId,
+      result,
+      ...(installed
+        ? { workflow: installed.ok ? workflowFileFor(card.file) : { problems: installed.problems } }
+        : {}),
+    });
+  else process.stderr.write(`${result.status === 'succeeded' ? '✓' : '✗'} ${describeResult(result)}\n`);
+  if (installed && !installed.ok) {
+    process.stderr.write(
+      `✗ the workflow the run made was not saved into the card:\n${formatWorkflowProblems(installed.problems)}\n`,
+    );
+    return 1;
+  }
+  if (installed?.ok && !values.json) process.stderr.write(`workflow saved: ${workflowFileFor(card.file)}\n`);
   return ExitCodeForStatus[result.status as Exclude<RunResult['status'], 'running'>] ?? 1;
 }
 

@@ -51,6 +51,8 @@ export function callHandlers(s: BoardService): CallHandlers {
     board: () => s.view(),
     card: (p) => s.cardDetail(p.id),
     move: (p) => s.move(p.id, p.to, p.index),
+    confirmCard: (p) => s.confirmCard(p.id, p.digest),
+    confirmConfig: (p) => s.confirmConfig(p.digest),
     cancel: (p) => s.cancel(p.id),
     requeue: (p) => s.requeue(p.id),
     answer: (p) => s.answer(p.id, p.answers, p.requeue ?? false),

@@ -59,6 +59,7 @@ import { streamRun, type RunViewer } from './run-stream.ts';
 import { Scheduler } from './scheduler.ts';
 import { HostSchedules, localZone, scheduleFrontMatter } from './schedules.ts';
 import { resolveSchedule } from '@runboard/supervisor/schedule';
+import { Ledger } from '@runboard/supervisor/ledger';
 import { followBackend } from './backend.ts';
 import { SupervisorClient } from './supervisor-client.ts';
 import { saveWorkflow, workflowView } from './workflow-store.ts';
@@ -96,7 +97,8 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   ) {
     super();
     this.schedules = new HostSchedules(store, client, {
-      queue: (id) => this.move(id, 'queued', Number.MAX_SAFE_INTEGER),
+      // a schedule's fire queues the card as a drag does, but it is no person's confirm
+      queue: (id) => this.move(id, 'queued', Number.MAX_SAFE_INTEGER, false),
       busy: (id) => {
         const column = this.columnOf(id, this.card(id));
         return column === 'queued' || column === 'running' ? column : undefined;
@@ -134,6 +136,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     const connecting = SupervisorClient.connect(paths, { autoStart: true, reconnect: true });
     const store = new BoardStore(projectDir, {
       cache: new CardParseCache(CardParseCache.fileFor(paths.root, projectDir)),
+      ledger: Ledger.open(paths.root, projectDir),
     });
     let client: SupervisorClient;
     try {
@@ -560,12 +563,15 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       const r = resolveSchedule(raw, localZone());
       if (!r.ok) throw new Invalid(r.error);
     }
-    this.store.update(id, { schedule: raw });
+    this.store.update(id, { schedule: raw }, undefined, { confirm: true });
     await this.schedules.sync(); // the inspector asks for the supervisor's record right after
   }
 
-  /** A person moves a card to `index` of column `to` (drag and drop, keyboard, or the API). */
-  move(id: string, to: Column, index: number): void {
+  /**
+   * A person moves a card to `index` of column `to` (drag and drop, keyboard, or the API). A move to
+   * Queued confirms the card as it is (`confirm`: false for a schedule's fire, which is no person's act).
+   */
+  move(id: string, to: Column, index: number, confirm = true): void {
     const card = this.card(id);
     const from = this.columnOf(id, card);
     const refusal = moveRefusal(from, to, this.scheduler.isActive(id));
@@ -580,7 +586,23 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     for (const [other, rank] of ranks) if (other !== id) this.store.update(other, { rank });
     const patch: Record<string, unknown> = { status: to satisfies CardStatus };
     if (ranks.has(id)) patch.rank = ranks.get(id);
-    this.store.update(id, patch);
+    this.store.update(id, patch, undefined, { confirm: confirm && to === 'queued' });
+    this.deltas.soon(0);
+    this.scheduler.kick();
+  }
+
+  /** A person confirms a card changed outside the board, as the board showed it (`digest`). */
+  confirmCard(id: string, digest: string): void {
+    this.card(id);
+    this.store.confirmCard(id, digest);
+    this.deltas.soon(0);
+    this.scheduler.kick();
+    void this.schedules.sync().catch(() => undefined);
+  }
+
+  /** A person confirms config.yaml changed outside the board, as the board showed it (`digest`). */
+  confirmConfig(digest: string): void {
+    this.store.confirmConfig(digest);
     this.deltas.soon(0);
     this.scheduler.kick();
   }
@@ -625,7 +647,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     const card = this.card(id);
     if (this.scheduler.isActive(id)) throw new MoveRefused('the card is running: it cannot be queued again');
     if (this.columnOf(id, card) !== 'queued') return this.move(id, 'queued', Number.MAX_SAFE_INTEGER);
-    this.store.update(id, { failures: undefined, nextTryAt: undefined });
+    this.store.update(id, { failures: undefined, nextTryAt: undefined }, undefined, { confirm: true });
     this.deltas.soon(0);
     this.scheduler.kick();
   }

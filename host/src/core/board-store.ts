@@ -34,7 +34,9 @@ import {
 import type { TrashedCard } from '../shared/board-types.ts';
 import { cardText, duplicateText, parseTrashName, slugOf, trashName } from './card-edit.ts';
 import type { CardParseCache } from './card-parse-cache.ts';
+import { digestOf, type Ledger } from '@runboard/supervisor/ledger';
 import { readRegularFileSync } from './regular-file.ts';
+import { MoveRefused } from './board-errors.ts';
 
 /** Card files are read only as regular files, never through a link (regular-file.ts). */
 const readCard = (file: string): string => readRegularFileSync(file, { noFollow: true });
@@ -50,6 +52,22 @@ export interface StoreEvents {
   cards: [changed: { file: string; id?: string; external: boolean }];
   /** config.yaml changed: a new good config, or an error (the last good config stays). */
   config: [];
+}
+
+/** Why a card that would run by itself (queued, or with a schedule) waits for a person's confirm. */
+export interface Confirmation {
+  /** The digest of the card's text as it is now: a confirm names it (a later change needs its own). */
+  digest: string;
+  reason: string;
+}
+
+/** A config.yaml that changed outside the board: the board keeps the last confirmed one until then. */
+export interface ConfigChange {
+  digest: string;
+  /** What changed, in words (new flows, a flow's sandbox, the scheduler). */
+  changes: string[];
+  /** No confirmed config is known: nothing launches until the person confirms this one. */
+  noBase?: boolean;
 }
 
 const FRONT = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/;
@@ -160,14 +178,26 @@ export class BoardStore extends EventEmitter<StoreEvents> {
   private loadedConfig: string | undefined;
   private readonly cache: CardParseCache | undefined;
   private cacheSave: ReturnType<typeof setTimeout> | undefined;
+  /** What a person confirmed (ledger.ts); none: every card and config counts as confirmed. */
+  private readonly ledger: Ledger | undefined;
+  /** The digest of each card file's text as last read. */
+  private readonly digests = new Map<string, string>();
+  /** The confirmed config.yaml text the board launches with while a changed one waits. */
+  private confirmedText: string | undefined;
+  /** config.yaml changed outside the board and waits for a person's confirm. */
+  configChange: ConfigChange | undefined;
 
-  /** `cache`: earlier front matter parses (card-parse-cache.ts); without it every card is parsed. */
+  /**
+   * `cache`: earlier front matter parses (card-parse-cache.ts); without it every card is parsed.
+   * `ledger`: what a person confirmed; cards and config.yaml changed outside the board wait for them.
+   */
   constructor(
     readonly projectDir: string,
-    opts: { cache?: CardParseCache } = {},
+    opts: { cache?: CardParseCache; ledger?: Ledger } = {},
   ) {
     super();
     this.cache = opts.cache;
+    this.ledger = opts.ledger;
     this.projectDir = path.resolve(projectDir);
     this.cardsDir = path.join(this.projectDir, 'cards');
     this.configFile = path.join(this.projectDir, 'config.yaml');
@@ -175,6 +205,13 @@ export class BoardStore extends EventEmitter<StoreEvents> {
 
   /** Loads everything (throws when there was never a good config), assigns missing ids/status. */
   load(): void {
+    const ledger = this.ledger;
+    let before: string | undefined;
+    try {
+      before = readRegularFileSync(this.configFile);
+    } catch {
+      // said below
+    }
     // Older config files are written as the current version first (comments kept; config.ts).
     upgradeConfigFiles(this.projectDir);
     let configText: string;
@@ -183,7 +220,13 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     } catch (err) {
       throw new Error(`${this.configFile}: ${(err as Error).message}`);
     }
+    // the upgrade of a confirmed config is confirmed too (the board wrote it on top of that)
+    if (ledger && !ledger.fresh && before !== undefined && before !== configText)
+      if (ledger.confirmed(this.configFile, digestOf(before))) ledger.recordConfig(configText);
+    if (ledger?.fresh) ledger.recordConfig(configText);
+    this.confirmedText = ledger ? ledger.confirmedConfig() : configText;
     this.config = parseConfig(this.configFile, configText, readUserConfig());
+    if (this.confirmedText !== configText) this.ingestConfig(configText, false);
     this.loadedConfig = configText;
     this.loaded = new Map();
     for (const file of this.cardFiles()) {
@@ -197,7 +240,61 @@ export class BoardStore extends EventEmitter<StoreEvents> {
       }
       this.loaded.set(file, this.ingest(file, text) ? text : undefined);
     }
+    // A project opened for the first time: a person chose to open it, so what it holds is theirs.
+    if (ledger?.fresh) ledger.record([...this.digests].map(([file, digest]) => ({ file, digest })));
     this.saveCacheSoon();
+  }
+
+  /**
+   * Why the card waits for a person's confirm: it would run by itself (queued, or a schedule) and its
+   * text is not what a person confirmed or the board wrote. Undefined: it may run.
+   */
+  confirmation(card: Card): Confirmation | undefined {
+    const f = card.front;
+    const scheduled = f.schedule !== undefined && f.schedule !== null;
+    if (!this.ledger || !wouldRun(card)) return undefined;
+    const digest = this.digests.get(card.file);
+    if (digest === undefined || this.ledger.confirmed(card.file, digest)) return undefined;
+    const what =
+      f.status === 'queued'
+        ? scheduled
+          ? 'to run it and its schedule'
+          : 'to run it'
+        : 'for its schedule to fire';
+    return { digest, reason: `changed outside the board: Confirm ${what}` };
+  }
+
+  /** Is this text of the card file confirmed (or is there no ledger)? */
+  isConfirmed(file: string, text: string): boolean {
+    return !this.ledger || this.ledger.confirmed(file, digestOf(text));
+  }
+
+  /**
+   * A person confirms the card as the board showed it (`digest`): refused when the file says
+   * something else now (changed again since it was shown).
+   */
+  confirmCard(id: string, digest: string): void {
+    const card = this.cards.get(id);
+    if (!card) throw new Error(`no card ${id}`);
+    if (digestOf(readCard(card.file)) !== digest || this.digests.get(card.file) !== digest)
+      throw new MoveRefused(
+        `${path.relative(this.projectDir, card.file)} changed again since the board showed it: look at it again, then confirm`,
+      );
+    this.ledger?.record([{ file: card.file, digest }]);
+    this.emit('cards', { file: card.file, id, external: false });
+  }
+
+  /** A person confirms config.yaml as the board showed it (`digest`): the board launches with it. */
+  confirmConfig(digest: string): void {
+    const text = this.configText();
+    const change = this.configChange;
+    if (!change || change.digest !== digest || digestOf(text) !== digest)
+      throw new MoveRefused(
+        'config.yaml changed again since the board showed it (or has no change to confirm): look at it again, then confirm',
+      );
+    this.ledger?.recordConfig(text);
+    this.confirmedText = text;
+    this.ingestConfig(text);
   }
 
   /** The card files in cards/ now (absolute paths, sorted). */
@@ -337,6 +434,11 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     patch: Partial<Record<keyof CardFrontMatter | string, unknown>>,
     /** Changes the markdown body in the same atomic write (e.g. appending questions). */
     editBody?: (body: string) => string,
+    /**
+     * `confirm`: a person's explicit act on the card (a drag to Queued, Run again): the new text is
+     * confirmed. Otherwise the new text is confirmed only when the text it changes was.
+     */
+    opts: { confirm?: boolean } = {},
   ): Card {
     const card = this.cards.get(id);
     if (!card) throw new Error(`no card ${id}`);
@@ -345,7 +447,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     for (let attempt = 1; ; attempt++) {
       const text = readCard(card.file);
       const next = patchFrontMatter(text, patch, editBody);
-      if (this.write(card.file, next, attempt < 5 ? text : undefined))
+      if (this.write(card.file, next, attempt < 5 ? text : undefined, opts.confirm ? true : text))
         return this.ingest(card.file, next, false) ?? card;
     }
   }
@@ -359,9 +461,13 @@ export class BoardStore extends EventEmitter<StoreEvents> {
 
   /** Rewrites config.yaml with `edit` (core/config-edit.ts changes only the values it sets). */
   updateConfig(edit: (text: string) => string): void {
+    if (this.configChange)
+      throw new MoveRefused(
+        'config.yaml changed outside the board and waits for your confirm: confirm it (or undo that change) first',
+      );
     const next = edit(readRegularFileSync(this.configFile));
     parseConfig(this.configFile, next, readUserConfig()); // refuse to write a config that would not load
-    this.write(this.configFile, next);
+    this.write(this.configFile, next, undefined, true);
     this.ingestConfig(next);
   }
 
@@ -379,7 +485,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     const text = cardText(front, body);
     for (let n = 1; ; n++) {
       const file = path.join(this.cardsDir, `${n === 1 ? stem : `${stem}-${n}`}.md`);
-      if (this.placeNew(file, text)) {
+      if (this.placeNew(file, text, true)) {
         const card = this.ingest(file, text, false);
         if (!card)
           throw new Error(`${file}: the new card does not read back: ${this.broken.get(file)?.error}`);
@@ -392,11 +498,13 @@ export class BoardStore extends EventEmitter<StoreEvents> {
   duplicate(id: string): Card {
     const card = this.cards.get(id);
     if (!card) throw new Error(`no card ${id}`);
-    const text = duplicateText(readCard(card.file), card.front.title);
+    const source = readCard(card.file);
+    const text = duplicateText(source, card.front.title);
     const stem = path.basename(card.file, '.md').replace(/-copy(-\d+)?$/, '');
     for (let n = 1; ; n++) {
       const file = path.join(this.cardsDir, `${stem}-copy${n === 1 ? '' : `-${n}`}.md`);
-      if (this.placeNew(file, text)) {
+      // the copy is as confirmed as the card it copies
+      if (this.placeNew(file, text, this.isConfirmed(card.file, source))) {
         const folder = cardFolder(card.file);
         // the copy gets its own copy of the card's folder (its workflow); links in it are left out
         if (folder)
@@ -417,12 +525,13 @@ export class BoardStore extends EventEmitter<StoreEvents> {
    * Writes `text` to `file` only if no entry has that name: a temp file hard-linked into place (the
    * link fails when the name is taken, with no window for a race). False when it was taken.
    */
-  private placeNew(file: string, text: string): boolean {
+  private placeNew(file: string, text: string, confirm: boolean): boolean {
     const tmp = path.join(this.cardsDir, `.new.${process.pid}.${Date.now()}.tmp`);
     writeFileSync(tmp, text, { flag: 'wx' });
     try {
       linkSync(tmp, file);
       this.written.set(file, text);
+      if (confirm) this.ledger?.record([{ file, digest: digestOf(text) }]);
       return true;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
@@ -434,7 +543,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
 
   /** Replaces a card file's whole text (a person's edit of the file), if it still holds `base`. */
   replaceText(file: string, text: string, base: string): boolean {
-    if (!this.write(file, text, base)) return false;
+    if (!this.write(file, text, base, true)) return false;
     this.ingest(file, text, false);
     return true;
   }
@@ -456,6 +565,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     const folder = cardFolder(file);
     renameSync(file, path.join(this.trashDir, name));
     moveFolder(folder, path.join(this.trashDir, name.replace(/\.md$/, '')));
+    this.ledger?.record([{ file, digest: null }]); // a file put back later is confirmed anew
     this.written.delete(file);
     this.forget(file);
     return { name, file: base, at: parseTrashName(name)!.at };
@@ -500,11 +610,27 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     return readRegularFileSync(this.configFile);
   }
 
-  private write(file: string, text: string, unchangedFrom?: string): boolean {
+  /**
+   * Writes a file of the board. `confirm`: true, a person's act (the text is confirmed); a string, the
+   * text this one replaces (the new text is confirmed when that one was: the board's own changes to a
+   * card, such as its run state, neither confirm nor unconfirm it).
+   */
+  private write(
+    file: string,
+    text: string,
+    unchangedFrom: string | undefined,
+    confirm: boolean | string,
+  ): boolean {
     this.written.set(file, text);
     const done = writeAtomic(file, text, unchangedFrom);
-    if (!done) this.written.delete(file);
-    return done;
+    if (!done) {
+      this.written.delete(file);
+      return false;
+    }
+    if (this.ledger && (confirm === true || (typeof confirm === 'string' && this.isConfirmed(file, confirm))))
+      if (file === this.configFile) this.ledger.recordConfig(text);
+      else this.ledger.record([{ file, digest: digestOf(text) }]);
+    return true;
   }
 
   private reread(file: string): void {
@@ -528,18 +654,48 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     else this.ingest(file, text, true);
   }
 
-  private ingestConfig(text: string): void {
+  /**
+   * Takes in config.yaml's text: a confirmed one (or any, without a ledger) becomes the config; a
+   * changed one waits as `configChange` while the board keeps the last confirmed config.
+   */
+  private ingestConfig(text: string, emit = true): void {
     try {
-      this.config = parseConfig(this.configFile, text, readUserConfig());
+      const user = readUserConfig();
+      const parsed = parseConfig(this.configFile, text, user);
       this.configError = undefined;
+      const digest = digestOf(text);
+      if (!this.ledger || this.ledger.confirmed(this.configFile, digest)) {
+        this.config = parsed;
+        this.confirmedText = text;
+        this.configChange = undefined;
+      } else {
+        let base: ProjectConfig | undefined;
+        try {
+          if (this.confirmedText !== undefined) base = parseConfig(this.configFile, this.confirmedText, user);
+        } catch {
+          // the confirmed text no longer loads (a user config change): no base
+        }
+        if (base) this.config = base;
+        else if (!this.config) this.config = parsed;
+        this.configChange = base
+          ? { digest, changes: configChanges(base, parsed) }
+          : {
+              digest,
+              changes: [
+                'config.yaml changed outside the board and its last confirmed version is not known: no card starts until you confirm it',
+              ],
+              noBase: true,
+            };
+      }
     } catch (err) {
       this.configError = (err as Error).message;
     }
-    this.emit('config');
+    if (emit) this.emit('config');
   }
 
   private forget(file: string): void {
     this.cache?.forget(file);
+    this.digests.delete(file);
     const id = this.idOf.get(file);
     this.idOf.delete(file);
     if (id) this.cards.delete(id);
@@ -583,10 +739,14 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     }
     if (card.front.status === undefined) patch.status = 'backlog';
     if (Object.keys(patch).length) {
+      const before = text;
       text = patchFrontMatter(text, patch);
-      this.write(file, text);
+      this.write(file, text, undefined, before);
       card = parseCard(file, text, this.projectDir, parseYaml);
     }
+    // the digest only where a confirm can be asked (all of them at a first open, to record them)
+    if (this.ledger && (this.ledger.fresh || wouldRun(card))) this.digests.set(file, digestOf(text));
+    else this.digests.delete(file);
     const oldId = this.idOf.get(file);
     if (oldId && oldId !== id) this.cards.delete(oldId);
     this.broken.delete(file);
@@ -597,6 +757,10 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     return card;
   }
 }
+
+/** Would the card run without a person's act: queued in its file, or a schedule? */
+const wouldRun = (card: Card): boolean =>
+  card.front.status === 'queued' || (card.front.schedule !== undefined && card.front.schedule !== null);
 
 /** Sets (or, for undefined, removes) front matter fields, keeping comments, order and the body. */
 export function patchFrontMatter(
@@ -620,4 +784,29 @@ export function questionsOf(body: string): string | undefined {
   const m = /^##\s+Questions\s*$([\s\S]*?)(?=^#{1,2}\s|$(?![\s\S]))/m.exec(body);
   const text = m?.[1]?.trim();
   return text ? text : undefined;
+}
+
+/** What changed between the confirmed config and a changed one, in words for the board's banner. */
+export function configChanges(before: ProjectConfig, after: ProjectConfig): string[] {
+  const out: string[] = [];
+  const same = (x: unknown, y: unknown): boolean => JSON.stringify(x) === JSON.stringify(y);
+  for (const [name, f] of Object.entries(after.flows)) {
+    const was = Object.hasOwn(before.flows, name) ? before.flows[name] : undefined;
+    if (!was) {
+      out.push(
+        `new flow "${name}" (runner ${f.runner}${f.sandbox ? ', with its own sandbox settings' : ''})`,
+      );
+      continue;
+    }
+    const keys = [...new Set([...Object.keys(was), ...Object.keys(f)])].filter(
+      (k) => !same((was as Record<string, unknown>)[k], (f as Record<string, unknown>)[k]),
+    );
+    if (keys.length) out.push(`flow "${name}": ${keys.join(', ')} changed`);
+  }
+  for (const name of Object.keys(before.flows))
+    if (!Object.hasOwn(after.flows, name)) out.push(`flow "${name}" removed`);
+  for (const key of ['scheduler', 'redis', 'llm_profiles', 'vision_profiles'] as const)
+    if (!same(before[key], after[key])) out.push(`${key} changed`);
+  if (out.length === 0) out.push('config.yaml changed (nothing the board uses: comments or layout)');
+  return out;
 }

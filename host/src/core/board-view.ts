@@ -94,6 +94,8 @@ export class BoardViews {
       };
     else if (grant?.state === 'stale')
       v.grant = { state: 'stale', folder: grant.grant, reason: grant.reason };
+    const confirm = this.store.confirmation(card);
+    if (confirm) v.confirm = confirm;
     return v;
   }
 
@@ -161,6 +163,14 @@ export class BoardViews {
       })),
       columnLimits: cfg.scheduler.columnLimits,
       ...(this.store.configError ? { configError: this.store.configError } : {}),
+      ...(this.store.configChange
+        ? {
+            configChange: {
+              digest: this.store.configChange.digest,
+              changes: this.store.configChange.changes,
+            },
+          }
+        : {}),
     };
   }
 }

@@ -14,6 +14,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import YAML from 'yaml';
+import { mediaInput } from '@runboard/native/media-input';
 import {
   EXTRACTION_FILE,
   gateExtraction,
@@ -22,7 +23,7 @@ import {
 } from '@runboard/supervisor/protocol';
 import { writeAtomic, type BoardStore } from './board-store.ts';
 import type { GrantStore } from './grant-store.ts';
-import { readRunArtifactSync } from './regular-file.ts';
+import { readRegularFileText, readRunArtifactSync } from './regular-file.ts';
 import { flowSpec, NoGrantError } from './launch.ts';
 import type { Card, FlowConfig, ProjectConfig } from './project.ts';
 import type { SupervisorClient } from './supervisor-client.ts';
@@ -75,7 +76,16 @@ async function videoDurationMs(file: string): Promise<number> {
   try {
     ({ stdout: out } = await execFileP(
       'ffprobe',
-      ['-v', 'error', '-show_entries', 'format=duration:stream=codec_type', '-of', 'json', file],
+      // the demuxer pinned by the extension, only this file opened (a playlist named .mp4 is no video)
+      [
+        '-v',
+        'error',
+        '-show_entries',
+        'format=duration:stream=codec_type',
+        '-of',
+        'json',
+        ...mediaInput(file),
+      ],
       { timeout: 30_000 },
     ));
   } catch (err) {
@@ -133,7 +143,14 @@ export class Extractions {
       const dir = path.join(this.projectDir, 'recordings', req.recording);
       let meta: { endedAt?: unknown; durationMs?: unknown };
       try {
-        meta = JSON.parse(readFileSync(path.join(dir, 'recording.json'), 'utf8')) as typeof meta;
+        // a run may have written the project's recordings (regular-file.ts): no FIFO, no link, bounded
+        meta = JSON.parse(
+          await readRegularFileText(path.join(dir, 'recording.json'), {
+            noFollow: true,
+            maxBytes: 1 << 20,
+            within: this.projectDir,
+          }),
+        ) as typeof meta;
       } catch {
         throw new ExtractRefused(
           `no recording ${req.recording} in ${path.join(this.projectDir, 'recordings')}`,

@@ -27,7 +27,7 @@ import type { BoardStore } from './board-store.ts';
 import { compareCards } from './board-model.ts';
 import { appendQuestions } from './board-questions.ts';
 import { askNeeds, isAskNeeds } from '../shared/asks.ts';
-import { installReflected } from './workflow-store.ts';
+import { settleSucceededRun } from './workflow-store.ts';
 import type { GrantStore } from './grant-store.ts';
 import { flowProvider, launchRequest } from './launch.ts';
 import type { Card, CardStatus } from './project.ts';
@@ -288,8 +288,15 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const counts: Partial<Record<CardStatus, number>> = {};
     for (const c of cards)
       counts[c.front.status ?? 'backlog'] = (counts[c.front.status ?? 'backlog'] ?? 0) + 1;
+    // A queued card changed outside the board waits for a person's confirm (board-store.ts confirmation)
+    const unconfirmed: Record<string, string> = {};
     const queued = cards
       .filter((c) => c.front.status === 'queued' && !this.active.has(this.idOf(c)))
+      .filter((c) => {
+        const why = this.store.confirmation(c)?.reason;
+        if (why) unconfirmed[this.idOf(c)] = why;
+        return !why;
+      })
       .map((c) => ({ id: this.idOf(c), file: c.file, rank: c.front.rank, card: c }))
       .sort(compareCards);
     const decision = decide({
@@ -313,14 +320,18 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       blockedFlows: Object.fromEntries(
         Object.entries(cfg.flows).flatMap(([n, f]) => {
           const provider = flowProvider(f, cfg);
-          const why = this.supervisorDown ?? (provider ? this.keyless.get(provider) : undefined);
+          const why =
+            this.supervisorDown ??
+            (this.store.configChange?.noBase ? this.store.configChange.changes[0] : undefined) ??
+            (provider ? this.keyless.get(provider) : undefined);
           return why ? [[n, why]] : [];
         }),
       ),
       now: this.now(),
     });
-    const changed = JSON.stringify(decision.waiting) !== JSON.stringify(this.waiting);
-    this.waiting = decision.waiting;
+    const waiting = { ...decision.waiting, ...unconfirmed };
+    const changed = JSON.stringify(waiting) !== JSON.stringify(this.waiting);
+    this.waiting = waiting;
     clearTimeout(this.wakeTimer);
     if (decision.wakeAt !== undefined)
       this.wakeTimer = setTimeout(() => this.kick(), Math.max(10, decision.wakeAt - this.now()));
@@ -445,8 +456,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       switch (result.status) {
         case 'succeeded': {
           // A reflect run's workflow joins the card only valid, whole; else the run counts as failed.
-          const installed =
-            result.runner === 'reflect' ? installReflected(card.file, result.logDir) : undefined;
+          const installed = settleSucceededRun(card.file, result);
           if (installed && !installed.ok) {
             const why = formatWorkflowProblems(installed.problems);
             this.failed(

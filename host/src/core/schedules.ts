@@ -170,7 +170,8 @@ export class HostSchedules {
     const out: ScheduleSpec[] = [];
     for (const card of this.store.all()) {
       const r = scheduleOf(card);
-      if (!r?.ok) continue;
+      // a schedule changed outside the board is not registered until a person confirms the card
+      if (!r?.ok || this.store.confirmation(card)) continue;
       const { cron, timezone, text, missed, overlap } = r.value;
       out.push({
         cardPath: card.file,
@@ -244,6 +245,8 @@ export class HostSchedules {
     const card = this.store.all().find((c) => c.file === s.cardPath);
     if (!card) return void (await take('skipped', 'the card no longer exists'));
     const id = String(card.front.id);
+    const unconfirmed = this.store.confirmation(card);
+    if (unconfirmed) return void (await take('skipped', unconfirmed.reason));
     const busy = this.hooks.busy(id);
     if (busy) {
       if (s.overlap === 'queue' || this.behind.get(s.cardPath)?.has(fireAt)) {

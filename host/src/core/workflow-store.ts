@@ -88,3 +88,15 @@ export function installReflected(cardFile: string, logDir: string): WorkflowChec
     };
   }
 }
+
+/**
+ * What the host does with a run's outcome before the card may count it as succeeded, on every path
+ * that runs a card (the board's scheduler, `runboard run`): a reflect run's workflow is installed into
+ * the card's folder, valid and whole. undefined: nothing to install; else whether it was.
+ */
+export function settleSucceededRun(
+  cardFile: string,
+  result: { runner: string; logDir: string },
+): WorkflowCheck | undefined {
+  return result.runner === 'reflect' ? installReflected(cardFile, result.logDir) : undefined;
+}

@@ -17,6 +17,7 @@ import { applyDelta } from './board-delta.ts';
 import { cardOfHash, hashOf, isFiltering, matches, NO_FILTER, type CardFilter } from './card-filter.ts';
 import { Board, type MoveIntent } from './Board.tsx';
 import { CardEditor, SourceEditor, type EditorTarget } from './CardEditor.tsx';
+import { ConfirmBanner } from './Confirm.tsx';
 import { Inspector } from './Inspector.tsx';
 import { Recordings } from './Recordings.tsx';
 import { KeyPanel } from './Providers.tsx';
@@ -380,6 +381,7 @@ export function App({ api }: { api: BoardApi }) {
           config.yaml has an error (the last good config is in use): {board.configError}
         </div>
       )}
+      <ConfirmBanner board={board} api={api} onOpen={setSelected} onError={setError} />
       {configWarnings > 0 && !settings && (
         <div className="banner warn" role="status">
           The config has {configWarnings} warning{configWarnings > 1 ? 's' : ''}

@@ -91,7 +91,7 @@ const CardContent = memo(function CardContent({ card }: { card: CardView }) {
           {card.nextTryAt && card.column === 'queued' && (
             <div className="card-note backoff">next try at {time(card.nextTryAt)}</div>
           )}
-          {card.waiting && !card.waiting.startsWith('backoff') && (
+          {card.waiting && !card.confirm && !card.waiting.startsWith('backoff') && (
             <div className="card-note clamp">{card.waiting}</div>
           )}
           {card.lastError && card.column !== 'done' && card.column !== 'running' && (
@@ -103,6 +103,11 @@ const CardContent = memo(function CardContent({ card }: { card: CardView }) {
             </div>
           )}
           {card.needs && <div className="card-note needs">needs: {card.needs}</div>}
+          {card.confirm && (
+            <div className="card-note needs" title={card.confirm.reason}>
+              ⚠ changed outside the board: confirm it above
+            </div>
+          )}
           {card.grant && (
             <div className="card-note needs" title={card.grant.reason}>
               {card.grant.state === 'stale' ? 'grant stale: grant the folder again' : 'folder not granted'}

@@ -9,6 +9,17 @@ import { describeAsk } from '../shared/asks.ts';
 import type { BoardApi } from '../shared/board-api.ts';
 import type { AskChoice, CardDetail } from '../shared/board-types.ts';
 
+function once(a: PermissionAsk): string {
+  switch (a.kind) {
+    case 'write':
+      return `lets the card's next run write anywhere in ${a.path} (and the folders in it), that run only`;
+    case 'connect':
+      return `lets the card's next run connect to TCP port ${a.port}, that run only`;
+    case 'delete':
+      return `lets the card's next run delete files in ${a.path} (and the folders in it), that run only`;
+  }
+}
+
 function always(a: PermissionAsk, flow: string): string {
   switch (a.kind) {
     case 'write':
@@ -65,7 +76,9 @@ export function PermissionAskPanel({ api, detail, onChanged, onError }: Props) {
                   Deny
                 </button>
               </div>
-              <p className="muted ask-note">Allow always {always(a, asks.flow)}.</p>
+              <p className="muted ask-note">
+                Allow once {once(a)}. Allow always {always(a, asks.flow)}.
+              </p>
             </li>
           );
         })}

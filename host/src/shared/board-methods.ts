@@ -105,6 +105,8 @@ const method =
   });
 
 const none = z.object({});
+/** A digest of a file's text as the board showed it (base64url SHA-256). */
+const Digest = z.string().check(z.regex(/^[A-Za-z0-9_-]{43}$/, 'not a digest the board showed'));
 const card = z.object({ id: CardId });
 const run = z.object({ runId: RunIdParam });
 const recording = z.object({ recordingId: z.string().check(z.minLength(1), z.maxLength(64)) });
@@ -124,6 +126,13 @@ export const boardMethods = {
   card: method<'call', CardDetail>('call')('GET', '/api/cards/:id', card),
   move: method('call')('POST', '/api/cards/:id/move', z.extend(card, { to: ColumnParam, index: Count(1e9) })),
   cancel: method('call')('POST', '/api/cards/:id/cancel', card),
+  /**
+   * A person confirms a card changed outside the board (CardView.confirm), as the board showed it:
+   * `digest` names that text; a card changed again since is refused (409).
+   */
+  confirmCard: method('call')('POST', '/api/cards/:id/confirm', z.extend(card, { digest: Digest })),
+  /** A person confirms config.yaml changed outside the board (BoardView.configChange), as shown. */
+  confirmConfig: method('call')('POST', '/api/config/confirm', z.object({ digest: Digest })),
   /**
    * Run again (an ended card: to the end of Queued) or Retry now (a queued card waiting out its
    * backoff: it keeps its place, the wait is dropped). Either way failures and the backoff start afresh.

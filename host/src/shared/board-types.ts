@@ -62,6 +62,11 @@ export interface CardView {
   schedule?: CardSchedule;
   /** Its folder is not granted, or its grant is stale (the folder was replaced): why. None: granted. */
   grant?: CardGrant;
+  /**
+   * It would run by itself (queued, or a schedule) but its file changed outside the board: it waits
+   * for a person's Confirm, which names this digest of the text shown (docs/user-guide-board.md).
+   */
+  confirm?: { digest: string; reason: string };
 }
 
 /** A card folder's grant problem, and the folder to grant (again) to fix it. */
@@ -100,6 +105,11 @@ export interface BoardView {
   columnLimits: Partial<Record<Column, number>>;
   /** config.yaml does not load: the last good config is in use. */
   configError?: string;
+  /**
+   * config.yaml changed outside the board: the last confirmed config is in use until a person
+   * confirms this one (its digest), and what changed, in words.
+   */
+  configChange?: { digest: string; changes: string[] };
 }
 
 /**

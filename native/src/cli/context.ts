@@ -1,6 +1,6 @@
 // What `read` leaves for `click --id`: each shown element's signature (short role, title, bounds
 // relative to the window), per window, in one small 0600 file per display under the state root.
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Signature } from '../desktop/match.ts';
 
@@ -69,4 +69,39 @@ export function latestContext(windowIds: number[], file = contextPath()): Window
     .map((id) => all.windows[String(id)])
     .filter((c): c is WindowContext => c !== undefined)
     .sort((a, b) => b.ts - a.ts)[0];
+}
+
+// ---- --since: the flat elements of recent reads, one file per read, kept 60 s ----
+// One file per (window, ts): a read writes its own and never parses the others (a 6,000-node page
+// makes a snapshot of ~1 MB; one shared file was read, parsed and rewritten by every read).
+
+const SNAPSHOT_TTL_S = 60;
+
+function snapshotDir(env: NodeJS.ProcessEnv = process.env): string {
+  const display = (env.DISPLAY ?? 'none').replace(/[^A-Za-z0-9.]/g, '_');
+  return path.join(path.dirname(contextPath(env)), `snapshots-${display}`);
+}
+
+/** Keeps a read's flat elements under its ts (seconds); files older than 60 s are removed. */
+export function saveSnapshot(windowId: number, ts: number, elements: unknown[], dir = snapshotDir()): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const now = Math.floor(Date.now() / 1000);
+  for (const f of readdirSync(dir)) {
+    const m = /^\d+-(\d+)\.json$/.exec(f);
+    if (m && now - Number(m[1]) > SNAPSHOT_TTL_S) rmSync(path.join(dir, f), { force: true });
+  }
+  const file = path.join(dir, `${windowId}-${ts}.json`);
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify(elements), { mode: 0o600 });
+  renameSync(tmp, file);
+}
+
+export function loadSnapshot<T>(windowId: number, ts: number, dir = snapshotDir()): T[] | undefined {
+  if (Math.floor(Date.now() / 1000) - ts > SNAPSHOT_TTL_S) return undefined;
+  try {
+    const els = JSON.parse(readFileSync(path.join(dir, `${windowId}-${ts}.json`), 'utf8')) as unknown;
+    return Array.isArray(els) ? (els as T[]) : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -13,6 +13,10 @@ export type CliErrorCode =
   | 'ACTION_FAILED'
   | 'CAPTURE_FAILED'
   | 'NOT_BUILT'
+  | 'CLIPBOARD_UNAVAILABLE'
+  | 'TIMEOUT'
+  | 'ASSERTION_FAILED'
+  | 'STEP_FAILED'
   | 'INTERNAL';
 
 export const EXIT_CODES: Record<CliErrorCode, number> = {
@@ -28,6 +32,12 @@ export const EXIT_CODES: Record<CliErrorCode, number> = {
   ACTION_FAILED: 10,
   CAPTURE_FAILED: 11,
   NOT_BUILT: 12,
+  CLIPBOARD_UNAVAILABLE: 13,
+  // As the public desktop-cli documents: a wait that timed out, an assert that failed and a batch
+  // with a failed step exit 1 (their result is printed on stdout too), so `&&` chains stop there.
+  TIMEOUT: 1,
+  ASSERTION_FAILED: 1,
+  STEP_FAILED: 1,
 };
 
 const REMEDIATION: Record<CliErrorCode, string> = {
@@ -47,6 +57,13 @@ const REMEDIATION: Record<CliErrorCode, string> = {
   ACTION_FAILED: 'Check that the window still exists and accepts input (`desktop-cli list`), then retry.',
   CAPTURE_FAILED: 'Check the window is on screen (`desktop-cli list`) and the --scale/--format flags.',
   NOT_BUILT: 'Build the native addon: scripts/setup.sh (or node native/scripts/build.mjs).',
+  CLIPBOARD_UNAVAILABLE:
+    'Install xclip (apt-get install xclip): on X11 a clipboard that stays readable after desktop-cli exits needs a process that keeps owning the selection.',
+  TIMEOUT: 'The condition did not hold in time: raise --timeout, or read the window to see what it shows.',
+  ASSERTION_FAILED:
+    'The element is not in the asserted state: read the window (desktop-cli read --format agent) to see its state.',
+  STEP_FAILED:
+    'A step of the batch failed: its error is in results; fix that step (or wrap it in try:) and run the batch again.',
   INTERNAL: 'This is a bug in desktop-cli; retry, and report the message if it persists.',
 };
 

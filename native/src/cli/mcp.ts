@@ -6,8 +6,15 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { z } from 'zod';
 import pkg from '../../package.json' with { type: 'json' };
 import { desktop } from '../desktop/desktop.ts';
+import { COMMANDS, optionsOf } from './spec.ts';
 
-type Execute = (argv: string[]) => Promise<{ code: number; stdout: string; stderr: string }>;
+type Execute = (argv: string[], stdin?: string) => Promise<{ code: number; stdout: string; stderr: string }>;
+
+/** Tools written by hand: an image result (screenshot), and the first MCP names agents already use. */
+const HAND_MADE = new Set(['screenshot', 'find']);
+/** Tools that act on a window: returnTree adds its tree after the action. */
+const ACTS = new Set(['click', 'hover', 'type', 'set-value', 'fill', 'scroll', 'drag', 'action', 'focus']);
+const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 type Content = { type: 'text'; text: string } | { type: 'image'; data: string; mimeType: string };
 interface ToolResult {
   [key: string]: unknown;
@@ -57,10 +64,19 @@ interface Compact {
 export async function serve(_args: string[], execute: Execute): Promise<number> {
   const server = new McpServer({ name: 'runboard-desktop', version: pkg.version });
 
-  const run = async (argv: string[]): Promise<ToolResult> => {
-    const r = await execute(argv);
+  const run = async (argv: string[], stdin?: string): Promise<ToolResult> => {
+    const r = await execute(argv, stdin);
     if (r.code !== 0)
-      return { content: [{ type: 'text', text: r.stderr.trim() || `exit ${r.code}` }], isError: true };
+      // A result that is also a failure (wait timed out, assert failed) comes with its result.
+      return {
+        content: [
+          {
+            type: 'text',
+            text: [r.stderr.trim() || `exit ${r.code}`, r.stdout.trim()].filter(Boolean).join('\n'),
+          },
+        ],
+        isError: true,
+      };
     return { content: [{ type: 'text', text: r.stdout.trim() }] };
   };
   const withTree = async (res: ToolResult, t: Target, want: boolean | undefined): Promise<ToolResult> => {
@@ -79,115 +95,35 @@ export async function serve(_args: string[], execute: Execute): Promise<number> 
   };
 
   server.registerTool(
-    'list',
-    {
-      description:
-        'List running apps (apps: true), the monitors (monitors: true: name, bounds [x,y,w,h] in screen pixels, primary) or top-level windows (default): app, pid, title, id, bounds, focused.',
-      inputSchema: {
-        apps: z.boolean().optional(),
-        monitors: z.boolean().optional(),
-        app: z.string().optional(),
-        pid: z.number().int().optional(),
-      },
-    },
-    async (a) =>
-      run([
-        'list',
-        ...(a.apps ? ['--apps'] : a.monitors ? ['--monitors'] : ['--windows']),
-        ...opt('--app', a.app),
-        ...opt('--pid', a.pid),
-      ]),
-  );
-  server.registerTool(
-    'read',
-    {
-      description:
-        'Read a window’s accessibility tree as compact JSON (short keys: i id, r role, t title, v value or the text a label shows, d description, b bounds [x,y,w,h] in screen pixels, f focused, e enabled, s selected, c children, a actions). Element ids are for click/type/action/… on the same window.',
-      inputSchema: {
-        ...target,
-        depth: z.number().int().min(1).optional(),
-        roles: z.array(z.string()).optional().describe('short roles to keep, e.g. ["btn","txt"]'),
-        visibleOnly: z.boolean().optional().describe('default true'),
-        compact: z.boolean().optional().describe('flat list instead of a tree'),
-      },
-    },
-    async (a) =>
-      run([
-        'read',
-        ...targetArgs(a),
-        ...opt('--depth', a.depth),
-        ...(a.roles?.length ? ['--roles', a.roles.join(',')] : []),
-        ...(a.visibleOnly === false ? ['--visible-only=false'] : []),
-        ...opt('--compact', a.compact),
-      ]),
-  );
-  server.registerTool(
     'find',
     {
       description:
-        'Find elements of a window by (part of) their name and/or short role; returns the compact elements.',
-      inputSchema: { ...target, name: z.string().optional(), role: z.string().optional() },
+        "Find elements of a window by (part of) their name and/or short role; returns the compact elements. With text (and no name): the CLI's find, across all windows.",
+      inputSchema: {
+        ...target,
+        name: z.string().optional(),
+        role: z.string().optional(),
+        text: z.string().optional(),
+        roles: z.string().optional(),
+        limit: z.number().int().optional(),
+        exact: z.boolean().optional(),
+      },
     },
     async (a) => {
+      if (a.text !== undefined && a.name === undefined)
+        return run([
+          'find',
+          '--text',
+          a.text,
+          ...opt('--app', a.app),
+          ...opt('--roles', a.roles),
+          ...opt('--limit', a.limit),
+          ...opt('--exact', a.exact),
+        ]);
       const found = await find(a, a.name, a.role);
       if (!Array.isArray(found)) return found;
       return { content: [{ type: 'text', text: JSON.stringify(found) }] };
     },
-  );
-  server.registerTool(
-    'click',
-    {
-      description: 'Click an element by id (from read/find) or a screen point.',
-      inputSchema: {
-        ...target,
-        id: z.number().int().optional(),
-        x: z.number().int().optional(),
-        y: z.number().int().optional(),
-        button: z.enum(['left', 'right', 'middle']).optional(),
-        double: z.boolean().optional(),
-        returnTree,
-      },
-    },
-    async (a) =>
-      withTree(
-        await run([
-          'click',
-          ...targetArgs(a),
-          ...opt('--id', a.id),
-          ...opt('--x', a.x),
-          ...opt('--y', a.y),
-          ...opt('--button', a.button),
-          ...opt('--double', a.double),
-        ]),
-        a,
-        a.returnTree,
-      ),
-  );
-  server.registerTool(
-    'type',
-    {
-      description: 'Type any Unicode text, into an element by id (focused first) or into the focused window.',
-      inputSchema: {
-        ...target,
-        text: z.string(),
-        id: z.number().int().optional(),
-        delayMs: z.number().int().min(0).optional(),
-        returnTree,
-      },
-    },
-    async (a) =>
-      withTree(
-        await run([
-          'type',
-          ...targetArgs(a),
-          '--text',
-          a.text,
-          ...opt('--id', a.id),
-          ...opt('--delay', a.delayMs),
-        ]),
-        a,
-        a.returnTree,
-      ),
   );
   server.registerTool(
     'key',
@@ -202,99 +138,77 @@ export async function serve(_args: string[], execute: Execute): Promise<number> 
         a.returnTree,
       ),
   );
-  server.registerTool(
-    'scroll',
-    {
-      description: 'Scroll at an element or point: direction up/down/left/right, amount in wheel clicks.',
-      inputSchema: {
-        ...target,
-        direction: z.enum(['up', 'down', 'left', 'right']).optional(),
-        amount: z.number().int().min(1).optional(),
-        id: z.number().int().optional(),
-        x: z.number().int().optional(),
-        y: z.number().int().optional(),
-        returnTree,
+  // Every other command is a tool made from its definition in spec.ts (the CLI parses the same one):
+  // a flag --window-id is the parameter windowId, values are passed as the CLI's arguments.
+  for (const [name, spec] of Object.entries(COMMANDS)) {
+    if (HAND_MADE.has(name)) continue;
+    const tool = name.replace(/-/g, '_');
+    const shape: Record<string, z.ZodType> = {};
+    const flags = new Map<string, string>();
+    for (const [flag, o] of Object.entries(optionsOf(spec))) {
+      if (flag === 'pretty' || flag === 'raw') continue;
+      const param = camel(flag);
+      flags.set(param, flag);
+      shape[param] = (
+        o.type === 'boolean'
+          ? z.boolean()
+          : spec.multiple?.includes(flag)
+            ? z.array(z.string())
+            : flag === 'roles'
+              ? z.union([z.string(), z.array(z.string())])
+              : z.union([z.string(), z.number()])
+      ).optional();
+    }
+    if (name === 'type') shape.delayMs = z.number().int().min(0).optional(); // the first MCP name of --delay
+    if (name === 'clipboard')
+      shape.command = z.enum(['read', 'write', 'clear', 'grab']).describe('what to do with the clipboard');
+    if (name === 'open') shape.target = z.string().optional().describe('a URL or a file');
+    if (name === 'do')
+      shape.steps = z
+        .union([z.string(), z.array(z.record(z.string(), z.unknown()))])
+        .describe('the steps: a YAML list (as `do` reads on stdin), or the same list as JSON');
+    if (name === 'fill') shape.fields = z.array(z.record(z.string(), z.unknown())).optional();
+    if (name === 'observe')
+      shape.duration = z.number().min(0.1).max(60).optional().describe('seconds (default 5)');
+    if (ACTS.has(name)) shape.returnTree = returnTree;
+    server.registerTool(
+      tool,
+      { description: `${spec.summary} (desktop-cli ${name})`, inputSchema: shape },
+      async (a: Record<string, unknown>) => {
+        const argv = [name];
+        const positionals: string[] = [];
+        let stdin: string | undefined;
+        for (const [param, value] of Object.entries(a)) {
+          if (value === undefined || value === null || param === 'returnTree') continue;
+          if (param === 'delayMs') argv.push('--delay', String(value));
+          else if (param === 'command' || param === 'target') positionals.push(String(value));
+          else if (param === 'steps')
+            stdin = typeof value === 'string' ? value : JSON.stringify(value); // JSON is YAML
+          else if (param === 'fields') stdin = JSON.stringify({ fields: value, submit: a.submit });
+          else {
+            const flag = flags.get(param);
+            if (!flag) continue;
+            if (value === true) argv.push(`--${flag}`);
+            else if (value === false) argv.push(`--${flag}=false`);
+            else if (Array.isArray(value))
+              if (spec.multiple?.includes(flag)) for (const x of value) argv.push(`--${flag}`, String(x));
+              else argv.push(`--${flag}`, value.map(String).join(','));
+            else argv.push(`--${flag}`, String(value));
+          }
+        }
+        if (name === 'observe' && a.duration === undefined) argv.push('--duration', '5');
+        if (name === 'screenshot-coords' && a.output === undefined) argv.push('--output', '-');
+        const r = await run([...argv, ...(positionals.length ? ['--', ...positionals] : [])], stdin);
+        if (name === 'screenshot-coords' && !r.isError && a.output === undefined) {
+          const data = (r.content[0] as { text: string }).text;
+          return {
+            content: [{ type: 'image', data, mimeType: a.format === 'jpg' ? 'image/jpeg' : 'image/png' }],
+          };
+        }
+        return ACTS.has(name) ? withTree(r, a, a.returnTree as boolean | undefined) : r;
       },
-    },
-    async (a) =>
-      withTree(
-        await run([
-          'scroll',
-          ...targetArgs(a),
-          ...opt('--direction', a.direction),
-          ...opt('--amount', a.amount),
-          ...opt('--id', a.id),
-          ...opt('--x', a.x),
-          ...opt('--y', a.y),
-        ]),
-        a,
-        a.returnTree,
-      ),
-  );
-  server.registerTool(
-    'drag',
-    {
-      description: 'Drag from an element or point to an element or point.',
-      inputSchema: {
-        ...target,
-        fromId: z.number().int().optional(),
-        fromX: z.number().int().optional(),
-        fromY: z.number().int().optional(),
-        toId: z.number().int().optional(),
-        toX: z.number().int().optional(),
-        toY: z.number().int().optional(),
-        returnTree,
-      },
-    },
-    async (a) =>
-      withTree(
-        await run([
-          'drag',
-          ...targetArgs(a),
-          ...opt('--from-id', a.fromId),
-          ...opt('--from-x', a.fromX),
-          ...opt('--from-y', a.fromY),
-          ...opt('--to-id', a.toId),
-          ...opt('--to-x', a.toX),
-          ...opt('--to-y', a.toY),
-        ]),
-        a,
-        a.returnTree,
-      ),
-  );
-  server.registerTool(
-    'focus',
-    { description: 'Focus and raise a window by app, title, window id or pid.', inputSchema: { ...target } },
-    async (a) => run(['focus', ...targetArgs(a)]),
-  );
-  server.registerTool(
-    'action',
-    {
-      description:
-        'Perform an element’s accessibility action (press, activate, toggle, …) without a synthetic click.',
-      inputSchema: { ...target, id: z.number().int(), name: z.string().optional(), returnTree },
-    },
-    async (a) =>
-      withTree(
-        await run(['action', ...targetArgs(a), '--id', String(a.id), ...opt('--name', a.name)]),
-        a,
-        a.returnTree,
-      ),
-  );
-  server.registerTool(
-    'set_value',
-    {
-      description: 'Replace the text of an editable element: focus it, select all, type the value.',
-      inputSchema: { ...target, id: z.number().int(), value: z.string(), returnTree },
-    },
-    async (a) => {
-      // `type --id` focuses the element and waits until it has the focus before pressing anything.
-      const all = await run(['type', ...targetArgs(a), '--id', String(a.id), '--key', 'ctrl+a']);
-      if (all.isError) return all;
-      // Now type into the focused element: another `--id` would click it again and drop the selection.
-      return withTree(await run(['type', ...targetArgs(a), '--text', a.value]), a, a.returnTree);
-    },
-  );
+    );
+  }
   server.registerTool(
     'wait_for',
     {

@@ -8,4 +8,8 @@ namespace runboard::desktop {
 // (or "" for the element's first action). Returns the action name performed.
 std::string DoAction(const WindowQuery& target, int elementId, const std::string& action);
 
+// Sets an element's text (editable text) or, for a number, its value (sliders, spin buttons) through
+// the accessibility API, without input. Returns "text" or "value": what was set.
+std::string SetValue(const WindowQuery& target, int elementId, const std::string& value);
+
 }  // namespace runboard::desktop

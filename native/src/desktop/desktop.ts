@@ -154,6 +154,7 @@ function startRecorder(
               pause: () => raw.setPaused(true),
               resume: () => raw.setPaused(false),
               stop: () => raw.stop(),
+              drain: () => raw.drain(),
             });
           } else if (type === 'event') {
             const { frame, frameId, modifiers, ...rest } = payload;
@@ -195,6 +196,10 @@ export const desktop = {
   /** Performs an element's accessibility action ('' or omitted: its first); returns the name performed. */
   doAction(q: WindowQuery, id: number, action = ''): Promise<string> {
     return call(() => binding().desktopDoAction(query(q), id, action));
+  },
+  /** Sets an element's text, or its numeric value, through the accessibility API; says which it set. */
+  setValue(q: WindowQuery, id: number, value: string): Promise<'text' | 'value'> {
+    return call(() => binding().desktopSetValue(query(q), id, value));
   },
   move(x: number, y: number): Promise<void> {
     return call(() => binding().desktopMove(x, y));

@@ -1,4 +1,4 @@
-/** The one reader of files a person or a run can put anything in lives in @runboard/native (regular-file.ts). */
+/** The one reader of files a person or a run can put anything in lives in @runboard/native/regular-file. */
 export {
   NotRegularFile,
   openRegularFile,
@@ -8,4 +8,4 @@ export {
   readRegularFileSync,
   readRegularFileText,
   type RegularFileOptions,
-} from '@runboard/native';
+} from '@runboard/native/regular-file';

@@ -4,6 +4,7 @@ import {
   buildJailArgs,
   buildRunEnv,
   projectReadOnly,
+  knownProjectsReadOnly,
   runMemoryBytes,
   runWritable,
   serializeEnv,
@@ -127,6 +128,21 @@ describe('buildJailArgs', () => {
     expect(buildJailArgs(base({ sandbox: { agentSandbox: true } }))).not.toContain('--fs-mounts');
     const none = buildJailArgs(base({}, { landlockAbi: 0, useNamespaces: false }));
     expect(none.slice(-5)).toEqual(['--no-landlock', '--no-namespaces', '--', 'node', 'worker.mjs']);
+  });
+});
+
+describe('knownProjectsReadOnly', () => {
+  it('makes the project files of known projects inside the writable trees read-only, and only those', () => {
+    expect(
+      knownProjectsReadOnly(['/code/other', '/code', '/elsewhere/p', '/codex'], ['/code/', '/tmp/scratch']),
+    ).toEqual([
+      '/code/other/config.yaml',
+      '/code/other/cards',
+      '/code/other/recordings',
+      '/code/config.yaml',
+      '/code/cards',
+      '/code/recordings',
+    ]);
   });
 });
 

@@ -111,6 +111,17 @@ export function projectReadOnly(card: CardRef, flow: FlowSpec): string[] {
 }
 
 /**
+ * The same of every other project the supervisor knows (`projects`, from the schedule book) that lies
+ * inside the run's writable trees (issue 27): a run whose workspace holds another project cannot plant
+ * cards or flows there. (The board also keeps what a person confirmed: host/src/core/board-store.ts.)
+ */
+export function knownProjectsReadOnly(projects: string[], writable: string[]): string[] {
+  const dirs = writable.map((w) => w.replace(/\/+$/, '') || '/');
+  const inside = (p: string): boolean => dirs.some((d) => p === d || p.startsWith(d === '/' ? '/' : `${d}/`));
+  return [...new Set(projects)].filter(inside).flatMap((p) => PROJECT_OWNED.map((n) => path.join(p, n)));
+}
+
+/**
  * What the host alone writes in a project: its config, the cards (and their workflows), and the
  * recordings, which the host lists, serves and hands to extract and reflect runs as a person's own.
  */

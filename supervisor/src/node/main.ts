@@ -146,6 +146,8 @@ async function main(): Promise<void> {
     proxy,
     hasKey: (p) => hasProviderKey(paths, p),
     missingKeyGuidance: (p) => missingKeyGuidance(paths, p),
+    // other projects in a run's reach stay read-only (the book is made below, before any launch)
+    knownProjects: (): string[] => schedules.projects(),
     paramSecrets: (card) => cardParamSecrets(paths, card),
   });
 

@@ -140,6 +140,7 @@ export class RunRegistry {
             workspace: validated.workspace,
             command: p.command,
             grantPath: validated.grant.path,
+            ...this.resumeFrom(p, allowed),
           });
     } catch (err) {
       if (err instanceof ResponseError) throw err;
@@ -163,6 +164,33 @@ export class RunRegistry {
       this.recent.set(runId, run);
       if (this.recent.size > 200) this.recent.delete(this.recent.keys().next().value!);
     });
+  }
+
+  /**
+   * A claude or codex launch whose `allow` names asks of one earlier run that kept its agent session continues
+   * that session (agent-session.ts) instead of starting the task again.
+   */
+  private resumeFrom(
+    p: z.output<typeof LaunchRun.params>,
+    allowed: readonly PermissionAsk[],
+  ): { resumeFrom?: { logDir: string; session: string; note: string } } {
+    const runIds = new Set((p.allow ?? []).map((a) => a.runId));
+    if (runIds.size !== 1) return {};
+    const from = [...runIds][0]!;
+    const session = (this.get(from)?.result ?? this.readResult(from))?.session;
+    if (!session || session.cli !== p.flow.runner) return {};
+    const what = allowed
+      .map((a) => (a.kind === 'connect' ? `connect to TCP port ${a.port}` : `${a.kind} in ${a.path}`))
+      .join('; ');
+    return {
+      resumeFrom: {
+        logDir: runLogDir(this.paths, from),
+        session: session.id,
+        note:
+          `Runboard: the person allowed what was refused (${what}), for this run. ` +
+          'Continue the task where you stopped: do again what was refused, then finish.',
+      },
+    };
   }
 
   /**

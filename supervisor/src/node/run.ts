@@ -15,6 +15,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { execa } from 'execa';
 import {
+  AgentSessionId,
   ARTIFACTS_DIR,
   drivesDesktop,
   LIVE_FRAME_FILE,
@@ -37,12 +38,14 @@ import type { AttachSource } from './attach.ts';
 import { classifyEnd, signalName, type FinishedReport, type JailExit } from './classify-end.ts';
 import type { ProtectedDir } from '../common/protected-dirs.ts';
 import { deriveAsks } from './asks.ts';
+import { keepSession, restoreSession, type AgentCli } from './agent-session.ts';
 import { DenialScanner } from './denials.ts';
 import {
   buildJailArgs,
   buildRunEnv,
   projectFoldersToMake,
   projectReadOnly,
+  knownProjectsReadOnly,
   runWritable,
   SCRATCH_DIRS,
   DEFAULT_TMP_SIZE,
@@ -54,7 +57,13 @@ import { Liveness } from './liveness.ts';
 import { launchedResult } from './result-file.ts';
 import { JailOutput } from './output-files.ts';
 import { RunLog } from './run-log.ts';
-import type { ModelProxy, ModelRequestInfo, ProxyGrant, VisionGrant } from './model-proxy.ts';
+import {
+  runnerApis,
+  type ModelProxy,
+  type ModelRequestInfo,
+  type ProxyGrant,
+  type VisionGrant,
+} from './model-proxy.ts';
 import { recordEvidence, recordWorktree, tearDownDisplay } from './run-finalize.ts';
 import { preflight } from './run-preflight.ts';
 import { openWorkspace } from './workspace-fd.ts';
@@ -83,6 +92,8 @@ export interface RunDeps {
   proxy?: ModelProxy;
   hasKey?: (provider: string) => boolean;
   missingKeyGuidance?: (provider: string) => string;
+  /** Project folders the supervisor knows (schedule book): what of them is in a run's reach stays read-only. */
+  knownProjects?: () => string[];
   /** A replay card's sensitive parameter values from the supervisor's store (secrets.ts), by name. */
   paramSecrets?: (cardPath: string) => Promise<Record<string, string>>;
   /**
@@ -102,6 +113,8 @@ export interface LaunchSpec {
   command: Command | undefined;
   /** The grant's folder (realpath): a run's worktree must stay inside it. */
   grantPath?: string;
+  /** Continue the agent session an earlier run of the card kept at an ask the person allowed. */
+  resumeFrom?: { logDir: string; session: string; note: string };
 }
 
 function spawnJail(
@@ -189,6 +202,10 @@ export class Run {
   private readonly direct: string[] | undefined;
   /** Where the scratch dir went at the end, to be removed after the run is reported ended. */
   private goneScratch: string | undefined;
+  /** The agent CLI's session id, as the worker reported it (claude's system/init). */
+  private agentSession: string | undefined;
+  /** This run continues an earlier run's agent session (restored into its HOME). */
+  private resumed = false;
   /** The active-run marker's writes, in order (see writeMarker). */
   private markerWrites: Promise<unknown> = Promise.resolve();
   /** A replay card's sensitive parameter values, for the worker's spec (never written anywhere). */
@@ -409,8 +426,11 @@ export class Run {
     }
     if (flow.provider && this.deps.proxy) {
       try {
-        this.proxyGrant = await this.deps.proxy.grant(this.id, flow.provider, (info) =>
-          this.onModelRequest(info),
+        this.proxyGrant = await this.deps.proxy.grant(
+          this.id,
+          flow.provider,
+          (info) => this.onModelRequest(info),
+          { runner: flow.runner, apis: runnerApis(flow) },
         );
       } catch (err) {
         return this.finish(
@@ -479,6 +499,28 @@ export class Run {
         `could not create the run's output files in ${this.spec.logDir}: ${e.code ?? e.message}${e.code === 'ENOSPC' ? ' (the disk holding the run logs is full; free space and run again)' : ''}`,
       );
     }
+    const from = this.spec.resumeFrom;
+    const cli = agentCli(this.spec.flow.runner);
+    if (from && cli)
+      await restoreSession(cli, from.logDir, from.session, this.spec.scratchDir, this.workspace).then(
+        () => {
+          this.resumed = true;
+          this.result.session = { cli, id: from.session, resumed: true };
+          this.event('log', `continuing agent session ${from.session} (the person allowed what it asked)`, {
+            kind: 'resume',
+            session: from.session,
+          });
+        },
+        (err: unknown) =>
+          this.event(
+            'log',
+            `the agent starts afresh: its session could not be restored (${(err as Error).message})`,
+            {
+              kind: 'resume-failed',
+              level: 'warn',
+            },
+          ),
+      );
     if (!this.isActive || this.endCause) {
       for (const g of [this.proxyGrant, this.visionGrant]) if (g) this.deps.proxy?.revoke(g.token);
       return;
@@ -498,8 +540,14 @@ export class Run {
         return;
       }
     }
-    const readOnly = projectReadOnly(this.spec.card, flow);
-    for (const d of projectFoldersToMake(readOnly)) mkdirSync(d, { recursive: true, mode: 0o700 });
+    const own = projectReadOnly(this.spec.card, flow);
+    for (const d of projectFoldersToMake(own)) mkdirSync(d, { recursive: true, mode: 0o700 });
+    const readOnly = [
+      ...own,
+      ...knownProjectsReadOnly(this.deps.knownProjects?.() ?? [], this.writable).filter(
+        (p) => !own.includes(p),
+      ),
+    ];
     const args = buildJailArgs({
       flow,
       workspace: this.workspace,
@@ -777,6 +825,9 @@ export class Run {
           command: this.spec.command,
           heartbeatIntervalMs: this.liveness.heartbeatIntervalMs,
           ...(this.artifactsDir ? { artifactsDir: this.artifactsDir } : {}),
+          ...(this.resumed && this.spec.resumeFrom
+            ? { resume: { session: this.spec.resumeFrom.session, note: this.spec.resumeFrom.note } }
+            : {}),
           ...(this.paramSecrets ? { secrets: this.paramSecrets } : {}),
           ...(this.proxyGrant
             ? {
@@ -804,7 +855,14 @@ export class Run {
       onLog: (p) => {
         this.liveness.output();
         // an agent CLI's own permission refusal goes through the same ask as the sandbox's
-        const agent = p.data?.agent as { kind?: unknown; tool?: unknown; detail?: unknown } | undefined;
+        const agent = p.data?.agent as
+          { kind?: unknown; tool?: unknown; detail?: unknown; id?: unknown } | undefined;
+        if (
+          agent?.kind === 'session' &&
+          typeof agent.id === 'string' &&
+          AgentSessionId.safeParse(agent.id).success
+        )
+          this.agentSession = agent.id;
         if (agent?.kind === 'permission-denied')
           this.denials.scanAgent(`${String(agent.tool)}: ${String(agent.detail).slice(0, 2000)}`);
         this.event('log', p.message, { level: p.level, ...(p.data ?? {}) });
@@ -945,6 +1003,14 @@ export class Run {
     if (this.modelRequests)
       this.result.metrics = { ...this.result.metrics, modelRequests: this.modelRequests };
     await this.step('recording the worktree', () => recordWorktree(this.result, this.spec.card.title, sink));
+    // A claude run stopped at an ask keeps its session, to be continued once the person allows it.
+    const session = this.agentSession;
+    const cli = agentCli(this.spec.flow.runner);
+    if (status === 'needs-input' && this.result.asks?.length && cli && session)
+      await this.step('keeping the agent session', async () => {
+        if (await keepSession(cli, this.spec.scratchDir, this.spec.logDir, session))
+          this.result.session = { cli, id: session };
+      });
     const endedAt = Date.now();
     Object.assign(this.result, {
       status,
@@ -971,6 +1037,10 @@ export class Run {
     this.deps.log.info({ runId: this.id, status, reason }, 'run ended');
   }
 }
+
+/** The agent CLI of a runner whose sessions are kept across an ask, if any. */
+const agentCli = (runner: string): AgentCli | undefined =>
+  runner === 'claude' || runner === 'codex' ? runner : undefined;
 
 /** A command line as a person would type it (for the run's progress line). */
 function commandShown(argv: string[]): string {

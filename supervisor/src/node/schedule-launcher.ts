@@ -10,11 +10,13 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { loadConfig } from '../common/config.ts';
+import { parseConfig, readUserConfig } from '../common/config.ts';
+import { digestOf, Ledger } from '../common/ledger.ts';
+import { readRegularFileSync } from '../common/regular-file.ts';
 import { flowOf, launchParams } from '../common/flow-spec.ts';
 import { findGrant } from '../common/grants.ts';
 import type { StatePaths } from '../common/paths.ts';
-import { loadCard, type Card, type CardStatus } from '../common/project.ts';
+import { loadCard, parseCard, type Card, type CardStatus } from '../common/project.ts';
 import { DisplayBusy, LaunchRun, ResponseError } from '../protocol/index.ts';
 import type { RunRegistry } from './registry.ts';
 import type { LaunchOutcome, ScheduleLauncher } from './schedules.ts';
@@ -57,8 +59,23 @@ export function scheduleLauncher(paths: StatePaths, registry: RunRegistry, log: 
       let maxConcurrency: number;
       let held: string | undefined;
       try {
-        const config = loadConfig(project);
-        const card = loadCard(cardPath, project);
+        // Each file is read once, checked against what a person confirmed on the board (ledger.ts),
+        // and used as read: a file changed outside the board since is refused, not run.
+        const ledger = Ledger.open(paths.root, project);
+        const configFile = path.join(project, 'config.yaml');
+        const configText = readRegularFileSync(configFile);
+        const cardText = readRegularFileSync(cardPath, { noFollow: true });
+        if (!ledger.confirmed(cardPath, digestOf(cardText)))
+          return {
+            refuse: `${path.relative(project, cardPath)} changed outside the board since a person confirmed it: open the project's board and confirm the card there`,
+          };
+        if (!ledger.confirmed(configFile, digestOf(configText)))
+          return {
+            refuse:
+              "config.yaml changed outside the board since a person confirmed it: open the project's board and confirm the change there",
+          };
+        const config = parseConfig(configFile, configText, readUserConfig());
+        const card = parseCard(path.resolve(cardPath), cardText, project);
         held = backoffOrColumnLimit(project, card, config.scheduler.columnLimits);
         flowName = card.front.flow;
         cap = flowOf(card, config).cap;

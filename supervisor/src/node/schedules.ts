@@ -14,7 +14,7 @@
  * newest); every fire, taken or not, leaves a decision in the card's history.
  */
 import { EventEmitter } from 'node:events';
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import {
@@ -196,6 +196,20 @@ export class ScheduleBook extends EventEmitter<{
         started: e.started.map((r) => ({ fireAt: iso(r.fireAt), runId: r.runId })),
         ...(e.waiting !== undefined ? { waiting: e.waiting } : {}),
       }));
+  }
+
+  /** The project folders of the schedules in the book (each as real a path as it can be resolved). */
+  projects(): string[] {
+    const out = new Set<string>();
+    for (const e of this.entries.values()) {
+      out.add(e.project);
+      try {
+        out.add(realpathSync(e.project));
+      } catch {
+        // gone: its own path is enough
+      }
+    }
+    return [...out];
   }
 
   /** Is a board of `project` connected (it, not the cards' files, tells the project's schedules)? */

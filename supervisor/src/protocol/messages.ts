@@ -5,6 +5,7 @@
 import * as z from 'zod/mini';
 import { notification, request } from './define.ts';
 import {
+  AgentSessionId,
   CardRef,
   ClarifyingQuestion,
   Command,
@@ -315,6 +316,11 @@ export const WorkerSpec = z.object({
   ),
   /** A folder under the run's log dir the worker may write (screenshots, report.md). */
   artifactsDir: z.optional(z.string()),
+  /**
+   * Continue an agent session that stopped at a permission ask the person has allowed: the CLI's
+   * session (its transcript is in the run's HOME) and what to tell the agent instead of the prompt.
+   */
+  resume: z.optional(z.object({ session: AgentSessionId, note: z.string().check(z.maxLength(4000)) })),
   /**
    * Replay runs: the card's sensitive parameter values by name, from the supervisor's store (the card
    * holds references). Only in memory: the worker types them and redacts them from all it sends.

@@ -347,6 +347,9 @@ export const PermissionAsk = z.object({
 export type PermissionAsk = z.infer<typeof PermissionAsk>;
 
 /** result.json: the record of a run, rewritten as it goes and final when status is not `running`. */
+/** An agent CLI's session id (claude's are UUIDs). */
+export const AgentSessionId = z.string().check(z.regex(/^[0-9a-f-]{8,64}$/, 'not an agent session id'));
+
 export const RunResult = z.object({
   runId: RunId,
   status: RunStatus,
@@ -391,6 +394,13 @@ export const RunResult = z.object({
   asks: z.optional(z.array(PermissionAsk).check(z.maxLength(8))),
   /** Asks of earlier runs the person allowed once for this run (`run/launch` `allow`). */
   allowed: z.optional(z.array(PermissionAsk).check(z.maxLength(8))),
+  /**
+   * The agent session this run kept to be continued (a claude or codex run that stopped at an ask: its
+   * transcript is kept in the run's log dir), or the one it continued (`resumed`).
+   */
+  session: z.optional(
+    z.object({ cli: z.enum(['claude', 'codex']), id: AgentSessionId, resumed: z.optional(z.boolean()) }),
+  ),
 });
 export type RunResult = z.infer<typeof RunResult>;
 

@@ -3,7 +3,10 @@
  * print mode with `--output-format stream-json --verbose`, non-essential traffic off, stdin closed,
  * and the model reached only through the supervisor's loopback proxy (ANTHROPIC_BASE_URL + this run's
  * token as its API key). Its permission mode stays the default: tools that need approval are denied in
- * print mode, and such a denial ends the run as needs-input even though the CLI exits 0.
+ * print mode, and such a denial ends the run as needs-input even though the CLI exits 0. Claude Code
+ * refuses such a tool call before it acts; once the person allows the ask, the next run continues the
+ * same session (`--resume`, the supervisor restores its transcript: agent-session.ts) with a note of
+ * what was allowed, rather than starting the task again.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -32,7 +35,8 @@ export class ClaudeRunner implements Runner {
       );
     let prompt: string;
     try {
-      prompt = renderPrompt(spec);
+      // continuing a session the person's allow resumed: the agent is told what was allowed
+      prompt = spec.resume ? spec.resume.note : renderPrompt(spec);
     } catch (err) {
       return notStarted((err as Error).message);
     }
@@ -69,6 +73,7 @@ export class ClaudeRunner implements Runner {
       const allowed = Object.keys(servers).map((n) => `mcp__${n}`);
       args.push('--mcp-config', file, '--strict-mcp-config', '--allowedTools', allowed.join(','));
     }
+    if (spec.resume) args.push('--resume', spec.resume.session);
     args.push('--', prompt);
     const env: NodeJS.ProcessEnv = {
       ...ctx.env,

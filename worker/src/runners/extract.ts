@@ -11,13 +11,13 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, wri
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
-import type { ManifestStep } from '@runboard/native';
 import { ARTIFACTS_DIR, EXTRACTION_FILE, gateExtraction, type Metrics } from '@runboard/supervisor/protocol';
 import { fill } from './computer-use/prompt.ts';
 import { MAX_RETRY_WAIT_MS, retryDecision } from './computer-use/retry.ts';
 import { defaultApi, describeModelError, ModelClient, type CallApi, type Image } from './model-call.ts';
 import type { Runner, RunnerContext, RunnerOutcome } from './runner.ts';
-import { durationArgs, parseDuration } from '../tools/ffprobe.ts';
+import type { ManifestStep } from '@runboard/native';
+import { durationArgs, mediaInput, parseDuration } from '@runboard/native/media-input';
 
 const execFileP = promisify(execFile);
 
@@ -112,7 +112,8 @@ function readManifest(dir: string): ManifestStep[] {
 }
 
 async function videoSeconds(file: string): Promise<number> {
-  const s = parseDuration((await execFileP('ffprobe', durationArgs([file]))).stdout);
+  // a recording's video.mp4 or an imported .mp4: read as what its extension says (media-input.ts)
+  const s = parseDuration((await execFileP('ffprobe', durationArgs(file))).stdout);
   if (s === undefined) throw new Error(`ffprobe reports no duration for ${file}`);
   return s;
 }
@@ -137,8 +138,7 @@ export async function sampleFrames(
         '-nostdin',
         '-ss',
         t.toFixed(3),
-        '-i',
-        video,
+        ...mediaInput(video),
         '-frames:v',
         '1',
         '-vf',

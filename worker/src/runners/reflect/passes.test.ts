@@ -56,6 +56,7 @@ const MANIFEST = [
     screenshot: 'screenshots/0004.png',
     action: { type: 'extract', query: 'the album' },
     window: win,
+    element: el('label', 'Album'), // the element the person pointed at when pressing Ctrl+I
   },
   {
     step: 5,
@@ -119,6 +120,12 @@ describe('reflect passes', () => {
     expect(find!.steps[0]!.locator?.window_title).toBe('Order {{draft}}');
     expect(read!.steps[0]!.action_value).toBe('the album title'); // pass A's refined query stays
     expect(read!.steps[0]!.variable_name).toBe('extract_0');
+    // the extract's element becomes its locator: replay reads it without a model
+    expect(read!.steps[0]!.locator).toMatchObject({
+      role: 'label',
+      name: 'Album',
+      window_title: 'Order {{draft}}',
+    });
     expect(use!.dependencies).toEqual(['extract_0']);
     expect(use!.steps[0]!.recorded?.details).toBe('paste the album');
   });

@@ -1,12 +1,14 @@
 // export_document: a Markdown file of the workspace as DOCX (docx-writer.ts) or PDF (marked to
 // HTML, printed by Debian's Chromium through playwright-core, styled by pdf_style.css).
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { markdownToDocx } from './docx-writer.ts';
-import { DocumentError, insideWorkspace, relativeOrAbsolute } from './paths.ts';
+import { DocumentError, insideWorkspace, readInside, relativeOrAbsolute, writeInside } from './paths.ts';
 import { resolvePdfStyle } from './pdf-style.ts';
 
 export type ExportFormat = 'pdf' | 'docx';
+/** Larger Markdown files are refused (the printer and the DOCX writer hold it all). */
+const MAX_MARKDOWN_BYTES = 16 << 20;
 
 export interface ExportOptions {
   /** The project directory, whose pdf_style.css applies when the workspace has none. */
@@ -65,18 +67,20 @@ export async function exportDocument(
     throw new DocumentError(
       `output_path ${outputPath} does not end in .${fmt}; name it *.${fmt} or change the format`,
     );
-  const markdown = await readFile(src, 'utf8').catch(() => {
-    throw new DocumentError(`${mdPath}: no such Markdown file in the workspace`);
-  });
+  // Read and written as opened, never through a link (paths.ts): the checks above are on names, which
+  // a run can swap for links between the check and the open.
+  const allow = opts.allow ?? [];
+  const markdown = (await readInside(workspace, src, allow, mdPath, MAX_MARKDOWN_BYTES)).toString('utf8');
   const title = path.basename(src).replace(/\.[^.]+$/, '');
   await mkdir(path.dirname(out), { recursive: true });
   const root = insideWorkspace(workspace, '.');
   if (fmt === 'docx') {
-    await writeFile(out, await markdownToDocx(markdown, title));
+    const docx = await markdownToDocx(markdown, title);
+    await writeInside(workspace, out, allow, outputPath ?? path.basename(out), docx);
     return {
       path: relativeOrAbsolute(root, out),
       format: 'docx',
-      bytes: (await stat(out)).size,
+      bytes: docx.length,
       warnings: [],
     };
   }
@@ -85,7 +89,7 @@ export async function exportDocument(
   const body = await marked.parse(markdown, { gfm: true });
   const html = `<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="${CSP}"><title>${escapeHtml(title)}</title><style>${style.css}</style></head><body>${body}</body></html>`;
   const pdf = await printPdf(html, opts.chromium);
-  await writeFile(out, pdf);
+  await writeInside(workspace, out, allow, outputPath ?? path.basename(out), pdf);
   const { getDocumentProxy } = await import('unpdf');
   const pages = (await getDocumentProxy(new Uint8Array(pdf))).numPages;
   return {

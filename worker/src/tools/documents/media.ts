@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { visionApi, visionRequestPath, visionTakesVideo } from '@runboard/supervisor/protocol/data';
-import { durationArgs, parseDuration } from '../ffprobe.ts';
+import { durationArgs, mediaInput, parseDuration, VIDEO_DEMUXERS } from '@runboard/native/media-input';
 import { DocumentError, insideWorkspace, relativeOrAbsolute } from './paths.ts';
 import type { DocumentScope, VisionAccess } from './scope.ts';
 
@@ -23,19 +23,8 @@ const IMAGE: Record<string, string> = {
   '.gif': 'image/gif',
   '.webp': 'image/webp',
 };
-/**
- * Video extensions and the one ffmpeg demuxer each is read with. ffmpeg guesses the format from the
- * content otherwise, and a playlist (HLS, concat) saved as .mp4 would make it open the files it
- * names, outside the workspace too; the mov demuxer's external references (drefs) are off by default.
- */
-const VIDEO: Record<string, string> = {
-  '.mp4': 'mov',
-  '.m4v': 'mov',
-  '.mov': 'mov',
-  '.webm': 'matroska',
-  '.mkv': 'matroska',
-  '.avi': 'avi',
-};
+/** Videos: the extensions the one media helper reads, each with its demuxer pinned (@runboard/native). */
+const VIDEO = VIDEO_DEMUXERS;
 /** The MIME type of a video sent whole (GLM's video_url). */
 const VIDEO_MIME: Record<string, string> = {
   '.mp4': 'video/mp4',
@@ -87,9 +76,9 @@ function visionOf(scope: DocumentScope): VisionAccess {
   return v;
 }
 
-async function videoFrames(file: string, demuxer: string): Promise<Image[]> {
-  // only this file, read as this format: nothing it names is opened
-  const input = ['-protocol_whitelist', 'file', '-f', demuxer, '-i', file];
+async function videoFrames(file: string): Promise<Image[]> {
+  // only this file, read as the format its extension says: nothing it names is opened
+  const input = mediaInput(file);
   const tool = (cmd: string, args: string[]) =>
     run(cmd, args, { maxBuffer: 1 << 20 }).catch((e: NodeJS.ErrnoException & { stderr?: string }) => {
       throw new DocumentError(
@@ -98,7 +87,7 @@ async function videoFrames(file: string, demuxer: string): Promise<Image[]> {
           : `${path.basename(file)}: ${cmd} could not read it (${(e.stderr ?? e.message).trim().split('\n').pop()})`,
       );
     });
-  const duration = parseDuration((await tool('ffprobe', durationArgs(input))).stdout);
+  const duration = parseDuration((await tool('ffprobe', durationArgs(file))).stdout);
   if (duration === undefined)
     throw new DocumentError(`${path.basename(file)}: not a video ffprobe can read (no duration)`);
   const dir = await mkdtemp(path.join(tmpdir(), 'rb-frames-'));
@@ -268,7 +257,7 @@ export async function analyzeMedia(
       ? [{ mime: IMAGE[ext]!, data: await readFile(abs) }]
       : whole
         ? [{ mime: VIDEO_MIME[ext]!, data: await readFile(abs), video: true }]
-        : await videoFrames(abs, VIDEO[ext]!);
+        : await videoFrames(abs);
   const d = parseDescription(await ask(v, token, images));
   return JSON.stringify({
     path: relativeOrAbsolute(insideWorkspace(scope.workspace, '.'), abs),

@@ -1,12 +1,18 @@
 // read_document: a file of the workspace as Markdown plus metadata. Each format is read by a
 // maintained library (docs/decisions.md): PDF text by unpdf (pdf.js), DOCX by mammoth (to HTML) and
 // turndown (to Markdown, GFM tables), XLSX by exceljs. The size limit applies to the Markdown.
-import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { DocumentError, insideWorkspace, relativeOrAbsolute } from './paths.ts';
+import { DocumentError, insideWorkspace, readInside, relativeOrAbsolute } from './paths.ts';
+import { checkZipBounds } from './zip-bounds.ts';
 import { DEFAULT_MAX_CHARS, SUPPORTED } from './tools.ts';
 
 export { DEFAULT_MAX_CHARS, SUPPORTED };
+/** Larger files are refused before they are read. */
+export const MAX_DOCUMENT_BYTES = 64 << 20;
+/** PDFs with more pages are refused (pdf.js reads every page's text). */
+export const MAX_PDF_PAGES = 2_000;
+/** A document that takes longer to read is given up with an error saying so. */
+export const READ_TIME_LIMIT_MS = 60_000;
 const TEXT_EXTENSIONS = new Set([
   '.txt',
   '.md',
@@ -68,37 +74,51 @@ export async function readDocument(
   const maxChars = opts.maxChars ?? DEFAULT_MAX_CHARS;
   if (!Number.isInteger(maxChars) || maxChars < 1)
     throw new DocumentError(`max_chars must be a positive whole number, got ${String(opts.maxChars)}`);
-  const info = await stat(abs).catch(() => {
-    throw new DocumentError(`${file}: no such file in the workspace`);
-  });
-  if (!info.isFile()) throw new DocumentError(`${file} is not a file`);
   if (opts.sheet !== undefined && format !== 'xlsx')
     throw new DocumentError(`sheet is only for Excel files; ${file} is ${format}`);
-  const data = await readFile(abs);
+  const data = await readInside(workspace, abs, opts.allow ?? [], file, MAX_DOCUMENT_BYTES);
   const meta: Omit<DocumentMetadata, 'chars' | 'truncated'> = {
     path: relativeOrAbsolute(insideWorkspace(workspace, '.'), abs),
     format,
-    bytes: info.size,
+    bytes: data.length,
   };
   let markdown: string;
-  try {
+  // DOCX and XLSX are ZIPs: their inflated size is bounded before a library inflates them.
+  if (format === 'docx' || format === 'xlsx') checkZipBounds(file, data);
+  let timer: NodeJS.Timeout | undefined;
+  const timeLimit = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new DocumentError(
+            `${file}: reading it took more than ${READ_TIME_LIMIT_MS / 1000} s; given up (split the document, or export the part you need as text)`,
+          ),
+        ),
+      READ_TIME_LIMIT_MS,
+    );
+  });
+  const parse = async (): Promise<string> => {
     if (format === 'pdf') {
-      const r = await readPdf(data);
-      markdown = r.markdown;
+      const r = await readPdf(data, file);
       meta.pages = r.pages;
-    } else if (format === 'docx') {
-      markdown = await readDocx(data);
-    } else if (format === 'xlsx') {
+      return r.markdown;
+    }
+    if (format === 'docx') return readDocx(data);
+    if (format === 'xlsx') {
       const r = await readXlsx(data, opts.sheet);
-      markdown = r.markdown;
       meta.sheets = r.sheets;
       meta.sheet = r.sheet;
-    } else {
-      markdown = data.toString('utf8');
+      return r.markdown;
     }
+    return data.toString('utf8');
+  };
+  try {
+    markdown = await Promise.race([parse(), timeLimit]);
   } catch (e) {
     if (e instanceof DocumentError) throw e;
     throw new DocumentError(`${file}: cannot read as ${format}: ${(e as Error).message}`);
+  } finally {
+    clearTimeout(timer);
   }
   const chars = markdown.length;
   const truncated = chars > maxChars;
@@ -109,9 +129,15 @@ export async function readDocument(
   return { markdown, metadata: { ...meta, chars, truncated } };
 }
 
-async function readPdf(data: Buffer): Promise<{ markdown: string; pages: number }> {
+async function readPdf(data: Buffer, file: string): Promise<{ markdown: string; pages: number }> {
   const { extractText, getDocumentProxy } = await import('unpdf');
   const doc = await getDocumentProxy(new Uint8Array(data));
+  if (doc.numPages > MAX_PDF_PAGES) {
+    await doc.cleanup();
+    throw new DocumentError(
+      `${file}: ${doc.numPages} pages, more than the ${MAX_PDF_PAGES} read_document reads; split the PDF`,
+    );
+  }
   const { totalPages, text } = await extractText(doc, { mergePages: false });
   if (text.every((t) => t.trim() === ''))
     throw new DocumentError('Unsupported PDF: no extractable text (scanned PDF not supported).');

@@ -1,0 +1,143 @@
+/**
+ * The confirmed ledger as the board store uses it (issue 27): what a person opened, confirmed or the
+ * board wrote runs; what changed outside the board and would run by itself waits for a confirm.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { digestOf, Ledger } from '@runboard/supervisor/ledger';
+import { BoardStore } from './board-store.ts';
+
+const CONFIG = `version: 2
+flows:
+  shell: { runner: command, cap: 2 }
+`;
+const card = (title: string, extra = ''): string =>
+  `---\nid: ${title.toLowerCase()}\ntitle: ${title}\nflow: shell\ncommand: "true"\n${extra}---\n# Task\n`;
+
+describe('BoardStore with a ledger', () => {
+  let dir: string;
+  let state: string;
+  let stores: BoardStore[];
+  const open = (): BoardStore => {
+    const s = new BoardStore(dir, { ledger: Ledger.open(state, dir) });
+    s.load();
+    stores.push(s);
+    return s;
+  };
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'rb-ledger-'));
+    state = path.join(dir, '.state');
+    mkdirSync(path.join(dir, 'cards'));
+    writeFileSync(path.join(dir, 'config.yaml'), CONFIG);
+    stores = [];
+  });
+  afterEach(async () => {
+    for (const s of stores) await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const cardFile = (name: string): string => path.join(dir, 'cards', name);
+
+  it('a project opened for the first time is confirmed as it is; what is written outside later is not', () => {
+    writeFileSync(cardFile('a.md'), card('A', 'status: queued\n'));
+    writeFileSync(cardFile('s.md'), card('S', 'schedule: every day at 8:00\n'));
+    const first = open();
+    expect(first.confirmation(first.get('a')!)).toBeUndefined();
+    expect(first.confirmation(first.get('s')!)).toBeUndefined();
+    writeFileSync(cardFile('b.md'), card('B', 'status: queued\n'));
+    writeFileSync(cardFile('s.md'), card('S', 'schedule: every day at 9:00\n'));
+    writeFileSync(cardFile('c.md'), card('C')); // backlog, no schedule: nothing to confirm
+    const again = open();
+    expect(again.confirmation(again.get('a')!)).toBeUndefined();
+    expect(again.confirmation(again.get('b')!)?.reason).toMatch(
+      /changed outside the board: Confirm to run it/,
+    );
+    expect(again.confirmation(again.get('s')!)?.reason).toMatch(/for its schedule to fire/);
+    expect(again.confirmation(again.get('c')!)).toBeUndefined();
+  });
+
+  it("the board's own writes keep a card as confirmed as it was; a person's act confirms it", () => {
+    open();
+    writeFileSync(cardFile('b.md'), card('B', 'status: queued\n'));
+    const s = open();
+    // run state the scheduler writes does not launder a card changed outside the board
+    s.update('b', { status: 'running', lastRun: 'r1' });
+    s.update('b', { status: 'queued', lastRun: 'r1' });
+    expect(s.confirmation(s.get('b')!)).toBeDefined();
+    // a drag to Queued (a person's act)
+    s.update('b', { status: 'queued', rank: 5 }, undefined, { confirm: true });
+    expect(s.confirmation(s.get('b')!)).toBeUndefined();
+    s.update('b', { lastError: 'x' });
+    expect(s.confirmation(s.get('b')!)).toBeUndefined();
+    expect(open().confirmation(s.get('b')!)).toBeUndefined(); // kept in the state root
+  });
+
+  it('a confirm names the text shown: a card changed again after it was shown is refused', () => {
+    open();
+    writeFileSync(cardFile('b.md'), card('B', 'status: queued\n'));
+    const s = open();
+    const shown = s.confirmation(s.get('b')!)!;
+    expect(shown.digest).toBe(digestOf(readFileSync(cardFile('b.md'), 'utf8')));
+    writeFileSync(cardFile('b.md'), card('B', 'status: queued\nworkspace: /\n'));
+    expect(() => s.confirmCard('b', shown.digest)).toThrow(/changed again since the board showed it/);
+    const other = open(); // reads the new text
+    other.confirmCard('b', other.confirmation(other.get('b')!)!.digest);
+    expect(other.confirmation(other.get('b')!)).toBeUndefined();
+    expect(s.isConfirmed(cardFile('b.md'), readFileSync(cardFile('b.md'), 'utf8'))).toBe(true); // seen by another store
+  });
+
+  it('a config.yaml changed outside the board waits: the confirmed flows stay until a person confirms it', () => {
+    open();
+    writeFileSync(
+      path.join(dir, 'config.yaml'),
+      CONFIG.replace('cap: 2 }', 'cap: 2, sandbox: { writable: [/] } }') + '  more: { runner: command }\n',
+    );
+    const s = open();
+    expect(s.config.flows.shell!.sandbox).toBeUndefined();
+    expect(Object.keys(s.config.flows)).toEqual(['shell']);
+    expect(s.configChange?.changes).toEqual([
+      'flow "shell": sandbox changed',
+      'new flow "more" (runner command)',
+    ]);
+    expect(() => s.updateConfig((t) => t)).toThrow(/waits for your confirm/); // Settings cannot launder it
+    expect(() => s.confirmConfig(digestOf(CONFIG))).toThrow(/changed again/);
+    s.confirmConfig(s.configChange!.digest);
+    expect(s.configChange).toBeUndefined();
+    expect(s.config.flows.shell!.sandbox?.writable).toEqual(['/']);
+    expect(open().configChange).toBeUndefined();
+  });
+
+  it('a trashed card is forgotten: the same text put back later is confirmed anew', () => {
+    writeFileSync(cardFile('a.md'), card('A', 'status: queued\n'));
+    const s = open();
+    const text = readFileSync(cardFile('a.md'), 'utf8');
+    s.trash(cardFile('a.md'));
+    writeFileSync(cardFile('a.md'), text);
+    const again = open();
+    expect(again.confirmation(again.get('a')!)).toBeDefined();
+  });
+});
+
+describe('Ledger', () => {
+  it('is shared by processes through its log, and compacts it without losing an entry', () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'rb-ledger-log-'));
+    try {
+      const a = Ledger.open(root, '/p');
+      const b = Ledger.open(root, '/p');
+      expect(a.fresh).toBe(true);
+      for (let i = 0; i < 700; i++) a.record([{ file: '/p/cards/x.md', digest: digestOf(String(i)) }]);
+      a.record([{ file: '/p/cards/y.md', digest: digestOf('y') }]);
+      expect(b.confirmed('/p/cards/x.md', digestOf('699'))).toBe(true);
+      expect(b.confirmed('/p/cards/x.md', digestOf('698'))).toBe(false);
+      b.record([{ file: '/p/cards/x.md', digest: null }]);
+      expect(a.confirmed('/p/cards/x.md', digestOf('699'))).toBe(false);
+      expect(a.confirmed('/p/cards/y.md', digestOf('y'))).toBe(true);
+      const log = readFileSync(a.file, 'utf8').trim().split('\n');
+      expect(log.length).toBeLessThan(700); // compacted
+      expect(Ledger.open(root, '/p').fresh).toBe(false);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,178 @@
+// Heavy trees and tokens (issue 32). (1) A Chromium page of ~5,900 AT-SPI nodes read whole by
+// `desktop-cli read --visible-only=false` as a whole process, against a plain pyatspi walk of the same
+// window as a whole process (native/bench/pyatspi_walk.py), in turns, as a ratio in the same run.
+// (2) What an agent pays in tokens for the same screen: compact JSON, --compact, --prune, YAML, the
+// agent format (with --prune), and a screenshot's image tokens. Run through run.mjs (`heavy`), which
+// starts a test desktop around it. Needs python3-pyatspi (apt) for the baseline.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { encode } from 'gpt-tokenizer/encoding/o200k_base';
+import { desktop } from '../src/desktop/desktop.ts';
+
+const cli = process.argv[2]!;
+const repo = path.resolve(import.meta.dirname ?? '.', process.argv[3] ?? '.');
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'runboard-heavy-'));
+const children: ChildProcess[] = [];
+const ITEMS = Number(process.env.HEAVY_ITEMS ?? 940); // ~5,900 nodes in the page's window
+const ROUNDS = Number(process.env.HEAVY_ROUNDS ?? 3);
+
+const env: NodeJS.ProcessEnv = {
+  PATH: process.env.PATH,
+  HOME: process.env.HOME,
+  DISPLAY: process.env.DISPLAY,
+  DBUS_SESSION_BUS_ADDRESS: process.env.DBUS_SESSION_BUS_ADDRESS,
+  RUNBOARD_HOME: path.join(tmp, 'home'),
+  RUNBOARD_NATIVE_DIR: process.env.RUNBOARD_NATIVE_DIR,
+};
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+function run(file: string, args: string[]): { ms: number; out: string } {
+  const t = performance.now();
+  const r = spawnSync(file, args, { env, encoding: 'utf8', maxBuffer: 1 << 28 });
+  const ms = performance.now() - t;
+  if (r.status !== 0) throw new Error(`${file} ${args.join(' ')} failed: ${r.stderr}`);
+  return { ms, out: r.stdout };
+}
+const cliRun = (args: string[]) => run(process.execPath, [cli, ...args]);
+
+function chromium(url: string, dir: string): void {
+  const c = spawn(
+    'chromium',
+    [
+      '--no-sandbox',
+      '--no-first-run',
+      '--no-default-browser-check',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-gpu',
+      '--password-store=basic',
+      `--user-data-dir=${path.join(tmp, dir)}`,
+      '--force-renderer-accessibility',
+      '--window-position=0,0',
+      '--window-size=1000,780',
+      url,
+    ],
+    { env: { ...env, ACCESSIBILITY_ENABLED: '1' }, stdio: 'ignore', detached: true },
+  );
+  children.push(c);
+}
+
+async function waitTree(title: string, minNodes: number): Promise<number> {
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    const r = await desktop.read({ title, visibleOnly: false, actions: false }).catch(() => undefined);
+    if (r && r.stats.nodes >= minNodes) {
+      await sleep(1000); // let the page settle
+      return (await desktop.read({ title, visibleOnly: false, actions: false })).stats.nodes;
+    }
+    if (Date.now() > deadline) throw new Error(`"${title}" did not reach ${minNodes} nodes`);
+    await sleep(250);
+  }
+}
+
+/** OpenAI (GPT-4o/4.1/5, high detail): fit 2048², shortest side 768, 170 per 512 tile + 85. */
+function openaiImageTokens(w: number, h: number): number {
+  let s = Math.min(1, 2048 / Math.max(w, h));
+  let [x, y] = [w * s, h * s];
+  s = Math.min(1, 768 / Math.min(x, y));
+  [x, y] = [x * s, y * s];
+  return 85 + 170 * Math.ceil(x / 512) * Math.ceil(y / 512);
+}
+/** Anthropic: about width × height / 750 (images up to ~1.15 megapixels). */
+const anthropicImageTokens = (w: number, h: number) => Math.ceil((w * h) / 750);
+
+try {
+  // ---- 1. the heavy page ----
+  const page = path.join(repo, 'tests/fixtures/desktop/page.html');
+  const title = `Runboard Test Page (${ITEMS} items) - Chromium`;
+  chromium(`file://${page}?items=${ITEMS}`, 'heavy');
+  const nodes = await waitTree(title, ITEMS * 5);
+  const ours: number[] = [];
+  const theirs: number[] = [];
+  let walked = 0;
+  let returned = 0;
+  for (let i = 0; i <= ROUNDS; i++) {
+    const a = cliRun(['read', '--window', title, '--visible-only=false', '--compact']);
+    const b = run('/usr/bin/python3', [path.join(repo, 'native/bench/pyatspi_walk.py'), title]);
+    if (i === 0) continue; // warms both
+    ours.push(a.ms);
+    theirs.push(b.ms);
+    walked = Number(b.out.trim());
+    returned = (JSON.parse(a.out) as { elements: unknown[] }).elements.length;
+  }
+  console.log(
+    `\nHeavy tree: "${title}", ${nodes} AT-SPI nodes (addon's count), ${ROUNDS} rounds in turns, whole processes:\n`,
+  );
+  console.log('| process | median ms | all runs ms | nodes | ratio |');
+  console.log('|---|---|---|---|---|');
+  console.log(
+    `| pyatspi walk (python3 pyatspi_walk.py) | ${median(theirs).toFixed(0)} | ${theirs.map((x) => x.toFixed(0)).join(', ')} | ${walked} walked | 1.00× |`,
+  );
+  console.log(
+    `| desktop-cli read --visible-only=false --compact | ${median(ours).toFixed(0)} | ${ours.map((x) => x.toFixed(0)).join(', ')} | ${returned} printed | ${(median(ours) / median(theirs)).toFixed(2)}× |`,
+  );
+  for (const c of children.splice(0)) process.kill(-c.pid!, 'SIGKILL');
+
+  // ---- 2. tokens for the same screen ----
+  const tok = (s: string) => encode(s).length;
+  const lines = (s: string) => s.trimEnd().split('\n').length;
+  const targets: { name: string; title: string }[] = [];
+  children.push(
+    spawn('/usr/bin/python3', [path.join(repo, 'tests/fixtures/desktop/form_app.py')], {
+      env,
+      stdio: 'ignore',
+      detached: true,
+    }),
+  );
+  await waitTree('Runboard Test Form', 30);
+  targets.push({ name: 'GTK form', title: 'Runboard Test Form' });
+  chromium(`file://${page}`, 'tokens');
+  await waitTree('Runboard Test Page - Chromium', 300);
+  targets.push({ name: 'Chromium page (60 items)', title: 'Runboard Test Page - Chromium' });
+  console.log(
+    '\nTokens (o200k_base) for one screen: the window read (visible elements) and its screenshot:\n',
+  );
+  console.log('| target | output | lines | bytes | tokens | vs compact JSON |');
+  console.log('|---|---|---|---|---|---|');
+  for (const t of targets) {
+    await desktop.focus({ title: t.title });
+    const W = ['--window', t.title];
+    const outs: [string, string][] = [
+      ['compact JSON tree (default)', cliRun(['read', ...W]).out],
+      ['--compact (flat JSON)', cliRun(['read', ...W, '--compact']).out],
+      ['--prune (JSON tree)', cliRun(['read', ...W, '--prune']).out],
+      ['--format yaml', cliRun(['read', ...W, '--format', 'yaml']).out],
+      ['--format yaml --prune', cliRun(['read', ...W, '--format', 'yaml', '--prune']).out],
+      ['--format agent', cliRun(['read', ...W, '--format', 'agent']).out],
+      ['--format agent --prune', cliRun(['read', ...W, '--format', 'agent', '--prune']).out],
+    ];
+    const base = tok(outs[0]![1]);
+    for (const [label, s] of outs)
+      console.log(
+        `| ${t.name} | ${label} | ${lines(s)} | ${Buffer.byteLength(s)} | ${tok(s)} | ${((tok(s) / base) * 100).toFixed(0)}% |`,
+      );
+    const win = (await desktop.listWindows({ title: t.title }))[0]!;
+    for (const scale of [1, 0.5]) {
+      const [w, h] = [Math.round(win.bounds[2] * scale), Math.round(win.bounds[3] * scale)];
+      const o = openaiImageTokens(w, h);
+      const a = anthropicImageTokens(w, h);
+      console.log(
+        `| ${t.name} | screenshot ${w}x${h} (scale ${scale}): image tokens OpenAI high / Anthropic | - | - | ${o} / ${a} | ${((o / base) * 100).toFixed(0)}% / ${((a / base) * 100).toFixed(0)}% |`,
+      );
+    }
+  }
+} finally {
+  for (const c of children) {
+    try {
+      process.kill(-c.pid!, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+  rmSync(tmp, { recursive: true, force: true });
+}
