@@ -167,7 +167,7 @@ export class RunRegistry {
   }
 
   /**
-   * A claude launch whose `allow` names asks of one earlier run that kept its agent session continues
+   * A claude or codex launch whose `allow` names asks of one earlier run that kept its agent session continues
    * that session (agent-session.ts) instead of starting the task again.
    */
   private resumeFrom(
@@ -175,10 +175,10 @@ export class RunRegistry {
     allowed: readonly PermissionAsk[],
   ): { resumeFrom?: { logDir: string; session: string; note: string } } {
     const runIds = new Set((p.allow ?? []).map((a) => a.runId));
-    if (p.flow.runner !== 'claude' || runIds.size !== 1) return {};
+    if (runIds.size !== 1) return {};
     const from = [...runIds][0]!;
     const session = (this.get(from)?.result ?? this.readResult(from))?.session;
-    if (session?.cli !== 'claude') return {};
+    if (!session || session.cli !== p.flow.runner) return {};
     const what = allowed
       .map((a) => (a.kind === 'connect' ? `connect to TCP port ${a.port}` : `${a.kind} in ${a.path}`))
       .join('; ');

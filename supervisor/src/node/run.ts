@@ -38,7 +38,7 @@ import type { AttachSource } from './attach.ts';
 import { classifyEnd, signalName, type FinishedReport, type JailExit } from './classify-end.ts';
 import type { ProtectedDir } from '../common/protected-dirs.ts';
 import { deriveAsks } from './asks.ts';
-import { keepClaudeSession, restoreClaudeSession } from './agent-session.ts';
+import { keepSession, restoreSession, type AgentCli } from './agent-session.ts';
 import { DenialScanner } from './denials.ts';
 import {
   buildJailArgs,
@@ -500,11 +500,12 @@ export class Run {
       );
     }
     const from = this.spec.resumeFrom;
-    if (from)
-      await restoreClaudeSession(from.logDir, from.session, this.spec.scratchDir, this.workspace).then(
+    const cli = agentCli(this.spec.flow.runner);
+    if (from && cli)
+      await restoreSession(cli, from.logDir, from.session, this.spec.scratchDir, this.workspace).then(
         () => {
           this.resumed = true;
-          this.result.session = { cli: 'claude', id: from.session, resumed: true };
+          this.result.session = { cli, id: from.session, resumed: true };
           this.event('log', `continuing agent session ${from.session} (the person allowed what it asked)`, {
             kind: 'resume',
             session: from.session,
@@ -1002,10 +1003,11 @@ export class Run {
     await this.step('recording the worktree', () => recordWorktree(this.result, this.spec.card.title, sink));
     // A claude run stopped at an ask keeps its session, to be continued once the person allows it.
     const session = this.agentSession;
-    if (status === 'needs-input' && this.result.asks?.length && this.spec.flow.runner === 'claude' && session)
+    const cli = agentCli(this.spec.flow.runner);
+    if (status === 'needs-input' && this.result.asks?.length && cli && session)
       await this.step('keeping the agent session', async () => {
-        if (await keepClaudeSession(this.spec.scratchDir, this.spec.logDir, session))
-          this.result.session = { cli: 'claude', id: session };
+        if (await keepSession(cli, this.spec.scratchDir, this.spec.logDir, session))
+          this.result.session = { cli, id: session };
       });
     const endedAt = Date.now();
     Object.assign(this.result, {
@@ -1033,6 +1035,10 @@ export class Run {
     this.deps.log.info({ runId: this.id, status, reason }, 'run ended');
   }
 }
+
+/** The agent CLI of a runner whose sessions are kept across an ask, if any. */
+const agentCli = (runner: string): AgentCli | undefined =>
+  runner === 'claude' || runner === 'codex' ? runner : undefined;
 
 /** A command line as a person would type it (for the run's progress line). */
 function commandShown(argv: string[]): string {

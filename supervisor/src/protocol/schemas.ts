@@ -395,11 +395,11 @@ export const RunResult = z.object({
   /** Asks of earlier runs the person allowed once for this run (`run/launch` `allow`). */
   allowed: z.optional(z.array(PermissionAsk).check(z.maxLength(8))),
   /**
-   * The agent session this run kept to be continued (a claude run that stopped at an ask: its
+   * The agent session this run kept to be continued (a claude or codex run that stopped at an ask: its
    * transcript is kept in the run's log dir), or the one it continued (`resumed`).
    */
   session: z.optional(
-    z.object({ cli: z.literal('claude'), id: AgentSessionId, resumed: z.optional(z.boolean()) }),
+    z.object({ cli: z.enum(['claude', 'codex']), id: AgentSessionId, resumed: z.optional(z.boolean()) }),
   ),
 });
 export type RunResult = z.infer<typeof RunResult>;
