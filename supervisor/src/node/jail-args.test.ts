@@ -137,7 +137,11 @@ describe('buildJailArgs', () => {
 describe('knownProjectsReadOnly', () => {
   it('makes the project files of known projects inside the writable trees read-only, and only those', () => {
     expect(
-      knownProjectsReadOnly(['/code/other', '/code', '/elsewhere/p', '/codex'], ['/code/', '/tmp/scratch']),
+      knownProjectsReadOnly(
+        ['/code/other', '/code', '/elsewhere/p', '/codex', '/code/mine'],
+        ['/code/', '/tmp/scratch'],
+        { path: '/code/mine/cards/c.md', project: '/code/mine' }, // its own: projectReadOnly's
+      ),
     ).toEqual([
       '/code/other/config.yaml',
       '/code/other/cards',

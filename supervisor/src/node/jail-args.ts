@@ -112,9 +112,14 @@ export interface JailArgsInput {
  */
 export function projectReadOnly(card: CardRef, flow: FlowSpec): string[] {
   if (flow.sandbox?.projectWritable) return [];
-  const cardsDir = path.dirname(card.path);
-  const project = card.project ?? (path.basename(cardsDir) === 'cards' ? path.dirname(cardsDir) : undefined);
+  const project = projectOf(card);
   return project ? PROJECT_OWNED.map((n) => path.join(project, n)) : [];
+}
+
+/** The card's project folder: its `project`, else the folder around a card in `cards/`. */
+export function projectOf(card: CardRef): string | undefined {
+  const cardsDir = path.dirname(card.path);
+  return card.project ?? (path.basename(cardsDir) === 'cards' ? path.dirname(cardsDir) : undefined);
 }
 
 /**
@@ -122,10 +127,13 @@ export function projectReadOnly(card: CardRef, flow: FlowSpec): string[] {
  * inside the run's writable trees (issue 27): a run whose workspace holds another project cannot plant
  * cards or flows there. (The board also keeps what a person confirmed: host/src/core/board-store.ts.)
  */
-export function knownProjectsReadOnly(projects: string[], writable: string[]): string[] {
+export function knownProjectsReadOnly(projects: string[], writable: string[], card: CardRef): string[] {
+  const own = projectOf(card); // its own project is projectReadOnly's (sandbox.projectWritable)
   const dirs = writable.map((w) => w.replace(/\/+$/, '') || '/');
   const inside = (p: string): boolean => dirs.some((d) => p === d || p.startsWith(d === '/' ? '/' : `${d}/`));
-  return [...new Set(projects)].filter(inside).flatMap((p) => PROJECT_OWNED.map((n) => path.join(p, n)));
+  return [...new Set(projects)]
+    .filter((p) => p !== own && inside(p))
+    .flatMap((p) => PROJECT_OWNED.map((n) => path.join(p, n)));
 }
 
 /**

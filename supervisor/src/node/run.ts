@@ -582,9 +582,7 @@ export class Run {
     for (const d of projectFoldersToMake(own)) mkdirSync(d, { recursive: true, mode: 0o700 });
     const readOnly = [
       ...own,
-      ...knownProjectsReadOnly(this.deps.knownProjects?.() ?? [], this.writable).filter(
-        (p) => !own.includes(p),
-      ),
+      ...knownProjectsReadOnly(this.deps.knownProjects?.() ?? [], this.writable, this.spec.card),
     ];
     const display = this.display ? undefined : userDisplay(flow);
     const readable = (this.readable = this.deps.readTrees?.length
