@@ -122,6 +122,8 @@ interface RawBinding {
 export interface RawRecorder {
   setPaused(paused: boolean): void;
   stop(): void;
+  /** Stops at an instant of the X server, after delivering every event before it; its server time (0: ended already). */
+  drain(): Promise<number>;
 }
 
 export interface RawWatcher {

@@ -637,10 +637,12 @@ class NativeWatcher : public Napi::ObjectWrap<NativeWatcher> {
 // Lifetime as the watcher's (OpenBridge): stop() unrefs at once.
 
 struct RecorderMsg {
-  enum Kind { kReady, kEvent, kError, kEnded } kind;
+  enum Kind { kReady, kEvent, kError, kEnded, kDrained } kind;
   d::RecordedEvent event;
   std::shared_ptr<const d::RecorderFrame> frame;
   std::string message, code;
+  Napi::Promise::Deferred* deferred = nullptr;  // kDrained: drain()'s promise
+  unsigned long stopTime = 0;
 };
 
 Napi::Object FrameValue(Napi::Env env, const d::RecorderFrame& f) {
@@ -657,6 +659,11 @@ void DeliverRecording(Napi::Env env, Napi::Function onMessage, RecorderMsg* msg,
   uint64_t* lastFrameSent = &state->lastFrameSent;
   std::unique_ptr<RecorderMsg> m(msg);
   if (m->kind == RecorderMsg::kEnded) return BridgeEnded(env, state);
+  if (m->kind == RecorderMsg::kDrained) {  // after every event it reported (the bridge keeps the order)
+    m->deferred->Resolve(Napi::Number::New(env, static_cast<double>(m->stopTime)));
+    delete m->deferred;
+    return;
+  }
   if (state->stopped) return;  // nothing reaches JavaScript after stop()
   auto payload = Napi::Object::New(env);
   const char* type = "ready";
@@ -702,7 +709,8 @@ class NativeRecorder : public Napi::ObjectWrap<NativeRecorder> {
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(
         env, "Recorder",
-        {InstanceMethod("setPaused", &NativeRecorder::SetPaused), InstanceMethod("stop", &NativeRecorder::Stop)});
+        {InstanceMethod("setPaused", &NativeRecorder::SetPaused), InstanceMethod("stop", &NativeRecorder::Stop),
+         InstanceMethod("drain", &NativeRecorder::Drain)});
   }
 
   explicit NativeRecorder(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeRecorder>(info) {
@@ -721,6 +729,7 @@ class NativeRecorder : public Napi::ObjectWrap<NativeRecorder> {
     auto post = OpenBridge<RecorderMsg>(env, info[1].As<Napi::Function>(), "runboard-recorder", &state_,
                                         DeliverRecording, [](RecorderMsg* m) { delete m; });
     auto state = state_;
+    post_ = post;
     d::RecorderCallbacks cb;
     cb.ready = [post](std::shared_ptr<const d::RecorderFrame> f) {
       post(new RecorderMsg{RecorderMsg::kReady, {}, std::move(f), "", ""});
@@ -749,8 +758,29 @@ class NativeRecorder : public Napi::ObjectWrap<NativeRecorder> {
     return info.Env().Undefined();
   }
 
+  // drain(): Promise<stopTime>: stops at an instant of the X server; every event before it has been
+  // delivered to onMessage when it settles (common/recorder.h, Drain). 0: it had stopped already.
+  Napi::Value Drain(const Napi::CallbackInfo& info) {
+    auto env = info.Env();
+    auto* deferred = new Napi::Promise::Deferred(Napi::Promise::Deferred::New(env));
+    auto promise = deferred->Promise();
+    auto post = post_;
+    bool queued = recorder_->Drain([post, deferred](unsigned long t) {
+      auto* m = new RecorderMsg{RecorderMsg::kDrained, {}, nullptr, "", ""};
+      m->deferred = deferred;
+      m->stopTime = t;
+      post(m);
+    });
+    if (!queued) {
+      deferred->Resolve(Napi::Number::New(env, 0));
+      delete deferred;
+    }
+    return promise;
+  }
+
   std::shared_ptr<ThreadState> state_;
   std::unique_ptr<d::Recorder> recorder_;
+  std::function<void(RecorderMsg*)> post_;
 };
 
 // encodeImage(rgba: Buffer, width, height, format: 'png' | 'jpeg', quality): Promise<Buffer>, encoded on

@@ -40,7 +40,9 @@ export class AgentHarness {
     readonly model: ModelServer,
   ) {}
 
-  static async start(opts: { keys?: boolean; env?: NodeJS.ProcessEnv } = {}): Promise<AgentHarness> {
+  static async start(
+    opts: { keys?: boolean; env?: NodeJS.ProcessEnv; wrap?: (argv: string[]) => string[] } = {},
+  ): Promise<AgentHarness> {
     const model = await startModelServer();
     const h = await Harness.start({
       env: {
@@ -48,6 +50,7 @@ export class AgentHarness {
         RUNBOARD_PROVIDER_ANTHROPIC_URL: model.url,
         ...opts.env,
       },
+      ...(opts.wrap ? { wrap: opts.wrap } : {}),
     });
     if (opts.keys !== false) {
       writeProviderKey(h.paths, 'openai', KEYS.openai);

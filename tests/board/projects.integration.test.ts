@@ -10,13 +10,21 @@
  * Real processes throughout: `runboard serve` (twice), the supervisor, the jail; the schedule clock is
  * injected (RUNBOARD_SCHEDULE_CLOCK).
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGrant } from '@runboard/supervisor/grants';
 import type { BoardView, CardDetail, CardView } from '../../host/src/shared/board-types.ts';
-import { BoardServer, shellCard, waitUntil } from '../e2e/helpers/board.ts';
+import {
+  ARTIFACTS,
+  BoardServer,
+  boardCall,
+  launchBrowser,
+  shellCard,
+  spawnServe,
+  waitUntil,
+} from '../e2e/helpers/board.ts';
 import { DIST } from '../helpers/harness.ts';
 import { statePaths } from '@runboard/supervisor/paths';
 
@@ -39,44 +47,17 @@ class OtherBoard {
   proc!: ChildProcess;
   base = '';
   token = '';
+  url = '';
   constructor(
     readonly project: string,
     private readonly env: NodeJS.ProcessEnv,
   ) {}
   async start(): Promise<this> {
-    this.proc = spawn(
-      process.execPath,
-      [path.join(DIST, 'runboard.mjs'), 'serve', '--project', this.project],
-      {
-        env: this.env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let out = '';
-    let err = '';
-    this.proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    const url = await new Promise<string>((resolve, reject) => {
-      this.proc.stdout!.on('data', (d: Buffer) => {
-        out += d.toString();
-        const m = /(http:\/\/127\.0\.0\.1:\d+\/\?token=\S+)/.exec(out);
-        if (m) resolve(m[1]!);
-      });
-      this.proc.once('exit', (code) => reject(new Error(`runboard serve exited (${code}): ${err}`)));
-    });
-    const u = new URL(url);
-    this.token = u.searchParams.get('token')!;
-    this.base = u.origin;
+    Object.assign(this, await spawnServe(this.project, this.env));
     return this;
   }
-  async api<T>(method: string, p: string, body?: unknown): Promise<T> {
-    const res = await fetch(this.base + p, {
-      method,
-      headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const data = (await res.json()) as T & { error?: string };
-    if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${data.error}`);
-    return data;
+  api<T>(method: string, p: string, body?: unknown): Promise<T> {
+    return boardCall<T>(this, method, p, body);
   }
   board(): Promise<BoardView> {
     return this.api<BoardView>('GET', '/api/board');
@@ -271,8 +252,24 @@ describe('cards and flows a run writes into another project', () => {
       );
       expect(existsSync(path.join(B, 'ws', 'planted-ran'))).toBe(true);
       // and the config: confirmed, the wider flow applies
-      await b.api('POST', '/api/config/confirm', { digest: board.configChange!.digest });
-      await waitUntil('config confirmed', async () => (await b.board()).configChange === undefined);
+      // and config.yaml, on the page: the banner names the change; its button, from the keyboard
+      const browser = await launchBrowser();
+      try {
+        const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+        await page.goto(b.url);
+        const banner = page.getByRole('region', { name: 'Changed outside the board' });
+        await banner.getByText('flow "shell": sandbox changed').waitFor();
+        await page.screenshot({ path: path.join(ARTIFACTS, 'board-config-confirm.png') });
+        await banner.getByRole('button', { name: 'Confirm config.yaml' }).focus();
+        await page.keyboard.press('Enter');
+        // (the banner stays for the planted schedule card, still unconfirmed)
+        await banner.getByRole('button', { name: 'Confirm config.yaml' }).waitFor({ state: 'detached' });
+        expect(await banner.getByText('Planted schedule').count()).toBe(1);
+      } finally {
+        await browser.close();
+      }
+      expect((await b.board()).configChange).toBeUndefined();
+      expect((await b.board()).flows).toEqual([expect.objectContaining({ name: 'shell' })]);
     } finally {
       await b.stop();
     }

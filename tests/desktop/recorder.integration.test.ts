@@ -364,6 +364,33 @@ describe('pause, limits and the CLI', () => {
     expect(() => rec.addExtract('  ')).not.toThrow(); // stopped: ignored
   });
 
+  it('a stop right after the last key keeps every step before it (drained to the stop’s X instant), and says it kept up', async () => {
+    const name = await find('text', 'Name');
+    const rec = await Recording.start({ dir: out });
+    await desktop.click(...centre(name));
+    await desktop.key('ctrl+a');
+    // no wait for the recorder at all: the stop comes while the keys are still on their way to it
+    await desktop.type('42.50', { delayMs: 0 });
+    const summary = await rec.stop();
+    expect(summary.stopReason).toBe('stopped');
+    expect(summary.stopTime).toBeGreaterThan(0);
+    const got = manifest(rec.dir);
+    expect(got.map((x) => x.action)).toEqual([
+      { type: 'click', x: centre(name)[0], y: centre(name)[1], button: 'left' },
+      { type: 'press', key: 'ctrl+a' },
+      { type: 'type', text: '42.50' },
+    ]);
+    // each step's time is when it happened (server time), in order
+    expect(got.map((x) => x.at)).toEqual([...got.map((x) => x.at)].sort((a, b) => a - b));
+    expect(summary.message.includes('could not keep up')).toBe(!summary.keptUp);
+    expect(summary.lagMs.events).toBeGreaterThanOrEqual(7);
+    const meta = JSON.parse(readFileSync(path.join(rec.dir, 'recording.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
+    expect(meta).toMatchObject({ keptUp: summary.keptUp, lagMs: summary.lagMs, message: summary.message });
+  });
+
   it('stops at the duration limit and says why', async () => {
     const rec = await Recording.start({ dir: out, maxDurationMs: 300 });
     const summary = await rec.done;

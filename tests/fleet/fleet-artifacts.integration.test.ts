@@ -176,7 +176,7 @@ describe("a remote run's artifacts", () => {
   it('forged records that name paths out of the run folder, or are over the cap, write nothing there', async () => {
     const run = await heldRun('forged');
     const key = `runboard:run:${run.runId}:records`;
-    const r = new Redis(redis.port, '127.0.0.1');
+    const r = new Redis(redis.url);
     const names = ['../../escape.txt', '/tmp/rb-abs-escape.txt', 'a/../../../b.txt', '..', 'x//y', 'a/./b'];
     try {
       for (const n of names) await r.xadd(key, '*', 'k', 'artifact', 'n', n, 'o', '0', 't', '4', 'd', 'evil');

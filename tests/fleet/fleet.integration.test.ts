@@ -119,7 +119,7 @@ describe('a fleet of supervisors on Redis', () => {
   });
 
   it('a host cut off the network stops its own run before the board gives up on it: never two at once', async () => {
-    const link = await CuttableLink.open(redis.port);
+    const link = await CuttableLink.open(redis);
     const cutoff = await startFleetHost(link.url, 'epsilon', ['remote'], 1);
     hosts.epsilon = cutoff;
     const { done } = await runOn('remote', 'echo "on $(basename $PWD)"; sleep 61');

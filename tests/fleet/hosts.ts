@@ -21,6 +21,8 @@ export async function startHost(
   env: NodeJS.ProcessEnv = {},
   /** Work in this folder instead of the host's own (granted on this host too). */
   folder?: string,
+  /** The host's sandbox policy (fleet join's --tcp-port, --udp, --tmp-size, …). */
+  sandbox?: Record<string, unknown>,
 ): Promise<Harness> {
   // The host's env names its own workspace: start once to make its folders and grant, then as a host.
   const h = await Harness.start({ env: { RUNBOARD_FLEET_LEASE_MS: String(LEASE_MS) } });
@@ -38,6 +40,7 @@ export async function startHost(
       flows,
       capacity,
       workspaces: Object.fromEntries(workspaceNames.map((n) => [n, folder ?? h.workspace])),
+      ...(sandbox ? { sandbox } : {}),
     }),
     ...env,
   });

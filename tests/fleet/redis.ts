@@ -1,5 +1,11 @@
-/** A private redis-server for a test file: loopback, a free port, its data in the test's own folder. */
+/**
+ * A private redis-server for a test file: loopback, a free port, its data in the test's own folder, and
+ * a password (as docs/deployment.md asks of a fleet's Redis): every client authenticates through the URL.
+ * The password is given on the command line of a server that only lives for the test (a real
+ * deployment keeps it in the server's config file, docs/deployment.md).
+ */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import net from 'node:net';
 import { Redis } from 'ioredis';
@@ -18,13 +24,15 @@ async function freePort(): Promise<number> {
 
 export class RedisServer {
   private proc: ChildProcess | undefined;
+  /** The `default` user's password (requirepass). */
+  readonly password = randomBytes(18).toString('hex');
   private constructor(
     readonly port: number,
     private readonly dir: string,
   ) {}
 
   get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
+    return `redis://:${this.password}@127.0.0.1:${this.port}`;
   }
 
   static async start(dir: string): Promise<RedisServer> {
@@ -49,6 +57,8 @@ export class RedisServer {
         'yes',
         '--save',
         '',
+        '--requirepass',
+        this.password,
       ],
       { stdio: 'ignore' },
     );
@@ -57,6 +67,7 @@ export class RedisServer {
       async () => {
         const c = new Redis({
           port: this.port,
+          password: this.password,
           lazyConnect: true,
           maxRetriesPerRequest: 0,
           retryStrategy: () => null,
@@ -90,17 +101,21 @@ export class CuttableLink {
   private readonly sockets = new Set<net.Socket>();
   port = 0;
 
-  private constructor(private readonly target: number) {}
+  private constructor(
+    private readonly target: number,
+    private readonly password: string,
+  ) {}
 
-  static async open(target: number): Promise<CuttableLink> {
-    const l = new CuttableLink(target);
+  /** A link to the Redis at `target` (a RedisServer: its port and password). */
+  static async open(target: { port: number; password: string }): Promise<CuttableLink> {
+    const l = new CuttableLink(target.port, target.password);
     l.port = await freePort();
     await l.restore();
     return l;
   }
 
   get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
+    return `redis://:${this.password}@127.0.0.1:${this.port}`;
   }
 
   restore(): Promise<void> {

@@ -6,11 +6,14 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { grantCovering } from '@runboard/supervisor/grants';
+import { TMP_SIZE } from '@runboard/supervisor/protocol';
 import type { StatePaths } from '@runboard/supervisor/paths';
 import { distDir, SupervisorClient, SupervisorUnavailable } from '../core/supervisor-client.ts';
 
 export const FLEET_USAGE = `fleet join --redis URL --flows A,B [--capacity N] [--workspace NAME=DIR]... [--name HOST]
-                                           take runs of these flows from a fleet's Redis (foreground)`;
+          [--tcp-port N]... [--udp] [--abstract-unix] [--tmp-size SIZE] [--max-processes N] [--writable DIR]...
+                                           take runs of these flows from a fleet's Redis (foreground);
+                                           a job's sandbox may be narrower than these options, never wider`;
 
 export class FleetUsageError extends Error {}
 
@@ -23,6 +26,14 @@ export async function cmdFleet(args: string[], paths: StatePaths): Promise<numbe
       capacity: { type: 'string', default: '2' },
       workspace: { type: 'string', multiple: true, default: [] },
       name: { type: 'string' },
+      // The most a job's sandbox may ask for on this host (supervisor/src/node/fleet/policy.ts).
+      'tcp-port': { type: 'string', multiple: true, default: [] },
+      udp: { type: 'boolean', default: false },
+      'abstract-unix': { type: 'boolean', default: false },
+      'allow-unsandboxed': { type: 'boolean', default: false },
+      'tmp-size': { type: 'string' },
+      'max-processes': { type: 'string' },
+      writable: { type: 'string', multiple: true, default: [] },
     },
     allowPositionals: true,
   });
@@ -33,6 +44,7 @@ export async function cmdFleet(args: string[], paths: StatePaths): Promise<numbe
   const capacity = Number(values.capacity);
   if (!Number.isInteger(capacity) || capacity < 1)
     throw new FleetUsageError('--capacity is a whole number, 1 or more');
+  const sandbox = hostPolicy(values);
   const workspaces: Record<string, string> = {};
   for (const w of values.workspace) {
     const eq = w.indexOf('=');
@@ -64,9 +76,46 @@ export async function cmdFleet(args: string[], paths: StatePaths): Promise<numbe
       capacity,
       workspaces,
       ...(values.name ? { name: values.name } : {}),
+      sandbox,
     }),
   };
   const child = spawn(process.execPath, [path.join(distDir(), 'supervisor.mjs')], { stdio: 'inherit', env });
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => child.kill(sig));
   return new Promise((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
+}
+
+/** The sandbox policy of `fleet join`'s options, each checked with what to write instead. */
+function hostPolicy(values: {
+  'tcp-port': string[];
+  udp: boolean;
+  'abstract-unix': boolean;
+  'allow-unsandboxed': boolean;
+  'tmp-size'?: string | undefined;
+  'max-processes'?: string | undefined;
+  writable: string[];
+}): Record<string, unknown> {
+  const tcpPorts = values['tcp-port'].map((p) => {
+    const n = Number(p);
+    if (!Number.isInteger(n) || n < 1 || n > 65535)
+      throw new FleetUsageError(`--tcp-port ${p}: a TCP port is a whole number from 1 to 65535`);
+    return n;
+  });
+  const tmp = values['tmp-size'];
+  if (tmp !== undefined && !TMP_SIZE.test(tmp))
+    throw new FleetUsageError(`--tmp-size ${tmp}: write a size such as 512m, 2g or 25% (at most 100%)`);
+  const procs = values['max-processes'];
+  if (
+    procs !== undefined &&
+    !(Number.isInteger(Number(procs)) && Number(procs) >= 16 && Number(procs) <= 1_000_000)
+  )
+    throw new FleetUsageError(`--max-processes ${procs}: a whole number from 16 to 1000000`);
+  return {
+    ...(tcpPorts.length ? { tcpPorts } : {}),
+    ...(values.udp ? { udp: true } : {}),
+    ...(values['abstract-unix'] ? { abstractUnix: true } : {}),
+    ...(values['allow-unsandboxed'] ? { allowUnsandboxed: true } : {}),
+    ...(tmp !== undefined ? { tmpSize: tmp } : {}),
+    ...(procs !== undefined ? { maxProcesses: Number(procs) } : {}),
+    ...(values.writable.length ? { writable: values.writable.map((w) => path.resolve(w)) } : {}),
+  };
 }

@@ -252,7 +252,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
   confirmation(card: Card): Confirmation | undefined {
     const f = card.front;
     const scheduled = f.schedule !== undefined && f.schedule !== null;
-    if (!this.ledger || (f.status !== 'queued' && !scheduled)) return undefined;
+    if (!this.ledger || !wouldRun(card)) return undefined;
     const digest = this.digests.get(card.file);
     if (digest === undefined || this.ledger.confirmed(card.file, digest)) return undefined;
     const what =
@@ -744,7 +744,9 @@ export class BoardStore extends EventEmitter<StoreEvents> {
       this.write(file, text, undefined, before);
       card = parseCard(file, text, this.projectDir, parseYaml);
     }
-    if (this.ledger) this.digests.set(file, digestOf(text));
+    // the digest only where a confirm can be asked (all of them at a first open, to record them)
+    if (this.ledger && (this.ledger.fresh || wouldRun(card))) this.digests.set(file, digestOf(text));
+    else this.digests.delete(file);
     const oldId = this.idOf.get(file);
     if (oldId && oldId !== id) this.cards.delete(oldId);
     this.broken.delete(file);
@@ -755,6 +757,10 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     return card;
   }
 }
+
+/** Would the card run without a person's act: queued in its file, or a schedule? */
+const wouldRun = (card: Card): boolean =>
+  card.front.status === 'queued' || (card.front.schedule !== undefined && card.front.schedule !== null);
 
 /** Sets (or, for undefined, removes) front matter fields, keeping comments, order and the body. */
 export function patchFrontMatter(

@@ -77,6 +77,10 @@ class Recorder {
   // takes a fresh frame at once.
   void SetPaused(bool paused);
   void Stop();
+  // Stops at an instant of the display server: every event it had generated before then is reported
+  // first (none after), then `done(stopTime)` runs on the recorder's thread (server time, ms; 0 when
+  // the display was lost first) and the thread ends. False when it has stopped or ended already.
+  bool Drain(std::function<void(unsigned long stopTime)> done);
 
   struct Impl;
 

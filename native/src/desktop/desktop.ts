@@ -154,6 +154,7 @@ function startRecorder(
               pause: () => raw.setPaused(true),
               resume: () => raw.setPaused(false),
               stop: () => raw.stop(),
+              drain: () => raw.drain(),
             });
           } else if (type === 'event') {
             const { frame, frameId, modifiers, ...rest } = payload;

@@ -76,6 +76,15 @@ export interface RecordingSummary {
   video?: VideoResult;
   /** What did not go as asked but did not stop the recording (no microphone, no video). */
   warnings: string[];
+  /**
+   * Whether the recorder handled the input within a second of it happening (KEEP_UP_MS): when not,
+   * `message` and `warnings` say so (never a silent `stopped`).
+   */
+  keptUp: boolean;
+  /** How far behind the input it was handled, ms (p50, p99, max over `events`). */
+  lagMs: { p50: number; p99: number; max: number; events: number };
+  /** The stop's instant, X server time (ms): every event before it is in the recording. */
+  stopTime?: number;
 }
 
 /** A path step of an element: its role, name and position among its siblings of the same role. */
@@ -244,6 +253,10 @@ export class Recording {
   private paused = false;
   private lastClickSecret = false;
   private readonly inFlight = new Map<number, Promise<Lookup>>();
+  /** After the stop's instant was drained: no more input. */
+  private closed = false;
+  private minDelay = Infinity;
+  private readonly delays: number[] = [];
   private readonly images = new Map<string, string>(); // frame id + masks → file
   private contextFrame: RecorderFrame | undefined; // the pre-action state when Ctrl+I was pressed
   /** Where the pointer was at Ctrl+I and what the window showed then: the element an extract reads. */
@@ -382,13 +395,25 @@ export class Recording {
     clearInterval(this.sizeTimer);
     const durationMs = this.activeTime();
     this.activeSince = null;
-    this.recorder?.stop();
     const video = this.video?.stop();
-    this.emit(this.grouper.flush());
-    this.stopping = Promise.all([this.writing, video]).then(async ([, v]) => {
+    // The stop is an instant of the X server: every event the person made before it is still on its way
+    // (a loaded machine runs seconds behind) and is kept; none after it is (issue 30).
+    const drained = this.recorder ? this.recorder.drain().catch(() => 0) : Promise.resolve(0);
+    this.stopping = drained.then(async (stopTime) => {
+      this.closed = true;
+      this.recorder?.stop();
+      this.emit(this.grouper.flush());
+      const [, v0] = await Promise.all([this.writing, video]);
+      let v = v0;
       for (const w of v?.warnings ?? []) if (!this.warnings.includes(w)) this.warnings.push(w);
       if (v && !v.complete) this.warnings.push(`the screen video is incomplete: ${v.error}`);
       if (v) v = await this.maskSecrets(v);
+      const lag = this.lagSummary();
+      const keptUp = lag.max <= KEEP_UP_MS;
+      if (!keptUp)
+        this.warnings.push(
+          `the machine was too busy for the recorder: it handled input up to ${(lag.max / 1000).toFixed(1)} s after it happened (median ${Math.round(lag.p50)} ms); every step was kept, but the element and focus of a step are read when it is handled, so some may point at what the screen showed later`,
+        );
       const summary: RecordingSummary = {
         id: this.id,
         dir: this.dir,
@@ -398,9 +423,14 @@ export class Recording {
         steps: this.steps,
         bytes: this.bytes + (v?.bytes ?? 0),
         stopReason: reason,
-        message,
+        message: keptUp
+          ? message
+          : `${message}; the recorder could not keep up with the input (see warnings)`,
         ...(v ? { video: v } : {}),
         warnings: this.warnings,
+        keptUp,
+        lagMs: lag,
+        ...(stopTime ? { stopTime } : {}),
       };
       this.writeMeta(summary);
       this.options.onEnd?.(summary);
@@ -477,8 +507,29 @@ export class Recording {
     this.details.push(note.trim());
   }
 
+  /** How far behind the input the recorder handled it: each event's delay less the smallest one seen. */
+  private lagSummary(): { p50: number; p99: number; max: number; events: number } {
+    const lags = this.delays.map((d) => d - this.minDelay).sort((a, b) => a - b);
+    const at = (q: number): number =>
+      lags.length ? lags[Math.min(lags.length - 1, Math.floor(q * lags.length))]! : 0;
+    return { p50: at(0.5), p99: at(0.99), max: lags.at(-1) ?? 0, events: lags.length };
+  }
+
+  /** When an event happened, ms since the recording started: its server time on the local clock. */
+  private when(e: RecordedInput & { arrived: number }): number {
+    return Math.max(
+      0,
+      Number.isFinite(this.minDelay) ? e.time + this.minDelay - this.started : e.arrived - this.started,
+    );
+  }
+
   private ingest(e: RecordedInput): void {
-    if (this.stopping) return;
+    if (this.closed) return;
+    // The wall-clock delay of each event (its server time against when it reached here); the smallest is
+    // the server-to-local clock offset, the rest is how far behind the recorder ran.
+    const delay = Date.now() - e.time;
+    this.minDelay = Math.min(this.minDelay, delay);
+    if (this.delays.length < 100_000) this.delays.push(delay);
     if (e.kind === 'keyPress' && this.options.stopKey && e.key === this.options.stopKey) {
       void this.stop();
       return;
@@ -566,7 +617,7 @@ export class Recording {
     const w = lookups.find((l) => l.window)?.window;
     const step: ManifestStep = {
       step: ++this.steps,
-      at: first.arrived - this.started,
+      at: this.when(first),
       screenshot,
       action,
       window: w ? { id: w.id, app: w.app, title: w.title, bounds: w.bounds } : null,
@@ -643,6 +694,8 @@ export class Recording {
             bytes: summary.bytes,
             stopReason: summary.stopReason,
             message: summary.message,
+            keptUp: summary.keptUp,
+            lagMs: summary.lagMs,
           }
         : { recording: true }),
     };
@@ -667,6 +720,9 @@ export interface RecordingInfo {
   /** Screenshots for a thumbnail strip: the start, then evenly spaced steps (paths relative to `dir`). */
   thumbnails: string[];
 }
+
+/** Beyond this lag the recording says it could not keep up (the reads of element and focus come late). */
+const KEEP_UP_MS = 1000;
 
 const RECORDING_ID = /^rec-\d{8}-\d{6}-[0-9a-f]{6}$/;
 

@@ -241,6 +241,12 @@ export interface InputRecorder {
   resume(): void;
   /** Ends the recorder; no callback runs after it, and it no longer keeps the process alive. */
   stop(): void;
+  /**
+   * Stops at an instant of the display server: settles (with its server time, ms; 0 when the recorder
+   * had ended) once every event the server generated before then has been passed to onInput; none
+   * after it is. Call stop() after it.
+   */
+  drain(): Promise<number>;
 }
 
 export class DesktopError extends Error {

@@ -78,6 +78,15 @@ struct Recorder::Impl : DesktopThread {
   };
   std::deque<PointerAt> pointerLog;
   std::unique_ptr<x11::RecordingBorder> border;
+  // The stop as an instant of the X server (Drain): a property change on a window of our own, whose
+  // PropertyNotify carries the server time and comes after every input event the server generated
+  // before it. Events up to it are reported, later ones are not; then the thread ends.
+  Window stampWindow = 0;
+  Atom stampAtom = 0;
+  bool stampSent = false;
+  bool stampSeen = false;
+  unsigned long stopTime = 0;
+  std::function<void(unsigned long)> drained;  // under `mu` until the thread takes it
 
   void Run();
   void OpenRecord();
@@ -207,6 +216,10 @@ void Recorder::Impl::Open() {
     }
   }
   if (options.borderWidth > 0) border = std::make_unique<x11::RecordingBorder>(dpy, root, area, options.borderWidth);
+  XSetWindowAttributes wa{};
+  wa.event_mask = PropertyChangeMask;
+  stampWindow = XCreateWindow(dpy, root, -1, -1, 1, 1, 0, 0, InputOnly, CopyFromParent, CWEventMask, &wa);
+  stampAtom = XInternAtom(dpy, "_RUNBOARD_RECORDER_STOP", False);
   XSync(dpy, False);
   if (lost) throw DesktopError(kNoDisplay, "the X display went away");
 }
@@ -340,6 +353,7 @@ Window Recorder::Impl::ClientOf(Window w) {
 }
 
 void Recorder::Impl::HandleRaw(const XIRawEvent* raw, unsigned long serial) {
+  if (stampSeen) return;  // after the stop's instant: not part of the recording
   // With XIAllDevices each event arrives twice: from the master and from the slave. Keep the slave's.
   if (raw->deviceid != raw->sourceid) return;
   bool key = raw->evtype == XI_RawKeyPress || raw->evtype == XI_RawKeyRelease;
@@ -414,6 +428,11 @@ void Recorder::Impl::HandleEvent(XEvent& ev) {
     return;
   }
   if (border && border->Handle(ev)) return;
+  if (ev.type == PropertyNotify && ev.xproperty.window == stampWindow) {
+    stampSeen = true;
+    stopTime = ev.xproperty.time;
+    return;
+  }
   if (ev.type != GenericEvent || ev.xcookie.extension != xiOpcode) return;
   unsigned long serial = ev.xcookie.serial;
   if (!XGetEventData(dpy, &ev.xcookie)) return;
@@ -438,9 +457,20 @@ void Recorder::Impl::Run() {
   while (!lost) {
     HandlePendingEvents(dpy, lost, [this](XEvent& ev) { HandleEvent(ev); });
     if (lost) break;
+    if (stampSeen) break;  // drained: every event up to the stop's instant was reported
     {
       std::lock_guard<std::mutex> lock(mu);
       if (stopping) break;
+      if (drained && !stampSent) {
+        // XRecord's positions of the last buttons first, then the stop's instant.
+        if (rec) {
+          XPending(rec);
+          XRecordProcessReplies(rec);
+        }
+        XChangeProperty(dpy, stampWindow, stampAtom, XA_INTEGER, 32, PropModeAppend, nullptr, 0);
+        XFlush(dpy);
+        stampSent = true;
+      }
     }
     bool isPaused = paused;
     if (wasPaused && !isPaused) lastFrame = {};  // resumed: a fresh frame at once
@@ -466,6 +496,12 @@ void Recorder::Impl::Run() {
     }
     if (fds[0].revents & (POLLHUP | POLLERR)) XPending(dpy);  // lets Xlib notice the lost connection
   }
+  std::function<void(unsigned long)> done;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = std::move(drained);
+  }
+  if (done) done(stampSeen ? stopTime : 0);
   if (lost) {
     DropBorder();
     Fail(DesktopError(kNoDisplay, "the X display went away"));
@@ -473,6 +509,7 @@ void Recorder::Impl::Run() {
   }
   frames.clear();
   border.reset();
+  if (stampWindow) XDestroyWindow(dpy, stampWindow);
   if (rec) {
     XRecordDisableContext(dpy, recContext);
     XRecordFreeContext(dpy, recContext);
@@ -503,5 +540,13 @@ void Recorder::SetPaused(bool paused) {
 }
 
 void Recorder::Stop() { impl_->RequestStop(); }
+
+bool Recorder::Drain(std::function<void(unsigned long stopTime)> done) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->Accepting() || impl_->drained) return false;
+  impl_->drained = std::move(done);
+  impl_->Wake();
+  return true;
+}
 
 }  // namespace runboard::desktop

@@ -14,14 +14,26 @@
  * of protocol/vision.ts with the profile's model (checked in the JSON body, which is forwarded as
  * parsed). Any other path, method, query or model is refused before anything goes upstream.
  *
+ * A run's own token goes only where its runner's SDK goes (`runnerApis`): a per-runner allow-list of
+ * method + path (codex: the Responses API; claude: Messages; computer-use, replay, reflect and extract:
+ * the wire format they speak). The path is taken as the request line has it and must already be in
+ * its normal form: `.`/`..` segments, percent-encoding, backslashes and empty segments are refused
+ * (403) rather than resolved, so what is checked is what goes upstream. Anything else (the key's file
+ * lists, deletes, fine-tuning, batches, another API version) is refused before anything goes upstream.
+ *
+ * Connections are bounded per run and in all (`ProxyLimits`): a run past its share is answered 503 at
+ * once and the connection closed, so no run can take the supervisor's descriptors (its RPC socket, other
+ * runs' logs and listeners) however many connections it opens.
+ *
  *   run (jail: TCP connect to PORT only) ──token──▶ proxy ──key──▶ provider (or the scripted test server)
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { visionApi, visionRequestPath } from '../protocol/index.ts';
+import { visionApi, visionRequestPath, type FlowSpec } from '../protocol/index.ts';
 
 export interface ProviderRoute {
   /** Upstream base, without the API path the client appends (e.g. https://api.openai.com). */
@@ -82,6 +94,137 @@ export function providerRoutes(env: NodeJS.ProcessEnv): Record<string, ProviderR
   return routes;
 }
 
+/** The wire APIs a run's own token may speak (each through its official SDK). */
+export type ProxyApi = 'responses' | 'chat' | 'messages' | 'gemini';
+
+/** One allowed request: a method and the whole path below the provider (no query). */
+interface AllowedRoute {
+  method: string;
+  path: RegExp;
+  /** As said in a refusal. */
+  shown: string;
+}
+
+/** A path segment a route takes as a parameter (a file or model name): never `.` or `..`, no encoding. */
+const SEG = '[A-Za-z0-9][A-Za-z0-9._-]{0,199}';
+
+const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * What each API's SDK sends, below the provider's route (`clientPath` is the part of the base URL the
+ * SDK is given). Logged from the tests' real SDK and CLI runs (docs/security-model.md, "Model proxy").
+ */
+function apiRoutes(api: ProxyApi, clientPath: string): AllowedRoute[] {
+  const cp = escapeRe(clientPath);
+  const r = (method: string, tail: string): AllowedRoute => ({
+    method,
+    path: new RegExp(`^${cp}${tail}$`),
+    shown: `${method} ${clientPath}${tail.replaceAll(SEG, '{name}').replace(/\(\?:([^)]*)\)/, '{$1}')}`,
+  });
+  switch (api) {
+    case 'responses':
+      return [r('POST', '/responses')];
+    case 'chat':
+      return [r('POST', '/chat/completions')];
+    case 'messages':
+      return [r('POST', '/v1/messages'), r('POST', '/v1/messages/count_tokens')];
+    case 'gemini':
+      return [
+        r('POST', `/v1beta/models/${SEG}:(?:generateContent|streamGenerateContent|countTokens)`),
+        // the Files API's resumable upload (start, then the bytes to the URL it answers) and its file
+        r('POST', '/upload/v1beta/files'),
+        r('GET', `/v1beta/files/${SEG}`),
+        r('DELETE', `/v1beta/files/${SEG}`),
+      ];
+  }
+}
+
+/** The API a runner speaks to a provider when its flow names none (worker/src/runners: defaultApi, apiOf). */
+function defaultApi(provider: string, loop: boolean): ProxyApi {
+  if (provider === 'anthropic') return 'messages';
+  if (provider === 'openai') return 'responses';
+  if (provider === 'gemini' && !loop) return 'gemini';
+  return 'chat';
+}
+
+/**
+ * The APIs a run of `flow` may use with its own token: what its runner's SDK sends, nothing else.
+ * A command run is given no token (it makes no model requests through the proxy): none.
+ */
+export function runnerApis(
+  flow: Pick<FlowSpec, 'runner' | 'provider' | 'computerUse' | 'extract'>,
+): ProxyApi[] {
+  const p = flow.provider ?? '';
+  switch (flow.runner) {
+    case 'codex':
+      return ['responses']; // worker/src/runners/codex.ts: wire_api = "responses"
+    case 'claude':
+      return ['messages'];
+    case 'computer-use':
+    case 'replay':
+      return [flow.computerUse?.api ?? defaultApi(p, true)];
+    case 'extract':
+      return [flow.extract?.api ?? defaultApi(p, false)];
+    case 'reflect':
+      return [defaultApi(p, false)];
+    case 'command':
+      return [];
+  }
+}
+
+/** Why a request path is refused before any route is looked at (null: it is in its normal form). */
+export function pathProblem(raw: string): string | null {
+  if (!raw.startsWith('/')) return 'the path must start with /';
+  if (raw.includes('%'))
+    return 'percent-encoded characters in the path are refused (no route a runner uses has any)';
+  if (raw.includes('\\')) return 'backslashes in the path are refused';
+  const segments = raw.slice(1).split('/');
+  if (segments.some((s) => s === '.' || s === '..')) return '`.` and `..` segments in the path are refused';
+  if (segments.some((s) => s === '')) return 'empty path segments (`//`, a trailing `/`) are refused';
+  let resolved: string;
+  try {
+    resolved = new URL(raw, 'http://proxy.invalid').pathname;
+  } catch {
+    return 'the path is not a URL path';
+  }
+  if (resolved !== raw) return 'the path is not in its normal form';
+  return null;
+}
+
+/**
+ * How many connections the proxy holds: per run, and over all runs. Past either, a new connection is
+ * answered 503 (with why) and closed at once. Requests in flight per run are bounded too (429).
+ */
+export interface ProxyLimits {
+  connectionsPerRun: number;
+  requestsPerRun: number;
+  /** Over all runs (default: from the supervisor's descriptor limit, keeping a reserve). */
+  connections?: number;
+}
+
+/**
+ * The supervisor's own descriptors not given to proxy connections: its RPC clients, run logs, pipes,
+ * jails and listeners. Each proxied connection may hold a second descriptor upstream.
+ */
+const DEFAULT_LIMITS: ProxyLimits = { connectionsPerRun: 64, requestsPerRun: 32 };
+
+/** The descriptor limit of this process (Node raises its soft limit to the hard one at start). */
+async function openFileLimit(): Promise<number | null> {
+  try {
+    const limits = await readFile('/proc/self/limits', 'utf8');
+    const n = Number(/^Max open files\s+(\d+)/m.exec(limits)?.[1]);
+    return Number.isFinite(n) && n > 0 ? n : null;
+  } catch {
+    return null; // not Linux: the fallback below
+  }
+}
+
+/** Proxy connections over all runs for a descriptor limit: a quarter (at least 512) kept for the rest. */
+export function totalConnections(nofile: number): number {
+  const reserve = Math.max(512, Math.floor(nofile / 4));
+  return Math.max(64, Math.floor((nofile - reserve) / 2));
+}
+
 export interface ProxyGrant {
   runId: string;
   provider: string;
@@ -128,9 +271,15 @@ export interface ModelRequestInfo {
 interface Listener {
   runId: string;
   onRequest?: (info: ModelRequestInfo) => void;
+  /** Takes the run's connections (counted, bounded) and hands them to `server`. */
+  gate: net.Server;
   server: http.Server;
   /** Its tokens' hashes: the listener closes when the last is revoked. */
   tokens: Set<string>;
+  connections: number;
+  inFlight: number;
+  /** A refusal for too many connections was logged (once per run). */
+  warned: boolean;
 }
 
 /** What one token is valid for. */
@@ -138,6 +287,10 @@ interface Registration {
   runId: string;
   provider: string;
   listener: Listener;
+  /** What the run's own token may ask (its runner's APIs), as method + path. */
+  allowed: AllowedRoute[];
+  /** The runner, for the refusal's words. */
+  runner: string;
   /** A vision token: the one request it may make. */
   vision?: VisionLimit;
 }
@@ -164,13 +317,23 @@ const hashToken = (t: string): string => createHash('sha256').update(t).digest('
 
 export class ModelProxy {
   private readonly byToken = new Map<string, Registration>(); // sha256(token) → registration
+  private readonly limits: Required<ProxyLimits>;
+  /** Proxy connections open now, over all runs. */
+  private connections = 0;
 
   constructor(
     private readonly routes: Record<string, ProviderRoute>,
     /** The key for a provider, read at each request (so a key set later works for the next request). */
     private readonly keyFor: (provider: string) => string | null,
     private readonly log: Logger,
-  ) {}
+    limits: Partial<ProxyLimits> = {},
+  ) {
+    this.limits = { ...DEFAULT_LIMITS, connections: totalConnections(4096), ...limits };
+    if (limits.connections === undefined)
+      void openFileLimit().then((n) => {
+        if (n) this.limits.connections = totalConnections(n);
+      });
+  }
 
   route(provider: string): ProviderRoute | undefined {
     return this.routes[provider];
@@ -223,17 +386,22 @@ export class ModelProxy {
     });
   }
 
-  /** A listener and a token for one run and one provider, valid until `revoke`. */
+  /**
+   * A listener and a token for one run and one provider, valid until `revoke`. The token may make
+   * the requests of `apis` only (`runnerApis(flow)`: what the run's runner sends).
+   */
   async grant(
     runId: string,
     provider: string,
-    onRequest?: (info: ModelRequestInfo) => void,
+    onRequest: ((info: ModelRequestInfo) => void) | undefined,
+    apis: { runner: string; apis: ProxyApi[] },
   ): Promise<ProxyGrant> {
     const route = this.routes[provider];
     if (!route) throw new Error(`unknown provider "${provider}"`);
     const listener = await this.listen(runId, onRequest);
-    const token = this.addToken(listener, provider);
-    const port = (listener.server.address() as AddressInfo).port;
+    const allowed = apis.apis.flatMap((api) => apiRoutes(api, route.clientPath));
+    const token = this.addToken(listener, provider, { allowed, runner: apis.runner });
+    const port = (listener.gate.address() as AddressInfo).port;
     return {
       runId,
       provider,
@@ -268,8 +436,8 @@ export class ModelProxy {
     const own = on ? this.byToken.get(hashToken(on.token))?.listener : undefined;
     if (on && !own) throw new Error(`the run's proxy grant was revoked`);
     const listener = own ?? (await this.listen(runId, onRequest));
-    const token = this.addToken(listener, vision.provider, limit);
-    const port = (listener.server.address() as AddressInfo).port;
+    const token = this.addToken(listener, vision.provider, { allowed: [], runner: 'vision', vision: limit });
+    const port = (listener.gate.address() as AddressInfo).port;
     return {
       provider: vision.provider,
       model: vision.model,
@@ -283,21 +451,58 @@ export class ModelProxy {
     const listener: Listener = {
       runId,
       ...(onRequest ? { onRequest } : {}),
+      gate: net.createServer((socket) => this.admit(socket, listener)),
       server: http.createServer((req, res) => this.handle(req, res, listener)),
       tokens: new Set(),
+      connections: 0,
+      inFlight: 0,
+      warned: false,
     };
     listener.server.keepAliveTimeout = 5000;
+    // The gate's accept loop goes on past EMFILE (libuv sheds the connection); nothing to report.
+    listener.gate.on('error', (err) => this.log.warn({ runId, err: err.message }, 'model proxy listener'));
     await new Promise<void>((resolve, reject) => {
-      listener.server.once('error', reject);
-      listener.server.listen(0, '127.0.0.1', () => resolve());
+      listener.gate.once('error', reject);
+      // A long accept queue: a flood past the run's cap is refused at the accept loop's pace, not by
+      // dropped handshakes (each a second's wait for the run's other, honest connections too).
+      listener.gate.listen(0, '127.0.0.1', 4096, () => resolve());
     });
     return listener;
   }
 
-  private addToken(listener: Listener, provider: string, vision?: VisionLimit): string {
+  /** A new connection on a run's listener: counted and handed to HTTP, or refused (503) past a limit. */
+  private admit(socket: net.Socket, listener: Listener): void {
+    const { connectionsPerRun, connections } = this.limits;
+    const full =
+      listener.connections >= connectionsPerRun
+        ? `this run has ${listener.connections} connections open to its model proxy, the most a run may have: reuse connections (keep-alive) or close some`
+        : this.connections >= connections
+          ? `the model proxy holds ${this.connections} connections over all runs, the most it takes: try again when others have closed`
+          : null;
+    if (full) {
+      if (!listener.warned) {
+        listener.warned = true;
+        this.log.warn({ runId: listener.runId, why: full }, 'model proxy: connections refused');
+      }
+      return refuseConnection(socket, full);
+    }
+    listener.connections++;
+    this.connections++;
+    socket.once('close', () => {
+      listener.connections--;
+      this.connections--;
+    });
+    listener.server.emit('connection', socket);
+  }
+
+  private addToken(
+    listener: Listener,
+    provider: string,
+    what: { allowed: AllowedRoute[]; runner: string; vision?: VisionLimit },
+  ): string {
     const token = `rbp-${randomBytes(24).toString('hex')}`;
     const hash = hashToken(token);
-    this.byToken.set(hash, { runId: listener.runId, provider, listener, ...(vision ? { vision } : {}) });
+    this.byToken.set(hash, { runId: listener.runId, provider, listener, ...what });
     listener.tokens.add(hash);
     return token;
   }
@@ -310,25 +515,28 @@ export class ModelProxy {
     if (!reg) return;
     reg.listener.tokens.delete(hash);
     // Closing never fails (stop resolves whatever close reports); nothing waits for the listener to go.
-    if (!reg.listener.tokens.size) void this.stop(reg.listener.server);
+    if (!reg.listener.tokens.size) void this.stop(reg.listener);
   }
 
   async close(): Promise<void> {
-    const servers = new Set([...this.byToken.values()].map((r) => r.listener.server));
+    const listeners = new Set([...this.byToken.values()].map((r) => r.listener));
     this.byToken.clear();
-    await Promise.all([...servers].map((s) => this.stop(s)));
+    await Promise.all([...listeners].map((l) => this.stop(l)));
   }
 
-  private stop(server: http.Server): Promise<void> {
-    server.closeAllConnections();
-    return new Promise<void>((r) => server.close(() => r()));
+  private stop(listener: Listener): Promise<void> {
+    listener.server.closeAllConnections();
+    return new Promise<void>((r) => listener.gate.close(() => r()));
   }
 
   /** A request on the listener of `listener`'s run: only that run's tokens are valid here. */
   private handle(req: http.IncomingMessage, res: http.ServerResponse, listener: Listener): void {
     const at = performance.timeOrigin + performance.now();
     const fail = (status: number, message: string): void => failWith(res, status, message);
-    const m = /^\/([a-z][a-z0-9-]{0,39})(\/.*)?$/.exec((req.url ?? '/').split('?')[0]!);
+    const rawPath = (req.url ?? '/').split('?')[0]!;
+    const problem = pathProblem(rawPath);
+    if (problem) return fail(403, `${req.method} ${rawPath}: ${problem}`);
+    const m = /^\/([a-z][a-z0-9-]{0,39})(\/.*)?$/.exec(rawPath);
     const query = (req.url ?? '').includes('?') ? (req.url ?? '').slice((req.url ?? '').indexOf('?')) : '';
     const provider = m?.[1];
     const route = provider ? this.routes[provider] : undefined;
@@ -354,12 +562,23 @@ export class ModelProxy {
     const onRequest = (i: ModelRequestInfo): void => listener.onRequest?.(i);
     const refused = reg.vision
       ? visionRefusal(reg.vision, req.method, info.path, query)
-      : route.refuse?.find((r) => r.method === req.method && r.path.test(info.path))?.why;
+      : (route.refuse?.find((r) => r.method === req.method && r.path.test(info.path))?.why ??
+        routeRefusal(reg, req.method ?? 'GET', info.path));
     if (refused) {
       info.status = 403;
       onRequest(info);
       return fail(403, refused);
     }
+    if (listener.inFlight >= this.limits.requestsPerRun) {
+      info.status = 429;
+      onRequest(info);
+      return fail(
+        429,
+        `this run has ${listener.inFlight} model requests in flight, the most a run may have at once: wait for one to end`,
+      );
+    }
+    listener.inFlight++;
+    res.once('close', () => listener.inFlight--);
     const key = this.keyFor(provider);
     if (!key) {
       info.status = 401;
@@ -419,7 +638,7 @@ export class ModelProxy {
         if (!['connection', 'keep-alive', 'transfer-encoding'].includes(k) && v !== undefined) out[k] = v;
       if (route.uploadUrlHeader) {
         const h = route.uploadUrlHeader;
-        const back = uploadUrlBack(route, String(upRes.headers[h] ?? ''), provider, listener.server);
+        const back = uploadUrlBack(route, String(upRes.headers[h] ?? ''), provider, listener.gate);
         if (back) out[h] = back;
         else delete out[h];
       }
@@ -454,6 +673,23 @@ function failWith(res: http.ServerResponse, status: number, message: string): vo
   if (res.headersSent) return void res.destroy();
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify({ error: { type: 'runboard_proxy_error', message: `runboard proxy: ${message}` } }));
+}
+
+/** Why a run's own token may not make this request (null: its runner's SDK sends it). */
+function routeRefusal(reg: Registration, method: string, path: string): string | null {
+  if (reg.allowed.some((r) => r.method === method && r.path.test(path))) return null;
+  if (!reg.allowed.length) return `a ${reg.runner} run makes no model requests through its proxy route`;
+  return `a ${reg.runner} run's proxy route makes only the requests its runner sends (${reg.allowed.map((r) => r.shown).join(', ')}), not ${method} ${path}`;
+}
+
+/** Answers a connection past a limit with a 503 saying why, and closes it at once (its descriptor goes). */
+function refuseConnection(socket: net.Socket, why: string): void {
+  const body = JSON.stringify({ error: { type: 'runboard_proxy_error', message: `runboard proxy: ${why}` } });
+  socket.on('error', () => undefined);
+  socket.end(
+    `HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
+  );
 }
 
 /** Why a vision token's request is not the one it may make (null: it is). */
@@ -510,7 +746,7 @@ export function uploadUrlBack(
   route: ProviderRoute,
   upstream: string,
   provider: string,
-  listener: http.Server,
+  listener: net.Server,
 ): string | null {
   if (!upstream) return null;
   let u: URL;

@@ -57,7 +57,13 @@ import { Liveness } from './liveness.ts';
 import { launchedResult } from './result-file.ts';
 import { JailOutput } from './output-files.ts';
 import { RunLog } from './run-log.ts';
-import type { ModelProxy, ModelRequestInfo, ProxyGrant, VisionGrant } from './model-proxy.ts';
+import {
+  runnerApis,
+  type ModelProxy,
+  type ModelRequestInfo,
+  type ProxyGrant,
+  type VisionGrant,
+} from './model-proxy.ts';
 import { recordEvidence, recordWorktree, tearDownDisplay } from './run-finalize.ts';
 import { preflight } from './run-preflight.ts';
 import { openWorkspace } from './workspace-fd.ts';
@@ -420,8 +426,11 @@ export class Run {
     }
     if (flow.provider && this.deps.proxy) {
       try {
-        this.proxyGrant = await this.deps.proxy.grant(this.id, flow.provider, (info) =>
-          this.onModelRequest(info),
+        this.proxyGrant = await this.deps.proxy.grant(
+          this.id,
+          flow.provider,
+          (info) => this.onModelRequest(info),
+          { runner: flow.runner, apis: runnerApis(flow) },
         );
       } catch (err) {
         return this.finish(

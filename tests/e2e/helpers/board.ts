@@ -75,6 +75,47 @@ export function shellCard(title: string, command: string, extra = ''): string {
   return `---\ntitle: ${title}\nflow: shell\nworkspace: ./workspace\ncommand: ${JSON.stringify(command)}\n${extra}---\n# Task\n`;
 }
 
+/** `runboard serve --project <project>` started; resolves with its URL once it prints it. */
+export async function spawnServe(
+  project: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ proc: ChildProcess; url: string; token: string; base: string }> {
+  const proc = spawn(process.execPath, [path.join(DIST, 'runboard.mjs'), 'serve', '--project', project], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    proc.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /(http:\/\/127\.0\.0\.1:\d+\/\?token=\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    proc.once('exit', (code) => reject(new Error(`runboard serve exited (${code}): ${err}`)));
+  });
+  const u = new URL(url);
+  return { proc, url, token: u.searchParams.get('token')!, base: u.origin };
+}
+
+/** A board method over HTTP, with serve's token as the page sends it; a refusal throws with its status. */
+export async function boardCall<T>(
+  serve: { base: string; token: string },
+  method: string,
+  p: string,
+  body?: unknown,
+): Promise<T> {
+  const res = await fetch(serve.base + p, {
+    method,
+    headers: { authorization: `Bearer ${serve.token}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const data = (await res.json()) as T & { error?: string };
+  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${data.error}`);
+  return data;
+}
+
 export class BoardServer {
   proc!: ChildProcess;
   url!: string;
@@ -135,25 +176,7 @@ export class BoardServer {
   }
 
   async startServe(): Promise<void> {
-    this.proc = spawn(
-      process.execPath,
-      [path.join(DIST, 'runboard.mjs'), 'serve', '--project', this.project],
-      { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let out = '';
-    let err = '';
-    this.proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    this.url = await new Promise<string>((resolve, reject) => {
-      this.proc.stdout!.on('data', (d: Buffer) => {
-        out += d.toString();
-        const m = /(http:\/\/127\.0\.0\.1:\d+\/\?token=\S+)/.exec(out);
-        if (m) resolve(m[1]!);
-      });
-      this.proc.once('exit', (code) => reject(new Error(`runboard serve exited (${code}): ${err}`)));
-    });
-    const u = new URL(this.url);
-    this.token = u.searchParams.get('token')!;
-    this.base = u.origin;
+    Object.assign(this, await spawnServe(this.project, this.env));
   }
 
   cardFile(name: string): string {
@@ -163,15 +186,8 @@ export class BoardServer {
     writeFileSync(this.cardFile(name), text);
   }
 
-  async api<T>(method: string, p: string, body?: unknown): Promise<T> {
-    const res = await fetch(this.base + p, {
-      method,
-      headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const data = (await res.json()) as T & { error?: string };
-    if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${data.error}`);
-    return data;
+  api<T>(method: string, p: string, body?: unknown): Promise<T> {
+    return boardCall<T>(this, method, p, body);
   }
   board(): Promise<BoardView> {
     return this.api<BoardView>('GET', '/api/board');

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as z from 'zod/mini';
 import { redisOptions, type HostOffer } from './job.ts';
+import { HostPolicy } from './policy.ts';
 
 const HostSpec = z.object({
   redis: z.string(),
@@ -13,6 +14,8 @@ const HostSpec = z.object({
   flows: z.array(z.string().check(z.minLength(1), z.maxLength(100))).check(z.minLength(1)),
   capacity: z.int().check(z.minimum(1), z.maximum(1000)),
   workspaces: z.record(z.string(), z.string()),
+  /** The sandbox jobs may have here at most (absent: a local run's defaults, nothing more). */
+  sandbox: z.optional(HostPolicy),
 });
 
 export interface FleetConfig {
@@ -44,6 +47,8 @@ export function fleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
     if (!spec.success) throw new Error(`RUNBOARD_FLEET_HOST: ${z.prettifyError(spec.error)}`);
     redisOptions(spec.data.redis);
     const workspaces: Record<string, string> = {};
+    for (const w of spec.data.sandbox?.writable ?? [])
+      if (!path.isAbsolute(w)) throw new Error(`fleet --writable ${w}: the folder must be absolute`);
     for (const [name, folder] of Object.entries(spec.data.workspaces)) {
       if (!path.isAbsolute(folder))
         throw new Error(`fleet workspace ${name}=${folder}: the folder must be absolute`);
@@ -56,6 +61,7 @@ export function fleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
         flows: spec.data.flows,
         capacity: spec.data.capacity,
         workspaces,
+        policy: spec.data.sandbox ?? {},
       },
     };
   }

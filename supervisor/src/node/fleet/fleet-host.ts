@@ -15,6 +15,7 @@ import type { StatePaths } from '../../common/paths.ts';
 import type { RunRegistry } from '../registry.ts';
 import { forwardRecords } from './forward.ts';
 import { CANCEL_CHANNEL, queueName, redisOptions, RunJob, type HostOffer, type RunJobResult } from './job.ts';
+import { holdToPolicy, jobRunId } from './policy.ts';
 
 /**
  * How long a job's lease lasts without renewal (BullMQ renews it at half of this): a host that died
@@ -92,13 +93,20 @@ export class FleetHost {
   }
 
   private async process(job: Job, token?: string): Promise<RunJobResult> {
+    // The job's id names the card file: it must be the run id the job carries (a strict pattern),
+    // whatever a Redis writer put there.
+    const runId = jobRunId(job.id, (job.data as { runId?: unknown } | undefined)?.runId);
+    if (!runId)
+      throw new UnrecoverableError(
+        `${this.o.offer.name} refused the job: its id ${JSON.stringify(String(job.id).slice(0, 100))} is not the run id it carries (YYYYMMDD-HHMMSS-xxxxxx)`,
+      );
     if (this.running >= this.o.offer.capacity) {
       // Another flow's worker took the last slot meanwhile: back to the queue for a moment.
       await job.moveToDelayed(Date.now() + 200, token);
       throw new DelayedError();
     }
     this.running++; // taken at once: the checks below wait on Redis, and another job may come meanwhile
-    const cardFile = path.join(this.o.cardsDir, `${job.id ?? 'job'}.md`);
+    const cardFile = path.join(this.o.cardsDir, `${runId}.md`);
     try {
       return await this.runJob(job, cardFile);
     } finally {
@@ -115,7 +123,12 @@ export class FleetHost {
         `${offer.name} refused the job: it is not a run of this version (${parsed.error.message.slice(0, 300)})`,
       );
     const spec = parsed.data;
-    const folder = offer.workspaces[spec.workspace];
+    // The job's sandbox within this host's own policy (fleet join): narrower, never wider.
+    const held = holdToPolicy(spec.flow, offer.policy, offer.name);
+    if ('refused' in held) throw new UnrecoverableError(held.refused);
+    const folder = Object.hasOwn(offer.workspaces, spec.workspace)
+      ? offer.workspaces[spec.workspace]
+      : undefined;
     if (!folder)
       throw new UnrecoverableError(
         `${offer.name} has no workspace "${spec.workspace}": grant a folder there and map it (runboard fleet join … --workspace ${spec.workspace}=/folder)`,
@@ -137,7 +150,7 @@ export class FleetHost {
             ...(spec.card.id ? { id: spec.card.id } : {}),
             ...(spec.card.title ? { title: spec.card.title } : {}),
           },
-          flow: spec.flow,
+          flow: held.flow,
           workspace: folder,
           grant,
           ...(spec.command !== undefined ? { command: spec.command } : {}),

@@ -6,6 +6,7 @@
  */
 import * as z from 'zod/mini';
 import { Command, FlowSpec, RunId, RunResult } from '../../protocol/index.ts';
+import type { HostPolicy } from './policy.ts';
 
 /** BullMQ's queue of a flow (flow names are free text in config.yaml: only safe characters are kept). */
 export function queueName(flow: string): string {
@@ -92,4 +93,6 @@ export interface HostOffer {
   capacity: number;
   /** Project-relative workspace name → a folder this host granted. */
   workspaces: Record<string, string>;
+  /** The most a job's run may have here (fleet join's sandbox options): jobs narrow it, never widen it. */
+  policy: HostPolicy;
 }
