@@ -5,6 +5,7 @@
 // machine whose environment sets it, twice Node's own start-up) and desktop-cli makes no TLS connection.
 // The commands and flags are those of the public desktop-cli (mj1618/desktop-cli, spec.ts); seed 003's
 // compact JSON stays the default output (--format yaml|agent for the public tool's).
+import type * as ChildProcesses from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -1307,9 +1308,8 @@ async function screenshotCoords(v: Values): Promise<Out> {
 
 // node:child_process is loaded by the commands that start programs only: loading it costs every
 // other command ~4 ms of CPU at start-up (it pulls in net, dgram, …).
-type ChildProcessModule = typeof import('node:child_process');
-let cp: ChildProcessModule | undefined;
-async function childProcess(): Promise<ChildProcessModule> {
+let cp: typeof ChildProcesses | undefined;
+async function childProcess(): Promise<typeof ChildProcesses> {
   cp ??= await import('node:child_process');
   return cp;
 }
