@@ -1350,6 +1350,17 @@ async function clipWrite(text: string): Promise<void> {
     throw new CliError('CLIPBOARD_UNAVAILABLE', 'xclip is not installed');
   if (r.status !== 0)
     throw new CliError('NO_DISPLAY', 'xclip could not take the clipboard (is DISPLAY reachable?)');
+  // xclip's request to own the selection may still be in its child's output buffer when the parent
+  // exits: return once the clipboard reads back the text, so the next reader (any program) sees it.
+  const deadline = Date.now() + 3000;
+  while ((await clipRead()) !== text) {
+    if (Date.now() > deadline)
+      throw new CliError(
+        'ACTION_FAILED',
+        'the clipboard did not take the text within 3 s (another program took it?)',
+      );
+    await sleep(10);
+  }
 }
 
 async function clipboard(v: Values, positionals: string[]): Promise<Out> {
