@@ -33,8 +33,8 @@ async function askedThenAllowed(marker: string, flow: FlowSpec, file: string, te
   const { runId } = await a.launch(card, flow, 'agent card', [{ runId: first.result.runId, ask: 'a1' }]);
   const second = await a.h.collect(runId);
   expect(second.result.status, second.result.summary + second.stderr).toBe('succeeded');
-  if (flow.runner === 'claude') {
-    expect(first.result.session).toEqual({ cli: 'claude', id: expect.any(String) });
+  {
+    expect(first.result.session).toEqual({ cli: flow.runner, id: expect.any(String) });
     expect(second.result.session).toEqual({ ...first.result.session, resumed: true });
   }
   expect(readFileSync(file, 'utf8')).toBe(text);
@@ -69,16 +69,27 @@ describe("an agent's own permission refusals", () => {
     expect(played.filter((r) => r.turn === 0)).toHaveLength(1); // the task's start: once, in the first run
   }, 180_000);
 
-  it("codex: its sandbox's refusal is asked; allowed once, codex and the jail let the write through", async () => {
+  it("codex: its sandbox's refusal is asked; allowed once, the same session continues and the write goes through", async () => {
     const file = path.join(out, 'data.csv');
     const cmd = { name: 'exec_command', arguments: { cmd: `printf 'a,b\\n' > ${file} && echo exported` } };
     a.episodes([
       {
         name: 'codex-out',
         match: 'EPISODE:codex-out',
-        turns: [{ toolCalls: [cmd] }, { text: `Done.\n${ok('exported')}` }],
+        turns: [
+          { toolCalls: [cmd] },
+          ({ body }) =>
+            JSON.stringify(body).includes('Runboard: the person allowed')
+              ? { text: 'Allowed now: exporting again.', toolCalls: [cmd] }
+              : { text: 'The sandbox refused the export: I need your permission.' },
+          { text: `Done.\n${ok('exported')}` },
+        ],
       },
     ]);
+    const seen = a.model.requests.length;
     await askedThenAllowed('codex-out', a.flow('codex', { sandbox: { agentSandbox: true } }), file, 'a,b\n');
+    const played = a.model.requests.slice(seen).filter((r) => r.episode === 'codex-out');
+    expect(played.find((r) => JSON.stringify(r.body).includes('Runboard: the person allowed'))?.turn).toBe(1);
+    expect(played.filter((r) => r.turn === 0)).toHaveLength(1);
   }, 180_000);
 });

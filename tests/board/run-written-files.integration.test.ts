@@ -37,6 +37,7 @@ beforeAll(async () => {
     `ln -s /dev/zero ${r}02-bbbbbb/recording.json && : > ${r}02-bbbbbb/manifest.jsonl`,
     `printf '%s' '${meta('rec-20260101-000003-cccccc')}' > ${r}03-cccccc/recording.json`,
     `: > ${r}03-cccccc/manifest.jsonl && ln -s ${secret} ${r}03-cccccc/screenshots/start.png`,
+    `printf 'PNG-of-the-run' > ${r}03-cccccc/screenshots/step-1.png`,
     // a folder on the way that is a link: the "screenshot" is the person's file too
     `printf '%s' '${meta('rec-20260101-000004-dddddd')}' > ${r}04-dddddd/recording.json`,
     `: > ${r}04-dddddd/manifest.jsonl && ln -s ${server.root} ${r}04-dddddd/screenshots`,
@@ -75,7 +76,10 @@ describe('recordings a run planted in the project folder', () => {
     expect((await get('/api/board')).status).toBe(200);
   });
 
-  it("a recording's screenshot that is a link, or lies behind one, is not served", async () => {
+  it("a recording's screenshot that is a link, or lies behind one, is not served; a regular one is", async () => {
+    const ok = await get('/api/recordings/rec-20260101-000003-cccccc/file?name=screenshots/step-1.png');
+    expect(ok.status).toBe(200);
+    expect(await ok.text()).toBe('PNG-of-the-run');
     for (const id of ['rec-20260101-000003-cccccc', 'rec-20260101-000004-dddddd']) {
       const res = await get(
         `/api/recordings/${id}/file?name=screenshots/${id.endsWith('c') ? 'start' : 'secret'}.png`,

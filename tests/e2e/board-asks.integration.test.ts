@@ -68,6 +68,13 @@ describe('permission asks on the board', () => {
     const asks = ins.getByRole('region', { name: 'Permission asks' });
     await asks.getByText(`write in ${reports}`).waitFor();
     await asks.getByText(/The run printed: .*report\.txt/).waitFor();
+    // what each answer grants, with the exact folder
+    await asks
+      .getByText(
+        `Allow once lets the card's next run write anywhere in ${reports} (and the folders in it), that run only`,
+        { exact: false },
+      )
+      .waitFor();
     expect(await seriousViolations(page)).toEqual([]);
     await page.screenshot({ path: path.join(ARTIFACTS, 'board-asks-1440.png') });
 

@@ -113,7 +113,9 @@ describe('provider keys from the board', () => {
     expect(stored.hasKey).toBe(true);
     const check = await server.api<{ ok: boolean; message: string }>('POST', '/api/providers/offline/check');
     expect(check.ok).toBe(false);
-    expect(check.message).toMatch(/cannot reach http:\/\/127\.0\.0\.1:9/);
+    expect(check.message).toMatch(
+      /^saved; could not check: are you offline\? \(cannot reach http:\/\/127\.0\.0\.1:9/,
+    );
     // a name no supervisor knows is refused, saying which it knows
     await expect(server.api('PUT', '/api/providers/nosuch/key', { key: 'sk-x' })).rejects.toThrow(
       /400 the supervisor knows no provider "nosuch"/,

@@ -191,7 +191,7 @@ describe('board friction, keyboard only', () => {
     const ins = page.getByRole('complementary', { name: 'Inspector: No questions' });
     await ins.waitFor();
     expect(await ins.getByRole('region', { name: 'Questions' }).count()).toBe(0);
-    expect(await ins.locator('pre.markdown').textContent()).not.toMatch(/Questions|None/);
+    expect(await ins.locator('.card-body .markdown').textContent()).not.toMatch(/Questions|None/);
     await page.keyboard.press('Escape');
 
     await server.api('POST', '/api/cards/d-ungranted/move', { to: 'queued', index: 0 });

@@ -3,7 +3,9 @@
  * a run takes past its limit, /tmp (a tmpfs, so memory) filled past it. Each failed on the main before
  * its fix (docs/security-model.md, Resources).
  */
+import { spawnSync } from 'node:child_process';
 import { totalmem } from 'node:os';
+import { jailPath } from '@runboard/native';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Harness, processesMentioning } from '../helpers/harness.ts';
 
@@ -49,6 +51,29 @@ describe('resources', () => {
       memoryError: '',
     });
   });
+
+  // setpriv needs root to become nobody.
+  it.skipIf(process.getuid?.() !== 0)(
+    'a jail that can make no memory cgroup says so, and why (no other limit stands in)',
+    () => {
+      // As nobody, no cgroup of root's can be written: the run starts, its started line says there is no
+      // memory limit and why (the supervisor puts it in the run's log as a warning).
+      const r = spawnSync(
+        'setpriv',
+        ['--reuid', '65534', '--regid', '65534', '--clear-groups', jailPath(), '--status-fd', '1'].concat([
+          '--memory',
+          String(128 << 20),
+          '--',
+          '/bin/true',
+        ]),
+        { encoding: 'utf8', cwd: '/' },
+      );
+      expect(r.status).toBe(0);
+      const started = JSON.parse(r.stdout.split('\n')[0]!) as Record<string, unknown>;
+      expect(started).toMatchObject({ event: 'started', memoryLimit: 'none', memoryBytes: 128 << 20 });
+      expect(String(started.memoryError)).toMatch(/^mkdir .*runboard-run-\d+: Permission denied$/);
+    },
+  );
 
   it("a run's /tmp is 1 GiB by default, and what it writes there counts in its memory limit", async () => {
     const size = await h.run(['sh', '-c', "df -k --output=size /tmp | tail -1 | tr -d ' '"]);

@@ -149,7 +149,11 @@ function describeEvent(e: RunEvent): string {
 
 function describeResult(r: RunResult): string {
   const secs = r.durationMs !== null ? `${(r.durationMs / 1000).toFixed(2)}s` : '';
-  return `${r.status} in ${secs} (exit ${r.exitCode ?? '-'}${r.signal ? `, ${r.signal}` : ''}) — ${r.termination?.reason}: ${r.termination?.detail}`;
+  // a run that was stopped (cancelled, timed out) has a signal and no exit code: no "(exit -)"
+  const how = [r.exitCode !== null && r.exitCode !== undefined ? `exit ${r.exitCode}` : '', r.signal ?? '']
+    .filter(Boolean)
+    .join(', ');
+  return `${r.status} in ${secs}${how ? ` (${how})` : ''} — ${r.termination?.reason}: ${r.termination?.detail}`;
 }
 
 /** Streams an attached run to this terminal (or as JSON lines); resolves with the final result. */

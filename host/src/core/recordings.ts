@@ -82,7 +82,8 @@ export class Recordings {
       ...(process.env.DISPLAY
         ? {}
         : {
-            cannotRecord: 'this board has no X display (DISPLAY is not set): record with `runboard record`',
+            cannotRecord:
+              'this board has no X display (DISPLAY is not set), so it cannot record here: the recordings already in recordings/ still open and make cards; to record, run `runboard record` on a machine with a desktop (it records that display) and copy its recordings/<id>/ folder into this project',
           }),
     };
   }
@@ -106,7 +107,9 @@ export class Recordings {
   async start(mic: string, video = true): Promise<{ id: string; cardId?: string }> {
     if (this.child) throw new MoveRefused(`recording ${this.child.active.id} is going: stop it first`);
     if (!process.env.DISPLAY)
-      throw new Invalid('this board has no X display (DISPLAY is not set): record with `runboard record`');
+      throw new Invalid(
+        'this board has no X display (DISPLAY is not set), so it cannot record here: the recordings already in recordings/ still open and make cards; to record, run `runboard record` on a machine with a desktop (it records that display) and copy its recordings/<id>/ folder into this project',
+      );
     const argv = this.deps.runboard ?? [process.execPath, path.join(distDir(), 'runboard.mjs')];
     const micArgs = !video ? ['--no-video'] : mic === 'none' ? ['--no-audio'] : ['--mic', mic];
     const child = spawn(

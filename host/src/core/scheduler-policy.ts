@@ -115,7 +115,8 @@ export function decide(input: PolicyInput): PolicyDecision {
     }
     const cap = Object.hasOwn(input.flowCaps, card.flow) ? input.flowCaps[card.flow] : undefined;
     if (cap === undefined) {
-      waiting[card.id] = `flow "${card.flow}" is not in config.yaml`;
+      waiting[card.id] =
+        `flow "${card.flow}" is not in config.yaml: add it there, or Edit the card to pick one of its flows`;
       continue;
     }
     const inFlow = perFlow.get(card.flow) ?? 0;

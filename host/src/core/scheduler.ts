@@ -11,7 +11,10 @@
  *                        └──failed/timed-out──▶ queued (retry after backoff) | failed
  *   queued ──launch refused: display-busy──▶ queued (waiting for the real display; not a failure)
  */
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import path from 'node:path';
 import { EventEmitter } from 'node:events';
+import { stripVTControlCharacters } from 'node:util';
 import PQueue from 'p-queue';
 import {
   DisplayBusy,
@@ -505,7 +508,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
             this.safeUpdate(cardId, { status: 'queued', lastRun: result.runId, lastError: undefined });
             break;
           }
-          this.failed(cardId, failures + 1, `${result.status} (${detail})`, result.runId);
+          this.failed(cardId, failures + 1, failureText(result, detail), result.runId);
           break;
         case 'cancelled':
           this.safeUpdate(cardId, {
@@ -515,7 +518,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
           });
           break;
         default:
-          this.failed(cardId, failures + 1, `${result.status} (${detail})`, result.runId);
+          this.failed(cardId, failures + 1, failureText(result, detail), result.runId);
       }
     }
     this.emit('changed');
@@ -662,5 +665,33 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     } finally {
       this.writing = false;
     }
+  }
+}
+
+/** A failed run's lastError: its status and end, and for a command its last stderr line (`sh: 1: frobnicate: not found`). */
+function failureText(result: RunResult, detail: string): string {
+  const said = result.exitCode ? lastStderrLine(result.logDir) : undefined;
+  return `${result.status} (${detail})${said ? `: ${said}` : ''}`;
+}
+
+/** The last non-empty line of a run's stderr.log (its last 4 KiB read), or undefined. */
+export function lastStderrLine(logDir: string): string | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path.join(logDir, 'stderr.log'), constants.O_RDONLY | constants.O_NONBLOCK);
+    const size = fstatSync(fd).size;
+    const buf = Buffer.alloc(Math.min(4096, size));
+    readSync(fd, buf, 0, buf.length, size - buf.length);
+    const line = buf
+      .toString('utf8')
+      .split('\n')
+      .map((l) => stripVTControlCharacters(l).trim())
+      .filter(Boolean)
+      .at(-1);
+    return line?.slice(0, 300);
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }

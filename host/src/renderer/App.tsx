@@ -21,6 +21,8 @@ import { ConfirmBanner } from './Confirm.tsx';
 import { Inspector } from './Inspector.tsx';
 import { Recordings } from './Recordings.tsx';
 import { KeyPanel } from './Providers.tsx';
+import { FirstRun, firstRunState } from './FirstRun.tsx';
+import { ShortcutHelp } from './ShortcutHelp.tsx';
 import { notesBetween, notifySetting, setNotifySetting } from './notify.ts';
 import { SettingsView } from './SettingsView.tsx';
 
@@ -140,6 +142,15 @@ export function App({ api }: { api: BoardApi }) {
   const newCardButton = useRef<HTMLButtonElement>(null);
   const [providers, setProviders] = useState<ProviderView[]>();
   const [keyPanelHidden, setKeyPanelHidden] = useState(false);
+  /** The first-run checklist was hidden by the person (kept per project in this browser). */
+  const [firstRunHidden, setFirstRunHidden] = useState<string[]>(() => {
+    try {
+      return JSON.parse(localStorage.getItem('runboard.firstRunHidden') ?? '[]') as string[];
+    } catch {
+      return [];
+    }
+  });
+  const [help, setHelp] = useState(false);
   /** Providers the key panel asked for: they stay in it once set (with what the check said). */
   const [askedKeys, setAskedKeys] = useState<string[]>([]);
   const loadProviders = useCallback((): void => {
@@ -316,6 +327,15 @@ export function App({ api }: { api: BoardApi }) {
   const keyPanel = (providers ?? []).filter((p) => askedKeys.includes(p.name) && p.flows.length > 0);
   const broken = selected?.startsWith('broken:') ? board.cards.find((c) => c.id === selected) : undefined;
   const running = board.cards.filter((c) => c.column === 'running').length;
+  // the first-run checklist, until a folder is granted and a card has run (or it is hidden)
+  const keyed = new Set((providers ?? []).flatMap((p) => p.flows));
+  const firstRun = isFirstScreen(board) ? undefined : firstRunState(board, (flow) => !keyed.has(flow));
+  const showFirstRun =
+    !!firstRun &&
+    !(firstRun.ungranted.length === 0 && firstRun.tried) &&
+    !firstRunHidden.includes(board.project);
+  // the header shows busy flows; all of them are in the tooltip (a row of idle flows wrapped at 1280 px)
+  const busyFlows = board.flows.filter((f) => f.running > 0 || f.parkedUntil);
   return (
     <div className={shown ? 'app with-inspector' : 'app'}>
       <header className="topbar">
@@ -323,9 +343,13 @@ export function App({ api }: { api: BoardApi }) {
         <span className="project" title={board.project}>
           {board.project}
         </span>
-        <span className="slots" aria-label="Runs going">
+        <span
+          className="slots"
+          aria-label="Runs going"
+          title={board.flows.map((f) => `${f.name} ${f.running}/${f.cap}`).join(' · ')}
+        >
           {running}/{board.maxConcurrency} running
-          {board.flows.map((f) => (
+          {busyFlows.map((f) => (
             <span
               key={f.name}
               className={f.parkedUntil ? 'flowcap parked' : 'flowcap'}
@@ -339,6 +363,14 @@ export function App({ api }: { api: BoardApi }) {
         <Recordings api={api} onOpenCard={setSelected} />
         <button ref={newCardButton} className="primary" onClick={() => setEditor({ mode: 'new' })}>
           New card
+        </button>
+        <button
+          className="help-button"
+          onClick={() => setHelp(true)}
+          aria-label="Help and keyboard shortcuts"
+          title="Help and keyboard shortcuts (?)"
+        >
+          ?
         </button>
         <button ref={settingsButton} onClick={() => setSettings(true)}>
           Settings
@@ -364,13 +396,33 @@ export function App({ api }: { api: BoardApi }) {
           </button>
         </div>
       )}
-      {keyPanel.length > 0 && !keyPanelHidden && (
-        <KeyPanel
+      {showFirstRun && firstRun ? (
+        <FirstRun
           api={api}
-          missing={keyPanel}
-          onChanged={loadProviders}
-          onDismiss={() => setKeyPanelHidden(true)}
+          state={firstRun}
+          keys={
+            keyPanel.length > 0 ? (
+              <KeyPanel api={api} missing={keyPanel} onChanged={loadProviders} />
+            ) : undefined
+          }
+          onChanged={() => void refresh()}
+          onOpen={setSelected}
+          onDismiss={() => {
+            const hidden = [...firstRunHidden, board.project];
+            localStorage.setItem('runboard.firstRunHidden', JSON.stringify(hidden));
+            setFirstRunHidden(hidden);
+          }}
         />
+      ) : (
+        keyPanel.length > 0 &&
+        !keyPanelHidden && (
+          <KeyPanel
+            api={api}
+            missing={keyPanel}
+            onChanged={loadProviders}
+            onDismiss={() => setKeyPanelHidden(true)}
+          />
+        )
       )}
       {trashed && (
         <div className="banner note" role="status">
@@ -445,6 +497,7 @@ export function App({ api }: { api: BoardApi }) {
           onTrash={() => trash(broken.id, broken.file)}
         />
       )}
+      <ShortcutHelp open={help} onOpen={() => setHelp(true)} onClose={() => setHelp(false)} />
       {settings && (
         <SettingsView
           api={api}

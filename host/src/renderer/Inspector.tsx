@@ -10,6 +10,7 @@ import type { CardDetail } from '../shared/board-types.ts';
 import { Filmstrip, LiveDisplay } from './Filmstrip.tsx';
 import { filmstripOf, isFilmEvent } from './cu-steps.ts';
 import { LogView, type RunLiveState } from './LogView.tsx';
+import { Markdown } from './Markdown.tsx';
 import { PermissionAskPanel } from './PermissionAsks.tsx';
 import { ProgressBar } from './Progress.tsx';
 import { ScheduleSection } from './Schedule.tsx';
@@ -224,10 +225,13 @@ function Elapsed({ since }: { since: string }) {
 function RunPanel({
   api,
   run,
+  command,
   onLive,
 }: {
   api: BoardApi;
   run: RunResult;
+  /** The card's command as the inspector shows it. */
+  command: string | undefined;
   onLive: (s: RunLiveState) => void;
 }) {
   const [live, setLive] = useState<RunLiveState>({ ended: run.status !== 'running' });
@@ -253,38 +257,41 @@ function RunPanel({
             )}
           </dd>
         </div>
-        <div>
-          <dt>Exit code</dt>
-          <dd>
-            {run.exitCode ?? '–'}
-            {run.signal ? ` (${run.signal})` : ''}
-          </dd>
-        </div>
-        <div>
-          <dt>Output</dt>
-          <dd>
-            {run.status === 'running'
-              ? 'counted when the run ends'
-              : `${fmtBytes(run.stdoutBytes)} out · ${fmtBytes(run.stderrBytes)} err`}
-          </dd>
-        </div>
-        <div>
-          <dt>I/O</dt>
-          <dd>
-            {fmtBytes(run.bytesRead)} read · {fmtBytes(run.bytesWritten)} written
-          </dd>
-        </div>
-        <div className="wide">
-          <dt>Ended because</dt>
-          <dd>
-            {run.termination ? `${run.termination.reason}: ${run.termination.detail}` : 'still running'}
-          </dd>
-        </div>
+        {run.status !== 'running' && (
+          <div>
+            {/* a stopped run has no exit code: what stopped it instead of an empty "–" */}
+            <dt>{run.exitCode === null ? 'Stopped by' : 'Exit code'}</dt>
+            <dd>{run.exitCode ?? run.signal ?? run.termination?.reason ?? run.status}</dd>
+          </div>
+        )}
+        {run.status !== 'running' && (
+          <>
+            <div>
+              <dt>Output</dt>
+              <dd>{`${fmtBytes(run.stdoutBytes)} out · ${fmtBytes(run.stderrBytes)} err`}</dd>
+            </div>
+            <div>
+              <dt>I/O</dt>
+              <dd>
+                {fmtBytes(run.bytesRead)} read · {fmtBytes(run.bytesWritten)} written
+              </dd>
+            </div>
+            <div className="wide">
+              <dt>Ended because</dt>
+              <dd>
+                {run.termination ? `${run.termination.reason}: ${run.termination.detail}` : 'still running'}
+              </dd>
+            </div>
+          </>
+        )}
       </dl>
       {run.status === 'running' && !live.ended && (
         <div className="run-progress">
           <ProgressBar fraction={pct} />
-          <span>{live.progress?.message ?? 'running…'}</span>
+          {/* (a command run's progress message is its command, shown above already) */}
+          {live.progress?.message && !(command && live.progress.message.includes(command)) && (
+            <span>{live.progress.message}</span>
+          )}
         </div>
       )}
       {liveView && run.status === 'running' && !live.ended && <LiveDisplay api={api} runId={run.runId} />}
@@ -458,6 +465,12 @@ export function Inspector({
     p.then(onChanged).catch((e: Error) => setError(e.message));
   };
   const body = detail.questions ? detail.body.replace(QUESTIONS_SECTION, '') : detail.body;
+  const commandText =
+    detail.command === undefined
+      ? undefined
+      : Array.isArray(detail.command)
+        ? detail.command.join(' ')
+        : detail.command;
   const otherQuestionText = detail.questions ? realQuestions(detail.questions) : '';
   return (
     <aside ref={aside} className="inspector" aria-label={`Inspector: ${card.title}`}>
@@ -474,6 +487,15 @@ export function Inspector({
         {(card.column === 'done' || card.column === 'failed' || (card.column === 'backlog' && run)) && (
           <button className="primary push-right" onClick={() => act(api.requeue({ id: card.id }))}>
             Run again
+          </button>
+        )}
+        {card.column === 'backlog' && !run && !card.broken && (
+          <button
+            className="primary push-right"
+            title="Moves the card into Queued: it starts when its flow has room"
+            onClick={() => act(api.requeue({ id: card.id }))}
+          >
+            Run
           </button>
         )}
         {card.column === 'queued' && card.nextTryAt && (
@@ -511,6 +533,11 @@ export function Inspector({
       {isCancel(card.lastError) && card.column === 'backlog' && (
         <div className="banner note">The last run was cancelled.</div>
       )}
+      {card.column === 'queued' && card.waiting && !card.waiting.startsWith('backoff') && (
+        <div className="banner warn" role="status">
+          Waiting: {card.waiting}
+        </div>
+      )}
       {card.needs && <div className="banner warn">Needs: {card.needs}</div>}
       <PermissionAskPanel api={api} detail={detail} onChanged={onChanged} onError={setError} />
       {card.grant && (
@@ -524,17 +551,18 @@ export function Inspector({
           </button>
         </div>
       )}
-      <details open className="card-body">
+      {/* open until the card has runs: then the run and its live log get the room (a click opens it) */}
+      <details
+        key={`${card.id}:${detail.runs.length > 0}`}
+        open={detail.runs.length === 0}
+        className="card-body"
+      >
         <summary>Task</summary>
-        {detail.command !== undefined && (
-          <pre className="command">
-            $ {Array.isArray(detail.command) ? detail.command.join(' ') : detail.command}
-          </pre>
-        )}
+        {commandText !== undefined && <pre className="command">$ {commandText}</pre>}
         {/* focusable: a long text scrolls in its box, by keyboard too */}
-        <pre className="markdown" tabIndex={0}>
-          {body.trim()}
-        </pre>
+        <div className="markdown rendered" tabIndex={0}>
+          <Markdown text={body.trim()} />
+        </div>
       </details>
       {detail.questionList.length > 0 ? (
         <Questions api={api} detail={detail} onChanged={onChanged} onError={setError} />
@@ -556,7 +584,13 @@ export function Inspector({
           (card.lastError && !isCancel(card.lastError) ? (
             <p className="muted">No run started: the last try failed before launch (the error is above).</p>
           ) : (
-            <p className="muted">No runs yet: drag the card into Queued.</p>
+            <p className="muted">
+              {card.column === 'queued'
+                ? card.waiting
+                  ? 'No runs yet: it waits (why is above).'
+                  : 'No runs yet: it starts when its flow has room.'
+                : 'No runs yet: press Run (or drag the card into Queued).'}
+            </p>
           ))}
         <ol className="run-list">
           {detail.runs.slice(0, 50).map((r) => (
@@ -583,7 +617,13 @@ export function Inspector({
             </button>
           </h3>
           <Worktree key={`wt-${run.runId}`} api={api} run={run} onChanged={onChanged} />
-          <RunPanel key={run.runId} api={api} run={run} onLive={(s) => s.ended && onChanged()} />
+          <RunPanel
+            key={run.runId}
+            api={api}
+            run={run}
+            command={commandText}
+            onLive={(s) => s.ended && onChanged()}
+          />
         </section>
       )}
     </aside>

@@ -73,7 +73,16 @@ function KeyForm({
   );
 }
 
-/** First start, or a flow whose provider has no key: asks for it, on the board itself. */
+/** Where a person gets a key of the providers the supervisor knows by default. */
+const KEY_PAGES: Record<string, string> = {
+  openai: 'https://platform.openai.com/api-keys',
+  anthropic: 'https://console.anthropic.com/settings/keys',
+};
+
+/**
+ * First start, or a flow whose provider has no key: asks for it, on the board itself, compactly (a
+ * line per provider): where to get a key, and that most cards need none.
+ */
 export function KeyPanel({
   api,
   missing,
@@ -83,27 +92,39 @@ export function KeyPanel({
   api: BoardApi;
   missing: ProviderView[];
   onChanged: () => void;
-  onDismiss: () => void;
+  onDismiss?: () => void;
 }) {
   return (
     <section className="key-panel" aria-label="Set up model providers">
       <div className="key-panel-head">
-        <h2>Set up model providers</h2>
-        <button className="close" onClick={onDismiss} aria-label="Hide the provider setup">
-          ✕
-        </button>
+        <h2>Model keys (optional)</h2>
+        <span className="muted">
+          Most cards need none (shell cards run without). Only the supervisor keeps a key; cards that need one
+          wait for it.
+        </span>
+        {onDismiss && (
+          <button className="close" onClick={onDismiss} aria-label="Hide the provider setup">
+            ✕
+          </button>
+        )}
       </div>
       {missing.map((p) => (
         <div key={p.name} className="key-panel-provider">
           <p>
             {p.flows.length === 1 ? 'Flow' : 'Flows'} {p.flows.join(', ')}{' '}
             {p.flows.length === 1 ? 'uses' : 'use'} <strong>{p.name}</strong>
-            {p.hasKey ? ': its key is saved.' : ', which has no key yet'}
             {p.hasKey
-              ? null
+              ? ': its key is saved.'
               : p.known
-                ? '. The key is kept by the supervisor (never in this page or in a run); cards wait for it and start once it is set.'
+                ? KEY_PAGES[p.name]
+                  ? ': no key yet; get one at '
+                  : ': no key yet.'
                 : `: the supervisor knows no provider "${p.name}". Correct the flow's provider in config.yaml, or start the supervisor with RUNBOARD_PROVIDER_${p.name.toUpperCase().replace(/-/g, '_')}_URL.`}
+            {!p.hasKey && p.known && KEY_PAGES[p.name] && (
+              <a href={KEY_PAGES[p.name]} target="_blank" rel="noreferrer noopener">
+                {KEY_PAGES[p.name]!.replace('https://', '')}
+              </a>
+            )}
           </p>
           {p.known && <KeyForm api={api} provider={p.name} replacing={p.hasKey} onSaved={onChanged} />}
         </div>

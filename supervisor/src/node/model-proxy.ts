@@ -379,8 +379,12 @@ export class ModelProxy {
           });
       });
       req.on('timeout', () => req.destroy(new Error('no answer within 15 s')));
+      // the key is saved before it is checked: a check that cannot get out says so, not that it failed
       req.on('error', (err: NodeJS.ErrnoException) =>
-        resolve({ ok: false, message: `cannot reach ${url.origin}: ${err.code ?? err.message}` }),
+        resolve({
+          ok: false,
+          message: `saved; could not check: are you offline? (cannot reach ${url.origin}: ${err.code ?? err.message})`,
+        }),
       );
       req.end();
     });

@@ -18,7 +18,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import type { z } from 'zod';
-import { GrantError, validateGrant } from '../common/grants.ts';
+import { GrantError, validateGrant, validateReadable } from '../common/grants.ts';
 import { runLogDir, type StatePaths } from '../common/paths.ts';
 import {
   drivesDesktop,
@@ -93,6 +93,14 @@ export class RunRegistry {
     let validated;
     try {
       validated = validateGrant(this.paths, p.grant, p.workspace, p.paths ?? [], p.flow.sandbox?.writable);
+      if (p.flow.sandbox?.read)
+        p = {
+          ...p,
+          flow: {
+            ...p.flow,
+            sandbox: { ...p.flow.sandbox, read: validateReadable(this.paths, p.flow.sandbox.read) },
+          },
+        };
     } catch (err) {
       if (err instanceof GrantError) throw new ResponseError(err.code, err.message, { reason: err.reason });
       throw err;
@@ -167,7 +175,7 @@ export class RunRegistry {
   }
 
   /**
-   * A claude launch whose `allow` names asks of one earlier run that kept its agent session continues
+   * A claude or codex launch whose `allow` names asks of one earlier run that kept its agent session continues
    * that session (agent-session.ts) instead of starting the task again.
    */
   private resumeFrom(
@@ -175,10 +183,10 @@ export class RunRegistry {
     allowed: readonly PermissionAsk[],
   ): { resumeFrom?: { logDir: string; session: string; note: string } } {
     const runIds = new Set((p.allow ?? []).map((a) => a.runId));
-    if (p.flow.runner !== 'claude' || runIds.size !== 1) return {};
+    if (runIds.size !== 1) return {};
     const from = [...runIds][0]!;
     const session = (this.get(from)?.result ?? this.readResult(from))?.session;
-    if (session?.cli !== 'claude') return {};
+    if (!session || session.cli !== p.flow.runner) return {};
     const what = allowed
       .map((a) => (a.kind === 'connect' ? `connect to TCP port ${a.port}` : `${a.kind} in ${a.path}`))
       .join('; ');

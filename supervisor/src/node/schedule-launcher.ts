@@ -10,13 +10,13 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { parseConfig, readUserConfig } from '../common/config.ts';
+import { parseConfig, readProjectConfig, readUserConfig } from '../common/config.ts';
 import { digestOf, Ledger } from '../common/ledger.ts';
 import { readRegularFileSync } from '../common/regular-file.ts';
 import { flowOf, launchParams } from '../common/flow-spec.ts';
 import { findGrant } from '../common/grants.ts';
 import type { StatePaths } from '../common/paths.ts';
-import { loadCard, parseCard, type Card, type CardStatus } from '../common/project.ts';
+import { loadCard, parseCard, ProjectError, type Card, type CardStatus } from '../common/project.ts';
 import { DisplayBusy, LaunchRun, ResponseError } from '../protocol/index.ts';
 import type { RunRegistry } from './registry.ts';
 import type { LaunchOutcome, ScheduleLauncher } from './schedules.ts';
@@ -62,9 +62,13 @@ export function scheduleLauncher(paths: StatePaths, registry: RunRegistry, log: 
         // Each file is read once, checked against what a person confirmed on the board (ledger.ts),
         // and used as read: a file changed outside the board since is refused, not run.
         const ledger = Ledger.open(paths.root, project);
-        const configFile = path.join(project, 'config.yaml');
-        const configText = readRegularFileSync(configFile);
-        const cardText = readRegularFileSync(cardPath, { noFollow: true });
+        const { file: configFile, text: configText } = readProjectConfig(project);
+        let cardText: string;
+        try {
+          cardText = readRegularFileSync(cardPath, { noFollow: true });
+        } catch (err) {
+          throw new ProjectError(cardPath, `cannot read the card file: ${(err as Error).message}`);
+        }
         if (!ledger.confirmed(cardPath, digestOf(cardText)))
           return {
             refuse: `${path.relative(project, cardPath)} changed outside the board since a person confirmed it: open the project's board and confirm the card there`,

@@ -94,6 +94,11 @@ export const FlowSpec = z.object({
     z.object({
       /** Extra trees the run may write (absolute, e.g. a shared package cache). */
       writable: z.optional(z.array(AbsPath).check(z.maxLength(64))),
+      /**
+       * Trees the run may read besides the system's, Runboard's and its own (workspace, scratch, card):
+       * reads are an allow-list (docs/security-model.md). Never Runboard's state root.
+       */
+      read: z.optional(z.array(AbsPath).check(z.maxLength(64))),
       /** TCP ports the run may connect to (none by default). */
       tcpPorts: z.optional(z.array(z.int().check(z.minimum(1), z.maximum(65535))).check(z.maxLength(64))),
       /**
@@ -395,11 +400,11 @@ export const RunResult = z.object({
   /** Asks of earlier runs the person allowed once for this run (`run/launch` `allow`). */
   allowed: z.optional(z.array(PermissionAsk).check(z.maxLength(8))),
   /**
-   * The agent session this run kept to be continued (a claude run that stopped at an ask: its
+   * The agent session this run kept to be continued (a claude or codex run that stopped at an ask: its
    * transcript is kept in the run's log dir), or the one it continued (`resumed`).
    */
   session: z.optional(
-    z.object({ cli: z.literal('claude'), id: AgentSessionId, resumed: z.optional(z.boolean()) }),
+    z.object({ cli: z.enum(['claude', 'codex']), id: AgentSessionId, resumed: z.optional(z.boolean()) }),
   ),
 });
 export type RunResult = z.infer<typeof RunResult>;

@@ -43,15 +43,28 @@ export function findCodex(
   };
 }
 
-/** Denied commands the JSON stream left out, from the session's rollout (see codexRolloutDenials). */
-function rolloutDenials(codexHome: string, events: readonly AgentEvent[]): AgentEvent[] {
+/** The lines of session `thread`'s rollout, or null when there is none. */
+function rolloutLines(codexHome: string, thread: string): string[] | null {
+  let files: string[];
+  try {
+    files = readdirSync(path.join(codexHome, 'sessions'), { recursive: true, encoding: 'utf8' });
+  } catch {
+    return null;
+  }
+  const file = files.find((f) => f.endsWith(`-${thread}.jsonl`));
+  return file ? readFileSync(path.join(codexHome, 'sessions', file), 'utf8').split('\n') : null;
+}
+
+/**
+ * Denied commands the JSON stream left out, from the session's rollout (see codexRolloutDenials);
+ * `skip`: the rollout's lines from before this run (a resumed session's earlier runs).
+ */
+function rolloutDenials(codexHome: string, events: readonly AgentEvent[], skip: number): AgentEvent[] {
   const thread = events.find((e) => e.kind === 'session')?.id;
   if (!thread) return [];
-  const file = readdirSync(path.join(codexHome, 'sessions'), { recursive: true, encoding: 'utf8' }).find(
-    (f) => f.endsWith(`-${thread}.jsonl`),
-  );
-  if (!file) throw new Error(`no rollout of session ${thread} in ${path.join(codexHome, 'sessions')}`);
-  return codexRolloutDenials(readFileSync(path.join(codexHome, 'sessions', file), 'utf8'), events);
+  const lines = rolloutLines(codexHome, thread);
+  if (!lines) throw new Error(`no rollout of session ${thread} in ${path.join(codexHome, 'sessions')}`);
+  return codexRolloutDenials(lines.slice(skip).join('\n'), events);
 }
 
 const toml = (s: string): string => JSON.stringify(s); // a TOML basic string is a JSON string
@@ -72,7 +85,8 @@ export class CodexRunner implements Runner {
       );
     let prompt: string;
     try {
-      prompt = renderPrompt(spec);
+      // continuing a session the person's allow resumed: the agent is told what was allowed
+      prompt = spec.resume ? spec.resume.note : renderPrompt(spec);
     } catch (err) {
       return notStarted((err as Error).message);
     }
@@ -161,15 +175,20 @@ export class CodexRunner implements Runner {
       sandbox,
       '-C',
       spec.workspace,
+      ...(spec.resume ? ['resume', spec.resume.session] : []),
       prompt,
     ];
+    // a resumed session's rollout holds the earlier runs' refusals: only this run's count
+    const skip = spec.resume
+      ? Math.max(0, (rolloutLines(codexHome, spec.resume.session)?.length ?? 1) - 1)
+      : 0;
     return this.proc.run(ctx, {
       cli: 'codex',
       file: codex.bin,
       args,
       env,
       parser: codexParser(),
-      afterExit: (events) => rolloutDenials(codexHome, events),
+      afterExit: (events) => rolloutDenials(codexHome, events, skip),
     });
   }
 
