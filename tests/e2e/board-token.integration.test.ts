@@ -123,7 +123,7 @@ describe('the board token and other local ports', () => {
     expect(board.url()).not.toContain(server.token);
   });
 
-  it('a new tab on the bare address is told to open the printed URL, and learns nothing', async () => {
+  it('another browser profile on the bare address is told to open the printed URL, and learns nothing', async () => {
     const fresh = await (await browser.newContext()).newPage();
     const res = await fresh.goto(`${server.base}/`);
     expect(await res!.text()).not.toContain('Card A');

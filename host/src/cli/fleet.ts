@@ -6,12 +6,12 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { grantCovering } from '@runboard/supervisor/grants';
-import { TMP_SIZE } from '@runboard/supervisor/protocol';
+import { MEMORY_SIZE, TMP_SIZE } from '@runboard/supervisor/protocol';
 import type { StatePaths } from '@runboard/supervisor/paths';
 import { distDir, SupervisorClient, SupervisorUnavailable } from '../core/supervisor-client.ts';
 
 export const FLEET_USAGE = `fleet join --redis URL --flows A,B [--capacity N] [--workspace NAME=DIR]... [--name HOST]
-          [--tcp-port N]... [--udp] [--abstract-unix] [--tmp-size SIZE] [--max-processes N] [--writable DIR]...
+          [--tcp-port N]... [--udp] [--abstract-unix] [--tmp-size SIZE] [--memory SIZE] [--max-processes N] [--writable DIR]...
                                            take runs of these flows from a fleet's Redis (foreground);
                                            a job's sandbox may be narrower than these options, never wider`;
 
@@ -32,6 +32,7 @@ export async function cmdFleet(args: string[], paths: StatePaths): Promise<numbe
       'abstract-unix': { type: 'boolean', default: false },
       'allow-unsandboxed': { type: 'boolean', default: false },
       'tmp-size': { type: 'string' },
+      memory: { type: 'string' },
       'max-processes': { type: 'string' },
       writable: { type: 'string', multiple: true, default: [] },
     },
@@ -91,6 +92,7 @@ function hostPolicy(values: {
   'abstract-unix': boolean;
   'allow-unsandboxed': boolean;
   'tmp-size'?: string | undefined;
+  memory?: string | undefined;
   'max-processes'?: string | undefined;
   writable: string[];
 }): Record<string, unknown> {
@@ -103,6 +105,9 @@ function hostPolicy(values: {
   const tmp = values['tmp-size'];
   if (tmp !== undefined && !TMP_SIZE.test(tmp))
     throw new FleetUsageError(`--tmp-size ${tmp}: write a size such as 512m, 2g or 25% (at most 100%)`);
+  const memory = values.memory;
+  if (memory !== undefined && !MEMORY_SIZE.test(memory))
+    throw new FleetUsageError(`--memory ${memory}: write a size such as 512m, 4g or 50% (of the memory)`);
   const procs = values['max-processes'];
   if (
     procs !== undefined &&
@@ -115,6 +120,7 @@ function hostPolicy(values: {
     ...(values['abstract-unix'] ? { abstractUnix: true } : {}),
     ...(values['allow-unsandboxed'] ? { allowUnsandboxed: true } : {}),
     ...(tmp !== undefined ? { tmpSize: tmp } : {}),
+    ...(memory !== undefined ? { memory } : {}),
     ...(procs !== undefined ? { maxProcesses: Number(procs) } : {}),
     ...(values.writable.length ? { writable: values.writable.map((w) => path.resolve(w)) } : {}),
   };

@@ -1,8 +1,9 @@
 /**
  * BoardApi over HTTP, for the browser shell (`runboard serve`), built from the board's method table:
  * each call is its route's request. The page opened with the printed URL came with a page token of its
- * own (server.ts); the page holds it (and keeps it in its tab's sessionStorage, which only this origin,
- * port included, reads: a reload or a link to a card in the same tab keeps working) and sends it on
+ * own (server.ts); the page holds it (and keeps it in localStorage, which only this origin, port
+ * included, reads: a reload, a link to a card, another tab of this board keep working; the server
+ * forgets its page tokens when it stops, so what is stored is dead after that) and sends it on
  * every request: as `Authorization: Bearer`, or as `pt` on what the browser fetches by itself (images,
  * downloads, event streams). No cookie: the browser would send it to every port of 127.0.0.1.
  */
@@ -13,17 +14,17 @@ import type { BoardDelta, RunStreamMessage } from '../shared/board-types.ts';
 const STORED = 'runboard-page-token';
 const OPEN_THE_URL = 'open the URL runboard serve printed (it has the token)';
 
-/** The page's token: the one the page came with (kept for this tab), else the one this tab kept. */
+/** The page's token: the one the page came with (kept), else the one kept by an earlier page. */
 const PAGE_TOKEN: string | undefined = (() => {
   const el = document.getElementById('page-token');
   el?.remove();
   try {
     const given = el?.textContent ? (JSON.parse(el.textContent) as unknown) : undefined;
     if (typeof given === 'string') {
-      sessionStorage.setItem(STORED, given);
+      localStorage.setItem(STORED, given);
       return given;
     }
-    return sessionStorage.getItem(STORED) ?? undefined;
+    return localStorage.getItem(STORED) ?? undefined;
   } catch {
     return undefined;
   }

@@ -5,7 +5,7 @@
 // machine whose environment sets it, twice Node's own start-up) and desktop-cli makes no TLS connection.
 // The commands and flags are those of the public desktop-cli (mj1618/desktop-cli, spec.ts); seed 003's
 // compact JSON stays the default output (--format yaml|agent for the public tool's).
-import { spawn, spawnSync } from 'node:child_process';
+import type * as ChildProcesses from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -1306,8 +1306,16 @@ async function screenshotCoords(v: Values): Promise<Out> {
 
 // ---- clipboard (X CLIPBOARD selection through xclip, which keeps owning it after we exit) ----
 
-function xclip(args: string[], input?: string): { code: number; out: string; err: string } {
-  const r = spawnSync('xclip', ['-selection', 'clipboard', ...args], {
+// node:child_process is loaded by the commands that start programs only: loading it costs every
+// other command ~4 ms of CPU at start-up (it pulls in net, dgram, …).
+let cp: typeof ChildProcesses | undefined;
+async function childProcess(): Promise<typeof ChildProcesses> {
+  cp ??= await import('node:child_process');
+  return cp;
+}
+
+async function xclip(args: string[], input?: string): Promise<{ code: number; out: string; err: string }> {
+  const r = (await childProcess()).spawnSync('xclip', ['-selection', 'clipboard', ...args], {
     input: input ?? '',
     encoding: 'utf8',
     // xclip forks a child that keeps serving the selection: it must not hold our pipes open.
@@ -1319,9 +1327,9 @@ function xclip(args: string[], input?: string): { code: number; out: string; err
   return { code: r.status ?? -1, out: r.stdout ?? '', err: r.stderr ?? '' };
 }
 
-function clipRead(): string {
+async function clipRead(): Promise<string> {
   if (!process.env.DISPLAY) throw new CliError('NO_DISPLAY', 'DISPLAY is not set');
-  const r = xclip(['-o']);
+  const r = await xclip(['-o']);
   // No owner, or nothing as text: an empty clipboard.
   if (r.code !== 0) {
     if (/Can't open display/i.test(r.err)) throw new CliError('NO_DISPLAY', r.err.trim());
@@ -1330,10 +1338,10 @@ function clipRead(): string {
   return r.out;
 }
 
-function clipWrite(text: string): void {
+async function clipWrite(text: string): Promise<void> {
   if (!process.env.DISPLAY) throw new CliError('NO_DISPLAY', 'DISPLAY is not set');
   // xclip reads the text, then a child of it owns the selection until another program takes it.
-  const r = spawnSync('xclip', ['-selection', 'clipboard', '-i'], {
+  const r = (await childProcess()).spawnSync('xclip', ['-selection', 'clipboard', '-i'], {
     input: text,
     stdio: ['pipe', 'ignore', 'ignore'],
     timeout: 5000,
@@ -1342,40 +1350,51 @@ function clipWrite(text: string): void {
     throw new CliError('CLIPBOARD_UNAVAILABLE', 'xclip is not installed');
   if (r.status !== 0)
     throw new CliError('NO_DISPLAY', 'xclip could not take the clipboard (is DISPLAY reachable?)');
+  // xclip's request to own the selection may still be in its child's output buffer when the parent
+  // exits: return once the clipboard reads back the text, so the next reader (any program) sees it.
+  const deadline = Date.now() + 3000;
+  while ((await clipRead()) !== text) {
+    if (Date.now() > deadline)
+      throw new CliError(
+        'ACTION_FAILED',
+        'the clipboard did not take the text within 3 s (another program took it?)',
+      );
+    await sleep(10);
+  }
 }
 
 async function clipboard(v: Values, positionals: string[]): Promise<Out> {
   const [sub, ...rest] = positionals;
   switch (sub) {
     case 'read':
-      return { value: { ok: true, action: 'clipboard-read', text: clipRead() } };
+      return { value: { ok: true, action: 'clipboard-read', text: await clipRead() } };
     case 'write': {
       const text = str(v.text) ?? (rest.length > 0 ? rest.join(' ') : undefined);
       if (text === undefined)
         throw new CliError('USAGE', 'clipboard write needs the text (an argument or --text)');
-      clipWrite(text);
+      await clipWrite(text);
       return { value: { ok: true, action: 'clipboard-write' } };
     }
     case 'clear':
-      clipWrite('');
+      await clipWrite('');
       return { value: { ok: true, action: 'clipboard-clear' } };
     case 'grab': {
       const q = targetOf(v);
       if (!hasTarget(q))
         throw new CliError('USAGE', 'clipboard grab needs --app, --window, --window-id or --pid');
       const w = await desktop.focus(q);
-      const before = clipRead();
-      clipWrite(''); // so that a copy of the same text as before is still seen as the copy
+      const before = await clipRead();
+      await clipWrite(''); // so that a copy of the same text as before is still seen as the copy
       await desktop.key('ctrl+a'); // cmd+a / cmd+c on macOS
       await desktop.key('ctrl+c');
       // The app answers the copy asynchronously: wait (≤ 2 s) until the clipboard holds something.
       const deadline = Date.now() + 2000;
-      let text = clipRead();
+      let text = await clipRead();
       while (text === '' && Date.now() < deadline) {
         await sleep(20);
-        text = clipRead();
+        text = await clipRead();
       }
-      if (text === '' && before !== '') clipWrite(before);
+      if (text === '' && before !== '') await clipWrite(before);
       return { value: { ok: true, action: 'clipboard-grab', app: w.app, text } };
     }
     default:
@@ -1400,7 +1419,7 @@ async function open(v: Values, positionals: string[]): Promise<Out> {
   const what = url ?? (file ? path.resolve(file) : undefined);
   // With --app: that program with the URL/file as its argument; else the desktop's handler.
   const [cmd, args] = app ? [app, what ? [what] : []] : ['xdg-open', [what!]];
-  const child = spawn(cmd, args, { detached: true, stdio: 'ignore' });
+  const child = (await childProcess()).spawn(cmd, args, { detached: true, stdio: 'ignore' });
   const failed = await new Promise<Error | undefined>((res) => {
     child.once('error', res);
     child.once('spawn', () => res(undefined));

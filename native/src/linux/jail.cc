@@ -302,8 +302,8 @@ void Usage() {
       "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--write-fd N] [--device FILE]...\n"
       "                     [--hide DIR]...\n"
       "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp SIZE]\n"
-      "                     [--max-procs N] [--memory BYTES] [--env-fd N] [--read-only PATH]... [--ask-deletes] "
-      "[--remove REL]...\n"
+      "                     [--max-procs N] [--memory BYTES] [--env-fd N] [--read PATH]... [--read-only PATH]...\n"
+      "                     [--ask-deletes] [--remove REL]...\n"
       "                     [--tcp PORT]... [--udp] [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts]\n"
       "                     [--no-landlock] [--no-namespaces] [--output-fds STDOUT,STDERR,ORDER] [--init]\n"
       "                     -- COMMAND [ARG]...\n");
@@ -370,7 +370,15 @@ int main(int argc, char** argv) {
       memoryBytes = atoll(next());
       if (memoryBytes < (1LL << 20)) Die("--memory: a number of bytes of at least 1 MiB is expected", 2);
     } else if (a == "--read-only") readOnly.push_back(next());
-    else if (a == "--env-fd") envFd = atoi(next());
+    else if (a == "--read") {
+      // A tree the run may read (an allow-list: with any --read, nothing else is readable). Missing
+      // ones are skipped; a link counts as its target, resolved once, here.
+      const char* p = next();
+      if (p[0] != '/') Die(std::string("--read ") + p + ": an absolute path is expected", 2);
+      char real[PATH_MAX];
+      if (realpath(p, real)) policy.readable.push_back(real);
+      else if (errno != ENOENT) Die(std::string("--read ") + p + ": " + strerror(errno), 125);
+    } else if (a == "--env-fd") envFd = atoi(next());
     else if (a == "--ask-deletes") policy.workspaceNoRemove = true;
     else if (a == "--remove") policy.removable.push_back(next());
     else if (a == "--tcp") policy.tcpConnectPorts.push_back(static_cast<uint16_t>(atoi(next())));
@@ -491,7 +499,8 @@ int main(int argc, char** argv) {
       // (PATH, the addon's folder, ...), and the X sockets.
       std::vector<std::string> seen = policy.writable;
       seen.insert(seen.end(), readOnly.begin(), readOnly.end());
-      seen.insert(seen.end(), {"/tmp/.X11-unix", "/tmp/.ICE-unix"});
+      // Without an allow-list (--read), the X socket folders too; with one, only what it names.
+      if (policy.readable.empty()) seen.insert(seen.end(), {"/tmp/.X11-unix", "/tmp/.ICE-unix"});
       if (char cwd[PATH_MAX]; getcwd(cwd, sizeof cwd)) seen.push_back(cwd);
       for (char** a = command; *a; ++a) seen.push_back(*a);
       for (const auto& kv : runEnv) {
@@ -504,7 +513,7 @@ int main(int argc, char** argv) {
         }
       }
       std::string err = runboard::mounts::ConfineByMounts(
-          {policy.writable, policy.hidden, policy.devices, privateTmp, readOnly, seen});
+          {policy.writable, policy.hidden, policy.devices, privateTmp, readOnly, seen, policy.readable});
       if (!err.empty()) Die("sandbox setup failed: " + err, 126);
       policy.restrictFs = !fsByMounts;
       // The run's /tmp is its own tmpfs: new names in it are the run's; what is bound into it stays

@@ -156,7 +156,20 @@ std::string RestrictSelf(const Policy& policy, int abi, bool* enforced) {
   };
   std::string err;
   if (policy.restrictFs) {
-    err = addReadExcept("/", policy.hidden);
+    if (policy.readable.empty()) err = addReadExcept("/", policy.hidden);
+    // The allow-list: a read rule on each readable tree (with the hidden trees below it carved out), none
+    // on anything else. Path lookups need no right, so the trees stay reachable by their full names.
+    for (const auto& r : policy.readable) {
+      if (!err.empty()) break;
+      std::vector<std::string> hide;
+      bool isHidden = false;
+      for (const auto& h : policy.hidden) {
+        const std::string rSlash = r == "/" ? "/" : r + "/";
+        if (h == r || r.compare(0, h.size() + 1, h + "/") == 0) isHidden = true;
+        else if (h.compare(0, rSlash.size(), rSlash) == 0) hide.push_back(h);
+      }
+      if (!isHidden) err = addReadExcept(r, hide);
+    }
     const uint64_t remove = LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE;
     // Landlock only adds rights, so with deletes withheld in the workspace every writable tree around
     // it (the run's private /tmp when the workspace lies below /tmp, a flow's writable parent) loses the

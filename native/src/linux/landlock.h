@@ -8,9 +8,12 @@
 namespace runboard::landlock {
 
 struct Policy {
-  std::vector<std::string> writable;      // trees a run may write (workspace, run dir, flow extras)
-  std::vector<std::string> devices;       // single device files that may be written (/dev/null, ...)
-  std::vector<std::string> hidden;        // absolute real paths the run may not even read (keys, other runs)
+  std::vector<std::string> writable;  // trees a run may write (workspace, run dir, flow extras)
+  std::vector<std::string> devices;   // single device files that may be written (/dev/null, ...)
+  std::vector<std::string> hidden;    // absolute real paths the run may not even read (keys, other runs)
+  // The trees the run may read (absolute real paths), the hidden ones carved out: an allow-list. Empty:
+  // everything but the hidden trees is readable (the jail used without --read).
+  std::vector<std::string> readable;
   std::vector<uint16_t> tcpConnectPorts;  // TCP ports a run may connect to (empty: none)
   bool workspaceNoRemove = false;         // the workspace (".") without the remove rights (deletes are asked)
   std::vector<std::string> removable;     // folders below "." where deletes are allowed anyway (no links)

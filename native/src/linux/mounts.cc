@@ -1,5 +1,6 @@
 #include "linux/mounts.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <sched.h>
@@ -45,6 +46,8 @@ std::string MakeMountPoint(const std::string& base, const std::string& path, boo
     if (at != path.size() && path[at] != '/') continue;
     std::string p = path.substr(0, at);
     if (at == path.size() && !isDir) {
+      struct stat st {};
+      if (lstat(p.c_str(), &st) == 0) continue;  // there already (in a read-only copy, say)
       int f = open(p.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
       if (f < 0) return Errno("create " + p);
       close(f);
@@ -129,6 +132,97 @@ std::string MountPrivateTmp(const std::string& size, const std::vector<std::stri
   return err;
 }
 
+// "/usr" for "/usr/lib/x", "/" for "/".
+std::string TopOf(const std::string& path) {
+  size_t end = path.find('/', 1);
+  return end == std::string::npos ? path : path.substr(0, end);
+}
+
+bool InsideAny(const std::string& path, const std::vector<std::string>& trees) {
+  for (const auto& t : trees)
+    if (t == path || t == "/" || Below(path, t)) return true;
+  return false;
+}
+
+// Whether the allow-list covers top-level folder `top` (an empty tmpfs, or the run's own /tmp): a real
+// folder (not a link: its target is governed), not readable as a whole, and not one of the kernel's
+// (/proc and /dev get their own, /sys is for the supervisor's list to allow).
+bool CoveredTop(const Policy& policy, const std::string& top) {
+  if (top == "/" || top == "/proc" || top == "/dev" || InsideAny(top, policy.readable)) return false;
+  if (top == "/tmp" && !policy.privateTmpSize.empty()) return true;
+  struct stat st {};
+  return lstat(top.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// The hidden trees (but those inside a writable tree) covered by an empty tmpfs, with mount points for
+// the writable copies below them.
+std::string CoverHidden(const Policy& policy, const std::vector<Copy>& copies) {
+  for (const auto& h : policy.hidden) {
+    bool insideWritable = false;
+    for (const auto& w : policy.writable) insideWritable |= Below(h, w) || h == w;
+    struct stat st {};
+    if (insideWritable || stat(h.c_str(), &st) < 0) continue;
+    if (!S_ISDIR(st.st_mode)) return "hide " + h + ": not a directory";
+    if (mount("tmpfs", h.c_str(), "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
+      return Errno("mount tmpfs on " + h);
+    for (const auto& c : copies) {
+      if (!Below(c.path, h)) continue;
+      std::string err = MakeMountPoint(h, c.path, c.isDir);
+      if (!err.empty()) return err;
+    }
+  }
+  return "";
+}
+
+// Read-only detached copies of the readable trees that lie in a covered top-level folder, but those
+// inside a writable tree (which gives more) or inside another readable one (its copy holds them).
+std::string CopyReadable(const Policy& policy, std::vector<Copy>* out) {
+  std::vector<std::string> trees = policy.readable;
+  std::sort(trees.begin(), trees.end());
+  std::vector<std::string> taken;
+  for (const auto& r : trees) {
+    if (r.empty() || r[0] != '/' || !CoveredTop(policy, TopOf(r)) || TopOf(r) == r) continue;
+    if (InsideAny(r, taken) || InsideAny(r, policy.writable)) continue;
+    bool isHidden = false;
+    for (const auto& h : policy.hidden) isHidden |= h == r || Below(r, h);
+    struct stat st {};
+    if (isHidden || stat(r.c_str(), &st) < 0) continue;  // a missing optional path is no error
+    int fd = static_cast<int>(syscall(kSysOpenTree, AT_FDCWD, r.c_str(), kOpenTreeClone | kAtRecursive | O_CLOEXEC));
+    if (fd < 0) return Errno("open_tree " + r);
+    out->push_back({r, S_ISDIR(st.st_mode), fd});
+    MountAttr ro{kMountAttrRdonly, 0, 0, 0};
+    if (syscall(kSysMountSetattr, fd, "", kAtEmptyPath | kAtRecursive, &ro, sizeof ro) < 0)
+      return Errno("mount_setattr " + r + " read-only");
+    taken.push_back(r);
+  }
+  return "";
+}
+
+// The top-level folders the allow-list covers (but /tmp, the run's own) under an empty tmpfs, made
+// read-only with everything else later; the top-level files (not links) under /dev/null.
+std::string CoverTopLevel(const Policy& policy) {
+  int dfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR* d = dfd >= 0 ? fdopendir(dfd) : nullptr;
+  if (!d) return Errno("open /");
+  std::string err;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    const std::string top = "/" + name;
+    struct stat st {};
+    if (lstat(top.c_str(), &st) < 0) continue;
+    if (S_ISREG(st.st_mode) && !InsideAny(top, policy.readable) && !InsideAny(top, policy.writable)) {
+      if (mount("/dev/null", top.c_str(), nullptr, MS_BIND, nullptr) < 0) err = Errno("cover " + top);
+    } else if ((top != "/tmp" || policy.privateTmpSize.empty()) && CoveredTop(policy, top)) {
+      if (mount("tmpfs", top.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k") < 0)
+        err = Errno("mount tmpfs on " + top);
+    }
+    if (!err.empty()) break;
+  }
+  closedir(d);
+  return err;
+}
+
 }  // namespace
 
 std::string ConfineByMounts(const Policy& policy) {
@@ -172,9 +266,62 @@ std::string ConfineByMounts(const Policy& policy) {
     copies.push_back({w == "." ? std::string(cwd) : w, S_ISDIR(st.st_mode), fd});
   }
 
+  const bool allowList = !policy.readable.empty();
+  std::vector<std::string> hidden = policy.hidden;
+  std::vector<Copy> readCopies;  // read-only copies of the readable trees that lie in covered folders
+  auto closeAll = [&]() {
+    closeCopies();
+    for (auto& c : readCopies)
+      if (c.fd >= 0) close(c.fd);
+  };
+  if (allowList) {
+    // The hidden trees first, on the machine's tree as it is, so that the copies of readable trees
+    // around them (step 1b) hold the covers too.
+    std::string err = CoverHidden(policy, copies);
+    if (err.empty()) err = CopyReadable(policy, &readCopies);
+    if (!err.empty()) {
+      closeAll();
+      return err;
+    }
+    hidden.clear();
+  }
+
   // The run's /tmp before the covers: a hidden tree below /tmp is covered in it like anywhere else.
   if (!policy.privateTmpSize.empty()) {
-    std::string err = MountPrivateTmp(policy.privateTmpSize, policy.tmpSeen);
+    std::string err = MountPrivateTmp(policy.privateTmpSize, allowList ? std::vector<std::string>() : policy.tmpSeen);
+    if (!err.empty()) {
+      closeAll();
+      return err;
+    }
+  }
+  if (allowList) {
+    // Every other top-level folder that is not readable as a whole: an empty tmpfs, with the readable
+    // trees below it bound back read-only and mount points for the writable ones.
+    std::string err = CoverTopLevel(policy);
+    std::vector<std::string> inTmp;  // the folders of the run's /tmp made to reach the trees bound there
+    for (const auto* list : {&readCopies, &copies}) {
+      for (const auto& c : *list) {
+        if (!err.empty() || !CoveredTop(policy, TopOf(c.path))) continue;
+        err = MakeMountPoint(TopOf(c.path), c.path, c.isDir);
+        if (TopOf(c.path) == "/tmp" && !policy.privateTmpSize.empty()) {
+          std::string first = c.path.substr(0, c.path.find('/', 5));
+          if (std::find(inTmp.begin(), inTmp.end(), first) == inTmp.end()) inTmp.push_back(first);
+        }
+      }
+    }
+    // The run's /tmp is its own, but not the folders on the way to its trees there: each is made
+    // read-only (a read-only bind of itself), as a copy of the machine's entry used to be.
+    for (const auto& t : inTmp) {
+      if (!err.empty()) break;
+      if (mount(t.c_str(), t.c_str(), nullptr, MS_BIND, nullptr) < 0 ||
+          mount(nullptr, t.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr) < 0)
+        err = Errno("read-only " + t);
+    }
+    for (auto& c : readCopies) {
+      if (err.empty()) err = MoveInto(c.fd, c.path);
+      close(c.fd);
+      c.fd = -1;
+    }
     if (!err.empty()) {
       closeCopies();
       return err;
@@ -186,7 +333,7 @@ std::string ConfineByMounts(const Policy& policy) {
   //    and /dev, which gets only the allowed devices back (with Landlock every other device was
   //    readable but not writable; a read-only mount does not stop device writes, so they go).
   std::vector<std::string> covered;
-  for (const auto& h : policy.hidden) {
+  for (const auto& h : hidden) {
     bool insideWritable = false;
     for (const auto& w : policy.writable) insideWritable |= Below(h, w) || h == w;
     if (!insideWritable) covered.push_back(h);

@@ -28,6 +28,12 @@ struct Policy {
   // Paths the run needs (its trees, command, environment): the entries of the machine's /tmp they lie
   // in are the only ones its private /tmp shows (read-only). The rest of the machine's /tmp is not there.
   std::vector<std::string> tmpSeen;
+  // The trees the run may read (absolute real paths): an allow-list. When given, every top-level folder of
+  // / that is not readable as a whole is covered by an empty read-only tmpfs with the readable and writable
+  // trees below it bound back in (read-only copies of the readable ones), top-level files are covered
+  // by /dev/null, and the private /tmp shows these trees alone (tmpSeen is not used). Empty: everything
+  // but the hidden trees is visible.
+  std::vector<std::string> readable;
 };
 
 // Call in the jail's child: single-threaded, PID 1 of the run's PID namespace, with all capabilities

@@ -73,6 +73,7 @@ export function flowSpec(
             ...(sandbox.writable
               ? { writable: sandbox.writable.map((w) => path.resolve(projectDir, w)) }
               : {}),
+            ...(sandbox.read ? { read: sandbox.read.map((r) => path.resolve(projectDir, r)) } : {}),
           },
         }
       : {}),

@@ -273,6 +273,34 @@ export function validateGrant(
   };
 }
 
+/**
+ * The flow's `sandbox.read` trees, after realpath: each must exist and stay clear of Runboard's state
+ * (a tree around the state root would show keys and other runs). Reading needs no grant: the flow is
+ * the person's config, and reading changes nothing. Throws GrantError naming the path and what to do.
+ */
+export function validateReadable(paths: StatePaths, read: string[] = []): string[] {
+  return read.map((p) => {
+    let real: string;
+    try {
+      real = realpathSync(p);
+    } catch {
+      throw new GrantError(
+        ErrorCodes.PathOutsideGrant,
+        'outside',
+        `the flow's sandbox.read path ${p} does not exist; create it or remove it from the flow`,
+      );
+    }
+    const conflict = stateRootConflict(paths, real);
+    if (conflict)
+      throw new GrantError(
+        ErrorCodes.PathOutsideGrant,
+        'outside',
+        `the flow's sandbox.read path ${p} is refused: ${conflict.replace(/; grant .*$/, '')}; name a folder that does not hold Runboard's state`,
+      );
+    return real;
+  });
+}
+
 /** The grants issued under the state root, as stored (the supervisor validates the one it is given). */
 export function listGrants(paths: StatePaths): Grant[] {
   return grantFiles(paths, (raw) => Grant.parse(raw));

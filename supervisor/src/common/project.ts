@@ -67,6 +67,8 @@ export const FlowConfig = z.object({
   sandbox: z
     .object({
       writable: z.array(z.string()).optional(),
+      /** More trees runs may read (reads are an allow-list; relative paths are the project's). */
+      read: z.array(z.string()).optional(),
       tcpPorts: z.array(z.number().int().min(1).max(65535)).optional(),
       /** UDP to anywhere (DNS for flows that reach outside hosts by name); off by default. */
       udp: z.boolean().optional(),

@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { DenialScanner, type Denial } from './denials.ts';
 
 function scan(lines: string[], writable = ['/ws', '/scratch/r1']): Denial[] {
@@ -37,5 +40,28 @@ describe('DenialScanner', () => {
     expect(scan(['mkdir: cannot create directory ‘/va', 'r/x’: Permission denied\n'])[0]?.line).toContain(
       '/var/x',
     );
+  });
+});
+
+describe('a path the allow-list hides', () => {
+  it('counts "no such file" only for a folder that exists here but that the run does not see', () => {
+    const found: Denial[] = [];
+    const root = mkdtempSync(path.join(os.tmpdir(), 'rb-den-'));
+    mkdirSync(path.join(root, 'ws'));
+    mkdirSync(path.join(root, 'out'));
+    const s = new DenialScanner(
+      path.join(root, 'ws'),
+      [path.join(root, 'ws')],
+      (d) => found.push(d),
+      false,
+      () => [path.join(root, 'ws'), '/usr'],
+    );
+    s.scan(Buffer.from(`sh: 1: cannot create ${root}/out/a.txt: Directory nonexistent\n`));
+    s.scan(Buffer.from(`cat: ${root}/missing.txt: No such file or directory\n`));
+    s.scan(Buffer.from('cat: /nonexistent: No such file or directory\nls: x: No such file or directory\n'));
+    rmSync(root, { recursive: true });
+    expect(found.map((d) => d.path)).toEqual([
+      path.join(realpathSync(os.tmpdir()), path.basename(root), 'out', 'a.txt'),
+    ]);
   });
 });

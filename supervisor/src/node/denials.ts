@@ -4,7 +4,7 @@
  * tools' own complaints ("Permission denied", EACCES) and keeps those that name a path outside what
  * the run may write. A heuristic, documented as such in docs/security-model.md.
  */
-import { realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 
 export interface Denial {
@@ -22,8 +22,14 @@ const MARKERS = [
   Buffer.from('ermission denied'),
   Buffer.from('EACCES'),
   Buffer.from('Read-only file system'),
+  Buffer.from('No such file'),
+  Buffer.from('nonexistent'),
+  Buffer.from('ENOENT'),
 ];
-const MARKER_RE = /permission denied|EACCES|read-only file system/i;
+const MARKER_RE =
+  /permission denied|EACCES|read-only file system|no such file or directory|directory nonexistent|ENOENT/i;
+/** A refusal proper; "no such file" is one only where a folder outside the allow-list is absent for the run. */
+const REFUSED_RE = /permission denied|EACCES|read-only file system/i;
 const PATH_RE = /(?:^|[\s'"`(:‘])((?:\/|\.\.?\/)[^\s'"`:)’]+)/g;
 /** A quoted name ("rm: cannot remove 'build/a.o'"): a relative path without ./ when no other path is named. */
 const QUOTED_RE = /['‘]([^\s'’]+)['’]/g;
@@ -43,6 +49,11 @@ export class DenialScanner {
     private readonly onDenial: (d: Denial) => void,
     /** The flow withholds deletes in the workspace (`sandbox.askDeletes`): a refused delete there counts. */
     private readonly askDeletes = false,
+    /**
+     * The trees the run sees (its readable and writable ones), when reads are an allow-list: a "no such
+     * file" about a path whose folder exists here but is hidden from the run is a denial too.
+     */
+    private readonly visible?: () => readonly string[] | undefined,
   ) {}
 
   /** One complaint of an agent CLI's own permission system (a worker log event), scanned like stderr. */
@@ -85,6 +96,8 @@ export class DenialScanner {
     const raw = (before.length ? before[before.length - 1] : found[0])?.p;
     // `a/../../b` names b; a link in the workspace pointing out names where it points
     const named = raw === undefined ? undefined : throughLinks(path.resolve(this.cwd, raw));
+    // a "no such file" alone counts only for a path the allow-list hides
+    if (!REFUSED_RE.test(line) && (named === undefined || !this.hiddenFromRun(named))) return;
     const kept = line.slice(0, 500);
     const from = source ? { source } : {};
     if (named === undefined) {
@@ -112,6 +125,19 @@ export class DenialScanner {
     const d: Denial = { path: named, line: kept, ...from };
     this.found.push(d);
     this.onDenial(d);
+  }
+
+  /**
+   * Whether `p` is missing for the run only because the allow-list hides it: its deepest folder that
+   * exists here lies outside every tree the run sees and holds none of them (the run sees no name there).
+   */
+  private hiddenFromRun(p: string): boolean {
+    const visible = this.visible?.();
+    if (!visible?.length) return false;
+    let at = p;
+    while (!existsSync(at) && path.dirname(at) !== at) at = path.dirname(at);
+    const under = (a: string, b: string): boolean => a === b || a.startsWith(b.endsWith('/') ? b : b + '/');
+    return !visible.some((v) => under(at, v) || under(v, at));
   }
 
   private inWorkspace(p: string): boolean {

@@ -4,12 +4,15 @@ import {
   buildJailArgs,
   buildRunEnv,
   projectReadOnly,
+  runReadable,
   knownProjectsReadOnly,
   runMemoryBytes,
   runWritable,
   serializeEnv,
+  userDisplay,
   type JailArgsInput,
 } from './jail-args.ts';
+import { readablePath } from './reads.ts';
 
 const flow = (f: Partial<FlowSpec> = {}): FlowSpec => ({ name: 'f', runner: 'command', ...f });
 const base = (f: Partial<FlowSpec> = {}, i: Partial<JailArgsInput> = {}): JailArgsInput => ({
@@ -227,5 +230,82 @@ describe("the run's output", () => {
   it('hands the jail the log files when given (it records the output), none otherwise', () => {
     expect(buildJailArgs(base({}, { outputFds: [7, 8, 9] })).join(' ')).toContain('--output-fds 7,8,9');
     expect(buildJailArgs(base({})).join(' ')).not.toContain('--output-fds');
+  });
+});
+
+describe('reads as an allow-list', () => {
+  const card = { path: '/p/cards/c.md', title: 'c' };
+  it("gives the system and install trees, the workspace, card, prompt and the flow's sandbox.read", () => {
+    const f = flow({ prompt: '/prompts/x', sandbox: { read: ['/data'] } });
+    expect(runReadable({ base: ['/usr', '/app'], flow: f, workspace: '/ws', card })).toEqual([
+      '/usr',
+      '/app',
+      '/ws',
+      '/p/cards/c.md',
+      '/p/cards/c',
+      '/prompts/x',
+      '/data',
+    ]);
+    const reflect = runReadable({ base: [], flow: flow({ runner: 'reflect' }), workspace: '/ws', card });
+    expect(reflect).toContain('/p/recordings');
+    const args = buildJailArgs(base({}, { readable: ['/usr', '/ws'] }));
+    expect(args.join(' ')).toContain('--read /usr --read /ws');
+  });
+
+  it("gives the X socket folder to desktop runs only, the person's runtime dir to a user-display run", () => {
+    const plain = runReadable({
+      base: [],
+      flow: flow(),
+      workspace: '/ws',
+      card,
+      userRuntimeDir: '/run/user/1',
+    });
+    expect(plain).toEqual(['/ws', '/p/cards/c.md', '/p/cards/c']);
+    const priv = runReadable({ base: [], flow: flow(), workspace: '/ws', card, privateDisplay: true });
+    expect(priv).toContain('/tmp/.X11-unix');
+    const user = runReadable({
+      base: [],
+      flow: flow(),
+      workspace: '/ws',
+      card,
+      userDisplay: true,
+      userRuntimeDir: '/run/user/1',
+      userHome: '/home/me',
+    });
+    expect(user).toEqual([
+      '/ws',
+      '/p/cards/c.md',
+      '/p/cards/c',
+      '/tmp/.X11-unix',
+      '/run/user/1',
+      '/home/me/.cache/at-spi',
+    ]);
+    const bus = flow({ env: { DBUS_SESSION_BUS_ADDRESS: 'unix:path=/tmp/s/bus,guid=1' } });
+    expect(runReadable({ base: [], flow: bus, workspace: '/ws', card, userDisplay: true })).toContain(
+      '/tmp/s/bus',
+    );
+  });
+
+  it("reaches the person's display only for a desktop flow without a private display that names it", () => {
+    expect(userDisplay(flow({ env: { DISPLAY: ':0' } }))).toBeUndefined();
+    expect(userDisplay(flow({ desktop: true, env: { DISPLAY: ':3.0' } }))).toBe(':3');
+    expect(userDisplay(flow({ runner: 'computer-use', env: { DISPLAY: ':5' } }))).toBe(':5');
+    expect(
+      userDisplay(
+        flow({ runner: 'computer-use', env: { DISPLAY: ':5' }, computerUse: { privateDisplay: true } }),
+      ),
+    ).toBeUndefined();
+    expect(userDisplay(flow({ desktop: true, env: { DISPLAY: 'otherhost:0' } }))).toBeUndefined();
+    const args = buildJailArgs(base({ sandbox: { allowAbstractUnix: true } }, { userDisplay: ':5' })).join(
+      ' ',
+    );
+    expect(args).toContain('--mask /tmp/.X11-unix --keep /tmp/.X11-unix/X5');
+    expect(args).toContain('--allow-abstract-unix');
+  });
+
+  it("drops from the run's PATH the folders it cannot read", () => {
+    expect(readablePath('/root/.pyenv/shims:/usr/local/bin:/usr/bin:relative:/bin', ['/usr', '/bin'])).toBe(
+      '/usr/local/bin:/usr/bin:/bin',
+    );
   });
 });

@@ -81,6 +81,13 @@ export interface JailArgsInput {
   proxyPort?: number | undefined;
   /** The run's private display (":N"), when it has one. */
   privateDisplay?: string | undefined;
+  /** The person's display (":N") a desktop flow without a private one drives (userDisplay()). */
+  userDisplay?: string | undefined;
+  /**
+   * The trees the run may read (an allow-list, each `--read`): the system's, Runboard's install, the
+   * run's own (runReadable()). Nothing else is readable but the writable trees.
+   */
+  readable?: string[] | undefined;
   /** The user's XDG_RUNTIME_DIR (session bus, AT-SPI bus, Wayland). */
   userRuntimeDir?: string | undefined;
   /**
@@ -144,6 +151,64 @@ export function projectFoldersToMake(readOnly: string[]): string[] {
 }
 
 /**
+ * The person's own display (":N") when the flow drives a desktop (runner computer-use or replay, or
+ * `desktop: true`), has no private display, and names the display in its env: the only runs that get
+ * the X socket folder, a cookie and the user's runtime dir (session bus, AT-SPI). Others get none.
+ */
+export function userDisplay(flow: FlowSpec): string | undefined {
+  if (!(drivesDesktop(flow.runner) || flow.desktop) || flow.computerUse?.privateDisplay) return undefined;
+  const m = /^:(\d+)(?:\.\d+)?$/.exec(flow.env?.DISPLAY ?? '');
+  return m ? `:${m[1]}` : undefined;
+}
+
+export interface ReadableInput {
+  /** The system's trees and Runboard's install (reads.ts), the same for every run. */
+  base: readonly string[];
+  flow: FlowSpec;
+  workspace: string;
+  card: CardRef;
+  /** The run's display kind: its X socket folder (masked to its own socket) and the person's runtime dir. */
+  privateDisplay?: boolean;
+  userDisplay?: boolean;
+  /** The person's XDG_RUNTIME_DIR (a user-display run's session bus and AT-SPI bus). */
+  userRuntimeDir?: string | undefined;
+  /** The person's HOME: AT-SPI's bus socket is in ~/.cache/at-spi where there is no runtime dir. */
+  userHome?: string | undefined;
+}
+
+/**
+ * What a run may read besides its writable trees: the system and install trees, its workspace (read-only
+ * flows too), its card (and the card's folder), its prompt, a reflect run's project recordings, the
+ * flow's `sandbox.read`, and a desktop flow's display channels.
+ */
+export function runReadable(i: ReadableInput): string[] {
+  const { flow } = i;
+  const runtime = i.userDisplay ? (flow.env?.XDG_RUNTIME_DIR ?? i.userRuntimeDir) : undefined;
+  // the session bus the flow names (`unix:path=/…/bus`), for AT-SPI
+  const buses = i.userDisplay
+    ? [...(flow.env?.DBUS_SESSION_BUS_ADDRESS ?? '').matchAll(/(?:^|[,;:])path=([^,;]+)/g)].map((m) => m[1]!)
+    : [];
+  // a reflect run reads the recording its card names, in its project's recordings/
+  const project = i.card.project ?? path.dirname(path.dirname(i.card.path));
+  return [
+    ...i.base,
+    i.workspace,
+    i.card.path,
+    // the card's own folder (its workflow, schema.json, which replay runs follow)
+    i.card.path.replace(/\.md$/i, ''),
+    ...(flow.runner === 'reflect' ? [path.join(project, 'recordings')] : []),
+    ...(flow.prompt ? [flow.prompt] : []),
+    ...(flow.sandbox?.read ?? []),
+    ...(i.privateDisplay || i.userDisplay ? ['/tmp/.X11-unix'] : []),
+    ...(runtime && path.isAbsolute(runtime) ? [runtime] : []),
+    ...buses.filter((b) => path.isAbsolute(b)),
+    ...(i.userDisplay && i.userHome && path.isAbsolute(i.userHome)
+      ? [path.join(i.userHome, '.cache', 'at-spi')]
+      : []),
+  ];
+}
+
+/**
  * A run on its own display must not reach the user's: Landlock does not govern connect() on pathname
  * Unix sockets, so the jail masks the X socket dir (keeping the run's own socket) and the user's runtime
  * dir (session bus, AT-SPI bus, Wayland) with empty read-only mounts.
@@ -185,10 +250,14 @@ export function buildJailArgs(i: JailArgsInput): string[] {
   if (i.proxyPort !== undefined) args.push('--tcp', String(i.proxyPort));
   if (flow.sandbox?.udp) args.push('--udp');
   for (const h of i.hiddenPaths) args.push('--hide', h);
+  for (const r of i.readable ?? []) args.push('--read', r);
   if (i.privateDisplay)
     args.push(...displayMasks(i.privateDisplay, i.userRuntimeDir, i.writable, i.workspace));
   // A private display needs no abstract sockets; the user's X server and buses listen on some.
   else if (flow.sandbox?.allowAbstractUnix) args.push('--allow-abstract-unix');
+  // the person's display alone of the X sockets
+  if (!i.privateDisplay && i.userDisplay && i.useNamespaces)
+    args.push('--mask', '/tmp/.X11-unix', '--keep', `/tmp/.X11-unix/X${i.userDisplay.slice(1)}`);
   // 'auto': the jail confines by mounts where it can make the namespaces, else by Landlock as usual.
   const agentSandbox = flow.runner === 'codex' ? flow.sandbox?.agentSandbox : undefined;
   if (agentSandbox === true) args.push('--fs-mounts');
@@ -225,6 +294,10 @@ export interface RunEnvInput {
   nativeDir: string;
   /** The private display's variables (DISPLAY, buses), when the run has one. */
   displayEnv?: Readonly<Record<string, string>> | undefined;
+  /** The PATH to give (readablePath(): the supervisor's without what the run cannot read). */
+  path?: string | undefined;
+  /** The cookie file of the person's display made for this run (a user-display run). */
+  xauthority?: string | undefined;
 }
 
 /** The run's whole environment (the jail starts with nothing else). */
@@ -232,7 +305,7 @@ export function buildRunEnv(i: RunEnvInput): Record<string, string> {
   const { flow } = i;
   const s = i.scratchDir;
   return {
-    PATH: i.baseEnv.PATH || '/usr/local/bin:/usr/bin:/bin',
+    PATH: i.path ?? (i.baseEnv.PATH || '/usr/local/bin:/usr/bin:/bin'),
     LANG: i.baseEnv.LANG || 'C.UTF-8',
     HOME: path.join(s, 'home'),
     TMPDIR: path.join(s, 'tmp'),
@@ -247,6 +320,8 @@ export function buildRunEnv(i: RunEnvInput): Record<string, string> {
     ...(i.baseEnv.TZ ? { TZ: i.baseEnv.TZ } : {}),
     ...(drivesDesktop(flow.runner) ? { [RunEnv.nativeDir]: i.nativeDir } : {}),
     ...(flow.env ?? {}),
+    // The run's own cookie of the person's display, never the person's .Xauthority.
+    ...(i.xauthority ? { XAUTHORITY: i.xauthority } : {}),
     // The private display wins over whatever the flow names.
     ...(i.displayEnv
       ? { ...i.displayEnv, ...(flow.computerUse?.app ? { [RunEnv.displayApp]: '1' } : {}) }

@@ -35,6 +35,7 @@ import { scheduleLauncher } from './schedule-launcher.ts';
 import { ScheduleBook } from './schedules.ts';
 import { ProjectBook } from './projects.ts';
 import { fleetConfig } from './fleet/config.ts';
+import { insideAny, installReadTrees, readablePath, systemReadTrees } from './reads.ts';
 import { loadFleetHost, loadGateway, restoreBackend } from './fleet/backend.ts';
 
 const VERSION = '0.1.0';
@@ -128,13 +129,24 @@ async function main(): Promise<void> {
   // The loopback model proxy (a listener per run); keys are read at each request, never logged.
   const proxy = new ModelProxy(providerRoutes(process.env), (p) => readProviderKey(paths, p), log);
 
+  const hiddenPaths = [...new Set([paths.root, paths.runtimeDir].map((p) => realpathSync(p)))];
+  const readTrees = [
+    ...systemReadTrees(),
+    ...installReadTrees(path.resolve(here, '..'), process.execPath),
+    path.dirname(workerEntry),
+    path.dirname(jailPath()),
+  ].filter((t, i, all) => all.indexOf(t) === i && !insideAny(t, hiddenPaths));
   const registry = new RunRegistry(paths, {
     log,
     jailPath: jailPath(),
     workerArgv,
     nodeCommandWorker: process.env.RUNBOARD_COMMAND_WORKER === 'node',
-    // Runs may read what the user can read, except Runboard's own state: keys, grants, other runs.
-    hiddenPaths: [...new Set([paths.root, paths.runtimeDir].map((p) => realpathSync(p)))],
+    // Never readable by a run: Runboard's own state (keys, grants, other runs).
+    hiddenPaths,
+    // Readable by every run (an allow-list): the system's trees and Runboard's install; the run's own
+    // trees are added per run.
+    readTrees,
+    runPath: readablePath(process.env.PATH, readTrees),
     // never asked, never granted: Runboard's own code and the desktop's sockets
     protectedPaths: [...installDirs(here, path.dirname(jailPath())), ...desktopSocketDirs(process.env)],
     grantedPaths: () => listGrants(paths).map((g) => g.path),

@@ -18,7 +18,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import type { z } from 'zod';
-import { GrantError, validateGrant } from '../common/grants.ts';
+import { GrantError, validateGrant, validateReadable } from '../common/grants.ts';
 import { runLogDir, type StatePaths } from '../common/paths.ts';
 import {
   drivesDesktop,
@@ -93,6 +93,14 @@ export class RunRegistry {
     let validated;
     try {
       validated = validateGrant(this.paths, p.grant, p.workspace, p.paths ?? [], p.flow.sandbox?.writable);
+      if (p.flow.sandbox?.read)
+        p = {
+          ...p,
+          flow: {
+            ...p.flow,
+            sandbox: { ...p.flow.sandbox, read: validateReadable(this.paths, p.flow.sandbox.read) },
+          },
+        };
     } catch (err) {
       if (err instanceof GrantError) throw new ResponseError(err.code, err.message, { reason: err.reason });
       throw err;

@@ -8,7 +8,7 @@
 import { constants as osConstants, totalmem } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { closeSync, mkdirSync, realpathSync, renameSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, realpathSync, renameSync, rmSync } from 'node:fs';
 import { appendFile, mkdir, open, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
@@ -45,8 +45,10 @@ import {
   buildRunEnv,
   projectFoldersToMake,
   projectReadOnly,
+  runReadable,
   knownProjectsReadOnly,
   runWritable,
+  userDisplay,
   SCRATCH_DIRS,
   DEFAULT_TMP_SIZE,
   runMemoryBytes,
@@ -78,6 +80,10 @@ export interface RunDeps {
   workerArgv: string[];
   /** Trees no run may read: the state root (keys, grants, other runs' logs and scratch dirs). */
   hiddenPaths: string[];
+  /** The system's trees and Runboard's install, which every run may read (reads.ts); [] reads all. */
+  readTrees?: string[];
+  /** The PATH runs get: the supervisor's without the folders they cannot read (reads.ts). */
+  runPath?: string;
   /** Folders never asked (Runboard's install folder, the desktop's sockets: protected-dirs.ts). */
   protectedPaths?: ProtectedDir[];
   /** The granted folders now (a folder around one is never asked). */
@@ -200,6 +206,10 @@ export class Run {
    * start, no endpoint); undefined for a run with a worker.
    */
   private readonly direct: string[] | undefined;
+  /** What the run may read (its allow-list), once its jail is started. */
+  private readable: string[] | undefined;
+  /** The cookie file of the person's display made for this run (a user-display run). */
+  private xauthority: string | undefined;
   /** Where the scratch dir went at the end, to be removed after the run is reported ended. */
   private goneScratch: string | undefined;
   /** The agent CLI's session id, as the worker reported it (claude's system/init). */
@@ -283,6 +293,7 @@ export class Run {
           ...(d.remove ? { remove: true } : {}),
         }),
       !!this.spec.flow.sandbox?.askDeletes,
+      () => (this.readable ? [...this.readable, ...this.writable] : undefined),
     );
   }
 
@@ -487,6 +498,8 @@ export class Run {
       ...(this.artifactsDir ? [mkdir(this.artifactsDir, { recursive: true, mode: 0o700 })] : []),
       marked,
     ]);
+    const display = this.display ? undefined : userDisplay(flow);
+    if (display) this.xauthority = await this.displayCookie(display);
     try {
       await outputFiles;
     } catch (err) {
@@ -528,6 +541,31 @@ export class Run {
     this.spawn();
   }
 
+  /**
+   * The person's display's cookie alone, extracted (`xauth extract`) from their authority file into the
+   * run's scratch dir: the run never reads the person's .Xauthority. undefined when there is none to
+   * take (a display without cookies needs none; the run's X clients then try without).
+   */
+  private async displayCookie(display: string): Promise<string | undefined> {
+    const env = this.deps.baseEnv;
+    const source = env.XAUTHORITY || (env.HOME ? path.join(env.HOME, '.Xauthority') : undefined);
+    if (!source) return undefined;
+    const file = path.join(this.spec.scratchDir, 'xauthority');
+    try {
+      await execa('xauth', ['-f', source, 'extract', file, display], {
+        env: { PATH: env.PATH ?? '' },
+        timeout: 10_000,
+      });
+    } catch (err) {
+      this.event('log', `no cookie for display ${display}: ${(err as Error).message.split('\n')[0]}`, {
+        kind: 'display',
+        level: 'warn',
+      });
+      return undefined;
+    }
+    return existsSync(file) ? file : undefined;
+  }
+
   private spawn(): void {
     const { flow } = this.spec;
     // The workspace goes to the jail open, checked against the path the grant check resolved.
@@ -546,6 +584,19 @@ export class Run {
       ...own,
       ...knownProjectsReadOnly(this.deps.knownProjects?.() ?? [], this.writable, this.spec.card),
     ];
+    const display = this.display ? undefined : userDisplay(flow);
+    const readable = (this.readable = this.deps.readTrees?.length
+      ? runReadable({
+          base: this.deps.readTrees,
+          flow,
+          workspace: this.workspace,
+          card: this.spec.card,
+          privateDisplay: !!this.display,
+          userDisplay: !!display,
+          userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
+          userHome: this.deps.baseEnv.HOME,
+        })
+      : undefined);
     const args = buildJailArgs({
       flow,
       workspace: this.workspace,
@@ -558,6 +609,8 @@ export class Run {
       useNamespaces: this.deps.useNamespaces,
       proxyPort: this.proxyGrant?.port ?? this.visionGrant?.port,
       privateDisplay: this.display?.env.DISPLAY,
+      userDisplay: display,
+      readable,
       userRuntimeDir: this.deps.baseEnv.XDG_RUNTIME_DIR,
       privateTmpSize: flow.sandbox?.tmpSize ?? DEFAULT_TMP_SIZE,
       memoryBytes: runMemoryBytes(flow, totalmem()),
@@ -574,6 +627,8 @@ export class Run {
       scratchDir: this.spec.scratchDir,
       nativeDir: path.dirname(this.deps.jailPath),
       displayEnv: this.display?.env,
+      path: readable ? this.deps.runPath : undefined,
+      xauthority: this.xauthority,
     });
     if (this.direct) delete env[RunEnv.token]; // no endpoint to prove anything to
     let child: JailProcess;

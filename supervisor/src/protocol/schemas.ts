@@ -94,6 +94,11 @@ export const FlowSpec = z.object({
     z.object({
       /** Extra trees the run may write (absolute, e.g. a shared package cache). */
       writable: z.optional(z.array(AbsPath).check(z.maxLength(64))),
+      /**
+       * Trees the run may read besides the system's, Runboard's and its own (workspace, scratch, card):
+       * reads are an allow-list (docs/security-model.md). Never Runboard's state root.
+       */
+      read: z.optional(z.array(AbsPath).check(z.maxLength(64))),
       /** TCP ports the run may connect to (none by default). */
       tcpPorts: z.optional(z.array(z.int().check(z.minimum(1), z.maximum(65535))).check(z.maxLength(64))),
       /**

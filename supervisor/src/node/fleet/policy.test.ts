@@ -37,6 +37,13 @@ describe('a fleet job held to its host’s sandbox policy', () => {
     expect(held({ tmpSize: '5g' })).toEqual({ refused: expect.stringMatching(/--tmp-size 5g/) });
     expect(held({ tmpSize: '600m' }, { tmpSize: '512m' })).toEqual({ refused: expect.anything() });
     expect(held({ maxProcesses: 4096 })).toEqual({ refused: expect.stringMatching(/--max-processes 4096/) });
+    // memory: a local run's default (DEFAULT_MEMORY, 50%) is the most without --memory
+    expect(held({ memory: '100%' })).toEqual({
+      refused: expect.stringMatching(/a memory limit of 100% \(at most 50% here\).*--memory 100%/),
+    });
+    expect(held({ memory: '3g' }, { memory: '2g' })).toEqual({ refused: expect.anything() });
+    expect(held({ memory: '1g' }, { memory: '2g' })).toEqual({ flow: flow({ memory: '1g' }) });
+    expect(held(undefined, { memory: '2g' })).toEqual({ flow: flow({ memory: '2g' }) });
     expect(held({ writable: ['/home'] })).toEqual({ refused: expect.stringMatching(/write \/home/) });
     const w = { writable: [path.join(dir, 'cache')] };
     expect(held({ writable: [path.join(dir, 'other')] }, w)).toEqual({ refused: expect.anything() });

@@ -9,8 +9,8 @@ import { realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as z from 'zod/mini';
-import { RunId, TMP_SIZE, type FlowSpec } from '../../protocol/index.ts';
-import { DEFAULT_MAX_PROCESSES, DEFAULT_TMP_SIZE } from '../jail-args.ts';
+import { MEMORY_SIZE, memorySizeBytes, RunId, TMP_SIZE, type FlowSpec } from '../../protocol/index.ts';
+import { DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY, DEFAULT_TMP_SIZE } from '../jail-args.ts';
 
 /** What `fleet join` says a job's run may have at most (absent: a local run's defaults, nothing more). */
 export const HostPolicy = z.object({
@@ -24,6 +24,8 @@ export const HostPolicy = z.object({
   allowUnsandboxed: z.optional(z.boolean()),
   /** The largest /tmp a job's run gets (sandbox.tmpSize's syntax; default: a local run's default, DEFAULT_TMP_SIZE). */
   tmpSize: z.optional(z.string().check(z.regex(TMP_SIZE, 'a size such as 512m, 2g or 25% (at most 100%)'))),
+  /** The most memory a job's run may use (sandbox.memory's syntax; default: a local run's, DEFAULT_MEMORY). */
+  memory: z.optional(z.string().check(z.regex(MEMORY_SIZE, 'a size such as 512m, 4g or 50%'))),
   /** Most processes a job's run may have (default 1024, a local run's default). */
   maxProcesses: z.optional(z.int().check(z.minimum(16), z.maximum(1_000_000))),
   /** Folders inside which a job may ask for writable trees (sandbox.writable); none by default. */
@@ -84,6 +86,10 @@ export function holdToPolicy(
   const maxTmp = policy.tmpSize ?? DEFAULT_TMP_SIZE;
   if (sb.tmpSize !== undefined && tmpBytes(sb.tmpSize, totalMem) > tmpBytes(maxTmp, totalMem))
     return refuse(`a /tmp of ${sb.tmpSize} (at most ${maxTmp} here)`, `--tmp-size ${sb.tmpSize}`);
+  const maxMemory = policy.memory ?? DEFAULT_MEMORY;
+  const memBytes = (s: string): number => memorySizeBytes(s, totalMem) ?? Number.POSITIVE_INFINITY;
+  if (sb.memory !== undefined && memBytes(sb.memory) > memBytes(maxMemory))
+    return refuse(`a memory limit of ${sb.memory} (at most ${maxMemory} here)`, `--memory ${sb.memory}`);
   const allowed = (policy.writable ?? []).map(realOrNull).filter((d): d is string => d !== null);
   for (const w of sb.writable ?? []) {
     if (!plainAbsolute(w))
@@ -111,6 +117,7 @@ export function holdToPolicy(
   if (sb.maxProcesses === undefined && maxProcs < DEFAULT_MAX_PROCESSES) narrowed.maxProcesses = maxProcs;
   if (sb.tmpSize === undefined && tmpBytes(maxTmp, totalMem) < tmpBytes(DEFAULT_TMP_SIZE, totalMem))
     narrowed.tmpSize = maxTmp;
+  if (sb.memory === undefined && memBytes(maxMemory) < memBytes(DEFAULT_MEMORY)) narrowed.memory = maxMemory;
   return { flow: { ...flow, sandbox: narrowed } };
 }
 

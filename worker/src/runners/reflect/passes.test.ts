@@ -111,6 +111,16 @@ describe('reflect passes', () => {
     expect(() => parseManifest('{"step": 1}')).toThrow(/^manifest.jsonl line 1 is not a recorded step: /);
   });
 
+  it('keeps no value of a sensitive parameter: no example, and its typed step’s recorded text dropped', () => {
+    const b = answer();
+    b.task_params[0]!.sensitive = true;
+    const c = checkPassB(r)(b);
+    expect(c.ok).toBe(true);
+    if (!c.ok) return;
+    expect(c.value.task_params[0]!.example).toBe('');
+    expect(JSON.stringify(c.value)).not.toContain('"Numb"');
+  });
+
   it('assembles a valid workflow: templated locators, literal braces, dependencies from templates', () => {
     const c = checkPassB(r)(answer());
     expect(c.ok).toBe(true);

@@ -273,10 +273,14 @@ export function assemble(r: Reflected, b: PassBAnswer): { workflow: unknown; pro
     name: p.name,
     type: p.type,
     description: p.description,
-    example: p.example,
+    // a sensitive value is never kept in the workflow (issue 30): no example; replay asks for it
+    example: p.sensitive ? '' : p.example,
     sensitive: p.sensitive,
     optional: p.optional ?? false,
   }));
+  const secret = new Set(b.task_params.filter((p) => p.sensitive).map((p) => p.name));
+  const typesSecret = (v: string | null): boolean =>
+    v !== null && [...v.matchAll(/(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].some((m) => secret.has(m[1]!));
   const subtasks = b.subtasks.map((st, k) => {
     const steps: WorkflowStep[] = r.steps
       .filter((s) => byStep.get(s.i)!.subtask === k)
@@ -302,7 +306,11 @@ export function assemble(r: Reflected, b: PassBAnswer): { workflow: unknown; pro
           target: a.target,
           post_action: a.post_action,
           ...(locator ? { locator } : {}),
-          recorded: s.recorded,
+          // what was typed for a sensitive parameter is not kept as a recorded fact either
+          recorded:
+            s.actionType === 'TYPE' && typesSecret(value)
+              ? { ...s.recorded, action: { type: 'type' as const, secret: true as const } }
+              : s.recorded,
         };
       });
     const oc = st.outcome_check;
