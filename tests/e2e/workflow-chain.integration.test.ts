@@ -17,7 +17,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkWorkflow, type Workflow } from '@runboard/supervisor/protocol';
-import { desktop, type Element } from '../../native/src/index.ts';
+import { desktop, type Element, type ManifestStep } from '../../native/src/index.ts';
 import { DesktopSession } from '../desktop/session.ts';
 import { formApp } from '../cu/cu-harness.ts';
 import { predictClick, predictDone } from '../cu/replay-script.ts';
@@ -338,6 +338,56 @@ describe('record → reflect → edit → replay', () => {
       expect(asked('Barbara Liskov')).toEqual([]);
       // The form on the desktop in front is as the previous test left it.
       expect((await element((e) => e.role === 'text' && e.name === 'Name')).value).toBe('Edsger Dijkstra');
+    },
+  );
+
+  it(
+    'with a CPU hog started by the test: the recording keeps every step on its element, and the replay needs no model',
+    { timeout: 180_000 },
+    async () => {
+      const hog = spawn('sh', ['-c', 'while :; do :; done'], { stdio: 'ignore' });
+      try {
+        await closeForm();
+        await startForm(['--variant', 'renamed']);
+        const rec = await recordFormFill(
+          path.join(server.project, 'recordings'),
+          await element((e) => e.role === 'text' && e.name === 'Name'),
+          await element((e) => e.role === 'push button' && e.name === 'Send'),
+        );
+        const steps = readFileSync(path.join(rec.dir, 'manifest.jsonl'), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as ManifestStep);
+        expect(steps.map((x) => x.action.type)).toEqual(['click', 'type', 'press', 'type', 'click']);
+        expect(steps.map((x) => (x.action.type === 'click' ? x.element?.name : x.focus?.name))).toEqual([
+          'Name',
+          'Name',
+          expect.stringMatching(/^(Name|Email)$/), // a Tab's field: where it came from or leads (workflows.md)
+          'Email',
+          'Send',
+        ]);
+        const meta = JSON.parse(readFileSync(path.join(rec.dir, 'recording.json'), 'utf8')) as {
+          stopReason: string;
+          keptUp: boolean;
+          message: string;
+        };
+        expect(meta.stopReason).toBe('stopped');
+        expect(meta.message.includes('could not keep up')).toBe(!meta.keptUp);
+        // Replayed on the loaded desktop, by locators alone.
+        await setFlow('replay-private', 'replay');
+        await closeForm();
+        await startForm(['--variant', 'renamed']);
+        const before = model.requests.length;
+        const card = await replayAgain('Margaret Hamilton');
+        expect(card.column, readFileSync(server.cardFile('signup.md'), 'utf8')).toBe('done');
+        expect((await element((e) => e.role === 'text' && e.name === 'Name')).value).toBe(
+          'Margaret Hamilton',
+        );
+        expect((await element((e) => e.name === 'Save status')).value).toBe('Saved: 1 time(s)');
+        expect(model.requests.slice(before)).toEqual([]);
+      } finally {
+        hog.kill('SIGKILL');
+      }
     },
   );
 });

@@ -88,6 +88,25 @@ describe('jail --fs-mounts', async () => {
     expect(r.stderr).toContain(`${key}: No such file or directory`);
   });
 
+  it('reads only the --read trees (an allow-list) from mounts alone, as the agent-sandbox mode has no Landlock fs rules', async () => {
+    // Outside /tmp, as a home is: a folder with a secret next to one the run may read.
+    const home = mkdtempSync('/var/tmp/rb-jail-home-');
+    mkdirSync(path.join(home, 'shared'));
+    writeFileSync(path.join(home, 'secret'), 'SECRET\n');
+    writeFileSync(path.join(home, 'shared', 'notes'), 'NOTES\n');
+    const reads = ['/usr', '/bin', '/lib', '/lib64', '/etc', '/proc', path.join(home, 'shared')];
+    const r = await jailed(
+      `cat ${home}/secret 2>/dev/null || echo secret-hidden; cat ${home}/shared/notes; ` +
+        `ls ${home}; ls /tmp | grep -c . ; ls /var; ls -d /tmp/.X11-unix 2>/dev/null || echo no-x11; ` +
+        `echo x > ${home}/shared/n 2>/dev/null || echo read-only; cat ${state}/keys/grant.key 2>/dev/null || echo key-hidden`,
+      reads.flatMap((t) => ['--read', t]).concat('--private-tmp', '16m'),
+    );
+    rmSync(home, { recursive: true, force: true });
+    expect(r.status.find((s) => s.event === 'sandbox')).toMatchObject({ fs: 'mounts' });
+    // /tmp holds the folder on the way to ws and the state's scratch (one name), /var only tmp on the way
+    expect(r.stdout).toBe('secret-hidden\nNOTES\nshared\n1\ntmp\nno-x11\nread-only\nkey-hidden\n');
+  });
+
   it('gives the run a /tmp of its own: fixed names can be made, the real /tmp is untouched and read-only', async () => {
     // What codex's sandbox helper does first (mkdir /tmp/codex-daemon-<uid>), under a name no one made.
     const name = `rb-private-tmp-${process.pid}-${Date.now()}`;

@@ -3,9 +3,10 @@
  * commented config.yaml with a `shell` flow, a first card, the folder granted to runs (once, here), and
  * the project registered with the supervisor so its scheduled cards fire with no board open.
  */
-import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { digestOf, Ledger } from '@runboard/supervisor/ledger';
 import type { StatePaths } from '@runboard/supervisor/paths';
 import { call, RegisterProject } from '@runboard/supervisor/protocol';
 import { GrantStore } from '../core/grant-store.ts';
@@ -69,6 +70,16 @@ export async function cmdInit(args: string[], paths: StatePaths): Promise<number
   if (!existsSync(card)) writeFileSync(card, FIRST_CARD, { flag: 'wx' });
   const out: string[] = [`made a Runboard project in ${dir}`, `  config.yaml        a \`shell\` flow`];
   out.push(`  cards/first-card.md  a first card (runs \`ls\`, no key needed)`);
+  // The person chose this folder and what is in it now, as a board's first open does (ledger.ts): its
+  // config and cards are confirmed, so its schedules may run with no board ever opened.
+  const ledger = Ledger.open(paths.root, dir);
+  if (ledger.fresh) {
+    ledger.recordConfig(readFileSync(config, 'utf8'));
+    const cards = readdirSync(path.join(dir, 'cards'))
+      .filter((n) => n.endsWith('.md'))
+      .map((n) => path.join(dir, 'cards', n));
+    ledger.record(cards.map((file) => ({ file, digest: digestOf(readFileSync(file, 'utf8')) })));
+  }
   const grants = new GrantStore(paths);
   if (grants.status(dir).state === 'ok') out.push(`  ${dir} was granted to runs already`);
   else {
