@@ -30,22 +30,11 @@ export function ScheduleNote({ schedule }: { schedule: CardSchedule }) {
   );
 }
 
-function TextField(p: {
-  label: string;
-  name: string;
-  value: string;
-  set: (v: string) => void;
-  hint: string;
-}) {
+/** A text field whose accessible name is its visible label (no aria-label that says something else). */
+function TextField(p: { label: string; value: string; set: (v: string) => void; hint: string }) {
   return (
     <label>
-      {p.label}{' '}
-      <input
-        value={p.value}
-        onChange={(e) => p.set(e.target.value)}
-        placeholder={p.hint}
-        aria-label={p.name}
-      />
+      {p.label} <input value={p.value} onChange={(e) => p.set(e.target.value)} placeholder={p.hint} />
     </label>
   );
 }
@@ -94,14 +83,8 @@ function ScheduleEditor({
         if (preview?.ok) save(edit);
       }}
     >
-      <TextField label="When" name="Schedule" value={text} set={setText} hint="every weekday at 9:00" />
-      <TextField
-        label="Time zone"
-        name="Time zone"
-        value={timezone}
-        set={setTimezone}
-        hint="this machine's"
-      />
+      <TextField label="Schedule" value={text} set={setText} hint="every weekday at 9:00" />
+      <TextField label="Time zone" value={timezone} set={setTimezone} hint="this machine's" />
       <label>
         Missed runs{' '}
         <select value={missed} onChange={(e) => setMissed(e.target.value as ScheduleEdit['missed'] | '')}>
