@@ -142,7 +142,9 @@ for n in (500, target):
         held.clear()
 # past the bound: what a connection the supervisor does not take any more hears
 extra = send('GET', '/openai/v1/responses')
-open('flooded.json', 'w').write(json.dumps({'rounds': rounds, 'extra': extra, 'soft': soft}))
+# written whole, then named: the test reads it as soon as the name is there
+open('flooded.json.tmp', 'w').write(json.dumps({'rounds': rounds, 'extra': extra, 'soft': soft}))
+os.replace('flooded.json.tmp', 'flooded.json')
 # and hold: every connection the supervisor closes is opened again, until the test is done
 while not os.path.exists('release-flood'):
     sweep()
