@@ -60,7 +60,10 @@ describe('permission asks', () => {
     expect(d.asks?.open).toEqual([
       expect.objectContaining({ id: 'a1', kind: 'write', path: dirs.once, source: 'sandbox' }),
     ]);
-    expect(d.asks?.open[0]?.evidence).toMatch(/cannot create .*(Permission denied|Read-only file system)/);
+    // The folder is outside the run's reads too (the allow-list hides it: "Directory nonexistent").
+    expect(d.asks?.open[0]?.evidence).toMatch(
+      /cannot create .*(Permission denied|Read-only file system|Directory nonexistent)/,
+    );
     const runId = d.asks!.runId;
     expect(existsSync(path.join(dirs.once, 'a.txt'))).toBe(false);
     // the card (and its file) says what it waits for
