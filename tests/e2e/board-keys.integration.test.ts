@@ -14,6 +14,7 @@ import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, waitUntil } from './helpers/board.ts';
 
 const KEY = 'sk-board-entered-4f9a1c7e2b';
+const AGENT_NEEDS = '"an OpenAI key: write keys/providers/openai.key"';
 const CONFIG = `version: 1
 flows:
   shell: { runner: command, cap: 2 }
@@ -33,7 +34,11 @@ beforeAll(async () => {
   model = await startModelServer();
   server = await BoardServer.start(
     CONFIG,
-    { 'hello.md': '---\ntitle: Hello\nflow: shell\nworkspace: ./workspace\ncommand: echo hi\n---\n' },
+    {
+      'hello.md': '---\ntitle: Hello\nflow: shell\nworkspace: ./workspace\ncommand: echo hi\n---\n',
+      // a static `needs:` in the card's file, about the key the panel asks for
+      'agent.md': `---\ntitle: Agent\nflow: coder\nworkspace: ./workspace\nneeds: ${AGENT_NEEDS}\n---\n`,
+    },
     {
       env: {
         RUNBOARD_PROVIDER_OPENAI_URL: model.url,
@@ -65,6 +70,8 @@ describe('provider keys from the board', () => {
   it('the onboarding panel asks for a missing key; the supervisor stores and checks it; the page never gets it back', async () => {
     const panel = page.getByRole('region', { name: 'Set up model providers' });
     await panel.getByText(/Flow coder uses/).waitFor();
+    const agent = page.locator('li[data-card-id="agent"]');
+    await agent.getByText('needs: an OpenAI key: write keys/providers/openai.key').waitFor();
     await panel.getByText(/supervisor knows no provider "ghost"/).waitFor();
     expect(await seriousViolations(page)).toEqual([]);
     await page.screenshot({ path: path.join(ARTIFACTS, 'keys-onboarding-1440.png') });
@@ -77,6 +84,16 @@ describe('provider keys from the board', () => {
       .getByRole('status')
       .getByText(/accepted the key/)
       .waitFor();
+    // the card's static needs: is shown as met, not as a contradicting "write keys/…"
+    await agent.getByText('✓ openai key saved').waitFor();
+    expect(await agent.textContent()).not.toContain('needs:');
+    await agent.click();
+    const inspector = page.getByRole('complementary');
+    await inspector.getByText(/Needs met: openai key saved/).waitFor();
+    expect(await inspector.textContent()).not.toContain('write keys/providers');
+    expect(await inspector.getByText(/^Needs:/).count()).toBe(0);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'keys-needs-met-1440.png') });
+    await page.keyboard.press('Escape');
     // the supervisor holds it, and asked the provider with it
     expect(readProviderKey(statePaths({ RUNBOARD_HOME: server.home }), 'openai')).toBe(KEY);
     const asked = model.requests.find((r) => r.api === 'models');

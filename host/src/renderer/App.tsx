@@ -2,7 +2,7 @@
  * The container: owns the board data and the selection, talks to the host through BoardApi, and hands
  * plain data to the presentational Board, Inspector and SettingsView.
  */
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import type { BoardApi } from '../shared/board-api.ts';
 import {
   COLUMNS,
@@ -23,6 +23,7 @@ import { Recordings } from './Recordings.tsx';
 import { KeyPanel } from './Providers.tsx';
 import { FirstRun, firstRunState } from './FirstRun.tsx';
 import { ShortcutHelp } from './ShortcutHelp.tsx';
+import { boardWithKeyNeeds, withKeyNeeds } from './key-needs.ts';
 import { notesBetween, notifySetting, setNotifySetting } from './notify.ts';
 import { SettingsView } from './SettingsView.tsx';
 
@@ -313,6 +314,13 @@ export function App({ api }: { api: BoardApi }) {
     if (missingNames) setAskedKeys((prev) => [...new Set([...prev, ...missingNames.split('\n')])]);
   }, [missingNames]);
 
+  // a card's `needs:` about a key that is saved now shows as met, on the card and in the inspector
+  const keyedBoard = useMemo(() => board && boardWithKeyNeeds(board, providers), [board, providers]);
+  const keyedDetail = useMemo(() => {
+    const card = detail && withKeyNeeds(detail.card, providers);
+    return card === detail?.card ? detail : { ...detail!, card: card! };
+  }, [detail, providers]);
+
   // (a board that cannot be read says why: e.g. a page without its token is told to open the URL)
   if (!board)
     return error ? (
@@ -323,7 +331,7 @@ export function App({ api }: { api: BoardApi }) {
       <div className="loading">Loading the board…</div>
     );
   // the inspector shows the open card only: details of a card closed meanwhile are not shown
-  const shown = selected && detail?.card.id === selected ? detail : undefined;
+  const shown = selected && keyedDetail?.card.id === selected ? keyedDetail : undefined;
   const keyPanel = (providers ?? []).filter((p) => askedKeys.includes(p.name) && p.flows.length > 0);
   const broken = selected?.startsWith('broken:') ? board.cards.find((c) => c.id === selected) : undefined;
   const running = board.cards.filter((c) => c.column === 'running').length;
@@ -436,7 +444,7 @@ export function App({ api }: { api: BoardApi }) {
       <FilterBar board={board} filter={filter} onFilter={setFilter} />
       <main>
         <Board
-          board={board}
+          board={keyedBoard ?? board}
           // the card the inspector shows (revealed in its column once the inspector narrowed the board)
           selected={shown ? selected : undefined}
           onSelect={setSelected}

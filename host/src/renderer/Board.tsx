@@ -103,6 +103,11 @@ const CardContent = memo(function CardContent({ card }: { card: CardView }) {
             </div>
           )}
           {card.needs && <div className="card-note needs">needs: {card.needs}</div>}
+          {card.needsMet && (
+            <div className="card-note met" title={`needs: ${card.needsWas ?? ''}`}>
+              ✓ {card.needsMet}
+            </div>
+          )}
           {card.confirm && (
             <div className="card-note needs" title={card.confirm.reason}>
               ⚠ changed outside the board: confirm it above

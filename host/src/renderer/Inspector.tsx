@@ -539,6 +539,13 @@ export function Inspector({
         </div>
       )}
       {card.needs && <div className="banner warn">Needs: {card.needs}</div>}
+      {card.needsMet && (
+        <div className="banner note" title={`the card's file says needs: ${card.needsWas ?? ''}`}>
+          <span>
+            ✓ Needs met: {card.needsMet} (the <code>needs:</code> line in the card&apos;s file is out of date)
+          </span>
+        </div>
+      )}
       <PermissionAskPanel api={api} detail={detail} onChanged={onChanged} onError={setError} />
       {card.grant && (
         <div className="banner warn">

@@ -58,6 +58,10 @@ export interface CardView {
   openQuestions?: number;
   /** What the card needs before it can run (e.g. a provider key and where to set it). */
   needs?: string;
+  /** Set by the page (renderer/key-needs.ts): the card's `needs:` was about keys that are saved now. */
+  needsMet?: string;
+  /** The `needs:` text that is met (`needsMet`), for its tooltip. */
+  needsWas?: string;
   /** The card's `schedule:` in words and its next fire (ISO), or why it cannot fire. */
   schedule?: CardSchedule;
   /** Its folder is not granted, or its grant is stale (the folder was replaced): why. None: granted. */
