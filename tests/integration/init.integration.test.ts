@@ -162,4 +162,42 @@ describe('a newcomer’s first commands', () => {
       await exited;
     }
   });
+
+  it('serve registers the project it serves: the supervisor reads its cards with no board open', async () => {
+    // A project made by hand (no `init`): only `serve` can have told the supervisor of it. A board tells
+    // the supervisor its usable schedules only; a registered project's cards the supervisor reads itself,
+    // so `schedules` also lists the one it refuses, with why, after the board has closed.
+    const proj = path.join(root, 'by-hand');
+    mkdirSync(path.join(proj, 'cards'), { recursive: true });
+    writeFileSync(path.join(proj, 'config.yaml'), 'version: 2\nflows:\n  shell: { runner: command }\n');
+    writeFileSync(
+      path.join(proj, 'cards', 'weekly.md'),
+      '---\nid: weekly\ntitle: Weekly\nflow: shell\ncommand: echo weekly\nschedule: { cron: "0 9 * * 1", timezone: UTC }\n---\n',
+    );
+    writeFileSync(
+      path.join(proj, 'cards', 'odd.md'),
+      '---\nid: odd\ntitle: Odd\nflow: shell\ncommand: "true"\nschedule: every 7 minutes\n---\n',
+    );
+    const serve = spawn(process.execPath, [path.join(DIST, 'runboard.mjs'), 'serve', '--no-open'], {
+      cwd: proj,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    serve.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    try {
+      await waitUntil('serve prints its URL', () => /http:\/\/127\.0\.0\.1:\d+\/\S+/.test(out), 30_000);
+      expect(out).toContain('and so do its scheduled cards');
+    } finally {
+      const exited = new Promise((r) => serve.once('exit', r));
+      serve.kill('SIGTERM');
+      await exited;
+    }
+    // No board is open and the supervisor starts again, knowing only what it keeps (projects.json).
+    expect((await rb(['supervisor', 'stop', '--force'], root)).code).toBe(0);
+    await waitUntil('the supervisor stopped', () => processesMentioning(root).length === 0, 10_000);
+    const list = await rb(['schedules'], proj);
+    expect(list.stdout).toMatch(/Weekly {2}cards\/weekly\.md\n {2}cron 0 9 \* \* 1 \(UTC\)/);
+    expect(list.stdout).toMatch(/Odd {2}cards\/odd\.md\n {2}refused, never fires: .*every 7 minutes/);
+  });
 });

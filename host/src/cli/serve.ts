@@ -43,11 +43,22 @@ export async function cmdServe(args: string[], paths: StatePaths): Promise<numbe
     port: Number(values.port ?? 0),
     rendererDir: path.join(distDir(), 'renderer'),
   });
+  // The project served is registered (as `init` does): its schedules run on once this board closes.
+  const registered = await service.registerProject().then(
+    () => true,
+    (err: Error) => {
+      process.stderr.write(
+        `runboard: schedules of this project run only while a board is open (could not register it: ${err.message})\n`,
+      );
+      return false;
+    },
+  );
   const open = opener(values['no-open'] ? false : values.open, process.env);
   process.stdout.write(
     `Runboard board for ${projectDir}\n` +
       `Open this URL in a browser (it holds this launch's access token):\n\n  ${server.url}\n\n` +
-      `ready in ${Math.round(performance.now() - started)} ms · Ctrl-C stops the board (runs go on in the supervisor)\n`,
+      `ready in ${Math.round(performance.now() - started)} ms · Ctrl-C stops the board (runs go on in the supervisor` +
+      `${registered ? ', and so do its scheduled cards' : ''})\n`,
   );
   if (open) {
     // The URL as one argument, never through a shell; a missing opener is only a line, not an error.

@@ -16,6 +16,7 @@ import {
   type RunResult,
 } from '@runboard/supervisor/protocol';
 import type { StatePaths } from '@runboard/supervisor/paths';
+import { call, RegisterProject } from '@runboard/supervisor/protocol';
 import { commonGitDir, safeGit } from '@runboard/supervisor/git';
 import {
   COLUMNS,
@@ -173,6 +174,14 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     });
     service.deltas.diff(); // the starting point of the deltas
     return service;
+  }
+
+  /**
+   * Registers this project with the supervisor (as `runboard init` does): it then reads the project's
+   * cards' schedules itself, so they fire with no board open, after this one closes or it restarts.
+   */
+  async registerProject(): Promise<void> {
+    await call(this.client.conn, RegisterProject, { project: this.store.projectDir });
   }
 
   async close(): Promise<void> {
