@@ -94,7 +94,7 @@ const layerPolicies = [
     from: from(...hostTypes),
     ...anyOf(
       ['supervisor', 'worker'],
-      'Import the supervisor only through its entry points (@runboard/supervisor/protocol, /paths, /grants, /git, /schedule, /project, /config, /flow-spec); host never imports worker code.',
+      'Import the supervisor only through its entry points (@runboard/supervisor/protocol, /protocol/data and the supervisor/src/common modules that supervisor/package.json exports); host never imports worker code.',
     ),
   },
   {

@@ -2,8 +2,11 @@
 // in each layer, and fails when a forbidden import is not reported or an allowed one is. Runs in
 // the lint step of scripts/test.sh, so a rule that silently stops matching (a renamed folder, a
 // plugin upgrade, a resolver that no longer resolves) fails CI instead of letting imports through.
+// It also keeps the import graph of the workspaces' sources free of circles (see importCircles below).
 import { ESLint } from 'eslint';
+import fs from 'node:fs';
 import path from 'node:path';
+import ts from 'typescript';
 
 const root = path.resolve(import.meta.dirname, '..');
 
@@ -148,12 +151,68 @@ for (const [file, code, mustRefuse] of [
   else if (!mustRefuse && hits.length > 0)
     failures.push(`${file}: ${code}\n    was refused: ${hits[0].message}`);
 }
+/**
+ * Import circles among the sources of the workspaces (a file that, through its imports, imports
+ * itself), counting type-only imports, re-exports and import() too: each circle as its files, found as
+ * the strongly connected components of the graph (Tarjan). Imports are read by the TypeScript
+ * compiler's own scanner (ts.preProcessFile); relative specifiers and @runboard/* entry points (each
+ * package's `exports`) are followed, other packages are not ours.
+ */
+function importCircles(workspaces = ['supervisor', 'worker', 'host', 'native']) {
+  const entries = new Map();
+  for (const w of workspaces) {
+    const pkg = JSON.parse(fs.readFileSync(path.join(root, w, 'package.json'), 'utf8'));
+    for (const [sub, target] of Object.entries(pkg.exports ?? {}))
+      entries.set(pkg.name + sub.slice(1), path.join(root, w, target));
+  }
+  const files = workspaces.flatMap((w) =>
+    fs
+      .readdirSync(path.join(root, w, 'src'), { recursive: true })
+      .filter((f) => /\.tsx?$/.test(f) && !f.endsWith('.d.ts'))
+      .map((f) => path.join(root, w, 'src', f)),
+  );
+  const known = new Set(files);
+  const graph = new Map();
+  for (const f of files) {
+    const { importedFiles } = ts.preProcessFile(fs.readFileSync(f, 'utf8'), true, true);
+    const to = importedFiles.map(({ fileName: s }) =>
+      s.startsWith('.') ? path.resolve(path.dirname(f), s) : entries.get(s),
+    );
+    graph.set(f, [...new Set(to.filter((t) => known.has(t)))]);
+  }
+  const index = new Map();
+  const low = new Map();
+  const stack = [];
+  const circles = [];
+  const visit = (v) => {
+    index.set(v, index.size);
+    low.set(v, index.get(v));
+    stack.push(v);
+    for (const w of graph.get(v)) {
+      if (!index.has(w)) visit(w);
+      if (stack.includes(w)) low.set(v, Math.min(low.get(v), low.get(w)));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component = stack.splice(stack.indexOf(v));
+    if (component.length > 1 || graph.get(v).includes(v))
+      circles.push(component.map((f) => path.relative(root, f)));
+  };
+  for (const f of files) if (!index.has(f)) visit(f);
+  return { files: files.length, circles };
+}
+
+const { files: scanned, circles } = importCircles();
+for (const c of circles)
+  failures.push(
+    `import circle: ${c.join(' -> ')}\n    move what they share into a module of its own that both import (docs/decisions.md)`,
+  );
+
 if (failures.length) {
   console.error(
-    `check-boundaries: the layer rules of eslint.config.js do not hold:\n  ${failures.join('\n  ')}`,
+    `check-boundaries: the layer rules of eslint.config.js or the import graph do not hold:\n  ${failures.join('\n  ')}`,
   );
   process.exit(1);
 }
 console.log(
-  `check-boundaries: ${refused.length} forbidden imports refused, ${allowed.length} allowed ones accepted`,
+  `check-boundaries: ${refused.length} forbidden imports refused, ${allowed.length} allowed ones accepted, ${scanned} source files with no import circle`,
 );

@@ -2,29 +2,10 @@
  * Pure board rules: column order, where a moved card lands, which moves a person may make.
  * No I/O; the BoardService applies the answers.
  */
+import type { Ranked } from '../shared/card-order.ts';
 import type { CardStatus } from './project.ts';
 
-export interface Ranked {
-  id: string;
-  file: string;
-  rank?: number | undefined;
-  /** For a card without a rank: when the board first saw it (ms), so new cards go to the bottom. */
-  arrival?: number | undefined;
-}
-
-/**
- * Column order: by rank; cards without one after those with one, oldest first (arrival), then by file
- * name. A card file someone adds lands at the end of its column, not wherever its name sorts.
- */
-export function compareCards(a: Ranked, b: Ranked): number {
-  const ra = a.rank ?? Number.POSITIVE_INFINITY;
-  const rb = b.rank ?? Number.POSITIVE_INFINITY;
-  if (ra !== rb) return ra < rb ? -1 : 1;
-  const aa = a.arrival ?? 0;
-  const ab = b.arrival ?? 0;
-  if (aa !== ab) return aa < ab ? -1 : 1;
-  return a.file < b.file ? -1 : a.file > b.file ? 1 : 0;
-}
+export { compareCards, type Ranked } from '../shared/card-order.ts';
 
 /**
  * When the board first saw each card file: its modification time then (a card present at start was

@@ -7,7 +7,7 @@
 import { useEffect, useId, useRef, useState } from 'react';
 import type { BoardApi } from '../shared/board-api.ts';
 import type { FolderListing } from '../shared/board-types.ts';
-import { Modal } from './CardEditor.tsx';
+import { Modal } from './Modal.tsx';
 
 export function FolderPicker({
   api,

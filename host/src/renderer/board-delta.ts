@@ -1,16 +1,11 @@
 /** Pure board updates of the renderer: applying a host delta (see BoardDelta in api.ts). */
 import type { BoardDelta, BoardMeta, BoardView, CardView } from '../shared/board-types.ts';
+import { compareCards } from '../shared/card-order.ts';
 
-/** Column order as the host sorts: by rank, rankless after (oldest first, then by file); broken cards last. */
+/** Column order as the host sorts (compareCards), broken cards last. */
 export function order(a: CardView, b: CardView): number {
   if (!a.broken !== !b.broken) return a.broken ? 1 : -1;
-  const ra = a.rank ?? Number.POSITIVE_INFINITY;
-  const rb = b.rank ?? Number.POSITIVE_INFINITY;
-  if (ra !== rb) return ra < rb ? -1 : 1;
-  const aa = a.arrival ?? 0;
-  const ab = b.arrival ?? 0;
-  if (aa !== ab) return aa < ab ? -1 : 1;
-  return a.file < b.file ? -1 : a.file > b.file ? 1 : 0;
+  return compareCards(a, b);
 }
 
 /** The board with a delta applied (cards replaced by id, re-sorted only when one moved). */

@@ -23,6 +23,7 @@ import { runLogDir, type StatePaths } from '../common/paths.ts';
 import {
   drivesDesktop,
   ErrorCodes,
+  JsonRpcCodes,
   ResponseError,
   RunId,
   RunResult,
@@ -111,7 +112,7 @@ export class RunRegistry {
     if (gitReach) throw new ResponseError(ErrorCodes.PathOutsideGrant, gitReach, { reason: 'outside' });
     if (p.flow.runner === 'command' && p.command === undefined) {
       throw new ResponseError(
-        -32602,
+        JsonRpcCodes.InvalidParams,
         "invalid params for run/launch: a `command` flow needs the card's `command:`",
       );
     }

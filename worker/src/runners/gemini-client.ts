@@ -4,7 +4,7 @@
  * The SDK's key is the run's proxy token; the proxy adds the real key (x-goog-api-key).
  */
 import { FileState, GoogleGenAI, type Part } from '@google/genai';
-import type { CallInput, CallOptions, CallResult, ModelSpec } from './model-call.ts';
+import type { CallInput, CallOptions, CallResult, ModelSpec } from './model-types.ts';
 
 export class GeminiClient {
   private readonly ai: GoogleGenAI;

@@ -7,41 +7,10 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import type { WorkerSpec } from '@runboard/supervisor/protocol';
 import { GeminiClient } from './gemini-client.ts';
+import type { CallApi, CallInput, CallOptions, CallResult, Image, ModelSpec } from './model-types.ts';
 
-export type CallApi = 'responses' | 'chat' | 'messages' | 'gemini';
-
-export interface Image {
-  data: Buffer;
-  mime: 'image/jpeg' | 'image/png';
-  /** Text sent just before the image (e.g. its time in the video). */
-  caption?: string;
-}
-
-export interface CallInput {
-  /** The prompt, then (optionally) images, then more text. */
-  prompt: string;
-  images?: Image[];
-  /** Text after the images (e.g. an event list). */
-  after?: string;
-  /** A Gemini file (uploadVideo) to put before the prompt. */
-  file?: { uri: string; mimeType: string };
-}
-
-export interface CallOptions {
-  model: string;
-  maxOutputTokens: number;
-  timeoutMs: number;
-  signal?: AbortSignal | undefined;
-}
-
-export interface CallResult {
-  text: string;
-  usage: { input: number; output: number };
-  /** Size of the request body's JSON, bytes (what the benchmark counts). */
-  requestBytes: number;
-}
+export type { CallApi, CallInput, CallOptions, CallResult, Image, ModelSpec } from './model-types.ts';
 
 /** The api a provider speaks by default: its own SDK's, Chat Completions for OpenAI-compatible servers. */
 export function defaultApi(provider: string): CallApi {
@@ -50,8 +19,6 @@ export function defaultApi(provider: string): CallApi {
   if (provider === 'openai') return 'responses';
   return 'chat';
 }
-
-export type ModelSpec = NonNullable<WorkerSpec['model']>;
 
 /** A client of one api over the run's proxy grant. */
 export class ModelClient {

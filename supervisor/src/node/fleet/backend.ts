@@ -7,7 +7,7 @@ import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type pino from 'pino';
 import type { StatePaths } from '../../common/paths.ts';
-import { ResponseError } from '../../protocol/index.ts';
+import { JsonRpcCodes, ResponseError } from '../../protocol/index.ts';
 import type { RunRegistry } from '../registry.ts';
 import type * as FleetHostModule from './fleet-host.ts';
 import type * as GatewayModule from './gateway.ts';
@@ -31,11 +31,15 @@ export async function setBackend(
   log: pino.Logger,
 ): Promise<{ backend: Backend['backend'] }> {
   if (p.backend === 'redis') {
-    if (!p.redisUrl) throw new ResponseError(-32602, 'the redis backend needs redis.url (redis://host:6379)');
+    if (!p.redisUrl)
+      throw new ResponseError(
+        JsonRpcCodes.InvalidParams,
+        'the redis backend needs redis.url (redis://host:6379)',
+      );
     try {
       redisOptions(p.redisUrl);
     } catch (err) {
-      throw new ResponseError(-32602, (err as Error).message);
+      throw new ResponseError(JsonRpcCodes.InvalidParams, (err as Error).message);
     }
   }
   await apply(registry, p, log);

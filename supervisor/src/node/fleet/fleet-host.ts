@@ -14,15 +14,17 @@ import { grantCovering } from '../../common/grants.ts';
 import type { StatePaths } from '../../common/paths.ts';
 import type { RunRegistry } from '../registry.ts';
 import { forwardRecords } from './forward.ts';
-import { CANCEL_CHANNEL, queueName, redisOptions, RunJob, type HostOffer, type RunJobResult } from './job.ts';
+import {
+  CANCEL_CHANNEL,
+  LEASE_MS,
+  queueName,
+  redisOptions,
+  RunJob,
+  withinMs,
+  type HostOffer,
+  type RunJobResult,
+} from './job.ts';
 import { holdToPolicy, jobRunId } from './policy.ts';
-
-/**
- * How long a job's lease lasts without renewal (BullMQ renews it at half of this): a host that died
- * is noticed after one to two leases. RUNBOARD_FLEET_LEASE_MS changes it (every member of a fleet
- * must use the same value).
- */
-export const LEASE_MS = Math.max(1000, Number(process.env.RUNBOARD_FLEET_LEASE_MS) || 10_000);
 
 export interface FleetHostOptions {
   redisUrl: string;
@@ -184,11 +186,4 @@ export class FleetHost {
     this.redis.disconnect();
     this.subscriber.disconnect();
   }
-}
-
-/** `p`, or nothing after `ms` (closing clients of a Redis that may be unreachable). */
-export async function withinMs(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([p.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, ms)))]);
-  clearTimeout(timer);
 }

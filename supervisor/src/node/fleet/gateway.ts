@@ -24,8 +24,16 @@ import { launchedResult } from '../result-file.ts';
 import { ORDER_FILE } from '@runboard/supervisor/run-output';
 import { RunLog } from '../run-log.ts';
 import { ArtifactMirror } from './artifacts.ts';
-import { CANCEL_CHANNEL, queueName, recordStream, redisOptions, RunJobResult, type RunJob } from './job.ts';
-import { LEASE_MS, withinMs } from './fleet-host.ts';
+import {
+  CANCEL_CHANNEL,
+  LEASE_MS,
+  queueName,
+  recordStream,
+  redisOptions,
+  RunJobResult,
+  withinMs,
+  type RunJob,
+} from './job.ts';
 
 export interface RemoteLaunch {
   runId: string;

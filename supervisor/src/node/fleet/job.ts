@@ -96,3 +96,17 @@ export interface HostOffer {
   /** The most a job's run may have here (fleet join's sandbox options): jobs narrow it, never widen it. */
   policy: HostPolicy;
 }
+
+/**
+ * How long a job's lease lasts without renewal (BullMQ renews it at half of this): a host that died
+ * is noticed after one to two leases. RUNBOARD_FLEET_LEASE_MS changes it (every member of a fleet
+ * must use the same value).
+ */
+export const LEASE_MS = Math.max(1000, Number(process.env.RUNBOARD_FLEET_LEASE_MS) || 10_000);
+
+/** `p`, or nothing after `ms` (closing clients of a Redis that may be unreachable). */
+export async function withinMs(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
+}
