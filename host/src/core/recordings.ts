@@ -83,7 +83,7 @@ export class Recordings {
         ? {}
         : {
             cannotRecord:
-              'this board has no X display (DISPLAY is not set), so it cannot record here: the recordings already in recordings/ still open and make cards; to record, run `runboard record` on a machine with a desktop (it records that display) and copy its recordings/<id>/ folder into this project',
+              'this board has no X display (DISPLAY is not set), so it cannot record here: the recordings already in recordings/ still open and make cards; to record, run `runboard record` on a machine with a desktop (it records that display) and copy its recordings/<id>/ folder into this project, or import its .mp4 below',
           }),
     };
   }

@@ -248,6 +248,69 @@ function Item({
   );
 }
 
+/**
+ * Import a video: an .mp4 in a folder granted to runs (the extraction run reads that folder, read-only)
+ * becomes a task as a recording does (POST /api/extract with `file`; the host probes it through
+ * native/src/media-input.ts and refuses what is not a short .mp4, saying why).
+ */
+function ImportVideo({
+  api,
+  onOpenCard,
+  onError,
+}: {
+  api: BoardApi;
+  onOpenCard: (id: string) => void;
+  onError: (e: string | undefined) => void;
+}) {
+  const [file, setFile] = useState('');
+  const [starting, setStarting] = useState(false);
+  const start = (): void => {
+    const f = file.trim();
+    if (!f.startsWith('/') || !/\.mp4$/i.test(f)) {
+      onError('Name the video by its full path, ending in .mp4 (e.g. /home/you/videos/demo.mp4).');
+      return;
+    }
+    setStarting(true);
+    onError(undefined);
+    api.extractTask({ file: f }).then(
+      ({ cardId }) => {
+        setStarting(false);
+        setFile('');
+        onOpenCard(cardId);
+      },
+      (e: Error) => {
+        setStarting(false);
+        onError(e.message);
+      },
+    );
+  };
+  return (
+    <form
+      className="record-row import-video"
+      onSubmit={(e) => {
+        e.preventDefault();
+        start();
+      }}
+    >
+      <label htmlFor="import-video">Import a video (.mp4, in a granted folder)</label>
+      <input
+        id="import-video"
+        type="text"
+        value={file}
+        placeholder="/home/you/videos/demo.mp4"
+        spellCheck={false}
+        onChange={(e) => {
+          setFile(e.target.value);
+          onError(undefined);
+        }}
+      />
+      <button type="submit" disabled={starting || !file.trim()}>
+        {starting ? 'Starting…' : 'Make a task from it'}
+      </button>
+    </form>
+  );
+}
+
 /** The header's part: Record / the recording going, the Ctrl+I question, and the list (a panel). */
 export function Recordings({ api, onOpenCard }: { api: BoardApi; onOpenCard: (id: string) => void }) {
   const [view, setView] = useState<RecordingsView>();
@@ -373,6 +436,14 @@ export function Recordings({ api, onOpenCard }: { api: BoardApi; onOpenCard: (id
               {view?.microphoneError && <span className="muted">{view.microphoneError}</span>}
             </div>
           )}
+          <ImportVideo
+            api={api}
+            onOpenCard={(id) => {
+              close();
+              onOpenCard(id);
+            }}
+            onError={setError}
+          />
           {error && (
             <p className="error" role="alert">
               {error}
