@@ -79,7 +79,7 @@ describe('runboard key', () => {
     const offline = await rb(['key', 'check', 'offline']);
     expect(offline.code).toBe(1);
     expect(offline.stdout).toMatch(
-      /offline: key not accepted: cannot reach http:\/\/127\.0\.0\.1:9: ECONNREFUSED/,
+      /offline: key not accepted: saved; could not check: are you offline\? \(cannot reach http:\/\/127\.0\.0\.1:9: ECONNREFUSED\)/,
     );
     const empty = await rb(['key', 'set', 'openai'], '');
     expect(empty.code).not.toBe(0);

@@ -5,7 +5,13 @@
 import { readdirSync, realpathSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createGrant, findGrant, GrantError, listGrants } from '@runboard/supervisor/grants';
+import {
+  createGrant,
+  findGrant,
+  GrantError,
+  listGrants,
+  stateRootConflict,
+} from '@runboard/supervisor/grants';
 import { ErrorCodes } from '@runboard/supervisor/protocol';
 import {
   desktopSocketDirs,
@@ -58,7 +64,8 @@ export class GrantStore {
     } catch {
       // createGrant says it does not exist
     }
-    const conflict = real && protectedConflict(real, this.protect());
+    // Runboard's state first: the graver reason, and createGrant says it in its own words.
+    const conflict = real && !stateRootConflict(this.paths, real) && protectedConflict(real, this.protect());
     if (conflict)
       throw new GrantError(
         ErrorCodes.GrantCoversState,

@@ -51,6 +51,12 @@ function parseLine(text: string): Json | null {
 
 /** Output that says the OS or a sandbox refused a write: evidence of a permission denial. */
 const DENIED = /permission denied|read-only file system|operation not permitted|EACCES|EROFS|EPERM/i;
+/**
+ * A folder outside the run's reads is absent for it ("Directory nonexistent"): passed on as a possible
+ * refusal, which the supervisor keeps only for a folder the allow-list hides (denials.ts).
+ */
+const MAYBE_HIDDEN = /directory nonexistent|no such file or directory/i;
+const refusal = (l: string): boolean => DENIED.test(l) || MAYBE_HIDDEN.test(l);
 /** codex refusing a tool call it may not approve on its own (approval policy "never"). */
 const MCP_REFUSED = /requires approval|not approved|was (declined|rejected)/i;
 
@@ -107,16 +113,11 @@ export function codexParser(): AgentParser {
               });
               if (done && status === 'declined')
                 out.push({ kind: 'permission-denied', tool: 'command', detail: str(item.command), id });
-              else if (done && exitCode !== 0 && DENIED.test(output))
+              else if (done && exitCode !== 0 && refusal(output))
                 out.push({
                   kind: 'permission-denied',
                   tool: 'command',
-                  detail: `${str(item.command)}: ${
-                    output
-                      .trim()
-                      .split('\n')
-                      .find((l) => DENIED.test(l)) ?? ''
-                  }`,
+                  detail: `${str(item.command)}: ${output.trim().split('\n').find(refusal) ?? ''}`,
                   id,
                 });
               break;
@@ -263,7 +264,7 @@ export function codexRolloutDenials(rollout: string, streamed: readonly AgentEve
           // not a shell result we know: nothing to conclude
         }
       }
-      const line = output.split('\n').find((l) => DENIED.test(l));
+      const line = output.split('\n').find(refusal);
       if (exitCode === null || exitCode === 0 || !line) continue;
       if (reported.some((r) => r.includes(line.trim()))) continue;
       const id = str(p.call_id);
