@@ -71,7 +71,7 @@ describe('runboard key', () => {
     expect(readProviderKey(paths, 'openai')).toBeNull();
     const none = await rb(['key', 'check', 'openai']);
     expect(none.code).toBe(1);
-    expect(none.stdout).toMatch(/key not accepted: no key is stored for provider "openai"/);
+    expect(none.stdout).toMatch(/key not checked: no key is stored for provider "openai"/);
   });
 
   it('a provider that cannot be reached, an empty stdin, a missing provider: each said in plain words', async () => {
@@ -79,7 +79,7 @@ describe('runboard key', () => {
     const offline = await rb(['key', 'check', 'offline']);
     expect(offline.code).toBe(1);
     expect(offline.stdout).toMatch(
-      /offline: key not accepted: saved; could not check: are you offline\? \(cannot reach http:\/\/127\.0\.0\.1:9: ECONNREFUSED\)/,
+      /offline: key not checked: saved; could not check: are you offline\? \(cannot reach http:\/\/127\.0\.0\.1:9: ECONNREFUSED\)/,
     );
     const empty = await rb(['key', 'set', 'openai'], '');
     expect(empty.code).not.toBe(0);

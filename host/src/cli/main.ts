@@ -363,7 +363,9 @@ async function cmdKey(args: string[]): Promise<number> {
     }
     if (sub === 'check' && provider) {
       const r = await client.checkProviderKey(provider);
-      process.stdout.write(`${provider}: ${r.ok ? 'key accepted' : 'key not accepted'}: ${r.message}\n`);
+      // no answer from the provider (offline, no key stored): the key was not judged, so not "not accepted"
+      const verdict = r.ok ? 'key accepted' : r.status === undefined ? 'key not checked' : 'key not accepted';
+      process.stdout.write(`${provider}: ${verdict}: ${r.message}\n`);
       return r.ok ? 0 : 1;
     }
     if ((sub !== 'set' && sub !== 'rm') || !provider)
