@@ -1239,17 +1239,23 @@ async function screenshot(v: Values): Promise<Out> {
   const q = targetOf(v);
   const { format, quality, scale } = imageOpts(v, 0.5);
   const shot = await desktop.capture({ ...q, format, quality, scale });
-  const file = writeImage(v, shot.data, format, '/tmp/screenshot');
-  if (!file) return { value: undefined, raw: shot.data.toString('base64') + '\n' };
+  return imageOut(v, shot.data, format, '/tmp/screenshot', shot);
+}
+
+/** An encoded image written to --output (or the default path), or sent as base64 with `--output -`. */
+function imageOut(
+  v: Values,
+  data: Buffer,
+  format: 'png' | 'jpeg',
+  fallback: string,
+  shot: { width: number; height: number; source: unknown },
+  extra: Record<string, unknown> = {},
+): Out {
+  const file = writeImage(v, data, format, fallback);
+  if (!file) return { value: undefined, raw: data.toString('base64') + '\n' };
+  const { width: w, height: h, source: b } = shot;
   return {
-    value: {
-      path: file,
-      format: format === 'png' ? 'png' : 'jpg',
-      w: shot.width,
-      h: shot.height,
-      b: shot.source,
-      bytes: shot.data.length,
-    },
+    value: { path: file, format: format === 'png' ? 'png' : 'jpg', w, h, b, bytes: data.length, ...extra },
   };
 }
 
@@ -1289,19 +1295,9 @@ async function screenshotCoords(v: Values): Promise<Out> {
     { data: shot.data, width: shot.width, height: shot.height },
     { format, quality },
   );
-  const file = writeImage(v, data, format, '/tmp/screenshot-coords');
-  if (!file) return { value: undefined, raw: data.toString('base64') + '\n' };
-  return {
-    value: {
-      path: file,
-      format: format === 'png' ? 'png' : 'jpg',
-      w: shot.width,
-      h: shot.height,
-      b: shot.source,
-      bytes: data.length,
-      elements: labelled.map(({ b: _b, ...e }) => e),
-    },
-  };
+  return imageOut(v, data, format, '/tmp/screenshot-coords', shot, {
+    elements: labelled.map(({ b: _b, ...e }) => e),
+  });
 }
 
 // ---- clipboard (X CLIPBOARD selection through xclip, which keeps owning it after we exit) ----
