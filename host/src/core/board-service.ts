@@ -60,7 +60,7 @@ import { RunFiles } from './run-files.ts';
 import { streamRun, type RunViewer } from './run-stream.ts';
 import { Scheduler } from './scheduler.ts';
 import { HostSchedules, localZone, scheduleFrontMatter } from './schedules.ts';
-import { resolveSchedule } from '@runboard/supervisor/schedule';
+import { resolveSchedule } from '@runboard/project/schedule';
 import { Ledger } from '@runboard/supervisor/ledger';
 import { followBackend } from './backend.ts';
 import { SupervisorClient } from './supervisor-client.ts';
