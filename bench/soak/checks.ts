@@ -15,6 +15,8 @@ export interface BoardCard {
   lastError?: string;
   openQuestions?: number;
   failures?: number;
+  waiting?: string;
+  confirm?: { reason: string };
 }
 
 export interface RunRow {
@@ -25,6 +27,7 @@ export interface RunRow {
   startedAt: string;
   endedAt: string | null;
   stdoutBytes: number;
+  exitCode: number | null;
   termination: { reason: string; detail: string } | null;
   summary?: string;
 }
@@ -126,7 +129,14 @@ export async function checkInvariants(s: {
   out.push({
     name: 'every card settles (Done, Failed or Needs input)',
     held: unsettled.length === 0 && mine.length > 0,
-    detail: unsettled.length ? list(unsettled.map((c) => `${c.id} in ${c.column}`)) : `${mine.length} cards`,
+    detail: unsettled.length
+      ? list(
+          unsettled.map(
+            (c) =>
+              `${c.id} in ${c.column}${c.waiting ? ` (waiting: ${c.waiting})` : ''}${c.confirm ? ` (confirm: ${c.confirm.reason})` : ''}`,
+          ),
+        )
+      : `${mine.length} cards`,
   });
   const unreadable = mine.filter(
     (c) =>
@@ -212,8 +222,7 @@ export async function checkInvariants(s: {
         card.id,
         card.lines!,
         text,
-        r.status === 'succeeded' ||
-          (r.status === 'failed' && r.termination?.reason === 'finished' && !!card.fails),
+        r.status === 'succeeded' || (r.exitCode === 3 && !!card.fails),
       );
       if (why) bad.push(`${r.runId} (${card.id}, ${r.status}/${r.termination?.reason}): ${why}`);
     } catch (e) {

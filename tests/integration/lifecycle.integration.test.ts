@@ -1,6 +1,6 @@
 // How runs end: crash, hang, cancel, time limit, and the supervisor itself dying. No process of a run
 // may outlive it, whatever it does (double fork, setsid, ignoring SIGTERM).
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunResult } from '@runboard/supervisor/protocol';
@@ -151,6 +151,8 @@ describe('supervisor death', () => {
       const marker = `rb-orphan-${process.pid}-${Date.now()}`;
       const { runId, logDir } = await local.launch(stubbornGrandchild(marker));
       await waitUntil('the grandchild', () => processesMentioning(marker).length > 0);
+      const stdoutLog = path.join(logDir, 'stdout.log');
+      await waitUntil('its output in the log', () => readFileSync(stdoutLog, 'utf8') === 'spawned\n');
       const svPid = local.supervisor.pid!;
       local.client.close();
       process.kill(svPid, 'SIGKILL');
@@ -168,6 +170,9 @@ describe('supervisor death', () => {
       expect(after.status).toBe('failed'); // …until a supervisor came back
       expect(after.termination?.reason).toBe('supervisor-died');
       expect(after.termination?.detail).toContain(`pid ${svPid}`);
+      // the output the log holds, not 0 (the soak found 14 such records, docs/soak.md)
+      expect(after.stdoutBytes).toBe(statSync(stdoutLog).size);
+      expect(after.stdoutBytes).toBe('spawned\n'.length);
       const { runs } = await local.client.list({});
       expect(runs.find((r) => r.runId === runId)?.termination?.reason).toBe('supervisor-died');
     } finally {

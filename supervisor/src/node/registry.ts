@@ -498,8 +498,18 @@ export class RunRegistry {
       const prev = this.readResult(runId);
       if (prev && prev.status === 'running') {
         const now = new Date();
+        // the output the dead supervisor had not counted yet is in the log files: record their sizes
+        const logged = (name: string, counted: number): number => {
+          try {
+            return Math.max(counted, statSync(path.join(marker.logDir, name)).size);
+          } catch {
+            return counted;
+          }
+        };
         new ResultFile(resultPath).write({
           ...prev,
+          stdoutBytes: logged('stdout.log', prev.stdoutBytes),
+          stderrBytes: logged('stderr.log', prev.stderrBytes),
           status: 'failed',
           endedAt: now.toISOString(),
           durationMs: now.getTime() - Date.parse(prev.startedAt),
