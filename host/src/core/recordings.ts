@@ -21,6 +21,7 @@ import type {
 } from '../shared/recording-types.ts';
 import { Invalid, MoveRefused, NotFound } from './board-errors.ts';
 import { writeAtomic, type BoardStore } from './board-store.ts';
+import { cardTransition } from './card-lifecycle.ts';
 import { readRegularFile } from './regular-file.ts';
 import { distDir } from './supervisor-client.ts';
 
@@ -227,7 +228,8 @@ export class Recordings {
     if (!flow) throw new Error('config.yaml has no flow to give the card');
     const file = path.join(store.cardsDir, `${id}.md`);
     const title = `Recording of ${new Date().toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'short' })}`;
-    const front = YAML.stringify({ title, id, flow, status: 'backlog', recording: id }, { lineWidth: 0 });
+    const status = cardTransition('created', undefined, 'backlog');
+    const front = YAML.stringify({ title, id, flow, status, recording: id }, { lineWidth: 0 });
     const text = `---\n${front}---\n# Task\nA demonstration recorded on the desktop (recordings/${id}/): turn it into a task, or write the task here.\n`;
     writeAtomic(file, text);
     // Taken in now (not when the watcher sees the file): the board shows the card at once.

@@ -9,8 +9,8 @@
 import { readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { loadCard } from '../common/project.ts';
-import { resolveSchedule } from '../common/schedule.ts';
+import { loadCard } from '@runboard/project/project';
+import { resolveSchedule } from '@runboard/project/schedule';
 import {
   handle,
   JsonRpcCodes,

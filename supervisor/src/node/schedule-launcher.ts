@@ -10,13 +10,13 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { parseConfig, readProjectConfig, readUserConfig } from '../common/config.ts';
+import { parseConfig, readProjectConfig, readUserConfig } from '@runboard/project/config';
 import { digestOf, Ledger } from '../common/ledger.ts';
 import { readRegularFileSync } from '../common/regular-file.ts';
-import { flowOf, launchParams } from '../common/flow-spec.ts';
+import { flowOf, launchParams } from '@runboard/project/flow-spec';
 import { findGrant } from '../common/grants.ts';
 import type { StatePaths } from '../common/paths.ts';
-import { loadCard, parseCard, ProjectError, type Card, type CardStatus } from '../common/project.ts';
+import { loadCard, parseCard, ProjectError, type Card, type CardStatus } from '@runboard/project/project';
 import { DisplayBusy, LaunchRun, ResponseError } from '../protocol/index.ts';
 import type { RunRegistry } from './registry.ts';
 import type { LaunchOutcome, ScheduleLauncher } from './schedules.ts';
