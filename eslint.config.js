@@ -109,7 +109,9 @@ const layerPolicies = [
   {
     from: from('worker-runner'),
     disallow: {
-      to: { element: { types: 'worker-runner', captured: { runner: '!{{ from.element.captured.runner }}' } } },
+      to: {
+        element: { types: 'worker-runner', captured: { runner: '!{{ from.element.captured.runner }}' } },
+      },
     },
     message:
       "A runner imports no other runner's room: what runners share lives in worker/src/desktop (the desktop) or worker/src/models (the model stack).",

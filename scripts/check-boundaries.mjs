@@ -100,7 +100,10 @@ const refused = [
   ['worker/src/models/probe.ts', "import { Screen } from '../desktop/screen.ts'; export { Screen };"],
   ['worker/src/models/probe.ts', "import { desktop } from '@runboard/native'; export { desktop };"],
   ['worker/src/models/probe.ts', "import { Loop } from '../runners/computer-use/loop.ts'; export { Loop };"],
-  ['worker/src/desktop/probe.ts', "import { loadPlan } from '../runners/replay/plan.ts'; export { loadPlan };"],
+  [
+    'worker/src/desktop/probe.ts',
+    "import { loadPlan } from '../runners/replay/plan.ts'; export { loadPlan };",
+  ],
   ['worker/src/runners/probe.ts', "import { loadPlan } from './replay/plan.ts'; export { loadPlan };"],
   [
     'worker/src/desktop/probe.ts',
@@ -146,7 +149,10 @@ const allowed = [
     'worker/src/runners/replay/probe.ts',
     "import { ModelClient } from '../../models/client.ts'; export { ModelClient };",
   ],
-  ['worker/src/runners/replay/probe.ts', "import type { Runner } from '../runner.ts'; export type { Runner };"],
+  [
+    'worker/src/runners/replay/probe.ts',
+    "import type { Runner } from '../runner.ts'; export type { Runner };",
+  ],
   ['worker/src/desktop/probe.ts', "import { fill } from '../models/prompt.ts'; export { fill };"],
   ['worker/src/desktop/probe.ts', "import { Desktop } from '@runboard/native'; export { Desktop };"],
   ['supervisor/src/protocol/probe.ts', "import * as z from 'zod/mini'; export { z };"],

@@ -1,19 +1,19 @@
 /**
- * The model stack's entry: a run's requests to a model through the supervisor's proxy, in one of four
- * wire formats, each in a file of its own (responses.ts, chat.ts, messages.ts, gemini.ts) through its
- * official SDK (sdk.ts makes the clients: the run's proxy token is the SDK's key).
- *  - ModelClient: one request with text and images, for runners that ask a model once or a few times
- *    without a tool loop (extraction, reflection); a video goes to Gemini as a Files API upload first.
- *  - makeProvider: a conversation with tools (the computer-use loop, replay's predict_action).
+ * The model stack's one-shot entry: one request with text and images through the supervisor's proxy,
+ * for runners that ask a model once or a few times without a tool loop (extraction, reflection), in one
+ * of four wire formats, each in a file of its own (responses.ts, chat.ts, messages.ts, gemini.ts)
+ * through its official SDK (sdk.ts makes the clients: the run's proxy token is the SDK's key). A video
+ * goes to Gemini as a Files API upload first. A conversation with tools is conversation.ts (kept apart
+ * so that the desktop runners' bundles do not carry the Gemini SDK).
  */
 import type Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';
-import { callChat, ChatProvider } from './chat.ts';
+import { callChat } from './chat.ts';
 import { GeminiClient } from './gemini.ts';
-import { callMessages, MessagesProvider } from './messages.ts';
-import { callResponses, ResponsesProvider } from './responses.ts';
+import { callMessages } from './messages.ts';
+import { callResponses } from './responses.ts';
 import { anthropicSdk, openaiSdk } from './sdk.ts';
-import type { Api, CallApi, CallInput, CallOptions, CallResult, ModelSpec, Provider, ProviderOptions } from './types.ts';
+import type { CallApi, CallInput, CallOptions, CallResult, ModelSpec } from './types.ts';
 
 export type * from './types.ts';
 export { describeModelError } from './errors.ts';
@@ -24,11 +24,6 @@ export function defaultApi(provider: string): CallApi {
   if (provider === 'anthropic') return 'messages';
   if (provider === 'openai') return 'responses';
   return 'chat';
-}
-
-/** The wire format of a conversation with tools: the flow's computerUse.api, else the provider's own. */
-export function apiOf(provider: string, api: Api | undefined): Api {
-  return api ?? (provider === 'anthropic' ? 'messages' : provider === 'openai' ? 'responses' : 'chat');
 }
 
 /** A client of one api over the run's proxy grant. */
@@ -54,11 +49,4 @@ export class ModelClient {
     if (this.api === 'responses') return callResponses(this.openai!, input, o);
     return callChat(this.openai!, input, o);
   }
-}
-
-/** A conversation with tools in the given wire format. */
-export function makeProvider(api: Api, o: ProviderOptions): Provider {
-  if (api === 'responses') return new ResponsesProvider(o);
-  if (api === 'chat') return new ChatProvider(o);
-  return new MessagesProvider(o);
 }

@@ -26,7 +26,10 @@ export async function callResponses(sdk: OpenAI, input: CallInput, o: CallOption
   if (input.after) content.push({ type: 'input_text', text: input.after });
   const body = { model: o.model, input: [{ role: 'user' as const, content }], store: false };
   const requestBytes = Buffer.byteLength(JSON.stringify(body));
-  const r = await sdk.responses.create({ ...body, max_output_tokens: o.maxOutputTokens }, { signal: o.signal });
+  const r = await sdk.responses.create(
+    { ...body, max_output_tokens: o.maxOutputTokens },
+    { signal: o.signal },
+  );
   return {
     text: r.output_text ?? '',
     usage: { input: r.usage?.input_tokens ?? 0, output: r.usage?.output_tokens ?? 0 },

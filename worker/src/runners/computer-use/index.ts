@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { RunnerContext, RunnerOutcome } from '../runner.ts';
-import { apiOf } from '../../models/client.ts';
+import { apiOf } from '../../models/conversation.ts';
 import { loadPromptFolder, type PromptFolder } from '../../desktop/prompt.ts';
 import { Loop } from './loop.ts';
 import { budgets, DesktopRunner, ended, onDesktop } from '../../desktop/session.ts';

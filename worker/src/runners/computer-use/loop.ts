@@ -21,7 +21,13 @@ import {
   stepShot,
   type Guard,
 } from '../../desktop/session.ts';
-import { makeProvider, type Api, type ModelTurn, type Provider, type ToolReply } from '../../models/client.ts';
+import {
+  makeProvider,
+  type Api,
+  type ModelTurn,
+  type Provider,
+  type ToolReply,
+} from '../../models/conversation.ts';
 import { fill } from '../../models/prompt.ts';
 import { sendWithRetry } from '../../models/retry.ts';
 import { writeReport, type StepRecord } from './report.ts';

@@ -17,7 +17,13 @@ import {
   type Workflow,
 } from '@runboard/supervisor/protocol';
 import type { Runner, RunnerContext, RunnerOutcome } from '../runner.ts';
-import { defaultApi, describeModelError, ModelClient, type CallOptions, type Image } from '../../models/client.ts';
+import {
+  defaultApi,
+  describeModelError,
+  ModelClient,
+  type CallOptions,
+  type Image,
+} from '../../models/client.ts';
 import { fill } from '../../models/prompt.ts';
 import { askChecked, InvalidAnswer } from './model.ts';
 import {

@@ -9,7 +9,7 @@
 import type { RunnerContext, RunnerOutcome } from '../runner.ts';
 import { loadPromptFolder } from '../../desktop/prompt.ts';
 import { budgets, DesktopRunner, ended, onDesktop } from '../../desktop/session.ts';
-import { apiOf } from '../../models/client.ts';
+import { apiOf } from '../../models/conversation.ts';
 import { cardWorkflow, loadPlan, PlanError, resolveParams, shown, type Plan } from './plan.ts';
 import { PREDICT_TOOLS } from './predict.ts';
 import { Replay, type ReplayPrompt } from './replay.ts';

@@ -8,7 +8,7 @@
 import type { PromptConfigOf } from '../../desktop/prompt.ts';
 import type { Shot } from '../../desktop/screen.ts';
 import { TOOL_SCHEMAS } from '../../desktop/tools.ts';
-import { makeProvider, type Api, type ModelTurn, type OfferedTool } from '../../models/client.ts';
+import { makeProvider, type Api, type ModelTurn, type OfferedTool } from '../../models/conversation.ts';
 import { fill } from '../../models/prompt.ts';
 import type { PlanStep, PlanSubtask, Values } from './plan.ts';
 

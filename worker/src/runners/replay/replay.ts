@@ -30,7 +30,7 @@ import {
   runTool,
   type ToolContext,
 } from '../../desktop/tools.ts';
-import type { Api, OfferedTool } from '../../models/client.ts';
+import type { Api, OfferedTool } from '../../models/conversation.ts';
 import { fill } from '../../models/prompt.ts';
 import { sendWithRetry } from '../../models/retry.ts';
 import { documentScope } from '../../tools/documents/scope.ts';
