@@ -2,16 +2,21 @@
 // by eslint-plugin-boundaries (see `layers` below), on static imports, re-exports, dynamic import(),
 // require() and createRequire(...)(...) alike; scripts/check-boundaries.mjs lints probe imports that
 // must be refused, so a rule that stops working fails the lint step.
-//  - native imports nothing of ours; nobody imports native/src internals, only @runboard/native;
+//  - native imports nothing of ours but the recording format it writes (@runboard/project/recording);
+//    nobody imports native/src internals, only @runboard/native (and its /regular-file, /media-input);
 //  - the protocol imports nothing but vscode-jsonrpc and zod;
+//  - the project model (packages/project, @runboard/project: cards, config, schedules, flow-spec, the
+//    recording format) is pure: of ours only the protocol's data (types, schemas; not its transport) and
+//    native's regular-file reader, of npm only yaml, zod and croner; host and supervisor import it;
 //  - supervisor/src/common (paths, grants: shared with the host) never imports supervisor/src/node;
-//  - worker never imports host, and of the supervisor only its protocol entry point;
+//  - worker never imports host, of the supervisor only its protocol entry point, and of the project
+//    model only the recording format;
 //  - in the worker, each runner room (worker/src/runners/<name>/) imports the desktop
 //    (worker/src/desktop) and the model stack (worker/src/models) but no other runner room; the model
 //    stack imports no desktop (neither worker/src/desktop nor native), no runner; nothing else imports a
 //    runner room;
 //  - host never imports worker, and of the supervisor only its public entry points (protocol, paths, grants,
-//    git, schedule, and project, config, flow-spec: the project parsing the supervisor shares);
+//    git, regular-file, ledger, run-output);
 //  - host core never imports the renderer, the shells (cli, server, electron) or electron;
 //  - the renderer (host/src/renderer, untrusted) imports no Node, no host core, and of the supervisor
 //    and native only types; host/src/shared holds types and pure code both sides may import.
@@ -24,6 +29,7 @@ import tseslint from 'typescript-eslint';
 const layers = [
   { type: 'protocol', pattern: 'supervisor/src/protocol' },
   { type: 'supervisor-common', pattern: 'supervisor/src/common' },
+  { type: 'project', pattern: 'packages/project/src' },
   { type: 'supervisor', pattern: 'supervisor/src/node' },
   // the worker's rooms before the worker as a whole (the first pattern that matches a file names its layer)
   { type: 'worker-desktop', pattern: 'worker/src/desktop' },
@@ -55,8 +61,14 @@ const layerPolicies = [
     from: from('native'),
     ...anyOf(
       ['protocol', 'supervisor-common', 'supervisor', ...workerTypes, ...hostTypes],
-      'native imports nothing of ours.',
+      'native imports nothing of ours (but the recording format, @runboard/project/recording).',
     ),
+  },
+  {
+    from: from('native', ...workerTypes),
+    disallow: { to: { element: { types: 'project', fileInternalPath: '!recording.ts' } } },
+    message:
+      'Of the project model, native and the worker import only the recording format (@runboard/project/recording); cards and config reach a run as its FlowSpec.',
   },
   {
     from: { element: { types: '!native' } },
@@ -69,7 +81,7 @@ const layerPolicies = [
   {
     from: from('protocol'),
     ...anyOf(
-      ['supervisor-common', 'supervisor', ...workerTypes, 'native', ...hostTypes],
+      ['project', 'supervisor-common', 'supervisor', ...workerTypes, 'native', ...hostTypes],
       'The protocol module depends on nothing but vscode-jsonrpc and zod.',
     ),
   },
@@ -77,6 +89,30 @@ const layerPolicies = [
     from: from('protocol'),
     disallow: [nodeBuiltins, { to: { module: { origin: 'external', source: '!{vscode-jsonrpc,zod}' } } }],
     message: 'The protocol module depends on nothing but vscode-jsonrpc and zod (every process loads it).',
+  },
+  {
+    from: from('project'),
+    ...anyOf(
+      ['supervisor-common', 'supervisor', ...workerTypes, ...hostTypes],
+      "The project model (@runboard/project) is pure: it imports nothing of the supervisor, the worker or the host (of ours only the protocol's data and native's regular-file reader).",
+    ),
+  },
+  {
+    from: from('project'),
+    disallow: [
+      {
+        to: {
+          element: {
+            types: 'protocol',
+            fileInternalPath: '!data.ts',
+          },
+        },
+      },
+      { to: { element: { types: 'native', fileInternalPath: '!regular-file.ts' } } },
+      { to: { module: { origin: 'external', source: '!{yaml,zod,croner}' } } },
+    ],
+    message:
+      'The project model (@runboard/project) is pure: the protocol only through @runboard/supervisor/protocol/data (not its transport), native only through @runboard/native/regular-file, of npm only yaml, zod and croner.',
   },
   {
     from: from('supervisor-common'),
@@ -152,7 +188,7 @@ const layerPolicies = [
   {
     from: from('host-shared', 'renderer'),
     ...valuesOf(
-      ['protocol', 'supervisor-common', 'native'],
+      ['protocol', 'supervisor-common', 'project', 'native'],
       'The renderer (and host/src/shared, which it loads) may import only types from the supervisor and native.',
     ),
   },
