@@ -11,6 +11,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { deleteRecording, listRecordings } from '@runboard/project/recording';
 import YAML from 'yaml';
 import type {
   ActiveRecording,
@@ -57,7 +58,6 @@ export class Recordings {
   }
 
   async view(): Promise<RecordingsView> {
-    const { listRecordings } = await import('@runboard/native');
     const cards = new Map<string, { id: string; title: string }>();
     for (const c of this.deps.store.all()) {
       const rec = (c.front as Record<string, unknown>).recording;
@@ -284,7 +284,6 @@ export class Recordings {
 
   async delete(id: string): Promise<void> {
     if (this.child?.active.id === id) throw new MoveRefused(`recording ${id} is going: stop it first`);
-    const { deleteRecording } = await import('@runboard/native');
     try {
       deleteRecording(this.dir, id);
     } catch (err) {
