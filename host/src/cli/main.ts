@@ -26,6 +26,7 @@ import { settleSucceededRun } from '../core/workflow-store.ts';
 import { SupervisorClient, SupervisorUnavailable } from '../core/supervisor-client.ts';
 import { cmdExtract, EXTRACT_USAGE, ExtractUsageError } from './extract.ts';
 import { cmdConfig, CONFIG_USAGE } from './config.ts';
+import { runsOnDisk } from './runs-on-disk.ts';
 import { cmdFleet, FLEET_USAGE, FleetUsageError } from './fleet.ts';
 import { cmdRecord, RECORD_USAGE, RecordUsageError } from './record.ts';
 import { cmdSchedules, SCHEDULES_USAGE, SchedulesUsageError } from './schedules.ts';
@@ -238,12 +239,28 @@ async function cmdRuns(args: string[]): Promise<number> {
     args,
     options: { json: { type: 'boolean' }, active: { type: 'boolean' }, limit: { type: 'string' } },
   });
-  const client = await SupervisorClient.connect(paths, { autoStart: true });
-  const { runs } = await client.list({
-    activeOnly: values.active ?? false,
-    limit: Number(values.limit ?? 50),
+  const o = { activeOnly: values.active ?? false, limit: Number(values.limit ?? 50) };
+  // Listing never starts a supervisor: one started here would first end the runs left marked active
+  // (a dead fleet host's state, looked at after the fact), so where none runs, the files are read.
+  const client = await SupervisorClient.connect(paths).catch((err: unknown) => {
+    if (err instanceof SupervisorUnavailable) return undefined;
+    throw err;
   });
-  client.close();
+  let runs: RunResult[];
+  let stranded = new Map<string, number>();
+  if (client) {
+    ({ runs } = await client.list(o));
+    client.close();
+  } else {
+    ({ runs, stranded } = runsOnDisk(paths, o));
+    process.stderr.write(
+      `runboard: no supervisor is running for ${paths.root}: its runs as their files record them (nothing was started)` +
+        (stranded.size
+          ? `; ${stranded.size} marked running (*) were going when their supervisor (pid ${[...new Set(stranded.values())].join(', ')}) stopped: \`runboard supervisor start\` records how they ended`
+          : '') +
+        '\n',
+    );
+  }
   if (values.json) {
     for (const r of runs) jsonLine(r);
     return 0;
@@ -254,7 +271,7 @@ async function cmdRuns(args: string[]): Promise<number> {
   }
   const rows = runs.map((r) => [
     r.runId,
-    r.status,
+    stranded.has(r.runId) ? `${r.status}*` : r.status,
     r.flow,
     r.durationMs !== null ? `${(r.durationMs / 1000).toFixed(1)}s` : '…',
     r.card.title ?? path.basename(r.card.path),

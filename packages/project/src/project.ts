@@ -15,8 +15,8 @@ import {
   MIN_MEMORY_BYTES,
   RunnerName,
   TMP_SIZE,
-} from '../protocol/index.ts';
-import { readRegularFileSync } from './regular-file.ts';
+} from '@runboard/supervisor/protocol/data';
+import { readRegularFileSync } from '@runboard/native/regular-file';
 
 /** The board's columns, which are the card statuses (host/src/shared/board-types.ts checks it has the same). */
 export const CARD_STATUSES = ['backlog', 'queued', 'running', 'needs-input', 'done', 'failed'] as const;
