@@ -2,12 +2,21 @@
 // by eslint-plugin-boundaries (see `layers` below), on static imports, re-exports, dynamic import(),
 // require() and createRequire(...)(...) alike; scripts/check-boundaries.mjs lints probe imports that
 // must be refused, so a rule that stops working fails the lint step.
-//  - native imports nothing of ours; nobody imports native/src internals, only @runboard/native;
+//  - native imports nothing of ours but the recording format it writes (@runboard/project/recording);
+//    nobody imports native/src internals, only @runboard/native (and its /regular-file, /media-input);
 //  - the protocol imports nothing but vscode-jsonrpc and zod;
+//  - the project model (packages/project, @runboard/project: cards, config, schedules, flow-spec, the
+//    recording format) is pure: of ours only the protocol's data (types, schemas; not its transport) and
+//    native's regular-file reader, of npm only yaml, zod and croner; host and supervisor import it;
 //  - supervisor/src/common (paths, grants: shared with the host) never imports supervisor/src/node;
-//  - worker never imports host, and of the supervisor only its protocol entry point;
+//  - worker never imports host, of the supervisor only its protocol entry point, and of the project
+//    model only the recording format;
+//  - in the worker, each runner room (worker/src/runners/<name>/) imports the desktop
+//    (worker/src/desktop) and the model stack (worker/src/models) but no other runner room; the model
+//    stack imports no desktop (neither worker/src/desktop nor native), no runner; nothing else imports a
+//    runner room;
 //  - host never imports worker, and of the supervisor only its public entry points (protocol, paths, grants,
-//    git, schedule, and project, config, flow-spec: the project parsing the supervisor shares);
+//    git, regular-file, ledger, run-output);
 //  - host core never imports the renderer, the shells (cli, server, electron) or electron;
 //  - the renderer (host/src/renderer, untrusted) imports no Node, no host core, and of the supervisor
 //    and native only types; host/src/shared holds types and pure code both sides may import.
@@ -20,7 +29,12 @@ import tseslint from 'typescript-eslint';
 const layers = [
   { type: 'protocol', pattern: 'supervisor/src/protocol' },
   { type: 'supervisor-common', pattern: 'supervisor/src/common' },
+  { type: 'project', pattern: 'packages/project/src' },
   { type: 'supervisor', pattern: 'supervisor/src/node' },
+  // the worker's rooms before the worker as a whole (the first pattern that matches a file names its layer)
+  { type: 'worker-desktop', pattern: 'worker/src/desktop' },
+  { type: 'worker-models', pattern: 'worker/src/models' },
+  { type: 'worker-runner', pattern: 'worker/src/runners/*', capture: ['runner'] },
   { type: 'worker', pattern: 'worker/src' },
   { type: 'native', pattern: 'native/src' },
   { type: 'host-shared', pattern: 'host/src/shared' },
@@ -30,6 +44,7 @@ const layers = [
 ].map((l) => ({ ...l, partialMatch: false }));
 
 const hostTypes = ['host-shared', 'host-core', 'host-shell', 'renderer'];
+const workerTypes = ['worker', 'worker-desktop', 'worker-models', 'worker-runner'];
 const el = (...types) => ({ element: { types } });
 /** An import of these layers, of any kind (values and types). */
 const anyOf = (types, message) => ({ disallow: { to: el(...types) }, message });
@@ -45,9 +60,15 @@ const layerPolicies = [
   {
     from: from('native'),
     ...anyOf(
-      ['protocol', 'supervisor-common', 'supervisor', 'worker', ...hostTypes],
-      'native imports nothing of ours.',
+      ['protocol', 'supervisor-common', 'supervisor', ...workerTypes, ...hostTypes],
+      'native imports nothing of ours (but the recording format, @runboard/project/recording).',
     ),
+  },
+  {
+    from: from('native', ...workerTypes),
+    disallow: { to: { element: { types: 'project', fileInternalPath: '!recording.ts' } } },
+    message:
+      'Of the project model, native and the worker import only the recording format (@runboard/project/recording); cards and config reach a run as its FlowSpec.',
   },
   {
     from: { element: { types: '!native' } },
@@ -60,7 +81,7 @@ const layerPolicies = [
   {
     from: from('protocol'),
     ...anyOf(
-      ['supervisor-common', 'supervisor', 'worker', 'native', ...hostTypes],
+      ['project', 'supervisor-common', 'supervisor', ...workerTypes, 'native', ...hostTypes],
       'The protocol module depends on nothing but vscode-jsonrpc and zod.',
     ),
   },
@@ -70,21 +91,45 @@ const layerPolicies = [
     message: 'The protocol module depends on nothing but vscode-jsonrpc and zod (every process loads it).',
   },
   {
+    from: from('project'),
+    ...anyOf(
+      ['supervisor-common', 'supervisor', ...workerTypes, ...hostTypes],
+      "The project model (@runboard/project) is pure: it imports nothing of the supervisor, the worker or the host (of ours only the protocol's data and native's regular-file reader).",
+    ),
+  },
+  {
+    from: from('project'),
+    disallow: [
+      {
+        to: {
+          element: {
+            types: 'protocol',
+            fileInternalPath: '!data.ts',
+          },
+        },
+      },
+      { to: { element: { types: 'native', fileInternalPath: '!regular-file.ts' } } },
+      { to: { module: { origin: 'external', source: '!{yaml,zod,croner}' } } },
+    ],
+    message:
+      'The project model (@runboard/project) is pure: the protocol only through @runboard/supervisor/protocol/data (not its transport), native only through @runboard/native/regular-file, of npm only yaml, zod and croner.',
+  },
+  {
     from: from('supervisor-common'),
     ...anyOf(
-      ['supervisor', 'worker', ...hostTypes],
+      ['supervisor', ...workerTypes, ...hostTypes],
       'supervisor/src/common is shared with the host: it never imports the supervisor process (src/node), the worker or the host.',
     ),
   },
   {
     from: from('supervisor'),
     ...anyOf(
-      ['worker', ...hostTypes],
+      [...workerTypes, ...hostTypes],
       'The supervisor spawns the worker bundle and serves the host; it imports neither.',
     ),
   },
   {
-    from: from('worker'),
+    from: from(...workerTypes),
     ...anyOf(
       ['supervisor', 'supervisor-common', ...hostTypes],
       'worker never imports host code, and of the supervisor only @runboard/supervisor/protocol.',
@@ -93,8 +138,32 @@ const layerPolicies = [
   {
     from: from(...hostTypes),
     ...anyOf(
-      ['supervisor', 'worker'],
+      ['supervisor', ...workerTypes],
       'Import the supervisor only through its entry points (@runboard/supervisor/protocol, /protocol/data and the supervisor/src/common modules that supervisor/package.json exports); host never imports worker code.',
+    ),
+  },
+  {
+    from: from('worker-runner'),
+    disallow: {
+      to: {
+        element: { types: 'worker-runner', captured: { runner: '!{{ from.element.captured.runner }}' } },
+      },
+    },
+    message:
+      "A runner imports no other runner's room: what runners share lives in worker/src/desktop (the desktop) or worker/src/models (the model stack).",
+  },
+  {
+    from: from('worker-models'),
+    ...anyOf(
+      ['worker-desktop', 'worker-runner', 'native'],
+      'The model stack (worker/src/models) imports no desktop (worker/src/desktop, native) and no runner: it speaks wire formats only.',
+    ),
+  },
+  {
+    from: from('worker-desktop', 'worker'),
+    ...anyOf(
+      ['worker-runner'],
+      "Only a runner imports its room (worker/src/runners/<name>/): the desktop, the worker's core and the single-file runners do not (runners are loaded as bundles, runners/load.ts).",
     ),
   },
   {
@@ -119,7 +188,7 @@ const layerPolicies = [
   {
     from: from('host-shared', 'renderer'),
     ...valuesOf(
-      ['protocol', 'supervisor-common', 'native'],
+      ['protocol', 'supervisor-common', 'project', 'native'],
       'The renderer (and host/src/shared, which it loads) may import only types from the supervisor and native.',
     ),
   },

@@ -60,6 +60,37 @@ const refused = [
     'native/src/probe.ts',
     "import { ErrorCodes } from '@runboard/supervisor/protocol'; export { ErrorCodes };",
   ],
+  // The project model (packages/project) is pure: of ours only the protocol's data and native's
+  // regular-file reader; native and the worker import only its recording format; the protocol none of it.
+  [
+    'packages/project/src/probe.ts',
+    "import { Registry } from '../../../supervisor/src/node/registry.ts'; export { Registry };",
+  ],
+  [
+    'packages/project/src/probe.ts',
+    "import { statePaths } from '@runboard/supervisor/paths'; export { statePaths };",
+  ],
+  [
+    'packages/project/src/probe.ts',
+    "import { connect } from '@runboard/supervisor/protocol'; export { connect };",
+  ],
+  ['packages/project/src/probe.ts', "import { Desktop } from '@runboard/native'; export { Desktop };"],
+  [
+    'packages/project/src/probe.ts',
+    "import { loadProject } from '../../../host/src/core/project.ts'; export { loadProject };",
+  ],
+  ['packages/project/src/probe.ts', "const m = await import('../../../worker/src/main.ts'); export { m };"],
+  ['packages/project/src/probe.ts', "import { execa } from 'execa'; export { execa };"],
+  ['native/src/probe.ts', "import { parseCard } from '@runboard/project/project'; export { parseCard };"],
+  ['worker/src/probe.ts', "import { parseCard } from '@runboard/project/project'; export { parseCard };"],
+  [
+    'supervisor/src/protocol/probe.ts',
+    "import { parseCard } from '@runboard/project/project'; export { parseCard };",
+  ],
+  [
+    'host/src/renderer/probe.ts',
+    "import { parseCard } from '@runboard/project/project'; export { parseCard };",
+  ],
   // The worker sees the supervisor only through its protocol; the host never sees the worker.
   ['worker/src/probe.ts', "import { statePaths } from '@runboard/supervisor/paths'; export { statePaths };"],
   [
@@ -93,6 +124,27 @@ const refused = [
     'worker/src/probe.ts',
     "import { createRequire } from 'node:module'; const load = createRequire(import.meta.url); export const m = load('../../host/src/core/project.ts');",
   ],
+  // The worker's rooms: a runner imports no other runner's room; the model stack no desktop, no runner;
+  // nothing but a runner imports a runner room. The worker's own rules hold in every room.
+  ['worker/src/runners/replay/probe.ts', "import { Loop } from '../computer-use/loop.ts'; export { Loop };"],
+  ['worker/src/runners/reflect/probe.ts', "import { Replay } from '../replay/replay.ts'; export { Replay };"],
+  ['worker/src/models/probe.ts', "import { Screen } from '../desktop/screen.ts'; export { Screen };"],
+  ['worker/src/models/probe.ts', "import { desktop } from '@runboard/native'; export { desktop };"],
+  ['worker/src/models/probe.ts', "import { Loop } from '../runners/computer-use/loop.ts'; export { Loop };"],
+  [
+    'worker/src/desktop/probe.ts',
+    "import { loadPlan } from '../runners/replay/plan.ts'; export { loadPlan };",
+  ],
+  ['worker/src/runners/probe.ts', "import { loadPlan } from './replay/plan.ts'; export { loadPlan };"],
+  [
+    'worker/src/desktop/probe.ts',
+    "import { statePaths } from '@runboard/supervisor/paths'; export { statePaths };",
+  ],
+  ['worker/src/models/probe.ts', "import { App } from '../../../host/src/renderer/App.tsx'; export { App };"],
+  [
+    'host/src/core/probe.ts',
+    "import { ModelClient } from '../../../worker/src/models/client.ts'; export { ModelClient };",
+  ],
 ];
 
 /** Imports the rules must keep allowing (so that they are not simply refusing everything). */
@@ -119,8 +171,49 @@ const allowed = [
     "import { ErrorCodes } from '@runboard/supervisor/protocol'; export { ErrorCodes };",
   ],
   ['worker/src/probe.ts', "import { Desktop } from '@runboard/native'; export { Desktop };"],
+  ['worker/src/runners/replay/probe.ts', "import { loadPlan } from './plan.ts'; export { loadPlan };"],
+  [
+    'worker/src/runners/replay/probe.ts',
+    "import { onDesktop } from '../../desktop/session.ts'; export { onDesktop };",
+  ],
+  [
+    'worker/src/runners/replay/probe.ts',
+    "import { ModelClient } from '../../models/client.ts'; export { ModelClient };",
+  ],
+  [
+    'worker/src/runners/replay/probe.ts',
+    "import type { Runner } from '../runner.ts'; export type { Runner };",
+  ],
+  ['worker/src/desktop/probe.ts', "import { fill } from '../models/prompt.ts'; export { fill };"],
+  ['worker/src/desktop/probe.ts', "import { Desktop } from '@runboard/native'; export { Desktop };"],
   ['supervisor/src/protocol/probe.ts', "import * as z from 'zod/mini'; export { z };"],
   ['supervisor/src/node/probe.ts', "import { statePaths } from '../common/paths.ts'; export { statePaths };"],
+  // The project model is imported by the host and the supervisor; native and the worker see its recording format.
+  ['host/src/core/probe.ts', "import { parseCard } from '@runboard/project/project'; export { parseCard };"],
+  [
+    'supervisor/src/node/probe.ts',
+    "import { loadCard } from '@runboard/project/project'; export { loadCard };",
+  ],
+  [
+    'host/src/renderer/probe.ts',
+    "import type { Card } from '@runboard/project/project'; export type { Card };",
+  ],
+  [
+    'packages/project/src/probe.ts',
+    "import type { FlowSpec } from '@runboard/supervisor/protocol/data'; export type { FlowSpec };",
+  ],
+  [
+    'packages/project/src/probe.ts',
+    "import { readRegularFileSync } from '@runboard/native/regular-file'; export { readRegularFileSync };",
+  ],
+  [
+    'native/src/probe.ts',
+    "import { listRecordings } from '@runboard/project/recording'; export { listRecordings };",
+  ],
+  [
+    'worker/src/probe.ts',
+    "import type { ManifestStep } from '@runboard/project/recording'; export type { ManifestStep };",
+  ],
 ];
 
 const layerRules = new Set(['boundaries/dependencies', 'no-restricted-syntax']);
@@ -158,7 +251,7 @@ for (const [file, code, mustRefuse] of [
  * compiler's own scanner (ts.preProcessFile); relative specifiers and @runboard/* entry points (each
  * package's `exports`) are followed, other packages are not ours.
  */
-function importCircles(workspaces = ['supervisor', 'worker', 'host', 'native']) {
+function importCircles(workspaces = ['supervisor', 'worker', 'host', 'native', 'packages/project']) {
   const entries = new Map();
   for (const w of workspaces) {
     const pkg = JSON.parse(fs.readFileSync(path.join(root, w, 'package.json'), 'utf8'));

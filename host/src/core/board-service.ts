@@ -42,6 +42,7 @@ import {
 } from '../shared/board-types.ts';
 import { checkRunId, Invalid, MoveRefused, NotFound } from './board-errors.ts';
 import { compareCards, moveRefusal, ranksForMove } from './board-model.ts';
+import { cardTransition } from './card-lifecycle.ts';
 import { setYamlValues, type YamlSet } from './config-edit.ts';
 import { BoardDeltas } from './board-deltas.ts';
 import { answerQuestions, parseQuestions } from './board-questions.ts';
@@ -53,7 +54,7 @@ import { PermissionAsks } from './permission-asks.ts';
 import { GrantStore } from './grant-store.ts';
 import { GrantError } from '@runboard/supervisor/grants';
 import { flowProvider, NoGrantError } from './launch.ts';
-import { configRows, loadEffectiveConfig, userConfigPath, type Card, type CardStatus } from './project.ts';
+import { configRows, loadEffectiveConfig, userConfigPath, type Card } from './project.ts';
 import { Recordings } from './recordings.ts';
 import { RunFiles } from './run-files.ts';
 import { streamRun, type RunViewer } from './run-stream.ts';
@@ -593,7 +594,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       .sort(compareCards);
     const ranks = ranksForMove(column, id, index);
     for (const [other, rank] of ranks) if (other !== id) this.store.update(other, { rank });
-    const patch: Record<string, unknown> = { status: to satisfies CardStatus };
+    const patch: Record<string, unknown> = { status: cardTransition('moved', from, to) };
     if (ranks.has(id)) patch.rank = ranks.get(id);
     this.store.update(id, patch, undefined, { confirm: confirm && to === 'queued' });
     this.deltas.soon(0);

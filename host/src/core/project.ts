@@ -1,7 +1,7 @@
 /**
  * A project folder: config.yaml (layered over the user config and the built-in defaults) plus one
  * markdown card per task. The parsing is shared with the supervisor, which launches scheduled runs
- * while no board is open (supervisor/src/common/project.ts and config.ts); this module is the host's
+ * while no board is open (@runboard/project: packages/project/src/project.ts and config.ts); this module is the host's
  * name for it.
  */
 import { CARD_STATUSES } from '@runboard/project/project';

@@ -1,7 +1,7 @@
 /**
  * The projects registered with the supervisor (`runboard init`, `project/register`), kept in
  * `<state>/supervisor/projects.json`. The supervisor reads their cards' schedules itself (the same
- * parse as the board: common/project.ts, common/schedule.ts) when a project is registered, when it
+ * parse as the board: @runboard/project/project and /schedule) when a project is registered, when it
  * starts, when asked for the list and every minute, and hands them to the schedule book while no board
  * of the project is open (an open board tells its schedules itself). So a scheduled card fires with no
  * board ever opened, and `runboard schedules` lists the cards whose schedule is refused, with why.

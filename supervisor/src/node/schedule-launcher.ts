@@ -1,7 +1,7 @@
 /**
  * How the supervisor starts a scheduled card's run while no board of its project is open: it reads the
  * project as the board does (config.yaml over the user config, the card's front matter), maps it to the
- * same `run/launch` request (common/flow-spec.ts), picks the grant the board would pick, and launches
+ * same `run/launch` request (@runboard/project/flow-spec), picks the grant the board would pick, and launches
  * within the caps the board honours: the project's `scheduler.maxConcurrency` and the flow's `cap`,
  * counting every run of the project this supervisor has going (the board's, the CLI's, its own); and
  * as the board's scheduler would, it waits out the card's backoff (`nextTryAt`) and the column limits
