@@ -2,12 +2,17 @@
 // by eslint-plugin-boundaries (see `layers` below), on static imports, re-exports, dynamic import(),
 // require() and createRequire(...)(...) alike; scripts/check-boundaries.mjs lints probe imports that
 // must be refused, so a rule that stops working fails the lint step.
-//  - native imports nothing of ours; nobody imports native/src internals, only @runboard/native;
+//  - native imports nothing of ours but the recording format it writes (@runboard/project/recording);
+//    nobody imports native/src internals, only @runboard/native (and its /regular-file, /media-input);
 //  - the protocol imports nothing but vscode-jsonrpc and zod;
+//  - the project model (packages/project, @runboard/project: cards, config, schedules, flow-spec, the
+//    recording format) is pure: of ours only the protocol's data (types, schemas; not its transport) and
+//    native's regular-file reader, of npm only yaml, zod and croner; host and supervisor import it;
 //  - supervisor/src/common (paths, grants: shared with the host) never imports supervisor/src/node;
-//  - worker never imports host, and of the supervisor only its protocol entry point;
+//  - worker never imports host, of the supervisor only its protocol entry point, and of the project
+//    model only the recording format;
 //  - host never imports worker, and of the supervisor only its public entry points (protocol, paths, grants,
-//    git, schedule, and project, config, flow-spec: the project parsing the supervisor shares);
+//    git, regular-file, ledger, run-output);
 //  - host core never imports the renderer, the shells (cli, server, electron) or electron;
 //  - the renderer (host/src/renderer, untrusted) imports no Node, no host core, and of the supervisor
 //    and native only types; host/src/shared holds types and pure code both sides may import.
@@ -20,6 +25,7 @@ import tseslint from 'typescript-eslint';
 const layers = [
   { type: 'protocol', pattern: 'supervisor/src/protocol' },
   { type: 'supervisor-common', pattern: 'supervisor/src/common' },
+  { type: 'project', pattern: 'packages/project/src' },
   { type: 'supervisor', pattern: 'supervisor/src/node' },
   { type: 'worker', pattern: 'worker/src' },
   { type: 'native', pattern: 'native/src' },
@@ -46,8 +52,14 @@ const layerPolicies = [
     from: from('native'),
     ...anyOf(
       ['protocol', 'supervisor-common', 'supervisor', 'worker', ...hostTypes],
-      'native imports nothing of ours.',
+      'native imports nothing of ours (but the recording format, @runboard/project/recording).',
     ),
+  },
+  {
+    from: from('native', 'worker'),
+    disallow: { to: { element: { types: 'project', fileInternalPath: '!recording.ts' } } },
+    message:
+      'Of the project model, native and the worker import only the recording format (@runboard/project/recording); cards and config reach a run as its FlowSpec.',
   },
   {
     from: { element: { types: '!native' } },
@@ -60,7 +72,7 @@ const layerPolicies = [
   {
     from: from('protocol'),
     ...anyOf(
-      ['supervisor-common', 'supervisor', 'worker', 'native', ...hostTypes],
+      ['project', 'supervisor-common', 'supervisor', 'worker', 'native', ...hostTypes],
       'The protocol module depends on nothing but vscode-jsonrpc and zod.',
     ),
   },
@@ -68,6 +80,30 @@ const layerPolicies = [
     from: from('protocol'),
     disallow: [nodeBuiltins, { to: { module: { origin: 'external', source: '!{vscode-jsonrpc,zod}' } } }],
     message: 'The protocol module depends on nothing but vscode-jsonrpc and zod (every process loads it).',
+  },
+  {
+    from: from('project'),
+    ...anyOf(
+      ['supervisor-common', 'supervisor', 'worker', ...hostTypes],
+      "The project model (@runboard/project) is pure: it imports nothing of the supervisor, the worker or the host (of ours only the protocol's data and native's regular-file reader).",
+    ),
+  },
+  {
+    from: from('project'),
+    disallow: [
+      {
+        to: {
+          element: {
+            types: 'protocol',
+            fileInternalPath: '!data.ts',
+          },
+        },
+      },
+      { to: { element: { types: 'native', fileInternalPath: '!regular-file.ts' } } },
+      { to: { module: { origin: 'external', source: '!{yaml,zod,croner}' } } },
+    ],
+    message:
+      'The project model (@runboard/project) is pure: the protocol only through @runboard/supervisor/protocol/data (not its transport), native only through @runboard/native/regular-file, of npm only yaml, zod and croner.',
   },
   {
     from: from('supervisor-common'),
@@ -119,7 +155,7 @@ const layerPolicies = [
   {
     from: from('host-shared', 'renderer'),
     ...valuesOf(
-      ['protocol', 'supervisor-common', 'native'],
+      ['protocol', 'supervisor-common', 'project', 'native'],
       'The renderer (and host/src/shared, which it loads) may import only types from the supervisor and native.',
     ),
   },

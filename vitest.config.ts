@@ -18,7 +18,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           setupFiles: ['tests/helpers/unit-home.ts'],
-          include: ['{host,supervisor,worker,native}/src/**/*.test.ts'],
+          include: ['{host,supervisor,worker,native,packages/project}/src/**/*.test.ts'],
         },
       },
       {

@@ -23,7 +23,7 @@ fi
 nstamp=native/build/.runboard-stamp
 nwant=$(cat native/binding.gyp $(find native/src -name '*.cc' -o -name '*.h' | sort) | sha256sum | cut -c1-16)
 stamp=node_modules/.runboard-stamp
-want=$(cat package-lock.json */package.json package.json | sha256sum | cut -c1-16)
+want=$(cat package-lock.json */package.json packages/*/package.json package.json | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   log "installing npm dependencies"
   npm ci --no-audit --no-fund --loglevel=error

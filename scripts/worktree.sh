@@ -18,6 +18,9 @@ link() {
   for p in host native supervisor tests worker; do
     [ -e "$wt/node_modules/@runboard/$p" ] || ln -s "../../$p" "$wt/node_modules/@runboard/$p"
   done
+  for p in project; do
+    [ -e "$wt/node_modules/@runboard/$p" ] || ln -s "../../packages/$p" "$wt/node_modules/@runboard/$p"
+  done
 }
 if [ "${1:-}" = --relink ]; then
   link "$(cd "$2" && pwd)"

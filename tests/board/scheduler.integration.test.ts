@@ -2,7 +2,8 @@
  * The scheduler against a real supervisor, through `runboard serve`'s API (no browser): re-attach after
  * a host restart (not re-run), backoff after failures, column limits.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BoardServer, shellCard, shellConfig, waitUntil } from '../e2e/helpers/board.ts';
 
@@ -18,7 +19,9 @@ afterEach(async () => {
 describe('scheduler with a real supervisor', () => {
   it('a host restart re-attaches a run still going instead of running it again', async () => {
     server = await BoardServer.start(config(), {
-      'long.md': card('Long', 'for i in $(seq 1 30); do echo "tick $i"; sleep 0.1; done'),
+      // It goes on until the test says so (a file in its workspace), however long the restart takes:
+      // a fixed 3 s run ended during a slow restart on a loaded machine (the loaded pass, docs/soak.md).
+      'long.md': card('Long', 'echo started; while [ ! -e go ]; do sleep 0.05; done; echo released'),
       'waiting.md': card('Waiting', 'echo later', 'status: queued\n'),
     });
     await server.api('POST', '/api/cards/long/move', { to: 'queued', index: 0 });
@@ -35,6 +38,7 @@ describe('scheduler with a real supervisor', () => {
     const after = await server.card('long');
     expect(after?.column).toBe('running');
     expect(after?.runId).toBe(runId);
+    writeFileSync(path.join(server.workspace, 'go'), '');
     await waitUntil('done', async () => (await server!.card('long'))?.column === 'done', 20_000);
     const runs = (await server.api<{ runs: { runId: string }[] }>('GET', '/api/cards/long')).runs;
     expect(runs.map((r) => r.runId)).toEqual([runId]);

@@ -26,7 +26,9 @@ import { settleSucceededRun } from '../core/workflow-store.ts';
 import { SupervisorClient, SupervisorUnavailable } from '../core/supervisor-client.ts';
 import { cmdExtract, EXTRACT_USAGE, ExtractUsageError } from './extract.ts';
 import { cmdConfig, CONFIG_USAGE } from './config.ts';
+import { runsOnDisk } from './runs-on-disk.ts';
 import { cmdFleet, FLEET_USAGE, FleetUsageError } from './fleet.ts';
+import { cmdGc, GC_USAGE, GcUsageError } from './gc.ts';
 import { cmdRecord, RECORD_USAGE, RecordUsageError } from './record.ts';
 import { cmdSchedules, SCHEDULES_USAGE, SchedulesUsageError } from './schedules.ts';
 import { cmdServe, SERVE_USAGE } from './serve.ts';
@@ -55,6 +57,7 @@ const USAGE = `usage: runboard <command> [options]   (runboard <command> --help:
   ${SCHEDULES_USAGE}
   ${CONFIG_USAGE}
   ${FLEET_USAGE}
+  ${GC_USAGE}
 
   --version                                this Runboard's version
 
@@ -238,12 +241,28 @@ async function cmdRuns(args: string[]): Promise<number> {
     args,
     options: { json: { type: 'boolean' }, active: { type: 'boolean' }, limit: { type: 'string' } },
   });
-  const client = await SupervisorClient.connect(paths, { autoStart: true });
-  const { runs } = await client.list({
-    activeOnly: values.active ?? false,
-    limit: Number(values.limit ?? 50),
+  const o = { activeOnly: values.active ?? false, limit: Number(values.limit ?? 50) };
+  // Listing never starts a supervisor: one started here would first end the runs left marked active
+  // (a dead fleet host's state, looked at after the fact), so where none runs, the files are read.
+  const client = await SupervisorClient.connect(paths).catch((err: unknown) => {
+    if (err instanceof SupervisorUnavailable) return undefined;
+    throw err;
   });
-  client.close();
+  let runs: RunResult[];
+  let stranded = new Map<string, number>();
+  if (client) {
+    ({ runs } = await client.list(o));
+    client.close();
+  } else {
+    ({ runs, stranded } = runsOnDisk(paths, o));
+    process.stderr.write(
+      `runboard: no supervisor is running for ${paths.root}: its runs as their files record them (nothing was started)` +
+        (stranded.size
+          ? `; ${stranded.size} marked running (*) were going when their supervisor (pid ${[...new Set(stranded.values())].join(', ')}) stopped: \`runboard supervisor start\` records how they ended`
+          : '') +
+        '\n',
+    );
+  }
   if (values.json) {
     for (const r of runs) jsonLine(r);
     return 0;
@@ -254,7 +273,7 @@ async function cmdRuns(args: string[]): Promise<number> {
   }
   const rows = runs.map((r) => [
     r.runId,
-    r.status,
+    stranded.has(r.runId) ? `${r.status}*` : r.status,
     r.flow,
     r.durationMs !== null ? `${(r.durationMs / 1000).toFixed(1)}s` : '…',
     r.card.title ?? path.basename(r.card.path),
@@ -506,6 +525,10 @@ async function main(argv: string[]): Promise<number> {
     case 'fleet':
       return cmdFleet(rest, paths).catch((e: unknown) => {
         throw e instanceof FleetUsageError ? new UsageError(e.message, 'fleet') : e;
+      });
+    case 'gc':
+      return cmdGc(rest, paths).catch((e: unknown) => {
+        throw e instanceof GcUsageError ? new UsageError(e.message, 'gc') : e;
       });
     case undefined:
     case 'help':

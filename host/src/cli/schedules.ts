@@ -6,7 +6,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { StatePaths } from '@runboard/supervisor/paths';
 import { call, ListProjects, ListSchedules, type RefusedSchedule } from '@runboard/supervisor/protocol';
-import { nextFires, resolveSchedule } from '@runboard/supervisor/schedule';
+import { nextFires, resolveSchedule } from '@runboard/project/schedule';
 import { localZone } from '../core/schedules.ts';
 import { SupervisorClient } from '../core/supervisor-client.ts';
 

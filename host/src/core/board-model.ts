@@ -1,11 +1,12 @@
 /**
- * Pure board rules: column order, where a moved card lands, which moves a person may make.
+ * Pure board rules: column order, where a moved card lands (which moves a person may make: card-lifecycle.ts).
  * No I/O; the BoardService applies the answers.
  */
 import type { Ranked } from '../shared/card-order.ts';
-import type { CardStatus } from './project.ts';
 
 export { compareCards, type Ranked } from '../shared/card-order.ts';
+/** Which moves a person may make is part of the card lifecycle. */
+export { moveRefusal } from './card-lifecycle.ts';
 
 /**
  * When the board first saw each card file: its modification time then (a card present at start was
@@ -78,16 +79,4 @@ export function ranksForMove(column: readonly Ranked[], movedId: string, index: 
   }
   out.set(movedId, rank);
   return out;
-}
-
-/** Why a person may not move a card from one column to another, or undefined when they may. */
-export function moveRefusal(from: CardStatus, to: CardStatus, isRunning: boolean): string | undefined {
-  if (isRunning || from === 'running') {
-    return to === 'running' ? undefined : 'a running card is locked: cancel its run to move it';
-  }
-  if (to === 'running') return 'cards enter Running when the scheduler starts them: drop it in Queued';
-  // Done and Failed say how a run ended: a card that has not run since it was put back cannot go there
-  if ((to === 'done' || to === 'failed') && (from === 'backlog' || from === 'queued'))
-    return `a card reaches ${to === 'done' ? 'Done' : 'Failed'} when its run ends: drop it in Queued to run it`;
-  return undefined;
 }

@@ -37,6 +37,7 @@ import type { CardParseCache } from './card-parse-cache.ts';
 import { digestOf, type Ledger } from '@runboard/supervisor/ledger';
 import { readRegularFileSync } from './regular-file.ts';
 import { MoveRefused } from './board-errors.ts';
+import { cardTransition } from './card-lifecycle.ts';
 
 /** Card files are read only as regular files, never through a link (regular-file.ts). */
 const readCard = (file: string): string => readRegularFileSync(file, { noFollow: true });
@@ -737,7 +738,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
       id = candidate;
       patch.id = id;
     }
-    if (card.front.status === undefined) patch.status = 'backlog';
+    if (card.front.status === undefined) patch.status = cardTransition('created', undefined, 'backlog');
     if (Object.keys(patch).length) {
       const before = text;
       text = patchFrontMatter(text, patch);

@@ -22,6 +22,7 @@ import {
   type RunResult,
 } from '@runboard/supervisor/protocol';
 import { writeAtomic, type BoardStore } from './board-store.ts';
+import { cardTransition } from './card-lifecycle.ts';
 import type { GrantStore } from './grant-store.ts';
 import { readRegularFileText, readRunArtifactSync } from './regular-file.ts';
 import { flowSpec, NoGrantError } from './launch.ts';
@@ -219,7 +220,12 @@ export class Extractions {
     const base = `task-${slug(input.label)}`;
     let file = path.join(store.cardsDir, `${base}.md`);
     for (let n = 2; existsSync(file); n++) file = path.join(store.cardsDir, `${base}-${n}.md`);
-    const front = { title: `Task from ${input.label}`, flow, status: 'backlog', recording: input.label };
+    const front = {
+      title: `Task from ${input.label}`,
+      flow,
+      status: cardTransition('created', undefined, 'backlog'),
+      recording: input.label,
+    };
     const text = `---\n${YAML.stringify(front)}---\n# Task\n(being extracted from ${input.label})\n`;
     writeAtomic(file, text);
     const card = store.ingestNew(file);
@@ -334,14 +340,19 @@ export class Extractions {
         runId,
         `no task found in the recording (${gate.status}: ${gate.noTaskReason}); the card is unchanged`,
       );
-    if (!this.deps.store.get(cardId)) return this.fail(cardId, runId, `card ${cardId} is gone`);
+    const card = this.deps.store.get(cardId);
+    if (!card) return this.fail(cardId, runId, `card ${cardId} is gone`);
     this.deps.store.update(
       cardId,
       {
         needs: undefined,
         extraction: undefined,
         lastError: undefined,
-        status: gate.questions > 0 ? 'needs-input' : 'backlog',
+        status: cardTransition(
+          'extracted',
+          card.front.status,
+          gate.questions > 0 ? 'needs-input' : 'backlog',
+        ),
       },
       () => gate.markdown,
     );

@@ -18,6 +18,7 @@ import type { PermissionAsk } from '@runboard/supervisor/protocol';
 import { describeAsk } from '../shared/asks.ts';
 import type { AskChoice } from '../shared/board-types.ts';
 import { checkRunId, Invalid, MoveRefused } from './board-errors.ts';
+import { cardTransition } from './card-lifecycle.ts';
 import type { BoardStore } from './board-store.ts';
 import { addYamlListItem } from './config-edit.ts';
 import type { GrantStore } from './grant-store.ts';
@@ -66,7 +67,7 @@ export class PermissionAsks {
     if (choice === 'deny') {
       this.answered.delete(cardId);
       this.store.update(cardId, {
-        status: 'failed',
+        status: cardTransition('ask-denied', card.front.status, 'failed'),
         rank: this.topRank('failed'),
         needs: undefined,
         lastError: `you denied the run: ${describeAsk(ask)} (the sandbox had refused it; the run printed: ${ask.evidence.slice(0, 300)})`,
@@ -87,7 +88,7 @@ export class PermissionAsks {
       [...entry.choices].filter(([, c]) => c === 'once').map(([ask]) => ({ runId, ask })),
     );
     this.store.update(cardId, {
-      status: 'queued',
+      status: cardTransition('asks-allowed', card.front.status, 'queued'),
       rank: this.topRank('queued'),
       needs: undefined,
       failures: undefined,

@@ -11,6 +11,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { deleteRecording, listRecordings } from '@runboard/project/recording';
 import YAML from 'yaml';
 import type {
   ActiveRecording,
@@ -21,6 +22,7 @@ import type {
 } from '../shared/recording-types.ts';
 import { Invalid, MoveRefused, NotFound } from './board-errors.ts';
 import { writeAtomic, type BoardStore } from './board-store.ts';
+import { cardTransition } from './card-lifecycle.ts';
 import { readRegularFile } from './regular-file.ts';
 import { distDir } from './supervisor-client.ts';
 
@@ -56,7 +58,6 @@ export class Recordings {
   }
 
   async view(): Promise<RecordingsView> {
-    const { listRecordings } = await import('@runboard/native');
     const cards = new Map<string, { id: string; title: string }>();
     for (const c of this.deps.store.all()) {
       const rec = (c.front as Record<string, unknown>).recording;
@@ -227,7 +228,8 @@ export class Recordings {
     if (!flow) throw new Error('config.yaml has no flow to give the card');
     const file = path.join(store.cardsDir, `${id}.md`);
     const title = `Recording of ${new Date().toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'short' })}`;
-    const front = YAML.stringify({ title, id, flow, status: 'backlog', recording: id }, { lineWidth: 0 });
+    const status = cardTransition('created', undefined, 'backlog');
+    const front = YAML.stringify({ title, id, flow, status, recording: id }, { lineWidth: 0 });
     const text = `---\n${front}---\n# Task\nA demonstration recorded on the desktop (recordings/${id}/): turn it into a task, or write the task here.\n`;
     writeAtomic(file, text);
     // Taken in now (not when the watcher sees the file): the board shows the card at once.
@@ -282,7 +284,6 @@ export class Recordings {
 
   async delete(id: string): Promise<void> {
     if (this.child?.active.id === id) throw new MoveRefused(`recording ${id} is going: stop it first`);
-    const { deleteRecording } = await import('@runboard/native');
     try {
       deleteRecording(this.dir, id);
     } catch (err) {

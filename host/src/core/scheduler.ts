@@ -4,42 +4,35 @@
  * step with config.yaml); the policy decides which card goes next (Queued-column order, per-flow caps,
  * backoff, column limits), the queue holds the run's slot until the run has ended.
  *
- * Card state it writes (front matter): status, lastRun, failures, nextTryAt, lastError.
- *   queued ──start──▶ running ──succeeded──▶ done
- *                        ├──needs-input──▶ needs-input (+ the run's questions in ## Questions)
- *                        ├──cancelled────▶ backlog
- *                        └──failed/timed-out──▶ queued (retry after backoff) | failed
- *   queued ──launch refused: display-busy──▶ queued (waiting for the real display; not a failure)
+ * Card state it writes (front matter): status, lastRun, failures, nextTryAt, lastError. Every status it
+ * writes goes through the card lifecycle (card-lifecycle.ts: the transitions, and runOutcome, what a
+ * run's end does to its card). A launch refused for display-busy is no transition: the card waits in
+ * Queued for the real display (scheduler-resources.ts), as cards wait for a provider key
+ * (scheduler-keys.ts). Following runs it did not launch: scheduler-recovery.ts.
  */
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
-import path from 'node:path';
 import { EventEmitter } from 'node:events';
-import { stripVTControlCharacters } from 'node:util';
 import PQueue from 'p-queue';
-import {
-  DisplayBusy,
-  drivesDesktop,
-  formatWorkflowProblems,
-  ResponseError,
-  type RunResult,
-} from '@runboard/supervisor/protocol';
+import { DisplayBusy, drivesDesktop, ResponseError, type RunResult } from '@runboard/supervisor/protocol';
 import type { BoardStore } from './board-store.ts';
 import { compareCards } from './board-model.ts';
 import { appendQuestions } from './board-questions.ts';
-import { askNeeds, isAskNeeds } from '../shared/asks.ts';
-import { settleSucceededRun } from './workflow-store.ts';
+import { cardTransition, failure, runOutcome, type CardWrite } from './card-lifecycle.ts';
+import { isAskNeeds } from '../shared/asks.ts';
+import { succeededRunNotKept } from './workflow-store.ts';
 import type { GrantStore } from './grant-store.ts';
 import { flowProvider, launchRequest } from './launch.ts';
 import type { Card, CardStatus } from './project.ts';
-import { backoffDelay, decide } from './scheduler-policy.ts';
+import { failureText } from './run-end-text.ts';
+import { decide } from './scheduler-policy.ts';
+import { KeyWaits } from './scheduler-keys.ts';
+import { Recovery } from './scheduler-recovery.ts';
+import { BusyResources } from './scheduler-resources.ts';
 import { SupervisorUnavailable, type SupervisorClient } from './supervisor-client.ts';
+
+export { lastStderrLine } from './run-end-text.ts';
 
 /** The exclusive resource of computer-use runs on the real display (one at a time: the supervisor's rule). */
 const REAL_DISPLAY = 'the real display';
-/** A resource held by a run of someone else's is looked at again after this long at the latest. */
-const RESOURCE_RECHECK_MS = 30_000;
-/** While cards wait for a provider key: how often the supervisor is asked whether it is set. */
-const KEY_RECHECK_MS = 2_000;
 
 export interface Progress {
   fraction?: number | undefined;
@@ -72,14 +65,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private stopped = false;
   private readonly parkedFlows = new Map<string, number>();
   /** Exclusive resources held by runs this board did not start (see resourceBusy). */
-  private readonly busy = new Map<string, { why: string; timer: NodeJS.Timeout }>();
-  /** recover() has run: from then on a card that says running must have a run this host follows. */
-  private recovered = false;
-  /** Cards whose stray `running` is being looked into (one look at a time). */
-  private readonly strays = new Set<string>();
+  private readonly busy: BusyResources;
+  /** Runs this board follows without having launched them (after a restart, a schedule's, a stray's). */
+  private readonly recovery: Recovery;
   /** Providers whose runs were refused for a missing API key: their flows wait until it is set. */
-  private readonly keyless = new Map<string, string>();
-  private keyTimer: NodeJS.Timeout | undefined;
+  private readonly keys: KeyWaits;
   /** Why no card may start now: the supervisor is gone and not back yet. */
   private supervisorDown: string | undefined;
   /** Each card's status as last seen, to tell a person's re-queue from the scheduler's own. */
@@ -94,8 +84,31 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     private readonly client: SupervisorClient,
     private readonly grants: GrantStore,
     private readonly now: () => number = Date.now,
+    /**
+     * Why a succeeded run counts as failed after all: what its runner made could not be kept (a reflect
+     * run's workflow; workflow-store.ts). Runner-specific, so given by the composition.
+     */
+    private readonly notKept: (
+      cardFile: string,
+      result: RunResult,
+    ) => string | undefined = succeededRunNotKept,
   ) {
     super();
+    this.busy = new BusyResources(client, () => this.kick());
+    this.keys = new KeyWaits(store, client, () => this.kick());
+    this.recovery = new Recovery({
+      store,
+      client,
+      stopped: () => this.stopped,
+      idOf: (card) => this.idOf(card),
+      runOf: (id) => (this.active.has(id) ? (this.active.get(id)!.runId ?? null) : undefined),
+      write: (id, make) => this.write(id, make),
+      adopt: (id, flow, runId) => this.adopt(id, flow, runId),
+      finish: (id, run) => this.finish(id, run),
+      topRank: (status) => this.topRank(status),
+      changed: () => this.emit('changed'),
+      kick: () => this.kick(),
+    });
     this.queue.concurrency = store.config.scheduler.maxConcurrency;
     store.on('config', () => {
       this.queue.concurrency = store.config.scheduler.maxConcurrency;
@@ -123,10 +136,18 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       else this.lastStatus.delete(id);
       // The host is the only writer of a running card's state: an outside edit cannot unlock it...
       if (card && external && this.active.has(id) && card.front.status !== 'running')
-        this.safeUpdate(id, { status: 'running' });
+        this.write(id, () => ({
+          patch: { status: cardTransition('followed', card.front.status, 'running') },
+        }));
       // ...and a card that says running with no run going cannot stay locked
-      else if (card && external && this.recovered && card.front.status === 'running' && !this.active.has(id))
-        void this.strayRunning(id);
+      else if (
+        card &&
+        external &&
+        this.recovery.recovered &&
+        card.front.status === 'running' &&
+        !this.active.has(id)
+      )
+        void this.recovery.strayRunning(id);
       // a person put the card in Queued (a move, "answer & re-queue", an edit): it starts afresh
       else if (
         card &&
@@ -135,7 +156,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         before !== 'queued' &&
         (card.front.failures !== undefined || card.front.nextTryAt !== undefined)
       )
-        this.safeUpdate(id, { failures: undefined, nextTryAt: undefined });
+        this.write(id, () => ({ patch: { failures: undefined, nextTryAt: undefined } }));
       this.kick();
     });
   }
@@ -162,88 +183,14 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     else this.allowOnce.delete(cardId);
   }
 
-  /**
-   * After a host restart: runs still going are re-attached (not re-run); cards left `running` whose run
-   * ended meanwhile get its outcome; queued cards are simply queued again by the next tick.
-   */
-  async recover(): Promise<void> {
-    const { runs: live } = await this.client.list({ activeOnly: true });
-    // an extraction run names the card it fills, but it is not the card's run (extract.ts follows it)
-    const liveByCard = new Map(live.filter((r) => r.runner !== 'extract').map((r) => [r.card.path, r]));
-    for (const card of this.store.all()) {
-      const id = this.idOf(card);
-      const run = liveByCard.get(card.file);
-      if (run) {
-        if (card.front.status !== 'running' || card.front.lastRun !== run.runId)
-          this.safeUpdate(id, { status: 'running', lastRun: run.runId });
-        this.adopt(id, card.front.flow, run.runId);
-        continue;
-      }
-      if (card.front.status !== 'running') continue;
-      // The card's own runs, newest first: its last run is among the first unless many started since.
-      const { runs: ofCard } = await this.client.list({ cardPath: card.file, limit: 50 });
-      const ended = card.front.lastRun ? ofCard.find((r) => r.runId === card.front.lastRun) : undefined;
-      if (ended && ended.status !== 'running') this.finish(id, ended);
-      else if (!card.front.lastRun) this.notRunning(id);
-      else this.safeUpdate(id, { status: 'queued' });
-    }
-    this.recovered = true;
-    this.kick();
+  /** After a host restart: runs still going are re-attached, the ends of those that ended recorded. */
+  recover(): Promise<void> {
+    return this.recovery.recover();
   }
 
-  /**
-   * A run of the card started elsewhere (by the supervisor, for a schedule that fired while no board was
-   * open): followed to its end when it is still going, else its outcome is recorded on the card as if
-   * this board had run it. A card that has another run going keeps it (the other run's outcome stays
-   * in the schedule's history).
-   */
-  async adoptRun(cardId: string, runId: string): Promise<void> {
-    if (this.active.get(cardId)?.runId === runId) return;
-    const card = this.store.get(cardId);
-    if (!card || this.active.has(cardId)) return;
-    const { run } = await this.client.getRun(runId);
-    if (this.stopped || this.active.has(cardId)) return;
-    if (run.status === 'running') {
-      this.safeUpdate(cardId, { status: 'running', lastRun: runId, lastError: undefined });
-      this.adopt(cardId, card.front.flow, runId);
-      this.emit('changed');
-    } else this.finish(cardId, run);
-  }
-
-  /**
-   * A card edited to `status: running` from outside (by hand, a script, a `git pull` from another
-   * machine) while this host follows no run of it. A run of the card that the supervisor has going (a
-   * board elsewhere started it) is followed; otherwise the card is put right, saying why.
-   */
-  private async strayRunning(id: string): Promise<void> {
-    if (this.strays.has(id)) return;
-    this.strays.add(id);
-    try {
-      const { runs } = await this.client.list({ activeOnly: true });
-      const card = this.store.get(id);
-      if (this.stopped || !card || card.front.status !== 'running' || this.active.has(id)) return;
-      const run = runs.find((r) => r.card.path === card.file && r.runner !== 'extract');
-      if (run) {
-        if (card.front.lastRun !== run.runId) this.safeUpdate(id, { lastRun: run.runId });
-        this.adopt(id, card.front.flow, run.runId);
-      } else this.notRunning(id);
-      this.emit('changed');
-    } catch (err) {
-      process.emitWarning(`runboard: could not check the runs of card ${id}: ${(err as Error).message}`);
-    } finally {
-      this.strays.delete(id);
-    }
-  }
-
-  /** The card says running but no run of it is going: to Failed, saying so (a person moves it on). */
-  private notRunning(id: string): void {
-    this.safeUpdate(id, {
-      status: 'failed',
-      rank: this.topRank('failed'),
-      lastError:
-        'the card said "status: running" but no run of it was going (edited outside the board?); ' +
-        'move it to Queued to run it',
-    });
+  /** A run of the card started elsewhere (a schedule's, by the supervisor): followed, or its end recorded. */
+  adoptRun(cardId: string, runId: string): Promise<void> {
+    return this.recovery.adoptRun(cardId, runId);
   }
 
   /** Looks at the board again soon (coalesced). */
@@ -273,8 +220,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.wakeTimer);
-    clearTimeout(this.keyTimer);
-    for (const b of this.busy.values()) clearTimeout(b.timer);
+    this.keys.stop();
+    this.busy.stop();
   }
 
   private idOf(card: Card): string {
@@ -316,14 +263,14 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
           .filter(([, f]) => drivesDesktop(f.runner) && !f.computerUse?.privateDisplay)
           .map(([n]) => [n, REAL_DISPLAY]),
       ),
-      busy: Object.fromEntries([...this.busy].map(([res, b]) => [res, b.why])),
+      busy: this.busy.reasons(),
       blockedFlows: Object.fromEntries(
         Object.entries(cfg.flows).flatMap(([n, f]) => {
           const provider = flowProvider(f, cfg);
           const why =
             this.supervisorDown ??
             (this.store.configChange?.noBase ? this.store.configChange.changes[0] : undefined) ??
-            (provider ? this.keyless.get(provider) : undefined);
+            (provider ? this.keys.reason(provider) : undefined);
           return why ? [[n, why]] : [];
         }),
       ),
@@ -369,13 +316,15 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       }
       a.runId = runId;
       this.byRun.set(runId, cardId);
-      this.safeUpdate(cardId, {
-        status: 'running',
-        lastRun: runId,
-        lastError: undefined,
-        // a card queued again without answering its asks: they were asked of the run before
-        ...(isAskNeeds(card.front.needs) ? { needs: undefined } : {}),
-      });
+      this.write(cardId, () => ({
+        patch: {
+          status: cardTransition('started', card.front.status, 'running'),
+          lastRun: runId,
+          lastError: undefined,
+          // a card queued again without answering its asks: they were asked of the run before
+          ...(isAskNeeds(card.front.needs) ? { needs: undefined } : {}),
+        },
+      }));
       this.emit('changed');
       if (a.cancelRequested) void this.client.cancel(runId);
       await this.follow(cardId, runId);
@@ -451,75 +400,24 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.parkFlowFor(result);
     const card = this.store.get(cardId);
     if (card) {
-      const failures = card.front.failures ?? 0;
-      const detail = result.termination ? `${result.termination.reason}: ${result.termination.detail}` : '';
-      switch (result.status) {
-        case 'succeeded': {
-          // A reflect run's workflow joins the card only valid, whole; else the run counts as failed.
-          const installed = settleSucceededRun(card.file, result);
-          if (installed && !installed.ok) {
-            const why = formatWorkflowProblems(installed.problems);
-            this.failed(
-              cardId,
-              failures + 1,
-              `the workflow reflect made was not saved:\n${why}`,
-              result.runId,
-            );
-            break;
-          }
-          this.safeUpdate(cardId, {
-            status: 'done',
-            rank: this.topRank('done'),
-            lastRun: result.runId,
-            failures: undefined,
-            nextTryAt: undefined,
-            lastError: undefined,
-          });
-          break;
-        }
-        case 'needs-input': {
-          // the run's questions go into the card's ## Questions (seed format), in the same atomic write;
-          // permissions the sandbox refused are asked on the card instead (permission-asks.ts)
-          const questions = result.asks?.length
-            ? []
-            : result.questions?.length
-              ? result.questions
-              : result.summary
-                ? [result.summary]
-                : [];
-          this.safeUpdate(
-            cardId,
-            {
-              status: 'needs-input',
-              rank: this.topRank('needs-input'),
-              ...(result.asks?.length ? { needs: askNeeds(result.asks) } : {}),
-              lastRun: result.runId,
-              failures: undefined,
-              nextTryAt: undefined,
-              lastError: undefined,
-            },
-            (body) => appendQuestions(body, questions),
-          );
-          break;
-        }
-        case 'failed':
-          if (result.termination?.reason === 'missing-key' && this.waitForKey(result)) {
-            // nothing was started: no failure, no backoff; the card waits in Queued where it was
-            this.safeUpdate(cardId, { status: 'queued', lastRun: result.runId, lastError: undefined });
-            break;
-          }
-          this.failed(cardId, failures + 1, failureText(result, detail), result.runId);
-          break;
-        case 'cancelled':
-          this.safeUpdate(cardId, {
-            status: 'backlog',
-            rank: this.topRank('backlog'),
-            lastError: 'cancelled',
-          });
-          break;
-        default:
-          this.failed(cardId, failures + 1, failureText(result, detail), result.runId);
-      }
+      // what the run's end does to its card: card-lifecycle.ts (runOutcome); what it needs is read first
+      const notKept = result.status === 'succeeded' ? this.notKept(card.file, result) : undefined;
+      const waitsForKey =
+        result.status === 'failed' &&
+        result.termination?.reason === 'missing-key' &&
+        this.keys.waitFor(result);
+      this.write(cardId, () =>
+        runOutcome(result, {
+          from: card.front.status,
+          failures: card.front.failures ?? 0,
+          backoff: this.store.config.scheduler.backoff,
+          now: this.now(),
+          topRank: (s) => this.topRank(s),
+          notKept,
+          waitsForKey,
+          failureText: () => failureText(result),
+        }),
+      );
     }
     this.emit('changed');
     this.kick();
@@ -535,31 +433,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     if (this.stopped) return;
     this.active.delete(cardId);
     this.freedAt = performance.now();
-    clearTimeout(this.busy.get(resource)?.timer);
-    const entry = {
-      why: holder ? `run ${holder} (not started by this board) is using it` : 'another run is using it',
-      timer: setTimeout(() => clear(), RESOURCE_RECHECK_MS),
-    };
-    const clear = (): void => {
-      if (this.busy.get(resource) !== entry) return;
-      clearTimeout(entry.timer);
-      this.busy.delete(resource);
-      this.kick();
-    };
-    this.busy.set(resource, entry);
-    if (holder)
-      this.client
-        .attach(
-          holder,
-          { onEnd: clear, onLost: clear },
-          {
-            events: Number.MAX_SAFE_INTEGER,
-            stdout: Number.MAX_SAFE_INTEGER,
-            stderr: Number.MAX_SAFE_INTEGER,
-          },
-        )
-        .then((run) => run.status !== 'running' && clear())
-        .catch(clear);
+    this.busy.hold(resource, holder);
     this.emit('changed');
     this.kick();
   }
@@ -579,73 +453,30 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.active.delete(cardId);
     this.freedAt = performance.now();
     const card = this.store.get(cardId);
-    if (card) this.failed(cardId, (card.front.failures ?? 0) + 1, message);
+    if (card)
+      this.write(cardId, () =>
+        failure(
+          {
+            change: 'launch-failed',
+            from: card.front.status,
+            backoff: this.store.config.scheduler.backoff,
+            now: this.now(),
+            topRank: (s) => this.topRank(s),
+          },
+          (card.front.failures ?? 0) + 1,
+          message,
+        ),
+      );
     this.emit('changed');
     this.kick();
   }
 
-  /**
-   * A run refused for a missing API key: its flow's provider is marked keyless (its cards wait, saying
-   * how to set the key) and the supervisor is asked every KEY_RECHECK_MS until the key is there. False
-   * when the flow has no provider in config.yaml (any more): then it is an ordinary failure.
-   */
-  private waitForKey(result: RunResult): boolean {
-    const flow = this.store.config.flows[result.flow];
-    // its own provider or its profile's
-    const provider = flow && flowProvider(flow, this.store.config);
-    if (!provider) return false;
-    this.keyless.set(
-      provider,
-      `waiting for an API key for provider "${provider}": set it on the board (Settings → Providers) or ` +
-        `with \`printenv YOUR_KEY_VARIABLE | runboard key set ${provider}\`; the card starts once it is set`,
-    );
-    this.watchKeys();
-    return true;
-  }
-
   /** A key was just stored for `provider` (from the board): its waiting cards may start at once. */
   keyStored(provider: string): void {
-    if (this.keyless.delete(provider)) {
+    if (this.keys.stored(provider)) {
       this.emit('changed');
       this.kick();
     }
-  }
-
-  private watchKeys(): void {
-    if (this.keyTimer || this.stopped) return;
-    this.keyTimer = setTimeout(() => {
-      void (async () => {
-        try {
-          const { providers } = await this.client.listProviders();
-          for (const p of providers) if (p.hasKey) this.keyless.delete(p.name);
-          for (const name of this.keyless.keys())
-            if (!providers.some((p) => p.name === name))
-              this.keyless.set(
-                name,
-                `the supervisor knows no model provider "${name}": correct the flow's provider in config.yaml`,
-              );
-        } catch (err) {
-          process.emitWarning(`runboard: could not ask for provider keys: ${(err as Error).message}`);
-        }
-        this.keyTimer = undefined;
-        if (this.keyless.size) this.watchKeys();
-        this.kick();
-      })();
-    }, KEY_RECHECK_MS);
-  }
-
-  private failed(cardId: string, failures: number, message: string, runId?: string): void {
-    const b = this.store.config.scheduler.backoff;
-    const retry = failures <= b.retries;
-    const status: CardStatus = retry ? 'queued' : 'failed';
-    this.safeUpdate(cardId, {
-      status,
-      rank: retry ? undefined : this.topRank('failed'),
-      failures,
-      nextTryAt: new Date(this.now() + backoffDelay(failures, b.base, b.max)).toISOString(),
-      lastError: message.slice(0, 2000),
-      ...(runId ? { lastRun: runId } : {}),
-    });
   }
 
   /** A rank above every card's in the column (the card goes to its top). */
@@ -656,42 +487,16 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     return min - 1024;
   }
 
-  private safeUpdate(cardId: string, patch: Record<string, unknown>, editBody?: (b: string) => string): void {
+  /** Writes the card; `make` gives the write (a status through the card lifecycle, which may refuse it). */
+  private write(cardId: string, make: () => CardWrite): void {
     this.writing = true;
     try {
-      this.store.update(cardId, patch, editBody);
+      const { patch, questions } = make();
+      this.store.update(cardId, patch, questions ? (body) => appendQuestions(body, questions) : undefined);
     } catch (err) {
       process.emitWarning(`runboard: could not write card ${cardId}: ${(err as Error).message}`);
     } finally {
       this.writing = false;
     }
-  }
-}
-
-/** A failed run's lastError: its status and end, and for a command its last stderr line (`sh: 1: frobnicate: not found`). */
-function failureText(result: RunResult, detail: string): string {
-  const said = result.exitCode ? lastStderrLine(result.logDir) : undefined;
-  return `${result.status} (${detail})${said ? `: ${said}` : ''}`;
-}
-
-/** The last non-empty line of a run's stderr.log (its last 4 KiB read), or undefined. */
-export function lastStderrLine(logDir: string): string | undefined {
-  let fd: number | undefined;
-  try {
-    fd = openSync(path.join(logDir, 'stderr.log'), constants.O_RDONLY | constants.O_NONBLOCK);
-    const size = fstatSync(fd).size;
-    const buf = Buffer.alloc(Math.min(4096, size));
-    readSync(fd, buf, 0, buf.length, size - buf.length);
-    const line = buf
-      .toString('utf8')
-      .split('\n')
-      .map((l) => stripVTControlCharacters(l).trim())
-      .filter(Boolean)
-      .at(-1);
-    return line?.slice(0, 300);
-  } catch {
-    return undefined;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
   }
 }

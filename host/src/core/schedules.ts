@@ -25,7 +25,7 @@ import {
   resolveSchedule,
   type Parsed,
   type ResolvedSchedule,
-} from '@runboard/supervisor/schedule';
+} from '@runboard/project/schedule';
 import type { CardSchedule, ScheduleEdit, SchedulePreview } from '../shared/board-types.ts';
 import type { BoardStore } from './board-store.ts';
 import type { Card } from './project.ts';

@@ -7,6 +7,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import {
   checkWorkflow,
+  formatWorkflowProblems,
   parseWorkflowText,
   serializeWorkflow,
   workflowFileFor,
@@ -99,4 +100,18 @@ export function settleSucceededRun(
   result: { runner: string; logDir: string },
 ): WorkflowCheck | undefined {
   return result.runner === 'reflect' ? installReflected(cardFile, result.logDir) : undefined;
+}
+
+/**
+ * The board's side of settleSucceededRun (the scheduler is given it by the composition): why a
+ * succeeded run counts as failed after all (a reflect run's workflow joins the card only valid and
+ * whole), or undefined when its result stands.
+ */
+export function succeededRunNotKept(
+  cardFile: string,
+  result: { runner: string; logDir: string },
+): string | undefined {
+  const installed = settleSucceededRun(cardFile, result);
+  if (!installed || installed.ok) return undefined;
+  return `the workflow reflect made was not saved:\n${formatWorkflowProblems(installed.problems)}`;
 }

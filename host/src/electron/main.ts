@@ -34,6 +34,14 @@ protocol.registerSchemesAsPrivileged([
 await app.whenReady();
 
 const service = await BoardService.open(projectDir, statePaths());
+// The project shown is registered, as `runboard serve` does: its scheduled cards fire once the window closes.
+service
+  .registerProject()
+  .catch((err: Error) =>
+    process.stderr.write(
+      `runboard: schedules of this project run only while a board is open (could not register it: ${err.message})\n`,
+    ),
+  );
 const files = fileHandlers(service);
 protocol.handle(SCHEME, (req) => {
   const url = new URL(req.url);

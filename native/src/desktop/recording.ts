@@ -1,12 +1,17 @@
 // A recording of a demonstration (seed 002's Record): the person's input, grouped into steps, each
 // with the screenshot taken just before it, the window and app under it and, for pointer steps, the
-// accessibility element hit. Written to `<dir>/<id>/`: manifest.jsonl (one step a line, in order),
-// screenshots/ (start.png, then one per step), recording.json (what, when, how it ended).
-import { randomBytes } from 'node:crypto';
+// accessibility element hit. Written to `<dir>/<id>/` in Runboard's recording format, which
+// @runboard/project/recording defines (manifest.jsonl, screenshots/, recording.json) and lists; this is
+// the recorder (input events, frames, masking, video).
 import { appendFileSync, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { readRegularFileText } from '../regular-file.ts';
+import {
+  newRecordingId,
+  type ElementPathStep,
+  type ManifestElement,
+  type ManifestStep,
+  type StopReason,
+} from '@runboard/project/recording';
 import { desktop } from './desktop.ts';
 import { StepGrouper, type GroupedStep, type StepAction } from './steps.ts';
 import { maskVideo, ScreenVideo, type MicChoice, type VideoResult } from './video.ts';
@@ -25,8 +30,6 @@ export const RECORDING_LIMITS = { maxDurationMs: 5 * 60_000, maxBytes: 2 * 1024 
 
 /** The recording border's width, px. */
 export const BORDER_WIDTH = 4;
-
-export type StopReason = 'stopped' | 'duration-limit' | 'size-limit' | 'display-lost';
 
 export interface RecordingOptions {
   /** The folder recordings live in (a project's `recordings/`); this one goes into `<dir>/<id>/`. */
@@ -87,40 +90,6 @@ export interface RecordingSummary {
   stopTime?: number;
 }
 
-/** A path step of an element: its role, name and position among its siblings of the same role. */
-export interface ElementPathStep {
-  role: string;
-  name: string;
-  index: number;
-}
-
-export interface ManifestElement {
-  role: string;
-  name: string;
-  bounds: Rect;
-  /** From the window's root to the element: enough for a replay to find it again without a model. */
-  path: ElementPathStep[];
-  secret?: true;
-}
-
-export interface ManifestStep {
-  step: number;
-  /** Since the recording started, ms. */
-  at: number;
-  /** The pre-action screenshot, relative to the recording's folder. */
-  screenshot: string;
-  action: StepAction;
-  window: { id: number; app: string; title: string; bounds: Rect } | null;
-  /** Pointer steps: the accessibility element under the pointer; extracts: the one they were taken from. */
-  element?: ManifestElement;
-  /** Key steps: the focused element. */
-  focus?: ManifestElement;
-  /** A note the person attached with Ctrl+I → details, for this step. */
-  details?: string;
-  /** The input came from a synthetic device (a script driving XTest), not a person. */
-  synthetic?: true;
-}
-
 /** What the desktop said about the window an event went to, read as soon as the event arrived. */
 interface Lookup {
   tree?: ReadResult;
@@ -129,13 +98,11 @@ interface Lookup {
 
 type Tracked = RecordedInput & { arrived: number; lookup: Promise<Lookup> };
 
+/** Beyond this lag the recording says it could not keep up (the reads of element and focus come late). */
+const KEEP_UP_MS = 1000;
+
 const MASK_GREY = 0x80;
 const MASK_MARGIN_PX = 12;
-
-function recordingId(): string {
-  const t = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
-  return `rec-${t}-${randomBytes(3).toString('hex')}`;
-}
 
 function contains(b: Rect, x: number, y: number): boolean {
   return b[2] > 0 && b[3] > 0 && x >= b[0] && y >= b[1] && x < b[0] + b[2] && y < b[1] + b[3];
@@ -268,7 +235,7 @@ export class Recording {
   readonly warnings: string[] = [];
 
   private constructor(private readonly options: RecordingOptions) {
-    this.id = recordingId();
+    this.id = newRecordingId();
     this.dir = path.join(options.dir, this.id);
     this.limits = {
       maxDurationMs: options.maxDurationMs ?? RECORDING_LIMITS.maxDurationMs,
@@ -703,115 +670,13 @@ export class Recording {
   }
 }
 
-/** A recording as a list shows it: what recording.json and the manifest say. */
-export interface RecordingInfo {
-  id: string;
-  dir: string;
-  startedAt: string;
-  /** Absent while it is still being recorded (or when its process died before the end). */
-  endedAt?: string;
-  durationMs?: number;
-  stopReason?: StopReason;
-  message?: string;
-  /** Steps in the manifest (events, grouped). */
-  steps: number;
-  /** Bytes of every file in its folder. */
-  bytes: number;
-  /** Screenshots for a thumbnail strip: the start, then evenly spaced steps (paths relative to `dir`). */
-  thumbnails: string[];
-}
-
-/** Beyond this lag the recording says it could not keep up (the reads of element and focus come late). */
-const KEEP_UP_MS = 1000;
-
-const RECORDING_ID = /^rec-\d{8}-\d{6}-[0-9a-f]{6}$/;
-
-/** Bytes of every regular file in a recording's folder (links and anything else not counted or followed). */
-async function folderBytes(dir: string): Promise<number> {
-  let n = 0;
-  for (const f of await readdir(dir, { withFileTypes: true, recursive: true }))
-    if (f.isFile())
-      n += await lstat(path.join(f.parentPath, f.name)).then(
-        (st) => (st.isFile() ? st.size : 0),
-        () => 0,
-      );
-  return n;
-}
-
-/**
- * What is read of a recording's folder: a run may have written there (a project folder inside a run's
- * workspace), so only regular files, never through a link, bounded, off the caller's thread (a FIFO
- * named recording.json hung the board; a link to /dev/zero grew it without bound).
- */
-const META_READ = { noFollow: true, maxBytes: 1 << 20 } as const;
-const MANIFEST_READ = { noFollow: true, maxBytes: 32 << 20 } as const;
-
-/** The recordings in a folder (a project's `recordings/`), newest first; unreadable entries are left out. */
-export async function listRecordings(dir: string, thumbnails = 6): Promise<RecordingInfo[]> {
-  let ids: string[];
-  try {
-    ids = await readdir(dir);
-  } catch {
-    return [];
-  }
-  const out: RecordingInfo[] = [];
-  for (const id of ids) {
-    if (!RECORDING_ID.test(id)) continue;
-    const here = path.join(dir, id);
-    try {
-      const meta = JSON.parse(
-        await readRegularFileText(path.join(here, 'recording.json'), { ...META_READ, within: dir }),
-      ) as Record<string, unknown>;
-      const steps = (
-        await readRegularFileText(path.join(here, 'manifest.jsonl'), { ...MANIFEST_READ, within: dir })
-      )
-        .split('\n')
-        .filter((l) => l.trim())
-        .map((l) => (JSON.parse(l) as ManifestStep).screenshot);
-      const pick = Math.max(0, thumbnails - 1);
-      const spaced =
-        steps.length <= pick
-          ? steps
-          : Array.from({ length: pick }, (_, i) => steps[Math.floor((i * steps.length) / pick)]!);
-      const shown: string[] = [];
-      // Only images already written (a recording in progress lists its start before it is on disk),
-      // and only regular files.
-      for (const t of [String(meta.startScreenshot), ...spaced]) {
-        if (shown.length >= thumbnails) break;
-        if (
-          await lstat(path.join(here, t)).then(
-            (st) => st.isFile(),
-            () => false,
-          )
-        )
-          shown.push(t);
-      }
-      out.push({
-        id,
-        dir: here,
-        startedAt: String(meta.startedAt),
-        ...(typeof meta.endedAt === 'string' ? { endedAt: meta.endedAt } : {}),
-        ...(typeof meta.durationMs === 'number' ? { durationMs: meta.durationMs } : {}),
-        ...(typeof meta.stopReason === 'string' ? { stopReason: meta.stopReason as StopReason } : {}),
-        ...(typeof meta.message === 'string' ? { message: meta.message } : {}),
-        steps: steps.length,
-        bytes: await folderBytes(here),
-        thumbnails: shown,
-      });
-    } catch {
-      // not a recording (or a broken one, or not regular files): not listed
-    }
-  }
-  return out.sort((a, b) => b.startedAt.localeCompare(a.startedAt));
-}
-
-/** Deletes one recording's folder; refuses anything that is not a recording id in `dir`. */
-export function deleteRecording(dir: string, id: string): void {
-  if (!RECORDING_ID.test(id))
-    throw new TypeError(
-      `"${id}" is not a recording id (rec-YYYYMMDD-HHMMSS-xxxxxx, as listRecordings gives them)`,
-    );
-  const here = path.join(dir, id);
-  if (!existsSync(path.join(here, 'recording.json'))) throw new Error(`no recording ${id} in ${dir}`);
-  rmSync(here, { recursive: true, force: true });
-}
+// The format's types and its list/delete, as native exported them before they moved.
+export {
+  deleteRecording,
+  listRecordings,
+  type ElementPathStep,
+  type ManifestElement,
+  type ManifestStep,
+  type RecordingInfo,
+  type StopReason,
+} from '@runboard/project/recording';

@@ -1,21 +1,11 @@
 // Turns a person's raw input (key presses, button presses and releases) into the steps of a
 // demonstration, as seed 002 names them: `type "spotify"`, `press Enter`, `click`, `drag`, `scroll`.
 // Pure: no I/O, so the grouping rules are unit-tested on their own.
+import type { ButtonName, StepAction } from '@runboard/project/recording';
 import type { RecordedInput } from './types.ts';
 
-export type StepAction =
-  | { type: 'type'; text: string }
-  /** Typed into a password field: that a secret was typed, never what. */
-  | { type: 'type'; secret: true }
-  | { type: 'press'; key: string }
-  /** `count` 2 or 3: a double or triple click (absent: a single click). */
-  | { type: 'click'; x: number; y: number; button: ButtonName; count?: number }
-  | { type: 'drag'; from: [number, number]; to: [number, number]; button: ButtonName }
-  | { type: 'scroll'; x: number; y: number; dx: number; dy: number }
-  /** Seed 002's Ctrl+I extract: what to read off the screen at this point of a replay. */
-  | { type: 'extract'; query: string; candidates?: string[] };
-
-export type ButtonName = 'left' | 'middle' | 'right';
+// A step's action is part of Runboard's recording format (manifest.jsonl), defined with it.
+export type { ButtonName, StepAction };
 
 /** A step and the input events it was made of (the first one holds its pre-action frame). */
 export interface GroupedStep<E extends StepInput = StepInput> {

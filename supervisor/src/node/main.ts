@@ -30,7 +30,7 @@ import {
 import { ModelProxy, providerRoutes } from './model-proxy.ts';
 import { RunRegistry } from './registry.ts';
 import { SupervisorServer } from './server.ts';
-import { scheduleClock } from '../common/schedule.ts';
+import { scheduleClock } from '@runboard/project/schedule';
 import { scheduleLauncher } from './schedule-launcher.ts';
 import { ScheduleBook } from './schedules.ts';
 import { ProjectBook } from './projects.ts';

@@ -1,7 +1,7 @@
 /**
  * The projects registered with the supervisor (`runboard init`, `project/register`), kept in
  * `<state>/supervisor/projects.json`. The supervisor reads their cards' schedules itself (the same
- * parse as the board: common/project.ts, common/schedule.ts) when a project is registered, when it
+ * parse as the board: @runboard/project/project and /schedule) when a project is registered, when it
  * starts, when asked for the list and every minute, and hands them to the schedule book while no board
  * of the project is open (an open board tells its schedules itself). So a scheduled card fires with no
  * board ever opened, and `runboard schedules` lists the cards whose schedule is refused, with why.
@@ -9,8 +9,8 @@
 import { readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { loadCard } from '../common/project.ts';
-import { resolveSchedule } from '../common/schedule.ts';
+import { loadCard } from '@runboard/project/project';
+import { resolveSchedule } from '@runboard/project/schedule';
 import {
   handle,
   JsonRpcCodes,

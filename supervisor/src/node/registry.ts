@@ -36,7 +36,8 @@ import { folderRefusal } from './asks.ts';
 import { diskSource, type AttachSource } from './attach.ts';
 import { projectReadOnly } from './jail-args.ts';
 import { ResultFile } from './result-file.ts';
-import type { FleetGateway, RemoteRun } from './fleet/gateway.ts';
+import type { FleetGateway } from './fleet/gateway.ts';
+import type { RemoteRun } from './fleet/remote-run.ts';
 import { GONE_SCRATCH_PREFIX, Run, removeScratch, type RunDeps } from './run.ts';
 import { discardWorktree, keepWorktree, worktreeWritableConflict, WorktreeError } from './worktrees.ts';
 

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadCard } from '../common/project.ts';
+import { loadCard } from '@runboard/project/project';
 import { backoffOrColumnLimit } from './schedule-launcher.ts';
 
 let dir: string | undefined;

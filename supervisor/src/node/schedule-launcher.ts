@@ -1,7 +1,7 @@
 /**
  * How the supervisor starts a scheduled card's run while no board of its project is open: it reads the
  * project as the board does (config.yaml over the user config, the card's front matter), maps it to the
- * same `run/launch` request (common/flow-spec.ts), picks the grant the board would pick, and launches
+ * same `run/launch` request (@runboard/project/flow-spec), picks the grant the board would pick, and launches
  * within the caps the board honours: the project's `scheduler.maxConcurrency` and the flow's `cap`,
  * counting every run of the project this supervisor has going (the board's, the CLI's, its own); and
  * as the board's scheduler would, it waits out the card's backoff (`nextTryAt`) and the column limits
@@ -10,13 +10,13 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { parseConfig, readProjectConfig, readUserConfig } from '../common/config.ts';
+import { parseConfig, readProjectConfig, readUserConfig } from '@runboard/project/config';
 import { digestOf, Ledger } from '../common/ledger.ts';
 import { readRegularFileSync } from '../common/regular-file.ts';
-import { flowOf, launchParams } from '../common/flow-spec.ts';
+import { flowOf, launchParams } from '@runboard/project/flow-spec';
 import { findGrant } from '../common/grants.ts';
 import type { StatePaths } from '../common/paths.ts';
-import { loadCard, parseCard, ProjectError, type Card, type CardStatus } from '../common/project.ts';
+import { loadCard, parseCard, ProjectError, type Card, type CardStatus } from '@runboard/project/project';
 import { DisplayBusy, LaunchRun, ResponseError } from '../protocol/index.ts';
 import type { RunRegistry } from './registry.ts';
 import type { LaunchOutcome, ScheduleLauncher } from './schedules.ts';

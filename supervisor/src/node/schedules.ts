@@ -32,7 +32,7 @@ import {
   type ScheduleInfo,
   type ScheduleSpec,
 } from '../protocol/index.ts';
-import { checkCron, firesBetween, MAX_MISSED_RUNS, nextFire, nextFires } from '../common/schedule.ts';
+import { checkCron, firesBetween, MAX_MISSED_RUNS, nextFire, nextFires } from '@runboard/project/schedule';
 
 /** A fire handled this late (the event loop was blocked, a short suspend) still counts as on time. */
 const ON_TIME_MS = 60_000;

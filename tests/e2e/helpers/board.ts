@@ -4,7 +4,7 @@
  * (Process checks are shared with tests/helpers/harness.ts.)
  */
 import { spawn, execFile, execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -47,9 +47,23 @@ export async function waitUntil<T>(
   for (;;) {
     const v = await probe();
     if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${await diagnoseBoards()}`);
     await sleep(50);
   }
+}
+
+/** The boards of this test file that are up: a wait that timed out says what each showed then. */
+const liveBoards = new Set<BoardServer>();
+
+/** What every live board shows (cards, why they wait, the supervisor's runs and log's end), or ''. */
+async function diagnoseBoards(): Promise<string> {
+  if (liveBoards.size === 0) return '';
+  const parts = await Promise.all(
+    [...liveBoards].map((s) =>
+      Promise.race([s.diagnose(), sleep(3000).then(() => `${s.root}: no answer to the diagnosis in 3 s`)]),
+    ),
+  );
+  return `\n--- what the boards showed then ---\n${parts.join('\n')}`;
 }
 
 /** Drags the card `id` by mouse into the column `toColumn` (near its end), as a person would. */
@@ -79,7 +93,7 @@ export function shellCard(title: string, command: string, extra = ''): string {
 export async function spawnServe(
   project: string,
   env: NodeJS.ProcessEnv,
-): Promise<{ proc: ChildProcess; url: string; token: string; base: string }> {
+): Promise<{ proc: ChildProcess; url: string; token: string; base: string; stderr: () => string }> {
   const proc = spawn(process.execPath, [path.join(DIST, 'runboard.mjs'), 'serve', '--project', project], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -96,7 +110,7 @@ export async function spawnServe(
     proc.once('exit', (code) => reject(new Error(`runboard serve exited (${code}): ${err}`)));
   });
   const u = new URL(url);
-  return { proc, url, token: u.searchParams.get('token')!, base: u.origin };
+  return { proc, url, token: u.searchParams.get('token')!, base: u.origin, stderr: () => err };
 }
 
 /** A board method over HTTP, with serve's token as the page sends it; a refusal throws with its status. */
@@ -121,6 +135,8 @@ export class BoardServer {
   url!: string;
   token!: string;
   base!: string;
+  /** What serve has written to stderr so far. */
+  stderr: () => string = () => '';
   readonly project: string;
   readonly home: string;
   readonly workspace: string;
@@ -177,6 +193,49 @@ export class BoardServer {
 
   async startServe(): Promise<void> {
     Object.assign(this, await spawnServe(this.project, this.env));
+    liveBoards.add(this);
+  }
+
+  /** The board's cards (column, why waiting, last error), the supervisor's runs and its log's end. */
+  async diagnose(): Promise<string> {
+    const out: string[] = [`board ${this.root}:`];
+    try {
+      for (const c of (await this.board()).cards) {
+        const x = c as unknown as Record<string, unknown>;
+        out.push(
+          `  card ${c.id}: ${c.column}` +
+            ['runId', 'waiting', 'lastError', 'confirm', 'nextTryAt', 'locked']
+              .filter((k) => x[k] !== undefined)
+              .map((k) => ` ${k}=${JSON.stringify(x[k]).slice(0, 300)}`)
+              .join(''),
+        );
+      }
+    } catch (err) {
+      out.push(`  board: ${(err as Error).message}`);
+    }
+    try {
+      const runs = await this.supervisorRuns();
+      out.push(`  supervisor runs: ${runs.map((r) => `${r.runId} ${r.status}`).join(', ') || 'none'}`);
+    } catch (err) {
+      out.push(`  supervisor runs: ${(err as Error).message.split('\n')[0]}`);
+    }
+    try {
+      const log = readFileSync(
+        path.join(statePaths({ RUNBOARD_HOME: this.home }).supervisorDir, 'supervisor.log'),
+        'utf8',
+      );
+      out.push(
+        '  supervisor.log (end):',
+        ...log
+          .split('\n')
+          .slice(-25)
+          .map((l) => `    ${l.slice(0, 400)}`),
+      );
+    } catch (err) {
+      out.push(`  supervisor.log: ${(err as Error).message}`);
+    }
+    out.push(`  serve stderr (end): ${this.stderr().slice(-1500)}`);
+    return out.join('\n');
   }
 
   cardFile(name: string): string {
@@ -225,6 +284,7 @@ export class BoardServer {
 
   /** Stops serve and its supervisor; fails when a process of this root is left. */
   async stop(): Promise<void> {
+    liveBoards.delete(this);
     if (this.proc.exitCode === null && this.proc.signalCode === null) {
       const exited = new Promise((r) => this.proc.once('exit', r));
       this.proc.kill('SIGTERM');

@@ -15,7 +15,7 @@ import path from 'node:path';
 import YAML, { isMap, type Document, type Scalar, type YAMLMap } from 'yaml';
 import type { z } from 'zod';
 import { CONFIG_VERSION, isPlaceholder, MAX_BACKOFF_MS, ProjectConfig, ProjectError } from './project.ts';
-import { readRegularFileSync } from './regular-file.ts';
+import { readRegularFileSync } from '@runboard/native/regular-file';
 
 /** Where a value came from: a file's layer, or (`profile`) the named profile a flow selects. */
 export type ConfigLayer = 'default' | 'user' | 'project' | 'profile';

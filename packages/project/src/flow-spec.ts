@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import type { z } from 'zod';
-import type { FlowSpec, Grant, LaunchRun } from '../protocol/index.ts';
+import type { FlowSpec, Grant, LaunchRun } from '@runboard/supervisor/protocol/data';
 import {
   isPlaceholder,
   ProjectError,
