@@ -36,7 +36,7 @@ import http from 'node:http';
 import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { visionApi, visionRequestPath, type FlowSpec } from '../protocol/index.ts';
+import { visionApi, visionRequestPath } from '../protocol/index.ts';
 import { failWith, forwardRequest, type ModelRequestInfo } from './proxy-forward.ts';
 import {
   DEFAULT_LIMITS,
