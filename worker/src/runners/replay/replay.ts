@@ -10,12 +10,17 @@ import path from 'node:path';
 import { desktop, type Rect, type WindowInfo } from '@runboard/native';
 import type { ClarifyingQuestion, CuStep, OutcomeCheck } from '@runboard/supervisor/protocol';
 import type { RunnerContext, RunnerOutcome } from '../runner.ts';
-import { LoopMetrics } from '../computer-use/metrics.ts';
-import type { Api } from '../computer-use/providers.ts';
-import { fill, type PromptConfigOf } from '../computer-use/prompt.ts';
-import { logRetry, sendWithRetry } from '../computer-use/retry.ts';
-import type { Screen, Shot } from '../computer-use/screen.ts';
-import { ended, guardedOutcome, logFirstShot, stepShot, type Guard } from '../computer-use/session.ts';
+import { LoopMetrics } from '../../desktop/metrics.ts';
+import type { PromptConfigOf } from '../../desktop/prompt.ts';
+import type { Screen, Shot } from '../../desktop/screen.ts';
+import {
+  ended,
+  guardedOutcome,
+  logFirstShot,
+  logRetry,
+  stepShot,
+  type Guard,
+} from '../../desktop/session.ts';
 import {
   ActionFailed,
   desktopAction,
@@ -23,9 +28,11 @@ import {
   InvalidToolCall,
   PermissionNeeded,
   runTool,
-  type OfferedTool,
   type ToolContext,
-} from '../computer-use/tools.ts';
+} from '../../desktop/tools.ts';
+import type { Api, OfferedTool } from '../../models/conversation.ts';
+import { fill } from '../../models/prompt.ts';
+import { sendWithRetry } from '../../models/retry.ts';
 import { documentScope } from '../../tools/documents/scope.ts';
 import { checkHolds, findWindow, focusedField, locate, onSecretFields } from './locate.ts';
 import {
