@@ -6,7 +6,8 @@
  */
 import { desktop, type Rect, type WindowInfo } from '@runboard/native';
 import type { OutcomeCheck } from '@runboard/supervisor/protocol';
-import { checkHolds, findWindow, focusedField, locate, type Located } from './locate.ts';
+import { checkHolds, findWindow, focusedField, locate } from './locate.ts';
+import type { Located } from './match.ts';
 import {
   focusVerdict,
   keyCombo,

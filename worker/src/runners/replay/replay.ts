@@ -7,7 +7,7 @@
  *
  * The engine carries the walk out; its parts are beside it: walk.ts (pure: where the walk goes after a
  * model turn, what the model is asked), locator-step.ts (pure: what a step does by its locator) and
- * by-locator.ts (doing it: locate.ts finds), secrets.ts (pure: the sensitive values), predict.ts (the
+ * by-locator.ts (doing it: locate.ts reads the desktop, match.ts, pure, finds the element), secrets.ts (pure: the sensitive values), predict.ts (the
  * model's turn).
  */
 import { writeFileSync } from 'node:fs';
