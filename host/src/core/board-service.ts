@@ -29,6 +29,7 @@ import {
   type RunFiles as RunFileList,
   type ScheduleEdit,
   type ConfigView,
+  type DiskUsageView,
   type Settings,
   type TrashedCard,
   type WorktreeDiff,
@@ -108,7 +109,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       },
     );
     this.runs = new BoardRuns(client);
-    this.settingsArea = new BoardSettings(store, client, scheduler);
+    this.settingsArea = new BoardSettings(store, client, scheduler, paths);
     this.workflows = new BoardWorkflows({
       store,
       client,
@@ -558,6 +559,11 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
 
   settings(): Settings {
     return this.settingsArea.settings();
+  }
+
+  /** The project's disk use, for Settings (gc.ts: the same scan `runboard gc` makes). */
+  diskUsage(): DiskUsageView {
+    return this.settingsArea.diskUsage();
   }
 
   /** The effective config as the files say now (defaults ← user config ← config.yaml), for Settings. */

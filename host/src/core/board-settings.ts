@@ -1,12 +1,14 @@
 /**
- * The board's Settings: the supervisor's model providers and their keys, the caps and column limits
+ * The board's Settings: the supervisor's model providers and their keys, the project's disk use, the caps and column limits
  * written back into config.yaml (keeping its comments and order), and the effective config as the
  * files say now.
  */
 import { JsonRpcCodes, ResponseError } from '@runboard/supervisor/protocol';
+import type { StatePaths } from '@runboard/supervisor/paths';
 import {
   COLUMNS,
   type ConfigView,
+  type DiskUsageView,
   type KeyCheck,
   type ProviderView,
   type Settings,
@@ -14,6 +16,7 @@ import {
 import { Invalid } from './board-errors.ts';
 import type { BoardStore } from './board-store.ts';
 import { setYamlValues, type YamlSet } from './config-edit.ts';
+import { diskUsageView } from './gc.ts';
 import { flowProvider } from './launch.ts';
 import { configRows, loadEffectiveConfig, userConfigPath } from './project.ts';
 import type { Scheduler } from './scheduler.ts';
@@ -24,7 +27,13 @@ export class BoardSettings {
     private readonly store: BoardStore,
     private readonly client: SupervisorClient,
     private readonly scheduler: Scheduler,
+    private readonly paths: StatePaths,
   ) {}
+
+  /** The project's disk use, for Settings (gc.ts: the same scan `runboard gc` makes). */
+  diskUsage(): DiskUsageView {
+    return diskUsageView(this.paths, this.store.projectDir, this.store.config.retention);
+  }
 
   /** The supervisor's providers and the ones config.yaml's flows name, each with its flows. */
   async providers(): Promise<ProviderView[]> {
