@@ -9,8 +9,8 @@ import { parseArgs } from 'node:util';
 import type { StatePaths } from '@runboard/supervisor/paths';
 import type { RunResult } from '@runboard/supervisor/protocol';
 import { loadConfig } from '@runboard/project/config';
-import { formatBytes, retentionPolicy, type RetentionPolicy } from '@runboard/project/retention';
-import { collect, diskUsage, scanProject } from '../core/gc.ts';
+import { formatBytes, retentionPolicy } from '@runboard/project/retention';
+import { collect, diskUsage, policyText, scanProject } from '../core/gc.ts';
 import { SupervisorClient, SupervisorUnavailable } from '../core/supervisor-client.ts';
 import { findProjectDir } from './project-dir.ts';
 
@@ -18,14 +18,6 @@ export const GC_USAGE = `gc [--project DIR] [--yes] [--json]       what the rete
 
 /** A mistake in the gc command's options. */
 export class GcUsageError extends Error {}
-
-const DAY_MS = 86_400_000;
-const age = (ms: number): string =>
-  ms % DAY_MS === 0 ? `${ms / DAY_MS}d` : ms % 3_600_000 === 0 ? `${ms / 3_600_000}h` : `${ms} ms`;
-
-function policyText(p: RetentionPolicy): string {
-  return `maxAge ${age(p.maxAgeMs)}, maxSize ${p.maxBytes === undefined ? 'none' : formatBytes(p.maxBytes)}, keepPerCard ${p.keepPerCard}`;
-}
 
 /** The runs the supervisor says are going, when one runs (none is started to ask). */
 async function goingRuns(paths: StatePaths): Promise<RunResult[]> {

@@ -16,6 +16,7 @@ import {
   type RunResult,
 } from '@runboard/supervisor/protocol';
 import type { StatePaths } from '@runboard/supervisor/paths';
+import { diskUsageView } from './gc.ts';
 import { call, RegisterProject } from '@runboard/supervisor/protocol';
 import { commonGitDir, safeGit } from '@runboard/supervisor/git';
 import {
@@ -36,6 +37,7 @@ import {
   type RunFiles as RunFileList,
   type ScheduleEdit,
   type ConfigView,
+  type DiskUsageView,
   type Settings,
   type TrashedCard,
   type WorktreeDiff,
@@ -778,6 +780,11 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       flows: Object.entries(cfg.flows).map(([name, f]) => ({ name, cap: f.cap })),
       columnLimits: cfg.scheduler.columnLimits,
     };
+  }
+
+  /** The project's disk use, for Settings (gc.ts: the same scan `runboard gc` makes). */
+  diskUsage(): DiskUsageView {
+    return diskUsageView(this.paths, this.store.projectDir, this.store.config.retention);
   }
 
   /** The effective config as the files say now (defaults ← user config ← config.yaml), for Settings. */

@@ -13,11 +13,15 @@ import type { StatePaths } from '@runboard/supervisor/paths';
 import { RunId, RunResult } from '@runboard/supervisor/protocol';
 import { paramSecretsDir, deleteParamSecret } from '@runboard/supervisor/secrets';
 import {
+  formatBytes,
   planRetention,
+  retentionPolicy,
+  type Retention,
   type RetentionPlan,
   type RetentionPolicy,
   type StoredItem,
 } from '@runboard/project/retention';
+import type { DiskUsageView } from '../shared/board-types.ts';
 
 const MAX_JSON_BYTES = 4 * 1024 * 1024;
 const MAX_CARD_BYTES = 8 * 1024 * 1024;
@@ -273,4 +277,28 @@ export function diskUsage(storage: ProjectStorage): DiskUsage {
     runs: storage.runs.length,
     recordingCount: storage.recordings.length,
   };
+}
+
+const DAY_MS = 86_400_000;
+const ageText = (ms: number): string =>
+  ms % DAY_MS === 0 ? `${ms / DAY_MS}d` : ms % 3_600_000 === 0 ? `${ms / 3_600_000}h` : `${ms} ms`;
+
+/** The policy in words, as `runboard gc` and Settings say it. */
+export function policyText(p: RetentionPolicy): string {
+  return `maxAge ${ageText(p.maxAgeMs)}, maxSize ${p.maxBytes === undefined ? 'none' : formatBytes(p.maxBytes)}, keepPerCard ${p.keepPerCard}`;
+}
+
+/** Settings' figures for a project (a scan of its runs and recordings; nothing is removed). */
+export function diskUsageView(
+  paths: StatePaths,
+  projectDir: string,
+  retention: Retention | undefined,
+): DiskUsageView {
+  let storage: ProjectStorage;
+  try {
+    storage = scanProject(paths, projectDir);
+  } catch {
+    storage = { runs: [], recordings: [], orphanSecrets: [] }; // a linked recordings/: gc says why
+  }
+  return { ...diskUsage(storage), policy: policyText(retentionPolicy(retention)) };
 }
