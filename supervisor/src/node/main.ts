@@ -277,6 +277,7 @@ async function main(): Promise<void> {
       })
     : undefined;
   if (fleetHost) log.info({ offer: fleet.host!.offer }, 'taking runs from the fleet');
+  await fleetHost?.announced; // in the fleet's roster before it says it is ready (boards read it)
   closeFleet = async () => {
     await fleetHost?.close();
     await registry.fleet?.close();
