@@ -11,8 +11,12 @@
 //  - supervisor/src/common (paths, grants: shared with the host) never imports supervisor/src/node;
 //  - worker never imports host, of the supervisor only its protocol entry point, and of the project
 //    model only the recording format;
+//  - in the worker, each runner room (worker/src/runners/<name>/) imports the desktop
+//    (worker/src/desktop) and the model stack (worker/src/models) but no other runner room; the model
+//    stack imports no desktop (neither worker/src/desktop nor native), no runner; nothing else imports a
+//    runner room;
 //  - host never imports worker, and of the supervisor only its public entry points (protocol, paths, grants,
-//    git, regular-file, ledger, run-output);
+//    git, regular-file, ledger, run-output, secrets);
 //  - host core never imports the renderer, the shells (cli, server, electron) or electron;
 //  - the renderer (host/src/renderer, untrusted) imports no Node, no host core, and of the supervisor
 //    and native only types; host/src/shared holds types and pure code both sides may import.
@@ -27,6 +31,10 @@ const layers = [
   { type: 'supervisor-common', pattern: 'supervisor/src/common' },
   { type: 'project', pattern: 'packages/project/src' },
   { type: 'supervisor', pattern: 'supervisor/src/node' },
+  // the worker's rooms before the worker as a whole (the first pattern that matches a file names its layer)
+  { type: 'worker-desktop', pattern: 'worker/src/desktop' },
+  { type: 'worker-models', pattern: 'worker/src/models' },
+  { type: 'worker-runner', pattern: 'worker/src/runners/*', capture: ['runner'] },
   { type: 'worker', pattern: 'worker/src' },
   { type: 'native', pattern: 'native/src' },
   { type: 'host-shared', pattern: 'host/src/shared' },
@@ -36,6 +44,7 @@ const layers = [
 ].map((l) => ({ ...l, partialMatch: false }));
 
 const hostTypes = ['host-shared', 'host-core', 'host-shell', 'renderer'];
+const workerTypes = ['worker', 'worker-desktop', 'worker-models', 'worker-runner'];
 const el = (...types) => ({ element: { types } });
 /** An import of these layers, of any kind (values and types). */
 const anyOf = (types, message) => ({ disallow: { to: el(...types) }, message });
@@ -51,12 +60,12 @@ const layerPolicies = [
   {
     from: from('native'),
     ...anyOf(
-      ['protocol', 'supervisor-common', 'supervisor', 'worker', ...hostTypes],
+      ['protocol', 'supervisor-common', 'supervisor', ...workerTypes, ...hostTypes],
       'native imports nothing of ours (but the recording format, @runboard/project/recording).',
     ),
   },
   {
-    from: from('native', 'worker'),
+    from: from('native', ...workerTypes),
     disallow: { to: { element: { types: 'project', fileInternalPath: '!recording.ts' } } },
     message:
       'Of the project model, native and the worker import only the recording format (@runboard/project/recording); cards and config reach a run as its FlowSpec.',
@@ -72,7 +81,7 @@ const layerPolicies = [
   {
     from: from('protocol'),
     ...anyOf(
-      ['project', 'supervisor-common', 'supervisor', 'worker', 'native', ...hostTypes],
+      ['project', 'supervisor-common', 'supervisor', ...workerTypes, 'native', ...hostTypes],
       'The protocol module depends on nothing but vscode-jsonrpc and zod.',
     ),
   },
@@ -84,7 +93,7 @@ const layerPolicies = [
   {
     from: from('project'),
     ...anyOf(
-      ['supervisor-common', 'supervisor', 'worker', ...hostTypes],
+      ['supervisor-common', 'supervisor', ...workerTypes, ...hostTypes],
       "The project model (@runboard/project) is pure: it imports nothing of the supervisor, the worker or the host (of ours only the protocol's data and native's regular-file reader).",
     ),
   },
@@ -108,19 +117,19 @@ const layerPolicies = [
   {
     from: from('supervisor-common'),
     ...anyOf(
-      ['supervisor', 'worker', ...hostTypes],
+      ['supervisor', ...workerTypes, ...hostTypes],
       'supervisor/src/common is shared with the host: it never imports the supervisor process (src/node), the worker or the host.',
     ),
   },
   {
     from: from('supervisor'),
     ...anyOf(
-      ['worker', ...hostTypes],
+      [...workerTypes, ...hostTypes],
       'The supervisor spawns the worker bundle and serves the host; it imports neither.',
     ),
   },
   {
-    from: from('worker'),
+    from: from(...workerTypes),
     ...anyOf(
       ['supervisor', 'supervisor-common', ...hostTypes],
       'worker never imports host code, and of the supervisor only @runboard/supervisor/protocol.',
@@ -129,8 +138,32 @@ const layerPolicies = [
   {
     from: from(...hostTypes),
     ...anyOf(
-      ['supervisor', 'worker'],
+      ['supervisor', ...workerTypes],
       'Import the supervisor only through its entry points (@runboard/supervisor/protocol, /protocol/data and the supervisor/src/common modules that supervisor/package.json exports); host never imports worker code.',
+    ),
+  },
+  {
+    from: from('worker-runner'),
+    disallow: {
+      to: {
+        element: { types: 'worker-runner', captured: { runner: '!{{ from.element.captured.runner }}' } },
+      },
+    },
+    message:
+      "A runner imports no other runner's room: what runners share lives in worker/src/desktop (the desktop) or worker/src/models (the model stack).",
+  },
+  {
+    from: from('worker-models'),
+    ...anyOf(
+      ['worker-desktop', 'worker-runner', 'native'],
+      'The model stack (worker/src/models) imports no desktop (worker/src/desktop, native) and no runner: it speaks wire formats only.',
+    ),
+  },
+  {
+    from: from('worker-desktop', 'worker'),
+    ...anyOf(
+      ['worker-runner'],
+      "Only a runner imports its room (worker/src/runners/<name>/): the desktop, the worker's core and the single-file runners do not (runners are loaded as bundles, runners/load.ts).",
     ),
   },
   {

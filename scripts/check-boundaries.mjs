@@ -124,6 +124,27 @@ const refused = [
     'worker/src/probe.ts',
     "import { createRequire } from 'node:module'; const load = createRequire(import.meta.url); export const m = load('../../host/src/core/project.ts');",
   ],
+  // The worker's rooms: a runner imports no other runner's room; the model stack no desktop, no runner;
+  // nothing but a runner imports a runner room. The worker's own rules hold in every room.
+  ['worker/src/runners/replay/probe.ts', "import { Loop } from '../computer-use/loop.ts'; export { Loop };"],
+  ['worker/src/runners/reflect/probe.ts', "import { Replay } from '../replay/replay.ts'; export { Replay };"],
+  ['worker/src/models/probe.ts', "import { Screen } from '../desktop/screen.ts'; export { Screen };"],
+  ['worker/src/models/probe.ts', "import { desktop } from '@runboard/native'; export { desktop };"],
+  ['worker/src/models/probe.ts', "import { Loop } from '../runners/computer-use/loop.ts'; export { Loop };"],
+  [
+    'worker/src/desktop/probe.ts',
+    "import { loadPlan } from '../runners/replay/plan.ts'; export { loadPlan };",
+  ],
+  ['worker/src/runners/probe.ts', "import { loadPlan } from './replay/plan.ts'; export { loadPlan };"],
+  [
+    'worker/src/desktop/probe.ts',
+    "import { statePaths } from '@runboard/supervisor/paths'; export { statePaths };",
+  ],
+  ['worker/src/models/probe.ts', "import { App } from '../../../host/src/renderer/App.tsx'; export { App };"],
+  [
+    'host/src/core/probe.ts',
+    "import { ModelClient } from '../../../worker/src/models/client.ts'; export { ModelClient };",
+  ],
 ];
 
 /** Imports the rules must keep allowing (so that they are not simply refusing everything). */
@@ -150,6 +171,21 @@ const allowed = [
     "import { ErrorCodes } from '@runboard/supervisor/protocol'; export { ErrorCodes };",
   ],
   ['worker/src/probe.ts', "import { Desktop } from '@runboard/native'; export { Desktop };"],
+  ['worker/src/runners/replay/probe.ts', "import { loadPlan } from './plan.ts'; export { loadPlan };"],
+  [
+    'worker/src/runners/replay/probe.ts',
+    "import { onDesktop } from '../../desktop/session.ts'; export { onDesktop };",
+  ],
+  [
+    'worker/src/runners/replay/probe.ts',
+    "import { ModelClient } from '../../models/client.ts'; export { ModelClient };",
+  ],
+  [
+    'worker/src/runners/replay/probe.ts',
+    "import type { Runner } from '../runner.ts'; export type { Runner };",
+  ],
+  ['worker/src/desktop/probe.ts', "import { fill } from '../models/prompt.ts'; export { fill };"],
+  ['worker/src/desktop/probe.ts', "import { Desktop } from '@runboard/native'; export { Desktop };"],
   ['supervisor/src/protocol/probe.ts', "import * as z from 'zod/mini'; export { z };"],
   ['supervisor/src/node/probe.ts', "import { statePaths } from '../common/paths.ts'; export { statePaths };"],
   // The project model is imported by the host and the supervisor; native and the worker see its recording format.

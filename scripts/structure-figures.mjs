@@ -120,7 +120,8 @@ function ccShape(text) {
       if (ch === '{') {
         const inFn = stack.includes('fn');
         const inType = stack.includes('other');
-        const h = (header + ' ' + line).trim();
+        // the declaration this brace opens: what follows the last `;` or `}` before it
+        const h = (header + ' ' + line).split(/[;}]/).pop().trim();
         let kind = 'other';
         if (!inFn && !inType) {
           const head = h.split('{')[0].trim();

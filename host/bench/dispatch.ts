@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createGrant } from '@runboard/supervisor/grants';
 import { statePaths } from '@runboard/supervisor/paths';
-import { BoardService } from '../src/core/board-service.ts';
+import { openBoard } from '../src/core/open-board.ts';
 import { SupervisorClient } from '../src/core/supervisor-client.ts';
 
 const CARDS = Number(process.env.CARDS ?? 1000);
@@ -32,7 +32,7 @@ process.env.RUNBOARD_HOME = paths.root;
 
 const samples: number[] = [];
 const t0 = performance.now();
-const service = await BoardService.open(project, paths);
+const service = await openBoard(project, paths);
 const opened = performance.now() - t0;
 await new Promise<void>((resolve) => {
   service.scheduler.on('dispatch', ({ sinceFreeMs }) => {

@@ -82,6 +82,33 @@ function differing(a: Image, b: Image, r: [number, number, number, number]): num
   return n / (r[2] * r[3]);
 }
 
+/** The screen (a region of it; [0,0,0,0]: all of it) now, as RGB. */
+async function shot(region: [number, number, number, number]): Promise<Image> {
+  const all = region[2] === 0;
+  const c = await desktop.capture({ ...(all ? {} : { region }), format: 'raw', cursor: false });
+  const rgb = Buffer.alloc(c.width * c.height * 3);
+  for (let i = 0, j = 0; i < c.data.length; i += 4, j += 3) c.data.copy(rgb, j, i, i + 3);
+  return { width: c.width, height: c.height, rgb };
+}
+
+/** `r` of a whole-screen image, as an image of its own. */
+function crop(img: Image, r: [number, number, number, number]): Image {
+  const rgb = Buffer.alloc(r[2] * r[3] * 3);
+  for (let y = 0; y < r[3]; y++)
+    rgb.set(
+      img.rgb.subarray(((r[1] + y) * img.width + r[0]) * 3, ((r[1] + y) * img.width + r[0] + r[2]) * 3),
+      y * r[2] * 3,
+    );
+  return { width: r[2], height: r[3], rgb };
+}
+
+/** Waits until the app has painted a change in `r`: more than `share` of its pixels differ from `before`. */
+async function painted(r: [number, number, number, number], before: Image, share: number): Promise<void> {
+  const whole: [number, number, number, number] = [0, 0, r[2], r[3]];
+  const ok = await eventually(async () => differing(before, await shot(r), whole) > share, 15_000);
+  if (!ok) throw new Error(`the app never painted the change at ${r.join(',')}`);
+}
+
 describe('recording a person filling the form', () => {
   let dir: string;
   let steps: ManifestStep[];
@@ -117,7 +144,10 @@ describe('recording a person filling the form', () => {
     await pause();
     await desktop.click(...centre(name));
     await pause();
+    const blank = await shot(name.bounds);
     await desktop.type('Ada Lovelace', { delayMs: 15 });
+    // The next step's screenshot shows the text only once the app has painted it (late when loaded).
+    await painted(name.bounds, blank, 0.02);
     await pause();
     await desktop.key('Tab');
     await pause();
@@ -131,10 +161,12 @@ describe('recording a person filling the form', () => {
     await pause();
     await desktop.click(...centre(submit));
     await pause();
+    const unticked = await shot([0, 0, 0, 0]);
     await desktop.click(...centre(subscribe));
     await pause();
     const newsletter = await find('text', 'Newsletter');
     newsletterBounds = newsletter.bounds;
+    await painted(newsletterBounds, crop(unticked, newsletterBounds), 0.1);
     at.newsletter = centre(newsletter);
     await desktop.click(...centre(newsletter));
     await pause();

@@ -19,7 +19,7 @@ import { runLogDir } from '@runboard/supervisor/paths';
 import { BoardServer, shellCard, waitUntil } from '../e2e/helpers/board.ts';
 import { sleep } from '../helpers/harness.ts';
 import type { Harness } from '../helpers/harness.ts';
-import { startHost } from './hosts.ts';
+import { maxOverlap, startHost } from './hosts.ts';
 import { RedisServer } from './redis.ts';
 
 const CARDS = 200;
@@ -27,19 +27,6 @@ const GLOBAL_CAP = 3;
 let redis: RedisServer;
 let server: BoardServer;
 const hosts: Harness[] = [];
-
-/** Most intervals open at one instant. */
-function maxOverlap(spans: [number, number][]): number {
-  const edges = spans.flatMap(([a, b]): [number, number][] => [
-    [a, 1],
-    [b, -1],
-  ]);
-  edges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
-  let open = 0;
-  let most = 0;
-  for (const [, d] of edges) most = Math.max(most, (open += d));
-  return most;
-}
 
 let redisDir: string | undefined;
 beforeAll(async () => {
@@ -159,6 +146,22 @@ describe('a board whose runs go to a fleet', () => {
       ['artifacts/step-001.png'],
     );
     expect((await get(`/api/runs/${id}/live`)).status).toBe(404);
+  });
+
+  it('a card no host of the fleet can run is refused up front, with the reason on the card and no run', async () => {
+    // No host offers `fragile` yet (h4 joins in the next test): the board had queued a job that
+    // waited for good, or that a host refused after the fact (issue 34).
+    server.writeCard('nohost.md', shellCard('No host', 'echo never').replace('flow: shell', 'flow: fragile'));
+    await waitUntil('the card is on the board', async () => (await server.card('nohost')) !== undefined);
+    await server.api('POST', '/api/cards/nohost/move', { to: 'queued', index: 0 });
+    const card = await waitUntil('refused', async () => {
+      const c = await server.card('nohost');
+      return c?.column === 'failed' ? c : undefined;
+    });
+    expect(card.lastError).toMatch(
+      /^refused: the fleet cannot run this card: no host of the fleet offers flow "fragile" \(h1 offers "build", "test"; h2 offers "build", "test"; h3 offers "test"\): start one with `runboard fleet join … --flows fragile --workspace workspace=DIR`/,
+    );
+    expect((await server.api<{ runs: unknown[] }>('GET', '/api/cards/nohost')).runs).toEqual([]);
   });
 
   it("a run whose host dies ends failed, and the card's retry runs it again on another host", async () => {

@@ -4,29 +4,62 @@
  * cannot run is refused at launch, with the reason, before any job is queued.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runLogDir } from '@runboard/supervisor/paths';
 import type { RunResult } from '@runboard/supervisor/protocol';
-import { DIST, processesMentioning, waitUntil, type Harness } from '../helpers/harness.ts';
-import { startGateway, startHost } from './hosts.ts';
-import type { RedisServer } from './redis.ts';
+import { DIST, Harness, processesMentioning, waitUntil } from '../helpers/harness.ts';
+import { LEASE_MS, maxOverlap, startGateway, startHost } from './hosts.ts';
+import { CuttableLink, type RedisServer } from './redis.ts';
 
 let redis: RedisServer;
 let board: Harness;
+let gatewayEnv: NodeJS.ProcessEnv;
 const hosts: Harness[] = [];
+const boards: Harness[] = [];
 
 beforeAll(async () => {
-  ({ board, redis } = await startGateway());
+  ({ board, redis, env: gatewayEnv } = await startGateway());
+  boards.push(board);
 }, 120_000);
 
 afterAll(async () => {
   for (const h of hosts) await h.stop().catch(() => undefined);
-  await board?.stop();
+  for (const b of boards) await b.stop().catch(() => undefined);
   await redis?.stop();
 });
+
+/** Another board's supervisor on the same fleet (its own state root). */
+async function anotherBoard(): Promise<Harness> {
+  const b = await Harness.start({ env: { RUNBOARD_FLEET_LEASE_MS: String(LEASE_MS) } });
+  boards.push(b);
+  b.client.close();
+  const exited = new Promise((r) => b.supervisor.once('exit', r));
+  b.supervisor.kill('SIGTERM');
+  await exited;
+  await b.startSupervisor(undefined, gatewayEnv);
+  writeFileSync(path.join(b.root, 'card.md'), '---\ntitle: test card\n---\nSay hello.\n');
+  return b;
+}
+
+/** Start and end (µs, one clock) of each run that noted them in a host's workspace. */
+function spansIn(...hs: Harness[]): [number, number][] {
+  return hs.flatMap((h) => {
+    const f = path.join(h.workspace, 'spans.log');
+    if (!existsSync(f)) return [];
+    return readFileSync(f, 'utf8')
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l): [number, number] => {
+        const [a, b] = l.split(' ');
+        return [Number(BigInt(a!) / 1000n), Number(BigInt(b!) / 1000n)];
+      });
+  });
+}
+const SPAN = 's=$(date +%s%N); sleep 1; echo "$s $(date +%s%N)" >> spans.log';
 
 /** `runboard` as a person runs it on that machine (its own state root). */
 async function rb(home: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -84,4 +117,78 @@ describe('the fleet whole', () => {
     const end = await board.collect(runId);
     expect(end.result.termination?.reason).toBe('heartbeat-timeout');
   });
+
+  it('several boards on one fleet share one global cap, also across a Redis restart', async () => {
+    const other = await anotherBoard();
+    const wide = [
+      await startHost(redis.url, 'wide1', ['wide'], 3),
+      await startHost(redis.url, 'wide2', ['wide'], 3),
+    ];
+    hosts.push(...wide);
+    // Each board says its scheduler.maxConcurrency, as a board does (followBackend): 2 on both.
+    for (const b of [board, other])
+      await b.client.setBackend({ backend: 'redis', redisUrl: redis.url, maxConcurrency: 2 });
+    // Each board dispatches up to its own cap (2 at once each); the hosts have room for 6.
+    const launched = await Promise.all(
+      [board, other, board, other, board, other].map(async (b) => ({
+        b,
+        ...(await b.launch(SPAN, { name: 'wide' })),
+      })),
+    );
+    await waitUntil(
+      'a run going',
+      () => spansIn(...wide).length > 0 || processesMentioning('sleep 1').length > 0,
+      20_000,
+    );
+    await redis.stop();
+    await redis.restart();
+    const results = await Promise.all(launched.map(({ b, runId }) => b.collect(runId).then((r) => r.result)));
+    for (const r of results) expect(r.status, JSON.stringify(r.termination)).toBe('succeeded');
+    const spans = spansIn(...wide);
+    expect(spans).toHaveLength(6); // each ran once
+    expect(maxOverlap(spans)).toBeLessThanOrEqual(2);
+    for (const b of [board, other]) await b.client.setBackend({ backend: 'redis', redisUrl: redis.url });
+  }, 120_000);
+
+  it("a host cut off from Redis does not hold the fleet's cap: its slot lapses once it has stopped its run", async () => {
+    const link = await CuttableLink.open(redis);
+    const cut = await startHost(link.url, 'island', ['capped'], 1);
+    const mainland = await startHost(redis.url, 'mainland', ['capped2'], 1);
+    hosts.push(cut, mainland);
+    await board.client.setBackend({ backend: 'redis', redisUrl: redis.url, maxConcurrency: 1 });
+    try {
+      const first = await board.launch('echo island; sleep 63', { name: 'capped' });
+      let islandRun = '';
+      await waitUntil(
+        'the island runs it',
+        async () => {
+          islandRun = String((await board.client.getRun(first.runId)).run.metrics.hostRunId ?? '');
+          return /^\d{8}-/.test(islandRun);
+        },
+        20_000,
+      );
+      // With the cap of 1 taken by the island, this one waits for a slot until the island's lapses.
+      const second = await board.launch('echo mainland', { name: 'capped2' });
+      await link.cut();
+      const r2 = (await board.collect(second.runId)).result;
+      expect(r2.status, JSON.stringify(r2.termination)).toBe('succeeded');
+      expect(r2.metrics.host).toBe('mainland');
+      const r1 = (await board.collect(first.runId)).result;
+      expect(r1.termination?.reason).toBe('heartbeat-timeout');
+      // The island stopped its own run (fencing) before the mainland's began: never over the cap.
+      const islandEnd = JSON.parse(
+        readFileSync(path.join(runLogDir(cut.paths, islandRun), 'result.json'), 'utf8'),
+      ) as RunResult;
+      const mainlandStart = JSON.parse(
+        readFileSync(
+          path.join(runLogDir(mainland.paths, String(r2.metrics.hostRunId)), 'result.json'),
+          'utf8',
+        ),
+      ) as RunResult;
+      expect(Date.parse(islandEnd.endedAt!)).toBeLessThanOrEqual(Date.parse(mainlandStart.startedAt));
+    } finally {
+      await board.client.setBackend({ backend: 'redis', redisUrl: redis.url });
+      await link.restore();
+    }
+  }, 120_000);
 });

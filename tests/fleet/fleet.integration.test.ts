@@ -76,12 +76,17 @@ describe('a fleet of supervisors on Redis', () => {
     }
   });
 
-  it('a host without the workspace refuses the run, saying what to grant', async () => {
-    const { done } = await runOn('other', 'true');
-    // gamma offers `other` but maps no workspace "."
-    const r = await done;
-    expect(r.status).toBe('failed');
-    expect(r.termination?.detail).toMatch(/gamma has no workspace "\."/);
+  it('a launch no host can run (its workspace mapped by none) is refused up front, saying what to grant', async () => {
+    // gamma offers `other` but maps no workspace ".": the board's supervisor refuses it before any job
+    // is queued (it had queued it, and gamma refused the job: issue 34), naming the hosts and the fix.
+    const before = (await board.client.list({ limit: 1000 })).runs.length;
+    await expect(board.launch('true', { name: 'other' })).rejects.toThrow(
+      /the fleet cannot run this card: no host of the fleet that offers flow "other" has workspace "\." \(gamma maps none\): on a host, `runboard grant DIR` and join with `--workspace \.=DIR`/,
+    );
+    await expect(board.launch('true', { name: 'nobody' })).rejects.toThrow(
+      /no host of the fleet offers flow "nobody" \(alpha offers "shell"; beta offers "shell", "slow"; gamma offers "other"\)/,
+    );
+    expect((await board.client.list({ limit: 1000 })).runs.length).toBe(before);
   });
 
   it('cancel from the board stops the run on its host, and nothing of it stays running there', async () => {

@@ -65,3 +65,16 @@ export async function startGateway(
   writeFileSync(path.join(board.root, 'card.md'), '---\ntitle: test card\n---\nSay hello.\n');
   return { board, redis, env: gatewayEnv };
 }
+
+/** Most intervals open at one instant. */
+export function maxOverlap(spans: [number, number][]): number {
+  const edges = spans.flatMap(([a, b]): [number, number][] => [
+    [a, 1],
+    [b, -1],
+  ]);
+  edges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+  let open = 0;
+  let most = 0;
+  for (const [, d] of edges) most = Math.max(most, (open += d));
+  return most;
+}

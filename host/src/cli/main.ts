@@ -28,6 +28,7 @@ import { cmdExtract, EXTRACT_USAGE, ExtractUsageError } from './extract.ts';
 import { cmdConfig, CONFIG_USAGE } from './config.ts';
 import { runsOnDisk } from './runs-on-disk.ts';
 import { cmdFleet, FLEET_USAGE, FleetUsageError } from './fleet.ts';
+import { cmdGc, GC_USAGE, GcUsageError } from './gc.ts';
 import { cmdRecord, RECORD_USAGE, RecordUsageError } from './record.ts';
 import { cmdSchedules, SCHEDULES_USAGE, SchedulesUsageError } from './schedules.ts';
 import { cmdServe, SERVE_USAGE } from './serve.ts';
@@ -56,6 +57,7 @@ const USAGE = `usage: runboard <command> [options]   (runboard <command> --help:
   ${SCHEDULES_USAGE}
   ${CONFIG_USAGE}
   ${FLEET_USAGE}
+  ${GC_USAGE}
 
   --version                                this Runboard's version
 
@@ -523,6 +525,10 @@ async function main(argv: string[]): Promise<number> {
     case 'fleet':
       return cmdFleet(rest, paths).catch((e: unknown) => {
         throw e instanceof FleetUsageError ? new UsageError(e.message, 'fleet') : e;
+      });
+    case 'gc':
+      return cmdGc(rest, paths).catch((e: unknown) => {
+        throw e instanceof GcUsageError ? new UsageError(e.message, 'gc') : e;
       });
     case undefined:
     case 'help':

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { StatePaths } from '@runboard/supervisor/paths';
-import { BoardService } from '../core/board-service.ts';
+import { openBoard } from '../core/open-board.ts';
 import { distDir } from '../core/supervisor-client.ts';
 import { serve } from '../server/server.ts';
 import { findProjectDir } from './project-dir.ts';
@@ -38,7 +38,7 @@ export async function cmdServe(args: string[], paths: StatePaths): Promise<numbe
   });
   const projectDir = findProjectDir(values.project);
   const started = performance.now();
-  const service = await BoardService.open(projectDir, paths);
+  const service = await openBoard(projectDir, paths);
   const server = await serve(service, {
     port: Number(values.port ?? 0),
     rendererDir: path.join(distDir(), 'renderer'),

@@ -12,6 +12,8 @@ export async function followBackend(store: BoardStore, client: SupervisorClient)
     await client.setBackend({
       backend: cfg.scheduler.backend,
       ...(cfg.redis ? { redisUrl: cfg.redis.url } : {}),
+      // on a fleet, a cap for all the fleet's runs together (several boards share it)
+      ...(cfg.scheduler.backend === 'redis' ? { maxConcurrency: cfg.scheduler.maxConcurrency } : {}),
     });
   };
   const warn = (err: Error): void => {

@@ -80,6 +80,7 @@ export function callHandlers(s: BoardService): CallHandlers {
     checkProviderKey: (p) => s.checkProviderKey(p.provider),
     settings: () => s.settings(),
     configView: () => s.configView(),
+    diskUsage: () => s.diskUsage(),
     saveSettings: (p) => s.saveSettings(p),
     runFiles: (p) => s.runFiles(p.runId),
     runDiff: (p) => s.worktreeDiff(p.runId),

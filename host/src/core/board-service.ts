@@ -1,23 +1,16 @@
 /**
  * The host core behind both shells (Electron main and `runboard serve`): the board store, the
  * scheduler and the supervisor connections, exposed as the intents and views of the board's methods
- * (host/src/shared/board-methods.ts). Composition happens in `BoardService.open`; the board view,
- * its deltas, a run's files and its stream are units of their own (board-view.ts, board-deltas.ts,
- * run-files.ts, run-stream.ts).
+ * (host/src/shared/board-methods.ts). It is made by `openBoard` (open-board.ts), which the shells'
+ * composition roots call. The board view, its deltas, a run's files and its stream are units of their
+ * own (board-view.ts, board-deltas.ts, run-files.ts, run-stream.ts), as are the areas it answers for:
+ * runs and worktrees (board-runs.ts), Settings and provider keys (board-settings.ts), a card's workflow
+ * and replay parameters (board-workflows.ts).
  */
 import { EventEmitter } from 'node:events';
 import path from 'node:path';
-import {
-  checkWorkflow,
-  ErrorCodes,
-  JsonRpcCodes,
-  paramSecretRefs,
-  ResponseError,
-  type RunResult,
-} from '@runboard/supervisor/protocol';
+import { call, RegisterProject, type RunResult } from '@runboard/supervisor/protocol';
 import type { StatePaths } from '@runboard/supervisor/paths';
-import { call, RegisterProject } from '@runboard/supervisor/protocol';
-import { commonGitDir, safeGit } from '@runboard/supervisor/git';
 import {
   COLUMNS,
   type Answer,
@@ -36,50 +29,48 @@ import {
   type RunFiles as RunFileList,
   type ScheduleEdit,
   type ConfigView,
+  type DiskUsageView,
   type Settings,
   type TrashedCard,
   type WorktreeDiff,
 } from '../shared/board-types.ts';
-import { checkRunId, Invalid, MoveRefused, NotFound } from './board-errors.ts';
+import { Invalid, MoveRefused, NotFound } from './board-errors.ts';
 import { compareCards, moveRefusal, ranksForMove } from './board-model.ts';
 import { cardTransition } from './card-lifecycle.ts';
-import { setYamlValues, type YamlSet } from './config-edit.ts';
 import { BoardDeltas } from './board-deltas.ts';
+import { cardForm, listFolders, workspaceValue } from './board-folders.ts';
 import { answerQuestions, parseQuestions } from './board-questions.ts';
-import { CardParseCache } from './card-parse-cache.ts';
-import { BoardStore, questionsOf } from './board-store.ts';
+import { questionsOf, type BoardStore } from './board-store.ts';
+import { BoardRuns } from './board-runs.ts';
+import { BoardSettings } from './board-settings.ts';
 import { BoardViews } from './board-view.ts';
+import { BoardWorkflows } from './board-workflows.ts';
 import { Extractions, ExtractRefused, type ExtractRequest } from './extract.ts';
 import { PermissionAsks } from './permission-asks.ts';
 import { GrantStore } from './grant-store.ts';
 import { GrantError } from '@runboard/supervisor/grants';
-import { flowProvider, NoGrantError } from './launch.ts';
-import { configRows, loadEffectiveConfig, userConfigPath, type Card } from './project.ts';
+import { NoGrantError } from './launch.ts';
+import type { Card } from './project.ts';
 import { Recordings } from './recordings.ts';
 import { RunFiles } from './run-files.ts';
 import { streamRun, type RunViewer } from './run-stream.ts';
-import { Scheduler } from './scheduler.ts';
+import type { Scheduler } from './scheduler.ts';
 import { HostSchedules, localZone, scheduleFrontMatter } from './schedules.ts';
 import { resolveSchedule } from '@runboard/project/schedule';
-import { Ledger } from '@runboard/supervisor/ledger';
-import { followBackend } from './backend.ts';
-import { SupervisorClient } from './supervisor-client.ts';
-import { saveWorkflow, workflowView } from './workflow-store.ts';
+import type { SupervisorClient } from './supervisor-client.ts';
 import type { CardWorkflowView, WorkflowSaveResult } from '../shared/workflow-edit.ts';
 import type { ReplayParamsView } from '../shared/replay-params.ts';
 
 export { Invalid, MoveRefused, NotFound } from './board-errors.ts';
 export { STREAM_HIGH_WATER, STREAM_TAIL_BYTES, type RunViewer } from './run-stream.ts';
 
-/** How many runs the host keeps at hand for the inspector (older ones are asked for again). */
-const KNOWN_RUNS_MAX = 2000;
-
-/** How long after opening the board starts its watcher (decision 45). */
-const WATCH_AFTER_MS = 1000;
-
 export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta] }> {
-  /** Runs seen lately (from card details), for the tail offsets of a stream. */
-  private readonly knownRuns = new Map<string, RunResult>();
+  /** A card's runs, one run, a run's worktree; the runs seen lately (board-runs.ts). */
+  private readonly runs: BoardRuns;
+  /** Providers, keys, caps and the effective config (board-settings.ts). */
+  private readonly settingsArea: BoardSettings;
+  /** A card's workflow and a replay card's parameters (board-workflows.ts). */
+  private readonly workflows: BoardWorkflows;
   private readonly views: BoardViews;
   private readonly deltas: BoardDeltas;
   private readonly files: RunFiles;
@@ -90,7 +81,8 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   /** The person's answers to permission asks (permission-asks.ts). */
   readonly asks: PermissionAsks;
 
-  private constructor(
+  /** Made by openBoard (open-board.ts), which the shells' composition roots call; then start(). */
+  constructor(
     readonly store: BoardStore,
     readonly scheduler: Scheduler,
     private readonly client: SupervisorClient,
@@ -116,7 +108,17 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
         this.emit('changed');
       },
     );
-    this.files = new RunFiles(paths, (runId) => this.runById(runId));
+    this.runs = new BoardRuns(client);
+    this.settingsArea = new BoardSettings(store, client, scheduler, paths);
+    this.workflows = new BoardWorkflows({
+      store,
+      client,
+      scheduler,
+      card: (id) => this.card(id),
+      queue: (id) => this.move(id, 'queued', Number.MAX_SAFE_INTEGER),
+      changed: () => this.deltas.soon(0),
+    });
+    this.files = new RunFiles(paths, (runId) => this.runs.byId(runId));
     this.asks = new PermissionAsks(store, scheduler, client, grants, (s) => scheduler.topRank(s));
     this.recordings = new Recordings({ store, changed: () => this.deltas.soon(0) });
     this.extractions = new Extractions({
@@ -133,48 +135,20 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     store.on('cards', () => this.schedules.boardChanged());
   }
 
-  static async open(projectDir: string, paths: StatePaths): Promise<BoardService> {
-    // The supervisor is reached (or started) while the cards are read: two start-ups at once.
-    const connecting = SupervisorClient.connect(paths, { autoStart: true, reconnect: true });
-    const store = new BoardStore(projectDir, {
-      cache: new CardParseCache(CardParseCache.fileFor(paths.root, projectDir)),
-      ledger: Ledger.open(paths.root, projectDir),
-    });
-    let client: SupervisorClient;
-    try {
-      store.load();
-      // Outside edits are followed once the watcher is ready, and what changed before that is read then
-      // (BoardStore.catchUp). So the board need not wait for the watcher's walk of cards/ (an lstat and
-      // a watch per file), and that walk starts a moment later, after the page's first screen has been
-      // served: run at once, it took the event loop just when the page asked for it.
-      setTimeout(() => {
-        store
-          .watch()
-          .catch((err: Error) => process.emitWarning(`runboard: not following card edits: ${err.message}`));
-      }, WATCH_AFTER_MS).unref();
-      client = await connecting;
-    } catch (err) {
-      void connecting.then(
-        (c) => c.close(),
-        () => undefined,
-      );
-      await store.close();
-      throw err;
-    }
-    await followBackend(store, client); // before any launch: they go where the config says
-    const grants = new GrantStore(paths);
-    const scheduler = new Scheduler(store, client, grants);
-    const service = new BoardService(store, scheduler, client, paths, grants);
-    await scheduler.recover();
-    void service.extractions.resume().then(() => service.deltas.soon(0)); // extractions that ran on meanwhile
+  /**
+   * The service's first steps, once made (openBoard, open-board.ts): the runs going are followed again,
+   * extractions that ran on meanwhile resumed, the schedules registered.
+   */
+  async start(): Promise<void> {
+    await this.scheduler.recover();
+    void this.extractions.resume().then(() => this.deltas.soon(0)); // extractions that ran on meanwhile
     // Not waited for: the board opens while its schedules are registered and what fired while no board
     // was open is taken (a card it queues comes as a delta, as any change does).
-    void service.schedules.start().catch((err: Error) => {
+    void this.schedules.start().catch((err: Error) => {
       // A supervisor from before schedules (they outlive host upgrades): the board works, schedules wait.
       process.emitWarning(`runboard: schedules are not running: ${err.message}`);
     });
-    service.deltas.diff(); // the starting point of the deltas
-    return service;
+    this.deltas.diff(); // the starting point of the deltas
   }
 
   /**
@@ -215,8 +189,8 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
 
   async cardDetail(id: string): Promise<CardDetail> {
     const card = this.card(id);
-    const mine = await this.runsOf(card.file);
-    for (const r of mine) this.remember(r);
+    const mine = await this.runs.ofCard(card.file);
+    for (const r of mine) this.runs.remember(r);
     const questions = questionsOf(card.body);
     const schedule =
       card.front.schedule === undefined
@@ -243,31 +217,9 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     return open.length ? { asks: { runId: last!.runId, flow: last!.flow, open } } : {};
   }
 
-  /**
-   * A card's runs, newest first: `run/list` with `cardPath`, which the supervisor answers from its
-   * per-day card index. A supervisor from before that filter (supervisors outlive host upgrades)
-   * ignores it and answers with everyone's runs; then the host filters the last 2,000 itself.
-   */
-  private async runsOf(cardFile: string): Promise<RunResult[]> {
-    const { runs } = await this.client.list({ cardPath: cardFile, limit: 200 });
-    if (runs.every((r) => r.card.path === cardFile)) return runs;
-    const all = await this.client.list({ limit: 2000 });
-    return all.runs.filter((r) => r.card.path === cardFile);
-  }
-
-  /** The folder picker: the subfolders of `folder` (default: the user's home). */
+  /** The folder picker: the subfolders of `folder` (default: the user's home; board-folders.ts). */
   folders(folder?: string): FolderListing {
-    if (folder !== undefined && folder !== '' && !path.isAbsolute(folder))
-      throw new Invalid(`not an absolute folder path: ${folder}`);
-    try {
-      return this.grants.list(folder);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') throw new NotFound(`no folder ${folder}`);
-      if (code === 'ENOTDIR') throw new Invalid(`${folder} is not a folder`);
-      if (code === 'EACCES') throw new MoveRefused(`${folder} cannot be read (permission denied)`);
-      throw err;
-    }
+    return listFolders(this.grants, folder);
   }
 
   /**
@@ -291,22 +243,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
 
   /** The granted folders a card may work in (the editor's choices). */
   cardForm(): CardForm {
-    const projectDir = this.store.projectDir;
-    const seen = new Set<string>();
-    const workspaces = [];
-    for (const g of this.grants.all().sort((a, b) => a.path.localeCompare(b.path))) {
-      if (seen.has(g.path)) continue;
-      seen.add(g.path);
-      workspaces.push({ path: g.path, label: this.workspaceValue(g.path) ?? '. (the project folder)' });
-    }
-    return { projectDir, workspaces };
-  }
-
-  /** How a card names `folder`: relative to the project folder when inside it; undefined for the project folder. */
-  private workspaceValue(folder: string): string | undefined {
-    const rel = path.relative(this.store.projectDir, folder);
-    if (rel === '') return undefined;
-    return rel.startsWith('..') || path.isAbsolute(rel) ? folder : `./${rel}`;
+    return cardForm(this.grants, this.store.projectDir);
   }
 
   /** The checked fields of an edited or new card; `card` is the card as it is (an edit). */
@@ -337,7 +274,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     return {
       title: f.title.trim(),
       flow: f.flow,
-      workspace: f.workspace ? this.workspaceValue(path.resolve(f.workspace)) : undefined,
+      workspace: f.workspace ? workspaceValue(this.store.projectDir, path.resolve(f.workspace)) : undefined,
       command,
     };
   }
@@ -468,101 +405,29 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     return newId ? { id: newId } : {};
   }
 
-  /** The card's workflow for the editor (docs/workflows.md). */
+  /** The card's workflow for the editor (docs/workflows.md; board-workflows.ts). */
   workflow(id: string): CardWorkflowView {
-    return workflowView(this.card(id).file, this.store.projectDir);
+    return this.workflows.workflow(id);
   }
 
   /** A replay card's parameters and the card's values for them (the board's form). */
   replayParams(id: string): ReplayParamsView {
-    const card = this.card(id);
-    const replay = this.store.config.flows[card.front.flow]?.runner === 'replay';
-    const view = workflowView(card.file, this.store.projectDir);
-    if (!view.workflow)
-      return {
-        replay,
-        params: [],
-        problem:
-          view.text === undefined ? `no workflow yet (${view.file})` : `${view.file} is not a valid workflow`,
-      };
-    const given = paramsOf(card.front.params);
-    const stored = paramSecretRefs(card.front.params);
-    return {
-      replay,
-      params: view.workflow.task_params.map((p) => ({
-        name: p.name,
-        description: p.description,
-        example: p.example,
-        sensitive: p.sensitive,
-        optional: p.optional,
-        // a sensitive value never goes back to the page: only that the supervisor keeps one
-        ...(stored[p.name] ? { stored: true } : {}),
-        ...(given[p.name] !== undefined && !p.sensitive ? { value: given[p.name] } : {}),
-      })),
-    };
+    return this.workflows.replayParams(id);
   }
 
-  /**
-   * Writes the card's `params:` (its workflow's parameters only); with `queue`, queues the card. A
-   * sensitive parameter's value goes to the supervisor's secrets and the card keeps its reference
-   * (`{secret: s-…}`); an empty one keeps the reference the card has. A sensitive value the card holds
-   * in clear (written by hand, or by an older board) is moved there too.
-   */
-  async setReplayParams(
-    id: string,
-    params: Record<string, string>,
-    queue: boolean | undefined,
-  ): Promise<void> {
-    const card = this.card(id);
-    if (this.scheduler.isActive(id))
-      throw new MoveRefused('the card is running: change its parameters after the run');
-    const w = workflowView(card.file, this.store.projectDir).workflow;
-    if (!w)
-      throw new MoveRefused(
-        'the card has no valid workflow: reflect a recording into it, or fix its schema.json',
-      );
-    const names = w.task_params.map((p) => p.name);
-    const unknown = Object.keys(params).filter((k) => !names.includes(k));
-    if (unknown.length)
-      throw new Invalid(
-        `${unknown.map((k) => `"${k}"`).join(', ')} is not a parameter of the workflow (it has: ${names.join(', ') || 'none'})`,
-      );
-    const sensitive = new Set(w.task_params.filter((p) => p.sensitive).map((p) => p.name));
-    const refs = paramSecretRefs(card.front.params);
-    const inCard = paramsOf(card.front.params);
-    const kept: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(params)) if (v !== '' && !sensitive.has(k)) kept[k] = v;
-    for (const k of sensitive) {
-      const v = params[k] || (refs[k] ? '' : (inCard[k] ?? ''));
-      if (v === '') {
-        if (refs[k]) kept[k] = { secret: refs[k] };
-        continue;
-      }
-      const { ref } = await this.client.setParamSecret(card.file, k, v, refs[k]);
-      if (ref) kept[k] = { secret: ref };
-    }
-    if (this.scheduler.isActive(id))
-      throw new MoveRefused('the card is running: change its parameters after the run');
-    this.store.update(id, { params: Object.keys(kept).length ? kept : undefined });
-    if (queue) this.move(id, 'queued', Number.MAX_SAFE_INTEGER);
-    this.deltas.soon(0);
-    this.scheduler.kick();
+  /** Writes the card's `params:` (its workflow's parameters only); with `queue`, queues the card. */
+  setReplayParams(id: string, params: Record<string, string>, queue: boolean | undefined): Promise<void> {
+    return this.workflows.setReplayParams(id, params, queue);
   }
 
   /** What is wrong with an edited workflow; saves nothing. */
   checkWorkflow(id: string, workflow: unknown): WorkflowSaveResult {
-    this.card(id);
-    const r = checkWorkflow(workflow);
-    return { saved: false, problems: r.ok ? [] : r.problems };
+    return this.workflows.checkWorkflow(id, workflow);
   }
 
   /** A person's edit of the card's workflow: saved whole when valid and the file is still `base`. */
   saveWorkflow(id: string, workflow: unknown, base: string | undefined): WorkflowSaveResult {
-    const { file } = this.card(id);
-    if (this.scheduler.isActive(id))
-      throw new MoveRefused('the card is running: edit its workflow after the run');
-    const r = saveWorkflow(file, workflow, base ?? null);
-    return { saved: r.ok, problems: r.ok ? [] : r.problems };
+    return this.workflows.saveWorkflow(id, workflow, base);
   }
 
   /** A person sets (or with null removes) the card's schedule; what cannot fire is refused with why. */
@@ -668,161 +533,47 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   }
 
   /** A run's worktree changes as a unified diff (base commit → the run's commit), at most 1 MiB. */
-  async worktreeDiff(runId: string): Promise<WorktreeDiff> {
-    const run = await this.runById(runId);
-    const wt = run.worktree;
-    if (!wt) throw new NotFound(`run ${runId} has no worktree`);
-    if (!wt.diff?.commit) return { text: '', truncated: false };
-    const max = 1024 * 1024;
-    // The repository may hold what a run wrote: git runs with no config or driver that names a command.
-    const stdout = await safeGit(
-      { gitDir: await commonGitDir(wt.repo) },
-      ['diff', '--no-color', '--no-ext-diff', '--no-textconv', wt.baseCommit, wt.diff.commit],
-      { maxBuffer: 64 * 1024 * 1024, raw: true },
-    );
-    return stdout.length > max
-      ? { text: stdout.slice(0, max), truncated: true }
-      : { text: stdout, truncated: false };
+  worktreeDiff(runId: string): Promise<WorktreeDiff> {
+    return this.runs.worktreeDiff(runId);
   }
 
   /** Keep a run's worktree (merge its branch into the base branch) or discard it. */
-  async settleWorktree(runId: string, how: 'keep' | 'discard'): Promise<RunResult> {
-    checkRunId(runId);
-    try {
-      const { run } =
-        how === 'keep' ? await this.client.keepWorktree(runId) : await this.client.discardWorktree(runId);
-      this.remember(run);
-      return run;
-    } catch (err) {
-      // the supervisor's refusals are the person's to fix (still running, no worktree, settled already)
-      if (err instanceof ResponseError && err.code === ErrorCodes.RunNotFound)
-        throw new NotFound(err.message);
-      if (err instanceof ResponseError && err.code === ErrorCodes.InvalidState)
-        throw new MoveRefused(err.message);
-      throw err;
-    }
+  settleWorktree(runId: string, how: 'keep' | 'discard'): Promise<RunResult> {
+    return this.runs.settleWorktree(runId, how);
   }
 
-  /** Runs seen lately (inspector views), most recent last: bounded, a long-lived host stays small. */
-  private remember(run: RunResult): void {
-    this.knownRuns.delete(run.runId);
-    this.knownRuns.set(run.runId, run);
-    if (this.knownRuns.size > KNOWN_RUNS_MAX) this.knownRuns.delete(this.knownRuns.keys().next().value!);
-  }
-
-  /**
-   * One run, asked of the supervisor (`run/get`); a supervisor from before that method (they outlive
-   * host upgrades) answers MethodNotFound, and then the run as last seen is used.
-   */
-  private async runById(runId: string): Promise<RunResult> {
-    checkRunId(runId);
-    const known = this.knownRuns.get(runId);
-    try {
-      const { run } = await this.client.getRun(runId);
-      this.remember(run);
-      return run;
-    } catch (err) {
-      if (!(err instanceof ResponseError)) throw err;
-      if (err.code === ErrorCodes.RunNotFound) throw new NotFound(`no run ${runId}`);
-      if (known && err.code === JsonRpcCodes.MethodNotFound) return known;
-      if (err.code === JsonRpcCodes.MethodNotFound) throw new NotFound(`no run ${runId} seen by this board`);
-      throw err;
-    }
-  }
-
-  /** The supervisor's providers and the ones config.yaml's flows name, each with its flows. */
-  async providers(): Promise<ProviderView[]> {
-    const { providers } = await this.client.listProviders();
-    const cfg = this.store.config;
-    // a flow's provider is its own or its profile's
-    const flows = Object.entries(cfg.flows).map(([n, f]) => [n, flowProvider(f, cfg)] as const);
-    const usedBy = (name: string): string[] => flows.filter(([, p]) => p === name).map(([n]) => n);
-    const out: ProviderView[] = providers.map((p) => ({ ...p, known: true, flows: usedBy(p.name) }));
-    for (const [, provider] of flows)
-      if (provider && !out.some((p) => p.name === provider))
-        out.push({ name: provider, baseUrl: '', hasKey: false, known: false, flows: usedBy(provider) });
-    return out;
+  /** The supervisor's providers and the ones config.yaml's flows name (board-settings.ts). */
+  providers(): Promise<ProviderView[]> {
+    return this.settingsArea.providers();
   }
 
   /** Stores (or removes) a provider key with the supervisor; cards waiting for it may start. */
-  async setProviderKey(provider: string, key: string | null): Promise<{ hasKey: boolean }> {
-    const known = (await this.client.listProviders()).providers.some((p) => p.name === provider);
-    if (!known)
-      throw new Invalid(
-        `the supervisor knows no provider "${provider}" (it knows openai, anthropic and those given by RUNBOARD_PROVIDER_<NAME>_URL)`,
-      );
-    const r = await this.client.setProviderKey(provider, key);
-    if (r.hasKey) this.scheduler.keyStored(provider);
-    return { hasKey: r.hasKey };
+  setProviderKey(provider: string, key: string | null): Promise<{ hasKey: boolean }> {
+    return this.settingsArea.setProviderKey(provider, key);
   }
 
   /** Asks the provider, through the supervisor, whether it accepts the stored key. */
-  async checkProviderKey(provider: string): Promise<KeyCheck> {
-    try {
-      const { ok, status, message } = await this.client.checkProviderKey(provider);
-      return { ok, ...(status !== undefined ? { status } : {}), message };
-    } catch (err) {
-      if (err instanceof ResponseError && err.code === JsonRpcCodes.MethodNotFound)
-        return {
-          ok: false,
-          message: 'this supervisor cannot check keys yet: restart it (runboard supervisor stop)',
-        };
-      throw err;
-    }
+  checkProviderKey(provider: string): Promise<KeyCheck> {
+    return this.settingsArea.checkProviderKey(provider);
   }
 
   settings(): Settings {
-    const cfg = this.store.config;
-    return {
-      maxConcurrency: cfg.scheduler.maxConcurrency,
-      flows: Object.entries(cfg.flows).map(([name, f]) => ({ name, cap: f.cap })),
-      columnLimits: cfg.scheduler.columnLimits,
-    };
+    return this.settingsArea.settings();
+  }
+
+  /** The project's disk use, for Settings (gc.ts: the same scan `runboard gc` makes). */
+  diskUsage(): DiskUsageView {
+    return this.settingsArea.diskUsage();
   }
 
   /** The effective config as the files say now (defaults ← user config ← config.yaml), for Settings. */
   configView(): ConfigView {
-    try {
-      const eff = loadEffectiveConfig(this.store.projectDir);
-      return {
-        files: eff.files,
-        warnings: eff.warnings,
-        rows: configRows(eff).map(({ key, value, source }) => ({
-          key,
-          value: typeof value === 'string' ? value : JSON.stringify(value),
-          ...source,
-        })),
-      };
-    } catch (err) {
-      const files = { user: userConfigPath(), project: this.store.configFile, userExists: false };
-      return { files, warnings: [], rows: [], error: (err as Error).message };
-    }
+    return this.settingsArea.configView();
   }
 
   /** Writes the caps back into config.yaml, keeping its comments and order. */
   saveSettings(s: Settings): void {
-    const known = this.store.config.flows;
-    // checked before anything is written; own names only (`__proto__`, `constructor` are no flows)
-    for (const f of s.flows)
-      if (!Object.hasOwn(known, f.name))
-        throw new Invalid(
-          `no flow ${f.name} in config.yaml (flows: ${Object.keys(known).join(', ') || 'none'})`,
-        );
-    // only what changed is written (a value left at its default stays unwritten)
-    const cfg = this.store.config;
-    const sets: YamlSet[] = [];
-    if (s.maxConcurrency !== cfg.scheduler.maxConcurrency)
-      sets.push({ path: ['scheduler', 'maxConcurrency'], value: s.maxConcurrency });
-    for (const f of s.flows)
-      if (f.cap !== known[f.name]!.cap) sets.push({ path: ['flows', f.name, 'cap'], value: f.cap });
-    for (const col of COLUMNS) {
-      const limit = s.columnLimits[col];
-      // 0 means no limit: an existing entry is set to 0 in place, none is added
-      if (limit !== undefined && limit !== (cfg.scheduler.columnLimits[col] ?? 0))
-        sets.push({ path: ['scheduler', 'columnLimits', col], value: limit });
-    }
-    if (sets.length) this.store.updateConfig((text) => setYamlValues(text, sets));
-    this.scheduler.kick();
+    this.settingsArea.saveSettings(s);
   }
 
   runFiles(runId: string): Promise<RunFileList> {
@@ -846,17 +597,6 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
 
   /** Streams a run to one viewer (run-stream.ts): its tail first, then live, with backpressure. */
   streamRun(runId: string, viewer: RunViewer): () => void {
-    return streamRun(this.paths, runId, viewer, this.knownRuns.get(runId));
+    return streamRun(this.paths, runId, viewer, this.runs.known(runId));
   }
-}
-
-/** A card's `params:` front matter as strings (what a person wrote: numbers and booleans too). */
-function paramsOf(v: unknown): Record<string, string> {
-  if (!v || typeof v !== 'object' || Array.isArray(v)) return {};
-  return Object.fromEntries(
-    Object.entries(v as Record<string, unknown>)
-      // a reference to a value the supervisor keeps is not a value
-      .filter(([, x]) => x !== null && x !== undefined && typeof x !== 'object')
-      .map(([k, x]) => [k, String(x)]),
-  );
 }

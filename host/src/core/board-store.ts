@@ -1,46 +1,39 @@
 /**
  * The board on disk: a project folder with config.yaml and cards/*.md. The host is the only writer of
- * card state; every write is atomic (write a temp file beside it, then rename). Edits made outside the
- * app (an editor, a script, `git pull`) are picked up live through chokidar, which smooths over the
- * platform differences of fs.watch (rename-based saves, duplicate events, editors' temp files) that a
- * raw fs.watch would leave to us. A card that fails to parse becomes a broken card with its error; an
- * invalid config.yaml keeps the last good config and reports the error. Only regular files are read,
- * without blocking (regular-file.ts): a directory or a FIFO named *.md is a broken card saying so.
+ * card state; every write is atomic (write a temp file beside it, then rename: card-files.ts). Edits
+ * made outside the app (an editor, a script, `git pull`) are picked up live (board-watch.ts). A card
+ * that fails to parse becomes a broken card with its error; an invalid config.yaml keeps the last good
+ * config and reports the error. Only regular files are read, without blocking (regular-file.ts): a
+ * directory or a FIFO named *.md is a broken card saying so. Cards and config.yaml changed outside the
+ * board wait for a person's confirm (the ledger; config-changes.ts says what changed); deleted cards go
+ * to the trash folder (card-trash.ts).
  */
 import { EventEmitter } from 'node:events';
-import {
-  cpSync,
-  linkSync,
-  lstatSync,
-  mkdirSync,
-  readdirSync,
-  renameSync,
-  writeFileSync,
-  unlinkSync,
-} from 'node:fs';
+import { cpSync, linkSync, lstatSync, mkdirSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { watch, type FSWatcher } from 'chokidar';
-import YAML from 'yaml';
 import {
   parseCard,
   parseConfig,
   readUserConfig,
   upgradeConfigFiles,
-  userConfigPath,
   type Card,
   type CardFrontMatter,
   type ProjectConfig,
 } from './project.ts';
 import type { TrashedCard } from '../shared/board-types.ts';
-import { cardText, duplicateText, parseTrashName, slugOf, trashName } from './card-edit.ts';
+import { cardText, duplicateText, slugOf } from './card-edit.ts';
 import type { CardParseCache } from './card-parse-cache.ts';
 import { digestOf, type Ledger } from '@runboard/supervisor/ledger';
 import { readRegularFileSync } from './regular-file.ts';
 import { MoveRefused } from './board-errors.ts';
 import { cardTransition } from './card-lifecycle.ts';
+import { cardFolder, idFromFile, patchFrontMatter, readCard, writeAtomic } from './card-files.ts';
+import { configChanges } from './config-changes.ts';
+import { restoreCardFile, trashCardFile, trashedCards } from './card-trash.ts';
+import { BoardWatch } from './board-watch.ts';
 
-/** Card files are read only as regular files, never through a link (regular-file.ts). */
-const readCard = (file: string): string => readRegularFileSync(file, { noFollow: true });
+export { patchFrontMatter, questionsOf, writeAtomic } from './card-files.ts';
+export { configChanges } from './config-changes.ts';
 
 export interface BrokenCard {
   /** Absolute path. */
@@ -71,91 +64,6 @@ export interface ConfigChange {
   noBase?: boolean;
 }
 
-const FRONT = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/;
-
-/**
- * Writes `text` to `file` atomically: a crash leaves the old file or the new one, never half of one.
- * With `unchangedFrom`, the file must still hold that text right before the rename (a person's editor
- * may have saved it meanwhile): returns false, writing nothing, when it does not.
- */
-export function writeAtomic(file: string, text: string, unchangedFrom?: string): boolean {
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${Date.now()}.tmp`);
-  try {
-    writeFileSync(tmp, text);
-    if (unchangedFrom !== undefined && readRegularFileSync(file, { noFollow: true }) !== unchangedFrom) {
-      unlinkSync(tmp);
-      return false;
-    }
-    renameSync(tmp, file);
-    return true;
-  } catch (err) {
-    try {
-      unlinkSync(tmp);
-    } catch {
-      // nothing to clean
-    }
-    throw err;
-  }
-}
-
-/**
- * Moves `from` to `to` unless `to` exists (false then). A file is hard-linked (no race with a file
- * appearing meanwhile); a directory named *.md (a broken card) cannot be, and is renamed after a check.
- */
-function placeBack(from: string, to: string): boolean {
-  try {
-    linkSync(from, to);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST') return false;
-    if (code !== 'EPERM') throw err;
-    try {
-      lstatSync(to);
-      return false;
-    } catch {
-      renameSync(from, to);
-      return true;
-    }
-  }
-  unlinkSync(from);
-  return true;
-}
-
-/**
- * A card's own folder (`cards/<card>/`: its workflow and what else belongs to that card), when it is
- * a real directory; a link there is never followed.
- */
-function cardFolder(cardFile: string): string | undefined {
-  const dir = cardFile.replace(/\.md$/i, '');
-  try {
-    return lstatSync(dir).isDirectory() ? dir : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Moves a card's folder along with its file, when there is one and `to` is free. */
-function moveFolder(from: string | undefined, to: string): void {
-  if (!from) return;
-  try {
-    lstatSync(to);
-    return; // taken: the folder stays where it is rather than replacing another card's
-  } catch {
-    renameSync(from, to);
-  }
-}
-
-/** A card id from its file name: stable, readable, unique within the folder. */
-function idFromFile(file: string): string {
-  return (
-    path
-      .basename(file, '.md')
-      .toLowerCase()
-      .replace(/[^a-z0-9-]+/g, '-')
-      .replace(/^-+|-+$/g, '') || 'card'
-  );
-}
-
 export class BoardStore extends EventEmitter<StoreEvents> {
   readonly cardsDir: string;
   readonly configFile: string;
@@ -168,9 +76,8 @@ export class BoardStore extends EventEmitter<StoreEvents> {
   private readonly broken = new Map<string, BrokenCard>();
   /** What the host last wrote to each file: a watcher event with that content is our own echo. */
   private readonly written = new Map<string, string>();
-  private watcher: FSWatcher | undefined;
-  private userWatcher: FSWatcher | undefined;
-  private closed = false;
+  /** The watchers of cards/, config.yaml and the user config (board-watch.ts). */
+  private readonly watching: BoardWatch;
   /**
    * What load() read of each card file (undefined: it could not be read or parsed), until the watcher is
    * ready: what changed in between is read then (catchUp).
@@ -202,6 +109,22 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     this.projectDir = path.resolve(projectDir);
     this.cardsDir = path.join(this.projectDir, 'cards');
     this.configFile = path.join(this.projectDir, 'config.yaml');
+    this.watching = new BoardWatch({
+      cardsDir: this.cardsDir,
+      configFile: this.configFile,
+      cardFiles: () => this.cardFiles(),
+      configText: () => this.configText(),
+      reread: (file) => this.reread(file),
+      forget: (file) => this.forget(file),
+      markBroken: (file, error) => this.markBroken(file, error, true),
+      ingestConfig: (text) => this.ingestConfig(text),
+      takeLoaded: () => {
+        const loaded = this.loaded && { cards: this.loaded, config: this.loadedConfig };
+        this.loaded = undefined;
+        this.loadedConfig = undefined;
+        return loaded;
+      },
+    });
   }
 
   /** Loads everything (throws when there was never a good config), assigns missing ids/status. */
@@ -307,43 +230,6 @@ export class BoardStore extends EventEmitter<StoreEvents> {
       .map((f) => path.join(this.cardsDir, f));
   }
 
-  /**
-   * Reads what changed between load() and the watcher being ready (the watcher reports only what
-   * changes after that): files whose text is not what load() read, new files, and files gone since.
-   */
-  private catchUp(): void {
-    const loaded = this.loaded;
-    this.loaded = undefined;
-    if (!loaded) return;
-    try {
-      if (this.configText() !== this.loadedConfig) this.reread(this.configFile);
-    } catch {
-      this.reread(this.configFile); // says what is wrong with it
-    }
-    this.loadedConfig = undefined;
-    let now: string[];
-    try {
-      now = this.cardFiles();
-    } catch {
-      return; // cards/ itself is gone: the watcher reports it
-    }
-    for (const file of now) {
-      const before = loaded.get(file);
-      loaded.delete(file);
-      if (before !== undefined) {
-        let text: string | undefined;
-        try {
-          text = readCard(file);
-        } catch {
-          // reread says what is wrong
-        }
-        if (text === before) continue;
-      }
-      this.reread(file);
-    }
-    for (const file of loaded.keys()) this.forget(file);
-  }
-
   /** Writes the parse cache a moment after the cards changed (off the start's critical path). */
   private saveCacheSoon(): void {
     if (!this.cache || this.cacheSave) return;
@@ -354,63 +240,16 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     this.cacheSave.unref();
   }
 
-  /** Starts following changes made outside the app. */
-  async watch(): Promise<void> {
-    if (this.closed) return;
-    this.watcher = watch([this.cardsDir, this.configFile], {
-      ignoreInitial: true,
-      depth: 0,
-      // a link is reported as what it is (a broken card saying so), not as what it points to
-      followSymlinks: false,
-      ignored: (p: string) => {
-        const base = path.basename(p);
-        return (
-          base.startsWith('.') || (p !== this.cardsDir && p !== this.configFile && !base.endsWith('.md'))
-        );
-      },
-      // A save in progress must not show as a broken card: wait until the file stops changing.
-      awaitWriteFinish: { stabilityThreshold: 60, pollInterval: 20 },
-    });
-    const onFile = (file: string): void => {
-      this.reread(file);
-    };
-    this.watcher
-      .on('add', onFile)
-      .on('change', onFile)
-      .on('unlink', (file) => this.forget(file))
-      // a directory named *.md: a broken card saying so (chokidar reports it as a directory)
-      .on('addDir', (dir) => {
-        if (dir !== this.cardsDir) this.markBroken(dir, 'a directory, not a regular file', true);
-      })
-      .on('unlinkDir', (dir) => this.forget(dir));
-    await new Promise<void>((resolve) => this.watcher!.once('ready', () => resolve()));
-    if (this.closed) return;
-    this.catchUp();
-    // The user config is a layer of the effective config: a change there is read as one of config.yaml.
-    this.userWatcher = watch(userConfigPath(), {
-      ignoreInitial: true,
-      awaitWriteFinish: { stabilityThreshold: 60, pollInterval: 20 },
-    });
-    const again = (): void => {
-      let text: string;
-      try {
-        text = this.configText();
-      } catch {
-        return; // config.yaml itself cannot be read: its own watcher reports that
-      }
-      this.ingestConfig(text);
-    };
-    this.userWatcher.on('add', again).on('change', again).on('unlink', again);
-    await new Promise<void>((resolve) => this.userWatcher!.once('ready', () => resolve()));
+  /** Starts following changes made outside the app (board-watch.ts). */
+  watch(): Promise<void> {
+    return this.watching.start();
   }
 
   async close(): Promise<void> {
-    this.closed = true;
     if (this.cacheSave) clearTimeout(this.cacheSave);
     this.cacheSave = undefined;
     this.cache?.save();
-    await this.watcher?.close();
-    await this.userWatcher?.close();
+    await this.watching.close();
   }
 
   all(): Card[] {
@@ -558,53 +397,25 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     return path.join(this.cardsDir, '.trash');
   }
 
-  /** Moves a card file (or a broken entry) into the trash folder; `restore` brings it back. */
+  /** Moves a card file (or a broken entry) into the trash folder (card-trash.ts); `restore` brings it back. */
   trash(file: string): TrashedCard {
-    mkdirSync(this.trashDir, { recursive: true });
-    const base = path.basename(file);
-    const name = trashName(base, new Date());
-    const folder = cardFolder(file);
-    renameSync(file, path.join(this.trashDir, name));
-    moveFolder(folder, path.join(this.trashDir, name.replace(/\.md$/, '')));
+    const t = trashCardFile(this.trashDir, file);
     this.ledger?.record([{ file, digest: null }]); // a file put back later is confirmed anew
     this.written.delete(file);
     this.forget(file);
-    return { name, file: base, at: parseTrashName(name)!.at };
+    return t;
   }
 
   /** The trash folder's cards, newest first. */
   trashed(): TrashedCard[] {
-    let names: string[];
-    try {
-      names = readdirSync(this.trashDir);
-    } catch {
-      return [];
-    }
-    const out: TrashedCard[] = [];
-    for (const name of names) {
-      const t = parseTrashName(name);
-      if (t) out.push({ name, ...t });
-    }
-    return out.sort((a, b) => (a.name < b.name ? 1 : -1));
+    return trashedCards(this.trashDir);
   }
 
   /** Puts a trashed card back under its old file name (or `-restored-N` when that is taken). */
   restore(name: string): string {
-    const t = parseTrashName(name);
-    if (!t) throw new Error(`not a trashed card: ${name}`);
-    const from = path.join(this.trashDir, name);
-    lstatSync(from); // ENOENT: not (or no longer) in the trash
-    const stem = path.basename(t.file, '.md');
-    for (let n = 1; ; n++) {
-      const file = path.join(
-        this.cardsDir,
-        n === 1 ? t.file : `${stem}-restored${n === 2 ? '' : `-${n - 1}`}.md`,
-      );
-      if (!placeBack(from, file)) continue;
-      moveFolder(cardFolder(from), file.replace(/\.md$/, ''));
-      this.reread(file);
-      return file;
-    }
+    const file = restoreCardFile(this.trashDir, this.cardsDir, name);
+    this.reread(file);
+    return file;
   }
 
   configText(): string {
@@ -762,52 +573,3 @@ export class BoardStore extends EventEmitter<StoreEvents> {
 /** Would the card run without a person's act: queued in its file, or a schedule? */
 const wouldRun = (card: Card): boolean =>
   card.front.status === 'queued' || (card.front.schedule !== undefined && card.front.schedule !== null);
-
-/** Sets (or, for undefined, removes) front matter fields, keeping comments, order and the body. */
-export function patchFrontMatter(
-  text: string,
-  patch: Record<string, unknown>,
-  editBody: (body: string) => string = (b) => b,
-): string {
-  const m = FRONT.exec(text);
-  if (!m) throw new Error('no front matter');
-  const doc = YAML.parseDocument(m[1]!);
-  for (const [k, v] of Object.entries(patch)) {
-    if (v === undefined) doc.delete(k);
-    else doc.set(k, v);
-  }
-  const front = doc.toString({ lineWidth: 0 });
-  return `---\n${front.endsWith('\n') ? front : front + '\n'}---\n${editBody(m[2]!)}`;
-}
-
-/** The text of a card body's `## Questions` section, if any. */
-export function questionsOf(body: string): string | undefined {
-  const m = /^##\s+Questions\s*$([\s\S]*?)(?=^#{1,2}\s|$(?![\s\S]))/m.exec(body);
-  const text = m?.[1]?.trim();
-  return text ? text : undefined;
-}
-
-/** What changed between the confirmed config and a changed one, in words for the board's banner. */
-export function configChanges(before: ProjectConfig, after: ProjectConfig): string[] {
-  const out: string[] = [];
-  const same = (x: unknown, y: unknown): boolean => JSON.stringify(x) === JSON.stringify(y);
-  for (const [name, f] of Object.entries(after.flows)) {
-    const was = Object.hasOwn(before.flows, name) ? before.flows[name] : undefined;
-    if (!was) {
-      out.push(
-        `new flow "${name}" (runner ${f.runner}${f.sandbox ? ', with its own sandbox settings' : ''})`,
-      );
-      continue;
-    }
-    const keys = [...new Set([...Object.keys(was), ...Object.keys(f)])].filter(
-      (k) => !same((was as Record<string, unknown>)[k], (f as Record<string, unknown>)[k]),
-    );
-    if (keys.length) out.push(`flow "${name}": ${keys.join(', ')} changed`);
-  }
-  for (const name of Object.keys(before.flows))
-    if (!Object.hasOwn(after.flows, name)) out.push(`flow "${name}" removed`);
-  for (const key of ['scheduler', 'redis', 'llm_profiles', 'vision_profiles'] as const)
-    if (!same(before[key], after[key])) out.push(`${key} changed`);
-  if (out.length === 0) out.push('config.yaml changed (nothing the board uses: comments or layout)');
-  return out;
-}

@@ -3,20 +3,15 @@
  * Every status change in host core asks `cardTransition` first; what a run's end does to its card is
  * the pure `runOutcome` below (the scheduler applies it).
  *
- *   (new card) ──created──▶ backlog ◀──────── cancelled ───────────────────────┐
- *                             │  ▲                                               │
- *             person: move,   │  └── extracted (no questions) ◀── extract run    │
- *         Run again, schedule ▼                                                  │
- *                           queued ──started──▶ running ──run-ended──▶ done      │
- *                           ▲  │ ▲                 │       (runOutcome) ├──▶ needs-input ──asks-allowed──▶ queued
- *                           │  │ └──lost-run───────┤                    │          └──────ask-denied──▶ failed
- *   launch-failed / run-ended  │   (recover: the   │                    ├──▶ queued (retry after backoff;
- *   (retry after backoff)   ◀──┘    run is gone)   │                    │         waiting for a provider key)
- *                                                  ├──not-running──▶ failed ◀── (retries spent)
- *                                                  └───────────────────────────── cancelled ─┘
- *   any ──followed──▶ running   (a run of the card found going: after a restart, a schedule's run, a
- *                                stray `status: running` whose run another board started)
- *   any ──moved──▶ any          (a person, within moveRefusal's rules)
+ *   (new card) ──created──▶ backlog ──moved (a person: drag, Run again; a schedule's fire)──▶ queued
+ *   queued ──started──▶ running ──run-ended (runOutcome)──▶ done | needs-input | queued | failed | backlog
+ *   running ──lost-run──▶ queued           (after a restart: its last run is not among the supervisor's)
+ *   running ──not-running──▶ failed        (no run of it going: edited outside the board)
+ *   needs-input ──asks-allowed──▶ queued   needs-input ──ask-denied──▶ failed
+ *   any ──launch-failed──▶ queued | failed (could not launch, or the host lost the run: retry after backoff)
+ *   any ──extracted──▶ backlog | needs-input (an extraction run filled the card with a task)
+ *   any ──followed──▶ running              (a run of the card found going: restart, schedule, stray edit)
+ *   any ──moved──▶ any                     (a person, within moveRefusal's rules)
  *
  * A run's end is recorded wherever the card is (`from` any): its file may have been edited meanwhile,
  * and a schedule's run that ended while no board was open is taken in as if this board had run it.

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { statePaths } from '@runboard/supervisor/paths';
 import { callHandlers, fileHandlers } from '../core/board-dispatch.ts';
-import { BoardService } from '../core/board-service.ts';
+import { openBoard } from '../core/open-board.ts';
 import { distDir } from '../core/supervisor-client.ts';
 import { APP_ORIGIN, Push, SCHEME } from './channels.ts';
 import type { ElectronMain } from './electron-api.ts';
@@ -33,7 +33,7 @@ protocol.registerSchemesAsPrivileged([
 ]);
 await app.whenReady();
 
-const service = await BoardService.open(projectDir, statePaths());
+const service = await openBoard(projectDir, statePaths());
 // The project shown is registered, as `runboard serve` does: its scheduled cards fire once the window closes.
 service
   .registerProject()

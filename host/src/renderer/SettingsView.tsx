@@ -15,6 +15,7 @@ import {
 } from '../shared/board-types.ts';
 import { ProvidersSection } from './Providers.tsx';
 import { TrashSection } from './Trash.tsx';
+import { DiskSection } from './DiskSection.tsx';
 
 const LIMITABLE: Column[] = ['needs-input', 'done', 'failed'];
 
@@ -376,6 +377,7 @@ export function SettingsView({
       {onNotify && <NotifyField on={notify} onChange={onNotify} />}
       <ProvidersSection api={api} providers={providers} onChanged={onProvidersChanged ?? (() => undefined)} />
       <ConfigSection api={api} />
+      <DiskSection api={api} />
       {onRestored && <TrashSection api={api} onRestored={onRestored} />}
     </div>
   );

@@ -30,6 +30,7 @@ import {
   type SchedulePreview,
   type ConfigView,
   type Settings,
+  type DiskUsageView,
   type TrashedCard,
   type WorktreeDiff,
 } from './board-types.ts';
@@ -297,6 +298,8 @@ export const boardMethods = {
   settings: method<'call', Settings>('call')('GET', '/api/settings', none),
   /** The effective config, each value with its origin, and the config's warnings. */
   configView: method<'call', ConfigView>('call')('GET', '/api/config', none),
+  /** The project's run logs, artifacts and recordings on disk (what `runboard gc` prunes). */
+  diskUsage: method<'call', DiskUsageView>('call')('GET', '/api/disk', none),
   saveSettings: method('call')('PUT', '/api/settings', SettingsParams),
   runFiles: method<'call', RunFiles>('call')('GET', '/api/runs/:runId/files', run),
   /** The run's worktree diff (base → the run's commit). */

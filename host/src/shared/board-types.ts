@@ -202,6 +202,17 @@ export interface Settings {
   columnLimits: Partial<Record<Column, number>>;
 }
 
+/** The project's disk use (Settings → Disk): bytes of its run logs, their artifacts and its recordings. */
+export interface DiskUsageView {
+  runLogs: number;
+  artifacts: number;
+  recordings: number;
+  runs: number;
+  recordingCount: number;
+  /** The retention policy in words (`runboard gc` applies it). */
+  policy: string;
+}
+
 /** The effective config (Settings → Configuration): each value with where it came from, and what to fix. */
 export interface ConfigView {
   files: { user: string; project: string; userExists: boolean };

@@ -17,6 +17,7 @@ import {
   TMP_SIZE,
 } from '@runboard/supervisor/protocol/data';
 import { readRegularFileSync } from '@runboard/native/regular-file';
+import { Retention } from './retention.ts';
 
 /** The board's columns, which are the card statuses (host/src/shared/board-types.ts checks it has the same). */
 export const CARD_STATUSES = ['backlog', 'queued', 'running', 'needs-input', 'done', 'failed'] as const;
@@ -253,6 +254,8 @@ export const ProjectConfig = z
     llm_profiles: profiles(LlmProfile),
     /** Named vision profiles that flows select with `visionProfile:`. */
     vision_profiles: profiles(VisionProfile),
+    /** What `runboard gc` keeps and removes (run logs, artifacts, recordings): retention.ts. */
+    retention: Retention.optional(),
     flows: z.record(
       z.string().regex(/^[a-z][a-z0-9-]*$/, 'flow names are lowercase words (a-z, 0-9, -)'),
       FlowConfig.refine(

@@ -35,7 +35,7 @@ import { scheduleLauncher } from './schedule-launcher.ts';
 import { ScheduleBook } from './schedules.ts';
 import { ProjectBook } from './projects.ts';
 import { fleetConfig } from './fleet/config.ts';
-import { insideAny, installReadTrees, readablePath, systemReadTrees } from './reads.ts';
+import { insideAny, installReadTrees, outermost, readablePath, systemReadTrees } from './reads.ts';
 import { loadFleetHost, loadGateway, restoreBackend } from './fleet/backend.ts';
 
 const VERSION = '0.1.0';
@@ -130,12 +130,12 @@ async function main(): Promise<void> {
   const proxy = new ModelProxy(providerRoutes(process.env), (p) => readProviderKey(paths, p), log);
 
   const hiddenPaths = [...new Set([paths.root, paths.runtimeDir].map((p) => realpathSync(p)))];
-  const readTrees = [
+  const readTrees = outermost([
     ...systemReadTrees(),
     ...installReadTrees(path.resolve(here, '..'), process.execPath),
     path.dirname(workerEntry),
     path.dirname(jailPath()),
-  ].filter((t, i, all) => all.indexOf(t) === i && !insideAny(t, hiddenPaths));
+  ]).filter((t) => !insideAny(t, hiddenPaths));
   const registry = new RunRegistry(paths, {
     log,
     jailPath: jailPath(),
@@ -277,6 +277,7 @@ async function main(): Promise<void> {
       })
     : undefined;
   if (fleetHost) log.info({ offer: fleet.host!.offer }, 'taking runs from the fleet');
+  await fleetHost?.announced; // in the fleet's roster before it says it is ready (boards read it)
   closeFleet = async () => {
     await fleetHost?.close();
     await registry.fleet?.close();

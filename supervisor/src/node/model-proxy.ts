@@ -26,204 +26,45 @@
  * runs' logs and listeners) however many connections it opens.
  *
  *   run (jail: TCP connect to PORT only) ──token──▶ proxy ──key──▶ provider (or the scripted test server)
+ *
+ * This file keeps the proxy's state (tokens, listeners, counts) and its checks in order; its parts are
+ * beside it: the routes and the allow-list (proxy-routes.ts), the limits (proxy-limits.ts), the vision
+ * request (proxy-vision.ts) and the way upstream (proxy-forward.ts).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { visionApi, visionRequestPath, type FlowSpec } from '../protocol/index.ts';
+import { visionApi, visionRequestPath } from '../protocol/index.ts';
+import { failWith, forwardRequest, type ModelRequestInfo } from './proxy-forward.ts';
+import {
+  DEFAULT_LIMITS,
+  openFileLimit,
+  refuseConnection,
+  totalConnections,
+  type ProxyLimits,
+} from './proxy-limits.ts';
+import {
+  apiRoutes,
+  pathProblem,
+  routeRefusal,
+  type AllowedRoute,
+  type ProviderRoute,
+  type ProxyApi,
+} from './proxy-routes.ts';
+import { readBody, VISION_MAX_BODY, visionBody, visionRefusal, type VisionLimit } from './proxy-vision.ts';
 
-export interface ProviderRoute {
-  /** Upstream base, without the API path the client appends (e.g. https://api.openai.com). */
-  baseUrl: string;
-  /** How the provider wants its key. */
-  auth: 'bearer' | 'x-api-key' | 'x-goog-api-key';
-  /** Path the client's base URL ends with (OpenAI SDKs and codex append /responses to …/v1). */
-  clientPath: string;
-  /**
-   * Resumable uploads (Gemini's Files API): the upstream answers the upload's start with the URL to
-   * send the bytes to (`x-goog-upload-url`, on the provider's host). The proxy points it back at the
-   * run's own listener, where the key is added again; an upload URL on any other host is dropped, so
-   * the bytes (and the key) never go anywhere else.
-   */
-  uploadUrlHeader?: string;
-  /** Requests refused here (method and path below the provider): what would show other runs' data. */
-  refuse?: { method: string; path: RegExp; why: string }[];
-}
-
-/** Known providers; any other name is an OpenAI-compatible server whose URL the supervisor is given. */
-const BUILTIN: Record<string, ProviderRoute> = {
-  openai: { baseUrl: 'https://api.openai.com', auth: 'bearer', clientPath: '/v1' },
-  anthropic: { baseUrl: 'https://api.anthropic.com', auth: 'x-api-key', clientPath: '' },
-  // Zhipu's BigModel (GLM): an OpenAI-compatible Chat Completions API under /api/paas/v4
-  zhipu: { baseUrl: 'https://open.bigmodel.cn/api/paas', auth: 'bearer', clientPath: '/v4' },
-  gemini: {
-    baseUrl: 'https://generativelanguage.googleapis.com',
-    auth: 'x-goog-api-key',
-    clientPath: '',
-    uploadUrlHeader: 'x-goog-upload-url',
-    refuse: [
-      {
-        method: 'GET',
-        path: /^\/v1(?:beta)?\/files\/?$/,
-        why: "listing the key's files is refused: it would show the uploads of other runs",
-      },
-    ],
-  },
-};
-
-/**
- * The provider routes, from the built-ins and the supervisor's environment:
- * RUNBOARD_PROVIDER_<NAME>_URL overrides (or adds) a provider's upstream base URL. The URL is the
- * supervisor's to decide, never a run's or a card's: the key goes wherever it points.
- */
-export function providerRoutes(env: NodeJS.ProcessEnv): Record<string, ProviderRoute> {
-  const routes: Record<string, ProviderRoute> = {};
-  for (const [name, r] of Object.entries(BUILTIN)) routes[name] = { ...r };
-  for (const [k, v] of Object.entries(env)) {
-    const m = /^RUNBOARD_PROVIDER_([A-Z0-9_]+)_URL$/.exec(k);
-    if (!m || !v) continue;
-    const name = m[1]!.toLowerCase().replace(/_/g, '-');
-    const base = v.replace(/\/+$/, '');
-    routes[name] = routes[name]
-      ? { ...routes[name], baseUrl: base }
-      : { baseUrl: base, auth: 'bearer', clientPath: '/v1' };
-  }
-  return routes;
-}
-
-/** The wire APIs a run's own token may speak (each through its official SDK). */
-export type ProxyApi = 'responses' | 'chat' | 'messages' | 'gemini';
-
-/** One allowed request: a method and the whole path below the provider (no query). */
-interface AllowedRoute {
-  method: string;
-  path: RegExp;
-  /** As said in a refusal. */
-  shown: string;
-}
-
-/** A path segment a route takes as a parameter (a file or model name): never `.` or `..`, no encoding. */
-const SEG = '[A-Za-z0-9][A-Za-z0-9._-]{0,199}';
-
-const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-/**
- * What each API's SDK sends, below the provider's route (`clientPath` is the part of the base URL the
- * SDK is given). Logged from the tests' real SDK and CLI runs (docs/security-model.md, "Model proxy").
- */
-function apiRoutes(api: ProxyApi, clientPath: string): AllowedRoute[] {
-  const cp = escapeRe(clientPath);
-  const r = (method: string, tail: string): AllowedRoute => ({
-    method,
-    path: new RegExp(`^${cp}${tail}$`),
-    shown: `${method} ${clientPath}${tail.replaceAll(SEG, '{name}').replace(/\(\?:([^)]*)\)/, '{$1}')}`,
-  });
-  switch (api) {
-    case 'responses':
-      return [r('POST', '/responses')];
-    case 'chat':
-      return [r('POST', '/chat/completions')];
-    case 'messages':
-      return [r('POST', '/v1/messages'), r('POST', '/v1/messages/count_tokens')];
-    case 'gemini':
-      return [
-        r('POST', `/v1beta/models/${SEG}:(?:generateContent|streamGenerateContent|countTokens)`),
-        // the Files API's resumable upload (start, then the bytes to the URL it answers) and its file
-        r('POST', '/upload/v1beta/files'),
-        r('GET', `/v1beta/files/${SEG}`),
-        r('DELETE', `/v1beta/files/${SEG}`),
-      ];
-  }
-}
-
-/** The API a runner speaks to a provider when its flow names none (worker/src/runners: defaultApi, apiOf). */
-function defaultApi(provider: string, loop: boolean): ProxyApi {
-  if (provider === 'anthropic') return 'messages';
-  if (provider === 'openai') return 'responses';
-  if (provider === 'gemini' && !loop) return 'gemini';
-  return 'chat';
-}
-
-/**
- * The APIs a run of `flow` may use with its own token: what its runner's SDK sends, nothing else.
- * A command run is given no token (it makes no model requests through the proxy): none.
- */
-export function runnerApis(
-  flow: Pick<FlowSpec, 'runner' | 'provider' | 'computerUse' | 'extract'>,
-): ProxyApi[] {
-  const p = flow.provider ?? '';
-  switch (flow.runner) {
-    case 'codex':
-      return ['responses']; // worker/src/runners/codex.ts: wire_api = "responses"
-    case 'claude':
-      return ['messages'];
-    case 'computer-use':
-    case 'replay':
-      return [flow.computerUse?.api ?? defaultApi(p, true)];
-    case 'extract':
-      return [flow.extract?.api ?? defaultApi(p, false)];
-    case 'reflect':
-      return [defaultApi(p, false)];
-    case 'command':
-      return [];
-  }
-}
-
-/** Why a request path is refused before any route is looked at (null: it is in its normal form). */
-export function pathProblem(raw: string): string | null {
-  if (!raw.startsWith('/')) return 'the path must start with /';
-  if (raw.includes('%'))
-    return 'percent-encoded characters in the path are refused (no route a runner uses has any)';
-  if (raw.includes('\\')) return 'backslashes in the path are refused';
-  const segments = raw.slice(1).split('/');
-  if (segments.some((s) => s === '.' || s === '..')) return '`.` and `..` segments in the path are refused';
-  if (segments.some((s) => s === '')) return 'empty path segments (`//`, a trailing `/`) are refused';
-  let resolved: string;
-  try {
-    resolved = new URL(raw, 'http://proxy.invalid').pathname;
-  } catch {
-    return 'the path is not a URL path';
-  }
-  if (resolved !== raw) return 'the path is not in its normal form';
-  return null;
-}
-
-/**
- * How many connections the proxy holds: per run, and over all runs. Past either, a new connection is
- * answered 503 (with why) and closed at once. Requests in flight per run are bounded too (429).
- */
-export interface ProxyLimits {
-  connectionsPerRun: number;
-  requestsPerRun: number;
-  /** Over all runs (default: from the supervisor's descriptor limit, keeping a reserve). */
-  connections?: number;
-}
-
-/**
- * The supervisor's own descriptors not given to proxy connections: its RPC clients, run logs, pipes,
- * jails and listeners. Each proxied connection may hold a second descriptor upstream.
- */
-const DEFAULT_LIMITS: ProxyLimits = { connectionsPerRun: 64, requestsPerRun: 32 };
-
-/** The descriptor limit of this process (Node raises its soft limit to the hard one at start). */
-async function openFileLimit(): Promise<number | null> {
-  try {
-    const limits = await readFile('/proc/self/limits', 'utf8');
-    const n = Number(/^Max open files\s+(\d+)/m.exec(limits)?.[1]);
-    return Number.isFinite(n) && n > 0 ? n : null;
-  } catch {
-    return null; // not Linux: the fallback below
-  }
-}
-
-/** Proxy connections over all runs for a descriptor limit: a quarter (at least 512) kept for the rest. */
-export function totalConnections(nofile: number): number {
-  const reserve = Math.max(512, Math.floor(nofile / 4));
-  return Math.max(64, Math.floor((nofile - reserve) / 2));
-}
+// The proxy's parts, named where they were before they had files of their own.
+export {
+  providerRoutes,
+  pathProblem,
+  runnerApis,
+  type ProviderRoute,
+  type ProxyApi,
+} from './proxy-routes.ts';
+export { totalConnections, type ProxyLimits } from './proxy-limits.ts';
+export { uploadUrlBack, type ModelRequestInfo } from './proxy-forward.ts';
 
 export interface ProxyGrant {
   runId: string;
@@ -242,29 +83,6 @@ export interface VisionGrant {
   token: string;
   port: number;
   baseUrl: string;
-}
-
-/** The one request a vision token may make. */
-interface VisionLimit {
-  model: string;
-  /** Path below the provider, as the request line has it (no query). */
-  path: string;
-  /** The model is named in the JSON body (else in the path: Gemini). */
-  modelInBody: boolean;
-}
-
-/** Largest vision request body (a 10 MB image is ~13.4 MB as base64; a GLM video up to 20 MB ~27 MB). */
-const VISION_MAX_BODY = 32 * 1024 * 1024;
-
-export interface ModelRequestInfo {
-  runId: string;
-  provider: string;
-  method: string;
-  path: string;
-  /** ms since epoch (fractional) when the request reached the proxy. */
-  at: number;
-  status?: number;
-  error?: string;
 }
 
 /** A run's listener. */
@@ -294,24 +112,6 @@ interface Registration {
   /** A vision token: the one request it may make. */
   vision?: VisionLimit;
 }
-
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'host',
-  'authorization',
-  'x-api-key',
-  'x-goog-api-key',
-  'api-key',
-  'openai-organization',
-  'openai-project',
-]);
 
 const hashToken = (t: string): string => createHash('sha256').update(t).digest('hex');
 
@@ -601,7 +401,16 @@ export class ModelProxy {
             onRequest(info);
             return fail(403, checked);
           }
-          this.forward(req, res, reg, route, info, key, { sub: m[2] ?? '', query, body: checked });
+          forwardRequest(
+            req,
+            res,
+            reg,
+            route,
+            info,
+            key,
+            { sub: m[2] ?? '', query, body: checked },
+            this.log,
+          );
         },
         (err: Error) => {
           info.status = 413;
@@ -611,162 +420,6 @@ export class ModelProxy {
       );
       return;
     }
-    this.forward(req, res, reg, route, info, key, { sub: m[2] ?? '', query });
+    forwardRequest(req, res, reg, route, info, key, { sub: m[2] ?? '', query }, this.log);
   }
-
-  /** Sends the request upstream with the key (its body as it comes, or `to.body`) and streams the answer back. */
-  private forward(
-    req: http.IncomingMessage,
-    res: http.ServerResponse,
-    reg: Registration,
-    route: ProviderRoute,
-    info: ModelRequestInfo,
-    key: string,
-    to: { sub: string; query: string; body?: Buffer },
-  ): void {
-    const { provider, listener } = reg;
-    const onRequest = (i: ModelRequestInfo): void => listener.onRequest?.(i);
-    const upstream = new URL(route.baseUrl + to.sub + to.query);
-    const headers: http.OutgoingHttpHeaders = {};
-    for (const [k, v] of Object.entries(req.headers))
-      if (!HOP_BY_HOP.has(k) && v !== undefined) headers[k] = v;
-    if (to.body) headers['content-length'] = String(to.body.length);
-    else if (req.headers['transfer-encoding'] && !req.headers['content-length'])
-      headers['transfer-encoding'] = 'chunked';
-    if (route.auth === 'bearer') headers.authorization = `Bearer ${key}`;
-    else headers[route.auth] = key;
-    const mod = upstream.protocol === 'https:' ? https : http;
-    const up = mod.request(upstream, { method: req.method, headers }, (upRes) => {
-      info.status = upRes.statusCode ?? 0;
-      onRequest(info);
-      const out: http.OutgoingHttpHeaders = {};
-      for (const [k, v] of Object.entries(upRes.headers))
-        if (!['connection', 'keep-alive', 'transfer-encoding'].includes(k) && v !== undefined) out[k] = v;
-      if (route.uploadUrlHeader) {
-        const h = route.uploadUrlHeader;
-        const back = uploadUrlBack(route, String(upRes.headers[h] ?? ''), provider, listener.gate);
-        if (back) out[h] = back;
-        else delete out[h];
-      }
-      res.writeHead(upRes.statusCode ?? 502, out);
-      res.flushHeaders();
-      upRes.pipe(res);
-      upRes.on('error', () => res.destroy());
-    });
-    up.on('error', (err: NodeJS.ErrnoException) => {
-      info.error = err.code ?? err.message;
-      onRequest(info);
-      this.log.warn(
-        { runId: reg.runId, provider, path: info.path, err: err.code ?? err.message },
-        'model proxy: upstream failed',
-      );
-      failWith(
-        res,
-        502,
-        `cannot reach provider "${provider}" at ${upstream.origin}: ${err.code ?? err.message}`,
-      );
-    });
-    // The client went away (cancel, stall kill): stop the upstream request too.
-    res.on('close', () => {
-      if (!res.writableFinished) up.destroy();
-    });
-    if (to.body) up.end(to.body);
-    else req.pipe(up);
-  }
-}
-
-function failWith(res: http.ServerResponse, status: number, message: string): void {
-  if (res.headersSent) return void res.destroy();
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify({ error: { type: 'runboard_proxy_error', message: `runboard proxy: ${message}` } }));
-}
-
-/** Why a run's own token may not make this request (null: its runner's SDK sends it). */
-function routeRefusal(reg: Registration, method: string, path: string): string | null {
-  if (reg.allowed.some((r) => r.method === method && r.path.test(path))) return null;
-  if (!reg.allowed.length) return `a ${reg.runner} run makes no model requests through its proxy route`;
-  return `a ${reg.runner} run's proxy route makes only the requests its runner sends (${reg.allowed.map((r) => r.shown).join(', ')}), not ${method} ${path}`;
-}
-
-/** Answers a connection past a limit with a 503 saying why, and closes it at once (its descriptor goes). */
-function refuseConnection(socket: net.Socket, why: string): void {
-  const body = JSON.stringify({ error: { type: 'runboard_proxy_error', message: `runboard proxy: ${why}` } });
-  socket.on('error', () => undefined);
-  socket.end(
-    `HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-    () => socket.destroy(),
-  );
-}
-
-/** Why a vision token's request is not the one it may make (null: it is). */
-function visionRefusal(
-  limit: VisionLimit,
-  method: string | undefined,
-  path: string,
-  query: string,
-): string | null {
-  if (method === 'POST' && path === limit.path && !query) return null;
-  return `this run's vision route makes only the vision request (POST ${limit.path}, model ${limit.model}), not ${method} ${path}${query}`;
-}
-
-/** The body a vision request is forwarded with (as parsed, so upstream reads what was checked), or why not. */
-function visionBody(limit: VisionLimit, body: Buffer): Buffer | string {
-  let json: unknown;
-  try {
-    json = JSON.parse(body.toString('utf8'));
-  } catch {
-    return "this run's vision route takes one JSON object";
-  }
-  if (typeof json !== 'object' || json === null || Array.isArray(json))
-    return "this run's vision route takes one JSON object";
-  const model = (json as { model?: unknown }).model;
-  if (limit.modelInBody ? model !== limit.model : model !== undefined)
-    return `this run's vision route asks model ${limit.model} only (the request named ${JSON.stringify(model)})`;
-  return Buffer.from(JSON.stringify(json));
-}
-
-/** The request's body, up to `max` bytes (more: an error saying so). */
-function readBody(req: http.IncomingMessage, max: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > max) {
-        // the rest is read and dropped, so the answer (413) still reaches the client
-        req.removeAllListeners('data');
-        req.resume();
-        reject(new Error(`a vision request may have at most ${max} bytes`));
-      } else parts.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(parts)));
-    req.on('error', reject);
-  });
-}
-
-/**
- * An upstream upload URL as the run must use it: the same path and query on the run's own listener
- * (`http://127.0.0.1:PORT/<provider>/…`), only when it lies below the provider's base URL; else null.
- */
-export function uploadUrlBack(
-  route: ProviderRoute,
-  upstream: string,
-  provider: string,
-  listener: net.Server,
-): string | null {
-  if (!upstream) return null;
-  let u: URL;
-  let base: URL;
-  try {
-    u = new URL(upstream);
-    base = new URL(route.baseUrl);
-  } catch {
-    return null;
-  }
-  const prefix = base.pathname.replace(/\/+$/, '');
-  if (u.origin !== base.origin || u.username || u.password) return null;
-  if (prefix && u.pathname !== prefix && !u.pathname.startsWith(`${prefix}/`)) return null;
-  const port = (listener.address() as AddressInfo | null)?.port;
-  if (!port) return null;
-  return `http://127.0.0.1:${port}/${provider}${u.pathname.slice(prefix.length)}${u.search}`;
 }

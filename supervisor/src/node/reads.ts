@@ -45,6 +45,16 @@ export function insideAny(p: string, trees: readonly string[]): boolean {
 }
 
 /**
+ * The trees of `trees` that lie in no other of them, each once, in their order: the jail's allow-list
+ * takes a tree with all below it, so /usr/bin beside /usr (a link /bin resolved) is one more Landlock
+ * rule and path lookup per launch for nothing.
+ */
+export function outermost(trees: readonly string[]): string[] {
+  const unique = [...new Set(trees)];
+  return unique.filter((t) => !unique.some((o) => o !== t && inside(o, t)));
+}
+
+/**
  * The system trees as they are on this machine: links resolved (/bin -> /usr/bin), missing ones left
  * out, and the targets of /etc's links that lead elsewhere (resolv.conf -> /run/systemd/resolve/...,
  * localtime -> /usr/share/zoneinfo/...).

@@ -38,7 +38,9 @@ import { projectReadOnly } from './jail-args.ts';
 import { ResultFile } from './result-file.ts';
 import type { FleetGateway } from './fleet/gateway.ts';
 import type { RemoteRun } from './fleet/remote-run.ts';
-import { GONE_SCRATCH_PREFIX, Run, removeScratch, type RunDeps } from './run.ts';
+import { Run } from './run.ts';
+import type { RunDeps } from './run-deps.ts';
+import { GONE_SCRATCH_PREFIX, removeScratch } from './run-files.ts';
 import { discardWorktree, keepWorktree, worktreeWritableConflict, WorktreeError } from './worktrees.ts';
 
 function newRunId(now = new Date()): string {

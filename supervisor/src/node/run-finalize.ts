@@ -2,10 +2,16 @@
  * The final record of a run: what the jail measured and the worker reported goes into its result, its
  * worktree's changes become a commit, its private display is torn down.
  */
+import { rmSync } from 'node:fs';
 import path from 'node:path';
-import type { RunResult } from '../protocol/index.ts';
+import { LIVE_FRAME_FILE, type RunEvent, type RunResult, type TerminationReason } from '../protocol/index.ts';
+import { keepSession } from './agent-session.ts';
 import { signalName, type FinishedReport, type JailExit } from './classify-end.ts';
 import type { PrivateDisplay } from './displays.ts';
+import type { JailOutput } from './output-files.ts';
+import type { LaunchSpec } from './run-deps.ts';
+import type { RunLog } from './run-log.ts';
+import { agentCli } from './run-prepare.ts';
 import { commitWorktree } from './worktrees.ts';
 
 type EventSink = (type: 'log' | 'error', message: string, data?: Record<string, unknown>) => void;
@@ -79,4 +85,66 @@ export async function recordWorktree(
   } catch (err) {
     event('error', `could not record the worktree's changes: ${(err as Error).message}`);
   }
+}
+
+/** What writing a run's final record uses of the run (Run.finalize, run.ts). */
+export interface Ending {
+  readonly spec: LaunchSpec;
+  readonly result: RunResult;
+  readonly log: RunLog<JailOutput>;
+  readonly display: PrivateDisplay | undefined;
+  readonly artifactsDir: string | undefined;
+  modelRequests(): number;
+  /** The agent CLI's session id, as the worker reported it. */
+  agentSession(): string | undefined;
+  /** When the run started (ms since the epoch). */
+  readonly startedAt: number;
+  event(type: RunEvent['type'], message: string, data?: Record<string, unknown>): void;
+  /** Does one part of the record; a part that fails is logged and the others still happen. */
+  step(what: string, f: () => unknown): Promise<void>;
+}
+
+/**
+ * The run's final record, once its processes and routes are gone: the private display torn down, the
+ * worktree's changes committed, an agent session kept for an ask, the end in result.json and
+ * events.jsonl, the logs closed with the bytes they hold.
+ */
+export async function writeFinalRecord(
+  run: Ending,
+  status: Exclude<RunResult['status'], 'running'>,
+  reason: TerminationReason,
+  detail: string,
+): Promise<void> {
+  const display = run.display;
+  if (display)
+    await run.step('the private display teardown', async () => {
+      // the live view's frame (a worker that was killed did not remove it): only the steps stay
+      rmSync(path.join(run.artifactsDir!, LIVE_FRAME_FILE), { force: true });
+      await tearDownDisplay(display, run.result, run.event);
+    });
+  if (run.modelRequests()) run.result.metrics = { ...run.result.metrics, modelRequests: run.modelRequests() };
+  await run.step('recording the worktree', () => recordWorktree(run.result, run.spec.card.title, run.event));
+  // A claude run stopped at an ask keeps its session, to be continued once the person allows it.
+  const session = run.agentSession();
+  const cli = agentCli(run.spec.flow.runner);
+  if (status === 'needs-input' && run.result.asks?.length && cli && session)
+    await run.step('keeping the agent session', async () => {
+      if (await keepSession(cli, run.spec.scratchDir, run.spec.logDir, session))
+        run.result.session = { cli, id: session };
+    });
+  const endedAt = Date.now();
+  Object.assign(run.result, {
+    status,
+    termination: { reason, detail },
+    endedAt: new Date(endedAt).toISOString(),
+    durationMs: endedAt - run.startedAt,
+    summary: run.result.summary || detail,
+  });
+  run.event('ended', `${status}: ${detail}`, { status, reason });
+  await run.step('closing the run logs', () => run.log.close());
+  const { committed, dropped } = run.log.output;
+  run.result.stdoutBytes = committed.stdout;
+  run.result.stderrBytes = committed.stderr;
+  if (dropped) run.result.metrics = { ...run.result.metrics, droppedOutputBytes: dropped };
+  await run.step('writing result.json', () => run.log.writeResultAsync(run.result));
 }

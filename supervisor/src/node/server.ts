@@ -101,7 +101,10 @@ export class SupervisorServer {
 
   private register(conn: MessageConnection, attachments: Map<string, AbortController>): void {
     const reg = this.registry;
-    handle(conn, LaunchRun, (p) => reg.launch(p));
+    handle(conn, LaunchRun, async (p) => {
+      await reg.fleet?.admit(p); // a card no host of the fleet can run: refused up front
+      return reg.launch(p);
+    });
     handle(conn, CancelRun, (p) => reg.cancel(p.runId));
     handle(conn, ListRuns, (p) => ({ runs: reg.list(p.activeOnly ?? false, p.limit ?? 100, p.cardPath) }));
     handle(conn, GetRun, (p) => {

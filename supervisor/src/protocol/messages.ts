@@ -111,6 +111,8 @@ export const SetBackend = request(
   z.object({
     backend: z.enum(['local', 'redis']),
     redisUrl: z.optional(z.string().check(z.minLength(1), z.maxLength(2048))),
+    /** The board's scheduler.maxConcurrency: on a fleet, a cap for all its boards' runs together. */
+    maxConcurrency: z.optional(z.int().check(z.minimum(1), z.maximum(100_000))),
   }),
   z.object({ backend: z.enum(['local', 'redis']) }),
 );

@@ -20,7 +20,11 @@ import { redisOptions } from './job.ts';
 export const loadGateway = (): Promise<typeof GatewayModule> => import('./gateway.ts');
 export const loadFleetHost = (): Promise<typeof FleetHostModule> => import('./fleet-host.ts');
 
-type Backend = { backend: 'local' | 'redis'; redisUrl?: string | undefined };
+type Backend = {
+  backend: 'local' | 'redis';
+  redisUrl?: string | undefined;
+  maxConcurrency?: number | undefined;
+};
 
 const file = (paths: StatePaths): string => path.join(paths.supervisorDir, 'backend.json');
 
@@ -78,12 +82,15 @@ async function apply(registry: RunRegistry, p: Backend, log: pino.Logger): Promi
   }
   if (registry.fleet?.redisUrl !== p.redisUrl) {
     const { FleetGateway } = await loadGateway();
-    if (registry.fleet?.redisUrl === p.redisUrl) return; // another call made it meanwhile
-    registry.fleet = new FleetGateway({
-      redisUrl: p.redisUrl,
-      log,
-      activeDir: path.join(registry.paths.supervisorDir, 'active'),
-    });
-    log.info('launches go to the fleet');
+    if (registry.fleet?.redisUrl !== p.redisUrl) {
+      // (unless another call made it meanwhile)
+      registry.fleet = new FleetGateway({
+        redisUrl: p.redisUrl,
+        log,
+        activeDir: path.join(registry.paths.supervisorDir, 'active'),
+      });
+      log.info('launches go to the fleet');
+    }
   }
+  registry.fleet.cap = p.maxConcurrency;
 }

@@ -25,6 +25,14 @@ import {
   type RunJobResult,
 } from './job.ts';
 import { holdToPolicy, jobRunId } from './policy.ts';
+import { advertise, withdraw } from './roster.ts';
+import { releaseSlot, renewSlot, takeSlot } from './slots.ts';
+
+/** How long a host's entry in the roster (roster.ts) and a run's slot (slots.ts) last unless renewed. */
+const ROSTER_TTL_MS = 3 * LEASE_MS;
+const SLOT_MS = 2 * LEASE_MS;
+/** A job whose slot is not free goes back to its queue for this long (then any host may take it). */
+const NO_SLOT_DELAY_MS = 250;
 
 export interface FleetHostOptions {
   redisUrl: string;
@@ -45,6 +53,8 @@ export class FleetHost {
   private readonly local = new Map<string, string>();
   private lastRedisOk = Date.now();
   private readonly watchdog: NodeJS.Timeout;
+  /** This host is in the fleet's roster (or Redis did not answer within 3 s: it is added when it does). */
+  readonly announced: Promise<void>;
 
   constructor(private readonly o: FleetHostOptions) {
     const conn = redisOptions(o.redisUrl);
@@ -71,12 +81,29 @@ export class FleetHost {
       w.on('error', (err) => o.log.warn({ err: err.message, flow }, 'fleet worker error'));
       this.workers.push(w);
     }
+    // What this host offers, in the roster boards read to refuse up front what no host can run.
+    const ad = {
+      name: o.offer.name,
+      flows: o.offer.flows,
+      workspaces: Object.keys(o.offer.workspaces),
+      capacity: o.offer.capacity,
+    };
+    const announce = (): Promise<void> =>
+      advertise(this.redis, ad, ROSTER_TTL_MS).catch((err: Error) =>
+        o.log.debug({ err: err.message }, 'saying what this host offers'),
+      );
+    this.announced = withinMs(announce(), 3000);
+    let ticks = 0;
     // Fencing without Redis: a host that cannot reach Redis for most of a lease stops its runs.
     this.watchdog = setInterval(() => {
       void this.redis.ping().then(
         () => (this.lastRedisOk = Date.now()),
         () => undefined,
       );
+      if (++ticks % 2 === 0) {
+        void announce();
+        for (const id of this.local.keys()) void renewSlot(this.redis, id, SLOT_MS).catch(() => undefined); // lapses if Redis stays away
+      }
       if (Date.now() - this.lastRedisOk > LEASE_MS * 0.8)
         for (const id of [...this.local.keys()])
           this.cancelLocal(
@@ -108,12 +135,21 @@ export class FleetHost {
       throw new DelayedError();
     }
     this.running++; // taken at once: the checks below wait on Redis, and another job may come meanwhile
+    // The fleet's global cap (several boards on one fleet share it): a slot, or back to the queue.
+    const cap = (job.data as { cap?: unknown } | undefined)?.cap;
+    const capped = typeof cap === 'number' && Number.isInteger(cap) && cap >= 1;
+    if (capped && !(await takeSlot(this.redis, runId, cap, SLOT_MS).catch(() => false))) {
+      this.running--;
+      await job.moveToDelayed(Date.now() + NO_SLOT_DELAY_MS, token);
+      throw new DelayedError();
+    }
     const cardFile = path.join(this.o.cardsDir, `${runId}.md`);
     try {
       return await this.runJob(job, cardFile);
     } finally {
       this.running--;
       rmSync(cardFile, { force: true });
+      if (capped) await releaseSlot(this.redis, runId).catch(() => undefined); // else it lapses
     }
   }
 
@@ -181,6 +217,7 @@ export class FleetHost {
 
   async close(): Promise<void> {
     clearInterval(this.watchdog);
+    await withinMs(withdraw(this.redis, this.o.offer.name), 1000);
     // The registry has stopped the runs already; a worker waiting on Redis must not hold the exit.
     await withinMs(Promise.all(this.workers.map((w) => w.close(true))), 3000);
     this.redis.disconnect();

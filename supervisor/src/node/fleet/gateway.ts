@@ -29,6 +29,7 @@ import {
   type RunJob,
 } from './job.ts';
 import { RemoteRun, type Finish, type RemoteMarker, type RunMirror } from './remote-run.ts';
+import { readRoster, whyNoHost } from './roster.ts';
 
 export interface GatewayOptions {
   redisUrl: string;
@@ -48,6 +49,8 @@ export class FleetGateway implements RunMirror {
   private readonly reconciler: NodeJS.Timeout;
 
   readonly redisUrl: string;
+  /** The fleet's global cap this board asks its jobs to keep (its scheduler.maxConcurrency; slots.ts). */
+  cap: number | undefined;
 
   constructor(private readonly o: GatewayOptions) {
     this.redisUrl = o.redisUrl;
@@ -168,6 +171,42 @@ export class FleetGateway implements RunMirror {
     return { queue, events, stalls, onFailed };
   }
 
+  /**
+   * Refuses, before anything is queued, a launch no host of the fleet can run (roster.ts): its flow
+   * offered by none, or its workspace mapped by none of those that offer it. A roster that cannot be
+   * read now (Redis away) refuses nothing: the job is queued as before and its host decides.
+   */
+  async admit(p: z.output<typeof LaunchRun.params>): Promise<void> {
+    let name: string;
+    try {
+      name = FleetGateway.workspaceName(p.card.project ?? p.grant.path, path.resolve(p.workspace));
+    } catch {
+      return; // the launch itself says why
+    }
+    let roster;
+    try {
+      roster = await Promise.race([
+        readRoster(this.redis),
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error('no answer in 2 s')), 2000).unref(),
+        ),
+      ]);
+    } catch (err) {
+      this.o.log.warn(
+        { err: (err as Error).message },
+        'reading the fleet roster; the launch is queued unchecked',
+      );
+      return;
+    }
+    const why = whyNoHost(roster, p.flow.name, name);
+    if (why)
+      throw new ResponseError(ErrorCodes.InvalidState, `the fleet cannot run this card: ${why}`, {
+        reason: 'fleet-cannot-run',
+        flow: p.flow.name,
+        workspace: name,
+      });
+  }
+
   /** A launch (already checked against this machine's grant) as a run for the fleet. */
   remoteRun(
     runId: string,
@@ -196,6 +235,7 @@ export class FleetGateway implements RunMirror {
         text,
       },
       submittedAt: new Date().toISOString(),
+      ...(this.cap ? { cap: this.cap } : {}),
     };
     const first = launchedResult({
       runId,

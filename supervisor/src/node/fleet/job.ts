@@ -37,6 +37,11 @@ export const RunJob = z.object({
     text: z.string().check(z.maxLength(1024 * 1024)),
   }),
   submittedAt: z.string(),
+  /**
+   * The fleet's global cap as the submitting board has it (its scheduler.maxConcurrency): the run starts
+   * only while fewer runs of the fleet than this go (slots.ts). None: only the hosts' capacities bound it.
+   */
+  cap: z.optional(z.int().check(z.minimum(1), z.maximum(100_000))),
 });
 export type RunJob = z.infer<typeof RunJob>;
 

@@ -2,16 +2,16 @@
  * The `computer-use` runner: screenshot → model → desktop_action / desktop_read / terminal_exec →
  * results + fresh screenshot → … until the model's completion JSON. docs/computer-use.md.
  *
- * This file sets a run up (prompt folder, provider; the display, live view and takeover are
- * session.ts, shared with replay); the loop itself is loop.ts, its metrics metrics.ts, its retry
- * policy retry.ts.
+ * This file sets a run up (prompt folder, provider); the display, live view, takeover, tools and
+ * metrics are the desktop's (worker/src/desktop, shared with replay), the model requests and their
+ * retry policy the model stack's (worker/src/models); the loop itself is loop.ts.
  */
 import { readFileSync } from 'node:fs';
 import type { RunnerContext, RunnerOutcome } from '../runner.ts';
-import type { Api } from './providers.ts';
-import { loadPromptFolder, type PromptFolder } from './prompt.ts';
+import { apiOf } from '../../models/conversation.ts';
+import { loadPromptFolder, type PromptFolder } from '../../desktop/prompt.ts';
 import { Loop } from './loop.ts';
-import { budgets, DesktopRunner, ended, onDesktop } from './session.ts';
+import { budgets, DesktopRunner, ended, onDesktop } from '../../desktop/session.ts';
 
 export class ComputerUseRunner extends DesktopRunner {
   async run(ctx: RunnerContext): Promise<RunnerOutcome> {
@@ -47,11 +47,6 @@ export class ComputerUseRunner extends DesktopRunner {
       ).run(),
     );
   }
-}
-
-/** The wire format: the flow's computerUse.api, else the provider's own. */
-export function apiOf(provider: string, api: Api | undefined): Api {
-  return api ?? (provider === 'anthropic' ? 'messages' : provider === 'openai' ? 'responses' : 'chat');
 }
 
 /** The takeover HUD's text (the person's UI, not the model's prompt). */

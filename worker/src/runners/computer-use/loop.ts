@@ -10,13 +10,27 @@ import path from 'node:path';
 import type { ClarifyingQuestion, CuFinal, CuStep } from '@runboard/supervisor/protocol';
 import type { RunnerContext, RunnerOutcome } from '../runner.ts';
 import { parseCompletion, type Completion } from './completion.ts';
-import { LoopMetrics } from './metrics.ts';
-import { makeProvider, type Api, type ModelTurn, type Provider, type ToolReply } from './providers.ts';
-import { fill, osVersion, type PromptFolder } from './prompt.ts';
+import { LoopMetrics } from '../../desktop/metrics.ts';
+import { osVersion, type PromptFolder } from '../../desktop/prompt.ts';
+import type { Screen, Shot } from '../../desktop/screen.ts';
+import {
+  ended,
+  guardedOutcome,
+  logFirstShot,
+  logRetry,
+  stepShot,
+  type Guard,
+} from '../../desktop/session.ts';
+import {
+  makeProvider,
+  type Api,
+  type ModelTurn,
+  type Provider,
+  type ToolReply,
+} from '../../models/conversation.ts';
+import { fill } from '../../models/prompt.ts';
+import { sendWithRetry } from '../../models/retry.ts';
 import { writeReport, type StepRecord } from './report.ts';
-import { logRetry, sendWithRetry } from './retry.ts';
-import type { Screen, Shot } from './screen.ts';
-import { ended, guardedOutcome, logFirstShot, stepShot, type Guard } from './session.ts';
 import { attachmentsJson, cardAttachments } from '../../tools/documents/attachments.ts';
 import { documentScope, type DocumentScope } from '../../tools/documents/scope.ts';
 import {
@@ -26,7 +40,7 @@ import {
   PermissionNeeded,
   runTool,
   type ToolContext,
-} from './tools.ts';
+} from '../../desktop/tools.ts';
 
 export interface LoopOptions {
   maxSteps: number;

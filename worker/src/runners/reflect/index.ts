@@ -17,8 +17,14 @@ import {
   type Workflow,
 } from '@runboard/supervisor/protocol';
 import type { Runner, RunnerContext, RunnerOutcome } from '../runner.ts';
-import { fill } from '../computer-use/prompt.ts';
-import { defaultApi, describeModelError, ModelClient, type CallOptions, type Image } from '../model-call.ts';
+import {
+  defaultApi,
+  describeModelError,
+  ModelClient,
+  type CallOptions,
+  type Image,
+} from '../../models/client.ts';
+import { fill } from '../../models/prompt.ts';
 import { askChecked, InvalidAnswer } from './model.ts';
 import {
   checkPassA,

@@ -1,9 +1,9 @@
 /**
  * Asking for one JSON object and checking it, with one retry: the request itself is the shared
- * model-call.ts (text and images through the supervisor's proxy, any provider). The retry sends the
+ * model stack's one-shot call (worker/src/models/client.ts: text and images through the supervisor's proxy, any provider). The retry sends the
  * same request again with the model's first answer and what was wrong with it after the images.
  */
-import type { CallInput, CallOptions, ModelClient } from '../model-call.ts';
+import type { CallInput, CallOptions, ModelClient } from '../../models/client.ts';
 
 /**
  * The JSON object in a model's text: the whole text, or the first fenced block, or from the first `{`

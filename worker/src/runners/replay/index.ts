@@ -3,13 +3,13 @@
  * editor) run again with the card's parameters, subtask by subtask, by accessibility locators first and
  * the model only where the screen drifted. docs/workflows.md, "Replay".
  *
- * Same desktop as a computer-use run (computer-use/session.ts: private display or takeover, live
- * view), same budgets, same model proxy and wire formats; the engine is replay.ts.
+ * Same desktop as a computer-use run (worker/src/desktop/session.ts: private display or takeover, live
+ * view), same budgets, same model proxy and wire formats (worker/src/models); the engine is replay.ts.
  */
 import type { RunnerContext, RunnerOutcome } from '../runner.ts';
-import { apiOf } from '../computer-use/index.ts';
-import { loadPromptFolder } from '../computer-use/prompt.ts';
-import { budgets, DesktopRunner, ended, onDesktop } from '../computer-use/session.ts';
+import { loadPromptFolder } from '../../desktop/prompt.ts';
+import { budgets, DesktopRunner, ended, onDesktop } from '../../desktop/session.ts';
+import { apiOf } from '../../models/conversation.ts';
 import { cardWorkflow, loadPlan, PlanError, resolveParams, shown, type Plan } from './plan.ts';
 import { PREDICT_TOOLS } from './predict.ts';
 import { Replay, type ReplayPrompt } from './replay.ts';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { checkWorkflow, type Workflow } from '@runboard/supervisor/protocol';
 import { fillTemplates, resolveParams, shown, toPlan } from './plan.ts';
-import { keyCombo } from './replay.ts';
+import { keyCombo } from './locator-step.ts';
 
 // The workflow reflect makes of a recorded form fill (its own test fixture).
 const FIXTURE = new URL('../../../../tests/fixtures/workflows/form-fill/schema.json', import.meta.url);

@@ -5,11 +5,11 @@
  * tool call: an OS action (`computer_use`), `done`, or `stuck` (a question for the person). Each call is
  * a fresh request: what the model needs to know is in the query, not in a growing conversation.
  */
-import { makeProvider, type Api, type ModelTurn } from '../computer-use/providers.ts';
-import type { PromptConfigOf } from '../computer-use/prompt.ts';
-import { fill } from '../computer-use/prompt.ts';
-import type { Shot } from '../computer-use/screen.ts';
-import { TOOL_SCHEMAS, type OfferedTool } from '../computer-use/tools.ts';
+import type { PromptConfigOf } from '../../desktop/prompt.ts';
+import type { Shot } from '../../desktop/screen.ts';
+import { TOOL_SCHEMAS } from '../../desktop/tools.ts';
+import { makeProvider, type Api, type ModelTurn, type OfferedTool } from '../../models/conversation.ts';
+import { fill } from '../../models/prompt.ts';
 import type { PlanStep, PlanSubtask, Values } from './plan.ts';
 
 export const PREDICT_TOOLS = ['computer_use', 'done', 'stuck'] as const;

@@ -4,18 +4,27 @@
  * whose screen drifted, then back to the locators for the next step. A subtask with an outcome check
  * is done only when the check holds on screen: a model's `done` does not make it so. Every action, by
  * either, is a `cu-step` event with its screenshot (the inspector's filmstrip) and a line of report.md.
+ *
+ * The engine carries the walk out; its parts are beside it: walk.ts (pure: where the walk goes after a
+ * model turn, what the model is asked), locator-step.ts (pure: what a step does by its locator) and
+ * by-locator.ts (doing it: locate.ts reads the desktop, match.ts, pure, finds the element), secrets.ts (pure: the sensitive values), predict.ts (the
+ * model's turn).
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { desktop, type Rect, type WindowInfo } from '@runboard/native';
-import type { ClarifyingQuestion, CuStep, OutcomeCheck } from '@runboard/supervisor/protocol';
+import type { ClarifyingQuestion, CuStep } from '@runboard/supervisor/protocol';
 import type { RunnerContext, RunnerOutcome } from '../runner.ts';
-import { LoopMetrics } from '../computer-use/metrics.ts';
-import type { Api } from '../computer-use/providers.ts';
-import { fill, type PromptConfigOf } from '../computer-use/prompt.ts';
-import { logRetry, sendWithRetry } from '../computer-use/retry.ts';
-import type { Screen, Shot } from '../computer-use/screen.ts';
-import { ended, guardedOutcome, logFirstShot, stepShot, type Guard } from '../computer-use/session.ts';
+import { LoopMetrics } from '../../desktop/metrics.ts';
+import type { PromptConfigOf } from '../../desktop/prompt.ts';
+import type { Screen, Shot } from '../../desktop/screen.ts';
+import {
+  ended,
+  guardedOutcome,
+  logFirstShot,
+  logRetry,
+  stepShot,
+  type Guard,
+} from '../../desktop/session.ts';
 import {
   ActionFailed,
   desktopAction,
@@ -23,23 +32,27 @@ import {
   InvalidToolCall,
   PermissionNeeded,
   runTool,
-  type OfferedTool,
   type ToolContext,
-} from '../computer-use/tools.ts';
+} from '../../desktop/tools.ts';
+import type { Api, OfferedTool } from '../../models/conversation.ts';
+import { fill } from '../../models/prompt.ts';
+import { sendWithRetry } from '../../models/retry.ts';
 import { documentScope } from '../../tools/documents/scope.ts';
-import { checkHolds, findWindow, focusedField, locate, onSecretFields } from './locate.ts';
-import {
-  fillTemplates,
-  sensitiveValues,
-  shown,
-  type Locator,
-  type Plan,
-  type PlanStep,
-  type PlanSubtask,
-  type Values,
-} from './plan.ts';
+import { ByLocator } from './by-locator.ts';
+import { onSecretFields } from './locate.ts';
+import { fillTemplates, shown, type Plan, type PlanStep, type PlanSubtask, type Values } from './plan.ts';
 import { predict, userQuery, type HistoryEntry, type PredictTool } from './predict.ts';
 import { renderReplayReport, type ReplayRecord } from './report.ts';
+import { Secrets } from './secrets.ts';
+import {
+  askForOutcome,
+  askForStep,
+  describeCheck,
+  FALSE_DONE_LIMIT,
+  nextAfterTurn,
+  outcomeNeverAppeared,
+  tooManyTurns,
+} from './walk.ts';
 
 export interface ReplayOptions {
   maxSteps: number;
@@ -63,21 +76,7 @@ type Ended = { ended: RunnerOutcome };
 /** `read`: the model used a document tool; the step it was asked about is still to do. */
 type Turn = { kind: 'acted' } | { kind: 'read' } | { kind: 'done'; value: string } | Ended;
 
-const centre = (b: Rect): [number, number] => [Math.round(b[0] + b[2] / 2), Math.round(b[1] + b[3] / 2)];
 const round = (n: number): number => Math.round(n * 10) / 10;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-/** Keys that move the focus to the next or previous field (as the recorder names them). */
-const TAB = /(^|\+)Tab$/;
-/** How long a locator may take to show what the last action did before the step goes to the model. */
-const LOCATOR_SETTLE_MS = 3000;
-
-/** A recorded key name (`press Enter`, `ctrl+ArrowUp`) as the addon's key combination. */
-export function keyCombo(key: string): string {
-  return key
-    .split('+')
-    .map((k) => k.replace(/^Arrow/, '').toLowerCase())
-    .join('+');
-}
 
 export class Replay {
   private shot!: Shot;
@@ -96,10 +95,10 @@ export class Replay {
   private readonly toolCtx: ToolContext;
   /** The document tools the flow grants, offered at each model step. */
   private readonly documentTools: OfferedTool[];
-  /** Sensitive parameters' values by name: typed, never shown, sent, logged or left on a screenshot. */
-  private readonly secrets: Values;
-  /** What the model is told of the parameters: a sensitive one as its own `{name}`, which it may type. */
-  private readonly modelValues: Values;
+  /** Sensitive parameters: typed, never shown, sent, logged or left on a screenshot (the model knows their `{name}`). */
+  private readonly secrets: Secrets;
+  /** The steps replay does by their accessibility locators. */
+  private readonly locator: ByLocator;
 
   constructor(
     private readonly ctx: RunnerContext,
@@ -113,11 +112,12 @@ export class Replay {
     private readonly guard: Guard,
     private readonly o: ReplayOptions,
   ) {
-    this.secrets = sensitiveValues(plan, values);
-    this.modelValues = {
-      ...values,
-      ...Object.fromEntries(Object.keys(this.secrets).map((k) => [k, `{${k}}`])),
-    };
+    this.secrets = new Secrets(plan, values);
+    this.locator = new ByLocator({
+      settleMs: o.settleMs,
+      secrets: this.secrets,
+      mask: (r) => o.screen.mask(r),
+    });
     // Password fields the locators come across are masked in every later screenshot, as the recorder
     // masks them; so is every field a sensitive value is typed into (see typedSecret).
     onSecretFields((r) => o.screen.mask(r));
@@ -156,7 +156,7 @@ export class Replay {
           outcome,
           records: this.records,
           secrets: {
-            names: Object.keys(this.secrets),
+            names: this.secrets.names,
             notes: this.secretNotes,
           },
         }),
@@ -235,51 +235,13 @@ export class Replay {
       task: this.plan.task,
       description: this.plan.description,
       subtask: sub,
-      values: this.modelParams(),
+      values: this.secrets.modelParams(),
       memory: this.memory,
       history,
       reference: steps,
       extracts,
-      ask: this.hide(ask),
+      ask: this.secrets.hide(ask),
     });
-  }
-
-  /** The parameters as the model's query lists them: a sensitive one by its name, to type as `{name}`. */
-  private modelParams(): Values {
-    return Object.fromEntries(
-      Object.entries(this.modelValues).map(([k, v]) => [
-        k,
-        this.secrets[k] !== undefined
-          ? `(sensitive: never shown to you; to type it, type exactly "{${k}}" and replay types the value)`
-          : v,
-      ]),
-    );
-  }
-
-  /** A text for the model or the card with every sensitive value replaced by its `{name}`. */
-  private hide(text: string): string {
-    let out = text;
-    for (const [k, v] of Object.entries(this.secrets).sort((a, b) => b[1].length - a[1].length))
-      if (v) out = out.split(v).join(`{${k}}`);
-    return out;
-  }
-
-  /** The names of the sensitive values in `text` (typed, or to be). */
-  private secretsIn(text: string): string[] {
-    return Object.entries(this.secrets)
-      .filter(([, v]) => v && text.includes(v))
-      .map(([k]) => k);
-  }
-
-  /**
-   * A sensitive value was just typed into the focused field of `win` (or `field`): that field is masked
-   * in every later screenshot, the filmstrip's and the model's (the field may show what it holds).
-   */
-  private async typedSecret(win: WindowInfo | undefined, field?: Rect): Promise<void> {
-    if (field) this.o.screen.mask(field);
-    const w = win ?? (await findWindow(undefined).then((x) => (typeof x === 'string' ? undefined : x)));
-    const now = w ? await focusedField(w) : undefined;
-    if (now) this.o.screen.mask(now.bounds);
   }
 
   private async subtask(sub: PlanSubtask): Promise<Ended | null> {
@@ -287,18 +249,17 @@ export class Replay {
     // The subtask as the locators and checks use it: parameters and upstream extracts filled in.
     // What the model is shown has a sensitive parameter's value withheld (it is never sent out): its
     // `{name}`, which the model may type (modelTurn types the value in its place).
-    const forModel = fillTemplates(sub, { ...this.modelValues, ...this.extracts });
+    const forModel = fillTemplates(sub, { ...this.secrets.modelValues, ...this.extracts });
     sub = fillTemplates(sub, values);
     const steps = sub.steps;
     const history: HistoryEntry[] = [];
     let turns = 0;
-    const tooMany = (): Ended =>
-      this.end('needs-input', `stopped in subtask "${sub.text}": ${turns} model turns did not get it done`, [
-        `Replay could not finish the subtask "${sub.text}" (expected: ${sub.expectedOutcome || 'not stated'}) in ${turns} model turns. Has the app changed? Edit the workflow, or say how it should be done.`,
-      ]);
+    const unfinished = (u: { summary: string; question: string }): Ended =>
+      this.end('needs-input', u.summary, [u.question]);
     // One model turn, within the subtask's allowance of them.
     const ask = (step: PlanStep | undefined, what: string): Promise<Turn> => {
-      if (turns >= this.o.maxModelTurnsPerSubtask) return Promise.resolve(tooMany());
+      if (turns >= this.o.maxModelTurnsPerSubtask)
+        return Promise.resolve(unfinished(tooManyTurns(sub, turns)));
       turns++;
       return this.modelTurn(forModel, forModel.steps, history, step, what);
     };
@@ -306,76 +267,48 @@ export class Replay {
       const stop = this.mayGoOn();
       if (stop) return stop;
       const step = steps[i]!;
-      if (step.action.type === 'extract') {
-        const name = step.action.variable || `extract_${step.n}`;
-        const kept = (value: string, by: 'locator' | 'model'): void => {
-          this.extracts[name] = value;
-          this.ctx.log('info', `extract ${name} = ${JSON.stringify(value)} (by ${by})`, {
-            kind: 'replay-extract',
-            name,
-            value,
-            by,
-          });
-        };
-        // The element the locator names holds the value: read it, as the person would look at it.
-        const t0 = performance.now();
-        const read = await this.readByLocator(step);
-        if (typeof read !== 'string') {
-          this.locatorSteps++;
-          this.tokensSaved += this.estimateTokens(this.query(forModel, forModel.steps, history, ''));
-          await this.afterAction(step, sub, 'locator', performance.now() - t0, {
-            ok: true,
-            value: read.value,
-          });
-          kept(read.value, 'locator');
-          history.push({ step: step.n, action: 'extract by locator', observation: step.intent });
-          i++;
-          continue;
-        }
-        const r = await ask(
-          step,
-          `Step ${step.n} is an extract (replay could not read it by itself: ${read}): read "${step.action.query}" off the screen and call done with it in \`value\`${step.action.candidates?.length ? ` (it is likely one of: ${step.action.candidates.join(', ')})` : ''}.`,
-        );
-        if ('ended' in r) return r;
-        if (r.kind === 'done') {
-          kept(r.value, 'model');
-          i++;
-        }
-        continue;
-      }
+      const extract = step.action.type === 'extract';
+      // By its locator first: an extract's element read (as the person would look at it), a step done.
       const t0 = performance.now();
-      const det = await this.byLocator(step);
-      if (det === true) {
+      const done = extract ? await this.locator.read(step) : await this.locator.run(step);
+      if (typeof done !== 'string') {
         this.locatorSteps++;
         this.tokensSaved += this.estimateTokens(this.query(forModel, forModel.steps, history, ''));
-        await this.afterAction(step, sub, 'locator', performance.now() - t0);
-        history.push({ step: step.n, action: `${step.action.type} by locator`, observation: step.intent });
+        const read = done === true ? undefined : done.value;
+        await this.afterAction(
+          step,
+          sub,
+          'locator',
+          performance.now() - t0,
+          read === undefined ? undefined : { ok: true, value: read },
+        );
+        if (read !== undefined) this.keep(step, read, 'locator');
+        history.push({
+          step: step.n,
+          action: extract ? 'extract by locator' : `${step.action.type} by locator`,
+          observation: step.intent,
+        });
         i++;
         continue;
       }
-      const r = await ask(
-        step,
-        `Replay could not do step ${step.n} by itself: ${det}. Do what step ${step.n} does on the screen as it is now (one action), or call done if the subtask's expected outcome is already there.`,
-      );
+      const r = await ask(step, askForStep(step, done));
       if ('ended' in r) return r;
-      if (r.kind === 'done') break;
-      if (r.kind === 'read') continue;
-      i++;
+      if (extract && r.kind === 'done') this.keep(step, r.value, 'model');
+      const next = nextAfterTurn(step, r.kind);
+      if (next === 'steps-done') break;
+      if (next === 'next') i++;
     }
     if (!sub.check) return null;
-    if (await this.waitFor(sub.check)) return null;
+    if (await this.locator.holds(sub.check, this.signal)) return null;
     let falseDone = 0;
     // In words for the model and the card's question: a sensitive value withheld, as in the query.
     const want = describeCheck(forModel.check ?? sub.check);
     for (;;) {
       const stop = this.mayGoOn();
       if (stop) return stop;
-      const r = await ask(
-        undefined,
-        `Every step of this subtask ran, but its expected outcome is not on screen (${want}). Act to reach it (one action), call done once it is there, or stuck if it cannot be reached.`,
-      );
+      const r = await ask(undefined, askForOutcome(want));
       if ('ended' in r) return r;
-      if (await this.waitFor(sub.check)) return null;
+      if (await this.locator.holds(sub.check, this.signal)) return null;
       if (r.kind === 'done') {
         falseDone++;
         history.push({
@@ -383,143 +316,26 @@ export class Replay {
           action: 'done',
           observation: `the expected outcome is still not on screen (${want})`,
         });
-        if (falseDone >= 2)
-          return this.end(
-            'needs-input',
-            `subtask "${sub.text}": its expected outcome never appeared (${want})`,
-            [
-              `Replay finished the steps of "${sub.text}" but its expected outcome never appeared (${want}); the model said it was done, the screen says otherwise. What should happen here?`,
-            ],
-          );
+        if (falseDone >= FALSE_DONE_LIMIT) return unfinished(outcomeNeverAppeared(sub, want));
       }
     }
   }
 
-  /** A check that may need a moment to show (the app redraws after the action). */
-  private async waitFor(check: OutcomeCheck): Promise<boolean> {
-    const deadline = performance.now() + this.o.settleMs;
-    for (;;) {
-      if (await checkHolds(check)) return true;
-      if (performance.now() > deadline || this.signal.aborted) return false;
-      await sleep(50);
-    }
+  /** An extract's value, kept for the subtasks that depend on it. */
+  private keep(step: PlanStep, value: string, by: 'locator' | 'model'): void {
+    const name = step.action.variable || `extract_${step.n}`;
+    this.extracts[name] = value;
+    this.ctx.log('info', `extract ${name} = ${JSON.stringify(value)} (by ${by})`, {
+      kind: 'replay-extract',
+      name,
+      value,
+      by,
+    });
   }
 
   private estimateTokens(query: string): number {
     // about 4 characters a token; an image about (w * h) / 750 tokens; a short tool call back
     return Math.ceil(query.length / 4) + Math.ceil((this.shot.width * this.shot.height) / 750) + 60;
-  }
-
-  /**
-   * An extract step's value read off its locator's element (a field's text, a label's text), or why
-   * not. Where the element is does not matter here, only that it is the one the locator names.
-   */
-  private async readByLocator(step: PlanStep): Promise<{ value: string } | string> {
-    if (!step.element) return 'the step has no locator to read the value from';
-    const l = await locate(step.element, step.window, { anywhere: true });
-    if (!l.ok) return l.drift;
-    const e = l.element;
-    if (e.secret) return `${e.role} "${e.name}" is a password field: its value is never read`;
-    const value = e.value ?? e.name;
-    if (!value.trim()) return `${e.role} "${e.name}" shows no text`;
-    return { value };
-  }
-
-  /** The step by its recorded element, or why not (drift, in words). */
-  private async byLocator(step: PlanStep): Promise<true | string> {
-    const a = step.action;
-    if (a.type === 'click' || a.type === 'scroll' || a.type === 'drag') {
-      if (!step.element) return 'the step has no locator (none was recorded, or it was removed)';
-      const element = step.element;
-      const l = await this.settled(
-        () => locate(element, step.window),
-        (x) => x.ok,
-      );
-      if (!l.ok) return l.drift;
-      if (!l.window.focused) await desktop.focus({ windowId: l.window.id });
-      const [x, y] = centre(l.element.bounds);
-      if (a.type === 'click') await desktop.click(x, y, { button: a.button, count: a.count ?? 1 });
-      else if (a.type === 'scroll') await desktop.scroll(x, y, a.dx, a.dy);
-      else
-        await desktop.drag([x, y], [x + a.to[0] - a.from[0], y + a.to[1] - a.from[1]], { button: a.button });
-      return true;
-    }
-    if (a.type === 'type' || a.type === 'press') {
-      if (a.type === 'type' && !('text' in a && a.text))
-        return 'the workflow does not say what to type here (no value, or a secret)';
-      let field;
-      if (step.focus) {
-        const focus = step.focus;
-        // A Tab press may find the focus still on the field before (tabTo below): no wait for it then.
-        const tab = a.type === 'press' && TAB.test(a.key);
-        const l = await this.settled(
-          () => locate(focus, step.window),
-          (x) => x.ok && (tab || x.element.focused),
-        );
-        if (!l.ok) return l.drift;
-        if (!l.window.focused) await desktop.focus({ windowId: l.window.id });
-        if (!l.element.focused) {
-          // A Tab moves the focus, and the recorder may have read the focus after it moved: the
-          // recorded field is then where the key leads, checked once it is pressed.
-          if (a.type === 'press' && TAB.test(a.key)) return this.tabTo(a.key, step.focus, l.window);
-          return `${step.focus.role} "${step.focus.name}" does not have the keyboard focus`;
-        }
-        field = l;
-      } else {
-        // keys sent to whatever has the focus, with nothing recorded to check it against: not blind
-        if (!step.window) return 'the step has no locator for the field its keys go to';
-        const w = await findWindow(step.window);
-        if (typeof w === 'string') return w;
-        if (!w.focused) await desktop.focus({ windowId: w.id });
-      }
-      if (a.type === 'press') {
-        await desktop.key(keyCombo(a.key));
-        return true;
-      }
-      const before = field?.element.value ?? '';
-      await desktop.type(a.text);
-      if (this.secretsIn(a.text).length) await this.typedSecret(field?.window, field?.element.bounds);
-      if (!field || field.element.secret) return true;
-      // The field holds what was typed (the app took every key): read back, as the person would look.
-      const deadline = performance.now() + this.o.settleMs;
-      for (;;) {
-        const now = (await focusedField(field.window))?.value;
-        if (now !== undefined && now.includes(a.text)) return true;
-        if (performance.now() > deadline)
-          return this.hide(
-            `typed "${a.text}" but ${step.focus!.role} "${step.focus!.name}" holds ${JSON.stringify(now ?? before)}`,
-          );
-        await sleep(30);
-      }
-    }
-    return `replay has no locator action for "${a.type}"`;
-  }
-
-  /**
-   * `look()` again until `good`, for at most LOCATOR_SETTLE_MS: what the last action started (a window
-   * opening, the focus moving after a click) shows in the accessibility tree a moment later, later
-   * still on a loaded machine, and a step is not sent to the model for that. Only looks, never acts.
-   */
-  private async settled<T>(look: () => Promise<T>, good: (t: T) => boolean): Promise<T> {
-    const deadline = performance.now() + LOCATOR_SETTLE_MS;
-    for (;;) {
-      const t = await look();
-      if (good(t) || performance.now() >= deadline) return t;
-      await sleep(50);
-    }
-  }
-
-  /** Presses a Tab key and checks that the focus lands on the field `to`; why not, when it does not. */
-  private async tabTo(key: string, to: Locator, win: WindowInfo): Promise<true | string> {
-    await desktop.key(keyCombo(key));
-    const deadline = performance.now() + this.o.settleMs;
-    for (;;) {
-      const now = await focusedField(win);
-      if (now?.role === to.role && now.name === to.name) return true;
-      if (performance.now() > deadline)
-        return `${key} was pressed, but the keyboard focus went to ${now ? `${now.role} "${now.name}"` : 'no field'}, not to ${to.role} "${to.name}"`;
-      await sleep(30);
-    }
   }
 
   private async afterAction(
@@ -538,7 +354,7 @@ export class Replay {
       tool: 'desktop_action',
       action: String(a.type),
       // a sensitive value typed is recorded by its name, `{pin}`
-      args: typeof a.text === 'string' ? { ...a, text: this.hide(a.text) } : a,
+      args: typeof a.text === 'string' ? { ...a, text: this.secrets.hide(a.text) } : a,
       result,
       screenshot: file,
       modelText: undefined,
@@ -713,20 +529,16 @@ export class Replay {
     const tAct = performance.now();
     const { observation: _o, memory: _m, ...action } = args;
     // The model types a sensitive parameter by its name; replay types the value, which the model never saw.
-    const typed =
+    const byName =
       action.action === 'type' && typeof action.text === 'string'
-        ? Object.keys(this.secrets).filter((k) => (action.text as string).includes(`{${k}}`))
-        : [];
-    const toDo = typed.length
-      ? {
-          ...action,
-          text: typed.reduce((t, k) => t.split(`{${k}}`).join(this.secrets[k]), action.text as string),
-        }
-      : action;
+        ? this.secrets.typedByName(action.text)
+        : undefined;
+    const typed = byName?.names ?? [];
+    const toDo = byName && typed.length ? { ...action, text: byName.text } : action;
     try {
       const r = await desktopAction(this.toolCtx, toDo);
       if (typed.length) {
-        await this.typedSecret(undefined);
+        await this.locator.typedSecret(undefined);
         this.secretNotes.push(
           `Step ${this.n}: the model typed the sensitive parameter${typed.length > 1 ? 's' : ''} ${typed.map((k) => `\`${k}\``).join(', ')} by name; its value was typed by replay and never sent to the model.`,
         );
@@ -752,14 +564,4 @@ export class Replay {
       ]);
     }
   }
-}
-
-function describeCheck(c: OutcomeCheck): string {
-  return [
-    c.role && `a ${c.role}`,
-    c.name !== undefined && `named "${c.name}"`,
-    c.value !== undefined && `showing "${c.value}"`,
-  ]
-    .filter(Boolean)
-    .join(' ');
 }

@@ -1,10 +1,12 @@
 /**
- * Gemini through its official SDK (@google/genai) and the supervisor's proxy: generateContent, and the
- * Files API sequence for a video (seed 000: upload, poll until ACTIVE, then name it in generateContent).
- * The SDK's key is the run's proxy token; the proxy adds the real key (x-goog-api-key).
+ * Gemini through its official SDK (@google/genai) and the supervisor's proxy: a one-shot
+ * generateContent with text and images (generate), and the Files API sequence for a video (seed 000:
+ * upload, poll until ACTIVE, then name it in generateContent). The SDK's key is the run's proxy token;
+ * the proxy adds the real key (x-goog-api-key). No conversation with tools: the desktop runners' wire
+ * formats are the other three (computerUse.api).
  */
 import { FileState, GoogleGenAI, type Part } from '@google/genai';
-import type { CallInput, CallOptions, CallResult, ModelSpec } from './model-types.ts';
+import type { CallInput, CallOptions, CallResult, ModelSpec } from './types.ts';
 
 export class GeminiClient {
   private readonly ai: GoogleGenAI;

@@ -125,5 +125,3 @@ export async function previewFrame(
   });
   return { data: r.data, width: r.width, height: r.height, screenWidth: r.source[2] };
 }
-
-export const dataUrl = (s: Shot): string => `data:${s.mime};base64,${s.data.toString('base64')}`;

@@ -3,9 +3,7 @@
  * exponential backoff and jitter, or the provider's `retry-after`; never credentials, never a wait the
  * run should not sit through. Pure: the caller sleeps and counts.
  */
-import type { RunnerContext } from '../runner.ts';
-import type { LoopMetrics } from './metrics.ts';
-import { authError, transient } from './providers.ts';
+import { authError, transient } from './errors.ts';
 
 export interface RetryPolicy {
   /** Retries per request (the flow's computerUse.maxRetries). */
@@ -88,25 +86,4 @@ export async function sendWithRetry<T>(
       if (signal.aborted) return { ok: false, why: 'cancelled' };
     }
   }
-}
-
-/** What a run does on each retry: counts it and logs a `cu-retry` event. */
-export function logRetry(
-  ctx: Pick<RunnerContext, 'log'>,
-  metrics: LoopMetrics,
-): (t: { attempt: number; status: number | null; waitMs: number; error: string }) => void {
-  return (t) => {
-    metrics.retries++;
-    ctx.log(
-      'warn',
-      `model request failed (${t.status ?? 'connection'}); retrying in ${Math.round(t.waitMs)} ms`,
-      {
-        kind: 'cu-retry',
-        attempt: t.attempt,
-        status: t.status,
-        waitMs: Math.round(t.waitMs),
-        error: t.error,
-      },
-    );
-  };
 }

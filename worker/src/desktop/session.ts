@@ -1,7 +1,8 @@
 /**
  * What every run that drives a desktop sets up around its work (computer-use and replay alike): the
  * artifacts folder, the inspector's live view of a private display, the flow's app given time to map a
- * window, the monitor the run sees, and on the real display the person's takeover (Escape + HUD).
+ * window, the monitor the run sees, and on the real display the person's takeover (Escape + HUD); and
+ * the events such a run logs as it goes (its first screenshot, a model request retried).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -14,7 +15,7 @@ import {
   type CuScreenshot,
   type Metrics,
 } from '@runboard/supervisor/protocol';
-import type { Runner, RunnerContext, RunnerOutcome } from '../runner.ts';
+import type { Runner, RunnerContext, RunnerOutcome } from '../runners/runner.ts';
 import type { Rect } from './geometry.ts';
 import { LiveFrames } from './live.ts';
 import type { LoopMetrics } from './metrics.ts';
@@ -259,4 +260,25 @@ export function logFirstShot(ctx: Pick<RunnerContext, 'log'>, shot: Shot, file: 
     quality: shot.quality,
     captureMs: Math.round(shot.captureMs * 10) / 10,
   } satisfies CuScreenshot);
+}
+
+/** What a run on the desktop does on each retry of a model request: counts it and logs a `cu-retry` event. */
+export function logRetry(
+  ctx: Pick<RunnerContext, 'log'>,
+  metrics: LoopMetrics,
+): (t: { attempt: number; status: number | null; waitMs: number; error: string }) => void {
+  return (t) => {
+    metrics.retries++;
+    ctx.log(
+      'warn',
+      `model request failed (${t.status ?? 'connection'}); retrying in ${Math.round(t.waitMs)} ms`,
+      {
+        kind: 'cu-retry',
+        attempt: t.attempt,
+        status: t.status,
+        waitMs: Math.round(t.waitMs),
+        error: t.error,
+      },
+    );
+  };
 }

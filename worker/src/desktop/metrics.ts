@@ -1,6 +1,6 @@
-/** What a computer-use run counts as it goes, and the metrics its outcome reports. */
+/** What a run on the desktop (computer-use, replay) counts as it goes, and the metrics its outcome reports. */
 import type { Metrics } from '@runboard/supervisor/protocol';
-import { estimateCost, type PromptConfig } from './prompt.ts';
+import { estimateCost, type Pricing } from '../models/prompt.ts';
 
 export interface Budgets {
   maxSteps: number;
@@ -44,7 +44,7 @@ export class LoopMetrics {
   }
 
   /** What the tokens so far cost by the prompt folder's pricing (null: no price for the model). */
-  cost(cfg: Pick<PromptConfig, 'llm'>, model: string): number | null {
+  cost(cfg: Pricing, model: string): number | null {
     return estimateCost(cfg, model, this.tokens.input, this.tokens.output);
   }
 

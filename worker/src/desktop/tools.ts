@@ -12,16 +12,17 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { desktop, toCompact, type CompactElement } from '@runboard/native';
-import type * as DocumentCalls from '../../tools/documents/call.ts';
-import { outsideRefusal } from '../../tools/documents/paths.ts';
-import type { DocumentScope } from '../../tools/documents/scope.ts';
+import type * as DocumentCalls from '../tools/documents/call.ts';
+import { outsideRefusal } from '../tools/documents/paths.ts';
+import type { DocumentScope } from '../tools/documents/scope.ts';
 import {
   DOCUMENT_DESCRIPTIONS,
   documentJsonSchema,
   documentTools,
   type DocumentToolName,
-} from '../../tools/documents/tools.ts';
-import { loadBundle } from '../load.ts';
+} from '../tools/documents/tools.ts';
+import { loadBundle } from '../runners/load.ts';
+import type { OfferedTool } from '../models/types.ts';
 import { onImage, toImage, toImageRect, toScreen, type Frame, type Rect } from './geometry.ts';
 
 export const TOOL_NAMES = ['desktop_action', 'desktop_read', 'terminal_exec'] as const;
@@ -429,12 +430,6 @@ export async function terminalExec(ctx: ToolContext, a: Args): Promise<ToolResul
     child.on('error', (err) => done(null, null, err.message));
     child.on('close', (code, sig) => done(code, sig));
   });
-}
-
-export interface OfferedTool {
-  name: string;
-  description: string;
-  schema: Record<string, unknown>;
 }
 
 /**

@@ -1,9 +1,12 @@
-/** The runner's prompt folder (prompt.md + config.yaml) and its rendering: no prompt text in code. */
+/**
+ * A desktop runner's prompt folder (prompt.md + config.yaml: computer-use's, replay's): no prompt text in
+ * code. Its rendering is models/prompt.ts (fill), as are its prices (estimateCost).
+ */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
-import type { DocumentToolName } from '../../tools/documents/tools.ts';
+import type { DocumentToolName } from '../tools/documents/tools.ts';
 import type { ToolName } from './tools.ts';
 
 export interface PromptConfig {
@@ -57,10 +60,6 @@ export function loadPromptFolder(
   return { template, config: config as PromptConfigOf<string>, folder };
 }
 
-export function fill(template: string, vars: Record<string, string>): string {
-  return template.replace(/\{\{([A-Z_]+)\}\}/g, (m, k: string) => vars[k] ?? m);
-}
-
 /** The OS line of the prompt: distribution, kernel, display server. */
 export function osVersion(env: NodeJS.ProcessEnv): string {
   let distro = os.type();
@@ -77,15 +76,4 @@ export function osVersion(env: NodeJS.ProcessEnv): string {
       ? `X11 (DISPLAY ${env.DISPLAY})`
       : 'no display';
   return `${distro}, ${os.type()} ${os.release()} ${os.arch()}, ${session}`;
-}
-
-export function estimateCost(
-  cfg: Pick<PromptConfig, 'llm'>,
-  model: string,
-  input: number,
-  output: number,
-): number | null {
-  const p = cfg.llm.pricing?.[model] ?? cfg.llm.pricing?.default;
-  if (!p) return null;
-  return Math.round(((input * p.input + output * p.output) / 1e6) * 1e6) / 1e6;
 }

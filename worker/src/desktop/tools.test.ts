@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fromComputerAction } from './providers.ts';
+import { fromComputerAction } from '../models/messages.ts';
 import { inferScale, uiAutomationGuard } from './tools.ts';
 
 describe('terminal_exec guard', () => {
