@@ -73,6 +73,24 @@ describe('BoardStore with a ledger', () => {
     expect(open().confirmation(s.get('b')!)).toBeUndefined(); // kept in the state root
   });
 
+  it('a write the ledger cannot take changes nothing: the card file is never left unconfirmed', () => {
+    writeFileSync(cardFile('b.md'), card('B'));
+    const s = open();
+    const before = readFileSync(cardFile('b.md'), 'utf8');
+    const ledger = Ledger.open(state, dir);
+    // the ledger's log cannot be appended to (as on a full disk): here it is a folder
+    rmSync(ledger.file);
+    mkdirSync(ledger.file);
+    expect(() => s.update('b', { status: 'queued', rank: 5 }, undefined, { confirm: true })).toThrow();
+    expect(readFileSync(cardFile('b.md'), 'utf8')).toBe(before);
+    // once it can, the same act is written and confirmed: the queued card may run
+    rmSync(ledger.file, { recursive: true });
+    const again = open();
+    again.update('b', { status: 'queued', rank: 5 }, undefined, { confirm: true });
+    expect(readFileSync(cardFile('b.md'), 'utf8')).toMatch(/status: queued/);
+    expect(again.confirmation(again.get('b')!)).toBeUndefined();
+  });
+
   it('a confirm names the text shown: a card changed again after it was shown is refused', () => {
     open();
     writeFileSync(cardFile('b.md'), card('B', 'status: queued\n'));

@@ -433,16 +433,46 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     unchangedFrom: string | undefined,
     confirm: boolean | string,
   ): boolean {
+    // The ledger first, then the file: a file whose new text the ledger never got (the state root's
+    // disk full, the host killed in between) would read as changed outside the board, and a queued
+    // card would wait for a person's confirm for ever. A file that could not be written gets its
+    // confirmation back.
+    const undo =
+      this.ledger && (confirm === true || (typeof confirm === 'string' && this.isConfirmed(file, confirm)))
+        ? this.confirmFirst(file, text)
+        : undefined;
     this.written.set(file, text);
-    const done = writeAtomic(file, text, unchangedFrom);
+    let done: boolean;
+    try {
+      done = writeAtomic(file, text, unchangedFrom);
+    } catch (err) {
+      this.written.delete(file);
+      undo?.();
+      throw diskError(err, path.dirname(file));
+    }
     if (!done) {
       this.written.delete(file);
-      return false;
+      undo?.();
     }
-    if (this.ledger && (confirm === true || (typeof confirm === 'string' && this.isConfirmed(file, confirm))))
-      if (file === this.configFile) this.ledger.recordConfig(text);
-      else this.ledger.record([{ file, digest: digestOf(text) }]);
-    return true;
+    return done;
+  }
+
+  /** Records `text` as the confirmed text of `file`; returns how to put the confirmation back. */
+  private confirmFirst(file: string, text: string): () => void {
+    const ledger = this.ledger!;
+    try {
+      if (file === this.configFile) {
+        const before = ledger.confirmedConfig();
+        ledger.recordConfig(text);
+        return () =>
+          before === undefined ? ledger.record([{ file, digest: null }]) : ledger.recordConfig(before);
+      }
+      const before = ledger.entry(file);
+      ledger.record([{ file, digest: digestOf(text) }]);
+      return () => ledger.record([{ file, digest: before ?? null }]);
+    } catch (err) {
+      throw diskError(err, path.dirname(ledger.file));
+    }
   }
 
   private reread(file: string): void {
@@ -573,3 +603,12 @@ export class BoardStore extends EventEmitter<StoreEvents> {
 /** Would the card run without a person's act: queued in its file, or a schedule? */
 const wouldRun = (card: Card): boolean =>
   card.front.status === 'queued' || (card.front.schedule !== undefined && card.front.schedule !== null);
+
+/** A full disk said in words a person can act on; any other error as it is. */
+function diskError(err: unknown, dir: string): unknown {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code !== 'ENOSPC' && code !== 'EDQUOT') return err;
+  return new Error(
+    `nothing was changed: the disk holding ${dir} is full (${code}); free some space (\`runboard gc\` removes old runs) and try again`,
+  );
+}

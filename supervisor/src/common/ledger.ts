@@ -66,6 +66,12 @@ export class Ledger {
     return this.entries.get(this.keyOf(file)) === digest;
   }
 
+  /** The digest confirmed for `file` now (undefined: none). */
+  entry(file: string): string | undefined {
+    this.refresh();
+    return this.entries.get(this.keyOf(file));
+  }
+
   /** Records `digest` (null: none) as the confirmed text of each file. */
   record(items: { file: string; digest: string | null }[]): void {
     if (items.length === 0) return;
