@@ -107,6 +107,33 @@ describe('jail --fs-mounts', async () => {
     expect(r.stdout).toBe('secret-hidden\nNOTES\nshared\n1\ntmp\nno-x11\nread-only\nkey-hidden\n');
   });
 
+  it('starts while a file it may read is replaced by renames (the board rewrites a card as its run starts)', async () => {
+    // A card file, readable by the run, that another process keeps replacing (write a temp, rename it
+    // over): the jail's copy of the old file had been unlinked when it was put in place, and the run
+    // failed "sandbox-failed: move_mount <card>.md: No such file or directory".
+    const project = mkdtempSync('/var/tmp/rb-jail-card-');
+    const card = path.join(project, 'card.md');
+    writeFileSync(card, 'v0\n');
+    const writer = spawn('bash', ['-c', `while :; do echo v > ${card}.t && mv ${card}.t ${card}; done`], {
+      stdio: 'ignore',
+    });
+    const reads = ['/usr', '/bin', '/lib', '/lib64', '/etc', '/proc', card];
+    const failures: string[] = [];
+    try {
+      for (let i = 0; i < 40; i++) {
+        const r = await jailed(
+          `cat ${card}`,
+          reads.flatMap((t) => ['--read', t]).concat('--private-tmp', '16m'),
+        );
+        if (r.code !== 0 || !/^v/.test(r.stdout)) failures.push(`${r.code}: ${r.stderr.trim()}`);
+      }
+    } finally {
+      writer.kill('SIGKILL');
+      rmSync(project, { recursive: true, force: true });
+    }
+    expect(failures).toEqual([]);
+  });
+
   it('gives the run a /tmp of its own: fixed names can be made, the real /tmp is untouched and read-only', async () => {
     // What codex's sandbox helper does first (mkdir /tmp/codex-daemon-<uid>), under a name no one made.
     const name = `rb-private-tmp-${process.pid}-${Date.now()}`;

@@ -70,6 +70,9 @@ struct Copy {
   std::string path;
   bool isDir;
   int fd;
+  // A readable file's folder (O_PATH, opened before the covers): the file is cloned again through it
+  // when a rename replaced it after its first clone (MoveReadCopy).
+  int parentFd = -1;
 };
 
 std::string MoveInto(int fd, const std::string& to) {
@@ -197,13 +200,36 @@ std::string CopyReadable(const Policy& policy, std::vector<Copy>* out) {
     if (isHidden || stat(r.c_str(), &st) < 0) continue;  // a missing optional path is no error
     int fd = static_cast<int>(syscall(kSysOpenTree, AT_FDCWD, r.c_str(), kOpenTreeClone | kAtRecursive | O_CLOEXEC));
     if (fd < 0) return Errno("open_tree " + r);
-    out->push_back({r, S_ISDIR(st.st_mode), fd});
+    int parentFd = S_ISDIR(st.st_mode) ? -1 : open(r.substr(0, r.rfind('/')).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    out->push_back({r, S_ISDIR(st.st_mode), fd, parentFd});
     MountAttr ro{kMountAttrRdonly, 0, 0, 0};
     if (syscall(kSysMountSetattr, fd, "", kAtEmptyPath | kAtRecursive, &ro, sizeof ro) < 0)
       return Errno("mount_setattr " + r + " read-only");
     taken.push_back(r);
   }
   return "";
+}
+
+// Puts a readable tree's copy in place. A file replaced by a rename since it was cloned (the board
+// rewrites a card's state file as its run starts) left the copy's dentry unlinked, and move_mount says
+// ENOENT: the file now at that name is cloned again through its folder and put there instead.
+std::string MoveReadCopy(Copy* c) {
+  for (int attempt = 0;; ++attempt) {
+    if (syscall(kSysMoveMount, c->fd, "", AT_FDCWD, c->path.c_str(), kMoveMountFEmptyPath) == 0) return "";
+    if (errno != ENOENT || c->parentFd < 0 || attempt == 50) return Errno("move_mount " + c->path);
+    const std::string name = c->path.substr(c->path.rfind('/') + 1);
+    // never a link put there meanwhile: only a file replaced by a file is taken again
+    int fd = static_cast<int>(
+        syscall(kSysOpenTree, c->parentFd, name.c_str(), kOpenTreeClone | kAtSymlinkNofollow | O_CLOEXEC));
+    if (fd < 0) return Errno("open_tree " + c->path);
+    MountAttr ro{kMountAttrRdonly, 0, 0, 0};
+    if (syscall(kSysMountSetattr, fd, "", kAtEmptyPath, &ro, sizeof ro) < 0) {
+      close(fd);
+      return Errno("mount_setattr " + c->path + " read-only");
+    }
+    close(c->fd);
+    c->fd = fd;
+  }
 }
 
 // A detached tmpfs (no mount point: fsopen/fsmount) whose folders become the covers: one superblock for
@@ -313,8 +339,10 @@ std::string ConfineByMounts(const Policy& policy) {
   std::vector<Copy> readCopies;  // read-only copies of the readable trees that lie in covered folders
   auto closeAll = [&]() {
     closeCopies();
-    for (auto& c : readCopies)
+    for (auto& c : readCopies) {
       if (c.fd >= 0) close(c.fd);
+      if (c.parentFd >= 0) close(c.parentFd);
+    }
   };
   if (allowList) {
     // The hidden trees first, on the machine's tree as it is, so that the copies of readable trees
@@ -360,9 +388,11 @@ std::string ConfineByMounts(const Policy& policy) {
         err = Errno("read-only " + t);
     }
     for (auto& c : readCopies) {
-      if (err.empty()) err = MoveInto(c.fd, c.path);
+      if (err.empty()) err = MoveReadCopy(&c);
       close(c.fd);
       c.fd = -1;
+      if (c.parentFd >= 0) close(c.parentFd);
+      c.parentFd = -1;
     }
     if (!err.empty()) {
       closeCopies();
