@@ -134,6 +134,31 @@ describe('jail --fs-mounts', async () => {
     expect(failures).toEqual([]);
   });
 
+  it('starts while a read-only file in its workspace is replaced by renames (config.yaml as the board saves it)', async () => {
+    const config = path.join(ws, 'config.yaml');
+    writeFileSync(config, 'v0\n');
+    const writer = spawn(
+      'bash',
+      ['-c', `while :; do echo v > ${config}.t && mv ${config}.t ${config}; done`],
+      {
+        stdio: 'ignore',
+      },
+    );
+    const failures: string[] = [];
+    try {
+      for (let i = 0; i < 40; i++) {
+        // (only that it starts: once a rename from outside replaced the file, the kernel detaches the
+        // read-only mount on it, and the run may write the new one — a known gap, see docs/security-model.md)
+        const r = await jailed(`cat ${config}`, ['--read-only', config]);
+        if (r.code !== 0 || !/^v/.test(r.stdout))
+          failures.push(`${r.code}: ${JSON.stringify(r.stdout)} ${r.stderr.trim()}`);
+      }
+    } finally {
+      writer.kill('SIGKILL');
+    }
+    expect(failures).toEqual([]);
+  });
+
   it('gives the run a /tmp of its own: fixed names can be made, the real /tmp is untouched and read-only', async () => {
     // What codex's sandbox helper does first (mkdir /tmp/codex-daemon-<uid>), under a name no one made.
     const name = `rb-private-tmp-${process.pid}-${Date.now()}`;

@@ -465,18 +465,23 @@ std::string ConfineByMounts(const Policy& policy) {
 
   // The read-only exceptions inside the writable trees: a read-only copy of each on top of itself.
   // Being a mount point, it cannot be replaced by a rename or removed either (EBUSY).
+  // A file replaced by a rename between its clone and its move (config.yaml as the board saves it) is
+  // cloned again (move_mount says ENOENT for the unlinked one).
   for (const auto& r : policy.readOnly) {
-    if (!err.empty()) break;
-    int fd = static_cast<int>(syscall(kSysOpenTree, AT_FDCWD, r.c_str(), kOpenTreeClone | kAtRecursive | O_CLOEXEC));
-    if (fd < 0) {
-      if (errno != ENOENT) err = Errno("open_tree " + r);
-      continue;
+    for (int attempt = 0; err.empty(); ++attempt) {
+      int fd = static_cast<int>(syscall(kSysOpenTree, AT_FDCWD, r.c_str(), kOpenTreeClone | kAtRecursive | O_CLOEXEC));
+      if (fd < 0) {
+        if (errno != ENOENT) err = Errno("open_tree " + r);
+        break;
+      }
+      MountAttr ro{kMountAttrRdonly, 0, 0, 0};
+      if (syscall(kSysMountSetattr, fd, "", kAtEmptyPath | kAtRecursive, &ro, sizeof ro) < 0)
+        err = Errno("mount_setattr " + r + " read-only");
+      bool moved = err.empty() && syscall(kSysMoveMount, fd, "", AT_FDCWD, r.c_str(), kMoveMountFEmptyPath) == 0;
+      if (err.empty() && !moved && (errno != ENOENT || attempt == 50)) err = Errno("move_mount " + r);
+      close(fd);
+      if (moved) break;
     }
-    MountAttr ro{kMountAttrRdonly, 0, 0, 0};
-    if (syscall(kSysMountSetattr, fd, "", kAtEmptyPath | kAtRecursive, &ro, sizeof ro) < 0)
-      err = Errno("mount_setattr " + r + " read-only");
-    if (err.empty()) err = MoveInto(fd, r);
-    close(fd);
   }
 
   // 5. A /proc of the run's own PID namespace (after step 3, so it stays writable: bubblewrap writes
