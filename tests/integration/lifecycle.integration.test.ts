@@ -45,6 +45,24 @@ describe('run endings', () => {
     expect((await h.run('echo still here')).stdout).toBe('still here\n');
   });
 
+  it('kill -9 of a plain command from outside: the run fails as killed, not as a command that finished', async () => {
+    const seconds = 900_000 + Math.floor(Math.random() * 90_000); // a command line no other process has
+    const { runId } = await h.launch(`echo started; exec sleep ${seconds}`);
+    const done = h.collect(runId);
+    let pid: number | undefined;
+    await waitUntil('the command to be running', () => {
+      pid = processesMentioning(`sleep\0${seconds}`).find(
+        (p) => readFileSync(`/proc/${p}/cmdline`, 'utf8') === `sleep\0${seconds}\0`,
+      );
+      return pid !== undefined;
+    });
+    process.kill(pid!, 'SIGKILL');
+    const rec = await done;
+    expect(rec.result.status).toBe('failed');
+    expect(rec.result.termination?.reason).toBe('killed');
+    expect(rec.result.termination?.detail).toMatch(/command was killed by SIGKILL from outside/);
+  });
+
   it('kill -9 of the jail: the run fails as killed by SIGKILL from outside, not as a failed spawn', async () => {
     const { runId } = await h.launch('echo started; sleep 300');
     const done = h.collect(runId);

@@ -37,6 +37,22 @@ const evidence = (e: Partial<EndEvidence>): EndEvidence => ({
 
 const table: [string, Partial<EndEvidence>, Partial<EndVerdict>][] = [
   [
+    'a plain command killed by SIGKILL from outside (the soak, c0411)',
+    {
+      jailExit: { ...exit(0), command: { code: null, signal: 9, execErrno: 0, ms: 5 } },
+      report: report('failed', { summary: 'command killed by SIGKILL' }),
+    },
+    { status: 'failed', reason: 'killed', detail: expect.stringMatching(/SIGKILL from outside Runboard/) },
+  ],
+  [
+    'a plain command that failed by itself',
+    {
+      jailExit: { ...exit(0), command: { code: 3, signal: 0, execErrno: 0, ms: 5 } },
+      report: report('failed', { summary: 'command exited with code 3' }),
+    },
+    { status: 'failed', reason: 'finished' },
+  ],
+  [
     'cancelled by the user',
     { endCause: { reason: 'cancelled', detail: 'c' }, jailExit: exit(null, 15) },
     { status: 'cancelled', reason: 'cancelled', detail: 'c' },

@@ -108,6 +108,14 @@ export function classifyEnd(e: EndEvidence): EndVerdict {
       detail: `the worker reported "${rep.status}" but then ${exit.signal ? `was killed by ${signalName(exit.signal)}${outside ? ' from outside Runboard' : ''}` : `exited with code ${exit.code}`}`,
     };
   if (rep.cancelledBy === 'person') return { status: 'cancelled', reason: 'cancelled', detail: rep.summary };
+  // A plain command (the jail's init reports it) killed by a signal from outside, with no cancel or limit
+  const cmd = exit.command;
+  if (cmd && cmd.code === null && !cmd.execErrno && FROM_OUTSIDE.has(cmd.signal))
+    return {
+      status: 'failed',
+      reason: 'killed',
+      detail: `the command was killed by ${signalName(cmd.signal)} from outside Runboard (no cancel, no limit)`,
+    };
   if (rep.status === 'failed' && e.denials.length > 0)
     return {
       status: 'failed',
