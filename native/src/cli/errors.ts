@@ -1,6 +1,8 @@
 // desktop-cli's errors: one JSON object on stderr with a remediation line, and a distinct exit code
 // per kind, so an agent can branch on the code without parsing words.
 
+import { DesktopError } from '../desktop/types.ts';
+
 export type CliErrorCode =
   | 'USAGE'
   | 'NO_DISPLAY'
@@ -75,6 +77,13 @@ export class CliError extends Error {
   ) {
     super(message);
   }
+}
+
+/** Any thrown value as the CLI's error: the addon's with its code mapped, anything else as INTERNAL. */
+export function asCliError(e: unknown): CliError {
+  if (e instanceof CliError) return e;
+  if (e instanceof DesktopError) return new CliError(fromDesktopCode(e.code), e.message);
+  return new CliError('INTERNAL', (e as Error)?.message ?? String(e));
 }
 
 /** Maps an addon error code (native/src/common/desktop_types.h) onto a CLI code. */

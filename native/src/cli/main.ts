@@ -6,10 +6,9 @@
 // The commands and flags are those of the public desktop-cli (mj1618/desktop-cli, spec.ts); seed 003's
 // compact JSON stays the default output (--format yaml|agent for the public tool's).
 import pkg from '../../package.json' with { type: 'json' };
-import { DesktopError } from '../desktop/types.ts';
 import { focus, clipboard, open } from './app-commands.ts';
 import { parse } from './args.ts';
-import { CliError, EXIT_CODES, errorReport, fromDesktopCode } from './errors.ts';
+import { asCliError, CliError, EXIT_CODES, errorReport } from './errors.ts';
 import { screenshot, screenshotCoords } from './image-commands.ts';
 import { click, hover, typeCmd, scroll, drag, action, setValue, fill } from './input-commands.ts';
 import {
@@ -93,12 +92,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     return 0;
   } catch (e) {
-    const err =
-      e instanceof CliError
-        ? e
-        : e instanceof DesktopError
-          ? new CliError(fromDesktopCode(e.code), e.message)
-          : new CliError('INTERNAL', (e as Error)?.message ?? String(e));
+    const err = asCliError(e);
     writeErr(errorReport(err) + '\n');
     return EXIT_CODES[err.code];
   }

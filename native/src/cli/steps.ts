@@ -1,7 +1,6 @@
 // desktop-cli's `do`: a batch of steps as YAML on stdin, each run by its command's own function.
-import { DesktopError } from '../desktop/types.ts';
 import { type Values, type Out, rolesOf, sleep, parse } from './args.ts';
-import { CliError, fromDesktopCode } from './errors.ts';
+import { asCliError, CliError } from './errors.ts';
 import { yaml, readStdin } from './output.ts';
 import { COMMANDS } from './spec.ts';
 import { locate, focusedElement } from './target.ts';
@@ -156,12 +155,7 @@ async function runSteps(
         if (out.error) r.error = out.error.message;
       }
     } catch (e) {
-      const err =
-        e instanceof CliError
-          ? e
-          : e instanceof DesktopError
-            ? new CliError(fromDesktopCode(e.code), e.message)
-            : new CliError('INTERNAL', (e as Error)?.message ?? String(e));
+      const err = asCliError(e);
       r = { step, ok: false, action: name, error: err.message };
     }
     results.push(r);
