@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jailPath } from '@runboard/native';
 import { packageFile } from '../../worker/src/runners/agent-cli.ts';
@@ -53,6 +54,30 @@ async function jailed(script: string, extra: string[] = [], mode = '--fs-mounts'
     .filter(Boolean)
     .map((l) => JSON.parse(l) as Record<string, unknown>);
   return { code, stdout: stdout(), stderr: stderr(), status };
+}
+
+/**
+ * Replaces `file` by renames (a temp written, renamed over it), as the board saves a card, in a thread of
+ * its own until stopped; a stop lets the rename under way finish, so no temp is left behind.
+ */
+function renameLoop(file: string): { stop: () => Promise<void> } {
+  const flag = new Int32Array(new SharedArrayBuffer(4));
+  const thread = new Worker(
+    `const { workerData } = require('node:worker_threads');
+     const fs = require('node:fs');
+     const stop = new Int32Array(workerData.flag);
+     while (Atomics.load(stop, 0) === 0) {
+       fs.writeFileSync(workerData.file + '.t', 'v\\n');
+       fs.renameSync(workerData.file + '.t', workerData.file);
+     }`,
+    { eval: true, workerData: { file, flag: flag.buffer } },
+  );
+  return {
+    stop: async () => {
+      Atomics.store(flag, 0, 1);
+      await new Promise((r) => thread.once('exit', r));
+    },
+  };
 }
 
 describe('jail --fs-mounts', async () => {
@@ -114,9 +139,7 @@ describe('jail --fs-mounts', async () => {
     const project = mkdtempSync('/var/tmp/rb-jail-card-');
     const card = path.join(project, 'card.md');
     writeFileSync(card, 'v0\n');
-    const writer = spawn('bash', ['-c', `while :; do echo v > ${card}.t && mv ${card}.t ${card}; done`], {
-      stdio: 'ignore',
-    });
+    const writer = renameLoop(card);
     const reads = ['/usr', '/bin', '/lib', '/lib64', '/etc', '/proc', card];
     const failures: string[] = [];
     try {
@@ -128,7 +151,7 @@ describe('jail --fs-mounts', async () => {
         if (r.code !== 0 || !/^v/.test(r.stdout)) failures.push(`${r.code}: ${r.stderr.trim()}`);
       }
     } finally {
-      writer.kill('SIGKILL');
+      await writer.stop();
       rmSync(project, { recursive: true, force: true });
     }
     expect(failures).toEqual([]);
@@ -137,13 +160,7 @@ describe('jail --fs-mounts', async () => {
   it('starts while a read-only file in its workspace is replaced by renames (config.yaml as the board saves it)', async () => {
     const config = path.join(ws, 'config.yaml');
     writeFileSync(config, 'v0\n');
-    const writer = spawn(
-      'bash',
-      ['-c', `while :; do echo v > ${config}.t && mv ${config}.t ${config}; done`],
-      {
-        stdio: 'ignore',
-      },
-    );
+    const writer = renameLoop(config);
     const failures: string[] = [];
     try {
       for (let i = 0; i < 40; i++) {
@@ -154,7 +171,7 @@ describe('jail --fs-mounts', async () => {
           failures.push(`${r.code}: ${JSON.stringify(r.stdout)} ${r.stderr.trim()}`);
       }
     } finally {
-      writer.kill('SIGKILL');
+      await writer.stop();
     }
     expect(failures).toEqual([]);
   });
