@@ -27,7 +27,14 @@ import { digestOf, type Ledger } from '@runboard/supervisor/ledger';
 import { readRegularFileSync } from './regular-file.ts';
 import { MoveRefused } from './board-errors.ts';
 import { cardTransition } from './card-lifecycle.ts';
-import { cardFolder, idFromFile, patchFrontMatter, readCard, writeAtomic } from './card-files.ts';
+import {
+  cardFolder,
+  idFromFile,
+  patchFrontMatter,
+  readCard,
+  writeAtomic,
+  writeBoundFile,
+} from './card-files.ts';
 import { configChanges } from './config-changes.ts';
 import { restoreCardFile, trashCardFile, trashedCards } from './card-trash.ts';
 import { BoardWatch } from './board-watch.ts';
@@ -445,7 +452,12 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     this.written.set(file, text);
     let done: boolean;
     try {
-      done = writeAtomic(file, text, unchangedFrom);
+      // config.yaml in place: a rename over it would detach the read-only mount of it in the runs
+      // working in this folder (docs/security-model.md "Write"); cards/ is a folder and keeps its own.
+      done =
+        file === this.configFile
+          ? writeBoundFile(file, text, unchangedFrom)
+          : writeAtomic(file, text, unchangedFrom);
     } catch (err) {
       this.written.delete(file);
       undo?.();

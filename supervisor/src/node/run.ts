@@ -191,6 +191,7 @@ export class Run {
         workspace: this.made.workspace,
         protected: this.deps.protectedPaths ?? [],
         granted: [this.made.workspace, ...(this.deps.grantedPaths?.() ?? [])],
+        ...(this.readable ? { readable: [...this.readable, ...this.writable] } : {}),
       }),
     );
   }

@@ -341,7 +341,8 @@ export type WorktreeInfo = z.infer<typeof WorktreeInfo>;
  */
 export const PermissionAsk = z.object({
   id: z.string().check(z.regex(/^a[0-9]{1,2}$/)),
-  kind: z.enum(['write', 'connect', 'delete']),
+  /** `read`: a folder the run's read allow-list hides (granted as `sandbox.read`, never writable). */
+  kind: z.enum(['write', 'read', 'connect', 'delete']),
   path: z.optional(z.string().check(z.minLength(1), z.maxLength(4096))),
   port: z.optional(z.int().check(z.minimum(1), z.maximum(65535))),
   /** The line of the run's output that showed the refusal: the run's own words, shown as such. */
