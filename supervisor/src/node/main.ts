@@ -14,8 +14,8 @@ import { config as zodConfig } from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
 import { jailPath, peerIdentity, sandboxSupport } from '@runboard/native';
 import { keepOwnGitDirsIn } from '../common/git.ts';
-import { listGrants } from '../common/grants.ts';
-import { desktopSocketDirs, installDirs } from '../common/protected-dirs.ts';
+import { listGrants, revokeRefusedGrants } from '../common/grants.ts';
+import { desktopSocketDirs, installDirs, protectedConflict } from '../common/protected-dirs.ts';
 import { ensurePrivateDir, statePaths } from '../common/paths.ts';
 import { refusePeer, type PeerLookup } from './peer.ts';
 import {
@@ -136,6 +136,14 @@ async function main(): Promise<void> {
     path.dirname(workerEntry),
     path.dirname(jailPath()),
   ]).filter((t) => !insideAny(t, hiddenPaths));
+  // never asked, never granted: Runboard's own code and the desktop's sockets
+  const protectedPaths = [...installDirs(here, path.dirname(jailPath())), ...desktopSocketDirs(process.env)];
+  // Grants made before these were refused (decision 49) are revoked, not kept working (docs/security-model.md)
+  for (const r of revokeRefusedGrants(paths, (real) => protectedConflict(real, protectedPaths)))
+    log.warn(
+      { grant: r.id, path: r.path, why: r.why },
+      `revoked the grant of ${r.path}: ${r.why}; grant a folder that holds none of it (\`runboard grant <dir>\`)`,
+    );
   const registry = new RunRegistry(paths, {
     log,
     jailPath: jailPath(),
@@ -147,8 +155,7 @@ async function main(): Promise<void> {
     // trees are added per run.
     readTrees,
     runPath: readablePath(process.env.PATH, readTrees),
-    // never asked, never granted: Runboard's own code and the desktop's sockets
-    protectedPaths: [...installDirs(here, path.dirname(jailPath())), ...desktopSocketDirs(process.env)],
+    protectedPaths,
     grantedPaths: () => listGrants(paths).map((g) => g.path),
     landlockAbi,
     landlockReason,
