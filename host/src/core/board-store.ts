@@ -38,6 +38,7 @@ import {
 import { configChanges } from './config-changes.ts';
 import { restoreCardFile, trashCardFile, trashedCards } from './card-trash.ts';
 import { BoardWatch } from './board-watch.ts';
+import { diskError } from './disk-error.ts';
 
 export { patchFrontMatter, questionsOf, writeAtomic } from './card-files.ts';
 export { configChanges } from './config-changes.ts';
@@ -615,12 +616,3 @@ export class BoardStore extends EventEmitter<StoreEvents> {
 /** Would the card run without a person's act: queued in its file, or a schedule? */
 const wouldRun = (card: Card): boolean =>
   card.front.status === 'queued' || (card.front.schedule !== undefined && card.front.schedule !== null);
-
-/** A full disk said in words a person can act on; any other error as it is. */
-function diskError(err: unknown, dir: string): unknown {
-  const code = (err as NodeJS.ErrnoException).code;
-  if (code !== 'ENOSPC' && code !== 'EDQUOT') return err;
-  return new Error(
-    `nothing was changed: the disk holding ${dir} is full (${code}); free some space (\`runboard gc\` removes old runs) and try again`,
-  );
-}
