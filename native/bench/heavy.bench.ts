@@ -25,6 +25,7 @@ const env: NodeJS.ProcessEnv = {
   DBUS_SESSION_BUS_ADDRESS: process.env.DBUS_SESSION_BUS_ADDRESS,
   RUNBOARD_HOME: path.join(tmp, 'home'),
   RUNBOARD_NATIVE_DIR: process.env.RUNBOARD_NATIVE_DIR,
+  ...(process.env.RUNBOARD_DESKTOP_TRACE ? { RUNBOARD_DESKTOP_TRACE: '1' } : {}),
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -35,6 +36,7 @@ function run(file: string, args: string[]): { ms: number; out: string } {
   const r = spawnSync(file, args, { env, encoding: 'utf8', maxBuffer: 1 << 28 });
   const ms = performance.now() - t;
   if (r.status !== 0) throw new Error(`${file} ${args.join(' ')} failed: ${r.stderr}`);
+  if (env.RUNBOARD_DESKTOP_TRACE && r.stderr) process.stderr.write(r.stderr);
   return { ms, out: r.stdout };
 }
 const cliRun = (args: string[]) => run(process.execPath, [cli, ...args]);

@@ -108,7 +108,97 @@ void AppendCall(std::string& out, const Call& c, std::string_view dest, uint32_t
   out.append(c.body);
 }
 
+size_t AlignOf(char t) {
+  switch (t) {
+    case 'y':
+    case 'g':
+    case 'v':
+      return 1;
+    case 'n':
+    case 'q':
+      return 2;
+    case 'x':
+    case 't':
+    case 'd':
+    case '(':
+    case '{':
+      return 8;
+    default:
+      return 4;
+  }
+}
+
+// The length of the complete type that starts sig (0 when it is malformed).
+size_t TypeLen(std::string_view sig) {
+  if (sig.empty()) return 0;
+  if (sig[0] == 'a') {
+    size_t n = TypeLen(sig.substr(1));
+    return n ? n + 1 : 0;
+  }
+  if (sig[0] != '(' && sig[0] != '{') return 1;
+  size_t i = 1;
+  while (i < sig.size() && sig[i] != ')' && sig[i] != '}') {
+    size_t n = TypeLen(sig.substr(i));
+    if (!n) return 0;
+    i += n;
+  }
+  return i < sig.size() ? i + 1 : 0;
+}
+
 }  // namespace
+
+void Reader::SkipValue(std::string_view sig) {
+  size_t len = TypeLen(sig);
+  if (!ok_ || !len) {
+    ok_ = false;
+    return;
+  }
+  switch (sig[0]) {
+    case 'y':
+      Skip(1);
+      break;
+    case 'n':
+    case 'q':
+      Align(2);
+      Skip(2);
+      break;
+    case 'x':
+    case 't':
+    case 'd':
+      Align(8);
+      Skip(8);
+      break;
+    case 's':
+    case 'o':
+      Str();
+      break;
+    case 'g':
+      Sig();
+      break;
+    case 'v': {
+      std::string_view inner = Sig();
+      if (ok_) SkipValue(inner);
+      break;
+    }
+    case 'a': {
+      size_t end = Array(AlignOf(sig[1]));
+      if (ok_) Skip(end - pos_);
+      break;
+    }
+    case '(':
+    case '{': {
+      Align(8);
+      for (size_t i = 1; ok_ && i + 1 < len;) {
+        size_t n = TypeLen(sig.substr(i));
+        SkipValue(sig.substr(i, n));
+        i += n;
+      }
+      break;
+    }
+    default:  // b i u h
+      U32();
+  }
+}
 
 void Writer::Align(size_t a) { b_.append(AlignUp(b_.size(), a) - b_.size(), '\0'); }
 

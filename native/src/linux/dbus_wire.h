@@ -20,10 +20,10 @@ class Writer {
   void U32(uint32_t v);
   void I32(int32_t v) { U32(static_cast<uint32_t>(v)); }
   void Str(std::string_view s);  // 's' or 'o'
+  void Align(size_t a);          // a struct starts at 8; an array's elements at theirs, even when it is empty
   std::string& bytes() { return b_; }
 
  private:
-  void Align(size_t a);
   std::string b_;
 };
 
@@ -42,6 +42,8 @@ class Reader {
   bool Before(size_t end) const { return ok_ && pos_ < end; }
   void Align(size_t a);
   void Skip(size_t n);
+  // Skips one value of the complete type that starts sig (a variant's, a property's we do not use).
+  void SkipValue(std::string_view sig);
 
  private:
   const char* p_;
