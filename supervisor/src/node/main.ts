@@ -35,7 +35,14 @@ import { scheduleLauncher } from './schedule-launcher.ts';
 import { ScheduleBook } from './schedules.ts';
 import { ProjectBook } from './projects.ts';
 import { fleetConfig } from './fleet/config.ts';
-import { insideAny, installReadTrees, outermost, readablePath, systemReadTrees } from './reads.ts';
+import {
+  insideAny,
+  installReadTrees,
+  outermost,
+  readablePath,
+  rootOnlyEntries,
+  systemReadTrees,
+} from './reads.ts';
 import { loadFleetHost, loadGateway, restoreBackend } from './fleet/backend.ts';
 
 const VERSION = '0.1.0';
@@ -154,6 +161,8 @@ async function main(): Promise<void> {
     // Readable by every run (an allow-list): the system's trees and Runboard's install; the run's own
     // trees are added per run.
     readTrees,
+    // a root run reads what root reads: what only root may read in /etc is covered in its namespace
+    blanked: process.getuid?.() === 0 ? rootOnlyEntries('/etc') : [],
     runPath: readablePath(process.env.PATH, readTrees),
     protectedPaths,
     grantedPaths: () => listGrants(paths).map((g) => g.path),
@@ -242,7 +251,12 @@ async function main(): Promise<void> {
     schedules,
     projects,
   );
-  netServer.on('connection', (s) => server.accept(s));
+  // Connections are served once the runs a dead supervisor left are taken over or closed (below): an
+  // attach before that found a fleet run's record still `running` with nothing to follow, and the
+  // board ended its card as if the run had ended (issue 34).
+  let recovered!: () => void;
+  const ready = new Promise<void>((r) => (recovered = r));
+  netServer.on('connection', (s) => void ready.then(() => server.accept(s)));
 
   const state = await listen(netServer, paths.socket);
   if (state === 'taken') {
@@ -262,8 +276,9 @@ async function main(): Promise<void> {
     });
   // We own the socket, so any run still marked active belongs to a supervisor that died (a fleet's run
   // goes on on its host: the gateway just made takes it over).
-  const recovered = registry.recoverOrphans();
-  if (recovered.length) log.warn({ runs: recovered }, 'closed runs left by a supervisor that died');
+  const orphans = registry.recoverOrphans();
+  if (orphans.length) log.warn({ runs: orphans }, 'closed runs left by a supervisor that died');
+  recovered();
   schedules.start(); // after the socket is ours: only one supervisor decides missed fires
   projects.start(); // the registered projects' cards, read again (schedules added while it was down)
   const fleetHost = fleet.host
