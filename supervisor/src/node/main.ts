@@ -35,7 +35,14 @@ import { scheduleLauncher } from './schedule-launcher.ts';
 import { ScheduleBook } from './schedules.ts';
 import { ProjectBook } from './projects.ts';
 import { fleetConfig } from './fleet/config.ts';
-import { insideAny, installReadTrees, outermost, readablePath, systemReadTrees } from './reads.ts';
+import {
+  insideAny,
+  installReadTrees,
+  outermost,
+  readablePath,
+  rootOnlyEntries,
+  systemReadTrees,
+} from './reads.ts';
 import { loadFleetHost, loadGateway, restoreBackend } from './fleet/backend.ts';
 
 const VERSION = '0.1.0';
@@ -154,6 +161,8 @@ async function main(): Promise<void> {
     // Readable by every run (an allow-list): the system's trees and Runboard's install; the run's own
     // trees are added per run.
     readTrees,
+    // a root run reads what root reads: what only root may read in /etc is covered in its namespace
+    blanked: process.getuid?.() === 0 ? rootOnlyEntries('/etc') : [],
     runPath: readablePath(process.env.PATH, readTrees),
     protectedPaths,
     grantedPaths: () => listGrants(paths).map((g) => g.path),
@@ -256,10 +265,12 @@ async function main(): Promise<void> {
   }
   // In a fleet: launches become jobs (gateway), and/or this host takes jobs of the flows it offers.
   const fleet = fleetConfig(process.env);
+  delete process.env.RUNBOARD_REDIS_PASSWORD; // read once; nothing started later inherits it
   await restoreBackend(registry, paths, log);
   if (fleet.gateway && registry.fleet?.redisUrl !== fleet.gateway.redisUrl)
     registry.fleet = new (await loadGateway()).FleetGateway({
       redisUrl: fleet.gateway.redisUrl,
+      redisPassword: fleet.gateway.redisPassword,
       log,
       activeDir: path.join(paths.supervisorDir, 'active'),
     });
@@ -273,6 +284,7 @@ async function main(): Promise<void> {
   const fleetHost = fleet.host
     ? new (await loadFleetHost()).FleetHost({
         redisUrl: fleet.host.redisUrl,
+        redisPassword: fleet.host.redisPassword,
         offer: fleet.host.offer,
         registry,
         paths,
