@@ -25,6 +25,7 @@ import type { JailOutput } from './output-files.ts';
 import type { PreflightEnv } from './run-preflight.ts';
 import type { LaunchSpec, RunDeps } from './run-deps.ts';
 import { createWorktree, discardWorktree } from './worktrees.ts';
+import { gatherJudgeInput } from './judge-input.ts';
 
 /** What the steps made, kept by the run. */
 export interface Prepared {
@@ -66,7 +67,13 @@ export interface Preparing {
   moved(): void;
 }
 
-const ARTIFACT_RUNNERS: ReadonlySet<string> = new Set(['computer-use', 'reflect', 'replay', 'extract']);
+const ARTIFACT_RUNNERS: ReadonlySet<string> = new Set([
+  'computer-use',
+  'reflect',
+  'replay',
+  'extract',
+  'judge',
+]);
 
 /**
  * Runs that make files for the person write them into `<logDir>/artifacts`: computer-use (screenshots,
@@ -120,7 +127,12 @@ export function worktreeLine(info: WorktreeInfo): string {
 type ComputerUse = NonNullable<FlowSpec['computerUse']>;
 
 /** A private display (Xvfb + D-Bus + AT-SPI + WM, and the flow's app) for the run, before the worker. */
-export function startRunDisplay(deps: RunDeps, scratchDir: string, cu: ComputerUse): Promise<PrivateDisplay> {
+export function startRunDisplay(
+  deps: RunDeps,
+  scratchDir: string,
+  cu: ComputerUse,
+  workspace?: string,
+): Promise<PrivateDisplay> {
   for (const d of ['home', 'tmp']) mkdirSync(path.join(scratchDir, d), { recursive: true, mode: 0o700 });
   return startPrivateDisplay({
     jailPath: deps.jailPath,
@@ -131,6 +143,8 @@ export function startRunDisplay(deps: RunDeps, scratchDir: string, cu: ComputerU
     baseEnv: deps.baseEnv,
     appEnv: { HOME: path.join(scratchDir, 'home'), TMPDIR: path.join(scratchDir, 'tmp') },
     confine: deps.landlockAbi > 0 ? { hidden: deps.hiddenPaths } : null,
+    setup: cu.setup,
+    setupCwd: workspace,
   });
 }
 
@@ -251,7 +265,7 @@ export async function startDisplay(run: Preparing): Promise<boolean> {
   if (!cu?.privateDisplay) return true;
   let d: PrivateDisplay;
   try {
-    d = await startRunDisplay(run.deps, run.spec.scratchDir, cu);
+    d = await startRunDisplay(run.deps, run.spec.scratchDir, cu, run.made.workspace);
   } catch (err) {
     await run.fail('spawn-failed', `could not start the run's private display: ${(err as Error).message}`);
     return false;
@@ -312,6 +326,26 @@ export async function loadParamSecrets(run: Preparing): Promise<boolean> {
   run.made.paramSecrets = await run.deps.paramSecrets(run.spec.card.path);
   if (run.stopping()) {
     revokeGrants(run);
+    return false;
+  }
+  return true;
+}
+
+/** A judge run: the attempts it judges, copied into its artifacts folder (judge-input.ts). */
+export async function gatherJudged(run: Preparing): Promise<boolean> {
+  const runs = run.spec.flow.judge?.runs;
+  if (!runs || !run.artifactsDir) return true;
+  const logsDir = path.dirname(path.dirname(run.spec.logDir)); // <logs>/<yyyymmdd>/<run id>
+  try {
+    await gatherJudgeInput(
+      runs,
+      (id) => path.join(logsDir, id.slice(0, 8), id),
+      run.spec.card.path,
+      run.artifactsDir,
+    );
+  } catch (err) {
+    revokeGrants(run);
+    await run.fail('spawn-failed', `could not gather the attempts to judge: ${(err as Error).message}`);
     return false;
   }
   return true;

@@ -48,6 +48,7 @@ import {
   loadParamSecrets,
   makeFolders,
   makeWorktree,
+  gatherJudged,
   resumeSession,
   startDisplay,
   type Prepared,
@@ -238,6 +239,7 @@ export class Run {
       grantVision,
       loadParamSecrets,
       makeFolders,
+      gatherJudged,
       resumeSession,
     ])
       if (!(await step(run))) return;
