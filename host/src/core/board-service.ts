@@ -8,7 +8,9 @@
  * and replay parameters (board-workflows.ts).
  */
 import { EventEmitter } from 'node:events';
+import { unlink } from 'node:fs/promises';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { call, RegisterProject, type RunResult } from '@runboard/supervisor/protocol';
 import type { StatePaths } from '@runboard/supervisor/paths';
 import {
@@ -45,7 +47,8 @@ import { BoardRuns } from './board-runs.ts';
 import { BoardSettings } from './board-settings.ts';
 import { BoardViews } from './board-view.ts';
 import { BoardWorkflows } from './board-workflows.ts';
-import { Extractions, ExtractRefused, type ExtractRequest } from './extract.ts';
+import { Extractions, ExtractRefused, VIDEO_LIMITS, type ExtractRequest } from './extract.ts';
+import { importVideo, VideoImportRefused } from './video-import.ts';
 import { PermissionAsks } from './permission-asks.ts';
 import { GrantStore } from './grant-store.ts';
 import { GrantError } from '@runboard/supervisor/grants';
@@ -513,6 +516,36 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       return { cardId, runId };
     } catch (err) {
       if (err instanceof ExtractRefused || err instanceof NoGrantError) throw new Invalid(err.message);
+      throw err;
+    }
+  }
+
+  /**
+   * A video from the person's computer (`runboard serve`'s upload): kept in the project's `videos/`
+   * (video-import.ts), then made a task as `extractTask` with its path; removed again when refused.
+   */
+  async importVideo(
+    req: { name: string; card?: string | undefined; flow?: string | undefined },
+    body: Readable,
+    declared: number | undefined,
+  ): Promise<ExtractStart> {
+    // the extraction run reads the video in its folder: without a grant of it the bytes would be for nothing
+    const videos = path.join(this.store.projectDir, 'videos');
+    if (!this.grants.find(videos)) throw new Invalid(new NoGrantError(videos).message);
+    let file: string;
+    try {
+      file = await importVideo(this.store.projectDir, req.name, body, {
+        maxBytes: VIDEO_LIMITS.maxBytes,
+        declared,
+      });
+    } catch (err) {
+      if (err instanceof VideoImportRefused) throw new Invalid(err.message);
+      throw err;
+    }
+    try {
+      return await this.extractTask({ file, card: req.card, flow: req.flow });
+    } catch (err) {
+      await unlink(file).catch(() => undefined);
       throw err;
     }
   }

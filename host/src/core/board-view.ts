@@ -91,7 +91,9 @@ export class BoardViews {
       v.grant = {
         state: 'none',
         folder: card.workspace,
-        reason: `its folder ${card.workspace} is not granted to runs`,
+        reason: grant.revoked
+          ? `its folder ${card.workspace} is not granted to runs: the grant of ${grant.revoked.path} was revoked (${grant.revoked.why})`
+          : `its folder ${card.workspace} is not granted to runs`,
       };
     else if (grant?.state === 'stale')
       v.grant = { state: 'stale', folder: grant.grant, reason: grant.reason };

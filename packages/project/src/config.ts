@@ -15,7 +15,7 @@ import path from 'node:path';
 import YAML, { isMap, type Document, type Scalar, type YAMLMap } from 'yaml';
 import type { z } from 'zod';
 import { CONFIG_VERSION, isPlaceholder, MAX_BACKOFF_MS, ProjectConfig, ProjectError } from './project.ts';
-import { readRegularFileSync } from '@runboard/native/regular-file';
+import { readRegularFileSync, rewriteInPlaceSync } from '@runboard/native/regular-file';
 
 /** Where a value came from: a file's layer, or (`profile`) the named profile a flow selects. */
 export type ConfigLayer = 'default' | 'user' | 'project' | 'profile';
@@ -425,9 +425,14 @@ export function upgradeConfigFile(file: string, kind: ConfigKind): { from: numbe
   const src = { file, text: readRegularFileSync(file) };
   const m = migrate(src, kind, []);
   if (!m.changed || m.from === undefined) return null;
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
-  writeFileSync(tmp, writeBack(src, m.doc));
-  renameSync(tmp, file);
+  const text = writeBack(src, m.doc);
+  // In place, as the board saves it: a rename would detach the read-only mount of config.yaml in the
+  // runs working in the project folder (docs/security-model.md "Write").
+  if (rewriteInPlaceSync(file, text) === undefined) {
+    const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
+    writeFileSync(tmp, text);
+    renameSync(tmp, file);
+  }
   return { from: m.from, to: CONFIG_VERSION };
 }
 

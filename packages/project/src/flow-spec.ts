@@ -82,6 +82,8 @@ export function flowSpec(
     ...(flow.provider ? { provider: flow.provider } : {}),
     ...(flow.model ? { model: flow.model } : {}),
     ...(flow.stallTimeout ? { stallTimeoutMs: flow.stallTimeout } : {}),
+    ...budgetOf(flow),
+    ...(config && Object.keys(config.prices).length ? { prices: config.prices } : {}),
     ...(flow.worktree !== undefined ? { worktree: flow.worktree } : {}),
     ...(flow.readOnly !== undefined ? { readOnly: flow.readOnly } : {}),
     ...(flow.prompt ? { prompt: path.resolve(projectDir, flow.prompt) } : {}),
@@ -113,6 +115,25 @@ export function flowSpec(
   };
 }
 
+/** A flow's token and cost budgets as the FlowSpec carries them. */
+function budgetOf(flow: FlowConfig): Pick<FlowSpec, 'budget'> {
+  if (flow.maxTokens === undefined && flow.maxCost === undefined) return {};
+  return {
+    budget: {
+      ...(flow.maxTokens !== undefined ? { maxTokens: flow.maxTokens } : {}),
+      ...(flow.maxCost !== undefined ? { maxCost: flow.maxCost } : {}),
+    },
+  };
+}
+
+/** A card's own budgets, which take the place of its flow's. */
+function budgetOverride(card: Card): Partial<FlowConfig> {
+  return {
+    ...(card.front.maxTokens !== undefined ? { maxTokens: card.front.maxTokens } : {}),
+    ...(card.front.maxCost !== undefined ? { maxCost: card.front.maxCost } : {}),
+  };
+}
+
 /** The flow a card names, or a ProjectError saying which flows there are. */
 export function flowOf(card: Card, config: ProjectConfig): FlowConfig {
   // own names only: a card's `flow: constructor` names no flow
@@ -135,7 +156,7 @@ export function launchParams(
 ): z.input<typeof LaunchRun.params> {
   const flow = flowOf(card, config);
   if (!grant) throw new NoGrantError(card.workspace);
-  const spec = flowSpec(card.front.flow, flow, projectDir, config);
+  const spec = flowSpec(card.front.flow, { ...flow, ...budgetOverride(card) }, projectDir, config);
   if (card.front.setup !== undefined) {
     if (!spec.computerUse?.privateDisplay)
       throw new ProjectError(

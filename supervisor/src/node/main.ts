@@ -14,8 +14,8 @@ import { config as zodConfig } from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
 import { jailPath, peerIdentity, sandboxSupport } from '@runboard/native';
 import { keepOwnGitDirsIn } from '../common/git.ts';
-import { listGrants } from '../common/grants.ts';
-import { desktopSocketDirs, installDirs } from '../common/protected-dirs.ts';
+import { listGrants, revokeRefusedGrants } from '../common/grants.ts';
+import { desktopSocketDirs, installDirs, protectedConflict } from '../common/protected-dirs.ts';
 import { ensurePrivateDir, statePaths } from '../common/paths.ts';
 import { refusePeer, type PeerLookup } from './peer.ts';
 import {
@@ -136,6 +136,14 @@ async function main(): Promise<void> {
     path.dirname(workerEntry),
     path.dirname(jailPath()),
   ]).filter((t) => !insideAny(t, hiddenPaths));
+  // never asked, never granted: Runboard's own code and the desktop's sockets
+  const protectedPaths = [...installDirs(here, path.dirname(jailPath())), ...desktopSocketDirs(process.env)];
+  // Grants made before these were refused (decision 49) are revoked, not kept working (docs/security-model.md)
+  for (const r of revokeRefusedGrants(paths, (real) => protectedConflict(real, protectedPaths)))
+    log.warn(
+      { grant: r.id, path: r.path, why: r.why },
+      `revoked the grant of ${r.path}: ${r.why}; grant a folder that holds none of it (\`runboard grant <dir>\`)`,
+    );
   const registry = new RunRegistry(paths, {
     log,
     jailPath: jailPath(),
@@ -147,8 +155,7 @@ async function main(): Promise<void> {
     // trees are added per run.
     readTrees,
     runPath: readablePath(process.env.PATH, readTrees),
-    // never asked, never granted: Runboard's own code and the desktop's sockets
-    protectedPaths: [...installDirs(here, path.dirname(jailPath())), ...desktopSocketDirs(process.env)],
+    protectedPaths,
     grantedPaths: () => listGrants(paths).map((g) => g.path),
     landlockAbi,
     landlockReason,
@@ -235,7 +242,12 @@ async function main(): Promise<void> {
     schedules,
     projects,
   );
-  netServer.on('connection', (s) => server.accept(s));
+  // Connections are served once the runs a dead supervisor left are taken over or closed (below): an
+  // attach before that found a fleet run's record still `running` with nothing to follow, and the
+  // board ended its card as if the run had ended (issue 34).
+  let recovered!: () => void;
+  const ready = new Promise<void>((r) => (recovered = r));
+  netServer.on('connection', (s) => void ready.then(() => server.accept(s)));
 
   const state = await listen(netServer, paths.socket);
   if (state === 'taken') {
@@ -253,8 +265,9 @@ async function main(): Promise<void> {
     });
   // We own the socket, so any run still marked active belongs to a supervisor that died (a fleet's run
   // goes on on its host: the gateway just made takes it over).
-  const recovered = registry.recoverOrphans();
-  if (recovered.length) log.warn({ runs: recovered }, 'closed runs left by a supervisor that died');
+  const orphans = registry.recoverOrphans();
+  if (orphans.length) log.warn({ runs: orphans }, 'closed runs left by a supervisor that died');
+  recovered();
   schedules.start(); // after the socket is ours: only one supervisor decides missed fires
   projects.start(); // the registered projects' cards, read again (schedules added while it was down)
   const fleetHost = fleet.host

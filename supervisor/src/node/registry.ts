@@ -589,7 +589,9 @@ function withAllowed(flow: FlowSpec, allowed: readonly PermissionAsk[], workspac
   const writable = [...(sb.writable ?? [])];
   const tcpPorts = [...(sb.tcpPorts ?? [])];
   const deletable = [...(sb.deletable ?? [])];
+  const read = [...(sb.read ?? [])];
   for (const a of allowed) {
+    if (a.kind === 'read' && a.path && !read.includes(a.path)) read.push(a.path);
     if (a.kind === 'write' && a.path && !writable.includes(a.path)) writable.push(a.path);
     if (a.kind === 'connect' && a.port && !tcpPorts.includes(a.port)) tcpPorts.push(a.port);
     if (a.kind === 'delete' && a.path) deletable.push(path.relative(workspace, a.path) || '.');
@@ -601,6 +603,7 @@ function withAllowed(flow: FlowSpec, allowed: readonly PermissionAsk[], workspac
       ...(writable.length ? { writable } : {}),
       ...(tcpPorts.length ? { tcpPorts } : {}),
       ...(deletable.length ? { deletable } : {}),
+      ...(read.length ? { read } : {}),
     },
   };
 }

@@ -113,6 +113,10 @@ export const SetBackend = request(
     redisUrl: z.optional(z.string().check(z.minLength(1), z.maxLength(2048))),
     /** The board's scheduler.maxConcurrency: on a fleet, a cap for all its boards' runs together. */
     maxConcurrency: z.optional(z.int().check(z.minimum(1), z.maximum(100_000))),
+    /** Each flow's cap on the board (flows.<name>.cap ≥ 1): on a fleet, over all its boards' runs of it. */
+    flowCaps: z.optional(
+      z.record(z.string().check(z.maxLength(200)), z.int().check(z.minimum(1), z.maximum(100_000))),
+    ),
   }),
   z.object({ backend: z.enum(['local', 'redis']) }),
 );

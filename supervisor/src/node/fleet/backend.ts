@@ -24,6 +24,7 @@ type Backend = {
   backend: 'local' | 'redis';
   redisUrl?: string | undefined;
   maxConcurrency?: number | undefined;
+  flowCaps?: Record<string, number> | undefined;
 };
 
 const file = (paths: StatePaths): string => path.join(paths.supervisorDir, 'backend.json');
@@ -93,4 +94,5 @@ async function apply(registry: RunRegistry, p: Backend, log: pino.Logger): Promi
     }
   }
   registry.fleet.cap = p.maxConcurrency;
+  registry.fleet.flowCaps = p.flowCaps;
 }

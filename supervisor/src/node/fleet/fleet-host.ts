@@ -26,7 +26,7 @@ import {
 } from './job.ts';
 import { holdToPolicy, jobRunId } from './policy.ts';
 import { advertise, withdraw } from './roster.ts';
-import { releaseSlot, renewSlot, takeSlot } from './slots.ts';
+import { capped, releaseSlot, renewSlot, takeSlot, type SlotCaps } from './slots.ts';
 
 /** How long a host's entry in the roster (roster.ts) and a run's slot (slots.ts) last unless renewed. */
 const ROSTER_TTL_MS = 3 * LEASE_MS;
@@ -51,6 +51,8 @@ export class FleetHost {
   private running = 0;
   /** runId (the submitter's) → the local run's id. */
   private readonly local = new Map<string, string>();
+  /** runId (the submitter's) → the caps whose slots its run holds (renewed while it goes). */
+  private readonly slots = new Map<string, SlotCaps>();
   private lastRedisOk = Date.now();
   private readonly watchdog: NodeJS.Timeout;
   /** This host is in the fleet's roster (or Redis did not answer within 3 s: it is added when it does). */
@@ -102,7 +104,8 @@ export class FleetHost {
       );
       if (++ticks % 2 === 0) {
         void announce();
-        for (const id of this.local.keys()) void renewSlot(this.redis, id, SLOT_MS).catch(() => undefined); // lapses if Redis stays away
+        for (const [id, caps] of this.slots)
+          void renewSlot(this.redis, id, caps, SLOT_MS).catch(() => undefined); // lapses if Redis stays away
       }
       if (Date.now() - this.lastRedisOk > LEASE_MS * 0.8)
         for (const id of [...this.local.keys()])
@@ -135,21 +138,31 @@ export class FleetHost {
       throw new DelayedError();
     }
     this.running++; // taken at once: the checks below wait on Redis, and another job may come meanwhile
-    // The fleet's global cap (several boards on one fleet share it): a slot, or back to the queue.
-    const cap = (job.data as { cap?: unknown } | undefined)?.cap;
-    const capped = typeof cap === 'number' && Number.isInteger(cap) && cap >= 1;
-    if (capped && !(await takeSlot(this.redis, runId, cap, SLOT_MS).catch(() => false))) {
+    // The fleet's caps (several boards on one fleet share them): the global one and the flow's, a slot
+    // of each or back to the queue.
+    const data = job.data as { cap?: unknown; flowCap?: unknown; flow?: { name?: unknown } } | undefined;
+    const caps: SlotCaps = {
+      cap: typeof data?.cap === 'number' ? data.cap : undefined,
+      flowCap: typeof data?.flowCap === 'number' ? data.flowCap : undefined,
+      flow: typeof data?.flow?.name === 'string' ? data.flow.name : '',
+    };
+    const bounded = capped(caps);
+    if (bounded && !(await takeSlot(this.redis, runId, caps, SLOT_MS).catch(() => false))) {
       this.running--;
       await job.moveToDelayed(Date.now() + NO_SLOT_DELAY_MS, token);
       throw new DelayedError();
     }
+    if (bounded) this.slots.set(runId, caps);
     const cardFile = path.join(this.o.cardsDir, `${runId}.md`);
     try {
       return await this.runJob(job, cardFile);
     } finally {
       this.running--;
       rmSync(cardFile, { force: true });
-      if (capped) await releaseSlot(this.redis, runId).catch(() => undefined); // else it lapses
+      if (bounded) {
+        this.slots.delete(runId);
+        await releaseSlot(this.redis, runId, caps).catch(() => undefined); // else they lapse
+      }
     }
   }
 

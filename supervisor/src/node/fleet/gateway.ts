@@ -51,6 +51,8 @@ export class FleetGateway implements RunMirror {
   readonly redisUrl: string;
   /** The fleet's global cap this board asks its jobs to keep (its scheduler.maxConcurrency; slots.ts). */
   cap: number | undefined;
+  /** Each flow's cap as this board has it (flows.<name>.cap): kept over the whole fleet (slots.ts). */
+  flowCaps: Record<string, number> | undefined;
 
   constructor(private readonly o: GatewayOptions) {
     this.redisUrl = o.redisUrl;
@@ -236,6 +238,7 @@ export class FleetGateway implements RunMirror {
       },
       submittedAt: new Date().toISOString(),
       ...(this.cap ? { cap: this.cap } : {}),
+      ...(this.flowCaps?.[p.flow.name] ? { flowCap: this.flowCaps[p.flow.name] } : {}),
     };
     const first = launchedResult({
       runId,

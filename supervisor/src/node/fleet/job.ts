@@ -42,6 +42,8 @@ export const RunJob = z.object({
    * only while fewer runs of the fleet than this go (slots.ts). None: only the hosts' capacities bound it.
    */
   cap: z.optional(z.int().check(z.minimum(1), z.maximum(100_000))),
+  /** Its flow's cap as the submitting board has it (flows.<name>.cap): over that flow's runs of the fleet. */
+  flowCap: z.optional(z.int().check(z.minimum(1), z.maximum(100_000))),
 });
 export type RunJob = z.infer<typeof RunJob>;
 
