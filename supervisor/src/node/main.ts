@@ -35,7 +35,14 @@ import { scheduleLauncher } from './schedule-launcher.ts';
 import { ScheduleBook } from './schedules.ts';
 import { ProjectBook } from './projects.ts';
 import { fleetConfig } from './fleet/config.ts';
-import { insideAny, installReadTrees, outermost, readablePath, systemReadTrees } from './reads.ts';
+import {
+  insideAny,
+  installReadTrees,
+  outermost,
+  readablePath,
+  rootOnlyEntries,
+  systemReadTrees,
+} from './reads.ts';
 import { loadFleetHost, loadGateway, restoreBackend } from './fleet/backend.ts';
 
 const VERSION = '0.1.0';
@@ -154,6 +161,8 @@ async function main(): Promise<void> {
     // Readable by every run (an allow-list): the system's trees and Runboard's install; the run's own
     // trees are added per run.
     readTrees,
+    // a root run reads what root reads: what only root may read in /etc is covered in its namespace
+    blanked: process.getuid?.() === 0 ? rootOnlyEntries('/etc') : [],
     runPath: readablePath(process.env.PATH, readTrees),
     protectedPaths,
     grantedPaths: () => listGrants(paths).map((g) => g.path),
