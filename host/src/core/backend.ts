@@ -12,6 +12,7 @@ export async function followBackend(store: BoardStore, client: SupervisorClient)
     await client.setBackend({
       backend: cfg.scheduler.backend,
       ...(cfg.redis ? { redisUrl: cfg.redis.url } : {}),
+      ...(cfg.redis?.passwordSecret ? { redisPasswordSecret: cfg.redis.passwordSecret } : {}),
       // on a fleet, a cap for all the fleet's runs together (several boards share it)
       ...(cfg.scheduler.backend === 'redis'
         ? {

@@ -21,6 +21,7 @@ import { isAskNeeds } from '../shared/asks.ts';
 import { succeededRunNotKept } from './workflow-store.ts';
 import type { GrantStore } from './grant-store.ts';
 import { flowProvider, launchRequest } from './launch.ts';
+import { parkedFlows, providerPolicy } from './scheduler-caps.ts';
 import type { Card, CardStatus } from './project.ts';
 import { failureText } from './run-end-text.ts';
 import { decide } from './scheduler-policy.ts';
@@ -65,6 +66,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private freedAt = 0;
   private stopped = false;
   private readonly parkedFlows = new Map<string, number>();
+  /** Providers parked by a rate limit (a run of any flow on the key met it), until when (epoch ms). */
+  private readonly parkedProviders = new Map<string, number>();
   /** Exclusive resources held by runs this board did not start (see resourceBusy). */
   private readonly busy: BusyResources;
   /** Runs this board follows without having launched them (after a restart, a schedule's, a stray's). */
@@ -282,6 +285,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       columnLimits: cfg.scheduler.columnLimits,
       columnCounts: counts,
       parkedFlows: Object.fromEntries(this.parkedFlows),
+      providers: providerPolicy(cfg, this.parkedProviders),
       exclusive: Object.fromEntries(
         Object.entries(cfg.flows)
           .filter(([, f]) => drivesDesktop(f.runner) && !f.computerUse?.privateDisplay)
@@ -480,14 +484,24 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private parkFlowFor(result: RunResult): number | undefined {
     const until = Date.parse(String(result.metrics.rateLimitedUntil ?? ''));
     if (!Number.isFinite(until) || until <= this.now()) return undefined;
-    this.parkedFlows.set(result.flow, Math.max(until, this.parkedFlows.get(result.flow) ?? 0));
+    // the limit is the key's: every flow on the run's provider waits (scheduler-caps.ts)
+    const flow = this.store.config.flows[result.flow];
+    const provider =
+      flow && Object.hasOwn(this.store.config.flows, result.flow)
+        ? flowProvider(flow, this.store.config)
+        : undefined;
+    const parked = provider ? this.parkedProviders : this.parkedFlows;
+    const key = provider ?? result.flow;
+    parked.set(key, Math.max(until, parked.get(key) ?? 0));
     return until;
   }
 
-  /** Flows parked by a rate limit, and until when (epoch ms): shown on the board. */
+  /** Flows parked by a rate limit (their own, or their provider's), and until when (epoch ms): shown on the board. */
   get parked(): ReadonlyMap<string, number> {
-    for (const [flow, until] of this.parkedFlows) if (until <= this.now()) this.parkedFlows.delete(flow);
-    return this.parkedFlows;
+    const now = this.now();
+    for (const m of [this.parkedFlows, this.parkedProviders])
+      for (const [k, until] of m) if (until <= now) m.delete(k);
+    return parkedFlows(this.store.config, this.parkedFlows, this.parkedProviders);
   }
 
   private finish(cardId: string, result: RunResult): void {

@@ -188,6 +188,33 @@ describe('config warnings and origins', () => {
     ]);
   });
 
+  it('a Redis password in redis.url is a warning saying how to keep it apart; a named secret is not', () => {
+    const warned = resolveConfig(
+      project('version: 2\nflows: {}\n'),
+      user('version: 2\nredis: { url: "rediss://board:s3cret@redis.internal:6380" }\n'),
+    );
+    expect(warned.warnings).toEqual([
+      expect.stringMatching(
+        /redis\.url holds a password in clear: store it with `runboard fleet password set NAME`/,
+      ),
+    ]);
+    const named = resolveConfig(
+      project('version: 2\nflows: {}\n'),
+      user('version: 2\nredis: { url: "rediss://board@redis.internal:6380", passwordSecret: fleet }\n'),
+    );
+    expect(named.warnings).toEqual([]);
+    expect(named.config.redis).toEqual({
+      url: 'rediss://board@redis.internal:6380',
+      passwordSecret: 'fleet',
+    });
+    expect(() =>
+      resolveConfig(
+        project('version: 2\nflows: {}\nredis: { url: "redis://h", passwordSecret: "../x" }\n'),
+        null,
+      ),
+    ).toThrow(/passwordSecret is a name/);
+  });
+
   it("rows list a flow's provider and model from its profile, after the flow's own values", () => {
     const eff = resolveConfig(
       project('version: 2\nflows:\n  a: { runner: codex, profile: fast, model: own }\n'),

@@ -279,6 +279,10 @@ function unknownKeys(raw: unknown, parsed: unknown, prefix = ''): string[] {
 /** Warnings for profile values a template left for the person to fill in. */
 function placeholderWarnings(config: ProjectConfig, sources: Record<string, ConfigSource>): string[] {
   const out: string[] = [];
+  if (config.redis && /^rediss?:\/\/[^/@]*:[^/@]+@/.test(config.redis.url))
+    out.push(
+      `${sourceOf(sources, 'redis.url').file ?? 'the config'}: redis.url holds a password in clear: store it with \`runboard fleet password set NAME\` (reads stdin), write the URL without it and add \`passwordSecret: NAME\` under redis`,
+    );
   for (const kind of ['llm_profiles', 'vision_profiles'] as const)
     for (const [name, profile] of Object.entries(config[kind]))
       for (const [k, v] of Object.entries(profile as Record<string, unknown>))

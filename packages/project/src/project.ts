@@ -262,6 +262,17 @@ export const ProjectConfig = z
             /^rediss?:\/\/\S+$/,
             'redis.url is a redis:// (or rediss:// for TLS) URL, e.g. redis://host:6379',
           ),
+        /**
+         * The name of the Redis password stored with the supervisor (`runboard fleet password set
+         * NAME`), so that the password is in no config file (docs/deployment.md).
+         */
+        passwordSecret: z
+          .string()
+          .regex(
+            /^[a-z0-9][a-z0-9_-]{0,63}$/,
+            'redis.passwordSecret is a name: lower-case letters, digits, - and _',
+          )
+          .optional(),
       })
       .optional(),
     /** Named model profiles that flows select with `profile:`. */

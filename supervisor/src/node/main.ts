@@ -265,10 +265,12 @@ async function main(): Promise<void> {
   }
   // In a fleet: launches become jobs (gateway), and/or this host takes jobs of the flows it offers.
   const fleet = fleetConfig(process.env);
+  delete process.env.RUNBOARD_REDIS_PASSWORD; // read once; nothing started later inherits it
   await restoreBackend(registry, paths, log);
   if (fleet.gateway && registry.fleet?.redisUrl !== fleet.gateway.redisUrl)
     registry.fleet = new (await loadGateway()).FleetGateway({
       redisUrl: fleet.gateway.redisUrl,
+      redisPassword: fleet.gateway.redisPassword,
       log,
       activeDir: path.join(paths.supervisorDir, 'active'),
     });
@@ -282,6 +284,7 @@ async function main(): Promise<void> {
   const fleetHost = fleet.host
     ? new (await loadFleetHost()).FleetHost({
         redisUrl: fleet.host.redisUrl,
+        redisPassword: fleet.host.redisPassword,
         offer: fleet.host.offer,
         registry,
         paths,

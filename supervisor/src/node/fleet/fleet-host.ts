@@ -36,6 +36,8 @@ const NO_SLOT_DELAY_MS = 250;
 
 export interface FleetHostOptions {
   redisUrl: string;
+  /** Redis's password when kept apart from the URL (docs/deployment.md). */
+  redisPassword?: string | undefined;
   offer: HostOffer;
   registry: RunRegistry;
   paths: StatePaths;
@@ -59,7 +61,7 @@ export class FleetHost {
   readonly announced: Promise<void>;
 
   constructor(private readonly o: FleetHostOptions) {
-    const conn = redisOptions(o.redisUrl);
+    const conn = redisOptions(o.redisUrl, o.redisPassword);
     this.redis = new Redis(conn);
     this.subscriber = new Redis(conn);
     mkdirSync(o.cardsDir, { recursive: true, mode: 0o700 });

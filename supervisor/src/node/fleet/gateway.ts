@@ -33,6 +33,8 @@ import { readRoster, whyNoHost } from './roster.ts';
 
 export interface GatewayOptions {
   redisUrl: string;
+  /** Redis's password when kept apart from the URL (docs/deployment.md). */
+  redisPassword?: string | undefined;
   log: pino.Logger;
   /** Where active runs' markers go (the registry's recoverOrphans reads them after a crash). */
   activeDir: string;
@@ -56,7 +58,7 @@ export class FleetGateway implements RunMirror {
 
   constructor(private readonly o: GatewayOptions) {
     this.redisUrl = o.redisUrl;
-    this.conn = redisOptions(o.redisUrl);
+    this.conn = redisOptions(o.redisUrl, o.redisPassword);
     this.redis = new Redis(this.conn);
     this.reader = new Redis(this.conn);
     void this.readLoop();

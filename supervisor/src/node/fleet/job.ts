@@ -58,7 +58,11 @@ export type RunJobResult = z.infer<typeof RunJobResult>;
 export type RecordKind = 'events' | 'stdout' | 'stderr' | 'started';
 
 /** Connection options for ioredis/BullMQ from a redis:// or rediss:// URL, with a clear error. */
-export function redisOptions(url: string): {
+export function redisOptions(
+  url: string,
+  /** The password kept apart from the URL (a stored secret, a file, stdin): it wins over the URL's. */
+  password?: string,
+): {
   host: string;
   port: number;
   username?: string;
@@ -82,7 +86,11 @@ export function redisOptions(url: string): {
     host: u.hostname || '127.0.0.1',
     port: u.port ? Number(u.port) : 6379,
     ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
-    ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
+    ...(password !== undefined
+      ? { password }
+      : u.password
+        ? { password: decodeURIComponent(u.password) }
+        : {}),
     ...(db !== undefined ? { db } : {}),
     ...(u.protocol === 'rediss:' ? { tls: {} } : {}),
     // BullMQ's workers block on Redis; they must wait through a Redis restart rather than fail.
