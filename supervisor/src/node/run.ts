@@ -49,6 +49,7 @@ import {
   loadParamSecrets,
   makeFolders,
   makeWorktree,
+  gatherJudged,
   resumeSession,
   startDisplay,
   type Prepared,
@@ -248,6 +249,7 @@ export class Run {
       grantVision,
       loadParamSecrets,
       makeFolders,
+      gatherJudged,
       resumeSession,
     ])
       if (!(await step(run))) return;
