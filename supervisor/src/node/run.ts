@@ -52,6 +52,7 @@ import {
   loadParamSecrets,
   makeFolders,
   makeWorktree,
+  gatherJudged,
   resumeSession,
   startDisplay,
   type Prepared,
@@ -291,6 +292,7 @@ export class Run {
       grantVision,
       loadParamSecrets,
       makeFolders,
+      gatherJudged,
       resumeSession,
     ])
       if (!(await step(run))) return;
