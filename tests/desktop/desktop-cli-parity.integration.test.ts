@@ -158,6 +158,20 @@ describe('acting by text, ref and id, with the public output fields', () => {
     expect(JSON.parse(badDir.stderr).message).toContain('left, right, up, down');
   });
 
+  it("click, type and action add the window's display texts (read-only values) unless --no-display", () => {
+    const args = ['click', ...W, '--text', 'Email', '--near', '--near-direction', 'right'];
+    const r = ok(args);
+    const display = r.display as Json[];
+    expect(display.find((e) => e.t === 'Save status')).toMatchObject({
+      r: 'txt',
+      v: expect.stringMatching(/^Saved/) as unknown,
+    });
+    expect(display.every((e) => e.r === 'txt' && typeof e.v === 'string')).toBe(true);
+    expect(ok([...args, '--no-display']).display).toBeUndefined();
+    // No window named (a bare key): nothing to say it of.
+    expect(ok(['type', '--key', 'End']).display).toBeUndefined();
+  });
+
   it('refuses a text that matches several elements, or none, with the exit codes of ids', () => {
     const amb = s.run(['click', ...W, '--text', 'Remove']);
     expect(amb.code).toBe(8);
