@@ -3,11 +3,13 @@
  * a run takes past its limit, /tmp (a tmpfs, so memory) filled past it. Each failed on the main before
  * its fix (docs/security-model.md, Resources).
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { totalmem } from 'node:os';
 import { jailPath } from '@runboard/native';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Harness, processesMentioning } from '../helpers/harness.ts';
+import { Harness, processesMentioning, waitUntil } from '../helpers/harness.ts';
 
 /** Allocates and touches `mib` MiB (a bytearray is zero-filled: every page is written), then says so. */
 const allocate = (mib: number): string[] => [
@@ -15,6 +17,17 @@ const allocate = (mib: number): string[] => [
   '-c',
   `b = bytearray(${mib} << 20)\nprint("allocated", len(b) >> 20, flush=True)`,
 ];
+
+/** Prints `free` when the folder argv[1] can be flock'ed at once (no jail holds that slot). */
+const FLOCK_FREE = `
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+try:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    print("free")
+except OSError:
+    print("held")
+`;
 
 describe('resources', () => {
   let h: Harness;
@@ -52,6 +65,68 @@ describe('resources', () => {
     });
   });
 
+  // A memory cgroup removed at a run's end stayed in the kernel, dying, while page cache the run was
+  // charged for was in memory (~380 after a CI suite): the runs' cgroups are slots kept from run to run.
+  it('runs take cgroup slots that outlive them: two at once hold two, and one that wrote a file leaves none dying', async () => {
+    const memoryCgroup = (out: string): string => {
+      const v1 = /^\d+:memory:(\S+)$/m.exec(out);
+      const v2 = /^0::(\S+)$/m.exec(out);
+      return v1 ? `/sys/fs/cgroup/memory${v1[1]}` : `/sys/fs/cgroup${v2![1]}`;
+    };
+    const first = await h.launch(
+      'cat /proc/self/cgroup; head -c 1000000 /dev/urandom > page-cache.bin; touch held; ' +
+        'while [ ! -e release ]; do sleep 0.02; done',
+    );
+    const firstRec = h.collect(first.runId);
+    await waitUntil('the first run to hold its slot', () => existsSync(path.join(h.workspace, 'held')));
+    const second = await h.run('cat /proc/self/cgroup');
+    writeFileSync(path.join(h.workspace, 'release'), '');
+    const a = memoryCgroup((await firstRec).stdout);
+    const b = memoryCgroup(second.stdout);
+    expect(a).toMatch(/\/runboard-slot-\d+$/);
+    expect(b).toMatch(/\/runboard-slot-\d+$/);
+    expect(b).not.toBe(a);
+    // both ended: their slots are still there (not removed, so not dying), empty, for the next runs
+    for (const dir of [a, b]) expect(readFileSync(path.join(dir, 'cgroup.procs'), 'utf8')).toBe('');
+  });
+
+  it('a jail killed with SIGKILL strands no slot: its lock goes with it, and its run leaves the slot empty', async () => {
+    const jail = spawn(
+      jailPath(),
+      [
+        '--max-procs',
+        '64',
+        '--memory',
+        String(256 << 20),
+        '--',
+        '/bin/sh',
+        '-c',
+        'cat /proc/self/cgroup; sleep 300',
+      ],
+      { cwd: '/', stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    let out = '';
+    jail.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    await waitUntil('the run to print its cgroups', () => /:memory:|^0::/m.test(out));
+    // the slot is locked in the first hierarchy the jail takes it in: v1's pids, or v2's one
+    const pids = /^\d+:pids:(\S+)$/m.exec(out)?.[1];
+    const memory = /^\d+:memory:(\S+)$/m.exec(out)?.[1];
+    const dir = pids ? `/sys/fs/cgroup/pids${pids}` : `/sys/fs/cgroup${/^0::(\S+)$/m.exec(out)![1]}`;
+    expect(dir).toMatch(/\/runboard-slot-\d+$/);
+    if (memory) expect(memory).toMatch(new RegExp(`/${path.basename(dir)}$`)); // the same slot number
+    const free = (): boolean =>
+      spawnSync('python3', ['-c', FLOCK_FREE, dir], { encoding: 'utf8' }).stdout.trim() === 'free';
+    expect(free()).toBe(false); // held while the run lives
+    const exited = new Promise((r) => jail.once('exit', r));
+    jail.kill('SIGKILL');
+    await exited;
+    await waitUntil(
+      'the run to leave the slot',
+      () => readFileSync(path.join(dir, 'cgroup.procs'), 'utf8') === '',
+    );
+    expect(free()).toBe(true);
+  });
+
   // setpriv needs root to become nobody.
   it.skipIf(process.getuid?.() !== 0)(
     'a jail that can make no memory cgroup says so, and why (no other limit stands in)',
@@ -71,7 +146,10 @@ describe('resources', () => {
       expect(r.status).toBe(0);
       const started = JSON.parse(r.stdout.split('\n')[0]!) as Record<string, unknown>;
       expect(started).toMatchObject({ event: 'started', memoryLimit: 'none', memoryBytes: 128 << 20 });
-      expect(String(started.memoryError)).toMatch(/^mkdir .*runboard-run-\d+: Permission denied$/);
+      // a slot of root's (kept from run to run) cannot be written, nor can a cgroup of its own be made
+      expect(String(started.memoryError)).toMatch(
+        /^(mkdir .*runboard-run-\d+|.*runboard-slot-\d+\/memory\.[a-z_.]+): Permission denied$/,
+      );
     },
   );
 

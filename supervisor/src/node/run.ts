@@ -51,6 +51,7 @@ import {
   loadParamSecrets,
   makeFolders,
   makeWorktree,
+  gatherJudged,
   resumeSession,
   startDisplay,
   type Prepared,
@@ -259,6 +260,7 @@ export class Run {
       grantVision,
       loadParamSecrets,
       makeFolders,
+      gatherJudged,
       resumeSession,
     ])
       if (!(await step(run))) return;

@@ -24,6 +24,7 @@ import {
   type HostOffer,
   type RunJobResult,
 } from './job.ts';
+import { receiveInputs } from './inputs.ts';
 import { holdToPolicy, jobRunId } from './policy.ts';
 import { advertise, withdraw } from './roster.ts';
 import { capped, releaseSlot, renewSlot, takeSlot, type SlotCaps } from './slots.ts';
@@ -156,11 +157,13 @@ export class FleetHost {
     }
     if (bounded) this.slots.set(runId, caps);
     const cardFile = path.join(this.o.cardsDir, `${runId}.md`);
+    const inputsDir = path.join(this.o.cardsDir, runId);
     try {
-      return await this.runJob(job, cardFile);
+      return await this.runJob(job, cardFile, inputsDir);
     } finally {
       this.running--;
       rmSync(cardFile, { force: true });
+      rmSync(inputsDir, { recursive: true, force: true });
       if (bounded) {
         this.slots.delete(runId);
         await releaseSlot(this.redis, runId, caps).catch(() => undefined); // else they lapse
@@ -168,7 +171,7 @@ export class FleetHost {
     }
   }
 
-  private async runJob(job: Job, cardFile: string): Promise<RunJobResult> {
+  private async runJob(job: Job, cardFile: string, inputsDir: string): Promise<RunJobResult> {
     const { offer, registry, paths } = this.o;
     const parsed = RunJob.safeParse(job.data);
     if (!parsed.success)
@@ -193,17 +196,43 @@ export class FleetHost {
       );
     if (await this.redis.exists(`runboard:cancelled:${spec.runId}`))
       throw new UnrecoverableError('cancelled by the user before a host took it');
-    writeFileSync(cardFile, spec.card.text, { mode: 0o600 });
+    // The board's paths in the flow are never used here: the run reads the copies of what they held
+    // that came with the job (inputs.ts), written under this job's own folder.
+    const flow: typeof held.flow = { ...held.flow };
+    delete flow.prompt;
+    if (flow.extract) {
+      const { input: _input, ...extract } = flow.extract;
+      flow.extract = extract;
+    }
+    const inputs = spec.inputs;
+    if (inputs) {
+      rmSync(inputsDir, { recursive: true, force: true });
+      try {
+        await receiveInputs(this.redis, spec.runId, inputs, spec.card.text, inputsDir);
+      } catch (err) {
+        throw new UnrecoverableError(
+          `${offer.name} could not take the run's inputs: ${(err as Error).message}`,
+        );
+      }
+      if (inputs.prompt) flow.prompt = path.join(inputsDir, 'prompt');
+      if (inputs.extractInput) {
+        const input = path.join(inputsDir, ...inputs.extractInput.split('/'));
+        flow.extract = { ...flow.extract, input };
+        flow.sandbox = { ...flow.sandbox, read: [...(flow.sandbox?.read ?? []), input] };
+      }
+    } else writeFileSync(cardFile, spec.card.text, { mode: 0o600 });
+    const project = path.join(inputsDir, 'project');
     try {
       let launched;
       try {
         launched = registry.launch({
           card: {
-            path: cardFile,
+            path: inputs ? path.join(project, 'cards', 'card.md') : cardFile,
+            ...(inputs ? { project } : {}),
             ...(spec.card.id ? { id: spec.card.id } : {}),
             ...(spec.card.title ? { title: spec.card.title } : {}),
           },
-          flow: held.flow,
+          flow,
           workspace: folder,
           grant,
           ...(spec.command !== undefined ? { command: spec.command } : {}),

@@ -6,6 +6,7 @@
  */
 import * as z from 'zod/mini';
 import { Command, FlowSpec, RunId, RunResult } from '../../protocol/index.ts';
+import { RunInputs } from './inputs.ts';
 import type { HostPolicy } from './policy.ts';
 
 /** BullMQ's queue of a flow (flow names are free text in config.yaml: only safe characters are kept). */
@@ -44,6 +45,12 @@ export const RunJob = z.object({
   cap: z.optional(z.int().check(z.minimum(1), z.maximum(100_000))),
   /** Its flow's cap as the submitting board has it (flows.<name>.cap): over that flow's runs of the fleet. */
   flowCap: z.optional(z.int().check(z.minimum(1), z.maximum(100_000))),
+  /**
+   * What the run reads besides its card and workspace (its card's folder, a recording, the prompt
+   * folder, an extraction's input), shipped beside the job in Redis (inputs.ts). The flow's `prompt`
+   * and `extract.input` paths are the board's and are never used on a host.
+   */
+  inputs: z.optional(RunInputs),
 });
 export type RunJob = z.infer<typeof RunJob>;
 
