@@ -206,6 +206,11 @@ export const FlowSpec = z.object({
       maxCost: z.optional(z.number().check(z.positive(), z.maximum(1e6))),
     }),
   ),
+  /**
+   * Record every model request and response of the run (rendered prompt, raw answer; secrets redacted)
+   * in its log folder as `model-debug.jsonl` (MODEL_DEBUG_FILE).
+   */
+  debug: z.optional(z.boolean()),
   /** Prices (USD per million tokens) that add to or override the defaults (config.yaml `prices:`). */
   prices: z.optional(PriceTable),
   // ── computer-use runs (optional fields) ──
