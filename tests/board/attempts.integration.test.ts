@@ -20,6 +20,8 @@ import { git } from '../agents/agent-harness.ts';
 import { writeFileSync } from 'node:fs';
 import { BoardServer, REPO, waitUntil } from '../e2e/helpers/board.ts';
 import { processesMentioning } from '../helpers/harness.ts';
+import { formApp } from '../cu/cu-harness.ts';
+import { toolOutputs } from '../fixtures/model-server/server.ts';
 
 const CONFIG = `version: 1
 scheduler: { maxConcurrency: 3 }
@@ -86,6 +88,11 @@ const judgeEpisode = (winner: string | null): Episode => ({
   turns: Array.from({ length: 4 }, () => judge(winner)),
 });
 
+/** The card's setup: where it ran, then the form app, waited for until its window is there. */
+const SETUP =
+  `pwd > "$HOME/setup-cwd.txt"; /usr/bin/python3 ${formApp} --title 'Setup app' & ` +
+  `until xwininfo -root -tree | grep -q 'Setup app'; do sleep 0.05; done`;
+
 let model: ModelServer;
 let server: BoardServer;
 
@@ -97,6 +104,7 @@ beforeAll(async () => {
       'three.md': card('ATT-THREE', 'desktop'),
       'two.md': card('ATT-TWO', 'desktop'),
       'capped.md': card('ATT-CAPPED', 'capped', 'attempts: 3\n'),
+      'setup.md': card('ATT-SETUP', 'desktop', `attempts: 2\nsetup: ${JSON.stringify(SETUP)}\n`),
     },
     BoardServer.withModel('openai', model.url, (paths) => {
       const ws = path.join(path.dirname(paths.root), 'project', 'workspace');
@@ -194,6 +202,37 @@ describe('attempts', () => {
     expect(git(server.workspace, 'branch', '--list', 'runboard/*')).toBe('');
     expect(judgeRequests).toHaveLength(1);
     expect(String(front('two.md').verdict)).toContain('its result.txt says wrote beta');
+  }, 200_000);
+
+  it("setup: runs on each attempt's display, in its worktree, before the agent's first step", async () => {
+    const seen: TurnFn = ({ api, body }) => {
+      const [tree, cwd] = toolOutputs(api, body);
+      const ok = /Setup app/.test(tree ?? '') && /\.runboard\/worktrees\//.test(cwd ?? '');
+      return final(
+        ok
+          ? { status: 'SUCCESS', summary: 'setup seen' }
+          : { status: 'FAILED', summary: `not seen: ${tree} ${cwd}` },
+      );
+    };
+    model.setEpisodes([
+      judgeEpisode('setup seen'),
+      {
+        name: 'setup',
+        match: 'ATT-SETUP',
+        turns: [
+          { toolCalls: [{ name: 'desktop_read', arguments: { title: 'Setup app' } }] },
+          exec('cat "$HOME/setup-cwd.txt"'),
+          seen,
+        ],
+      },
+    ]);
+    judgeRequests.length = 0;
+    const id = await idOf('ATT-SETUP');
+    await server.api('POST', `/api/cards/${id}/move`, { to: 'queued', index: 0 });
+    await waitUntil('the card is Done', async () => (await server.card(id))?.column === 'done', 150_000);
+    // both attempts saw the app on their display at their first step, and ran setup in their worktree
+    expect(judgeRequests).toHaveLength(1);
+    expect(judgeRequests[0]!.match(/Ended: succeeded — setup seen/g)).toHaveLength(2);
   }, 200_000);
 
   it('within the caps (flow cap 2, 3 attempts: never 3 at once); cancel stops every attempt', async () => {
