@@ -18,7 +18,8 @@ import {
 } from '../fixtures/model-server/server.ts';
 import { git } from '../agents/agent-harness.ts';
 import { writeFileSync } from 'node:fs';
-import { BoardServer, REPO, waitUntil } from '../e2e/helpers/board.ts';
+import type { Browser } from 'playwright-core';
+import { ARTIFACTS, BoardServer, launchBrowser, REPO, waitUntil } from '../e2e/helpers/board.ts';
 import { processesMentioning } from '../helpers/harness.ts';
 import { formApp } from '../cu/cu-harness.ts';
 import { toolOutputs } from '../fixtures/model-server/server.ts';
@@ -95,6 +96,7 @@ const SETUP =
 
 let model: ModelServer;
 let server: BoardServer;
+let browser: Browser;
 
 beforeAll(async () => {
   model = await startModelServer();
@@ -114,9 +116,11 @@ beforeAll(async () => {
       git(ws, 'commit', '-qm', 'initial');
     }),
   );
+  browser = await launchBrowser();
 }, 60_000);
 
 afterAll(async () => {
+  await browser?.close();
   await server?.stop();
   await model?.close();
 });
@@ -178,6 +182,20 @@ describe('attempts', () => {
     expect(req).toMatch(/Ended: failed[^"]*(budget|steps)/i);
     expect(req).toContain('result.txt says what was asked'); // the task's success criteria
     expect(req.match(/data:image\/jpeg;base64,/g)?.length).toBe(3);
+
+    // the inspector shows the three attempts side by side, the winner marked, and the verdict
+    const page = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
+    await page.goto(server.url);
+    await page.click(`li[data-card-id="${id}"]`);
+    const region = page.getByRole('region', { name: 'Attempts' });
+    await region.getByText(/won: its result.txt says wrote three/).waitFor();
+    for (const n of [1, 2, 3]) await region.getByRole('listitem', { name: `Attempt ${n}` }).waitFor();
+    const winner = region.getByRole('listitem', { name: `Attempt ${String(f.winner)}` });
+    await winner.getByText('winner').waitFor();
+    await winner.getByRole('img', { name: /final screenshot/ }).waitFor();
+    await expect(region.locator('.attempt .status.bad').count()).resolves.toBe(2);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-attempts.png') });
+    await page.close();
   }, 200_000);
 
   it('two successes: the judge’s choice is the one kept', async () => {
