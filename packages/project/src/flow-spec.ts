@@ -83,6 +83,7 @@ export function flowSpec(
     ...(flow.model ? { model: flow.model } : {}),
     ...(flow.stallTimeout ? { stallTimeoutMs: flow.stallTimeout } : {}),
     ...budgetOf(flow),
+    ...(flow.debug !== undefined ? { debug: flow.debug } : {}),
     ...(config && Object.keys(config.prices).length ? { prices: config.prices } : {}),
     ...(flow.worktree !== undefined ? { worktree: flow.worktree } : {}),
     ...(flow.readOnly !== undefined ? { readOnly: flow.readOnly } : {}),

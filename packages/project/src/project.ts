@@ -127,6 +127,8 @@ export const FlowConfig = z.object({
   stallTimeout: Duration.optional(),
   /** The most model tokens (input + output) a run may use; reached, the run ends (`budget`). A card may set its own. */
   maxTokens: z.number().int().min(1).max(1e12).optional(),
+  /** Record every model request and response of its runs (secrets redacted) as model-debug.jsonl in the run's log folder. */
+  debug: z.boolean().optional(),
   /** The most a run's model requests may cost, in USD (priced by `prices:`); reached, the run ends. */
   maxCost: z.number().positive().max(1e6).optional(),
   /** Each run in its own git worktree + branch of the workspace's repository. */

@@ -24,7 +24,7 @@ import { runnerApis, type ModelRequestInfo, type ProxyGrant, type VisionGrant } 
 import type { JailOutput } from './output-files.ts';
 import type { PreflightEnv } from './run-preflight.ts';
 import type { LaunchSpec, RunDeps } from './run-deps.ts';
-import type { RunAccount } from './proxy-usage.ts';
+import type { ProxyTaps } from './proxy-debug.ts';
 import { createWorktree, discardWorktree } from './worktrees.ts';
 import { gatherJudgeInput } from './judge-input.ts';
 
@@ -64,8 +64,8 @@ export interface Preparing {
   /** Ends the run, failed. */
   fail(reason: TerminationReason, detail: string): Promise<void>;
   onModelRequest(info: ModelRequestInfo): void;
-  /** The run's tally of model tokens and cost, and its budget: the proxy counts its answers into it. */
-  readonly account?: RunAccount;
+  /** The run's tally of model tokens and cost, its budget and debug log: the proxy fills them. */
+  readonly taps?: ProxyTaps;
   /** The run's workspace moved (to its worktree): what was made for the old one is made again. */
   moved(): void;
 }
@@ -295,7 +295,7 @@ export async function grantModel(run: Preparing): Promise<boolean> {
         runner: flow.runner,
         apis: runnerApis(flow),
       },
-      run.account,
+      run.taps,
     );
   } catch (err) {
     await run.fail('spawn-failed', `could not open the run's model proxy: ${(err as Error).message}`);
@@ -321,7 +321,7 @@ export async function grantVision(run: Preparing): Promise<boolean> {
       plan.vision,
       run.made.proxyGrant,
       (info) => run.onModelRequest(info),
-      run.account,
+      run.taps,
     );
   } catch (err) {
     run.event('log', `no vision route for this run: ${(err as Error).message}`, { kind: 'vision' });
