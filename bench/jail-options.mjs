@@ -1,6 +1,7 @@
 // What each of the jail's options costs a `command` run (issue 27): the jail alone, run as the
 // supervisor runs it (`--max-procs --write --hide --ro-mounts --private-tmp 1g --init -- /bin/sh -c true`),
-// with and without the memory cgroup (`--memory`) and the reads allow-list (`--read` ×N), and
+// with and without the memory cgroup (`--memory`) and the reads allow-list (`--read` ×N), a root
+// run's covers of /etc's root-only entries (`--blank`, when run as root), and
 // optionally a build from before (OLD_JAIL=/path/to/runboard-jail, run without the two options it lacks).
 // Variants alternate in blocks so that a drift of the machine's speed hits all alike. Wall time of the
 // whole jail process (min, p10, p50: on a loaded machine only the low ones mean anything) and the CPU
@@ -8,7 +9,7 @@
 //
 // Usage: [OLD_JAIL=…] node bench/jail-options.mjs [runs per variant, default 200] [block, default 10]
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -30,6 +31,19 @@ const reads = [
   ...['/usr', '/etc', '/opt', '/proc', '/sys', '/var/cache/fontconfig', '/var/lib/dbus/machine-id', root],
   ...[path.join(tmp, 'ws'), path.join(tmp, 'card.md'), path.join(tmp, 'card')],
 ].flatMap((r) => ['--read', r]);
+// what a root supervisor adds: /etc's entries that others may not read (reads.ts rootOnlyEntries)
+const rootOnly = [];
+const walk = (d) => {
+  for (const name of readdirSync(d)) {
+    const p = path.join(d, name);
+    const st = lstatSync(p);
+    if (!st.isFile() && !st.isDirectory()) continue;
+    if ((st.mode & 0o004) === 0) rootOnly.push(p);
+    else if (st.isDirectory()) walk(p);
+  }
+};
+if (process.getuid() === 0) walk('/etc');
+const blank = rootOnly.flatMap((b) => ['--blank', b]);
 const variants = {
   ...(process.env.OLD_JAIL
     ? { 'OLD_JAIL (no --memory, --read)': [process.env.OLD_JAIL, [...base, ...tail]] }
@@ -38,6 +52,14 @@ const variants = {
   '--memory': [jail, [...base, ...memory, ...tail]],
   '--read': [jail, [...base, ...reads, ...tail]],
   '--memory --read (a run)': [jail, [...base, ...memory, ...reads, ...tail]],
+  ...(blank.length
+    ? {
+        [`+ --blank ×${rootOnly.length} (a root run)`]: [
+          jail,
+          [...base, ...memory, ...reads, ...blank, ...tail],
+        ],
+      }
+    : {}),
 };
 const childrenCpuMs = () => {
   const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');

@@ -80,8 +80,25 @@ export type ProcKind = 'serve' | 'supervisor' | 'jail' | 'worker' | 'xserver' | 
 
 export interface Proc {
   pid: number;
+  /** When it started (clock ticks after boot): a pid is one process only with its start time. */
+  start: number;
   kind: ProcKind;
   cmd: string;
+}
+
+/**
+ * Is this very process still alive (not a zombie)? The pid alone does not say: pids wrap at pid_max
+ * (32768 here) several times in a long soak on a busy machine, and an "orphaned Xvfb :100" at the end
+ * of one was another process that had been given the pid of an X server killed 20 minutes before.
+ */
+export function stillRunning(p: Proc): boolean {
+  try {
+    const stat = readFileSync(`/proc/${p.pid}/stat`, 'utf8');
+    const after = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return after[0] !== 'Z' && Number(after[19]) === p.start;
+  } catch {
+    return false;
+  }
 }
 
 function kindOf(argv: string[]): ProcKind {
@@ -102,7 +119,7 @@ function kindOf(argv: string[]): ProcKind {
  * and which is not one itself is the run's worker (a command run's command, a Node worker).
  */
 export function processesOf(needle: string): Proc[] {
-  const all = new Map<number, { ppid: number; argv: string[]; mentions: boolean }>();
+  const all = new Map<number, { ppid: number; start: number; argv: string[]; mentions: boolean }>();
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d) || Number(d) === process.pid) continue;
     try {
@@ -122,6 +139,7 @@ export function processesOf(needle: string): Proc[] {
       const argv = raw.split('\0').filter(Boolean);
       all.set(Number(d), {
         ppid: Number(after[1]),
+        start: Number(after[19]),
         argv,
         mentions: raw.includes(needle) || env.includes(needle),
       });
@@ -144,7 +162,7 @@ export function processesOf(needle: string): Proc[] {
     let kind = kindOf(e.argv);
     const parent = all.get(e.ppid);
     if (kind === 'other' && parent && kindOf(parent.argv) === 'jail') kind = 'worker';
-    out.push({ pid, kind, cmd: e.argv.join(' ').slice(0, 200) });
+    out.push({ pid, start: e.start, kind, cmd: e.argv.join(' ').slice(0, 200) });
   }
   return out;
 }

@@ -27,6 +27,7 @@ import {
   unmountSmallFs,
   type Fault,
   type FaultKind,
+  stillRunning,
   type Proc,
   type ProcKind,
 } from './chaos.ts';
@@ -221,7 +222,7 @@ log(
 
 // ---- watching: the board's cards, the processes of the soak, memory of the supervisor and the board
 let lastCards: BoardCard[] = [];
-const seenProcs = new Map<number, Proc>();
+const seenProcs = new Map<string, Proc>(); // by pid and start time (pids are reused)
 const memory = new Map<number, { kind: ProcKind; samples: [number, number][] }>();
 let boardErrors = 0;
 
@@ -240,7 +241,7 @@ async function snapshot(): Promise<BoardCard[] | undefined> {
 function watchProcesses(): Proc[] {
   const procs = processesOf(root);
   for (const p of procs) {
-    if (!seenProcs.has(p.pid)) seenProcs.set(p.pid, p);
+    if (!seenProcs.has(`${p.pid}@${p.start}`)) seenProcs.set(`${p.pid}@${p.start}`, p);
     if (p.kind === 'supervisor' || p.kind === 'serve') {
       const kib = rssKiB(p.pid);
       if (kib === undefined) continue;
@@ -418,7 +419,7 @@ while (left.length && Date.now() < orphanDeadline) {
   await sleep(250);
   left = processesOf(root);
 }
-const xLeft = [...seenProcs.values()].filter((p) => p.kind === 'xserver' && existsSync(`/proc/${p.pid}`));
+const xLeft = [...seenProcs.values()].filter((p) => p.kind === 'xserver' && stillRunning(p));
 
 const invariants: Invariant[] = await checkInvariants({
   cards: finalCards,

@@ -6,7 +6,16 @@
  * no file. Opening with O_NONBLOCK returns at once whatever the entry is, and fstat on that
  * descriptor says what it is (no race between a check and the read).
  */
-import { closeSync, constants, fstatSync, openSync, readFileSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  ftruncateSync,
+  openSync,
+  readFileSync,
+  writeSync,
+  type Stats,
+} from 'node:fs';
 import { open, readlink, realpath, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -164,4 +173,38 @@ export async function readRegularFile(file: string, opts: RegularFileOptions = {
 /** The text of `file` (readRegularFile's checks and bound). */
 export async function readRegularFileText(file: string, opts: RegularFileOptions = {}): Promise<string> {
   return (await readRegularFile(file, opts)).toString('utf8');
+}
+
+/**
+ * Replaces the text of `file` in place (the same inode) when it is a regular file with one link;
+ * undefined, writing nothing, when it is not (missing, a link, a hard-linked file): the caller then
+ * writes it as it would otherwise (a temp file renamed over it). For files that runs have bound
+ * read-only into their mount namespaces (a project's config.yaml, docs/security-model.md "Write"):
+ * a rename over such a file detaches the runs' read-only mounts on it (the kernel drops the mounts on
+ * a name it unlinks) and a run could then write the new file; rewritten in place it keeps them.
+ * The price: not atomic as a rename is. A reader may see the file half written (it reads it again at
+ * the next change), and a crash between the write and the truncate leaves the old text's tail after
+ * the new (the confirm ledger holds the whole confirmed text: ledger.ts). With `unchangedFrom`, false
+ * (nothing written) when the file does not hold that text.
+ */
+export function rewriteInPlaceSync(file: string, text: string, unchangedFrom?: string): boolean | undefined {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDWR | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ELOOP' || code === 'ENXIO') return undefined;
+    throw err;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.nlink !== 1) return undefined;
+    if (unchangedFrom !== undefined && readFileSync(fd).toString('utf8') !== unchangedFrom) return false;
+    const bytes = Buffer.from(text, 'utf8');
+    for (let at = 0; at < bytes.length;) at += writeSync(fd, bytes, at, bytes.length - at, at);
+    ftruncateSync(fd, bytes.length);
+    return true;
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -6,7 +6,7 @@
  * the folder into the flow's sandbox.writable (and grants it), so a later run needs no ask. A request
  * naming an ask that is not on record, or another card's run, changes nothing.
  */
-import { existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
@@ -16,7 +16,7 @@ import type { CardDetail } from '../../host/src/shared/board-types.ts';
 import { BoardServer, shellConfig, waitUntil } from '../e2e/helpers/board.ts';
 
 let server: BoardServer;
-let dirs: Record<'once' | 'other' | 'deny' | 'always', string>;
+let dirs: Record<'once' | 'other' | 'deny' | 'always' | 'data', string>;
 
 /** A card queued from its file, as an editor or a script would queue it. */
 const card = (id: string, command: string): string =>
@@ -29,7 +29,13 @@ beforeAll(async () => {
     mkdirSync(d);
     return realpathSync(d);
   };
-  dirs = { once: at('out-once'), other: at('out-other'), deny: at('out-deny'), always: at('out-always') };
+  dirs = {
+    once: at('out-once'),
+    other: at('out-other'),
+    deny: at('out-deny'),
+    always: at('out-always'),
+    data: at('data'),
+  };
 }, 60_000);
 
 afterAll(async () => {
@@ -122,5 +128,33 @@ describe('permission asks', () => {
     await server.confirmCard('later');
     await waitColumn('later', 'done');
     expect(readFileSync(path.join(dirs.always, 'e.txt'), 'utf8')).toBe('2\n');
+  }, 90_000);
+
+  it('a refused read asks `read <folder>`; allow always adds it to sandbox.read (no grant), never writable', async () => {
+    writeFileSync(path.join(dirs.data, 'in.txt'), 'data\n');
+    server.writeCard('reader.md', card('reader', `cat ${dirs.data}/in.txt`));
+    await server.confirmCard('reader');
+    await waitColumn('reader', 'needs-input');
+    const { asks, card: c } = await detail('reader');
+    expect(asks?.open).toEqual([expect.objectContaining({ id: 'a1', kind: 'read', path: dirs.data })]);
+    expect(c.needs).toBe(`your permission to read ${dirs.data}`);
+    expect((await answer('reader', asks!.runId, 'a1', 'always')).state).toBe('queued');
+    await waitColumn('reader', 'done');
+    const cfg = YAML.parse(readFileSync(path.join(server.project, 'config.yaml'), 'utf8')) as {
+      flows: { shell: { sandbox?: { read?: string[]; writable?: string[] } } };
+    };
+    expect(cfg.flows.shell.sandbox?.read).toEqual([dirs.data]);
+    expect(cfg.flows.shell.sandbox?.writable).not.toContain(dirs.data);
+    expect(listGrants(statePaths({ RUNBOARD_HOME: server.home })).map((g) => g.path)).not.toContain(
+      dirs.data,
+    );
+    // read only: a write there still asks
+    server.writeCard('scribble.md', card('scribble', `echo x > ${dirs.data}/in.txt`));
+    await server.confirmCard('scribble');
+    await waitColumn('scribble', 'needs-input');
+    expect((await detail('scribble')).asks?.open).toEqual([
+      expect.objectContaining({ kind: 'write', path: dirs.data }),
+    ]);
+    expect(readFileSync(path.join(dirs.data, 'in.txt'), 'utf8')).toBe('data\n');
   }, 90_000);
 });

@@ -30,7 +30,14 @@ export class CuHarness {
   ) {}
 
   static async start(
-    opts: { keys?: boolean; desktop?: boolean; monitors?: string[]; env?: NodeJS.ProcessEnv } = {},
+    opts: {
+      keys?: boolean;
+      desktop?: boolean;
+      monitors?: string[];
+      env?: NodeJS.ProcessEnv;
+      /** Runs the supervisor under another command (a baseline build's bundle: bench/cu-ab-main.ts). */
+      wrap?: (argv: string[]) => string[];
+    } = {},
   ): Promise<CuHarness> {
     const session =
       opts.desktop === false
@@ -50,6 +57,7 @@ export class CuHarness {
           RUNBOARD_PROVIDER_ZHIPU_URL: model.url,
           ...opts.env,
         },
+        ...(opts.wrap ? { wrap: opts.wrap } : {}),
       });
     } catch (err) {
       // Leave no desktop or server behind when start-up fails half-way (tests and benchmarks alike).

@@ -124,6 +124,40 @@ describe('acting by text, ref and id, with the public output fields', () => {
     await waitStatus('clicked Clear 1');
   });
 
+  it('click --text --near clicks the control nearest a label (in a direction), else just beside it', async () => {
+    const focusedName = async () =>
+      allElements((await desktop.read({ title: TITLE })).elements).find((e) => e.focused)?.name;
+    // The labels sit left of their entries; an entry takes its label's name, the label is the anchor.
+    for (const label of ['Name', 'Email']) {
+      const r = ok(['click', ...W, '--text', label, '--near', '--near-direction', 'right']);
+      expect(r).toMatchObject({
+        ok: true,
+        action: 'click',
+        target: { r: 'input', t: label },
+        near: { r: 'txt', t: label },
+      });
+      expect(await eventually(async () => (await focusedName()) === label, 5000), `${label} focused`).toBe(
+        true,
+      );
+    }
+    // Nothing interactive left of the labels: the click lands just left of the text.
+    const beside = ok(['click', ...W, '--text', 'Email', '--near', '--near-direction', 'left']);
+    expect(beside).toMatchObject({ ok: true, beside: 'left', near: { t: 'Email' } });
+    expect(beside.target).toBeUndefined();
+    const near = beside.near as { b: number[] };
+    expect(beside.x).toBe(near.b[0]! - 10);
+    // Bad input says what to do.
+    const noText = s.run(['click', ...W, '--near']);
+    expect(noText.code).toBe(2);
+    expect(JSON.parse(noText.stderr)).toMatchObject({
+      error: 'USAGE',
+      message: expect.stringContaining('--text'),
+    });
+    const badDir = s.run(['click', ...W, '--text', 'Email', '--near-direction', 'sideways']);
+    expect(badDir.code).toBe(2);
+    expect(JSON.parse(badDir.stderr).message).toContain('left, right, up, down');
+  });
+
   it('refuses a text that matches several elements, or none, with the exit codes of ids', () => {
     const amb = s.run(['click', ...W, '--text', 'Remove']);
     expect(amb.code).toBe(8);

@@ -1,7 +1,7 @@
 // The desktop addon and desktop-cli against real apps on one shared test desktop (Xvfb + session bus
 // + AT-SPI bus + openbox): our GTK 3 form (tests/fixtures/desktop/form_app.py). Everything here
 // shares one mouse and one keyboard, so it runs in one file, in order.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { desktop, type Element, type KeyPress, type WindowInfo } from '../../native/src/index.ts';
@@ -248,6 +248,51 @@ describe('input and focus', () => {
     expect(other.code, other.stderr).toBe(0);
     await eventually(async () => (await find('text', 'Name')).value === a + b, 5000);
     expect((await find('text', 'Name')).value).toBe(a + b); // on failure: which characters came out wrong
+  });
+
+  it('an app that reads its keys late still gets each character typed on a borrowed keycode', async () => {
+    // The app reads key events when it gets to them and translates each with the keymap of that
+    // moment: a keycode mapped to a later character before the app read the earlier key came out as
+    // the later character (the loaded pass, 2026-11-27). The app is stopped here while a text with
+    // more distinct mapped characters than free keycodes is typed: typing must wait for the app to
+    // have read its keys before it maps a keycode typed on to another character.
+    const text = Array.from({ length: 60 }, (_, i) => String.fromCodePoint(0x5100 + i)).join('');
+    await eventually(async () => {
+      const res = s.run([
+        'type',
+        '--id',
+        String(cliId('input', 'Name')),
+        '--window',
+        TITLE,
+        '--key',
+        'ctrl+a',
+      ]);
+      expect(res.code, res.stderr).toBe(0);
+      expect(s.run(['type', '--key', 'BackSpace']).code).toBe(0);
+      return (await find('text', 'Name')).value === '';
+    }, 10_000);
+    process.kill(form.pid, 'SIGSTOP');
+    let stderr = '';
+    let stopped = true;
+    try {
+      const typing = spawn(process.execPath, [s.cli, 'type', '--text', text], {
+        env: { ...s.env, RUNBOARD_DESKTOP_TRACE: '1' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      const exited = new Promise<number | null>((resolve) => typing.on('exit', (code) => resolve(code)));
+      let ended = false;
+      void exited.then(() => (ended = true));
+      typing.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      // until typing waits for the app to read its keys (or, as before the fix, has typed everything)
+      await eventually(async () => ended || stderr.includes('waiting for window'), 30_000);
+      process.kill(form.pid, 'SIGCONT');
+      stopped = false;
+      expect(await exited, stderr).toBe(0);
+    } finally {
+      if (stopped) process.kill(form.pid, 'SIGCONT');
+    }
+    await eventually(async () => (await find('text', 'Name')).value === text, 10_000);
+    expect((await find('text', 'Name')).value, stderr).toBe(text); // on failure: which came out wrong
   });
 
   it('key combos: ctrl+a then backspace empties the field; shift+letters and a delay', async () => {

@@ -48,6 +48,25 @@ beforeAll(async () => {
   });
   browser = await launchBrowser();
   page = await browser.newPage({ viewport: { width: 1500, height: 900 } });
+  // Every line each run stream delivers, kept in the page (observation only: the app is unchanged), so a
+  // test can check the whole of a long output without scrolling the virtualised log through it.
+  await page.addInitScript(() => {
+    const seen: Record<string, string[]> = {};
+    (window as unknown as { streamedLines: typeof seen }).streamedLines = seen;
+    const Real = window.EventSource;
+    window.EventSource = class extends Real {
+      constructor(url: string | URL, init?: EventSourceInit) {
+        super(url, init);
+        const run = /\/api\/runs\/([^/]+)\/stream/.exec(String(url))?.[1];
+        if (!run) return;
+        const lines = (seen[run] ??= []);
+        this.addEventListener('message', (e: MessageEvent<string>) => {
+          const m = JSON.parse(e.data) as { type: string; stream?: string; lines?: string[] };
+          if (m.type === 'lines' && m.stream === 'stdout') lines.push(...m.lines!);
+        });
+      }
+    };
+  });
   await page.goto(server.url);
   await page.waitForSelector(cardSel('quick', 'backlog'));
 });
@@ -92,26 +111,42 @@ describe('the board in a browser', () => {
     }
   });
 
-  it('a 100k-line run streams live into the open inspector, to its last line', async () => {
-    // the inspector is open before the run starts, so every line comes through the live stream
-    await page.click(cardSel('lines'));
-    await page.getByRole('complementary', { name: 'Inspector: Many lines' }).waitFor();
-    await page.getByText('No runs yet').waitFor();
-    await server.api('POST', '/api/cards/lines/move', { to: 'queued', index: 0 });
-    const log = page.getByRole('log', { name: 'Run output' });
-    await log.getByText('log line 100000', { exact: true }).waitFor({ timeout: 60_000 });
-    await page.locator('.log-head', { hasText: '100,000 lines' }).waitFor();
-    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-100k-lines.png') });
-    // scrolling up stops following; ticking follow goes back to the end
-    const follow = page.getByRole('checkbox', { name: 'follow' });
-    expect(await follow.isChecked()).toBe(true);
-    await log.hover();
-    await page.mouse.wheel(0, -3000);
-    await waitUntil('follow off', async () => !(await follow.isChecked()), 5000);
-    await log.getByText('log line 100000', { exact: true }).waitFor({ state: 'detached' });
-    await follow.check();
-    await log.getByText('log line 100000', { exact: true }).waitFor();
-  });
+  it(
+    'a 100k-line run streams live into the open inspector, every line in order',
+    { timeout: 600_000 },
+    async () => {
+      // the inspector is open before the run starts, so every line comes through the live stream
+      await page.click(cardSel('lines'));
+      await page.getByRole('complementary', { name: 'Inspector: Many lines' }).waitFor();
+      await page.getByText('No runs yet').waitFor();
+      await server.api('POST', '/api/cards/lines/move', { to: 'queued', index: 0 });
+      const log = page.getByRole('log', { name: 'Run output' });
+      // What is checked is that every line arrives, in order, none lost or doubled, however long the
+      // machine takes (the throughput is a benchmark's: host/bench): waits on the run's end and on the
+      // view's count, bounded only by the test's own limit.
+      await page.locator(`${cardSel('lines', 'done')}`).waitFor({ timeout: 0 });
+      await page.locator('.log-head', { hasText: '100,000 lines' }).waitFor({ timeout: 0 });
+      await log.getByText('log line 100000', { exact: true }).waitFor();
+      const runId = (await server.card('lines'))!.runId!;
+      const streamed = await page.evaluate((id) => {
+        const lines =
+          (window as unknown as { streamedLines: Record<string, string[]> }).streamedLines[id] ?? [];
+        const wrong = lines.findIndex((l, i) => l !== `log line ${i + 1}`);
+        return { count: lines.length, firstWrong: wrong < 0 ? null : `#${wrong + 1}: ${lines[wrong]}` };
+      }, runId);
+      expect(streamed).toEqual({ count: 100_000, firstWrong: null });
+      await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-100k-lines.png') });
+      // scrolling up stops following; ticking follow goes back to the end
+      const follow = page.getByRole('checkbox', { name: 'follow' });
+      expect(await follow.isChecked()).toBe(true);
+      await log.hover();
+      await page.mouse.wheel(0, -3000);
+      await waitUntil('follow off', async () => !(await follow.isChecked()), 5000);
+      await log.getByText('log line 100000', { exact: true }).waitFor({ state: 'detached' });
+      await follow.check();
+      await log.getByText('log line 100000', { exact: true }).waitFor();
+    },
+  );
 
   it('keyboard drag queues a long run; Cancel stops it within 2 s', async () => {
     await page.locator(`${cardSel('long')} [data-card-handle]`).focus();

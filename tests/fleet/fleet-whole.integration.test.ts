@@ -150,6 +150,33 @@ describe('the fleet whole', () => {
     for (const b of [board, other]) await b.client.setBackend({ backend: 'redis', redisUrl: redis.url });
   }, 120_000);
 
+  it("several boards on one fleet share each flow's cap: two boards never run more than 1 of a flow capped at 1", async () => {
+    const other = await anotherBoard();
+    const solo = [
+      await startHost(redis.url, 'solo1', ['solo'], 2),
+      await startHost(redis.url, 'solo2', ['solo'], 2),
+    ];
+    hosts.push(...solo);
+    // Each board says its flows' caps, as a board does (followBackend): `solo: { cap: 1 }` on both,
+    // and no global cap. Each board dispatches up to its own cap; the hosts have room for 4.
+    for (const b of [board, other])
+      await b.client.setBackend({ backend: 'redis', redisUrl: redis.url, flowCaps: { solo: 1 } });
+    try {
+      const launched = await Promise.all(
+        [board, other, board, other].map(async (b) => ({ b, ...(await b.launch(SPAN, { name: 'solo' })) })),
+      );
+      const results = await Promise.all(
+        launched.map(({ b, runId }) => b.collect(runId).then((r) => r.result)),
+      );
+      for (const r of results) expect(r.status, JSON.stringify(r.termination)).toBe('succeeded');
+      const spans = spansIn(...solo);
+      expect(spans).toHaveLength(4); // each ran once
+      expect(maxOverlap(spans)).toBe(1);
+    } finally {
+      for (const b of [board, other]) await b.client.setBackend({ backend: 'redis', redisUrl: redis.url });
+    }
+  }, 120_000);
+
   it("a host cut off from Redis does not hold the fleet's cap: its slot lapses once it has stopped its run", async () => {
     const link = await CuttableLink.open(redis);
     const cut = await startHost(link.url, 'island', ['capped'], 1);

@@ -21,7 +21,7 @@ import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCodes } from '@runboard/supervisor/protocol';
-import { createGrant } from '@runboard/supervisor/grants';
+import { createGrant, listGrants, revokedGrants } from '@runboard/supervisor/grants';
 import { DIST, Harness, REPO } from '../helpers/harness.ts';
 
 let h: Harness;
@@ -120,6 +120,25 @@ describe('permission asks (supervisor)', () => {
     }
   });
 
+  it('a refused read (a folder outside what the run may read) asks sandbox.read; allowed once, the run reads it', async () => {
+    mkdirSync(path.join(h.root, 'data'));
+    const data = realpathSync(path.join(h.root, 'data'));
+    writeFileSync(path.join(data, 'in.txt'), 'the data\n');
+    const cmd = `cat ${data}/in.txt > seen.txt`;
+    const rec = await h.run(cmd);
+    expect(rec.result.status).toBe('needs-input');
+    expect(rec.result.asks).toEqual([expect.objectContaining({ id: 'a1', kind: 'read', path: data })]);
+    const { runId } = await launchAllowing(cmd, [{ runId: rec.result.runId, ask: 'a1' }]);
+    const again = await h.collect(runId);
+    expect(again.result.status).toBe('succeeded');
+    expect(again.result.allowed).toEqual([expect.objectContaining({ kind: 'read', path: data })]);
+    expect(readFileSync(path.join(h.workspace, 'seen.txt'), 'utf8')).toBe('the data\n');
+    // read only: a write there is still refused (and asked as a write)
+    const write = await h.run(`echo x > ${data}/in.txt`);
+    expect(write.result.asks).toEqual([expect.objectContaining({ kind: 'write', path: data })]);
+    expect(readFileSync(path.join(data, 'in.txt'), 'utf8')).toBe('the data\n');
+  });
+
   it("attack: refusals a run prints for the state root and the supervisor's socket dir are not asked", async () => {
     const rec = await h.run(
       `echo "sh: 1: cannot create ${h.paths.root}/keys/grant.key: Permission denied" >&2; ` +
@@ -211,4 +230,38 @@ describe('permission asks (supervisor)', () => {
       await plain.stop();
     }
   });
+});
+
+describe('grants made before decision 49 (issue 28)', () => {
+  it("a grant of Runboard's install folder is revoked at the supervisor's start and refused at launch", async () => {
+    const g = await Harness.start();
+    try {
+      const stale = createGrant(g.paths, DIST); // as `runboard grant` allowed before the install was refused
+      const exited = new Promise((r) => g.supervisor.once('exit', r));
+      g.client.close();
+      g.supervisor.kill('SIGTERM');
+      await exited;
+      await g.startSupervisor();
+      expect(listGrants(g.paths).map((x) => x.id)).toEqual([g.grant.id]);
+      expect(revokedGrants(g.paths)).toEqual([
+        expect.objectContaining({
+          id: stale.id,
+          path: realpathSync(DIST),
+          why: expect.stringMatching(/install folder/),
+        }),
+      ]);
+      await expect(
+        g.client.launch({
+          card: { path: path.join(g.root, 'c.md'), title: 'c' },
+          flow: g.flow(),
+          workspace: DIST,
+          grant: stale,
+          command: 'echo x > owned.js',
+        }),
+      ).rejects.toMatchObject({ message: expect.stringMatching(/grant refused \(revoked\)/) });
+      expect((await g.run('echo ok')).result.status).toBe('succeeded'); // the other grant still works
+    } finally {
+      await g.stop();
+    }
+  }, 60_000);
 });

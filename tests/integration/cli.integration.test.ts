@@ -132,8 +132,10 @@ describe('runboard', () => {
     await waitUntil('the run to start', () => out.includes('"output"'));
     const runId = JSON.parse(out.split('\n')[0]!).runId as string;
     const list = await rb(['runs']);
-    expect(list.stdout.split('\n')[0]).toMatch(/^RUN\s+STATUS\s+FLOW\s+TIME\s+CARD$/);
-    expect(list.stdout.split('\n')[1]).toMatch(new RegExp(`^${runId}\\s+running\\s+shell`));
+    expect(list.stdout.split('\n')[0]).toMatch(/^RUN\s+STATUS\s+FLOW\s+TIME\s+TOKENS\s+COST\s+CARD$/);
+    expect(list.stdout.split('\n')[1]).toMatch(
+      new RegExp(`^${runId}\\s+running\\s+shell\\s+\\S+\\s+-\\s+-\\s`),
+    );
     const exited = new Promise<number>((r) => long.once('exit', (c) => r(c ?? -1)));
     const c1 = await rb(['cancel', runId]);
     expect(c1.stdout).toMatch(new RegExp(`^run ${runId} cancelled after \\d+ ms\\n$`));

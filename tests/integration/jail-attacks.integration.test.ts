@@ -2,6 +2,7 @@
 // (supervisor → jail → worker → command). Each case failed before its fix: docs/security-model.md.
 import { execFileSync, spawn } from 'node:child_process';
 import {
+  existsSync,
   lstatSync,
   mkdirSync,
   readdirSync,
@@ -13,7 +14,8 @@ import {
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FlowSpec } from '@runboard/supervisor/protocol';
-import { Harness, processesMentioning } from '../helpers/harness.ts';
+import { BoardStore } from '../../host/src/core/board-store.ts';
+import { Harness, processesMentioning, waitUntil } from '../helpers/harness.ts';
 
 /** Exchanges argv[1] and argv[2] (renameat2 RENAME_EXCHANGE) as fast as it can, until killed. */
 const SWAP = `
@@ -164,6 +166,44 @@ for (const mode of ['namespaces', 'no namespaces'] as const) {
         expect(allowed.stdout).toBe('workspace-writable\n');
         expect(readFileSync(config, 'utf8')).toContain('evil');
         expect(readdirSync(path.join(project, 'cards.old')).sort()).toEqual(['attack.md', 'evil.md']);
+      },
+    );
+
+    // A read-only mount on a file is detached by the kernel when that file is renamed over from
+    // outside (the board used to save config.yaml so): the run could then write the new config.yaml.
+    it.skipIf(mode !== 'namespaces')(
+      'a run in the project folder cannot write config.yaml after the board saved it during the run',
+      async () => {
+        const project = path.join(h.workspace, 'saved-project'); // inside the grant
+        mkdirSync(path.join(project, 'cards'), { recursive: true });
+        const config = path.join(project, 'config.yaml');
+        writeFileSync(config, 'version: 1\nflows:\n  shell: { runner: command }\n');
+        const card = path.join(project, 'cards', 'attack.md');
+        writeFileSync(card, '---\ntitle: attack\nflow: shell\n---\n');
+        const board = new BoardStore(project);
+        board.load();
+        // The run waits until the board has saved config.yaml (the test says `go`), then writes it.
+        const attack =
+          `touch started; while [ ! -e go ]; do sleep 0.02; done; ` +
+          `(printf '  evil: { runner: command, sandbox: { writable: [/] } }\\n' >> config.yaml) 2>/dev/null ` +
+          `&& echo config-written || echo config-refused; ` +
+          `(echo x > config.yaml.new && mv config.yaml.new config.yaml) 2>/dev/null && echo config-replaced || echo replace-refused`;
+        const { runId } = await h.client.launch({
+          card: { path: card, project, title: 'attack' },
+          flow: h.flow({}),
+          workspace: project,
+          grant: h.grant,
+          command: attack,
+        });
+        await waitUntil('the run to start', () => existsSync(path.join(project, 'started')));
+        board.updateConfig((text) => `${text}# saved on the board\n`);
+        writeFileSync(path.join(project, 'go'), '');
+        const rec = await h.collect(runId);
+        expect(rec.stdout).toBe('config-refused\nreplace-refused\n');
+        const saved = readFileSync(config, 'utf8');
+        expect(saved).toContain('# saved on the board\n');
+        expect(saved).not.toContain('evil');
+        await board.close();
       },
     );
 

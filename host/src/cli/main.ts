@@ -34,6 +34,7 @@ import { cmdSchedules, SCHEDULES_USAGE, SchedulesUsageError } from './schedules.
 import { cmdServe, SERVE_USAGE } from './serve.ts';
 import { cmdInit, INIT_USAGE, InitUsageError } from './init.ts';
 import { findProjectDir, NotHereError } from './project-dir.ts';
+import { costText } from '../shared/usage-text.ts';
 import hostPackage from '../../package.json' with { type: 'json' };
 
 const EXIT = { usage: 2, unavailable: 69 } as const;
@@ -276,9 +277,11 @@ async function cmdRuns(args: string[]): Promise<number> {
     stranded.has(r.runId) ? `${r.status}*` : r.status,
     r.flow,
     r.durationMs !== null ? `${(r.durationMs / 1000).toFixed(1)}s` : '…',
+    r.usage ? (r.usage.inputTokens + r.usage.outputTokens).toLocaleString('en-US') : '-',
+    r.usage ? costText(r.usage) : '-',
     r.card.title ?? path.basename(r.card.path),
   ]);
-  const head = ['RUN', 'STATUS', 'FLOW', 'TIME', 'CARD'];
+  const head = ['RUN', 'STATUS', 'FLOW', 'TIME', 'TOKENS', 'COST', 'CARD'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   for (const r of [head, ...rows])
     process.stdout.write(r.map((c, i) => (i < r.length - 1 ? c.padEnd(widths[i]!) : c)).join('  ') + '\n');

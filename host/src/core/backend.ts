@@ -12,8 +12,17 @@ export async function followBackend(store: BoardStore, client: SupervisorClient)
     await client.setBackend({
       backend: cfg.scheduler.backend,
       ...(cfg.redis ? { redisUrl: cfg.redis.url } : {}),
+      ...(cfg.redis?.passwordSecret ? { redisPasswordSecret: cfg.redis.passwordSecret } : {}),
       // on a fleet, a cap for all the fleet's runs together (several boards share it)
-      ...(cfg.scheduler.backend === 'redis' ? { maxConcurrency: cfg.scheduler.maxConcurrency } : {}),
+      ...(cfg.scheduler.backend === 'redis'
+        ? {
+            maxConcurrency: cfg.scheduler.maxConcurrency,
+            // and each flow's cap, over that flow's runs of the whole fleet
+            flowCaps: Object.fromEntries(
+              Object.entries(cfg.flows).flatMap(([n, f]) => (f.cap >= 1 ? [[n, f.cap]] : [])),
+            ),
+          }
+        : {}),
     });
   };
   const warn = (err: Error): void => {

@@ -8,7 +8,9 @@
  * and replay parameters (board-workflows.ts).
  */
 import { EventEmitter } from 'node:events';
+import { unlink } from 'node:fs/promises';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { call, RegisterProject, type RunResult } from '@runboard/supervisor/protocol';
 import type { StatePaths } from '@runboard/supervisor/paths';
 import {
@@ -37,17 +39,19 @@ import {
 import { Invalid, MoveRefused, NotFound } from './board-errors.ts';
 import { compareCards, moveRefusal, ranksForMove } from './board-model.ts';
 import { cardTransition } from './card-lifecycle.ts';
+import { BoardCards } from './board-cards.ts';
 import { BoardDeltas } from './board-deltas.ts';
-import { cardForm, listFolders, workspaceValue } from './board-folders.ts';
+import { listFolders } from './board-folders.ts';
 import { answerQuestions, parseQuestions } from './board-questions.ts';
 import { questionsOf, type BoardStore } from './board-store.ts';
 import { BoardRuns } from './board-runs.ts';
 import { BoardSettings } from './board-settings.ts';
 import { BoardViews } from './board-view.ts';
 import { BoardWorkflows } from './board-workflows.ts';
-import { Extractions, ExtractRefused, type ExtractRequest } from './extract.ts';
+import { Extractions, ExtractRefused, VIDEO_LIMITS, type ExtractRequest } from './extract.ts';
+import { importVideo, VideoImportRefused } from './video-import.ts';
 import { PermissionAsks } from './permission-asks.ts';
-import { GrantStore } from './grant-store.ts';
+import type { GrantStore } from './grant-store.ts';
 import { GrantError } from '@runboard/supervisor/grants';
 import { NoGrantError } from './launch.ts';
 import type { Card } from './project.ts';
@@ -78,6 +82,8 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   /** The project's recordings and the one being recorded from the board (recordings.ts). */
   readonly recordings: Recordings;
   private readonly extractions: Extractions;
+  /** A person's cards: new, edited, copied, trashed and back (board-cards.ts). */
+  private readonly cards: BoardCards;
   /** The person's answers to permission asks (permission-asks.ts). */
   readonly asks: PermissionAsks;
 
@@ -124,8 +130,17 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     this.extractions = new Extractions({
       store,
       client,
-      grants: new GrantStore(paths),
+      grants,
       isActive: (id) => scheduler.isActive(id),
+    });
+    this.cards = new BoardCards({
+      store,
+      grants,
+      scheduler,
+      card: (id) => this.card(id),
+      queue: (id) => this.move(id, 'queued', Number.MAX_SAFE_INTEGER),
+      schedulesChanged: () => void this.schedules.sync().catch(() => undefined),
+      changed: () => this.deltas.soon(0),
     });
     const changed = (): void => this.deltas.soon();
     store.on('cards', changed);
@@ -243,166 +258,41 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
 
   /** The granted folders a card may work in (the editor's choices). */
   cardForm(): CardForm {
-    return cardForm(this.grants, this.store.projectDir);
+    return this.cards.form();
   }
 
-  /** The checked fields of an edited or new card; `card` is the card as it is (an edit). */
-  private checkFields(f: CardFields, card?: Card): void {
-    if (!f.title.trim()) throw new Invalid('a card needs a title');
-    const flows = this.store.config.flows;
-    if (!Object.hasOwn(flows, f.flow))
-      throw new Invalid(
-        `no flow ${f.flow} in config.yaml (flows: ${Object.keys(flows).join(', ') || 'none'})`,
-      );
-    const ws = f.workspace ? path.resolve(f.workspace) : this.store.projectDir;
-    if (!path.isAbsolute(f.workspace || '/'))
-      throw new Invalid(`the workspace must be an absolute folder path (got ${f.workspace})`);
-    // a folder the card had already stays as it is; a new one must be granted, or its runs could not start
-    if (ws !== card?.workspace && !this.grants.find(ws))
-      throw new Invalid(
-        `${ws} is not granted to runs: grant it first (Grant a folder… in the editor, or \`runboard grant ${ws}\`)`,
-      );
-    const runner = flows[f.flow]!.runner;
-    const command = typeof f.command === 'string' ? f.command.trim() : f.command;
-    if (runner === 'command' && !command)
-      throw new Invalid(`flow ${f.flow} runs a command: give the command the card runs`);
-  }
-
-  /** The card's front matter for these fields (undefined: the field is left out). */
-  private frontOf(f: CardFields): Record<string, unknown> {
-    const command = typeof f.command === 'string' ? f.command.trim() || undefined : f.command;
-    return {
-      title: f.title.trim(),
-      flow: f.flow,
-      workspace: f.workspace ? workspaceValue(this.store.projectDir, path.resolve(f.workspace)) : undefined,
-      command,
-    };
-  }
-
-  /** A person writes a new card from the board: a card file as they would write it, in Backlog (or queued). */
+  /** The checked fields of a new card, written as a person would write the file (board-cards.ts). */
   createCard(f: CardFields, schedule?: ScheduleEdit, queue?: boolean): { id: string } {
-    this.checkFields(f);
-    let raw: unknown;
-    if (schedule?.text.trim()) {
-      raw = scheduleFrontMatter(schedule);
-      const r = resolveSchedule(raw, localZone());
-      if (!r.ok) throw new Invalid(r.error);
-    }
-    const card = this.store.create({ ...this.frontOf(f), schedule: raw }, f.body);
-    const id = String(card.front.id);
-    if (queue) this.move(id, 'queued', Number.MAX_SAFE_INTEGER);
-    if (raw !== undefined) void this.schedules.sync().catch(() => undefined);
-    this.deltas.soon(0);
-    return { id };
+    return this.cards.create(f, schedule, queue);
   }
 
-  /**
-   * A person changes a card: only what differs is written, so comments, field order and the host's
-   * state stay. The body is replaced only if the file's body is still what the editor started from.
-   */
+  /** A person changes a card: only what differs is written (board-cards.ts). */
   editCard(id: string, f: CardFields, baseBody: string): void {
-    const card = this.card(id);
-    if (this.scheduler.isActive(id)) throw new MoveRefused('the card is running: cancel the run to edit it');
-    this.checkFields(f, card);
-    const next = this.frontOf(f);
-    const patch: Record<string, unknown> = {};
-    if (next.title !== card.front.title) patch.title = next.title;
-    if (next.flow !== card.front.flow) patch.flow = next.flow;
-    const ws = f.workspace ? path.resolve(f.workspace) : this.store.projectDir;
-    if (ws !== card.workspace) patch.workspace = next.workspace;
-    if (JSON.stringify(next.command) !== JSON.stringify(card.front.command)) patch.command = next.command;
-    const body = f.body.replace(/\r\n/g, '\n');
-    const bodyChanged = body !== card.body;
-    if (bodyChanged && baseBody.replace(/\r\n/g, '\n') !== card.body)
-      throw new MoveRefused(
-        `${path.relative(this.store.projectDir, card.file)} changed since you opened it (edited outside the board, or by a run): copy your text, reopen the card and edit again`,
-      );
-    if (!Object.keys(patch).length && !bodyChanged) return;
-    this.store.update(id, patch, bodyChanged ? () => body : undefined);
-    this.deltas.soon(0);
-    this.scheduler.kick();
+    this.cards.edit(id, f, baseBody);
   }
 
-  /** A copy of the card in Backlog, without its runs' state. */
   duplicateCard(id: string): { id: string } {
-    this.card(id);
-    const copy = this.store.duplicate(id);
-    this.deltas.soon(0);
-    return { id: String(copy.front.id) };
+    return this.cards.duplicate(id);
   }
 
-  /** The file of a card or of a broken card (`broken:<file>`), by the id the board shows. */
-  private fileOf(id: string): { file: string; card?: Card } {
-    if (id.startsWith('broken:')) {
-      const b = this.store.brokenFile(id.slice('broken:'.length));
-      if (!b) throw new NotFound(`no broken card ${id.slice('broken:'.length)}`);
-      return { file: b.file };
-    }
-    const card = this.card(id);
-    return { file: card.file, card };
-  }
-
-  /** Moves a card file into the trash folder (a running card is cancelled first, by the person). */
   trashCard(id: string): TrashedCard {
-    const { file, card } = this.fileOf(id);
-    if (card && this.scheduler.isActive(id))
-      throw new MoveRefused('the card is running: cancel the run to delete it');
-    const t = this.store.trash(file);
-    this.deltas.soon(0);
-    return t;
+    return this.cards.trashOne(id);
   }
 
   trash(): TrashedCard[] {
-    return this.store.trashed();
+    return this.cards.trash();
   }
 
-  /** Puts a trashed card back (under its old name, or a new one when that is taken meanwhile). */
   restoreCard(name: string): { id?: string; file: string } {
-    let file: string;
-    try {
-      file = this.store.restore(name);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT')
-        throw new NotFound(`no card ${name} in the trash`);
-      throw new Invalid((err as Error).message);
-    }
-    this.deltas.soon(0);
-    const id = this.store.idForFile(file);
-    return { ...(id ? { id } : {}), file: path.relative(this.store.projectDir, file) };
+    return this.cards.restore(name);
   }
 
-  /** A card file's whole text (a broken card's too, when it is a regular file). */
   cardSource(id: string): CardSource {
-    const { file } = this.fileOf(id);
-    const rel = path.relative(this.store.projectDir, file);
-    try {
-      return { file: rel, text: this.store.readText(file) };
-    } catch (err) {
-      return { file: rel, error: (err as Error).message };
-    }
+    return this.cards.source(id);
   }
 
-  /** A person's edit of a card file's whole text; refused when the file changed since `base` was read. */
   saveCardSource(id: string, text: string, base: string): { id?: string } {
-    const { file, card } = this.fileOf(id);
-    if (card && this.scheduler.isActive(id))
-      throw new MoveRefused('the card is running: cancel the run to edit it');
-    let saved: boolean;
-    try {
-      saved = this.store.replaceText(file, text.replace(/\r\n/g, '\n'), base);
-    } catch (err) {
-      throw new MoveRefused(
-        `${path.relative(this.store.projectDir, file)}: ${(err as Error).message}: move it to the trash, or fix it outside the board`,
-      );
-    }
-    if (!saved)
-      throw new MoveRefused(
-        `${path.relative(this.store.projectDir, file)} changed since you opened it: copy your text, reopen it and edit again`,
-      );
-    this.deltas.soon(0);
-    this.scheduler.kick();
-    const newId = this.store.idForFile(file);
-    return newId ? { id: newId } : {};
+    return this.cards.saveSource(id, text, base);
   }
 
   /** The card's workflow for the editor (docs/workflows.md; board-workflows.ts). */
@@ -513,6 +403,36 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       return { cardId, runId };
     } catch (err) {
       if (err instanceof ExtractRefused || err instanceof NoGrantError) throw new Invalid(err.message);
+      throw err;
+    }
+  }
+
+  /**
+   * A video from the person's computer (`runboard serve`'s upload): kept in the project's `videos/`
+   * (video-import.ts), then made a task as `extractTask` with its path; removed again when refused.
+   */
+  async importVideo(
+    req: { name: string; card?: string | undefined; flow?: string | undefined },
+    body: Readable,
+    declared: number | undefined,
+  ): Promise<ExtractStart> {
+    // the extraction run reads the video in its folder: without a grant of it the bytes would be for nothing
+    const videos = path.join(this.store.projectDir, 'videos');
+    if (!this.grants.find(videos)) throw new Invalid(new NoGrantError(videos).message);
+    let file: string;
+    try {
+      file = await importVideo(this.store.projectDir, req.name, body, {
+        maxBytes: VIDEO_LIMITS.maxBytes,
+        declared,
+      });
+    } catch (err) {
+      if (err instanceof VideoImportRefused) throw new Invalid(err.message);
+      throw err;
+    }
+    try {
+      return await this.extractTask({ file, card: req.card, flow: req.flow });
+    } catch (err) {
+      await unlink(file).catch(() => undefined);
       throw err;
     }
   }

@@ -27,10 +27,18 @@ import { digestOf, type Ledger } from '@runboard/supervisor/ledger';
 import { readRegularFileSync } from './regular-file.ts';
 import { MoveRefused } from './board-errors.ts';
 import { cardTransition } from './card-lifecycle.ts';
-import { cardFolder, idFromFile, patchFrontMatter, readCard, writeAtomic } from './card-files.ts';
+import {
+  cardFolder,
+  idFromFile,
+  patchFrontMatter,
+  readCard,
+  writeAtomic,
+  writeBoundFile,
+} from './card-files.ts';
 import { configChanges } from './config-changes.ts';
 import { restoreCardFile, trashCardFile, trashedCards } from './card-trash.ts';
 import { BoardWatch } from './board-watch.ts';
+import { diskError } from './disk-error.ts';
 
 export { patchFrontMatter, questionsOf, writeAtomic } from './card-files.ts';
 export { configChanges } from './config-changes.ts';
@@ -444,7 +452,12 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     this.written.set(file, text);
     let done: boolean;
     try {
-      done = writeAtomic(file, text, unchangedFrom);
+      // config.yaml in place: a rename over it would detach the read-only mount of it in the runs
+      // working in this folder (docs/security-model.md "Write"); cards/ is a folder and keeps its own.
+      done =
+        file === this.configFile
+          ? writeBoundFile(file, text, unchangedFrom)
+          : writeAtomic(file, text, unchangedFrom);
     } catch (err) {
       this.written.delete(file);
       undo?.();
@@ -603,12 +616,3 @@ export class BoardStore extends EventEmitter<StoreEvents> {
 /** Would the card run without a person's act: queued in its file, or a schedule? */
 const wouldRun = (card: Card): boolean =>
   card.front.status === 'queued' || (card.front.schedule !== undefined && card.front.schedule !== null);
-
-/** A full disk said in words a person can act on; any other error as it is. */
-function diskError(err: unknown, dir: string): unknown {
-  const code = (err as NodeJS.ErrnoException).code;
-  if (code !== 'ENOSPC' && code !== 'EDQUOT') return err;
-  return new Error(
-    `nothing was changed: the disk holding ${dir} is full (${code}); free some space (\`runboard gc\` removes old runs) and try again`,
-  );
-}

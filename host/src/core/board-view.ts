@@ -76,7 +76,8 @@ export class BoardViews {
     const progress = this.scheduler.progress(id);
     if (progress && column === 'running') v.progress = progress;
     const waiting = this.scheduler.waitingReason(id);
-    if (waiting && column === 'queued') v.waiting = waiting;
+    // (a running card waits only when its run's end could not be saved: scheduler.ts `unsaved`)
+    if (waiting && (column === 'queued' || column === 'running')) v.waiting = waiting;
     if (f.failures) v.failures = f.failures;
     if (f.nextTryAt && f.failures) v.nextTryAt = f.nextTryAt;
     if (f.lastError) v.lastError = f.lastError;
@@ -90,7 +91,9 @@ export class BoardViews {
       v.grant = {
         state: 'none',
         folder: card.workspace,
-        reason: `its folder ${card.workspace} is not granted to runs`,
+        reason: grant.revoked
+          ? `its folder ${card.workspace} is not granted to runs: the grant of ${grant.revoked.path} was revoked (${grant.revoked.why})`
+          : `its folder ${card.workspace} is not granted to runs`,
       };
     else if (grant?.state === 'stale')
       v.grant = { state: 'stale', folder: grant.grant, reason: grant.reason };

@@ -4,6 +4,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -12,6 +13,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BoardStore } from './board-store.ts';
 import { cardText, duplicateText, parseTrashName, slugOf, trashName } from './card-edit.ts';
+import { writeBoundFile } from './card-files.ts';
 
 const CONFIG = 'version: 1\nflows:\n  shell: { runner: command, cap: 2 }\n';
 
@@ -123,5 +125,37 @@ describe('card files written from the board', () => {
       '---\ntitle: T\nflow: f\n---\nno newline\n',
     );
     expect(() => duplicateText('no front', 'T')).toThrow(/no front matter/);
+  });
+});
+
+describe('config.yaml is written in place (runs keep their read-only mount of it)', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(path.join(os.tmpdir(), 'rb-bound-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('keeps the inode, shorter or longer, and refuses a file changed meanwhile', () => {
+    const file = path.join(dir, 'config.yaml');
+    writeFileSync(file, 'a much longer first text\n');
+    const ino = statSync(file).ino;
+    expect(writeBoundFile(file, 'short\n')).toBe(true);
+    expect(readFileSync(file, 'utf8')).toBe('short\n');
+    expect(writeBoundFile(file, 'longer than short\n', 'short\n')).toBe(true);
+    expect(writeBoundFile(file, 'x\n', 'not what it holds')).toBe(false);
+    expect(readFileSync(file, 'utf8')).toBe('longer than short\n');
+    expect(statSync(file).ino).toBe(ino);
+    expect(readdirSync(dir)).toEqual(['config.yaml']);
+  });
+
+  it('a link or a missing file is written as before (a new file renamed into place)', () => {
+    const target = path.join(dir, 'elsewhere.yaml');
+    writeFileSync(target, 'theirs\n');
+    const link = path.join(dir, 'config.yaml');
+    symlinkSync(target, link);
+    expect(writeBoundFile(link, 'mine\n')).toBe(true);
+    expect(readFileSync(target, 'utf8')).toBe('theirs\n'); // the link's target is not written
+    expect(readFileSync(link, 'utf8')).toBe('mine\n');
+    const fresh = path.join(dir, 'new.yaml');
+    expect(writeBoundFile(fresh, 'new\n')).toBe(true);
+    expect(readFileSync(fresh, 'utf8')).toBe('new\n');
   });
 });

@@ -6,7 +6,7 @@
 import { linkSync, lstatSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { readRegularFileSync } from './regular-file.ts';
+import { readRegularFileSync, rewriteInPlaceSync } from './regular-file.ts';
 
 /** Card files are read only as regular files, never through a link (regular-file.ts). */
 export const readCard = (file: string): string => readRegularFileSync(file, { noFollow: true });
@@ -36,6 +36,14 @@ export function writeAtomic(file: string, text: string, unchangedFrom?: string):
     }
     throw err;
   }
+}
+
+/**
+ * Writes a file that runs may have bound read-only (the project's config.yaml) in place, so that their
+ * mounts stay on it (rewriteInPlaceSync); as writeAtomic when it is not a regular file of one link.
+ */
+export function writeBoundFile(file: string, text: string, unchangedFrom?: string): boolean {
+  return rewriteInPlaceSync(file, text, unchangedFrom) ?? writeAtomic(file, text, unchangedFrom);
 }
 
 /**

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { desktopSocketDirs, installDirs } from '@runboard/supervisor/protected-dirs';
 import { statePaths } from '@runboard/supervisor/paths';
+import { createGrant, revokeRefusedGrants } from '@runboard/supervisor/grants';
 import { GrantStore } from './grant-store.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'rb-grant-store-'));
@@ -39,5 +40,17 @@ describe('grant step', () => {
     expect(store.grant(path.join(install, 'project', 'workspace')).path).toBe(
       path.join(install, 'project', 'workspace'),
     );
+  });
+
+  it('a card folder under a grant the supervisor revoked at its start says so (the board shows why)', () => {
+    const paths = statePaths({ RUNBOARD_HOME: path.join(root, 'home') });
+    const old = createGrant(paths, install); // made before the install folder was refused
+    revokeRefusedGrants(paths, (real) => (real === install ? "it holds Runboard's install folder" : null));
+    const ws = path.join(install, 'project', 'other');
+    mkdirSync(ws);
+    expect(new GrantStore(paths, () => []).status(ws)).toEqual({
+      state: 'none',
+      revoked: { path: old.path, why: "it holds Runboard's install folder" },
+    });
   });
 });

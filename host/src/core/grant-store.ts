@@ -10,6 +10,7 @@ import {
   findGrant,
   GrantError,
   listGrants,
+  revokedGrants,
   stateRootConflict,
 } from '@runboard/supervisor/grants';
 import { ErrorCodes } from '@runboard/supervisor/protocol';
@@ -36,7 +37,10 @@ function defaultProtected(): ProtectedDir[] {
 
 /** Whether a card's folder is granted, as the board shows it (the supervisor decides at launch). */
 export type GrantStatus =
-  { state: 'ok'; grant: string } | { state: 'none' } | { state: 'stale'; grant: string; reason: string };
+  | { state: 'ok'; grant: string }
+  /** `revoked`: the grant that covered it, revoked by the supervisor at its start, and why. */
+  | { state: 'none'; revoked?: { path: string; why: string } }
+  | { state: 'stale'; grant: string; reason: string };
 
 /** How long a folder's grant status is reused (a board view asks for every card's). */
 const STATUS_TTL_MS = 2000;
@@ -93,7 +97,18 @@ export class GrantStore {
 
   private statusNow(workspace: string): GrantStatus {
     const g = this.find(workspace);
-    if (!g) return { state: 'none' };
+    if (!g) {
+      let real = workspace;
+      try {
+        real = realpathSync(workspace);
+      } catch {
+        // not there: compared as written
+      }
+      const r = revokedGrants(this.paths).find(
+        (x) => real === x.path || real.startsWith(x.path.endsWith('/') ? x.path : x.path + '/'),
+      );
+      return r ? { state: 'none', revoked: { path: r.path, why: r.why } } : { state: 'none' };
+    }
     let st;
     try {
       st = statSync(g.path, { bigint: true });

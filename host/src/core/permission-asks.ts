@@ -111,6 +111,11 @@ export class PermissionAsks {
       this.store.updateConfig((t) => addYamlListItem(t, at('tcpPorts'), ask.port!));
       return;
     }
+    if (ask.kind === 'read') {
+      // read only: no grant (a grant is a writable tree's); the supervisor refuses its own state again
+      this.store.updateConfig((t) => addYamlListItem(t, at('read'), ask.path!));
+      return;
+    }
     if (ask.kind === 'delete') {
       let ws: string;
       try {

@@ -11,6 +11,7 @@ export {
   readRegularFileBytesSync,
   readRegularFileSync,
   readRegularFileText,
+  rewriteInPlaceSync,
 } from '@runboard/supervisor/regular-file';
 
 /**

@@ -152,3 +152,78 @@ describe('backoff', () => {
     expect(backoffDelay(1000, 2000, 300_000)).toBe(300_000);
   });
 });
+
+describe('caps and rate limits per provider key (scheduler-caps.ts)', () => {
+  const providers = {
+    flowProvider: { a1: 'openai', a2: 'openai', c: 'anthropic' },
+    maxConcurrent: { openai: 3 },
+  };
+  const caps = { a1: 5, a2: 5, c: 5, shell: 5 };
+
+  it('five cards over two flows on one key never exceed its cap; other keys and flows go on', () => {
+    const queued = [
+      q('x1', 'a1'),
+      q('x2', 'a2'),
+      q('x3', 'a1'),
+      q('x4', 'a2'),
+      q('x5', 'a1'),
+      q('y', 'c'),
+      q('z'),
+    ];
+    const d = decide(base({ queued, flowCaps: caps, maxConcurrency: 10, providers }));
+    expect(d.start).toEqual(['x1', 'x2', 'x3', 'y', 'z']);
+    expect(d.waiting.x4).toBe(
+      'provider "openai" is at its cap (3/3 runs over all flows: providers.openai.maxConcurrent)',
+    );
+    // runs already going count too, whichever flow they are of
+    const later = decide(
+      base({
+        queued: [q('x4', 'a2')],
+        running: [
+          { id: 'r', flow: 'a1' },
+          { id: 's', flow: 'a1' },
+        ],
+        flowCaps: caps,
+        providers,
+      }),
+    );
+    expect(later.start).toEqual(['x4']);
+    const full = decide(
+      base({
+        queued: [q('x5', 'a2')],
+        running: ['r', 's', 't'].map((id) => ({ id, flow: 'a1' })),
+        flowCaps: caps,
+        providers,
+      }),
+    );
+    expect(full.start).toEqual([]);
+    expect(full.waiting.x5).toMatch(/provider "openai" is at its cap \(3\/3/);
+  });
+
+  it('the least cap holds, and the card says which: flow, provider or the machine-wide slots', () => {
+    const flowFirst = decide(
+      base({ queued: [q('a', 'a1'), q('b', 'a1')], flowCaps: { ...caps, a1: 1 }, providers }),
+    );
+    expect(flowFirst.waiting.b).toMatch(/flow "a1" is at its cap \(1\/1\)/);
+    const slots = decide(
+      base({ queued: [q('a', 'a1'), q('b', 'a2')], flowCaps: caps, maxConcurrency: 1, providers }),
+    );
+    expect(slots.waiting.b).toBe('all 1 run slots are busy');
+  });
+
+  it('a rate limit parks every flow on the key until its reset, then they start', () => {
+    const until = 1_000_000 + 60_000;
+    const parked = { ...providers, parkedUntil: { openai: until } };
+    const d = decide(
+      base({ queued: [q('x1', 'a1'), q('x2', 'a2'), q('y', 'c')], flowCaps: caps, providers: parked }),
+    );
+    expect(d.start).toEqual(['y']);
+    expect(d.waiting.x1).toMatch(/provider "openai" is parked until .*: its rate limit resets then/);
+    expect(d.waiting.x2).toBe(d.waiting.x1);
+    expect(d.wakeAt).toBe(until);
+    const after = decide(
+      base({ queued: [q('x1', 'a1'), q('x2', 'a2')], flowCaps: caps, providers: parked, now: until }),
+    );
+    expect(after.start).toEqual(['x1', 'x2']);
+  });
+});

@@ -4,6 +4,7 @@
  * the Scheduler (scheduler.ts) feeds it and carries out its answer. Unit-tested in scheduler-policy.test.ts.
  */
 import type { CardStatus } from './project.ts';
+import { ProviderCounts, type ProviderPolicy } from './scheduler-caps.ts';
 
 export interface QueuedCard {
   id: string;
@@ -46,6 +47,8 @@ export interface PolicyInput {
    * cards wait, with no backoff and no failure counted, and start once it is done.
    */
   blockedFlows?: Readonly<Record<string, string>>;
+  /** Caps and rate-limit parking per provider key, across flows (scheduler-caps.ts). */
+  providers?: ProviderPolicy;
   now: number;
 }
 
@@ -78,6 +81,12 @@ export function decide(input: PolicyInput): PolicyDecision {
     if (res && !held.has(res)) held.set(res, `card ${r.id} (flow "${r.flow}") is using it`);
   }
   let free = input.maxConcurrency - input.running.length;
+  const providers = input.providers
+    ? new ProviderCounts(
+        input.providers,
+        input.running.map((r) => r.flow),
+      )
+    : undefined;
 
   let blockedBy: string | undefined;
   for (const [column, max] of Object.entries(input.columnLimits ?? {})) {
@@ -105,6 +114,12 @@ export function decide(input: PolicyInput): PolicyDecision {
       wakeAt = wakeAt === undefined ? parkedUntil : Math.min(wakeAt, parkedUntil);
       continue;
     }
+    const provider = providers?.hold(card.flow, input.now);
+    if (provider?.until !== undefined) {
+      waiting[card.id] = provider.why;
+      wakeAt = wakeAt === undefined ? provider.until : Math.min(wakeAt, provider.until);
+      continue;
+    }
     const blocked =
       input.blockedFlows && Object.hasOwn(input.blockedFlows, card.flow)
         ? input.blockedFlows[card.flow]
@@ -124,6 +139,10 @@ export function decide(input: PolicyInput): PolicyDecision {
       waiting[card.id] = `flow "${card.flow}" is at its cap (${inFlow}/${cap})`;
       continue;
     }
+    if (provider) {
+      waiting[card.id] = provider.why;
+      continue;
+    }
     const res = input.exclusive?.[card.flow];
     if (res && held.has(res)) {
       waiting[card.id] = `waiting for ${res}: ${held.get(res)!}`;
@@ -136,6 +155,7 @@ export function decide(input: PolicyInput): PolicyDecision {
     start.push(card.id);
     if (res) held.set(res, `card ${card.id} (flow "${card.flow}") is using it`);
     perFlow.set(card.flow, inFlow + 1);
+    providers?.take(card.flow);
     free--;
   }
   return wakeAt === undefined ? { start, waiting } : { start, waiting, wakeAt };

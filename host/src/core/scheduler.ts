@@ -21,6 +21,7 @@ import { isAskNeeds } from '../shared/asks.ts';
 import { succeededRunNotKept } from './workflow-store.ts';
 import type { GrantStore } from './grant-store.ts';
 import { flowProvider, launchRequest } from './launch.ts';
+import { parkedFlows, providerPolicy } from './scheduler-caps.ts';
 import type { Card, CardStatus } from './project.ts';
 import { failureText } from './run-end-text.ts';
 import { decide } from './scheduler-policy.ts';
@@ -30,6 +31,9 @@ import { BusyResources } from './scheduler-resources.ts';
 import { SupervisorUnavailable, type SupervisorClient } from './supervisor-client.ts';
 
 export { lastStderrLine } from './run-end-text.ts';
+
+/** How often card writes the store could not take are tried again (the disk may have room again). */
+const UNSAVED_RETRY_MS = 1000;
 
 /** The exclusive resource of computer-use runs on the real display (one at a time: the supervisor's rule). */
 const REAL_DISPLAY = 'the real display';
@@ -64,6 +68,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private freedAt = 0;
   private stopped = false;
   private readonly parkedFlows = new Map<string, number>();
+  /** Providers parked by a rate limit (a run of any flow on the key met it), until when (epoch ms). */
+  private readonly parkedProviders = new Map<string, number>();
   /** Exclusive resources held by runs this board did not start (see resourceBusy). */
   private readonly busy: BusyResources;
   /** Runs this board follows without having launched them (after a restart, a schedule's, a stray's). */
@@ -76,6 +82,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private readonly lastStatus = new Map<string, CardStatus | undefined>();
   /** Set while the scheduler writes a card: the change events it causes are its own. */
   private writing = false;
+  /** Card writes the store could not take (a full disk), kept to be tried again; the card waits. */
+  private readonly unsaved = new Map<string, { write: CardWrite; why: string }>();
   /** Asks the person allowed once, per card: its next launch carries them (the supervisor checks each). */
   private readonly allowOnce = new Map<string, { runId: string; ask: string }[]>();
 
@@ -132,6 +140,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       if (!id) return;
       const card = store.get(id);
       const before = this.lastStatus.get(id);
+      if (!this.writing) this.unsaved.delete(id); // a person's change (or a card gone) comes after ours
       if (card) this.lastStatus.set(id, card.front.status);
       else this.lastStatus.delete(id);
       // The host is the only writer of a running card's state: an outside edit cannot unlock it...
@@ -230,6 +239,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   private tick(): void {
     if (this.stopped) return;
+    this.retryUnsaved();
     const cfg = this.store.config;
     const cards = this.store.all();
     const counts: Partial<Record<CardStatus, number>> = {};
@@ -240,7 +250,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const queued = cards
       .filter((c) => c.front.status === 'queued' && !this.active.has(this.idOf(c)))
       .filter((c) => {
-        const why = this.store.confirmation(c)?.reason;
+        const why = this.store.confirmation(c)?.reason ?? this.unsavedReason(this.idOf(c));
         if (why) unconfirmed[this.idOf(c)] = why;
         return !why;
       })
@@ -258,6 +268,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       columnLimits: cfg.scheduler.columnLimits,
       columnCounts: counts,
       parkedFlows: Object.fromEntries(this.parkedFlows),
+      providers: providerPolicy(cfg, this.parkedProviders),
       exclusive: Object.fromEntries(
         Object.entries(cfg.flows)
           .filter(([, f]) => drivesDesktop(f.runner) && !f.computerUse?.privateDisplay)
@@ -277,11 +288,16 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       now: this.now(),
     });
     const waiting = { ...decision.waiting, ...unconfirmed };
+    for (const id of this.unsaved.keys()) waiting[id] ??= this.unsavedReason(id)!;
     const changed = JSON.stringify(waiting) !== JSON.stringify(this.waiting);
     this.waiting = waiting;
     clearTimeout(this.wakeTimer);
-    if (decision.wakeAt !== undefined)
-      this.wakeTimer = setTimeout(() => this.kick(), Math.max(10, decision.wakeAt - this.now()));
+    const wakeAt = Math.min(
+      decision.wakeAt ?? Infinity,
+      this.unsaved.size ? this.now() + UNSAVED_RETRY_MS : Infinity,
+    );
+    if (wakeAt !== Infinity)
+      this.wakeTimer = setTimeout(() => this.kick(), Math.max(10, wakeAt - this.now()));
     for (const id of decision.start) this.start(id);
     if (changed && decision.start.length === 0) this.emit('changed');
   }
@@ -381,14 +397,24 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private parkFlowFor(result: RunResult): number | undefined {
     const until = Date.parse(String(result.metrics.rateLimitedUntil ?? ''));
     if (!Number.isFinite(until) || until <= this.now()) return undefined;
-    this.parkedFlows.set(result.flow, Math.max(until, this.parkedFlows.get(result.flow) ?? 0));
+    // the limit is the key's: every flow on the run's provider waits (scheduler-caps.ts)
+    const flow = this.store.config.flows[result.flow];
+    const provider =
+      flow && Object.hasOwn(this.store.config.flows, result.flow)
+        ? flowProvider(flow, this.store.config)
+        : undefined;
+    const parked = provider ? this.parkedProviders : this.parkedFlows;
+    const key = provider ?? result.flow;
+    parked.set(key, Math.max(until, parked.get(key) ?? 0));
     return until;
   }
 
-  /** Flows parked by a rate limit, and until when (epoch ms): shown on the board. */
+  /** Flows parked by a rate limit (their own, or their provider's), and until when (epoch ms): shown on the board. */
   get parked(): ReadonlyMap<string, number> {
-    for (const [flow, until] of this.parkedFlows) if (until <= this.now()) this.parkedFlows.delete(flow);
-    return this.parkedFlows;
+    const now = this.now();
+    for (const m of [this.parkedFlows, this.parkedProviders])
+      for (const [k, until] of m) if (until <= now) m.delete(k);
+    return parkedFlows(this.store.config, this.parkedFlows, this.parkedProviders);
   }
 
   private finish(cardId: string, result: RunResult): void {
@@ -489,14 +515,51 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   /** Writes the card; `make` gives the write (a status through the card lifecycle, which may refuse it). */
   private write(cardId: string, make: () => CardWrite): void {
-    this.writing = true;
+    let w: CardWrite;
     try {
-      const { patch, questions } = make();
-      this.store.update(cardId, patch, questions ? (body) => appendQuestions(body, questions) : undefined);
+      w = make();
     } catch (err) {
       process.emitWarning(`runboard: could not write card ${cardId}: ${(err as Error).message}`);
+      return;
+    }
+    this.put(cardId, w);
+  }
+
+  /**
+   * Puts a write on the card. One the store cannot take (the disk holding the state root full) is
+   * kept and tried again (`retryUnsaved`), and the card starts no run meanwhile: a run's end that was
+   * never saved left the card as it was before the run, and a queued card then ran again, past its
+   * retries (the soak's c0133, run 3 times with `retries: 1`).
+   */
+  private put(cardId: string, w: CardWrite): void {
+    this.writing = true;
+    try {
+      this.store.update(
+        cardId,
+        w.patch,
+        w.questions ? (body) => appendQuestions(body, w.questions!) : undefined,
+      );
+      this.unsaved.delete(cardId);
+    } catch (err) {
+      const why = (err as Error).message;
+      if (!this.unsaved.has(cardId)) process.emitWarning(`runboard: could not write card ${cardId}: ${why}`);
+      this.unsaved.set(cardId, { write: w, why });
     } finally {
       this.writing = false;
+    }
+  }
+
+  /** Why the card waits, when a write of it could not be saved. */
+  private unsavedReason(cardId: string): string | undefined {
+    const u = this.unsaved.get(cardId);
+    return u && `its last change could not be saved (${u.why}); trying again`;
+  }
+
+  /** Tries the unsaved writes again (each tick, and at least every UNSAVED_RETRY_MS while any is left). */
+  private retryUnsaved(): void {
+    for (const [id, { write }] of this.unsaved) {
+      if (this.store.get(id)) this.put(id, write);
+      else this.unsaved.delete(id);
     }
   }
 }

@@ -18,12 +18,17 @@ interface IpcRendererLike {
 declare const require: (id: 'electron') => {
   contextBridge: { exposeInMainWorld(key: string, api: unknown): void };
   ipcRenderer: IpcRendererLike;
+  /** Electron ≥ 29: the path of a File the person chose (a file input, a drop). */
+  webUtils: { getPathForFile(file: File): string };
 };
-const { contextBridge, ipcRenderer } = require('electron');
+const { contextBridge, ipcRenderer, webUtils } = require('electron');
 
 let streams = 0;
+const calls = buildCalls((name, params) => ipcRenderer.invoke(channelOf(name), params));
 const api: BoardApi = {
-  ...buildCalls((name, params) => ipcRenderer.invoke(channelOf(name), params)),
+  ...calls,
+  // the file is on this machine already: its path, as a typed one (it must lie in a granted folder)
+  importVideoFile: (file, opts) => calls.extractTask({ file: webUtils.getPathForFile(file), ...opts }),
   onBoardChanged(cb) {
     const l = (_e: unknown, delta?: unknown): void => cb(delta as BoardDelta | undefined);
     ipcRenderer.on(Push.boardChanged, l);

@@ -11,6 +11,7 @@ import { ScheduleSection } from './Schedule.tsx';
 import { ReplayParamsSection } from './ReplayParams.tsx';
 import { WorkflowSection } from './WorkflowEditor.tsx';
 import { RunPanel, STATUS_CLASS, TrendChart, Worktree, fmtMs } from './RunPanel.tsx';
+import { sumUsage, usageText } from '../shared/usage-text.ts';
 
 /**
  * The card's questions (its `## Questions`): open ones with an answer box, answered ones with their
@@ -284,7 +285,15 @@ export function Inspector({
       <WorkflowSection api={api} cardId={card.id} locked={!!card.locked} />
       <ReplayParamsSection api={api} cardId={card.id} locked={!!card.locked} onChanged={onChanged} />
       <section className="runs" aria-label="Runs">
-        <h3>Runs ({detail.runs.length})</h3>
+        <h3>
+          Runs ({detail.runs.length})
+          {sumUsage(detail.runs.map((r) => r.usage)) && (
+            <span className="usage" title="Model tokens and cost of all this card's runs">
+              {' '}
+              · {usageText(sumUsage(detail.runs.map((r) => r.usage)))}
+            </span>
+          )}
+        </h3>
         <TrendChart runs={detail.runs} />
         {detail.runs.length === 0 &&
           (card.lastError && !isCancel(card.lastError) ? (
@@ -309,6 +318,7 @@ export function Inspector({
                 <span className={`status ${STATUS_CLASS[r.status] ?? ''}`}>{r.status}</span>
                 <span>{new Date(r.startedAt).toLocaleString()}</span>
                 <span>{r.status === 'running' ? 'running' : fmtMs(r.durationMs)}</span>
+                {r.usage && <span className="usage">{usageText(r.usage)}</span>}
               </button>
             </li>
           ))}
@@ -322,6 +332,15 @@ export function Inspector({
               Export run
             </button>
           </h3>
+          {run.usage && (
+            <p className="usage" aria-label="Model usage">
+              Model usage: {usageText(run.usage, true)}
+              {Object.keys(run.usage.models).length > 1 &&
+                ` (${Object.entries(run.usage.models)
+                  .map(([m, u]) => `${m}: ${usageText({ ...u, models: {} })}`)
+                  .join('; ')})`}
+            </p>
+          )}
           <Worktree key={`wt-${run.runId}`} api={api} run={run} onChanged={onChanged} />
           <RunPanel
             key={run.runId}

@@ -13,6 +13,8 @@ function once(a: PermissionAsk): string {
   switch (a.kind) {
     case 'write':
       return `lets the card's next run write anywhere in ${a.path} (and the folders in it), that run only`;
+    case 'read':
+      return `lets the card's next run read (not write) ${a.path} and the folders in it, that run only`;
     case 'connect':
       return `lets the card's next run connect to TCP port ${a.port}, that run only`;
     case 'delete':
@@ -24,6 +26,8 @@ function always(a: PermissionAsk, flow: string): string {
   switch (a.kind) {
     case 'write':
       return `adds ${a.path} to flow ${flow}'s sandbox.writable in config.yaml and grants that folder`;
+    case 'read':
+      return `adds ${a.path} to flow ${flow}'s sandbox.read in config.yaml (read only, every run of the flow)`;
     case 'connect':
       return `adds port ${a.port} to flow ${flow}'s sandbox.tcpPorts in config.yaml`;
     case 'delete':

@@ -249,9 +249,11 @@ function Item({
 }
 
 /**
- * Import a video: an .mp4 in a folder granted to runs (the extraction run reads that folder, read-only)
- * becomes a task as a recording does (POST /api/extract with `file`; the host probes it through
- * native/src/media-input.ts and refuses what is not a short .mp4, saying why).
+ * Import a video: an .mp4 chosen on this computer (the browser uploads it into the project's videos/
+ * folder; Electron hands over its path), or named by its path in a folder granted to runs (the
+ * extraction run reads that folder, read-only). It becomes a task as a recording does (POST
+ * /api/extract/video or /api/extract with `file`; the host probes it through native/src/media-input.ts
+ * and refuses what is not a short .mp4, saying why).
  */
 function ImportVideo({
   api,
@@ -264,24 +266,45 @@ function ImportVideo({
 }) {
   const [file, setFile] = useState('');
   const [starting, setStarting] = useState(false);
+  /** Of an upload going: the share sent, 0–100. */
+  const [sent, setSent] = useState<number>();
+  const chooser = useRef<HTMLInputElement>(null);
+  const started = (p: Promise<{ cardId: string }>): void => {
+    setStarting(true);
+    onError(undefined);
+    p.then(
+      ({ cardId }) => {
+        setStarting(false);
+        setSent(undefined);
+        setFile('');
+        onOpenCard(cardId);
+      },
+      (e: Error) => {
+        setStarting(false);
+        setSent(undefined);
+        onError(e.message);
+      },
+    );
+  };
   const start = (): void => {
     const f = file.trim();
     if (!f.startsWith('/') || !/\.mp4$/i.test(f)) {
       onError('Name the video by its full path, ending in .mp4 (e.g. /home/you/videos/demo.mp4).');
       return;
     }
-    setStarting(true);
-    onError(undefined);
-    api.extractTask({ file: f }).then(
-      ({ cardId }) => {
-        setStarting(false);
-        setFile('');
-        onOpenCard(cardId);
-      },
-      (e: Error) => {
-        setStarting(false);
-        onError(e.message);
-      },
+    started(api.extractTask({ file: f }));
+  };
+  const upload = (chosen: File | undefined): void => {
+    if (!chosen) return;
+    if (!/\.mp4$/i.test(chosen.name)) {
+      onError(`${chosen.name} is not an .mp4 video: choose an .mp4 (at most 5 minutes).`);
+      return;
+    }
+    setSent(0);
+    started(
+      api.importVideoFile(chosen, {}, (n, total) =>
+        setSent(total > 0 ? Math.floor((100 * n) / total) : undefined),
+      ),
     );
   };
   return (
@@ -292,9 +315,26 @@ function ImportVideo({
         start();
       }}
     >
-      <label htmlFor="import-video">Import a video (.mp4, in a granted folder)</label>
+      <span className="import-video-title">Import a video (.mp4, at most 5 minutes)</span>
+      <input
+        ref={chooser}
+        type="file"
+        accept="video/mp4,.mp4"
+        hidden
+        aria-hidden="true"
+        tabIndex={-1}
+        onChange={(e) => {
+          upload(e.target.files?.[0]);
+          e.target.value = '';
+        }}
+      />
+      <button type="button" disabled={starting} onClick={() => chooser.current?.click()}>
+        {sent !== undefined ? `Uploading… ${sent} %` : 'Choose a video…'}
+      </button>
+      <label htmlFor="import-video">or its path, in a granted folder</label>
       <input
         id="import-video"
+        aria-label="Import a video (.mp4, in a granted folder)"
         type="text"
         value={file}
         placeholder="/home/you/videos/demo.mp4"
@@ -305,7 +345,7 @@ function ImportVideo({
         }}
       />
       <button type="submit" disabled={starting || !file.trim()}>
-        {starting ? 'Starting…' : 'Make a task from it'}
+        {starting && sent === undefined ? 'Starting…' : 'Make a task from it'}
       </button>
     </form>
   );

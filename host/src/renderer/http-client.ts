@@ -51,6 +51,36 @@ async function request(method: string, url: string, body?: unknown): Promise<unk
   return data;
 }
 
+/** POSTs a file's bytes (an `upload` method), reporting progress; its JSON answer, or its error in words. */
+function upload(
+  url: string,
+  file: File,
+  onProgress?: (sent: number, total: number) => void,
+): Promise<unknown> {
+  if (!PAGE_TOKEN) return Promise.reject(new Error(OPEN_THE_URL));
+  return new Promise((resolve, reject) => {
+    // fetch() reports no upload progress; XMLHttpRequest does
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', url);
+    xhr.setRequestHeader('authorization', `Bearer ${PAGE_TOKEN}`);
+    xhr.setRequestHeader('content-type', 'application/octet-stream');
+    xhr.upload.onprogress = (e) => onProgress?.(e.loaded, e.total);
+    xhr.onload = () => {
+      let data: { error?: string } = {};
+      try {
+        data = JSON.parse(xhr.responseText) as typeof data;
+      } catch {
+        /* not JSON: the status says it */
+      }
+      if (xhr.status >= 200 && xhr.status < 300) resolve(data);
+      else reject(new Error(data.error ?? `POST ${url}: HTTP ${xhr.status}`));
+    };
+    xhr.onerror = () =>
+      reject(new Error(`the upload of ${file.name} broke off: is the board still running?`));
+    xhr.send(file);
+  });
+}
+
 export function httpApi(): BoardApi {
   const calls = buildCalls((name, params) => {
     const m = boardMethods[name];
@@ -72,6 +102,10 @@ export function httpApi(): BoardApi {
     fileUrl: (runId, name) => withToken(urlOf('runFile', { runId, name })),
     liveUrl: (runId, n) => withToken(urlOf('liveFrame', { runId, n })),
     recordingFileUrl: (recordingId, name) => withToken(urlOf('recordingFile', { recordingId, name })),
+    importVideoFile: (file, opts, onProgress) =>
+      upload(urlOf('importVideo', { name: file.name, ...opts }), file, onProgress) as Promise<
+        Awaited<ReturnType<BoardApi['importVideoFile']>>
+      >,
     async exportRun(runId) {
       const a = document.createElement('a');
       a.href = withToken(urlOf('exportRun', { runId }));

@@ -215,15 +215,22 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
     // the launch token (scripts, the CLI) or a page token, as a header; a page token also as `pt` on
     // what the browser fetches by itself (files, streams), which cannot carry a header
     const auth = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-    const inQuery = m && m.kind !== 'call' ? url.searchParams.get('pt') : null;
+    const inQuery = m && (m.kind === 'file' || m.kind === 'stream') ? url.searchParams.get('pt') : null;
     if (!tokenOk(auth) && !pageTokenOk(auth) && !pageTokenOk(inQuery))
       throw new HttpError(401, `no valid token: ${OPEN_THE_URL}`);
     url.searchParams.delete('pt');
     if (!route || !m) throw new HttpError(404, `no board method at ${method} ${url.pathname}`);
     // parameters: the route's segments over the body (POST, PUT) or the query (GET)
-    const given = m.verb === 'GET' ? Object.fromEntries(url.searchParams) : await readBody(req);
+    // (an upload's body is the file: its parameters are in the query)
+    const given =
+      m.verb === 'GET' || m.kind === 'upload' ? Object.fromEntries(url.searchParams) : await readBody(req);
     const raw = { ...given, ...route.pathParams };
     if (m.kind === 'call') return json(res, 200, (await dispatchCall(calls, route.name, raw)) ?? {});
+    if (route.name === 'importVideo') {
+      const length = req.headers['content-length'];
+      const declared = length === undefined ? undefined : Number(length);
+      return json(res, 200, await service.importVideo(parseParams('importVideo', raw), req, declared));
+    }
     if (route.name === 'runFile') return sendFile(res, await files.runFile(parseParams('runFile', raw)));
     if (route.name === 'liveFrame')
       return sendFile(res, await files.liveFrame(parseParams('liveFrame', raw)));
@@ -274,6 +281,8 @@ export async function serve(service: BoardService, opts: ServeOptions): Promise<
     handle(req, res).catch((err: unknown) => {
       const status = err instanceof HttpError ? err.status : statusOf(err);
       if (res.headersSent) return res.destroy();
+      // a body not read (an upload refused before its bytes): this connection cannot carry another request
+      if (!req.complete) res.setHeader('connection', 'close');
       json(res, status, { error: (err as Error).message });
     });
   });

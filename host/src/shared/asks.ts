@@ -6,6 +6,8 @@ export function describeAsk(a: Pick<PermissionAsk, 'kind' | 'path' | 'port'>): s
   switch (a.kind) {
     case 'write':
       return `write in ${a.path}`;
+    case 'read':
+      return `read ${a.path}`;
     case 'connect':
       return `connect to TCP port ${a.port}`;
     case 'delete':

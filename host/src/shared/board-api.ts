@@ -5,7 +5,7 @@
  * preload bridge (electron/preload.ts). No capabilities (no fs, no spawn) cross it.
  */
 import type { BoardCalls } from './board-methods.ts';
-import type { BoardDelta, RunStreamMessage } from './board-types.ts';
+import type { BoardDelta, ExtractStart, RunStreamMessage } from './board-types.ts';
 
 export interface BoardApi extends BoardCalls {
   /**
@@ -27,6 +27,16 @@ export interface BoardApi extends BoardCalls {
    * granted folder, or undefined when they cancelled. The browser uses the host's folder browser.
    */
   pickFolder?(): Promise<string | undefined>;
+  /**
+   * Recording → task from a video the person chose on their computer (a File from the file chooser):
+   * the browser uploads its bytes (`importVideo`, with `onProgress` as they go), Electron hands over its
+   * path (`extractTask` with `file`: it must lie in a granted folder).
+   */
+  importVideoFile(
+    file: File,
+    opts: { card?: string; flow?: string },
+    onProgress?: (sent: number, total: number) => void,
+  ): Promise<ExtractStart>;
   /** Saves (downloads) the run dir as one .tar.gz. */
   exportRun(runId: string): Promise<void>;
   /** Streams a run's output (the tail of it first) and events until it ends; returns a stop. */

@@ -7,7 +7,8 @@
  * (http-client.ts, electron/preload.ts) are built from it. A method is added here once.
  *
  * Kinds: `call` (parameters in, JSON out), `file` (bytes: an image, a frame, an export), `stream`
- * (server-sent events over HTTP; push messages over IPC). Parameters are one object: over HTTP the
+ * (server-sent events over HTTP; push messages over IPC), `upload` (bytes in: the request's body is a
+ * file, its parameters are in the query; JSON out; over HTTP only: Electron hands over the file's path). Parameters are one object: over HTTP the
  * route's `:name` segments, then the JSON body (POST, PUT) or the query (GET); over IPC the one
  * argument. Pure: imported by the untrusted renderer and by the host core (no Node, no DOM).
  */
@@ -84,7 +85,7 @@ const ProviderParam = z
   .check(z.regex(/^[a-z][a-z0-9-]{0,39}$/, 'provider names are lowercase words'));
 
 type Verb = 'GET' | 'POST' | 'PUT';
-export type Kind = 'call' | 'file' | 'stream';
+export type Kind = 'call' | 'file' | 'stream' | 'upload';
 
 export interface Method<K extends Kind = Kind, P extends z.ZodMiniType = z.ZodMiniType, R = unknown> {
   kind: K;
@@ -187,6 +188,25 @@ export const boardMethods = {
           z.maxLength(4096),
           z.refine((p) => p.startsWith('/'), 'the video file is named by its absolute path'),
         ),
+      ),
+      card: z.optional(CardId),
+      flow: z.optional(z.string().check(z.minLength(1), z.maxLength(100))),
+    }),
+  ),
+  /**
+   * Import a video from the person's computer (the browser's file chooser): the body is the .mp4's
+   * bytes (at most 2 GB), kept in the project's `videos/` folder under `name` (made safe, never over
+   * another file), then made a task as `extractTask` with `file` does. A video the extraction refuses
+   * (not an .mp4 ffprobe reads, over 5 minutes) is removed again, and the answer says why.
+   */
+  importVideo: method<'upload', ExtractStart>('upload')(
+    'POST',
+    '/api/extract/video',
+    z.object({
+      name: z.string().check(
+        z.minLength(1),
+        z.maxLength(255),
+        z.refine((n) => /\.mp4$/i.test(n), 'import an .mp4 video (the name ends in .mp4)'),
       ),
       card: z.optional(CardId),
       flow: z.optional(z.string().check(z.minLength(1), z.maxLength(100))),

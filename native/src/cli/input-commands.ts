@@ -5,6 +5,7 @@ import { DesktopError } from '../desktop/types.ts';
 import { type Values, type Out, int, str, targetOf, hasTarget, button, centre } from './args.ts';
 import { CliError } from './errors.ts';
 import { allCompact, info, textCandidates, type ElementInfo } from './format.ts';
+import { besideText, NEAR_DIRECTIONS, nearAnchors, nearest, type NearDirection } from './near.ts';
 import { yaml, readStdin } from './output.ts';
 import { readWindow } from './read-commands.ts';
 import {
@@ -21,6 +22,7 @@ import {
 export async function click(v: Values): Promise<Out> {
   const btn = button(v.button);
   const count = v.double ? 2 : 1;
+  if (v.near || v['near-direction'] !== undefined) return clickNear(v, btn, count);
   const found = await locate(v);
   if (found) {
     await desktop.focus({ windowId: found.windowId });
@@ -66,6 +68,47 @@ export async function click(v: Values): Promise<Out> {
       button: btn,
       count,
       ...(await postRead(v, undefined)),
+    },
+  };
+}
+
+/** click --text T --near [--near-direction d]: the control nearest the text, else just beside the text. */
+async function clickNear(v: Values, btn: ReturnType<typeof button>, count: number): Promise<Out> {
+  const text = str(v.text);
+  if (text === undefined) throw new CliError('USAGE', '--near needs --text: the label to look near');
+  const d = str(v['near-direction']);
+  if (d !== undefined && !(NEAR_DIRECTIONS as readonly string[]).includes(d))
+    throw new CliError('USAGE', `--near-direction must be ${NEAR_DIRECTIONS.join(', ')} (not "${d}")`);
+  const dir = d as NearDirection | undefined;
+  const { result, tree } = await readWindow(targetOf(v));
+  const w = result.window;
+  const anchors = nearAnchors(tree, text, v.exact === true);
+  if (anchors.length === 0)
+    throw new CliError('ELEMENT_NOT_FOUND', `no element in "${w.title}" matches the text "${text}"`, {
+      text,
+    });
+  if (anchors.length > 1)
+    throw new CliError(
+      'ELEMENT_AMBIGUOUS',
+      `${anchors.length} elements in "${w.title}" match the text "${text}": add --exact, or use --id`,
+      { text, candidates: anchors.slice(0, 10).map(info) },
+    );
+  const anchor = anchors[0]!;
+  const hit = nearest(tree, anchor, dir);
+  const [x, y] = hit ? centre(hit.b) : besideText(anchor, dir);
+  await desktop.focus({ windowId: w.id });
+  await desktop.click(x, y, { button: btn, count });
+  return {
+    value: {
+      ok: true,
+      action: 'click',
+      x,
+      y,
+      button: btn,
+      count,
+      ...(hit ? { target: info(hit) } : { beside: dir ?? 'left' }),
+      near: info(anchor),
+      ...(await postRead(v, w.id)),
     },
   };
 }

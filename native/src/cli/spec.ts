@@ -119,9 +119,11 @@ export const COMMANDS: Record<string, CommandSpec> = {
       y: { type: 'string' },
       button: { type: 'string' },
       double: { type: 'boolean' },
+      near: { type: 'boolean' },
+      'near-direction': { type: 'string' },
     },
-    summary: 'Click an element (by id, text or ref) or a screen point.',
-    help: `desktop-cli click (${TEXT.slice(1, -1)} | --x <x> --y <y>) [--button left|right|middle] [--double]\n    ${T} ${PR} ${VF}`,
+    summary: 'Click an element (by id, text or ref), the control nearest a text (--near), or a screen point.',
+    help: `desktop-cli click (${TEXT.slice(1, -1)} | --x <x> --y <y>) [--button left|right|middle] [--double]\n    [--near [--near-direction left|right|up|down]] ${T} ${PR} ${VF}`,
   },
   hover: {
     options: {

@@ -110,6 +110,7 @@ Bus& Bus::Get() {
   if (b.conn_ && g_dbus_connection_is_closed(b.conn_)) b.conn_ = nullptr;  // the bus went away: reconnect
   if (!b.conn_) {
     std::string addr = BusAddress();
+    b.address_ = addr;
     GError* err = nullptr;
     b.conn_ = g_dbus_connection_new_for_address_sync(
         addr.c_str(),
@@ -181,8 +182,22 @@ GVariant* Bus::CallOne(const Peer& peer, Call call, std::string* error) {
   return r[0];
 }
 
+wire::Conn& Bus::WireCallMany(const Peer& peer, const std::vector<wire::Call>& calls,
+                              std::vector<wire::Reply>& replies) {
+  wire::Conn* c = wire::Conn::For(peer.address, !peer.dest.empty());
+  if (!c) throw DesktopError(kNoA11yBus, "cannot open a D-Bus connection to " + peer.address);
+  auto t0 = g_get_monotonic_time();
+  c->CallMany(calls, replies, peer.dest);
+  roundTrips++;
+  static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
+  if (trace && !calls.empty())
+    g_printerr("wire batch: %zu x %.*s: %.1f ms\n", calls.size(), static_cast<int>(calls[0].member.size()),
+               calls[0].member.data(), (g_get_monotonic_time() - t0) / 1000.0);
+  return *c;
+}
+
 std::vector<AppRef> Bus::Apps() {
-  Peer registry{conn_, "org.a11y.atspi.Registry"};
+  Peer registry{conn_, "org.a11y.atspi.Registry", address_};
   std::string err;
   GVariant* r =
       CallOne(registry, {"/org/a11y/atspi/accessible/root", "org.a11y.atspi.Accessible", "GetChildren", nullptr}, &err);
@@ -202,7 +217,7 @@ std::vector<AppRef> Bus::Apps() {
     calls.push_back({"/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixProcessID",
                      g_variant_new("(s)", a.busName.c_str()), "org.freedesktop.DBus"});
   }
-  Replies all{CallMany(Peer{conn_, ""}, calls)};
+  Replies all{CallMany(Peer{conn_, "", address_}, calls)};
   std::vector<GVariant*> nameReplies(apps.size()), pidReplies(apps.size());
   for (size_t i = 0; i < apps.size(); i++) {
     nameReplies[i] = all.v[2 * i];
@@ -235,7 +250,7 @@ Peer Bus::PeerFor(const std::string& busName) {
     if (it->second.conn != conn_) g_object_unref(it->second.conn);
     peers.erase(it);
   }
-  Peer viaBus{conn_, busName};
+  Peer viaBus{conn_, busName, address_};
   Peer chosen = viaBus;
   const char* p2p = std::getenv("RUNBOARD_ATSPI_P2P");
   if (!p2p || std::string(p2p) != "0") {
@@ -250,7 +265,7 @@ Peer Bus::PeerFor(const std::string& busName) {
                                                                     nullptr, nullptr, nullptr);
         if (c) {
           g_dbus_connection_set_exit_on_close(c, FALSE);
-          chosen = Peer{c, ""};
+          chosen = Peer{c, "", addr};
         }
       }
       g_variant_unref(r);

@@ -11,13 +11,16 @@
 #include <unordered_map>
 #include <vector>
 
+#include "linux/dbus_wire.h"
+
 namespace runboard::desktop::atspi {
 
 // Where an application's objects are reached: directly (peer-to-peer socket the app offers) or
 // through the bus daemon.
 struct Peer {
   GDBusConnection* conn = nullptr;
-  std::string dest;  // "" on a peer-to-peer connection
+  std::string dest;     // "" on a peer-to-peer connection
+  std::string address;  // the socket's D-Bus address (the app's own, or the bus's), for wire::Conn
 };
 
 struct AppRef {
@@ -43,11 +46,16 @@ class Bus {
   std::vector<GVariant*> CallMany(const Peer& peer, std::vector<Call>& calls,
                                   std::vector<std::string>* errors = nullptr);
   GVariant* CallOne(const Peer& peer, Call call, std::string* error = nullptr);
+  // The same calls spoken on the wire directly (dbus_wire.h), for batches of thousands: replies are
+  // read in place from the returned connection (valid until its next batch). Throws
+  // DesktopError(NO_ACCESSIBILITY_BUS) when the peer's socket cannot be opened.
+  wire::Conn& WireCallMany(const Peer& peer, const std::vector<wire::Call>& calls, std::vector<wire::Reply>& replies);
   int roundTrips = 0;
 
  private:
   Bus() = default;
   GDBusConnection* conn_ = nullptr;
+  std::string address_;
 };
 
 struct Replies {  // frees a batch of replies when it goes out of scope

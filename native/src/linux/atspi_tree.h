@@ -54,7 +54,8 @@ const std::string& RoleName(uint32_t role);
 WindowTree LoadWindowTree(const WindowQuery& q, bool expandHidden);
 // Action names of objects, in two pipelined batches at most: GetActions, then GetName for the
 // actions it left unnamed (Chromium gives no localized names; GTK does). With firstOnly, only the
-// first (default) action of such objects is named: the others (Chromium: showContextMenu) are dropped.
+// first (default) action of such objects is named: the others (Chromium: showContextMenu) are dropped,
+// and when a sample of the objects has no named action at all, the rest are asked GetName(0) alone.
 std::vector<std::vector<std::string>> ActionNames(Bus& bus, const Peer& peer, const std::vector<std::string>& paths,
                                                   bool firstOnly = false);
 // Annotates X windows with accessibility app names (one pipelined batch).

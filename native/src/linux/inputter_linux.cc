@@ -1,13 +1,19 @@
 // Inputter on Linux: XTest. Characters missing from the keyboard layout are mapped onto free keycodes
 // with one XChangeKeyboardMapping per text and the mapping is kept (restoring it right after typing
 // drops characters: apps read the keymap lazily; and every change costs the WM and the server CPU).
+// A keycode typed on is mapped to another character only once the app holding the focus has read
+// the keys typed so far (AppReadKeys): an app translates a key event with the mapping of the moment it
+// reads the event, so a busy app read earlier keys as the later characters (the loaded pass).
 #include <X11/XKBlib.h>
 #include <X11/Xutil.h>
 #include <X11/extensions/XTest.h>
 #include <X11/keysym.h>
 
+#include <poll.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -32,12 +38,120 @@ Display* Dpy() {
   return s.dpy();
 }
 
-// How long keycodes typed on stay as they were before they are mapped to other characters: a GTK
-// app on a loaded 2-core machine was seen reading its key events more than 100 ms late.
+// For an app that cannot be asked whether it has read its keys (no _NET_WM_PING): how long keycodes
+// typed on stay as they were before they are mapped to other characters.
 constexpr int kRemapGraceMs = 250;
+// How long an app that can be asked is waited for (a hung app would hold the typing for ever).
+constexpr int kAppReadLimitMs = 20000;
 
 void Sleep(int ms) {
   if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+bool Trace() {
+  static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
+  return trace;
+}
+
+// Does the window take _NET_WM_PING (EWMH: the client answers it, in order with its other events)?
+bool TakesPing(Display* d, Window w, Atom ping) {
+  Atom* protocols = nullptr;
+  int n = 0;
+  bool yes = false;
+  if (XGetWMProtocols(d, w, &protocols, &n)) {
+    for (int i = 0; i < n && !yes; i++) yes = protocols[i] == ping;
+    XFree(protocols);
+  }
+  return yes;
+}
+
+// The client window of the keyboard focus that answers _NET_WM_PING: the focus itself, an ancestor
+// (a focus proxy), or a child (the focus on a window manager's frame); 0 when none.
+Window PingableFocus(Display* d, Atom ping) {
+  Window focus = 0;
+  int revert = 0;
+  XGetInputFocus(d, &focus, &revert);
+  if (focus == None || focus == PointerRoot) return 0;
+  for (Window w = focus; w;) {
+    if (TakesPing(d, w, ping)) return w;
+    Window root = 0, parent = 0, *kids = nullptr;
+    unsigned n = 0;
+    if (!XQueryTree(d, w, &root, &parent, &kids, &n)) break;
+    if (kids) XFree(kids);
+    if (parent == root) break;
+    w = parent;
+  }
+  Window root = 0, parent = 0, *kids = nullptr;
+  unsigned n = 0;
+  Window found = 0;
+  if (XQueryTree(d, focus, &root, &parent, &kids, &n)) {
+    for (unsigned i = 0; i < n && !found; i++)
+      if (TakesPing(d, kids[i], ping)) found = kids[i];
+    if (kids) XFree(kids);
+  }
+  return found;
+}
+
+void IgnoreLost(Display*, void*) {}
+
+// Waits until the app holding the keyboard focus has read every event the server delivered to it so
+// far, the keys typed included: a _NET_WM_PING is sent to it after them (on a connection of its own,
+// once this one's requests are processed), and a client reads its events in order, so its answer
+// comes once it has read (and translated) those keys. An app that cannot be asked gets kRemapGraceMs.
+void AppReadKeys(Display* d) {
+  XSync(d, False);  // the keys are processed (delivered to the app's queue) before the ping is sent
+  Display* own = nullptr;
+  try {
+    own = x11::OpenOwnDisplay("to type", IgnoreLost, nullptr);
+  } catch (const DesktopError&) {
+    Sleep(kRemapGraceMs);
+    return;
+  }
+  Atom ping = XInternAtom(own, "_NET_WM_PING", False);
+  Atom protocols = XInternAtom(own, "WM_PROTOCOLS", False);
+  Window target = PingableFocus(own, ping);
+  if (!target) {
+    if (Trace()) std::fprintf(stderr, "type: the focused app takes no _NET_WM_PING: waiting %d ms\n", kRemapGraceMs);
+    x11::CloseDisplay(own);
+    Sleep(kRemapGraceMs);
+    return;
+  }
+  Window root = DefaultRootWindow(own);
+  XSelectInput(own, root, SubstructureNotifyMask);
+  static unsigned long serial = 0;
+  const unsigned long stamp = ++serial;  // the answer echoes it: ours, not another pinger's
+  XEvent ev{};
+  ev.xclient.type = ClientMessage;
+  ev.xclient.window = target;
+  ev.xclient.message_type = protocols;
+  ev.xclient.format = 32;
+  ev.xclient.data.l[0] = static_cast<long>(ping);
+  ev.xclient.data.l[1] = static_cast<long>(stamp);
+  ev.xclient.data.l[2] = static_cast<long>(target);
+  XSendEvent(own, target, False, NoEventMask, &ev);
+  XFlush(own);
+  if (Trace()) std::fprintf(stderr, "type: waiting for window 0x%lx to read its keys\n", target);
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kAppReadLimitMs);
+  bool answered = false;
+  while (!answered) {
+    while (!answered && XPending(own)) {
+      XEvent got;
+      XNextEvent(own, &got);
+      answered = got.type == ClientMessage && got.xclient.message_type == protocols &&
+                 static_cast<Atom>(got.xclient.data.l[0]) == ping &&
+                 static_cast<unsigned long>(got.xclient.data.l[1]) == stamp &&
+                 static_cast<Window>(got.xclient.data.l[2]) == target;
+    }
+    if (answered) break;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{ConnectionNumber(own), POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 100))) < 0 && errno != EINTR) break;
+  }
+  if (Trace())
+    std::fprintf(stderr, "type: window 0x%lx %s\n", target,
+                 answered ? "has read its keys" : "did not answer: typing on");
+  x11::CloseDisplay(own);
 }
 
 void Pause(Display* d, int ms) {
@@ -178,9 +292,8 @@ class Keymap {
     if (std::min(free.size(), syms.size()) > unused) {
       // Slots taken back (ours or an earlier process's, which may have typed on them a moment ago):
       // apps read key events lazily and translate them with the mapping of the moment they read
-      // them, so give them time to read what was typed on those keycodes before they change.
-      XSync(d, False);
-      Sleep(kRemapGraceMs);
+      // them, so the app must have read what was typed on those keycodes before they change.
+      AppReadKeys(d);
     }
     if (free.size() < syms.size()) {
       XFree(map);
@@ -357,7 +470,7 @@ void TypeText(const std::string& utf8, int delayMs) {
   for (uint32_t cp : DecodeUtf8(utf8)) syms.push_back(KeysymFor(cp));
   // Chunks with no more distinct characters than there are keycodes to map them on.
   size_t limit = std::max(1, TheKeymap().UsableSlots(d));
-  if (std::getenv("RUNBOARD_DESKTOP_TRACE")) std::fprintf(stderr, "type: %zu usable keycodes\n", limit);
+  if (Trace()) std::fprintf(stderr, "type: %zu usable keycodes\n", limit);
   for (size_t start = 0; start < syms.size();) {
     std::vector<KeySym> distinct;
     size_t end = start;

@@ -162,7 +162,7 @@ void NoteSignal(int) {}
       }
     }
     std::string err = runboard::mounts::ConfineByMounts(
-        {policy.writable, policy.hidden, policy.devices, privateTmp, readOnly, seen, policy.readable});
+        {policy.writable, policy.hidden, policy.devices, privateTmp, readOnly, seen, policy.readable, o.blank});
     if (!err.empty()) Die("sandbox setup failed: " + err, 126);
     policy.restrictFs = !fsByMounts;
     // The run's /tmp is its own tmpfs: new names in it are the run's; what is bound into it stays

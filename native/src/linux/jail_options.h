@@ -21,6 +21,8 @@ struct Options {
   long maxProcs = 0;
   long long memoryBytes = 0;
   std::vector<std::string> readOnly;
+  // Files and folders of the readable trees covered in the run's mount namespace (root-only ones).
+  std::vector<std::string> blank;
   int envFd = -1;
   int outputFds[3] = {-1, -1, -1};  // stdout.log, stderr.log, output.order
   seccomp::NetPolicy net;

@@ -264,6 +264,35 @@ std::string CoverWith(int src, const std::string& top) {
   return err;
 }
 
+// The entries of the readable trees the run does not see (Policy::blank): a file covered by /dev/null
+// (made read-only with everything else later), a folder by an empty folder of the cover source. Links are
+// not followed (lstat; the mount itself is on the path's last name, resolved once here).
+std::string BlankEntries(const std::vector<std::string>& blank) {
+  std::string err;
+  int src = -1;
+  int n = 0;
+  for (const auto& b : blank) {
+    struct stat st {};
+    if (lstat(b.c_str(), &st) < 0) continue;  // gone: nothing to cover
+    if (S_ISREG(st.st_mode)) {
+      if (mount("/dev/null", b.c_str(), nullptr, MS_BIND, nullptr) < 0) err = Errno("blank " + b);
+    } else if (S_ISDIR(st.st_mode)) {
+      if (src < 0) src = CoverSource(&err);
+      const std::string name = "blank-" + std::to_string(n++);
+      int fd = -1;
+      if (err.empty() && mkdirat(src, name.c_str(), 0755) < 0) err = Errno("mkdir blank for " + b);
+      if (err.empty() &&
+          (fd = static_cast<int>(syscall(kSysOpenTree, src, name.c_str(), kOpenTreeClone | O_CLOEXEC))) < 0)
+        err = Errno("open_tree blank for " + b);
+      if (err.empty()) err = MoveInto(fd, b);
+      if (fd >= 0) close(fd);
+    }
+    if (!err.empty()) break;
+  }
+  if (src >= 0) close(src);
+  return err;
+}
+
 // The top-level folders the allow-list covers (but /tmp, the run's own) under an empty tmpfs folder,
 // made read-only with everything else later; the top-level files (not links) under /dev/null.
 std::string CoverTopLevel(const Policy& policy) {
@@ -394,6 +423,8 @@ std::string ConfineByMounts(const Policy& policy) {
       if (c.parentFd >= 0) close(c.parentFd);
       c.parentFd = -1;
     }
+    // After the read copies are in place, so a root-only file below one of them is covered there too.
+    if (err.empty()) err = BlankEntries(policy.blank);
     if (!err.empty()) {
       closeCopies();
       return err;

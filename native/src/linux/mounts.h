@@ -34,6 +34,9 @@ struct Policy {
   // by /dev/null, and the private /tmp shows these trees alone (tmpSeen is not used). Empty: everything
   // but the hidden trees is visible.
   std::vector<std::string> readable;
+  // Files and folders inside the readable trees that the run does not see (what only root may read in
+  // /etc, for a root run): a file is covered by /dev/null, a folder by an empty one. Missing ones are skipped.
+  std::vector<std::string> blank;
 };
 
 // Call in the jail's child: single-threaded, PID 1 of the run's PID namespace, with all capabilities

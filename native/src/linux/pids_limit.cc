@@ -3,9 +3,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -93,8 +95,28 @@ void RemoveStale(const std::string& parent) {
   closedir(d);
 }
 
+// Whether no process is in the cgroup `dir` (a killed run's last ones may still be leaving it).
+bool NoProcesses(const std::string& dir) {
+  int fd = open((dir + "/cgroup.procs").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char c;
+  ssize_t n = read(fd, &c, 1);
+  close(fd);
+  return n == 0;
+}
+
+constexpr int kSlots = 256;
+const char kSlotPrefix[] = "/runboard-slot-";
+
 }  // namespace
 
+// The run's cgroups are slots kept from run to run (runboard-slot-N), not made and removed per run: a
+// removed memory cgroup stays in the kernel, dying, for as long as any page cache the run was charged
+// for (files it wrote or first read) is in memory; a CI suite left hundreds. A jail holds its slot by
+// an flock on the slot's folder (the kernel lets it go when the jail dies, however it dies), and takes
+// only a slot with no process in it. With two hierarchies (cgroup v1) the slot number of the first
+// holds for the second. All slots taken (or a slot that cannot be locked): a cgroup of the jail's own,
+// removed at the end, as before.
 bool RunCgroup::Make(const char* controller, Group* g, std::string* reason) {
   std::string parent = OwnCgroup(controller, &g->v2);
   if (parent.empty()) {
@@ -102,10 +124,32 @@ bool RunCgroup::Make(const char* controller, Group* g, std::string* reason) {
     return false;
   }
   RemoveStale(parent);
-  std::string dir = parent + "/runboard-run-" + std::to_string(getpid());
-  if (mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST) {
-    *reason = "mkdir " + dir + ": " + strerror(errno);
-    return false;
+  std::string dir;
+  if (slot_ >= 0) {
+    dir = parent + kSlotPrefix + std::to_string(slot_);
+    if ((mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST) || !NoProcesses(dir)) dir.clear();
+  } else {
+    for (int n = 0; n < kSlots && dir.empty(); ++n) {
+      std::string d = parent + kSlotPrefix + std::to_string(n);
+      if (mkdir(d.c_str(), 0755) < 0 && errno != EEXIST) break;
+      int fd = open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (fd < 0) break;
+      if (flock(fd, LOCK_EX | LOCK_NB) == 0 && NoProcesses(d)) {
+        slot_ = n;
+        lockFd_ = fd;
+        dir = d;
+      } else {
+        close(fd);
+      }
+    }
+  }
+  g->own = dir.empty();
+  if (g->own) {
+    dir = parent + "/runboard-run-" + std::to_string(getpid());
+    if (mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST) {
+      *reason = "mkdir " + dir + ": " + strerror(errno);
+      return false;
+    }
   }
   g->dir = dir;
   return true;
@@ -115,10 +159,12 @@ void RunCgroup::Drop(Group* g) {
   if (g->procsFd >= 0) close(g->procsFd);
   g->procsFd = -1;
   if (g->dir.empty()) return;
-  // The run's last processes may still be leaving the cgroup for a moment after they were reaped.
-  for (int i = 0; i < 50 && rmdir(g->dir.c_str()) < 0 && errno == EBUSY; ++i) usleep(1000);
+  // A slot stays for the next run; a cgroup of the jail's own goes. The run's last processes may still
+  // be leaving it for a moment after they were reaped.
+  for (int i = 0; g->own && i < 50 && rmdir(g->dir.c_str()) < 0 && errno == EBUSY; ++i) usleep(1000);
   g->dir.clear();
   g->moved = false;
+  g->own = false;
 }
 
 bool RunCgroup::Create(long limit, std::string* reason) {
@@ -156,15 +202,27 @@ bool RunCgroup::CreateMemory(long long bytes, std::string* reason) {
     return false;
   };
   if (memory_.v2) {
+    // A slot counts on: its OOM kills and peak so far are the earlier runs'. The peak is reset for
+    // this descriptor alone (Linux 6.12); where that is refused, the slot's peak is what is reported.
+    oomBase_ = std::max(0LL, KeyedValue(ReadText(dir + "/memory.events"), "oom_kill"));
+    peakFd_ = open((dir + "/memory.peak").c_str(), O_RDWR | O_CLOEXEC);
+    if (peakFd_ >= 0 && write(peakFd_, "reset\n", 6) != 6) {
+      close(peakFd_);
+      peakFd_ = -1;
+    }
     if (!WriteText(dir + "/memory.max", value)) return fail("memory.max");
     // Swap is not more room: the limit is the run's memory (where the kernel accounts swap at all).
     if (Exists(dir + "/memory.swap.max") && !WriteText(dir + "/memory.swap.max", "0")) return fail("memory.swap.max");
     // The whole run ends at the limit, not one process the kernel picks (a run half gone is no clear end).
     if (!WriteText(dir + "/memory.oom.group", "1")) return fail("memory.oom.group");
   } else {
+    oomBase_ = std::max(0LL, KeyedValue(ReadText(dir + "/memory.oom_control"), "oom_kill"));
+    WriteText(dir + "/memory.max_usage_in_bytes", "0");  // a slot's peak so far is the earlier runs'
+    // memsw may never be below the limit: lifted first (a slot keeps the last run's values).
+    const bool memsw = Exists(dir + "/memory.memsw.limit_in_bytes");
+    if (memsw && !WriteText(dir + "/memory.memsw.limit_in_bytes", "-1")) return fail("memory.memsw.limit_in_bytes");
     if (!WriteText(dir + "/memory.limit_in_bytes", value)) return fail("memory.limit_in_bytes");
-    if (Exists(dir + "/memory.memsw.limit_in_bytes") && !WriteText(dir + "/memory.memsw.limit_in_bytes", value))
-      return fail("memory.memsw.limit_in_bytes");
+    if (memsw && !WriteText(dir + "/memory.memsw.limit_in_bytes", value)) return fail("memory.memsw.limit_in_bytes");
     // v1 has no oom.group: an eventfd says when the run met its limit, and the jail ends the run.
     int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     int ofd = open((dir + "/memory.oom_control").c_str(), O_RDONLY | O_CLOEXEC);
@@ -202,12 +260,18 @@ bool RunCgroup::AddProcess(pid_t pid, std::string* reason) {
 
 long long RunCgroup::OomKills() const {
   if (memory_.dir.empty()) return -1;
-  return memory_.v2 ? KeyedValue(ReadText(memory_.dir + "/memory.events"), "oom_kill")
-                    : KeyedValue(ReadText(memory_.dir + "/memory.oom_control"), "oom_kill");
+  long long kills = memory_.v2 ? KeyedValue(ReadText(memory_.dir + "/memory.events"), "oom_kill")
+                               : KeyedValue(ReadText(memory_.dir + "/memory.oom_control"), "oom_kill");
+  return kills < 0 ? -1 : std::max(0LL, kills - oomBase_);
 }
 
 long long RunCgroup::MemoryPeak() const {
   if (memory_.dir.empty()) return -1;
+  if (peakFd_ >= 0) {
+    char buf[32] = {};
+    ssize_t n = pread(peakFd_, buf, sizeof buf - 1, 0);
+    if (n > 0) return atoll(buf);
+  }
   std::string text = ReadText(memory_.dir + (memory_.v2 ? "/memory.peak" : "/memory.max_usage_in_bytes"));
   return text.empty() ? -1 : atoll(text.c_str());
 }
@@ -215,10 +279,15 @@ long long RunCgroup::MemoryPeak() const {
 void RunCgroup::Remove() {
   if (oomFd_ >= 0) close(oomFd_);
   oomFd_ = -1;
+  if (peakFd_ >= 0) close(peakFd_);
+  peakFd_ = -1;
   if (sharedDir_) memory_ = Group{};
   sharedDir_ = false;
   Drop(&memory_);
   Drop(&pids_);
+  if (lockFd_ >= 0) close(lockFd_);  // the slot is free for the next run
+  lockFd_ = -1;
+  slot_ = -1;
 }
 
 std::string SetNprocLimit(long limit) {

@@ -36,7 +36,8 @@ class RunCgroup {
   // The kernel's OOM kills in the run's memory cgroup so far, and the most it used (bytes; -1 unknown).
   long long OomKills() const;
   long long MemoryPeak() const;
-  // Removes the cgroups once the run's processes are gone. No process moves out: a cgroup migration
+  // Gives the cgroups back once the run's processes are gone (a slot for the next run; a cgroup of
+  // the jail's own is removed). No process moves out: a cgroup migration
   // waits for an RCU grace period (milliseconds), which the end of every run would pay.
   void Remove();
   bool active() const { return !pids_.dir.empty() || !memory_.dir.empty(); }
@@ -47,12 +48,17 @@ class RunCgroup {
     int procsFd = -1;
     bool v2 = false;
     bool moved = false;
+    bool own = false;  // a cgroup of this jail's (removed at the end), not a kept slot
   };
   bool Make(const char* controller, Group* g, std::string* reason);
   static void Drop(Group* g);
   Group pids_, memory_;
   bool sharedDir_ = false;  // memory_ is pids_'s cgroup (one hierarchy): one move
   int oomFd_ = -1;
+  int slot_ = -1;          // the slot held (runboard-slot-N), -1 none
+  int lockFd_ = -1;        // its folder, flock'ed while the run lives
+  long long oomBase_ = 0;  // the slot's OOM kills before this run
+  int peakFd_ = -1;        // v2: memory.peak, reset for this descriptor
 };
 
 // In the jail's child, after the user namespace is made: the rlimit. "" or what failed.

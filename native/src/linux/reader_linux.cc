@@ -220,15 +220,20 @@ ReadResult ReadTree(const ReadOptions& o) {
       for (int c : n.children) stack.push_back({c, depth + 1});
     }
   }
-  std::vector<atspi::Call> calls;
-  for (int i : want)
-    calls.push_back({t.nodes[i].path, "org.a11y.atspi.Component", "GetExtents", g_variant_new("(u)", 0u)});
   {
-    atspi::Replies r{bus.CallMany(t.peer, calls)};
+    std::vector<atspi::wire::Call> ext;
+    ext.reserve(want.size());
+    atspi::wire::Writer screen;
+    screen.U32(0);  // ATSPI_COORD_TYPE_SCREEN
+    for (int i : want) ext.push_back({t.nodes[i].path, "org.a11y.atspi.Component", "GetExtents", "u", screen.bytes()});
+    std::vector<atspi::wire::Reply> replies;
+    atspi::wire::Conn& c = bus.WireCallMany(t.peer, ext, replies);
     for (size_t k = 0; k < want.size(); k++) {
-      if (!r.v[k]) continue;
-      gint32 x0, y0, w, h;
-      g_variant_get(r.v[k], "((iiii))", &x0, &y0, &w, &h);
+      if (!replies[k].ok) continue;
+      atspi::wire::Reader r = c.Body(replies[k]);  // (iiii)
+      r.Align(8);
+      int32_t x0 = r.I32(), y0 = r.I32(), w = r.I32(), h = r.I32();
+      if (!r.ok()) continue;
       b.bounds[want[k]] = {static_cast<int>(std::lround(x0 * t.scale)), static_cast<int>(std::lround(y0 * t.scale)),
                            static_cast<int>(std::lround(w * t.scale)), static_cast<int>(std::lround(h * t.scale))};
       b.hasBounds[want[k]] = true;
@@ -248,7 +253,7 @@ ReadResult ReadTree(const ReadOptions& o) {
   // password field), the text of labels whose accessible name says something else (a status line named
   // "Status" that shows "Saved: …": the name alone would hide what it shows), and numeric values, in one
   // pipelined batch; then action names.
-  calls.clear();
+  std::vector<atspi::Call> calls;
   std::vector<std::pair<Element*, int>> kinds;  // element, 0: text, 1: value, 2: label text
   for (auto& [e, i] : b.included) {
     const Node& n = t.nodes[i];

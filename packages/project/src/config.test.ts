@@ -13,7 +13,7 @@ import {
   upgradeConfigFile,
   userConfigPath,
 } from './config.ts';
-import { flowProvider, flowSpec, visionProfileOf } from './flow-spec.ts';
+import { flowProvider, flowSpec, launchParams, visionProfileOf } from './flow-spec.ts';
 import { CONFIG_VERSION } from './project.ts';
 
 const project = (text: string) => ({ file: '/p/config.yaml', text });
@@ -188,6 +188,33 @@ describe('config warnings and origins', () => {
     ]);
   });
 
+  it('a Redis password in redis.url is a warning saying how to keep it apart; a named secret is not', () => {
+    const warned = resolveConfig(
+      project('version: 2\nflows: {}\n'),
+      user('version: 2\nredis: { url: "rediss://board:s3cret@redis.internal:6380" }\n'),
+    );
+    expect(warned.warnings).toEqual([
+      expect.stringMatching(
+        /redis\.url holds a password in clear: store it with `runboard fleet password set NAME`/,
+      ),
+    ]);
+    const named = resolveConfig(
+      project('version: 2\nflows: {}\n'),
+      user('version: 2\nredis: { url: "rediss://board@redis.internal:6380", passwordSecret: fleet }\n'),
+    );
+    expect(named.warnings).toEqual([]);
+    expect(named.config.redis).toEqual({
+      url: 'rediss://board@redis.internal:6380',
+      passwordSecret: 'fleet',
+    });
+    expect(() =>
+      resolveConfig(
+        project('version: 2\nflows: {}\nredis: { url: "redis://h", passwordSecret: "../x" }\n'),
+        null,
+      ),
+    ).toThrow(/passwordSecret is a name/);
+  });
+
   it("rows list a flow's provider and model from its profile, after the flow's own values", () => {
     const eff = resolveConfig(
       project('version: 2\nflows:\n  a: { runner: codex, profile: fast, model: own }\n'),
@@ -239,5 +266,33 @@ describe('config migrations', () => {
     // read as v2 before it was written, with a note saying how to write it
     const eff = resolveConfig({ file, text }, null);
     expect(eff.warnings[0]).toMatch(/version 1 is older.*runboard config --upgrade/);
+  });
+});
+
+describe('budgets and prices', () => {
+  it("a flow's maxTokens/maxCost and the config's prices reach the FlowSpec; a card's own budget wins", () => {
+    const cfg = parseConfig(
+      '/p/config.yaml',
+      'version: 2\nprices:\n  my-model: { input: 1, output: 2 }\nproviders:\n  openai: { maxConcurrent: 3 }\nflows:\n  cu: { runner: computer-use, provider: openai, model: my-model, maxTokens: 5000, maxCost: 0.5 }\n',
+    );
+    expect(cfg.providers).toEqual({ openai: { maxConcurrent: 3 } });
+    expect(flowSpec('cu', cfg.flows.cu!, '/p', cfg)).toMatchObject({
+      budget: { maxTokens: 5000, maxCost: 0.5 },
+      prices: { 'my-model': { input: 1, output: 2 } },
+    });
+    const card = {
+      file: '/p/cards/a.md',
+      front: { title: 'a', flow: 'cu', maxTokens: 100 },
+      body: '',
+      workspace: '/p',
+    };
+    const grant = { path: '/p', token: 'x' } as never;
+    expect(launchParams(card, cfg, '/p', grant).flow.budget).toEqual({ maxTokens: 100, maxCost: 0.5 });
+  });
+
+  it('a bad budget says what is wrong', () => {
+    expect(() =>
+      parseConfig('/p/config.yaml', 'version: 2\nflows:\n  cu: { runner: computer-use, maxCost: -1 }\n'),
+    ).toThrow(/maxCost/);
   });
 });

@@ -15,7 +15,7 @@ import path from 'node:path';
 import YAML, { isMap, type Document, type Scalar, type YAMLMap } from 'yaml';
 import type { z } from 'zod';
 import { CONFIG_VERSION, isPlaceholder, MAX_BACKOFF_MS, ProjectConfig, ProjectError } from './project.ts';
-import { readRegularFileSync } from '@runboard/native/regular-file';
+import { readRegularFileSync, rewriteInPlaceSync } from '@runboard/native/regular-file';
 
 /** Where a value came from: a file's layer, or (`profile`) the named profile a flow selects. */
 export type ConfigLayer = 'default' | 'user' | 'project' | 'profile';
@@ -279,6 +279,10 @@ function unknownKeys(raw: unknown, parsed: unknown, prefix = ''): string[] {
 /** Warnings for profile values a template left for the person to fill in. */
 function placeholderWarnings(config: ProjectConfig, sources: Record<string, ConfigSource>): string[] {
   const out: string[] = [];
+  if (config.redis && /^rediss?:\/\/[^/@]*:[^/@]+@/.test(config.redis.url))
+    out.push(
+      `${sourceOf(sources, 'redis.url').file ?? 'the config'}: redis.url holds a password in clear: store it with \`runboard fleet password set NAME\` (reads stdin), write the URL without it and add \`passwordSecret: NAME\` under redis`,
+    );
   for (const kind of ['llm_profiles', 'vision_profiles'] as const)
     for (const [name, profile] of Object.entries(config[kind]))
       for (const [k, v] of Object.entries(profile as Record<string, unknown>))
@@ -425,9 +429,14 @@ export function upgradeConfigFile(file: string, kind: ConfigKind): { from: numbe
   const src = { file, text: readRegularFileSync(file) };
   const m = migrate(src, kind, []);
   if (!m.changed || m.from === undefined) return null;
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
-  writeFileSync(tmp, writeBack(src, m.doc));
-  renameSync(tmp, file);
+  const text = writeBack(src, m.doc);
+  // In place, as the board saves it: a rename would detach the read-only mount of config.yaml in the
+  // runs working in the project folder (docs/security-model.md "Write").
+  if (rewriteInPlaceSync(file, text) === undefined) {
+    const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
+    writeFileSync(tmp, text);
+    renameSync(tmp, file);
+  }
   return { from: m.from, to: CONFIG_VERSION };
 }
 

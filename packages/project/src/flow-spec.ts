@@ -82,6 +82,8 @@ export function flowSpec(
     ...(flow.provider ? { provider: flow.provider } : {}),
     ...(flow.model ? { model: flow.model } : {}),
     ...(flow.stallTimeout ? { stallTimeoutMs: flow.stallTimeout } : {}),
+    ...budgetOf(flow),
+    ...(config && Object.keys(config.prices).length ? { prices: config.prices } : {}),
     ...(flow.worktree !== undefined ? { worktree: flow.worktree } : {}),
     ...(flow.readOnly !== undefined ? { readOnly: flow.readOnly } : {}),
     ...(flow.prompt ? { prompt: path.resolve(projectDir, flow.prompt) } : {}),
@@ -110,6 +112,25 @@ export function flowSpec(
           }))(flow.extract),
         }
       : {}),
+  };
+}
+
+/** A flow's token and cost budgets as the FlowSpec carries them. */
+function budgetOf(flow: FlowConfig): Pick<FlowSpec, 'budget'> {
+  if (flow.maxTokens === undefined && flow.maxCost === undefined) return {};
+  return {
+    budget: {
+      ...(flow.maxTokens !== undefined ? { maxTokens: flow.maxTokens } : {}),
+      ...(flow.maxCost !== undefined ? { maxCost: flow.maxCost } : {}),
+    },
+  };
+}
+
+/** A card's own budgets, which take the place of its flow's. */
+function budgetOverride(card: Card): Partial<FlowConfig> {
+  return {
+    ...(card.front.maxTokens !== undefined ? { maxTokens: card.front.maxTokens } : {}),
+    ...(card.front.maxCost !== undefined ? { maxCost: card.front.maxCost } : {}),
   };
 }
 
@@ -142,7 +163,7 @@ export function launchParams(
       ...(card.front.id ? { id: card.front.id } : {}),
       title: card.front.title,
     },
-    flow: flowSpec(card.front.flow, flow, projectDir, config),
+    flow: flowSpec(card.front.flow, { ...flow, ...budgetOverride(card) }, projectDir, config),
     workspace: card.workspace,
     grant,
     ...(card.front.command !== undefined ? { command: card.front.command } : {}),

@@ -122,6 +122,10 @@ export const FlowConfig = z.object({
   visionProfile: ProfileName.optional(),
   /** No output at all for this long: the run is stalled, killed and failed. */
   stallTimeout: Duration.optional(),
+  /** The most model tokens (input + output) a run may use; reached, the run ends (`budget`). A card may set its own. */
+  maxTokens: z.number().int().min(1).max(1e12).optional(),
+  /** The most a run's model requests may cost, in USD (priced by `prices:`); reached, the run ends. */
+  maxCost: z.number().positive().max(1e6).optional(),
   /** Each run in its own git worktree + branch of the workspace's repository. */
   worktree: z.boolean().optional(),
   /** The run may read the workspace but not write it. */
@@ -248,12 +252,40 @@ export const ProjectConfig = z
             /^rediss?:\/\/\S+$/,
             'redis.url is a redis:// (or rediss:// for TLS) URL, e.g. redis://host:6379',
           ),
+        /**
+         * The name of the Redis password stored with the supervisor (`runboard fleet password set
+         * NAME`), so that the password is in no config file (docs/deployment.md).
+         */
+        passwordSecret: z
+          .string()
+          .regex(
+            /^[a-z0-9][a-z0-9_-]{0,63}$/,
+            'redis.passwordSecret is a name: lower-case letters, digits, - and _',
+          )
+          .optional(),
       })
       .optional(),
     /** Named model profiles that flows select with `profile:`. */
     llm_profiles: profiles(LlmProfile),
     /** Named vision profiles that flows select with `visionProfile:`. */
     vision_profiles: profiles(VisionProfile),
+    /**
+     * Model prices, USD per million tokens (`gpt-4o: { input: 2.5, output: 10 }`), on top of the
+     * defaults (docs/user-guide.md "Tokens and cost"): a model in neither has its cost shown as unknown.
+     */
+    prices: z
+      .record(
+        z.string().min(1).max(200),
+        z.object({ input: z.number().min(0).max(10_000), output: z.number().min(0).max(10_000) }),
+      )
+      .default({}),
+    /**
+     * Per provider key, over all flows (`openai: { maxConcurrent: 3 }`): at most this many runs using
+     * the provider go at once, whatever the flows' caps.
+     */
+    providers: z
+      .record(ProviderName, z.object({ maxConcurrent: z.number().int().min(1).max(1000).optional() }))
+      .default({}),
     /** What `runboard gc` keeps and removes (run logs, artifacts, recordings): retention.ts. */
     retention: Retention.optional(),
     flows: z.record(
@@ -317,6 +349,9 @@ export const CardFrontMatter = z
     lastError: z.string().optional(),
     /** What a card needs before it can run (e.g. a provider key), shown on the card. */
     needs: z.string().optional(),
+    /** This card's runs' token and cost budgets, instead of the flow's (`maxTokens`, `maxCost`). */
+    maxTokens: z.number().int().min(1).max(1e12).optional(),
+    maxCost: z.number().positive().max(1e6).optional(),
   })
   .passthrough();
 export type CardFrontMatter = z.infer<typeof CardFrontMatter>;

@@ -2,7 +2,14 @@ import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync 
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createGrant, GrantError, validateGrant } from './grants.ts';
+import {
+  createGrant,
+  GrantError,
+  listGrants,
+  revokedGrants,
+  revokeRefusedGrants,
+  validateGrant,
+} from './grants.ts';
 import { statePaths } from './paths.ts';
 
 let root: string;
@@ -58,5 +65,22 @@ describe('grants', () => {
     writeFileSync(path.join(root, 'f'), '');
     expect(() => createGrant(paths, path.join(root, 'f'))).toThrow(/not a folder/);
     expect(() => createGrant(paths, path.join(root, 'missing'))).toThrow(/does not exist/);
+  });
+
+  it('a grant made before its folder was refused is revoked at start: removed, and refused even when presented', () => {
+    const old = createGrant(paths, ws);
+    const kept = createGrant(paths, path.join(ws, 'sub'));
+    const now = revokeRefusedGrants(paths, (real) => (real === ws ? 'it holds the install folder' : null));
+    expect(now).toMatchObject([{ id: old.id, path: ws, why: 'it holds the install folder' }]);
+    expect(listGrants(paths).map((g) => g.id)).toEqual([kept.id]);
+    expect(revokedGrants(paths).map((r) => r.id)).toEqual([old.id]);
+    // a host still holding the signed grant cannot use it
+    expect(() => validateGrant(paths, old, ws)).toThrow(
+      /grant refused \(revoked\).*holds the install folder/,
+    );
+    expect(reason(() => validateGrant(paths, old, ws))).toBe('protected');
+    expect(validateGrant(paths, kept, path.join(ws, 'sub')).workspace).toBe(path.join(ws, 'sub'));
+    // nothing more to revoke the next time
+    expect(revokeRefusedGrants(paths, (real) => (real === ws ? 'x' : null))).toEqual([]);
   });
 });

@@ -12,12 +12,24 @@ import {
   statSync,
   writeFileSync,
   renameSync,
+  unlinkSync,
+  appendFileSync,
 } from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, Grant } from '../protocol/index.ts';
 import { ensurePrivateDir, type StatePaths } from './paths.ts';
 
 const KEY_FILE = 'grant.key';
+/** Grants revoked by the supervisor (one JSON object a line): refused at launch even if presented. */
+const REVOKED_FILE = 'revoked.jsonl';
+
+/** A grant the supervisor revoked at its start, and why (docs/security-model.md, "Permission asks"). */
+export interface RevokedGrant {
+  id: string;
+  path: string;
+  why: string;
+  at: string;
+}
 
 export class GrantError extends Error {
   constructor(
@@ -132,6 +144,13 @@ function verifyGrant(paths: StatePaths, raw: unknown): Grant {
       'grant refused (malformed): not a Runboard workspace grant',
     );
   const g = parsed.data;
+  const revoked = revokedGrants(paths).find((r) => r.id === g.id);
+  if (revoked)
+    throw new GrantError(
+      ErrorCodes.GrantStale,
+      'protected',
+      `grant refused (revoked): the grant of ${revoked.path} was revoked on ${revoked.at.slice(0, 10)} because ${revoked.why}; grant a folder that holds none of it with \`runboard grant <dir>\``,
+    );
   const key = grantKey(paths, false);
   const expected = key ? Buffer.from(sign(key, g), 'hex') : null;
   const given = Buffer.from(g.sig, 'hex');
@@ -299,6 +318,53 @@ export function validateReadable(paths: StatePaths, read: string[] = []): string
       );
     return real;
   });
+}
+
+/**
+ * The supervisor's start: every issued grant whose folder `refusal` names a reason for (one made before
+ * that folder was refused: it holds or lies in Runboard's install folder or the desktop's sockets) is
+ * revoked: its file removed, its id recorded so that a copy a host still holds is refused at launch.
+ * Returns what it revoked now (the caller logs it; the board lists every revocation).
+ */
+export function revokeRefusedGrants(
+  paths: StatePaths,
+  refusal: (real: string) => string | null,
+): RevokedGrant[] {
+  const out: RevokedGrant[] = [];
+  for (const g of listGrants(paths)) {
+    const why = refusal(realOr(g.path));
+    if (!why) continue;
+    const r: RevokedGrant = { id: g.id, path: g.path, why, at: new Date().toISOString() };
+    appendFileSync(path.join(paths.grantsDir, REVOKED_FILE), JSON.stringify(r) + '\n', { mode: 0o600 });
+    try {
+      unlinkSync(path.join(paths.grantsDir, `${g.id}.json`));
+    } catch {
+      // gone meanwhile: the record refuses it anyway
+    }
+    out.push(r);
+  }
+  return out;
+}
+
+/** The grants revoked so far (revokeRefusedGrants), oldest first; lines that do not parse are skipped. */
+export function revokedGrants(paths: StatePaths): RevokedGrant[] {
+  let text: string;
+  try {
+    text = readFileSync(path.join(paths.grantsDir, REVOKED_FILE), 'utf8');
+  } catch {
+    return [];
+  }
+  const out: RevokedGrant[] = [];
+  for (const line of text.split('\n')) {
+    try {
+      const r = JSON.parse(line) as Partial<RevokedGrant>;
+      if (typeof r.id === 'string' && typeof r.path === 'string' && typeof r.why === 'string')
+        out.push({ id: r.id, path: r.path, why: r.why, at: String(r.at ?? '') });
+    } catch {
+      // an empty or cut line
+    }
+  }
+  return out;
 }
 
 /** The grants issued under the state root, as stored (the supervisor validates the one it is given). */

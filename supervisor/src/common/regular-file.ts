@@ -7,5 +7,6 @@ export {
   readRegularFileBytesSync,
   readRegularFileSync,
   readRegularFileText,
+  rewriteInPlaceSync,
   type RegularFileOptions,
 } from '@runboard/native/regular-file';

@@ -136,3 +136,45 @@ export async function cardParamSecrets(paths: StatePaths, cardPath: string): Pro
   );
   return out;
 }
+
+/**
+ * A fleet's Redis password, kept like a provider key (0600 under the keys dir, 0700), by a name the
+ * config and `fleet join` use instead of the password itself: `<root>/keys/redis/<name>.secret`.
+ */
+export const REDIS_SECRET_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+export function redisPasswordFile(paths: StatePaths, name: string): string {
+  if (!REDIS_SECRET_NAME.test(name))
+    throw new Error(
+      `"${name}" is not a Redis password name: use lower-case letters, digits, - and _ (e.g. fleet)`,
+    );
+  return path.join(paths.keysDir, 'redis', `${name}.secret`);
+}
+
+/** The stored Redis password named `name`, or null when none is stored. */
+export function readRedisPassword(paths: StatePaths, name: string): string | null {
+  try {
+    return readFileSync(redisPasswordFile(paths, name), 'utf8').replace(/\r?\n$/, '') || null;
+  } catch {
+    return null;
+  }
+}
+
+/** Stores (atomically, born 0600) or, with null, deletes the Redis password named `name`. */
+export function writeRedisPassword(paths: StatePaths, name: string, password: string | null): void {
+  const file = redisPasswordFile(paths, name);
+  if (password === null) {
+    if (existsSync(file)) unlinkSync(file);
+    return;
+  }
+  ensurePrivateDir(paths.keysDir);
+  ensurePrivateDir(path.dirname(file));
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, password + '\n', { mode: 0o600 });
+  renameSync(tmp, file);
+}
+
+/** What a supervisor says when the config names a Redis password that is not stored. */
+export function missingRedisPassword(paths: StatePaths, name: string): string {
+  return `no Redis password stored as "${name}": store it with \`runboard fleet password set ${name}\` (reads it from stdin; it lands in ${redisPasswordFile(paths, name)}, mode 0600)`;
+}

@@ -122,6 +122,77 @@ describe('permission asks: what a run may be asked for', () => {
     expect(r.refused[0]?.why).toMatch(/does not read as a write/);
   });
 
+  it('a refused read of a folder the read allow-list hides asks `read` of that folder; never a hidden one', () => {
+    const confined: AskContext = { ...ctx, readable: ['/usr', ws, scratch] };
+    const found: Denial[] = [];
+    const s = new DenialScanner(
+      ws,
+      ctx.writable as string[],
+      (d) => found.push(d),
+      false,
+      () => ['/usr', ws, scratch],
+    );
+    for (const l of [
+      `cat: ${out}/data.csv: No such file or directory`,
+      `ls: cannot access '${out}': No such file or directory`,
+      `cat: ${home}/.ssh/id_ed25519: No such file or directory`,
+      `cat: ${runtime}/supervisor.sock: No such file or directory`,
+      `sh: 1: cannot create ${out}/new.txt: Directory nonexistent`,
+    ])
+      s.scan(Buffer.from(l + '\n'));
+    const r = deriveAsks(found, confined);
+    // one read ask for out (the file's folder and the folder itself are the same), one write ask
+    expect(r.asks).toMatchObject([
+      { kind: 'read', path: out },
+      { kind: 'write', path: out },
+    ]);
+    expect(r.refused.map((x) => x.why)).toEqual([
+      expect.stringMatching(/reading .*\.ssh is not asked: it is a hidden folder/),
+      expect.stringMatching(/reading .* is not asked: .*Runboard's own state/),
+    ]);
+    // a codex command that could only read there is a read; inside what the run reads, a write
+    const agent: Denial[] = [];
+    const a = new DenialScanner(
+      ws,
+      ctx.writable as string[],
+      (d) => agent.push(d),
+      false,
+      () => ['/usr', ws],
+    );
+    a.scanAgent(`command cat ${out}/data.csv: No such file or directory`);
+    expect(deriveAsks(agent, confined).asks).toMatchObject([{ kind: 'read', path: out }]);
+    // a redirect into the hidden folder, or a writing tool, is a write (bash says only "No such file")
+    for (const cmd of [
+      `command: /bin/bash -lc "printf 'a' > ${out}/data.csv": /bin/bash: line 1: ${out}/data.csv: No such file or directory`,
+      `command touch ${out}/x: touch: cannot touch '${out}/x': No such file or directory`,
+    ]) {
+      const w: Denial[] = [];
+      new DenialScanner(
+        ws,
+        ctx.writable as string[],
+        (d) => w.push(d),
+        false,
+        () => ['/usr', ws],
+      ).scanAgent(cmd);
+      expect(deriveAsks(w, confined).asks, cmd).toMatchObject([{ kind: 'write', path: out }]);
+    }
+    // a redirect into the hidden folder, or a writing tool, is a write (bash says only "No such file")
+    for (const cmd of [
+      `command: /bin/bash -lc "printf 'a' > ${out}/data.csv": /bin/bash: line 1: ${out}/data.csv: No such file or directory`,
+      `command touch ${out}/x: touch: cannot touch '${out}/x': No such file or directory`,
+    ]) {
+      const w: Denial[] = [];
+      new DenialScanner(
+        ws,
+        ctx.writable as string[],
+        (d) => w.push(d),
+        false,
+        () => ['/usr', ws],
+      ).scanAgent(cmd);
+      expect(deriveAsks(w, confined).asks, cmd).toMatchObject([{ kind: 'write', path: out }]);
+    }
+  });
+
   it('attack: system folders ask nothing', () => {
     const r = asksOf([
       'cannot create /etc/cron.d/x: Permission denied',

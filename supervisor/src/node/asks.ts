@@ -46,11 +46,29 @@ const SYSTEM_TREES = [
 
 /**
  * A refusal that reads as a write: a read-only mount's EROFS (the run's mount namespace), a tool's
- * "cannot create/touch/…", an open or mkdir (Node's EACCES), an agent's edit tool. Reads are not the
- * sandbox's refusals (it hides only Runboard's state), so "cat: x: Permission denied" asks nothing.
+ * "cannot create/touch/…", an open or mkdir (Node's EACCES). A refusal of a path the run's read
+ * allow-list hides that does not read so is a read (`read` ask); elsewhere "cat: x: Permission
+ * denied" is the file's own permissions and asks nothing.
  */
 const WRITE_HINT =
-  /read-only file system|EROFS|cannot (?:create|touch|overwrite|make|move|copy)|permission denied, (?:open|mkdir|copyfile|symlink)\b|\b(?:mkdir|write)\b|^(?:Write|Edit|MultiEdit|NotebookEdit|apply_patch|command)\b/i;
+  /read-only file system|EROFS|cannot (?:create|touch|overwrite|make|move|copy)|permission denied, (?:open|mkdir|copyfile|symlink)\b|\b(?:mkdir|write)\b/i;
+/** An agent's edit tool, or a command of codex's (which may read or write: a write unless hidden). */
+const AGENT_WRITE_HINT = /^(?:Write|Edit|MultiEdit|NotebookEdit|apply_patch|command)\b/;
+/** In a command's text (codex's `command …: <error>`): a tool that writes the paths it is given. */
+const WRITING_TOOL = /^command\b.*\b(?:tee|touch|mkdir|cp|mv|install|rsync|ln|dd|truncate)\s/;
+/** A shell redirect's target (`> f`, `>> 'f'`; not `2>&1`). */
+const REDIRECT = /(?:^|[^0-9&>])>>?\s*['"]?([^\s'"&|;)]+)/g;
+
+/** Whether the line shows `p` written: a redirect into it, or a writing tool in a codex command. */
+function writesTo(line: string, p: string): boolean {
+  if (WRITING_TOOL.test(line)) return true;
+  for (const m of line.matchAll(REDIRECT)) {
+    const target = m[1]!;
+    if (target === p || (target.startsWith('/') && p.startsWith(target)) || p.endsWith(`/${target}`))
+      return true;
+  }
+  return false;
+}
 
 export interface AskContext {
   /** Trees the run may write already (a refusal there is not the sandbox's). */
@@ -71,6 +89,11 @@ export interface AskContext {
   protected?: readonly ProtectedDir[];
   /** Granted folders (the run's workspace, every grant): a folder around one is not asked. */
   granted?: readonly string[];
+  /**
+   * The trees the run may read (writable ones included) when reads are an allow-list: a refusal of a
+   * path outside them that does not read as a write is asked as a read. Unset: reads are not confined.
+   */
+  readable?: readonly string[];
 }
 
 export type Derived = { ask: Omit<PermissionAsk, 'id' | 'evidence' | 'source'> } | { refused: string };
@@ -144,10 +167,17 @@ export function deriveAsk(d: Denial, ctx: AskContext): Derived {
       ? { refused: `deletes in ${folder} are not asked: ${why}` }
       : { ask: { kind: 'delete', path: folder } };
   }
-  if (!WRITE_HINT.test(d.line))
-    return {
-      refused: `the refusal of ${d.path} does not read as a write (a read is not the sandbox's to refuse)`,
-    };
+  if (!WRITE_HINT.test(d.line) && !writesTo(d.line, d.path)) {
+    if (
+      ctx.readable &&
+      !ctx.readable.map(real).some((r) => within(real(d.path!), r) || within(r, real(d.path!)))
+    )
+      return readAsk(d.path, ctx);
+    if (!AGENT_WRITE_HINT.test(d.line))
+      return {
+        refused: `the refusal of ${d.path} does not read as a write, and the run may read there (the file's own permissions)`,
+      };
+  }
   const folder = existingFolder(path.dirname(d.path));
   if (!folder) return { refused: `no folder of ${d.path} exists` };
   if (ctx.writable.map(real).some((w) => within(folder, w)))
@@ -156,6 +186,24 @@ export function deriveAsk(d: Denial, ctx: AskContext): Derived {
   return why
     ? { refused: `writing to ${folder} is not asked: ${why}` }
     : { ask: { kind: 'write', path: folder } };
+}
+
+/**
+ * A read of `p`, hidden from the run: the folder it names (or the folder of the file it names), after
+ * realpath, checked as every offered folder is. A read ask is never writable (`sandbox.read`).
+ */
+function readAsk(p: string, ctx: AskContext): Derived {
+  let folder: string | null;
+  try {
+    folder = statSync(p).isDirectory() ? realpathSync(p) : existingFolder(path.dirname(p));
+  } catch {
+    folder = existingFolder(path.dirname(p));
+  }
+  if (!folder) return { refused: `no folder of ${p} exists` };
+  const why = folderRefusal(folder, ctx);
+  return why
+    ? { refused: `reading ${folder} is not asked: ${why}` }
+    : { ask: { kind: 'read', path: folder } };
 }
 
 /**

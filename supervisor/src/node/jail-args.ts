@@ -69,6 +69,8 @@ export interface JailArgsInput {
   writable: string[];
   /** Trees no run may read. */
   hiddenPaths: string[];
+  /** Root-only files in the readable trees, covered in the run's mount namespace (rootOnlyEntries). */
+  blanked?: string[] | undefined;
   /** The command line that starts a worker; with `init`, the run's own command. */
   workerArgv: string[];
   /** The run's command needs no worker: the jail's own init starts it (`--init`, the `command` runner). */
@@ -266,6 +268,8 @@ export function buildJailArgs(i: JailArgsInput): string[] {
   // metadata changes fail too, which Landlock does not cover), the hidden trees covered, its own /tmp.
   // Not for a run the flow lets go unsandboxed on a kernel without Landlock: that one is unconfined.
   if (i.useNamespaces && i.landlockAbi > 0) args.push('--ro-mounts');
+  // What only root may read in the readable trees, for a root run (DAC keeps other users' runs out).
+  if (i.useNamespaces && i.readable?.length) for (const b of i.blanked ?? []) args.push('--blank', b);
   if (i.privateTmpSize) args.push('--private-tmp', i.privateTmpSize);
   for (const r of i.readOnly ?? []) args.push('--read-only', r);
   if (i.landlockAbi <= 0) args.push('--no-landlock');

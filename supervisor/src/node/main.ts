@@ -14,8 +14,8 @@ import { config as zodConfig } from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
 import { jailPath, peerIdentity, sandboxSupport } from '@runboard/native';
 import { keepOwnGitDirsIn } from '../common/git.ts';
-import { listGrants } from '../common/grants.ts';
-import { desktopSocketDirs, installDirs } from '../common/protected-dirs.ts';
+import { listGrants, revokeRefusedGrants } from '../common/grants.ts';
+import { desktopSocketDirs, installDirs, protectedConflict } from '../common/protected-dirs.ts';
 import { ensurePrivateDir, statePaths } from '../common/paths.ts';
 import { refusePeer, type PeerLookup } from './peer.ts';
 import {
@@ -35,7 +35,14 @@ import { scheduleLauncher } from './schedule-launcher.ts';
 import { ScheduleBook } from './schedules.ts';
 import { ProjectBook } from './projects.ts';
 import { fleetConfig } from './fleet/config.ts';
-import { insideAny, installReadTrees, outermost, readablePath, systemReadTrees } from './reads.ts';
+import {
+  insideAny,
+  installReadTrees,
+  outermost,
+  readablePath,
+  rootOnlyEntries,
+  systemReadTrees,
+} from './reads.ts';
 import { loadFleetHost, loadGateway, restoreBackend } from './fleet/backend.ts';
 
 const VERSION = '0.1.0';
@@ -136,6 +143,14 @@ async function main(): Promise<void> {
     path.dirname(workerEntry),
     path.dirname(jailPath()),
   ]).filter((t) => !insideAny(t, hiddenPaths));
+  // never asked, never granted: Runboard's own code and the desktop's sockets
+  const protectedPaths = [...installDirs(here, path.dirname(jailPath())), ...desktopSocketDirs(process.env)];
+  // Grants made before these were refused (decision 49) are revoked, not kept working (docs/security-model.md)
+  for (const r of revokeRefusedGrants(paths, (real) => protectedConflict(real, protectedPaths)))
+    log.warn(
+      { grant: r.id, path: r.path, why: r.why },
+      `revoked the grant of ${r.path}: ${r.why}; grant a folder that holds none of it (\`runboard grant <dir>\`)`,
+    );
   const registry = new RunRegistry(paths, {
     log,
     jailPath: jailPath(),
@@ -146,9 +161,10 @@ async function main(): Promise<void> {
     // Readable by every run (an allow-list): the system's trees and Runboard's install; the run's own
     // trees are added per run.
     readTrees,
+    // a root run reads what root reads: what only root may read in /etc is covered in its namespace
+    blanked: process.getuid?.() === 0 ? rootOnlyEntries('/etc') : [],
     runPath: readablePath(process.env.PATH, readTrees),
-    // never asked, never granted: Runboard's own code and the desktop's sockets
-    protectedPaths: [...installDirs(here, path.dirname(jailPath())), ...desktopSocketDirs(process.env)],
+    protectedPaths,
     grantedPaths: () => listGrants(paths).map((g) => g.path),
     landlockAbi,
     landlockReason,
@@ -235,7 +251,12 @@ async function main(): Promise<void> {
     schedules,
     projects,
   );
-  netServer.on('connection', (s) => server.accept(s));
+  // Connections are served once the runs a dead supervisor left are taken over or closed (below): an
+  // attach before that found a fleet run's record still `running` with nothing to follow, and the
+  // board ended its card as if the run had ended (issue 34).
+  let recovered!: () => void;
+  const ready = new Promise<void>((r) => (recovered = r));
+  netServer.on('connection', (s) => void ready.then(() => server.accept(s)));
 
   const state = await listen(netServer, paths.socket);
   if (state === 'taken') {
@@ -244,22 +265,26 @@ async function main(): Promise<void> {
   }
   // In a fleet: launches become jobs (gateway), and/or this host takes jobs of the flows it offers.
   const fleet = fleetConfig(process.env);
+  delete process.env.RUNBOARD_REDIS_PASSWORD; // read once; nothing started later inherits it
   await restoreBackend(registry, paths, log);
   if (fleet.gateway && registry.fleet?.redisUrl !== fleet.gateway.redisUrl)
     registry.fleet = new (await loadGateway()).FleetGateway({
       redisUrl: fleet.gateway.redisUrl,
+      redisPassword: fleet.gateway.redisPassword,
       log,
       activeDir: path.join(paths.supervisorDir, 'active'),
     });
   // We own the socket, so any run still marked active belongs to a supervisor that died (a fleet's run
   // goes on on its host: the gateway just made takes it over).
-  const recovered = registry.recoverOrphans();
-  if (recovered.length) log.warn({ runs: recovered }, 'closed runs left by a supervisor that died');
+  const orphans = registry.recoverOrphans();
+  if (orphans.length) log.warn({ runs: orphans }, 'closed runs left by a supervisor that died');
+  recovered();
   schedules.start(); // after the socket is ours: only one supervisor decides missed fires
   projects.start(); // the registered projects' cards, read again (schedules added while it was down)
   const fleetHost = fleet.host
     ? new (await loadFleetHost()).FleetHost({
         redisUrl: fleet.host.redisUrl,
+        redisPassword: fleet.host.redisPassword,
         offer: fleet.host.offer,
         registry,
         paths,

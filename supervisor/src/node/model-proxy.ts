@@ -53,6 +53,7 @@ import {
   type ProviderRoute,
   type ProxyApi,
 } from './proxy-routes.ts';
+import type { RunAccount } from './proxy-usage.ts';
 import { readBody, VISION_MAX_BODY, visionBody, visionRefusal, type VisionLimit } from './proxy-vision.ts';
 
 // The proxy's parts, named where they were before they had files of their own.
@@ -89,6 +90,8 @@ export interface VisionGrant {
 interface Listener {
   runId: string;
   onRequest?: (info: ModelRequestInfo) => void;
+  /** The run's tally of tokens and cost, and its budget (proxy-usage.ts): answers are counted into it. */
+  account?: RunAccount;
   /** Takes the run's connections (counted, bounded) and hands them to `server`. */
   gate: net.Server;
   server: http.Server;
@@ -199,10 +202,11 @@ export class ModelProxy {
     provider: string,
     onRequest: ((info: ModelRequestInfo) => void) | undefined,
     apis: { runner: string; apis: ProxyApi[] },
+    account?: RunAccount,
   ): Promise<ProxyGrant> {
     const route = this.routes[provider];
     if (!route) throw new Error(`unknown provider "${provider}"`);
-    const listener = await this.listen(runId, onRequest);
+    const listener = await this.listen(runId, onRequest, account);
     const allowed = apis.apis.flatMap((api) => apiRoutes(api, route.clientPath));
     const token = this.addToken(listener, provider, { allowed, runner: apis.runner });
     const port = (listener.gate.address() as AddressInfo).port;
@@ -225,6 +229,7 @@ export class ModelProxy {
     vision: { provider: string; model: string },
     on: ProxyGrant | undefined,
     onRequest?: (info: ModelRequestInfo) => void,
+    account?: RunAccount,
   ): Promise<VisionGrant> {
     const route = this.routes[vision.provider];
     if (!route)
@@ -239,7 +244,7 @@ export class ModelProxy {
     };
     const own = on ? this.byToken.get(hashToken(on.token))?.listener : undefined;
     if (on && !own) throw new Error(`the run's proxy grant was revoked`);
-    const listener = own ?? (await this.listen(runId, onRequest));
+    const listener = own ?? (await this.listen(runId, onRequest, account));
     const token = this.addToken(listener, vision.provider, { allowed: [], runner: 'vision', vision: limit });
     const port = (listener.gate.address() as AddressInfo).port;
     return {
@@ -251,10 +256,15 @@ export class ModelProxy {
     };
   }
 
-  private async listen(runId: string, onRequest?: (info: ModelRequestInfo) => void): Promise<Listener> {
+  private async listen(
+    runId: string,
+    onRequest?: (info: ModelRequestInfo) => void,
+    account?: RunAccount,
+  ): Promise<Listener> {
     const listener: Listener = {
       runId,
       ...(onRequest ? { onRequest } : {}),
+      ...(account ? { account } : {}),
       // noDelay as http.Server sets it on its own sockets: with Nagle on, each streamed answer waited
       // for a delayed ACK (~40 ms a model request, bench/cu).
       gate: net.createServer({ noDelay: true }, (socket) => this.admit(socket, listener)),
@@ -374,6 +384,12 @@ export class ModelProxy {
       info.status = 403;
       onRequest(info);
       return fail(403, refused);
+    }
+    const spent = listener.account?.spent;
+    if (spent) {
+      info.status = 403;
+      onRequest(info);
+      return fail(403, `${spent}: the run ends`);
     }
     if (listener.inFlight >= this.limits.requestsPerRun) {
       info.status = 429;

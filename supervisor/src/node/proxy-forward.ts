@@ -9,6 +9,7 @@ import type net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { ProviderRoute } from './proxy-routes.ts';
+import { UsageTap, type RunAccount } from './proxy-usage.ts';
 
 export interface ModelRequestInfo {
   runId: string;
@@ -46,7 +47,7 @@ export function forwardRequest(
   reg: {
     runId: string;
     provider: string;
-    listener: { onRequest?: (i: ModelRequestInfo) => void; gate: net.Server };
+    listener: { onRequest?: (i: ModelRequestInfo) => void; gate: net.Server; account?: RunAccount };
   },
   route: ProviderRoute,
   info: ModelRequestInfo,
@@ -79,6 +80,16 @@ export function forwardRequest(
     }
     res.writeHead(upRes.statusCode ?? 502, out);
     res.flushHeaders();
+    const account = listener.account;
+    if (account && info.status >= 200 && info.status < 300) {
+      // read on the way for its usage (proxy-usage.ts); the bytes go on as they come
+      const tap = new UsageTap(String(upRes.headers['content-type'] ?? ''));
+      upRes.on('data', (chunk: Buffer) => tap.write(chunk));
+      upRes.once('end', () => {
+        const used = tap.end();
+        if (used) account.add(used);
+      });
+    }
     upRes.pipe(res);
     upRes.on('error', () => res.destroy());
   });

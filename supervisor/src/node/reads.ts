@@ -73,6 +73,41 @@ export function systemReadTrees(): string[] {
 }
 
 /**
+ * The entries below `dir` (default /etc) that only their owner or group may read (no read bit for
+ * others): password hashes (`shadow`, `gshadow`), SSH host keys, TLS private keys. A run of a supervisor
+ * started as root is root in its user namespace, and /etc is readable as a whole: these are covered in
+ * its mount namespace (the jail's `--blank`), so it reads what any other user's run reads there. A
+ * folder counts once (not what is below it); links are not followed (their targets are governed).
+ * Found once, when the supervisor starts.
+ */
+export function rootOnlyEntries(dir = '/etc', limit = 1000): string[] {
+  const out: string[] = [];
+  const walk = (d: string, depth: number): void => {
+    let names: string[];
+    try {
+      names = readdirSync(d);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      if (out.length >= limit) return;
+      const p = path.join(d, name);
+      let st;
+      try {
+        st = lstatSync(p);
+      } catch {
+        continue;
+      }
+      if (!st.isFile() && !st.isDirectory()) continue;
+      if ((st.mode & 0o004) === 0) out.push(p);
+      else if (st.isDirectory() && depth < 8) walk(p, depth + 1);
+    }
+  };
+  walk(dir, 0);
+  return out;
+}
+
+/**
  * Runboard's own install that a worker reads: the install root (dist/ bundles, the native addon and
  * jail, node_modules with the agent CLIs), the folders its node_modules entries link to (a worktree's
  * links lead to the main checkout's), and Node's own install when it is not a system one (nvm).

@@ -314,6 +314,24 @@ export class RunRegistry {
     }
   }
 
+  /**
+   * A run's record as a reader is to see it. One that says `running` though no supervisor has it going
+   * (not this one's, and the supervisor that wrote it is gone) lost its supervisor before the run's
+   * crash marker was on disk: result.json is written as the launch is accepted and the marker follows
+   * off the event loop, so a kill in between left recoverOrphans nothing to find (the soak's run left
+   * `running` for good). It is closed here, as recoverOrphans closes the others, when first read.
+   */
+  record(runId: string): RunResult | null {
+    const r = this.readResult(runId);
+    if (!r || r.status !== 'running' || this.get(runId) || r.supervisorPid === process.pid) return r;
+    if (pidAlive(r.supervisorPid)) return r;
+    try {
+      return closeDead(r, r.logDir, r.supervisorPid);
+    } catch {
+      return r; // the disk cannot take it now: the next read tries again
+    }
+  }
+
   readResult(runId: string): RunResult | null {
     try {
       const parsed = RunResult.safeParse(
@@ -433,7 +451,7 @@ export class RunRegistry {
         if (out.length >= limit) break;
         if (seen.has(id)) continue;
         seen.add(id);
-        const r = this.readResult(id);
+        const r = this.record(id);
         if (r && (cardPath === undefined || r.card.path === cardPath)) out.push(r);
       }
     }
@@ -496,32 +514,8 @@ export class RunRegistry {
           }
         }
       }
-      const resultPath = path.join(marker.logDir, 'result.json');
       const prev = this.readResult(runId);
-      if (prev && prev.status === 'running') {
-        const now = new Date();
-        // the output the dead supervisor had not counted yet is in the log files: record their sizes
-        const logged = (name: string, counted: number): number => {
-          try {
-            return Math.max(counted, statSync(path.join(marker.logDir, name)).size);
-          } catch {
-            return counted;
-          }
-        };
-        new ResultFile(resultPath).write({
-          ...prev,
-          stdoutBytes: logged('stdout.log', prev.stdoutBytes),
-          stderrBytes: logged('stderr.log', prev.stderrBytes),
-          status: 'failed',
-          endedAt: now.toISOString(),
-          durationMs: now.getTime() - Date.parse(prev.startedAt),
-          termination: {
-            reason: 'supervisor-died',
-            detail: `the supervisor (pid ${marker.supervisorPid}) died while this run was going; the run's processes died with it`,
-          },
-          summary: prev.summary || 'the supervisor died during the run',
-        });
-      }
+      if (prev && prev.status === 'running') closeDead(prev, marker.logDir, marker.supervisorPid);
       if (marker.scratchDir) removeScratch(marker.scratchDir);
       try {
         unlinkSync(file);
@@ -571,6 +565,48 @@ export function lastMarker(text: string): unknown {
 }
 
 /** Guards against PID reuse: only kill what still looks like one of our processes. */
+/**
+ * Records the end of a run whose supervisor died while it was going (its processes died with it:
+ * parent-death signals); returns the record written.
+ */
+function closeDead(prev: RunResult, logDir: string, supervisorPid: number): RunResult {
+  const now = new Date();
+  // the output the dead supervisor had not counted yet is in the log files: record their sizes
+  const logged = (name: string, counted: number): number => {
+    try {
+      return Math.max(counted, statSync(path.join(logDir, name)).size);
+    } catch {
+      return counted;
+    }
+  };
+  const closed: RunResult = {
+    ...prev,
+    stdoutBytes: logged('stdout.log', prev.stdoutBytes),
+    stderrBytes: logged('stderr.log', prev.stderrBytes),
+    status: 'failed',
+    endedAt: now.toISOString(),
+    durationMs: now.getTime() - Date.parse(prev.startedAt),
+    termination: {
+      reason: 'supervisor-died',
+      detail: `the supervisor (pid ${supervisorPid}) died while this run was going; the run's processes died with it`,
+    },
+    summary: prev.summary || 'the supervisor died during the run',
+  };
+  new ResultFile(path.join(logDir, 'result.json')).write(closed);
+  return closed;
+}
+
+/** Is a process with this pid alive (any process: a pid given again after it died counts too)? */
+function pidAlive(pid: number): boolean {
+  if (!pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 function isJailOrWorker(pid: number): boolean {
   try {
     const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
@@ -589,7 +625,9 @@ function withAllowed(flow: FlowSpec, allowed: readonly PermissionAsk[], workspac
   const writable = [...(sb.writable ?? [])];
   const tcpPorts = [...(sb.tcpPorts ?? [])];
   const deletable = [...(sb.deletable ?? [])];
+  const read = [...(sb.read ?? [])];
   for (const a of allowed) {
+    if (a.kind === 'read' && a.path && !read.includes(a.path)) read.push(a.path);
     if (a.kind === 'write' && a.path && !writable.includes(a.path)) writable.push(a.path);
     if (a.kind === 'connect' && a.port && !tcpPorts.includes(a.port)) tcpPorts.push(a.port);
     if (a.kind === 'delete' && a.path) deletable.push(path.relative(workspace, a.path) || '.');
@@ -601,6 +639,7 @@ function withAllowed(flow: FlowSpec, allowed: readonly PermissionAsk[], workspac
       ...(writable.length ? { writable } : {}),
       ...(tcpPorts.length ? { tcpPorts } : {}),
       ...(deletable.length ? { deletable } : {}),
+      ...(read.length ? { read } : {}),
     },
   };
 }

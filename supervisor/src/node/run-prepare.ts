@@ -24,6 +24,7 @@ import { runnerApis, type ModelRequestInfo, type ProxyGrant, type VisionGrant } 
 import type { JailOutput } from './output-files.ts';
 import type { PreflightEnv } from './run-preflight.ts';
 import type { LaunchSpec, RunDeps } from './run-deps.ts';
+import type { RunAccount } from './proxy-usage.ts';
 import { createWorktree, discardWorktree } from './worktrees.ts';
 
 /** What the steps made, kept by the run. */
@@ -62,6 +63,8 @@ export interface Preparing {
   /** Ends the run, failed. */
   fail(reason: TerminationReason, detail: string): Promise<void>;
   onModelRequest(info: ModelRequestInfo): void;
+  /** The run's tally of model tokens and cost, and its budget: the proxy counts its answers into it. */
+  readonly account?: RunAccount;
   /** The run's workspace moved (to its worktree): what was made for the old one is made again. */
   moved(): void;
 }
@@ -270,10 +273,16 @@ export async function grantModel(run: Preparing): Promise<boolean> {
   const proxy = run.deps.proxy;
   if (!flow.provider || !proxy) return true;
   try {
-    run.made.proxyGrant = await proxy.grant(run.id, flow.provider, (info) => run.onModelRequest(info), {
-      runner: flow.runner,
-      apis: runnerApis(flow),
-    });
+    run.made.proxyGrant = await proxy.grant(
+      run.id,
+      flow.provider,
+      (info) => run.onModelRequest(info),
+      {
+        runner: flow.runner,
+        apis: runnerApis(flow),
+      },
+      run.account,
+    );
   } catch (err) {
     await run.fail('spawn-failed', `could not open the run's model proxy: ${(err as Error).message}`);
     return false;
@@ -293,8 +302,12 @@ export async function grantVision(run: Preparing): Promise<boolean> {
   if (plan.kind !== 'grant' || !proxy) return true;
   // analyze_media's route to the vision profile's provider, on the run's own listener
   try {
-    run.made.visionGrant = await proxy.grantVision(run.id, plan.vision, run.made.proxyGrant, (info) =>
-      run.onModelRequest(info),
+    run.made.visionGrant = await proxy.grantVision(
+      run.id,
+      plan.vision,
+      run.made.proxyGrant,
+      (info) => run.onModelRequest(info),
+      run.account,
     );
   } catch (err) {
     run.event('log', `no vision route for this run: ${(err as Error).message}`, { kind: 'vision' });

@@ -33,6 +33,7 @@ import { launchedResult } from './result-file.ts';
 import { JailOutput } from './output-files.ts';
 import { RunLog } from './run-log.ts';
 import type { ModelRequestInfo } from './model-proxy.ts';
+import { RunAccount } from './proxy-usage.ts';
 import { recordEvidence, writeFinalRecord } from './run-finalize.ts';
 import { preflight, type PreflightEnv } from './run-preflight.ts';
 import { openWorkspace } from './workspace-fd.ts';
@@ -93,6 +94,8 @@ export class Run {
   /** What the steps before the jail made: its worktree, display, model routes (run-prepare.ts). */
   private readonly made: Prepared;
   private modelRequests = 0;
+  /** Its model answers' tokens and cost, and its budget (counted by the model proxy). */
+  private readonly account: RunAccount | undefined;
   private readonly startedAt = Date.now();
   /**
    * The run's command line, when the jail's init runs it with no worker (a `command` run: no Node
@@ -132,6 +135,12 @@ export class Run {
       (dir) => new JailOutput(dir),
     );
     this.made = { workspace: spec.workspace, resumed: false };
+    const { flow } = spec;
+    if (flow.provider || flow.vision)
+      this.account = new RunAccount(flow.budget, flow.prices, flow.model, (usage, spent) => {
+        this.result.usage = usage;
+        if (spent) this.stop('budget', spent);
+      });
     this.direct = directCommand(spec.flow, spec.command, !!deps.nodeCommandWorker);
     this.denials = this.makeDenialScanner();
     this.stderrScan = new StderrScan(this.log.output, () => this.denials);
@@ -191,6 +200,7 @@ export class Run {
         workspace: this.made.workspace,
         protected: this.deps.protectedPaths ?? [],
         granted: [this.made.workspace, ...(this.deps.grantedPaths?.() ?? [])],
+        ...(this.readable ? { readable: [...this.readable, ...this.writable] } : {}),
       }),
     );
   }
@@ -261,6 +271,7 @@ export class Run {
       event: (type, message, data) => this.event(type, message, data),
       fail: (reason, detail) => this.finish('failed', reason, detail),
       onModelRequest: (info) => this.onModelRequest(info),
+      ...(this.account ? { account: this.account } : {}),
       moved: () => (this.denials = this.makeDenialScanner()),
     };
   }

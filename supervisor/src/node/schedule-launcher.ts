@@ -50,46 +50,70 @@ export function backoffOrColumnLimit(
   return undefined;
 }
 
+/** What a scheduled card would launch, read and checked as the board would; or why it cannot. */
+type Prepared =
+  | {
+      params: ReturnType<typeof LaunchRun.params.parse>;
+      flowName: string;
+      cap: number;
+      maxConcurrency: number;
+      held: string | undefined;
+    }
+  | { refuse: string };
+
+function prepare(paths: StatePaths, project: string, cardPath: string): Prepared {
+  try {
+    // Each file is read once, checked against what a person confirmed on the board (ledger.ts),
+    // and used as read: a file changed outside the board since is refused, not run.
+    const ledger = Ledger.open(paths.root, project);
+    const { file: configFile, text: configText } = readProjectConfig(project);
+    let cardText: string;
+    try {
+      cardText = readRegularFileSync(cardPath, { noFollow: true });
+    } catch (err) {
+      throw new ProjectError(cardPath, `cannot read the card file: ${(err as Error).message}`);
+    }
+    if (!ledger.confirmed(cardPath, digestOf(cardText)))
+      return {
+        refuse: `${path.relative(project, cardPath)} changed outside the board since a person confirmed it: open the project's board and confirm the card there`,
+      };
+    if (!ledger.confirmed(configFile, digestOf(configText)))
+      return {
+        refuse:
+          "config.yaml changed outside the board since a person confirmed it: open the project's board and confirm the change there",
+      };
+    const config = parseConfig(configFile, configText, readUserConfig());
+    const card = parseCard(path.resolve(cardPath), cardText, project);
+    return {
+      held: backoffOrColumnLimit(project, card, config.scheduler.columnLimits),
+      flowName: card.front.flow,
+      cap: flowOf(card, config).cap,
+      maxConcurrency: config.scheduler.maxConcurrency,
+      params: LaunchRun.params.parse(launchParams(card, config, project, findGrant(paths, card.workspace))),
+    };
+  } catch (err) {
+    return { refuse: (err as Error).message };
+  }
+}
+
 export function scheduleLauncher(paths: StatePaths, registry: RunRegistry, log: Logger): ScheduleLauncher {
   return {
+    // On a fleet, the same up-front check as a board's launch (server.ts): a card no host can run is
+    // refused before a job exists, saying why.
+    precheck(project: string, cardPath: string): Promise<string | undefined> | undefined {
+      const fleet = registry.fleet;
+      if (!fleet) return undefined;
+      const p = prepare(paths, project, cardPath);
+      if ('refuse' in p) return undefined; // the launch says why
+      return fleet.admit(p.params).then(
+        () => undefined,
+        (err: Error) => err.message,
+      );
+    },
     launch(project: string, cardPath: string): LaunchOutcome {
-      let params;
-      let flowName: string;
-      let cap: number;
-      let maxConcurrency: number;
-      let held: string | undefined;
-      try {
-        // Each file is read once, checked against what a person confirmed on the board (ledger.ts),
-        // and used as read: a file changed outside the board since is refused, not run.
-        const ledger = Ledger.open(paths.root, project);
-        const { file: configFile, text: configText } = readProjectConfig(project);
-        let cardText: string;
-        try {
-          cardText = readRegularFileSync(cardPath, { noFollow: true });
-        } catch (err) {
-          throw new ProjectError(cardPath, `cannot read the card file: ${(err as Error).message}`);
-        }
-        if (!ledger.confirmed(cardPath, digestOf(cardText)))
-          return {
-            refuse: `${path.relative(project, cardPath)} changed outside the board since a person confirmed it: open the project's board and confirm the card there`,
-          };
-        if (!ledger.confirmed(configFile, digestOf(configText)))
-          return {
-            refuse:
-              "config.yaml changed outside the board since a person confirmed it: open the project's board and confirm the change there",
-          };
-        const config = parseConfig(configFile, configText, readUserConfig());
-        const card = parseCard(path.resolve(cardPath), cardText, project);
-        held = backoffOrColumnLimit(project, card, config.scheduler.columnLimits);
-        flowName = card.front.flow;
-        cap = flowOf(card, config).cap;
-        maxConcurrency = config.scheduler.maxConcurrency;
-        params = LaunchRun.params.parse(
-          launchParams(card, config, project, findGrant(paths, card.workspace)),
-        );
-      } catch (err) {
-        return { refuse: (err as Error).message };
-      }
+      const p = prepare(paths, project, cardPath);
+      if ('refuse' in p) return p;
+      const { params, flowName, cap, maxConcurrency, held } = p;
       if (held) return { wait: held };
       const going = registry.list(true, 100_000).filter((r) => r.card.project === project);
       const inFlow = going.filter((r) => r.flow === flowName).length;

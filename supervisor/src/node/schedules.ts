@@ -67,6 +67,11 @@ export type LaunchOutcome = { runId: string } | { wait: string } | { refuse: str
 /** How the book starts runs while no board of the project is open (schedule-launcher.ts). */
 export interface ScheduleLauncher {
   launch(project: string, cardPath: string): LaunchOutcome;
+  /**
+   * A check that needs an answer from elsewhere before the launch (a fleet: can any host run this
+   * card?): why not, or undefined; no promise when there is nothing to ask (the launch goes on at once).
+   */
+  precheck?(project: string, cardPath: string): Promise<string | undefined> | undefined;
   /** Resolves when the run has ended (undefined: not a run of this supervisor). */
   whenEnded(runId: string): Promise<unknown> | undefined;
 }
@@ -90,6 +95,9 @@ export class ScheduleBook extends EventEmitter<{
   fired: [{ project: string; cardPath: string; fireAt: string }];
 }> {
   private readonly entries = new Map<string, Entry>();
+  /** Card → the fire whose precheck is asking (`checking`) or has passed (`admitted`). */
+  private readonly checking = new Map<string, number>();
+  private readonly admitted = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private readonly now: () => number;
   private stopped = false;
@@ -258,7 +266,25 @@ export class ScheduleBook extends EventEmitter<{
           break;
         }
         const t = e.pending[0]!;
-        const out = launcher.launch(e.project, e.spec.cardPath);
+        const card = e.spec.cardPath;
+        if (this.checking.get(card) === t) {
+          e.waiting = 'asking the fleet whether a host can run it';
+          break;
+        }
+        const check = this.admitted.get(card) === t ? undefined : launcher.precheck?.(e.project, card);
+        if (check) {
+          e.waiting = 'asking the fleet whether a host can run it';
+          this.checking.set(card, t);
+          void check
+            .catch((err: Error) => {
+              this.opts.log.warn({ card, err: err.message }, 'schedule precheck');
+              return undefined; // the launch itself says why, if it cannot go
+            })
+            .then((why) => this.prechecked(e, t, why));
+          break;
+        }
+        this.admitted.delete(card);
+        const out = launcher.launch(e.project, card);
         if ('wait' in out) {
           e.waiting = out.wait;
           break;
@@ -282,6 +308,18 @@ export class ScheduleBook extends EventEmitter<{
       }
     }
     if (changed) this.save();
+  }
+
+  /** The precheck of fire `t` answered: refused (recorded as skipped, saying why) or admitted. */
+  private prechecked(e: Entry, t: number, why: string | undefined): void {
+    if (this.checking.get(e.spec.cardPath) === t) this.checking.delete(e.spec.cardPath);
+    if (this.stopped || e.pending[0] !== t || this.boards.has(e.project)) return this.startPendingSoon();
+    if (why) {
+      e.pending.shift();
+      this.decide(e, t, 'skipped', `no board was open and the supervisor could not start the run: ${why}`);
+      this.save();
+    } else this.admitted.set(e.spec.cardPath, t);
+    this.startPendingSoon();
   }
 
   private startPendingSoon(): void {

@@ -108,7 +108,7 @@ export class SupervisorServer {
     handle(conn, CancelRun, (p) => reg.cancel(p.runId));
     handle(conn, ListRuns, (p) => ({ runs: reg.list(p.activeOnly ?? false, p.limit ?? 100, p.cardPath) }));
     handle(conn, GetRun, (p) => {
-      const run = reg.get(p.runId)?.result ?? reg.readResult(p.runId);
+      const run = reg.get(p.runId)?.result ?? reg.record(p.runId);
       if (!run) throw new ResponseError(ErrorCodes.RunNotFound, `no run ${p.runId}`);
       return { run };
     });

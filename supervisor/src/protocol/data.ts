@@ -5,6 +5,7 @@
  */
 export * from './errors.ts';
 export * from './schemas.ts';
+export * from './prices.ts';
 export * from './messages.ts';
 export * from './run-state.ts';
 export * from './run-env.ts';

@@ -111,8 +111,14 @@ export const SetBackend = request(
   z.object({
     backend: z.enum(['local', 'redis']),
     redisUrl: z.optional(z.string().check(z.minLength(1), z.maxLength(2048))),
+    /** The name of the Redis password stored with the supervisor (`runboard fleet password set NAME`). */
+    redisPasswordSecret: z.optional(z.string().check(z.regex(/^[a-z0-9][a-z0-9_-]{0,63}$/))),
     /** The board's scheduler.maxConcurrency: on a fleet, a cap for all its boards' runs together. */
     maxConcurrency: z.optional(z.int().check(z.minimum(1), z.maximum(100_000))),
+    /** Each flow's cap on the board (flows.<name>.cap ≥ 1): on a fleet, over all its boards' runs of it. */
+    flowCaps: z.optional(
+      z.record(z.string().check(z.maxLength(200)), z.int().check(z.minimum(1), z.maximum(100_000))),
+    ),
   }),
   z.object({ backend: z.enum(['local', 'redis']) }),
 );

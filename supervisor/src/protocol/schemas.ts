@@ -3,6 +3,7 @@
  * from them so a type and its validator cannot drift.
  */
 import * as z from 'zod/mini';
+import { PriceTable } from './prices.ts';
 
 /**
  * A tmpfs size: a number, then k, m or g, or a share of the memory up to 100% (sandbox.tmpSize; tmpfs
@@ -191,6 +192,19 @@ export const FlowSpec = z.object({
       maxTokens: z.optional(z.int().check(z.minimum(1), z.maximum(100_000))),
     }),
   ),
+  /**
+   * What the run's model requests may spend, counted by the supervisor's model proxy from the answers'
+   * usage: past either, further requests are refused and the run ends (termination `budget`).
+   */
+  budget: z.optional(
+    z.object({
+      maxTokens: z.optional(z.int().check(z.minimum(1), z.maximum(1e12))),
+      /** USD, priced by `prices` (then the defaults, protocol/prices.ts); a model with no price counts as over. */
+      maxCost: z.optional(z.number().check(z.positive(), z.maximum(1e6))),
+    }),
+  ),
+  /** Prices (USD per million tokens) that add to or override the defaults (config.yaml `prices:`). */
+  prices: z.optional(PriceTable),
   // ── computer-use runs (optional fields) ──
   computerUse: z.optional(
     z.object({
@@ -287,6 +301,7 @@ export const TerminationReason = z.enum([
   'memory-limit', // the run used all the memory its flow allows (sandbox.memory): the kernel ended it
   'missing-key', // the flow's provider has no key: nothing was started
   'worktree-failed', // the run's git worktree could not be created
+  'budget', // the run spent its token or cost budget (maxTokens / maxCost): the proxy refused more requests
 ]);
 export type TerminationReason = z.infer<typeof TerminationReason>;
 
@@ -341,7 +356,8 @@ export type WorktreeInfo = z.infer<typeof WorktreeInfo>;
  */
 export const PermissionAsk = z.object({
   id: z.string().check(z.regex(/^a[0-9]{1,2}$/)),
-  kind: z.enum(['write', 'connect', 'delete']),
+  /** `read`: a folder the run's read allow-list hides (granted as `sandbox.read`, never writable). */
+  kind: z.enum(['write', 'read', 'connect', 'delete']),
   path: z.optional(z.string().check(z.minLength(1), z.maxLength(4096))),
   port: z.optional(z.int().check(z.minimum(1), z.maximum(65535))),
   /** The line of the run's output that showed the refusal: the run's own words, shown as such. */
@@ -354,6 +370,25 @@ export type PermissionAsk = z.infer<typeof PermissionAsk>;
 /** result.json: the record of a run, rewritten as it goes and final when status is not `running`. */
 /** An agent CLI's session id (claude's are UUIDs). */
 export const AgentSessionId = z.string().check(z.regex(/^[0-9a-f-]{8,64}$/, 'not an agent session id'));
+
+/** The model tokens a run used, counted by the model proxy, and what they cost (null: a model with no price). */
+export const ModelUsage = z.object({
+  requests: z.int(),
+  inputTokens: z.int(),
+  outputTokens: z.int(),
+  costUsd: z.nullable(z.number()),
+  /** The same per model, as the answers named it. */
+  models: z.record(
+    z.string(),
+    z.object({
+      requests: z.int(),
+      inputTokens: z.int(),
+      outputTokens: z.int(),
+      costUsd: z.nullable(z.number()),
+    }),
+  ),
+});
+export type ModelUsage = z.infer<typeof ModelUsage>;
 
 export const RunResult = z.object({
   runId: RunId,
@@ -380,6 +415,8 @@ export const RunResult = z.object({
   stderrBytes: z.number(),
   summary: z.string(),
   metrics: Metrics,
+  /** Model tokens and cost (runs with a provider; absent in records of older versions). */
+  usage: z.optional(ModelUsage),
   containment: z.nullable(z.string()),
   sandbox: z.nullable(
     z.object({

@@ -7,6 +7,7 @@ import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type pino from 'pino';
 import type { StatePaths } from '../../common/paths.ts';
+import { missingRedisPassword, readRedisPassword } from '../../common/secrets.ts';
 import { JsonRpcCodes, ResponseError } from '../../protocol/index.ts';
 import type { RunRegistry } from '../registry.ts';
 import type * as FleetHostModule from './fleet-host.ts';
@@ -23,7 +24,10 @@ export const loadFleetHost = (): Promise<typeof FleetHostModule> => import('./fl
 type Backend = {
   backend: 'local' | 'redis';
   redisUrl?: string | undefined;
+  /** The name of the stored Redis password (secrets.ts), never the password itself. */
+  redisPasswordSecret?: string | undefined;
   maxConcurrency?: number | undefined;
+  flowCaps?: Record<string, number> | undefined;
 };
 
 const file = (paths: StatePaths): string => path.join(paths.supervisorDir, 'backend.json');
@@ -41,7 +45,7 @@ export async function setBackend(
         'the redis backend needs redis.url (redis://host:6379)',
       );
     try {
-      redisOptions(p.redisUrl);
+      redisOptions(p.redisUrl, redisPassword(paths, p));
     } catch (err) {
       throw new ResponseError(JsonRpcCodes.InvalidParams, (err as Error).message);
     }
@@ -74,6 +78,14 @@ export async function restoreBackend(
   }
 }
 
+/** The stored password `p` names (undefined when it names none); throws when it is not stored. */
+function redisPassword(paths: StatePaths, p: Backend): string | undefined {
+  if (!p.redisPasswordSecret) return undefined;
+  const pw = readRedisPassword(paths, p.redisPasswordSecret);
+  if (pw === null) throw new Error(missingRedisPassword(paths, p.redisPasswordSecret));
+  return pw;
+}
+
 async function apply(registry: RunRegistry, p: Backend, log: pino.Logger): Promise<void> {
   if (p.backend !== 'redis' || !p.redisUrl) {
     // Runs already on the fleet keep being mirrored by the old gateway until they end.
@@ -86,6 +98,7 @@ async function apply(registry: RunRegistry, p: Backend, log: pino.Logger): Promi
       // (unless another call made it meanwhile)
       registry.fleet = new FleetGateway({
         redisUrl: p.redisUrl,
+        redisPassword: redisPassword(registry.paths, p),
         log,
         activeDir: path.join(registry.paths.supervisorDir, 'active'),
       });
@@ -93,4 +106,5 @@ async function apply(registry: RunRegistry, p: Backend, log: pino.Logger): Promi
     }
   }
   registry.fleet.cap = p.maxConcurrency;
+  registry.fleet.flowCaps = p.flowCaps;
 }

@@ -20,21 +20,25 @@ const HostSpec = z.object({
 
 export interface FleetConfig {
   /** Launches go to the fleet through this Redis. */
-  gateway?: { redisUrl: string };
+  gateway?: { redisUrl: string; redisPassword?: string };
   /** This supervisor takes runs from the fleet. */
-  host?: { redisUrl: string; offer: HostOffer };
+  host?: { redisUrl: string; redisPassword?: string; offer: HostOffer };
 }
 
 export function fleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
   const out: FleetConfig = {};
+  // Redis's password apart from the URL: from `fleet join`'s file/stdin/secret, in this process's
+  // environment only (never a command line, never a run's: the jail passes a fixed list of variables)
+  const pw = env.RUNBOARD_REDIS_PASSWORD;
+  const password = pw ? { redisPassword: pw } : {};
   const backend = env.RUNBOARD_SCHEDULER_BACKEND;
   if (backend && backend !== 'local' && backend !== 'redis')
     throw new Error(`RUNBOARD_SCHEDULER_BACKEND is "${backend}"; it is local or redis`);
   if (backend === 'redis') {
     const url = env.RUNBOARD_REDIS_URL;
     if (!url) throw new Error('scheduler.backend is redis but no redis.url is set (RUNBOARD_REDIS_URL)');
-    redisOptions(url); // a clear error now rather than at the first launch
-    out.gateway = { redisUrl: url };
+    redisOptions(url, pw); // a clear error now rather than at the first launch
+    out.gateway = { redisUrl: url, ...password };
   }
   if (env.RUNBOARD_FLEET_HOST) {
     let raw: unknown;
@@ -56,6 +60,7 @@ export function fleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
     }
     out.host = {
       redisUrl: spec.data.redis,
+      ...password,
       offer: {
         name: spec.data.name ?? os.hostname(),
         flows: spec.data.flows,

@@ -24,9 +24,10 @@ import {
   type HostOffer,
   type RunJobResult,
 } from './job.ts';
+import { receiveInputs } from './inputs.ts';
 import { holdToPolicy, jobRunId } from './policy.ts';
 import { advertise, withdraw } from './roster.ts';
-import { releaseSlot, renewSlot, takeSlot } from './slots.ts';
+import { capped, releaseSlot, renewSlot, takeSlot, type SlotCaps } from './slots.ts';
 
 /** How long a host's entry in the roster (roster.ts) and a run's slot (slots.ts) last unless renewed. */
 const ROSTER_TTL_MS = 3 * LEASE_MS;
@@ -36,6 +37,8 @@ const NO_SLOT_DELAY_MS = 250;
 
 export interface FleetHostOptions {
   redisUrl: string;
+  /** Redis's password when kept apart from the URL (docs/deployment.md). */
+  redisPassword?: string | undefined;
   offer: HostOffer;
   registry: RunRegistry;
   paths: StatePaths;
@@ -51,13 +54,15 @@ export class FleetHost {
   private running = 0;
   /** runId (the submitter's) → the local run's id. */
   private readonly local = new Map<string, string>();
+  /** runId (the submitter's) → the caps whose slots its run holds (renewed while it goes). */
+  private readonly slots = new Map<string, SlotCaps>();
   private lastRedisOk = Date.now();
   private readonly watchdog: NodeJS.Timeout;
   /** This host is in the fleet's roster (or Redis did not answer within 3 s: it is added when it does). */
   readonly announced: Promise<void>;
 
   constructor(private readonly o: FleetHostOptions) {
-    const conn = redisOptions(o.redisUrl);
+    const conn = redisOptions(o.redisUrl, o.redisPassword);
     this.redis = new Redis(conn);
     this.subscriber = new Redis(conn);
     mkdirSync(o.cardsDir, { recursive: true, mode: 0o700 });
@@ -102,7 +107,8 @@ export class FleetHost {
       );
       if (++ticks % 2 === 0) {
         void announce();
-        for (const id of this.local.keys()) void renewSlot(this.redis, id, SLOT_MS).catch(() => undefined); // lapses if Redis stays away
+        for (const [id, caps] of this.slots)
+          void renewSlot(this.redis, id, caps, SLOT_MS).catch(() => undefined); // lapses if Redis stays away
       }
       if (Date.now() - this.lastRedisOk > LEASE_MS * 0.8)
         for (const id of [...this.local.keys()])
@@ -135,25 +141,37 @@ export class FleetHost {
       throw new DelayedError();
     }
     this.running++; // taken at once: the checks below wait on Redis, and another job may come meanwhile
-    // The fleet's global cap (several boards on one fleet share it): a slot, or back to the queue.
-    const cap = (job.data as { cap?: unknown } | undefined)?.cap;
-    const capped = typeof cap === 'number' && Number.isInteger(cap) && cap >= 1;
-    if (capped && !(await takeSlot(this.redis, runId, cap, SLOT_MS).catch(() => false))) {
+    // The fleet's caps (several boards on one fleet share them): the global one and the flow's, a slot
+    // of each or back to the queue.
+    const data = job.data as { cap?: unknown; flowCap?: unknown; flow?: { name?: unknown } } | undefined;
+    const caps: SlotCaps = {
+      cap: typeof data?.cap === 'number' ? data.cap : undefined,
+      flowCap: typeof data?.flowCap === 'number' ? data.flowCap : undefined,
+      flow: typeof data?.flow?.name === 'string' ? data.flow.name : '',
+    };
+    const bounded = capped(caps);
+    if (bounded && !(await takeSlot(this.redis, runId, caps, SLOT_MS).catch(() => false))) {
       this.running--;
       await job.moveToDelayed(Date.now() + NO_SLOT_DELAY_MS, token);
       throw new DelayedError();
     }
+    if (bounded) this.slots.set(runId, caps);
     const cardFile = path.join(this.o.cardsDir, `${runId}.md`);
+    const inputsDir = path.join(this.o.cardsDir, runId);
     try {
-      return await this.runJob(job, cardFile);
+      return await this.runJob(job, cardFile, inputsDir);
     } finally {
       this.running--;
       rmSync(cardFile, { force: true });
-      if (capped) await releaseSlot(this.redis, runId).catch(() => undefined); // else it lapses
+      rmSync(inputsDir, { recursive: true, force: true });
+      if (bounded) {
+        this.slots.delete(runId);
+        await releaseSlot(this.redis, runId, caps).catch(() => undefined); // else they lapse
+      }
     }
   }
 
-  private async runJob(job: Job, cardFile: string): Promise<RunJobResult> {
+  private async runJob(job: Job, cardFile: string, inputsDir: string): Promise<RunJobResult> {
     const { offer, registry, paths } = this.o;
     const parsed = RunJob.safeParse(job.data);
     if (!parsed.success)
@@ -178,17 +196,43 @@ export class FleetHost {
       );
     if (await this.redis.exists(`runboard:cancelled:${spec.runId}`))
       throw new UnrecoverableError('cancelled by the user before a host took it');
-    writeFileSync(cardFile, spec.card.text, { mode: 0o600 });
+    // The board's paths in the flow are never used here: the run reads the copies of what they held
+    // that came with the job (inputs.ts), written under this job's own folder.
+    const flow: typeof held.flow = { ...held.flow };
+    delete flow.prompt;
+    if (flow.extract) {
+      const { input: _input, ...extract } = flow.extract;
+      flow.extract = extract;
+    }
+    const inputs = spec.inputs;
+    if (inputs) {
+      rmSync(inputsDir, { recursive: true, force: true });
+      try {
+        await receiveInputs(this.redis, spec.runId, inputs, spec.card.text, inputsDir);
+      } catch (err) {
+        throw new UnrecoverableError(
+          `${offer.name} could not take the run's inputs: ${(err as Error).message}`,
+        );
+      }
+      if (inputs.prompt) flow.prompt = path.join(inputsDir, 'prompt');
+      if (inputs.extractInput) {
+        const input = path.join(inputsDir, ...inputs.extractInput.split('/'));
+        flow.extract = { ...flow.extract, input };
+        flow.sandbox = { ...flow.sandbox, read: [...(flow.sandbox?.read ?? []), input] };
+      }
+    } else writeFileSync(cardFile, spec.card.text, { mode: 0o600 });
+    const project = path.join(inputsDir, 'project');
     try {
       let launched;
       try {
         launched = registry.launch({
           card: {
-            path: cardFile,
+            path: inputs ? path.join(project, 'cards', 'card.md') : cardFile,
+            ...(inputs ? { project } : {}),
             ...(spec.card.id ? { id: spec.card.id } : {}),
             ...(spec.card.title ? { title: spec.card.title } : {}),
           },
-          flow: held.flow,
+          flow,
           workspace: folder,
           grant,
           ...(spec.command !== undefined ? { command: spec.command } : {}),

@@ -28,11 +28,14 @@ import {
   withinMs,
   type RunJob,
 } from './job.ts';
+import { collectInputs, inputsKey, storeInputs, type InputSources } from './inputs.ts';
 import { RemoteRun, type Finish, type RemoteMarker, type RunMirror } from './remote-run.ts';
 import { readRoster, whyNoHost } from './roster.ts';
 
 export interface GatewayOptions {
   redisUrl: string;
+  /** Redis's password when kept apart from the URL (docs/deployment.md). */
+  redisPassword?: string | undefined;
   log: pino.Logger;
   /** Where active runs' markers go (the registry's recoverOrphans reads them after a crash). */
   activeDir: string;
@@ -44,6 +47,8 @@ export class FleetGateway implements RunMirror {
   private readonly reader: Redis;
   private readonly queues = new Map<string, Promise<FlowQueue>>();
   private readonly runs = new Map<string, RemoteRun>();
+  /** Where the inputs of runs not yet queued are on this machine (read as they are queued). */
+  private readonly sources = new Map<string, InputSources>();
   private readerWake: (() => void) | undefined;
   private closed = false;
   private readonly reconciler: NodeJS.Timeout;
@@ -51,10 +56,12 @@ export class FleetGateway implements RunMirror {
   readonly redisUrl: string;
   /** The fleet's global cap this board asks its jobs to keep (its scheduler.maxConcurrency; slots.ts). */
   cap: number | undefined;
+  /** Each flow's cap as this board has it (flows.<name>.cap): kept over the whole fleet (slots.ts). */
+  flowCaps: Record<string, number> | undefined;
 
   constructor(private readonly o: GatewayOptions) {
     this.redisUrl = o.redisUrl;
-    this.conn = redisOptions(o.redisUrl);
+    this.conn = redisOptions(o.redisUrl, o.redisPassword);
     this.redis = new Redis(this.conn);
     this.reader = new Redis(this.conn);
     void this.readLoop();
@@ -179,7 +186,7 @@ export class FleetGateway implements RunMirror {
   async admit(p: z.output<typeof LaunchRun.params>): Promise<void> {
     let name: string;
     try {
-      name = FleetGateway.workspaceName(p.card.project ?? p.grant.path, path.resolve(p.workspace));
+      name = FleetGateway.jobWorkspace(p, p.grant.path, path.resolve(p.workspace));
     } catch {
       return; // the launch itself says why
     }
@@ -218,15 +225,29 @@ export class FleetGateway implements RunMirror {
     let name: string;
     let text: string;
     try {
-      name = FleetGateway.workspaceName(p.card.project ?? grantPath, workspace);
+      name = FleetGateway.jobWorkspace(p, grantPath, workspace);
       text = readFileSync(p.card.path, 'utf8');
     } catch (err) {
       throw new ResponseError(ErrorCodes.InvalidState, (err as Error).message);
     }
+    // The board's paths stay here: what they hold goes with the job (inputs.ts, read in submit).
+    const { prompt, ...flow } = p.flow;
+    if (flow.extract) {
+      const { input: _input, ...extract } = flow.extract;
+      flow.extract = extract;
+    }
+    this.sources.set(runId, {
+      runner: p.flow.runner,
+      cardPath: p.card.path,
+      cardText: text,
+      project: p.card.project,
+      prompt,
+      extractInput: p.flow.extract?.input,
+    });
     const job: RunJob = {
       v: 1,
       runId,
-      flow: p.flow,
+      flow,
       workspace: name,
       ...(p.command !== undefined ? { command: p.command } : {}),
       card: {
@@ -236,6 +257,7 @@ export class FleetGateway implements RunMirror {
       },
       submittedAt: new Date().toISOString(),
       ...(this.cap ? { cap: this.cap } : {}),
+      ...(this.flowCaps?.[p.flow.name] ? { flowCap: this.flowCaps[p.flow.name] } : {}),
     };
     const first = launchedResult({
       runId,
@@ -298,6 +320,13 @@ export class FleetGateway implements RunMirror {
   async submit(run: RemoteRun, job: RunJob): Promise<void> {
     this.runs.set(run.id, run);
     this.readerWake?.();
+    const src = this.sources.get(run.id);
+    this.sources.delete(run.id);
+    const shipped = src ? await collectInputs(src) : undefined;
+    if (shipped) {
+      await storeInputs(this.redis, run.id, shipped.bytes);
+      job = { ...job, inputs: shipped.inputs };
+    }
     const { queue } = await this.flowQueue(run.flowName);
     await queue.add('run', job, {
       jobId: run.id,
@@ -385,7 +414,16 @@ export class FleetGateway implements RunMirror {
    * supervisor that takes a run over (from its marker) always finds the stream it replays.
    */
   async dropStream(run: RemoteRun): Promise<void> {
-    await this.redis.del(recordStream(run.id)).catch(() => undefined); // else it expires
+    await this.redis.del(recordStream(run.id), inputsKey(run.id)).catch(() => undefined); // else they expire
+  }
+
+  /**
+   * The workspace name a launch's job carries. An extraction works on no workspace of its own (it reads
+   * its input, shipped with the job, and writes only its artifacts): it names the project (`.`).
+   */
+  static jobWorkspace(p: z.output<typeof LaunchRun.params>, grantPath: string, workspace: string): string {
+    if (p.flow.runner === 'extract' && p.flow.extract?.input) return '.';
+    return FleetGateway.workspaceName(p.card.project ?? grantPath, workspace);
   }
 
   /** Project-relative workspace name of a launch. */

@@ -6,6 +6,7 @@
  */
 import * as z from 'zod/mini';
 import { Command, FlowSpec, RunId, RunResult } from '../../protocol/index.ts';
+import { RunInputs } from './inputs.ts';
 import type { HostPolicy } from './policy.ts';
 
 /** BullMQ's queue of a flow (flow names are free text in config.yaml: only safe characters are kept). */
@@ -42,6 +43,14 @@ export const RunJob = z.object({
    * only while fewer runs of the fleet than this go (slots.ts). None: only the hosts' capacities bound it.
    */
   cap: z.optional(z.int().check(z.minimum(1), z.maximum(100_000))),
+  /** Its flow's cap as the submitting board has it (flows.<name>.cap): over that flow's runs of the fleet. */
+  flowCap: z.optional(z.int().check(z.minimum(1), z.maximum(100_000))),
+  /**
+   * What the run reads besides its card and workspace (its card's folder, a recording, the prompt
+   * folder, an extraction's input), shipped beside the job in Redis (inputs.ts). The flow's `prompt`
+   * and `extract.input` paths are the board's and are never used on a host.
+   */
+  inputs: z.optional(RunInputs),
 });
 export type RunJob = z.infer<typeof RunJob>;
 
@@ -56,7 +65,11 @@ export type RunJobResult = z.infer<typeof RunJobResult>;
 export type RecordKind = 'events' | 'stdout' | 'stderr' | 'started';
 
 /** Connection options for ioredis/BullMQ from a redis:// or rediss:// URL, with a clear error. */
-export function redisOptions(url: string): {
+export function redisOptions(
+  url: string,
+  /** The password kept apart from the URL (a stored secret, a file, stdin): it wins over the URL's. */
+  password?: string,
+): {
   host: string;
   port: number;
   username?: string;
@@ -80,7 +93,11 @@ export function redisOptions(url: string): {
     host: u.hostname || '127.0.0.1',
     port: u.port ? Number(u.port) : 6379,
     ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
-    ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
+    ...(password !== undefined
+      ? { password }
+      : u.password
+        ? { password: decodeURIComponent(u.password) }
+        : {}),
     ...(db !== undefined ? { db } : {}),
     ...(u.protocol === 'rediss:' ? { tls: {} } : {}),
     // BullMQ's workers block on Redis; they must wait through a Redis restart rather than fail.

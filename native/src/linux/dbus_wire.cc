@@ -1,0 +1,438 @@
+#include "linux/dbus_wire.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+
+namespace runboard::desktop::atspi::wire {
+namespace {
+
+size_t AlignUp(size_t v, size_t a) { return (v + a - 1) & ~(a - 1); }
+
+uint32_t Load32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+int64_t NowMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+std::string Unescape(std::string_view s) {  // D-Bus address values: %XX escapes
+  std::string out;
+  for (size_t i = 0; i < s.size(); i++) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      out.push_back(static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+// The socket address of the first "unix:" entry with a path or an abstract name.
+bool UnixAddress(const std::string& address, sockaddr_un& sa, socklen_t& len) {
+  size_t pos = 0;
+  while (pos <= address.size()) {
+    size_t end = address.find(';', pos);
+    if (end == std::string::npos) end = address.size();
+    std::string_view entry(address.data() + pos, end - pos);
+    pos = end + 1;
+    if (entry.substr(0, 5) != "unix:") continue;
+    entry.remove_prefix(5);
+    while (!entry.empty()) {
+      size_t comma = entry.find(',');
+      std::string_view kv = entry.substr(0, comma);
+      entry = comma == std::string_view::npos ? std::string_view() : entry.substr(comma + 1);
+      bool abstract = kv.substr(0, 9) == "abstract=";
+      if (!abstract && kv.substr(0, 5) != "path=") continue;
+      std::string value = Unescape(kv.substr(abstract ? 9 : 5));
+      if (value.size() + 2 > sizeof sa.sun_path) return false;
+      std::memset(&sa, 0, sizeof sa);
+      sa.sun_family = AF_UNIX;
+      std::memcpy(sa.sun_path + (abstract ? 1 : 0), value.data(), value.size());
+      len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + value.size() + (abstract ? 1 : 0));
+      return true;
+    }
+  }
+  return false;
+}
+
+void Put32(std::string& m, uint32_t v) { m.append(reinterpret_cast<const char*>(&v), 4); }
+
+void PadTo(std::string& m, size_t base, size_t a) { m.append(AlignUp(m.size() - base, a) - (m.size() - base), '\0'); }
+
+// One header field: code, the value's signature, the value (a string, object path or signature).
+void Field(std::string& m, size_t base, uint8_t code, char type, std::string_view v) {
+  PadTo(m, base, 8);
+  m.push_back(static_cast<char>(code));
+  m.push_back(1);
+  m.push_back(type);
+  m.push_back('\0');
+  if (type == 'g') {
+    m.push_back(static_cast<char>(v.size()));
+  } else {
+    PadTo(m, base, 4);
+    Put32(m, static_cast<uint32_t>(v.size()));
+  }
+  m.append(v);
+  m.push_back('\0');
+}
+
+void AppendCall(std::string& out, const Call& c, std::string_view dest, uint32_t serial) {
+  size_t base = out.size();
+  out.append("l\x01\x02\x01", 4);  // little-endian, method call, NO_AUTO_START, version 1
+  Put32(out, static_cast<uint32_t>(c.body.size()));
+  Put32(out, serial);
+  Put32(out, 0);  // the fields' length, set below
+  size_t fields = out.size();
+  Field(out, base, 1, 'o', c.path);
+  Field(out, base, 2, 's', c.iface);
+  Field(out, base, 3, 's', c.member);
+  if (!dest.empty()) Field(out, base, 6, 's', dest);
+  if (!c.sig.empty()) Field(out, base, 8, 'g', c.sig);
+  uint32_t flen = static_cast<uint32_t>(out.size() - fields);
+  std::memcpy(&out[fields - 4], &flen, 4);
+  PadTo(out, base, 8);
+  out.append(c.body);
+}
+
+size_t AlignOf(char t) {
+  switch (t) {
+    case 'y':
+    case 'g':
+    case 'v':
+      return 1;
+    case 'n':
+    case 'q':
+      return 2;
+    case 'x':
+    case 't':
+    case 'd':
+    case '(':
+    case '{':
+      return 8;
+    default:
+      return 4;
+  }
+}
+
+// The length of the complete type that starts sig (0 when it is malformed).
+size_t TypeLen(std::string_view sig) {
+  if (sig.empty()) return 0;
+  if (sig[0] == 'a') {
+    size_t n = TypeLen(sig.substr(1));
+    return n ? n + 1 : 0;
+  }
+  if (sig[0] != '(' && sig[0] != '{') return 1;
+  size_t i = 1;
+  while (i < sig.size() && sig[i] != ')' && sig[i] != '}') {
+    size_t n = TypeLen(sig.substr(i));
+    if (!n) return 0;
+    i += n;
+  }
+  return i < sig.size() ? i + 1 : 0;
+}
+
+}  // namespace
+
+void Reader::SkipValue(std::string_view sig) {
+  size_t len = TypeLen(sig);
+  if (!ok_ || !len) {
+    ok_ = false;
+    return;
+  }
+  switch (sig[0]) {
+    case 'y':
+      Skip(1);
+      break;
+    case 'n':
+    case 'q':
+      Align(2);
+      Skip(2);
+      break;
+    case 'x':
+    case 't':
+    case 'd':
+      Align(8);
+      Skip(8);
+      break;
+    case 's':
+    case 'o':
+      Str();
+      break;
+    case 'g':
+      Sig();
+      break;
+    case 'v': {
+      std::string_view inner = Sig();
+      if (ok_) SkipValue(inner);
+      break;
+    }
+    case 'a': {
+      size_t end = Array(AlignOf(sig[1]));
+      if (ok_) Skip(end - pos_);
+      break;
+    }
+    case '(':
+    case '{': {
+      Align(8);
+      for (size_t i = 1; ok_ && i + 1 < len;) {
+        size_t n = TypeLen(sig.substr(i));
+        SkipValue(sig.substr(i, n));
+        i += n;
+      }
+      break;
+    }
+    default:  // b i u h
+      U32();
+  }
+}
+
+void Writer::Align(size_t a) { b_.append(AlignUp(b_.size(), a) - b_.size(), '\0'); }
+
+void Writer::U32(uint32_t v) {
+  Align(4);
+  Put32(b_, v);
+}
+
+void Writer::Str(std::string_view s) {
+  U32(static_cast<uint32_t>(s.size()));
+  b_.append(s);
+  b_.push_back('\0');
+}
+
+void Reader::Align(size_t a) {
+  size_t p = AlignUp(pos_, a);
+  if (p > n_) ok_ = false;
+  else pos_ = p;
+}
+
+void Reader::Skip(size_t n) {
+  if (!ok_ || n > n_ - pos_) ok_ = false;
+  else pos_ += n;
+}
+
+uint32_t Reader::U32() {
+  Align(4);
+  if (!ok_ || n_ - pos_ < 4) {
+    ok_ = false;
+    return 0;
+  }
+  uint32_t v = Load32(p_ + pos_);
+  pos_ += 4;
+  return v;
+}
+
+std::string_view Reader::Str() {
+  uint32_t len = U32();
+  if (!ok_ || len >= n_ - pos_) {
+    ok_ = false;
+    return {};
+  }
+  std::string_view s(p_ + pos_, len);
+  pos_ += len + 1;
+  return s;
+}
+
+std::string_view Reader::Sig() {
+  if (!ok_ || pos_ >= n_) {
+    ok_ = false;
+    return {};
+  }
+  size_t len = static_cast<unsigned char>(p_[pos_]);
+  if (len + 1 >= n_ - pos_) {
+    ok_ = false;
+    return {};
+  }
+  std::string_view s(p_ + pos_ + 1, len);
+  pos_ += len + 2;
+  return s;
+}
+
+size_t Reader::Array(size_t elemAlign) {
+  uint32_t len = U32();
+  Align(elemAlign);
+  if (!ok_ || len > n_ - pos_) {
+    ok_ = false;
+    return pos_;
+  }
+  return pos_ + len;
+}
+
+Conn* Conn::For(const std::string& address, bool bus) {
+  static std::map<std::string, std::unique_ptr<Conn>> conns;
+  static std::vector<std::unique_ptr<Conn>> broken;  // kept: replies read from them may still be in use
+  auto it = conns.find(address);
+  if (it != conns.end()) {
+    if (!it->second->broken_) return it->second.get();
+    broken.push_back(std::move(it->second));
+    conns.erase(it);
+  }
+  sockaddr_un sa;
+  socklen_t len = 0;
+  if (!UnixAddress(address, sa, len)) return nullptr;
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return nullptr;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0) {
+    close(fd);
+    return nullptr;
+  }
+  std::unique_ptr<Conn> c(new Conn(fd));
+  if (!c->Auth(bus)) return nullptr;
+  return conns.emplace(address, std::move(c)).first->second.get();
+}
+
+Conn::~Conn() { close(fd_); }
+
+// SASL EXTERNAL with the process's uid, then BEGIN (and Hello on a message bus). Blocking, with a
+// receive timeout so that a peer that never answers cannot hang the reader.
+bool Conn::Auth(bool bus) {
+  timeval tv{5, 0};
+  setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string uid = std::to_string(geteuid()), hex;
+  for (char ch : uid) {
+    static const char digits[] = "0123456789abcdef";
+    hex.push_back(digits[(ch >> 4) & 15]);
+    hex.push_back(digits[ch & 15]);
+  }
+  std::string hello = std::string(1, '\0') + "AUTH EXTERNAL " + hex + "\r\n";
+  if (send(fd_, hello.data(), hello.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hello.size())) return false;
+  std::string line;
+  char ch;
+  while (line.size() < 512 && line.find("\r\n") == std::string::npos) {
+    if (recv(fd_, &ch, 1, 0) != 1) return false;
+    line.push_back(ch);
+  }
+  if (line.compare(0, 3, "OK ") != 0) return false;
+  if (send(fd_, "BEGIN\r\n", 7, MSG_NOSIGNAL) != 7) return false;
+  if (bus) {
+    std::vector<Call> calls{{"/org/freedesktop/DBus", "org.freedesktop.DBus", "Hello", "", ""}};
+    std::vector<Reply> replies;
+    if (!CallMany(calls, replies, "org.freedesktop.DBus") || !replies[0].ok) return false;
+  }
+  return true;
+}
+
+bool Conn::CallMany(const std::vector<Call>& calls, std::vector<Reply>& replies, std::string_view dest, int timeoutMs) {
+  replies.assign(calls.size(), Reply{});
+  if (broken_) return false;
+  std::string out;
+  size_t bytes = 0;
+  for (auto& c : calls) bytes += 160 + c.path.size() + c.body.size();
+  out.reserve(bytes);
+  uint32_t first = serial_ + 1;
+  for (auto& c : calls) AppendCall(out, c, dest, ++serial_);
+  size_t sent = 0, parsed = 0, used = 0, left = calls.size();
+  std::vector<char> buf(std::max<size_t>(1 << 16, bytes / 2));
+  int64_t deadline = NowMs() + timeoutMs;
+  auto fail = [&] {
+    broken_ = true;
+    for (auto& r : replies) r.ok = false;
+    return false;
+  };
+  while (left > 0) {
+    pollfd p{fd_, static_cast<short>(POLLIN | (sent < out.size() ? POLLOUT : 0)), 0};
+    int wait = static_cast<int>(deadline - NowMs());
+    if (wait <= 0) return fail();
+    int n = poll(&p, 1, wait);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail();
+    if (p.revents & POLLOUT) {
+      ssize_t w = send(fd_, out.data() + sent, out.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (w < 0 && errno != EAGAIN && errno != EINTR) return fail();
+      if (w > 0) sent += static_cast<size_t>(w);
+    }
+    if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+      if (buf.size() - used < (1 << 15)) buf.resize(buf.size() * 2);
+      ssize_t r = recv(fd_, buf.data() + used, buf.size() - used, MSG_DONTWAIT);
+      if (r == 0) return fail();
+      if (r < 0 && errno != EAGAIN && errno != EINTR) return fail();
+      if (r > 0) used += static_cast<size_t>(r);
+    }
+    // Whole messages received so far.
+    while (used - parsed >= 16) {
+      const char* m = buf.data() + parsed;
+      if (m[0] != 'l') return fail();  // big-endian peers are not supported (see the header)
+      uint32_t bodyLen = Load32(m + 4), fieldsLen = Load32(m + 12);
+      if (fieldsLen > (1u << 26) || bodyLen > (1u << 27)) return fail();
+      size_t headerEnd = AlignUp(16 + fieldsLen, 8), total = headerEnd + bodyLen;
+      if (used - parsed < total) break;
+      uint8_t type = static_cast<uint8_t>(m[1]);
+      uint32_t replyTo = 0;
+      std::string errorName;
+      // Header fields, parsed by hand: code, signature, value.
+      size_t pos = 16, end = 16 + fieldsLen;
+      bool bad = false;
+      while (pos < end && !bad) {
+        pos = AlignUp(pos, 8);
+        if (pos + 4 > end) break;
+        uint8_t fcode = static_cast<uint8_t>(m[pos]);
+        uint8_t slen = static_cast<uint8_t>(m[pos + 1]);
+        if (slen != 1 || pos + 4 > end) {
+          bad = true;
+          break;
+        }
+        char t = m[pos + 2];
+        pos += 4;
+        if (t == 'u') {
+          pos = AlignUp(pos, 4);
+          if (pos + 4 > end) bad = true;
+          else if (fcode == 5) replyTo = Load32(m + pos);
+          pos += 4;
+        } else if (t == 's' || t == 'o') {
+          pos = AlignUp(pos, 4);
+          if (pos + 4 > end) {
+            bad = true;
+            break;
+          }
+          uint32_t l = Load32(m + pos);
+          if (pos + 4 + l + 1 > end) {
+            bad = true;
+            break;
+          }
+          if (fcode == 4) errorName.assign(m + pos + 4, l);
+          pos += 4 + l + 1;
+        } else if (t == 'g') {
+          uint8_t l = static_cast<uint8_t>(m[pos]);
+          pos += 1 + l + 1;
+        } else {
+          bad = true;
+        }
+      }
+      if (bad) return fail();
+      if ((type == 2 || type == 3) && replyTo >= first && replyTo - first < calls.size()) {
+        Reply& rep = replies[replyTo - first];
+        rep.off = parsed + headerEnd;
+        rep.len = bodyLen;
+        rep.ok = type == 2;
+        if (type == 3) {
+          Reader b(m + headerEnd, bodyLen);
+          std::string_view msg = bodyLen ? b.Str() : std::string_view();
+          rep.error = errorName + (msg.empty() ? "" : ": " + std::string(msg));
+        }
+        left--;
+      }
+      parsed += total;
+    }
+  }
+  // Everything a reply points at stays in in_ until the next batch; a message that came after the
+  // last reply (a signal) is dropped with the rest.
+  buf.resize(used);
+  in_.swap(buf);
+  if (parsed < used) broken_ = true;  // part of a later message was read: start afresh next time
+  return true;
+}
+
+}  // namespace runboard::desktop::atspi::wire

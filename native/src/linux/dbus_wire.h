@@ -1,0 +1,90 @@
+// D-Bus spoken directly on a Unix socket, for the few calls a big tree needs by the thousand
+// (Cache.GetItems, Component.GetExtents, Action.GetActions/GetName): calls are written as bytes into
+// one buffer and replies are read in place from the bytes that came back. GDBus builds a GDBusMessage
+// and a GVariant tree per call and per reply and hands each through its worker thread: on a page of
+// 5,900 nodes that was most of the reader's CPU (docs/bench-desktop.md, "Heavy trees").
+// Little-endian only (every x86/ARM peer writes little-endian); anything else is refused as an error.
+// Internal to the Linux backend; used on the desktop thread only.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace runboard::desktop::atspi::wire {
+
+// Serialises a call's arguments (the body: aligned as the wire format says, from its start).
+class Writer {
+ public:
+  void U32(uint32_t v);
+  void I32(int32_t v) { U32(static_cast<uint32_t>(v)); }
+  void Str(std::string_view s);  // 's' or 'o'
+  void Align(size_t a);          // a struct starts at 8; an array's elements at theirs, even when it is empty
+  std::string& bytes() { return b_; }
+
+ private:
+  std::string b_;
+};
+
+// Reads a reply's body in place. A read past the end, or a malformed length, turns ok() false and
+// every later read returns zero values.
+class Reader {
+ public:
+  Reader(const char* p, size_t n) : p_(p), n_(n) {}
+  bool ok() const { return ok_; }
+  uint32_t U32();
+  int32_t I32() { return static_cast<int32_t>(U32()); }
+  std::string_view Str();  // 's' or 'o'
+  std::string_view Sig();  // 'g'
+  // An array: reads its length and aligns to its elements; returns the offset where it ends.
+  size_t Array(size_t elemAlign);
+  bool Before(size_t end) const { return ok_ && pos_ < end; }
+  void Align(size_t a);
+  void Skip(size_t n);
+  // Skips one value of the complete type that starts sig (a variant's, a property's we do not use).
+  void SkipValue(std::string_view sig);
+
+ private:
+  const char* p_;
+  size_t n_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+struct Call {
+  std::string_view path, iface, member, sig;  // sig: the body's signature ("" for none)
+  std::string body;                           // from Writer::bytes()
+};
+
+struct Reply {
+  bool ok = false;  // a method return (false: an error reply, or no reply)
+  std::string error;
+  size_t off = 0, len = 0;  // the body inside the connection's buffer
+};
+
+class Conn {
+ public:
+  // A connection for an address ("unix:path=…" or "unix:abstract=…", the first unix entry of a
+  // list); `bus` when it is a message bus (Hello is sent, and calls name their destination).
+  // Connections are kept per address for the process. nullptr when it cannot be opened.
+  static Conn* For(const std::string& address, bool bus);
+  // Sends every call, then reads until every reply came (pipelined, both directions in one poll loop
+  // so that neither side blocks on a full socket). False when the connection failed or timed out (its
+  // replies are then not ok); the connection is then closed and opened again at the next For.
+  bool CallMany(const std::vector<Call>& calls, std::vector<Reply>& replies, std::string_view dest,
+                int timeoutMs = 5000);
+  // The body of a reply, valid until the next CallMany.
+  Reader Body(const Reply& r) const { return Reader(in_.data() + r.off, r.len); }
+  ~Conn();
+
+ private:
+  explicit Conn(int fd) : fd_(fd) {}
+  bool Auth(bool bus);
+  int fd_;
+  uint32_t serial_ = 0;
+  std::vector<char> in_;
+  bool broken_ = false;
+};
+
+}  // namespace runboard::desktop::atspi::wire

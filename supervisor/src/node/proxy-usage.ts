@@ -1,0 +1,188 @@
+/**
+ * The model proxy's accounting (model-proxy.ts): every answer that passes through it is read on the way
+ * (never held back: the bytes go on to the run as they come) for the usage the provider reports, in each
+ * wire format the proxy serves:
+ *   OpenAI Responses   usage.{input,output}_tokens (streamed: the `response.completed` event's response.usage)
+ *   Chat Completions   usage.{prompt,completion}_tokens (streamed: the last chunk, with include_usage)
+ *   Anthropic Messages usage.{input,output}_tokens + cache_{read,creation}_input_tokens (streamed:
+ *                      message_start's message.usage, then message_delta's usage, which carries the total)
+ *   Gemini             usageMetadata.{promptTokenCount,candidatesTokenCount,thoughtsTokenCount} (each chunk
+ *                      carries the total so far)
+ * Later figures of one answer replace earlier ones (each is the total so far). A run's tally (RunAccount)
+ * adds its answers up per model, prices them (protocol/prices.ts) and says when its budget is spent.
+ */
+import { StringDecoder } from 'node:string_decoder';
+import { costOf, type FlowSpec, type ModelUsage, type PriceTable } from '../protocol/index.ts';
+
+/** One answer's usage, as far as it has been read. */
+export interface AnswerUsage {
+  model?: string;
+  input?: number;
+  output?: number;
+}
+
+/** A JSON body larger than this is not read for its usage (model answers are far smaller). */
+const MAX_JSON_BODY = 8 << 20;
+
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj | undefined =>
+  v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined;
+const num = (v: unknown): number | undefined =>
+  typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : undefined;
+const sum = (...v: (number | undefined)[]): number | undefined =>
+  v.some((x) => x !== undefined) ? v.reduce<number>((a, x) => a + (x ?? 0), 0) : undefined;
+
+/** Folds one parsed answer (or streamed event) into `u`. */
+export function foldUsage(u: AnswerUsage, data: unknown): void {
+  const o = obj(data);
+  if (!o) return;
+  const inner = obj(o.response) ?? obj(o.message); // Responses stream events; Anthropic's message_start
+  const model = o.model ?? inner?.model ?? o.modelVersion;
+  if (typeof model === 'string' && model) u.model = model;
+  const gm = obj(o.usageMetadata);
+  if (gm) {
+    const input = num(gm.promptTokenCount);
+    const output = sum(num(gm.candidatesTokenCount), num(gm.thoughtsTokenCount));
+    if (input !== undefined) u.input = input;
+    if (output !== undefined) u.output = output;
+    return;
+  }
+  const usage = obj(o.usage) ?? obj(inner?.usage);
+  if (!usage) return;
+  const input =
+    num(usage.prompt_tokens) ??
+    sum(num(usage.input_tokens), num(usage.cache_read_input_tokens), num(usage.cache_creation_input_tokens));
+  const output = num(usage.completion_tokens) ?? num(usage.output_tokens);
+  if (input !== undefined) u.input = input;
+  if (output !== undefined) u.output = output;
+}
+
+/**
+ * Reads an answer's bytes as they pass for its usage: an event stream line by line (only `data:` lines
+ * that mention usage are parsed), a JSON body whole at its end. Anything else is not read.
+ */
+export class UsageTap {
+  readonly usage: AnswerUsage = {};
+  private readonly sse: boolean;
+  private readonly decoder = new StringDecoder('utf8');
+  private carry = '';
+  private parts: Buffer[] | null = [];
+  private size = 0;
+
+  constructor(contentType: string) {
+    this.sse = /text\/event-stream/i.test(contentType);
+    if (!this.sse && !/json/i.test(contentType)) this.parts = null;
+  }
+
+  write(chunk: Buffer): void {
+    if (this.sse) {
+      const text = this.carry + this.decoder.write(chunk);
+      const last = text.lastIndexOf('\n');
+      if (last < 0) {
+        this.carry = text;
+        return;
+      }
+      this.carry = text.slice(last + 1);
+      if (text.includes('sage', 0)) for (const line of text.slice(0, last).split('\n')) this.line(line);
+      return;
+    }
+    if (!this.parts) return;
+    this.size += chunk.length;
+    if (this.size > MAX_JSON_BODY) this.parts = null;
+    else this.parts.push(chunk);
+  }
+
+  /** The answer ended: what it used, or null when it said nothing of its usage. */
+  end(): AnswerUsage | null {
+    if (this.sse) this.line(this.carry + this.decoder.end());
+    else if (this.parts) {
+      const body = Buffer.concat(this.parts).toString('utf8');
+      this.parts = null;
+      if (body.includes('sage'))
+        try {
+          const parsed: unknown = JSON.parse(body);
+          // Gemini's non-streamed streamGenerateContent (?alt= not sse) is an array of chunks
+          for (const d of Array.isArray(parsed) ? parsed : [parsed]) foldUsage(this.usage, d);
+        } catch {
+          // not JSON after all: no usage
+        }
+    }
+    return this.usage.input !== undefined || this.usage.output !== undefined ? this.usage : null;
+  }
+
+  private line(raw: string): void {
+    const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+    if (!line.startsWith('data:') || !line.includes('sage')) return; // usage, usageMetadata
+    try {
+      foldUsage(this.usage, JSON.parse(line.slice(5)));
+    } catch {
+      // a data line that is not JSON ([DONE]): nothing to count
+    }
+  }
+}
+
+const empty = (): ModelUsage => ({ requests: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, models: {} });
+
+/**
+ * A run's tally of its answers' usage, per model and in all, priced; and its budget (the flow's
+ * `budget`): once the tally reaches it, `spent` says why and the proxy refuses the run's next requests.
+ */
+export class RunAccount {
+  readonly usage: ModelUsage = empty();
+  private spentWhy: string | null = null;
+
+  constructor(
+    private readonly budget: FlowSpec['budget'] = {},
+    private readonly prices: PriceTable = {},
+    /** The model to count an answer under when the answer names none (the flow's). */
+    private readonly defaultModel = 'unknown',
+    /** Called after each counted answer; `spent` once, when the budget is first reached. */
+    private readonly onChange?: (usage: ModelUsage, spent: string | null) => void,
+  ) {}
+
+  /** Why no more requests may be made (the budget is spent), or null. */
+  get spent(): string | null {
+    return this.spentWhy;
+  }
+
+  add(answer: AnswerUsage): void {
+    const model = answer.model ?? this.defaultModel;
+    const input = answer.input ?? 0;
+    const output = answer.output ?? 0;
+    const u = this.usage;
+    const m = (u.models[model] ??= { requests: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 });
+    m.requests++;
+    m.inputTokens += input;
+    m.outputTokens += output;
+    const cost = costOf(model, m.inputTokens, m.outputTokens, this.prices);
+    m.costUsd = cost === null ? null : round(cost);
+    u.requests++;
+    u.inputTokens += input;
+    u.outputTokens += output;
+    const costs = Object.values(u.models).map((x) => x.costUsd);
+    u.costUsd = costs.includes(null) ? null : round(costs.reduce<number>((a, c) => a + (c ?? 0), 0));
+    const wasSpent = this.spentWhy;
+    this.spentWhy ??= this.over();
+    this.onChange?.(u, wasSpent === null ? this.spentWhy : null);
+  }
+
+  private over(): string | null {
+    const { maxTokens, maxCost } = this.budget ?? {};
+    const used = this.usage.inputTokens + this.usage.outputTokens;
+    if (maxTokens !== undefined && used >= maxTokens)
+      return `token budget spent: ${used} tokens used, the flow allows ${maxTokens} (maxTokens)`;
+    if (maxCost !== undefined) {
+      const cost = this.usage.costUsd;
+      if (cost === null) {
+        const unpriced = Object.keys(this.usage.models).filter((k) => this.usage.models[k]!.costUsd === null);
+        return `cost budget cannot be kept: model ${unpriced.join(', ')} has no price (add it under prices: in config.yaml)`;
+      }
+      if (cost >= maxCost)
+        return `cost budget spent: $${cost.toFixed(4)} used, the flow allows $${maxCost} (maxCost)`;
+    }
+    return null;
+  }
+}
+
+/** Micro-dollar precision: sums of float products otherwise print as 0.30000000000000004. */
+const round = (usd: number): number => Math.round(usd * 1e6) / 1e6;
