@@ -4,7 +4,9 @@
  * drifted 0.85–1.38× on this VM within minutes; here both supervisors live side by side (each its own
  * RUNBOARD_HOME, its own dist/ and native build) and short blocks of runs alternate between them (the
  * order flips every block), so a drift of the machine weighs on both alike. Each block prints its
- * ratios (this build / the baseline: latency p50, throughput); the verdict is their median.
+ * ratios (this build / the baseline: latency p50, throughput); the verdict is their median. Then as
+ * many mixed blocks, where every lane takes the two builds in turn run by run (both are measured at the
+ * same instants: the steadiest figure on a loaded machine).
  *
  * The baseline is a checkout of the old commit with its own native build and bundles:
  *   git worktree add ../old <commit> && cd ../old && npm ci --ignore-scripts && \
@@ -13,7 +15,7 @@
  * (docs/benchmarks.md, "Launch against a baseline").
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -98,8 +100,17 @@ async function startSide(name: string, dir: string): Promise<Side> {
   return { name, supervisor, client, grant: createGrant(paths, ws), ws, root };
 }
 
-/** One run of `true`: launch → the worker's `ready` as seen here, ms. */
-async function launchOne(side: Side): Promise<number> {
+/**
+ * CPU time of a side so far, ms: its supervisor's own, and its reaped children's (the jails, with the
+ * runs' processes each jail reaped): steadier on a loaded machine than any wall time.
+ */
+function cpuMs(side: Side): { own: number; children: number } {
+  const f = readFileSync(`/proc/${side.supervisor.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return { own: (Number(f[11]) + Number(f[12])) * 10, children: (Number(f[13]) + Number(f[14])) * 10 };
+}
+
+/** One run of `true`: launch → the worker's `ready` as seen here, ms; `total`: launch → its end. */
+async function launchOne(side: Side): Promise<{ ready: number; total: number }> {
   const t0 = performance.now();
   const { runId } = await side.client.launch({
     card: { path: path.join(side.root, 'card.md'), title: 'bench' },
@@ -122,13 +133,13 @@ async function launchOne(side: Side): Promise<number> {
       })
       .catch(reject);
   });
-  return ready;
+  return { ready, total: performance.now() - t0 };
 }
 
 /** A block of runs on one side: launch latencies and runs per second. */
 async function block(side: Side, n: number): Promise<{ ready: number[]; perSec: number }> {
   const t = performance.now();
-  const ready = await pool(n, CONC, () => launchOne(side));
+  const ready = (await pool(n, CONC, () => launchOne(side))).map((r) => r.ready);
   return { ready, perSec: n / ((performance.now() - t) / 1000) };
 }
 
@@ -143,6 +154,8 @@ async function main(): Promise<void> {
       `launch of \`true\` runs at concurrency ${CONC}: ${BLOCKS} blocks of ${RUNS} runs per build, alternated`,
     );
     console.log(`  new: ${repo}\n  old: ${path.resolve(values.baseline!)}`);
+    const cpu0 = { new: cpuMs(neu), old: cpuMs(old) };
+    let counted = 0; // runs per build from here on
     console.log('block  order    p50 new/old (ms)    ratio   runs/s new/old    ratio');
     const latRatios: number[] = [];
     const thrRatios: number[] = [];
@@ -151,6 +164,7 @@ async function main(): Promise<void> {
       const order = b % 2 === 0 ? [neu, old] : [old, neu];
       const got: Record<string, { ready: number[]; perSec: number }> = {};
       for (const s of order) got[s.name] = await block(s, RUNS);
+      counted += RUNS;
       const n = got.new!;
       const o = got.old!;
       all.new.push(...n.ready);
@@ -163,9 +177,59 @@ async function main(): Promise<void> {
         `${String(b + 1).padStart(5)}  ${order.map((s) => s.name).join('→')}  ${f1(pct(n.ready, 50)).padStart(7)} / ${f1(pct(o.ready, 50)).padEnd(7)}  ${f2(lat).padStart(6)}×  ${f1(n.perSec).padStart(6)} / ${f1(o.perSec).padEnd(6)}  ${f2(thr).padStart(6)}×`,
       );
     }
+    // Mixed: the same instants for both. Each of the CONC lanes takes the two builds in turn, so half
+    // the runs in flight are each build's at every moment; a lane's runs/s is 1 / its mean run time.
+    console.log(
+      `mixed blocks: ${CONC} lanes, each alternating the builds run by run, ${RUNS} runs per build`,
+    );
+    console.log('block  p50 new/old (ms)    ratio   mean run new/old (ms)  throughput ratio');
+    const mixLat: number[] = [];
+    const mixThr: number[] = [];
+    for (let b = 0; b < BLOCKS; b++) {
+      const got = {
+        new: [] as { ready: number; total: number }[],
+        old: [] as { ready: number; total: number }[],
+      };
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: CONC }, async (_, lane) => {
+          for (let k = 0; next < 2 * RUNS; k++, next++) {
+            const side = (lane + k + b) % 2 === 0 ? neu : old;
+            got[side.name as 'new' | 'old'].push(await launchOne(side));
+          }
+        }),
+      );
+      const mean = (xs: { total: number }[]): number => xs.reduce((a, r) => a + r.total, 0) / xs.length;
+      const pn = pct(
+        got.new.map((r) => r.ready),
+        50,
+      );
+      const po = pct(
+        got.old.map((r) => r.ready),
+        50,
+      );
+      counted += RUNS;
+      mixLat.push(pn / po);
+      mixThr.push(mean(got.old) / mean(got.new));
+      console.log(
+        `${String(b + 1).padStart(5)}  ${f1(pn).padStart(7)} / ${f1(po).padEnd(7)}  ${f2(pn / po).padStart(6)}×  ${f1(mean(got.new)).padStart(8)} / ${f1(mean(got.old)).padEnd(8)}  ${f2(mean(got.old) / mean(got.new)).padStart(6)}×`,
+      );
+    }
     const load = os.loadavg().map(f2).join(' ');
     console.log(
       `median of the blocks: launch p50 ${f2(pct(latRatios, 50))}× (new/old; > 1.10 is over budget), throughput ${f2(pct(thrRatios, 50))}× (new/old; < 0.90 is over budget)`,
+    );
+    console.log(
+      `median of the mixed blocks: launch p50 ${f2(pct(mixLat, 50))}×, throughput ${f2(pct(mixThr, 50))}× (the same budget)`,
+    );
+    const cpu = (s: Side, was: { own: number; children: number }) => {
+      const now = cpuMs(s);
+      return { own: (now.own - was.own) / counted, children: (now.children - was.children) / counted };
+    };
+    const cn = cpu(neu, cpu0.new);
+    const co = cpu(old, cpu0.old);
+    console.log(
+      `CPU per run: new ${f1(cn.own + cn.children)} ms (supervisor ${f1(cn.own)}, jail and run ${f1(cn.children)}), old ${f1(co.own + co.children)} ms (supervisor ${f1(co.own)}, jail and run ${f1(co.children)}): ${f2((cn.own + cn.children) / (co.own + co.children))}×`,
     );
     console.log(
       `all runs pooled: p50 new ${f1(pct(all.new, 50))} ms, old ${f1(pct(all.old, 50))} ms; p90 new ${f1(pct(all.new, 90))} ms, old ${f1(pct(all.old, 90))} ms`,

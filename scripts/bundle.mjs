@@ -87,6 +87,7 @@ if (extra.length === 0 || extra.includes('worker')) {
     claude: 'worker/src/runners/claude.ts',
     'computer-use': 'worker/src/runners/computer-use/index.ts',
     extract: 'worker/src/runners/extract.ts',
+    judge: 'worker/src/runners/judge.ts',
     replay: 'worker/src/runners/replay/index.ts',
     reflect: 'worker/src/runners/reflect/index.ts',
   };

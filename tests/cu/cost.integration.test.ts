@@ -4,8 +4,10 @@
  * (result.json `usage`), prices a known model, and ends a run whose answers reach the flow's maxTokens
  * (termination `budget`), refusing its next request.
  */
+import { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { act, CuHarness, final } from './cu-harness.ts';
+import { act, CuHarness, final, KEYS } from './cu-harness.ts';
 
 let t: CuHarness;
 beforeAll(async () => {
@@ -61,5 +63,31 @@ describe('tokens and cost of a run', () => {
     // two answers counted; nothing past the budget reached the model
     expect(rec.result.usage).toMatchObject({ requests: 2, inputTokens: 2000, outputTokens: 200 });
     expect(t.model.requests.filter((r) => r.episode === 'budget')).toHaveLength(2);
+  });
+
+  it('debug: true records every request and answer as JSONL in the log folder, key and token redacted', async () => {
+    // a "model" that echoes the provider key back: the worst a log could then hold
+    const leak = final({ status: 'SUCCESS', summary: `the key is ${KEYS.openai}`, error: '', questions: [] });
+    t.episodes([{ name: 'debug', match: 'CU-DEBUG-LOG', turns: [wait, { ...leak, usage: USAGE }] }]);
+    const rec = await t.run(
+      t.card('debug', 'CU-DEBUG-LOG wait once'),
+      flow({ model: 'gpt-4o', debug: true }),
+    );
+    expect(rec.result.status, JSON.stringify(rec.result.termination)).toBe('succeeded');
+    const file = path.join(rec.result.logDir, 'model-debug.jsonl');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const text = readFileSync(file, 'utf8');
+    const lines = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatchObject({ provider: 'openai', method: 'POST', status: 200 });
+    expect(JSON.stringify(lines[0]!.request)).toContain('CU-DEBUG-LOG wait once'); // the rendered prompt
+    expect(JSON.stringify(lines[0]!.response)).toContain('desktop_action'); // the raw answer
+    expect(text).toContain('[image: '); // screenshots shortened to their size
+    expect(text).not.toContain(KEYS.openai);
+    expect(text).toContain('the key is [redacted]');
+    expect(text).not.toMatch(/rbp-[0-9a-f]{48}/); // the run's proxy token
   });
 });

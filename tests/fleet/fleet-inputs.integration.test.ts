@@ -9,7 +9,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -212,6 +212,26 @@ describe("a run's inputs on a fleet host", () => {
       'Watch the test card.',
     );
   }, 120_000);
+
+  it('inputs that cannot go with the job (a link in the prompt folder) fail the run at once, saying what to do', async () => {
+    const prompts = path.join(board.root, 'linked-prompts');
+    mkdirSync(path.join(prompts, 'reflect_pass_a'), { recursive: true });
+    symlinkSync('/etc/passwd', path.join(prompts, 'reflect_pass_a', 'prompt.md'));
+    const card = path.join(board.root, 'cards', 'linked.md');
+    writeFileSync(card, `---\ntitle: Linked\nflow: reflect\nrecording: ${recording}\n---\n# Task\n`);
+    const { runId } = await board.client.launch({
+      card: { path: card, title: 'Linked', project: board.root },
+      flow: { ...flow(), prompt: prompts },
+      workspace: board.workspace,
+      grant: board.grant,
+    });
+    const { result } = await board.collect(runId);
+    expect(result.status).toBe('failed');
+    expect(result.termination?.detail).toBe(
+      `${path.join(prompts, 'reflect_pass_a', 'prompt.md')} is a link: a run's inputs are sent to a host of the fleet only as regular files`,
+    );
+    expect(result.metrics.host).toBeUndefined(); // no host ever saw it
+  }, 60_000);
 
   /** A job as a Redis writer queues it, with `files` as its inputs (bytes put beside it as given). */
   async function hostile(

@@ -3,7 +3,7 @@
  * a run takes past its limit, /tmp (a tmpfs, so memory) filled past it. Each failed on the main before
  * its fix (docs/security-model.md, Resources).
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { totalmem } from 'node:os';
@@ -17,6 +17,17 @@ const allocate = (mib: number): string[] => [
   '-c',
   `b = bytearray(${mib} << 20)\nprint("allocated", len(b) >> 20, flush=True)`,
 ];
+
+/** Prints `free` when the folder argv[1] can be flock'ed at once (no jail holds that slot). */
+const FLOCK_FREE = `
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+try:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    print("free")
+except OSError:
+    print("held")
+`;
 
 describe('resources', () => {
   let h: Harness;
@@ -77,6 +88,43 @@ describe('resources', () => {
     expect(b).not.toBe(a);
     // both ended: their slots are still there (not removed, so not dying), empty, for the next runs
     for (const dir of [a, b]) expect(readFileSync(path.join(dir, 'cgroup.procs'), 'utf8')).toBe('');
+  });
+
+  it('a jail killed with SIGKILL strands no slot: its lock goes with it, and its run leaves the slot empty', async () => {
+    const jail = spawn(
+      jailPath(),
+      [
+        '--max-procs',
+        '64',
+        '--memory',
+        String(256 << 20),
+        '--',
+        '/bin/sh',
+        '-c',
+        'cat /proc/self/cgroup; sleep 300',
+      ],
+      { cwd: '/', stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    let out = '';
+    jail.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    await waitUntil('the run to print its cgroups', () => /:memory:|^0::/m.test(out));
+    // the slot is locked in the first hierarchy the jail takes it in: v1's pids, or v2's one
+    const pids = /^\d+:pids:(\S+)$/m.exec(out)?.[1];
+    const memory = /^\d+:memory:(\S+)$/m.exec(out)?.[1];
+    const dir = pids ? `/sys/fs/cgroup/pids${pids}` : `/sys/fs/cgroup${/^0::(\S+)$/m.exec(out)![1]}`;
+    expect(dir).toMatch(/\/runboard-slot-\d+$/);
+    if (memory) expect(memory).toMatch(new RegExp(`/${path.basename(dir)}$`)); // the same slot number
+    const free = (): boolean =>
+      spawnSync('python3', ['-c', FLOCK_FREE, dir], { encoding: 'utf8' }).stdout.trim() === 'free';
+    expect(free()).toBe(false); // held while the run lives
+    const exited = new Promise((r) => jail.once('exit', r));
+    jail.kill('SIGKILL');
+    await exited;
+    await waitUntil(
+      'the run to leave the slot',
+      () => readFileSync(path.join(dir, 'cgroup.procs'), 'utf8') === '',
+    );
+    expect(free()).toBe(true);
   });
 
   // setpriv needs root to become nobody.

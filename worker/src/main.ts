@@ -30,6 +30,7 @@ const runners: Partial<Record<string, () => Runner>> = {
   claude: () => loadRunner('claude', 'ClaudeRunner'),
   'computer-use': () => loadRunner('computer-use', 'ComputerUseRunner'),
   extract: () => loadRunner('extract', 'ExtractRunner'),
+  judge: () => loadRunner('judge', 'JudgeRunner'),
   replay: () => loadRunner('replay', 'ReplayRunner'),
   reflect: () => loadRunner('reflect', 'ReflectRunner'),
 };

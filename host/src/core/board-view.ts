@@ -76,7 +76,8 @@ export class BoardViews {
     const progress = this.scheduler.progress(id);
     if (progress && column === 'running') v.progress = progress;
     const waiting = this.scheduler.waitingReason(id);
-    // (a running card waits only when its run's end could not be saved: scheduler.ts `unsaved`)
+    // a running card waits too: some of its attempts wait for a slot (scheduler-attempts.ts), or its
+    // run's end could not be saved (scheduler.ts `unsaved`)
     if (waiting && (column === 'queued' || column === 'running')) v.waiting = waiting;
     if (f.failures) v.failures = f.failures;
     if (f.nextTryAt && f.failures) v.nextTryAt = f.nextTryAt;

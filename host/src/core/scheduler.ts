@@ -28,6 +28,7 @@ import { decide } from './scheduler-policy.ts';
 import { KeyWaits } from './scheduler-keys.ts';
 import { Recovery } from './scheduler-recovery.ts';
 import { BusyResources } from './scheduler-resources.ts';
+import { attemptsOf, CardAttempts, type AttemptsRecord } from './scheduler-attempts.ts';
 import { SupervisorUnavailable, type SupervisorClient } from './supervisor-client.ts';
 
 export { lastStderrLine } from './run-end-text.ts';
@@ -86,6 +87,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private readonly unsaved = new Map<string, { write: CardWrite; why: string }>();
   /** Asks the person allowed once, per card: its next launch carries them (the supervisor checks each). */
   private readonly allowOnce = new Map<string, { runId: string; ask: string }[]>();
+  /** Cards whose run is several attempts and a judge (config `attempts:`; scheduler-attempts.ts). */
+  private readonly attempts: CardAttempts;
 
   constructor(
     private readonly store: BoardStore,
@@ -103,6 +106,18 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   ) {
     super();
     this.busy = new BusyResources(client, () => this.kick());
+    this.attempts = new CardAttempts({
+      client,
+      now: () => this.now(),
+      enqueue: (task) => void this.queue.add(task),
+      changed: () => {
+        this.emit('changed');
+        this.kick();
+      },
+      started: (cardId, runId) => this.attemptStarted(cardId, runId),
+      settle: (cardId, end, text, record) => this.attemptsSettled(cardId, end, text, record),
+      warn: (m) => process.emitWarning(`runboard: ${m}`),
+    });
     this.keys = new KeyWaits(store, client, () => this.kick());
     this.recovery = new Recovery({
       store,
@@ -219,6 +234,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   async cancel(cardId: string): Promise<boolean> {
     const a = this.active.get(cardId);
     if (!a) return false;
+    if (this.attempts.has(cardId)) return this.attempts.cancel(cardId);
     a.cancelRequested = true;
     if (!a.runId) return true;
     const { alreadyEnded } = await this.client.cancel(a.runId);
@@ -257,12 +273,20 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       .map((c) => ({ id: this.idOf(c), file: c.file, rank: c.front.rank, card: c }))
       .sort(compareCards);
     const decision = decide({
-      queued: queued.map((q) => ({
-        id: q.id,
-        flow: q.card.front.flow,
-        ...(q.card.front.nextTryAt ? { notBefore: Date.parse(q.card.front.nextTryAt) } : {}),
-      })),
-      running: [...this.active.values()].map((a) => ({ id: a.cardId, flow: a.flow })),
+      queued: [
+        ...this.attempts.pending(), // attempts of running cards first
+        ...queued.map((q) => ({
+          id: q.id,
+          flow: q.card.front.flow,
+          ...(q.card.front.nextTryAt ? { notBefore: Date.parse(q.card.front.nextTryAt) } : {}),
+        })),
+      ],
+      running: [
+        ...this.attempts.running(),
+        ...[...this.active.values()]
+          .filter((a) => !this.attempts.has(a.cardId))
+          .map((a) => ({ id: a.cardId, flow: a.flow })),
+      ],
       maxConcurrency: cfg.scheduler.maxConcurrency,
       flowCaps: Object.fromEntries(Object.entries(cfg.flows).map(([n, f]) => [n, f.cap])),
       columnLimits: cfg.scheduler.columnLimits,
@@ -287,7 +311,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       ),
       now: this.now(),
     });
-    const waiting = { ...decision.waiting, ...unconfirmed };
+    const waiting = { ...this.attemptsWaiting(decision.waiting), ...unconfirmed };
     for (const id of this.unsaved.keys()) waiting[id] ??= this.unsavedReason(id)!;
     const changed = JSON.stringify(waiting) !== JSON.stringify(this.waiting);
     this.waiting = waiting;
@@ -298,7 +322,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     );
     if (wakeAt !== Infinity)
       this.wakeTimer = setTimeout(() => this.kick(), Math.max(10, wakeAt - this.now()));
-    for (const id of decision.start) this.start(id);
+    for (const id of decision.start)
+      if (this.attempts.owns(id)) this.attempts.launch(id);
+      else this.start(id);
     if (changed && decision.start.length === 0) this.emit('changed');
   }
 
@@ -308,6 +334,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const a: Active = { cardId, flow: card.front.flow };
     this.active.set(cardId, a);
     this.progressOf.delete(cardId);
+    if (attemptsOf(card, this.store.config) > 1) return this.startAttempts(cardId, card);
     void this.queue.add(async () => {
       let request;
       try {
@@ -345,6 +372,78 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       if (a.cancelRequested) void this.client.cancel(runId);
       await this.follow(cardId, runId);
     });
+  }
+
+  /** The card's run as N attempts and a judge (scheduler-attempts.ts); the first starts in this slot. */
+  private startAttempts(cardId: string, card: NonNullable<ReturnType<BoardStore['get']>>): void {
+    let request;
+    try {
+      request = launchRequest(card, this.store.config, this.store.projectDir, this.grants);
+    } catch (err) {
+      return this.launchFailed(cardId, (err as Error).message);
+    }
+    const cfg = this.store.config;
+    const flow = Object.hasOwn(cfg.flows, card.front.flow) ? cfg.flows[card.front.flow] : undefined;
+    this.write(cardId, () => ({
+      patch: {
+        status: cardTransition('started', card.front.status, 'running'),
+        lastError: undefined,
+        attemptRuns: undefined,
+        judgeRun: undefined,
+        verdict: undefined,
+        winner: undefined,
+      },
+    }));
+    this.emit('dispatch', { cardId, sinceFreeMs: this.freedAt ? performance.now() - this.freedAt : 0 });
+    this.attempts.begin(cardId, attemptsOf(card, cfg), request, flow?.judgeAfter);
+  }
+
+  private attemptStarted(cardId: string, runId: string): void {
+    const a = this.active.get(cardId);
+    if (!a || a.runId) return;
+    a.runId = runId; // the card's live view: its first attempt's
+    this.write(cardId, () => ({ patch: { lastRun: runId } }));
+    this.emit('changed');
+  }
+
+  /** The card's attempts ended: its end as a run's end (card-lifecycle.ts runOutcome), and the record. */
+  private attemptsSettled(
+    cardId: string,
+    end: Pick<RunResult, 'runId' | 'status' | 'summary'>,
+    text: string,
+    record: AttemptsRecord,
+  ): void {
+    this.active.delete(cardId);
+    this.freedAt = performance.now();
+    const card = this.store.get(cardId);
+    if (card)
+      this.write(cardId, () => {
+        const w = runOutcome(
+          { ...end, termination: null },
+          {
+            from: card.front.status,
+            failures: card.front.failures ?? 0,
+            backoff: this.store.config.scheduler.backoff,
+            now: this.now(),
+            topRank: (s) => this.topRank(s),
+            failureText: () => text,
+          },
+        );
+        return { ...w, patch: { ...w.patch, ...record } };
+      });
+    this.emit('changed');
+    this.kick();
+  }
+
+  /** Why each waiting attempt waits, said on its card. */
+  private attemptsWaiting(waiting: Record<string, string>): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const [id, why] of Object.entries(waiting)) {
+      const d = this.attempts.owns(id) ? this.attempts.describe(id) : undefined;
+      if (!d) out[id] = why;
+      else out[d.cardId] ??= `attempt ${d.attempt} of ${d.of} waits: ${why}`;
+    }
+    return out;
   }
 
   /** A run found going after a restart: hold its slot and follow it to its end. */

@@ -231,8 +231,12 @@ export function agentHeader(window: string, app: string, pid: number): string {
   return pid ? (parts ? `${parts} (pid: ${pid})` : `pid: ${pid}`) : parts;
 }
 
+/** A read-only text that shows a value (a calculator's result, a status line): the public tool's "display". */
+export const isDisplay = (el: CompactElement | FlatElement) =>
+  el.r === 'txt' && !!el.v && !el.a?.includes('press');
+
 export function agentLine(el: FlatElement): string {
-  const display = el.r === 'txt' && !!el.v && !el.a?.includes('press');
+  const display = isDisplay(el);
   const lab = cut(label(el) || (display ? (el.v ?? '') : ''), 80);
   const id = el.ref ? `[${el.i}|${el.ref}]` : `[${el.i}]`;
   let line = `${id} ${el.r} ${q(lab)} (${el.b.join(',')})`;

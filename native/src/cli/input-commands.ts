@@ -14,6 +14,7 @@ import {
   xy,
   postRead,
   verified,
+  displayOf,
   focusElement,
   focusedElement,
   type Located,
@@ -51,6 +52,7 @@ export async function click(v: Values): Promise<Out> {
         count,
         target: found.c,
         ...ver,
+        ...(await displayOf(v, found.windowId, found.c.b)),
         ...(await postRead(v, found.windowId)),
       },
     };
@@ -67,6 +69,7 @@ export async function click(v: Values): Promise<Out> {
       y: p[1],
       button: btn,
       count,
+      ...(await displayOf(v, undefined, [p[0], p[1], 0, 0])),
       ...(await postRead(v, undefined)),
     },
   };
@@ -108,6 +111,7 @@ async function clickNear(v: Values, btn: ReturnType<typeof button>, count: numbe
       count,
       ...(hit ? { target: info(hit) } : { beside: dir ?? 'left' }),
       near: info(anchor),
+      ...(await displayOf(v, w.id, hit?.b ?? anchor.b)),
       ...(await postRead(v, w.id)),
     },
   };
@@ -177,7 +181,14 @@ export async function typeCmd(v: Values, positionals: string[]): Promise<Out> {
     const f = await focusedElement();
     if (f) value.focused = f;
   }
-  return { value: { ...value, ...ver, ...(await postRead(v, found?.windowId)) } };
+  return {
+    value: {
+      ...value,
+      ...ver,
+      ...(await displayOf(v, found?.windowId, found?.c.b)),
+      ...(await postRead(v, found?.windowId)),
+    },
+  };
 }
 
 export async function scroll(v: Values): Promise<Out> {
@@ -260,6 +271,7 @@ export async function action(v: Values): Promise<Out> {
       performed: done,
       target: found.c,
       ...ver,
+      ...(await displayOf(v, found.windowId, found.c.b)),
       ...(await postRead(v, found.windowId)),
     },
   };

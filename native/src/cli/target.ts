@@ -19,6 +19,7 @@ import {
   diff,
   flatWithPaths,
   info,
+  isDisplay,
   refs,
   resolveRef,
   scope,
@@ -190,6 +191,46 @@ export async function postRead(v: Values, windowId: number | undefined): Promise
       maxFor(v['post-read-max-elements'], 'post-read-max-elements', tree),
     ),
   };
+}
+
+export const MAX_DISPLAY = 20;
+
+/**
+ * The `display` field of click, type and action (the public tool's): the window's read-only texts
+ * that show a value, read after the action, when a window was named (--app, --window, --window-id,
+ * --pid) and --no-display is not given. More than 20: the 20 nearest the target. Several: the tallest
+ * (the largest font: a calculator's result rather than its expression) is `primary`. Omitted when
+ * there is none, or when the window cannot be read (the action itself succeeded).
+ */
+export async function displayOf(
+  v: Values,
+  windowId: number | undefined,
+  target?: [number, number, number, number],
+): Promise<{ display?: (ElementInfo & { primary?: true })[] }> {
+  if (v['no-display'] === true) return {};
+  const q = targetOf(v);
+  if (!hasTarget(q)) return {};
+  const read = await desktop.read(windowId !== undefined ? { windowId } : q).catch(() => undefined);
+  if (!read) return {};
+  let found = allCompact(toCompact(read.elements)).filter(isDisplay);
+  if (found.length === 0) return {};
+  if (found.length > MAX_DISPLAY && target) {
+    const d = (b: [number, number, number, number]) =>
+      Math.hypot(
+        b[0] + b[2] / 2 - (target[0] + target[2] / 2),
+        b[1] + b[3] / 2 - (target[1] + target[3] / 2),
+      );
+    found = [...found].sort((a, b) => d(a.b) - d(b.b));
+  }
+  const display: (ElementInfo & { primary?: true })[] = found.slice(0, MAX_DISPLAY).map(info);
+  if (display.length > 1) {
+    let top = 0;
+    display.forEach((e, k) => {
+      if (e.b[3] > display[top]!.b[3]) top = k;
+    });
+    display[top]!.primary = true;
+  }
+  return { display };
 }
 
 export async function snapshot(windowId: number): Promise<FlatElement[]> {

@@ -83,6 +83,7 @@ export function flowSpec(
     ...(flow.model ? { model: flow.model } : {}),
     ...(flow.stallTimeout ? { stallTimeoutMs: flow.stallTimeout } : {}),
     ...budgetOf(flow),
+    ...(flow.debug !== undefined ? { debug: flow.debug } : {}),
     ...(config && Object.keys(config.prices).length ? { prices: config.prices } : {}),
     ...(flow.worktree !== undefined ? { worktree: flow.worktree } : {}),
     ...(flow.readOnly !== undefined ? { readOnly: flow.readOnly } : {}),
@@ -156,6 +157,15 @@ export function launchParams(
 ): z.input<typeof LaunchRun.params> {
   const flow = flowOf(card, config);
   if (!grant) throw new NoGrantError(card.workspace);
+  const spec = flowSpec(card.front.flow, { ...flow, ...budgetOverride(card) }, projectDir, config);
+  if (card.front.setup !== undefined) {
+    if (!spec.computerUse?.privateDisplay)
+      throw new ProjectError(
+        card.file,
+        `setup: runs on a private display before the agent starts; flow "${card.front.flow}" has none (set computerUse.privateDisplay: true in config.yaml, or remove setup: from the card)`,
+      );
+    spec.computerUse = { ...spec.computerUse, setup: card.front.setup };
+  }
   return {
     card: {
       path: card.file,
@@ -163,7 +173,7 @@ export function launchParams(
       ...(card.front.id ? { id: card.front.id } : {}),
       title: card.front.title,
     },
-    flow: flowSpec(card.front.flow, { ...flow, ...budgetOverride(card) }, projectDir, config),
+    flow: spec,
     workspace: card.workspace,
     grant,
     ...(card.front.command !== undefined ? { command: card.front.command } : {}),

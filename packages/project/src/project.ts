@@ -19,6 +19,9 @@ import {
 import { readRegularFileSync } from '@runboard/native/regular-file';
 import { Retention } from './retention.ts';
 
+/** The most attempts a card's run may be (config `attempts:`, card `attempts:`). */
+export const MAX_ATTEMPTS = 16;
+
 /** The board's columns, which are the card statuses (host/src/shared/board-types.ts checks it has the same). */
 export const CARD_STATUSES = ['backlog', 'queued', 'running', 'needs-input', 'done', 'failed'] as const;
 
@@ -124,6 +127,8 @@ export const FlowConfig = z.object({
   stallTimeout: Duration.optional(),
   /** The most model tokens (input + output) a run may use; reached, the run ends (`budget`). A card may set its own. */
   maxTokens: z.number().int().min(1).max(1e12).optional(),
+  /** Record every model request and response of its runs (secrets redacted) as model-debug.jsonl in the run's log folder. */
+  debug: z.boolean().optional(),
   /** The most a run's model requests may cost, in USD (priced by `prices:`); reached, the run ends. */
   maxCost: z.number().positive().max(1e6).optional(),
   /** Each run in its own git worktree + branch of the workspace's repository. */
@@ -173,6 +178,13 @@ export const FlowConfig = z.object({
       app: z.array(z.string()).min(1).optional(),
     })
     .optional(),
+  /**
+   * Each card's run is this many attempts from the same state, in parallel on private displays, and a
+   * judge picks one (host/src/core/attempts.ts; a card may say its own `attempts:`). Default 1.
+   */
+  attempts: z.number().int().min(1).max(MAX_ATTEMPTS).optional(),
+  /** Once an attempt succeeded, the others get this long to end before the judge decides without them. */
+  judgeAfter: Duration.optional(),
   // ── extraction flows (runner extract: a recording → a task card; docs/extraction.md) ──
   extract: z
     .object({
@@ -297,10 +309,20 @@ export const ProjectConfig = z
             'a computer-use or replay flow on the real display drives the one mouse and keyboard: cap is at most 1 (or set computerUse.privateDisplay: true)',
           path: ['cap'],
         },
-      ).refine((f) => f.computerUse?.region === undefined || f.computerUse.monitor === undefined, {
-        message: 'computerUse: give region or monitor, not both (a monitor is a region the server names)',
-        path: ['computerUse', 'monitor'],
-      }),
+      )
+        .refine(
+          (f) =>
+            (f.attempts ?? 1) <= 1 || (drivesDesktop(f.runner) && f.computerUse?.privateDisplay === true),
+          {
+            message:
+              'attempts run side by side, each on its own display: a flow with attempts above 1 is a computer-use or replay flow with computerUse.privateDisplay: true',
+            path: ['attempts'],
+          },
+        )
+        .refine((f) => f.computerUse?.region === undefined || f.computerUse.monitor === undefined, {
+          message: 'computerUse: give region or monitor, not both (a monitor is a region the server names)',
+          path: ['computerUse', 'monitor'],
+        }),
     ),
   })
   .superRefine((c, ctx) => {
@@ -340,6 +362,10 @@ export const CardFrontMatter = z
     status: CardStatus.optional(),
     workspace: z.string().min(1).optional(),
     command: z.optional(Command),
+    /** This card's run is this many attempts (overrides its flow's `attempts:`; host/src/core/attempts.ts). */
+    attempts: z.number().int().min(1).max(MAX_ATTEMPTS).optional(),
+    /** A shell command run on the run's private display, in its workspace, before the agent starts (launch the app). */
+    setup: z.string().min(1).max(65_536).optional(),
     /** Position in its column (lower first); the host writes it when a card is moved. */
     rank: z.number().optional(),
     /** Host-written run state. */

@@ -18,7 +18,8 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import path from 'node:path';
 
 // The stack, as one script run by bash inside the jail. $1: env file, $2: display number, $3: WxHxD,
-// then the app's argv.
+// then the app's argv. $RUNBOARD_SETUP (the card's `setup:`) runs to its end in $RUNBOARD_SETUP_CWD (the
+// run's workspace) before the display is ready: what it starts in the background stays on the display.
 // The app runs in the stack's PID namespace, next to the session bus: the pid its X window names
 // (_NET_WM_PID) and the pid the bus reports for its accessibility connection are then the same number,
 // which is how the addon pairs a window with its accessibility tree.
@@ -46,6 +47,10 @@ wait_for 10 dbus-send --session --print-reply --dest=org.a11y.Bus /org/a11y/bus 
   { echo "the AT-SPI bus did not start" >&2; exit 4; }
 if command -v openbox >/dev/null; then openbox --sm-disable 2>"$dir/openbox.log" & pids+=($!); fi
 if [ $# -gt 3 ]; then "${'$'}{@:4}" >"$dir/app.log" 2>&1 & pids+=($!); fi
+if [ -n "${'$'}{RUNBOARD_SETUP:-}" ]; then
+  (cd "${'$'}{RUNBOARD_SETUP_CWD:-$dir}" && exec sh -c "$RUNBOARD_SETUP") </dev/null >"$dir/setup.log" 2>&1 ||
+    { echo "the card's setup exited with $?: $(tail -c 1500 "$dir/setup.log")" >&2; exit 6; }
+fi
 printf 'DISPLAY=%s\nDBUS_SESSION_BUS_ADDRESS=%s\nREADY=1\n' "$DISPLAY" "$DBUS_SESSION_BUS_ADDRESS" >"$1.tmp"
 mv "$1.tmp" "$1"
 while :; do sleep 3600 & wait $!; done
@@ -62,6 +67,9 @@ export interface DisplayOptions {
   baseEnv: NodeJS.ProcessEnv;
   /** Environment of the app (HOME, TMPDIR… of the run). */
   appEnv?: Record<string, string>;
+  /** The card's setup command (sh -c), run to its end on the display before it is ready, in `setupCwd`. */
+  setup?: string | undefined;
+  setupCwd?: string | undefined;
   /** Landlock for the stack: the trees it may not read (Runboard's state). Null: no Landlock here. */
   confine: { hidden: string[] } | null;
   timeoutMs?: number;
@@ -82,6 +90,9 @@ export interface PrivateDisplay {
  * write access to /tmp, which may hold Runboard's state (tests put it there). Numbers start at 100,
  * away from the ones people and other tools use; this supervisor never hands out one twice.
  */
+/** How long a display whose card has a `setup:` may take to be ready, the setup included. */
+const SETUP_TIMEOUT_MS = 120_000;
+
 const reserved = new Set<number>();
 let nextNumber = 100;
 function pickDisplayNumber(): number {
@@ -186,11 +197,15 @@ export async function startPrivateDisplay(o: DisplayOptions): Promise<PrivateDis
         o.size ?? '1280x800x24',
         ...(o.app ?? []),
       ],
-      { ...base, ...(o.appEnv ?? {}) },
+      {
+        ...base,
+        ...(o.appEnv ?? {}),
+        ...(o.setup ? { RUNBOARD_SETUP: o.setup, RUNBOARD_SETUP_CWD: o.setupCwd ?? o.dir } : {}),
+      },
     );
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
-    const deadline = Date.now() + (o.timeoutMs ?? 20_000);
+    const deadline = Date.now() + (o.timeoutMs ?? (o.setup ? SETUP_TIMEOUT_MS : 20_000));
     for (;;) {
       if (existsSync(envFile) && readFileSync(envFile, 'utf8').includes('READY=1')) {
         stack = child;
@@ -205,7 +220,9 @@ export async function startPrivateDisplay(o: DisplayOptions): Promise<PrivateDis
       if (Date.now() > deadline) {
         await end(child, 1000);
         release(number);
-        throw new Error(`the private display did not start in ${o.timeoutMs ?? 20_000} ms: ${stderr.trim()}`);
+        throw new Error(
+          `the private display did not start in ${o.timeoutMs ?? (o.setup ? SETUP_TIMEOUT_MS : 20_000)} ms: ${stderr.trim()}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 15));
     }

@@ -53,7 +53,7 @@ import {
   type ProviderRoute,
   type ProxyApi,
 } from './proxy-routes.ts';
-import type { RunAccount } from './proxy-usage.ts';
+import type { ProxyTaps } from './proxy-debug.ts';
 import { readBody, VISION_MAX_BODY, visionBody, visionRefusal, type VisionLimit } from './proxy-vision.ts';
 
 // The proxy's parts, named where they were before they had files of their own.
@@ -90,8 +90,8 @@ export interface VisionGrant {
 interface Listener {
   runId: string;
   onRequest?: (info: ModelRequestInfo) => void;
-  /** The run's tally of tokens and cost, and its budget (proxy-usage.ts): answers are counted into it. */
-  account?: RunAccount;
+  /** The run's tally of tokens and cost, its budget (proxy-usage.ts) and its debug log (proxy-debug.ts). */
+  taps?: ProxyTaps;
   /** Takes the run's connections (counted, bounded) and hands them to `server`. */
   gate: net.Server;
   server: http.Server;
@@ -202,11 +202,11 @@ export class ModelProxy {
     provider: string,
     onRequest: ((info: ModelRequestInfo) => void) | undefined,
     apis: { runner: string; apis: ProxyApi[] },
-    account?: RunAccount,
+    taps?: ProxyTaps,
   ): Promise<ProxyGrant> {
     const route = this.routes[provider];
     if (!route) throw new Error(`unknown provider "${provider}"`);
-    const listener = await this.listen(runId, onRequest, account);
+    const listener = await this.listen(runId, onRequest, taps);
     const allowed = apis.apis.flatMap((api) => apiRoutes(api, route.clientPath));
     const token = this.addToken(listener, provider, { allowed, runner: apis.runner });
     const port = (listener.gate.address() as AddressInfo).port;
@@ -229,7 +229,7 @@ export class ModelProxy {
     vision: { provider: string; model: string },
     on: ProxyGrant | undefined,
     onRequest?: (info: ModelRequestInfo) => void,
-    account?: RunAccount,
+    taps?: ProxyTaps,
   ): Promise<VisionGrant> {
     const route = this.routes[vision.provider];
     if (!route)
@@ -244,7 +244,7 @@ export class ModelProxy {
     };
     const own = on ? this.byToken.get(hashToken(on.token))?.listener : undefined;
     if (on && !own) throw new Error(`the run's proxy grant was revoked`);
-    const listener = own ?? (await this.listen(runId, onRequest, account));
+    const listener = own ?? (await this.listen(runId, onRequest, taps));
     const token = this.addToken(listener, vision.provider, { allowed: [], runner: 'vision', vision: limit });
     const port = (listener.gate.address() as AddressInfo).port;
     return {
@@ -259,12 +259,12 @@ export class ModelProxy {
   private async listen(
     runId: string,
     onRequest?: (info: ModelRequestInfo) => void,
-    account?: RunAccount,
+    taps?: ProxyTaps,
   ): Promise<Listener> {
     const listener: Listener = {
       runId,
       ...(onRequest ? { onRequest } : {}),
-      ...(account ? { account } : {}),
+      ...(taps ? { taps } : {}),
       // noDelay as http.Server sets it on its own sockets: with Nagle on, each streamed answer waited
       // for a delayed ACK (~40 ms a model request, bench/cu).
       gate: net.createServer({ noDelay: true }, (socket) => this.admit(socket, listener)),
@@ -385,7 +385,7 @@ export class ModelProxy {
       onRequest(info);
       return fail(403, refused);
     }
-    const spent = listener.account?.spent;
+    const spent = listener.taps?.account?.spent;
     if (spent) {
       info.status = 403;
       onRequest(info);
@@ -424,7 +424,7 @@ export class ModelProxy {
             route,
             info,
             key,
-            { sub: m[2] ?? '', query, body: checked },
+            { sub: m[2] ?? '', query, body: checked, token: token! },
             this.log,
           );
         },
@@ -436,6 +436,6 @@ export class ModelProxy {
       );
       return;
     }
-    forwardRequest(req, res, reg, route, info, key, { sub: m[2] ?? '', query }, this.log);
+    forwardRequest(req, res, reg, route, info, key, { sub: m[2] ?? '', query, token: token! }, this.log);
   }
 }

@@ -9,7 +9,8 @@ import type net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { ProviderRoute } from './proxy-routes.ts';
-import { UsageTap, type RunAccount } from './proxy-usage.ts';
+import { BodyTap, type ProxyTaps } from './proxy-debug.ts';
+import { UsageTap } from './proxy-usage.ts';
 
 export interface ModelRequestInfo {
   runId: string;
@@ -47,12 +48,12 @@ export function forwardRequest(
   reg: {
     runId: string;
     provider: string;
-    listener: { onRequest?: (i: ModelRequestInfo) => void; gate: net.Server; account?: RunAccount };
+    listener: { onRequest?: (i: ModelRequestInfo) => void; gate: net.Server; taps?: ProxyTaps };
   },
   route: ProviderRoute,
   info: ModelRequestInfo,
   key: string,
-  to: { sub: string; query: string; body?: Buffer },
+  to: { sub: string; query: string; body?: Buffer; token: string },
   log: Logger,
 ): void {
   const { provider, listener } = reg;
@@ -66,6 +67,9 @@ export function forwardRequest(
   if (route.auth === 'bearer') headers.authorization = `Bearer ${key}`;
   else headers[route.auth] = key;
   const mod = upstream.protocol === 'https:' ? https : http;
+  const debug = listener.taps?.debug;
+  const sent = debug && !to.body ? new BodyTap() : undefined;
+  if (sent) req.on('data', (chunk: Buffer) => sent.write(chunk));
   const up = mod.request(upstream, { method: req.method, headers }, (upRes) => {
     info.status = upRes.statusCode ?? 0;
     onRequest(info);
@@ -80,17 +84,31 @@ export function forwardRequest(
     }
     res.writeHead(upRes.statusCode ?? 502, out);
     res.flushHeaders();
-    const account = listener.account;
+    upRes.pipe(res);
+    if (debug) {
+      const answer = new BodyTap();
+      upRes.on('data', (chunk: Buffer) => answer.write(chunk));
+      upRes.once('end', () =>
+        debug.write({ ...info, status: info.status ?? 0, request: to.body ?? sent!, response: answer }, [
+          key,
+          to.token,
+        ]),
+      );
+    }
+    const account = listener.taps?.account;
     if (account && info.status >= 200 && info.status < 300) {
       // read on the way for its usage (proxy-usage.ts); the bytes go on as they come
       const tap = new UsageTap(String(upRes.headers['content-type'] ?? ''));
       upRes.on('data', (chunk: Buffer) => tap.write(chunk));
-      upRes.once('end', () => {
-        const used = tap.end();
-        if (used) account.add(used);
-      });
+      // counted after the pipe has ended the answer, yet before the run's next request is read (an
+      // immediate runs before the next poll for I/O), so a spent budget refuses that request
+      upRes.once('end', () =>
+        setImmediate(() => {
+          const used = tap.end();
+          if (used) account.add(used);
+        }),
+      );
     }
-    upRes.pipe(res);
     upRes.on('error', () => res.destroy());
   });
   up.on('error', (err: NodeJS.ErrnoException) => {

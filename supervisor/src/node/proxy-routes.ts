@@ -136,6 +136,7 @@ export function runnerApis(
     case 'extract':
       return [flow.extract?.api ?? defaultApi(p, false)];
     case 'reflect':
+    case 'judge':
       return [defaultApi(p, false)];
     case 'command':
       return [];

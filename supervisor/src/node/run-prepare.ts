@@ -24,8 +24,9 @@ import { runnerApis, type ModelRequestInfo, type ProxyGrant, type VisionGrant } 
 import type { JailOutput } from './output-files.ts';
 import type { PreflightEnv } from './run-preflight.ts';
 import type { LaunchSpec, RunDeps } from './run-deps.ts';
-import type { RunAccount } from './proxy-usage.ts';
+import type { ProxyTaps } from './proxy-debug.ts';
 import { createWorktree, discardWorktree } from './worktrees.ts';
+import { gatherJudgeInput } from './judge-input.ts';
 
 /** What the steps made, kept by the run. */
 export interface Prepared {
@@ -63,13 +64,19 @@ export interface Preparing {
   /** Ends the run, failed. */
   fail(reason: TerminationReason, detail: string): Promise<void>;
   onModelRequest(info: ModelRequestInfo): void;
-  /** The run's tally of model tokens and cost, and its budget: the proxy counts its answers into it. */
-  readonly account?: RunAccount;
+  /** The run's tally of model tokens and cost, its budget and debug log: the proxy fills them. */
+  readonly taps?: ProxyTaps;
   /** The run's workspace moved (to its worktree): what was made for the old one is made again. */
   moved(): void;
 }
 
-const ARTIFACT_RUNNERS: ReadonlySet<string> = new Set(['computer-use', 'reflect', 'replay', 'extract']);
+const ARTIFACT_RUNNERS: ReadonlySet<string> = new Set([
+  'computer-use',
+  'reflect',
+  'replay',
+  'extract',
+  'judge',
+]);
 
 /**
  * Runs that make files for the person write them into `<logDir>/artifacts`: computer-use (screenshots,
@@ -123,7 +130,12 @@ export function worktreeLine(info: WorktreeInfo): string {
 type ComputerUse = NonNullable<FlowSpec['computerUse']>;
 
 /** A private display (Xvfb + D-Bus + AT-SPI + WM, and the flow's app) for the run, before the worker. */
-export function startRunDisplay(deps: RunDeps, scratchDir: string, cu: ComputerUse): Promise<PrivateDisplay> {
+export function startRunDisplay(
+  deps: RunDeps,
+  scratchDir: string,
+  cu: ComputerUse,
+  workspace?: string,
+): Promise<PrivateDisplay> {
   for (const d of ['home', 'tmp']) mkdirSync(path.join(scratchDir, d), { recursive: true, mode: 0o700 });
   return startPrivateDisplay({
     jailPath: deps.jailPath,
@@ -134,6 +146,8 @@ export function startRunDisplay(deps: RunDeps, scratchDir: string, cu: ComputerU
     baseEnv: deps.baseEnv,
     appEnv: { HOME: path.join(scratchDir, 'home'), TMPDIR: path.join(scratchDir, 'tmp') },
     confine: deps.landlockAbi > 0 ? { hidden: deps.hiddenPaths } : null,
+    setup: cu.setup,
+    setupCwd: workspace,
   });
 }
 
@@ -254,7 +268,7 @@ export async function startDisplay(run: Preparing): Promise<boolean> {
   if (!cu?.privateDisplay) return true;
   let d: PrivateDisplay;
   try {
-    d = await startRunDisplay(run.deps, run.spec.scratchDir, cu);
+    d = await startRunDisplay(run.deps, run.spec.scratchDir, cu, run.made.workspace);
   } catch (err) {
     await run.fail('spawn-failed', `could not start the run's private display: ${(err as Error).message}`);
     return false;
@@ -281,7 +295,7 @@ export async function grantModel(run: Preparing): Promise<boolean> {
         runner: flow.runner,
         apis: runnerApis(flow),
       },
-      run.account,
+      run.taps,
     );
   } catch (err) {
     await run.fail('spawn-failed', `could not open the run's model proxy: ${(err as Error).message}`);
@@ -307,7 +321,7 @@ export async function grantVision(run: Preparing): Promise<boolean> {
       plan.vision,
       run.made.proxyGrant,
       (info) => run.onModelRequest(info),
-      run.account,
+      run.taps,
     );
   } catch (err) {
     run.event('log', `no vision route for this run: ${(err as Error).message}`, { kind: 'vision' });
@@ -325,6 +339,26 @@ export async function loadParamSecrets(run: Preparing): Promise<boolean> {
   run.made.paramSecrets = await run.deps.paramSecrets(run.spec.card.path);
   if (run.stopping()) {
     revokeGrants(run);
+    return false;
+  }
+  return true;
+}
+
+/** A judge run: the attempts it judges, copied into its artifacts folder (judge-input.ts). */
+export async function gatherJudged(run: Preparing): Promise<boolean> {
+  const runs = run.spec.flow.judge?.runs;
+  if (!runs || !run.artifactsDir) return true;
+  const logsDir = path.dirname(path.dirname(run.spec.logDir)); // <logs>/<yyyymmdd>/<run id>
+  try {
+    await gatherJudgeInput(
+      runs,
+      (id) => path.join(logsDir, id.slice(0, 8), id),
+      run.spec.card.path,
+      run.artifactsDir,
+    );
+  } catch (err) {
+    revokeGrants(run);
+    await run.fail('spawn-failed', `could not gather the attempts to judge: ${(err as Error).message}`);
     return false;
   }
   return true;

@@ -15,6 +15,7 @@ import path from 'node:path';
 import {
   drivesDesktop,
   JAIL_STATUS_FD,
+  MODEL_DEBUG_FILE,
   RUN_ENDPOINT_FD,
   RunState,
   type MessageConnection,
@@ -34,6 +35,7 @@ import { JailOutput } from './output-files.ts';
 import { RunLog } from './run-log.ts';
 import type { ModelRequestInfo } from './model-proxy.ts';
 import { RunAccount } from './proxy-usage.ts';
+import { DebugLog, type ProxyTaps } from './proxy-debug.ts';
 import { recordEvidence, writeFinalRecord } from './run-finalize.ts';
 import { preflight, type PreflightEnv } from './run-preflight.ts';
 import { openWorkspace } from './workspace-fd.ts';
@@ -49,6 +51,7 @@ import {
   loadParamSecrets,
   makeFolders,
   makeWorktree,
+  gatherJudged,
   resumeSession,
   startDisplay,
   type Prepared,
@@ -94,8 +97,8 @@ export class Run {
   /** What the steps before the jail made: its worktree, display, model routes (run-prepare.ts). */
   private readonly made: Prepared;
   private modelRequests = 0;
-  /** Its model answers' tokens and cost, and its budget (counted by the model proxy). */
-  private readonly account: RunAccount | undefined;
+  /** Its model answers' tokens and cost, its budget, its debug log (filled by the model proxy). */
+  private readonly taps: ProxyTaps | undefined;
   private readonly startedAt = Date.now();
   /**
    * The run's command line, when the jail's init runs it with no worker (a `command` run: no Node
@@ -137,10 +140,19 @@ export class Run {
     this.made = { workspace: spec.workspace, resumed: false };
     const { flow } = spec;
     if (flow.provider || flow.vision)
-      this.account = new RunAccount(flow.budget, flow.prices, flow.model, (usage, spent) => {
-        this.result.usage = usage;
-        if (spent) this.stop('budget', spent);
-      });
+      this.taps = {
+        account: new RunAccount(flow.budget, flow.prices, flow.model, (usage, spent) => {
+          this.result.usage = usage;
+          if (spent) this.stop('budget', spent);
+        }),
+        ...(flow.debug
+          ? {
+              debug: new DebugLog(path.join(spec.logDir, MODEL_DEBUG_FILE), () =>
+                Object.values(this.made.paramSecrets ?? {}),
+              ),
+            }
+          : {}),
+      };
     this.direct = directCommand(spec.flow, spec.command, !!deps.nodeCommandWorker);
     this.denials = this.makeDenialScanner();
     this.stderrScan = new StderrScan(this.log.output, () => this.denials);
@@ -248,6 +260,7 @@ export class Run {
       grantVision,
       loadParamSecrets,
       makeFolders,
+      gatherJudged,
       resumeSession,
     ])
       if (!(await step(run))) return;
@@ -271,7 +284,7 @@ export class Run {
       event: (type, message, data) => this.event(type, message, data),
       fail: (reason, detail) => this.finish('failed', reason, detail),
       onModelRequest: (info) => this.onModelRequest(info),
-      ...(this.account ? { account: this.account } : {}),
+      ...(this.taps ? { taps: this.taps } : {}),
       moved: () => (this.denials = this.makeDenialScanner()),
     };
   }
@@ -573,6 +586,7 @@ export class Run {
     for (const t of this.killTimers) clearTimeout(t);
     this.liveness.clear();
     await this.step('closing the worker endpoint', () => this.conn?.dispose());
+    await this.taps?.debug?.close();
     if (this.made.proxyGrant) this.deps.proxy?.revoke(this.made.proxyGrant.token);
     if (this.made.visionGrant) this.deps.proxy?.revoke(this.made.visionGrant.token);
     await writeFinalRecord(

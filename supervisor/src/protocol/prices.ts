@@ -69,3 +69,6 @@ export function costOf(model: string, input: number, output: number, prices?: Pr
   const p = priceOf(model, prices);
   return p ? (input * p.input + output * p.output) / 1e6 : null;
 }
+
+/** A `debug: true` run's model requests and responses, one JSON line each, in its log folder. */
+export const MODEL_DEBUG_FILE = 'model-debug.jsonl';

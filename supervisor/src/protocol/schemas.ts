@@ -67,6 +67,7 @@ export const RunnerName = z.enum([
   'replay',
   'reflect',
   'extract',
+  'judge',
 ]);
 export type RunnerName = z.infer<typeof RunnerName>;
 
@@ -203,6 +204,11 @@ export const FlowSpec = z.object({
       maxCost: z.optional(z.number().check(z.positive(), z.maximum(1e6))),
     }),
   ),
+  /**
+   * Record every model request and response of the run (rendered prompt, raw answer; secrets redacted)
+   * in its log folder as `model-debug.jsonl` (MODEL_DEBUG_FILE).
+   */
+  debug: z.optional(z.boolean()),
   /** Prices (USD per million tokens) that add to or override the defaults (config.yaml `prices:`). */
   prices: z.optional(PriceTable),
   // ── computer-use runs (optional fields) ──
@@ -238,6 +244,15 @@ export const FlowSpec = z.object({
       liveFrameMs: z.optional(z.union([z.literal(0), z.int().check(z.minimum(100), z.maximum(60_000))])),
       /** A program started on the private display before the worker (argv; PATH-resolved). */
       app: z.optional(z.array(z.string().check(z.maxLength(4096))).check(z.minLength(1), z.maxLength(64))),
+      /** The card's `setup:` (sh -c), run on the private display in the workspace before the worker starts. */
+      setup: z.optional(z.string().check(z.minLength(1), z.maxLength(65_536))),
+    }),
+  ),
+  // ── judge runs (runner judge: picks one of a card's attempts; host/src/core/attempts.ts) ──
+  judge: z.optional(
+    z.object({
+      /** The attempts' runs, in attempt order: their reports and final screenshots are what is judged. */
+      runs: z.array(RunId).check(z.minLength(1), z.maxLength(16)),
     }),
   ),
   // ── extraction runs (runner extract: a recording or a video → task markdown; docs/extraction.md) ──

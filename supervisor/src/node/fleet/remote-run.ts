@@ -11,6 +11,7 @@ import type { AttachSource } from '../attach.ts';
 import { ORDER_FILE } from '@runboard/supervisor/run-output';
 import { RunLog } from '../run-log.ts';
 import { ArtifactMirror } from './artifacts.ts';
+import { InputsRefused } from './inputs.ts';
 import type { RunJob, RunJobResult } from './job.ts';
 
 export interface RemoteLaunch {
@@ -192,7 +193,11 @@ export class RemoteRun {
       this.finish({
         status: 'failed',
         reason: 'spawn-failed',
-        detail: `could not queue the run in Redis: ${(err as Error).message}`,
+        // inputs that cannot go with the job are said as they are (what to do is in the words)
+        detail:
+          err instanceof InputsRefused
+            ? err.message
+            : `could not queue the run in Redis: ${(err as Error).message}`,
       }),
     );
   }
