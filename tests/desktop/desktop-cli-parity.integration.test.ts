@@ -494,6 +494,37 @@ describe('clipboard, open, screenshot-coords', () => {
   });
 });
 
+describe('read --format screenshot', () => {
+  it('gives the screenshot with [id] labels and the agent-format list in one answer', () => {
+    const out = path.join(s.tmp, 'read-shot.png');
+    const r = ok(['read', ...W, '--format', 'screenshot', '--screenshot-output', out]);
+    expect(r).toMatchObject({ ok: true, action: 'read', window: TITLE, image: out, format: 'png' });
+    const list = r.elements as string;
+    expect(list).toContain('btn "Submit"');
+    const submit = /\[(\d+)\|submit\] btn "Submit" \((\d+),(\d+),(\d+),(\d+)\)/.exec(list)!;
+    expect(submit).not.toBeNull();
+    const png = decodePng(readFileSync(out));
+    expect([png.width, png.height]).toEqual([r.w, r.h]);
+    // Scale 0.25 by default: a quarter of the window's size.
+    const wins = ok(['list', '--windows']) as unknown as { title: string; bounds: number[] }[];
+    const win = wins.find((w) => w.title === TITLE)!;
+    expect(Math.abs(png.width - win.bounds[2]! / 4)).toBeLessThanOrEqual(2);
+    // Red labels are drawn (the form itself has no red).
+    let red = 0;
+    for (let o = 0; o < png.rgb.length; o += 3)
+      if (png.rgb[o]! > 200 && png.rgb[o + 1]! + png.rgb[o + 2]! < 120) red++;
+    expect(red).toBeGreaterThan(20);
+    // Without --screenshot-output: the image inline, base64.
+    const inline = ok(['read', ...W, '--format', 'screenshot', '--scale', '0.5']);
+    const bytes = Buffer.from(inline.image as string, 'base64');
+    expect(decodePng(bytes).width).toBe(inline.w);
+    // Other commands refuse it, saying where it works.
+    const bad = s.run(['find', '--text', 'Submit', '--format', 'screenshot']);
+    expect(bad.code).toBe(2);
+    expect(JSON.parse(bad.stderr).message).toContain('read only');
+  });
+});
+
 describe('errors: vanished window, stale id, no display, bad flags', () => {
   it('a window that is gone after the read: exit 5; a stale id: exit 7; no display: exit 3; bad flags: exit 2', async () => {
     const gone = 'Parity Gone Form';

@@ -4,8 +4,8 @@ import { desktop } from '../desktop/desktop.ts';
 import { type Values, type Out, int, num, str, targetOf, rolesOf, centre } from './args.ts';
 import { drawLabels } from './draw.ts';
 import { CliError } from './errors.ts';
-import { allCompact, filterTree, prune, textMatches } from './format.ts';
-import { readWindow } from './read-commands.ts';
+import { agentFormat, allCompact, filterTree, prune, textMatches } from './format.ts';
+import { head, maxFor, readWindow } from './read-commands.ts';
 
 function imageOpts(
   v: Values,
@@ -67,28 +67,88 @@ export async function screenshotCoords(v: Values): Promise<Out> {
   let els = allCompact(tree).filter((e) => e.b[2] > 0 && e.b[3] > 0);
   if (!v['all-elements']) els = els.filter((e) => e.a !== undefined || e.r === 'input');
   if (text !== undefined) els = els.filter((e) => textMatches(e, text));
-  const shot = await desktop.capture({ windowId: result.window.id, format: 'raw', scale });
-  const [sx, sy, sw, sh] = shot.source;
-  const kx = shot.width / sw;
-  const ky = shot.height / sh;
   const labelled = els.map((e) => {
     const [cx, cy] = centre(e.b);
     return { i: e.i, r: e.r, ...(e.t ? { t: e.t } : {}), x: cx, y: cy, b: e.b };
   });
-  drawLabels(
-    shot.data,
-    shot.width,
-    shot.height,
-    labelled.map((e) => ({
-      box: [(e.b[0] - sx) * kx, (e.b[1] - sy) * ky, e.b[2] * kx, e.b[3] * ky],
-      text: `(${e.x},${e.y})`,
-    })),
-  );
-  const data = await desktop.encodeImage(
-    { data: shot.data, width: shot.width, height: shot.height },
-    { format, quality },
+  const { data, shot } = await labelledShot(
+    result.window.id,
+    labelled.map((e) => ({ b: e.b, text: `(${e.x},${e.y})` })),
+    { format, quality, scale },
   );
   return imageOut(v, data, format, '/tmp/screenshot-coords', shot, {
     elements: labelled.map(({ b: _b, ...e }) => e),
   });
+}
+
+/** A window's screenshot with a red label on each box (screen coordinates), encoded. */
+async function labelledShot(
+  windowId: number,
+  labels: { b: [number, number, number, number]; text: string }[],
+  o: { format: 'png' | 'jpeg'; quality: number; scale: number },
+) {
+  const shot = await desktop.capture({ windowId, format: 'raw', scale: o.scale });
+  const [sx, sy, sw, sh] = shot.source;
+  const kx = shot.width / sw;
+  const ky = shot.height / sh;
+  drawLabels(
+    shot.data,
+    shot.width,
+    shot.height,
+    labels.map((l) => ({
+      box: [(l.b[0] - sx) * kx, (l.b[1] - sy) * ky, l.b[2] * kx, l.b[3] * ky],
+      text: l.text,
+    })),
+  );
+  const data = await desktop.encodeImage(
+    { data: shot.data, width: shot.width, height: shot.height },
+    { format: o.format, quality: o.quality },
+  );
+  return { data, shot };
+}
+
+/**
+ * read --format screenshot (the public tool's): the window's screenshot with each element's [id] on
+ * it (interactive ones; --all-elements: all), scale 0.25 by default, and the same elements in the
+ * agent format, in one answer. The image is base64 in `image`, or written to --screenshot-output
+ * (then `image` is that path).
+ */
+export async function readScreenshot(v: Values): Promise<Out> {
+  const fmt = str(v['image-format']) ?? 'png';
+  if (fmt !== 'png' && fmt !== 'jpg' && fmt !== 'jpeg')
+    throw new CliError('USAGE', '--image-format must be png or jpg');
+  const format = fmt === 'png' ? 'png' : 'jpeg';
+  const quality = int(v.quality, 'quality', 1, 100) ?? 80;
+  const scale = num(v.scale, 'scale', 0.1, 1) ?? 0.25;
+  const depth = int(v.depth, 'depth', 0);
+  const roles = rolesOf(v.roles);
+  const { result, tree: whole } = await readWindow(targetOf(v), {
+    ...(depth ? { depth } : {}),
+    ...(roles ? { roles } : {}),
+  });
+  const tree = v.prune ? prune(whole) : whole;
+  let els = allCompact(tree).filter((e) => e.b[2] > 0 && e.b[3] > 0);
+  if (!v['all-elements']) els = els.filter((e) => e.a !== undefined || e.r === 'input');
+  const { data, shot } = await labelledShot(
+    result.window.id,
+    els.map((e) => ({ b: e.b, text: `[${e.i}]` })),
+    { format, quality, scale },
+  );
+  const out = str(v['screenshot-output']);
+  if (out !== undefined) writeFileSync(out, data);
+  const w = result.window;
+  return {
+    value: {
+      ok: true,
+      action: 'read',
+      app: w.app,
+      pid: w.pid,
+      window: w.title,
+      image: out ?? data.toString('base64'),
+      format: format === 'png' ? 'png' : 'jpg',
+      w: shot.width,
+      h: shot.height,
+      elements: agentFormat(head(w), tree, maxFor(v['max-elements'], 'max-elements', tree)),
+    },
+  };
 }

@@ -9,7 +9,7 @@ import pkg from '../../package.json' with { type: 'json' };
 import { focus, clipboard, open } from './app-commands.ts';
 import { parse } from './args.ts';
 import { asCliError, CliError, EXIT_CODES, errorReport } from './errors.ts';
-import { screenshot, screenshotCoords } from './image-commands.ts';
+import { readScreenshot, screenshot, screenshotCoords } from './image-commands.ts';
 import { click, hover, typeCmd, scroll, drag, action, setValue, fill } from './input-commands.ts';
 import {
   writeOut,
@@ -36,7 +36,7 @@ const USAGE =
 
 const COMMAND_FNS: Commands = {
   list,
-  read,
+  read: (v) => (v.format === 'screenshot' ? readScreenshot(v) : read(v)),
   find,
   click,
   hover,

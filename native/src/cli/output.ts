@@ -61,9 +61,10 @@ export function formatOf(v: Values, cmd: string): Format {
   if (cmd === 'screenshot' || cmd === 'screenshot-coords') return 'json';
   const f = v.format ?? 'json';
   if (f === 'json' || f === 'yaml' || f === 'agent') return f;
+  if (f === 'screenshot' && cmd === 'read') return 'json'; // read makes the image and the list itself
   throw new CliError(
     'USAGE',
-    `--format must be json (the default), yaml or agent${f === 'screenshot' ? ' (read --format screenshot is not supported: use screenshot-coords)' : ''}`,
+    `--format must be json (the default), yaml or agent${f === 'screenshot' ? ' (screenshot: read only, or the screenshot command)' : ''}`,
   );
 }
 

@@ -88,6 +88,11 @@ export const COMMANDS: Record<string, CommandSpec> = {
       children: { type: 'boolean' },
       'max-elements': { type: 'string' },
       since: { type: 'string' },
+      scale: { type: 'string' },
+      'screenshot-output': { type: 'string' },
+      'image-format': { type: 'string' },
+      quality: { type: 'string' },
+      'all-elements': { type: 'boolean' },
     },
     summary:
       "Read a window's accessibility tree (compact keys: i id, r role, t title, v value, d description, b bounds, f focused, e enabled, s selected, c children, a actions).",
@@ -95,7 +100,8 @@ export const COMMANDS: Record<string, CommandSpec> = {
       `desktop-cli read ${T} [--depth <n>] [--roles btn,input,..|interactive]\n` +
       '    [--visible-only[=false]] [--bbox x,y,w,h] [--compact] [--text <t> [--exact]] [--flat] [--prune]\n' +
       '    [--focused] [--scope-id <id> [--children]] [--max-elements <n>] [--since <ts>]\n' +
-      '    [--format json|yaml|agent] [--pretty]',
+      '    [--format json|yaml|agent] [--pretty]\n' +
+      '    [--format screenshot [--scale 0.1-1.0] [--screenshot-output <path>] [--image-format png|jpg] [--quality n] [--all-elements]]',
   },
   find: {
     options: {
