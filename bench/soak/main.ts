@@ -411,7 +411,11 @@ const runs = runsOut
   .split('\n')
   .filter(Boolean)
   .map((l) => JSON.parse(l) as RunRow);
-await cli(['supervisor', 'stop']).catch((e: unknown) => log(`supervisor stop: ${(e as Error).message}`));
+// --force: the scheduled card's supervisor-side schedule may have started a run in the last minute,
+// which a plain stop refuses to end (the supervisor and that run were then left behind); it is cancelled.
+await cli(['supervisor', 'stop', '--force']).catch((e: unknown) =>
+  log(`supervisor stop: ${(e as Error).message}`),
+);
 // the processes of the soak have a moment to go, then whatever is left is an orphan
 const orphanDeadline = Date.now() + 20_000;
 let left = processesOf(root);

@@ -18,8 +18,11 @@ import {
 } from '../fixtures/model-server/server.ts';
 import { git } from '../agents/agent-harness.ts';
 import { writeFileSync } from 'node:fs';
-import { BoardServer, REPO, waitUntil } from '../e2e/helpers/board.ts';
+import type { Browser } from 'playwright-core';
+import { ARTIFACTS, BoardServer, launchBrowser, REPO, waitUntil } from '../e2e/helpers/board.ts';
 import { processesMentioning } from '../helpers/harness.ts';
+import { formApp } from '../cu/cu-harness.ts';
+import { toolOutputs } from '../fixtures/model-server/server.ts';
 
 const CONFIG = `version: 1
 scheduler: { maxConcurrency: 3 }
@@ -86,8 +89,14 @@ const judgeEpisode = (winner: string | null): Episode => ({
   turns: Array.from({ length: 4 }, () => judge(winner)),
 });
 
+/** The card's setup: where it ran, then the form app, waited for until its window is there. */
+const SETUP =
+  `pwd > "$HOME/setup-cwd.txt"; /usr/bin/python3 ${formApp} --title 'Setup app' & ` +
+  `until xwininfo -root -tree | grep -q 'Setup app'; do sleep 0.05; done`;
+
 let model: ModelServer;
 let server: BoardServer;
+let browser: Browser;
 
 beforeAll(async () => {
   model = await startModelServer();
@@ -97,6 +106,7 @@ beforeAll(async () => {
       'three.md': card('ATT-THREE', 'desktop'),
       'two.md': card('ATT-TWO', 'desktop'),
       'capped.md': card('ATT-CAPPED', 'capped', 'attempts: 3\n'),
+      'setup.md': card('ATT-SETUP', 'desktop', `attempts: 2\nsetup: ${JSON.stringify(SETUP)}\n`),
     },
     BoardServer.withModel('openai', model.url, (paths) => {
       const ws = path.join(path.dirname(paths.root), 'project', 'workspace');
@@ -106,9 +116,11 @@ beforeAll(async () => {
       git(ws, 'commit', '-qm', 'initial');
     }),
   );
+  browser = await launchBrowser();
 }, 60_000);
 
 afterAll(async () => {
+  await browser?.close();
   await server?.stop();
   await model?.close();
 });
@@ -170,6 +182,20 @@ describe('attempts', () => {
     expect(req).toMatch(/Ended: failed[^"]*(budget|steps)/i);
     expect(req).toContain('result.txt says what was asked'); // the task's success criteria
     expect(req.match(/data:image\/jpeg;base64,/g)?.length).toBe(3);
+
+    // the inspector shows the three attempts side by side, the winner marked, and the verdict
+    const page = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
+    await page.goto(server.url);
+    await page.click(`li[data-card-id="${id}"]`);
+    const region = page.getByRole('region', { name: 'Attempts' });
+    await region.getByText(/won: its result.txt says wrote three/).waitFor();
+    for (const n of [1, 2, 3]) await region.getByRole('listitem', { name: `Attempt ${n}` }).waitFor();
+    const winner = region.getByRole('listitem', { name: `Attempt ${String(f.winner)}` });
+    await winner.getByText('winner').waitFor();
+    await winner.getByRole('img', { name: /final screenshot/ }).waitFor();
+    await expect(region.locator('.attempt .status.bad').count()).resolves.toBe(2);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-attempts.png') });
+    await page.close();
   }, 200_000);
 
   it('two successes: the judge’s choice is the one kept', async () => {
@@ -194,6 +220,37 @@ describe('attempts', () => {
     expect(git(server.workspace, 'branch', '--list', 'runboard/*')).toBe('');
     expect(judgeRequests).toHaveLength(1);
     expect(String(front('two.md').verdict)).toContain('its result.txt says wrote beta');
+  }, 200_000);
+
+  it("setup: runs on each attempt's display, in its worktree, before the agent's first step", async () => {
+    const seen: TurnFn = ({ api, body }) => {
+      const [tree, cwd] = toolOutputs(api, body);
+      const ok = /Setup app/.test(tree ?? '') && /\.runboard\/worktrees\//.test(cwd ?? '');
+      return final(
+        ok
+          ? { status: 'SUCCESS', summary: 'setup seen' }
+          : { status: 'FAILED', summary: `not seen: ${tree} ${cwd}` },
+      );
+    };
+    model.setEpisodes([
+      judgeEpisode('setup seen'),
+      {
+        name: 'setup',
+        match: 'ATT-SETUP',
+        turns: [
+          { toolCalls: [{ name: 'desktop_read', arguments: { title: 'Setup app' } }] },
+          exec('cat "$HOME/setup-cwd.txt"'),
+          seen,
+        ],
+      },
+    ]);
+    judgeRequests.length = 0;
+    const id = await idOf('ATT-SETUP');
+    await server.api('POST', `/api/cards/${id}/move`, { to: 'queued', index: 0 });
+    await waitUntil('the card is Done', async () => (await server.card(id))?.column === 'done', 150_000);
+    // both attempts saw the app on their display at their first step, and ran setup in their worktree
+    expect(judgeRequests).toHaveLength(1);
+    expect(judgeRequests[0]!.match(/Ended: succeeded — setup seen/g)).toHaveLength(2);
   }, 200_000);
 
   it('within the caps (flow cap 2, 3 attempts: never 3 at once); cancel stops every attempt', async () => {

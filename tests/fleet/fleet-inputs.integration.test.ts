@@ -9,7 +9,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -19,6 +19,7 @@ import { writeProviderKey } from '../../supervisor/src/common/secrets.ts';
 import { inputsKey } from '../../supervisor/src/node/fleet/inputs.ts';
 import { queueName, redisOptions } from '../../supervisor/src/node/fleet/job.ts';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
+import { act, final } from '../cu/cu-harness.ts';
 import { formPassB, requestParts, scriptedPassA, TYPED } from '../cu/reflect-script.ts';
 import { REPO, waitUntil, type Harness } from '../helpers/harness.ts';
 import { startGateway, startHost } from './hosts.ts';
@@ -211,6 +212,51 @@ describe("a run's inputs on a fleet host", () => {
     expect(readFileSync(path.join(result.logDir, 'artifacts', 'task.md'), 'utf8')).toContain(
       'Watch the test card.',
     );
+  }, 120_000);
+
+  it("computer-use on a host's private display: its step screenshots come back to the board's side", async () => {
+    const cuHost = await startHost(redis.url, 'desktop-host', ['desktop'], 1, ['ws'], {
+      RUNBOARD_PROVIDER_OPENAI_URL: model.url,
+    });
+    hosts.push(cuHost);
+    writeProviderKey(cuHost.paths, 'openai', KEY);
+    model.setEpisodes([
+      {
+        name: 'cu',
+        match: 'CU-FLEET',
+        turns: [
+          act({ action: 'wait', seconds: 0.05 }),
+          final({ status: 'SUCCESS', summary: 'done', error: '', questions: [] }),
+        ],
+      },
+    ]);
+    const card = path.join(board.root, 'cards', 'cu.md');
+    mkdirSync(path.dirname(card), { recursive: true });
+    writeFileSync(
+      card,
+      '---\ntitle: On a host\nflow: desktop\n---\n# Task\nCU-FLEET wait once, then finish.\n',
+    );
+    const { runId } = await board.client.launch({
+      card: { path: card, title: 'On a host', project: board.root },
+      flow: {
+        name: 'desktop',
+        runner: 'computer-use',
+        provider: 'openai',
+        model: 'gpt-5.2-codex',
+        timeoutMs: 120_000,
+        heartbeatTimeoutMs: 30_000,
+        prompt: path.join(REPO, 'prompts', 'execution_agent'),
+        sandbox: {},
+        computerUse: { privateDisplay: true, displaySize: '800x600x24', liveFrameMs: 0, imageMaxWidth: 640 },
+      },
+      workspace: board.workspace,
+      grant: board.grant,
+    });
+    const { result } = await board.collect(runId);
+    expect(result.status, `${result.summary} ${JSON.stringify(result.termination)}`).toBe('succeeded');
+    expect(result.metrics.host).toBe('desktop-host');
+    const shots = readdirSync(path.join(result.logDir, 'artifacts')).filter((f) => /^step-\d+\.jpg$/.test(f));
+    expect(shots.length).toBeGreaterThanOrEqual(2); // one per model turn, as a local run keeps them
   }, 120_000);
 
   it('inputs that cannot go with the job (a link in the prompt folder) fail the run at once, saying what to do', async () => {

@@ -3,6 +3,7 @@
  * It is started by the supervisor inside the run jail with its run endpoint on fd 3.
  */
 import net from 'node:net';
+import path from 'node:path';
 import v8 from 'node:v8';
 import { config as zodConfig } from 'zod/mini';
 import {
@@ -11,6 +12,7 @@ import {
   notify,
   RUN_ENDPOINT_FD,
   RunEnv,
+  WorkerAsk,
   WorkerFinished,
   WorkerHeartbeat,
   WorkerLog,
@@ -55,6 +57,9 @@ async function main(): Promise<void> {
     spec.heartbeatIntervalMs,
   );
 
+  // Asks that wait (docs/security-model.md): the run's tools ask here before the act; the supervisor answers.
+  const asks = serveAsks(conn, toolEnv);
+
   // A replay's sensitive parameter values never leave the worker in what it reports (redact.ts).
   const redact = redactor(spec.secrets);
   const make = runners[spec.runner];
@@ -96,9 +101,46 @@ async function main(): Promise<void> {
       };
     }
   }
+  asks?.close();
   await call(conn, WorkerFinished, redact(outcome));
   clearInterval(heartbeat);
   process.exit(0);
+}
+
+/**
+ * The run's ask socket (RunEnv.askSocket, in the run's scratch or its private /tmp): one JSON line per
+ * ask each way, forwarded to the supervisor (worker/ask), which decides and may wait for the person.
+ */
+function serveAsks(conn: Parameters<typeof call>[0], toolEnv: NodeJS.ProcessEnv): net.Server | undefined {
+  const dirs = [process.env.TMPDIR, '/tmp'].filter((d): d is string => !!d);
+  const at = dirs.map((d) => path.join(d, `rb-ask-${process.pid}.sock`)).find((p) => p.length < 100);
+  if (!at) return undefined;
+  const server = net.createServer((s) => {
+    let buf = '';
+    s.setEncoding('utf8');
+    s.on('error', () => undefined);
+    s.on('data', (chunk: string) => {
+      buf += chunk;
+      if (buf.length > 65_536) return void s.destroy();
+      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        void (async () => {
+          let answer: { decision: 'allow' | 'deny'; message: string };
+          try {
+            answer = await call(conn, WorkerAsk, JSON.parse(line) as never);
+          } catch (err) {
+            answer = { decision: 'deny', message: `Runboard could not ask: ${(err as Error).message}` };
+          }
+          s.write(JSON.stringify(answer) + '\n');
+        })();
+      }
+    });
+  });
+  server.on('error', () => undefined);
+  server.listen(at);
+  toolEnv[RunEnv.askSocket] = at;
+  return server;
 }
 
 function start(): void {

@@ -221,6 +221,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       workspace: card.workspace,
       runs: mine.sort((a, b) => (a.runId < b.runId ? 1 : -1)),
       ...this.openAsks(id, card, mine),
+      ...attemptsOfCard(card),
     };
   }
 
@@ -519,4 +520,19 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   streamRun(runId: string, viewer: RunViewer): () => void {
     return streamRun(this.paths, runId, viewer, this.runs.known(runId));
   }
+}
+
+/** What the card's front matter records of its last attempts (written by scheduler-attempts.ts). */
+function attemptsOfCard(card: Card): Pick<CardDetail, 'attempts'> {
+  const f = card.front as Record<string, unknown>;
+  const runs = f.attemptRuns;
+  if (!Array.isArray(runs) || !runs.every((r) => r === null || typeof r === 'string')) return {};
+  return {
+    attempts: {
+      runs: runs as (string | null)[],
+      ...(typeof f.judgeRun === 'string' ? { judgeRun: f.judgeRun } : {}),
+      ...(typeof f.winner === 'number' ? { winner: f.winner } : {}),
+      ...(typeof f.verdict === 'string' ? { verdict: f.verdict } : {}),
+    },
+  };
 }

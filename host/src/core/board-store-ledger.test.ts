@@ -2,7 +2,16 @@
  * The confirmed ledger as the board store uses it (issue 27): what a person opened, confirmed or the
  * board wrote runs; what changed outside the board and would run by itself waits for a confirm.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  appendFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -155,6 +164,33 @@ describe('Ledger', () => {
       expect(log.length).toBeLessThan(700); // compacted
       expect(Ledger.open(root, '/p').fresh).toBe(false);
     } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('a compaction the full disk refuses does not fail the record it follows (its lines are in)', () => {
+    // The soak's cards left waiting for a Confirm: the append went in, the compaction after it threw
+    // ENOSPC, and the board took the whole write as not done while the ledger had the new digest.
+    const root = mkdtempSync(path.join(os.tmpdir(), 'rb-ledger-full-'));
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0700', 'tmpfs', root]);
+    try {
+      const a = Ledger.open(root, '/p');
+      for (let i = 0; i < 514; i++) a.record([{ file: '/p/cards/x.md', digest: digestOf(String(i)) }]);
+      // room in the log's last page for the next line, none anywhere else: the compaction's new file fails
+      const size = statSync(a.file).size;
+      appendFileSync(a.file, '\n'.repeat((4096 + 1000 - (size % 4096)) % 4096));
+      try {
+        execFileSync('dd', ['if=/dev/zero', `of=${path.join(root, 'filler')}`, 'bs=4096'], {
+          stdio: 'ignore',
+        });
+      } catch {
+        // ENOSPC: full, as wanted
+      }
+      a.record([{ file: '/p/cards/x.md', digest: digestOf('514') }]); // the 515th line: a compaction is due
+      expect(a.confirmed('/p/cards/x.md', digestOf('514'))).toBe(true);
+      expect(Ledger.open(root, '/p').confirmed('/p/cards/x.md', digestOf('514'))).toBe(true);
+    } finally {
+      execFileSync('umount', ['-l', root]);
       rmSync(root, { recursive: true, force: true });
     }
   });

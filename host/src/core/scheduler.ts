@@ -84,7 +84,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   /** Set while the scheduler writes a card: the change events it causes are its own. */
   private writing = false;
   /** Card writes the store could not take (a full disk), kept to be tried again; the card waits. */
-  private readonly unsaved = new Map<string, { write: CardWrite; why: string }>();
+  private readonly unsaved = new Map<
+    string,
+    { write: CardWrite; why: string; status: CardStatus | undefined }
+  >();
   /** Asks the person allowed once, per card: its next launch carries them (the supervisor checks each). */
   private readonly allowOnce = new Map<string, { runId: string; ask: string }[]>();
   /** Cards whose run is several attempts and a judge (config `attempts:`; scheduler-attempts.ts). */
@@ -155,7 +158,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       if (!id) return;
       const card = store.get(id);
       const before = this.lastStatus.get(id);
-      if (!this.writing) this.unsaved.delete(id); // a person's change (or a card gone) comes after ours
+      // a person's change of the card (or the card gone) comes after the write kept for it
+      if (!this.writing && this.unsaved.get(id)?.status !== card?.front.status) this.unsaved.delete(id);
       if (card) this.lastStatus.set(id, card.front.status);
       else this.lastStatus.delete(id);
       // The host is the only writer of a running card's state: an outside edit cannot unlock it...
@@ -642,7 +646,12 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     } catch (err) {
       const why = (err as Error).message;
       if (!this.unsaved.has(cardId)) process.emitWarning(`runboard: could not write card ${cardId}: ${why}`);
-      this.unsaved.set(cardId, { write: w, why });
+      const kept = this.unsaved.get(cardId);
+      this.unsaved.set(cardId, {
+        write: w,
+        why,
+        status: kept?.status ?? this.store.get(cardId)?.front.status,
+      });
     } finally {
       this.writing = false;
     }

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import {
   AttachRun,
   call,
+  AnswerAsk,
   CancelRun,
   DiscardWorktree,
   GetRun,
@@ -438,6 +439,10 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
   }
   cancel(runId: string) {
     return this.rpc(CancelRun.method, (c) => call(c, CancelRun, { runId }), true);
+  }
+  /** The person's answer to a live ask of a running run (asks that wait at the tool call). */
+  answerAsk(p: z.input<typeof AnswerAsk.params>) {
+    return this.rpc(AnswerAsk.method, (c) => call(c, AnswerAsk, p));
   }
   list(p: z.input<typeof ListRuns.params> = {}) {
     return this.rpc(ListRuns.method, (c) => call(c, ListRuns, p), true);

@@ -11,6 +11,7 @@ import { ScheduleSection } from './Schedule.tsx';
 import { ReplayParamsSection } from './ReplayParams.tsx';
 import { WorkflowSection } from './WorkflowEditor.tsx';
 import { RunPanel, STATUS_CLASS, TrendChart, Worktree, fmtMs } from './RunPanel.tsx';
+import { AttemptsSection } from './Attempts.tsx';
 import { sumUsage, usageText } from '../shared/usage-text.ts';
 
 /**
@@ -284,6 +285,7 @@ export function Inspector({
       <ScheduleSection api={api} detail={detail} onChanged={onChanged} />
       <WorkflowSection api={api} cardId={card.id} locked={!!card.locked} />
       <ReplayParamsSection api={api} cardId={card.id} locked={!!card.locked} onChanged={onChanged} />
+      <AttemptsSection api={api} detail={detail} selected={run?.runId} onSelect={setRunId} />
       <section className="runs" aria-label="Runs">
         <h3>
           Runs ({detail.runs.length})

@@ -177,6 +177,11 @@ export interface CardDetail {
    * in Needs input): from the supervisor's record of that run.
    */
   asks?: { runId: string; flow: string; open: PermissionAsk[] };
+  /**
+   * The card's last run as attempts (config `attempts:`; host/src/core/scheduler-attempts.ts): each
+   * attempt's run (null: never started), the judge's run, the winner (from 1) and the verdict.
+   */
+  attempts?: { runs: (string | null)[]; judgeRun?: string; winner?: number; verdict?: string };
 }
 
 /** The person's answer to a permission ask: allow once, allow always for the flow, or deny. */

@@ -21,6 +21,7 @@ import {
   readFileSync,
   readSync,
   renameSync,
+  rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
@@ -164,12 +165,23 @@ export class Ledger {
   }
 
   /** Rewrites the log as one line per file (temp file, then rename). */
+  /**
+   * Rewrites the log with one line per entry. It only saves space, so it never fails the record that
+   * called it: on a full disk (the soak) a throw here came after the lines were appended, the board
+   * took the write as not done, and the card's file then no longer matched its confirmed digest (a
+   * queued card waiting for a Confirm for ever). The next record tries again.
+   */
   private compact(): void {
     let out = '';
     for (const [f, d] of this.entries) out += JSON.stringify({ f, d }) + '\n';
     const tmp = `${this.file}.${process.pid}.tmp`;
-    writeFileSync(tmp, out, { mode: 0o600 });
-    renameSync(tmp, this.file);
+    try {
+      writeFileSync(tmp, out, { mode: 0o600 });
+      renameSync(tmp, this.file);
+    } catch {
+      rmSync(tmp, { force: true });
+      return;
+    }
     this.ino = -1; // read again from the new file
     this.read();
   }

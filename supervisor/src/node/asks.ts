@@ -207,6 +207,29 @@ function readAsk(p: string, ctx: AskContext): Derived {
 }
 
 /**
+ * What a tool's ask before the act (worker/ask: a path it is about to write or read) may become: the
+ * same folder and the same never-asked checks as a refusal after the act. `{allowed}`: the run may do
+ * it already (a write in its writable trees, a read in what it reads).
+ */
+export function liveAsk(kind: 'write' | 'read', p: string, ctx: AskContext): Derived | { allowed: string } {
+  if (!path.isAbsolute(p)) return { refused: `${p} is not an absolute path` };
+  const target = real(p);
+  if (ctx.writable.map(real).some((w) => within(target, w)))
+    return { allowed: `${target} is writable already` };
+  if (kind === 'read') {
+    if (ctx.readable?.map(real).some((r) => within(target, r)))
+      return { allowed: `${target} is readable already` };
+    return readAsk(p, ctx);
+  }
+  const folder = existingFolder(path.dirname(p));
+  if (!folder) return { refused: `no folder of ${p} exists` };
+  const why = folderRefusal(folder, ctx);
+  return why
+    ? { refused: `writing to ${folder} is not asked: ${why}` }
+    : { ask: { kind: 'write', path: folder } };
+}
+
+/**
  * The asks of a run from its denials, numbered a1, a2, …, one per folder or port, at most MAX_ASKS;
  * `refused` says which denials were not asked and why (recorded as events).
  */

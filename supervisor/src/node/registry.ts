@@ -268,6 +268,26 @@ export class RunRegistry {
     return this.active.get(runId) ?? this.recent.get(runId);
   }
 
+  /** The person's answer to a live ask of an active run (live-asks.ts). */
+  answerAsk(runId: string, ask: string, choice: 'allow' | 'deny'): { answered: boolean } {
+    const run = this.active.get(runId);
+    if (!run)
+      throw new ResponseError(
+        ErrorCodes.RunNotFound,
+        `no active run ${runId}: its asks were answered when it ended`,
+      );
+    if (!(run instanceof Run))
+      throw new ResponseError(
+        ErrorCodes.InvalidState,
+        `run ${runId} runs on a fleet host: its asks are answered there`,
+      );
+    if (!run.answerAsk(ask, choice))
+      throw new ResponseError(ErrorCodes.AskRefused, `run ${runId} does not wait for an answer to ${ask}`, {
+        reason: 'ask-refused',
+      });
+    return { answered: true };
+  }
+
   cancel(runId: string): { runId: string; alreadyEnded: boolean; status: RunResult['status'] } {
     const run = this.get(runId);
     if (run) {

@@ -19,14 +19,17 @@ import {
   RUN_ENDPOINT_FD,
   RunState,
   type MessageConnection,
+  type PermissionAsk,
   type RunEvent,
   type RunResult,
   type TerminationReason,
 } from '../protocol/index.ts';
+import type { AskContext } from './asks.ts';
 import type { AttachSource } from './attach.ts';
 import { classifyEnd, type EndVerdict, type FinishedReport, type JailExit } from './classify-end.ts';
 import { askAtEnd, denialLine } from './run-asks.ts';
 import { DenialScanner } from './denials.ts';
+import { DEFAULT_ASK_TIMEOUT_MS, LiveAsks } from './live-asks.ts';
 import { projectReadOnly, runWritable } from './jail-args.ts';
 import { readJailStatus, type JailStatus } from './jail-status.ts';
 import { Liveness } from './liveness.ts';
@@ -94,6 +97,9 @@ export class Run {
   private killTimers: NodeJS.Timeout[] = [];
   private readonly liveness: Liveness;
   private denials: DenialScanner;
+  /** Asks that wait at a tool call (live-asks.ts), and the one the person allowed (the run then ends). */
+  private readonly liveAsks: LiveAsks;
+  private liveAllowed: PermissionAsk | undefined;
   /** What the steps before the jail made: its worktree, display, model routes (run-prepare.ts). */
   private readonly made: Prepared;
   private modelRequests = 0;
@@ -155,6 +161,24 @@ export class Run {
       };
     this.direct = directCommand(spec.flow, spec.command, !!deps.nodeCommandWorker);
     this.denials = this.makeDenialScanner();
+    this.liveAsks = new LiveAsks({
+      asks: () => this.result.asks ?? [],
+      record: (asks) => {
+        this.result.asks = asks;
+        this.log.writeResult(this.result);
+      },
+      context: () => this.askContext(),
+      timeoutMs: spec.flow.askTimeoutMs ?? DEFAULT_ASK_TIMEOUT_MS,
+      event: (message, data) => this.event('log', message, data),
+      keepAlive: () => this.liveness.output(),
+      allowed: (ask) => {
+        this.liveAllowed = ask;
+        this.stop(
+          'sandbox-denial',
+          `the person allowed ${ask.kind} ${ask.path}: the run continues in a new jail`,
+        );
+      },
+    });
     this.stderrScan = new StderrScan(this.log.output, () => this.denials);
     this.marker = new ActiveMarker(path.join(deps.supervisorDir, 'active', this.id), (err) =>
       deps.log.warn({ runId: this.id, err: err.message }, 'could not write the active-run marker'),
@@ -195,26 +219,45 @@ export class Run {
 
   /** The permissions the person may allow, from the run's denials (run-asks.ts). */
   private askFor(verdict: EndVerdict): EndVerdict {
+    if (this.liveAllowed) {
+      // allowed at the tool call: the asks on record (the live ones) stand; the next run has the folder
+      const a = this.liveAllowed;
+      return {
+        status: 'needs-input',
+        reason: 'sandbox-denial',
+        detail: `the person allowed ${a.kind} ${a.path} at the tool call; the card's next run continues in a new sandbox that has it (allow ${a.id} once, or always for flow ${this.spec.flow.name})`,
+      };
+    }
     return askAtEnd(
       verdict,
       this.denials.found,
       this.result,
       this.spec.flow.name,
       this.event.bind(this),
-      () => ({
-        writable: this.writable,
-        hidden: this.deps.hiddenPaths,
-        readOnly: this.spec.flow.sandbox?.projectWritable
-          ? []
-          : projectReadOnly(this.spec.card, this.spec.flow),
-        ownPorts: this.made.proxyGrant ? [this.made.proxyGrant.port] : [],
-        tcpPorts: this.spec.flow.sandbox?.tcpPorts ?? [],
-        workspace: this.made.workspace,
-        protected: this.deps.protectedPaths ?? [],
-        granted: [this.made.workspace, ...(this.deps.grantedPaths?.() ?? [])],
-        ...(this.readable ? { readable: [...this.readable, ...this.writable] } : {}),
-      }),
+      () => this.askContext(),
     );
+  }
+
+  /** What the run may do already and what is never offered (asks.ts). */
+  private askContext(): AskContext {
+    return {
+      writable: this.writable,
+      hidden: this.deps.hiddenPaths,
+      readOnly: this.spec.flow.sandbox?.projectWritable
+        ? []
+        : projectReadOnly(this.spec.card, this.spec.flow),
+      ownPorts: this.made.proxyGrant ? [this.made.proxyGrant.port] : [],
+      tcpPorts: this.spec.flow.sandbox?.tcpPorts ?? [],
+      workspace: this.made.workspace,
+      protected: this.deps.protectedPaths ?? [],
+      granted: [this.made.workspace, ...(this.deps.grantedPaths?.() ?? [])],
+      ...(this.readable ? { readable: [...this.readable, ...this.writable] } : {}),
+    };
+  }
+
+  /** The person's answer to a live ask of this run (run/answer); false when none of that id waits. */
+  answerAsk(id: string, choice: 'allow' | 'deny'): boolean {
+    return this.liveAsks.answer(id, choice);
   }
 
   get jailPid(): number | undefined {
@@ -493,6 +536,7 @@ export class Run {
         this.liveness.output();
         this.event('progress', p.message, p.fraction !== undefined ? { fraction: p.fraction } : undefined);
       },
+      onAsk: (p) => this.liveAsks.ask(p.kind, p.path, p.tool),
       onFinished: (p) => {
         this.finishedReport = p;
         this.event('finished', p.summary, { status: p.status, exitCode: p.exitCode });
@@ -551,6 +595,7 @@ export class Run {
     detail: string,
   ): Promise<void> {
     if (this.state.kind === 'ended') return Promise.resolve();
+    this.liveAsks.close();
     this.state = RunState.ended(status, reason, detail);
     return this.finalize(status, reason, detail)
       .catch((err: unknown) => this.logStepFailure('the final record', err))

@@ -6,6 +6,7 @@ import type net from 'node:net';
 import type { Logger } from 'pino';
 import {
   AttachRun,
+  AnswerAsk,
   CancelRun,
   connect,
   DetachRun,
@@ -106,6 +107,7 @@ export class SupervisorServer {
       return reg.launch(p);
     });
     handle(conn, CancelRun, (p) => reg.cancel(p.runId));
+    handle(conn, AnswerAsk, (p) => reg.answerAsk(p.runId, p.ask, p.choice));
     handle(conn, ListRuns, (p) => ({ runs: reg.list(p.activeOnly ?? false, p.limit ?? 100, p.cardPath) }));
     handle(conn, GetRun, (p) => {
       const run = reg.get(p.runId)?.result ?? reg.record(p.runId);

@@ -10,6 +10,7 @@ import {
   ErrorCodes,
   ResponseError,
   WorkerFinished,
+  WorkerAsk,
   WorkerHeartbeat,
   WorkerLog,
   WorkerProgress,
@@ -30,6 +31,8 @@ export interface EndpointHandlers {
   onLog(p: Params<typeof WorkerLog>): void;
   onProgress(p: Params<typeof WorkerProgress>): void;
   onFinished(p: Params<typeof WorkerFinished>): void;
+  /** A tool asks before the act for a path outside the sandbox; resolves with the answer (live-asks.ts). */
+  onAsk(p: Params<typeof WorkerAsk>): Promise<{ decision: 'allow' | 'deny'; message: string }>;
   /** A malformed or invalid message (recorded as an error event). */
   onError(message: string): void;
 }
@@ -54,6 +57,10 @@ export function serveWorkerEndpoint(stream: NodeJS.ReadWriteStream, h: EndpointH
   on(conn, WorkerHeartbeat, () => h.onHeartbeat(), onInvalid);
   on(conn, WorkerLog, (p) => h.onLog(p), onInvalid);
   on(conn, WorkerProgress, (p) => h.onProgress(p), onInvalid);
+  handle(conn, WorkerAsk, (p) => {
+    if (!ready) throw new ResponseError(ErrorCodes.Unauthorized, 'worker asked before it was ready');
+    return h.onAsk(p);
+  });
   handle(conn, WorkerFinished, (p) => {
     if (!ready) throw new ResponseError(ErrorCodes.Unauthorized, 'worker finished before it was ready');
     h.onFinished(p);

@@ -376,6 +376,34 @@ export const WorkerHeartbeat = notification(
   z.object({ at: z.number() }),
 );
 
+/**
+ * A tool of the run asks, before the act, for a path outside the run's sandbox (an agent CLI's
+ * permission hook through the worker's ask socket). The supervisor refuses what it never offers at
+ * once, else the run waits for the person (run/answer) or the flow's `askTimeoutMs` (a denial).
+ */
+export const WorkerAsk = request(
+  'worker/ask',
+  'worker→supervisor',
+  z.object({
+    kind: z.enum(['write', 'read']),
+    path: z.string().check(z.minLength(1), z.maxLength(4096)),
+    tool: z.optional(z.string().check(z.maxLength(200))),
+  }),
+  z.object({ decision: z.enum(['allow', 'deny']), message: z.string() }),
+);
+
+/** The person's answer to a run's live ask (WorkerAsk): the run waiting at that tool call goes on. */
+export const AnswerAsk = request(
+  'run/answer',
+  'host→supervisor',
+  z.object({
+    runId: RunId,
+    ask: z.string().check(z.regex(/^a[0-9]{1,2}$/)),
+    choice: z.enum(['allow', 'deny']),
+  }),
+  z.object({ answered: z.boolean() }),
+);
+
 /** workerFinished: the worker's own account. The supervisor checks it against what it saw. */
 export const WorkerFinished = request(
   'worker/finished',

@@ -19,6 +19,13 @@ export const RunEnv = {
    * confined, one of FsConfinement. An agent with a sandbox of its own runs it only under `mounts`.
    */
   fsConfinement: 'RUNBOARD_FS_CONFINEMENT',
+  /**
+   * Set by the worker for the run's tools: a Unix socket where a tool (an agent CLI's permission hook)
+   * asks for a path outside the run's sandbox and waits for the person's answer (docs/security-model.md
+   * "Asks that wait"). One JSON line each way: `{"kind":"write"|"read","path":…,"tool"?:…}` →
+   * `{"decision":"allow"|"deny","message":…}`.
+   */
+  askSocket: 'RUNBOARD_ASK_SOCKET',
 } as const;
 
 export type FsConfinement = 'landlock' | 'mounts' | 'none';

@@ -174,6 +174,8 @@ export const FlowSpec = z.object({
   model: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
   /** A run with no output at all (stdout, stderr, worker log/progress) for this long is stalled: killed, failed. */
   stallTimeoutMs: z.optional(z.int().check(z.minimum(200), z.maximum(86_400_000))),
+  /** How long a run waits at a live ask (worker/ask) for the person before it is denied (default 10 min). */
+  askTimeoutMs: z.optional(z.int().check(z.minimum(100), z.maximum(86_400_000))),
   /** Run in a fresh git worktree + branch of the workspace's repository, created by the supervisor. */
   worktree: z.optional(z.boolean()),
   /** The run may read the workspace but not write it (Landlock: the workspace is not passed as writable). */

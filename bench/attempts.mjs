@@ -1,0 +1,5 @@
+// Runs bench/attempts-main.ts (TypeScript, it reuses the test fixtures): a card as 1, 2 and 4 attempts.
+// Usage: node bench/attempts.mjs [steps per attempt] [rounds]
+import { runFixtureBench } from './fixture-bench.mjs';
+
+await runFixtureBench('attempts', process.argv.slice(2));
