@@ -632,17 +632,19 @@ class NativeWatcher : public Napi::ObjectWrap<NativeWatcher> {
 // new Recorder({ region?: [x, y, w, h], frameIntervalMs?, settleMs?, borderWidth? }, onMessage) starts a thread of its
 // own (common/recorder.h). onMessage(type, payload): 'ready' {frame}; 'event' {kind, time, keycode,
 // keysym, key, text, modifierKey, modifiers, button, x, y, window, synthetic, device, frameId, frame?};
+// 'focus' {time, focused, app, path, role, name, bounds, editable, secret} or {error} (AT-SPI focus changes);
 // 'error' {message, code} (the thread has ended). A frame ({id, width, height, source, data: RGBA}) is
 // copied into JavaScript once, with the first event that refers to it; later events carry its id only.
 // Lifetime as the watcher's (OpenBridge): stop() unrefs at once.
 
 struct RecorderMsg {
-  enum Kind { kReady, kEvent, kError, kEnded, kDrained } kind;
+  enum Kind { kReady, kEvent, kError, kEnded, kDrained, kFocus } kind;
   d::RecordedEvent event;
   std::shared_ptr<const d::RecorderFrame> frame;
   std::string message, code;
   Napi::Promise::Deferred* deferred = nullptr;  // kDrained: drain()'s promise
   unsigned long stopTime = 0;
+  d::RecordedFocus focus = {};  // kFocus
 };
 
 Napi::Object FrameValue(Napi::Env env, const d::RecorderFrame& f) {
@@ -696,6 +698,22 @@ void DeliverRecording(Napi::Env env, Napi::Function onMessage, RecorderMsg* msg,
         *lastFrameSent = e.frame->id;
       }
     }
+  } else if (m->kind == RecorderMsg::kFocus) {
+    type = "focus";
+    const auto& f = m->focus;
+    if (!f.error.empty()) {
+      payload.Set("error", f.error);
+    } else {
+      payload.Set("time", static_cast<double>(f.time));
+      payload.Set("focused", f.focused);
+      payload.Set("app", f.app);
+      payload.Set("path", f.path);
+      payload.Set("role", f.role);
+      payload.Set("name", f.name);
+      payload.Set("bounds", RectValue(env, f.bounds));
+      payload.Set("editable", f.editable);
+      payload.Set("secret", f.secret);
+    }
   } else {
     type = "error";
     payload.Set("message", m->message);
@@ -735,6 +753,11 @@ class NativeRecorder : public Napi::ObjectWrap<NativeRecorder> {
       post(new RecorderMsg{RecorderMsg::kReady, {}, std::move(f), "", ""});
     };
     cb.event = [post](const d::RecordedEvent& e) { post(new RecorderMsg{RecorderMsg::kEvent, e, nullptr, "", ""}); };
+    cb.focus = [post](const d::RecordedFocus& f) {
+      auto* m = new RecorderMsg{RecorderMsg::kFocus, {}, nullptr, "", ""};
+      m->focus = f;
+      post(m);
+    };
     cb.failed = [post](const d::DesktopError& e) {
       post(new RecorderMsg{RecorderMsg::kError, {}, nullptr, e.what(), e.code()});
     };

@@ -39,6 +39,18 @@ flows:
       privateDisplay: true
       displaySize: 800x600x24
       maxSteps: 3
+  bounded:
+    runner: computer-use
+    provider: openai
+    model: gpt-test
+    prompt: ${path.join(REPO, 'prompts', 'execution_agent')}
+    cap: 2
+    attempts: 2
+    judgeAfter: 1s
+    timeout: 2m
+    computerUse:
+      privateDisplay: true
+      displaySize: 800x600x24
   capped:
     runner: computer-use
     provider: openai
@@ -106,6 +118,7 @@ beforeAll(async () => {
       'three.md': card('ATT-THREE', 'desktop'),
       'two.md': card('ATT-TWO', 'desktop'),
       'capped.md': card('ATT-CAPPED', 'capped', 'attempts: 3\n'),
+      'bounded.md': card('ATT-BOUNDED', 'bounded'),
       'setup.md': card('ATT-SETUP', 'desktop', `attempts: 2\nsetup: ${JSON.stringify(SETUP)}\n`),
     },
     BoardServer.withModel('openai', model.url, (paths) => {
@@ -251,6 +264,30 @@ describe('attempts', () => {
     // both attempts saw the app on their display at their first step, and ran setup in their worktree
     expect(judgeRequests).toHaveLength(1);
     expect(judgeRequests[0]!.match(/Ended: succeeded — setup seen/g)).toHaveLength(2);
+  }, 200_000);
+
+  it('judgeAfter: once one succeeded and the bound passed, the attempt still going is stopped and the judge decides', async () => {
+    model.setEpisodes([
+      judgeEpisode('wrote quick'),
+      {
+        name: 'bounded',
+        match: 'ATT-BOUNDED',
+        turns: [],
+        variants: [
+          [exec('echo quick > result.txt'), final({ status: 'SUCCESS', summary: 'wrote quick' })],
+          [exec('echo slow > result.txt'), { hang: true }],
+        ],
+      },
+    ]);
+    judgeRequests.length = 0;
+    const id = await idOf('ATT-BOUNDED');
+    await server.api('POST', `/api/cards/${id}/move`, { to: 'queued', index: 0 });
+    await waitUntil('the card is Done', async () => (await server.card(id))?.column === 'done', 150_000);
+    expect(readFileSync(path.join(server.workspace, 'result.txt'), 'utf8')).toBe('quick\n');
+    expect(judgeRequests).toHaveLength(1);
+    expect(judgeRequests[0]).toContain('Ended: succeeded — wrote quick');
+    expect(judgeRequests[0]).toMatch(/Ended: cancelled/);
+    expect(git(server.workspace, 'branch', '--list', 'runboard/*')).toBe('');
   }, 200_000);
 
   it('within the caps (flow cap 2, 3 attempts: never 3 at once); cancel stops every attempt', async () => {

@@ -1,8 +1,13 @@
 // `desktop-cli serve` as an MCP server on its own, driven by the official MCP client over stdio
 // against our GTK form on the test desktop: the tools are there, and they act on the real app.
+import { spawn, spawnSync } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain .mjs build script without type declarations
@@ -161,5 +166,107 @@ describe('desktop-cli serve (MCP)', () => {
     const png = decodePng(Buffer.from(img.data, 'base64'));
     expect([png.width, png.height]).toEqual([meta.w, meta.h]);
     expect(png.width).toBeGreaterThan(50);
+  });
+});
+
+describe('desktop-cli serve --transport streamable-http', () => {
+  it('serves the tools on loopback to a client with the token; no token, a wrong one, another user or a foreign Host is refused', async () => {
+    const child = spawn(process.execPath, [s.cli, 'serve', '--transport', 'streamable-http', '--port', '0'], {
+      env: s.env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    try {
+      const first = await new Promise<string>((resolve, reject) => {
+        let buf = '';
+        child.stderr.on('data', (d: Buffer) => {
+          buf += d.toString();
+          if (buf.includes('\n')) resolve(buf.split('\n')[0]!);
+        });
+        child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${buf}`)));
+      });
+      const { url, token } = JSON.parse(first) as { url: string; token: string };
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+      const port = Number(new URL(url).port);
+      const init = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'x', version: '0' } },
+      });
+      const post = (headers: Record<string, string>) =>
+        new Promise<number>((resolve, reject) => {
+          const req = httpRequest(
+            {
+              host: '127.0.0.1',
+              port,
+              path: '/mcp',
+              method: 'POST',
+              headers: {
+                'content-type': 'application/json',
+                accept: 'application/json, text/event-stream',
+                ...headers,
+              },
+            },
+            (res) => (res.resume(), resolve(res.statusCode ?? 0)),
+          );
+          req.once('error', reject);
+          req.end(init);
+        });
+      expect(await post({})).toBe(401);
+      expect(await post({ authorization: `Bearer ${'0'.repeat(token.length)}` })).toBe(401);
+      expect(await post({ authorization: `Bearer ${token}`, host: 'evil.example' })).toBe(403);
+      // Another local user reaches the port (loopback is open to every user) and is refused without the token.
+      const other = spawnSync(
+        'setpriv',
+        [
+          '--reuid=65534',
+          '--regid=65534',
+          '--clear-groups',
+          'curl',
+          '-s',
+          '-o',
+          '/dev/null',
+          '-w',
+          '%{http_code}',
+          '-X',
+          'POST',
+          '-H',
+          'content-type: application/json',
+          '--data',
+          init,
+          url,
+        ],
+        { encoding: 'utf8' },
+      );
+      expect(other.stdout).toBe('401');
+      // Not on any other interface.
+      const external = Object.values(networkInterfaces())
+        .flat()
+        .find((a) => a && a.family === 'IPv4' && !a.internal);
+      if (external) {
+        const refused = await new Promise<boolean>((resolve) => {
+          const sock = connect({ host: external.address, port }, () => (sock.destroy(), resolve(false)));
+          sock.once('error', () => resolve(true));
+        });
+        expect(refused, `port ${port} open on ${external.address}`).toBe(true);
+      }
+      // The real client with the token: the same tools, acting on the real form.
+      const http = new Client({ name: 'runboard-http-test', version: '0.0.0' });
+      await http.connect(
+        new StreamableHTTPClientTransport(new URL(url), {
+          requestInit: { headers: { authorization: `Bearer ${token}` } },
+        }),
+      );
+      const { tools } = await http.listTools();
+      expect(tools.map((t) => t.name)).toContain('click');
+      const r = (await http.callTool({ name: 'read', arguments: { window: TITLE } })) as Result;
+      expect(r.isError, text(r)).toBeFalsy();
+      expect(text(r)).toContain('"Submit"');
+      await http.close();
+    } finally {
+      const gone = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await gone;
+    }
   });
 });

@@ -142,6 +142,11 @@ describe('run outcome → card', () => {
     });
   });
 
+  it('failed on its token or cost budget: to Failed at once (a retry would spend it again), saying so', () => {
+    const r = end('failed', { termination: { reason: 'budget', detail: 'token budget spent' } });
+    expect(runOutcome(r, ctx({ failures: 0 })).patch).toMatchObject({ status: 'failed', failures: 3 });
+  });
+
   it('failed: queued again after backoff while retries last, then to the top of Failed', () => {
     const r = end('failed', { termination: { reason: 'finished', detail: 'exit code 1' } });
     const retry = runOutcome(r, ctx({ failures: 1 }));

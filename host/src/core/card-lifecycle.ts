@@ -200,6 +200,14 @@ export function runOutcome(result: RunEnd, ctx: OutcomeContext): CardWrite {
       if (result.termination?.reason === 'missing-key' && ctx.waitsForKey)
         // nothing was started: no failure, no backoff; the card waits in Queued where it was
         return { patch: { status: to('queued'), lastRun: result.runId, lastError: undefined } };
+      if (result.termination?.reason === 'budget')
+        // a retry would spend the budget again: to Failed at once, saying so
+        return runFailure(
+          ctx,
+          Math.max(ctx.failures + 1, ctx.backoff.retries + 1),
+          ctx.failureText(),
+          result.runId,
+        );
       return runFailure(ctx, ctx.failures + 1, ctx.failureText(), result.runId);
     case 'cancelled':
       return { patch: { status: to('backlog'), rank: ctx.topRank('backlog'), lastError: 'cancelled' } };

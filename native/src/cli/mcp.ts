@@ -3,6 +3,9 @@
 // errors), so the MCP surface and the CLI cannot drift apart. Screenshots come back as MCP images.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { z } from 'zod';
 import pkg from '../../package.json' with { type: 'json' };
 import { desktop } from '../desktop/desktop.ts';
@@ -61,7 +64,8 @@ interface Compact {
   [k: string]: unknown;
 }
 
-export async function serve(_args: string[], execute: Execute): Promise<number> {
+/** The MCP server: every desktop-cli command as a tool, run through `execute`. */
+function buildServer(execute: Execute): McpServer {
   const server = new McpServer({ name: 'runboard-desktop', version: pkg.version });
 
   const run = async (argv: string[], stdin?: string): Promise<ToolResult> => {
@@ -283,8 +287,78 @@ export async function serve(_args: string[], execute: Execute): Promise<number> 
     },
   );
 
-  await server.connect(new StdioServerTransport());
+  return server;
+}
+
+/** `serve [--transport stdio|streamable-http] [--port n]`. */
+export async function serve(args: string[], execute: Execute): Promise<number> {
+  const flag = (name: string) => {
+    const i = args.indexOf(name);
+    return i >= 0 ? args[i + 1] : undefined;
+  };
+  const transport = flag('--transport') ?? 'stdio';
+  if (transport === 'streamable-http') return serveHttp(Number(flag('--port') ?? 0), execute);
+  if (transport !== 'stdio') {
+    process.stderr.write(
+      JSON.stringify({
+        error: 'USAGE',
+        message: `--transport must be stdio or streamable-http (not "${transport}")`,
+      }) + '\n',
+    );
+    return 2;
+  }
+  await buildServer(execute).connect(new StdioServerTransport());
   // Serve until the client closes stdin.
   await new Promise<void>((resolve) => process.stdin.once('close', resolve));
+  return 0;
+}
+
+function refuse(res: ServerResponse, status: number, message: string): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ error: message }));
+}
+
+/**
+ * MCP over streamable HTTP, stateless (a server per request), on the loopback interface only, for a
+ * client that shows the token printed on stderr at start (or given in DESKTOP_CLI_MCP_TOKEN) as
+ * `Authorization: Bearer <token>`: any local user or process can reach a loopback port, and the
+ * desktop's tools type and click as the person. A Host other than the loopback's is refused too (a
+ * web page's DNS rebinding).
+ */
+async function serveHttp(port: number, execute: Execute): Promise<number> {
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    process.stderr.write(JSON.stringify({ error: 'USAGE', message: '--port must be 0-65535' }) + '\n');
+    return 2;
+  }
+  const token = process.env.DESKTOP_CLI_MCP_TOKEN || randomBytes(32).toString('hex');
+  const want = Buffer.from(`Bearer ${token}`);
+  const http = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const host = (req.headers.host ?? '').replace(/:\d+$/, '');
+    if (!['127.0.0.1', 'localhost', '[::1]'].includes(host)) return refuse(res, 403, 'not a loopback Host');
+    const given = Buffer.from(req.headers.authorization ?? '');
+    if (given.length !== want.length || !timingSafeEqual(given, want))
+      return refuse(res, 401, 'missing or wrong token (Authorization: Bearer <token>)');
+    if ((req.url ?? '').split('?')[0] !== '/mcp') return refuse(res, 404, 'the MCP endpoint is /mcp');
+    const server = buildServer(execute);
+    const t = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on('close', () => void t.close().then(() => server.close()));
+    void server
+      .connect(t)
+      .then(() => t.handleRequest(req, res))
+      .catch((e: unknown) => {
+        if (!res.headersSent) refuse(res, 500, (e as Error).message);
+      });
+  });
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(port, '127.0.0.1', resolve);
+  });
+  const addr = http.address() as { port: number };
+  process.stderr.write(JSON.stringify({ url: `http://127.0.0.1:${addr.port}/mcp`, token }) + '\n');
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  http.close();
   return 0;
 }

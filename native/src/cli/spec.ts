@@ -346,7 +346,9 @@ export const COMMANDS: Record<string, CommandSpec> = {
   },
 };
 
-export const SERVE_HELP = 'desktop-cli serve   (an MCP server on stdio: every command above as a tool)';
+export const SERVE_HELP =
+  'desktop-cli serve [--transport stdio|streamable-http] [--port <n>]   (an MCP server: every command above as a tool;\n' +
+  '    on stdio, or on http://127.0.0.1:<port>/mcp with the token it prints on stderr)';
 
 /** The options a command parses: its own, plus the global ones it does not define itself. */
 export function optionsOf(spec: CommandSpec): Options {

@@ -62,10 +62,23 @@ struct RecordedEvent {
   std::shared_ptr<const RecorderFrame> frame;
 };
 
+// A change of the accessibility focus (AT-SPI on Linux), stamped when it arrived and mapped to server
+// time: the recorder's focus timeline. `focused` false: the element lost the focus.
+struct RecordedFocus {
+  unsigned long time = 0;  // server time, ms
+  bool focused = true;
+  std::string app, path;   // the element's identity (bus name, object path)
+  std::string role, name;  // read just after the change (empty when the app did not answer)
+  Rect bounds;
+  bool editable = false, secret = false;
+  std::string error;  // set (and nothing else) when focus changes cannot be followed at all
+};
+
 struct RecorderCallbacks : ThreadEndCallbacks {
   // Listening; `first` is the frame at the start.
   std::function<void(std::shared_ptr<const RecorderFrame> first)> ready;
   std::function<void(const RecordedEvent&)> event;
+  std::function<void(const RecordedFocus&)> focus;  // on another thread of the recorder's
 };
 
 class Recorder {

@@ -17,6 +17,7 @@ import {
   type Modifier,
   type MouseButton,
   type ReadOptions,
+  type RecordedFocus,
   type RecordedInput,
   type RecorderFrame,
   type RecordInputOptions,
@@ -165,6 +166,8 @@ function startRecorder(
               modifiers: MODIFIERS.filter(([bit]) => (bits & bit) !== 0).map(([, m]) => m),
               frame: frames.get(frameId as number) ?? [...frames.values()].at(-1)!,
             });
+          } else if (type === 'focus') {
+            options.onFocus?.(payload as unknown as RecordedFocus | { error: string });
           } else if (!started) reject(toDesktopError(payload));
           else {
             raw.stop();

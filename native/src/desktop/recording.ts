@@ -13,6 +13,8 @@ import {
   type StopReason,
 } from '@runboard/project/recording';
 import { desktop } from './desktop.ts';
+import { attribute, FocusTimeline, type FocusCause } from './focus-timeline.ts';
+import { all, findPath, hitTest, manifestElement, masked, secrets } from './recording-elements.ts';
 import { StepGrouper, type GroupedStep, type StepAction } from './steps.ts';
 import { maskVideo, ScreenVideo, type MicChoice, type VideoResult } from './video.ts';
 import {
@@ -98,105 +100,25 @@ interface Lookup {
 
 type Tracked = RecordedInput & { arrived: number; lookup: Promise<Lookup> };
 
+/** What moved the focus (a Tab, a click), with the read of the window a click went to. */
+type Cause = FocusCause & {
+  x?: number;
+  y?: number;
+  lookup?: Promise<Lookup>;
+  described?: Promise<FocusCause>;
+};
+
+/**
+ * How long a key step after a Tab waits for the app to report the focus change the Tab caused (a bound
+ * on a condition: the step is written as soon as the change is in the focus timeline).
+ */
+const FOCUS_WAIT_MS = 10_000;
+
+/** How long a click's element is asked for again of an app that does not answer (each ask waits ~5 s). */
+const READ_RETRY_MS = 60_000;
+
 /** Beyond this lag the recording says it could not keep up (the reads of element and focus come late). */
 const KEEP_UP_MS = 1000;
-
-const MASK_GREY = 0x80;
-const MASK_MARGIN_PX = 12;
-
-function contains(b: Rect, x: number, y: number): boolean {
-  return b[2] > 0 && b[3] > 0 && x >= b[0] && y >= b[1] && x < b[0] + b[2] && y < b[1] + b[3];
-}
-
-/** Roles whose children are cut off at their edges (AT-SPI reports a scrolled-away child's bounds as they are). */
-const CLIPS = new Set(['scroll pane', 'viewport']);
-
-/** The deepest element whose bounds hold the point, with the path to it. */
-export function hitTest(
-  roots: Element[],
-  x: number,
-  y: number,
-): { element: Element; path: ElementPathStep[] } | undefined {
-  let best: { element: Element; path: ElementPathStep[] } | undefined;
-  const walk = (els: Element[], trail: ElementPathStep[]): void => {
-    const seen = new Map<string, number>();
-    for (const e of els) {
-      const index = seen.get(e.role) ?? 0;
-      seen.set(e.role, index + 1);
-      const here = [...trail, { role: e.role, name: e.name, index }];
-      if (contains(e.bounds, x, y)) {
-        const area = e.bounds[2] * e.bounds[3];
-        const bestArea = best ? best.element.bounds[2] * best.element.bounds[3] : Infinity;
-        if (here.length > (best?.path.length ?? 0) || area < bestArea) best = { element: e, path: here };
-      } else if (CLIPS.has(e.role)) continue; // its children beyond its edges are scrolled out of sight
-      walk(e.children, here);
-    }
-  };
-  walk(roots, []);
-  return best;
-}
-
-function findPath(
-  roots: Element[],
-  pick: (e: Element) => boolean,
-): { element: Element; path: ElementPathStep[] } | undefined {
-  const walk = (
-    els: Element[],
-    trail: ElementPathStep[],
-  ): { element: Element; path: ElementPathStep[] } | undefined => {
-    const seen = new Map<string, number>();
-    for (const e of els) {
-      const index = seen.get(e.role) ?? 0;
-      seen.set(e.role, index + 1);
-      const here = [...trail, { role: e.role, name: e.name, index }];
-      if (pick(e)) return { element: e, path: here };
-      const inner = walk(e.children, here);
-      if (inner) return inner;
-    }
-    return undefined;
-  };
-  return walk(roots, []);
-}
-
-/** Password fields' bounds, with a margin: AT-SPI reports a GTK entry's bounds up to ~20 px apart between reads. */
-function secrets(roots: Element[]): Rect[] {
-  const out: Rect[] = [];
-  const m = MASK_MARGIN_PX;
-  const walk = (els: Element[]): void => {
-    for (const e of els) {
-      if (e.secret) out.push([e.bounds[0] - m, e.bounds[1] - m, e.bounds[2] + 2 * m, e.bounds[3] + 2 * m]);
-      walk(e.children);
-    }
-  };
-  walk(roots);
-  return out;
-}
-
-function manifestElement(hit: { element: Element; path: ElementPathStep[] }): ManifestElement {
-  const e = hit.element;
-  return {
-    role: e.role,
-    name: e.name,
-    bounds: e.bounds,
-    path: hit.path,
-    ...(e.secret ? { secret: true } : {}),
-  };
-}
-
-/** A copy of the frame with the rectangles (screen coordinates) filled grey. */
-function masked(frame: RecorderFrame, rects: Rect[]): Buffer {
-  if (rects.length === 0) return frame.data;
-  const out = Buffer.from(frame.data);
-  const [ox, oy] = frame.source;
-  for (const [rx, ry, rw, rh] of rects) {
-    const x0 = Math.max(0, rx - ox);
-    const y0 = Math.max(0, ry - oy);
-    const x1 = Math.min(frame.width, rx - ox + rw);
-    const y1 = Math.min(frame.height, ry - oy + rh);
-    for (let y = y0; y < y1; y++) out.fill(MASK_GREY, (y * frame.width + x0) * 4, (y * frame.width + x1) * 4);
-  }
-  return out;
-}
 
 export class Recording {
   readonly id: string;
@@ -218,7 +140,10 @@ export class Recording {
   private limitTimer: NodeJS.Timeout | undefined;
   private stopping: Promise<RecordingSummary> | undefined;
   private paused = false;
-  private lastClickSecret = false;
+  /** Accessibility focus changes, each at its own server time (focus-timeline.ts). */
+  private readonly focus = new FocusTimeline();
+  private readonly causes: Cause[] = [];
+  private focusUnknown = 0;
   private readonly inFlight = new Map<number, Promise<Lookup>>();
   /** After the stop's instant was drained: no more input. */
   private closed = false;
@@ -254,6 +179,10 @@ export class Recording {
       ...(options.settleMs !== undefined ? { settleMs: options.settleMs } : {}),
       ...(options.border !== false ? { borderWidth: BORDER_WIDTH } : {}),
       onError: (err) => void r.stopWith('display-lost', `the recording stopped: ${err.message}`),
+      onFocus: (f) => {
+        if ('error' in f) r.focus.unavailable = f.error;
+        else r.focus.add(f);
+      },
     });
     // Only once the recorder runs: a display that cannot be recorded leaves no empty recording behind.
     mkdirSync(path.join(r.dir, 'screenshots'), { recursive: true });
@@ -266,7 +195,13 @@ export class Recording {
       const trees = await Promise.all(
         windows.map((w) => desktop.read({ windowId: w.id, actions: false }).catch(() => undefined)),
       );
-      const masks = r.masksFor(trees.filter((t) => t !== undefined).map((tree) => ({ tree })));
+      const read = trees.filter((t) => t !== undefined);
+      // The field focused before the recording began: the timeline's first entry.
+      for (const tree of read) {
+        const f = findPath(tree.elements, (e) => e.focused);
+        if (f) r.focus.add({ ...f.element, time: 0, focused: true, app: '', path: '' });
+      }
+      const masks = r.masksFor(read.map((tree) => ({ tree })));
       await r.writeImage(r.recorder.firstFrame, masks, 'start');
     });
     r.armLimit();
@@ -379,7 +314,15 @@ export class Recording {
       const keptUp = lag.max <= KEEP_UP_MS;
       if (!keptUp)
         this.warnings.push(
-          `the machine was too busy for the recorder: it handled input up to ${(lag.max / 1000).toFixed(1)} s after it happened (median ${Math.round(lag.p50)} ms); every step was kept, but the element and focus of a step are read when it is handled, so some may point at what the screen showed later`,
+          `the machine was too busy for the recorder: it handled input up to ${(lag.max / 1000).toFixed(1)} s after it happened (median ${Math.round(lag.p50)} ms); every step was kept, with the focus it had at its own time`,
+        );
+      if (this.focus.unavailable !== undefined)
+        this.warnings.push(
+          `focus changes could not be followed (${this.focus.unavailable}): a key step's field is the one focused when the recorder handled it`,
+        );
+      if (this.focusUnknown > 0)
+        this.warnings.push(
+          `${this.focusUnknown} key step(s) have no field: the app did not report where the focus went (focusUnknown in the manifest)`,
         );
       const summary: RecordingSummary = {
         id: this.id,
@@ -519,6 +462,11 @@ export class Recording {
     if (this.paused) return;
     // Read the window's accessibility tree now, while it still shows what the event went to.
     const t: Tracked = { ...e, arrived: Date.now(), lookup: this.lookup(e.window) };
+    const chord = e.modifiers.some((m) => m === 'ctrl' || m === 'alt' || m === 'super');
+    if (e.kind === 'keyPress' && (e.key === 'Tab' || e.key === 'ISO_Left_Tab') && !chord)
+      this.causes.push({ kind: 'tab', time: e.time });
+    else if (e.kind === 'buttonPress' && e.button >= 1 && e.button <= 3)
+      this.causes.push({ kind: 'click', time: e.time, x: e.x, y: e.y, lookup: t.lookup });
     this.emit(this.grouper.feed(t));
   }
 
@@ -565,19 +513,19 @@ export class Recording {
     const out: Partial<ManifestStep> = {};
     if (action.type === 'click' || action.type === 'drag' || action.type === 'scroll') {
       const [x, y] = action.type === 'drag' ? action.from : [action.x, action.y];
-      const hit = hitTest(roots, x, y);
+      // A read that failed (an app too busy to answer in time) is taken again: what a point hits is a
+      // matter of the window's layout, which the late read still shows.
+      const hit = hitTest(roots, x, y) ?? (await this.rereadHit(lookups, x, y));
       if (hit) out.element = manifestElement(hit);
-      if (action.type === 'click') this.lastClickSecret = hit?.element.secret ?? false;
     } else {
-      // The focused field when the keys came (any read of the step's events that saw one).
-      const focused = lookups
-        .map((l) => (l.tree ? findPath(l.tree.elements, (e) => e.focused && e.editable) : undefined))
-        .filter((f) => f !== undefined);
-      const f = focused.find((x) => x.element.secret) ?? focused[0];
-      if (f) out.focus = manifestElement(f);
-      if (action.type === 'type' && (this.lastClickSecret || focused.some((x) => x.element.secret)))
-        action = { type: 'type', secret: true };
-      if (action.type === 'press' && /(^|\+)Tab$/.test(action.key)) this.lastClickSecret = false;
+      const f = await this.focusOf(first, lookups);
+      if (f.element) out.focus = f.element;
+      if (f.unknown) {
+        out.focusUnknown = true;
+        this.focusUnknown++;
+      }
+      // A secret flag follows the field that really had the focus.
+      if (action.type === 'type' && f.secret) action = { type: 'type', secret: true };
     }
     const masks = this.masksFor(lookups);
     const screenshot = await this.writeImage(first.frame, masks, String(this.steps + 1).padStart(4, '0'));
@@ -593,6 +541,84 @@ export class Recording {
       ...(s.events.every((e) => e.synthetic) ? { synthetic: true as const } : {}),
     };
     this.append(JSON.stringify(step) + '\n');
+  }
+
+  /** The field a key step went to: the one focused at its own time (the focus timeline). */
+  private async focusOf(
+    first: Tracked,
+    lookups: Lookup[],
+  ): Promise<{ element?: ManifestElement; secret: boolean; unknown?: string }> {
+    const trees = lookups.map((l) => l.tree?.elements).filter((t) => t !== undefined);
+    if (this.focus.unavailable !== undefined) {
+      // No timeline: the focused field the step's reads saw (read when the step was handled).
+      const focused = trees
+        .map((t) => findPath(t, (e) => e.focused && e.editable))
+        .filter((f) => f !== undefined);
+      const f = focused.find((x) => x.element.secret) ?? focused[0];
+      return f ? { element: manifestElement(f), secret: f.element.secret } : { secret: false };
+    }
+    const causes = await Promise.all(
+      this.causes.filter((c) => c.time < first.time).map((c) => this.described(c)),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise((resolve) => (timer = setTimeout(resolve, FOCUS_WAIT_MS)));
+    const a = await attribute(this.focus, first.time, causes, bound);
+    clearTimeout(timer);
+    if (!a.field) {
+      // Never a wrong field; what was typed stays out of the manifest if it could have been a password.
+      const ids = lookups.map((l) => l.window?.id ?? l.tree?.window.id).filter((id) => id !== undefined);
+      const secretNear =
+        ids.some((id) => (this.knownSecrets.get(id)?.size ?? 0) > 0) ||
+        trees.some((t) => secrets(t).length > 0);
+      return { secret: secretNear, unknown: a.reason };
+    }
+    const c = a.field;
+    // The element in the step's tree (for its path), the one of that role and name nearest the change's bounds.
+    const dist = (b: Rect): number => Math.abs(b[0] - c.bounds[0]) + Math.abs(b[1] - c.bounds[1]);
+    const found = trees
+      .flatMap((t) => all(t, (e) => e.role === c.role && e.name === c.name))
+      .sort((p, q) => dist(p.element.bounds) - dist(q.element.bounds))[0];
+    const element: ManifestElement = found
+      ? manifestElement(found)
+      : { role: c.role, name: c.name, bounds: c.bounds, path: [], ...(c.secret ? { secret: true } : {}) };
+    return { element, secret: c.secret || (found?.element.secret ?? false) };
+  }
+
+  /**
+   * The element under a point, from a fresh read of the window: the step's own read failed or came back
+   * without bounds (an app too busy to answer in time); what a point hits is a matter of the window's
+   * layout, which the late read still shows.
+   */
+  private async rereadHit(
+    lookups: Lookup[],
+    x: number,
+    y: number,
+  ): Promise<{ element: Element; path: ElementPathStep[] } | undefined> {
+    const id = lookups.find((l) => l.window)?.window?.id;
+    if (!id) return undefined;
+    // An app that does not answer (stopped, or starved by a busy machine) is asked again until it does,
+    // within a bound; a window that went away is not.
+    const until = Date.now() + READ_RETRY_MS;
+    for (;;) {
+      try {
+        return hitTest((await desktop.read({ windowId: id, actions: false })).elements, x, y);
+      } catch {
+        const gone = (await desktop.listWindows({ windowId: id }).catch(() => [])).length === 0;
+        if (gone || Date.now() > until) return undefined;
+      }
+    }
+  }
+
+  /** A cause as attribute() takes it: a click with the element it hit (its window read when it came). */
+  private described(c: Cause): Promise<FocusCause> {
+    if (c.kind !== 'click' || !c.lookup) return Promise.resolve(c);
+    c.described ??= (async (): Promise<FocusCause> => {
+      const l = await c.lookup!;
+      const [x, y] = [c.x ?? 0, c.y ?? 0];
+      const hit = (hitTest(l.tree?.elements ?? [], x, y) ?? (await this.rereadHit([l], x, y)))?.element;
+      return hit ? { kind: 'click', time: c.time, element: hit } : { kind: 'click', time: c.time };
+    })();
+    return c.described;
   }
 
   /**
@@ -669,6 +695,8 @@ export class Recording {
     writeFileSync(path.join(this.dir, 'recording.json'), JSON.stringify(meta, null, 2) + '\n');
   }
 }
+
+export { hitTest } from './recording-elements.ts';
 
 // The format's types and its list/delete, as native exported them before they moved.
 export {

@@ -231,6 +231,27 @@ export interface RecordInputOptions {
   borderWidth?: number;
   /** Called if the recorder dies after it started (the display went away); it is stopped then. */
   onError?: (err: DesktopError) => void;
+  /**
+   * Accessibility focus changes as they happen (AT-SPI), each with its own server time: the focus
+   * timeline (focus-timeline.ts). Called once with `{ error }` when they cannot be followed.
+   */
+  onFocus?: (f: RecordedFocus | { error: string }) => void;
+}
+
+/** An element took (`focused`) or lost the accessibility focus at `time` (server ms, as input's). */
+export interface RecordedFocus {
+  time: number;
+  focused: boolean;
+  /** The element's identity: its app's bus name and object path. */
+  app: string;
+  path: string;
+  /** Read just after the change ('' when the app did not answer). */
+  role: string;
+  name: string;
+  bounds: Rect;
+  editable: boolean;
+  /** A password field. */
+  secret: boolean;
 }
 
 export interface InputRecorder {

@@ -90,6 +90,13 @@ void g_dbus_connection_set_exit_on_close(GDBusConnection* connection, gboolean e
   REAL(g_dbus_connection_set_exit_on_close)(connection, exit_on_close);
 }
 GVariant* g_dbus_message_get_body(GDBusMessage* message) { return REAL(g_dbus_message_get_body)(message); }
+const gchar* g_dbus_message_get_interface(GDBusMessage* message) { return REAL(g_dbus_message_get_interface)(message); }
+const gchar* g_dbus_message_get_member(GDBusMessage* message) { return REAL(g_dbus_message_get_member)(message); }
+const gchar* g_dbus_message_get_path(GDBusMessage* message) { return REAL(g_dbus_message_get_path)(message); }
+const gchar* g_dbus_message_get_sender(GDBusMessage* message) { return REAL(g_dbus_message_get_sender)(message); }
+void g_dbus_connection_remove_filter(GDBusConnection* connection, guint filter_id) {
+  REAL(g_dbus_connection_remove_filter)(connection, filter_id);
+}
 GDBusMessageType g_dbus_message_get_message_type(GDBusMessage* message) {
   return REAL(g_dbus_message_get_message_type)(message);
 }
@@ -171,6 +178,7 @@ gboolean g_variant_is_of_type(GVariant* value, const GVariantType* type) {
 }
 void g_variant_iter_free(GVariantIter* iter) { REAL(g_variant_iter_free)(iter); }
 gsize g_variant_iter_n_children(GVariantIter* iter) { return REAL(g_variant_iter_n_children)(iter); }
+GVariant* g_variant_new_strv(const gchar* const* strv, gssize length) { return REAL(g_variant_new_strv)(strv, length); }
 GVariant* g_variant_ref(GVariant* value) { return REAL(g_variant_ref)(value); }
 GVariant* g_variant_ref_sink(GVariant* value) { return REAL(g_variant_ref_sink)(value); }
 const GVariantType* g_variant_type_checked_(const gchar* type_string) {

@@ -21,6 +21,7 @@
 #include <X11/extensions/XInput2.h>
 #include <X11/extensions/XShm.h>
 #include <X11/extensions/record.h>
+#include <gio/gio.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/ipc.h>
@@ -41,6 +42,7 @@
 #include "common/recorder.h"
 #include "linux/border_linux.h"
 #include "linux/desktop_thread.h"
+#include "linux/recorder_focus_linux.h"
 #include "linux/x11_session.h"
 
 namespace runboard::desktop {
@@ -87,6 +89,16 @@ struct Recorder::Impl : DesktopThread {
   bool stampSeen = false;
   unsigned long stopTime = 0;
   std::function<void(unsigned long)> drained;  // under `mu` until the thread takes it
+  // The focus timeline's source (AT-SPI), and the clock it is mapped by: CLOCK_MONOTONIC less server
+  // time, the smallest seen (at the start's round trip, then at each input event: as input is mapped).
+  std::unique_ptr<FocusListener> focusListener;
+  std::atomic<int64_t> monoMinusServer{INT64_MAX};
+  void NoteClock(unsigned long serverTime) {
+    int64_t off = MonotonicMs() - static_cast<int64_t>(serverTime);
+    int64_t cur = monoMinusServer.load();
+    while (off < cur && !monoMinusServer.compare_exchange_weak(cur, off)) {}
+  }
+  void StartFocus();
 
   void Run();
   void OpenRecord();
@@ -222,6 +234,67 @@ void Recorder::Impl::Open() {
   stampAtom = XInternAtom(dpy, "_RUNBOARD_RECORDER_STOP", False);
   XSync(dpy, False);
   if (lost) throw DesktopError(kNoDisplay, "the X display went away");
+  // The server's clock against ours: a property change's PropertyNotify carries the server time.
+  Atom clockAtom = XInternAtom(dpy, "_RUNBOARD_RECORDER_CLOCK", False);
+  XChangeProperty(dpy, stampWindow, clockAtom, XA_INTEGER, 32, PropModeAppend, nullptr, 0);
+  XEvent ev;
+  XWindowEvent(dpy, stampWindow, PropertyChangeMask, &ev);
+  NoteClock(ev.xproperty.time);
+}
+
+// The AT-SPI bus: AT_SPI_BUS_ADDRESS, else the root window's AT_SPI_BUS (what at-spi-bus-launcher sets),
+// else org.a11y.Bus on the session bus. A recording without it still records; its steps then say their
+// focus could not be followed.
+void Recorder::Impl::StartFocus() {
+  if (!callbacks.focus) return;
+  auto fail = [this](const std::string& why) {
+    RecordedFocus f;
+    f.error = why;
+    callbacks.focus(f);
+  };
+  std::string address;
+  if (const char* env = std::getenv("AT_SPI_BUS_ADDRESS"); env && *env) address = env;
+  if (address.empty()) {
+    Atom type = None;
+    int format = 0;
+    unsigned long n = 0, after = 0;
+    unsigned char* data = nullptr;
+    if (XGetWindowProperty(dpy, root, XInternAtom(dpy, "AT_SPI_BUS", False), 0, 1024, False, AnyPropertyType, &type,
+                           &format, &n, &after, &data) == Success &&
+        data && format == 8)
+      address.assign(reinterpret_cast<char*>(data), n);
+    if (data) XFree(data);
+  }
+  if (address.empty()) {
+    const char* session = std::getenv("DBUS_SESSION_BUS_ADDRESS");
+    if (!session || !*session) return fail("no AT-SPI bus (no AT_SPI_BUS on the display, no DBUS_SESSION_BUS_ADDRESS)");
+    try {
+      GError* err = nullptr;
+      GDBusConnection* sb = g_dbus_connection_new_for_address_sync(
+          session,
+          static_cast<GDBusConnectionFlags>(G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                            G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION),
+          nullptr, nullptr, &err);
+      g_clear_error(&err);
+      if (!sb) return fail("cannot reach the session bus");
+      GVariant* r =
+          g_dbus_connection_call_sync(sb, "org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress", nullptr,
+                                      G_VARIANT_TYPE("(s)"), G_DBUS_CALL_FLAGS_NONE, 3000, nullptr, &err);
+      g_clear_error(&err);
+      g_dbus_connection_close_sync(sb, nullptr, nullptr);
+      g_object_unref(sb);
+      if (!r) return fail("the session bus has no AT-SPI bus (org.a11y.Bus)");
+      const char* a = nullptr;
+      g_variant_get(r, "(&s)", &a);
+      address = a ? a : "";
+      g_variant_unref(r);
+    } catch (const DesktopError& e) { return fail(e.what()); }
+  }
+  try {
+    focusListener = std::make_unique<FocusListener>(
+        address, [this](int64_t mono) { return static_cast<unsigned long>(mono - monoMinusServer.load()); },
+        callbacks.focus);
+  } catch (const DesktopError& e) { fail(e.what()); }
 }
 
 // XRecord on a data connection of its own (its replies never end); without the extension, button
@@ -356,6 +429,7 @@ void Recorder::Impl::HandleRaw(const XIRawEvent* raw, unsigned long serial) {
   if (stampSeen) return;  // after the stop's instant: not part of the recording
   // With XIAllDevices each event arrives twice: from the master and from the slave. Keep the slave's.
   if (raw->deviceid != raw->sourceid) return;
+  NoteClock(raw->time);
   bool key = raw->evtype == XI_RawKeyPress || raw->evtype == XI_RawKeyRelease;
   bool press = raw->evtype == XI_RawKeyPress || raw->evtype == XI_RawButtonPress;
   unsigned modifiers = capsLocked ? static_cast<unsigned>(kModCapsLock) : 0u;
@@ -451,6 +525,7 @@ void Recorder::Impl::Run() {
     Fail(e);
     return;
   }
+  StartFocus();  // listening before the first input is reported
   if (callbacks.ready) callbacks.ready(frames.back().second);
   int fd = ConnectionNumber(dpy);
   const auto interval = std::chrono::milliseconds(std::max(options.frameIntervalMs, 20));
@@ -501,6 +576,7 @@ void Recorder::Impl::Run() {
     std::lock_guard<std::mutex> lock(mu);
     done = std::move(drained);
   }
+  focusListener.reset();
   if (done) done(stampSeen ? stopTime : 0);
   if (lost) {
     DropBorder();

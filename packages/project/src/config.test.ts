@@ -296,3 +296,43 @@ describe('budgets and prices', () => {
     ).toThrow(/maxCost/);
   });
 });
+
+describe('attempts and setup (issue 33)', () => {
+  const cu = (extra: string): string =>
+    `version: 2\nflows:\n  d: { runner: computer-use, provider: openai, cap: 3, ${extra} }\n`;
+  it('attempts above 1 need a computer-use or replay flow on private displays; judgeAfter is a duration', () => {
+    const c = resolveConfig(
+      project(cu('attempts: 3, judgeAfter: 2m, computerUse: { privateDisplay: true }')),
+      null,
+    );
+    expect(c.config.flows.d).toMatchObject({ attempts: 3, judgeAfter: 120_000 });
+    expect(() => resolveConfig(project(cu('attempts: 3')), null)).toThrow(
+      /flows\.d\.attempts: attempts run side by side, each on its own display/,
+    );
+    expect(() =>
+      resolveConfig(project('version: 2\nflows:\n  s: { runner: command, attempts: 2 }\n'), null),
+    ).toThrow(/computer-use or replay flow/);
+    expect(() =>
+      resolveConfig(project(cu('attempts: 17, computerUse: { privateDisplay: true }')), null),
+    ).toThrow(/attempts/);
+  });
+
+  it("a card's setup: goes to its run's private display; a flow without one says what to do", () => {
+    const grant = { id: 'g', path: '/w', createdAt: '', signature: '' } as never;
+    const card = (setup: string) => ({
+      file: '/p/cards/c.md',
+      front: { title: 't', flow: 'd', setup },
+      body: '',
+      workspace: '/w',
+    });
+    const on = resolveConfig(project(cu('computerUse: { privateDisplay: true }')), null).config;
+    expect(launchParams(card('app &'), on, '/p', grant).flow.computerUse?.setup).toBe('app &');
+    const off = resolveConfig(
+      project('version: 2\nflows:\n  d: { runner: computer-use, provider: openai }\n'),
+      null,
+    ).config;
+    expect(() => launchParams(card('app &'), off, '/p', grant)).toThrow(
+      /setup: runs on a private display .*set computerUse\.privateDisplay: true/,
+    );
+  });
+});

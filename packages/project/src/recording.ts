@@ -57,8 +57,14 @@ export interface ManifestStep {
   window: { id: number; app: string; title: string; bounds: Bounds } | null;
   /** Pointer steps: the accessibility element under the pointer; extracts: the one they were taken from. */
   element?: ManifestElement;
-  /** Key steps: the focused element. */
+  /** Key steps: the element that had the focus at the step's own time (the recorder's focus timeline). */
   focus?: ManifestElement;
+  /**
+   * Key steps: the recorder could not know which field had the focus (the app never reported where a
+   * Tab moved it); `focus` is then absent, never a guess, and typed text is kept only as a secret when the
+   * window has a password field.
+   */
+  focusUnknown?: true;
   /** A note the person attached with Ctrl+I → details, for this step. */
   details?: string;
   /** The input came from a synthetic device (a script driving XTest), not a person. */

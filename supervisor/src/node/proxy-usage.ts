@@ -11,7 +11,6 @@
  * Later figures of one answer replace earlier ones (each is the total so far). A run's tally (RunAccount)
  * adds its answers up per model, prices them (protocol/prices.ts) and says when its budget is spent.
  */
-import { StringDecoder } from 'node:string_decoder';
 import { costOf, type FlowSpec, type ModelUsage, type PriceTable } from '../protocol/index.ts';
 
 /** One answer's usage, as far as it has been read. */
@@ -20,6 +19,9 @@ export interface AnswerUsage {
   input?: number;
   output?: number;
 }
+
+/** What every usage field's name contains (usage, usageMetadata, …_usage). */
+const USAGE = 'sage';
 
 /** A JSON body larger than this is not read for its usage (model answers are far smaller). */
 const MAX_JSON_BODY = 8 << 20;
@@ -64,8 +66,9 @@ export function foldUsage(u: AnswerUsage, data: unknown): void {
 export class UsageTap {
   readonly usage: AnswerUsage = {};
   private readonly sse: boolean;
-  private readonly decoder = new StringDecoder('utf8');
-  private carry = '';
+  /** An event stream's unfinished line (bytes after the last newline), bounded. */
+  private carry: Buffer[] = [];
+  private carried = 0;
   private parts: Buffer[] | null = [];
   private size = 0;
 
@@ -76,14 +79,20 @@ export class UsageTap {
 
   write(chunk: Buffer): void {
     if (this.sse) {
-      const text = this.carry + this.decoder.write(chunk);
-      const last = text.lastIndexOf('\n');
-      if (last < 0) {
-        this.carry = text;
+      // whole lines only, and only those of a chunk that mentions usage are decoded (newline bytes
+      // never occur inside a UTF-8 character)
+      const nl = chunk.lastIndexOf(10);
+      if (nl < 0) {
+        this.keep(chunk);
         return;
       }
-      this.carry = text.slice(last + 1);
-      if (text.includes('sage', 0)) for (const line of text.slice(0, last).split('\n')) this.line(line);
+      const lines = this.carried
+        ? Buffer.concat([...this.carry, chunk.subarray(0, nl)])
+        : chunk.subarray(0, nl);
+      this.carry = [];
+      this.carried = 0;
+      this.keep(chunk.subarray(nl + 1));
+      if (lines.includes(USAGE)) for (const line of lines.toString('utf8').split('\n')) this.line(line);
       return;
     }
     if (!this.parts) return;
@@ -94,13 +103,13 @@ export class UsageTap {
 
   /** The answer ended: what it used, or null when it said nothing of its usage. */
   end(): AnswerUsage | null {
-    if (this.sse) this.line(this.carry + this.decoder.end());
+    if (this.sse) this.line(Buffer.concat(this.carry).toString('utf8'));
     else if (this.parts) {
-      const body = Buffer.concat(this.parts).toString('utf8');
+      const body = Buffer.concat(this.parts);
       this.parts = null;
-      if (body.includes('sage'))
+      if (body.includes(USAGE))
         try {
-          const parsed: unknown = JSON.parse(body);
+          const parsed: unknown = JSON.parse(body.toString('utf8'));
           // Gemini's non-streamed streamGenerateContent (?alt= not sse) is an array of chunks
           for (const d of Array.isArray(parsed) ? parsed : [parsed]) foldUsage(this.usage, d);
         } catch {
@@ -108,6 +117,17 @@ export class UsageTap {
         }
     }
     return this.usage.input !== undefined || this.usage.output !== undefined ? this.usage : null;
+  }
+
+  private keep(rest: Buffer): void {
+    if (!rest.length) return;
+    this.carried += rest.length;
+    if (this.carried > MAX_JSON_BODY) {
+      this.carry = []; // a line this long is no usage event: dropped
+      this.carried = 0;
+      return;
+    }
+    this.carry.push(rest);
   }
 
   private line(raw: string): void {

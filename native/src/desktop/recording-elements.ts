@@ -1,0 +1,121 @@
+// The recorder's view of a window's elements (recording.ts): what a point hits, where a field is in the
+// tree, which rectangles hold password fields, and a frame with those masked. Pure: no I/O.
+import type { ElementPathStep, ManifestElement } from '@runboard/project/recording';
+import type { Element, RecorderFrame, Rect } from './types.ts';
+
+const MASK_GREY = 0x80;
+const MASK_MARGIN_PX = 12;
+
+function contains(b: Rect, x: number, y: number): boolean {
+  return b[2] > 0 && b[3] > 0 && x >= b[0] && y >= b[1] && x < b[0] + b[2] && y < b[1] + b[3];
+}
+
+/** Roles whose children are cut off at their edges (AT-SPI reports a scrolled-away child's bounds as they are). */
+const CLIPS = new Set(['scroll pane', 'viewport']);
+
+/** The deepest element whose bounds hold the point, with the path to it. */
+export function hitTest(
+  roots: Element[],
+  x: number,
+  y: number,
+): { element: Element; path: ElementPathStep[] } | undefined {
+  let best: { element: Element; path: ElementPathStep[] } | undefined;
+  const walk = (els: Element[], trail: ElementPathStep[]): void => {
+    const seen = new Map<string, number>();
+    for (const e of els) {
+      const index = seen.get(e.role) ?? 0;
+      seen.set(e.role, index + 1);
+      const here = [...trail, { role: e.role, name: e.name, index }];
+      if (contains(e.bounds, x, y)) {
+        const area = e.bounds[2] * e.bounds[3];
+        const bestArea = best ? best.element.bounds[2] * best.element.bounds[3] : Infinity;
+        if (here.length > (best?.path.length ?? 0) || area < bestArea) best = { element: e, path: here };
+      } else if (CLIPS.has(e.role)) continue; // its children beyond its edges are scrolled out of sight
+      walk(e.children, here);
+    }
+  };
+  walk(roots, []);
+  return best;
+}
+
+/** Every element `pick` accepts, each with its path. */
+export function all(
+  roots: Element[],
+  pick: (e: Element) => boolean,
+): Array<{ element: Element; path: ElementPathStep[] }> {
+  const out: Array<{ element: Element; path: ElementPathStep[] }> = [];
+  const walk = (els: Element[], trail: ElementPathStep[]): void => {
+    const seen = new Map<string, number>();
+    for (const e of els) {
+      const index = seen.get(e.role) ?? 0;
+      seen.set(e.role, index + 1);
+      const here = [...trail, { role: e.role, name: e.name, index }];
+      if (pick(e)) out.push({ element: e, path: here });
+      walk(e.children, here);
+    }
+  };
+  walk(roots, []);
+  return out;
+}
+
+export function findPath(
+  roots: Element[],
+  pick: (e: Element) => boolean,
+): { element: Element; path: ElementPathStep[] } | undefined {
+  const walk = (
+    els: Element[],
+    trail: ElementPathStep[],
+  ): { element: Element; path: ElementPathStep[] } | undefined => {
+    const seen = new Map<string, number>();
+    for (const e of els) {
+      const index = seen.get(e.role) ?? 0;
+      seen.set(e.role, index + 1);
+      const here = [...trail, { role: e.role, name: e.name, index }];
+      if (pick(e)) return { element: e, path: here };
+      const inner = walk(e.children, here);
+      if (inner) return inner;
+    }
+    return undefined;
+  };
+  return walk(roots, []);
+}
+
+/** Password fields' bounds, with a margin: AT-SPI reports a GTK entry's bounds up to ~20 px apart between reads. */
+export function secrets(roots: Element[]): Rect[] {
+  const out: Rect[] = [];
+  const m = MASK_MARGIN_PX;
+  const walk = (els: Element[]): void => {
+    for (const e of els) {
+      if (e.secret) out.push([e.bounds[0] - m, e.bounds[1] - m, e.bounds[2] + 2 * m, e.bounds[3] + 2 * m]);
+      walk(e.children);
+    }
+  };
+  walk(roots);
+  return out;
+}
+
+export function manifestElement(hit: { element: Element; path: ElementPathStep[] }): ManifestElement {
+  const e = hit.element;
+  return {
+    role: e.role,
+    name: e.name,
+    bounds: e.bounds,
+    path: hit.path,
+    ...(e.secret ? { secret: true } : {}),
+  };
+}
+
+/** A copy of the frame with the rectangles (screen coordinates) filled grey. */
+export function masked(frame: RecorderFrame, rects: Rect[]): Buffer {
+  if (rects.length === 0) return frame.data;
+  const out = Buffer.from(frame.data);
+  const [ox, oy] = frame.source;
+  for (const [rx, ry, rw, rh] of rects) {
+    const x0 = Math.max(0, rx - ox);
+    const y0 = Math.max(0, ry - oy);
+    const x1 = Math.min(frame.width, rx - ox + rw);
+    const y1 = Math.min(frame.height, ry - oy + rh);
+    for (let y = y0; y < y1; y++) out.fill(MASK_GREY, (y * frame.width + x0) * 4, (y * frame.width + x1) * 4);
+  }
+  return out;
+}
