@@ -64,7 +64,9 @@ describe('asks that wait at the tool call', () => {
 
   it('no answer within the flow’s askTimeoutMs is a denial', async () => {
     const rec = await h.run(asking('read', out), { askTimeoutMs: 300 });
-    expect(rec.result.status, rec.stdout + rec.stderr + JSON.stringify(rec.result.termination)).toBe('succeeded');
+    expect(rec.result.status, rec.stdout + rec.stderr + JSON.stringify(rec.result.termination)).toBe(
+      'succeeded',
+    );
     expect(rec.stdout).toMatch(/ANSWER deny Runboard: no answer from the person within \d+ s: read /);
     expect(rec.events.some((e) => e.data?.kind === 'ask-answer' && e.data.choice === 'timeout')).toBe(true);
   }, 60_000);
