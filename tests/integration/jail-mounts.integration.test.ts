@@ -69,6 +69,10 @@ function renameLoop(file: string): { stop: () => Promise<void> } {
      while (Atomics.load(stop, 0) === 0) {
        fs.writeFileSync(workerData.file + '.t', 'v\\n');
        fs.renameSync(workerData.file + '.t', workerData.file);
+       // a rename every half millisecond, far more often than a board writes a card, and well inside
+       // the jail's setup (its first clone to its move); not a rename storm that wins the jail's
+       // re-clone back to back 50 times (it did, on a quiet 2-core CI machine)
+       Atomics.wait(stop, 0, 0, 0.5);
      }`,
     { eval: true, workerData: { file, flag: flag.buffer } },
   );
