@@ -297,8 +297,8 @@ describe('input and focus', () => {
     // very end, in their own order; open, in the session-13 note (the app's input method, or key events
     // GTK holds while it was stopped, are the suspects).
     const sorted = (t: string): string => [...t].sort().join('');
-    await eventually(async () => sorted((await find('text', 'Name')).value) === sorted(text), 10_000);
-    expect(sorted((await find('text', 'Name')).value), stderr).toBe(sorted(text)); // on failure: which came out wrong
+    await eventually(async () => sorted((await find('text', 'Name')).value ?? '') === sorted(text), 10_000);
+    expect(sorted((await find('text', 'Name')).value ?? ''), stderr).toBe(sorted(text)); // on failure: which came out wrong
   });
 
   it('key combos: ctrl+a then backspace empties the field; shift+letters and a delay', async () => {
