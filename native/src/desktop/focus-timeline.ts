@@ -10,21 +10,10 @@
 // first focus change after the Tab, waited for as a condition, bounded: when it never comes, the step
 // says its focus is unknown, never a wrong field). A click's own element is known from where it hit; the
 // keys after it go to that element when it is a field. Pure: no I/O.
-import type { Rect } from './types.ts';
+import type { RecordedFocus, Rect } from './types.ts';
 
-/** One focus change: `focused` false is the element losing the focus. */
-export interface FocusChange {
-  /** X server time, ms. */
-  time: number;
-  focused: boolean;
-  app: string;
-  path: string;
-  role: string;
-  name: string;
-  bounds: Rect;
-  editable: boolean;
-  secret: boolean;
-}
+/** One focus change (`focused` false: the element losing the focus), as the recorder's focus thread reports it. */
+export type FocusChange = RecordedFocus;
 
 /** A field as both sources describe it: a focus change, or the element a click hit. */
 export interface Field {
