@@ -25,7 +25,8 @@ const config = parseConfig(
     '  shell: { runner: command, cap: 3 }',
     '  agent: { runner: codex, provider: openai, cap: 2 }',
     '  other: { runner: codex, provider: anthropic, cap: 2 }',
-    '  desk: { runner: computer-use, provider: anthropic, cap: 2 }',
+    '  desk: { runner: computer-use, provider: anthropic, cap: 1 }',
+    '  desk2: { runner: computer-use, provider: anthropic, cap: 1 }',
     '',
   ].join('\n'),
 );
@@ -39,7 +40,12 @@ const base = (over: Partial<PolicyInput> = {}): PolicyInput => ({
 const q = (id: string, flow: string) => ({ id, flow });
 
 /** A card's attempts as the admission sees them (scheduler-attempts.ts's entries: `card#n`). */
-const attempts = (cardId: string, pending: number[], running: number, of: number): AdmissionInput => {
+const attempts = (
+  cardId: string,
+  pending: number[],
+  running: number,
+  of: number,
+): AdmissionInput & { launched: string[] } => {
   const launched: string[] = [];
   return Object.assign(
     {
@@ -115,7 +121,7 @@ describe('the scheduler admission (may this start now, and why not)', () => {
       () => config,
       () => busy,
     );
-    const two = base({ queued: [q('d1', 'desk'), q('d2', 'desk')] });
+    const two = base({ queued: [q('d1', 'desk'), q('d2', 'desk2')] });
     const d = admit(two, [display]);
     expect(d.start).toEqual(['d1']);
     expect(d.waiting.d2).toBe(`waiting for ${REAL_DISPLAY}: card d1 (flow "desk") is using it`);
@@ -148,13 +154,15 @@ describe('the scheduler admission (may this start now, and why not)', () => {
   it('the column limits count the cards each column holds', () => {
     const limited = parseConfig(
       '/p/config.yaml',
-      'version: 2\nscheduler: { columnLimits: { review: 1 } }\nflows:\n  shell: { runner: command }\n',
+      'version: 2\nscheduler: { columnLimits: { needs-input: 1 } }\nflows:\n  shell: { runner: command }\n',
     );
-    const cards = [{ front: { status: 'review' } }, { front: {} }] as Parameters<typeof columnInput>[1];
+    const cards = [{ front: { status: 'needs-input' } }, { front: {} }] as unknown as Parameters<
+      typeof columnInput
+    >[1];
     const input = columnInput(limited, cards);
-    expect(input.columnCounts).toEqual({ review: 1, backlog: 1 });
+    expect(input.columnCounts).toEqual({ 'needs-input': 1, backlog: 1 });
     const d = admit({ ...input, queued: [q('x', 'shell')], running: [], now: NOW }, []);
     expect(d.start).toEqual([]);
-    expect(d.waiting.x).toMatch(/column "review" holds 1 \(limit 1\)/);
+    expect(d.waiting.x).toMatch(/column "needs-input" holds 1 \(limit 1\)/);
   });
 });
