@@ -26,19 +26,19 @@ describe('board confirmations', () => {
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('a card that would run by itself waits for a confirm of its text, saying what a confirm does', () => {
-    const queued = card({ title: 'A', flow: 'shell', status: 'queued' } as Card['front']);
+    const queued = card({ title: 'A', flow: 'shell', status: 'queued' });
     expect(confirmationOf(queued, ledger, 'd1')).toEqual({
       digest: 'd1',
       reason: 'changed outside the board: Confirm to run it',
     });
-    const scheduled = card({ title: 'A', flow: 'shell', schedule: 'every day at 8:00' } as Card['front']);
+    const scheduled = card({ title: 'A', flow: 'shell', schedule: 'every day at 8:00' });
     expect(confirmationOf(scheduled, ledger, 'd1')?.reason).toBe(
       'changed outside the board: Confirm for its schedule to fire',
     );
     ledger.record([{ file: queued.file, digest: 'd1' }]);
     expect(confirmationOf(queued, ledger, 'd1')).toBeUndefined(); // confirmed
     expect(confirmationOf(queued, undefined, 'd2')).toBeUndefined(); // no ledger: all confirmed
-    const backlog = card({ title: 'A', flow: 'shell', status: 'backlog' } as Card['front']);
+    const backlog = card({ title: 'A', flow: 'shell', status: 'backlog' });
     expect(confirmationOf(backlog, ledger, 'd2')).toBeUndefined(); // would not run by itself
   });
 

@@ -468,7 +468,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
   private ingestConfig(text: string, emit = true): void {
     try {
       const next = configState(this.configFile, text, readUserConfig(), this.ledger, {
-        config: this.config as ProjectConfig | undefined,
+        config: this.config,
         confirmedText: this.confirmedText,
       });
       this.configError = undefined;

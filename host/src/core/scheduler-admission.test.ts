@@ -133,11 +133,11 @@ describe('the scheduler admission (may this start now, and why not)', () => {
   });
 
   it('blocked flows wait without a wake time: every flow without a supervisor, else a keyless provider', () => {
-    let down: string | undefined;
+    const supervisor: { down?: string } = {};
     const keyless: Record<string, string> = { openai: 'waiting for an API key for provider "openai"' };
     const blocked = blockedInput(
       () => config,
-      () => down,
+      () => supervisor.down,
       (p) => keyless[p],
     );
     const queued = [q('a', 'agent'), q('s', 'shell')];
@@ -145,7 +145,7 @@ describe('the scheduler admission (may this start now, and why not)', () => {
     expect(d.start).toEqual(['s']);
     expect(d.waiting.a).toBe(keyless.openai);
     expect(d.wakeAt).toBeUndefined();
-    down = 'waiting for the supervisor';
+    const down = (supervisor.down = 'waiting for the supervisor');
     d = admit(base({ queued }), [blocked]);
     expect(d.start).toEqual([]);
     expect(d.waiting).toEqual({ a: down, s: down });
