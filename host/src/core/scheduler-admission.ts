@@ -8,16 +8,20 @@
  *     entries holding run slots, their waiting reasons said on their card, and the launch of the ones
  *     the policy lets start;
  *   - provider caps and rate-limit parking (scheduler-caps.ts, scheduler-parking.ts `RateParking`);
+ *   - the machine's private displays and memory (scheduler-machine.ts, `machineInput`);
  *   - the real display, one run at a time, held by a run this board did not start
  *     (scheduler-resources.ts, `realDisplayInput`);
- *   - flows that cannot run until something is done: no supervisor, config.yaml not confirmed, a
- *     provider without a key (scheduler-keys.ts, `blockedInput`).
+ *   - flows that cannot run until something is done: no supervisor (`SupervisorWatch`), config.yaml
+ *     not confirmed, a provider without a key (scheduler-keys.ts, `blockedInput`).
  * `admit` is pure (scheduler-admission.test.ts).
  */
+import { totalmem } from 'node:os';
 import { drivesDesktop } from '@runboard/supervisor/protocol';
 import { flowProvider } from './launch.ts';
 import type { Card, CardStatus, ProjectConfig } from './project.ts';
 import type { CardAttempts } from './scheduler-attempts.ts';
+import type { SupervisorClient } from './supervisor-client.ts';
+import { machinePolicy } from './scheduler-machine.ts';
 import {
   decide,
   type PolicyDecision,
@@ -109,6 +113,11 @@ export function attemptsInput(attempts: CardAttempts): AdmissionInput {
   };
 }
 
+/** The machine's private displays and memory as caps (config `limits:`; scheduler-machine.ts). */
+export function machineInput(config: () => ProjectConfig): AdmissionInput {
+  return { policy: () => ({ machine: machinePolicy(config(), totalmem()) }) };
+}
+
 /** Computer-use flows on the real display hold it one run at a time; `busy`: held by others' runs. */
 export function realDisplayInput(
   config: () => ProjectConfig,
@@ -124,6 +133,28 @@ export function realDisplayInput(
       busy: busy(),
     }),
   };
+}
+
+/**
+ * Whether the supervisor is there. Until a supervisor is back no card starts (a launch then would only
+ * wait and fail); what a person running `serve` sees in its terminal says what happens.
+ */
+export class SupervisorWatch {
+  /** Why no card may start now: the supervisor went away and is not back yet. */
+  down: string | undefined;
+
+  constructor(client: SupervisorClient, kick: () => void) {
+    client.on('lost', (why) => {
+      process.emitWarning(`runboard: ${why}; starting a new supervisor`);
+      this.down = 'waiting for the supervisor: it went away and a new one is being started';
+      kick();
+    });
+    client.on('reconnected', () => {
+      process.emitWarning('runboard: connected to the supervisor again');
+      this.down = undefined;
+      kick();
+    });
+  }
 }
 
 /**

@@ -14,11 +14,18 @@
  * runs it did not launch: scheduler-recovery.ts.
  */
 import { EventEmitter } from 'node:events';
+import { totalmem } from 'node:os';
 import PQueue from 'p-queue';
 import { DisplayBusy, ResponseError, type RunResult } from '@runboard/supervisor/protocol';
 import type { BoardStore } from './board-store.ts';
 import { compareCards } from './board-model.ts';
-import { cardTransition, failure, runOutcome, type CardWrite } from './card-lifecycle.ts';
+import {
+  cardTransition,
+  failure,
+  runOutcome,
+  type CardWrite,
+  type OutcomeContext,
+} from './card-lifecycle.ts';
 import { CardChanges } from './scheduler-card-changes.ts';
 import { isAskNeeds } from '../shared/asks.ts';
 import { succeededRunNotKept } from './workflow-store.ts';
@@ -31,8 +38,10 @@ import {
   attemptsInput,
   blockedInput,
   columnInput,
+  machineInput,
   realDisplayInput,
   REAL_DISPLAY,
+  SupervisorWatch,
 } from './scheduler-admission.ts';
 import { KeyWaits } from './scheduler-keys.ts';
 import { RateParking } from './scheduler-parking.ts';
@@ -81,8 +90,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private readonly recovery: Recovery;
   /** Providers whose runs were refused for a missing API key: their flows wait until it is set. */
   private readonly keys: KeyWaits;
-  /** Why no card may start now: the supervisor is gone and not back yet. */
-  private supervisorDown: string | undefined;
+  /** Why no card may start now: the supervisor is gone and not back yet (scheduler-admission.ts). */
+  private readonly supervisor: SupervisorWatch;
   /** Its writes of cards, and those kept to be tried again (scheduler-writes.ts). */
   private readonly writes: CardWrites;
   /** Asks the person allowed once, per card: its next launch carries them (the supervisor checks each). */
@@ -124,18 +133,25 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       started: (cardId, runId) => this.attemptStarted(cardId, runId),
       settle: (cardId, end, text, record) => this.attemptsSettled(cardId, end, text, record),
       warn: (m) => process.emitWarning(`runboard: ${m}`),
+      save: (cardId, record) => this.write(cardId, () => ({ patch: record })),
+      request: (card) => launchRequest(card, this.store.config, this.store.projectDir, this.grants),
+      hold: (cardId, flow, runId) => this.active.set(cardId, { cardId, flow, ...(runId ? { runId } : {}) }),
+      config: () => this.store.config,
     });
     this.keys = new KeyWaits(store, client, () => this.kick());
+    this.supervisor = new SupervisorWatch(client, () => this.kick());
     this.admission = new Admission([
       attemptsInput(this.attempts),
       this.parking,
+      machineInput(() => store.config),
       realDisplayInput(
         () => store.config,
         () => this.busy.reasons(),
       ),
       blockedInput(
         () => store.config,
-        () => this.supervisorDown ?? (store.configChange?.noBase ? store.configChange.changes[0] : undefined),
+        () =>
+          this.supervisor.down ?? (store.configChange?.noBase ? store.configChange.changes[0] : undefined),
         (provider) => this.keys.reason(provider),
       ),
     ]);
@@ -151,23 +167,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       topRank: (status) => this.topRank(status),
       changed: () => this.emit('changed'),
       kick: () => this.kick(),
+      resumeAttempts: (id, card) => this.attempts.resume(id, card),
     });
     this.queue.concurrency = store.config.scheduler.maxConcurrency;
     store.on('config', () => {
       this.queue.concurrency = store.config.scheduler.maxConcurrency;
-      this.kick();
-    });
-    // What a person running `serve` sees in its terminal when the supervisor goes away and comes back.
-    // Until a supervisor is back no card starts (a launch then would only wait and fail); serve's
-    // terminal says what happens.
-    client.on('lost', (why) => {
-      process.emitWarning(`runboard: ${why}; starting a new supervisor`);
-      this.supervisorDown = 'waiting for the supervisor: it went away and a new one is being started';
-      this.kick();
-    });
-    client.on('reconnected', () => {
-      process.emitWarning('runboard: connected to the supervisor again');
-      this.supervisorDown = undefined;
       this.kick();
     });
     const changes = new CardChanges({
@@ -359,7 +363,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       },
     }));
     this.emit('dispatch', { cardId, sinceFreeMs: this.freedAt ? performance.now() - this.freedAt : 0 });
-    this.attempts.begin(cardId, attemptsOf(card, cfg), request, flow?.judgeAfter);
+    this.attempts.begin(cardId, attemptsOf(card, cfg), request, flow?.judgeAfter, cfg.limits.workspaceCopy);
   }
 
   private attemptStarted(cardId: string, runId: string): void {
@@ -384,14 +388,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       this.write(cardId, () => {
         const w = runOutcome(
           { ...end, termination: null },
-          {
-            from: card.front.status,
-            failures: card.front.failures ?? 0,
-            backoff: this.store.config.scheduler.backoff,
-            now: this.now(),
-            topRank: (s) => this.topRank(s),
-            failureText: () => text,
-          },
+          { ...this.cardNow(card), failureText: () => text },
         );
         return { ...w, patch: { ...w.patch, ...record } };
       });
@@ -464,11 +461,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         this.keys.waitFor(result);
       this.write(cardId, () =>
         runOutcome(result, {
-          from: card.front.status,
-          failures: card.front.failures ?? 0,
-          backoff: this.store.config.scheduler.backoff,
-          now: this.now(),
-          topRank: (s) => this.topRank(s),
+          ...this.cardNow(card),
           notKept,
           waitsForKey,
           failureText: () => failureText(result),
@@ -515,17 +508,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const card = this.store.get(cardId);
     if (card)
       this.write(cardId, () =>
-        failure(
-          {
-            change: 'launch-failed',
-            from: card.front.status,
-            backoff: this.store.config.scheduler.backoff,
-            now: this.now(),
-            topRank: (s) => this.topRank(s),
-          },
-          (card.front.failures ?? 0) + 1,
-          message,
-        ),
+        failure({ ...this.cardNow(card), change: 'launch-failed' }, (card.front.failures ?? 0) + 1, message),
       );
     this.emit('changed');
     this.kick();
@@ -537,6 +520,17 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       this.emit('changed');
       this.kick();
     }
+  }
+
+  /** What the card lifecycle reads of the card and the board to decide the end of its run. */
+  private cardNow(card: Card): Omit<OutcomeContext, 'failureText'> {
+    return {
+      from: card.front.status,
+      failures: card.front.failures ?? 0,
+      backoff: this.store.config.scheduler.backoff,
+      now: this.now(),
+      topRank: (s) => this.topRank(s),
+    };
   }
 
   /** A rank above every card's in the column (the card goes to its top). */
