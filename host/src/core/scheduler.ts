@@ -14,7 +14,6 @@
  * runs it did not launch: scheduler-recovery.ts.
  */
 import { EventEmitter } from 'node:events';
-import { totalmem } from 'node:os';
 import PQueue from 'p-queue';
 import { DisplayBusy, ResponseError, type RunResult } from '@runboard/supervisor/protocol';
 import type { BoardStore } from './board-store.ts';
