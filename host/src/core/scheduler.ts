@@ -11,6 +11,7 @@
  * (scheduler-keys.ts). Following runs it did not launch: scheduler-recovery.ts.
  */
 import { EventEmitter } from 'node:events';
+import { totalmem } from 'node:os';
 import PQueue from 'p-queue';
 import { DisplayBusy, drivesDesktop, ResponseError, type RunResult } from '@runboard/supervisor/protocol';
 import type { BoardStore } from './board-store.ts';
@@ -22,6 +23,7 @@ import { succeededRunNotKept } from './workflow-store.ts';
 import type { GrantStore } from './grant-store.ts';
 import { flowProvider, launchRequest } from './launch.ts';
 import { providerPolicy, RateLimitParks } from './scheduler-caps.ts';
+import { machinePolicy } from './scheduler-machine.ts';
 import type { Card, CardStatus } from './project.ts';
 import { failureText } from './run-end-text.ts';
 import { decide } from './scheduler-policy.ts';
@@ -123,6 +125,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       started: (cardId, runId) => this.attemptStarted(cardId, runId),
       settle: (cardId, end, text, record) => this.attemptsSettled(cardId, end, text, record),
       warn: (m) => process.emitWarning(`runboard: ${m}`),
+      save: (cardId, record) => this.write(cardId, () => ({ patch: record })),
+      request: (card) => launchRequest(card, this.store.config, this.store.projectDir, this.grants),
+      hold: (cardId, flow, runId) => this.active.set(cardId, { cardId, flow, ...(runId ? { runId } : {}) }),
+      config: () => this.store.config,
     });
     this.keys = new KeyWaits(store, client, () => this.kick());
     this.recovery = new Recovery({
@@ -137,6 +143,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       topRank: (status) => this.topRank(status),
       changed: () => this.emit('changed'),
       kick: () => this.kick(),
+      resumeAttempts: (id, card) => this.attempts.resume(id, card),
     });
     this.queue.concurrency = store.config.scheduler.maxConcurrency;
     store.on('config', () => {
@@ -300,6 +307,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       columnCounts: counts,
       parkedFlows: Object.fromEntries(this.parks.flows),
       providers: providerPolicy(cfg, this.parks.providers),
+      machine: machinePolicy(cfg, totalmem()),
       exclusive: Object.fromEntries(
         Object.entries(cfg.flows)
           .filter(([, f]) => drivesDesktop(f.runner) && !f.computerUse?.privateDisplay)
@@ -402,7 +410,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       },
     }));
     this.emit('dispatch', { cardId, sinceFreeMs: this.freedAt ? performance.now() - this.freedAt : 0 });
-    this.attempts.begin(cardId, attemptsOf(card, cfg), request, flow?.judgeAfter);
+    this.attempts.begin(cardId, attemptsOf(card, cfg), request, flow?.judgeAfter, cfg.limits.workspaceCopy);
   }
 
   private attemptStarted(cardId: string, runId: string): void {
