@@ -1,16 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import type { RunResult } from '@runboard/supervisor/protocol';
 import { parseConfig } from './project.ts';
 import {
   admit,
   Admission,
   blockedInput,
   columnInput,
+  parkingInput,
   realDisplayInput,
   REAL_DISPLAY,
   type AdmissionInput,
 } from './scheduler-admission.ts';
-import { RateParking } from './scheduler-parking.ts';
+import { RateLimitParks } from './scheduler-caps.ts';
 import type { PolicyInput } from './scheduler-policy.ts';
 
 const NOW = 1_000_000;
@@ -64,8 +64,7 @@ const attempts = (
   );
 };
 
-const rateLimited = (flow: string, until: number) =>
-  ({ flow, metrics: { rateLimitedUntil: new Date(until).toISOString() } }) as unknown as RunResult;
+const iso = (t: number): string => new Date(t).toISOString();
 
 describe('the scheduler admission (may this start now, and why not)', () => {
   it("a running card's attempts go ahead of the Queued column and wait on its card, saying which", () => {
@@ -83,31 +82,34 @@ describe('the scheduler admission (may this start now, and why not)', () => {
 
   it("a run's rate limit parks every flow on its provider until the reset, then they start", () => {
     let now = NOW;
-    const parking = new RateParking(
+    const parks = new RateLimitParks(
       () => config,
       () => now,
     );
+    const parking = parkingInput(() => config, parks);
     const until = NOW + 60_000;
-    expect(parking.park(rateLimited('agent', until))).toBe(until);
-    expect(parking.park(rateLimited('agent', NOW - 1))).toBeUndefined(); // a reset already past
+    expect(parks.park('agent', iso(until))).toBe(true);
+    expect(parks.park('agent', iso(NOW - 1))).toBe(false); // a reset already past
     const queued = [q('a', 'agent'), q('b', 'other'), q('c', 'shell')];
     const d = admit(base({ queued }), [parking]);
     expect(d.start).toEqual(['b', 'c']);
     expect(d.waiting.a).toMatch(/provider "openai" is parked until .*rate limit resets then/);
     expect(d.wakeAt).toBe(until);
-    expect([...parking.parked()]).toEqual([['agent', until]]);
+    expect([...parks.parked()]).toEqual([['agent', until]]);
     now = until + 1;
     expect(admit(base({ queued, now }), [parking]).start).toEqual(['a', 'b', 'c']);
-    expect(parking.parked().size).toBe(0);
+    expect(parks.parked().size).toBe(0);
   });
 
   it('a flow with no provider is parked by its own rate limit; the provider cap holds the rest', () => {
-    const parking = new RateParking(
+    const parks = new RateLimitParks(
       () => config,
       () => NOW,
     );
-    parking.park(rateLimited('shell', NOW + 1000));
-    const d = admit(base({ queued: [q('s', 'shell'), q('a1', 'agent'), q('a2', 'agent')] }), [parking]);
+    parks.park('shell', iso(NOW + 1000));
+    const d = admit(base({ queued: [q('s', 'shell'), q('a1', 'agent'), q('a2', 'agent')] }), [
+      parkingInput(() => config, parks),
+    ]);
     expect(d.start).toEqual(['a1']);
     expect(d.waiting.s).toMatch(/flow "shell" is parked until/);
     expect(d.waiting.a2).toBe(

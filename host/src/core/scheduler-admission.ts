@@ -7,7 +7,7 @@
  *   - a card's attempts (scheduler-attempts.ts, `attemptsInput`): entries queued ahead of the column,
  *     entries holding run slots, their waiting reasons said on their card, and the launch of the ones
  *     the policy lets start;
- *   - provider caps and rate-limit parking (scheduler-caps.ts, scheduler-parking.ts `RateParking`);
+ *   - provider caps and rate-limit parking (scheduler-caps.ts's RateLimitParks, `parkingInput`);
  *   - the machine's private displays and memory (scheduler-machine.ts, `machineInput`);
  *   - the real display, one run at a time, held by a run this board did not start
  *     (scheduler-resources.ts, `realDisplayInput`);
@@ -20,6 +20,7 @@ import { drivesDesktop } from '@runboard/supervisor/protocol';
 import { flowProvider } from './launch.ts';
 import type { Card, CardStatus, ProjectConfig } from './project.ts';
 import type { CardAttempts } from './scheduler-attempts.ts';
+import { providerPolicy, type RateLimitParks } from './scheduler-caps.ts';
 import type { SupervisorClient } from './supervisor-client.ts';
 import { machinePolicy } from './scheduler-machine.ts';
 import {
@@ -110,6 +111,16 @@ export function attemptsInput(attempts: CardAttempts): AdmissionInput {
       attempts.launch(id);
       return true;
     },
+  };
+}
+
+/** Flows and provider keys parked by a rate limit until its reset, and the providers' caps (scheduler-caps.ts). */
+export function parkingInput(config: () => ProjectConfig, parks: RateLimitParks): AdmissionInput {
+  return {
+    policy: () => ({
+      parkedFlows: Object.fromEntries(parks.flows),
+      providers: providerPolicy(config(), parks.providers),
+    }),
   };
 }
 

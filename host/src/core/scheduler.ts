@@ -4,7 +4,7 @@
  * step with config.yaml); the queue holds the run's slot until the run has ended. Which card goes next
  * and why the others wait is asked of one object, its admission (scheduler-admission.ts): the policy
  * over the Queued column and the inputs each part gives (a card's attempts: scheduler-attempts.ts;
- * provider caps and rate-limit parking: scheduler-caps.ts, scheduler-parking.ts; the real display:
+ * provider caps and rate-limit parking: scheduler-caps.ts; the machine: scheduler-machine.ts; the real display:
  * scheduler-resources.ts; provider keys: scheduler-keys.ts).
  *
  * Card state it writes (front matter): status, lastRun, failures, nextTryAt, lastError. Every status it
@@ -30,6 +30,7 @@ import { isAskNeeds } from '../shared/asks.ts';
 import { succeededRunNotKept } from './workflow-store.ts';
 import type { GrantStore } from './grant-store.ts';
 import { launchRequest } from './launch.ts';
+import { RateLimitParks } from './scheduler-caps.ts';
 import type { Card, CardStatus } from './project.ts';
 import { failureText } from './run-end-text.ts';
 import {
@@ -38,12 +39,12 @@ import {
   blockedInput,
   columnInput,
   machineInput,
+  parkingInput,
   realDisplayInput,
   REAL_DISPLAY,
   SupervisorWatch,
 } from './scheduler-admission.ts';
 import { KeyWaits } from './scheduler-keys.ts';
-import { RateParking } from './scheduler-parking.ts';
 import { Recovery } from './scheduler-recovery.ts';
 import { BusyResources } from './scheduler-resources.ts';
 import { attemptsOf, CardAttempts, type AttemptsRecord } from './scheduler-attempts.ts';
@@ -81,8 +82,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private tickPending = false;
   private freedAt = 0;
   private stopped = false;
-  /** Flows and providers parked by a rate limit, until its reset (scheduler-parking.ts). */
-  private readonly parking: RateParking;
+  /** Flows and provider keys parked by a rate limit (scheduler-caps.ts). */
+  private readonly parks: RateLimitParks;
   /** Exclusive resources held by runs this board did not start (see resourceBusy). */
   private readonly busy: BusyResources;
   /** Runs this board follows without having launched them (after a restart, a schedule's, a stray's). */
@@ -116,11 +117,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   ) {
     super();
     this.writes = new CardWrites(store);
-    this.parking = new RateParking(
-      () => store.config,
+    this.busy = new BusyResources(client, () => this.kick());
+    this.parks = new RateLimitParks(
+      () => this.store.config,
       () => this.now(),
     );
-    this.busy = new BusyResources(client, () => this.kick());
     this.attempts = new CardAttempts({
       client,
       now: () => this.now(),
@@ -141,7 +142,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.supervisor = new SupervisorWatch(client, () => this.kick());
     this.admission = new Admission([
       attemptsInput(this.attempts),
-      this.parking,
+      parkingInput(() => store.config, this.parks),
       machineInput(() => store.config),
       realDisplayInput(
         () => store.config,
@@ -414,6 +415,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
           runId,
           {
             onEvent: (e) => {
+              // a 429 with a reset, seen by the model proxy: the key's waiting cards wait until then
+              if (this.parks.parkOn(this.active.get(cardId)?.flow, e)) return void this.kick();
               if (e.type !== 'progress') return;
               const fraction = typeof e.data?.fraction === 'number' ? e.data.fraction : undefined;
               this.progressOf.set(cardId, { fraction, message: e.message });
@@ -440,7 +443,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   /** Flows parked by a rate limit (their own, or their provider's), and until when (epoch ms): shown on the board. */
   get parked(): ReadonlyMap<string, number> {
-    return this.parking.parked();
+    return this.parks.parked();
   }
 
   private finish(cardId: string, result: RunResult): void {
@@ -449,7 +452,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       this.byRun.delete(result.runId);
       this.freedAt = performance.now();
     } else return; // a stale end for an older run
-    this.parking.park(result);
+    // a rate limit past the run's retries (metrics.rateLimitedUntil) parks its key instead of failing run after run
+    this.parks.park(result.flow, result.metrics.rateLimitedUntil);
     const card = this.store.get(cardId);
     if (card) {
       // what the run's end does to its card: card-lifecycle.ts (runOutcome); what it needs is read first
