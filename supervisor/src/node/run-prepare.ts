@@ -95,13 +95,14 @@ export function modelRequestLine(
   n: number,
 ): [message: string, data: Record<string, unknown>] {
   return [
-    `model request ${info.method} ${info.path} → ${info.status ?? info.error}`,
+    `model request ${info.method} ${info.path} → ${info.status ?? info.error}${info.rateLimitedUntil ? ` (rate limited until ${info.rateLimitedUntil})` : ''}`,
     {
       kind: 'model-request',
       provider: info.provider,
       path: info.path,
       status: info.status ?? null,
       error: info.error ?? null,
+      ...(info.rateLimitedUntil ? { rateLimitedUntil: info.rateLimitedUntil } : {}),
       at: info.at,
       n,
     },
