@@ -1,9 +1,11 @@
-// An agent's own permission refusals go through the same ask as the jail's. A real `claude` run
-// (print mode) whose Write outside its worktree Claude Code itself refuses, and a real `codex exec`
-// run whose shell command writes outside its writable roots and is refused by codex's bubblewrap
-// sandbox (sandbox.agentSandbox), both against the scripted model server: each run ends needs-input
-// with an ask for that folder, derived by the supervisor; allowed once, the next run has the folder
-// writable in the jail and in the agent (claude --add-dir, codex writable_roots) and the file is there.
+// An agent's asks, allowed. A real `claude` run (print mode) whose Write lies outside its worktree,
+// and a real `codex exec` run (its own bubblewrap sandbox, sandbox.agentSandbox) whose shell command
+// writes outside its writable roots, both against the scripted model server: Runboard's permission
+// hook asks before the act (agent-hook.ts; before it, Claude Code's own check and codex's sandbox
+// refused the act and the ask came after it), the run waits, the person allows it (run/answer). The
+// live sandbox cannot gain the folder, so the run ends needs-input with the ask; allowed once, the
+// next run has the folder writable in the jail and in the agent (claude --add-dir, codex
+// writable_roots), continues the same session, and the file is there.
 import { existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,7 +28,10 @@ const ok = (summary: string): string => `RUNBOARD_RESULT: ${JSON.stringify({ sta
 /** Runs the card (refused, asked), then again with the ask allowed once; the file must be written then. */
 async function askedThenAllowed(marker: string, flow: FlowSpec, file: string, text: string): Promise<void> {
   const card = a.card(marker, `EPISODE:${marker}`);
-  const first = await a.run(card, flow);
+  const started = await a.launch(card, flow);
+  expect(await a.waitingAsk(started.runId)).toMatchObject({ kind: 'write', path: out, source: 'agent' });
+  await a.h.client.answerAsk({ runId: started.runId, ask: 'a1', choice: 'allow' });
+  const first = await a.h.collect(started.runId);
   expect(first.result.status, first.result.summary).toBe('needs-input');
   expect(first.result.asks).toEqual([expect.objectContaining({ kind: 'write', path: out, source: 'agent' })]);
   expect(existsSync(file)).toBe(false);

@@ -13,6 +13,7 @@
 import { EventEmitter } from 'node:events';
 import PQueue from 'p-queue';
 import { DisplayBusy, drivesDesktop, ResponseError, type RunResult } from '@runboard/supervisor/protocol';
+import type { RunEvent } from '@runboard/supervisor/protocol';
 import type { BoardStore } from './board-store.ts';
 import { compareCards } from './board-model.ts';
 import { appendQuestions } from './board-questions.ts';
@@ -56,6 +57,9 @@ export interface SchedulerEvents {
   changed: [];
   /** Timing of a dispatch: from a slot freeing (or a kick) to the launch request being sent. */
   dispatch: [{ cardId: string; sinceFreeMs: number }];
+  /** An event of a card's run, and a run's end (after its card was written): live asks (live-ask-waits.ts). */
+  runEvent: [cardId: string, runId: string, event: RunEvent];
+  ended: [cardId: string, result: RunResult];
 }
 
 export class Scheduler extends EventEmitter<SchedulerEvents> {
@@ -469,6 +473,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
           runId,
           {
             onEvent: (e) => {
+              this.emit('runEvent', cardId, runId, e);
               if (e.type !== 'progress') return;
               const fraction = typeof e.data?.fraction === 'number' ? e.data.fraction : undefined;
               this.progressOf.set(cardId, { fraction, message: e.message });
@@ -548,6 +553,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         }),
       );
     }
+    this.emit('ended', cardId, result);
     this.emit('changed');
     this.kick();
   }
