@@ -30,6 +30,7 @@ import { classifyEnd, type EndVerdict, type FinishedReport, type JailExit } from
 import { askAtEnd, denialLine } from './run-asks.ts';
 import { DenialScanner } from './denials.ts';
 import { DEFAULT_ASK_TIMEOUT_MS, LiveAsks } from './live-asks.ts';
+import { grantLive } from './live-grant.ts';
 import { projectReadOnly, runWritable } from './jail-args.ts';
 import { readJailStatus, type JailStatus } from './jail-status.ts';
 import { Liveness } from './liveness.ts';
@@ -171,6 +172,7 @@ export class Run {
       timeoutMs: spec.flow.askTimeoutMs ?? DEFAULT_ASK_TIMEOUT_MS,
       event: (message, data) => this.event('log', message, data),
       keepAlive: () => this.liveness.output(),
+      grant: (ask) => grantLive(this.child, ask),
       allowed: (ask) => {
         this.liveAllowed = ask;
         this.stop(
