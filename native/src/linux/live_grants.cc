@@ -111,7 +111,8 @@ std::string Inject(const Handoff& h, bool write, const std::string& path, const 
   struct statvfs vfs {};
   if (fstat(cur, &st) < 0 || fstatvfs(cur, &vfs) < 0) return Errno("stat in the run");
   if (std::find(h.devices.begin(), h.devices.end(), st.st_dev) == h.devices.end() || !(vfs.f_flag & ST_RDONLY))
-    return "in the run, the folder around " + path + " is not one Runboard made read-only (the run's own /tmp, a tree it reads or writes)";
+    return "in the run, the folder around " + path +
+           " is not one Runboard made read-only (the run's own /tmp, a tree it reads or writes)";
   // The folders on the way and the link go in through a writable clone of that folder (the run's own
   // mount stays read-only throughout).
   int rw = CloneOf(cur);
@@ -128,7 +129,8 @@ std::string Inject(const Handoff& h, bool write, const std::string& path, const 
     if (mkdirat(dir, name.c_str(), 0755) < 0) return Errno("mkdir " + path + " in the run");
     std::string rel;
     for (size_t i = have; i < names.size(); ++i) rel += (rel.empty() ? "" : "/") + names[i];
-    if (syscall(kSysMoveMount, tree, "", cur, rel.c_str(), kMoveMountFEmptyPath) < 0) return Errno("move_mount " + path);
+    if (syscall(kSysMoveMount, tree, "", cur, rel.c_str(), kMoveMountFEmptyPath) < 0)
+      return Errno("move_mount " + path);
     *at = path;
     return "";
   }
@@ -229,7 +231,12 @@ bool Server::Receive() {
   msg.msg_iovlen = 1;
   msg.msg_control = control;
   msg.msg_controllen = sizeof control;
-  ssize_t n = fromChild_ >= 0 ? recvmsg(fromChild_, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) : -1;
+  // Blocking: the child sends before it execs the run (or closes the socket at exec, with nothing to
+  // send), never waiting for the jail meanwhile; a request can come before that (a run just started).
+  ssize_t n = -1;
+  if (fromChild_ >= 0) do
+      n = recvmsg(fromChild_, &msg, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
   cmsghdr* c = n == static_cast<ssize_t>(sizeof devices) ? CMSG_FIRSTHDR(&msg) : nullptr;
   if (c && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof fds)) {
     memcpy(fds, CMSG_DATA(c), sizeof fds);
@@ -272,8 +279,7 @@ std::string Server::Grant(bool write, const std::string& path, std::string* at) 
     line.append(buf, n);
   }
   close(result[0]);
-  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {}
   if (line.compare(0, 3, "ok ") == 0) {
     *at = line.substr(3);
     return "";
@@ -297,8 +303,10 @@ void Server::Serve() {
     size_t a = line.find(' '), b = a == std::string::npos ? a : line.find(' ', a + 1),
            c = b == std::string::npos ? b : line.find(' ', b + 1);
     if (c == std::string::npos || line.compare(0, a, "grant") != 0) continue;
-    const std::string id = line.substr(a + 1, b - a - 1), kind = line.substr(b + 1, c - b - 1), path = line.substr(c + 1);
-    std::string at, err = kind == "read" || kind == "write" ? Grant(kind == "write", path, &at) : "unknown kind " + kind;
+    const std::string id = line.substr(a + 1, b - a - 1), kind = line.substr(b + 1, c - b - 1),
+                      path = line.substr(c + 1);
+    std::string at,
+        err = kind == "read" || kind == "write" ? Grant(kind == "write", path, &at) : "unknown kind " + kind;
     std::string reply = err.empty() ? "ok " + id + " " + at : "refused " + id + " " + err;
     std::replace(reply.begin(), reply.end(), '\n', ' ');
     reply += "\n";
