@@ -84,6 +84,7 @@ export function callHandlers(s: BoardService): CallHandlers {
     saveSettings: (p) => s.saveSettings(p),
     runFiles: (p) => s.runFiles(p.runId),
     runDiff: (p) => s.worktreeDiff(p.runId),
+    runDebugLog: (p) => s.debugLog(p.runId, p),
     settleWorktree: (p) => s.settleWorktree(p.runId, p.how),
     recordings: () => s.recordings.view(),
     startRecording: (p) => s.recordings.start(p.mic, p.video ?? true),

@@ -11,6 +11,7 @@
  * (scheduler-keys.ts). Following runs it did not launch: scheduler-recovery.ts.
  */
 import { EventEmitter } from 'node:events';
+import { totalmem } from 'node:os';
 import PQueue from 'p-queue';
 import { DisplayBusy, drivesDesktop, ResponseError, type RunResult } from '@runboard/supervisor/protocol';
 import type { BoardStore } from './board-store.ts';
@@ -21,7 +22,8 @@ import { isAskNeeds } from '../shared/asks.ts';
 import { succeededRunNotKept } from './workflow-store.ts';
 import type { GrantStore } from './grant-store.ts';
 import { flowProvider, launchRequest } from './launch.ts';
-import { parkedFlows, providerPolicy } from './scheduler-caps.ts';
+import { providerPolicy, RateLimitParks } from './scheduler-caps.ts';
+import { machinePolicy } from './scheduler-machine.ts';
 import type { Card, CardStatus } from './project.ts';
 import { failureText } from './run-end-text.ts';
 import { decide } from './scheduler-policy.ts';
@@ -68,9 +70,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private tickPending = false;
   private freedAt = 0;
   private stopped = false;
-  private readonly parkedFlows = new Map<string, number>();
-  /** Providers parked by a rate limit (a run of any flow on the key met it), until when (epoch ms). */
-  private readonly parkedProviders = new Map<string, number>();
+  /** Flows and provider keys parked by a rate limit (scheduler-caps.ts). */
+  private readonly parks: RateLimitParks;
   /** Exclusive resources held by runs this board did not start (see resourceBusy). */
   private readonly busy: BusyResources;
   /** Runs this board follows without having launched them (after a restart, a schedule's, a stray's). */
@@ -109,6 +110,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   ) {
     super();
     this.busy = new BusyResources(client, () => this.kick());
+    this.parks = new RateLimitParks(
+      () => this.store.config,
+      () => this.now(),
+    );
     this.attempts = new CardAttempts({
       client,
       now: () => this.now(),
@@ -120,6 +125,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       started: (cardId, runId) => this.attemptStarted(cardId, runId),
       settle: (cardId, end, text, record) => this.attemptsSettled(cardId, end, text, record),
       warn: (m) => process.emitWarning(`runboard: ${m}`),
+      save: (cardId, record) => this.write(cardId, () => ({ patch: record })),
+      request: (card) => launchRequest(card, this.store.config, this.store.projectDir, this.grants),
+      hold: (cardId, flow, runId) => this.active.set(cardId, { cardId, flow, ...(runId ? { runId } : {}) }),
+      config: () => this.store.config,
     });
     this.keys = new KeyWaits(store, client, () => this.kick());
     this.recovery = new Recovery({
@@ -134,6 +143,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       topRank: (status) => this.topRank(status),
       changed: () => this.emit('changed'),
       kick: () => this.kick(),
+      resumeAttempts: (id, card) => this.attempts.resume(id, card),
     });
     this.queue.concurrency = store.config.scheduler.maxConcurrency;
     store.on('config', () => {
@@ -295,8 +305,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       flowCaps: Object.fromEntries(Object.entries(cfg.flows).map(([n, f]) => [n, f.cap])),
       columnLimits: cfg.scheduler.columnLimits,
       columnCounts: counts,
-      parkedFlows: Object.fromEntries(this.parkedFlows),
-      providers: providerPolicy(cfg, this.parkedProviders),
+      parkedFlows: Object.fromEntries(this.parks.flows),
+      providers: providerPolicy(cfg, this.parks.providers),
+      machine: machinePolicy(cfg, totalmem()),
       exclusive: Object.fromEntries(
         Object.entries(cfg.flows)
           .filter(([, f]) => drivesDesktop(f.runner) && !f.computerUse?.privateDisplay)
@@ -399,7 +410,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       },
     }));
     this.emit('dispatch', { cardId, sinceFreeMs: this.freedAt ? performance.now() - this.freedAt : 0 });
-    this.attempts.begin(cardId, attemptsOf(card, cfg), request, flow?.judgeAfter);
+    this.attempts.begin(cardId, attemptsOf(card, cfg), request, flow?.judgeAfter, cfg.limits.workspaceCopy);
   }
 
   private attemptStarted(cardId: string, runId: string): void {
@@ -469,6 +480,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
           runId,
           {
             onEvent: (e) => {
+              // a 429 with a reset, seen by the model proxy: the key's waiting cards wait until then
+              if (this.parks.parkOn(this.active.get(cardId)?.flow, e)) return void this.kick();
               if (e.type !== 'progress') return;
               const fraction = typeof e.data?.fraction === 'number' ? e.data.fraction : undefined;
               this.progressOf.set(cardId, { fraction, message: e.message });
@@ -493,31 +506,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     });
   }
 
-  /**
-   * A run that met a rate limit beyond its retry budget says until when (metrics.rateLimitedUntil):
-   * its flow is parked until then instead of failing run after run. Returns that time, or undefined.
-   */
-  private parkFlowFor(result: RunResult): number | undefined {
-    const until = Date.parse(String(result.metrics.rateLimitedUntil ?? ''));
-    if (!Number.isFinite(until) || until <= this.now()) return undefined;
-    // the limit is the key's: every flow on the run's provider waits (scheduler-caps.ts)
-    const flow = this.store.config.flows[result.flow];
-    const provider =
-      flow && Object.hasOwn(this.store.config.flows, result.flow)
-        ? flowProvider(flow, this.store.config)
-        : undefined;
-    const parked = provider ? this.parkedProviders : this.parkedFlows;
-    const key = provider ?? result.flow;
-    parked.set(key, Math.max(until, parked.get(key) ?? 0));
-    return until;
-  }
-
   /** Flows parked by a rate limit (their own, or their provider's), and until when (epoch ms): shown on the board. */
   get parked(): ReadonlyMap<string, number> {
-    const now = this.now();
-    for (const m of [this.parkedFlows, this.parkedProviders])
-      for (const [k, until] of m) if (until <= now) m.delete(k);
-    return parkedFlows(this.store.config, this.parkedFlows, this.parkedProviders);
+    return this.parks.parked();
   }
 
   private finish(cardId: string, result: RunResult): void {
@@ -526,7 +517,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       this.byRun.delete(result.runId);
       this.freedAt = performance.now();
     } else return; // a stale end for an older run
-    this.parkFlowFor(result);
+    // a rate limit past the run's retries (metrics.rateLimitedUntil) parks its key instead of failing run after run
+    this.parks.park(result.flow, result.metrics.rateLimitedUntil);
     const card = this.store.get(cardId);
     if (card) {
       // what the run's end does to its card: card-lifecycle.ts (runOutcome); what it needs is read first

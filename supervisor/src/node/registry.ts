@@ -42,6 +42,7 @@ import { Run } from './run.ts';
 import type { RunDeps } from './run-deps.ts';
 import { GONE_SCRATCH_PREFIX, removeScratch } from './run-files.ts';
 import { discardWorktree, keepWorktree, worktreeWritableConflict, WorktreeError } from './worktrees.ts';
+import { CopyError, settleCopy } from './workspace-copy.ts';
 
 function newRunId(now = new Date()): string {
   const p = (n: number, w = 2): string => String(n).padStart(w, '0');
@@ -313,7 +314,8 @@ export class RunRegistry {
       );
     const result = run?.result ?? this.readResult(runId);
     if (!result) throw new ResponseError(ErrorCodes.RunNotFound, `no run ${runId}`);
-    if (!result.worktree) throw new ResponseError(ErrorCodes.InvalidState, `run ${runId} has no worktree`);
+    if (!result.worktree && !result.copy)
+      throw new ResponseError(ErrorCodes.InvalidState, `run ${runId} has no worktree or workspace copy`);
     if (this.settling.has(runId))
       throw new ResponseError(
         ErrorCodes.InvalidState,
@@ -321,13 +323,15 @@ export class RunRegistry {
       );
     this.settling.add(runId);
     try {
-      const next =
-        how === 'keep' ? await keepWorktree(result.worktree) : await discardWorktree(result.worktree);
-      result.worktree = next;
+      if (result.copy) result.copy = await settleCopy(result.copy, how);
+      else
+        result.worktree =
+          how === 'keep' ? await keepWorktree(result.worktree!) : await discardWorktree(result.worktree!);
       new ResultFile(path.join(runLogDir(this.paths, runId), 'result.json')).write(result);
       return result;
     } catch (err) {
-      if (err instanceof WorktreeError) throw new ResponseError(ErrorCodes.InvalidState, err.message);
+      if (err instanceof WorktreeError || err instanceof CopyError)
+        throw new ResponseError(ErrorCodes.InvalidState, err.message);
       throw err;
     } finally {
       this.settling.delete(runId);
