@@ -120,8 +120,9 @@ describe('attempts across a host restart', () => {
 
     const f = front();
     expect(f.attemptRuns).toEqual(runs); // the same runs, none started again
-    expect(f.winner).toBe(2);
-    expect(String(f.verdict)).toMatch(/^attempt 2 of 2 won: it wrote two/);
+    // which attempt plays the winning variant is the order their first requests came in
+    expect(f.verdict).toBe(`attempt ${String(f.winner)} of 2 won: it wrote two`);
+    expect(f.lastRun).toBe(runs[(f.winner as number) - 1]);
     expect(model.requests.filter((r) => r.episode === 'judge')).toHaveLength(1);
     // the winner's copy applied to the workspace, which is no git repository; both copies gone
     expect(readFileSync(path.join(server.workspace, 'result.txt'), 'utf8')).toBe('two\n');
