@@ -23,13 +23,13 @@ function once(a: PermissionAsk): string {
   }
 }
 
-/** Allow once for an ask its live run waits on (supervisor live-asks.ts: the run continues anew). */
+/** Allow once for an ask its live run waits on (supervisor live-asks.ts, live-grant.ts). */
 function onceLive(a: PermissionAsk): string {
   const what =
     a.kind === 'read'
       ? `read (not write) ${a.path}`
       : `${a.kind === 'delete' ? 'delete files' : 'write anywhere'} in ${a.path}`;
-  return `stops this run and runs the card again at once, in a new sandbox that may ${what} (and the folders in it): that run only. The agent continues its session there`;
+  return `lets this run ${what} (and the folders in it) from now on, this run only: the agent's tool goes on. Where this run cannot gain it, it stops and the card runs again at once with it`;
 }
 
 function always(a: PermissionAsk, flow: string): string {
