@@ -17,6 +17,10 @@ import { writeFileSync } from 'node:fs';
 
 const STEPS = Number(process.argv[2] ?? 20);
 const ROUNDS = Number(process.argv[3] ?? 3);
+/** `--copy MiB`: the workspace is no git repository but a folder of that many MiB (100 KiB files): attempts copy it. */
+const COPY_MIB = process.argv.includes('--copy')
+  ? Number(process.argv[process.argv.indexOf('--copy') + 1])
+  : 0;
 const NS = [1, 2, 4] as const;
 
 const flow = (n: number): string => `  a${n}:
@@ -79,6 +83,11 @@ async function main(): Promise<void> {
     cards,
     BoardServer.withModel('openai', model.url, (paths) => {
       const ws = path.join(path.dirname(paths.root), 'project', 'workspace');
+      if (COPY_MIB) {
+        for (let i = 0; i < COPY_MIB * 10; i++)
+          writeFileSync(path.join(ws, `f${i}.bin`), Buffer.alloc(100 * 1024, i % 251));
+        return;
+      }
       git(ws, 'init', '-q', '-b', 'main');
       writeFileSync(path.join(ws, 'README.md'), '# repo\n');
       git(ws, 'add', '-A');
@@ -126,7 +135,10 @@ async function main(): Promise<void> {
   }
   const w1 = median(wall.get(1)!);
   const m1 = median(mem.get(1)!);
-  console.log(`attempts of a ${STEPS}-step scripted task, ${ROUNDS} rounds alternated, medians`);
+  console.log(
+    `attempts of a ${STEPS}-step scripted task, ${ROUNDS} rounds alternated, medians` +
+      (COPY_MIB ? `; a ${COPY_MIB} MiB folder copied per attempt (no git)` : ''),
+  );
   console.log('N | wall s | wall ×N=1 | peak MiB above idle | peak ×N=1');
   for (const n of NS) {
     const w = median(wall.get(n)!);

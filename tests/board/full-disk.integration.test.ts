@@ -1,15 +1,18 @@
 /**
  * The board when the disk holding its state (the confirm ledger) is full as a run ends (the soak's
  * c0133, docs/soak.md): the run's end cannot be saved on the card for a while. It must be saved once
- * there is room, and the card must run no more than its retries allow meanwhile. Through a real
- * `runboard serve` and supervisor; the ledger's folder is a small tmpfs of its own, filled to the last
- * byte.
+ * there is room, and the card must run no more than its retries allow meanwhile. And when the whole
+ * state root is full as a card launches (the soak's c0178): the launch is refused and the card must
+ * settle once there is room, never wait for a Confirm. Through a real `runboard serve` and
+ * supervisor; the ledger's folder (or the whole state root) is a small tmpfs of its own, filled to the
+ * last byte.
  */
 import { execFileSync } from 'node:child_process';
 import {
   appendFileSync,
   cpSync,
   existsSync,
+  lstatSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -20,33 +23,61 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BoardServer, shellCard, shellConfig, waitUntil } from '../e2e/helpers/board.ts';
+import { digestOf } from '@runboard/supervisor/ledger';
+import { BoardServer, DIST, shellCard, shellConfig, waitUntil } from '../e2e/helpers/board.ts';
 
 let server: BoardServer | undefined;
 let mounted: string | undefined;
 afterEach(async () => {
+  // serve and its supervisor stop before their state's disk goes (the supervisor's socket is on it)
+  if (server && mounted) await stopProcesses(server);
   if (mounted) execFileSync('umount', ['-l', mounted]);
   mounted = undefined;
   await server?.stop();
   server = undefined;
 });
 
-/** Puts `dir` on a small tmpfs of its own, with what it held; returns how to fill it to the last byte. */
-function ownDisk(dir: string): { fill: () => void; free: () => void } {
+/** Stops serve (SIGTERM) and its supervisor. */
+async function stopProcesses(s: BoardServer): Promise<void> {
+  if (s.proc.exitCode === null && s.proc.signalCode === null) {
+    const exited = new Promise((r) => s.proc.once('exit', r));
+    s.proc.kill('SIGTERM');
+    await exited;
+  }
+  try {
+    execFileSync(process.execPath, [path.join(DIST, 'runboard.mjs'), 'supervisor', 'stop', '--force'], {
+      env: { ...process.env, RUNBOARD_HOME: s.home },
+      stdio: 'ignore',
+    });
+  } catch {
+    // none running
+  }
+}
+
+/**
+ * Puts `dir` on a small tmpfs of its own, with what it held; returns how to fill it to the last byte.
+ * `fill(slack)` leaves `slack` bytes of room in the last page of each ledger log (its appends then
+ * fit, or are cut short, as on the soak's disk), none anywhere else.
+ */
+function ownDisk(dir: string, size = '1m'): { fill: (slack?: number) => void; free: () => void } {
   const saved = mkdtempSync(path.join(os.tmpdir(), 'rb-ledger-'));
-  cpSync(dir, saved, { recursive: true });
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0700', 'tmpfs', dir]);
+  // a stopped supervisor's socket may be left behind (it binds a new one when it starts)
+  const filter = (src: string): boolean => !lstatSync(src).isSocket();
+  cpSync(dir, saved, { recursive: true, filter });
+  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size},mode=0700`, 'tmpfs', dir]);
   mounted = dir;
-  cpSync(saved, dir, { recursive: true });
+  cpSync(saved, dir, { recursive: true, filter });
   rmSync(saved, { recursive: true, force: true });
   const fillers = [path.join(dir, 'filler-1'), path.join(dir, 'filler-2')];
   return {
-    fill() {
-      // An append that fits in a file's last page takes no space: the logs end on a page boundary
-      // first (empty lines, which the ledger skips), so that the next append needs a page.
-      for (const name of readdirSync(dir).filter((n) => n.endsWith('.log'))) {
-        const size = statSync(path.join(dir, name)).size;
-        if (size % 4096) appendFileSync(path.join(dir, name), '\n'.repeat(4096 - (size % 4096)));
+    fill(slack = 0) {
+      // An append that fits in a file's last page takes no space: the logs end `slack` bytes before a
+      // page boundary first (empty lines, which the ledger skips).
+      const ledgers = existsSync(path.join(dir, 'ledger')) ? path.join(dir, 'ledger') : dir;
+      for (const name of readdirSync(ledgers).filter((n) => n.endsWith('.log'))) {
+        const size = statSync(path.join(ledgers, name)).size;
+        const pad = (((4096 - slack - size) % 4096) + 4096) % 4096;
+        if (pad) appendFileSync(path.join(ledgers, name), '\n'.repeat(pad));
       }
       const free = Number(
         execFileSync('df', ['--output=avail', '-B1', dir], { encoding: 'utf8' }).split('\n')[1],
@@ -69,6 +100,38 @@ function ownDisk(dir: string): { fill: () => void; free: () => void } {
 }
 
 describe('a full state disk', () => {
+  it("a launch the full state root refuses settles its card once there is room, never waiting for a Confirm (the soak's c0178)", async () => {
+    server = await BoardServer.start(shellConfig('  backoff: { base: 100ms, retries: 1 }\n'), {
+      'late.md': shellCard('Late', 'echo ran'),
+    });
+    // the whole state root moves to a disk of its own while serve and its supervisor are stopped
+    await stopProcesses(server);
+    const disk = ownDisk(server.home, '16m');
+    await server.startServe();
+    await waitUntil('the card on the board', () => server!.card('late'));
+    // Room in the ledger's last page for the move's line and 10 bytes more, none anywhere else: the
+    // person's move to Queued is saved, the launch is refused (the run's files cannot be written),
+    // and the card's write of that failure is cut short after 10 bytes.
+    const line = JSON.stringify({ f: 'cards/late.md', d: digestOf('') }).length + 1;
+    disk.fill(line + 10);
+    await server.api('POST', '/api/cards/late/move', { to: 'queued', index: 0 });
+    const held = await waitUntil('the card waiting to save its failed launch', async () => {
+      const c = await server!.card('late');
+      return c?.waiting?.includes('could not be saved') ? c : undefined;
+    });
+    expect(held.column).toBe('queued');
+    disk.free();
+    // once there is room: the failure is saved, the card is tried again and runs
+    const done = await waitUntil('Done', async () => {
+      const c = await server!.card('late');
+      expect(c?.confirm, 'the card must not wait for a Confirm').toBeUndefined();
+      return c?.column === 'done' ? c : undefined;
+    });
+    expect(done.lastError ?? '').toBe('');
+    const runs = await server.supervisorRuns();
+    expect(runs.map((r) => r.status)).toEqual(['succeeded']);
+  });
+
   it("a run's end the board could not save is saved once there is room; the card runs retries + 1 times", async () => {
     // Each run counts itself in the workspace; the first waits for the test's go.
     const command =

@@ -265,7 +265,8 @@ describe('analyze_media', () => {
       } else if (c.provider === 'gemini') {
         expect(q.path).toBe('/v1beta/models/gemini-eyes:generateContent');
         expect(q.headers['x-goog-api-key']).toBe('gemini-test-key-0123456789');
-        expect(JSON.stringify(q.body)).toContain('"mime_type":"image/png"');
+        // the Gemini SDK's inline data (camelCase, which the API takes as it takes snake_case)
+        expect(JSON.stringify(q.body)).toMatch(/"(mime_type|mimeType)":"image\/png"/);
       } else {
         // GLM: its Chat Completions path, the whole video as video_url (no frames taken)
         expect(q.path).toBe('/v4/chat/completions');

@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, s
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunResult } from '@runboard/supervisor/protocol';
+import { JsonRpcCodes, type RunResult } from '@runboard/supervisor/protocol';
 import { Harness, processesMentioning, waitUntil } from '../helpers/harness.ts';
 
 let h: Harness;
@@ -97,7 +97,7 @@ describe('malformed protocol input', () => {
     const raw = await Raw.open(h.paths.socket);
     raw.send('{"jsonrpc": "2.0", "id": 1, "method": ');
     const err = await raw.next();
-    expect(err).toMatchObject({ id: null, error: { code: -32700 } });
+    expect(err).toMatchObject({ id: null, error: { code: JsonRpcCodes.ParseError } });
     expect(err.error!.message).toMatch(/invalid JSON/);
     raw.request(2, 'supervisor/status', {});
     expect((await raw.next()).result).toMatchObject({ pid: h.supervisor.pid });
@@ -107,9 +107,9 @@ describe('malformed protocol input', () => {
   it('JSON that is not JSON-RPC gets InvalidRequest', async () => {
     const raw = await Raw.open(h.paths.socket);
     raw.send('[1,2,3]');
-    expect(await raw.next()).toMatchObject({ id: null, error: { code: -32600 } });
+    expect(await raw.next()).toMatchObject({ id: null, error: { code: JsonRpcCodes.InvalidRequest } });
     raw.send('{"id": 7, "method": "supervisor/status"}');
-    expect(await raw.next()).toMatchObject({ id: 7, error: { code: -32600 } });
+    expect(await raw.next()).toMatchObject({ id: 7, error: { code: JsonRpcCodes.InvalidRequest } });
     raw.sock.destroy();
   });
 
@@ -117,7 +117,7 @@ describe('malformed protocol input', () => {
     const raw = await Raw.open(h.paths.socket);
     raw.sock.write('Content-Length: lots\r\n\r\n{}');
     const err = await raw.next();
-    expect(err.error).toMatchObject({ code: -32700 });
+    expect(err.error).toMatchObject({ code: JsonRpcCodes.ParseError });
     expect(err.error!.message).toMatch(/Content-Length/);
     await new Promise((r) => raw.sock.once('close', r));
     await stillServing();
@@ -126,7 +126,7 @@ describe('malformed protocol input', () => {
   it('an unknown method gets MethodNotFound', async () => {
     const raw = await Raw.open(h.paths.socket);
     raw.request(1, 'run/explode', {});
-    expect(await raw.next()).toMatchObject({ id: 1, error: { code: -32601 } });
+    expect(await raw.next()).toMatchObject({ id: 1, error: { code: JsonRpcCodes.MethodNotFound } });
     raw.sock.destroy();
   });
 
@@ -134,11 +134,11 @@ describe('malformed protocol input', () => {
     const raw = await Raw.open(h.paths.socket);
     raw.request(1, 'run/cancel', { runId: 'not-a-run' });
     const r = await raw.next();
-    expect(r).toMatchObject({ id: 1, error: { code: -32602 } });
+    expect(r).toMatchObject({ id: 1, error: { code: JsonRpcCodes.InvalidParams } });
     expect(r.error!.message).toMatch(/runId: not a run id/);
     raw.request(2, 'run/launch', { card: { path: 'relative.md' }, flow: { name: 'x', runner: 'rocket' } });
     const r2 = await raw.next();
-    expect(r2.error!.code).toBe(-32602);
+    expect(r2.error!.code).toBe(JsonRpcCodes.InvalidParams);
     expect(r2.error!.message).toMatch(/card\.path: must be an absolute path/);
     expect(r2.error!.message).toMatch(/flow\.runner/);
     raw.sock.destroy();
@@ -265,7 +265,7 @@ describe('workspace grants', () => {
     const err = await h
       .launch('true', {}, { grant: { path: h.workspace } })
       .catch((e: { code: number; message: string }) => e);
-    expect(err).toMatchObject({ code: -32602 });
+    expect(err).toMatchObject({ code: JsonRpcCodes.InvalidParams });
     expect((err as { message: string }).message).toMatch(/grant/);
   });
 

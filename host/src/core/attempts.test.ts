@@ -4,6 +4,7 @@ import {
   initial,
   judging,
   next,
+  resumed,
   slotsHeld,
   step,
   type AttemptsState,
@@ -117,5 +118,50 @@ describe("a card's attempts", () => {
     expect(() => step(s, { type: 'launching', index: 3 })).toThrow(/no attempt 4 of 1/);
     expect(() => initial(0)).toThrow(/1 or more/);
     expect(() => judging(s)).toThrow(/judge starts/);
+  });
+});
+
+describe('attempts rebuilt after a host restart', () => {
+  it('runs going are followed, ended ones keep their end, unstarted ones start again, lost ones failed', () => {
+    const s = resumed(
+      [
+        { kind: 'running', runId: 'r0' },
+        { kind: 'ended', runId: 'r1', end: ok, at: 5 },
+        null,
+        { kind: 'lost', runId: 'r3' },
+      ],
+      1000,
+      false,
+    );
+    expect(s.attempts).toEqual([
+      { kind: 'running', runId: 'r0' },
+      { kind: 'ended', runId: 'r1', end: ok },
+      { kind: 'pending' },
+      { kind: 'ended', runId: 'r3', end: { status: 'failed', text: expect.stringMatching(/no record/) } },
+    ]);
+    expect(s.firstSuccessAt).toBe(5);
+    expect(next(s, 10)).toEqual({ kind: 'launch', indexes: [2] });
+    expect(slotsHeld(s)).toBe(1);
+    // judgeAfter had passed while the host was away: what goes is stopped, what has not started never does
+    expect(next(s, 2000)).toEqual({ kind: 'stop', runIds: ['r0'] });
+  });
+
+  it('every attempt ended: the judge is next; with its run recorded, the state is judging', () => {
+    const runs = [
+      { kind: 'ended' as const, runId: 'r0', end: bad('no'), at: 1 },
+      { kind: 'ended' as const, runId: 'r1', end: ok, at: 2 },
+    ];
+    expect(next(resumed(runs, undefined, false), 0)).toEqual({
+      kind: 'judge',
+      runs: [
+        { index: 0, runId: 'r0' },
+        { index: 1, runId: 'r1' },
+      ],
+    });
+    const j = resumed(runs, undefined, true);
+    expect(j.phase).toEqual({ kind: 'judging' });
+    expect(step(j, { type: 'judge-launched', runId: 'j' }).phase).toEqual({ kind: 'judging', runId: 'j' });
+    // none succeeded: settled without a judge, whatever was recorded
+    expect(next(resumed([runs[0]!], undefined, true), 0)).toMatchObject({ kind: 'settle' });
   });
 });

@@ -276,3 +276,38 @@ export function slotsHeld(s: AttemptsState): number {
   if (s.phase.kind === 'settled') return 0;
   return s.attempts.filter((a) => a.kind === 'launching' || a.kind === 'running').length;
 }
+
+/** What the supervisor says of a recorded run after a host restart. */
+export type RunSeen =
+  | { kind: 'running'; runId: string }
+  | { kind: 'ended'; runId: string; end: AttemptEnd; at: number }
+  /** The supervisor has no record of it (its log removed): the attempt counts as failed. */
+  | { kind: 'lost'; runId: string };
+
+/**
+ * The state of a card's attempts rebuilt after a host restart from what the card recorded (each
+ * attempt's run, null for one not started) and what the supervisor says of those runs. An attempt
+ * that had no run starts again as pending; the judge's run, if it had one, is the caller's to follow.
+ */
+export function resumed(
+  runs: readonly (RunSeen | null)[],
+  judgeAfterMs: number | undefined,
+  judging: boolean,
+): AttemptsState {
+  let s = initial(runs.length, judgeAfterMs);
+  runs.forEach((r, index) => {
+    if (!r) return;
+    s = step(s, { type: 'launching', index });
+    s = step(s, { type: 'launched', index, runId: r.runId });
+    if (r.kind === 'ended') s = step(s, { type: 'ended', index, end: r.end, at: r.at });
+    if (r.kind === 'lost')
+      s = step(s, {
+        type: 'ended',
+        index,
+        end: { status: 'failed', text: 'the supervisor has no record of this attempt’s run' },
+        at: 0,
+      });
+  });
+  // the judge is launched only once every attempt ended and one succeeded (next(): 'judge')
+  return judging && allEnded(s) && s.attempts.some(succeeded) ? { ...s, phase: { kind: 'judging' } } : s;
+}

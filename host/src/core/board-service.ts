@@ -57,6 +57,8 @@ import { NoGrantError } from './launch.ts';
 import type { Card } from './project.ts';
 import { Recordings } from './recordings.ts';
 import { RunFiles } from './run-files.ts';
+import { debugLogPage } from './debug-log.ts';
+import type { DebugLogPage } from '../shared/debug-log-types.ts';
 import { streamRun, type RunViewer } from './run-stream.ts';
 import type { Scheduler } from './scheduler.ts';
 import { HostSchedules, localZone, scheduleFrontMatter } from './schedules.ts';
@@ -504,6 +506,11 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   /** An image of a run, only when it is one of its screenshots (run-files.ts). */
   screenshot(runId: string, name: string): Promise<Buffer> {
     return this.files.screenshot(runId, name);
+  }
+
+  /** A page of a run of this project's model debug log (debug-log.ts). */
+  async debugLog(runId: string, page: Parameters<typeof debugLogPage>[2]): Promise<DebugLogPage> {
+    return debugLogPage(await this.runs.byId(runId), this.store.projectDir, page);
   }
 
   /** The live frame of a running computer-use run on a private display (run-files.ts). */

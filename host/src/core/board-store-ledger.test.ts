@@ -194,4 +194,62 @@ describe('Ledger', () => {
       rmSync(root, { recursive: true, force: true });
     }
   });
+
+  it('an append the full disk cuts short is taken back: the entry recorded once there is room counts', () => {
+    // The soak's c0178: the log's last page had room for a few bytes of a line, the append wrote them
+    // and failed; the next append's line was glued to them and confirmed nothing, so a card written
+    // queued waited for a Confirm for ever.
+    const root = mkdtempSync(path.join(os.tmpdir(), 'rb-ledger-cut-'));
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0700', 'tmpfs', root]);
+    const filler = path.join(root, 'filler');
+    try {
+      const a = Ledger.open(root, '/p');
+      a.record([{ file: '/p/cards/x.md', digest: digestOf('0') }]);
+      // room in the log's last page for 10 bytes of the next line, none anywhere else
+      const size = statSync(a.file).size;
+      appendFileSync(a.file, '\n'.repeat((4096 - 10 - (size % 4096) + 4096) % 4096));
+      const before = readFileSync(a.file, 'utf8');
+      try {
+        execFileSync('dd', ['if=/dev/zero', `of=${filler}`, 'bs=4096'], { stdio: 'ignore' });
+      } catch {
+        // ENOSPC: full, as wanted
+      }
+      expect(() => a.record([{ file: '/p/cards/x.md', digest: digestOf('1') }])).toThrow(/ENOSPC/);
+      expect(readFileSync(a.file, 'utf8')).toBe(before); // nothing of the failed line is left
+      expect(a.confirmed('/p/cards/x.md', digestOf('0'))).toBe(true);
+      rmSync(filler);
+      a.record([{ file: '/p/cards/y.md', digest: digestOf('y') }]);
+      expect(a.confirmed('/p/cards/y.md', digestOf('y'))).toBe(true);
+      expect(Ledger.open(root, '/p').confirmed('/p/cards/y.md', digestOf('y'))).toBe(true);
+    } finally {
+      execFileSync('umount', ['-l', root]);
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('a line an older build cut short does not hide the entry appended after it', () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'rb-ledger-torn-'));
+    try {
+      const a = Ledger.open(root, '/p');
+      a.record([{ file: '/p/cards/x.md', digest: digestOf('x') }]);
+      // the cut: part of a line with no end, then a whole line appended by the next record
+      appendFileSync(a.file, '{"f":"cards/z.md","d":"abc');
+      appendFileSync(a.file, JSON.stringify({ f: 'cards/y.md', d: digestOf('y') }) + '\n');
+      const b = Ledger.open(root, '/p');
+      expect(b.confirmed('/p/cards/y.md', digestOf('y'))).toBe(true);
+      expect(b.confirmed('/p/cards/x.md', digestOf('x'))).toBe(true);
+      expect(b.entry('/p/cards/z.md')).toBeUndefined();
+      // and the next append starts a line of its own
+      appendFileSync(a.file, '{"f":"cards/z.md","d":"abc');
+      b.record([{ file: '/p/cards/w.md', digest: digestOf('w') }]);
+      expect(Ledger.open(root, '/p').confirmed('/p/cards/w.md', digestOf('w'))).toBe(true);
+      expect(
+        readFileSync(a.file, 'utf8').endsWith(
+          '"abc\n' + JSON.stringify({ f: 'cards/w.md', d: digestOf('w') }) + '\n',
+        ),
+      ).toBe(true);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
 });

@@ -5,11 +5,11 @@
  * that fails to parse becomes a broken card with its error; an invalid config.yaml keeps the last good
  * config and reports the error. Only regular files are read, without blocking (regular-file.ts): a
  * directory or a FIFO named *.md is a broken card saying so. Cards and config.yaml changed outside the
- * board wait for a person's confirm (the ledger; config-changes.ts says what changed); deleted cards go
- * to the trash folder (card-trash.ts).
+ * board wait for a person's confirm (the ledger: board-confirm.ts; config-changes.ts says what changed);
+ * deleted cards go to the trash folder (card-trash.ts).
  */
 import { EventEmitter } from 'node:events';
-import { cpSync, linkSync, lstatSync, mkdirSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import {
   parseCard,
@@ -34,14 +34,23 @@ import {
   readCard,
   writeAtomic,
   writeBoundFile,
+  writeNew,
 } from './card-files.ts';
-import { configChanges } from './config-changes.ts';
+import {
+  confirmationOf,
+  confirmFirst,
+  configState,
+  wouldRun,
+  type ConfigChange,
+  type Confirmation,
+} from './board-confirm.ts';
 import { restoreCardFile, trashCardFile, trashedCards } from './card-trash.ts';
 import { BoardWatch } from './board-watch.ts';
 import { diskError } from './disk-error.ts';
 
 export { patchFrontMatter, questionsOf, writeAtomic } from './card-files.ts';
 export { configChanges } from './config-changes.ts';
+export type { ConfigChange, Confirmation } from './board-confirm.ts';
 
 export interface BrokenCard {
   /** Absolute path. */
@@ -54,22 +63,6 @@ export interface StoreEvents {
   cards: [changed: { file: string; id?: string; external: boolean }];
   /** config.yaml changed: a new good config, or an error (the last good config stays). */
   config: [];
-}
-
-/** Why a card that would run by itself (queued, or with a schedule) waits for a person's confirm. */
-export interface Confirmation {
-  /** The digest of the card's text as it is now: a confirm names it (a later change needs its own). */
-  digest: string;
-  reason: string;
-}
-
-/** A config.yaml that changed outside the board: the board keeps the last confirmed one until then. */
-export interface ConfigChange {
-  digest: string;
-  /** What changed, in words (new flows, a flow's sandbox, the scheduler). */
-  changes: string[];
-  /** No confirmed config is known: nothing launches until the person confirms this one. */
-  noBase?: boolean;
 }
 
 export class BoardStore extends EventEmitter<StoreEvents> {
@@ -182,18 +175,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
    * text is not what a person confirmed or the board wrote. Undefined: it may run.
    */
   confirmation(card: Card): Confirmation | undefined {
-    const f = card.front;
-    const scheduled = f.schedule !== undefined && f.schedule !== null;
-    if (!this.ledger || !wouldRun(card)) return undefined;
-    const digest = this.digests.get(card.file);
-    if (digest === undefined || this.ledger.confirmed(card.file, digest)) return undefined;
-    const what =
-      f.status === 'queued'
-        ? scheduled
-          ? 'to run it and its schedule'
-          : 'to run it'
-        : 'for its schedule to fire';
-    return { digest, reason: `changed outside the board: Confirm ${what}` };
+    return confirmationOf(card, this.ledger, this.digests.get(card.file));
   }
 
   /** Is this text of the card file confirmed (or is there no ledger)? */
@@ -369,24 +351,12 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     }
   }
 
-  /**
-   * Writes `text` to `file` only if no entry has that name: a temp file hard-linked into place (the
-   * link fails when the name is taken, with no window for a race). False when it was taken.
-   */
+  /** Writes a new card file only if no entry has that name (card-files.ts); false when it was taken. */
   private placeNew(file: string, text: string, confirm: boolean): boolean {
-    const tmp = path.join(this.cardsDir, `.new.${process.pid}.${Date.now()}.tmp`);
-    writeFileSync(tmp, text, { flag: 'wx' });
-    try {
-      linkSync(tmp, file);
-      this.written.set(file, text);
-      if (confirm) this.ledger?.record([{ file, digest: digestOf(text) }]);
-      return true;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
-      throw err;
-    } finally {
-      unlinkSync(tmp);
-    }
+    if (!writeNew(file, text)) return false;
+    this.written.set(file, text);
+    if (confirm) this.ledger?.record([{ file, digest: digestOf(text) }]);
+    return true;
   }
 
   /** Replaces a card file's whole text (a person's edit of the file), if it still holds `base`. */
@@ -447,7 +417,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     // confirmation back.
     const undo =
       this.ledger && (confirm === true || (typeof confirm === 'string' && this.isConfirmed(file, confirm)))
-        ? this.confirmFirst(file, text)
+        ? confirmFirst(this.ledger, file === this.configFile, file, text)
         : undefined;
     this.written.set(file, text);
     let done: boolean;
@@ -468,24 +438,6 @@ export class BoardStore extends EventEmitter<StoreEvents> {
       undo?.();
     }
     return done;
-  }
-
-  /** Records `text` as the confirmed text of `file`; returns how to put the confirmation back. */
-  private confirmFirst(file: string, text: string): () => void {
-    const ledger = this.ledger!;
-    try {
-      if (file === this.configFile) {
-        const before = ledger.confirmedConfig();
-        ledger.recordConfig(text);
-        return () =>
-          before === undefined ? ledger.record([{ file, digest: null }]) : ledger.recordConfig(before);
-      }
-      const before = ledger.entry(file);
-      ledger.record([{ file, digest: digestOf(text) }]);
-      return () => ledger.record([{ file, digest: before ?? null }]);
-    } catch (err) {
-      throw diskError(err, path.dirname(ledger.file));
-    }
   }
 
   private reread(file: string): void {
@@ -515,33 +467,12 @@ export class BoardStore extends EventEmitter<StoreEvents> {
    */
   private ingestConfig(text: string, emit = true): void {
     try {
-      const user = readUserConfig();
-      const parsed = parseConfig(this.configFile, text, user);
+      const next = configState(this.configFile, text, readUserConfig(), this.ledger, {
+        config: this.config,
+        confirmedText: this.confirmedText,
+      });
       this.configError = undefined;
-      const digest = digestOf(text);
-      if (!this.ledger || this.ledger.confirmed(this.configFile, digest)) {
-        this.config = parsed;
-        this.confirmedText = text;
-        this.configChange = undefined;
-      } else {
-        let base: ProjectConfig | undefined;
-        try {
-          if (this.confirmedText !== undefined) base = parseConfig(this.configFile, this.confirmedText, user);
-        } catch {
-          // the confirmed text no longer loads (a user config change): no base
-        }
-        if (base) this.config = base;
-        else if (!this.config) this.config = parsed;
-        this.configChange = base
-          ? { digest, changes: configChanges(base, parsed) }
-          : {
-              digest,
-              changes: [
-                'config.yaml changed outside the board and its last confirmed version is not known: no card starts until you confirm it',
-              ],
-              noBase: true,
-            };
-      }
+      ({ config: this.config, confirmedText: this.confirmedText, configChange: this.configChange } = next);
     } catch (err) {
       this.configError = (err as Error).message;
     }
@@ -612,7 +543,3 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     return card;
   }
 }
-
-/** Would the card run without a person's act: queued in its file, or a schedule? */
-const wouldRun = (card: Card): boolean =>
-  card.front.status === 'queued' || (card.front.schedule !== undefined && card.front.schedule !== null);

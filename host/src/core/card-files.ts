@@ -14,6 +14,24 @@ export const readCard = (file: string): string => readRegularFileSync(file, { no
 const FRONT = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/;
 
 /**
+ * Writes `text` to `file` only if no entry has that name: a temp file hard-linked into place (the link
+ * fails when the name is taken, with no window for a race). False when it was taken.
+ */
+export function writeNew(file: string, text: string): boolean {
+  const tmp = path.join(path.dirname(file), `.new.${process.pid}.${Date.now()}.tmp`);
+  writeFileSync(tmp, text, { flag: 'wx' });
+  try {
+    linkSync(tmp, file);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  } finally {
+    unlinkSync(tmp);
+  }
+}
+
+/**
  * Writes `text` to `file` atomically: a crash leaves the old file or the new one, never half of one.
  * With `unchangedFrom`, the file must still hold that text right before the rename (a person's editor
  * may have saved it meanwhile): returns false, writing nothing, when it does not.

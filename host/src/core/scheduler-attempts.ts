@@ -6,8 +6,9 @@
  * card stays Running (the scheduler's `active`) until `settle` writes its end.
  *
  * Each attempt works in its own copy of the workspace: a git worktree of its own (the flow's runs get
- * `worktree: true`, as coding runs do) when the workspace is a git repository and the flow may write it.
- * The winner's worktree is kept (merged, as Keep does), the others discarded.
+ * `worktree: true`, as coding runs do) when the workspace is a git repository and the flow may write it,
+ * else a copy the supervisor makes (`copyWorkspace`, supervisor/src/node/workspace-copy.ts). The
+ * winner's worktree or copy is kept (merged or applied back, as Keep does), the others discarded.
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -17,17 +18,21 @@ import {
   initial,
   judging,
   next,
+  resumed,
   settled,
   slotsHeld,
   step,
+  type AttemptEnd,
   type AttemptsEvent,
   type AttemptsState,
   type Outcome,
+  type RunSeen,
 } from './attempts.ts';
 import type { Card, ProjectConfig } from './project.ts';
 import type { QueuedCard, RunningCard } from './scheduler-policy.ts';
 import type { SupervisorClient } from './supervisor-client.ts';
 import { failureText } from './run-end-text.ts';
+import { DEFAULT_COPY_BYTES } from '@runboard/project/limits';
 
 type Launch = z.input<typeof LaunchRun.params>;
 
@@ -65,6 +70,14 @@ export interface AttemptsHost {
     record: AttemptsRecord,
   ): void;
   warn(message: string): void;
+  /** Writes the attempts' progress on the card (each launch), so that a restarted host finds them. */
+  save(cardId: string, record: Pick<AttemptsRecord, 'attemptRuns'> | Pick<AttemptsRecord, 'judgeRun'>): void;
+  /** The card's launch request now (after a restart), or why there is none. */
+  request(card: Card): Launch;
+  /** The card is running (after a restart): the scheduler holds it, its live view on `runId`. */
+  hold(cardId: string, flow: string, runId: string | undefined): void;
+  /** The config now: the card's flow (judgeAfter) and limits.workspaceCopy. */
+  config(): ProjectConfig;
 }
 
 interface Group {
@@ -74,6 +87,7 @@ interface Group {
   request: Launch;
   timer?: NodeJS.Timeout;
   judgeRun?: string;
+  /** The attempts work in worktrees or copies of the workspace: the winner's kept, the others discarded. */
   worktrees: boolean;
 }
 
@@ -118,7 +132,11 @@ export class CardAttempts {
   /** Running entries for the policy: one per attempt launching or going, and the judge's run. */
   running(): RunningCard[] {
     return [...this.groups.values()].flatMap((g) =>
-      Array.from({ length: slotsHeld(g.state) }, (_, i) => ({ id: `${g.cardId}${SEP}r${i}`, flow: g.flow })),
+      Array.from({ length: slotsHeld(g.state) }, (_, i) => ({
+        id: `${g.cardId}${SEP}r${i}`,
+        flow: g.flow,
+        ...(g.state.phase.kind === 'judging' ? { judge: true } : {}),
+      })),
     );
   }
 
@@ -126,18 +144,96 @@ export class CardAttempts {
    * The card's run becomes `n` attempts of `request` (the card's launch); the first starts now, in the
    * slot the policy gave the card; the others as the policy lets them.
    */
-  begin(cardId: string, n: number, request: Launch, judgeAfterMs: number | undefined): void {
-    const f = request.flow;
-    const worktrees = !f.readOnly && existsSync(path.join(request.workspace, '.git')) && f.worktree !== false;
-    const g: Group = {
-      cardId,
-      flow: f.name,
-      state: initial(n, judgeAfterMs),
-      request: worktrees ? { ...request, flow: { ...f, worktree: true } } : request,
-      worktrees,
-    };
+  begin(
+    cardId: string,
+    n: number,
+    request: Launch,
+    judgeAfterMs: number | undefined,
+    copyMaxBytes = DEFAULT_COPY_BYTES,
+  ): void {
+    const g = group(cardId, initial(n, judgeAfterMs), request, copyMaxBytes);
     this.groups.set(cardId, g);
     this.launch(`${cardId}${SEP}0`);
+  }
+
+  /**
+   * After a host restart: a running card whose front matter records unsettled attempts gets them back,
+   * each recorded run followed (or its end taken from the supervisor), the attempts not started yet
+   * started, and the judge launched or followed. False when the card has none to resume.
+   */
+  resume(cardId: string, card: Card): boolean {
+    const f = card.front as Record<string, unknown>;
+    const runs = f.attemptRuns;
+    if (
+      card.front.status !== 'running' ||
+      f.verdict !== undefined ||
+      !Array.isArray(runs) ||
+      !runs.length ||
+      !runs.every((r) => r === null || typeof r === 'string')
+    )
+      return false;
+    let request: Launch;
+    try {
+      request = this.host.request(card);
+    } catch (err) {
+      this.host.warn(`could not resume the attempts of card ${cardId}: ${(err as Error).message}`);
+      return false;
+    }
+    const cfg = this.host.config();
+    const flow = Object.hasOwn(cfg.flows, card.front.flow) ? cfg.flows[card.front.flow] : undefined;
+    const judgeRun = typeof f.judgeRun === 'string' ? f.judgeRun : undefined;
+    this.host.hold(cardId, card.front.flow, card.front.lastRun ?? undefined);
+    void this.resumeRuns(cardId, runs as (string | null)[], judgeRun, request, flow?.judgeAfter).catch(
+      (err) => this.host.warn(`could not resume the attempts of card ${cardId}: ${(err as Error).message}`),
+    );
+    return true;
+  }
+
+  private async resumeRuns(
+    cardId: string,
+    runs: (string | null)[],
+    judgeRun: string | undefined,
+    request: Launch,
+    judgeAfterMs: number | undefined,
+  ): Promise<void> {
+    const seen = await Promise.all(
+      runs.map(async (runId): Promise<RunSeen | null> => {
+        if (!runId) return null;
+        const run = await this.host.client.getRun(runId).then(
+          (r) => r.run,
+          () => null,
+        );
+        if (!run) return { kind: 'lost', runId };
+        if (run.status === 'running') return { kind: 'running', runId };
+        return {
+          kind: 'ended',
+          runId,
+          end: endOf(run),
+          at: Date.parse(run.endedAt ?? '') || this.host.now(),
+        };
+      }),
+    );
+    const g = group(
+      cardId,
+      resumed(seen, judgeAfterMs, judgeRun !== undefined),
+      request,
+      this.host.config().limits.workspaceCopy,
+    );
+    this.groups.set(cardId, g);
+    seen.forEach((r, index) => {
+      if (r?.kind === 'running') this.host.enqueue(() => this.followAttempt(g, index, r.runId));
+    });
+    if (judgeRun && g.state.phase.kind === 'judging') {
+      g.judgeRun = judgeRun;
+      g.state = step(g.state, { type: 'judge-launched', runId: judgeRun });
+      const judged = g.state.attempts.flatMap((a, index) =>
+        (a.kind === 'ended' || a.kind === 'running') && a.runId ? [{ index, runId: a.runId }] : [],
+      );
+      this.host.enqueue(() => this.followJudge(g, judged, judgeRun));
+      this.host.changed();
+      return;
+    }
+    this.drive(g);
   }
 
   /** Launches the attempt of a policy entry (the policy said it may start). */
@@ -161,17 +257,18 @@ export class CardAttempts {
         return;
       }
       this.apply(g, { type: 'launched', index, runId });
+      this.host.save(cardId!, { attemptRuns: attemptRunsOf(g) });
       this.host.started(cardId!, runId);
       // cancelled (or past judgeAfter) while it was being launched: it stops at once
       if (g.state.cancelled || g.state.stragglersStopped) void this.cancelRun(runId);
-      const result = await this.follow(runId);
-      const status = result.status === 'running' ? 'failed' : result.status;
-      const end = {
-        status,
-        text: status === 'succeeded' ? result.summary || 'succeeded' : failureText(result),
-      };
-      this.apply(g, { type: 'ended', index, end, at: this.host.now() });
+      await this.followAttempt(g, index, runId);
     });
+  }
+
+  /** Follows an attempt's run to its end. */
+  private async followAttempt(g: Group, index: number, runId: string): Promise<void> {
+    const result = await this.follow(runId);
+    this.apply(g, { type: 'ended', index, end: endOf(result), at: this.host.now() });
   }
 
   /** The person cancels the card: every attempt (and the judge) stops; true when something was going. */
@@ -292,29 +389,39 @@ export class CardAttempts {
       grant: g.request.grant,
     };
     this.host.enqueue(async () => {
-      let result: RunResult;
+      let runId: string;
       try {
-        const { runId } = await this.host.client.launch(request);
-        g.judgeRun = runId;
-        this.apply(g, { type: 'judge-launched', runId });
-        if (g.state.cancelled) void this.cancelRun(runId);
-        result = await this.follow(runId);
+        ({ runId } = await this.host.client.launch(request));
       } catch (err) {
         return this.apply(g, {
           type: 'judge-failed',
           text: `could not launch the judge: ${(err as Error).message}`,
         });
       }
-      if (g.state.cancelled) return this.apply(g, { type: 'judge-failed', text: 'cancelled' });
-      const winner = result.metrics?.judgeWinner;
-      if (result.status !== 'succeeded' || typeof winner !== 'number')
-        return this.apply(g, { type: 'judge-failed', text: result.summary || failureText(result) });
-      // the judge numbers the runs it was given; map back to the attempts
-      const picked = winner === 0 ? null : (runs[winner - 1]?.index ?? -1);
-      this.apply(g, {
-        type: 'judged',
-        verdict: { winner: picked, reasons: String(result.metrics.judgeReasons ?? '') },
-      });
+      g.judgeRun = runId;
+      this.apply(g, { type: 'judge-launched', runId });
+      this.host.save(g.cardId, { judgeRun: runId });
+      if (g.state.cancelled) void this.cancelRun(runId);
+      await this.followJudge(g, runs, runId);
+    });
+  }
+
+  /** Follows the judge's run to its verdict. */
+  private async followJudge(
+    g: Group,
+    runs: { index: number; runId: string }[],
+    runId: string,
+  ): Promise<void> {
+    const result = await this.follow(runId);
+    if (g.state.cancelled) return this.apply(g, { type: 'judge-failed', text: 'cancelled' });
+    const winner = result.metrics?.judgeWinner;
+    if (result.status !== 'succeeded' || typeof winner !== 'number')
+      return this.apply(g, { type: 'judge-failed', text: result.summary || failureText(result) });
+    // the judge numbers the runs it was given; map back to the attempts
+    const picked = winner === 0 ? null : (runs[winner - 1]?.index ?? -1);
+    this.apply(g, {
+      type: 'judged',
+      verdict: { winner: picked, reasons: String(result.metrics.judgeReasons ?? '') },
     });
   }
 
@@ -375,4 +482,33 @@ export class CardAttempts {
         );
     }
   }
+}
+
+/** The group of a card's attempts: each in a worktree, or a copy of a folder that is not a git repository. */
+function group(
+  cardId: string,
+  state: AttemptsState,
+  request: Launch,
+  copyMaxBytes = DEFAULT_COPY_BYTES,
+): Group {
+  const f = request.flow;
+  const worktrees = !f.readOnly && existsSync(path.join(request.workspace, '.git')) && f.worktree !== false;
+  // a folder that is not a git repository: each attempt in a copy of its own (workspace-copy.ts)
+  const copies = !f.readOnly && !worktrees;
+  const flow = worktrees
+    ? { ...f, worktree: true }
+    : copies
+      ? { ...f, copyWorkspace: { maxBytes: copyMaxBytes } }
+      : f;
+  return { cardId, flow: f.name, state, request: { ...request, flow }, worktrees: worktrees || copies };
+}
+
+/** The attempts' runs so far, in attempt order (null: not started). */
+const attemptRunsOf = (g: Group): (string | null)[] =>
+  g.state.attempts.map((a) => ((a.kind === 'running' || a.kind === 'ended') && a.runId ? a.runId : null));
+
+/** How an attempt's run ended, for the judge and the card. */
+function endOf(result: RunResult): AttemptEnd {
+  const status = result.status === 'running' ? 'failed' : result.status;
+  return { status, text: status === 'succeeded' ? result.summary || 'succeeded' : failureText(result) };
 }

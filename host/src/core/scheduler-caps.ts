@@ -95,3 +95,47 @@ export function parkedFlows(
   }
   return out;
 }
+
+/**
+ * Flows and providers parked by a rate limit, until when (epoch ms): a run's end that says
+ * `metrics.rateLimitedUntil` (a 429 past its retries), or a 429 with a reset the model proxy saw pass
+ * during a run, whichever runner made the request (the run's `model-request` log line carries
+ * `rateLimitedUntil`). The limit is the key's: the run's provider is parked (its flow, when it has none).
+ * Waiting cards wait; running ones go on (their SDKs or CLIs retry on their own).
+ */
+export class RateLimitParks {
+  /** Flows with no provider parked by their own run's report. */
+  readonly flows = new Map<string, number>();
+  readonly providers = new Map<string, number>();
+
+  constructor(
+    private readonly config: () => ProjectConfig,
+    private readonly now: () => number,
+  ) {}
+
+  /** A run of `flow` met a rate limit until `until` (an ISO time): parks its key; answers whether it did. */
+  park(flow: string | undefined, until: unknown): boolean {
+    const t = Date.parse(String(until ?? ''));
+    if (flow === undefined || !Number.isFinite(t) || t <= this.now()) return false;
+    const cfg = this.config();
+    const f = Object.hasOwn(cfg.flows, flow) ? cfg.flows[flow] : undefined;
+    const provider = f ? flowProvider(f, cfg) : undefined;
+    const parked = provider ? this.providers : this.flows;
+    const key = provider ?? flow;
+    if ((parked.get(key) ?? 0) >= t) return false;
+    parked.set(key, t);
+    return true;
+  }
+
+  /** A run event: a model request the provider answered 429 with a reset parks the run's key. */
+  parkOn(flow: string | undefined, e: { type: string; data?: Record<string, unknown> | undefined }): boolean {
+    return e.type === 'log' && e.data?.kind === 'model-request' && this.park(flow, e.data.rateLimitedUntil);
+  }
+
+  /** Each flow parked by its own rate limit or its provider's, until when (shown on the board). */
+  parked(): Map<string, number> {
+    const now = this.now();
+    for (const m of [this.flows, this.providers]) for (const [k, t] of m) if (t <= now) m.delete(k);
+    return parkedFlows(this.config(), this.flows, this.providers);
+  }
+}

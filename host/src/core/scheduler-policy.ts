@@ -5,6 +5,7 @@
  */
 import type { CardStatus } from './project.ts';
 import { ProviderCounts, type ProviderPolicy } from './scheduler-caps.ts';
+import { effectiveCap, MachineCounts, type MachinePolicy } from './scheduler-machine.ts';
 
 export interface QueuedCard {
   id: string;
@@ -16,6 +17,8 @@ export interface QueuedCard {
 export interface RunningCard {
   id: string;
   flow: string;
+  /** A judge's run (a card's attempts): no display, the default memory limit (scheduler-machine.ts). */
+  judge?: boolean;
 }
 
 export interface PolicyInput {
@@ -49,6 +52,8 @@ export interface PolicyInput {
   blockedFlows?: Readonly<Record<string, string>>;
   /** Caps and rate-limit parking per provider key, across flows (scheduler-caps.ts). */
   providers?: ProviderPolicy;
+  /** The machine's private displays and memory (config `limits:`; scheduler-machine.ts). */
+  machine?: MachinePolicy;
   now: number;
 }
 
@@ -87,6 +92,8 @@ export function decide(input: PolicyInput): PolicyDecision {
         input.running.map((r) => r.flow),
       )
     : undefined;
+
+  const machine = input.machine ? new MachineCounts(input.machine, input.running) : undefined;
 
   let blockedBy: string | undefined;
   for (const [column, max] of Object.entries(input.columnLimits ?? {})) {
@@ -148,14 +155,20 @@ export function decide(input: PolicyInput): PolicyDecision {
       waiting[card.id] = `waiting for ${res}: ${held.get(res)!}`;
       continue;
     }
-    if (free <= 0) {
-      waiting[card.id] = `all ${input.maxConcurrency} run slots are busy`;
+    // the least of the machine's caps and the run slots (the flow's and provider's are checked above)
+    const room = effectiveCap({
+      ...machine?.caps(card.flow),
+      slots: { used: input.maxConcurrency - free, max: input.maxConcurrency },
+    });
+    if (room.room <= 0) {
+      waiting[card.id] = room.why!;
       continue;
     }
     start.push(card.id);
     if (res) held.set(res, `card ${card.id} (flow "${card.flow}") is using it`);
     perFlow.set(card.flow, inFlow + 1);
     providers?.take(card.flow);
+    machine?.take(card.flow);
     free--;
   }
   return wakeAt === undefined ? { start, waiting } : { start, waiting, wakeAt };

@@ -28,6 +28,8 @@ export interface RecoveryHost {
   topRank(status: 'failed'): number;
   changed(): void;
   kick(): void;
+  /** The card's unsettled attempts, recorded on it, are followed again (scheduler-attempts.ts): true. */
+  resumeAttempts(cardId: string, card: Card): boolean;
 }
 
 export class Recovery {
@@ -49,6 +51,7 @@ export class Recovery {
     const liveByCard = new Map(live.filter((r) => r.runner !== 'extract').map((r) => [r.card.path, r]));
     for (const card of store.all()) {
       const id = this.host.idOf(card);
+      if (this.host.resumeAttempts(id, card)) continue;
       const run = liveByCard.get(card.file);
       if (run) {
         if (card.front.status !== 'running' || card.front.lastRun !== run.runId)

@@ -1,43 +1,58 @@
 /**
  * The Scheduler: carries out the pure policy (scheduler-policy.ts) against the board store and the
  * supervisor. Each run is one task of a p-queue whose concurrency is the global maxConcurrency (kept in
- * step with config.yaml); the policy decides which card goes next (Queued-column order, per-flow caps,
- * backoff, column limits), the queue holds the run's slot until the run has ended.
+ * step with config.yaml); the queue holds the run's slot until the run has ended. Which card goes next
+ * and why the others wait is asked of one object, its admission (scheduler-admission.ts): the policy
+ * over the Queued column and the inputs each part gives (a card's attempts: scheduler-attempts.ts;
+ * provider caps and rate-limit parking: scheduler-caps.ts; the machine: scheduler-machine.ts; the real display:
+ * scheduler-resources.ts; provider keys: scheduler-keys.ts).
  *
  * Card state it writes (front matter): status, lastRun, failures, nextTryAt, lastError. Every status it
  * writes goes through the card lifecycle (card-lifecycle.ts: the transitions, and runOutcome, what a
- * run's end does to its card). A launch refused for display-busy is no transition: the card waits in
- * Queued for the real display (scheduler-resources.ts), as cards wait for a provider key
- * (scheduler-keys.ts). Following runs it did not launch: scheduler-recovery.ts.
+ * run's end does to its card); a write the disk cannot take is kept and tried again
+ * (scheduler-writes.ts); what a card's change by a person means: scheduler-card-changes.ts. Following
+ * runs it did not launch: scheduler-recovery.ts.
  */
 import { EventEmitter } from 'node:events';
 import PQueue from 'p-queue';
-import { DisplayBusy, drivesDesktop, ResponseError, type RunResult } from '@runboard/supervisor/protocol';
+import { DisplayBusy, ResponseError, type RunResult } from '@runboard/supervisor/protocol';
 import type { BoardStore } from './board-store.ts';
 import { compareCards } from './board-model.ts';
-import { appendQuestions } from './board-questions.ts';
-import { cardTransition, failure, runOutcome, type CardWrite } from './card-lifecycle.ts';
+import {
+  cardTransition,
+  failure,
+  runOutcome,
+  type CardWrite,
+  type OutcomeContext,
+} from './card-lifecycle.ts';
+import { CardChanges } from './scheduler-card-changes.ts';
 import { isAskNeeds } from '../shared/asks.ts';
 import { succeededRunNotKept } from './workflow-store.ts';
 import type { GrantStore } from './grant-store.ts';
-import { flowProvider, launchRequest } from './launch.ts';
-import { parkedFlows, providerPolicy } from './scheduler-caps.ts';
+import { launchRequest } from './launch.ts';
+import { RateLimitParks } from './scheduler-caps.ts';
+import { followRun } from './scheduler-follow.ts';
 import type { Card, CardStatus } from './project.ts';
 import { failureText } from './run-end-text.ts';
-import { decide } from './scheduler-policy.ts';
+import {
+  Admission,
+  attemptsInput,
+  blockedInput,
+  columnInput,
+  machineInput,
+  parkingInput,
+  realDisplayInput,
+  REAL_DISPLAY,
+  SupervisorWatch,
+} from './scheduler-admission.ts';
 import { KeyWaits } from './scheduler-keys.ts';
 import { Recovery } from './scheduler-recovery.ts';
 import { BusyResources } from './scheduler-resources.ts';
 import { attemptsOf, CardAttempts, type AttemptsRecord } from './scheduler-attempts.ts';
+import { CardWrites, UNSAVED_RETRY_MS } from './scheduler-writes.ts';
 import { SupervisorUnavailable, type SupervisorClient } from './supervisor-client.ts';
 
 export { lastStderrLine } from './run-end-text.ts';
-
-/** How often card writes the store could not take are tried again (the disk may have room again). */
-const UNSAVED_RETRY_MS = 1000;
-
-/** The exclusive resource of computer-use runs on the real display (one at a time: the supervisor's rule). */
-const REAL_DISPLAY = 'the real display';
 
 export interface Progress {
   fraction?: number | undefined;
@@ -68,30 +83,24 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private tickPending = false;
   private freedAt = 0;
   private stopped = false;
-  private readonly parkedFlows = new Map<string, number>();
-  /** Providers parked by a rate limit (a run of any flow on the key met it), until when (epoch ms). */
-  private readonly parkedProviders = new Map<string, number>();
+  /** Flows and provider keys parked by a rate limit (scheduler-caps.ts). */
+  private readonly parks: RateLimitParks;
   /** Exclusive resources held by runs this board did not start (see resourceBusy). */
   private readonly busy: BusyResources;
   /** Runs this board follows without having launched them (after a restart, a schedule's, a stray's). */
   private readonly recovery: Recovery;
   /** Providers whose runs were refused for a missing API key: their flows wait until it is set. */
   private readonly keys: KeyWaits;
-  /** Why no card may start now: the supervisor is gone and not back yet. */
-  private supervisorDown: string | undefined;
-  /** Each card's status as last seen, to tell a person's re-queue from the scheduler's own. */
-  private readonly lastStatus = new Map<string, CardStatus | undefined>();
-  /** Set while the scheduler writes a card: the change events it causes are its own. */
-  private writing = false;
-  /** Card writes the store could not take (a full disk), kept to be tried again; the card waits. */
-  private readonly unsaved = new Map<
-    string,
-    { write: CardWrite; why: string; status: CardStatus | undefined }
-  >();
+  /** Why no card may start now: the supervisor is gone and not back yet (scheduler-admission.ts). */
+  private readonly supervisor: SupervisorWatch;
+  /** Its writes of cards, and those kept to be tried again (scheduler-writes.ts). */
+  private readonly writes: CardWrites;
   /** Asks the person allowed once, per card: its next launch carries them (the supervisor checks each). */
   private readonly allowOnce = new Map<string, { runId: string; ask: string }[]>();
   /** Cards whose run is several attempts and a judge (config `attempts:`; scheduler-attempts.ts). */
   private readonly attempts: CardAttempts;
+  /** May a card start now, and why not: the policy over every input above (scheduler-admission.ts). */
+  private readonly admission: Admission;
 
   constructor(
     private readonly store: BoardStore,
@@ -108,7 +117,12 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     ) => string | undefined = succeededRunNotKept,
   ) {
     super();
+    this.writes = new CardWrites(store);
     this.busy = new BusyResources(client, () => this.kick());
+    this.parks = new RateLimitParks(
+      () => this.store.config,
+      () => this.now(),
+    );
     this.attempts = new CardAttempts({
       client,
       now: () => this.now(),
@@ -120,8 +134,28 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       started: (cardId, runId) => this.attemptStarted(cardId, runId),
       settle: (cardId, end, text, record) => this.attemptsSettled(cardId, end, text, record),
       warn: (m) => process.emitWarning(`runboard: ${m}`),
+      save: (cardId, record) => this.write(cardId, () => ({ patch: record })),
+      request: (card) => launchRequest(card, this.store.config, this.store.projectDir, this.grants),
+      hold: (cardId, flow, runId) => this.active.set(cardId, { cardId, flow, ...(runId ? { runId } : {}) }),
+      config: () => this.store.config,
     });
     this.keys = new KeyWaits(store, client, () => this.kick());
+    this.supervisor = new SupervisorWatch(client, () => this.kick());
+    this.admission = new Admission([
+      attemptsInput(this.attempts),
+      parkingInput(() => store.config, this.parks),
+      machineInput(() => store.config),
+      realDisplayInput(
+        () => store.config,
+        () => this.busy.reasons(),
+      ),
+      blockedInput(
+        () => store.config,
+        () =>
+          this.supervisor.down ?? (store.configChange?.noBase ? store.configChange.changes[0] : undefined),
+        (provider) => this.keys.reason(provider),
+      ),
+    ]);
     this.recovery = new Recovery({
       store,
       client,
@@ -134,59 +168,23 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       topRank: (status) => this.topRank(status),
       changed: () => this.emit('changed'),
       kick: () => this.kick(),
+      resumeAttempts: (id, card) => this.attempts.resume(id, card),
     });
     this.queue.concurrency = store.config.scheduler.maxConcurrency;
     store.on('config', () => {
       this.queue.concurrency = store.config.scheduler.maxConcurrency;
       this.kick();
     });
-    // What a person running `serve` sees in its terminal when the supervisor goes away and comes back.
-    // Until a supervisor is back no card starts (a launch then would only wait and fail); serve's
-    // terminal says what happens.
-    client.on('lost', (why) => {
-      process.emitWarning(`runboard: ${why}; starting a new supervisor`);
-      this.supervisorDown = 'waiting for the supervisor: it went away and a new one is being started';
-      this.kick();
+    const changes = new CardChanges({
+      store,
+      writes: this.writes,
+      recovery: this.recovery,
+      idOf: (card) => this.idOf(card),
+      running: (id) => this.active.has(id),
+      write: (id, make) => this.write(id, make),
+      kick: () => this.kick(),
     });
-    client.on('reconnected', () => {
-      process.emitWarning('runboard: connected to the supervisor again');
-      this.supervisorDown = undefined;
-      this.kick();
-    });
-    for (const c of store.all()) this.lastStatus.set(this.idOf(c), c.front.status);
-    store.on('cards', ({ id, external }) => {
-      if (!id) return;
-      const card = store.get(id);
-      const before = this.lastStatus.get(id);
-      // a person's change of the card (or the card gone) comes after the write kept for it
-      if (!this.writing && this.unsaved.get(id)?.status !== card?.front.status) this.unsaved.delete(id);
-      if (card) this.lastStatus.set(id, card.front.status);
-      else this.lastStatus.delete(id);
-      // The host is the only writer of a running card's state: an outside edit cannot unlock it...
-      if (card && external && this.active.has(id) && card.front.status !== 'running')
-        this.write(id, () => ({
-          patch: { status: cardTransition('followed', card.front.status, 'running') },
-        }));
-      // ...and a card that says running with no run going cannot stay locked
-      else if (
-        card &&
-        external &&
-        this.recovery.recovered &&
-        card.front.status === 'running' &&
-        !this.active.has(id)
-      )
-        void this.recovery.strayRunning(id);
-      // a person put the card in Queued (a move, "answer & re-queue", an edit): it starts afresh
-      else if (
-        card &&
-        !this.writing &&
-        card.front.status === 'queued' &&
-        before !== 'queued' &&
-        (card.front.failures !== undefined || card.front.nextTryAt !== undefined)
-      )
-        this.write(id, () => ({ patch: { failures: undefined, nextTryAt: undefined } }));
-      this.kick();
-    });
+    store.on('cards', ({ id, external }) => changes.changed(id, external));
   }
 
   isActive(cardId: string): boolean {
@@ -259,76 +257,43 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   private tick(): void {
     if (this.stopped) return;
-    this.retryUnsaved();
-    const cfg = this.store.config;
+    this.writes.retry();
     const cards = this.store.all();
-    const counts: Partial<Record<CardStatus, number>> = {};
-    for (const c of cards)
-      counts[c.front.status ?? 'backlog'] = (counts[c.front.status ?? 'backlog'] ?? 0) + 1;
     // A queued card changed outside the board waits for a person's confirm (board-store.ts confirmation)
     const unconfirmed: Record<string, string> = {};
     const queued = cards
       .filter((c) => c.front.status === 'queued' && !this.active.has(this.idOf(c)))
       .filter((c) => {
-        const why = this.store.confirmation(c)?.reason ?? this.unsavedReason(this.idOf(c));
+        const why = this.store.confirmation(c)?.reason ?? this.writes.reason(this.idOf(c));
         if (why) unconfirmed[this.idOf(c)] = why;
         return !why;
       })
       .map((c) => ({ id: this.idOf(c), file: c.file, rank: c.front.rank, card: c }))
       .sort(compareCards);
-    const decision = decide({
-      queued: [
-        ...this.attempts.pending(), // attempts of running cards first
-        ...queued.map((q) => ({
-          id: q.id,
-          flow: q.card.front.flow,
-          ...(q.card.front.nextTryAt ? { notBefore: Date.parse(q.card.front.nextTryAt) } : {}),
-        })),
-      ],
-      running: [
-        ...this.attempts.running(),
-        ...[...this.active.values()]
-          .filter((a) => !this.attempts.has(a.cardId))
-          .map((a) => ({ id: a.cardId, flow: a.flow })),
-      ],
-      maxConcurrency: cfg.scheduler.maxConcurrency,
-      flowCaps: Object.fromEntries(Object.entries(cfg.flows).map(([n, f]) => [n, f.cap])),
-      columnLimits: cfg.scheduler.columnLimits,
-      columnCounts: counts,
-      parkedFlows: Object.fromEntries(this.parkedFlows),
-      providers: providerPolicy(cfg, this.parkedProviders),
-      exclusive: Object.fromEntries(
-        Object.entries(cfg.flows)
-          .filter(([, f]) => drivesDesktop(f.runner) && !f.computerUse?.privateDisplay)
-          .map(([n]) => [n, REAL_DISPLAY]),
-      ),
-      busy: this.busy.reasons(),
-      blockedFlows: Object.fromEntries(
-        Object.entries(cfg.flows).flatMap(([n, f]) => {
-          const provider = flowProvider(f, cfg);
-          const why =
-            this.supervisorDown ??
-            (this.store.configChange?.noBase ? this.store.configChange.changes[0] : undefined) ??
-            (provider ? this.keys.reason(provider) : undefined);
-          return why ? [[n, why]] : [];
-        }),
-      ),
+    const decision = this.admission.decide({
+      ...columnInput(this.store.config, cards),
+      queued: queued.map((q) => ({
+        id: q.id,
+        flow: q.card.front.flow,
+        ...(q.card.front.nextTryAt ? { notBefore: Date.parse(q.card.front.nextTryAt) } : {}),
+      })),
+      running: [...this.active.values()]
+        .filter((a) => !this.attempts.has(a.cardId)) // a card's attempts hold its slots
+        .map((a) => ({ id: a.cardId, flow: a.flow })),
       now: this.now(),
     });
-    const waiting = { ...this.attemptsWaiting(decision.waiting), ...unconfirmed };
-    for (const id of this.unsaved.keys()) waiting[id] ??= this.unsavedReason(id)!;
+    const waiting = { ...decision.waiting, ...unconfirmed };
+    for (const id of this.writes.waiting) waiting[id] ??= this.writes.reason(id)!;
     const changed = JSON.stringify(waiting) !== JSON.stringify(this.waiting);
     this.waiting = waiting;
     clearTimeout(this.wakeTimer);
     const wakeAt = Math.min(
       decision.wakeAt ?? Infinity,
-      this.unsaved.size ? this.now() + UNSAVED_RETRY_MS : Infinity,
+      this.writes.anyUnsaved ? this.now() + UNSAVED_RETRY_MS : Infinity,
     );
     if (wakeAt !== Infinity)
       this.wakeTimer = setTimeout(() => this.kick(), Math.max(10, wakeAt - this.now()));
-    for (const id of decision.start)
-      if (this.attempts.owns(id)) this.attempts.launch(id);
-      else this.start(id);
+    for (const id of decision.start) if (!this.admission.launch(id)) this.start(id);
     if (changed && decision.start.length === 0) this.emit('changed');
   }
 
@@ -399,7 +364,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       },
     }));
     this.emit('dispatch', { cardId, sinceFreeMs: this.freedAt ? performance.now() - this.freedAt : 0 });
-    this.attempts.begin(cardId, attemptsOf(card, cfg), request, flow?.judgeAfter);
+    this.attempts.begin(cardId, attemptsOf(card, cfg), request, flow?.judgeAfter, cfg.limits.workspaceCopy);
   }
 
   private attemptStarted(cardId: string, runId: string): void {
@@ -424,30 +389,12 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       this.write(cardId, () => {
         const w = runOutcome(
           { ...end, termination: null },
-          {
-            from: card.front.status,
-            failures: card.front.failures ?? 0,
-            backoff: this.store.config.scheduler.backoff,
-            now: this.now(),
-            topRank: (s) => this.topRank(s),
-            failureText: () => text,
-          },
+          { ...this.cardNow(card), failureText: () => text },
         );
         return { ...w, patch: { ...w.patch, ...record } };
       });
     this.emit('changed');
     this.kick();
-  }
-
-  /** Why each waiting attempt waits, said on its card. */
-  private attemptsWaiting(waiting: Record<string, string>): Record<string, string> {
-    const out: Record<string, string> = {};
-    for (const [id, why] of Object.entries(waiting)) {
-      const d = this.attempts.owns(id) ? this.attempts.describe(id) : undefined;
-      if (!d) out[id] = why;
-      else out[d.cardId] ??= `attempt ${d.attempt} of ${d.of} waits: ${why}`;
-    }
-    return out;
   }
 
   /** A run found going after a restart: hold its slot and follow it to its end. */
@@ -457,67 +404,26 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     void this.queue.add(() => this.follow(cardId, runId));
   }
 
-  /** Follows a run's events (progress) and its end; output is not streamed here (see RunStreams). */
+  /** Follows a run's events (progress, rate limits) and its end (scheduler-follow.ts). */
   private follow(cardId: string, runId: string): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const end = (result: RunResult): void => {
-        this.finish(cardId, result);
-        resolve();
-      };
-      this.client
-        .attach(
-          runId,
-          {
-            onEvent: (e) => {
-              if (e.type !== 'progress') return;
-              const fraction = typeof e.data?.fraction === 'number' ? e.data.fraction : undefined;
-              this.progressOf.set(cardId, { fraction, message: e.message });
-              this.emit('changed');
-            },
-            onEnd: end,
-            onLost: (err) => {
-              this.launchFailed(cardId, `lost the run ${runId}: ${err.message}`);
-              resolve();
-            },
-          },
-          { events: 0, stdout: Number.MAX_SAFE_INTEGER, stderr: Number.MAX_SAFE_INTEGER },
-        )
-        .then((run) => {
-          // attach answers with the run as it is; an ended run still gets its didEnd, but be sure
-          if (run.status !== 'running') setTimeout(() => this.active.has(cardId) && end(run), 2000);
-        })
-        .catch((err: Error) => {
-          this.launchFailed(cardId, `lost the run ${runId}: ${err.message}`);
-          resolve();
-        });
+    return followRun(this.client, runId, {
+      event: (e) => {
+        // a 429 with a reset, seen by the model proxy: the key's waiting cards wait until then
+        if (this.parks.parkOn(this.active.get(cardId)?.flow, e)) return void this.kick();
+        if (e.type !== 'progress') return;
+        const fraction = typeof e.data?.fraction === 'number' ? e.data.fraction : undefined;
+        this.progressOf.set(cardId, { fraction, message: e.message });
+        this.emit('changed');
+      },
+      end: (result) => this.finish(cardId, result),
+      lost: (why) => this.launchFailed(cardId, why),
+      following: () => this.active.has(cardId),
     });
-  }
-
-  /**
-   * A run that met a rate limit beyond its retry budget says until when (metrics.rateLimitedUntil):
-   * its flow is parked until then instead of failing run after run. Returns that time, or undefined.
-   */
-  private parkFlowFor(result: RunResult): number | undefined {
-    const until = Date.parse(String(result.metrics.rateLimitedUntil ?? ''));
-    if (!Number.isFinite(until) || until <= this.now()) return undefined;
-    // the limit is the key's: every flow on the run's provider waits (scheduler-caps.ts)
-    const flow = this.store.config.flows[result.flow];
-    const provider =
-      flow && Object.hasOwn(this.store.config.flows, result.flow)
-        ? flowProvider(flow, this.store.config)
-        : undefined;
-    const parked = provider ? this.parkedProviders : this.parkedFlows;
-    const key = provider ?? result.flow;
-    parked.set(key, Math.max(until, parked.get(key) ?? 0));
-    return until;
   }
 
   /** Flows parked by a rate limit (their own, or their provider's), and until when (epoch ms): shown on the board. */
   get parked(): ReadonlyMap<string, number> {
-    const now = this.now();
-    for (const m of [this.parkedFlows, this.parkedProviders])
-      for (const [k, until] of m) if (until <= now) m.delete(k);
-    return parkedFlows(this.store.config, this.parkedFlows, this.parkedProviders);
+    return this.parks.parked();
   }
 
   private finish(cardId: string, result: RunResult): void {
@@ -526,7 +432,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       this.byRun.delete(result.runId);
       this.freedAt = performance.now();
     } else return; // a stale end for an older run
-    this.parkFlowFor(result);
+    // a rate limit past the run's retries (metrics.rateLimitedUntil) parks its key instead of failing run after run
+    this.parks.park(result.flow, result.metrics.rateLimitedUntil);
     const card = this.store.get(cardId);
     if (card) {
       // what the run's end does to its card: card-lifecycle.ts (runOutcome); what it needs is read first
@@ -537,11 +444,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         this.keys.waitFor(result);
       this.write(cardId, () =>
         runOutcome(result, {
-          from: card.front.status,
-          failures: card.front.failures ?? 0,
-          backoff: this.store.config.scheduler.backoff,
-          now: this.now(),
-          topRank: (s) => this.topRank(s),
+          ...this.cardNow(card),
           notKept,
           waitsForKey,
           failureText: () => failureText(result),
@@ -559,42 +462,36 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
    * scheduler follows its end) or, at the latest, when it looks again after RESOURCE_RECHECK_MS.
    */
   private resourceBusy(cardId: string, resource: string, holder: string | undefined): void {
-    if (this.stopped) return;
-    this.active.delete(cardId);
-    this.freedAt = performance.now();
+    if (!this.release(cardId)) return;
     this.busy.hold(resource, holder);
     this.emit('changed');
     this.kick();
   }
 
   private noSupervisor(cardId: string): void {
-    if (this.stopped) return;
-    this.active.delete(cardId);
-    this.freedAt = performance.now();
+    if (!this.release(cardId)) return;
     this.emit('changed');
     this.kick();
   }
 
-  private launchFailed(cardId: string, message: string): void {
-    // A host that is shutting down closes its supervisor connection, which rejects pending calls; the
-    // runs go on, and the next host re-attaches them. Nothing is lost, so nothing is recorded.
-    if (this.stopped) return;
+  /**
+   * The card's launch started no run: its slot is free. False while stopping: a host that is shutting
+   * down closes its supervisor connection, which rejects pending calls; the runs go on, and the next
+   * host re-attaches them. Nothing is lost, so nothing is recorded.
+   */
+  private release(cardId: string): boolean {
+    if (this.stopped) return false;
     this.active.delete(cardId);
     this.freedAt = performance.now();
+    return true;
+  }
+
+  private launchFailed(cardId: string, message: string): void {
+    if (!this.release(cardId)) return;
     const card = this.store.get(cardId);
     if (card)
       this.write(cardId, () =>
-        failure(
-          {
-            change: 'launch-failed',
-            from: card.front.status,
-            backoff: this.store.config.scheduler.backoff,
-            now: this.now(),
-            topRank: (s) => this.topRank(s),
-          },
-          (card.front.failures ?? 0) + 1,
-          message,
-        ),
+        failure({ ...this.cardNow(card), change: 'launch-failed' }, (card.front.failures ?? 0) + 1, message),
       );
     this.emit('changed');
     this.kick();
@@ -608,6 +505,17 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     }
   }
 
+  /** What the card lifecycle reads of the card and the board to decide the end of its run. */
+  private cardNow(card: Card): Omit<OutcomeContext, 'failureText'> {
+    return {
+      from: card.front.status,
+      failures: card.front.failures ?? 0,
+      backoff: this.store.config.scheduler.backoff,
+      now: this.now(),
+      topRank: (s) => this.topRank(s),
+    };
+  }
+
   /** A rank above every card's in the column (the card goes to its top). */
   topRank(status: CardStatus): number {
     let min = 1024;
@@ -616,58 +524,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     return min - 1024;
   }
 
-  /** Writes the card; `make` gives the write (a status through the card lifecycle, which may refuse it). */
+  /** Writes the card; `make` gives the write (a status through the card lifecycle: scheduler-writes.ts). */
   private write(cardId: string, make: () => CardWrite): void {
-    let w: CardWrite;
-    try {
-      w = make();
-    } catch (err) {
-      process.emitWarning(`runboard: could not write card ${cardId}: ${(err as Error).message}`);
-      return;
-    }
-    this.put(cardId, w);
-  }
-
-  /**
-   * Puts a write on the card. One the store cannot take (the disk holding the state root full) is
-   * kept and tried again (`retryUnsaved`), and the card starts no run meanwhile: a run's end that was
-   * never saved left the card as it was before the run, and a queued card then ran again, past its
-   * retries (the soak's c0133, run 3 times with `retries: 1`).
-   */
-  private put(cardId: string, w: CardWrite): void {
-    this.writing = true;
-    try {
-      this.store.update(
-        cardId,
-        w.patch,
-        w.questions ? (body) => appendQuestions(body, w.questions!) : undefined,
-      );
-      this.unsaved.delete(cardId);
-    } catch (err) {
-      const why = (err as Error).message;
-      if (!this.unsaved.has(cardId)) process.emitWarning(`runboard: could not write card ${cardId}: ${why}`);
-      const kept = this.unsaved.get(cardId);
-      this.unsaved.set(cardId, {
-        write: w,
-        why,
-        status: kept?.status ?? this.store.get(cardId)?.front.status,
-      });
-    } finally {
-      this.writing = false;
-    }
-  }
-
-  /** Why the card waits, when a write of it could not be saved. */
-  private unsavedReason(cardId: string): string | undefined {
-    const u = this.unsaved.get(cardId);
-    return u && `its last change could not be saved (${u.why}); trying again`;
-  }
-
-  /** Tries the unsaved writes again (each tick, and at least every UNSAVED_RETRY_MS while any is left). */
-  private retryUnsaved(): void {
-    for (const [id, { write }] of this.unsaved) {
-      if (this.store.get(id)) this.put(id, write);
-      else this.unsaved.delete(id);
-    }
+    this.writes.write(cardId, make);
   }
 }

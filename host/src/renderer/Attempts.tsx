@@ -6,6 +6,7 @@
 import { useEffect, useState } from 'react';
 import type { BoardApi } from '../shared/board-api.ts';
 import type { CardDetail } from '../shared/board-types.ts';
+import { usageText } from '../shared/usage-text.ts';
 import { fmtMs, STATUS_CLASS } from './RunPanel.tsx';
 
 type Run = CardDetail['runs'][number];
@@ -49,6 +50,11 @@ function AttemptColumn({
           {run?.status ?? (runId ? '…' : 'not started')}
         </span>
         {run && run.status !== 'running' && <span className="muted">{fmtMs(run.durationMs)}</span>}
+        {run?.usage && (
+          <span className="usage" title={`Model tokens and cost of attempt ${n}`}>
+            {usageText(run.usage)}
+          </span>
+        )}
       </button>
       {run?.summary && <p className="attempt-summary">{run.summary}</p>}
       {last && runId && (
@@ -93,6 +99,11 @@ export function AttemptsSection({
           <button className="link" onClick={() => onSelect(a.judgeRun!)}>
             the judge&apos;s run
           </button>
+        )}
+        {a.judgeRun && byId.get(a.judgeRun)?.usage && (
+          <span className="usage" title="Model tokens and cost of the judge">
+            {usageText(byId.get(a.judgeRun)!.usage)}
+          </span>
         )}
       </h3>
       {a.verdict && (

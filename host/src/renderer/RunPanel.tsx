@@ -1,11 +1,13 @@
 /**
  * The inspector's run panel: for the selected run its live output, progress, status, metrics,
  * screenshots, worktree, a trend of recent runs, Cancel and Export; for computer-use runs the filmstrip
- * and, while one runs on a private display, that display live.
+ * and, while one runs on a private display, that display live; for a flow with `debug: true` its model
+ * requests (DebugLog.tsx).
  */
 import { useEffect, useMemo, useState } from 'react';
 import type { RunEvent, RunResult } from '@runboard/supervisor/protocol/data';
 import type { BoardApi } from '../shared/board-api.ts';
+import { DebugLog } from './DebugLog.tsx';
 import { Filmstrip, LiveDisplay } from './Filmstrip.tsx';
 import { filmstripOf, isFilmEvent } from './cu-steps.ts';
 import { LogView, type RunLiveState } from './LogView.tsx';
@@ -294,6 +296,7 @@ export function RunPanel({
       ) : (
         <Screenshots api={api} runId={run.runId} ended={live.ended} />
       )}
+      <DebugLog key={run.runId} api={api} runId={run.runId} ended={live.ended} />
       <LogView
         api={api}
         runId={run.runId}

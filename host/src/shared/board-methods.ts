@@ -36,6 +36,7 @@ import {
   type WorktreeDiff,
 } from './board-types.ts';
 import type { ReplayParamsView } from './replay-params.ts';
+import type { DebugLogPage } from './debug-log-types.ts';
 import type { CardWorkflowView, WorkflowSaveResult } from './workflow-edit.ts';
 import type { ContextAnswer, RecordingOutcome, RecordingsView } from './recording-types.ts';
 
@@ -111,6 +112,8 @@ const none = z.object({});
 const Digest = z.string().check(z.regex(/^[A-Za-z0-9_-]{43}$/, 'not a digest the board showed'));
 const card = z.object({ id: CardId });
 const run = z.object({ runId: RunIdParam });
+/** A whole number as a query gives it (a string of digits). */
+const Digits = z.string().check(z.regex(/^\d{1,15}$/, 'a whole number'));
 const recording = z.object({ recordingId: z.string().check(z.minLength(1), z.maxLength(64)) });
 const Text = (max: number) => z.string().check(z.maxLength(max));
 export const ContextAnswerParams = z.discriminatedUnion('kind', [
@@ -322,6 +325,16 @@ export const boardMethods = {
   diskUsage: method<'call', DiskUsageView>('call')('GET', '/api/disk', none),
   saveSettings: method('call')('PUT', '/api/settings', SettingsParams),
   runFiles: method<'call', RunFiles>('call')('GET', '/api/runs/:runId/files', run),
+  /**
+   * A page of the run's model debug log (a flow's `debug: true`), from a byte offset (`offset`, the
+   * previous page's `next`; `index`: entries before it; `limit` entries, 20 by default): only runs of
+   * this board's project.
+   */
+  runDebugLog: method<'call', DebugLogPage>('call')(
+    'GET',
+    '/api/runs/:runId/debug',
+    z.extend(run, { offset: z.optional(Digits), index: z.optional(Digits), limit: z.optional(Digits) }),
+  ),
   /** The run's worktree diff (base → the run's commit). */
   runDiff: method<'call', WorktreeDiff>('call')('GET', '/api/runs/:runId/diff', run),
   /** Keep the run's worktree (merge into its base branch) or discard it; answers the run as it is then. */
@@ -356,6 +369,10 @@ export const boardMethods = {
       mic: z.string().check(z.minLength(1), z.maxLength(512)),
       /** A screen video too (default true); without it nothing on the screen is kept but the screenshots. */
       video: z.optional(z.boolean()),
+      /** Fields (labels) whose typing is a secret though they show it: kept out, greyed (a PIN). */
+      secretFields: z.optional(
+        z.array(z.string().check(z.minLength(1), z.maxLength(200))).check(z.maxLength(50)),
+      ),
     }),
   ),
   stopRecording: method<'call', RecordingOutcome | null>('call')('POST', '/api/recordings/stop', none),

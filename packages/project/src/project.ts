@@ -17,6 +17,7 @@ import {
   TMP_SIZE,
 } from '@runboard/supervisor/protocol/data';
 import { readRegularFileSync } from '@runboard/native/regular-file';
+import { Limits } from './limits.ts';
 import { Retention } from './retention.ts';
 
 /** The most attempts a card's run may be (config `attempts:`, card `attempts:`). */
@@ -300,6 +301,8 @@ export const ProjectConfig = z
       .default({}),
     /** What `runboard gc` keeps and removes (run logs, artifacts, recordings): retention.ts. */
     retention: Retention.optional(),
+    /** The machine's limits: private displays, the memory the runs' limits share, an attempt's copy. */
+    limits: Limits.default({}),
     flows: z.record(
       z.string().regex(/^[a-z][a-z0-9-]*$/, 'flow names are lowercase words (a-z, 0-9, -)'),
       FlowConfig.refine(

@@ -13,9 +13,9 @@
  */
 import { createHash } from 'node:crypto';
 import {
-  appendFileSync,
   closeSync,
   fstatSync,
+  ftruncateSync,
   mkdirSync,
   openSync,
   readFileSync,
@@ -24,6 +24,7 @@ import {
   rmSync,
   statSync,
   writeFileSync,
+  writeSync,
 } from 'node:fs';
 import path from 'node:path';
 
@@ -85,9 +86,36 @@ export class Ledger {
     }
     if (!out) return;
     mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
-    appendFileSync(this.file, out, { mode: 0o600 });
+    this.append(out);
     this.read(); // takes in our lines (and any another process appended just before)
     if (this.lines > 2 * this.entries.size + 512) this.compact();
+  }
+
+  /**
+   * Appends whole lines or nothing. A full disk cuts a write short where the log's last page ends
+   * (tmpfs, ext4 alike): the cut line had no end, the next append's line was glued to it, and that
+   * line then confirmed nothing (the soak's c0178: a card written queued without its entry, waiting
+   * for a Confirm for ever). What a failed append wrote is cut off again; a log that does not end a
+   * line (an older build's cut) gets one first.
+   */
+  private append(out: string): void {
+    const fd = openSync(this.file, 'a+', 0o600);
+    try {
+      const size = fstatSync(fd).size;
+      const last = Buffer.alloc(1);
+      if (size > 0 && readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 0x0a) out = '\n' + out;
+      const buf = Buffer.from(out);
+      let done = 0;
+      try {
+        while (done < buf.length) done += writeSync(fd, buf, done, buf.length - done);
+      } catch (err) {
+        // ours are the last `done` bytes (O_APPEND): take them back, the log ends where it did
+        if (done > 0) ftruncateSync(fd, Math.max(size, fstatSync(fd).size - done));
+        throw err;
+      }
+    } finally {
+      closeSync(fd);
+    }
   }
 
   /** The confirmed config.yaml's text (kept beside the log), or undefined when there is none. */
@@ -137,19 +165,30 @@ export class Ledger {
       for (const line of buf.subarray(0, end).toString('utf8').split('\n')) {
         if (!line) continue;
         this.lines++;
-        try {
-          const { f, d } = JSON.parse(line) as { f?: unknown; d?: unknown };
-          if (typeof f !== 'string') continue;
-          if (typeof d === 'string') this.entries.set(f, d);
-          else this.entries.delete(f);
-        } catch {
-          // a torn line (a crash mid-append) confirms nothing
+        // A torn line (a crash, or an older build's append the full disk cut short) confirms
+        // nothing, but a whole entry appended after it on the same line still counts.
+        if (!this.take(line)) {
+          const tail = line.lastIndexOf('{"f":');
+          if (tail > 0) this.take(line.slice(tail));
         }
       }
       this.offset += end;
       return true;
     } finally {
       closeSync(fd);
+    }
+  }
+
+  /** Takes in one line of the log; false when it is no entry. */
+  private take(line: string): boolean {
+    try {
+      const { f, d } = JSON.parse(line) as { f?: unknown; d?: unknown };
+      if (typeof f !== 'string') return false;
+      if (typeof d === 'string') this.entries.set(f, d);
+      else this.entries.delete(f);
+      return true;
+    } catch {
+      return false;
     }
   }
 

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { ProviderRoute } from './proxy-routes.ts';
 import { BodyTap, type ProxyTaps } from './proxy-debug.ts';
+import { rateLimitReset } from './proxy-ratelimit.ts';
 import { UsageTap } from './proxy-usage.ts';
 
 export interface ModelRequestInfo {
@@ -21,6 +22,8 @@ export interface ModelRequestInfo {
   at: number;
   status?: number;
   error?: string;
+  /** A 429 from the provider: until when its headers say the limit holds (ISO; proxy-ratelimit.ts). */
+  rateLimitedUntil?: string;
 }
 
 const HOP_BY_HOP = new Set([
@@ -72,6 +75,9 @@ export function forwardRequest(
   if (sent) req.on('data', (chunk: Buffer) => sent.write(chunk));
   const up = mod.request(upstream, { method: req.method, headers }, (upRes) => {
     info.status = upRes.statusCode ?? 0;
+    // the provider's own 429 (the proxy's own refusals never get here), whichever runner asked
+    const reset = info.status === 429 ? rateLimitReset(upRes.headers) : undefined;
+    if (reset !== undefined) info.rateLimitedUntil = new Date(reset).toISOString();
     onRequest(info);
     const out: http.OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(upRes.headers))

@@ -1,21 +1,11 @@
 /**
  * The runs this supervisor knows: active ones in memory, ended ones on disk. Launch validation
- * (payload, grant, paths, sandbox availability) happens here, before anything is spawned.
+ * (payload, grant, paths, sandbox availability) happens here, before anything is spawned; the asks a
+ * launch allows are checked in launch-allow.ts, and which card each run was for is indexed by
+ * run-index.ts.
  */
 import { randomBytes } from 'node:crypto';
-import {
-  appendFileSync,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  renameSync,
-  rmSync,
-  statSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { z } from 'zod';
 import { GrantError, validateGrant, validateReadable } from '../common/grants.ts';
@@ -28,20 +18,19 @@ import {
   RunId,
   RunResult,
   type DisplayBusy,
-  type FlowSpec,
   type LaunchRun,
-  type PermissionAsk,
 } from '../protocol/index.ts';
-import { folderRefusal } from './asks.ts';
 import { diskSource, type AttachSource } from './attach.ts';
-import { projectReadOnly } from './jail-args.ts';
+import { allowedAsks, resumeFrom, withAllowed } from './launch-allow.ts';
 import { ResultFile } from './result-file.ts';
+import { CardIndex } from './run-index.ts';
 import type { FleetGateway } from './fleet/gateway.ts';
 import type { RemoteRun } from './fleet/remote-run.ts';
 import { Run } from './run.ts';
 import type { RunDeps } from './run-deps.ts';
 import { GONE_SCRATCH_PREFIX, removeScratch } from './run-files.ts';
 import { discardWorktree, keepWorktree, worktreeWritableConflict, WorktreeError } from './worktrees.ts';
+import { CopyError, settleCopy } from './workspace-copy.ts';
 
 function newRunId(now = new Date()): string {
   const p = (n: number, w = 2): string => String(n).padStart(w, '0');
@@ -52,25 +41,13 @@ function newRunId(now = new Date()): string {
   return `${date}-${time}-${ms}${randomBytes(2).toString('hex').slice(0, 3)}`;
 }
 
-/**
- * Which card each run was for, one JSON line per run (`{"runId","card"}`) in
- * `<logs>/.by-card/<YYYYMMDD>.jsonl`, so that listing one card's runs reads only its result.json files.
- * A day without an index file (runs from before the index) is indexed from its result.json files once.
- */
-interface CardIndexEntry {
-  runId: string;
-  card: string;
-}
-/** Days of that index kept in memory (the ones asked about lately). */
-const DAY_INDEX_MAX = 14;
-
 /** A run of this supervisor: a local worker, or (in a fleet) a host's run mirrored here. */
 type AnyRun = Run | RemoteRun;
 
 export class RunRegistry {
   private readonly active = new Map<string, AnyRun>();
-  /** Parsed day indexes, reused while the file's size is unchanged. */
-  private readonly dayIndex = new Map<string, { size: number; entries: CardIndexEntry[] }>();
+  /** Which card each run was for (run-index.ts). */
+  private readonly byCard: CardIndex;
   private readonly recent = new Map<string, AnyRun>(); // ended in this process: fast attach, bounded
   /** In a fleet (scheduler.backend: redis): launches become jobs for the hosts of the fleet. */
   fleet: FleetGateway | undefined;
@@ -82,6 +59,7 @@ export class RunRegistry {
     private readonly deps: RunDeps,
   ) {
     mkdirSync(path.join(paths.supervisorDir, 'active'), { recursive: true, mode: 0o700 });
+    this.byCard = new CardIndex(paths.logsDir, (id) => this.readResult(id));
   }
 
   get activeCount(): number {
@@ -129,7 +107,8 @@ export class RunRegistry {
           { reason: 'display-busy', runId: busy.id } satisfies DisplayBusy,
         );
     }
-    const allowed = p.allow ? this.allowedAsks(p, validated.workspace) : [];
+    const record = (id: string): RunResult | null => this.get(id)?.result ?? this.readResult(id);
+    const allowed = p.allow ? allowedAsks(p, validated.workspace, record, this.deps) : [];
     const runId = newRunId();
     const logDir = runLogDir(this.paths, runId);
     let run: AnyRun;
@@ -152,7 +131,7 @@ export class RunRegistry {
             workspace: validated.workspace,
             command: p.command,
             grantPath: validated.grant.path,
-            ...this.resumeFrom(p, allowed),
+            ...resumeFrom(p, allowed, record, this.paths),
           });
     } catch (err) {
       if (err instanceof ResponseError) throw err;
@@ -164,7 +143,7 @@ export class RunRegistry {
     }
     if (allowed.length) run.result.allowed = allowed;
     this.track(runId, run);
-    this.indexRun(runId, p.card.path);
+    this.byCard.add(runId, p.card.path);
     run.start();
     return { runId, logDir };
   }
@@ -176,85 +155,6 @@ export class RunRegistry {
       this.recent.set(runId, run);
       if (this.recent.size > 200) this.recent.delete(this.recent.keys().next().value!);
     });
-  }
-
-  /**
-   * A claude or codex launch whose `allow` names asks of one earlier run that kept its agent session continues
-   * that session (agent-session.ts) instead of starting the task again.
-   */
-  private resumeFrom(
-    p: z.output<typeof LaunchRun.params>,
-    allowed: readonly PermissionAsk[],
-  ): { resumeFrom?: { logDir: string; session: string; note: string } } {
-    const runIds = new Set((p.allow ?? []).map((a) => a.runId));
-    if (runIds.size !== 1) return {};
-    const from = [...runIds][0]!;
-    const session = (this.get(from)?.result ?? this.readResult(from))?.session;
-    if (!session || session.cli !== p.flow.runner) return {};
-    const what = allowed
-      .map((a) => (a.kind === 'connect' ? `connect to TCP port ${a.port}` : `${a.kind} in ${a.path}`))
-      .join('; ');
-    return {
-      resumeFrom: {
-        logDir: runLogDir(this.paths, from),
-        session: session.id,
-        note:
-          `Runboard: the person allowed what was refused (${what}), for this run. ` +
-          'Continue the task where you stopped: do again what was refused, then finish.',
-      },
-    };
-  }
-
-  /**
-   * The asks a launch's `allow` names, each looked up in this supervisor's own record of an ended run
-   * of the same card and checked again (asks.ts): the run is extended by exactly what was asked, or the
-   * launch is refused. What the host, the card or the page say about the ask plays no part.
-   */
-  private allowedAsks(p: z.output<typeof LaunchRun.params>, workspace: string): PermissionAsk[] {
-    const refuse = (why: string): never => {
-      throw new ResponseError(ErrorCodes.AskRefused, `cannot allow: ${why}`, { reason: 'ask-refused' });
-    };
-    const out: PermissionAsk[] = [];
-    for (const a of p.allow ?? []) {
-      const rec = this.get(a.runId)?.result ?? this.readResult(a.runId);
-      if (!rec) refuse(`no run ${a.runId}`);
-      if (rec!.card.path !== p.card.path) refuse(`run ${a.runId} was not a run of this card`);
-      if (rec!.status === 'running') refuse(`run ${a.runId} is still going`);
-      const ask = rec!.asks?.find((x) => x.id === a.ask);
-      if (!ask) refuse(`run ${a.runId} asked nothing as ${a.ask}`);
-      if (ask!.kind === 'delete') {
-        // The same folder of this run's workspace (a worktree flow gets a new worktree each run); the
-        // jail finds it beneath the workspace without following links.
-        const rel = path.relative(rec!.workspace, ask!.path!);
-        if (rel.startsWith('..') || path.isAbsolute(rel))
-          refuse(`${ask!.path} is not inside the workspace of run ${a.runId}`);
-        out.push({ ...ask!, path: path.join(workspace, rel) });
-        continue;
-      }
-      if (ask!.path !== undefined) {
-        let now: string | undefined;
-        try {
-          now = realpathSync(ask!.path);
-        } catch {
-          // gone
-        }
-        if (now !== ask!.path)
-          refuse(`${ask!.path} is not the folder it was when the run asked (moved, removed or a link now)`);
-        const why = folderRefusal(ask!.path, {
-          writable: [],
-          hidden: this.deps.hiddenPaths,
-          readOnly: projectReadOnly(p.card, p.flow),
-          ownPorts: [],
-          tcpPorts: [],
-          workspace,
-          protected: this.deps.protectedPaths ?? [],
-          granted: [workspace, ...(this.deps.grantedPaths?.() ?? [])],
-        });
-        if (why) refuse(`${ask!.path}: ${why}`);
-      }
-      out.push(ask!);
-    }
-    return out;
   }
 
   /** Jail pids of the active runs: every process of a run descends from one of them. */
@@ -313,7 +213,8 @@ export class RunRegistry {
       );
     const result = run?.result ?? this.readResult(runId);
     if (!result) throw new ResponseError(ErrorCodes.RunNotFound, `no run ${runId}`);
-    if (!result.worktree) throw new ResponseError(ErrorCodes.InvalidState, `run ${runId} has no worktree`);
+    if (!result.worktree && !result.copy)
+      throw new ResponseError(ErrorCodes.InvalidState, `run ${runId} has no worktree or workspace copy`);
     if (this.settling.has(runId))
       throw new ResponseError(
         ErrorCodes.InvalidState,
@@ -321,13 +222,15 @@ export class RunRegistry {
       );
     this.settling.add(runId);
     try {
-      const next =
-        how === 'keep' ? await keepWorktree(result.worktree) : await discardWorktree(result.worktree);
-      result.worktree = next;
+      if (result.copy) result.copy = await settleCopy(result.copy, how);
+      else
+        result.worktree =
+          how === 'keep' ? await keepWorktree(result.worktree!) : await discardWorktree(result.worktree!);
       new ResultFile(path.join(runLogDir(this.paths, runId), 'result.json')).write(result);
       return result;
     } catch (err) {
-      if (err instanceof WorktreeError) throw new ResponseError(ErrorCodes.InvalidState, err.message);
+      if (err instanceof WorktreeError || err instanceof CopyError)
+        throw new ResponseError(ErrorCodes.InvalidState, err.message);
       throw err;
     } finally {
       this.settling.delete(runId);
@@ -371,81 +274,6 @@ export class RunRegistry {
     return diskSource(runLogDir(this.paths, runId), runId, result);
   }
 
-  private indexFile(day: string): string {
-    return path.join(this.paths.logsDir, '.by-card', `${day}.jsonl`);
-  }
-
-  /** The day's index, built from its result.json files when it has none yet (older runs). */
-  private ensureDayIndex(day: string, except?: string): string {
-    const file = this.indexFile(day);
-    if (existsSync(file)) return file;
-    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    let ids: string[] = [];
-    try {
-      ids = readdirSync(path.join(this.paths.logsDir, day)).sort();
-    } catch {
-      // no runs that day yet
-    }
-    const lines = ids
-      .filter((id) => id !== except)
-      .map((id) => this.readResult(id))
-      .filter((r): r is RunResult => r !== null)
-      .map((r) => JSON.stringify({ runId: r.runId, card: r.card.path }) + '\n');
-    const tmp = `${file}.${process.pid}.tmp`;
-    writeFileSync(tmp, lines.join(''), { mode: 0o600 });
-    renameSync(tmp, file);
-    return file;
-  }
-
-  private indexRun(runId: string, card: string): void {
-    try {
-      const file = this.ensureDayIndex(runId.slice(0, 8), runId);
-      // one small O_APPEND write: a crash leaves whole lines (a torn last line is skipped on read)
-      appendFileSync(file, JSON.stringify({ runId, card }) + '\n', { mode: 0o600 });
-    } catch {
-      // the index is an optimisation: without it, listing falls back to reading result.json files
-    }
-  }
-
-  /** Run ids of `card` on `day`, newest first (undefined: no usable index, scan the day). */
-  private runsOfCard(day: string, card: string): string[] | undefined {
-    let file: string;
-    try {
-      file = this.ensureDayIndex(day);
-    } catch {
-      return undefined;
-    }
-    let size: number;
-    try {
-      size = statSync(file).size;
-    } catch {
-      return undefined;
-    }
-    let cached = this.dayIndex.get(day);
-    if (!cached || cached.size !== size) {
-      const entries: CardIndexEntry[] = [];
-      for (const line of readFileSync(file, 'utf8').split('\n')) {
-        if (!line) continue;
-        try {
-          const e = JSON.parse(line) as CardIndexEntry;
-          if (typeof e.runId === 'string' && typeof e.card === 'string') entries.push(e);
-        } catch {
-          // a torn line
-        }
-      }
-      cached = { size, entries };
-      this.dayIndex.delete(day);
-      this.dayIndex.set(day, cached);
-      // a supervisor may live for months: keep the days asked about lately, not every day ever
-      if (this.dayIndex.size > DAY_INDEX_MAX) this.dayIndex.delete(this.dayIndex.keys().next().value!);
-    }
-    return cached.entries
-      .filter((e) => e.card === card)
-      .map((e) => e.runId)
-      .sort()
-      .reverse();
-  }
-
   list(activeOnly: boolean, limit: number, cardPath?: string): RunResult[] {
     const out: RunResult[] = [...this.active.values()]
       .map((r) => r.result)
@@ -465,7 +293,7 @@ export class RunRegistry {
     for (const day of days) {
       if (out.length >= limit) break;
       const ids =
-        (cardPath !== undefined ? this.runsOfCard(day, cardPath) : undefined) ??
+        (cardPath !== undefined ? this.byCard.runsOf(day, cardPath) : undefined) ??
         readdirSync(path.join(this.paths.logsDir, day)).sort().reverse();
       for (const id of ids) {
         if (out.length >= limit) break;
@@ -584,7 +412,6 @@ export function lastMarker(text: string): unknown {
   throw new Error('no whole marker');
 }
 
-/** Guards against PID reuse: only kill what still looks like one of our processes. */
 /**
  * Records the end of a run whose supervisor died while it was going (its processes died with it:
  * parent-death signals); returns the record written.
@@ -627,6 +454,7 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+/** Guards against PID reuse: only kill what still looks like one of our processes. */
 function isJailOrWorker(pid: number): boolean {
   try {
     const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
@@ -637,29 +465,3 @@ function isJailOrWorker(pid: number): boolean {
 }
 
 export type { RunDeps };
-
-/** The flow with the asks the person allowed once added to its sandbox (nothing else changes). */
-function withAllowed(flow: FlowSpec, allowed: readonly PermissionAsk[], workspace: string): FlowSpec {
-  if (allowed.length === 0) return flow;
-  const sb = flow.sandbox ?? {};
-  const writable = [...(sb.writable ?? [])];
-  const tcpPorts = [...(sb.tcpPorts ?? [])];
-  const deletable = [...(sb.deletable ?? [])];
-  const read = [...(sb.read ?? [])];
-  for (const a of allowed) {
-    if (a.kind === 'read' && a.path && !read.includes(a.path)) read.push(a.path);
-    if (a.kind === 'write' && a.path && !writable.includes(a.path)) writable.push(a.path);
-    if (a.kind === 'connect' && a.port && !tcpPorts.includes(a.port)) tcpPorts.push(a.port);
-    if (a.kind === 'delete' && a.path) deletable.push(path.relative(workspace, a.path) || '.');
-  }
-  return {
-    ...flow,
-    sandbox: {
-      ...sb,
-      ...(writable.length ? { writable } : {}),
-      ...(tcpPorts.length ? { tcpPorts } : {}),
-      ...(deletable.length ? { deletable } : {}),
-      ...(read.length ? { read } : {}),
-    },
-  };
-}

@@ -15,6 +15,7 @@ import {
   type RunEvent,
   type RunResult,
   type TerminationReason,
+  type WorkspaceCopy,
   type WorktreeInfo,
 } from '../protocol/index.ts';
 import { restoreSession, type AgentCli } from './agent-session.ts';
@@ -27,6 +28,7 @@ import type { LaunchSpec, RunDeps } from './run-deps.ts';
 import type { ProxyTaps } from './proxy-debug.ts';
 import { createWorktree, discardWorktree } from './worktrees.ts';
 import { gatherJudgeInput } from './judge-input.ts';
+import { createCopy, discardCopy } from './workspace-copy.ts';
 
 /** What the steps made, kept by the run. */
 export interface Prepared {
@@ -93,13 +95,14 @@ export function modelRequestLine(
   n: number,
 ): [message: string, data: Record<string, unknown>] {
   return [
-    `model request ${info.method} ${info.path} → ${info.status ?? info.error}`,
+    `model request ${info.method} ${info.path} → ${info.status ?? info.error}${info.rateLimitedUntil ? ` (rate limited until ${info.rateLimitedUntil})` : ''}`,
     {
       kind: 'model-request',
       provider: info.provider,
       path: info.path,
       status: info.status ?? null,
       error: info.error ?? null,
+      ...(info.rateLimitedUntil ? { rateLimitedUntil: info.rateLimitedUntil } : {}),
       at: info.at,
       n,
     },
@@ -242,6 +245,7 @@ function revokeGrants(run: Preparing): void {
 }
 
 export async function makeWorktree(run: Preparing): Promise<boolean> {
+  if (run.spec.flow.copyWorkspace) return makeCopy(run, run.spec.flow.copyWorkspace.maxBytes);
   if (!run.spec.flow.worktree) return true;
   let wt: Awaited<ReturnType<typeof createWorktree>>;
   try {
@@ -260,6 +264,39 @@ export async function makeWorktree(run: Preparing): Promise<boolean> {
   run.result.workspace = wt.workspace;
   run.moved();
   run.event('log', worktreeLine(wt.info), { kind: 'worktree', ...wt.info });
+  return true;
+}
+
+/** The run's copy of its workspace (flow `copyWorkspace`: workspace-copy.ts), under the supervisor's folder. */
+async function makeCopy(run: Preparing, maxBytes: number): Promise<boolean> {
+  let copy: WorkspaceCopy;
+  try {
+    copy = await createCopy(
+      run.spec.workspace,
+      path.join(run.deps.supervisorDir, 'copies', run.id),
+      maxBytes,
+      run.deps.hiddenPaths,
+    );
+  } catch (err) {
+    await run.fail('worktree-failed', `could not copy the run's workspace: ${(err as Error).message}`);
+    return false;
+  }
+  if (!run.isActive()) {
+    void discardCopy(copy).catch(() => undefined); // cancelled meanwhile: nothing ran in it
+    return false;
+  }
+  run.result.copy = copy;
+  run.made.workspace = copy.path;
+  run.result.workspace = copy.path;
+  run.moved();
+  run.event(
+    'log',
+    `workspace ${copy.source} copied to ${copy.path} (${copy.files} files, ${copy.bytes} bytes)`,
+    {
+      kind: 'copy',
+      ...copy,
+    },
+  );
   return true;
 }
 

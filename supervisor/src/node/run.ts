@@ -2,53 +2,44 @@
  * One run, from launch to its final record. Owns the run's jail + worker process and its state; the
  * parts it composes live beside it: what it is given (run-deps.ts), its records (run-log.ts), preflight
  * (run-preflight.ts) and the other steps before its jail (run-prepare.ts), the jail's argv, environment
- * and process (jail-args.ts, run-jail.ts), the jail's status lines (jail-status.ts), a command run's
- * report (run-command.ts), the worker endpoint and the worker's spec (worker-endpoint.ts,
- * worker-spec.ts), liveness timers (liveness.ts), its marker and stderr scan (run-files.ts), how it
- * ended (classify-end.ts) and its final record (run-finalize.ts).
+ * and process (jail-args.ts, run-jail.ts, run-start.ts), the jail's status lines (jail-status.ts), a
+ * command run's report (run-command.ts), the worker endpoint and the worker's spec (worker-endpoint.ts,
+ * worker-spec.ts), liveness timers (liveness.ts), its marker and stderr scan (run-files.ts), what it
+ * may write and read, its denials and asks (run-permissions.ts), its model requests, usage and budget
+ * (run-model-use.ts), how it ended (classify-end.ts) and its final record (run-finalize.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { closeSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import {
   drivesDesktop,
   JAIL_STATUS_FD,
-  MODEL_DEBUG_FILE,
   RUN_ENDPOINT_FD,
   RunState,
   type MessageConnection,
-  type PermissionAsk,
   type RunEvent,
   type RunResult,
   type TerminationReason,
 } from '../protocol/index.ts';
-import type { AskContext } from './asks.ts';
 import type { AttachSource } from './attach.ts';
-import { classifyEnd, type EndVerdict, type FinishedReport, type JailExit } from './classify-end.ts';
-import { askAtEnd, denialLine } from './run-asks.ts';
-import { DenialScanner } from './denials.ts';
-import { DEFAULT_ASK_TIMEOUT_MS, LiveAsks } from './live-asks.ts';
-import { projectReadOnly, runWritable } from './jail-args.ts';
+import { classifyEnd, type FinishedReport, type JailExit } from './classify-end.ts';
 import { readJailStatus, type JailStatus } from './jail-status.ts';
 import { Liveness } from './liveness.ts';
 import { launchedResult } from './result-file.ts';
 import { JailOutput } from './output-files.ts';
 import { RunLog } from './run-log.ts';
-import type { ModelRequestInfo } from './model-proxy.ts';
-import { RunAccount } from './proxy-usage.ts';
-import { DebugLog, type ProxyTaps } from './proxy-debug.ts';
+import { RunModelUse } from './run-model-use.ts';
+import { RunPermissions } from './run-permissions.ts';
 import { recordEvidence, writeFinalRecord } from './run-finalize.ts';
+import { startRunJail } from './run-start.ts';
 import { preflight, type PreflightEnv } from './run-preflight.ts';
-import { openWorkspace } from './workspace-fd.ts';
 import { serveWorkerEndpoint } from './worker-endpoint.ts';
 import { agentNote, workerSpec } from './worker-spec.ts';
 import type { LaunchSpec, RunDeps } from './run-deps.ts';
 import {
   artifactsDirOf,
   grantModel,
-  modelRequestLine,
   preflightEnv,
   grantVision,
   loadParamSecrets,
@@ -62,11 +53,9 @@ import {
 } from './run-prepare.ts';
 import {
   agentSandboxOff,
-  jailCommand,
   killRun,
   memoryLimitOff,
   sandboxLine,
-  startJail,
   streamEnd,
   type JailProcess,
 } from './run-jail.ts';
@@ -96,23 +85,18 @@ export class Run {
   private endCause: { reason: TerminationReason; detail: string } | null = null;
   private killTimers: NodeJS.Timeout[] = [];
   private readonly liveness: Liveness;
-  private denials: DenialScanner;
-  /** Asks that wait at a tool call (live-asks.ts), and the one the person allowed (the run then ends). */
-  private readonly liveAsks: LiveAsks;
-  private liveAllowed: PermissionAsk | undefined;
+  /** What the run may write and read, its denials and its asks (run-permissions.ts). */
+  private readonly perms: RunPermissions;
   /** What the steps before the jail made: its worktree, display, model routes (run-prepare.ts). */
   private readonly made: Prepared;
-  private modelRequests = 0;
-  /** Its model answers' tokens and cost, its budget, its debug log (filled by the model proxy). */
-  private readonly taps: ProxyTaps | undefined;
+  /** Its model requests, their tokens and cost, its budget, its debug log (run-model-use.ts). */
+  private readonly models: RunModelUse;
   private readonly startedAt = Date.now();
   /**
    * The run's command line, when the jail's init runs it with no worker (a `command` run: no Node
    * start, no endpoint); undefined for a run with a worker.
    */
   private readonly direct: string[] | undefined;
-  /** What the run may read (its allow-list), once its jail is started. */
-  private readable: string[] | undefined;
   /** Where the scratch dir went at the end, to be removed after the run is reported ended. */
   private goneScratch: string | undefined;
   /** The agent CLI's session id, as the worker reported it (claude's system/init). */
@@ -144,42 +128,29 @@ export class Run {
       (dir) => new JailOutput(dir),
     );
     this.made = { workspace: spec.workspace, resumed: false };
-    const { flow } = spec;
-    if (flow.provider || flow.vision)
-      this.taps = {
-        account: new RunAccount(flow.budget, flow.prices, flow.model, (usage, spent) => {
-          this.result.usage = usage;
-          if (spent) this.stop('budget', spent);
-        }),
-        ...(flow.debug
-          ? {
-              debug: new DebugLog(path.join(spec.logDir, MODEL_DEBUG_FILE), () =>
-                Object.values(this.made.paramSecrets ?? {}),
-              ),
-            }
-          : {}),
-      };
-    this.direct = directCommand(spec.flow, spec.command, !!deps.nodeCommandWorker);
-    this.denials = this.makeDenialScanner();
-    this.liveAsks = new LiveAsks({
-      asks: () => this.result.asks ?? [],
-      record: (asks) => {
-        this.result.asks = asks;
-        this.log.writeResult(this.result);
+    this.models = new RunModelUse({
+      flow: spec.flow,
+      logDir: spec.logDir,
+      secrets: () => Object.values(this.made.paramSecrets ?? {}),
+      usage: (usage, spent) => {
+        this.result.usage = usage;
+        if (spent) this.stop('budget', spent);
       },
-      context: () => this.askContext(),
-      timeoutMs: spec.flow.askTimeoutMs ?? DEFAULT_ASK_TIMEOUT_MS,
-      event: (message, data) => this.event('log', message, data),
-      keepAlive: () => this.liveness.output(),
-      allowed: (ask) => {
-        this.liveAllowed = ask;
-        this.stop(
-          'sandbox-denial',
-          `the person allowed ${ask.kind} ${ask.path}: the run continues in a new jail`,
-        );
-      },
+      log: (message, data) => this.event('log', message, data),
     });
-    this.stderrScan = new StderrScan(this.log.output, () => this.denials);
+    this.direct = directCommand(spec.flow, spec.command, !!deps.nodeCommandWorker);
+    this.perms = new RunPermissions({
+      deps,
+      spec,
+      result: this.result,
+      made: this.made,
+      artifactsDir: this.artifactsDir,
+      event: (type, message, data) => this.event(type, message, data),
+      writeResult: () => this.log.writeResult(this.result),
+      keepAlive: () => this.liveness.output(),
+      stop: (reason, detail) => this.stop(reason, detail),
+    });
+    this.stderrScan = new StderrScan(this.log.output, () => this.perms.denials);
     this.marker = new ActiveMarker(path.join(deps.supervisorDir, 'active', this.id), (err) =>
       deps.log.warn({ runId: this.id, err: err.message }, 'could not write the active-run marker'),
     );
@@ -193,71 +164,14 @@ export class Run {
     });
   }
 
-  private get writable(): string[] {
-    return runWritable({
-      flow: this.spec.flow,
-      workspace: this.made.workspace,
-      scratchDir: this.spec.scratchDir,
-      artifactsDir: this.artifactsDir,
-    });
-  }
-
   /** Where the run writes files for the person, if its runner makes any (run-prepare.ts). */
   private get artifactsDir(): string | undefined {
     return artifactsDirOf(this.spec.flow, this.spec.logDir);
   }
 
-  private makeDenialScanner(): DenialScanner {
-    return new DenialScanner(
-      this.made.workspace,
-      this.writable,
-      (d) => this.event('denial', ...denialLine(d)),
-      !!this.spec.flow.sandbox?.askDeletes,
-      () => (this.readable ? [...this.readable, ...this.writable] : undefined),
-    );
-  }
-
-  /** The permissions the person may allow, from the run's denials (run-asks.ts). */
-  private askFor(verdict: EndVerdict): EndVerdict {
-    if (this.liveAllowed) {
-      // allowed at the tool call: the asks on record (the live ones) stand; the next run has the folder
-      const a = this.liveAllowed;
-      return {
-        status: 'needs-input',
-        reason: 'sandbox-denial',
-        detail: `the person allowed ${a.kind} ${a.path} at the tool call; the card's next run continues in a new sandbox that has it (allow ${a.id} once, or always for flow ${this.spec.flow.name})`,
-      };
-    }
-    return askAtEnd(
-      verdict,
-      this.denials.found,
-      this.result,
-      this.spec.flow.name,
-      this.event.bind(this),
-      () => this.askContext(),
-    );
-  }
-
-  /** What the run may do already and what is never offered (asks.ts). */
-  private askContext(): AskContext {
-    return {
-      writable: this.writable,
-      hidden: this.deps.hiddenPaths,
-      readOnly: this.spec.flow.sandbox?.projectWritable
-        ? []
-        : projectReadOnly(this.spec.card, this.spec.flow),
-      ownPorts: this.made.proxyGrant ? [this.made.proxyGrant.port] : [],
-      tcpPorts: this.spec.flow.sandbox?.tcpPorts ?? [],
-      workspace: this.made.workspace,
-      protected: this.deps.protectedPaths ?? [],
-      granted: [this.made.workspace, ...(this.deps.grantedPaths?.() ?? [])],
-      ...(this.readable ? { readable: [...this.readable, ...this.writable] } : {}),
-    };
-  }
-
   /** The person's answer to a live ask of this run (run/answer); false when none of that id waits. */
   answerAsk(id: string, choice: 'allow' | 'deny'): boolean {
-    return this.liveAsks.answer(id, choice);
+    return this.perms.answer(id, choice);
   }
 
   get jailPid(): number | undefined {
@@ -326,55 +240,33 @@ export class Run {
       stopping: () => !this.isActive || !!this.endCause,
       event: (type, message, data) => this.event(type, message, data),
       fail: (reason, detail) => this.finish('failed', reason, detail),
-      onModelRequest: (info) => this.onModelRequest(info),
-      ...(this.taps ? { taps: this.taps } : {}),
-      moved: () => (this.denials = this.makeDenialScanner()),
+      onModelRequest: (info) => this.models.request(info),
+      ...(this.models.taps ? { taps: this.models.taps } : {}),
+      moved: () => this.perms.moved(),
     };
   }
 
   private spawn(): void {
-    const { flow } = this.spec;
-    // The workspace goes to the jail open, checked against the path the grant check resolved.
-    let workspaceFd: number | undefined;
-    if (!flow.readOnly) {
-      try {
-        workspaceFd = openWorkspace(this.made.workspace);
-      } catch (err) {
-        void this.finish('failed', 'sandbox-failed', (err as Error).message);
-        return;
-      }
-    }
-    const jail = jailCommand({
-      deps: this.deps,
-      spec: this.spec,
-      token: this.token,
-      workspace: this.made.workspace,
-      writable: this.writable,
-      direct: this.direct,
-      proxyPort: this.made.proxyGrant?.port ?? this.made.visionGrant?.port,
-      display: this.made.display,
-      xauthority: this.made.xauthority,
-      workspaceOpen: workspaceFd !== undefined,
-    });
-    this.readable = jail.readable;
-    let child: JailProcess;
-    try {
-      child = startJail(
-        this.deps.jailPath,
-        jail,
-        this.made.workspace,
-        workspaceFd,
-        this.log.output.fileFds,
-        !this.direct,
-      );
-    } catch (err) {
-      void this.finish('failed', 'spawn-failed', `could not start the worker: ${(err as Error).message}`);
+    const started = startRunJail(
+      {
+        deps: this.deps,
+        spec: this.spec,
+        token: this.token,
+        workspace: this.made.workspace,
+        writable: this.perms.writable,
+        direct: this.direct,
+        proxyPort: this.made.proxyGrant?.port ?? this.made.visionGrant?.port,
+        display: this.made.display,
+        xauthority: this.made.xauthority,
+      },
+      this.log.output,
+    );
+    if ('failed' in started) {
+      void this.finish('failed', started.failed, started.detail);
       return;
-    } finally {
-      if (workspaceFd !== undefined) closeSync(workspaceFd); // the jail has its own copy
-      this.log.output.handedOver(); // so are the log files
     }
-    this.child = child;
+    const child = (this.child = started.child);
+    this.perms.readable = started.readable;
     readJailStatus(
       child.stdio[JAIL_STATUS_FD],
       (s) => this.onJailStatus(s),
@@ -425,11 +317,6 @@ export class Run {
   }
 
   // ─── internals ────────────────────────────────────────────────────────────────────────────────
-
-  private onModelRequest(info: ModelRequestInfo): void {
-    this.modelRequests++;
-    this.event('log', ...modelRequestLine(info, this.modelRequests));
-  }
 
   private event(type: RunEvent['type'], message?: string, data?: Record<string, unknown>): void {
     this.log.event(type, message, data);
@@ -529,14 +416,14 @@ export class Run {
         // an agent CLI's own permission refusal goes through the same ask as the sandbox's
         const note = agentNote(p.data);
         if (note.session) this.agentSession = note.session;
-        if (note.refused) this.denials.scanAgent(note.refused);
+        if (note.refused) this.perms.denials.scanAgent(note.refused);
         this.event('log', p.message, { level: p.level, ...(p.data ?? {}) });
       },
       onProgress: (p) => {
         this.liveness.output();
         this.event('progress', p.message, p.fraction !== undefined ? { fraction: p.fraction } : undefined);
       },
-      onAsk: (p) => this.liveAsks.ask(p.kind, p.path, p.tool),
+      onAsk: (p) => this.perms.ask(p.kind, p.path, p.tool),
       onFinished: (p) => {
         this.finishedReport = p;
         this.event('finished', p.summary, { status: p.status, exitCode: p.exitCode });
@@ -571,14 +458,14 @@ export class Run {
     // The jail's last lines say how much output it moved into the files: nothing the run printed is lost.
     await streamEnd(this.child?.stdio[JAIL_STATUS_FD]);
     await this.stderrScan.more();
-    const verdict = this.askFor(
+    const verdict = this.perms.verdict(
       classifyEnd({
         endCause: this.endCause,
         jailExit: this.jailExit,
         jailError: this.jailError,
         jailProcess: { code, signal },
         report: this.finishedReport,
-        denials: this.denials.found.map((d) => d.path ?? d.line),
+        denials: this.perms.denials.found.map((d) => d.path ?? d.line),
       }),
     );
     recordEvidence(this.result, this.jailExit, this.finishedReport, signal);
@@ -595,7 +482,7 @@ export class Run {
     detail: string,
   ): Promise<void> {
     if (this.state.kind === 'ended') return Promise.resolve();
-    this.liveAsks.close();
+    this.perms.close();
     this.state = RunState.ended(status, reason, detail);
     return this.finalize(status, reason, detail)
       .catch((err: unknown) => this.logStepFailure('the final record', err))
@@ -631,7 +518,7 @@ export class Run {
     for (const t of this.killTimers) clearTimeout(t);
     this.liveness.clear();
     await this.step('closing the worker endpoint', () => this.conn?.dispose());
-    await this.taps?.debug?.close();
+    await this.models.close();
     if (this.made.proxyGrant) this.deps.proxy?.revoke(this.made.proxyGrant.token);
     if (this.made.visionGrant) this.deps.proxy?.revoke(this.made.visionGrant.token);
     await writeFinalRecord(
@@ -641,7 +528,7 @@ export class Run {
         log: this.log,
         display: this.made.display,
         artifactsDir: this.artifactsDir,
-        modelRequests: () => this.modelRequests,
+        modelRequests: () => this.models.requests,
         agentSession: () => this.agentSession,
         startedAt: this.startedAt,
         event: (type, message, data) => this.event(type, message, data),

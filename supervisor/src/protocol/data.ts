@@ -16,3 +16,4 @@ export * from './schedules.ts';
 export * from './extraction.ts';
 export * from './workflow.ts';
 export * from './vision.ts';
+export * from './usage-fields.ts';

@@ -178,6 +178,11 @@ export const FlowSpec = z.object({
   askTimeoutMs: z.optional(z.int().check(z.minimum(100), z.maximum(86_400_000))),
   /** Run in a fresh git worktree + branch of the workspace's repository, created by the supervisor. */
   worktree: z.optional(z.boolean()),
+  /**
+   * Run in a copy of the workspace the supervisor makes under its state root (an attempt of a card whose
+   * workspace is not a git repository): at most `maxBytes`; kept (applied back) or discarded like a worktree.
+   */
+  copyWorkspace: z.optional(z.object({ maxBytes: z.int().check(z.minimum(1)) })),
   /** The run may read the workspace but not write it (Landlock: the workspace is not passed as writable). */
   readOnly: z.optional(z.boolean()),
   /** Prompt folder (prompt.md + config.yaml), absolute; rendered by the agent runners. */
@@ -366,6 +371,19 @@ export const WorktreeInfo = z.object({
 });
 export type WorktreeInfo = z.infer<typeof WorktreeInfo>;
 
+/** The copy of a workspace a run worked in (flow `copyWorkspace`; supervisor/src/node/workspace-copy.ts). */
+export const WorkspaceCopy = z.object({
+  /** The workspace the copy was made of (a realpath), and the copy. */
+  source: z.string(),
+  path: z.string(),
+  files: z.int(),
+  bytes: z.number(),
+  state: z.enum(['active', 'kept', 'discarded']),
+  /** When kept: the paths (relative) written into, or removed from, the workspace. */
+  applied: z.optional(z.array(z.string())),
+});
+export type WorkspaceCopy = z.infer<typeof WorkspaceCopy>;
+
 /**
  * A permission the sandbox refused a run, as the supervisor derived it (never as the run worded it):
  * the person may allow it once, always for the flow, or deny it. `path` is the folder a write or a
@@ -447,6 +465,8 @@ export const RunResult = z.object({
   supervisorPid: z.int(),
   /** The run's worktree and what it changed there (runs with `worktree: true`). */
   worktree: z.optional(z.nullable(WorktreeInfo)),
+  /** The copy of the workspace the run worked in (flow `copyWorkspace`), until kept or discarded. */
+  copy: z.optional(WorkspaceCopy),
   /** Questions the run asks the person (with status needs-input), in the order asked. */
   questions: z.optional(z.array(ClarifyingQuestion)),
   /** Permissions the sandbox refused that the person may allow (status needs-input). */

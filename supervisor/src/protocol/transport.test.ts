@@ -2,6 +2,7 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { connect, FramedMessageReader, FramedMessageWriter, type ProtocolError } from './transport.ts';
+import { JsonRpcCodes } from './errors.ts';
 
 function setup(max = 1024) {
   const src = new PassThrough();
@@ -35,14 +36,14 @@ describe('FramedMessageReader', () => {
   it('answers invalid JSON with a parse error and reads the next frame', () => {
     const { src, messages, errors, frame } = setup();
     src.write(Buffer.concat([frame('{nope'), frame(msg(4))]));
-    expect(errors).toMatchObject([{ id: null, code: -32700, fatal: false }]);
+    expect(errors).toMatchObject([{ id: null, code: JsonRpcCodes.ParseError, fatal: false }]);
     expect(messages).toHaveLength(1);
   });
 
   it('answers a non-JSON-RPC message with InvalidRequest carrying its id', () => {
     const { src, errors, frame } = setup();
     src.write(frame('{"id": 5, "method": "x"}'));
-    expect(errors).toMatchObject([{ id: 5, code: -32600 }]);
+    expect(errors).toMatchObject([{ id: 5, code: JsonRpcCodes.InvalidRequest }]);
   });
 
   it('skips an oversize frame without buffering it, then goes on', () => {
@@ -58,7 +59,7 @@ describe('FramedMessageReader', () => {
   it('gives up (fatal) on a header without Content-Length, and on endless header bytes', () => {
     const a = setup();
     a.src.write('X-Other: 1\r\n\r\n{}');
-    expect(a.errors).toMatchObject([{ code: -32700, fatal: true }]);
+    expect(a.errors).toMatchObject([{ code: JsonRpcCodes.ParseError, fatal: true }]);
     a.src.write(a.frame(msg(1)));
     expect(a.messages).toEqual([]); // framing is lost: nothing more is read
     const b = setup();
@@ -114,7 +115,7 @@ describe('bytes frames', () => {
     const { src, messages, errors, frame } = setup();
     src.write(Buffer.from('Content-Length: 2\r\nRunboard-Message: {nope\r\n\r\nhi'));
     src.write(frame(msg(7)));
-    expect(errors).toMatchObject([{ code: -32700, fatal: false }]);
+    expect(errors).toMatchObject([{ code: JsonRpcCodes.ParseError, fatal: false }]);
     expect(errors[0]!.message).toMatch(/header/);
     expect(messages).toEqual([JSON.parse(msg(7))]);
   });

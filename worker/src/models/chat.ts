@@ -18,7 +18,14 @@ import type {
 } from './types.ts';
 
 export async function callChat(sdk: OpenAI, input: CallInput, o: CallOptions): Promise<CallResult> {
-  const content: OpenAI.Chat.ChatCompletionContentPart[] = [{ type: 'text', text: input.prompt }];
+  const content: OpenAI.Chat.ChatCompletionContentPart[] = [];
+  if (input.prompt) content.push({ type: 'text', text: input.prompt });
+  // GLM's own content part, which the SDK's types do not know
+  if (input.video)
+    content.push({
+      type: 'video_url',
+      video_url: { url: dataUrl(input.video) },
+    } as unknown as OpenAI.Chat.ChatCompletionContentPart);
   for (const im of input.images ?? []) {
     if (im.caption) content.push({ type: 'text', text: im.caption });
     content.push({ type: 'image_url', image_url: { url: dataUrl(im) } });

@@ -6,15 +6,16 @@
  * formats are the other three (computerUse.api).
  */
 import { FileState, GoogleGenAI, type Part } from '@google/genai';
-import type { CallInput, CallOptions, CallResult, ModelSpec } from './types.ts';
+import type { Endpoint } from './sdk.ts';
+import type { CallInput, CallOptions, CallResult } from './types.ts';
 
 export class GeminiClient {
   private readonly ai: GoogleGenAI;
 
-  constructor(model: ModelSpec, timeoutMs: number) {
+  constructor(to: Endpoint, timeoutMs: number) {
     this.ai = new GoogleGenAI({
-      apiKey: model.token,
-      httpOptions: { baseUrl: model.baseUrl, timeout: timeoutMs },
+      apiKey: to.token,
+      httpOptions: { baseUrl: to.baseUrl, timeout: timeoutMs },
     });
   }
 
@@ -60,7 +61,8 @@ export class GeminiClient {
   async generate(input: CallInput, o: CallOptions): Promise<CallResult> {
     const parts: Part[] = [];
     if (input.file) parts.push({ fileData: { fileUri: input.file.uri, mimeType: input.file.mimeType } });
-    parts.push({ text: input.prompt });
+    if (input.video) throw new Error('Gemini takes a video as a file (uploadVideo), not inline');
+    if (input.prompt) parts.push({ text: input.prompt });
     for (const im of input.images ?? []) {
       if (im.caption) parts.push({ text: im.caption });
       parts.push({ inlineData: { data: im.data.toString('base64'), mimeType: im.mime } });

@@ -18,7 +18,9 @@ import type {
 } from './types.ts';
 
 export async function callMessages(sdk: Anthropic, input: CallInput, o: CallOptions): Promise<CallResult> {
-  const content: Anthropic.ContentBlockParam[] = [{ type: 'text', text: input.prompt }];
+  if (input.video) throw new Error('the Messages API takes no video: send frames of it');
+  const content: Anthropic.ContentBlockParam[] = [];
+  if (input.prompt) content.push({ type: 'text', text: input.prompt });
   for (const im of input.images ?? []) {
     if (im.caption) content.push({ type: 'text', text: im.caption });
     content.push({

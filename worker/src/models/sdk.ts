@@ -22,9 +22,9 @@ const options = (e: Endpoint, timeoutMs: number) => ({
 /** OpenAI's SDK: Responses, and Chat Completions (any OpenAI-compatible server). */
 export const openaiSdk = (e: Endpoint, timeoutMs: number): OpenAI => new OpenAI(options(e, timeoutMs));
 
-/** Anthropic's SDK: Messages. */
+/** Anthropic's SDK: Messages (never a bearer token from the environment beside the run's token). */
 export const anthropicSdk = (e: Endpoint, timeoutMs: number): Anthropic =>
-  new Anthropic(options(e, timeoutMs));
+  new Anthropic({ ...options(e, timeoutMs), authToken: null });
 
 /** A tool call's arguments as the model wrote them (JSON text), parsed; parseError when they are not JSON. */
 export function parseArgs(raw: string): { args: unknown; parseError?: string } {

@@ -13,15 +13,20 @@ export type Api = 'responses' | 'chat' | 'messages';
 
 export interface Image {
   data: Buffer;
-  mime: 'image/jpeg' | 'image/png';
+  mime: 'image/jpeg' | 'image/png' | 'image/gif' | 'image/webp';
   /** Text sent just before the image (e.g. its time in the video). */
   caption?: string;
 }
 
 export interface CallInput {
-  /** The prompt, then (optionally) images, then more text. */
+  /** The prompt (none when empty: the text may all come after the media), then images, then more text. */
   prompt: string;
   images?: Image[];
+  /**
+   * A whole video sent inline, where the images go (Chat Completions' `video_url` content, which GLM
+   * reads: protocol/vision.ts visionTakesVideo); the other formats take frames, or a Gemini file.
+   */
+  video?: { mime: string; data: Buffer };
   /** Text after the images (e.g. an event list). */
   after?: string;
   /** A Gemini file (uploadVideo) to put before the prompt. */

@@ -1,16 +1,18 @@
 // analyze_media: an image, or a short video (four frames taken by ffmpeg; GLM takes the whole video),
 // described by the flow's vision model (its vision profile) through the run's vision route of the
 // supervisor's model proxy: the run never holds a provider key, and the route makes this one request
-// to the profile's provider and model only (protocol/vision.ts). The answer is the seed's strict JSON
-// (summary, tags, text); anything else is an error saying so, as are a missing or placeholder profile
-// (what to set) and a run the supervisor gave no vision route.
+// to the profile's provider and model only (protocol/vision.ts). The request is the model stack's
+// (worker/src/models), as every runner's, so the proxy counts and logs it alike. The answer is the
+// seed's strict JSON (summary, tags, text); anything else is an error saying so, as are a missing or
+// placeholder profile (what to set) and a run the supervisor gave no vision route.
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { visionApi, visionRequestPath, visionTakesVideo } from '@runboard/supervisor/protocol/data';
+import { visionApi, visionTakesVideo } from '@runboard/supervisor/protocol/data';
 import { durationArgs, mediaInput, parseDuration, VIDEO_DEMUXERS } from '@runboard/native/media-input';
+import type { CallInput, CallOptions, Image as ModelImage } from '../../models/types.ts';
 import { DocumentError, insideWorkspace, relativeOrAbsolute } from './paths.ts';
 import type { DocumentScope, VisionAccess } from './scope.ts';
 
@@ -141,84 +143,41 @@ export function parseDescription(answer: string): { summary: string; tags: strin
   };
 }
 
-/** The body of the vision request in the profile's wire format (protocol/vision.ts). */
-function requestBody(v: VisionAccess, images: Image[]): unknown {
-  const maxTokens = v.maxTokens ?? 1024;
-  const b64 = (i: Image): string => i.data.toString('base64');
+/**
+ * One request to the vision model through the run's vision route, in the profile's wire format, made by
+ * the model stack every runner uses (worker/src/models: one file per format, through the official SDKs):
+ * the media first, then the instruction. The SDKs are loaded at the first call (the tools' server starts
+ * with every agent run; most never describe media).
+ */
+async function ask(v: VisionAccess, token: string, media: Image[]): Promise<string> {
   const api = visionApi(v.provider);
-  if (api === 'gemini')
-    return {
-      contents: [
-        {
-          role: 'user',
-          parts: [
-            ...images.map((i) => ({ inline_data: { mime_type: i.mime, data: b64(i) } })),
-            { text: PROMPT },
-          ],
-        },
-      ],
-      generationConfig: { maxOutputTokens: maxTokens },
-    };
-  const media = images.map((i) =>
-    api === 'messages'
-      ? { type: 'image', source: { type: 'base64', media_type: i.mime, data: b64(i) } }
-      : i.video
-        ? { type: 'video_url', video_url: { url: `data:${i.mime};base64,${b64(i)}` } }
-        : { type: 'image_url', image_url: { url: `data:${i.mime};base64,${b64(i)}` } },
-  );
-  return {
-    model: v.model,
-    max_tokens: maxTokens,
-    messages: [{ role: 'user', content: [...media, { type: 'text', text: PROMPT }] }],
-  };
-}
-
-/** The answer's text in the profile's wire format. */
-function answerText(api: ReturnType<typeof visionApi>, json: unknown): string {
-  const j = json as {
-    content?: { type: string; text?: string }[];
-    choices?: { message?: { content?: string | null } }[];
-    candidates?: { content?: { parts?: { text?: string }[] } }[];
-  };
-  if (api === 'messages')
-    return (j.content ?? []).map((c) => (c.type === 'text' ? (c.text ?? '') : '')).join('');
-  if (api === 'gemini') return (j.candidates?.[0]?.content?.parts ?? []).map((p) => p.text ?? '').join('');
-  return j.choices?.[0]?.message?.content ?? '';
-}
-
-/** One request to the vision model through the run's vision route. */
-async function ask(v: VisionAccess, token: string, images: Image[]): Promise<string> {
-  const api = visionApi(v.provider);
-  const url = `${v.baseUrl}${visionRequestPath(api, v.model)}`;
-  const headers: Record<string, string> =
-    api === 'messages'
-      ? { 'content-type': 'application/json', 'x-api-key': token, 'anthropic-version': '2023-06-01' }
-      : api === 'gemini'
-        ? { 'content-type': 'application/json', 'x-goog-api-key': token }
-        : { 'content-type': 'application/json', authorization: `Bearer ${token}` };
-  let res: Response;
+  const to = { baseUrl: v.baseUrl!, token };
+  const o: CallOptions = { model: v.model, maxOutputTokens: v.maxTokens ?? 1024, timeoutMs: 120_000 };
+  const video = media.find((m) => m.video);
+  const input: CallInput = video
+    ? { prompt: '', video: { mime: video.mime, data: video.data }, after: PROMPT }
+    : {
+        prompt: '',
+        images: media.map((m) => ({ mime: m.mime as ModelImage['mime'], data: m.data })),
+        after: PROMPT,
+      };
+  // loaded at the first call: the document tools' server starts with every agent run, most never ask
+  const { describeModelError } = await import('../../models/errors.ts');
   try {
-    res = await fetch(url, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify(requestBody(v, images)),
-      signal: AbortSignal.timeout(120_000),
-    });
+    const r =
+      api === 'gemini'
+        ? await new (await import('../../models/gemini.ts')).GeminiClient(to, o.timeoutMs).generate(input, o)
+        : api === 'messages'
+          ? await (
+              await import('../../models/messages.ts')
+            ).callMessages((await import('../../models/sdk.ts')).anthropicSdk(to, o.timeoutMs), input, o)
+          : await (
+              await import('../../models/chat.ts')
+            ).callChat((await import('../../models/sdk.ts')).openaiSdk(to, o.timeoutMs), input, o);
+    return r.text;
   } catch (e) {
     throw new DocumentError(
-      `the vision model could not be reached through the model proxy: ${(e as Error).message}`,
-    );
-  }
-  const text = await res.text();
-  if (!res.ok)
-    throw new DocumentError(
-      `the vision model (${v.provider} ${v.model}) answered ${res.status}: ${text.slice(0, 300)}`,
-    );
-  try {
-    return answerText(api, JSON.parse(text));
-  } catch {
-    throw new DocumentError(
-      `the vision model (${v.provider} ${v.model}) answered something other than JSON: ${text.slice(0, 300)}`,
+      `the vision model (${v.provider} ${v.model}): ${describeModelError(e, v.provider)}`,
     );
   }
 }
