@@ -32,7 +32,7 @@ const quantile = (xs: number[], q: number): number => {
 const EXPECTED: { action: Record<string, unknown>; target: string }[] = [
   { action: { type: 'click' }, target: 'Name' },
   { action: { type: 'type', text: 'Ada Lovelace' }, target: 'Name' },
-  { action: { type: 'press', key: 'Tab' }, target: 'Email' },
+  { action: { type: 'press', key: 'Tab' }, target: 'Name' }, // a Tab belongs to the field it left
   { action: { type: 'type', text: '42.50' }, target: 'Email' },
   { action: { type: 'click' }, target: 'Password' },
   { action: { type: 'type', secret: true }, target: 'Password' },
@@ -56,8 +56,7 @@ function score(steps: ManifestStep[]): { lost: number; wrong: number } {
     j = k + 1;
     const s = steps[k]!;
     const at = s.action.type === 'click' ? s.element?.name : s.focus?.name;
-    // A Tab's recorded field is where the key leads or where it came from (docs/workflows.md): either is right.
-    if (at !== want.target && !(want.action.type === 'press' && at === 'Name')) wrong++;
+    if (at !== want.target) wrong++;
   }
   return { lost, wrong };
 }

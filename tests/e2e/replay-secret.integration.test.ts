@@ -9,7 +9,7 @@
  * under the test's root (state root, project, logs, artifacts) is searched for the value.
  * Real `runboard serve`, supervisor, jailed worker, GTK app, AT-SPI; the model server is the only double.
  */
-import { execFileSync, type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
@@ -18,6 +18,7 @@ import { serializeWorkflow, type Workflow, type WorkflowStep } from '@runboard/s
 import { desktop, type Element } from '../../native/src/index.ts';
 import { DesktopSession } from '../desktop/session.ts';
 import { formApp } from '../cu/cu-harness.ts';
+import { grayPatch } from '../helpers/gray-patch.ts';
 import { predictClick } from '../cu/replay-script.ts';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
 import { BoardServer, REPO, waitUntil, writeCardWorkflow } from './helpers/board.ts';
@@ -159,36 +160,6 @@ function runDir(runId: string): string {
   return path.dirname(hit);
 }
 
-/** The mean grey level and spread of a rectangle (screen pixels) of a step's JPEG screenshot. */
-function patch(jpeg: string, screenW: number, rect: [number, number, number, number]) {
-  const probe = execFileSync('ffprobe', [
-    '-v',
-    'error',
-    '-show_entries',
-    'stream=width,height',
-    '-of',
-    'csv=p=0',
-    jpeg,
-  ])
-    .toString()
-    .trim()
-    .split(',')
-    .map(Number);
-  const [w, h] = probe as [number, number];
-  const rgb = execFileSync('ffmpeg', ['-v', 'error', '-i', jpeg, '-f', 'rawvideo', '-pix_fmt', 'gray', '-']);
-  const s = w / screenW;
-  // the middle of the field (where its text is), away from JPEG's edge ringing
-  const x0 = Math.round((rect[0] + rect[2] * 0.2) * s);
-  const x1 = Math.round((rect[0] + rect[2] * 0.8) * s);
-  const y0 = Math.round((rect[1] + rect[3] * 0.3) * s);
-  const y1 = Math.round((rect[1] + rect[3] * 0.7) * s);
-  const px: number[] = [];
-  for (let y = y0; y < Math.min(y1, h); y++)
-    for (let x = x0; x < Math.min(x1, w); x++) px.push(rgb[y * w + x]!);
-  const mean = px.reduce((a, b) => a + b, 0) / px.length;
-  return { mean, min: Math.min(...px), max: Math.max(...px) };
-}
-
 beforeAll(async () => {
   session = await DesktopSession.start();
   model = await startModelServer({ episodes: [] });
@@ -279,7 +250,7 @@ describe('a sensitive parameter given to a replay', () => {
       expect(steps[typed]!.args).toMatchObject({ type: 'type' });
       for (const s of steps.slice(typed)) {
         const shot = files(dir).find((f) => f.endsWith(s.screenshot!))!;
-        const p = patch(shot, screenW, email.bounds);
+        const p = grayPatch(shot, screenW, email.bounds);
         expect(Math.abs(p.mean - 128), `${s.screenshot}: ${JSON.stringify(p)}`).toBeLessThan(12);
         expect(p.max - p.min, `${s.screenshot}: ${JSON.stringify(p)}`).toBeLessThan(40);
       }

@@ -16,8 +16,9 @@ import { parseArgs } from 'node:util';
 import type { Recording } from '@runboard/native';
 import { askContext } from './record-prompt.ts';
 
-export const RECORD_USAGE = `record [--display :N] [--monitor NAME] [--mic NAME|default|none] [--no-audio] [--no-video] [--out DIR] [--stop-key KEY] [--json] [--control]
-                                           record a demonstration until Ctrl+C or KEY (Pause); Ctrl+I adds an extract or details
+export const RECORD_USAGE = `record [--display :N] [--monitor NAME] [--mic NAME|default|none] [--no-audio] [--no-video] [--out DIR] [--stop-key KEY] [--secret-field NAME]... [--json] [--control]
+                                           record a demonstration until Ctrl+C or KEY (Pause); Ctrl+I adds an extract or details;
+                                           --secret-field: a field (its label) whose typing is a secret though it shows it (a PIN)
   record --list-mics                       the microphones (PulseAudio/PipeWire sources) --mic takes`;
 
 export class RecordUsageError extends Error {}
@@ -34,6 +35,7 @@ export async function cmdRecord(args: string[]): Promise<number> {
       'list-mics': { type: 'boolean' },
       out: { type: 'string' },
       'stop-key': { type: 'string' },
+      'secret-field': { type: 'string', multiple: true },
       json: { type: 'boolean' },
       control: { type: 'boolean' },
     },
@@ -46,6 +48,9 @@ export async function cmdRecord(args: string[]): Promise<number> {
     throw new RecordUsageError(
       '--mic takes a source name (see `runboard record --list-mics`), default or none',
     );
+  const secretFields = values['secret-field'] ?? [];
+  if (secretFields.some((f) => !f.trim()))
+    throw new RecordUsageError("--secret-field takes a field's label, e.g. --secret-field PIN");
   if (values.display !== undefined) {
     if (!/^:\d+(\.\d+)?$/.test(values.display))
       throw new RecordUsageError(`--display takes an X display like :1 (got "${values.display}")`);
@@ -87,6 +92,7 @@ export async function cmdRecord(args: string[]): Promise<number> {
     dir: out,
     stopKey,
     display: process.env.DISPLAY,
+    ...(secretFields.length ? { secretFields } : {}),
     ...(region ? { region, monitor: values.monitor } : {}),
     ...(values['no-video']
       ? {}

@@ -87,7 +87,7 @@ export function callHandlers(s: BoardService): CallHandlers {
     runDebugLog: (p) => s.debugLog(p.runId, p),
     settleWorktree: (p) => s.settleWorktree(p.runId, p.how),
     recordings: () => s.recordings.view(),
-    startRecording: (p) => s.recordings.start(p.mic, p.video ?? true),
+    startRecording: (p) => s.recordings.start(p.mic, p.video ?? true, p.secretFields ?? []),
     stopRecording: () => s.recordings.stop(),
     pauseRecording: (p) => s.recordings.pause(p.paused),
     answerRecording: (p) => s.recordings.answer(p),

@@ -104,8 +104,13 @@ export class Recordings {
   /**
    * Starts a recording of the board's display (with a screen video unless `video` is false, `mic`:
    * 'default', 'none' or a source name) and makes its card in Backlog; resolves once it records.
+   * `secretFields`: labels of fields whose typing is a secret though they show it (`--secret-field`).
    */
-  async start(mic: string, video = true): Promise<{ id: string; cardId?: string }> {
+  async start(
+    mic: string,
+    video = true,
+    secretFields: string[] = [],
+  ): Promise<{ id: string; cardId?: string }> {
     if (this.child) throw new MoveRefused(`recording ${this.child.active.id} is going: stop it first`);
     if (!process.env.DISPLAY)
       throw new Invalid(
@@ -115,7 +120,16 @@ export class Recordings {
     const micArgs = !video ? ['--no-video'] : mic === 'none' ? ['--no-audio'] : ['--mic', mic];
     const child = spawn(
       argv[0]!,
-      [...argv.slice(1), 'record', '--json', '--control', '--out', this.dir, ...micArgs],
+      [
+        ...argv.slice(1),
+        'record',
+        '--json',
+        '--control',
+        '--out',
+        this.dir,
+        ...micArgs,
+        ...secretFields.flatMap((f) => ['--secret-field', f]),
+      ],
       {
         // Electron's own binary runs the CLI as plain Node with this.
         env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },

@@ -31,6 +31,7 @@ import { succeededRunNotKept } from './workflow-store.ts';
 import type { GrantStore } from './grant-store.ts';
 import { launchRequest } from './launch.ts';
 import { RateLimitParks } from './scheduler-caps.ts';
+import { followRun } from './scheduler-follow.ts';
 import type { Card, CardStatus } from './project.ts';
 import { failureText } from './run-end-text.ts';
 import {
@@ -403,41 +404,20 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     void this.queue.add(() => this.follow(cardId, runId));
   }
 
-  /** Follows a run's events (progress) and its end; output is not streamed here (see RunStreams). */
+  /** Follows a run's events (progress, rate limits) and its end (scheduler-follow.ts). */
   private follow(cardId: string, runId: string): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const end = (result: RunResult): void => {
-        this.finish(cardId, result);
-        resolve();
-      };
-      this.client
-        .attach(
-          runId,
-          {
-            onEvent: (e) => {
-              // a 429 with a reset, seen by the model proxy: the key's waiting cards wait until then
-              if (this.parks.parkOn(this.active.get(cardId)?.flow, e)) return void this.kick();
-              if (e.type !== 'progress') return;
-              const fraction = typeof e.data?.fraction === 'number' ? e.data.fraction : undefined;
-              this.progressOf.set(cardId, { fraction, message: e.message });
-              this.emit('changed');
-            },
-            onEnd: end,
-            onLost: (err) => {
-              this.launchFailed(cardId, `lost the run ${runId}: ${err.message}`);
-              resolve();
-            },
-          },
-          { events: 0, stdout: Number.MAX_SAFE_INTEGER, stderr: Number.MAX_SAFE_INTEGER },
-        )
-        .then((run) => {
-          // attach answers with the run as it is; an ended run still gets its didEnd, but be sure
-          if (run.status !== 'running') setTimeout(() => this.active.has(cardId) && end(run), 2000);
-        })
-        .catch((err: Error) => {
-          this.launchFailed(cardId, `lost the run ${runId}: ${err.message}`);
-          resolve();
-        });
+    return followRun(this.client, runId, {
+      event: (e) => {
+        // a 429 with a reset, seen by the model proxy: the key's waiting cards wait until then
+        if (this.parks.parkOn(this.active.get(cardId)?.flow, e)) return void this.kick();
+        if (e.type !== 'progress') return;
+        const fraction = typeof e.data?.fraction === 'number' ? e.data.fraction : undefined;
+        this.progressOf.set(cardId, { fraction, message: e.message });
+        this.emit('changed');
+      },
+      end: (result) => this.finish(cardId, result),
+      lost: (why) => this.launchFailed(cardId, why),
+      following: () => this.active.has(cardId),
     });
   }
 

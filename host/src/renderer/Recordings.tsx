@@ -357,6 +357,7 @@ export function Recordings({ api, onOpenCard }: { api: BoardApi; onOpenCard: (id
   const [open, setOpen] = useState(false);
   const [mic, setMic] = useState('default');
   const [video, setVideo] = useState(true);
+  const [secretFields, setSecretFields] = useState('');
   const [error, setError] = useState<string>();
   const [starting, setStarting] = useState(false);
   const button = useRef<HTMLButtonElement>(null);
@@ -376,7 +377,11 @@ export function Recordings({ api, onOpenCard }: { api: BoardApi; onOpenCard: (id
   const record = (): void => {
     setStarting(true);
     setError(undefined);
-    api.startRecording({ mic, video }).then(
+    const secret = secretFields
+      .split(',')
+      .map((f) => f.trim())
+      .filter(Boolean);
+    api.startRecording({ mic, video, ...(secret.length ? { secretFields: secret } : {}) }).then(
       () => {
         setStarting(false);
         load();
@@ -462,6 +467,16 @@ export function Recordings({ api, onOpenCard }: { api: BoardApi; onOpenCard: (id
                   ))}
                 <option value="none">No microphone</option>
               </select>
+              <label htmlFor="rec-secret">Secret fields</label>
+              <input
+                id="rec-secret"
+                value={secretFields}
+                placeholder="PIN, Card number"
+                title="Labels of fields whose typing is a secret though they show it: kept out of the recording and greyed"
+                onChange={(e) => setSecretFields(e.target.value)}
+                disabled={!!active}
+                spellCheck={false}
+              />
               {active ? (
                 <button
                   onClick={() => void api.stopRecording().then(load, (e: Error) => setError(e.message))}

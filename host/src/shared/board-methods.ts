@@ -369,6 +369,10 @@ export const boardMethods = {
       mic: z.string().check(z.minLength(1), z.maxLength(512)),
       /** A screen video too (default true); without it nothing on the screen is kept but the screenshots. */
       video: z.optional(z.boolean()),
+      /** Fields (labels) whose typing is a secret though they show it: kept out, greyed (a PIN). */
+      secretFields: z.optional(
+        z.array(z.string().check(z.minLength(1), z.maxLength(200))).check(z.maxLength(50)),
+      ),
     }),
   ),
   stopRecording: method<'call', RecordingOutcome | null>('call')('POST', '/api/recordings/stop', none),

@@ -90,6 +90,72 @@ describe('the focus timeline', () => {
     expect((await attribute(t, 310, [{ kind: 'tab', time: 200 }], never)).field?.name).toBe('Password');
   });
 
+  it('an arrow key belongs to the field it left; what follows it to the field the app reports next, however late', async () => {
+    // A radio group moved by Down twice while the app ran behind: its changes arrive after both keys.
+    const t = new FocusTimeline();
+    const SMALL = { ...field('Small', 200), role: 'radio button', editable: false };
+    const MEDIUM = { ...field('Medium', 230), role: 'radio button', editable: false };
+    const LARGE = { ...field('Large', 260), role: 'radio button', editable: false };
+    t.add(change(0, SMALL));
+    const causes: FocusCause[] = [
+      { kind: 'key', key: 'Down', time: 100 },
+      { kind: 'key', key: 'Down', time: 200 },
+    ];
+    const moved = (f: typeof SMALL) => () => Promise.resolve(f);
+    const second = attribute(t, 200, causes, never, moved(LARGE));
+    const third = attribute(t, 300, causes, never, moved(LARGE));
+    tab(t, 900, SMALL, MEDIUM);
+    tab(t, 901, MEDIUM, LARGE);
+    expect((await attribute(t, 100, causes, never)).field?.name).toBe('Small'); // the first Down
+    expect((await second).field?.name).toBe('Medium'); // the second Down left Medium
+    expect((await third).field?.name).toBe('Large'); // what follows both
+  });
+
+  it('Enter that opens a dialog: the typing after it is the dialog field’s; the Enter the field it left', async () => {
+    const t = new FocusTimeline();
+    const CODE = field('Code', 70);
+    const CONFIRM = field('Confirm code', 400);
+    t.add(change(0, CODE));
+    const causes: FocusCause[] = [{ kind: 'key', key: 'Return', time: 100 }];
+    const typed = attribute(t, 150, causes, never, () => Promise.resolve(undefined)); // the window lost its focus
+    await new Promise((resolve) => setImmediate(resolve)); // the dialog's change comes while it waits
+    t.add(change(700, CODE, false));
+    t.add(change(700, CONFIRM));
+    expect((await typed).field?.name).toBe('Confirm code');
+    expect((await attribute(t, 100, causes, never)).field?.name).toBe('Code');
+  });
+
+  it('keys sent within one millisecond share their X time: their order is the input order', async () => {
+    const t = new FocusTimeline();
+    const SMALL = { ...field('Small', 200), role: 'radio button', editable: false };
+    const MEDIUM = { ...field('Medium', 230), role: 'radio button', editable: false };
+    t.add(change(0, SMALL));
+    const causes: FocusCause[] = [
+      { kind: 'key', key: 'Down', time: 100, seq: 1 },
+      { kind: 'key', key: 'Down', time: 100, seq: 2 },
+    ];
+    tab(t, 900, SMALL, MEDIUM);
+    const moved = () => Promise.resolve(MEDIUM);
+    expect((await attribute(t, 100, causes, never, moved, 2)).field?.name).toBe('Medium');
+    expect((await attribute(t, 100, causes, never, undefined, 1)).field?.name).toBe('Small');
+  });
+
+  it('an arrow or Enter that does not move the focus (a caret in a text field): the field it was typed in', async () => {
+    const t = new FocusTimeline();
+    t.add(change(0, NAME));
+    const causes: FocusCause[] = [{ kind: 'key', key: 'Left', time: 100 }];
+    let asked = 0;
+    const stayed = () => {
+      asked++;
+      return Promise.resolve(NAME);
+    };
+    expect((await attribute(t, 150, causes, never, stayed)).field?.name).toBe('Name');
+    expect(asked).toBe(1);
+    // Moved, but the app never said where: unknown, never the field it left.
+    const none = await attribute(t, 150, causes, now, () => Promise.resolve(EMAIL));
+    expect('reason' in none && none.reason).toMatch(/Left/);
+  });
+
   it('same field: role, name and bounds within a few pixels', () => {
     expect(sameField(NAME, { ...NAME, bounds: [110, 80, 300, 30] })).toBe(true);
     expect(sameField(NAME, EMAIL)).toBe(false);

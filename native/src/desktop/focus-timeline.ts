@@ -9,7 +9,10 @@
 // field it left (the focus at its time); what follows a Tab belongs to the field the Tab entered (the
 // first focus change after the Tab, waited for as a condition, bounded: when it never comes, the step
 // says its focus is unknown, never a wrong field). A click's own element is known from where it hit; the
-// keys after it go to that element when it is a field. Pure: no I/O.
+// keys after it go to that element when it is a field. An arrow key or Enter may move the focus (a radio
+// group, a dialog that opens) or not (a caret in a text field): it belongs to the field it left like a
+// Tab, and what follows goes to the field the app reports next, unless a read of the window once the app
+// has had the key shows the focus where it was. Pure: no I/O.
 import type { RecordedFocus, Rect } from './types.ts';
 
 /** One focus change (`focused` false: the element losing the focus), as the recorder's focus thread reports it. */
@@ -24,9 +27,18 @@ export interface Field {
   secret: boolean;
 }
 
-/** What moved the focus before a key: a Tab (Shift+Tab) press, or a click (with the element it hit). */
-export type FocusCause =
-  { kind: 'tab'; time: number } | { kind: 'click'; time: number; element?: Field & { focusable: boolean } };
+/**
+ * What moved the focus before a key: a Tab (Shift+Tab) press, a click (with the element it hit), or a
+ * key that may move it (an arrow, Enter).
+ */
+export type FocusCause = (
+  | { kind: 'tab'; time: number }
+  | { kind: 'key'; key: string; time: number }
+  | { kind: 'click'; time: number; element?: Field & { focusable: boolean } }
+) & {
+  /** The input's place in the order it came in: keys sent within one millisecond share their time. */
+  seq?: number;
+};
 
 /** The field a key step is attributed to, or why none is. */
 export type Attribution = { field: Field; by: 'timeline' | 'click' } | { field?: undefined; reason: string };
@@ -83,6 +95,28 @@ export class FocusTimeline {
     return this.changes.find((c) => c.focused && c.time > time && pick(c));
   }
 
+  /** The newest focus-in, unless a focus-out came after it (the focus is moving). */
+  newest(): FocusChange | undefined {
+    const c = this.changes.at(-1);
+    return c?.focused ? c : undefined;
+  }
+
+  /** Resolves once `cond` holds (checked at each change), or when `bound` settles first. */
+  async waitFor(cond: () => boolean, bound: Promise<unknown>): Promise<boolean> {
+    let over = false;
+    void bound.then(() => {
+      over = true;
+      const ws = this.waiters;
+      this.waiters = [];
+      for (const w of ws) w();
+    });
+    for (;;) {
+      if (cond()) return true;
+      if (over) return false;
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+  }
+
   /**
    * Resolves with the first focus-in after `time` once the timeline has one, or undefined when `bound`
    * settles first (a condition, bounded: the caller says the focus is unknown then).
@@ -92,38 +126,77 @@ export class FocusTimeline {
     pick: (c: FocusChange) => boolean,
     bound: Promise<unknown>,
   ): Promise<FocusChange | undefined> {
-    let over = false;
-    void bound.then(() => {
-      over = true;
-      const ws = this.waiters;
-      this.waiters = [];
-      for (const w of ws) w();
-    });
-    for (;;) {
-      const found = this.firstInAfter(time, pick);
-      if (found || over) return found;
-      await new Promise<void>((resolve) => this.waiters.push(resolve));
-    }
+    await this.waitFor(() => this.firstInAfter(time, pick) !== undefined, bound);
+    return this.firstInAfter(time, pick);
   }
 }
 
 /**
- * Which field a key step at `time` went to, given every cause (Tab, click) before it in time order.
- * `bound` ends the wait for the change a Tab causes.
+ * Which field a key step at `time` went to, given every cause (Tab, click, arrow/Enter) before it in
+ * time order (`seq`: the step's place in the input order, for causes that carry theirs). `bound` ends the waits for the change a Tab or key causes. `settle` reads the element
+ * focused now, in the window the step went to (asked when the last cause is an arrow or Enter): the app
+ * has had the keys by then, so the timeline is waited for until its newest focus is that element (the
+ * focus thread may come a moment after the read), and it tells whether the key moved the focus.
  */
 export async function attribute(
   timeline: FocusTimeline,
   time: number,
   causes: FocusCause[],
   bound: Promise<unknown>,
+  settle?: () => Promise<Field | undefined>,
+  seq?: number,
 ): Promise<Attribution> {
-  const before = causes.filter((c) => c.time < time);
+  // Before the step: by input order when known (X time has a millisecond's grain), else by time.
+  const before = causes.filter((c) =>
+    seq !== undefined && c.seq !== undefined ? c.seq < seq : c.time < time,
+  );
+  let after: Field | null | undefined;
+  if (settle && before.at(-1)?.kind === 'key') {
+    const now = await settle();
+    after = now ?? null;
+    if (now) await timeline.waitFor(() => sameNewest(timeline, now), bound);
+  }
+  return attributeAt(timeline, time, before, bound, after);
+}
+
+function sameNewest(timeline: FocusTimeline, f: Field): boolean {
+  const n = timeline.newest();
+  return n !== undefined && sameField(n, f);
+}
+
+/** attribute() once settled; `after`: the element focused once the app had the keys (null: none; undefined: not asked). */
+async function attributeAt(
+  timeline: FocusTimeline,
+  time: number,
+  before: FocusCause[],
+  bound: Promise<unknown>,
+  after?: Field | null,
+): Promise<Attribution> {
   const cause = before.at(-1);
+  if (cause?.kind === 'key') {
+    const left = await attributeAt(timeline, cause.time, before.slice(0, -1), bound);
+    const pick = (c: FocusChange): boolean => !left.field || !sameField(c, left.field);
+    let entered = timeline.firstInAfter(cause.time, pick);
+    if (!entered) {
+      // Not asked (a key before another cause: the timeline is settled by then), or the app still
+      // shows the field it left: the key did not move the focus (a caret moved, a button pressed).
+      const stayed = after === undefined || (after !== null && !!left.field && sameField(after, left.field));
+      if (stayed) {
+        const held = timeline.at(time) ?? left.field;
+        return held ? { field: held, by: 'timeline' } : { reason: 'no field had the focus at its time' };
+      }
+      entered = await timeline.waitInAfter(cause.time, pick, bound);
+      if (!entered)
+        return { reason: `the app did not report where the ${cause.key} before it moved the focus` };
+    }
+    const held = entered.time < time ? timeline.at(time) : entered;
+    return held ? { field: held, by: 'timeline' } : { reason: 'no field had the focus' };
+  }
   if (cause?.kind === 'tab') {
     // The Tab left the field it was typed in (attributed as a key of its own), and entered the first
     // field after it that is another one: the app handles its input in order, so changes that earlier
     // clicks caused late may come first, and they name the field the Tab left.
-    const left = await attribute(timeline, cause.time, before.slice(0, -1), bound);
+    const left = await attributeAt(timeline, cause.time, before.slice(0, -1), bound);
     const entered = await timeline.waitInAfter(
       cause.time,
       (c) => !left.field || !sameField(c, left.field),

@@ -80,13 +80,16 @@ export function findPath(
   return walk(roots, []);
 }
 
-/** Password fields' bounds, with a margin: AT-SPI reports a GTK entry's bounds up to ~20 px apart between reads. */
-export function secrets(roots: Element[]): Rect[] {
+/**
+ * Password fields' bounds (or those `isSecret` accepts), with a margin: AT-SPI reports a GTK entry's
+ * bounds up to ~20 px apart between reads.
+ */
+export function secrets(roots: Element[], isSecret: (e: Element) => boolean = (e) => e.secret): Rect[] {
   const out: Rect[] = [];
   const m = MASK_MARGIN_PX;
   const walk = (els: Element[]): void => {
     for (const e of els) {
-      if (e.secret) out.push([e.bounds[0] - m, e.bounds[1] - m, e.bounds[2] + 2 * m, e.bounds[3] + 2 * m]);
+      if (isSecret(e)) out.push([e.bounds[0] - m, e.bounds[1] - m, e.bounds[2] + 2 * m, e.bounds[3] + 2 * m]);
       walk(e.children);
     }
   };
@@ -94,14 +97,17 @@ export function secrets(roots: Element[]): Rect[] {
   return out;
 }
 
-export function manifestElement(hit: { element: Element; path: ElementPathStep[] }): ManifestElement {
+export function manifestElement(
+  hit: { element: Element; path: ElementPathStep[] },
+  isSecret: (e: Element) => boolean = (e) => e.secret,
+): ManifestElement {
   const e = hit.element;
   return {
     role: e.role,
     name: e.name,
     bounds: e.bounds,
     path: hit.path,
-    ...(e.secret ? { secret: true } : {}),
+    ...(isSecret(e) ? { secret: true } : {}),
   };
 }
 

@@ -3,29 +3,17 @@
 // accessibility element hit. Written to `<dir>/<id>/` in Runboard's recording format, which
 // @runboard/project/recording defines (manifest.jsonl, screenshots/, recording.json) and lists; this is
 // the recorder (input events, frames, masking, video).
-import { appendFileSync, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import {
-  newRecordingId,
-  type ElementPathStep,
-  type ManifestElement,
-  type ManifestStep,
-  type StopReason,
-} from '@runboard/project/recording';
+import { newRecordingId, type ManifestStep, type StopReason } from '@runboard/project/recording';
 import { desktop } from './desktop.ts';
-import { attribute, FocusTimeline, type FocusCause } from './focus-timeline.ts';
-import { all, findPath, hitTest, manifestElement, masked, secrets } from './recording-elements.ts';
+import { findPath, hitTest, manifestElement, masked } from './recording-elements.ts';
+import { rereadHit, StepFocus } from './recording-focus.ts';
+import { SecretFields, type Lookup } from './recording-masks.ts';
+import { endWarnings, lagOf, type Lag } from './recording-summary.ts';
 import { StepGrouper, type GroupedStep, type StepAction } from './steps.ts';
-import { maskVideo, ScreenVideo, type MicChoice, type VideoResult } from './video.ts';
-import {
-  type Element,
-  type InputRecorder,
-  type ReadResult,
-  type RecordedInput,
-  type RecorderFrame,
-  type Rect,
-  type WindowInfo,
-} from './types.ts';
+import { ScreenVideo, type MicChoice, type VideoResult } from './video.ts';
+import { type InputRecorder, type RecordedInput, type RecorderFrame, type Rect } from './types.ts';
 
 /** Seed 000's limits: beyond them a recording stops and says why. */
 export const RECORDING_LIMITS = { maxDurationMs: 5 * 60_000, maxBytes: 2 * 1024 ** 3 } as const;
@@ -64,6 +52,12 @@ export interface RecordingOptions {
   border?: boolean;
   /** A screen video (`video.mp4`, ffmpeg) of the region too; its bytes count towards maxBytes. */
   video?: { mic?: MicChoice; framerate?: number };
+  /**
+   * Fields that hold a secret though they show their text (a PIN in a plain field), by accessible name:
+   * what is typed into them is kept out of the manifest (`type` with `secret: true`) and they are masked
+   * in every screenshot and the video, as password fields are.
+   */
+  secretFields?: string[];
 }
 
 export interface RecordingSummary {
@@ -87,38 +81,13 @@ export interface RecordingSummary {
    */
   keptUp: boolean;
   /** How far behind the input it was handled, ms (p50, p99, max over `events`). */
-  lagMs: { p50: number; p99: number; max: number; events: number };
+  lagMs: Lag;
   /** The stop's instant, X server time (ms): every event before it is in the recording. */
   stopTime?: number;
 }
 
-/** What the desktop said about the window an event went to, read as soon as the event arrived. */
-interface Lookup {
-  tree?: ReadResult;
-  window?: WindowInfo;
-}
-
-type Tracked = RecordedInput & { arrived: number; lookup: Promise<Lookup> };
-
-/** What moved the focus (a Tab, a click), with the read of the window a click went to. */
-type Cause = FocusCause & {
-  x?: number;
-  y?: number;
-  lookup?: Promise<Lookup>;
-  described?: Promise<FocusCause>;
-};
-
-/**
- * How long a key step after a Tab waits for the app to report the focus change the Tab caused (a bound
- * on a condition: the step is written as soon as the change is in the focus timeline).
- */
-const FOCUS_WAIT_MS = 10_000;
-
-/** How long a click's element is asked for again of an app that does not answer (each ask waits ~5 s). */
-const READ_RETRY_MS = 60_000;
-
-/** Beyond this lag the recording says it could not keep up (the reads of element and focus come late). */
-const KEEP_UP_MS = 1000;
+/** An input event as the recorder keeps it: when it arrived, its window's read, its place in the order. */
+type Tracked = RecordedInput & { arrived: number; lookup: Promise<Lookup>; seq: number };
 
 export class Recording {
   readonly id: string;
@@ -140,21 +109,21 @@ export class Recording {
   private limitTimer: NodeJS.Timeout | undefined;
   private stopping: Promise<RecordingSummary> | undefined;
   private paused = false;
-  /** Accessibility focus changes, each at its own server time (focus-timeline.ts). */
-  private readonly focus = new FocusTimeline();
-  private readonly causes: Cause[] = [];
-  private focusUnknown = 0;
+  /** Password fields and the fields named secret, per window: masked, and what is typed there kept out. */
+  private readonly secrets: SecretFields;
+  /** The field each key step went to, at its own time (recording-focus.ts). */
+  private readonly focus: StepFocus;
   private readonly inFlight = new Map<number, Promise<Lookup>>();
   /** After the stop's instant was drained: no more input. */
   private closed = false;
   private minDelay = Infinity;
+  private seq = 0;
   private readonly delays: number[] = [];
   private readonly images = new Map<string, string>(); // frame id + masks → file
   private contextFrame: RecorderFrame | undefined; // the pre-action state when Ctrl+I was pressed
   /** Where the pointer was at Ctrl+I and what the window showed then: the element an extract reads. */
   private contextLookup: Promise<{ lookup: Lookup; pointer?: [number, number] }> | undefined;
   private details: string[] = []; // notes for the next step
-  private readonly knownSecrets = new Map<number, Map<string, Rect>>(); // window id → its password fields
   private video: ScreenVideo | undefined;
   private sizeTimer: NodeJS.Timeout | undefined;
   readonly warnings: string[] = [];
@@ -167,6 +136,8 @@ export class Recording {
       maxBytes: options.maxBytes ?? RECORDING_LIMITS.maxBytes,
     };
     this.format = options.imageFormat ?? 'png';
+    this.secrets = new SecretFields(options.secretFields ?? []);
+    this.focus = new StepFocus(this.secrets);
     this.done = new Promise((res) => (this.resolveDone = res));
   }
 
@@ -180,8 +151,8 @@ export class Recording {
       ...(options.border !== false ? { borderWidth: BORDER_WIDTH } : {}),
       onError: (err) => void r.stopWith('display-lost', `the recording stopped: ${err.message}`),
       onFocus: (f) => {
-        if ('error' in f) r.focus.unavailable = f.error;
-        else r.focus.add(f);
+        if ('error' in f) r.focus.timeline.unavailable = f.error;
+        else r.focus.timeline.add(f);
       },
     });
     // Only once the recorder runs: a display that cannot be recorded leaves no empty recording behind.
@@ -199,9 +170,9 @@ export class Recording {
       // The field focused before the recording began: the timeline's first entry.
       for (const tree of read) {
         const f = findPath(tree.elements, (e) => e.focused);
-        if (f) r.focus.add({ ...f.element, time: 0, focused: true, app: '', path: '' });
+        if (f) r.focus.timeline.add({ ...f.element, time: 0, focused: true, app: '', path: '' });
       }
-      const masks = r.masksFor(read.map((tree) => ({ tree })));
+      const masks = r.secrets.masksFor(read.map((tree) => ({ tree })));
       await r.writeImage(r.recorder.firstFrame, masks, 'start');
     });
     r.armLimit();
@@ -309,21 +280,16 @@ export class Recording {
       let v = v0;
       for (const w of v?.warnings ?? []) if (!this.warnings.includes(w)) this.warnings.push(w);
       if (v && !v.complete) this.warnings.push(`the screen video is incomplete: ${v.error}`);
-      if (v) v = await this.maskSecrets(v);
-      const lag = this.lagSummary();
-      const keptUp = lag.max <= KEEP_UP_MS;
-      if (!keptUp)
-        this.warnings.push(
-          `the machine was too busy for the recorder: it handled input up to ${(lag.max / 1000).toFixed(1)} s after it happened (median ${Math.round(lag.p50)} ms); every step was kept, with the focus it had at its own time`,
-        );
-      if (this.focus.unavailable !== undefined)
-        this.warnings.push(
-          `focus changes could not be followed (${this.focus.unavailable}): a key step's field is the one focused when the recorder handled it`,
-        );
-      if (this.focusUnknown > 0)
-        this.warnings.push(
-          `${this.focusUnknown} key step(s) have no field: the app did not report where the focus went (focusUnknown in the manifest)`,
-        );
+      if (v)
+        v = await this.secrets.maskVideo(v, this.recorder.firstFrame.source, (m) => this.warnings.push(m));
+      const lag = lagOf(this.delays, this.minDelay);
+      const end = endWarnings({
+        lag,
+        focusUnavailable: this.focus.timeline.unavailable,
+        focusUnknown: this.focus.unknown,
+      });
+      const keptUp = end.keptUp;
+      this.warnings.push(...end.warnings);
       const summary: RecordingSummary = {
         id: this.id,
         dir: this.dir,
@@ -351,27 +317,6 @@ export class Recording {
   }
 
   /**
-   * Every password field the recording has seen, wherever it was seen, is covered in the video for its
-   * whole length (it was only known from the accessibility reads at the steps, so it is masked
-   * before and after too: a stale rectangle only masks more). A video that cannot be masked is removed.
-   */
-  private async maskSecrets(v: VideoResult): Promise<VideoResult> {
-    const [ox, oy] = this.recorder.firstFrame.source;
-    const rects = [...this.knownSecrets.values()].flatMap((m) => [...m.values()]);
-    if (rects.length === 0 || !existsSync(v.file)) return v;
-    const error = await maskVideo(
-      v.file,
-      rects.map(([x, y, w, h]): Rect => [x - ox, y - oy, w, h]),
-    );
-    if (!error) return { ...v, bytes: statSync(v.file).size, masked: rects.length };
-    rmSync(v.file, { force: true });
-    this.warnings.push(
-      `the screen video showed a password field and could not be masked (${error}): it was removed`,
-    );
-    return { ...v, bytes: 0, complete: false, error: 'removed: its password fields could not be masked' };
-  }
-
-  /**
    * Ctrl+I → extract: a step that asks a replay to read `query` off the screen as it is now (the
    * screenshot is the pre-action state at Ctrl+I), with optional candidate values.
    */
@@ -395,7 +340,7 @@ export class Recording {
         (c?.pointer ? hitTest(roots, c.pointer[0], c.pointer[1]) : undefined) ??
         findPath(roots, (x) => x.focused && x.editable);
       const w = c?.lookup.window;
-      const masks = this.masksFor(c ? [c.lookup] : []);
+      const masks = this.secrets.masksFor(c ? [c.lookup] : []);
       const screenshot = await this.writeImage(frame, masks, String(this.steps + 1).padStart(4, '0'));
       const step: ManifestStep = {
         step: ++this.steps,
@@ -403,7 +348,7 @@ export class Recording {
         screenshot,
         action,
         window: w && hit ? { id: w.id, app: w.app, title: w.title, bounds: w.bounds } : null,
-        ...(w && hit ? { element: manifestElement(hit) } : {}),
+        ...(w && hit ? { element: manifestElement(hit, this.secrets.isSecret) } : {}),
       };
       this.append(JSON.stringify(step) + '\n');
     });
@@ -415,14 +360,6 @@ export class Recording {
     if (typeof note !== 'string' || note.trim() === '')
       throw new TypeError('details need a note: what the next step is for, in words');
     this.details.push(note.trim());
-  }
-
-  /** How far behind the input the recorder handled it: each event's delay less the smallest one seen. */
-  private lagSummary(): { p50: number; p99: number; max: number; events: number } {
-    const lags = this.delays.map((d) => d - this.minDelay).sort((a, b) => a - b);
-    const at = (q: number): number =>
-      lags.length ? lags[Math.min(lags.length - 1, Math.floor(q * lags.length))]! : 0;
-    return { p50: at(0.5), p99: at(0.99), max: lags.at(-1) ?? 0, events: lags.length };
   }
 
   /** When an event happened, ms since the recording started: its server time on the local clock. */
@@ -461,12 +398,8 @@ export class Recording {
     }
     if (this.paused) return;
     // Read the window's accessibility tree now, while it still shows what the event went to.
-    const t: Tracked = { ...e, arrived: Date.now(), lookup: this.lookup(e.window) };
-    const chord = e.modifiers.some((m) => m === 'ctrl' || m === 'alt' || m === 'super');
-    if (e.kind === 'keyPress' && (e.key === 'Tab' || e.key === 'ISO_Left_Tab') && !chord)
-      this.causes.push({ kind: 'tab', time: e.time });
-    else if (e.kind === 'buttonPress' && e.button >= 1 && e.button <= 3)
-      this.causes.push({ kind: 'click', time: e.time, x: e.x, y: e.y, lookup: t.lookup });
+    const t: Tracked = { ...e, arrived: Date.now(), lookup: this.lookup(e.window), seq: this.seq++ };
+    this.focus.note(t, t.lookup);
     this.emit(this.grouper.feed(t));
   }
 
@@ -515,19 +448,19 @@ export class Recording {
       const [x, y] = action.type === 'drag' ? action.from : [action.x, action.y];
       // A read that failed (an app too busy to answer in time) is taken again: what a point hits is a
       // matter of the window's layout, which the late read still shows.
-      const hit = hitTest(roots, x, y) ?? (await this.rereadHit(lookups, x, y));
-      if (hit) out.element = manifestElement(hit);
+      const hit = hitTest(roots, x, y) ?? (await rereadHit(lookups, x, y));
+      if (hit) out.element = manifestElement(hit, this.secrets.isSecret);
     } else {
-      const f = await this.focusOf(first, lookups);
+      const f = await this.focus.of(first, lookups);
       if (f.element) out.focus = f.element;
       if (f.unknown) {
         out.focusUnknown = true;
-        this.focusUnknown++;
+        this.focus.unknown++;
       }
       // A secret flag follows the field that really had the focus.
       if (action.type === 'type' && f.secret) action = { type: 'type', secret: true };
     }
-    const masks = this.masksFor(lookups);
+    const masks = this.secrets.masksFor(lookups);
     const screenshot = await this.writeImage(first.frame, masks, String(this.steps + 1).padStart(4, '0'));
     const w = lookups.find((l) => l.window)?.window;
     const step: ManifestStep = {
@@ -541,101 +474,6 @@ export class Recording {
       ...(s.events.every((e) => e.synthetic) ? { synthetic: true as const } : {}),
     };
     this.append(JSON.stringify(step) + '\n');
-  }
-
-  /** The field a key step went to: the one focused at its own time (the focus timeline). */
-  private async focusOf(
-    first: Tracked,
-    lookups: Lookup[],
-  ): Promise<{ element?: ManifestElement; secret: boolean; unknown?: string }> {
-    const trees = lookups.map((l) => l.tree?.elements).filter((t) => t !== undefined);
-    if (this.focus.unavailable !== undefined) {
-      // No timeline: the focused field the step's reads saw (read when the step was handled).
-      const focused = trees
-        .map((t) => findPath(t, (e) => e.focused && e.editable))
-        .filter((f) => f !== undefined);
-      const f = focused.find((x) => x.element.secret) ?? focused[0];
-      return f ? { element: manifestElement(f), secret: f.element.secret } : { secret: false };
-    }
-    const causes = await Promise.all(
-      this.causes.filter((c) => c.time < first.time).map((c) => this.described(c)),
-    );
-    let timer: NodeJS.Timeout | undefined;
-    const bound = new Promise((resolve) => (timer = setTimeout(resolve, FOCUS_WAIT_MS)));
-    const a = await attribute(this.focus, first.time, causes, bound);
-    clearTimeout(timer);
-    if (!a.field) {
-      // Never a wrong field; what was typed stays out of the manifest if it could have been a password.
-      const ids = lookups.map((l) => l.window?.id ?? l.tree?.window.id).filter((id) => id !== undefined);
-      const secretNear =
-        ids.some((id) => (this.knownSecrets.get(id)?.size ?? 0) > 0) ||
-        trees.some((t) => secrets(t).length > 0);
-      return { secret: secretNear, unknown: a.reason };
-    }
-    const c = a.field;
-    // The element in the step's tree (for its path), the one of that role and name nearest the change's bounds.
-    const dist = (b: Rect): number => Math.abs(b[0] - c.bounds[0]) + Math.abs(b[1] - c.bounds[1]);
-    const found = trees
-      .flatMap((t) => all(t, (e) => e.role === c.role && e.name === c.name))
-      .sort((p, q) => dist(p.element.bounds) - dist(q.element.bounds))[0];
-    const element: ManifestElement = found
-      ? manifestElement(found)
-      : { role: c.role, name: c.name, bounds: c.bounds, path: [], ...(c.secret ? { secret: true } : {}) };
-    return { element, secret: c.secret || (found?.element.secret ?? false) };
-  }
-
-  /**
-   * The element under a point, from a fresh read of the window: the step's own read failed or came back
-   * without bounds (an app too busy to answer in time); what a point hits is a matter of the window's
-   * layout, which the late read still shows.
-   */
-  private async rereadHit(
-    lookups: Lookup[],
-    x: number,
-    y: number,
-  ): Promise<{ element: Element; path: ElementPathStep[] } | undefined> {
-    const id = lookups.find((l) => l.window)?.window?.id;
-    if (!id) return undefined;
-    // An app that does not answer (stopped, or starved by a busy machine) is asked again until it does,
-    // within a bound; a window that went away is not.
-    const until = Date.now() + READ_RETRY_MS;
-    for (;;) {
-      try {
-        return hitTest((await desktop.read({ windowId: id, actions: false })).elements, x, y);
-      } catch {
-        const gone = (await desktop.listWindows({ windowId: id }).catch(() => [])).length === 0;
-        if (gone || Date.now() > until) return undefined;
-      }
-    }
-  }
-
-  /** A cause as attribute() takes it: a click with the element it hit (its window read when it came). */
-  private described(c: Cause): Promise<FocusCause> {
-    if (c.kind !== 'click' || !c.lookup) return Promise.resolve(c);
-    c.described ??= (async (): Promise<FocusCause> => {
-      const l = await c.lookup!;
-      const [x, y] = [c.x ?? 0, c.y ?? 0];
-      const hit = (hitTest(l.tree?.elements ?? [], x, y) ?? (await this.rereadHit([l], x, y)))?.element;
-      return hit ? { kind: 'click', time: c.time, element: hit } : { kind: 'click', time: c.time };
-    })();
-    return c.described;
-  }
-
-  /**
-   * Password fields to mask: those the step's reads found, and every one seen before in the same
-   * windows (a field's reported bounds change with its content; a stale rectangle only masks more).
-   */
-  private masksFor(lookups: Lookup[]): Rect[] {
-    for (const l of lookups) {
-      if (!l.tree) continue;
-      const known = this.knownSecrets.get(l.tree.window.id) ?? new Map<string, Rect>();
-      for (const r of secrets(l.tree.elements)) known.set(r.join(','), r);
-      this.knownSecrets.set(l.tree.window.id, known);
-    }
-    const ids = new Set(
-      lookups.map((l) => l.window?.id ?? l.tree?.window.id).filter((id) => id !== undefined),
-    );
-    return [...ids].flatMap((id) => [...(this.knownSecrets.get(id)?.values() ?? [])]);
   }
 
   private async writeImage(frame: RecorderFrame, masks: Rect[], name: string): Promise<string> {

@@ -14,128 +14,11 @@
 // each event is paired by request serial: the X server handles one request or one input event at a
 // time, and an event carries the serial of the last request it had handled, so the frame whose
 // GetImage serial is <= the event's serial is exactly the newest image taken before the event.
-#include <X11/XKBlib.h>
-#include <X11/Xatom.h>
-#include <X11/Xproto.h>
-#include <X11/Xutil.h>
-#include <X11/extensions/XInput2.h>
-#include <X11/extensions/XShm.h>
-#include <X11/extensions/record.h>
-#include <gio/gio.h>
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <sys/ipc.h>
-#include <sys/shm.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cstdlib>
-#include <cstring>
-#include <deque>
-#include <map>
-#include <mutex>
-#include <set>
-#include <thread>
-
-#include "common/recorder.h"
-#include "linux/border_linux.h"
-#include "linux/desktop_thread.h"
-#include "linux/recorder_focus_linux.h"
-#include "linux/x11_session.h"
+#include "linux/recorder_impl_linux.h"
 
 namespace runboard::desktop {
 
-using Clock = std::chrono::steady_clock;
-
-struct Recorder::Impl : DesktopThread {
-  RecorderOptions options;
-  RecorderCallbacks callbacks;
-  std::atomic<bool> paused{false};
-
-  // Thread state (the recorder thread only).
-  Display* dpy = nullptr;
-  bool lost = false;
-  Window root = 0;
-  int xiOpcode = 0;
-  Rect area;
-  std::map<int, std::pair<std::string, bool>> devices;
-  XImage* shmImage = nullptr;
-  XShmSegmentInfo shm{};
-  std::deque<std::pair<unsigned long, std::shared_ptr<const RecorderFrame>>> frames;  // (GetImage serial, frame)
-  uint64_t nextFrameId = 0;
-  Clock::time_point lastFrame, settleDue;
-  bool settlePending = false, wasPaused = false;
-  std::set<int> down;                     // keycodes held
-  std::map<int, unsigned> modifierOfKey;  // keycode -> RecordedModifier bit
-  bool capsLocked = false;
-  // XRecord: its data connection and what it saw of the pointer (newest last).
-  Display* rec = nullptr;
-  XRecordContext recContext = 0;
-  struct PointerAt {
-    int type, button;
-    unsigned long time;
-    int x, y;
-  };
-  std::deque<PointerAt> pointerLog;
-  std::unique_ptr<x11::RecordingBorder> border;
-  // The stop as an instant of the X server (Drain): a property change on a window of our own, whose
-  // PropertyNotify carries the server time and comes after every input event the server generated
-  // before it. Events up to it are reported, later ones are not; then the thread ends.
-  Window stampWindow = 0;
-  Atom stampAtom = 0;
-  bool stampSent = false;
-  bool stampSeen = false;
-  unsigned long stopTime = 0;
-  std::function<void(unsigned long)> drained;  // under `mu` until the thread takes it
-  // The focus timeline's source (AT-SPI), and the clock it is mapped by: CLOCK_MONOTONIC less server
-  // time, the smallest seen (at the start's round trip, then at each input event: as input is mapped).
-  std::unique_ptr<FocusListener> focusListener;
-  std::atomic<int64_t> monoMinusServer{INT64_MAX};
-  void NoteClock(unsigned long serverTime) {
-    int64_t off = MonotonicMs() - static_cast<int64_t>(serverTime);
-    int64_t cur = monoMinusServer.load();
-    while (off < cur && !monoMinusServer.compare_exchange_weak(cur, off)) {}
-  }
-  void StartFocus();
-
-  void Run();
-  void OpenRecord();
-  bool PointerOf(const XIRawEvent* raw, int* x, int* y);
-  void Open();
-  void LoadModifiers();
-  void TakeFrame();
-  std::shared_ptr<const RecorderFrame> FrameBefore(unsigned long serial) const;
-  Window ClientOf(Window w);
-  void HandleEvent(XEvent& ev);
-  // Removes the border now, or on a lost display forgets it (its Display must not be touched again;
-  // the server removed its windows with the connection).
-  void DropBorder() {
-    if (border && lost) border->Abandon();
-    border.reset();
-  }
-  void HandleRaw(const XIRawEvent* raw, unsigned long serial);
-  void Fail(const DesktopError& e) {
-    if (callbacks.failed) callbacks.failed(e);
-  }
-};
-
 namespace {
-
-void NoteLost(Display*, void* data) { static_cast<Recorder::Impl*>(data)->lost = true; }
-
-void OnRecorded(XPointer closure, XRecordInterceptData* d) {
-  auto* impl = reinterpret_cast<Recorder::Impl*>(closure);
-  if (d->category == XRecordFromServer && d->data && d->data_len * 4 >= sizeof(xEvent)) {
-    const auto* ev = reinterpret_cast<const xEvent*>(d->data);
-    int type = ev->u.u.type & 0x7f;
-    impl->pointerLog.push_back({type, ev->u.u.detail, static_cast<unsigned long>(ev->u.keyButtonPointer.time),
-                                ev->u.keyButtonPointer.rootX, ev->u.keyButtonPointer.rootY});
-    if (impl->pointerLog.size() > 512) impl->pointerLog.pop_front();
-  }
-  XRecordFreeData(d);
-}
 
 // The text a keysym types: Latin-1 keysyms are their code point, Unicode keysyms carry theirs;
 // everything else (Return, Tab, arrows, F-keys, modifiers) types nothing here.
@@ -181,7 +64,7 @@ void Recorder::Impl::LoadModifiers() {
 }
 
 void Recorder::Impl::Open() {
-  dpy = x11::OpenOwnDisplay("to record", NoteLost, this);
+  dpy = x11::OpenOwnDisplay("to record", Impl::NoteLost, this);
   root = DefaultRootWindow(dpy);
   int scr = DefaultScreen(dpy);
   Rect screen{0, 0, DisplayWidth(dpy, scr), DisplayHeight(dpy, scr)};
@@ -242,107 +125,6 @@ void Recorder::Impl::Open() {
   NoteClock(ev.xproperty.time);
 }
 
-// The AT-SPI bus: AT_SPI_BUS_ADDRESS, else the root window's AT_SPI_BUS (what at-spi-bus-launcher sets),
-// else org.a11y.Bus on the session bus. A recording without it still records; its steps then say their
-// focus could not be followed.
-void Recorder::Impl::StartFocus() {
-  if (!callbacks.focus) return;
-  auto fail = [this](const std::string& why) {
-    RecordedFocus f;
-    f.error = why;
-    callbacks.focus(f);
-  };
-  std::string address;
-  if (const char* env = std::getenv("AT_SPI_BUS_ADDRESS"); env && *env) address = env;
-  if (address.empty()) {
-    Atom type = None;
-    int format = 0;
-    unsigned long n = 0, after = 0;
-    unsigned char* data = nullptr;
-    if (XGetWindowProperty(dpy, root, XInternAtom(dpy, "AT_SPI_BUS", False), 0, 1024, False, AnyPropertyType, &type,
-                           &format, &n, &after, &data) == Success &&
-        data && format == 8)
-      address.assign(reinterpret_cast<char*>(data), n);
-    if (data) XFree(data);
-  }
-  if (address.empty()) {
-    const char* session = std::getenv("DBUS_SESSION_BUS_ADDRESS");
-    if (!session || !*session) return fail("no AT-SPI bus (no AT_SPI_BUS on the display, no DBUS_SESSION_BUS_ADDRESS)");
-    try {
-      GError* err = nullptr;
-      GDBusConnection* sb = g_dbus_connection_new_for_address_sync(
-          session,
-          static_cast<GDBusConnectionFlags>(G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                            G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION),
-          nullptr, nullptr, &err);
-      g_clear_error(&err);
-      if (!sb) return fail("cannot reach the session bus");
-      GVariant* r =
-          g_dbus_connection_call_sync(sb, "org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress", nullptr,
-                                      G_VARIANT_TYPE("(s)"), G_DBUS_CALL_FLAGS_NONE, 3000, nullptr, &err);
-      g_clear_error(&err);
-      g_dbus_connection_close_sync(sb, nullptr, nullptr);
-      g_object_unref(sb);
-      if (!r) return fail("the session bus has no AT-SPI bus (org.a11y.Bus)");
-      const char* a = nullptr;
-      g_variant_get(r, "(&s)", &a);
-      address = a ? a : "";
-      g_variant_unref(r);
-    } catch (const DesktopError& e) { return fail(e.what()); }
-  }
-  try {
-    focusListener = std::make_unique<FocusListener>(
-        address, [this](int64_t mono) { return static_cast<unsigned long>(mono - monoMinusServer.load()); },
-        callbacks.focus);
-  } catch (const DesktopError& e) { fail(e.what()); }
-}
-
-// XRecord on a data connection of its own (its replies never end); without the extension, button
-// positions fall back to XQueryPointer.
-void Recorder::Impl::OpenRecord() {
-  int major = 0, minor = 0;
-  if (!XRecordQueryVersion(dpy, &major, &minor)) return;
-  rec = XOpenDisplay(DisplayString(dpy));
-  if (!rec) return;
-  XSetIOErrorExitHandler(rec, NoteLost, this);
-  XRecordRange* range = XRecordAllocRange();
-  if (!range) return;
-  range->device_events.first = ButtonPress;
-  range->device_events.last = ButtonRelease;
-  XRecordClientSpec clients = XRecordAllClients;
-  recContext = XRecordCreateContext(dpy, 0, &clients, 1, &range, 1);
-  XFree(range);
-  XSync(dpy, False);
-  if (!recContext || !XRecordEnableContextAsync(rec, recContext, OnRecorded, reinterpret_cast<XPointer>(this))) {
-    if (recContext) XRecordFreeContext(dpy, recContext);
-    recContext = 0;
-    x11::CloseDisplay(rec);
-    rec = nullptr;
-  }
-}
-
-// Where the pointer was at a raw button event: XRecord's copy of the same event (same server time and
-// button), waiting up to ~50 ms for it to arrive on its connection.
-bool Recorder::Impl::PointerOf(const XIRawEvent* raw, int* x, int* y) {
-  if (!rec) return false;
-  int type = raw->evtype == XI_RawButtonPress ? ButtonPress : ButtonRelease;
-  for (int attempt = 0; attempt < 10 && !lost; attempt++) {
-    XPending(rec);
-    XRecordProcessReplies(rec);
-    for (auto it = pointerLog.rbegin(); it != pointerLog.rend(); ++it) {
-      if (it->type == type && it->button == raw->detail && it->time == raw->time) {
-        *x = it->x;
-        *y = it->y;
-        return true;
-      }
-      if (it->time < raw->time) break;
-    }
-    pollfd p{ConnectionNumber(rec), POLLIN, 0};
-    poll(&p, 1, 5);
-  }
-  return false;
-}
-
 void Recorder::Impl::TakeFrame() {
   unsigned long serial = NextRequest(dpy);
   XImage* img = nullptr;
@@ -385,44 +167,6 @@ std::shared_ptr<const RecorderFrame> Recorder::Impl::FrameBefore(unsigned long s
   for (auto it = frames.rbegin(); it != frames.rend(); ++it)
     if (it->first <= serial) return it->second;
   return frames.empty() ? nullptr : frames.front().second;
-}
-
-// The top-level client window (the one with WM_STATE) holding `w`, or the root's child when none has.
-Window Recorder::Impl::ClientOf(Window w) {
-  if (!w || w == root || w == PointerRoot) return 0;
-  for (;;) {  // up to the root's child (the frame the window manager put around the client)
-    Window r = 0, parent = 0, *kids = nullptr;
-    unsigned n = 0;
-    if (!XQueryTree(dpy, w, &r, &parent, &kids, &n)) return 0;
-    if (kids) XFree(kids);
-    if (parent == root || !parent) break;
-    w = parent;
-  }
-  Atom wmState = XInternAtom(dpy, "WM_STATE", False);
-  std::deque<std::pair<Window, int>> todo{{w, 0}};
-  while (!todo.empty()) {  // breadth first: the client sits one or two levels below the frame
-    auto [cur, depth] = todo.front();
-    todo.pop_front();
-    Atom type = None;
-    int format = 0;
-    unsigned long n = 0, after = 0;
-    unsigned char* data = nullptr;
-    if (XGetWindowProperty(dpy, cur, wmState, 0, 0, False, AnyPropertyType, &type, &format, &n, &after, &data) ==
-            Success &&
-        type != None) {
-      if (data) XFree(data);
-      return cur;
-    }
-    if (data) XFree(data);
-    if (depth >= 3) continue;
-    Window r = 0, parent = 0, *kids = nullptr;
-    unsigned count = 0;
-    if (XQueryTree(dpy, cur, &r, &parent, &kids, &count) && kids) {
-      for (unsigned i = 0; i < count; i++) todo.emplace_back(kids[i], depth + 1);
-      XFree(kids);
-    }
-  }
-  return w;
 }
 
 void Recorder::Impl::HandleRaw(const XIRawEvent* raw, unsigned long serial) {

@@ -11,6 +11,7 @@
  */
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { ScreenMasks } from './masks.ts';
 import { previewFrame } from './screen.ts';
 import { LIVE_FRAME_FILE } from '@runboard/supervisor/protocol';
 
@@ -23,6 +24,8 @@ export interface LiveFrameOptions {
   maxWidth?: number;
   /** JPEG quality (default 60). */
   quality?: number;
+  /** The run's masks (password fields, fields a sensitive value was typed into): grey in every frame. */
+  masks?: ScreenMasks;
 }
 
 export interface LiveFrameStats {
@@ -68,7 +71,12 @@ export class LiveFrames {
   private async frame(): Promise<void> {
     const t0 = performance.now();
     try {
-      const f = await previewFrame(this.o.maxWidth ?? 640, this.o.quality ?? 60, this.screenWidth);
+      const f = await previewFrame(
+        this.o.maxWidth ?? 640,
+        this.o.quality ?? 60,
+        this.screenWidth,
+        this.o.masks,
+      );
       this.screenWidth = f.screenWidth;
       if (this.stopped) return;
       const tmp = path.join(this.dir, TEMP_FILE);

@@ -5,6 +5,7 @@
  */
 import { desktop } from '@runboard/native';
 import type { Frame, Rect } from './geometry.ts';
+import { ScreenMasks } from './masks.ts';
 
 export interface Shot extends Frame {
   data: Buffer;
@@ -20,26 +21,24 @@ export interface ScreenOptions {
   region?: Rect | undefined;
   maxWidth: number;
   maxBytes: number;
+  /** The run's masks, shared with its live view (default: this screen's own). */
+  masks?: ScreenMasks | undefined;
 }
 
 const QUALITIES = [80, 65, 50, 35];
 const b64len = (n: number): number => Math.ceil(n / 3) * 4;
 
-/** The grey a masked rectangle is filled with (the recorder's, native/src/desktop/recording.ts). */
-const MASK_GREY = 0x80;
-/** Around a masked field, as the recorder does: its reported bounds vary by a few pixels between reads. */
-const MASK_MARGIN = 12;
-
 export class Screen {
   private sourceSize: [number, number] | null = null;
   /** Screen rectangles filled grey in every capture (replay: password fields, fields given a secret). */
-  private readonly masks = new Map<string, Rect>();
-  constructor(private readonly opts: ScreenOptions) {}
+  private readonly masks: ScreenMasks;
+  constructor(private readonly opts: ScreenOptions) {
+    this.masks = opts.masks ?? new ScreenMasks();
+  }
 
   /** Masks the rectangle (screen pixels, with a margin) in every later capture; a stale one only masks more. */
   mask(r: Rect): void {
-    const m: Rect = [r[0] - MASK_MARGIN, r[1] - MASK_MARGIN, r[2] + 2 * MASK_MARGIN, r[3] + 2 * MASK_MARGIN];
-    this.masks.set(m.join(','), m);
+    this.masks.add(r);
   }
 
   /** The capture, masked: taken raw, filled grey, then encoded (only when something is to be masked). */
@@ -47,17 +46,7 @@ export class Screen {
     const opts = { ...(this.opts.region ? { region: this.opts.region } : {}), scale, cursor: true };
     if (!this.masks.size) return desktop.capture({ ...opts, format: 'jpeg', quality });
     const raw = await desktop.capture({ ...opts, format: 'raw' });
-    const [ox, oy, sw] = raw.source;
-    const k = raw.width / sw;
-    for (const [rx, ry, rw, rh] of this.masks.values()) {
-      const x0 = Math.max(0, Math.floor((rx - ox) * k));
-      const y0 = Math.max(0, Math.floor((ry - oy) * k));
-      const x1 = Math.min(raw.width, Math.ceil((rx - ox + rw) * k));
-      const y1 = Math.min(raw.height, Math.ceil((ry - oy + rh) * k));
-      for (let y = y0; y < y1; y++)
-        raw.data.fill(MASK_GREY, (y * raw.width + x0) * 4, (y * raw.width + x1) * 4);
-    }
-    // the alpha bytes were filled too (0x80): encoders ignore alpha for JPEG
+    this.masks.fill(raw);
     const data = await desktop.encodeImage(
       { data: raw.data, width: raw.width, height: raw.height },
       { format: 'jpeg', quality },
@@ -113,15 +102,23 @@ export async function previewFrame(
   maxWidth: number,
   quality: number,
   screenWidth?: number,
+  masks?: ScreenMasks,
 ): Promise<{ data: Buffer; width: number; height: number; screenWidth: number }> {
   const w =
     screenWidth ??
     (await desktop.capture({ scale: 0.05, format: 'jpeg', quality: 10, cursor: false })).source[2];
-  const r = await desktop.capture({
-    scale: Math.min(1, maxWidth / w),
-    format: 'jpeg',
-    quality,
-    cursor: true,
-  });
+  const scale = Math.min(1, maxWidth / w);
+  if (masks?.size) {
+    // Taken raw, filled grey, then encoded: the masks read after the pixels were taken (one added while
+    // it was taken is in it too).
+    const raw = await desktop.capture({ scale, format: 'raw', cursor: true });
+    masks.fill(raw);
+    const data = await desktop.encodeImage(
+      { data: raw.data, width: raw.width, height: raw.height },
+      { format: 'jpeg', quality },
+    );
+    return { data, width: raw.width, height: raw.height, screenWidth: raw.source[2] };
+  }
+  const r = await desktop.capture({ scale, format: 'jpeg', quality, cursor: true });
   return { data: r.data, width: r.width, height: r.height, screenWidth: r.source[2] };
 }

@@ -19,6 +19,7 @@ import type { Runner, RunnerContext, RunnerOutcome } from '../runners/runner.ts'
 import type { Rect } from './geometry.ts';
 import { LiveFrames } from './live.ts';
 import type { LoopMetrics } from './metrics.ts';
+import { ScreenMasks } from './masks.ts';
 import { Screen, type Shot } from './screen.ts';
 import { watchEscape, type EscapeWatcher } from './takeover.ts';
 
@@ -36,6 +37,8 @@ export interface DesktopRun {
   region: Rect | undefined;
   guard: Guard;
   artifacts: string;
+  /** What every picture of the display keeps grey (the model's, the filmstrip's, the live view's). */
+  masks: ScreenMasks;
 }
 
 const LIVE_FRAME_MS = 1000;
@@ -77,7 +80,7 @@ export const DEFAULTS = {
 };
 
 /** The flow's budgets (or the defaults) and the screen the model sees. */
-export function budgets(ctx: RunnerContext, region: Rect | undefined) {
+export function budgets(ctx: RunnerContext, region: Rect | undefined, masks?: ScreenMasks) {
   const cu = ctx.spec.flow.computerUse ?? {};
   return {
     maxSteps: cu.maxSteps ?? DEFAULTS.maxSteps,
@@ -89,6 +92,7 @@ export function budgets(ctx: RunnerContext, region: Rect | undefined) {
       region,
       maxWidth: cu.imageMaxWidth ?? DEFAULTS.imageMaxWidth,
       maxBytes: cu.imageMaxBytes ?? DEFAULTS.imageMaxBytes,
+      masks,
     }),
   };
 }
@@ -124,8 +128,9 @@ export async function onDesktop(
   // The inspector's live view of a private display (the real one the person sees for themselves).
   const liveMs = cu.liveFrameMs ?? LIVE_FRAME_MS;
   let live: LiveFrames | undefined;
+  const masks = new ScreenMasks();
   if (cu.privateDisplay && liveMs > 0) {
-    live = new LiveFrames(artifacts, { intervalMs: liveMs }, (m) =>
+    live = new LiveFrames(artifacts, { intervalMs: liveMs, masks }, (m) =>
       ctx.log('warn', `live view: a frame failed (${m})`, { kind: 'cu-live-error', error: m }),
     );
     live.start();
@@ -136,7 +141,7 @@ export async function onDesktop(
     });
   }
   try {
-    const outcome = await guarded(ctx, abort, hudText, artifacts, body);
+    const outcome = await guarded(ctx, abort, hudText, artifacts, masks, body);
     const stats = await live?.stop();
     return stats ? { ...outcome, metrics: { ...outcome.metrics, ...stats } } : outcome;
   } finally {
@@ -149,6 +154,7 @@ async function guarded(
   abort: AbortController,
   hudText: string,
   artifacts: string,
+  masks: ScreenMasks,
   body: (d: DesktopRun) => Promise<RunnerOutcome>,
 ): Promise<RunnerOutcome> {
   const cu = ctx.spec.flow.computerUse ?? {};
@@ -209,7 +215,7 @@ async function guarded(
     }
   }
   try {
-    return await body({ region, guard, artifacts });
+    return await body({ region, guard, artifacts, masks });
   } finally {
     watcher?.stop();
   }

@@ -90,11 +90,15 @@ export class ByLocator {
       if (typeof w === 'string') return w;
       if (!w.focused) await desktop.focus({ windowId: w.id });
     }
+    // A sensitive value's field is masked before it is typed: no picture of the display (the live view
+    // included) ever shows it; and again after (the field may have moved as it filled).
+    const secret = plan.input.op !== 'key' && this.o.secrets.in(plan.input.text).length > 0;
+    if (secret) await this.typedSecret(field?.window, field?.element.bounds);
     await send(plan.input);
     if (plan.input.op === 'key') return true;
     const text = plan.input.text;
     const before = field?.element.value ?? '';
-    if (this.o.secrets.in(text).length) await this.typedSecret(field?.window, field?.element.bounds);
+    if (secret) await this.typedSecret(field?.window, field?.element.bounds);
     if (!field || field.element.secret) return true;
     // The field holds what was typed (the app took every key): read back, as the person would look.
     const deadline = performance.now() + this.o.settleMs;

@@ -536,6 +536,7 @@ export class Replay {
     const typed = byName?.names ?? [];
     const toDo = byName && typed.length ? { ...action, text: byName.text } : action;
     try {
+      if (typed.length) await this.locator.typedSecret(undefined); // masked before it is typed (live view)
       const r = await desktopAction(this.toolCtx, toDo);
       if (typed.length) {
         await this.locator.typedSecret(undefined);
