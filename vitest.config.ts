@@ -3,7 +3,10 @@ import { defineConfig } from 'vitest/config';
 // Three projects, run in this order: unit tests beside the code (fast, no processes); integration tests
 // in tests/ (real processes, sockets, files, browsers; two files at a time); and the desktop tests, one
 // file at a time, last: they type through X keymaps and time GUI reactions, which heavy neighbours
-// (Chromium, private displays) on a 2-core machine can starve.
+// (Chromium, private displays) on a 2-core machine can starve. In the loaded pass
+// (scripts/test-loaded.mjs sets RUNBOARD_LOADED_PASS) starving is the point: the desktop files run beside
+// the integration files, not after them (docs/decisions.md).
+const loadedPass = process.env.RUNBOARD_LOADED_PASS === '1';
 const integration = {
   globalSetup: ['tests/helpers/global-setup.ts'],
   testTimeout: 60_000,
@@ -36,10 +39,11 @@ export default defineConfig({
         test: {
           ...integration,
           name: 'desktop',
-          sequence: { groupOrder: 2 },
           include: ['tests/desktop/**/*.integration.test.ts'],
-          fileParallelism: false,
-          maxWorkers: 1,
+          // each file has a desktop (X server) of its own; vitest runs one group with one worker count
+          ...(loadedPass
+            ? { sequence: { groupOrder: 1 }, fileParallelism: true, maxWorkers: 2 }
+            : { sequence: { groupOrder: 2 }, fileParallelism: false, maxWorkers: 1 }),
         },
       },
     ],

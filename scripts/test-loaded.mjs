@@ -5,7 +5,7 @@
 //   npm run test:loaded [-- --hogs N] [-- <more vitest args>]
 // Prints how long the pass took and a closing line `loaded pass: N passed, N failed, N skipped`; exits
 // with vitest's status. The hogs are threads of this process, so they end with it (even on kill -9).
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -36,11 +36,16 @@ if (at >= 0) {
   args.splice(at, 2);
 }
 
+// The bundles first, before the hogs: the pass loads the tests, not the build (vitest's global setup
+// then skips it, RUNBOARD_BUNDLED).
+execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: root, stdio: 'inherit' });
+
 // Each hog spins for ever; a worker thread dies with this process, so no hog outlives the pass.
 const threads = Array.from({ length: hogs }, () => new Worker('for (;;) {}', { eval: true }));
 const started = Date.now();
+const load = () => os.loadavg()[0].toFixed(1);
 console.log(
-  `== loaded pass: ${LOADED_FILES.length} files with ${hogs} CPU hogs on ${os.availableParallelism()} cores`,
+  `== loaded pass: ${LOADED_FILES.length} files with ${hogs} CPU hogs on ${os.availableParallelism()} cores (load average ${load()} before the hogs)`,
 );
 
 mkdirSync(path.join(root, 'test-results'), { recursive: true });
@@ -56,18 +61,33 @@ const vitest = spawn(
     ...LOADED_FILES,
     ...args,
   ],
-  { cwd: root, stdio: 'inherit' },
+  { cwd: root, stdio: 'inherit', env: { ...process.env, RUNBOARD_LOADED_PASS: '1', RUNBOARD_BUNDLED: '1' } },
 );
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => vitest.kill(sig));
-const code = await new Promise((resolve) => vitest.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
+let code = await new Promise((resolve) => vitest.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
 await Promise.all(threads.map((t) => t.terminate()));
 const secs = Math.round((Date.now() - started) / 1000);
 let summary = 'no results (vitest did not write its JSON report)';
 try {
   const r = JSON.parse(readFileSync(json, 'utf8'));
   summary = `${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped`;
+  if (r.numTotalTests === 0) {
+    summary += ' (no test ran: the pass fails)';
+    code = code || 1;
+  }
+  // Where the time went: each file, and its slowest tests (the figures docs/soak.md keeps).
+  for (const f of r.testResults) {
+    const tests = [...f.assertionResults].sort((a, b) => (b.duration ?? 0) - (a.duration ?? 0));
+    console.log(
+      `  ${Math.round((f.endTime - f.startTime) / 1000)} s ${path.relative(root, f.name)}: ` +
+        tests
+          .slice(0, 3)
+          .map((t) => `${((t.duration ?? 0) / 1000).toFixed(1)} s ${t.title.slice(0, 50)}`)
+          .join('; '),
+    );
+  }
 } catch {
   // vitest stopped before its report; its own output says why
 }
-console.log(`loaded pass: ${summary} in ${secs} s`);
+console.log(`loaded pass: ${summary} in ${secs} s (load average ${load()} at the end)`);
 process.exit(code);

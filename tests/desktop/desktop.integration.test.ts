@@ -291,14 +291,13 @@ describe('input and focus', () => {
     } finally {
       if (stopped) process.kill(form.pid, 'SIGCONT');
     }
-    // Each character as itself, none lost, none doubled: what the wait guarantees (a keycode read with a
-    // later character's mapping came out as that later character). The ORDER is not asserted: in one of
-    // two quiet CI runs (session 13) the last 4 characters typed before the first wait came out at the
-    // very end, in their own order; open, in the session-13 note (the app's input method, or key events
-    // GTK holds while it was stopped, are the suspects).
-    const sorted = (t: string): string => [...t].sort().join('');
-    await eventually(async () => sorted((await find('text', 'Name')).value ?? '') === sorted(text), 10_000);
-    expect(sorted((await find('text', 'Name')).value ?? ''), stderr).toBe(sorted(text)); // on failure: which came out wrong
+    // Each character as itself (a keycode read with a later character's mapping came out as that later
+    // character), and in order: the click that focused the field (`type --id` above) is delivered
+    // before the keys typed after it, though the window manager holds it in a synchronous grab
+    // (session 13: 4 characters came out at the end, where that click, replayed late, had put the
+    // cursor; inputter_linux.cc ClickDelivered).
+    await eventually(async () => (await find('text', 'Name')).value === text, 10_000);
+    expect((await find('text', 'Name')).value, stderr).toBe(text); // on failure: which came out wrong
   });
 
   it('key combos: ctrl+a then backspace empties the field; shift+letters and a delay', async () => {
@@ -748,8 +747,8 @@ describe('pointer, key watcher, takeover HUD', () => {
         process.kill(-popup.pid!, 'SIGKILL');
       }
       await hud.hide();
-      await sleep(50); // the windows below repaint
-      expect(await hudPixels()).toBe(0);
+      // the windows below repaint (after a pause of 50 ms, under load they had not yet: the loaded pass)
+      expect(await eventually(async () => (await hudPixels()) === 0)).toBe(true);
       await hud.show();
       expect(await hudPixels()).toBeGreaterThan(300 * 20);
     } finally {
@@ -790,7 +789,7 @@ describe('pointer, key watcher, takeover HUD', () => {
     expect(r.stdout.trim()).toBe('ok');
   });
 
-  it('errors are clear, and a stopped watcher does not keep the process alive', () => {
+  it('errors are clear, and a stopped watcher does not keep the process alive', async () => {
     // In a child process with a bare Xvfb of its own, which then goes away.
     const addon = path.join(repo, 'native', 'build', 'Release', 'runboard_native.node');
     const script = `
@@ -834,14 +833,23 @@ describe('pointer, key watcher, takeover HUD', () => {
         process.exit(3);
       });
     `;
-    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20_000 });
-    expect(r.signal, 'still running after 20 s (kept alive?)').toBeNull();
+    // What is bounded is the exit once the child's work is done (its line printed), not the work: under
+    // load the work alone took more than 20 s (the loaded pass).
+    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const r = { stdout: '', stderr: '', status: null as number | null };
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (r.stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (r.stderr += d));
+    const exited = new Promise<void>((resolve) => child.on('exit', (code) => ((r.status = code), resolve())));
+    await Promise.race([exited, eventually(async () => r.stdout.includes('\n'), 110_000)]);
+    const gone = await Promise.race([exited.then(() => true), sleep(10_000).then(() => false)]);
+    if (!gone) child.kill('SIGKILL');
+    expect(gone, 'still running 10 s after its last line (kept alive?)').toBe(true);
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({
       noDisplay: 'NO_DISPLAY',
       lost: 'NO_DISPLAY: the X display went away',
     });
-  });
+  }, 120_000);
 });
 
 describe('errors', () => {

@@ -404,6 +404,39 @@ PointerInfo QueryPointer() {
   return p;
 }
 
+// The pointer buttons held now (core state mask: Button1Mask...).
+unsigned ButtonsDown(Display* d) {
+  Window root = 0, child = 0;
+  int rx, ry, wx, wy;
+  unsigned mask = 0;
+  XQueryPointer(d, DefaultRootWindow(d), &root, &child, &rx, &ry, &wx, &wy, &mask);
+  return mask & (Button1Mask | Button2Mask | Button3Mask | Button4Mask | Button5Mask);
+}
+
+unsigned ButtonMask(MouseButton button) {
+  unsigned b = static_cast<unsigned>(button);
+  return b >= 1 && b <= 5 ? Button1Mask << (b - 1) : 0;
+}
+
+// Returns once the server has taken the release of the buttons in `mask` (those this process pressed).
+// A window manager that focuses on click (openbox: Focus and Raise on Press) grabs the buttons of
+// client windows synchronously: the press freezes the pointer until the manager replays it to the app,
+// while keys typed meanwhile go straight through. A click that focused a field then reached the app
+// after the first keys typed into it and moved its cursor among them (characters out of order). The
+// release is processed only when the freeze ends, after the press went to the app: a button seen up
+// means the click was delivered. A manager that never replays is waited for kAppReadLimitMs.
+void ClickDelivered(Display* d, unsigned mask) {
+  if (!mask) return;
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kAppReadLimitMs);
+  while (ButtonsDown(d) & mask) {
+    if (std::chrono::steady_clock::now() >= until) {
+      if (Trace()) std::fprintf(stderr, "click: the pointer stayed frozen; going on\n");
+      return;
+    }
+    Sleep(2);
+  }
+}
+
 void MoveMouse(int x, int y) {
   Display* d = Dpy();
   XTestFakeMotionEvent(d, -1, x, y, 0);
@@ -421,6 +454,8 @@ void Click(int x, int y, MouseButton button, int count) {
     auto since = std::chrono::duration_cast<std::chrono::milliseconds>(now - lastTime).count();
     if (since < 450) Sleep(static_cast<int>(450 - since));
   }
+  // a button someone holds already (a person's) is not waited for
+  const unsigned ours = ButtonMask(button) & ~ButtonsDown(d);
   XTestFakeMotionEvent(d, -1, x, y, 0);
   for (int i = 0; i < std::max(1, count); i++) {
     // Toolkits see a double click only when the clicks are apart in time as a person's are (GTK took
@@ -430,6 +465,7 @@ void Click(int x, int y, MouseButton button, int count) {
     XTestFakeButtonEvent(d, static_cast<unsigned>(button), False, 0);
   }
   XSync(d, False);
+  ClickDelivered(d, ours);
   lastTime = std::chrono::steady_clock::now();
   lastX = x;
   lastY = y;
@@ -452,6 +488,7 @@ void Scroll(int x, int y, int dx, int dy) {
 void Drag(int fromX, int fromY, int toX, int toY, int steps, int stepDelayMs, MouseButton button) {
   Display* d = Dpy();
   steps = std::max(1, steps);
+  const unsigned ours = ButtonMask(button) & ~ButtonsDown(d);
   XTestFakeMotionEvent(d, -1, fromX, fromY, 0);
   Pause(d, stepDelayMs);
   XTestFakeButtonEvent(d, static_cast<unsigned>(button), True, 0);
@@ -462,6 +499,7 @@ void Drag(int fromX, int fromY, int toX, int toY, int steps, int stepDelayMs, Mo
   }
   XTestFakeButtonEvent(d, static_cast<unsigned>(button), False, 0);
   XSync(d, False);
+  ClickDelivered(d, ours);
 }
 
 void TypeText(const std::string& utf8, int delayMs) {
