@@ -88,7 +88,12 @@ describe('a live run that asks, on the board', () => {
       .getByRole('button', { name: 'Deny' })
       .click();
     // the tool got the denial; the run goes on (Running until the test lets it finish)
-    await page.locator(inColumn('deny', 'running')).waitFor({ timeout: 30_000 });
+    // (a wait that times out prints what the board showed: one run in five under load missed this)
+    await waitUntil(
+      'the card back in Running after Deny',
+      async () => (await page.locator(inColumn('deny', 'running')).count()) === 1,
+      30_000,
+    );
     await waitUntil('the ask gone', async () => (await asks.count()) === 0);
     await ins
       .getByRole('region', { name: 'Asks at the tool call' })
