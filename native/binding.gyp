@@ -21,7 +21,8 @@
             "src/linux/reader_linux.cc", "src/linux/actions_linux.cc", "src/linux/inputter_linux.cc",
             "src/linux/window_manager_linux.cc", "src/linux/capture_linux.cc", "src/linux/naive_walk_linux.cc",
             "src/linux/monitors_linux.cc", "src/linux/watcher_linux.cc", "src/linux/recorder_linux.cc", "src/linux/recorder_sources_linux.cc", "src/linux/recorder_focus_linux.cc",
-            "src/linux/border_linux.cc", "src/linux/gio_lazy.cc", "src/linux/dbus_wire.cc"
+            "src/linux/border_linux.cc", "src/linux/gio_lazy.cc", "src/linux/dbus_wire.cc", "src/linux/atspi_events.cc",
+            "src/linux/tree_cache.cc"
           ],
           "cflags_cc": ["<!@(pkg-config --cflags atspi-2 gio-2.0 libpng xft)"],
           "libraries": ["<!@(pkg-config --libs x11 xtst xext xfixes xi xrandr xcomposite)", "-ldl"]
@@ -34,7 +35,7 @@
       "cflags_cc": ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror"],
       "include_dirs": ["src"],
       "conditions": [
-        ["OS=='linux'", { "sources": ["src/linux/jail.cc", "src/linux/jail_child.cc", "src/linux/jail_common.cc", "src/linux/jail_options.cc", "src/linux/landlock.cc", "src/linux/mounts.cc", "src/linux/pids_limit.cc", "src/linux/seccomp_net.cc", "src/linux/output_pump.cc"] }]
+        ["OS=='linux'", { "sources": ["src/linux/jail.cc", "src/linux/jail_child.cc", "src/linux/jail_common.cc", "src/linux/jail_options.cc", "src/linux/landlock.cc", "src/linux/live_grants.cc", "src/linux/mounts.cc", "src/linux/pids_limit.cc", "src/linux/seccomp_net.cc", "src/linux/output_pump.cc"] }]
       ]
     }
   ]

@@ -107,6 +107,12 @@ if (extra.length === 0 || extra.includes('worker') || extra.includes('documents'
   );
 }
 
+// The agent CLIs' permission hook (claude's and codex's PreToolUse), run by the CLI inside the jail
+// before each file or shell tool call: small, it starts at every such call.
+if (extra.length === 0 || extra.includes('worker')) {
+  await build(cjsBundle('worker/src/runners/agent-hook.ts', 'dist/agent-hook.cjs'));
+}
+
 // The worker again, as a V8 start-up snapshot: every run starts a worker, and with the snapshot its
 // code is already loaded and initialised when Node starts (docs/decisions.md). The snapshot belongs
 // to this exact Node binary; the supervisor probes it at start and falls back to dist/worker.mjs.

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
+import { allElements } from '../src/desktop/compact.ts';
 import { desktop } from '../src/desktop/desktop.ts';
 
 const cli = process.argv[2]!;
@@ -93,64 +94,113 @@ function openaiImageTokens(w: number, h: number): number {
 const anthropicImageTokens = (w: number, h: number) => Math.ceil((w * h) / 750);
 
 try {
-  // ---- 1. the heavy page ----
   const page = path.join(repo, 'tests/fixtures/desktop/page.html');
-  const title = `Runboard Test Page (${ITEMS} items) - Chromium`;
-  chromium(`file://${page}?items=${ITEMS}`, 'heavy');
-  // Chromium's AT-SPI cache (Cache.GetItems) holds the page only when no one read its tree while it
-  // loaded; a read during the load (waitTree's) leaves the page out of it for good, and every read
-  // then fetches it object by object. HEAVY_CACHE=whole waits for the window by X alone, then settles.
-  if (process.env.HEAVY_CACHE === 'whole') {
-    while (!(await desktop.listWindows({})).some((w) => w.title === title)) await sleep(250);
-    await sleep(3000);
-  }
-  const nodes = await waitTree(title, ITEMS * 5);
-  const ours: number[] = [];
-  const theirs: number[] = [];
-  // BENCH_NATIVE_BEFORE=<dir of an earlier runboard_native.node>: that addon too, in the same turns.
-  const before = process.env.BENCH_NATIVE_BEFORE;
-  const olds: number[] = [];
-  let walked = 0;
-  let returned = 0;
-  for (let i = 0; i <= ROUNDS; i++) {
-    const a = cliRun(['read', '--window', title, '--visible-only=false', '--compact']);
-    const b = run('/usr/bin/python3', [path.join(repo, 'native/bench/pyatspi_walk.py'), title]);
-    const o = before
-      ? run(process.execPath, [cli, 'read', '--window', title, '--visible-only=false', '--compact'], before)
-      : undefined;
-    if (i === 0) continue; // warms both
-    if (o) olds.push(o.ms);
-    ours.push(a.ms);
-    theirs.push(b.ms);
-    walked = Number(b.out.trim());
-    returned = (JSON.parse(a.out) as { elements: unknown[] }).elements.length;
-  }
-  console.log(
-    `\nHeavy tree: "${title}", ${nodes} AT-SPI nodes (addon's count), ${ROUNDS} rounds in turns, whole processes:\n`,
-  );
-  console.log('| process | median ms | all runs ms | nodes | ratio |');
-  console.log('|---|---|---|---|---|');
-  console.log(
-    `| pyatspi walk (python3 pyatspi_walk.py) | ${median(theirs).toFixed(0)} | ${theirs.map((x) => x.toFixed(0)).join(', ')} | ${walked} walked | 1.00× |`,
-  );
-  console.log(
-    `| desktop-cli read --visible-only=false --compact | ${median(ours).toFixed(0)} | ${ours.map((x) => x.toFixed(0)).join(', ')} | ${returned} printed | ${(median(ours) / median(theirs)).toFixed(2)}× |`,
-  );
-  if (before)
+  // ---- 1. the heavy page (HEAVY_PAGE=0 leaves it out) ----
+  if (process.env.HEAVY_PAGE !== '0') {
+    const title = `Runboard Test Page (${ITEMS} items) - Chromium`;
+    chromium(`file://${page}?items=${ITEMS}`, 'heavy');
+    // Chromium's AT-SPI cache (Cache.GetItems) holds the page only when no one read its tree while it
+    // loaded; a read during the load (waitTree's) leaves the page out of it for good, and every read
+    // then fetches it object by object. HEAVY_CACHE=whole waits for the window by X alone, then settles.
+    if (process.env.HEAVY_CACHE === 'whole') {
+      while (!(await desktop.listWindows({})).some((w) => w.title === title)) await sleep(250);
+      await sleep(3000);
+    }
+    const nodes = await waitTree(title, ITEMS * 5);
+    const ours: number[] = [];
+    const theirs: number[] = [];
+    // BENCH_NATIVE_BEFORE=<dir of an earlier runboard_native.node>: that addon too, in the same turns.
+    const before = process.env.BENCH_NATIVE_BEFORE;
+    const olds: number[] = [];
+    let walked = 0;
+    let returned = 0;
+    for (let i = 0; i <= ROUNDS; i++) {
+      const a = cliRun(['read', '--window', title, '--visible-only=false', '--compact']);
+      const b = run('/usr/bin/python3', [path.join(repo, 'native/bench/pyatspi_walk.py'), title]);
+      const o = before
+        ? run(process.execPath, [cli, 'read', '--window', title, '--visible-only=false', '--compact'], before)
+        : undefined;
+      if (i === 0) continue; // warms both
+      if (o) olds.push(o.ms);
+      ours.push(a.ms);
+      theirs.push(b.ms);
+      walked = Number(b.out.trim());
+      returned = (JSON.parse(a.out) as { elements: unknown[] }).elements.length;
+    }
     console.log(
-      `| same, addon of BENCH_NATIVE_BEFORE | ${median(olds).toFixed(0)} | ${olds.map((x) => x.toFixed(0)).join(', ')} | | ${(median(olds) / median(theirs)).toFixed(2)}× |`,
+      `\nHeavy tree: "${title}", ${nodes} AT-SPI nodes (addon's count), ${ROUNDS} rounds in turns, whole processes:\n`,
     );
-  const zero = [0, 1, 2].map(() => run(process.execPath, ['-e', '0']).ms);
-  console.log(
-    `| node -e 0 (after the rounds) | ${median(zero).toFixed(0)} | ${zero.map((x) => x.toFixed(0)).join(', ')} | | |`,
-  );
-  console.log(
-    `\nload average at the end: ${os
-      .loadavg()
-      .map((x) => x.toFixed(1))
-      .join(' ')}`,
-  );
-  for (const c of children.splice(0)) process.kill(-c.pid!, 'SIGKILL');
+    console.log('| process | median ms | all runs ms | nodes | ratio |');
+    console.log('|---|---|---|---|---|');
+    console.log(
+      `| pyatspi walk (python3 pyatspi_walk.py) | ${median(theirs).toFixed(0)} | ${theirs.map((x) => x.toFixed(0)).join(', ')} | ${walked} walked | 1.00× |`,
+    );
+    console.log(
+      `| desktop-cli read --visible-only=false --compact | ${median(ours).toFixed(0)} | ${ours.map((x) => x.toFixed(0)).join(', ')} | ${returned} printed | ${(median(ours) / median(theirs)).toFixed(2)}× |`,
+    );
+    if (before)
+      console.log(
+        `| same, addon of BENCH_NATIVE_BEFORE | ${median(olds).toFixed(0)} | ${olds.map((x) => x.toFixed(0)).join(', ')} | | ${(median(olds) / median(theirs)).toFixed(2)}× |`,
+      );
+    const zero = [0, 1, 2].map(() => run(process.execPath, ['-e', '0']).ms);
+    console.log(
+      `| node -e 0 (after the rounds) | ${median(zero).toFixed(0)} | ${zero.map((x) => x.toFixed(0)).join(', ')} | | |`,
+    );
+    console.log(
+      `\nload average at the end: ${os
+        .loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' ')}`,
+    );
+    for (const c of children.splice(0)) process.kill(-c.pid!, 'SIGKILL');
+  }
+  // ---- 1b. kept trees (observe, serve; HEAVY_KEPT=0 leaves them out): in process, the first read of a
+  // GTK window loads its tree whole, a later one re-reads only what AT-SPI events named since (Chromium's
+  // trees are not kept: its page content sends no events) ----
+  if (process.env.HEAVY_KEPT !== '0') {
+    children.push(
+      spawn('/usr/bin/python3', [path.join(repo, 'tests/fixtures/desktop/form_app.py')], {
+        env,
+        stdio: 'ignore',
+        detached: true,
+      }),
+    );
+    const form = 'Runboard Test Form';
+    await waitTree('Runboard Test Form', 30);
+    const timed = async (t: string) => {
+      const s = performance.now();
+      const r = await desktop.read({ title: t, visibleOnly: false });
+      return { ms: performance.now() - s, r };
+    };
+    const rows: Record<string, number[]> = {};
+    const add = (k: string, ms: number) => (rows[k] ??= []).push(ms);
+    let nodes = 0;
+    for (let i = 0; i <= ROUNDS * 3; i++) {
+      await desktop.keepTrees(false); // forgets the kept trees and stops listening
+      await desktop.keepTrees(true);
+      const a = await timed(form);
+      const b = await timed(form);
+      if (a.r.stats.kept || !b.r.stats.kept) throw new Error('kept trees: the second read was not kept');
+      // A change in the form (Subscribe ticked: a field shown, a label renamed), then the read that sees it.
+      const kept = await timed(form);
+      const box = allElements(kept.r.elements).find((e) => e.name === 'Subscribe')!;
+      await desktop.doAction({ title: form }, box.id);
+      const c = await timed(form);
+      if (i === 0) continue; // warm-up
+      nodes = a.r.stats.nodes;
+      add('GTK form: first read (loads it whole)', a.ms);
+      add('GTK form: second read, nothing changed (kept)', b.ms);
+      add('GTK form: third read, nothing changed (kept)', kept.ms);
+      add(`GTK form: read after Subscribe was ticked (kept, ${c.r.stats.refreshed} objects re-read)`, c.ms);
+    }
+    await desktop.keepTrees(false);
+    console.log(`\nKept trees, in process (${nodes} nodes in the form's window, ${ROUNDS * 3} rounds):\n`);
+    console.log('| read | median ms | all runs ms |');
+    console.log('|---|---|---|');
+    for (const [k, xs] of Object.entries(rows))
+      console.log(`| ${k} | ${median(xs).toFixed(1)} | ${xs.map((x) => x.toFixed(1)).join(', ')} |`);
+    for (const c of children.splice(0)) process.kill(-c.pid!, 'SIGKILL');
+  }
 
   // ---- 2. tokens for the same screen (HEAVY_TOKENS=0 leaves them out) ----
   if (process.env.HEAVY_TOKENS !== '0') {

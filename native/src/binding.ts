@@ -71,8 +71,16 @@ interface RawBinding {
     window: RawWindow;
     scale: number;
     elements: RawElement[];
-    stats: { nodes: number; returned: number; roundTrips: number; ms: number };
+    stats: {
+      nodes: number;
+      returned: number;
+      roundTrips: number;
+      ms: number;
+      kept: boolean;
+      refreshed: number;
+    };
   }>;
+  desktopKeepTrees(on: boolean): Promise<void>;
   desktopDoAction(q: RawQuery, id: number, action: string): Promise<string>;
   desktopSetValue(q: RawQuery, id: number, value: string): Promise<'text' | 'value'>;
   desktopMove(x: number, y: number): Promise<void>;

@@ -126,9 +126,19 @@ Napi::Value Read(const Napi::CallbackInfo& info) {
       stats.Set("returned", r->stats.returned);
       stats.Set("roundTrips", r->stats.roundTrips);
       stats.Set("ms", r->stats.ms);
+      stats.Set("kept", r->stats.kept);
+      stats.Set("refreshed", r->stats.refreshed);
       out.Set("stats", stats);
       return out;
     };
+  });
+}
+
+Napi::Value KeepTrees(const Napi::CallbackInfo& info) {
+  bool on = info.Length() > 0 && info[0].ToBoolean().Value();
+  return Run(info.Env(), [on]() -> Marshal {
+    d::KeepTrees(on);
+    return Undefined();
   });
 }
 
@@ -328,6 +338,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("desktopListMonitors", Napi::Function::New(env, ListMonitors));
   exports.Set("desktopListApps", Napi::Function::New(env, ListApps));
   exports.Set("desktopRead", Napi::Function::New(env, Read));
+  exports.Set("desktopKeepTrees", Napi::Function::New(env, KeepTrees));
   exports.Set("desktopDoAction", Napi::Function::New(env, DoAction));
   exports.Set("desktopSetValue", Napi::Function::New(env, SetValue));
   exports.Set("desktopMove", Napi::Function::New(env, Move));

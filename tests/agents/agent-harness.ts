@@ -11,11 +11,12 @@ import {
   DiscardWorktree,
   KeepWorktree,
   type FlowSpec,
+  type PermissionAsk,
   type RunResult,
 } from '@runboard/supervisor/protocol';
 import { writeProviderKey } from '../../supervisor/src/common/secrets.ts';
 import { startModelServer, type Episode, type ModelServer } from '../fixtures/model-server/server.ts';
-import { Harness, processesMentioning, REPO, type RunRecord } from '../helpers/harness.ts';
+import { Harness, processesMentioning, REPO, waitUntil, type RunRecord } from '../helpers/harness.ts';
 
 export const KEYS = { openai: 'sk-test-openai-0123456789', anthropic: 'sk-ant-test-0123456789' };
 
@@ -102,6 +103,22 @@ export class AgentHarness {
       grant: this.h.grant,
       ...(allow ? { allow } : {}),
     });
+  }
+
+  /** The run's first ask, once it waits at a tool call (the supervisor's record, via run/get). */
+  async waitingAsk(runId: string): Promise<PermissionAsk> {
+    let ask: PermissionAsk | undefined;
+    await waitUntil(
+      `run ${runId} to wait at its tool call`,
+      async () => {
+        const { run } = await this.h.client.getRun(runId);
+        if (run.status !== 'running') throw new Error(`run ${runId} ended ${run.status}: ${run.summary}`);
+        ask = run.asks?.[0];
+        return !!ask;
+      },
+      90_000,
+    );
+    return ask!;
   }
 
   async run(cardFile: string, flow: FlowSpec): Promise<RunRecord> {

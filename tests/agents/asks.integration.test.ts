@@ -1,9 +1,12 @@
-// An agent's own permission refusals go through the same ask as the jail's. A real `claude` run
-// (print mode) whose Write outside its worktree Claude Code itself refuses, and a real `codex exec`
-// run whose shell command writes outside its writable roots and is refused by codex's bubblewrap
-// sandbox (sandbox.agentSandbox), both against the scripted model server: each run ends needs-input
-// with an ask for that folder, derived by the supervisor; allowed once, the next run has the folder
-// writable in the jail and in the agent (claude --add-dir, codex writable_roots) and the file is there.
+// An agent's asks, allowed. A real `claude` run (print mode) whose Write lies outside its worktree:
+// Runboard's permission hook asks before the act (agent-hook.ts; before it, Claude Code's own check
+// refused the act and the ask came after it), the run waits, the person allows it (run/answer), and
+// the same run gains the folder (live-grant.ts) and writes. A real `codex exec` run in its own
+// bubblewrap sandbox (sandbox.agentSandbox) whose shell command writes outside its writable roots:
+// asked before the act too, but codex's sandbox cannot gain the folder while codex runs, so the
+// command is refused there and the run ends needs-input with the ask; allowed once, the next run has
+// the folder writable in the jail and in codex (writable_roots), continues the same session, and the
+// file is there.
 import { existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,7 +29,10 @@ const ok = (summary: string): string => `RUNBOARD_RESULT: ${JSON.stringify({ sta
 /** Runs the card (refused, asked), then again with the ask allowed once; the file must be written then. */
 async function askedThenAllowed(marker: string, flow: FlowSpec, file: string, text: string): Promise<void> {
   const card = a.card(marker, `EPISODE:${marker}`);
-  const first = await a.run(card, flow);
+  const started = await a.launch(card, flow);
+  expect(await a.waitingAsk(started.runId)).toMatchObject({ kind: 'write', path: out, source: 'agent' });
+  await a.h.client.answerAsk({ runId: started.runId, ask: 'a1', choice: 'allow' });
+  const first = await a.h.collect(started.runId);
   expect(first.result.status, first.result.summary).toBe('needs-input');
   expect(first.result.asks).toEqual([expect.objectContaining({ kind: 'write', path: out, source: 'agent' })]);
   expect(existsSync(file)).toBe(false);
@@ -41,32 +47,32 @@ async function askedThenAllowed(marker: string, flow: FlowSpec, file: string, te
 }
 
 describe("an agent's own permission refusals", () => {
-  it('claude: asked before the act; allowed once, the same session continues and the write goes through', async () => {
+  it('claude: asked before the act; allowed, the same run gains the folder and the Write goes through', async () => {
     const file = path.join(out, 'report.md');
-    const write = { name: 'Write', arguments: { file_path: file, content: 'report\n' } };
-    // The scripted model: it writes; refused, it stops; told what the person allowed, it writes again.
     a.episodes([
       {
         name: 'claude-out',
         match: 'EPISODE:claude-out',
         turns: [
-          { text: 'Writing.', toolCalls: [write] },
+          {
+            text: 'Writing.',
+            toolCalls: [{ name: 'Write', arguments: { file_path: file, content: 'report\n' } }],
+          },
           ({ body }) =>
-            JSON.stringify(body).includes('Runboard: the person allowed')
-              ? { text: 'Allowed now: writing again.', toolCalls: [write] }
-              : { text: 'I may not write there: I need your permission.' },
-          { text: `Done.\n${ok('wrote the report')}` },
+            JSON.stringify(body).includes('Runboard:')
+              ? { text: 'I was not allowed.' }
+              : { text: `Done.\n${ok('wrote the report')}` },
         ],
       },
     ]);
-    const seen = a.model.requests.length;
-    await askedThenAllowed('claude-out', a.flow('claude'), file, 'report\n');
-    // The second run continued the first one's conversation (its first request carries the refused
-    // Write and the note), it did not start the task again.
-    const played = a.model.requests.slice(seen).filter((r) => r.episode === 'claude-out');
-    const firstOfSecond = played.find((r) => JSON.stringify(r.body).includes('Runboard: the person allowed'));
-    expect(firstOfSecond?.turn).toBe(1);
-    expect(played.filter((r) => r.turn === 0)).toHaveLength(1); // the task's start: once, in the first run
+    const { runId } = await a.launch(a.card('claude-out', 'EPISODE:claude-out'), a.flow('claude'));
+    expect(await a.waitingAsk(runId)).toMatchObject({ kind: 'write', path: out, source: 'agent' });
+    expect(existsSync(file)).toBe(false);
+    await a.h.client.answerAsk({ runId, ask: 'a1', choice: 'allow' });
+    const rec = await a.h.collect(runId);
+    expect(rec.result.status, rec.result.summary + rec.stderr).toBe('succeeded');
+    expect(readFileSync(file, 'utf8')).toBe('report\n');
+    expect(rec.events.some((e) => e.data?.kind === 'ask-granted')).toBe(true);
   }, 180_000);
 
   it("codex: its sandbox's refusal is asked; allowed once, the same session continues and the write goes through", async () => {

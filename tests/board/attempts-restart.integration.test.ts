@@ -5,13 +5,15 @@
  * the card, follows the runs the supervisor kept going, runs the judge when they end and applies the
  * winner's copy to the workspace. The scripted model server is the one double: the attempts' first
  * answers wait for a request of the episode `release`, which the test sends once the new board is up.
+ * Also: attempts wait for the machine's private displays (`limits.displays`), saying so on the card;
+ * a judge that fails leaves the successful attempts' copies, kept from the inspector.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startModelServer, type ModelServer, type ScriptedTurn } from '../fixtures/model-server/server.ts';
-import { BoardServer, REPO, waitUntil } from '../e2e/helpers/board.ts';
+import { BoardServer, launchBrowser, openCard, REPO, waitUntil } from '../e2e/helpers/board.ts';
 import { statePaths } from '@runboard/supervisor/paths';
 
 const CONFIG = `version: 1
@@ -48,7 +50,11 @@ beforeAll(async () => {
   model = await startModelServer();
   server = await BoardServer.start(
     CONFIG,
-    { 'restart.md': card('ATT-RESTART'), 'displays.md': card('ATT-DISPLAYS', 'attempts: 3\n') },
+    {
+      'restart.md': card('ATT-RESTART'),
+      'displays.md': card('ATT-DISPLAYS', 'attempts: 3\n'),
+      'judged.md': card('ATT-NOJUDGE'),
+    },
     BoardServer.withModel('openai', model.url),
   );
 }, 60_000);
@@ -159,4 +165,44 @@ describe('attempts across a host restart', () => {
     await waitUntil('the card is back in Backlog', async () => (await server.card(id))?.column === 'backlog');
     expect(model.requests.filter((r) => r.episode === 'displays')).toHaveLength(2);
   }, 200_000);
+
+  it('a judge that fails leaves the successful attempts’ copies: the inspector keeps one into the folder', async () => {
+    model.setEpisodes([
+      {
+        name: 'judge',
+        match: 'You are the judge of',
+        requireTools: false,
+        indexBy: 'requests',
+        turns: Array.from({ length: 4 }, () => ({ text: 'no verdict here' })),
+      },
+      {
+        name: 'nojudge',
+        match: 'ATT-NOJUDGE',
+        turns: [],
+        variants: [
+          [exec('echo kept > kept.txt'), final({ status: 'SUCCESS', summary: 'wrote kept' })],
+          [exec('echo kept > kept.txt'), final({ status: 'SUCCESS', summary: 'wrote kept too' })],
+        ],
+      },
+    ]);
+    const id = (await server.board()).cards.find((c) => c.title === 'ATT-NOJUDGE')!.id;
+    await server.api('POST', `/api/cards/${id}/move`, { to: 'queued', index: 0 });
+    await waitUntil('the card failed', async () => (await server.card(id))?.column === 'failed', 150_000);
+    expect(existsSync(path.join(server.workspace, 'kept.txt'))).toBe(false);
+    const browser = await launchBrowser();
+    try {
+      const page = await openCard(server, browser, id, 'ATT-NOJUDGE');
+      await page
+        .getByRole('region', { name: 'Attempts' })
+        .getByRole('button', { name: /^Attempt 1/ })
+        .click();
+      const copy = page.getByRole('region', { name: 'Workspace copy' });
+      await copy.getByText(`Copy of ${server.workspace}`).waitFor();
+      await copy.getByRole('button', { name: /^Keep/ }).click();
+      await copy.getByText(/kept: \d+ paths applied/).waitFor();
+      expect(readFileSync(path.join(server.workspace, 'kept.txt'), 'utf8')).toBe('kept\n');
+    } finally {
+      await browser.close();
+    }
+  }, 250_000);
 });

@@ -207,6 +207,16 @@ describe('attempts', () => {
     await winner.getByText('winner').waitFor();
     await winner.getByRole('img', { name: /final screenshot/ }).waitFor();
     await expect(region.locator('.attempt .status.bad').count()).resolves.toBe(2);
+    // each attempt's own tokens and cost, and the judge's (the scripted server reports usage)
+    for (const n of [1, 2, 3])
+      await region
+        .getByRole('listitem', { name: `Attempt ${n}` })
+        .getByText(/^[\d,]+ tokens · /)
+        .waitFor();
+    await region
+      .getByTitle('Model tokens and cost of the judge')
+      .getByText(/^[\d,]+ tokens · /)
+      .waitFor();
     await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-attempts.png') });
     await page.close();
   }, 200_000);

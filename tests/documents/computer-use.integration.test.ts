@@ -1,15 +1,16 @@
 // The document tools in the computer-use loop: a real run (supervisor, jail, worker, the OpenAI and
 // Anthropic SDKs against the scripted model server) reads a DOCX of its workspace with read_document
 // and types the customer's name it found there into the GTK form; the form's own state proves it. The
-// card's `@customer.docx` reaches the prompt as metadata only. A path outside the workspace stops the
-// run and asks the person instead.
+// card's `@customer.docx` reaches the prompt as metadata only. A path outside the workspace is asked
+// at the tool call: the run waits for the person, then reads it (Allow) or goes on without (Deny).
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { toolOutputs, type TurnFn } from '../fixtures/model-server/server.ts';
 import { writeProviderKey } from '../../supervisor/src/common/secrets.ts';
 import { act, CuHarness, cuEvents, find, final, imagePoint } from '../cu/cu-harness.ts';
+import { waitUntil } from '../helpers/harness.ts';
 import { docx, png } from './fixtures.ts';
 
 let t: CuHarness;
@@ -116,7 +117,19 @@ describe('computer-use with the document tools', () => {
     expect(seen[1]).toEqual(['computer', 'desktop_read', 'terminal_exec']);
   });
 
-  it('a path outside the workspace stops the run and asks; nothing is read', async () => {
+  /** Waits until the run asks at its tool call (its record while it runs), then answers a1. */
+  async function answer(runId: string, choice: 'allow' | 'deny'): Promise<void> {
+    await waitUntil(
+      'the run to ask at the tool call',
+      async () => ((await t.h.client.getRun(runId)).run.asks ?? []).length > 0,
+      30_000,
+    );
+    await t.h.client.answerAsk({ runId, ask: 'a1', choice });
+  }
+
+  // Before issue 28's asks at the tool call, such a path stopped the run (needs-input) and the next run
+  // started over; now the tool waits for the person's answer and the run goes on either way.
+  it('a path outside the workspace is asked at the tool call; Deny: the model gets the denial, nothing is read', async () => {
     const beside = path.join(t.h.root, 'beside-cu');
     mkdirSync(beside, { recursive: true });
     const secret = path.join(beside, 'private.md');
@@ -127,19 +140,47 @@ describe('computer-use with the document tools', () => {
         match: 'CU-OUTSIDE-MARKER',
         turns: [
           { toolCalls: [{ name: 'read_document', arguments: { path: secret } }] },
+          final({ status: 'SUCCESS', summary: 'went on without it', error: '', questions: [] }),
+        ],
+      },
+    ]);
+    const { runId } = await t.launch(t.card('Outside', 'CU-OUTSIDE-MARKER read the private file'), t.flow());
+    await answer(runId, 'deny');
+    const rec = await t.h.collect(runId);
+    expect(rec.result.status, rec.result.summary).toBe('succeeded');
+    expect(rec.result.asks).toEqual([
+      expect.objectContaining({ id: 'a1', kind: 'read', path: realpathSync(beside) }),
+    ]);
+    const reqs = t.model.requests.filter((r) => r.episode === 'cu-docs-outside');
+    expect(reqs).toHaveLength(2);
+    expect(JSON.stringify(reqs[1]!.body)).toContain('the person denied read');
+    expect(JSON.stringify(reqs)).not.toContain('secret-beside-the-cu-workspace');
+  });
+
+  it('Allow at the tool call: the same run reads the file and goes on', async () => {
+    const beside = path.join(t.h.root, 'beside-cu-allowed');
+    mkdirSync(beside, { recursive: true });
+    const notes = path.join(beside, 'notes.md');
+    writeFileSync(notes, 'the-allowed-notes\n');
+    t.episodes([
+      {
+        name: 'cu-docs-allowed',
+        match: 'CU-ALLOWED-MARKER',
+        turns: [
+          { toolCalls: [{ name: 'read_document', arguments: { path: notes } }] },
           final({ status: 'SUCCESS', summary: 'read it', error: '', questions: [] }),
         ],
       },
     ]);
-    const rec = await t.run(t.card('Outside', 'CU-OUTSIDE-MARKER read the private file'), t.flow());
-    expect(rec.result.status, rec.result.summary).toBe('needs-input');
-    expect(JSON.stringify(rec.result.questions)).toContain(
-      `read_document: ${secret} is outside the workspace; to allow it, grant its folder`,
-    );
-    // One request only: the model never got a result, let alone the file.
-    const reqs = t.model.requests.filter((r) => r.episode === 'cu-docs-outside');
-    expect(reqs).toHaveLength(1);
-    expect(JSON.stringify(reqs)).not.toContain('secret-beside-the-cu-workspace');
+    const { runId } = await t.launch(t.card('Allowed', 'CU-ALLOWED-MARKER read the notes'), t.flow());
+    await answer(runId, 'allow');
+    const rec = await t.h.collect(runId);
+    expect(rec.result.status, rec.result.summary).toBe('succeeded');
+    expect(rec.result.runId).toBe(runId);
+    const reqs = t.model.requests.filter((r) => r.episode === 'cu-docs-allowed');
+    expect(reqs).toHaveLength(2);
+    expect(JSON.stringify(reqs[1]!.body)).toContain('the-allowed-notes');
+    expect(JSON.stringify(cuEvents(rec, 'cu-step')[0]!.result)).toContain('the-allowed-notes');
   });
 });
 

@@ -51,6 +51,7 @@ import { BoardWorkflows } from './board-workflows.ts';
 import { Extractions, ExtractRefused, VIDEO_LIMITS, type ExtractRequest } from './extract.ts';
 import { importVideo, VideoImportRefused } from './video-import.ts';
 import { PermissionAsks } from './permission-asks.ts';
+import { LiveAskWaits } from './live-ask-waits.ts';
 import type { GrantStore } from './grant-store.ts';
 import { GrantError } from '@runboard/supervisor/grants';
 import { NoGrantError } from './launch.ts';
@@ -102,13 +103,16 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       // a schedule's fire queues the card as a drag does, but it is no person's confirm
       queue: (id) => this.move(id, 'queued', Number.MAX_SAFE_INTEGER, false),
       busy: (id) => {
-        const column = this.columnOf(id, this.card(id));
+        const column = scheduler.isActive(id) ? 'running' : this.columnOf(id, this.card(id));
         return column === 'queued' || column === 'running' ? column : undefined;
       },
       changed: () => this.deltas.soon(),
       adopt: (id, runId) => scheduler.adoptRun(id, runId),
     });
-    this.views = new BoardViews(store, scheduler, this.schedules, grants);
+    const live = new LiveAskWaits(() => this.deltas.soon(0));
+    this.views = new BoardViews(store, scheduler, this.schedules, grants, (id) =>
+      live.waiting(id, scheduler.runIdOf(id)),
+    );
     this.deltas = new BoardDeltas(
       () => this.views.view(),
       (d) => {
@@ -127,7 +131,12 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       changed: () => this.deltas.soon(0),
     });
     this.files = new RunFiles(paths, (runId) => this.runs.byId(runId));
-    this.asks = new PermissionAsks(store, scheduler, client, grants, (s) => scheduler.topRank(s));
+    this.asks = new PermissionAsks(store, scheduler, client, grants, (s) => scheduler.topRank(s), live);
+    scheduler.on('runEvent', (id, runId, e) => live.event(id, runId, e));
+    scheduler.on('ended', (id, result) => {
+      live.ended(id);
+      this.asks.runEnded(id, result);
+    });
     this.recordings = new Recordings({ store, changed: () => this.deltas.soon(0) });
     this.extractions = new Extractions({
       store,
@@ -229,6 +238,11 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
 
   /** The permission asks of the card's last run still waiting for the person (card in Needs input). */
   private openAsks(id: string, card: Card, runs: readonly RunResult[]): Pick<CardDetail, 'asks'> {
+    const active = this.scheduler.runIdOf(id);
+    if (active && this.columnOf(id, card) === 'needs-input') {
+      const open = this.asks.open(id, active, this.asks.liveWaiting(id, active));
+      return open.length ? { asks: { runId: active, flow: card.front.flow, open, live: true } } : {};
+    }
     if (card.front.status !== 'needs-input' || !card.front.lastRun) return {};
     const last = runs.find((r) => r.runId === card.front.lastRun);
     const open = last?.asks ? this.asks.open(id, last.runId, last.asks) : [];

@@ -19,6 +19,8 @@ import type { Card } from './project.ts';
 import type { Scheduler } from './scheduler.ts';
 import type { CardSchedule } from '../shared/board-types.ts';
 import type { GrantStatus } from './grant-store.ts';
+import type { PermissionAsk } from '@runboard/supervisor/protocol';
+import { askNeeds } from '../shared/asks.ts';
 
 export class BoardViews {
   /** Cards are new objects when their file changes, so the count is parsed once per version. */
@@ -31,6 +33,8 @@ export class BoardViews {
     private readonly scheduler: Scheduler,
     private readonly schedules?: { viewOf(card: Card): CardSchedule | undefined },
     private readonly grants?: { status(workspace: string): GrantStatus },
+    /** What a card's live run waits for at a tool call (live-ask-waits.ts): shown in Needs input. */
+    private readonly liveAsks?: (id: string) => PermissionAsk[],
   ) {}
 
   /** What a card is ordered by in its column (compareCards). */
@@ -45,7 +49,9 @@ export class BoardViews {
   }
 
   columnOf(id: string, card: Card): Column {
-    return this.scheduler.isActive(id) ? 'running' : (card.front.status ?? 'backlog');
+    if (!this.scheduler.isActive(id)) return card.front.status ?? 'backlog';
+    // a live run waiting for the person's answer: Needs input, its run going on (locked)
+    return this.liveAsks?.(id).length ? 'needs-input' : 'running';
   }
 
   private openQuestions(card: Card): number {
@@ -67,7 +73,7 @@ export class BoardViews {
       title: f.title,
       flow: f.flow,
       column,
-      locked: column === 'running',
+      locked: this.scheduler.isActive(id),
     };
     if (f.rank !== undefined) v.rank = f.rank;
     else v.arrival = this.arrivals.of(card.file);
@@ -83,6 +89,7 @@ export class BoardViews {
     if (f.nextTryAt && f.failures) v.nextTryAt = f.nextTryAt;
     if (f.lastError) v.lastError = f.lastError;
     if (f.needs) v.needs = f.needs;
+    if (column === 'needs-input' && v.locked) v.needs = askNeeds(this.liveAsks!(id));
     const open = this.openQuestions(card);
     if (open) v.openQuestions = open;
     const schedule = this.schedules?.viewOf(card);

@@ -10,24 +10,35 @@
  *   deny         → the card goes to Failed, saying what was denied
  *
  * A run may ask several things; the card is queued again once each is allowed (a deny ends it at once).
+ *
+ * An ask of a live run that waits at its tool call (live-ask-waits.ts) is answered through the
+ * supervisor (run/answer): deny → the tool is told no and the run goes on; allow (once or always, the
+ * latter also written as above) → the supervisor lets the run have it. Where the supervisor cannot
+ * widen the live sandbox, the run ends needs-input with the ask allowed: the card is then queued at once
+ * with that allow (`runEnded`), as if the person had answered it after the run.
  */
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { GrantError } from '@runboard/supervisor/grants';
-import type { PermissionAsk } from '@runboard/supervisor/protocol';
+import type { PermissionAsk, RunResult } from '@runboard/supervisor/protocol';
 import { describeAsk } from '../shared/asks.ts';
 import type { AskChoice } from '../shared/board-types.ts';
 import { checkRunId, Invalid, MoveRefused } from './board-errors.ts';
 import { cardTransition } from './card-lifecycle.ts';
 import type { BoardStore } from './board-store.ts';
+import type { CardStatus } from './project.ts';
 import { addYamlListItem } from './config-edit.ts';
 import type { GrantStore } from './grant-store.ts';
+import type { LiveAskWaits } from './live-ask-waits.ts';
 import type { Scheduler } from './scheduler.ts';
 import type { SupervisorClient } from './supervisor-client.ts';
 
 export interface AskAnswerResult {
-  /** queued: every ask was allowed, the card runs again; failed: denied; waiting: more asks to answer. */
-  state: 'queued' | 'failed' | 'waiting';
+  /**
+   * queued: every ask was allowed, the card runs again; failed: denied; waiting: more asks to answer;
+   * running: a live run's ask was answered and the run goes on.
+   */
+  state: 'queued' | 'failed' | 'waiting' | 'running';
 }
 
 export class PermissionAsks {
@@ -40,7 +51,13 @@ export class PermissionAsks {
     private readonly client: SupervisorClient,
     private readonly grants: GrantStore,
     private readonly topRank: (status: 'failed' | 'queued') => number,
+    private readonly live?: LiveAskWaits,
   ) {}
+
+  /** What the card's live run `runId` waits for at a tool call (live-ask-waits.ts). */
+  liveWaiting(cardId: string, runId: string): PermissionAsk[] {
+    return this.live?.waiting(cardId, runId) ?? [];
+  }
 
   /** The asks of the card's last run still waiting for an answer (empty: none). */
   open(cardId: string, runId: string, asks: readonly PermissionAsk[]): PermissionAsk[] {
@@ -52,8 +69,12 @@ export class PermissionAsks {
     checkRunId(runId);
     const card = this.store.get(cardId);
     if (!card) throw new Invalid(`no card ${cardId}`);
-    if (this.scheduler.isActive(cardId))
+    if (this.scheduler.isActive(cardId)) {
+      const active = this.scheduler.runIdOf(cardId);
+      if (active === runId && this.live?.waiting(cardId, runId).some((a) => a.id === askId))
+        return this.answerLive(cardId, runId, askId, choice);
       throw new MoveRefused('the card is running: its ask was answered already');
+    }
     if (card.front.status !== 'needs-input' || card.front.lastRun !== runId)
       throw new MoveRefused(
         `the card does not wait for an answer to run ${runId} (it is ${card.front.status ?? 'backlog'}, its last run ${card.front.lastRun ?? 'none'}): reload the board`,
@@ -82,13 +103,65 @@ export class PermissionAsks {
     entry.choices.set(askId, choice);
     if ((run.asks ?? []).some((x) => !entry.choices.has(x.id))) return { state: 'waiting' };
 
+    this.requeue(cardId, card.front.status, entry);
+    return { state: 'queued' };
+  }
+
+  /** The answer to an ask its live run waits on (the supervisor's record says what it is). */
+  private async answerLive(
+    cardId: string,
+    runId: string,
+    askId: string,
+    choice: AskChoice,
+  ): Promise<AskAnswerResult> {
+    const card = this.store.get(cardId)!;
+    const { run } = await this.client.getRun(runId);
+    if (run.card.path !== card.file) throw new Invalid(`run ${runId} is not a run of this card`);
+    const ask = run.asks?.find((x) => x.id === askId);
+    if (!ask) throw new Invalid(`run ${runId} asked nothing as ${askId}`);
+    if (choice === 'always') this.allowAlways(card.front.flow, card.workspace, ask);
+    try {
+      await this.client.answerAsk({ runId, ask: askId, choice: choice === 'deny' ? 'deny' : 'allow' });
+    } catch (err) {
+      throw new MoveRefused(
+        `the run no longer waits for this answer (${(err as Error).message}): it timed out or the run ended; reload the board`,
+      );
+    }
+    let entry = this.answered.get(cardId);
+    if (entry?.runId !== runId) this.answered.set(cardId, (entry = { runId, choices: new Map() }));
+    entry.choices.set(askId, choice);
+    return { state: 'running' };
+  }
+
+  /**
+   * A run ended. When the person allowed its live asks but the supervisor could not widen the live
+   * sandbox, it ends needs-input with those asks (and no other) on record: the card runs again with
+   * them allowed, without asking the person twice.
+   */
+  runEnded(cardId: string, result: RunResult): void {
+    const entry = this.answered.get(cardId);
+    const card = this.store.get(cardId);
+    if (entry?.runId !== result.runId || !card || this.scheduler.isActive(cardId)) return;
+    if (card.front.status !== 'needs-input' || card.front.lastRun !== result.runId) return;
+    const asks = result.asks ?? [];
+    if (asks.some((x) => !entry.choices.has(x.id))) return; // more to answer: the card shows them
+    if (![...entry.choices.values()].some((c) => c !== 'deny')) return;
+    this.requeue(cardId, card.front.status, entry);
+  }
+
+  /** Every ask of the card's run has an answer and none denied it: it runs again with them. */
+  private requeue(
+    cardId: string,
+    from: CardStatus | undefined,
+    entry: { runId: string; choices: Map<string, AskChoice> },
+  ): void {
     this.answered.delete(cardId);
     this.scheduler.allowNextRun(
       cardId,
-      [...entry.choices].filter(([, c]) => c === 'once').map(([ask]) => ({ runId, ask })),
+      [...entry.choices].filter(([, c]) => c === 'once').map(([ask]) => ({ runId: entry.runId, ask })),
     );
     this.store.update(cardId, {
-      status: cardTransition('asks-allowed', card.front.status, 'queued'),
+      status: cardTransition('asks-allowed', from, 'queued'),
       rank: this.topRank('queued'),
       needs: undefined,
       failures: undefined,
@@ -96,7 +169,6 @@ export class PermissionAsks {
       lastError: undefined,
     });
     this.scheduler.kick();
-    return { state: 'queued' };
   }
 
   /**

@@ -16,6 +16,7 @@
 import { EventEmitter } from 'node:events';
 import PQueue from 'p-queue';
 import { DisplayBusy, ResponseError, type RunResult } from '@runboard/supervisor/protocol';
+import type { RunEvent } from '@runboard/supervisor/protocol';
 import type { BoardStore } from './board-store.ts';
 import { compareCards } from './board-model.ts';
 import {
@@ -71,6 +72,9 @@ export interface SchedulerEvents {
   changed: [];
   /** Timing of a dispatch: from a slot freeing (or a kick) to the launch request being sent. */
   dispatch: [{ cardId: string; sinceFreeMs: number }];
+  /** An event of a card's run, and a run's end (after its card was written): live asks (live-ask-waits.ts). */
+  runEvent: [cardId: string, runId: string, event: RunEvent];
+  ended: [cardId: string, result: RunResult];
 }
 
 export class Scheduler extends EventEmitter<SchedulerEvents> {
@@ -408,6 +412,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private follow(cardId: string, runId: string): Promise<void> {
     return followRun(this.client, runId, {
       event: (e) => {
+        this.emit('runEvent', cardId, runId, e);
         // a 429 with a reset, seen by the model proxy: the key's waiting cards wait until then
         if (this.parks.parkOn(this.active.get(cardId)?.flow, e)) return void this.kick();
         if (e.type !== 'progress') return;
@@ -451,6 +456,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         }),
       );
     }
+    this.emit('ended', cardId, result);
     this.emit('changed');
     this.kick();
   }

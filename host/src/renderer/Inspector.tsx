@@ -11,6 +11,7 @@ import { ScheduleSection } from './Schedule.tsx';
 import { ReplayParamsSection } from './ReplayParams.tsx';
 import { WorkflowSection } from './WorkflowEditor.tsx';
 import { RunPanel, STATUS_CLASS, TrendChart, Worktree, fmtMs } from './RunPanel.tsx';
+import { WorkspaceCopy } from './WorkspaceCopy.tsx';
 import { AttemptsSection } from './Attempts.tsx';
 import { sumUsage, usageText } from '../shared/usage-text.ts';
 
@@ -344,6 +345,7 @@ export function Inspector({
             </p>
           )}
           <Worktree key={`wt-${run.runId}`} api={api} run={run} onChanged={onChanged} />
+          <WorkspaceCopy key={`copy-${run.runId}`} api={api} run={run} onChanged={onChanged} />
           <RunPanel
             key={run.runId}
             api={api}

@@ -1,7 +1,8 @@
 /**
  * The card's permission asks (docs/user-guide-board.md, "When a run asks for a permission"): what the
- * sandbox refused the card's last run, as the supervisor recorded it, with Allow once, Allow always
- * for the flow, and Deny. The run's own words are shown as evidence, never as what will be allowed.
+ * sandbox refused the card's last run, or what its live run waits for at a tool call, as the
+ * supervisor recorded it, with Allow once, Allow always for the flow, and Deny. The run's own words
+ * are shown as evidence, never as what will be allowed.
  */
 import { useState } from 'react';
 import type { PermissionAsk } from '@runboard/supervisor/protocol/data';
@@ -20,6 +21,15 @@ function once(a: PermissionAsk): string {
     case 'delete':
       return `lets the card's next run delete files in ${a.path} (and the folders in it), that run only`;
   }
+}
+
+/** Allow once for an ask its live run waits on (supervisor live-asks.ts, live-grant.ts). */
+function onceLive(a: PermissionAsk): string {
+  const what =
+    a.kind === 'read'
+      ? `read (not write) ${a.path}`
+      : `${a.kind === 'delete' ? 'delete files' : 'write anywhere'} in ${a.path}`;
+  return `lets this run ${what} (and the folders in it) from now on, this run only: the agent's tool goes on. Where this run cannot gain it, it stops and the card runs again at once with it`;
 }
 
 function always(a: PermissionAsk, flow: string): string {
@@ -47,6 +57,7 @@ export function PermissionAskPanel({ api, detail, onChanged, onError }: Props) {
   const [busy, setBusy] = useState(false);
   const asks = detail.asks;
   if (!asks || asks.open.length === 0) return null;
+  const live = asks.live === true;
   const answer = (ask: PermissionAsk, choice: AskChoice): void => {
     setBusy(true);
     api
@@ -56,18 +67,22 @@ export function PermissionAskPanel({ api, detail, onChanged, onError }: Props) {
   };
   return (
     <section className="asks" aria-label="Permission asks">
-      <h3>The run asks for a permission</h3>
+      <h3>{live ? 'The run waits for your answer' : 'The run asks for a permission'}</h3>
       <ol className="ask-list">
         {asks.open.map((a) => {
           const what = describeAsk(a);
           return (
             <li key={a.id} className="ask">
               <p className="ask-what">
-                {a.source === 'agent' ? 'The agent was refused' : 'The sandbox refused'}:{' '}
-                <strong>{what}</strong>
+                {live
+                  ? 'It asks, before the act'
+                  : a.source === 'agent'
+                    ? 'The agent was refused'
+                    : 'The sandbox refused'}
+                : <strong>{what}</strong>
               </p>
               <p className="muted ask-evidence">
-                The run printed: <code>{a.evidence}</code>
+                {live ? 'Asked for' : 'The run printed'}: <code>{a.evidence}</code>
               </p>
               <div className="ask-actions" role="group" aria-label={`Answer: ${what}`}>
                 <button className="primary" disabled={busy} onClick={() => answer(a, 'once')}>
@@ -81,7 +96,11 @@ export function PermissionAskPanel({ api, detail, onChanged, onError }: Props) {
                 </button>
               </div>
               <p className="muted ask-note">
-                Allow once {once(a)}. Allow always {always(a, asks.flow)}.
+                Allow once {live ? onceLive(a) : once(a)}. Allow always {always(a, asks.flow)}
+                {live ? ', and continues as Allow once does' : ''}.{' '}
+                {live
+                  ? 'Deny tells the agent no: it goes on without it, and so does the run.'
+                  : 'Deny fails the card.'}
               </p>
             </li>
           );

@@ -10,6 +10,7 @@ import type { BoardApi } from '../shared/board-api.ts';
 import { DebugLog } from './DebugLog.tsx';
 import { Filmstrip, LiveDisplay } from './Filmstrip.tsx';
 import { filmstripOf, isFilmEvent } from './cu-steps.ts';
+import { AskLog, isAskEvent } from './AskLog.tsx';
 import { LogView, type RunLiveState } from './LogView.tsx';
 import { ProgressBar } from './Progress.tsx';
 
@@ -236,6 +237,8 @@ export function RunPanel({
   const [filmEvents, setFilmEvents] = useState<RunEvent[]>([]);
   const steps = useMemo(() => filmstripOf(filmEvents), [filmEvents]);
   const liveView = filmEvents.some((e) => (e.data as { kind?: unknown } | undefined)?.kind === 'cu-live');
+  // its asks at the tool call and how each ended (AskLog.tsx)
+  const [askEvents, setAskEvents] = useState<RunEvent[]>([]);
   return (
     <div className="run-panel">
       <dl className="metrics">
@@ -304,8 +307,12 @@ export function RunPanel({
           setLive(s);
           onLive(s);
         }}
-        onEvent={(e) => isFilmEvent(e) && setFilmEvents((prev) => [...prev, e])}
+        onEvent={(e) => {
+          if (isFilmEvent(e)) setFilmEvents((prev) => [...prev, e]);
+          if (isAskEvent(e)) setAskEvents((prev) => [...prev, e]);
+        }}
       />
+      <AskLog events={askEvents} />
     </div>
   );
 }

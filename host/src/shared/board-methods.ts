@@ -154,7 +154,7 @@ export const boardMethods = {
    * allow once, allow always for the card's flow (config.yaml), or deny. What is allowed is the
    * supervisor's record of the ask; nothing else in the request can widen it.
    */
-  answerAsk: method<'call', { state: 'queued' | 'failed' | 'waiting' }>('call')(
+  answerAsk: method<'call', { state: 'queued' | 'failed' | 'waiting' | 'running' }>('call')(
     'POST',
     '/api/cards/:id/asks',
     z.extend(card, {

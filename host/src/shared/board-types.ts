@@ -176,7 +176,13 @@ export interface CardDetail {
    * Permissions the sandbox refused the card's last run that wait for the person's answer (the card is
    * in Needs input): from the supervisor's record of that run.
    */
-  asks?: { runId: string; flow: string; open: PermissionAsk[] };
+  asks?: {
+    runId: string;
+    flow: string;
+    open: PermissionAsk[];
+    /** The card's run is live and waits at a tool call for the answer (supervisor run/answer). */
+    live?: boolean;
+  };
   /**
    * The card's last run as attempts (config `attempts:`; host/src/core/scheduler-attempts.ts): each
    * attempt's run (null: never started), the judge's run, the winner (from 1) and the verdict.

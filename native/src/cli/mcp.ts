@@ -297,6 +297,9 @@ export async function serve(args: string[], execute: Execute): Promise<number> {
     return i >= 0 ? args[i + 1] : undefined;
   };
   const transport = flag('--transport') ?? 'stdio';
+  // A server reads the same windows again and again: it keeps their trees between reads, brought up
+  // to date by the accessibility events that name what changed (decision in docs/decisions.md).
+  await desktop.keepTrees(true).catch(() => undefined);
   if (transport === 'streamable-http') return serveHttp(Number(flag('--port') ?? 0), execute);
   if (transport !== 'stdio') {
     process.stderr.write(

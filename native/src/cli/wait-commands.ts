@@ -1,4 +1,5 @@
 // desktop-cli's conditions: wait, assert, and observe (JSON lines until --duration or a signal).
+import { desktop } from '../desktop/desktop.ts';
 import { DesktopError } from '../desktop/types.ts';
 import { type Values, type Out, int, num, str, targetOf, hasTarget, rolesOf, sleep } from './args.ts';
 import { CliError } from './errors.ts';
@@ -121,6 +122,8 @@ export async function observe(v: Values): Promise<Out> {
   const depth = int(v.depth, 'depth', 0);
   const roles = rolesOf(v.roles);
   const opts = { ...(depth ? { depth } : {}), ...(roles ? { roles } : {}) };
+  // Every read after the first re-reads only what the accessibility events named (kept trees).
+  await desktop.keepTrees(true).catch(() => undefined);
   const line = (o: unknown) => writeOut(JSON.stringify(o) + '\n');
   const now = () => Math.floor(Date.now() / 1000);
   const start = Date.now();

@@ -77,6 +77,8 @@ struct ReadStats {
   int returned = 0;    // elements in the result
   int roundTrips = 0;  // batched round trips to the accessibility bus
   double ms = 0;
+  bool kept = false;  // the tree kept from an earlier read, with what events named re-read (KeepTrees)
+  int refreshed = 0;  // objects re-read because an event named them (kept trees only)
 };
 
 struct ReadResult {

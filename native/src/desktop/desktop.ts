@@ -196,6 +196,13 @@ export const desktop = {
     const raw = await call(() => binding().desktopRead({ ...options, ...query(options) }));
     return { ...raw, elements: raw.elements.map(element) };
   },
+  /**
+   * For long-lived processes (observe, serve): keep each window's tree between reads and re-read only
+   * what the accessibility events say changed (every app on the bus sends those events while it is on).
+   */
+  keepTrees(on: boolean): Promise<void> {
+    return call(() => binding().desktopKeepTrees(on));
+  },
   /** Performs an element's accessibility action ('' or omitted: its first); returns the name performed. */
   doAction(q: WindowQuery, id: number, action = ''): Promise<string> {
     return call(() => binding().desktopDoAction(query(q), id, action));

@@ -86,7 +86,16 @@ export interface ReadResult {
   /** The toolkit scale applied to the accessibility bounds (GDK_SCALE). */
   scale: number;
   elements: Element[];
-  stats: { nodes: number; returned: number; roundTrips: number; ms: number };
+  stats: {
+    nodes: number;
+    returned: number;
+    roundTrips: number;
+    ms: number;
+    /** Served from a tree kept since an earlier read (desktop.keepTrees), with what changed re-read. */
+    kept?: boolean;
+    /** Objects re-read because an accessibility event named them (kept trees only). */
+    refreshed?: number;
+  };
 }
 
 export type MouseButton = 'left' | 'middle' | 'right';

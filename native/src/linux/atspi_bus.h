@@ -39,6 +39,7 @@ class Bus {
  public:
   static Bus& Get();  // throws DesktopError(NO_ACCESSIBILITY_BUS)
   GDBusConnection* conn() const { return conn_; }
+  const std::string& address() const { return address_; }
   std::vector<AppRef> Apps();
   Peer PeerFor(const std::string& busName);
   // Sends every call, then waits for all replies. Replies are owned by the caller (nullptr on error;

@@ -2,6 +2,8 @@
 
 #include <atspi/atspi.h>
 
+#include <strings.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -17,6 +19,7 @@ namespace {
 
 constexpr const char* kRootPath = "/org/a11y/atspi/accessible/root";
 constexpr int kMaxUncached = 20000;
+bool g_askInterfaces = true;  // for the load under way (LoadTree, tree_cache.cc's Refresh): see FetchInfo
 
 uint32_t IfaceBit(std::string_view name) {
   static const std::pair<const char*, uint32_t> table[] = {
@@ -88,6 +91,8 @@ void ParseItems(wire::Reader r, std::vector<Node>& nodes, std::unordered_map<std
   }
 }
 
+}  // namespace
+
 void LinkChildren(std::vector<Node>& nodes, std::unordered_map<std::string, int>& byPath) {
   for (auto& n : nodes) n.children.clear();
   for (size_t i = 0; i < nodes.size(); i++) {
@@ -101,29 +106,81 @@ void LinkChildren(std::vector<Node>& nodes, std::unordered_map<std::string, int>
 
 // Role, states, interfaces and the Accessible properties (name, description, child count, parent)
 // of objects the cache does not hold, in one pipelined batch.
+// The interfaces a walked object is taken to have, from its role, instead of a GetInterfaces call (one
+// call in four of a walk): every object is asked for its extents, text and actions only where the
+// reader wants them, and an object without the interface answers that call with an error, which reads
+// as "none". Value is the one interface whose call is made for every element that has it: only the roles
+// that carry a value get it.
+static uint32_t GuessInterfaces(uint32_t role) {
+  uint32_t ifaces = kComponent | kText | kAction;
+  switch (role) {
+    case ATSPI_ROLE_SLIDER:
+    case ATSPI_ROLE_SPIN_BUTTON:
+    case ATSPI_ROLE_PROGRESS_BAR:
+    case ATSPI_ROLE_SCROLL_BAR:
+    case ATSPI_ROLE_LEVEL_BAR:
+    case ATSPI_ROLE_DIAL:
+      ifaces |= kValue;
+      break;
+    default:
+      break;
+  }
+  return ifaces;
+}
+
+const std::string& ToolkitName(const Peer& peer, const std::string& app) {
+  static std::unordered_map<std::string, std::string> byApp;  // unique bus name -> toolkit
+  auto known = byApp.find(app);
+  if (known != byApp.end()) return known->second;
+  std::string toolkit;
+  GVariant* v = Bus::Get().CallOne(peer, {kRootPath, "org.freedesktop.DBus.Properties", "Get",
+                                          g_variant_new("(ss)", "org.a11y.atspi.Application", "ToolkitName")});
+  if (v) {
+    GVariant* inner = nullptr;
+    g_variant_get(v, "(v)", &inner);
+    if (inner && g_variant_is_of_type(inner, G_VARIANT_TYPE_STRING)) toolkit = g_variant_get_string(inner, nullptr);
+    if (inner) g_variant_unref(inner);
+    g_variant_unref(v);
+  }
+  return byApp[app] = toolkit;
+}
+
 void FetchInfo(Bus& bus, const Peer& peer, std::vector<Node>& nodes, const std::vector<int>& fresh, bool setParent) {
+  // GTK answers a call on an interface an object lacks with a CRITICAL in the app's log (seen with tree
+  // views' cells), and walks little (its cache holds nearly everything): it is asked. Web content is
+  // walked by the thousand, and its objects have the interfaces the reader asks for.
+  const bool askInterfaces = g_askInterfaces;
+  const size_t per = askInterfaces ? 4 : 3;
   std::vector<wire::Call> info;
-  info.reserve(fresh.size() * 4);
+  info.reserve(fresh.size() * per);
   wire::Writer accessible;
   accessible.Str("org.a11y.atspi.Accessible");
   for (int i : fresh) {
     const std::string& path = nodes[i].path;
     info.push_back({path, "org.a11y.atspi.Accessible", "GetRole", "", ""});
     info.push_back({path, "org.a11y.atspi.Accessible", "GetState", "", ""});
-    info.push_back({path, "org.a11y.atspi.Accessible", "GetInterfaces", "", ""});
     info.push_back({path, "org.freedesktop.DBus.Properties", "GetAll", "s", accessible.bytes()});
+    if (askInterfaces) info.push_back({path, "org.a11y.atspi.Accessible", "GetInterfaces", "", ""});
   }
   std::vector<wire::Reply> r;
   wire::Conn& c = bus.WireCallMany(peer, info, r);
   for (size_t k = 0; k < fresh.size(); k++) {
     Node& n = nodes[fresh[k]];
-    if (r[k * 4].ok) {
-      wire::Reader b = c.Body(r[k * 4]);
+    if (r[k * per].ok) {
+      wire::Reader b = c.Body(r[k * per]);
       uint32_t role = b.U32();
       if (b.ok()) n.role = role;
     }
-    if (r[k * 4 + 1].ok) {
-      wire::Reader b = c.Body(r[k * 4 + 1]);
+    if (askInterfaces) {
+      if (r[k * per + 3].ok) {
+        wire::Reader b = c.Body(r[k * per + 3]);
+        for (size_t end = b.Array(4); b.Before(end);) n.ifaces |= IfaceBit(b.Str());
+      }
+    } else {
+      n.ifaces |= GuessInterfaces(n.role);
+    }
+    if (r[k * per + 1].ok) {
+      wire::Reader b = c.Body(r[k * per + 1]);
       uint64_t states = 0;
       int word = 0;
       for (size_t end = b.Array(4); b.Before(end); word++) {
@@ -132,12 +189,8 @@ void FetchInfo(Bus& bus, const Peer& peer, std::vector<Node>& nodes, const std::
       }
       if (b.ok()) n.states = states;
     }
-    if (r[k * 4 + 2].ok) {
-      wire::Reader b = c.Body(r[k * 4 + 2]);
-      for (size_t end = b.Array(4); b.Before(end);) n.ifaces |= IfaceBit(b.Str());
-    }
-    if (r[k * 4 + 3].ok) {  // a{sv}
-      wire::Reader b = c.Body(r[k * 4 + 3]);
+    if (r[k * per + 2].ok) {  // a{sv}
+      wire::Reader b = c.Body(r[k * per + 2]);
       for (size_t end = b.Array(8); b.Before(end);) {
         b.Align(8);
         std::string_view key = b.Str();
@@ -162,7 +215,7 @@ void FetchInfo(Bus& bus, const Peer& peer, std::vector<Node>& nodes, const std::
 
 // An object reference list, a(so), as paths.
 template <typename F>
-void ForEachRef(wire::Reader b, F&& f) {
+static void ForEachRef(wire::Reader b, F&& f) {
   for (size_t end = b.Array(8); b.Before(end);) {
     b.Align(8);
     b.Str();
@@ -177,7 +230,7 @@ void ForEachRef(wire::Reader b, F&& f) {
 // subtree in one GetMatches call (in tree order; parents come from the Parent property); the others
 // are walked level by level, one pipelined batch for the children lists and one for the new objects.
 void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes, std::unordered_map<std::string, int>& byPath,
-                    int root, bool expandHidden) {
+                    int root, bool expandHidden, std::vector<int>* walked) {
   std::vector<int> frontier;
   std::vector<int> stack{root};
   while (!stack.empty()) {  // nodes of the window's subtree whose children are missing
@@ -192,6 +245,7 @@ void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes, std::u
       frontier.push_back(i);
     for (int c : n.children) stack.push_back(c);
   }
+  if (walked) *walked = frontier;
   int added = 0;
   std::vector<wire::Call> calls;
   std::vector<wire::Reply> replies;
@@ -321,8 +375,6 @@ void AssignIds(WindowTree& t) {
   }
 }
 
-}  // namespace
-
 std::vector<std::vector<std::string>> ActionNames(Bus& bus, const Peer& peer, const std::vector<std::string>& paths,
                                                   bool firstOnly) {
   std::vector<std::vector<std::string>> names(paths.size());
@@ -418,7 +470,7 @@ std::vector<x11::XWin> WindowsWithApps(std::vector<AppRef>* appsOut) {
   return wins;
 }
 
-WindowTree LoadWindowTree(const WindowQuery& q, bool expandHidden) {
+WindowTree FindWindow(const WindowQuery& q) {
   WindowTree t;
   std::vector<AppRef> apps;
   auto wins = WindowsWithApps(&apps);
@@ -439,11 +491,23 @@ WindowTree LoadWindowTree(const WindowQuery& q, bool expandHidden) {
   t.app = *app;
   t.peer = bus.PeerFor(app->busName);
   t.scale = ProcessScale(app->pid);
+  return t;
+}
+
+void AskInterfacesFor(const WindowTree& t) {
+  g_askInterfaces = strcasecmp(ToolkitName(t.peer, t.app.busName).c_str(), "gtk") == 0;
+}
+
+void LoadTree(WindowTree& t, bool expandHidden) {
+  auto& bus = Bus::Get();
+  AskInterfacesFor(t);
+  auto& byPath = t.byPath;
+  byPath.clear();
+  t.nodes.clear();
 
   static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
   auto t0 = g_get_monotonic_time();
   if (trace) g_printerr("load: window + apps found\n");
-  std::unordered_map<std::string, int> byPath;
   {
     std::vector<wire::Call> calls{{"/org/a11y/atspi/cache", "org.a11y.atspi.Cache", "GetItems", "", ""}};
     std::vector<wire::Reply> replies;
@@ -499,8 +563,20 @@ WindowTree LoadWindowTree(const WindowQuery& q, bool expandHidden) {
       if (best < 0 || d < best) best = d, t.root = cands[k];
     }
   }
-  ExpandUncached(bus, t.peer, t.nodes, byPath, t.root, expandHidden);
+  std::vector<int> walked;
+  ExpandUncached(bus, t.peer, t.nodes, byPath, t.root, expandHidden, &walked);
+  t.walkRoots.clear();
+  t.eventsCover = true;
+  for (int i : walked) {
+    t.walkRoots.push_back(t.nodes[i].path);
+    if (!HasState(t.nodes[i], ATSPI_STATE_MANAGES_DESCENDANTS)) t.eventsCover = false;
+  }
   AssignIds(t);
+}
+
+WindowTree LoadWindowTree(const WindowQuery& q, bool expandHidden) {
+  WindowTree t = FindWindow(q);
+  LoadTree(t, expandHidden);
   return t;
 }
 

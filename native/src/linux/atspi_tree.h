@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/desktop_types.h"
@@ -34,6 +35,9 @@ struct Node {
   uint64_t states = 0;  // AT-SPI state bits (AtspiStateType positions)
   std::vector<int> children;
   int id = -1;  // pre-order index from the window (the window is 0)
+  // Action names once read (a kept tree keeps them until an event names the object).
+  bool actionsKnown = false;
+  std::vector<std::string> actions;
 };
 
 struct WindowTree {
@@ -44,6 +48,13 @@ struct WindowTree {
   int root = -1;  // the window's node
   double scale = 1;
   std::vector<int> byId;  // id -> node index
+  std::unordered_map<std::string, int> byPath;
+  // Objects whose children the cache lacked and that were walked; eventsCover: each of them manages its
+  // descendants (a tree view: re-walked at every kept read). Otherwise (Chromium's web content, which
+  // sends no children-changed) the tree is not kept (tree_cache.cc).
+  std::vector<std::string> walkRoots;
+  bool eventsCover = true;
+  std::unordered_set<std::string> recheck;  // shown but not yet showing when last re-read
 };
 
 bool HasState(const Node& n, int state);
@@ -52,6 +63,26 @@ const std::string& RoleName(uint32_t role);
 // Finds the window for a query and loads its tree. `expandHidden` also fetches uncached children of
 // objects that are not showing.
 WindowTree LoadWindowTree(const WindowQuery& q, bool expandHidden);
+// The two halves of LoadWindowTree: the window, its app and peer; then its tree.
+WindowTree FindWindow(const WindowQuery& q);
+void LoadTree(WindowTree& t, bool expandHidden);
+
+// The app's toolkit ("GTK", "Chromium", …), asked once per app.
+const std::string& ToolkitName(const Peer& peer, const std::string& app);
+// Whether FetchInfo asks objects for their interfaces (GTK) or takes them from their role (the rest).
+void AskInterfacesFor(const WindowTree& t);
+
+// The pieces the kept trees (tree_cache.cc) re-use on the objects that events named.
+// Role, states, interfaces, name, description and child count of `fresh` (and their parent).
+void FetchInfo(Bus& bus, const Peer& peer, std::vector<Node>& nodes, const std::vector<int>& fresh, bool setParent);
+// Children lists from the parents' paths, in index order.
+void LinkChildren(std::vector<Node>& nodes, std::unordered_map<std::string, int>& byPath);
+// Fetches the children of objects below `root` that have fewer than their child count.
+// `walked` (when given): the objects whose children were fetched (the walk's first level).
+void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes, std::unordered_map<std::string, int>& byPath,
+                    int root, bool expandHidden, std::vector<int>* walked = nullptr);
+// Ids in pre-order from the window (0).
+void AssignIds(WindowTree& t);
 // Action names of objects, in two pipelined batches at most: GetActions, then GetName for the
 // actions it left unnamed (Chromium gives no localized names; GTK does). With firstOnly, only the
 // first (default) action of such objects is named: the others (Chromium: showContextMenu) are dropped,

@@ -90,7 +90,7 @@ void Field(std::string& m, size_t base, uint8_t code, char type, std::string_vie
   m.push_back('\0');
 }
 
-void AppendCall(std::string& out, const Call& c, std::string_view dest, uint32_t serial) {
+void AppendCallTo(std::string& out, const Call& c, std::string_view dest, uint32_t serial) {
   size_t base = out.size();
   out.append("l\x01\x02\x01", 4);  // little-endian, method call, NO_AUTO_START, version 1
   Put32(out, static_cast<uint32_t>(c.body.size()));
@@ -296,6 +296,75 @@ Conn* Conn::For(const std::string& address, bool bus) {
 
 Conn::~Conn() { close(fd_); }
 
+std::unique_ptr<Conn> Conn::Open(const std::string& address) {
+  sockaddr_un sa;
+  socklen_t len = 0;
+  if (!UnixAddress(address, sa, len)) return nullptr;
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return nullptr;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0) {
+    close(fd);
+    return nullptr;
+  }
+  std::unique_ptr<Conn> c(new Conn(fd));
+  if (!c->Auth(false)) return nullptr;
+  return c;
+}
+
+void AppendCall(std::string& out, const Call& c, std::string_view dest, uint32_t serial) {
+  AppendCallTo(out, c, dest, serial);
+}
+
+int ParseMessage(const char* m, size_t n, Message& msg) {
+  if (n < 16) return 0;
+  if (m[0] != 'l') return -1;  // big-endian peers are not supported (see the header)
+  uint32_t bodyLen = Load32(m + 4), fieldsLen = Load32(m + 12);
+  if (fieldsLen > (1u << 26) || bodyLen > (1u << 27)) return -1;
+  size_t headerEnd = AlignUp(16 + fieldsLen, 8), total = headerEnd + bodyLen;
+  if (n < total) return 0;
+  msg = Message{};
+  msg.type = static_cast<uint8_t>(m[1]);
+  msg.bodyOff = headerEnd;
+  msg.bodyLen = bodyLen;
+  msg.total = total;
+  // Header fields, parsed by hand: code, signature, value.
+  size_t pos = 16, end = 16 + fieldsLen;
+  while (pos < end) {
+    pos = AlignUp(pos, 8);
+    if (pos + 4 > end) break;
+    uint8_t fcode = static_cast<uint8_t>(m[pos]);
+    uint8_t slen = static_cast<uint8_t>(m[pos + 1]);
+    if (slen != 1) return -1;
+    char t = m[pos + 2];
+    pos += 4;
+    if (t == 'u') {
+      pos = AlignUp(pos, 4);
+      if (pos + 4 > end) return -1;
+      if (fcode == 5) msg.replyTo = Load32(m + pos);
+      pos += 4;
+    } else if (t == 's' || t == 'o') {
+      pos = AlignUp(pos, 4);
+      if (pos + 4 > end) return -1;
+      uint32_t l = Load32(m + pos);
+      if (pos + 4 + l + 1 > end) return -1;
+      std::string_view v(m + pos + 4, l);
+      if (fcode == 1) msg.path = v;
+      else if (fcode == 2) msg.iface = v;
+      else if (fcode == 3) msg.member = v;
+      else if (fcode == 4) msg.error = v;
+      else if (fcode == 7) msg.sender = v;
+      pos += 4 + l + 1;
+    } else if (t == 'g') {
+      if (pos >= end) return -1;
+      uint8_t l = static_cast<uint8_t>(m[pos]);
+      pos += 1 + l + 1;
+    } else {
+      return -1;
+    }
+  }
+  return 1;
+}
+
 // SASL EXTERNAL with the process's uid, then BEGIN (and Hello on a message bus). Blocking, with a
 // receive timeout so that a peer that never answers cannot hang the reader.
 bool Conn::Auth(bool bus) {
@@ -333,7 +402,7 @@ bool Conn::CallMany(const std::vector<Call>& calls, std::vector<Reply>& replies,
   for (auto& c : calls) bytes += 160 + c.path.size() + c.body.size();
   out.reserve(bytes);
   uint32_t first = serial_ + 1;
-  for (auto& c : calls) AppendCall(out, c, dest, ++serial_);
+  for (auto& c : calls) AppendCallTo(out, c, dest, ++serial_);
   size_t sent = 0, parsed = 0, used = 0, left = calls.size();
   std::vector<char> buf(std::max<size_t>(1 << 16, bytes / 2));
   int64_t deadline = NowMs() + timeoutMs;
@@ -364,66 +433,23 @@ bool Conn::CallMany(const std::vector<Call>& calls, std::vector<Reply>& replies,
     // Whole messages received so far.
     while (used - parsed >= 16) {
       const char* m = buf.data() + parsed;
-      if (m[0] != 'l') return fail();  // big-endian peers are not supported (see the header)
-      uint32_t bodyLen = Load32(m + 4), fieldsLen = Load32(m + 12);
-      if (fieldsLen > (1u << 26) || bodyLen > (1u << 27)) return fail();
-      size_t headerEnd = AlignUp(16 + fieldsLen, 8), total = headerEnd + bodyLen;
-      if (used - parsed < total) break;
-      uint8_t type = static_cast<uint8_t>(m[1]);
-      uint32_t replyTo = 0;
-      std::string errorName;
-      // Header fields, parsed by hand: code, signature, value.
-      size_t pos = 16, end = 16 + fieldsLen;
-      bool bad = false;
-      while (pos < end && !bad) {
-        pos = AlignUp(pos, 8);
-        if (pos + 4 > end) break;
-        uint8_t fcode = static_cast<uint8_t>(m[pos]);
-        uint8_t slen = static_cast<uint8_t>(m[pos + 1]);
-        if (slen != 1 || pos + 4 > end) {
-          bad = true;
-          break;
-        }
-        char t = m[pos + 2];
-        pos += 4;
-        if (t == 'u') {
-          pos = AlignUp(pos, 4);
-          if (pos + 4 > end) bad = true;
-          else if (fcode == 5) replyTo = Load32(m + pos);
-          pos += 4;
-        } else if (t == 's' || t == 'o') {
-          pos = AlignUp(pos, 4);
-          if (pos + 4 > end) {
-            bad = true;
-            break;
-          }
-          uint32_t l = Load32(m + pos);
-          if (pos + 4 + l + 1 > end) {
-            bad = true;
-            break;
-          }
-          if (fcode == 4) errorName.assign(m + pos + 4, l);
-          pos += 4 + l + 1;
-        } else if (t == 'g') {
-          uint8_t l = static_cast<uint8_t>(m[pos]);
-          pos += 1 + l + 1;
-        } else {
-          bad = true;
-        }
-      }
-      if (bad) return fail();
-      if ((type == 2 || type == 3) && replyTo >= first && replyTo - first < calls.size()) {
-        Reply& rep = replies[replyTo - first];
-        rep.off = parsed + headerEnd;
-        rep.len = bodyLen;
-        rep.ok = type == 2;
-        if (type == 3) {
-          Reader b(m + headerEnd, bodyLen);
-          std::string_view msg = bodyLen ? b.Str() : std::string_view();
-          rep.error = errorName + (msg.empty() ? "" : ": " + std::string(msg));
+      Message msg;
+      int whole = ParseMessage(m, used - parsed, msg);
+      if (whole < 0) return fail();
+      if (whole == 0) break;
+      if ((msg.type == 2 || msg.type == 3) && msg.replyTo >= first && msg.replyTo - first < calls.size()) {
+        Reply& rep = replies[msg.replyTo - first];
+        rep.off = parsed + msg.bodyOff;
+        rep.len = msg.bodyLen;
+        rep.ok = msg.type == 2;
+        if (msg.type == 3) {
+          Reader b(m + msg.bodyOff, msg.bodyLen);
+          std::string_view text = msg.bodyLen ? b.Str() : std::string_view();
+          rep.error = std::string(msg.error) + (text.empty() ? "" : ": " + std::string(text));
         }
         left--;
       }
+      size_t total = msg.total;
       parsed += total;
     }
   }

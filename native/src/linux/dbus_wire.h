@@ -8,6 +8,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,8 +64,26 @@ struct Reply {
   size_t off = 0, len = 0;  // the body inside the connection's buffer
 };
 
+// A message's header, parsed in place (views into the bytes given to ParseMessage).
+struct Message {
+  uint8_t type = 0;  // 1 method call, 2 method return, 3 error, 4 signal
+  uint32_t replyTo = 0;
+  std::string_view path, iface, member, error, sender;
+  size_t bodyOff = 0, bodyLen = 0, total = 0;  // from the message's start
+};
+
+// The message at the start of [p, p + n): 1 when it is whole (m filled in), 0 when more bytes are
+// needed, -1 when it is malformed (or big-endian).
+int ParseMessage(const char* p, size_t n, Message& m);
+// Appends a method call (NO_AUTO_START) to out.
+void AppendCall(std::string& out, const Call& c, std::string_view dest, uint32_t serial);
+
 class Conn {
  public:
+  // A connection of its own (not shared, not a bus client yet: no Hello sent), for a reader that runs
+  // its own loop on fd() with AppendCall and ParseMessage (atspi_events.cc). nullptr on failure.
+  static std::unique_ptr<Conn> Open(const std::string& address);
+  int fd() const { return fd_; }
   // A connection for an address ("unix:path=…" or "unix:abstract=…", the first unix entry of a
   // list); `bus` when it is a message bus (Hello is sent, and calls name their destination).
   // Connections are kept per address for the process. nullptr when it cannot be opened.

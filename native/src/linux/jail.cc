@@ -44,6 +44,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,6 +61,7 @@
 #include "linux/jail_common.h"
 #include "linux/jail_options.h"
 #include "linux/landlock.h"
+#include "linux/live_grants.h"
 #include "linux/output_pump.h"
 #include "linux/pids_limit.h"
 #include "linux/seccomp_net.h"
@@ -212,8 +214,11 @@ int main(int argc, char** argv) {
   // stay the jail's: close-on-exec).
   int keepFrom = (gStatusFd > 3 ? gStatusFd : 3) + 1;
   const bool pumping = outputFds[0] >= 0;
-  CloseFrom(keepFrom, pumping ? std::vector<int>(outputFds, outputFds + 3) : std::vector<int>());
+  std::vector<int> keep = pumping ? std::vector<int>(outputFds, outputFds + 3) : std::vector<int>();
+  if (o.controlFd >= 0) keep.push_back(o.controlFd);
+  CloseFrom(keepFrom, keep);
   if (gStatusFd >= 0) fcntl(gStatusFd, F_SETFD, FD_CLOEXEC);
+  if (o.controlFd >= 0) fcntl(o.controlFd, F_SETFD, FD_CLOEXEC);
   runboard::output::Pump pump(outputFds[0], outputFds[1], outputFds[2]);
   if (pumping) {
     std::string err = pump.Open();
@@ -268,6 +273,9 @@ int main(int argc, char** argv) {
   int initReport[2] = {-1, -1};  // --init: how the command ended, from the run's init
   if (asInit && pipe2(initReport, O_CLOEXEC) < 0) Die("pipe: " + std::string(strerror(errno)), 1);
 
+  // Live grants: the child hands its grant slots to the jail on this (linux/live_grants.h).
+  if (o.controlFd >= 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, o.grantSock) < 0)
+    Die("socketpair: " + std::string(strerror(errno)), 1);
   pid_t child = fork();
   if (child < 0) Die("fork: " + std::string(strerror(errno)), 1);
   if (child == 0)
@@ -282,6 +290,8 @@ int main(int argc, char** argv) {
               previous,
               runEnv});
   close(lifeline[0]);
+  if (o.grantSock[1] >= 0) close(o.grantSock[1]);
+  runboard::grants::Server grants(o.controlFd, o.grantSock[0], useLandlock && !fsByMounts);
   if (asInit) {
     close(initReport[1]);
     fcntl(initReport[0], F_SETFL, O_NONBLOCK);  // read once the init is gone: its report or nothing
@@ -340,15 +350,17 @@ int main(int argc, char** argv) {
   int oomFd = cgroup.memoryActive() ? cgroup.OomFd() : -1;
   bool oomSeen = false;  // the kernel may find the run already dying and count no kill of its own
   for (;;) {
-    pollfd ready[5] = {{signals, POLLIN, 0},
+    pollfd ready[6] = {{signals, POLLIN, 0},
                        {broker.PollFd(), POLLIN, 0},
                        {pumping ? pump.Fd(0) : -1, POLLIN, 0},
                        {pumping ? pump.Fd(1) : -1, POLLIN, 0},
-                       {oomFd, POLLIN, 0}};
+                       {oomFd, POLLIN, 0},
+                       {grants.PollFd(), POLLIN, 0}};
     int timeout = -1;
     if (sizesDue) timeout = static_cast<int>(std::max(0LL, sizesSentAt + kSizesEveryMs - nowMs()));
-    int n = poll(ready, 5, timeout);
+    int n = poll(ready, 6, timeout);
     if (n < 0) continue;
+    if (ready[5].revents) grants.Serve();
     if (ready[4].revents) {
       kill(child, SIGKILL);
       oomFd = -1;

@@ -14,6 +14,7 @@
 
 #include "linux/jail_common.h"
 #include "linux/landlock.h"
+#include "linux/live_grants.h"
 #include "linux/mounts.h"
 #include "linux/pids_limit.h"
 
@@ -143,6 +144,8 @@ void NoteSignal(int) {}
   // --ro-mounts: the mount namespace under Landlock's rules too, where one can be made (Landlock
   // does not cover metadata: chmod, utime and xattrs outside the writable trees fail with EROFS).
   const bool mountNs = fsByMounts || (roMounts && containment == "pid-namespace");
+  runboard::grants::ChildSlots slots;
+  if (o.grantSock[0] >= 0) close(o.grantSock[0]);
   if (mountNs) {
     // What the run needs of the machine's /tmp: its trees, its command and the paths in its environment
     // (PATH, the addon's folder, ...), and the X sockets.
@@ -165,6 +168,11 @@ void NoteSignal(int) {}
         {policy.writable, policy.hidden, policy.devices, privateTmp, readOnly, seen, policy.readable, o.blank});
     if (!err.empty()) Die("sandbox setup failed: " + err, 126);
     policy.restrictFs = !fsByMounts;
+    if (o.grantSock[1] >= 0) {  // slots for folders the person allows while the run lives
+      err = runboard::grants::MakeSlots(&slots);
+      if (!err.empty()) Die("sandbox setup failed: " + err, 126);
+      if (!fsByMounts) policy.readSlots = slots.read, policy.writeSlots = slots.write;
+    }
     // The run's /tmp is its own tmpfs: new names in it are the run's; what is bound into it stays
     // read-only by its mount.
     if (!privateTmp.empty()) policy.writable.push_back("/tmp");
@@ -174,6 +182,7 @@ void NoteSignal(int) {}
     std::string err = runboard::landlock::RestrictSelf(policy, landlockAbi, &enforced);
     if (!err.empty()) Die("sandbox setup failed: " + err, 126);
   }
+  runboard::grants::SendToJail(o.grantSock[1], &slots, !privateTmp.empty());
   if (mountNs || !masks.empty()) {  // nothing may undo the mounts (umount needs CAP_SYS_ADMIN)
     std::string err = runboard::mounts::DropCapabilities();
     if (!err.empty()) Die("sandbox setup failed: " + err, 126);

@@ -24,6 +24,7 @@ void Usage() {
       "                     [--ask-deletes] [--remove REL]...\n"
       "                     [--tcp PORT]... [--udp] [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts]\n"
       "                     [--no-landlock] [--no-namespaces] [--output-fds STDOUT,STDERR,ORDER] [--init]\n"
+      "                     [--control-fd N]\n"
       "                     -- COMMAND [ARG]...\n");
   _exit(2);
 }
@@ -98,6 +99,7 @@ Options ParseArgs(int argc, char** argv) {
       if (realpath(p, real)) policy.readable.push_back(real);
       else if (errno != ENOENT) Die(std::string("--read ") + p + ": " + strerror(errno), 125);
     } else if (a == "--env-fd") envFd = atoi(next());
+    else if (a == "--control-fd") o.controlFd = atoi(next());
     else if (a == "--ask-deletes") policy.workspaceNoRemove = true;
     else if (a == "--remove") policy.removable.push_back(next());
     else if (a == "--tcp") policy.tcpConnectPorts.push_back(static_cast<uint16_t>(atoi(next())));

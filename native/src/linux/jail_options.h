@@ -25,6 +25,9 @@ struct Options {
   std::vector<std::string> blank;
   int envFd = -1;
   int outputFds[3] = {-1, -1, -1};  // stdout.log, stderr.log, output.order
+  // --control-fd: the supervisor's grant requests (linux/live_grants.h); the run gets grant slots.
+  int controlFd = -1;
+  int grantSock[2] = {-1, -1};  // the child hands the slots to the jail on it
   seccomp::NetPolicy net;
   char** command = nullptr;  // COMMAND [ARG]..., argv's NULL-terminated tail
 };

@@ -199,6 +199,12 @@ std::string RestrictSelf(const Policy& policy, int abi, bool* enforced) {
       if (AddRule(rfd, LANDLOCK_RULE_PATH_BENEATH, &rule) < 0) err = Errno("landlock_add_rule " + rel);
       close(fd);
     }
+    auto addSlot = [&](int fd, uint64_t access) {
+      PathBeneathAttr rule{access & fsAll, fd};
+      if (err.empty() && AddRule(rfd, LANDLOCK_RULE_PATH_BENEATH, &rule) < 0) err = Errno("landlock_add_rule slot");
+    };
+    for (int fd : policy.readSlots) addSlot(fd, readOnly);
+    for (int fd : policy.writeSlots) addSlot(fd, policy.workspaceNoRemove ? fsAll & ~remove : fsAll);
     for (const auto& d : policy.devices) {
       if (err.empty()) err = addPath(d, readOnly | LANDLOCK_ACCESS_FS_WRITE_FILE | kFsTruncate);
     }

@@ -17,10 +17,13 @@ struct Policy {
   std::vector<uint16_t> tcpConnectPorts;  // TCP ports a run may connect to (empty: none)
   bool workspaceNoRemove = false;         // the workspace (".") without the remove rights (deletes are asked)
   std::vector<std::string> removable;     // folders below "." where deletes are allowed anyway (no links)
-  bool restrictFs = true;                 // handle filesystem access (off: the jail confines it by mounts)
-  bool restrictNetwork = true;            // handle TCP connect/bind at all (ABI >= 4)
-  bool scopeAbstractUnix = true;          // no connect to abstract unix sockets outside (ABI >= 6)
-  bool scopeSignals = true;               // no signals to processes outside the run (ABI >= 6)
+  // Grant slots (open folders, live_grants.h): read rights on each of readSlots, the writable trees'
+  // rights on each of writeSlots; a folder the run gains while it lives is mounted below one.
+  std::vector<int> readSlots, writeSlots;
+  bool restrictFs = true;         // handle filesystem access (off: the jail confines it by mounts)
+  bool restrictNetwork = true;    // handle TCP connect/bind at all (ABI >= 4)
+  bool scopeAbstractUnix = true;  // no connect to abstract unix sockets outside (ABI >= 6)
+  bool scopeSignals = true;       // no signals to processes outside the run (ABI >= 6)
 };
 
 // The ABI version the running kernel offers; 0 with errno-derived text in *reason when none.

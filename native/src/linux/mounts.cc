@@ -310,7 +310,7 @@ std::string CoverTopLevel(const Policy& policy) {
     if (S_ISREG(st.st_mode) && !InsideAny(top, policy.readable) && !InsideAny(top, policy.writable)) {
       if (mount("/dev/null", top.c_str(), nullptr, MS_BIND, nullptr) < 0) err = Errno("cover " + top);
     } else if ((top != "/tmp" || policy.privateTmpSize.empty()) && CoveredTop(policy, top)) {
-      if (src < 0) src = CoverSource(&err);
+      if (src < 0 && (src = CoverSource(&err)) >= 0 && fstat(src, &st) == 0) gCoverDevice = st.st_dev;
       if (err.empty()) err = CoverWith(src, top);
     }
     if (!err.empty()) break;
@@ -321,6 +321,8 @@ std::string CoverTopLevel(const Policy& policy) {
 }
 
 }  // namespace
+
+dev_t gCoverDevice = 0;
 
 std::string ConfineByMounts(const Policy& policy) {
   char cwd[PATH_MAX];

@@ -9,6 +9,8 @@
 //   * optionally a /tmp of the run's own (tools such as codex's sandbox helper create fixed names there);
 //   * no capabilities left, so the run cannot undo any of it.
 #pragma once
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -48,6 +50,10 @@ std::string ConfineByMounts(const Policy& policy);
 // a private-display run sees its own X socket in /tmp/.X11-unix and not the user's (Landlock, ABI <= 7,
 // does not govern connect() on pathname Unix sockets). Call in the jail's child, like ConfineByMounts.
 std::string MaskDirs(const std::vector<std::string>& masks, const std::vector<std::string>& keeps);
+
+// The device of the tmpfs whose folders cover the top-level folders (ConfineByMounts with an allow-list);
+// 0 when none was made. A live grant (live_grants.h) creates its folders only on such a cover.
+extern dev_t gCoverDevice;
 
 // Drops every capability (effective, permitted, inheritable, ambient, bounding set) of the caller,
 // but CAP_SETFCAP in the bounding set of a root run (see mounts.cc).

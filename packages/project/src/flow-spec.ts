@@ -82,6 +82,7 @@ export function flowSpec(
     ...(flow.provider ? { provider: flow.provider } : {}),
     ...(flow.model ? { model: flow.model } : {}),
     ...(flow.stallTimeout ? { stallTimeoutMs: flow.stallTimeout } : {}),
+    ...(flow.askTimeout ? { askTimeoutMs: flow.askTimeout } : {}),
     ...budgetOf(flow),
     ...(flow.debug !== undefined ? { debug: flow.debug } : {}),
     ...(config && Object.keys(config.prices).length ? { prices: config.prices } : {}),

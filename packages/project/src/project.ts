@@ -126,6 +126,8 @@ export const FlowConfig = z.object({
   visionProfile: ProfileName.optional(),
   /** No output at all for this long: the run is stalled, killed and failed. */
   stallTimeout: Duration.optional(),
+  /** How long a run waits at a tool call for the person's answer to its ask (default 10m); then denied. */
+  askTimeout: Duration.optional(),
   /** The most model tokens (input + output) a run may use; reached, the run ends (`budget`). A card may set its own. */
   maxTokens: z.number().int().min(1).max(1e12).optional(),
   /** Record every model request and response of its runs (secrets redacted) as model-debug.jsonl in the run's log folder. */

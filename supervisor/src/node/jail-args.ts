@@ -105,6 +105,8 @@ export interface JailArgsInput {
   workspaceFd?: number | undefined;
   /** The jail's fds of the run's stdout.log, stderr.log and output.order: it moves the output into them. */
   outputFds?: number[] | undefined;
+  /** The jail's fd of the supervisor's live-grant requests (live-grant.ts): the run gets grant slots. */
+  controlFd?: number | undefined;
 }
 
 /**
@@ -235,6 +237,7 @@ export function buildJailArgs(i: JailArgsInput): string[] {
   const args = ['--status-fd', String(JAIL_STATUS_FD), '--parent-pid', String(i.parentPid)];
   args.push('--env-fd', String(JAIL_ENV_FD));
   if (i.outputFds) args.push('--output-fds', i.outputFds.join(','));
+  if (i.controlFd !== undefined) args.push('--control-fd', String(i.controlFd));
   args.push('--max-procs', String(flow.sandbox?.maxProcesses ?? DEFAULT_MAX_PROCESSES));
   if (i.memoryBytes) args.push('--memory', String(i.memoryBytes));
   for (const w of i.writable) {

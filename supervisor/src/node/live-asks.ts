@@ -6,18 +6,33 @@
  * - What may be asked is decided as for refusals after the act (asks.ts `liveAsk`): the same folder,
  *   the same never-asked list; a never-offered path is denied at once, without an ask.
  * - Deny, or no answer within the bound: the tool gets a denial in words and the run goes on.
- * - Allow: a live run's Landlock domain cannot be widened (only narrowed), so the jail cannot gain the
- *   folder while the run lives. The tool is told so, the run is stopped, and it ends `needs-input`
- *   with the ask recorded as allowed by the person: the card's next run (the launch's `allow`, as for
- *   asks after the act) continues in a new jail that has the folder (claude/codex resume their
- *   session: agent-session.ts). docs/security-model.md "Asks that wait".
+ * - Allow: the same run gains the folder (live-grant.ts: its jail mounts it into the run's mount
+ *   namespace below a grant slot Landlock's rules were given at the start), the tool gets "allowed"
+ *   and the run goes on. Where that cannot be (no mount namespace of the run's own, its slots used, the
+ *   folder's place in the run not one the jail made), the fallback: the tool is told, the run is
+ *   stopped, and it ends `needs-input` with the ask recorded as allowed by the person: the card's next
+ *   run (the launch's `allow`, as for asks after the act) continues in a new jail that has the folder
+ *   (claude/codex resume their session: agent-session.ts). docs/security-model.md "Asks that wait".
  */
+import { realpathSync } from 'node:fs';
+import path from 'node:path';
 import type { PermissionAsk } from '../protocol/index.ts';
 import { liveAsk, MAX_ASKS, type AskContext } from './asks.ts';
+import type { GrantAnswer } from './live-grant.ts';
 
 export const DEFAULT_ASK_TIMEOUT_MS = 10 * 60_000;
 
-export type LiveAnswer = { decision: 'allow' | 'deny'; message: string };
+export type LiveAnswer = { decision: 'allow' | 'deny'; message: string; at?: string };
+
+const within = (p: string, tree: string): boolean => p === tree || p.startsWith(tree + '/');
+
+function real(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return path.resolve(p);
+  }
+}
 
 interface Pending {
   ask: PermissionAsk;
@@ -35,10 +50,14 @@ export interface LiveAskHost {
   keepAlive(): void;
   /** The person allowed `ask`: the run ends needs-input to continue in a new jail. */
   allowed(ask: PermissionAsk): void;
+  /** Gives the run the folder of an allowed ask while it lives (live-grant.ts `grantLive`). */
+  grant?(ask: PermissionAsk): Promise<GrantAnswer>;
 }
 
 export class LiveAsks {
   private readonly pending = new Map<string, Pending>();
+  /** Folders the run gained while it lives (a later ask inside one is allowed at once). */
+  private readonly granted: { kind: 'read' | 'write'; path: string }[] = [];
 
   constructor(private readonly host: LiveAskHost) {}
 
@@ -48,6 +67,13 @@ export class LiveAsks {
 
   /** A tool's ask: answered at once (never offered, or allowed already) or after the person's answer. */
   async ask(kind: 'write' | 'read', p: string, tool: string | undefined): Promise<LiveAnswer> {
+    const target = path.isAbsolute(p) ? real(p) : p;
+    const has = this.granted.find((g) => within(target, g.path) && (kind === 'read' || g.kind === 'write'));
+    if (has)
+      return {
+        decision: 'allow',
+        message: `Runboard: ${target} is in ${has.path}, which the person allowed`,
+      };
     const d = liveAsk(kind, p, this.host.context());
     if ('allowed' in d) return { decision: 'allow', message: `Runboard: ${d.allowed}` };
     if ('refused' in d) {
@@ -90,13 +116,8 @@ export class LiveAsks {
           ask: ask.id,
           choice,
         });
-        if (choice === 'allow') {
-          this.host.allowed(ask);
-          resolve({
-            decision: 'deny',
-            message: `Runboard: the person allowed ${what}. This sandbox cannot gain it while it runs: the run stops now and continues in a new one that has it. Stop here.`,
-          });
-        } else
+        if (choice === 'allow') void this.allow(ask).then(resolve);
+        else
           resolve({
             decision: 'deny',
             message:
@@ -112,6 +133,40 @@ export class LiveAsks {
       this.pending.set(ask.id, { ask, settle: done });
       this.host.event(`the run waits for the person: ${what}`, { kind: 'ask', live: true, asks: [ask] });
     });
+  }
+
+  /** The person allowed `ask`: the live run gains the folder, or (the fallback) ends to continue in a new one. */
+  private async allow(ask: PermissionAsk): Promise<LiveAnswer> {
+    const what = `${ask.kind} ${ask.path}`;
+    const given: GrantAnswer =
+      this.host.grant && (ask.kind === 'read' || ask.kind === 'write') && ask.path
+        ? await this.host.grant(ask).catch((err: unknown) => ({ refused: (err as Error).message }))
+        : { refused: 'this run cannot gain a folder while it runs' };
+    if ('at' in given && (ask.kind === 'read' || ask.kind === 'write') && ask.path) {
+      this.granted.push({ kind: ask.kind, path: ask.path });
+      const link = given.at !== ask.path;
+      this.host.event(
+        `the run has ${what} now${link ? ` (${ask.path} is a link to ${given.at} in the run)` : ''}`,
+        { kind: 'ask-granted', ask: ask.id, path: ask.path, at: given.at },
+      );
+      return {
+        decision: 'allow',
+        message: `Runboard: the person allowed ${what}; this run has it now: go on.`,
+        ...(link ? { at: given.at } : {}),
+      };
+    }
+    const why = 'refused' in given ? given.refused : 'unknown';
+    this.host.event(`${what} cannot be given to this run while it lives: ${why}`, {
+      kind: 'ask-not-granted',
+      ask: ask.id,
+      why,
+      level: 'warn',
+    });
+    this.host.allowed(ask);
+    return {
+      decision: 'deny',
+      message: `Runboard: the person allowed ${what}. This sandbox cannot gain it while it runs (${why}): the run stops now and continues in a new one that has it. Stop here.`,
+    };
   }
 
   /** The person's answer; false when no ask of that id waits. */

@@ -7,7 +7,14 @@ import { mkdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { execa } from 'execa';
-import { JAIL_ENV_FD, JAIL_OUTPUT_FDS, JAIL_WORKSPACE_FD, RunEnv, type FlowSpec } from '../protocol/index.ts';
+import {
+  JAIL_CONTROL_FD,
+  JAIL_ENV_FD,
+  JAIL_OUTPUT_FDS,
+  JAIL_WORKSPACE_FD,
+  RunEnv,
+  type FlowSpec,
+} from '../protocol/index.ts';
 import {
   buildJailArgs,
   buildRunEnv,
@@ -23,6 +30,13 @@ import {
 import type { JailStatus } from './jail-status.ts';
 import type { PrivateDisplay } from './displays.ts';
 import type { LaunchSpec, RunDeps } from './run-deps.ts';
+
+/** The jail's fds with the live-grant socket at JAIL_CONTROL_FD for a run with a worker (live-grant.ts). */
+function withControl(stdio: (string | number)[], endpoint: boolean): (string | number)[] {
+  while (stdio.length < JAIL_CONTROL_FD) stdio.push('ignore');
+  stdio[JAIL_CONTROL_FD] = endpoint ? 'pipe' : 'ignore';
+  return stdio;
+}
 
 function spawnJail(
   file: string,
@@ -40,18 +54,21 @@ function spawnJail(
     extendEnv: false,
     // 0-2: nothing (the run's output goes through the jail into its log files, 7-9; the jail's own
     // errors come as status lines), 3: the run endpoint (a socketpair), 4: jail status lines, 5: the
-    // run's environment, 6: the open workspace.
+    // run's environment, 6: the open workspace, 10: live-grant requests (a run with a worker).
     // (execa passes an fd number through at any index; its types admit one only for 0-2)
-    stdio: [
-      'ignore',
-      'ignore',
-      'ignore',
-      endpoint ? 'pipe' : 'ignore',
-      'pipe',
-      'pipe',
-      workspaceFd ?? 'ignore',
-      ...outputFds,
-    ] as unknown as ['ignore', 'ignore', 'ignore', 'pipe', 'pipe', 'pipe', 'ignore'],
+    stdio: withControl(
+      [
+        'ignore',
+        'ignore',
+        'ignore',
+        endpoint ? 'pipe' : 'ignore',
+        'pipe',
+        'pipe',
+        workspaceFd ?? 'ignore',
+        ...outputFds,
+      ],
+      endpoint,
+    ) as unknown as ['ignore', 'ignore', 'ignore', 'pipe', 'pipe', 'pipe', 'ignore'],
     buffer: false,
     reject: false,
     cleanup: false,
@@ -149,6 +166,7 @@ export function jailCommand(i: JailCommandInput): JailCommand {
     readOnly: readOnly.map(realOrAsIs),
     workspaceFd: i.workspaceOpen ? JAIL_WORKSPACE_FD : undefined,
     outputFds: [...JAIL_OUTPUT_FDS],
+    ...(i.direct === undefined ? { controlFd: JAIL_CONTROL_FD } : {}),
   });
   const env: Record<string, string> = buildRunEnv({
     flow,

@@ -12,6 +12,7 @@ import type { EndVerdict } from './classify-end.ts';
 import { DenialScanner } from './denials.ts';
 import { projectReadOnly, runWritable } from './jail-args.ts';
 import { DEFAULT_ASK_TIMEOUT_MS, LiveAsks, type LiveAnswer } from './live-asks.ts';
+import { grantLive } from './live-grant.ts';
 import { askAtEnd, denialLine } from './run-asks.ts';
 import type { LaunchSpec, RunDeps } from './run-deps.ts';
 import type { Prepared } from './run-prepare.ts';
@@ -30,6 +31,8 @@ export interface PermissionsHost {
   /** An ask waits: the person's time is not a stalled run. */
   keepAlive(): void;
   stop(reason: TerminationReason, detail: string): void;
+  /** The run's jail process, once started: an Allow is given to the live run through it (live-grant.ts). */
+  jail(): { stdio: unknown } | undefined;
 }
 
 export class RunPermissions {
@@ -38,7 +41,7 @@ export class RunPermissions {
   private scanner: DenialScanner;
   /** Asks that wait at a tool call (live-asks.ts). */
   private readonly live: LiveAsks;
-  /** The live ask the person allowed (the run then ends, to continue in a new jail). */
+  /** The live ask the person allowed that the live run could not gain (it ends, for a new jail). */
   private liveAllowed: PermissionAsk | undefined;
 
   constructor(private readonly run: PermissionsHost) {
@@ -53,6 +56,7 @@ export class RunPermissions {
       timeoutMs: run.spec.flow.askTimeoutMs ?? DEFAULT_ASK_TIMEOUT_MS,
       event: (message, data) => run.event('log', message, data),
       keepAlive: () => run.keepAlive(),
+      grant: (ask) => grantLive(run.jail(), ask),
       allowed: (ask) => this.allowed(ask),
     });
   }

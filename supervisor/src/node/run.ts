@@ -149,6 +149,7 @@ export class Run {
       writeResult: () => this.log.writeResult(this.result),
       keepAlive: () => this.liveness.output(),
       stop: (reason, detail) => this.stop(reason, detail),
+      jail: () => this.child,
     });
     this.stderrScan = new StderrScan(this.log.output, () => this.perms.denials);
     this.marker = new ActiveMarker(path.join(deps.supervisorDir, 'active', this.id), (err) =>

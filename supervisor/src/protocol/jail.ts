@@ -21,6 +21,12 @@ export const JAIL_WORKSPACE_FD = 6;
  * moves the run's output into them itself; the run holds only pipes.
  */
 export const JAIL_OUTPUT_FDS = [7, 8, 9] as const;
+/**
+ * Live grants (`--control-fd`, a socket; runs with a worker): the supervisor writes
+ * `grant <id> <read|write> <real path>` lines, the jail answers each `ok <id> <where the run finds it>`
+ * or `refused <id> <why>` (native/src/linux/live_grants.h, supervisor/src/node/live-grant.ts).
+ */
+export const JAIL_CONTROL_FD = 10;
 
 const count = z.number();
 

@@ -389,7 +389,16 @@ export const WorkerAsk = request(
     path: z.string().check(z.minLength(1), z.maxLength(4096)),
     tool: z.optional(z.string().check(z.maxLength(200))),
   }),
-  z.object({ decision: z.enum(['allow', 'deny']), message: z.string() }),
+  z.object({
+    decision: z.enum(['allow', 'deny']),
+    message: z.string(),
+    /**
+     * Allowed while the run lives: where the run finds the folder when that is not its own path (the
+     * folder's path is then a link to it; native/src/linux/live_grants.h). Tools that check where a
+     * file really is count this folder as the allowed one.
+     */
+    at: z.optional(z.string()),
+  }),
 );
 
 /** The person's answer to a run's live ask (WorkerAsk): the run waiting at that tool call goes on. */

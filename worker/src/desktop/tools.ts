@@ -14,6 +14,7 @@ import path from 'node:path';
 import { desktop, toCompact, type CompactElement } from '@runboard/native';
 import type * as DocumentCalls from '../tools/documents/call.ts';
 import { outsideRefusal } from '../tools/documents/paths.ts';
+import { askOutside } from './ask-at-call.ts';
 import type { DocumentScope } from '../tools/documents/scope.ts';
 import {
   DOCUMENT_DESCRIPTIONS,
@@ -462,7 +463,12 @@ export function documentOffers(
  * A document tool's call: its text for the model, or the error saying what was wrong (the model may
  * correct it). A path outside the scope is not the model's to correct: the run stops and asks.
  */
-async function documentTool(ctx: ToolContext, name: DocumentToolName, args: Args): Promise<ToolResult> {
+async function documentTool(
+  ctx: ToolContext,
+  name: DocumentToolName,
+  args: Args,
+  asked = false,
+): Promise<ToolResult> {
   try {
     // The format libraries are a bundle of their own, loaded at the first call (not at every run's start).
     const calls = loadBundle<typeof DocumentCalls>('documents-tools.cjs');
@@ -472,6 +478,10 @@ async function documentTool(ctx: ToolContext, name: DocumentToolName, args: Args
     // by name: the bundle's DocumentError is another class than this bundle's would be
     if ((err as Error).name !== 'DocumentError') throw new ActionFailed(`${name}: ${(err as Error).message}`);
     const outside = outsideRefusal((err as Error).message);
+    // asked before the act on the run's ask socket (ask-at-call.ts); without one, the run stops and asks
+    const answer = outside && !asked ? await askOutside(ctx, name, args, (err as Error).message) : null;
+    if (answer === 'again') return documentTool(ctx, name, args, true);
+    if (answer) return { output: { ok: false, error: answer }, changedScreen: false };
     if (outside) throw new PermissionNeeded(`${name}: ${outside}`);
     return { output: { ok: false, error: (err as Error).message }, changedScreen: false };
   }

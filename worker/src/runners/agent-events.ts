@@ -283,6 +283,9 @@ const WRITE_TOOLS = new Set(['Write', 'Edit', 'MultiEdit', 'NotebookEdit']);
  * (text, thinking, tool_use), user messages (tool_result), system/permission_denied, and one closing
  * `result` (subtype, is_error, result, usage, permission_denials).
  */
+/** A tool result that is Runboard's hook's denial, as Claude Code words it ("PreToolUse:Write hook error: Runboard…"). */
+const RUNBOARD_HOOK_ANSWER = /^(?:Error: )?PreToolUse:\S+ hook error: Runboard\b/;
+
 export function claudeParser(): AgentParser {
   const denied = new Set<string>();
   const pendingWrites = new Map<string, string>(); // tool_use id → file path
@@ -334,6 +337,9 @@ export function claudeParser(): AgentParser {
             : str(c.content);
           const ok = c.is_error !== true;
           out.push({ kind: 'tool-result', id, ok, output });
+          // Runboard's permission hook answered this call (agent-hook.ts): the person's or the
+          // supervisor's answer, which the agent was told; not a denial for the person to resolve
+          if (!ok && RUNBOARD_HOOK_ANSWER.test(output)) denied.add(id);
           const docTool = documentCalls.get(id);
           const outside = docTool && !ok ? outsideRefusal(output) : null;
           if (outside) deny(`documents.${docTool}`, outside, id);

@@ -6,12 +6,15 @@
  * print mode, and such a denial ends the run as needs-input even though the CLI exits 0. Claude Code
  * refuses such a tool call before it acts; once the person allows the ask, the next run continues the
  * same session (`--resume`, the supervisor restores its transcript: agent-session.ts) with a note of
- * what was allowed, rather than starting the task again.
+ * what was allowed, rather than starting the task again. Before that, Runboard's PreToolUse hook
+ * (agent-hook.ts, given with `--settings`) asks the person for a path outside the run's trees while the
+ * run waits at the tool call.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { AgentCliProcess, agentMcpServers, notStarted, packageFile, renderPrompt } from './agent-cli.ts';
 import { claudeParser } from './agent-events.ts';
+import { hookSettings } from './agent-hook-config.ts';
 import type { Runner, RunnerContext, RunnerOutcome } from './runner.ts';
 
 export function findClaude(env: NodeJS.ProcessEnv): string | null {
@@ -73,6 +76,9 @@ export class ClaudeRunner implements Runner {
       const allowed = Object.keys(servers).map((n) => `mcp__${n}`);
       args.push('--mcp-config', file, '--strict-mcp-config', '--allowedTools', allowed.join(','));
     }
+    // Asks before the act: Runboard's permission hook, on the run's ask socket (agent-hook.ts)
+    const hooks = hookSettings('claude', ctx);
+    if (hooks) args.push('--settings', JSON.stringify(hooks));
     if (spec.resume) args.push('--resume', spec.resume.session);
     args.push('--', prompt);
     const env: NodeJS.ProcessEnv = {

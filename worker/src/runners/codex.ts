@@ -12,12 +12,17 @@
  * fresh /proc, Landlock kept for network and scopes), and codex then runs its own sandbox inside:
  * `workspace-write` (the workspace, $TMPDIR and the flow's extra writable trees), `read-only` for
  * read-only flows.
+ *
+ * Asks before the act: Runboard's PreToolUse hook (agent-hook.ts) in the run's `hooks.json`, trusted
+ * for this invocation (`--dangerously-bypass-hook-trust`: codex runs only hooks a person trusted by
+ * hash; this file is Runboard's own, and project hooks stay off for an untrusted project).
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { RunEnv } from '@runboard/supervisor/protocol';
 import { AgentCliProcess, agentMcpServers, notStarted, packageFile, renderPrompt } from './agent-cli.ts';
 import { codexParser, codexRolloutDenials, type AgentEvent } from './agent-events.ts';
+import { hookSettings } from './agent-hook-config.ts';
 import type { Runner, RunnerContext, RunnerOutcome } from './runner.ts';
 
 const TRIPLES: Record<string, string> = {
@@ -155,6 +160,10 @@ export class CodexRunner implements Runner {
         ...(mcp.passEnv ? [`env_vars = [${mcp.passEnv.map(toml).join(', ')}]`] : []),
       );
     writeFileSync(path.join(codexHome, 'config.toml'), lines.join('\n') + '\n', { mode: 0o600 });
+    const hooks = hookSettings('codex', ctx);
+    // (a resumed session's CODEX_HOME may hold an earlier run's: this run's, or none)
+    if (hooks) writeFileSync(path.join(codexHome, 'hooks.json'), JSON.stringify(hooks), { mode: 0o600 });
+    else rmSync(path.join(codexHome, 'hooks.json'), { force: true });
     const env: NodeJS.ProcessEnv = {
       ...ctx.env,
       CODEX_HOME: codexHome,
@@ -173,6 +182,7 @@ export class CodexRunner implements Runner {
       'never',
       '-s',
       sandbox,
+      ...(hooks ? ['--dangerously-bypass-hook-trust'] : []),
       '-C',
       spec.workspace,
       ...(spec.resume ? ['resume', spec.resume.session] : []),
