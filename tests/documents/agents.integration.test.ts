@@ -211,8 +211,12 @@ describe('attacks from inside a run through the document tools', () => {
           docCall('read_document', { path: outside }),
           docCall('read_document', { path: rel }),
           docCall('read_document', { path: path.join(a.h.paths.keysDir, 'grant.key') }),
+          // The link's target is built at run time: the agent hook's courtesy ask before a shell
+          // command cannot see it (agent-hook-paths.ts), so the document tool's own check is what refuses.
           {
-            toolCalls: [{ name: 'exec_command', arguments: { cmd: `ln -s ${outside} link.md && echo ok` } }],
+            toolCalls: [
+              { name: 'exec_command', arguments: { cmd: `t=${outside}; ln -s "$t" link.md && echo ok` } },
+            ],
           },
           docCall('read_document', { path: 'link.md' }),
           { toolCalls: [{ name: 'exec_command', arguments: { cmd: `printf '# x\\n' > x.md && echo ok` } }] },
