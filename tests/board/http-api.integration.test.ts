@@ -104,7 +104,7 @@ describe('the HTTP API refuses bad requests clearly', () => {
     expect(noWorktree.error).toBe(`run ${runId} has no worktree`);
     const keep = await raw('POST', `/api/runs/${runId}/keep`);
     expect(keep.status).toBe(409);
-    expect(keep.error).toBe(`run ${runId} has no worktree`);
+    expect(keep.error).toBe(`run ${runId} has no worktree or workspace copy`);
     const unknown = await raw('GET', '/api/runs/20200101-000000-abcdef/diff');
     expect(unknown.status).toBe(404);
     expect(unknown.error).toBe('no run 20200101-000000-abcdef');
