@@ -33,6 +33,7 @@ import { cmdRecord, RECORD_USAGE, RecordUsageError } from './record.ts';
 import { cmdSchedules, SCHEDULES_USAGE, SchedulesUsageError } from './schedules.ts';
 import { cmdServe, SERVE_USAGE } from './serve.ts';
 import { cmdInit, INIT_USAGE, InitUsageError } from './init.ts';
+import { AnswerUsageError, ANSWER_USAGE, cmdAnswer, liveAskText } from './answer.ts';
 import { findProjectDir, NotHereError } from './project-dir.ts';
 import { costText } from '../shared/usage-text.ts';
 import hostPackage from '../../package.json' with { type: 'json' };
@@ -45,6 +46,7 @@ const USAGE = `usage: runboard <command> [options]   (runboard <command> --help:
   runs [--active] [--json]                 list runs, newest first
   logs <run-id> [-f] [--json]              print a run's output (-f: follow until it ends)
   cancel <run-id>                          cancel a run (idempotent) and wait until it has stopped
+  ${ANSWER_USAGE}
   grant <dir>                              grant runs access to a folder (and nothing outside it)
   keep <run-id>                            merge a run's worktree branch into its base branch
   discard <run-id>                         remove a run's worktree and branch
@@ -165,10 +167,10 @@ function follow(client: SupervisorClient, runId: string, json: boolean): Promise
   return new Promise((resolve, reject) => {
     client
       .attach(runId, {
-        onEvent: (e) =>
+        onEvent: (e, ask = liveAskText(runId, e)) =>
           json
             ? jsonLine({ type: 'event', runId, event: e })
-            : tty && process.stderr.write(dim(describeEvent(e)) + '\n'),
+            : (tty || ask) && process.stderr.write((ask ?? dim(describeEvent(e))) + '\n'),
         ...(json
           ? { onOutput: (stream, data) => jsonLine({ type: 'output', runId, stream, data }) }
           : {
@@ -500,6 +502,10 @@ async function main(argv: string[]): Promise<number> {
       return cmdLogs(rest);
     case 'cancel':
       return cmdCancel(rest);
+    case 'answer':
+      return cmdAnswer(rest, paths).catch((e: unknown) => {
+        throw e instanceof AnswerUsageError ? new UsageError(e.message, 'answer') : e;
+      });
     case 'grant':
       return cmdGrant(rest);
     case 'keep':
