@@ -127,7 +127,10 @@ describe('run endings', () => {
     const first = await h.client.cancel(runId);
     const second = await h.client.cancel(runId);
     expect(first).toEqual({ runId, alreadyEnded: false, status: 'running' });
-    expect(second.alreadyEnded).toBe(false);
+    // The second cancel may arrive while the run is still being stopped, or after it ended (a fast stop on a
+    // quiet machine): either way it is a no-op that says so, never a second cancel or another status.
+    if (second.alreadyEnded) expect(second).toEqual({ runId, alreadyEnded: true, status: 'cancelled' });
+    else expect(second.status).toBe('running');
     const rec = await done;
     const took = Date.now() - t0;
     expect(rec.result.status).toBe('cancelled');
