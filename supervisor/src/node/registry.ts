@@ -150,6 +150,11 @@ export class RunRegistry {
         this.keys.forget(p.card.path, p.key);
       if (err instanceof ResponseError) throw err;
       const e = err as NodeJS.ErrnoException;
+      this.deps.log.warn(
+        { runId, err: e.code ?? e.message },
+        'launch refused: cannot create the run log dir',
+      );
+      if (e.code === 'ENOSPC') this.deps.onDiskFull?.(logDir);
       throw new ResponseError(
         ErrorCodes.LogDirFailed,
         `could not create the run's log dir ${logDir}: ${e.code ?? e.message}${e.code === 'ENOSPC' ? ' (the disk is full; free space and launch again)' : ''}`,
