@@ -127,6 +127,8 @@ export type DesktopErrorCode =
   | 'NO_ACCESSIBILITY_BUS'
   | 'APP_NOT_FOUND'
   | 'NO_ACCESSIBILITY_TREE'
+  /** The window's app is stopped (SIGSTOP, a debugger): it answers no accessibility call until continued. */
+  | 'APP_NOT_RESPONDING'
   | 'ELEMENT_NOT_FOUND'
   | 'INVALID_ARGUMENT'
   | 'ACTION_FAILED'
