@@ -74,7 +74,7 @@ export class RunRegistry {
   launch(p: z.output<typeof LaunchRun.params>): { runId: string; logDir: string; again?: true } {
     // the same launch again (its key seen for this card): the run the first one started, not a second
     const first = p.key === undefined ? undefined : this.keys.runOf(p.card.path, p.key);
-    const firstRun = first === undefined ? undefined : (this.get(first)?.result ?? this.readResult(first));
+    const firstRun = first === undefined ? undefined : (this.get(first)?.result ?? this.record(first));
     if (firstRun && firstRun.card.path === p.card.path)
       return { runId: firstRun.runId, logDir: runLogDir(this.paths, firstRun.runId), again: true };
     if (!this.acceptingRuns)
