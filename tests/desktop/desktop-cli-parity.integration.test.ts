@@ -27,6 +27,10 @@ afterAll(async () => {
   expect(s.leftovers(), 'processes the suite started and left running').toEqual([]);
 });
 
+/** The second form (its Submit does nothing), started by the first test that needs it: each test stands alone. */
+let deadStarted: Promise<unknown> | undefined;
+const deadForm = () => (deadStarted ??= s.startForm(DEAD, {}, ['--variant', 'dead-submit', '--x', '560']));
+
 type Json = Record<string, unknown>;
 const W = ['--window', TITLE];
 
@@ -263,7 +267,7 @@ describe('acting by text, ref and id, with the public output fields', () => {
   });
 
   it('--verify says when a click changed nothing, after trying the accessibility action and an offset click', async () => {
-    await s.startForm(DEAD, {}, ['--variant', 'dead-submit', '--x', '560']);
+    await deadForm();
     const dead = ok(['click', '--window', DEAD, '--text', 'Submit', '--verify', '--verify-delay', '150']);
     expect(dead).toMatchObject({ verified: false, retried: true, retry_method: 'offset-click' });
     const live = ok(['click', '--window', DEAD, '--text', 'Clear', '--verify', '--verify-delay', '150']);
@@ -376,7 +380,8 @@ describe('batches and forms: do, fill', () => {
 });
 
 describe('find, observe, --since', () => {
-  it('find searches every window and groups the hits by window', () => {
+  it('find searches every window and groups the hits by window', async () => {
+    await deadForm();
     const r = ok(['find', '--text', 'Submit', '--roles', 'btn']);
     const wins = (r.matches as Json[]).map((m) => m.window).sort();
     expect(wins).toEqual([DEAD, TITLE].sort());

@@ -152,6 +152,36 @@ describe('reader', () => {
     expect(inBox.some((e) => e.name === 'Name')).toBe(false);
   });
 
+  it('gives an element the same id in a visible-only read as in a whole read, hidden lists before it', async () => {
+    // A list that is not shown comes before the rest of this form in its tree, and its rows are not in
+    // GTK's cache: only a read that fetches hidden parts has them. Ids must not depend on that.
+    const title = 'Runboard Hidden List Form';
+    const win = await s.startForm(title, {}, ['--variant', 'hidden-list', '--x', '560']);
+    try {
+      const visible = allElements((await desktop.read({ title })).elements);
+      const whole = await desktop.read({ title, visibleOnly: false });
+      const byId = new Map(allElements(whole.elements).map((e) => [e.id, e]));
+      expect(allElements(whole.elements).some((e) => e.role === 'table cell' && e.name === 'Banana')).toBe(
+        true,
+      );
+      const moved = visible.filter((e) => {
+        const w = byId.get(e.id);
+        return !w || w.role !== e.role || w.name !== e.name;
+      });
+      expect(moved.map((e) => `${e.id} ${e.role} "${e.name}"`)).toEqual([]);
+      // The CLI, and click --id with an id from a whole read.
+      const W = ['--window', title];
+      const submit = cliId('btn', 'Submit', [...W, '--visible-only=false']);
+      expect(cliId('btn', 'Submit', W)).toBe(submit);
+      const res = s.run(['click', '--id', String(submit), ...W]);
+      expect(res.code, res.stderr).toBe(0);
+      expect(await eventually(async () => (await status(title)) === 'clicked Submit 1')).toBe(true);
+    } finally {
+      process.kill(win.pid, 'SIGTERM');
+      await eventually(async () => (await desktop.listWindows({ title })).length === 0);
+    }
+  });
+
   it('prints the compact schema: short keys, short roles, defaults omitted, flat --compact, --pretty', () => {
     const res = s.run(['read', '--window', TITLE]);
     expect(res.code, res.stderr).toBe(0);
@@ -446,10 +476,18 @@ describe('input and focus', () => {
 
 describe('actions, ids that moved or vanished, privacy', () => {
   it('performs an element action directly (press Clear)', async () => {
+    // Stands alone (under -t too): Submit's count is the one the form shows now, whatever ran before.
+    const saved = (await elements(TITLE, false)).find((e) => e.name === 'Save status')?.value ?? '';
+    const submits = Number(/^Saved: (\d+)/.exec(saved)?.[1] ?? 0);
+    const before = await status();
+    const clears = /^clicked Clear (\d+)$/.exec(before)?.[1];
     const clear = await find('push button', 'Clear');
     const done = await desktop.doAction({ title: TITLE }, clear.id, clear.actions[0]);
     expect(done.toLowerCase()).toBe('click');
-    expect(await eventually(async () => (await status()) === 'clicked Clear 1')).toBe(true);
+    // The status says the Clear (its count is known when the status already showed one).
+    const cleared = (st: string) =>
+      clears === undefined ? /^clicked Clear \d+$/.test(st) : st === `clicked Clear ${Number(clears) + 1}`;
+    expect(await eventually(async () => cleared(await status()))).toBe(true);
     const res = s.run([
       'action',
       '--id',
@@ -460,7 +498,7 @@ describe('actions, ids that moved or vanished, privacy', () => {
       'press',
     ]);
     expect(res.code, res.stderr).toBe(0);
-    expect(await eventually(async () => (await status()) === 'clicked Submit 2')).toBe(true);
+    expect(await eventually(async () => (await status()) === `clicked Submit ${submits + 1}`)).toBe(true);
   });
 
   it('click --id refuses an element that is gone, and one that became ambiguous', async () => {
@@ -879,6 +917,37 @@ describe('errors', () => {
     const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20_000 });
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ before: 'ok', after: 'NO_DISPLAY' });
+  });
+
+  it('a stopped app: read and click --id say APP_NOT_RESPONDING (exit 14) at once; list and type --key still answer', async () => {
+    // A stopped process answers no D-Bus call: each call to it waited the whole timeout (5 s), and
+    // `type --key --window` (which reads the window for its display texts) took ~30 s.
+    const title = 'Runboard Stopped Form';
+    const win = await s.startForm(title, {}, ['--x', '600', '--y', '40']);
+    const W = ['--window', title];
+    const submit = cliId('btn', 'Submit', W);
+    process.kill(win.pid, 'SIGSTOP');
+    try {
+      const read = s.run(['read', ...W]);
+      expect(read.code, read.stderr).toBe(14);
+      expect(JSON.parse(read.stderr)).toMatchObject({
+        error: 'APP_NOT_RESPONDING',
+        message: expect.stringContaining(`kill -CONT ${win.pid}`) as unknown,
+        remediation: expect.stringContaining('continue it') as unknown,
+      });
+      expect(s.run(['click', '--id', String(submit), ...W]).code).toBe(14);
+      const list = s.run(['list', '--windows']);
+      expect(list.code, list.stderr).toBe(0);
+      expect(list.stdout).toContain(title);
+      const key = s.run(['type', ...W, '--key', 'ctrl+a']);
+      expect(key.code, key.stderr).toBe(0);
+      expect(key.json).toMatchObject({ ok: true, action: 'key', key: 'ctrl+a' });
+      expect((key.json as { display?: unknown }).display).toBeUndefined(); // the window could not be read
+    } finally {
+      process.kill(win.pid, 'SIGCONT');
+      process.kill(win.pid, 'SIGTERM');
+      await eventually(async () => (await desktop.listWindows({ title })).length === 0);
+    }
   });
 
   it('--version prints the version of the installed package', async () => {

@@ -438,6 +438,14 @@ export class CardAttempts {
     });
   }
 
+  /** Whether the run's worktree or workspace copy was kept (its record, result.json, says so). */
+  private kept(runId: string): Promise<boolean> {
+    return this.host.client.getRun(runId).then(
+      ({ run }) => run.worktree?.state === 'kept' || run.copy?.state === 'kept',
+      () => false,
+    );
+  }
+
   private async settle(g: Group, outcome: Outcome): Promise<void> {
     if (!this.groups.has(g.cardId)) return;
     this.groups.delete(g.cardId);
@@ -451,8 +459,11 @@ export class CardAttempts {
           .catch((err: Error) =>
             this.host.warn(`could not discard attempt run ${r}'s worktree: ${err.message}`),
           );
-      if (outcome.kind === 'won')
-        await this.host.client.keepWorktree(outcome.runId).catch((err: Error) => {
+      // kept already: a board that died between the keep and the card's write, started again (the
+      // run's record says so; keeping again would be refused and the card would fail for nothing)
+      if (outcome.kind === 'won' && !(await this.kept(outcome.runId)))
+        await this.host.client.keepWorktree(outcome.runId).catch(async (err: Error) => {
+          if (await this.kept(outcome.runId)) return;
           keepProblem = `attempt ${outcome.winner + 1} won but its changes could not be kept: ${err.message} (keep or discard run ${outcome.runId} by hand)`;
         });
     }

@@ -52,6 +52,7 @@ import { BusyResources } from './scheduler-resources.ts';
 import { attemptsOf, CardAttempts, type AttemptsRecord } from './scheduler-attempts.ts';
 import type { RunningCard } from './scheduler-policy.ts';
 import { CardWrites, UNSAVED_RETRY_MS } from './scheduler-writes.ts';
+import { launchKey } from './scheduler-launch-key.ts';
 import { SupervisorUnavailable, type SupervisorClient } from './supervisor-client.ts';
 
 export { lastStderrLine } from './run-end-text.ts';
@@ -335,6 +336,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         const allow = this.allowOnce.get(cardId);
         this.allowOnce.delete(cardId);
         if (allow) request = { ...request, allow };
+        // one queueing of the card, one run: a launch repeated for it gets the first one's run
+        request = { ...request, key: launchKey(card) };
       } catch (err) {
         return this.launchFailed(cardId, (err as Error).message);
       }
@@ -441,9 +444,23 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         this.emit('changed');
       },
       end: (result) => this.finish(cardId, result),
-      lost: (why) => this.launchFailed(cardId, why),
+      lost: (why) => void this.lost(cardId, runId, why),
       following: () => this.active.has(cardId),
     });
+  }
+
+  /**
+   * The attach to the card's run was lost. A run that ended meanwhile is recorded as it ended (a
+   * succeeded run counted as a failure was retried: a second run); else the card's launch failed.
+   */
+  private async lost(cardId: string, runId: string, why: string): Promise<void> {
+    const run = await this.client.getRun(runId).then(
+      (r) => r.run,
+      () => undefined,
+    );
+    if (this.active.get(cardId)?.runId !== runId) return;
+    if (run && run.status !== 'running') this.finish(cardId, run);
+    else this.launchFailed(cardId, why);
   }
 
   /** Flows parked by a rate limit (their own, or their provider's), and until when (epoch ms): shown on the board. */

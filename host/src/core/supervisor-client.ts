@@ -378,8 +378,9 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
 
   /**
    * A call that waits out a reconnect and says plainly when the supervisor went away under it. An
-   * `idempotent` call (asking again changes nothing: cancel, list, status) lost that way is sent once
-   * more on the next connection; others (a launch: the run may exist) fail with SupervisorLost.
+   * `idempotent` call (asking again changes nothing: cancel, list, status, a launch with a key) lost
+   * that way is sent once more on the next connection; others (a launch without a key: the run may
+   * exist) fail with SupervisorLost.
    */
   private async rpc<T>(
     method: string,
@@ -435,7 +436,8 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
   }
 
   launch(p: z.input<typeof LaunchRun.params>) {
-    return this.rpc(LaunchRun.method, (c) => call(c, LaunchRun, p));
+    // with a key, asking again starts nothing new: the supervisor answers with the first launch's run
+    return this.rpc(LaunchRun.method, (c) => call(c, LaunchRun, p), p.key !== undefined);
   }
   cancel(runId: string) {
     return this.rpc(CancelRun.method, (c) => call(c, CancelRun, { runId }), true);

@@ -9,6 +9,7 @@ export type CliErrorCode =
   | 'NO_ACCESSIBILITY_BUS'
   | 'APP_NOT_FOUND'
   | 'NO_ACCESSIBILITY_TREE'
+  | 'APP_NOT_RESPONDING'
   | 'ELEMENT_NOT_FOUND'
   | 'ELEMENT_AMBIGUOUS'
   | 'NO_READ_CONTEXT'
@@ -35,6 +36,7 @@ export const EXIT_CODES: Record<CliErrorCode, number> = {
   CAPTURE_FAILED: 11,
   NOT_BUILT: 12,
   CLIPBOARD_UNAVAILABLE: 13,
+  APP_NOT_RESPONDING: 14,
   // As the public desktop-cli documents: a wait that timed out, an assert that failed and a batch
   // with a failed step exit 1 (their result is printed on stdout too), so `&&` chains stop there.
   TIMEOUT: 1,
@@ -52,6 +54,8 @@ const REMEDIATION: Record<CliErrorCode, string> = {
     'Run `desktop-cli list` to see the windows, then pass --app, --window, --window-id or --pid that match one.',
   NO_ACCESSIBILITY_TREE:
     'Start the app with accessibility on: GTK apps need NO_AT_BRIDGE unset; Chromium needs ACCESSIBILITY_ENABLED=1 and --force-renderer-accessibility.',
+  APP_NOT_RESPONDING:
+    'The app is stopped: continue it (kill -CONT <pid>), then retry. Input sent meanwhile (type, click by coordinates) waits in its queue.',
   ELEMENT_NOT_FOUND: 'The element is gone: run `desktop-cli read` again and use a fresh id.',
   ELEMENT_AMBIGUOUS:
     "Several elements match that id's role and title: run `desktop-cli read` again (narrow it with --window or --roles) and use a fresh id.",
@@ -95,6 +99,7 @@ export function fromDesktopCode(code: string): CliErrorCode {
     case 'NO_ACCESSIBILITY_BUS':
     case 'APP_NOT_FOUND':
     case 'NO_ACCESSIBILITY_TREE':
+    case 'APP_NOT_RESPONDING':
     case 'ELEMENT_NOT_FOUND':
     case 'ACTION_FAILED':
     case 'CAPTURE_FAILED':

@@ -109,6 +109,7 @@ inline constexpr const char* kNoDisplay = "NO_DISPLAY";
 inline constexpr const char* kNoA11yBus = "NO_ACCESSIBILITY_BUS";
 inline constexpr const char* kAppNotFound = "APP_NOT_FOUND";
 inline constexpr const char* kNoA11yTree = "NO_ACCESSIBILITY_TREE";
+inline constexpr const char* kAppNotResponding = "APP_NOT_RESPONDING";  // its process is stopped
 inline constexpr const char* kElementNotFound = "ELEMENT_NOT_FOUND";
 inline constexpr const char* kInvalidArgument = "INVALID_ARGUMENT";
 inline constexpr const char* kActionFailed = "ACTION_FAILED";

@@ -7,7 +7,7 @@
 namespace runboard::desktop {
 
 std::string DoAction(const WindowQuery& target, int elementId, const std::string& action) {
-  auto t = atspi::LoadWindowTree(target, false);
+  auto t = atspi::LoadWindowTree(target, true);  // whole: ids as a read gives them
   if (elementId < 0 || elementId >= static_cast<int>(t.byId.size()))
     throw DesktopError(kElementNotFound,
                        "no element " + std::to_string(elementId) + " in window \"" + t.window.title + "\"");
@@ -37,7 +37,7 @@ std::string DoAction(const WindowQuery& target, int elementId, const std::string
 }
 
 std::string SetValue(const WindowQuery& target, int elementId, const std::string& value) {
-  auto t = atspi::LoadWindowTree(target, false);
+  auto t = atspi::LoadWindowTree(target, true);  // whole: ids as a read gives them
   if (elementId < 0 || elementId >= static_cast<int>(t.byId.size()))
     throw DesktopError(kElementNotFound,
                        "no element " + std::to_string(elementId) + " in window \"" + t.window.title + "\"");

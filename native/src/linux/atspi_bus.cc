@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "common/desktop_types.h"
@@ -209,35 +211,37 @@ std::vector<AppRef> Bus::Apps() {
   while (g_variant_iter_next(it, "(&s&o)", &bus, &path)) apps.push_back({bus, 0, ""});
   g_variant_iter_free(it);
   g_variant_unref(r);
-  // Name and pid of every app, in one pipelined batch: names from each app, pids from the bus daemon.
+  // Pids from the bus daemon (one pipelined batch), then the names from the apps whose process is not
+  // stopped (another batch): a stopped app answers nothing, and asking it held every command that lists
+  // apps for the whole timeout (5 s), `type --window` several times over.
   std::vector<Call> calls;
-  for (auto& a : apps) {
-    calls.push_back({"/org/a11y/atspi/accessible/root", "org.freedesktop.DBus.Properties", "Get",
-                     g_variant_new("(ss)", "org.a11y.atspi.Accessible", "Name"), a.busName});
+  for (auto& a : apps)
     calls.push_back({"/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixProcessID",
                      g_variant_new("(s)", a.busName.c_str()), "org.freedesktop.DBus"});
-  }
-  Replies all{CallMany(Peer{conn_, "", address_}, calls)};
-  std::vector<GVariant*> nameReplies(apps.size()), pidReplies(apps.size());
-  for (size_t i = 0; i < apps.size(); i++) {
-    nameReplies[i] = all.v[2 * i];
-    pidReplies[i] = all.v[2 * i + 1];
-    all.v[2 * i] = all.v[2 * i + 1] = nullptr;
-  }
-  for (size_t i = 0; i < apps.size(); i++) {
-    if (nameReplies[i]) {
-      GVariant* v = nullptr;
-      g_variant_get(nameReplies[i], "(v)", &v);
-      if (v && g_variant_is_of_type(v, G_VARIANT_TYPE_STRING)) apps[i].name = g_variant_get_string(v, nullptr);
-      if (v) g_variant_unref(v);
-      g_variant_unref(nameReplies[i]);
-    }
-    if (pidReplies[i]) {
+  {
+    Replies pids{CallMany(Peer{conn_, "", address_}, calls)};
+    for (size_t i = 0; i < apps.size(); i++) {
+      if (!pids.v[i]) continue;
       guint32 pid = 0;
-      g_variant_get(pidReplies[i], "(u)", &pid);
+      g_variant_get(pids.v[i], "(u)", &pid);
       apps[i].pid = static_cast<int>(pid);
-      g_variant_unref(pidReplies[i]);
     }
+  }
+  calls.clear();
+  std::vector<size_t> asked;
+  for (size_t i = 0; i < apps.size(); i++) {
+    if (ProcessStopped(apps[i].pid)) continue;
+    calls.push_back({"/org/a11y/atspi/accessible/root", "org.freedesktop.DBus.Properties", "Get",
+                     g_variant_new("(ss)", "org.a11y.atspi.Accessible", "Name"), apps[i].busName});
+    asked.push_back(i);
+  }
+  Replies names{CallMany(Peer{conn_, "", address_}, calls)};
+  for (size_t k = 0; k < asked.size(); k++) {
+    if (!names.v[k]) continue;
+    GVariant* v = nullptr;
+    g_variant_get(names.v[k], "(v)", &v);
+    if (v && g_variant_is_of_type(v, G_VARIANT_TYPE_STRING)) apps[asked[k]].name = g_variant_get_string(v, nullptr);
+    if (v) g_variant_unref(v);
   }
   return apps;
 }
@@ -273,6 +277,17 @@ Peer Bus::PeerFor(const std::string& busName) {
   }
   peers.emplace(busName, chosen);
   return chosen;
+}
+
+bool ProcessStopped(int pid) {
+  if (pid <= 0) return false;
+  // /proc/<pid>/stat never blocks (unlike cmdline or environ): "pid (comm) S ...", comm may hold ')'.
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size()) return false;
+  char state = stat[close + 2];
+  return state == 'T' || state == 't';
 }
 
 }  // namespace runboard::desktop::atspi

@@ -59,6 +59,10 @@ class Bus {
   std::string address_;
 };
 
+// Whether a process is stopped (SIGSTOP, job control, a debugger): it answers no D-Bus call until it
+// is continued, so each call to it would wait the whole timeout (5 s).
+bool ProcessStopped(int pid);
+
 struct Replies {  // frees a batch of replies when it goes out of scope
   std::vector<GVariant*> v;
   ~Replies() {

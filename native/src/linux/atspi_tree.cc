@@ -488,6 +488,12 @@ WindowTree FindWindow(const WindowQuery& q) {
   if (!app)
     throw DesktopError(kNoA11yTree, "window \"" + t.window.title + "\" (pid " + std::to_string(t.window.pid) +
                                         ") has no accessibility tree on the AT-SPI bus");
+  if (ProcessStopped(app->pid))
+    throw DesktopError(kAppNotResponding, "the app of window \"" + t.window.title + "\" (pid " +
+                                              std::to_string(app->pid) +
+                                              ") is stopped (SIGSTOP, job control or a debugger): it answers no "
+                                              "accessibility call until it is continued (kill -CONT " +
+                                              std::to_string(app->pid) + ")");
   t.app = *app;
   t.peer = bus.PeerFor(app->busName);
   t.scale = ProcessScale(app->pid);

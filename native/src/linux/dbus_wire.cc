@@ -271,15 +271,7 @@ size_t Reader::Array(size_t elemAlign) {
   return pos_ + len;
 }
 
-Conn* Conn::For(const std::string& address, bool bus) {
-  static std::map<std::string, std::unique_ptr<Conn>> conns;
-  static std::vector<std::unique_ptr<Conn>> broken;  // kept: replies read from them may still be in use
-  auto it = conns.find(address);
-  if (it != conns.end()) {
-    if (!it->second->broken_) return it->second.get();
-    broken.push_back(std::move(it->second));
-    conns.erase(it);
-  }
+std::unique_ptr<Conn> Conn::Connect(const std::string& address, bool bus) {
   sockaddr_un sa;
   socklen_t len = 0;
   if (!UnixAddress(address, sa, len)) return nullptr;
@@ -291,25 +283,26 @@ Conn* Conn::For(const std::string& address, bool bus) {
   }
   std::unique_ptr<Conn> c(new Conn(fd));
   if (!c->Auth(bus)) return nullptr;
+  return c;
+}
+
+std::unique_ptr<Conn> Conn::Open(const std::string& address) { return Connect(address, false); }
+
+Conn* Conn::For(const std::string& address, bool bus) {
+  static std::map<std::string, std::unique_ptr<Conn>> conns;
+  static std::vector<std::unique_ptr<Conn>> broken;  // kept: replies read from them may still be in use
+  auto it = conns.find(address);
+  if (it != conns.end()) {
+    if (!it->second->broken_) return it->second.get();
+    broken.push_back(std::move(it->second));
+    conns.erase(it);
+  }
+  std::unique_ptr<Conn> c = Connect(address, bus);
+  if (!c) return nullptr;
   return conns.emplace(address, std::move(c)).first->second.get();
 }
 
 Conn::~Conn() { close(fd_); }
-
-std::unique_ptr<Conn> Conn::Open(const std::string& address) {
-  sockaddr_un sa;
-  socklen_t len = 0;
-  if (!UnixAddress(address, sa, len)) return nullptr;
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return nullptr;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0) {
-    close(fd);
-    return nullptr;
-  }
-  std::unique_ptr<Conn> c(new Conn(fd));
-  if (!c->Auth(false)) return nullptr;
-  return c;
-}
 
 void AppendCall(std::string& out, const Call& c, std::string_view dest, uint32_t serial) {
   AppendCallTo(out, c, dest, serial);

@@ -99,6 +99,8 @@ class Conn {
 
  private:
   explicit Conn(int fd) : fd_(fd) {}
+  // Connects and authenticates (Open and For differ only in `bus`).
+  static std::unique_ptr<Conn> Connect(const std::string& address, bool bus);
   bool Auth(bool bus);
   int fd_;
   uint32_t serial_ = 0;

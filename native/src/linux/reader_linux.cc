@@ -199,7 +199,10 @@ ReadResult ReadTree(const ReadOptions& o) {
   int trips0 = bus.roundTrips;
   atspi::WindowTree scratch;
   atspi::TreeUse use;
-  atspi::WindowTree& t = atspi::WindowTreeFor(o.target, !o.visibleOnly, scratch, &use);
+  // The whole tree, hidden parts included, whatever the filters: an id is the pre-order index over the
+  // window's whole tree (types.ts), so a visible-only read that left hidden subtrees unfetched (web
+  // content's, which the app's cache lacks) numbered the elements after them differently.
+  atspi::WindowTree& t = atspi::WindowTreeFor(o.target, true, scratch, &use);
   phase(use.kept ? "kept tree brought up to date" : "tree loaded");
 
   Builder b{t,

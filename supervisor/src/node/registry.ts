@@ -24,6 +24,7 @@ import { diskSource, type AttachSource } from './attach.ts';
 import { allowedAsks, resumeFrom, withAllowed } from './launch-allow.ts';
 import { ResultFile } from './result-file.ts';
 import { CardIndex } from './run-index.ts';
+import { LaunchKeys } from './launch-keys.ts';
 import type { FleetGateway } from './fleet/gateway.ts';
 import type { RemoteRun } from './fleet/remote-run.ts';
 import { Run } from './run.ts';
@@ -53,6 +54,8 @@ export class RunRegistry {
   fleet: FleetGateway | undefined;
   private acceptingRuns = true;
   private readonly settling = new Set<string>();
+  /** Launch keys: a second launch with a key returns the first one's run (launch-keys.ts). */
+  private readonly keys: LaunchKeys;
 
   constructor(
     readonly paths: StatePaths,
@@ -60,13 +63,20 @@ export class RunRegistry {
   ) {
     mkdirSync(path.join(paths.supervisorDir, 'active'), { recursive: true, mode: 0o700 });
     this.byCard = new CardIndex(paths.logsDir, (id) => this.readResult(id));
+    this.keys = new LaunchKeys(path.join(paths.supervisorDir, 'launch-keys'));
+    void this.keys.prune();
   }
 
   get activeCount(): number {
     return this.active.size;
   }
 
-  launch(p: z.output<typeof LaunchRun.params>): { runId: string; logDir: string } {
+  launch(p: z.output<typeof LaunchRun.params>): { runId: string; logDir: string; again?: true } {
+    // the same launch again (its key seen for this card): the run the first one started, not a second
+    const first = p.key === undefined ? undefined : this.keys.runOf(p.card.path, p.key);
+    const firstRun = first === undefined ? undefined : (this.get(first)?.result ?? this.record(first));
+    if (firstRun && firstRun.card.path === p.card.path)
+      return { runId: firstRun.runId, logDir: runLogDir(this.paths, firstRun.runId), again: true };
     if (!this.acceptingRuns)
       throw new ResponseError(
         ErrorCodes.ShuttingDown,
@@ -113,6 +123,8 @@ export class RunRegistry {
     const logDir = runLogDir(this.paths, runId);
     let run: AnyRun;
     try {
+      // the key on disk before the run's record and before anything is spawned (launch-keys.ts)
+      if (p.key !== undefined) this.keys.record(p.card.path, p.key, runId, first !== undefined);
       run = this.fleet
         ? this.fleet.remoteRun(runId, logDir, p, validated.workspace, validated.grant.path)
         : new Run(this.deps, {
@@ -134,8 +146,15 @@ export class RunRegistry {
             ...resumeFrom(p, allowed, record, this.paths),
           });
     } catch (err) {
+      if (p.key !== undefined && (err as NodeJS.ErrnoException).code !== 'EEXIST')
+        this.keys.forget(p.card.path, p.key);
       if (err instanceof ResponseError) throw err;
       const e = err as NodeJS.ErrnoException;
+      this.deps.log.warn(
+        { runId, err: e.code ?? e.message },
+        'launch refused: cannot create the run log dir',
+      );
+      if (e.code === 'ENOSPC') this.deps.onDiskFull?.(logDir);
       throw new ResponseError(
         ErrorCodes.LogDirFailed,
         `could not create the run's log dir ${logDir}: ${e.code ?? e.message}${e.code === 'ENOSPC' ? ' (the disk is full; free space and launch again)' : ''}`,

@@ -45,8 +45,14 @@ export const LaunchRun = request(
     allow: z.optional(
       z.array(z.object({ runId: RunId, ask: PermissionAsk.shape.id })).check(z.minLength(1), z.maxLength(8)),
     ),
+    /**
+     * The launch's idempotency key (the board's: the card's queue generation). A launch of the same
+     * card with a key the supervisor has seen starts nothing and answers with the first launch's run
+     * (`again`), so a card is never run twice for one queueing (supervisor/src/node/launch-keys.ts).
+     */
+    key: z.optional(z.string().check(z.minLength(8), z.maxLength(128))),
   }),
-  z.object({ runId: RunId, logDir: z.string() }),
+  z.object({ runId: RunId, logDir: z.string(), again: z.optional(z.boolean()) }),
 );
 
 /** cancelWorker: idempotent. Cancelling an ended run reports its final status and changes nothing. */
@@ -135,6 +141,8 @@ export const SupervisorStatus = request(
     activeRuns: z.int(),
     landlockAbi: z.int(),
     landlockReason: z.string(),
+    /** Its own log (stderr): bytes held unwritten, lines dropped, the error while writes fail (ENOSPC). */
+    log: z.optional(z.object({ buffered: z.int(), dropped: z.int(), failing: z.optional(z.string()) })),
   }),
 );
 

@@ -1,0 +1,72 @@
+/**
+ * Launch keys (`run/launch` `key`): a launch that names a key the supervisor has seen for the same card
+ * is the same launch, and gets the run the first one started instead of a second run. The board's key
+ * is the card's queue generation (host/src/core/scheduler-launch-key.ts): a board that could not save
+ * a run's start on its card (the disk holding its state full) and was restarted, or that lost the
+ * launch's answer, launches the card again with the same key, and the run is not run twice (the soak's
+ * c0139, c0146, c0536: two succeeded runs of one card, docs/soak.md).
+ *
+ * Each key is a symlink `<supervisor>/launch-keys/<sha256(card path, key)>` → the run id, made with
+ * one `symlink(2)` before the run's record (result.json) exists and before anything is spawned: it
+ * is on disk whole or not at all, and a key whose run has no record (the supervisor died in between,
+ * or gc removed the run) names no run and is taken over by the next launch.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
+import { lstat, readdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+
+/** Keys older than this are removed when a supervisor starts (a board relaunches within minutes). */
+const KEY_TTL_MS = 30 * 24 * 3600_000;
+
+export class LaunchKeys {
+  constructor(private readonly dir: string) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  }
+
+  private file(card: string, key: string): string {
+    return path.join(this.dir, createHash('sha256').update(`${card}\0${key}`).digest('hex'));
+  }
+
+  /** The run the key of `card` names, if any (it may have no record any more: the caller checks). */
+  runOf(card: string, key: string): string | undefined {
+    try {
+      return readlinkSync(this.file(card, key));
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Records that the key of `card` names `runId` (replacing a key whose run has no record). Throws
+   * when the disk cannot take it: the launch is then refused, nothing started.
+   */
+  record(card: string, key: string, runId: string, replace: boolean): void {
+    const file = this.file(card, key);
+    if (replace) rmSync(file, { force: true });
+    symlinkSync(runId, file);
+  }
+
+  /** Forgets the key (the launch it was recorded for started no run). */
+  forget(card: string, key: string): void {
+    rmSync(this.file(card, key), { force: true });
+  }
+
+  /** Removes keys older than KEY_TTL_MS, off the event loop (at a supervisor's start). */
+  async prune(now = Date.now()): Promise<void> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const file = path.join(this.dir, name);
+      try {
+        if (now - (await lstat(file)).mtimeMs > KEY_TTL_MS) await rm(file, { force: true });
+      } catch {
+        // gone meanwhile, or the disk says no: the next start tries again
+      }
+    }
+  }
+}

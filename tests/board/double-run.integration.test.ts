@@ -1,0 +1,148 @@
+/**
+ * No run counted twice (docs/soak.md, invariant 4; the soak's c0139, c0146 and c0536 each ran twice,
+ * both runs succeeded, in a window where the disk holding the board's state was full). A card queued
+ * once gets one run, however its launch is repeated: the launch carries the card's queue generation as
+ * a key (host/src/core/scheduler-launch-key.ts) that the supervisor records before it spawns anything
+ * (supervisor/src/node/launch-keys.ts), and a second launch with that key gets the first run.
+ *
+ * Real parts: a supervisor (the harness's) and a real `runboard serve` with its own, the board's ledger
+ * on a small tmpfs filled to the last byte, serve killed with SIGKILL.
+ */
+import { execFileSync } from 'node:child_process';
+import {
+  appendFileSync,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { digestOf } from '@runboard/supervisor/ledger';
+import { BoardServer, shellCard, shellConfig, waitUntil } from '../e2e/helpers/board.ts';
+import { Harness } from '../helpers/harness.ts';
+
+let server: BoardServer | undefined;
+let mounted: string | undefined;
+afterEach(async () => {
+  if (mounted) execFileSync('umount', ['-l', mounted]);
+  mounted = undefined;
+  await server?.stop();
+  server = undefined;
+});
+
+/** The board's ledger folder on a 1 MiB tmpfs of its own; `fill(slack)` as in full-disk's test. */
+function ledgerDisk(dir: string): { fill: (slack: number) => void; free: () => void } {
+  const saved = mkdtempSync(path.join(os.tmpdir(), 'rb-ledger-'));
+  cpSync(dir, saved, { recursive: true });
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0700', 'tmpfs', dir]);
+  mounted = dir;
+  cpSync(saved, dir, { recursive: true });
+  rmSync(saved, { recursive: true, force: true });
+  const filler = path.join(dir, 'filler');
+  return {
+    fill(slack) {
+      // each log ends `slack` bytes before a page boundary (an append within a page takes no space)
+      for (const name of readdirSync(dir).filter((n) => n.endsWith('.log'))) {
+        const size = statSync(path.join(dir, name)).size;
+        const pad = (((4096 - slack - size) % 4096) + 4096) % 4096;
+        if (pad) appendFileSync(path.join(dir, name), '\n'.repeat(pad));
+      }
+      try {
+        execFileSync('dd', ['if=/dev/zero', `of=${filler}`, 'bs=4096'], { stdio: 'ignore' });
+      } catch {
+        // ENOSPC: full, as wanted
+      }
+    },
+    free() {
+      rmSync(filler, { force: true });
+    },
+  };
+}
+
+describe('one queueing, one run', () => {
+  it('a launch repeated with its key gets the first run, also from a supervisor started after a kill -9', async () => {
+    const h = await Harness.start();
+    try {
+      const card = { path: path.join(h.root, 'card.md'), title: 'once' };
+      const launch = (key: string, cardPath = card.path) =>
+        h.client.launch({
+          card: { ...card, path: cardPath },
+          flow: h.flow(),
+          workspace: h.workspace,
+          grant: h.grant,
+          command: 'echo ran >> runs.txt',
+          key,
+        });
+      const first = await launch('generation-1');
+      expect(first.again).toBeUndefined();
+      const repeat = await launch('generation-1');
+      expect(repeat).toEqual({ runId: first.runId, logDir: first.logDir, again: true });
+      await waitUntil(
+        'the run ended',
+        async () => (await h.client.getRun(first.runId)).run.status !== 'running',
+      );
+      // the supervisor dies; the one started after it knows the key from its disk
+      const exited = new Promise((r) => h.supervisor.once('exit', r));
+      h.client.close();
+      h.supervisor.kill('SIGKILL');
+      await exited;
+      await h.startSupervisor();
+      expect((await launch('generation-1')).runId).toBe(first.runId);
+      // a new generation, or another card with the same key, is a new run
+      const next = await launch('generation-2');
+      expect(next.runId).not.toBe(first.runId);
+      const other = await launch('generation-1', path.join(h.root, 'other.md'));
+      expect([first.runId, next.runId]).not.toContain(other.runId);
+      for (const id of [next.runId, other.runId])
+        await waitUntil('the runs ended', async () => (await h.client.getRun(id)).run.status !== 'running');
+      expect(readFileSync(path.join(h.workspace, 'runs.txt'), 'utf8')).toBe('ran\nran\nran\n');
+    } finally {
+      await h.stop();
+    }
+  });
+
+  it("a board killed while its run's start and end could not be saved does not run the card again", async () => {
+    server = await BoardServer.start(shellConfig('  backoff: { base: 100ms, retries: 1 }\n'), {
+      'once.md': shellCard('Once', 'echo ran >> runs.txt'),
+    });
+    const ledgerDir = path.join(server.home, 'ledger');
+    expect(existsSync(ledgerDir)).toBe(true);
+    // the ledger's folder moves to a disk of its own while serve is stopped (nothing writes it then)
+    const exited = new Promise((r) => server!.proc.once('exit', r));
+    server.proc.kill('SIGTERM');
+    await exited;
+    const disk = ledgerDisk(ledgerDir);
+    await server.startServe();
+    await waitUntil('the card on the board', () => server!.card('once'));
+    // room for the person's move to Queued and nothing more: the run's start and end are not saved
+    disk.fill(JSON.stringify({ f: 'cards/once.md', d: digestOf('') }).length + 1);
+    await server.api('POST', '/api/cards/once/move', { to: 'queued', index: 0 });
+    const [run] = await waitUntil('the run ended', async () => {
+      const runs = await server!.supervisorRuns();
+      return runs.length && runs.every((r) => r.status !== 'running') ? runs : undefined;
+    });
+    expect(run!.status).toBe('succeeded');
+    await waitUntil('the card waiting to save its run', async () =>
+      (await server!.card('once'))?.waiting?.includes('could not be saved'),
+    );
+    expect(readFileSync(server.cardFile('once.md'), 'utf8')).toMatch(/status: queued/);
+    // the board dies with the writes it kept; a new one finds the card queued, as its file says
+    const killed = new Promise((r) => server!.proc.once('exit', r));
+    server.proc.kill('SIGKILL');
+    await killed;
+    disk.free();
+    await server.startServe();
+    const done = await waitUntil('Done', async () => {
+      const c = await server!.card('once');
+      return c?.column === 'done' ? c : undefined;
+    });
+    expect(done.runId).toBe(run!.runId);
+    expect(readFileSync(path.join(server.workspace, 'runs.txt'), 'utf8')).toBe('ran\n');
+    expect((await server.supervisorRuns()).map((r) => r.runId)).toEqual([run!.runId]);
+  });
+});
