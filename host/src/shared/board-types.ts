@@ -104,7 +104,10 @@ export interface BoardView {
   project: string;
   cards: CardView[];
   maxConcurrency: number;
+  /** Runs the caps count now (a card's run, each attempt's, a judge's; one that waits for you too). */
   running: number;
+  /** Of those, the runs that wait at a tool call for the person's answer (their cards in Needs input). */
+  waitingForYou: number;
   flows: FlowView[];
   columnLimits: Partial<Record<Column, number>>;
   /** config.yaml does not load: the last good config is in use. */
@@ -182,6 +185,8 @@ export interface CardDetail {
     open: PermissionAsk[];
     /** The card's run is live and waits at a tool call for the answer (supervisor run/answer). */
     live?: boolean;
+    /** The run is attempt `n` of `of` of the card's (config `attempts:`). */
+    attempt?: { n: number; of: number };
   };
   /**
    * The card's last run as attempts (config `attempts:`; host/src/core/scheduler-attempts.ts): each
