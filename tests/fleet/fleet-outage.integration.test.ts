@@ -1,5 +1,5 @@
 /**
- * A Redis outage longer than a job's lease while hosts are alive and running (issue 34, decision 100):
+ * A Redis outage longer than a job's lease while hosts are alive and running (issue 34, decision 103):
  * the locks run out while Redis is down; each host takes its jobs' locks again once Redis is back, and
  * the board's side declares no job stalled, so every run goes on and succeeds, each run once. A host
  * that died or is cut off still has its runs ended (fleet.integration, fleet-whole).

@@ -1,5 +1,5 @@
 /**
- * A job's lease, kept by Runboard rather than BullMQ's lock renewal and stalled check (decision 100).
+ * A job's lease, kept by Runboard rather than BullMQ's lock renewal and stalled check (decision 103).
  *
  * BullMQ's lock is a key with a time to live: a Redis restart longer than what was left of it (or a
  * host held up that long) loses it for good, its renewal then fails and its stalled check fails the job,
