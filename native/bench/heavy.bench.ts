@@ -113,7 +113,10 @@ try {
         [cli, 'read', '--window', full, '--visible-only=false', '--compact'],
         { env: { ...env, RUNBOARD_DESKTOP_TRACE: '1' }, encoding: 'utf8', maxBuffer: 1 << 28 },
       );
-      return Number(/items parsed: (\d+)/.exec(r.stderr)?.[1] ?? -1);
+      const items = /items parsed: (\d+)/.exec(r.stderr)?.[1];
+      if (items === undefined)
+        console.error(`the read to check the cache failed (${r.status}): ${r.stderr.slice(-500)}`);
+      return Number(items ?? -1);
     };
     const open = async (lacks: boolean, attempt: number): Promise<number> => {
       const dir = `heavy-${lacks ? 'lacks' : 'holds'}-${attempt}`;
@@ -131,6 +134,21 @@ try {
       while (!(await desktop.listWindows({})).some((w) => w.title === full)) {
         if (Date.now() > deadline) throw new Error(`"${full}" did not appear`);
         await sleep(100);
+      }
+      if (lacks) {
+        // the list is built; its objects reach the tree a little later
+        for (;;) {
+          const r = await desktop
+            .read({ title: full, visibleOnly: false, actions: false })
+            .catch(() => undefined);
+          if (r && r.stats.nodes >= ITEMS * 5) break;
+          if (Date.now() > deadline) throw new Error(`"${full}" did not reach ${ITEMS * 5} nodes`);
+          await sleep(250);
+        }
+      } else {
+        // No AT-SPI read until Chromium has put the page in its cache (a read before that leaves it out):
+        // the check below says whether it did; a case not met is tried again in a fresh profile.
+        await sleep(Number(process.env.HEAVY_SETTLE_MS ?? 3000));
       }
       return cacheItems();
     };
