@@ -40,7 +40,6 @@ static uint32_t GuessInterfaces(uint32_t role) {
   return ifaces;
 }
 
-
 void FetchInfo(Bus& bus, const Peer& peer, std::vector<Node>& nodes, const std::vector<int>& fresh, bool setParent,
                const std::unordered_set<std::string>* knownStatic) {
   // GTK answers a call on an interface an object lacks with a CRITICAL in the app's log (seen with tree
