@@ -35,6 +35,7 @@ import { cmdServe, SERVE_USAGE } from './serve.ts';
 import { cmdInit, INIT_USAGE, InitUsageError } from './init.ts';
 import { AnswerUsageError, ANSWER_USAGE, cmdAnswer, liveAskText } from './answer.ts';
 import { findProjectDir, NotHereError } from './project-dir.ts';
+import { cmdSupervisor, SUPERVISOR_USAGE, SupervisorUsageError } from './supervisor-cmd.ts';
 import { costText } from '../shared/usage-text.ts';
 import hostPackage from '../../package.json' with { type: 'json' };
 
@@ -53,7 +54,7 @@ const USAGE = `usage: runboard <command> [options]   (runboard <command> --help:
   key set <provider>                       store a provider key (read from stdin) with the supervisor
   key rm <provider> | key list             remove a key; list providers (never shows keys)
   key check <provider>                     ask the provider whether it accepts the stored key
-  supervisor start|status|stop [--force]   the supervisor for this state root (start: for schedules, no board)
+  ${SUPERVISOR_USAGE}
   ${SERVE_USAGE}
   ${RECORD_USAGE}
   ${EXTRACT_USAGE}
@@ -417,65 +418,6 @@ function cmdGrant(args: string[]): number {
   return 0;
 }
 
-async function cmdSupervisor(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    options: { force: { type: 'boolean' }, json: { type: 'boolean' } },
-    allowPositionals: true,
-  });
-  const sub = positionals[0];
-  if (sub !== 'status' && sub !== 'stop' && sub !== 'start')
-    throw new UsageError('supervisor takes start, status or stop', 'supervisor');
-  if (sub === 'start') {
-    let already = true;
-    const client = await SupervisorClient.connect(paths).catch(async (err: unknown) => {
-      if (!(err instanceof SupervisorUnavailable)) throw err;
-      already = false;
-      return SupervisorClient.connect(paths, { autoStart: true });
-    });
-    const s = await client.status();
-    client.close();
-    if (values.json) jsonLine({ running: true, started: !already, pid: s.pid });
-    else
-      process.stdout.write(
-        `${already ? 'the supervisor was running already' : 'supervisor started'}: pid ${s.pid}, state ${s.stateRoot}\n` +
-          `  it runs scheduled cards of registered projects (runboard init) with no board open; \`runboard schedules\` lists them\n`,
-      );
-    return 0;
-  }
-  let client: SupervisorClient;
-  try {
-    client = await SupervisorClient.connect(paths);
-  } catch (err) {
-    if (!(err instanceof SupervisorUnavailable)) throw err;
-    process.stdout.write(
-      values.json ? JSON.stringify({ running: false }) + '\n' : `no supervisor running for ${paths.root}\n`,
-    );
-    return sub === 'status' ? 3 : 0;
-  }
-  if (sub === 'status') {
-    const s = await client.status();
-    if (values.json) jsonLine({ running: true, ...s });
-    else {
-      process.stdout.write(
-        `supervisor ${s.version} pid ${s.pid}, up since ${s.startedAt}\n  state: ${s.stateRoot}\n  socket: ${paths.socket}\n  active runs: ${s.activeRuns}\n  sandbox: ${s.landlockAbi ? `Landlock ABI ${s.landlockAbi}` : `none (${s.landlockReason})`}\n`,
-      );
-    }
-    client.close();
-    return 0;
-  }
-  const r = await client.shutdown(values.force ?? false);
-  client.close();
-  if (!r.stopping) {
-    process.stderr.write(
-      `the supervisor has ${r.activeRuns} active run(s); \`runboard supervisor stop --force\` cancels them and stops\n`,
-    );
-    return 1;
-  }
-  process.stdout.write('supervisor stopping\n');
-  return 0;
-}
-
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   if (cmd === '--version' || cmd === '-V' || cmd === 'version') {
@@ -514,7 +456,9 @@ async function main(argv: string[]): Promise<number> {
     case 'key':
       return cmdKey(rest);
     case 'supervisor':
-      return cmdSupervisor(rest);
+      return cmdSupervisor(rest, paths).catch((e: unknown) => {
+        throw e instanceof SupervisorUsageError ? new UsageError(e.message, 'supervisor') : e;
+      });
     case 'serve':
       return cmdServe(rest, paths);
     case 'record':

@@ -1,8 +1,9 @@
 // Recorder capability: a thread of its own, with a display connection of its own, that reports what a
 // person does (key presses with the text they type, mouse button presses and releases with the pointer
 // position and the window under it) and keeps taking frames of the recorded area, so that every event
-// comes paired with the newest frame the display server produced BEFORE it: the pre-action state of
-// a demonstration. It never grabs the keyboard or the pointer: it only listens. Plain C++; the
+// comes paired with the screen as it was at the event (the newest frame before it, with what changed
+// since taken from the frame after it where the display server says what changed): the pre-action
+// state of a demonstration. It never grabs the keyboard or the pointer: it only listens. Plain C++; the
 // callbacks run on the recorder's thread.
 #pragma once
 #include <cstdint>
@@ -17,10 +18,11 @@ namespace runboard::desktop {
 
 struct RecorderOptions {
   bool hasRegion = false;
-  Rect region;                // the recorded area (a monitor); default: the whole screen
-  int frameIntervalMs = 250;  // a frame at least this often
-  int settleMs = 150;         // and one this long after each burst of events (the action's outcome)
-  int borderWidth = 0;        // a red border this thick around the area while recording, never in the frames
+  Rect region;               // the recorded area (a monitor); default: the whole screen
+  int frameIntervalMs = 50;  // frames follow the screen's changes, at most this often (without DAMAGE:
+                             // a frame this often)
+  int settleMs = 150;        // without DAMAGE: and one this long after each burst of events
+  int borderWidth = 0;       // a red border this thick around the area while recording, never in the frames
 };
 
 // One frame of the recorded area: RGBA rows, `width * 4` bytes each.
@@ -58,7 +60,7 @@ struct RecordedEvent {
   uint64_t window = 0;     // top-level client window under the pointer (buttons) or with the focus (keys)
   bool synthetic = false;  // from an XTest device (a script), not a person's keyboard or mouse
   std::string device;
-  // The newest frame taken before this event (shared by events that happened between two frames).
+  // The screen at this event (shared by events that happened between two frames with no change).
   std::shared_ptr<const RecorderFrame> frame;
 };
 

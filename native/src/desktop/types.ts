@@ -224,16 +224,20 @@ export interface RecordedInput {
   /** From an XTest device (a script), not a person's keyboard or mouse. */
   synthetic: boolean;
   device: string;
-  /** The newest frame the display server produced before the event: the pre-action state. */
+  /** The screen as it was at the event (the pre-action state). */
   frame: RecorderFrame;
 }
 
 export interface RecordInputOptions {
   /** The area to record (a monitor's bounds); default the whole screen. */
   region?: Rect;
-  /** A frame at least this often (default 250 ms). */
+  /**
+   * Frames follow the screen's changes (X DAMAGE), at most this often (default 50 ms); an event met
+   * with no frame since the screen changed gets the changed parts from a frame taken after it. Without
+   * DAMAGE: a frame this often.
+   */
   frameIntervalMs?: number;
-  /** And one this long after each burst of input (default 150 ms), when its outcome is drawn. */
+  /** Without DAMAGE: a frame this long after each burst of input too (default 150 ms). */
   settleMs?: number;
   /**
    * A red border this many pixels thick just inside the area while recording (0 or absent: none). It is

@@ -1,6 +1,6 @@
 // Internal to the Linux recorder: its thread's state (recorder_linux.cc runs it; recorder_sources_linux.cc
 // holds where an event's details come from: XRecord for the pointer, the AT-SPI bus for the focus timeline,
-// the client window under an event).
+// the client window under an event; recorder_damage_linux.cc the screen as it was at an event).
 #pragma once
 #include <X11/XKBlib.h>
 #include <X11/Xatom.h>
@@ -8,6 +8,7 @@
 #include <X11/Xutil.h>
 #include <X11/extensions/XInput2.h>
 #include <X11/extensions/XShm.h>
+#include <X11/extensions/Xdamage.h>
 #include <X11/extensions/record.h>
 #include <gio/gio.h>
 #include <poll.h>
@@ -26,6 +27,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "common/recorder.h"
 #include "linux/border_linux.h"
@@ -53,6 +55,21 @@ struct Recorder::Impl : DesktopThread {
   XShmSegmentInfo shm{};
   std::deque<std::pair<unsigned long, std::shared_ptr<const RecorderFrame>>> frames;  // (GetImage serial, frame)
   uint64_t nextFrameId = 0;
+  // The screen's changes (DAMAGE on the root, raw rectangles), in the server's order among the input
+  // events on this connection: what a frame taken before an event is missing of the screen at it.
+  // damageEvent 0: no DAMAGE (frames on a clock; an event gets the newest frame before it).
+  int damageEvent = 0;
+  Damage damage = 0;
+  struct Damaged {
+    unsigned long serial;  // the server had handled our requests up to this one when it drew
+    Rect r;                // in the recorded area's coordinates, clipped to it
+  };
+  std::deque<Damaged> damaged;  // newest last
+  uint64_t damagedCount = 0;    // every change ever noted (the composed frame's cache key)
+  struct Composed {
+    uint64_t before = 0, after = 0, count = 0;
+    std::shared_ptr<const RecorderFrame> frame;
+  } composed;
   Clock::time_point lastFrame, settleDue;
   bool settlePending = false, wasPaused = false;
   std::set<int> down;                     // keycodes held
@@ -95,6 +112,18 @@ struct Recorder::Impl : DesktopThread {
   void LoadModifiers();
   void TakeFrame();
   std::shared_ptr<const RecorderFrame> FrameBefore(unsigned long serial) const;
+  // The screen at an input event (recorder_damage_linux.cc): the newest frame before it, with what
+  // changed between that frame and the event taken from the first frame after it.
+  std::shared_ptr<const RecorderFrame> FrameAt(unsigned long serial);
+  bool ChangedSinceNewestFrame() const {
+    return damageEvent && !damaged.empty() && !frames.empty() && damaged.back().serial >= frames.back().first;
+  }
+  void NoteDamage(const XDamageNotifyEvent& d, unsigned long serial);
+  // Whether an event is an input event reported with a frame (its cookie's data claimed).
+  bool ReportsFrame(const XEvent& ev) const;
+  // Whether, in events read together, an input event met a screen changed since the newest frame: then
+  // the frame after it is taken first, before each event's round trips.
+  bool FrameFirst(const std::vector<XEvent>& batch) const;
   Window ClientOf(Window w);
   void HandleEvent(XEvent& ev);
   // Removes the border now, or on a lost display forgets it (its Display must not be touched again;

@@ -9,11 +9,12 @@
 // later would be wrong for scripted input, which presses and releases Shift within a millisecond).
 //
 // The pre-action frame: an event reaches this client after the fact, so the screen is never grabbed
-// "before" it; instead frames are taken all the time on this same connection (XShmGetImage, every
-// frameIntervalMs, plus settleMs after each burst of events, when the action's outcome is drawn), and
-// each event is paired by request serial: the X server handles one request or one input event at a
-// time, and an event carries the serial of the last request it had handled, so the frame whose
-// GetImage serial is <= the event's serial is exactly the newest image taken before the event.
+// "before" it; instead frames are taken on this same connection (XShmGetImage) when the screen changed
+// (DAMAGE; at most every frameIntervalMs), and each event is placed among frames and changes by request
+// serial: the X server handles one request or one input event at a time, and an event carries the serial
+// of the last request it had handled. The newest frame before the event, with what changed after it
+// taken from the first frame after the event, is the screen at the event (recorder_damage_linux.cc).
+// Without DAMAGE: a frame every frameIntervalMs and settleMs after each burst, and the newest before.
 #include "linux/recorder_impl_linux.h"
 
 namespace runboard::desktop {
@@ -110,6 +111,10 @@ void Recorder::Impl::Open() {
       }
     }
   }
+  int damageError = 0, major = 1, minor = 1;
+  if (XDamageQueryExtension(dpy, &damageEvent, &damageError) && XDamageQueryVersion(dpy, &major, &minor))
+    damage = XDamageCreate(dpy, root, XDamageReportRawRectangles);
+  else damageEvent = 0;
   if (options.borderWidth > 0) border = std::make_unique<x11::RecordingBorder>(dpy, root, area, options.borderWidth);
   XSetWindowAttributes wa{};
   wa.event_mask = PropertyChangeMask;
@@ -135,6 +140,7 @@ void Recorder::Impl::TakeFrame() {
     img = XGetImage(dpy, root, area.x, area.y, area.w, area.h, AllPlanes, ZPixmap);
     owned = true;
   }
+  if (damage) XDamageSubtract(dpy, damage, None, None);  // (raw reports need no region kept)
   lastFrame = Clock::now();
   settlePending = false;
   if (!img) return;  // (the display is going away: the loop notices)
@@ -160,7 +166,7 @@ void Recorder::Impl::TakeFrame() {
   if (border) border->PaintBeneath(frame->rgba, area);
   frames.emplace_back(serial, std::move(frame));
   // Events are handled as they arrive, so only the newest frames are ever asked for.
-  while (frames.size() > 4) frames.pop_front();
+  while (frames.size() > 8) frames.pop_front();
 }
 
 std::shared_ptr<const RecorderFrame> Recorder::Impl::FrameBefore(unsigned long serial) const {
@@ -233,7 +239,7 @@ void Recorder::Impl::HandleRaw(const XIRawEvent* raw, unsigned long serial) {
   auto dev = devices.find(raw->sourceid);
   e.device = dev == devices.end() ? "?" : dev->second.first;
   e.synthetic = dev != devices.end() && dev->second.second;
-  e.frame = FrameBefore(serial);
+  e.frame = FrameAt(serial);
   settleDue = Clock::now() + std::chrono::milliseconds(options.settleMs);
   settlePending = true;
   if (callbacks.event) callbacks.event(e);
@@ -245,18 +251,19 @@ void Recorder::Impl::HandleEvent(XEvent& ev) {
     if (ev.xmapping.request == MappingModifier) LoadModifiers();
     return;
   }
+  if (damageEvent && ev.type == damageEvent + XDamageNotify) {
+    NoteDamage(reinterpret_cast<const XDamageNotifyEvent&>(ev), ev.xany.serial);
+    return;
+  }
   if (border && border->Handle(ev)) return;
   if (ev.type == PropertyNotify && ev.xproperty.window == stampWindow) {
     stampSeen = true;
     stopTime = ev.xproperty.time;
     return;
   }
-  if (ev.type != GenericEvent || ev.xcookie.extension != xiOpcode) return;
-  unsigned long serial = ev.xcookie.serial;
-  if (!XGetEventData(dpy, &ev.xcookie)) return;
+  if (ev.type != GenericEvent || ev.xcookie.extension != xiOpcode || !ev.xcookie.data) return;
   if (ev.xcookie.evtype == XI_HierarchyChanged) devices = x11::InputDevices(dpy);
-  else HandleRaw(static_cast<XIRawEvent*>(ev.xcookie.data), serial);
-  XFreeEventData(dpy, &ev.xcookie);
+  else HandleRaw(static_cast<XIRawEvent*>(ev.xcookie.data), ev.xcookie.serial);
 }
 
 void Recorder::Impl::Run() {
@@ -273,8 +280,25 @@ void Recorder::Impl::Run() {
   if (callbacks.ready) callbacks.ready(frames.back().second);
   int fd = ConnectionNumber(dpy);
   const auto interval = std::chrono::milliseconds(std::max(options.frameIntervalMs, 20));
+  std::vector<XEvent> batch;
   while (!lost) {
-    HandlePendingEvents(dpy, lost, [this](XEvent& ev) { HandleEvent(ev); });
+    // Everything the server sent so far; then, before anything slow (each event's round trips), the
+    // frame after them when one of them met a screen changed since the newest frame.
+    // Until none is queued: the handlers' round trips queue the events that came meanwhile, which the
+    // socket's poll below would not see.
+    while (!lost && XPending(dpy) > 0) {
+      batch.clear();
+      while (!lost && XPending(dpy) > 0) {
+        batch.emplace_back();
+        XNextEvent(dpy, &batch.back());
+        if (batch.back().type == GenericEvent) XGetEventData(dpy, &batch.back().xcookie);
+      }
+      if (!lost && !paused && !stampSeen && FrameFirst(batch)) TakeFrame();
+      for (XEvent& ev : batch) {
+        if (!lost) HandleEvent(ev);
+        if (ev.type == GenericEvent) XFreeEventData(dpy, &ev.xcookie);
+      }
+    }
     if (lost) break;
     if (stampSeen) break;  // drained: every event up to the stop's instant was reported
     {
@@ -295,14 +319,21 @@ void Recorder::Impl::Run() {
     if (wasPaused && !isPaused) lastFrame = {};  // resumed: a fresh frame at once
     wasPaused = isPaused;
     auto now = Clock::now();
-    if (!isPaused && (now >= lastFrame + interval || (settlePending && now >= settleDue))) {
+    // With DAMAGE frames follow the screen's changes; without, a clock and the settle after input.
+    bool wanted = ChangedSinceNewestFrame() || lastFrame == Clock::time_point{};
+    bool take = damageEvent ? wanted && now >= lastFrame + interval
+                            : now >= lastFrame + interval || (settlePending && now >= settleDue);
+    if (!isPaused && take) {
       TakeFrame();
       continue;  // events that came during the capture are handled first
     }
-    auto due = isPaused ? now + std::chrono::hours(1) : lastFrame + interval;
-    if (!isPaused && settlePending) due = std::min(due, settleDue);
+    auto due = isPaused || (damageEvent && !wanted) ? now + std::chrono::hours(1) : lastFrame + interval;
+    if (!isPaused && !damageEvent && settlePending) due = std::min(due, settleDue);
     int timeout = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(due - now).count()) + 1;
     XFlush(dpy);
+    // Writing may read: xcb takes in what the server sent while it waits to write (the stop's
+    // PropertyNotify among it), and the socket's poll would not see those again.
+    if (XEventsQueued(dpy, QueuedAfterReading) > 0) continue;
     pollfd fds[3] = {{fd, POLLIN, 0}, {wake, POLLIN, 0}, {rec ? ConnectionNumber(rec) : -1, POLLIN, 0}};
     if (poll(fds, 3, timeout) < 0) continue;  // EINTR
     if (fds[2].revents) {                     // keep XRecord's stream read (the log only keeps the newest)
@@ -329,6 +360,7 @@ void Recorder::Impl::Run() {
   }
   frames.clear();
   border.reset();
+  if (damage) XDamageDestroy(dpy, damage);
   if (stampWindow) XDestroyWindow(dpy, stampWindow);
   if (rec) {
     XRecordDisableContext(dpy, recContext);

@@ -17,6 +17,7 @@ import { keepOwnGitDirsIn } from '../common/git.ts';
 import { listGrants, revokeRefusedGrants } from '../common/grants.ts';
 import { desktopSocketDirs, installDirs, protectedConflict } from '../common/protected-dirs.ts';
 import { ensurePrivateDir, statePaths } from '../common/paths.ts';
+import { logSink } from './log-sink.ts';
 import { refusePeer, type PeerLookup } from './peer.ts';
 import {
   cardParamSecrets,
@@ -107,10 +108,12 @@ function pickWorkerArgv(blob: string, bundle: string, log: pino.Logger): string[
 async function main(): Promise<void> {
   zodConfig(en()); // English validation messages for clients (zod/mini loads no locale by itself)
   const paths = statePaths();
-  const log = pino(
-    { base: { pid: process.pid }, level: process.env.RUNBOARD_LOG_LEVEL ?? 'info' },
-    pino.destination(2),
-  );
+  // Not pino.destination: on a disk that stays full it kept every line and hung the exit (log-sink.ts).
+  // RUNBOARD_LOG_HOLD_BYTES: how much unwritten log it may hold (tests make it small; default 4 MiB)
+  const hold = Number(process.env.RUNBOARD_LOG_HOLD_BYTES);
+  const logOut = logSink(2, Number.isInteger(hold) && hold > 0 ? { maxBytes: hold } : {});
+  process.on('exit', () => logOut.flushOnce());
+  const log = pino({ base: { pid: process.pid }, level: process.env.RUNBOARD_LOG_LEVEL ?? 'info' }, logOut);
   ensurePrivateDir(paths.root);
   ensurePrivateDir(paths.runtimeDir);
   ensurePrivateDir(paths.supervisorDir);
@@ -232,6 +235,7 @@ async function main(): Promise<void> {
       stateRoot: paths.root,
       landlockAbi,
       landlockReason,
+      log: () => logOut.state(),
     },
     log,
     shutdown,

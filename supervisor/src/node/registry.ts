@@ -74,7 +74,7 @@ export class RunRegistry {
   launch(p: z.output<typeof LaunchRun.params>): { runId: string; logDir: string; again?: true } {
     // the same launch again (its key seen for this card): the run the first one started, not a second
     const first = p.key === undefined ? undefined : this.keys.runOf(p.card.path, p.key);
-    const firstRun = first === undefined ? undefined : (this.get(first)?.result ?? this.readResult(first));
+    const firstRun = first === undefined ? undefined : (this.get(first)?.result ?? this.record(first));
     if (firstRun && firstRun.card.path === p.card.path)
       return { runId: firstRun.runId, logDir: runLogDir(this.paths, firstRun.runId), again: true };
     if (!this.acceptingRuns)
@@ -150,6 +150,11 @@ export class RunRegistry {
         this.keys.forget(p.card.path, p.key);
       if (err instanceof ResponseError) throw err;
       const e = err as NodeJS.ErrnoException;
+      this.deps.log.warn(
+        { runId, err: e.code ?? e.message },
+        'launch refused: cannot create the run log dir',
+      );
+      if (e.code === 'ENOSPC') this.deps.onDiskFull?.(logDir);
       throw new ResponseError(
         ErrorCodes.LogDirFailed,
         `could not create the run's log dir ${logDir}: ${e.code ?? e.message}${e.code === 'ENOSPC' ? ' (the disk is full; free space and launch again)' : ''}`,

@@ -43,6 +43,8 @@ export interface RunDeps {
    * (RUNBOARD_COMMAND_WORKER=node: the benchmark's measure of what a Node worker's start costs).
    */
   nodeCommandWorker?: boolean;
+  /** A write in the state root failed ENOSPC (`where`): retention runs at once (gc-auto.ts). */
+  onDiskFull?: (where: string) => void;
 }
 
 export interface LaunchSpec {

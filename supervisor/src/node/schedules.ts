@@ -14,7 +14,7 @@
  * newest); every fire, taken or not, leaves a decision in the card's history.
  */
 import { EventEmitter } from 'node:events';
-import { readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import {
@@ -457,6 +457,7 @@ export class ScheduleBook extends EventEmitter<{
       writeFileSync(tmp, JSON.stringify(data), { mode: 0o600 });
       renameSync(tmp, this.opts.file);
     } catch (err) {
+      rmSync(tmp, { force: true }); // what a full disk cut short would hold space for nothing
       this.opts.log.error({ err: (err as Error).message }, 'cannot write the schedule book');
     }
   }

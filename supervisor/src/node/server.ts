@@ -30,6 +30,7 @@ import {
 } from '../protocol/index.ts';
 import { streamRun } from './attach.ts';
 import { setBackend } from './fleet/backend.ts';
+import type { LogSinkState } from './log-sink.ts';
 import type { RunRegistry } from './registry.ts';
 import { serveSchedules, type ScheduleBook } from './schedules.ts';
 import { serveProjects, type ProjectBook } from './projects.ts';
@@ -50,6 +51,8 @@ export interface ServerInfo {
   stateRoot: string;
   landlockAbi: number;
   landlockReason: string;
+  /** The state of its own log (log-sink.ts). */
+  log?: () => LogSinkState;
 }
 
 export class SupervisorServer {
@@ -171,6 +174,7 @@ export class SupervisorServer {
       activeRuns: reg.activeCount,
       landlockAbi: this.info.landlockAbi,
       landlockReason: this.info.landlockReason,
+      ...(this.info.log ? { log: logState(this.info.log()) } : {}),
     }));
     handle(conn, Shutdown, (p) => {
       const active = reg.activeCount;
@@ -180,3 +184,9 @@ export class SupervisorServer {
     });
   }
 }
+
+const logState = (s: LogSinkState): { buffered: number; dropped: number; failing?: string } => ({
+  buffered: s.buffered,
+  dropped: s.dropped,
+  ...(s.failing ? { failing: s.failing } : {}),
+});

@@ -141,6 +141,8 @@ export const SupervisorStatus = request(
     activeRuns: z.int(),
     landlockAbi: z.int(),
     landlockReason: z.string(),
+    /** Its own log (stderr): bytes held unwritten, lines dropped, the error while writes fail (ENOSPC). */
+    log: z.optional(z.object({ buffered: z.int(), dropped: z.int(), failing: z.optional(z.string()) })),
   }),
 );
 
