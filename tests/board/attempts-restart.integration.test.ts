@@ -199,7 +199,7 @@ describe('attempts across a host restart', () => {
       const copy = page.getByRole('region', { name: 'Workspace copy' });
       await copy.getByText(`Copy of ${server.workspace}`).waitFor();
       await copy.getByRole('button', { name: /^Keep/ }).click();
-      await copy.getByText(/kept: \d+ paths applied/).waitFor();
+      await copy.getByText(/kept: \d+ paths? applied/).waitFor();
       expect(readFileSync(path.join(server.workspace, 'kept.txt'), 'utf8')).toBe('kept\n');
     } finally {
       await browser.close();

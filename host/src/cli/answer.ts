@@ -5,7 +5,8 @@
  */
 import { parseArgs } from 'node:util';
 import type { StatePaths } from '@runboard/supervisor/paths';
-import { PermissionAsk, RunId, type RunEvent } from '@runboard/supervisor/protocol';
+import { RunId, type RunEvent } from '@runboard/supervisor/protocol';
+import { liveAskEvent } from '../core/live-ask-events.ts';
 import { SupervisorClient, SupervisorUnavailable } from '../core/supervisor-client.ts';
 
 export const ANSWER_USAGE = `answer <run-id> <ask> allow|deny         answer a run waiting at a tool call (asks: a1, a2…; runboard run prints them)`;
@@ -13,22 +14,28 @@ export const ANSWER_USAGE = `answer <run-id> <ask> allow|deny         answer a r
 /** A mistake in how answer was called. */
 export class AnswerUsageError extends Error {}
 
-/** The lines to print for a run's event when it is an ask that waits for the person, else undefined. */
+/**
+ * The lines to print for a run's event when it is an ask that waits for the person, else undefined
+ * (read by live-ask-events.ts, as the board reads it). An ask event Runboard cannot read is said
+ * as such, with where the run's own record of it is.
+ */
 export function liveAskText(runId: string, e: RunEvent): string | undefined {
-  const d =
-    e.type === 'log' ? (e.data as { kind?: unknown; live?: unknown; asks?: unknown } | undefined) : undefined;
-  if (d?.kind !== 'ask' || d.live !== true || !Array.isArray(d.asks)) return undefined;
-  const lines: string[] = [];
-  for (const raw of d.asks) {
-    const a = PermissionAsk.safeParse(raw);
-    if (!a.success) continue;
-    const what = a.data.path ?? (a.data.port !== undefined ? `port ${a.data.port}` : '');
-    lines.push(
-      `? the run asks to ${a.data.kind} ${what} and waits. Allow (this run gains it, nothing around it): ` +
-        `runboard answer ${runId} ${a.data.id} allow — or deny: runboard answer ${runId} ${a.data.id} deny`,
+  const ev = liveAskEvent(e);
+  if (ev?.type === 'malformed')
+    return (
+      `runboard: run ${runId} sent ${ev.error}. If it waits for an answer, its asks are in ` +
+      `runboard logs ${runId} --json (a1, a2…): runboard answer ${runId} <ask> allow|deny`
     );
-  }
-  return lines.length ? lines.join('\n') : undefined;
+  if (ev?.type !== 'waits') return undefined;
+  return ev.asks
+    .map((a) => {
+      const what = a.path ?? (a.port !== undefined ? `port ${a.port}` : '');
+      return (
+        `? the run asks to ${a.kind} ${what} and waits. Allow (this run gains it, nothing around it): ` +
+        `runboard answer ${runId} ${a.id} allow — or deny: runboard answer ${runId} ${a.id} deny`
+      );
+    })
+    .join('\n');
 }
 
 export async function cmdAnswer(args: string[], paths: StatePaths): Promise<number> {

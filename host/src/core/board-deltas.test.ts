@@ -18,6 +18,7 @@ describe('board deltas', () => {
       cards: [card('a'), card('b')],
       maxConcurrency: 2,
       running: 0,
+      waitingForYou: 0,
       flows: [],
       columnLimits: {},
     };
@@ -47,6 +48,7 @@ describe('board deltas', () => {
         cards: [card(`c${n}`)],
         maxConcurrency: 1,
         running: 0,
+        waitingForYou: 0,
         flows: [],
         columnLimits: {},
       }),

@@ -109,9 +109,12 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
       changed: () => this.deltas.soon(),
       adopt: (id, runId) => scheduler.adoptRun(id, runId),
     });
-    const live = new LiveAskWaits(() => this.deltas.soon(0));
+    const live = new LiveAskWaits(
+      () => this.deltas.soon(0),
+      (m) => process.emitWarning(`runboard: ${m}`),
+    );
     this.views = new BoardViews(store, scheduler, this.schedules, grants, (id) =>
-      live.waiting(id, scheduler.runIdOf(id)),
+      live.waitingRuns(id, (runId) => scheduler.liveRunsOf(id).includes(runId)),
     );
     this.deltas = new BoardDeltas(
       () => this.views.view(),
@@ -132,7 +135,8 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
     });
     this.files = new RunFiles(paths, (runId) => this.runs.byId(runId));
     this.asks = new PermissionAsks(store, scheduler, client, grants, (s) => scheduler.topRank(s), live);
-    scheduler.on('runEvent', (id, runId, e) => live.event(id, runId, e));
+    scheduler.on('runEvent', (id, runId, e, attempt) => live.event(id, runId, e, attempt));
+    scheduler.on('attemptEnded', (id, runId) => live.ended(id, runId));
     scheduler.on('ended', (id, result) => {
       live.ended(id);
       this.asks.runEnded(id, result);
@@ -238,10 +242,31 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
 
   /** The permission asks of the card's last run still waiting for the person (card in Needs input). */
   private openAsks(id: string, card: Card, runs: readonly RunResult[]): Pick<CardDetail, 'asks'> {
-    const active = this.scheduler.runIdOf(id);
-    if (active && this.columnOf(id, card) === 'needs-input') {
-      const open = this.asks.open(id, active, this.asks.liveWaiting(id, active));
-      return open.length ? { asks: { runId: active, flow: card.front.flow, open, live: true } } : {};
+    if (this.scheduler.isActive(id)) {
+      // the oldest live run that waits (one of the card's attempts, or its run), as the supervisor
+      // recorded its asks (an event says which ask waits, the record what it is)
+      for (const w of this.asks.liveWaiting(id)) {
+        const record = runs.find((r) => r.runId === w.runId)?.asks;
+        const open = this.asks
+          .open(id, w.runId, w.asks)
+          .flatMap(
+            (a) =>
+              record?.filter(
+                (x) => x.id === a.id && x.kind === a.kind && x.path === a.path && x.port === a.port,
+              ) ?? [],
+          );
+        if (open.length)
+          return {
+            asks: {
+              runId: w.runId,
+              flow: card.front.flow,
+              open,
+              live: true,
+              ...(w.attempt ? { attempt: w.attempt } : {}),
+            },
+          };
+      }
+      return {};
     }
     if (card.front.status !== 'needs-input' || !card.front.lastRun) return {};
     const last = runs.find((r) => r.runId === card.front.lastRun);
@@ -499,7 +524,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   }
 
   /** The project's disk use, for Settings (gc.ts: the same scan `runboard gc` makes). */
-  diskUsage(): DiskUsageView {
+  diskUsage(): Promise<DiskUsageView> {
     return this.settingsArea.diskUsage();
   }
 

@@ -19,8 +19,8 @@ import type { Card } from './project.ts';
 import type { Scheduler } from './scheduler.ts';
 import type { CardSchedule } from '../shared/board-types.ts';
 import type { GrantStatus } from './grant-store.ts';
-import type { PermissionAsk } from '@runboard/supervisor/protocol';
 import { askNeeds } from '../shared/asks.ts';
+import type { RunWaits } from './live-ask-waits.ts';
 
 export class BoardViews {
   /** Cards are new objects when their file changes, so the count is parsed once per version. */
@@ -33,8 +33,11 @@ export class BoardViews {
     private readonly scheduler: Scheduler,
     private readonly schedules?: { viewOf(card: Card): CardSchedule | undefined },
     private readonly grants?: { status(workspace: string): GrantStatus },
-    /** What a card's live run waits for at a tool call (live-ask-waits.ts): shown in Needs input. */
-    private readonly liveAsks?: (id: string) => PermissionAsk[],
+    /**
+     * What a card's live runs (its run, or its attempts') wait for at a tool call (live-ask-waits.ts):
+     * shown in Needs input, the oldest first.
+     */
+    private readonly liveAsks?: (id: string) => RunWaits[],
   ) {}
 
   /** What a card is ordered by in its column (compareCards). */
@@ -89,7 +92,11 @@ export class BoardViews {
     if (f.nextTryAt && f.failures) v.nextTryAt = f.nextTryAt;
     if (f.lastError) v.lastError = f.lastError;
     if (f.needs) v.needs = f.needs;
-    if (column === 'needs-input' && v.locked) v.needs = askNeeds(this.liveAsks!(id));
+    if (column === 'needs-input' && v.locked) {
+      const [first] = this.liveAsks!(id);
+      const attempt = first!.attempt ? ` (attempt ${first!.attempt.n} of ${first!.attempt.of})` : '';
+      v.needs = askNeeds(first!.asks) + attempt;
+    }
     const open = this.openQuestions(card);
     if (open) v.openQuestions = open;
     const schedule = this.schedules?.viewOf(card);
@@ -155,14 +162,21 @@ export class BoardViews {
         broken: b.error,
       });
     }
+    // what the caps count (a run that waits for the person holds its slot), not the Running column
+    const counted = this.scheduler.runsCounted();
     const runningPerFlow = new Map<string, number>();
-    for (const c of cards)
-      if (c.column === 'running') runningPerFlow.set(c.flow, (runningPerFlow.get(c.flow) ?? 0) + 1);
+    for (const r of counted) runningPerFlow.set(r.flow, (runningPerFlow.get(r.flow) ?? 0) + 1);
+    let waitingForYou = 0;
+    for (const c of this.store.all()) {
+      const id = String(c.front.id);
+      if (this.scheduler.isActive(id)) waitingForYou += this.liveAsks?.(id).length ?? 0;
+    }
     return {
       project: this.store.projectDir,
       cards,
       maxConcurrency: cfg.scheduler.maxConcurrency,
-      running: this.scheduler.activeCount,
+      running: counted.length,
+      waitingForYou,
       flows: Object.entries(cfg.flows).map(([name, f]) => ({
         name,
         runner: f.runner,

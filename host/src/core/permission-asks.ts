@@ -29,7 +29,7 @@ import type { BoardStore } from './board-store.ts';
 import type { CardStatus } from './project.ts';
 import { addYamlListItem } from './config-edit.ts';
 import type { GrantStore } from './grant-store.ts';
-import type { LiveAskWaits } from './live-ask-waits.ts';
+import type { LiveAskWaits, RunWaits } from './live-ask-waits.ts';
 import type { Scheduler } from './scheduler.ts';
 import type { SupervisorClient } from './supervisor-client.ts';
 
@@ -54,9 +54,9 @@ export class PermissionAsks {
     private readonly live?: LiveAskWaits,
   ) {}
 
-  /** What the card's live run `runId` waits for at a tool call (live-ask-waits.ts). */
-  liveWaiting(cardId: string, runId: string): PermissionAsk[] {
-    return this.live?.waiting(cardId, runId) ?? [];
+  /** What the card's live runs (its run, or its attempts') wait for at a tool call, oldest first. */
+  liveWaiting(cardId: string): RunWaits[] {
+    return this.live?.waitingRuns(cardId, (runId) => this.scheduler.liveRunsOf(cardId).includes(runId)) ?? [];
   }
 
   /** The asks of the card's last run still waiting for an answer (empty: none). */
@@ -70,8 +70,11 @@ export class PermissionAsks {
     const card = this.store.get(cardId);
     if (!card) throw new Invalid(`no card ${cardId}`);
     if (this.scheduler.isActive(cardId)) {
-      const active = this.scheduler.runIdOf(cardId);
-      if (active === runId && this.live?.waiting(cardId, runId).some((a) => a.id === askId))
+      // the card's run, or one of its attempts' runs, waits on this ask
+      if (
+        this.scheduler.liveRunsOf(cardId).includes(runId) &&
+        this.live?.waiting(cardId, runId).some((a) => a.id === askId)
+      )
         return this.answerLive(cardId, runId, askId, choice);
       throw new MoveRefused('the card is running: its ask was answered already');
     }

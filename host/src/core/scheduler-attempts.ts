@@ -13,7 +13,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { z } from 'zod';
-import type { LaunchRun, RunResult } from '@runboard/supervisor/protocol';
+import type { LaunchRun, RunEvent, RunResult } from '@runboard/supervisor/protocol';
 import {
   initial,
   judging,
@@ -78,6 +78,10 @@ export interface AttemptsHost {
   hold(cardId: string, flow: string, runId: string | undefined): void;
   /** The config now: the card's flow (judgeAfter) and limits.workspaceCopy. */
   config(): ProjectConfig;
+  /** An event of attempt `n` of `of` (from 1) of the card, its run `runId` (live asks: live-ask-waits.ts). */
+  event?(cardId: string, runId: string, e: RunEvent, attempt: { n: number; of: number }): void;
+  /** The run of one of the card's attempts ended (the card goes on while others run). */
+  attemptEnded?(cardId: string, runId: string): void;
 }
 
 interface Group {
@@ -104,6 +108,12 @@ export class CardAttempts {
 
   has(cardId: string): boolean {
     return this.groups.has(cardId);
+  }
+
+  /** The runs of the card's attempts that go now. */
+  liveRuns(cardId: string): string[] {
+    const g = this.groups.get(cardId);
+    return g ? g.state.attempts.flatMap((a) => (a.kind === 'running' ? [a.runId] : [])) : [];
   }
 
   /** Whether `id` (a policy entry) is an attempt's, not a card's. */
@@ -267,7 +277,9 @@ export class CardAttempts {
 
   /** Follows an attempt's run to its end. */
   private async followAttempt(g: Group, index: number, runId: string): Promise<void> {
-    const result = await this.follow(runId);
+    const attempt = { n: index + 1, of: g.state.attempts.length };
+    const result = await this.follow(runId, (e) => this.host.event?.(g.cardId, runId, e, attempt));
+    this.host.attemptEnded?.(g.cardId, runId);
     this.apply(g, { type: 'ended', index, end: endOf(result), at: this.host.now() });
   }
 
@@ -289,7 +301,7 @@ export class CardAttempts {
   }
 
   /** The run's end (its result), however the attach goes. */
-  private follow(runId: string): Promise<RunResult> {
+  private follow(runId: string, onEvent?: (e: RunEvent) => void): Promise<RunResult> {
     return new Promise<RunResult>((resolve) => {
       let done = false;
       const end = (r: RunResult): void => {
@@ -309,9 +321,10 @@ export class CardAttempts {
       this.host.client
         .attach(
           runId,
-          { onEnd: end, onLost: lost },
+          { onEnd: end, onLost: lost, ...(onEvent ? { onEvent } : {}) },
           {
-            events: Number.MAX_SAFE_INTEGER,
+            // an attempt's events from its first (a live ask that waits since before a host restart)
+            events: onEvent ? 0 : Number.MAX_SAFE_INTEGER,
             stdout: Number.MAX_SAFE_INTEGER,
             stderr: Number.MAX_SAFE_INTEGER,
           },

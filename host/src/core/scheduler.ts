@@ -50,6 +50,7 @@ import { KeyWaits } from './scheduler-keys.ts';
 import { Recovery } from './scheduler-recovery.ts';
 import { BusyResources } from './scheduler-resources.ts';
 import { attemptsOf, CardAttempts, type AttemptsRecord } from './scheduler-attempts.ts';
+import type { RunningCard } from './scheduler-policy.ts';
 import { CardWrites, UNSAVED_RETRY_MS } from './scheduler-writes.ts';
 import { launchKey } from './scheduler-launch-key.ts';
 import { SupervisorUnavailable, type SupervisorClient } from './supervisor-client.ts';
@@ -73,9 +74,13 @@ export interface SchedulerEvents {
   changed: [];
   /** Timing of a dispatch: from a slot freeing (or a kick) to the launch request being sent. */
   dispatch: [{ cardId: string; sinceFreeMs: number }];
-  /** An event of a card's run, and a run's end (after its card was written): live asks (live-ask-waits.ts). */
-  runEvent: [cardId: string, runId: string, event: RunEvent];
+  /**
+   * An event of a card's run (or of attempt n of `of` of it), and a run's end (after its card was
+   * written), or an attempt's run's end: live asks (live-ask-waits.ts).
+   */
+  runEvent: [cardId: string, runId: string, event: RunEvent, attempt?: { n: number; of: number }];
   ended: [cardId: string, result: RunResult];
+  attemptEnded: [cardId: string, runId: string];
 }
 
 export class Scheduler extends EventEmitter<SchedulerEvents> {
@@ -143,6 +148,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       request: (card) => launchRequest(card, this.store.config, this.store.projectDir, this.grants),
       hold: (cardId, flow, runId) => this.active.set(cardId, { cardId, flow, ...(runId ? { runId } : {}) }),
       config: () => this.store.config,
+      event: (cardId, runId, e, attempt) => this.emit('runEvent', cardId, runId, e, attempt),
+      attemptEnded: (cardId, runId) => this.emit('attemptEnded', cardId, runId),
     });
     this.keys = new KeyWaits(store, client, () => this.kick());
     this.supervisor = new SupervisorWatch(client, () => this.kick());
@@ -206,6 +213,21 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   }
   get activeCount(): number {
     return this.active.size;
+  }
+  /** The card's runs going now: its run, or its attempts' runs. */
+  liveRunsOf(cardId: string): string[] {
+    if (this.attempts.has(cardId)) return this.attempts.liveRuns(cardId);
+    const runId = this.active.get(cardId)?.runId;
+    return runId ? [runId] : [];
+  }
+  /** What the caps count now (the policy's running entries): a card's run, each attempt's, a judge's. */
+  runsCounted(): RunningCard[] {
+    return [...this.attempts.running(), ...this.cardsRunning()];
+  }
+  private cardsRunning(): RunningCard[] {
+    return [...this.active.values()]
+      .filter((a) => !this.attempts.has(a.cardId)) // a card's attempts hold its slots
+      .map((a) => ({ id: a.cardId, flow: a.flow }));
   }
 
   /** The card's next run gets these asks of its last run allowed (once; permission-asks.ts). */
@@ -282,9 +304,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         flow: q.card.front.flow,
         ...(q.card.front.nextTryAt ? { notBefore: Date.parse(q.card.front.nextTryAt) } : {}),
       })),
-      running: [...this.active.values()]
-        .filter((a) => !this.attempts.has(a.cardId)) // a card's attempts hold its slots
-        .map((a) => ({ id: a.cardId, flow: a.flow })),
+      running: this.cardsRunning(),
       now: this.now(),
     });
     const waiting = { ...decision.waiting, ...unconfirmed };

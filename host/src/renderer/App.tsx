@@ -334,7 +334,6 @@ export function App({ api }: { api: BoardApi }) {
   const shown = selected && keyedDetail?.card.id === selected ? keyedDetail : undefined;
   const keyPanel = (providers ?? []).filter((p) => askedKeys.includes(p.name) && p.flows.length > 0);
   const broken = selected?.startsWith('broken:') ? board.cards.find((c) => c.id === selected) : undefined;
-  const running = board.cards.filter((c) => c.column === 'running').length;
   // the first-run checklist, until a folder is granted and a card has run (or it is hidden)
   const keyed = new Set((providers ?? []).flatMap((p) => p.flows));
   const firstRun = isFirstScreen(board) ? undefined : firstRunState(board, (flow) => !keyed.has(flow));
@@ -356,7 +355,12 @@ export function App({ api }: { api: BoardApi }) {
           aria-label="Runs going"
           title={board.flows.map((f) => `${f.name} ${f.running}/${f.cap}`).join(' · ')}
         >
-          {running}/{board.maxConcurrency} running
+          <span>
+            {board.running}/{board.maxConcurrency} running
+            {board.waitingForYou > 0 && (
+              <span className="waiting-you"> · {board.waitingForYou} waiting for you</span>
+            )}
+          </span>
           {busyFlows.map((f) => (
             <span
               key={f.name}

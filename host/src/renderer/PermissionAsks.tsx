@@ -2,7 +2,8 @@
  * The card's permission asks (docs/user-guide-board.md, "When a run asks for a permission"): what the
  * sandbox refused the card's last run, or what its live run waits for at a tool call, as the
  * supervisor recorded it, with Allow once, Allow always for the flow, and Deny. The run's own words
- * are shown as evidence, never as what will be allowed.
+ * are shown as evidence, never as what will be allowed. A live ask of one of the card's attempts says
+ * which attempt waits, and every live ask the `runboard answer` command that answers it too.
  */
 import { useState } from 'react';
 import type { PermissionAsk } from '@runboard/supervisor/protocol/data';
@@ -24,24 +25,31 @@ function once(a: PermissionAsk): string {
 }
 
 /** Allow once for an ask its live run waits on (supervisor live-asks.ts, live-grant.ts). */
-function onceLive(a: PermissionAsk): string {
+function onceLive(a: PermissionAsk, attempt: boolean): string {
   const what =
     a.kind === 'read'
       ? `read (not write) ${a.path}`
       : `${a.kind === 'delete' ? 'delete files' : 'write anywhere'} in ${a.path}`;
-  return `lets this run ${what} (and the folders in it) from now on, this run only: the agent's tool goes on. Where this run cannot gain it, it stops and the card runs again at once with it`;
+  return attempt
+    ? `lets this attempt's run ${what} (and the folders in it) from now on, that run only: its tool goes on. Where that run cannot gain it, the attempt stops and counts as failed; the other attempts go on`
+    : `lets this run ${what} (and the folders in it) from now on, this run only: the agent's tool goes on. Where this run cannot gain it, it stops and the card runs again at once with it`;
 }
 
+/**
+ * Allow always is the flow's, not the card's (decision 96): the words on the button and here say so.
+ * A flow's sandbox is where a person sees and removes a standing permission (config.yaml).
+ */
 function always(a: PermissionAsk, flow: string): string {
+  const every = `every run of flow ${flow} from now, this card's and every other card's of that flow`;
   switch (a.kind) {
     case 'write':
-      return `adds ${a.path} to flow ${flow}'s sandbox.writable in config.yaml and grants that folder`;
+      return `gives ${every}: adds ${a.path} to flow ${flow}'s sandbox.writable in config.yaml and grants that folder`;
     case 'read':
-      return `adds ${a.path} to flow ${flow}'s sandbox.read in config.yaml (read only, every run of the flow)`;
+      return `gives ${every}: adds ${a.path} to flow ${flow}'s sandbox.read in config.yaml (read only)`;
     case 'connect':
-      return `adds port ${a.port} to flow ${flow}'s sandbox.tcpPorts in config.yaml`;
+      return `gives ${every}: adds port ${a.port} to flow ${flow}'s sandbox.tcpPorts in config.yaml`;
     case 'delete':
-      return `adds the folder to flow ${flow}'s sandbox.deletable in config.yaml`;
+      return `gives ${every}: adds the folder to flow ${flow}'s sandbox.deletable in config.yaml`;
   }
 }
 
@@ -67,7 +75,13 @@ export function PermissionAskPanel({ api, detail, onChanged, onError }: Props) {
   };
   return (
     <section className="asks" aria-label="Permission asks">
-      <h3>{live ? 'The run waits for your answer' : 'The run asks for a permission'}</h3>
+      <h3>
+        {live
+          ? asks.attempt
+            ? `Attempt ${asks.attempt.n} of ${asks.attempt.of} waits for your answer`
+            : 'The run waits for your answer'
+          : 'The run asks for a permission'}
+      </h3>
       <ol className="ask-list">
         {asks.open.map((a) => {
           const what = describeAsk(a);
@@ -89,19 +103,27 @@ export function PermissionAskPanel({ api, detail, onChanged, onError }: Props) {
                   Allow once
                 </button>
                 <button disabled={busy} title={always(a, asks.flow)} onClick={() => answer(a, 'always')}>
-                  Allow always for {asks.flow}
+                  Allow always for flow {asks.flow}
                 </button>
                 <button className="danger" disabled={busy} onClick={() => answer(a, 'deny')}>
                   Deny
                 </button>
               </div>
               <p className="muted ask-note">
-                Allow once {live ? onceLive(a) : once(a)}. Allow always {always(a, asks.flow)}
+                Allow once {live ? onceLive(a, !!asks.attempt) : once(a)}. Allow always {always(a, asks.flow)}
                 {live ? ', and continues as Allow once does' : ''}.{' '}
                 {live
                   ? 'Deny tells the agent no: it goes on without it, and so does the run.'
                   : 'Deny fails the card.'}
               </p>
+              {live && (
+                <p className="muted ask-cli">
+                  From a terminal:{' '}
+                  <code>
+                    runboard answer {asks.runId} {a.id} allow|deny
+                  </code>
+                </p>
+              )}
             </li>
           );
         })}

@@ -13,6 +13,7 @@ import { filmstripOf, isFilmEvent } from './cu-steps.ts';
 import { AskLog, isAskEvent } from './AskLog.tsx';
 import { LogView, type RunLiveState } from './LogView.tsx';
 import { ProgressBar } from './Progress.tsx';
+import { useSettle } from './settle.ts';
 
 export function fmtMs(ms: number | null | undefined): string {
   if (ms === null || ms === undefined) return '…';
@@ -105,26 +106,13 @@ function Screenshots({ api, runId, ended }: { api: BoardApi; runId: string; ende
  * What a run changed in its own git worktree (flows with `worktree: true`): the files with +/-, the
  * diff itself on request, and the decision: keep (merge into the base branch) or discard.
  */
+const worktreeState = (r: RunResult) => r.worktree?.state;
+
 export function Worktree({ api, run, onChanged }: { api: BoardApi; run: RunResult; onChanged: () => void }) {
   const wt = run.worktree;
   const [diff, setDiff] = useState<{ text: string; truncated: boolean } | null>(null);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState('');
-  const [state, setState] = useState(wt?.state);
+  const { settled: state, busy, error, setError, settle } = useSettle(api, run, worktreeState, onChanged);
   if (!wt) return null;
-  const settle = async (how: 'keep' | 'discard'): Promise<void> => {
-    setBusy(true);
-    setError('');
-    try {
-      const after = await api.settleWorktree({ runId: run.runId, how });
-      setState(after.worktree?.state);
-      onChanged();
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setBusy(false);
-    }
-  };
   const files = wt.diff?.files ?? [];
   return (
     <section className="worktree" aria-label="Worktree">

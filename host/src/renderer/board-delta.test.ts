@@ -17,6 +17,7 @@ const board = (cards: CardView[]): BoardView => ({
   cards,
   maxConcurrency: 2,
   running: 0,
+  waitingForYou: 0,
   flows: [],
   columnLimits: {},
 });
@@ -39,7 +40,7 @@ describe('applyDelta', () => {
       to: 5,
       cards: [card('z', 'backlog')],
       removed: ['a'],
-      meta: { project: '/p', maxConcurrency: 1, running: 0, flows: [], columnLimits: {} },
+      meta: { project: '/p', maxConcurrency: 1, running: 0, waitingForYou: 0, flows: [], columnLimits: {} },
     });
     expect(next.cards.map((c) => c.id)).toEqual(['z', 'broken:cards/x.md']);
     expect(next.maxConcurrency).toBe(1);
@@ -48,7 +49,14 @@ describe('applyDelta', () => {
 
   it('a delta whose rest of the board has no configError clears the banner (config.yaml fixed)', () => {
     const b = { ...board([card('a', 'backlog')]), configError: 'config.yaml: bad' };
-    const meta = { project: '/p', maxConcurrency: 2, running: 0, flows: [], columnLimits: {} };
+    const meta = {
+      project: '/p',
+      maxConcurrency: 2,
+      running: 0,
+      waitingForYou: 0,
+      flows: [],
+      columnLimits: {},
+    };
     const next = applyDelta(b, { from: 3, to: 4, cards: [], removed: [], meta });
     expect(next.configError).toBeUndefined();
     // a delta without meta keeps the rest as it was

@@ -104,7 +104,10 @@ export interface BoardView {
   project: string;
   cards: CardView[];
   maxConcurrency: number;
+  /** Runs the caps count now (a card's run, each attempt's, a judge's; one that waits for you too). */
   running: number;
+  /** Of those, the runs that wait at a tool call for the person's answer (their cards in Needs input). */
+  waitingForYou: number;
   flows: FlowView[];
   columnLimits: Partial<Record<Column, number>>;
   /** config.yaml does not load: the last good config is in use. */
@@ -182,6 +185,8 @@ export interface CardDetail {
     open: PermissionAsk[];
     /** The card's run is live and waits at a tool call for the answer (supervisor run/answer). */
     live?: boolean;
+    /** The run is attempt `n` of `of` of the card's (config `attempts:`). */
+    attempt?: { n: number; of: number };
   };
   /**
    * The card's last run as attempts (config `attempts:`; host/src/core/scheduler-attempts.ts): each
@@ -220,8 +225,27 @@ export interface DiskUsageView {
   recordings: number;
   runs: number;
   recordingCount: number;
-  /** The retention policy in words (`runboard gc` applies it). */
+  /** Workspace copies of attempts never kept or discarded: bytes and how many. */
+  copies: number;
+  copyCount: number;
+  /** The retention policy in words (`runboard gc` applies it, and the supervisor by itself). */
   policy: string;
+  /** When the supervisor applies it by itself, in words (retention.auto, interval, minFree). */
+  auto: string;
+  /** What the supervisor's last pass of the policy removed by itself. */
+  lastAuto?: AutoGcPass;
+}
+
+/** One pass of the retention policy the supervisor made by itself (supervisor/src/node/gc-auto.ts). */
+export interface AutoGcPass {
+  at: string;
+  /** `interval`: its period came; `low-space`: free space below `minFree`; `disk-full`: a write failed ENOSPC. */
+  trigger: 'interval' | 'low-space' | 'disk-full';
+  removedRuns: number;
+  removedCopies: number;
+  removedRecordings: number;
+  freed: number;
+  errors: number;
 }
 
 /** The effective config (Settings → Configuration): each value with where it came from, and what to fix. */
