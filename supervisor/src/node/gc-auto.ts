@@ -28,6 +28,8 @@ import type { RunResult } from '../protocol/index.ts';
 const TICK_MS = 60_000;
 /** A disk-full signal within this long of the last pressure pass's start waits for the next one. */
 const PRESSURE_GAP_MS = 2_000;
+/** The same after a pressure pass that found nothing to remove (all going, named or not settled). */
+const FRUITLESS_GAP_MS = 30_000;
 
 export type Trigger = 'interval' | 'low-space' | 'disk-full';
 
@@ -60,6 +62,7 @@ export class RetentionKeeper {
   private busy = false;
   private pressureWanted: Trigger | undefined;
   private lastPressure = 0;
+  private lastFreed = 1;
   private readonly passes = new Map<string, PassRecord>();
   private loaded = false;
   private readonly file: string;
@@ -94,7 +97,8 @@ export class RetentionKeeper {
   private want(t: Trigger): void {
     if (this.pressureWanted !== 'disk-full') this.pressureWanted = t;
     if (this.busy) return; // the pass going looks at pressureWanted when it ends
-    const wait = Math.max(0, this.lastPressure + PRESSURE_GAP_MS - this.now());
+    const gap = this.lastFreed > 0 ? PRESSURE_GAP_MS : FRUITLESS_GAP_MS;
+    const wait = Math.max(0, this.lastPressure + gap - this.now());
     if (wait > 0) {
       setTimeout(() => this.want(this.pressureWanted ?? t), wait).unref();
       return;
@@ -104,7 +108,7 @@ export class RetentionKeeper {
       this.pressureWanted = undefined;
       if (!trigger) return;
       this.lastPressure = this.now();
-      await this.pressurePass(trigger);
+      this.lastFreed = await this.pressurePass(trigger);
     });
   }
 
@@ -173,18 +177,21 @@ export class RetentionKeeper {
    * Until each project's minFree is free: oldest removable first, keeping per card the policy's
    * keepPerCard, then 1, then 0 (what is going, named or not settled is never removable).
    */
-  private async pressurePass(trigger: Trigger): Promise<void> {
+  private async pressurePass(trigger: Trigger): Promise<number> {
+    let freed = 0;
     for (const project of this.o.projects()) {
       const policy = this.policy(project);
       if (!policy?.auto) continue;
       for (const keep of [...new Set([policy.keepPerCard, Math.min(1, policy.keepPerCard), 0])]) {
         const disk = await this.disk();
-        if (!disk) return;
+        if (!disk) return freed;
         const need = minFreeBytes(policy.minFree, disk.total) - disk.free;
         if (need <= 0) break;
-        await this.apply(project, policy, trigger, keep, need);
+        const out = await this.apply(project, policy, trigger, keep, need);
+        freed += out.plan.remove.length;
       }
     }
+    return freed;
   }
 
   /** One project's pass: `need` bytes to free past the policy (pressure), or none (the policy alone). */
@@ -194,7 +201,7 @@ export class RetentionKeeper {
     trigger: Trigger,
     keepPerCard: number,
     need: number | undefined,
-  ): Promise<GcOutcome | undefined> {
+  ): Promise<GcOutcome> {
     const storage = await scanProject(this.o.paths, project, this.o.going());
     const held = [...storage.runs, ...storage.recordings, ...storage.copies].reduce((s, i) => s + i.bytes, 0);
     const maxBytes =
