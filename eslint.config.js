@@ -16,7 +16,7 @@
 //    stack imports no desktop (neither worker/src/desktop nor native), no runner; nothing else imports a
 //    runner room;
 //  - host never imports worker, and of the supervisor only its public entry points (protocol, paths, grants,
-//    git, regular-file, ledger, run-output, secrets);
+//    git, regular-file, ledger, run-output, secrets, gc);
 //  - host core never imports the renderer, the shells (cli, server, electron) or electron;
 //  - the renderer (host/src/renderer, untrusted) imports no Node, no host core, and of the supervisor
 //    and native only types; host/src/shared holds types and pure code both sides may import.

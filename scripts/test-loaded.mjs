@@ -3,8 +3,10 @@
 // duration somewhere; the fix is in the design (events carry their own time, waits on conditions), never
 // a longer timeout.
 //   npm run test:loaded [-- --hogs N] [-- <more vitest args>]
-// Prints how long the pass took and a closing line `loaded pass: N passed, N failed, N skipped`; exits
-// with vitest's status. The hogs are threads of this process, so they end with it (even on kill -9).
+// Prints how long the pass took, each failed test with why, and a closing line `loaded pass: N passed,
+// N failed, N skipped`; exits with vitest's status. The hogs are threads of this process, so they end
+// with it (even on kill -9), and at once on SIGINT/SIGTERM. With RUNBOARD_BUNDLED=1 (scripts/test.sh,
+// after the suite built them) the bundles in dist/ are used as they are.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -37,8 +39,9 @@ if (at >= 0) {
 }
 
 // The bundles first, before the hogs: the pass loads the tests, not the build (vitest's global setup
-// then skips it, RUNBOARD_BUNDLED).
-execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: root, stdio: 'inherit' });
+// then skips it, RUNBOARD_BUNDLED). Not again when the caller built them (the suite just did).
+if (process.env.RUNBOARD_BUNDLED === '1') console.log('== loaded pass: the bundles in dist/ as built');
+else execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: root, stdio: 'inherit' });
 
 // Each hog spins for ever; a worker thread dies with this process, so no hog outlives the pass.
 const threads = Array.from({ length: hogs }, () => new Worker('for (;;) {}', { eval: true }));
@@ -63,9 +66,15 @@ const vitest = spawn(
   ],
   { cwd: root, stdio: 'inherit', env: { ...process.env, RUNBOARD_LOADED_PASS: '1', RUNBOARD_BUNDLED: '1' } },
 );
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => vitest.kill(sig));
+// A stopped pass (CI cancelled, its time limit) stops its hogs at once, not when vitest has ended.
+const stopHogs = () => Promise.all(threads.map((t) => t.terminate()));
+for (const sig of ['SIGINT', 'SIGTERM'])
+  process.on(sig, () => {
+    void stopHogs();
+    vitest.kill(sig);
+  });
 let code = await new Promise((resolve) => vitest.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
-await Promise.all(threads.map((t) => t.terminate()));
+await stopHogs();
 const secs = Math.round((Date.now() - started) / 1000);
 let summary = 'no results (vitest did not write its JSON report)';
 try {
@@ -76,7 +85,16 @@ try {
     code = code || 1;
   }
   // Where the time went: each file, and its slowest tests (the figures docs/soak.md keeps).
+  const failed = [];
   for (const f of r.testResults) {
+    for (const t of f.assertionResults)
+      if (t.status === 'failed')
+        failed.push({ file: path.relative(root, f.name), test: t, why: t.failureMessages });
+    if (f.status === 'failed' && f.assertionResults.every((t) => t.status !== 'failed'))
+      failed.push({
+        file: path.relative(root, f.name),
+        why: [f.message || 'the file failed outside its tests'],
+      });
     const tests = [...f.assertionResults].sort((a, b) => (b.duration ?? 0) - (a.duration ?? 0));
     console.log(
       `  ${Math.round((f.endTime - f.startTime) / 1000)} s ${path.relative(root, f.name)}: ` +
@@ -85,6 +103,15 @@ try {
           .map((t) => `${((t.duration ?? 0) / 1000).toFixed(1)} s ${t.title.slice(0, 50)}`)
           .join('; '),
     );
+  }
+  // Each failure once more at the end, where a CI log's tail shows it: which test, and why.
+  for (const { file, test, why } of failed) {
+    const first =
+      (why ?? [])
+        .join('\n')
+        .split('\n')
+        .find((l) => l.trim() !== '') ?? '(no message)';
+    console.log(`FAILED (loaded) ${file}${test ? ` > ${test.fullName ?? test.title}` : ''}: ${first.trim()}`);
   }
 } catch {
   // vitest stopped before its report; its own output says why

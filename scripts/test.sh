@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Sets everything up, then runs the whole test suite: lint, types, unit and integration tests.
+# Sets everything up, then runs the whole test suite: lint, types, unit and integration tests, then the
+# loaded pass (the timing-sensitive files again with CPU hogs at 3x the cores in this session:
+# scripts/test-loaded.mjs, docs/soak.md). Given vitest arguments (a subset), it runs those only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -22,4 +24,10 @@ node -e '
   const r = JSON.parse(require("fs").readFileSync("test-results/vitest.json", "utf8"));
   console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped`);
 ' || true
+# The loaded pass after the suite, even when the suite failed (its failures say something of their own).
+if [ "$#" -eq 0 ]; then
+  echo "== loaded pass"
+  # The suite's global setup built dist/ from these sources: the pass uses it as it is.
+  RUNBOARD_BUNDLED=1 node scripts/test-loaded.mjs || status=$?
+fi
 exit "$status"

@@ -6,7 +6,7 @@
 // agent format (with --prune), and a screenshot's image tokens. Run through run.mjs (`heavy`), which
 // starts a test desktop around it. Needs python3-pyatspi (apt) for the baseline.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
@@ -31,6 +31,21 @@ const env: NodeJS.ProcessEnv = {
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** CPU time (user + system, ms) of the processes of a process group (Chromium's: it answers the calls). */
+function groupCpuMs(pgid: number): number {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8'); // never blocks (cmdline may)
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(f[2]) === pgid) ticks += Number(f[11]) + Number(f[12]);
+    } catch {
+      // gone
+    }
+  }
+  return ticks * 10; // USER_HZ 100
+}
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 function run(file: string, args: string[], nativeDir?: string): { ms: number; out: string } {
@@ -113,7 +128,10 @@ try {
         [cli, 'read', '--window', full, '--visible-only=false', '--compact'],
         { env: { ...env, RUNBOARD_DESKTOP_TRACE: '1' }, encoding: 'utf8', maxBuffer: 1 << 28 },
       );
-      return Number(/items parsed: (\d+)/.exec(r.stderr)?.[1] ?? -1);
+      const items = /items parsed: (\d+)/.exec(r.stderr)?.[1];
+      if (items === undefined)
+        console.error(`the read to check the cache failed (${r.status}): ${r.stderr.slice(-500)}`);
+      return Number(items ?? -1);
     };
     const open = async (lacks: boolean, attempt: number): Promise<number> => {
       const dir = `heavy-${lacks ? 'lacks' : 'holds'}-${attempt}`;
@@ -131,6 +149,21 @@ try {
       while (!(await desktop.listWindows({})).some((w) => w.title === full)) {
         if (Date.now() > deadline) throw new Error(`"${full}" did not appear`);
         await sleep(100);
+      }
+      if (lacks) {
+        // the list is built; its objects reach the tree a little later
+        for (;;) {
+          const r = await desktop
+            .read({ title: full, visibleOnly: false, actions: false })
+            .catch(() => undefined);
+          if (r && r.stats.nodes >= ITEMS * 5) break;
+          if (Date.now() > deadline) throw new Error(`"${full}" did not reach ${ITEMS * 5} nodes`);
+          await sleep(250);
+        }
+      } else {
+        // No AT-SPI read until Chromium has put the page in its cache (a read before that leaves it out):
+        // the check below says whether it did; a case not met is tried again in a fresh profile.
+        await sleep(Number(process.env.HEAVY_SETTLE_MS ?? 3000));
       }
       return cacheItems();
     };
@@ -151,17 +184,34 @@ try {
       const olds: number[] = [];
       let walked = 0;
       let returned = 0;
+      // Chromium's CPU for each read (its main thread answers every call): steadier than wall time on a
+      // loaded machine, where every process waits for a core.
+      const pg = children.at(-1)!.pid!;
+      const cpu = { ours: [] as number[], theirs: [] as number[], olds: [] as number[] };
+      const charged = <T>(into: number[] | undefined, f: () => T): T => {
+        const c0 = groupCpuMs(pg);
+        const r = f();
+        into?.push(groupCpuMs(pg) - c0);
+        return r;
+      };
       for (let i = 0; i <= ROUNDS; i++) {
-        const a = cliRun(['read', '--window', full, '--visible-only=false', '--compact']);
-        const b = run('/usr/bin/python3', [path.join(repo, 'native/bench/pyatspi_walk.py'), full]);
+        const warm = i === 0; // warms all three
+        const a = charged(warm ? undefined : cpu.ours, () =>
+          cliRun(['read', '--window', full, '--visible-only=false', '--compact']),
+        );
+        const b = charged(warm ? undefined : cpu.theirs, () =>
+          run('/usr/bin/python3', [path.join(repo, 'native/bench/pyatspi_walk.py'), full]),
+        );
         const o = before
-          ? run(
-              process.execPath,
-              [cli, 'read', '--window', full, '--visible-only=false', '--compact'],
-              before,
+          ? charged(warm ? undefined : cpu.olds, () =>
+              run(
+                process.execPath,
+                [cli, 'read', '--window', full, '--visible-only=false', '--compact'],
+                before,
+              ),
             )
           : undefined;
-        if (i === 0) continue; // warms all three
+        if (warm) continue;
         if (o) olds.push(o.ms);
         ours.push(a.ms);
         theirs.push(b.ms);
@@ -171,8 +221,10 @@ try {
       const zero = [0, 1, 2].map(() => run(process.execPath, ['-e', '0']).ms);
       const ms = (xs: number[]) => `${median(xs).toFixed(0)} (${xs.map((x) => x.toFixed(0)).join(', ')})`;
       const ratio = (xs: number[]) => `${(median(xs) / median(theirs)).toFixed(2)}×`;
+      const cpuCell = (xs: number[]) =>
+        xs.length ? `${median(xs).toFixed(0)} (${(median(xs) / median(cpu.theirs)).toFixed(2)}×)` : '-';
       rows.push(
-        `| ${lacks ? 'lacks the page (read while it loaded)' : 'holds the page (nothing read during the load)'} | ${items} | ${nodes} / ${walked} / ${returned} | ${ms(theirs)} | ${ms(ours)} | **${ratio(ours)}** | ${before ? `${ms(olds)} | ${ratio(olds)}` : '- | -'} | ${median(zero).toFixed(0)} | ${os
+        `| ${lacks ? 'lacks the page (read while it loaded)' : 'holds the page (nothing read during the load)'} | ${items} | ${nodes} / ${walked} / ${returned} | ${ms(theirs)} | ${ms(ours)} | **${ratio(ours)}** | ${before ? `${ms(olds)} | ${ratio(olds)}` : '- | -'} | ${median(cpu.theirs).toFixed(0)} / ${cpuCell(cpu.ours)} / ${cpuCell(cpu.olds)} | ${median(zero).toFixed(0)} | ${os
           .loadavg()
           .map((x) => x.toFixed(1))
           .join(' ')} |`,
@@ -183,9 +235,9 @@ try {
       `\nHeavy tree: "${full}", ${ROUNDS} rounds in turns after a warm-up, whole processes, medians (all runs):\n`,
     );
     console.log(
-      "| Chromium's cache | GetItems items | nodes (addon / pyatspi walked / printed) | pyatspi walk ms | desktop-cli read ms | ratio | old addon ms | old ratio | `node -e 0` ms | load average at the end |",
+      "| Chromium's cache | GetItems items | nodes (addon / pyatspi walked / printed) | pyatspi walk ms | desktop-cli read ms | ratio | old addon ms | old ratio | Chromium CPU ms per read: pyatspi / read / old | `node -e 0` ms | load average at the end |",
     );
-    console.log('|---|---|---|---|---|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|---|---|---|---|---|');
     for (const r of rows) console.log(r);
   }
   // ---- 1b. kept trees (observe, serve; HEAVY_KEPT=0 leaves them out): in process, the first read of a

@@ -44,6 +44,10 @@ describe('Settings → Disk', () => {
     expect(text).toMatch(/Artifacts\s+[\d.]+ (B|KiB)/);
     expect(text).toMatch(/Recordings\s+3\.0 MiB \(1\)/);
     expect(text).toContain('Retention: maxAge 30d, maxSize 2.0 GiB, keepPerCard 3.');
+    expect(text).toMatch(/Workspace copies\s+0 B \(0 not kept or discarded\)/);
+    expect(text).toContain(
+      'Retention is applied by the supervisor every 1h, and at once when the disk holding the state has less than 2% free',
+    );
     await disk.scrollIntoViewIfNeeded();
     await page.screenshot({ path: path.join(ARTIFACTS, 'settings-disk.png') });
   });

@@ -82,11 +82,12 @@ describe('the fleet whole', () => {
     hosts.push(host);
     const { runId } = await board.launch('echo "on the doomed host"; sleep 60', { name: 'doomed' });
     let hostRun = '';
+    // Running there, its marker on disk (written off the host's event loop, after the board hears of it).
     await waitUntil(
       'the host runs it',
       async () => {
         hostRun = String((await board.client.getRun(runId)).run.metrics.hostRunId ?? '');
-        return /^\d{8}-/.test(hostRun);
+        return /^\d{8}-/.test(hostRun) && existsSync(path.join(host.paths.supervisorDir, 'active', hostRun));
       },
       20_000,
     );
@@ -140,8 +141,7 @@ describe('the fleet whole', () => {
       () => spansIn(...wide).length > 0 || processesMentioning('sleep 1').length > 0,
       20_000,
     );
-    await redis.stop();
-    await redis.restart();
+    await redis.outage(LEASE_MS); // longer than a lease: the locks run out while it is down
     const results = await Promise.all(launched.map(({ b, runId }) => b.collect(runId).then((r) => r.result)));
     for (const r of results) expect(r.status, JSON.stringify(r.termination)).toBe('succeeded');
     const spans = spansIn(...wide);

@@ -86,6 +86,28 @@ export class RedisServer {
     );
   }
 
+  /**
+   * Redis down for longer than a lease (a user's restart, slow under load): stopped, kept down until
+   * every job lock it held has run out and `leaseMs` passed (the scenario, not a wait for an outcome),
+   * then started again on the same data. The locks are gone when it is back (the append-only file keeps
+   * their expiry as an instant).
+   */
+  async outage(leaseMs: number): Promise<void> {
+    const c = new Redis({ port: this.port, password: this.password });
+    let until = Date.now() + leaseMs;
+    try {
+      for (const key of await c.keys('*:lock')) {
+        const ttl = await c.pttl(key);
+        if (ttl > 0) until = Math.max(until, Date.now() + ttl);
+      }
+    } finally {
+      c.disconnect();
+    }
+    await this.stop();
+    await waitUntil('every lock Redis held has run out', () => Date.now() > until, 60_000);
+    await this.restart();
+  }
+
   async stop(): Promise<void> {
     const p = this.proc;
     if (!p || p.exitCode !== null) return;

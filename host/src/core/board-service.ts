@@ -524,7 +524,7 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   }
 
   /** The project's disk use, for Settings (gc.ts: the same scan `runboard gc` makes). */
-  diskUsage(): DiskUsageView {
+  diskUsage(): Promise<DiskUsageView> {
     return this.settingsArea.diskUsage();
   }
 

@@ -31,7 +31,7 @@ export class BoardSettings {
   ) {}
 
   /** The project's disk use, for Settings (gc.ts: the same scan `runboard gc` makes). */
-  diskUsage(): DiskUsageView {
+  diskUsage(): Promise<DiskUsageView> {
     return diskUsageView(this.paths, this.store.projectDir, this.store.config.retention);
   }
 

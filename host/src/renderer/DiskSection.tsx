@@ -15,6 +15,12 @@ function size(n: number): string {
   return `${v.toFixed(1)} ${units[i]}`;
 }
 
+const TRIGGER = {
+  interval: 'its interval',
+  'low-space': 'free space below minFree',
+  'disk-full': 'the disk was full',
+} as const;
+
 export function DiskSection({ api }: { api: BoardApi }) {
   const [d, setD] = useState<DiskUsageView>();
   const [error, setError] = useState<string>();
@@ -37,11 +43,27 @@ export function DiskSection({ api }: { api: BoardApi }) {
         <dd>
           {size(d.recordings)} ({d.recordingCount})
         </dd>
+        <dt>Workspace copies</dt>
+        <dd>
+          {size(d.copies)} ({d.copyCount} not kept or discarded)
+        </dd>
       </dl>
       <p className="muted small">
         Retention: {d.policy}. <code>runboard gc</code> says what it would remove;{' '}
-        <code>runboard gc --yes</code> removes it (never a run going or what a card names).
+        <code>runboard gc --yes</code> removes it (never a run going, what a card names, or a run whose
+        worktree or copy you have not kept or discarded).
       </p>
+      <p className="muted small">Retention is {d.auto}.</p>
+      {d.lastAuto && (
+        <p className="small disk-last-auto">
+          Last removed by the supervisor ({TRIGGER[d.lastAuto.trigger]},{' '}
+          {new Date(d.lastAuto.at).toLocaleString()}): {d.lastAuto.removedRuns} run log
+          {d.lastAuto.removedRuns === 1 ? '' : 's'}, {d.lastAuto.removedCopies} workspace cop
+          {d.lastAuto.removedCopies === 1 ? 'y' : 'ies'}, {d.lastAuto.removedRecordings} recording
+          {d.lastAuto.removedRecordings === 1 ? '' : 's'}; {size(d.lastAuto.freed)} freed
+          {d.lastAuto.errors ? `; ${d.lastAuto.errors} could not be removed (see supervisor.log)` : ''}.
+        </p>
+      )}
     </section>
   );
 }

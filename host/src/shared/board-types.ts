@@ -225,8 +225,27 @@ export interface DiskUsageView {
   recordings: number;
   runs: number;
   recordingCount: number;
-  /** The retention policy in words (`runboard gc` applies it). */
+  /** Workspace copies of attempts never kept or discarded: bytes and how many. */
+  copies: number;
+  copyCount: number;
+  /** The retention policy in words (`runboard gc` applies it, and the supervisor by itself). */
   policy: string;
+  /** When the supervisor applies it by itself, in words (retention.auto, interval, minFree). */
+  auto: string;
+  /** What the supervisor's last pass of the policy removed by itself. */
+  lastAuto?: AutoGcPass;
+}
+
+/** One pass of the retention policy the supervisor made by itself (supervisor/src/node/gc-auto.ts). */
+export interface AutoGcPass {
+  at: string;
+  /** `interval`: its period came; `low-space`: free space below `minFree`; `disk-full`: a write failed ENOSPC. */
+  trigger: 'interval' | 'low-space' | 'disk-full';
+  removedRuns: number;
+  removedCopies: number;
+  removedRecordings: number;
+  freed: number;
+  errors: number;
 }
 
 /** The effective config (Settings → Configuration): each value with where it came from, and what to fix. */

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -71,10 +72,15 @@ void LoadTree(WindowTree& t, bool expandHidden);
 const std::string& ToolkitName(const Peer& peer, const std::string& app);
 // Whether FetchInfo asks objects for their interfaces (GTK) or takes them from their role (the rest).
 void AskInterfacesFor(const WindowTree& t);
+extern bool g_askInterfaces;  // for the load under way (LoadTree, tree_cache.cc's Refresh), set by AskInterfacesFor
+// The interface bit of an AT-SPI interface name (0 for the ones the reader does not use).
+uint32_t IfaceBit(std::string_view name);
 
 // The pieces the kept trees (tree_cache.cc) re-use on the objects that events named.
 // Role, states, interfaces, name, description and child count of `fresh` (and their parent).
-void FetchInfo(Bus& bus, const Peer& peer, std::vector<Node>& nodes, const std::vector<int>& fresh, bool setParent);
+// knownStatic: paths known to be text runs (role static): they are not asked their role.
+void FetchInfo(Bus& bus, const Peer& peer, std::vector<Node>& nodes, const std::vector<int>& fresh, bool setParent,
+               const std::unordered_set<std::string>* knownStatic = nullptr);
 // Children lists from the parents' paths, in index order.
 void LinkChildren(std::vector<Node>& nodes, std::unordered_map<std::string, int>& byPath);
 // Fetches the children of objects below `root` that have fewer than their child count.

@@ -3,6 +3,7 @@ import {
   planRetention,
   Retention,
   retentionPolicy,
+  minFreeBytes,
   RETENTION_DEFAULTS,
   type StoredItem,
 } from './retention.ts';
@@ -19,7 +20,7 @@ const run = (id: string, card: string, daysAgo: number, extra: Partial<StoredIte
   referenced: false,
   ...extra,
 });
-const removed = (items: StoredItem[], policy = RETENTION_DEFAULTS) =>
+const removed = (items: StoredItem[], policy: Parameters<typeof planRetention>[1] = RETENTION_DEFAULTS) =>
   planRetention(items, policy, NOW).remove.map((r) => `${r.item.id}:${r.reason}`);
 
 describe('retention policy (config.yaml retention:)', () => {
@@ -40,8 +41,43 @@ describe('retention policy (config.yaml retention:)', () => {
       'expected a size such as 500m, 5g or 1t (got "0g")',
     );
     expect(Retention.safeParse({ keepPerCard: -1 }).success).toBe(false);
-    expect(retentionPolicy(undefined)).toEqual({ maxAgeMs: 30 * DAY, maxBytes: undefined, keepPerCard: 5 });
+    expect(retentionPolicy(undefined)).toEqual({
+      maxAgeMs: 30 * DAY,
+      maxBytes: undefined,
+      keepPerCard: 5,
+      auto: true,
+      intervalMs: 3_600_000,
+      minFree: { percent: 2 },
+    });
     expect(retentionPolicy({ keepPerCard: 0 }).keepPerCard).toBe(0);
+  });
+
+  it('reads when the supervisor applies it by itself, and says what it expected otherwise', () => {
+    expect(Retention.parse({ auto: false, interval: '30m', minFree: '5%' })).toEqual({
+      auto: false,
+      interval: 30 * 60_000,
+      minFree: { percent: 5 },
+    });
+    expect(Retention.parse({ minFree: '512m' }).minFree).toEqual({ bytes: 512 * 1024 ** 2 });
+    expect(Retention.parse({ minFree: 0 }).minFree).toEqual({ bytes: 0 });
+    expect(Retention.safeParse({ interval: '10s' }).error?.issues[0]?.message).toBe(
+      'expected an interval from 1m to 30d such as 30m, 1h or 1d (got "10s")',
+    );
+    expect(Retention.safeParse({ minFree: '80%' }).error?.issues[0]?.message).toBe(
+      'expected a share of the disk up to 50% (5%), a size (500m, 2g) or 0 for never (got "80%")',
+    );
+    expect(Retention.safeParse({ auto: 'yes' }).success).toBe(false);
+    expect(minFreeBytes({ percent: 2 }, 1000)).toBe(20);
+    expect(minFreeBytes({ bytes: 7 }, 1000)).toBe(7);
+  });
+
+  it('keeps a run whose worktree or workspace copy is not settled, whatever its age', () => {
+    expect(
+      removed([run('u1', 'U', 90, { unsettled: true }), run('u2', 'U', 80)], {
+        ...RETENTION_DEFAULTS,
+        keepPerCard: 0,
+      }),
+    ).toEqual(['u2:age']);
   });
 });
 

@@ -34,8 +34,46 @@ const Size = z.string().transform((v, ctx) => {
   return z.NEVER;
 });
 
+/** "30m", "1h", "1d": how often the supervisor applies the policy by itself (at least a minute). */
+const Interval = z.string().transform((v, ctx) => {
+  const m = /^(\d+(?:\.\d+)?)\s*([mhd])$/.exec(v.trim());
+  const unit = { m: 60_000, h: 3_600_000, d: DAY_MS } as const;
+  const ms = m ? Math.round(Number(m[1]) * unit[m[2] as keyof typeof unit]) : 0;
+  if (ms >= 60_000 && ms <= 30 * DAY_MS) return ms;
+  ctx.addIssue({
+    code: 'custom',
+    message: `expected an interval from 1m to 30d such as 30m, 1h or 1d (got ${JSON.stringify(v)})`,
+  });
+  return z.NEVER;
+});
+
+/** "5%", "2g", "500m", "0": the free space below which the supervisor prunes at once (0: never). */
+const MinFree = z.union([z.string(), z.number()]).transform((v, ctx): MinFreeSpec => {
+  const t = String(v).trim();
+  if (t === '0') return { bytes: 0 };
+  const pct = /^(\d+(?:\.\d+)?)\s*%$/.exec(t);
+  if (pct && Number(pct[1]) > 0 && Number(pct[1]) <= 50) return { percent: Number(pct[1]) };
+  const m = /^(\d+(?:\.\d+)?)\s*([kmgt])(?:i?b)?$/i.exec(t);
+  const bytes = m ? Math.round(Number(m[1]) * SIZE_UNITS[m[2]!.toLowerCase() as keyof typeof SIZE_UNITS]) : 0;
+  if (bytes > 0) return { bytes };
+  ctx.addIssue({
+    code: 'custom',
+    message: `expected a share of the disk up to 50% (5%), a size (500m, 2g) or 0 for never (got ${JSON.stringify(v)})`,
+  });
+  return z.NEVER;
+});
+
+/** Free space wanted on the state root's disk: a share of it or bytes ({bytes: 0}: never pruned for space). */
+export type MinFreeSpec = { percent: number } | { bytes: number };
+
 /** config.yaml's `retention:` (docs/user-guide.md, "Disk"). Unset keys take RETENTION_DEFAULTS. */
 export const Retention = z.object({
+  /** The supervisor applies the policy by itself (default true); false: only `runboard gc --yes`. */
+  auto: z.boolean().optional(),
+  /** How often it does (default 1h). */
+  interval: Interval.optional(),
+  /** Below this free space on the state root's disk it prunes at once, past the policy (default 2%). */
+  minFree: MinFree.optional(),
   /** Ended runs and recordings older than this are removed (default 30d). */
   maxAge: Age.optional(),
   /** Beyond this total, the oldest removable ones go until it fits (default: no size limit). */
@@ -49,12 +87,18 @@ export interface RetentionPolicy {
   maxAgeMs: number;
   maxBytes: number | undefined;
   keepPerCard: number;
+  auto: boolean;
+  intervalMs: number;
+  minFree: MinFreeSpec;
 }
 
 export const RETENTION_DEFAULTS: RetentionPolicy = {
   maxAgeMs: 30 * DAY_MS,
   maxBytes: undefined,
   keepPerCard: 5,
+  auto: true,
+  intervalMs: 3_600_000,
+  minFree: { percent: 2 },
 };
 
 export function retentionPolicy(r: Retention | undefined): RetentionPolicy {
@@ -62,12 +106,21 @@ export function retentionPolicy(r: Retention | undefined): RetentionPolicy {
     maxAgeMs: r?.maxAge ?? RETENTION_DEFAULTS.maxAgeMs,
     maxBytes: r?.maxSize ?? RETENTION_DEFAULTS.maxBytes,
     keepPerCard: r?.keepPerCard ?? RETENTION_DEFAULTS.keepPerCard,
+    auto: r?.auto ?? RETENTION_DEFAULTS.auto,
+    intervalMs: r?.interval ?? RETENTION_DEFAULTS.intervalMs,
+    minFree: r?.minFree ?? RETENTION_DEFAULTS.minFree,
   };
+}
+
+/** The free bytes wanted on a disk of `total` bytes (0: never pruned for space). */
+export function minFreeBytes(spec: MinFreeSpec, total: number): number {
+  return 'percent' in spec ? Math.round((total * spec.percent) / 100) : spec.bytes;
 }
 
 /** A run's log folder or a recording, as gc found it on disk. */
 export interface StoredItem {
-  kind: 'run' | 'recording';
+  /** A copy: a workspace copy an attempt worked in (issue 33), never kept or discarded. */
+  kind: 'run' | 'recording' | 'copy';
   id: string;
   /** Runs: the card they ran (its id, else its file); the newest keepPerCard of each are kept. */
   card?: string;
@@ -78,9 +131,11 @@ export interface StoredItem {
   live: boolean;
   /** Named by a card (its front matter or workflow): never removed. */
   referenced: boolean;
+  /** A run whose worktree or workspace copy is neither kept nor discarded: never removed. */
+  unsettled?: boolean;
 }
 
-export type KeepReason = 'live' | 'referenced' | 'last-of-card' | 'within-policy';
+export type KeepReason = 'live' | 'referenced' | 'unsettled' | 'last-of-card' | 'within-policy';
 export type RemoveReason = 'age' | 'size';
 
 export interface RetentionPlan {
@@ -93,7 +148,11 @@ export interface RetentionPlan {
 }
 
 /** What goes and what stays under `policy` at time `now`. Pure: reads and removes nothing. */
-export function planRetention(items: StoredItem[], policy: RetentionPolicy, now: number): RetentionPlan {
+export function planRetention(
+  items: StoredItem[],
+  policy: Pick<RetentionPolicy, 'maxAgeMs' | 'maxBytes' | 'keepPerCard'>,
+  now: number,
+): RetentionPlan {
   const lastOfCard = new Set<StoredItem>();
   const byCard = new Map<string, StoredItem[]>();
   for (const it of items)
@@ -108,9 +167,11 @@ export function planRetention(items: StoredItem[], policy: RetentionPolicy, now:
       ? 'live'
       : it.referenced
         ? 'referenced'
-        : lastOfCard.has(it)
-          ? 'last-of-card'
-          : undefined;
+        : it.unsettled
+          ? 'unsettled'
+          : lastOfCard.has(it)
+            ? 'last-of-card'
+            : undefined;
   const removed = new Map<StoredItem, RemoveReason>();
   for (const it of items)
     if (!keepReason(it) && it.endedAt !== undefined && now - it.endedAt > policy.maxAgeMs)

@@ -35,6 +35,7 @@ import { scheduleClock } from '@runboard/project/schedule';
 import { scheduleLauncher } from './schedule-launcher.ts';
 import { ScheduleBook } from './schedules.ts';
 import { ProjectBook } from './projects.ts';
+import { RetentionKeeper } from './gc-auto.ts';
 import { fleetConfig } from './fleet/config.ts';
 import {
   insideAny,
@@ -180,6 +181,7 @@ async function main(): Promise<void> {
     // other projects in a run's reach stay read-only (the book is made below, before any launch)
     knownProjects: (): string[] => schedules.projects(),
     paramSecrets: (card) => cardParamSecrets(paths, card),
+    onDiskFull: (where) => keeper.diskFull(where),
   });
 
   const schedules = new ScheduleBook({
@@ -190,6 +192,18 @@ async function main(): Promise<void> {
     launcher: scheduleLauncher(paths, registry, log),
   });
   const projects = new ProjectBook(path.join(paths.supervisorDir, 'projects.json'), schedules, log);
+  // the retention policy applied by itself (gc-auto.ts); a full disk (above) starts a pass at once
+  const keeper = new RetentionKeeper({
+    paths,
+    log,
+    projects: () => projects.registered(),
+    going: () => registry.list(true, 10_000),
+    settle: (runId) => registry.settleWorktree(runId, 'discard').then(() => undefined),
+    // RUNBOARD_RETENTION_TICK_MS: how often intervals and free space are looked at (tests; default 1 min)
+    ...(Number(process.env.RUNBOARD_RETENTION_TICK_MS) > 0
+      ? { tickMs: Number(process.env.RUNBOARD_RETENTION_TICK_MS) }
+      : {}),
+  });
 
   let shuttingDown = false;
   let closeFleet = async (): Promise<void> => undefined;
@@ -200,6 +214,7 @@ async function main(): Promise<void> {
     log.info({ cancelRuns }, 'shutting down');
     schedules.stop();
     projects.stop();
+    keeper.stop();
     void registry.drain(cancelRuns).then(async () => {
       await closeFleet().catch(() => undefined);
       netServer.close();
@@ -285,6 +300,7 @@ async function main(): Promise<void> {
   recovered();
   schedules.start(); // after the socket is ours: only one supervisor decides missed fires
   projects.start(); // the registered projects' cards, read again (schedules added while it was down)
+  keeper.start();
   const fleetHost = fleet.host
     ? new (await loadFleetHost()).FleetHost({
         redisUrl: fleet.host.redisUrl,

@@ -132,6 +132,11 @@ export class ProjectBook {
     return info;
   }
 
+  /** The registered projects' folders. */
+  registered(): string[] {
+    return [...this.projects];
+  }
+
   list(): ProjectInfo[] {
     this.rescan();
     return this.projects.map((p) => this.last.get(p)!);

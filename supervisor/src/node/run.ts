@@ -434,6 +434,7 @@ export class Run {
 
   private onLogWriteFailed(file: string, err: NodeJS.ErrnoException): void {
     this.deps.log.error({ runId: this.id, file, err: err.message }, 'run log write failed');
+    if (err.code === 'ENOSPC') this.deps.onDiskFull?.(file);
     this.stop(
       'log-write-failed',
       `could not write ${path.basename(file)}: ${err.code ?? err.message} (${err.code === 'ENOSPC' ? 'the disk holding the run logs is full; free space and run again' : err.message}); the run was stopped so that no output is lost silently`,

@@ -1,9 +1,12 @@
 /**
  * A host of a fleet: pulls runs of the flows it offers from their BullMQ queues and runs them here,
  * with this host's own grants and keys, as if launched locally. At most `capacity` runs at once over
- * all its flows. A run whose job lease this host can no longer renew (Redis unreachable, the process
- * frozen) is stopped: once BullMQ has called the job stalled it may run elsewhere, never twice at once.
+ * all its flows. It holds the lease of each job it took (lease.ts): renewed while Redis answers, taken
+ * again after a Redis restart lost it; a run whose lease this host could not hold for `FENCE_MS` (Redis
+ * unreachable from here, the process frozen) is stopped before the board can declare its job stalled,
+ * so it never runs twice at once.
  */
+import { once } from 'node:events';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
@@ -28,10 +31,12 @@ import { receiveInputs } from './inputs.ts';
 import { holdToPolicy, jobRunId } from './policy.ts';
 import { advertise, withdraw } from './roster.ts';
 import { capped, releaseSlot, renewSlot, takeSlot, type SlotCaps } from './slots.ts';
+import { FENCE_MS, holdJob, LOOK_MS, type HeldJob } from './lease.ts';
 
 /** How long a host's entry in the roster (roster.ts) and a run's slot (slots.ts) last unless renewed. */
 const ROSTER_TTL_MS = 3 * LEASE_MS;
-const SLOT_MS = 2 * LEASE_MS;
+/** A slot outlives the run of a host cut off from Redis: it stops its runs `FENCE_MS` after it last held them. */
+const SLOT_MS = FENCE_MS + LEASE_MS;
 /** A job whose slot is not free goes back to its queue for this long (then any host may take it). */
 const NO_SLOT_DELAY_MS = 250;
 
@@ -47,6 +52,13 @@ export interface FleetHostOptions {
   log: pino.Logger;
 }
 
+/** A job this host took: its lease, when this host last held it (the hold's send time), a hold going. */
+interface Held {
+  job: HeldJob;
+  heldAt: number;
+  holding?: Promise<boolean | undefined> | undefined;
+}
+
 export class FleetHost {
   private readonly workers: Worker[] = [];
   private readonly redis: Redis;
@@ -56,7 +68,8 @@ export class FleetHost {
   private readonly local = new Map<string, string>();
   /** runId (the submitter's) → the caps whose slots its run holds (renewed while it goes). */
   private readonly slots = new Map<string, SlotCaps>();
-  private lastRedisOk = Date.now();
+  /** Jobs this host took (job id → its lease, when it was last held, a hold under way). */
+  private readonly held = new Map<string, Held>();
   private readonly watchdog: NodeJS.Timeout;
   /** This host is in the fleet's roster (or Redis did not answer within 3 s: it is added when it does). */
   readonly announced: Promise<void>;
@@ -71,17 +84,16 @@ export class FleetHost {
       this.cancelLocal(runId, 'cancelled by the user'),
     );
     for (const flow of o.offer.flows) {
-      const w = new Worker(queueName(flow), (job, token) => this.process(job, token), {
+      const w: Worker = new Worker(queueName(flow), (job, token) => this.process(w, job, token), {
         connection: conn,
         concurrency: o.offer.capacity,
         name: o.offer.name,
         lockDuration: LEASE_MS,
-        stalledInterval: LEASE_MS,
+        // The lease is this host's (lease.ts): BullMQ's renewal cannot take a lock back after a Redis
+        // restart lost it, and its stalled check would fail a job whose host is alive; the board judges.
+        skipLockRenewal: true,
+        skipStalledCheck: true,
         maxStalledCount: 0, // a run whose host vanished ends failed; the card's backoff decides a retry
-      });
-      w.on('lockRenewalFailed', (ids: string[]) => {
-        for (const id of ids)
-          this.cancelLocal(id, `${o.offer.name} lost its lease on the job: stopped so it never runs twice`);
       });
       w.on('error', (err) => o.log.warn({ err: err.message, flow }, 'fleet worker error'));
       this.workers.push(w);
@@ -99,24 +111,56 @@ export class FleetHost {
       );
     this.announced = withinMs(announce(), 3000);
     let ticks = 0;
-    // Fencing without Redis: a host that cannot reach Redis for most of a lease stops its runs.
     this.watchdog = setInterval(() => {
-      void this.redis.ping().then(
-        () => (this.lastRedisOk = Date.now()),
-        () => undefined,
+      if (++ticks % 2 === 0) void announce();
+      for (const id of this.held.keys()) void this.hold(id);
+    }, LOOK_MS);
+  }
+
+  /**
+   * Holds the job's lease (and its run's slots) once more; stops its run when it was lost (the board
+   * declared it stalled) or could not be held for `FENCE_MS` (fencing: Redis unreachable from here).
+   * Whether the job is still this host's.
+   */
+  private async hold(id: string): Promise<boolean | undefined> {
+    const h = this.held.get(id);
+    if (!h) return false;
+    if (Date.now() - h.heldAt > FENCE_MS) {
+      this.cancelLocal(
+        id,
+        `${this.o.offer.name} could not renew its lease on the job for ${FENCE_MS} ms (Redis unreachable from here): stopped so it never runs twice`,
       );
-      if (++ticks % 2 === 0) {
-        void announce();
-        for (const [id, caps] of this.slots)
-          void renewSlot(this.redis, id, caps, SLOT_MS).catch(() => undefined); // lapses if Redis stays away
+      return false;
+    }
+    h.holding ??= this.holdOnce(id, h).finally(() => (h.holding = undefined));
+    return h.holding;
+  }
+
+  private async holdOnce(id: string, h: Held): Promise<boolean | undefined> {
+    // Sent once Redis is back, not queued while it is away: the time it is sent bounds when the lock
+    // it sets runs out, and a hold sent at the start of an outage would count the outage against it.
+    if (this.redis.status !== 'ready') await once(this.redis, 'ready');
+    if (Date.now() - h.heldAt > FENCE_MS) return false; // fenced meanwhile: never taken back
+    const sent = Date.now();
+    try {
+      const caps = this.slots.get(id);
+      const [mine] = await Promise.all([
+        holdJob(this.redis, h.job),
+        caps ? renewSlot(this.redis, id, caps, SLOT_MS) : undefined, // lapses if Redis stays away
+      ]);
+      if (!mine) {
+        this.cancelLocal(
+          id,
+          `${this.o.offer.name} lost its lease on the job (the fleet declared it stalled): stopped so it never runs twice`,
+        );
+        return false;
       }
-      if (Date.now() - this.lastRedisOk > LEASE_MS * 0.8)
-        for (const id of [...this.local.keys()])
-          this.cancelLocal(
-            id,
-            `${o.offer.name} could not reach Redis for ${LEASE_MS * 0.8} ms: stopped so it never runs twice`,
-          );
-    }, LEASE_MS / 5);
+      if (this.held.get(id) === h) h.heldAt = Math.max(h.heldAt, sent);
+      return true;
+    } catch (err) {
+      this.o.log.warn({ jobId: id, err: (err as Error).message }, 'holding a fleet job');
+      return undefined;
+    }
   }
 
   private cancelLocal(runId: string, why: string): void {
@@ -127,7 +171,40 @@ export class FleetHost {
     else run.stop('heartbeat-timeout', why, 0);
   }
 
-  private async process(job: Job, token?: string): Promise<RunJobResult> {
+  /**
+   * Holds the job before BullMQ moves it (which needs its lock): until Redis answered whether it is
+   * still this host's, whatever failed on the way. Whether it is.
+   */
+  private async holdToMove(id: string): Promise<boolean> {
+    for (;;) {
+      const mine = await this.hold(id);
+      if (mine !== undefined) return mine;
+      await new Promise((r) => setTimeout(r, LOOK_MS / 10)); // an error Redis answered: try again
+    }
+  }
+
+  /**
+   * Takes a job: its lease is held from now until BullMQ has its outcome (a Redis restart meanwhile
+   * must not leave the job without a lock when BullMQ moves it on: that needs the lock).
+   */
+  private async process(w: Worker, job: Job, token?: string): Promise<RunJobResult> {
+    const id = String(job.id);
+    if (token === undefined) return this.take(job, token);
+    const h = {
+      job: { key: w.toKey(id), active: w.keys.active!, id, token, ats: job.attemptsStarted },
+      heldAt: Date.now(),
+    };
+    this.held.set(id, h);
+    try {
+      if (!(await this.holdToMove(id))) throw new Error(`${this.o.offer.name} lost the job as it took it`);
+      return await this.take(job, token);
+    } finally {
+      await this.holdToMove(id);
+      if (this.held.get(id) === h) this.held.delete(id);
+    }
+  }
+
+  private async take(job: Job, token?: string): Promise<RunJobResult> {
     // The job's id names the card file: it must be the run id the job carries (a strict pattern),
     // whatever a Redis writer put there.
     const runId = jobRunId(job.id, (job.data as { runId?: unknown } | undefined)?.runId);
@@ -137,6 +214,7 @@ export class FleetHost {
       );
     if (this.running >= this.o.offer.capacity) {
       // Another flow's worker took the last slot meanwhile: back to the queue for a moment.
+      await this.holdToMove(String(job.id)); // BullMQ moves it only with its lock
       await job.moveToDelayed(Date.now() + 200, token);
       throw new DelayedError();
     }
@@ -152,6 +230,7 @@ export class FleetHost {
     const bounded = capped(caps);
     if (bounded && !(await takeSlot(this.redis, runId, caps, SLOT_MS).catch(() => false))) {
       this.running--;
+      await this.holdToMove(String(job.id)); // BullMQ moves it only with its lock
       await job.moveToDelayed(Date.now() + NO_SLOT_DELAY_MS, token);
       throw new DelayedError();
     }

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Queue, QueueEvents, Worker, type Job } from 'bullmq';
+import { Queue, QueueEvents, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import type pino from 'pino';
 import type { z } from 'zod';
@@ -29,6 +29,7 @@ import {
   type RunJob,
 } from './job.ts';
 import { collectInputs, inputsKey, storeInputs, type InputSources } from './inputs.ts';
+import { LOOK_MS, StallJudge } from './lease.ts';
 import { RemoteRun, type Finish, type RemoteMarker, type RunMirror } from './remote-run.ts';
 import { readRoster, whyNoHost } from './roster.ts';
 
@@ -52,6 +53,9 @@ export class FleetGateway implements RunMirror {
   private readerWake: (() => void) | undefined;
   private closed = false;
   private readonly reconciler: NodeJS.Timeout;
+  /** Declares stalled the jobs of this board's queues whose lease no host held (lease.ts). */
+  private readonly judge: StallJudge;
+  private readonly judging: NodeJS.Timeout;
 
   readonly redisUrl: string;
   /** The fleet's global cap this board asks its jobs to keep (its scheduler.maxConcurrency; slots.ts). */
@@ -67,6 +71,32 @@ export class FleetGateway implements RunMirror {
     void this.readLoop();
     this.reconciler = setInterval(() => void this.reconcile(), Math.max(1000, LEASE_MS));
     this.reconciler.unref();
+    this.judge = new StallJudge(this.redis);
+    let looking = false;
+    this.judging = setInterval(() => {
+      if (looking || this.closed) return;
+      looking = true;
+      void this.lookForStalls().finally(() => (looking = false));
+    }, LOOK_MS);
+    this.judging.unref();
+  }
+
+  /**
+   * Looks at the jobs of the queues this supervisor opened (also those of no run of its own: a board
+   * that died without a successor), so a run is ended even when no host offering its flow is left.
+   */
+  private async lookForStalls(): Promise<void> {
+    const queues: FlowQueue[] = [];
+    for (const q of [...this.queues.values()]) {
+      const opened = await q.catch(() => undefined);
+      if (opened) queues.push(opened);
+    }
+    if (queues.length === 0) return;
+    const stalled = await this.judge.look(queues.map((q) => q.queue)).catch((err: Error) => {
+      this.o.log.debug({ err: err.message }, 'looking for stalled fleet jobs');
+      return [];
+    });
+    if (stalled.length) this.o.log.warn({ jobs: stalled }, 'declared stalled: no host held their lease');
   }
 
   /** Ends `run` as its job ended in Redis, if it did (`job`: read there). */
@@ -137,9 +167,9 @@ export class FleetGateway implements RunMirror {
       const run = this.runs.get(jobId);
       if (run) this.completed(run, returnvalue);
     });
-    // A stalled job goes back to wait, marked to fail when taken (maxStalledCount 0): it is removed so
-    // that no host takes it again, and the run ends one lease later: by then a host that is alive
-    // but cut off has stopped it itself (fleet-host.ts), so a retry never overlaps it.
+    // A stalled job was failed by a board's StallJudge (lease.ts), which claimed it first, so no host
+    // takes it again; the run ends one lease later: by then a host that is alive but cut off has
+    // stopped it itself (fleet-host.ts, FENCE_MS), so a retry never overlaps it.
     const onStalled = (jobId: string): void => {
       const run = this.runs.get(jobId);
       if (!run || run.stalledSeen) return;
@@ -163,19 +193,7 @@ export class FleetGateway implements RunMirror {
     };
     events.on('failed', ({ jobId, failedReason }) => onFailed(jobId, failedReason));
     events.on('stalled', ({ jobId }) => onStalled(jobId));
-    // Stalled jobs are found by workers of the queue; this one takes no jobs and only looks for them,
-    // so a run is ended even when no host offering its flow is left.
-    const stalls = new Worker(name, null, {
-      connection: this.conn,
-      lockDuration: LEASE_MS,
-      stalledInterval: LEASE_MS,
-      maxStalledCount: 0,
-      autorun: false,
-    });
-    stalls.on('stalled', (jobId) => onStalled(jobId));
-    stalls.on('error', (err) => this.o.log.debug({ err: err.message, flow }, 'fleet stall check'));
-    void stalls.startStalledCheckTimer();
-    return { queue, events, stalls, onFailed };
+    return { queue, events, onFailed };
   }
 
   /**
@@ -439,11 +457,12 @@ export class FleetGateway implements RunMirror {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.reconciler);
+    clearInterval(this.judging);
     this.readerWake?.();
     await withinMs(
       Promise.all(
         [...this.queues.values()].map((q) =>
-          q.then(({ queue, events, stalls }) => Promise.all([queue.close(), events.close(), stalls.close()])),
+          q.then(({ queue, events }) => Promise.all([queue.close(), events.close()])),
         ),
       ),
       3000,
@@ -456,7 +475,6 @@ export class FleetGateway implements RunMirror {
 interface FlowQueue {
   queue: Queue;
   events: QueueEvents;
-  stalls: Worker;
   onFailed: (jobId: string, why: string) => void;
 }
 
