@@ -172,9 +172,21 @@ export function App({ api }: { api: BoardApi }) {
     if (selectedRef.current === id) setDetail(d);
   }, [api]);
 
+  /** Deltas applied so far: a board fetched while one was applied may be older than it. */
+  const applied = useRef(0);
   const refresh = useCallback(async () => {
     try {
+      const before = applied.current;
       const b = await api.board();
+      // A delta that came while this answer was on its way, and is newer than it, stays: the answer
+      // would take the board back, and nothing more would come to correct it (a Deny's card stayed in
+      // Needs input: the delta moving it back to Running arrived before the board asked for after the
+      // answer). Versions compare only within one host: a delta applied means the same host.
+      const cur = boardRef.current;
+      if (applied.current !== before && cur && cur.version >= b.version) {
+        await refreshDetail();
+        return;
+      }
       boardRef.current = b;
       setBoard(b);
       await refreshDetail();
@@ -193,6 +205,7 @@ export function App({ api }: { api: BoardApi }) {
       if (delta && b && !isFirstScreen(b) && b.version === delta.from) {
         // the usual case: apply what changed, no re-fetch of the board
         const next = applyDelta(b, delta);
+        applied.current++;
         boardRef.current = next;
         setBoard(next);
         // the open card's details (runs, questions) again when more than its progress changed
