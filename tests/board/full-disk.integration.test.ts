@@ -24,6 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { digestOf } from '@runboard/supervisor/ledger';
+import { runLogDir, statePaths } from '@runboard/supervisor/paths';
 import { BoardServer, DIST, shellCard, shellConfig, waitUntil } from '../e2e/helpers/board.ts';
 
 let server: BoardServer | undefined;
@@ -130,6 +131,53 @@ describe('a full state disk', () => {
     expect(done.lastError ?? '').toBe('');
     const runs = await server.supervisorRuns();
     expect(runs.map((r) => r.status)).toEqual(['succeeded']);
+  });
+
+  it('a state root full of old run logs frees by itself and the queued card then runs (soak 3, nobody frees it by hand)', async () => {
+    const big = 'head -c 3000000 /dev/zero | tr "\\0" x';
+    server = await BoardServer.start(
+      `${shellConfig('  backoff: { base: 100ms, retries: 1 }\n')}retention:\n  keepPerCard: 0\n  minFree: 4m\n`,
+      { 'big.md': shellCard('Big', big), 'late.md': shellCard('Late', 'echo ran') },
+    );
+    await stopProcesses(server);
+    const disk = ownDisk(server.home, '16m');
+    await server.startServe();
+    await waitUntil('the card on the board', () => server!.card('big'));
+    // real runs leave 9 MB of logs in the state root
+    for (let i = 0; i < 3; i++) {
+      await server.api('POST', '/api/cards/big/move', { to: 'queued', index: 0 });
+      await waitUntil(`run ${i + 1} of Big done`, async () => {
+        const runs = await server!.supervisorRuns();
+        const c = await server!.card('big');
+        return runs.filter((r) => r.status === 'succeeded').length === i + 1 && c?.column === 'done';
+      });
+    }
+    const paths = statePaths({ RUNBOARD_HOME: server.home });
+    const bigRuns = (await server.supervisorRuns()).map((r) => runLogDir(paths, r.runId));
+    // the rest of the disk full to its last byte (room in the ledger's last page for the move's line)
+    const line = JSON.stringify({ f: 'cards/late.md', d: digestOf('') }).length + 1;
+    disk.fill(line + 10);
+    await server.api('POST', '/api/cards/late/move', { to: 'queued', index: 0 });
+    // the launch fails on the full disk; the supervisor prunes the old runs at once; the card runs
+    const done = await waitUntil(
+      'Done',
+      async () => {
+        const c = await server!.card('late');
+        expect(c?.confirm, 'the card must not wait for a Confirm').toBeUndefined();
+        return c?.column === 'done' ? c : undefined;
+      },
+      40_000,
+    );
+    expect(done.lastError ?? '').toBe('');
+    const pass = JSON.parse(readFileSync(path.join(server.home, 'supervisor', 'retention.json'), 'utf8')) as {
+      passes: Record<string, { trigger: string; removedRuns: number }>;
+    };
+    expect(Object.values(pass.passes).map((p) => p.trigger)).toContain('disk-full');
+    expect(bigRuns.filter((d) => existsSync(d)).length).toBeLessThan(3);
+    // nobody freed it by hand: the fillers are still there
+    expect(
+      existsSync(path.join(server.home, 'filler-1')) || existsSync(path.join(server.home, 'filler-2')),
+    ).toBe(true);
   });
 
   it("a run's end the board could not save is saved once there is room; the card runs retries + 1 times", async () => {

@@ -664,7 +664,7 @@ describe('GDK_SCALE=2', () => {
 });
 
 /**
- * For a child script: starts a bare Xvfb on a display number of its own (700–899, free of locks and
+ * For a child script: starts a bare Xvfb on a display number of its own (700–899, free of live servers and
  * sockets) and resolves with it once its socket is there. Not Xvfb's -displayfd: it picks the lowest
  * free number, which other X servers starting at the same moment pick too, and a display it reported
  * was seen refused for seconds (CI, 2026-11-23).
@@ -672,13 +672,27 @@ describe('GDK_SCALE=2', () => {
 const START_BARE_XVFB = `
   const startBareXvfb = async () => {
     const fs = require('node:fs');
+    // tests/helpers/xvfb.ts's picking: a dead server's lock leaves the number free, its socket counts once new.
+    const held = (n) => {
+      const lock = '/tmp/.X' + n + '-lock';
+      if (!fs.existsSync(lock)) return fs.existsSync('/tmp/.X11-unix/X' + n);
+      try {
+        const pid = Number(fs.readFileSync(lock, 'utf8').trim());
+        if (!(pid > 0)) return true;
+        process.kill(pid, 0);
+        return true;
+      } catch (e) { return e.code !== 'ESRCH'; }
+    };
+    const inode = (n) => { try { return fs.statSync('/tmp/.X11-unix/X' + n).ino; } catch { return undefined; } };
     for (let tries = 0, n = 700 + Math.floor(Math.random() * 200); tries < 40; tries++, n = 700 + ((n - 699) % 200)) {
-      if (fs.existsSync('/tmp/.X' + n + '-lock') || fs.existsSync('/tmp/.X11-unix/X' + n)) continue;
+      if (held(n)) continue;
+      const stale = inode(n);
       const x = require('node:child_process').spawn('Xvfb', [':' + n, '-nolisten', 'tcp', '-noreset'], { stdio: 'ignore' });
       const t0 = Date.now();
       for (;;) {
         if (x.exitCode !== null || x.signalCode !== null) break; // taken meanwhile: the next number
-        if (fs.existsSync('/tmp/.X11-unix/X' + n)) return { x, display: ':' + n };
+        const ino = inode(n);
+        if (ino !== undefined && ino !== stale) return { x, display: ':' + n };
         if (Date.now() - t0 > 10000) { x.kill('SIGKILL'); break; }
         await new Promise((r) => setTimeout(r, 20));
       }

@@ -125,8 +125,9 @@ describe('a supervisor whose state root stays full', () => {
       const status = await rb(['supervisor', 'status']);
       expect(status.stdout).toContain('its log: cannot be written (ENOSPC)');
       client.close();
-      // the disk is still full: asked to stop with --force, it ends by itself (no SIGKILL needed)
-      const stop = await rb(['supervisor', 'stop', '--force', '--json']);
+      // the disk is still full: asked to stop with --force, it ends by itself (no SIGKILL needed; the
+      // grace is long so that only a supervisor that never ends is killed)
+      const stop = await rb(['supervisor', 'stop', '--force', '--grace', '45', '--json']);
       expect(stop.code, stop.stderr).toBe(0);
       expect(JSON.parse(stop.stdout)).toEqual({ stopped: true, pid, killed: false });
       expect(pidAlive(pid)).toBe(false);

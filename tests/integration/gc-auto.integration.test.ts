@@ -90,7 +90,7 @@ beforeAll(async () => {
   expect(init.code, init.stderr).toBe(0);
   writeFileSync(
     path.join(project, 'config.yaml'),
-    `${readFileSync(path.join(project, 'config.yaml'), 'utf8')}\nretention:\n  keepPerCard: 1\n  minFree: 6m\n`,
+    `${readFileSync(path.join(project, 'config.yaml'), 'utf8')}\nretention:\n  keepPerCard: 0\n  minFree: 6m\n`,
   );
   client = await SupervisorClient.connect(paths);
 });
@@ -115,25 +115,24 @@ describe('retention applied by the supervisor', () => {
       const f = path.join(live.logDir, 'stdout.log');
       return existsSync(f) && readFileSync(f, 'utf8').includes('live');
     });
-    // an old run a card names (a replay's basedOn): kept whatever the pressure
+    // an old run a card names (a replay's basedOn), the oldest of all with keepPerCard 0: kept all the same
     const named = await launch('named', 'head -c 2000000 /dev/zero | tr "\\0" n');
     expect((await named.ended).status).toBe('succeeded');
     card('named', `basedOn: ${named.runId}\n`);
 
-    // runs of one card, 2 MB of output each, until one meets the full disk
+    // runs of one card: eight of 2 MB each (16 MB of the 24), then one of 30 MB, which meets the full disk
     const runs: { runId: string; logDir: string; result: RunResult }[] = [];
-    for (let i = 0; i < 20; i++) {
-      const r = await launch('often', 'head -c 2000000 /dev/zero | tr "\\0" x');
-      const result = await r.ended;
-      runs.push({ ...r, result });
-      if (result.status !== 'succeeded') break;
+    for (let i = 0; i < 9; i++) {
+      const bytes = i < 8 ? 2_000_000 : 30_000_000;
+      const r = await launch('often', `head -c ${bytes} /dev/zero | tr "\\0" x`);
+      runs.push({ ...r, result: await r.ended });
     }
+    expect(runs.slice(0, 8).map((r) => r.result.status)).toEqual(Array(8).fill('succeeded'));
     const last = runs.at(-1)!;
     // the run writing when the disk filled ends with a reason a person can read
     expect(last.result.status).toBe('failed');
     expect(last.result.termination?.reason).toBe('log-write-failed');
     expect(last.result.termination?.detail).toContain('the disk holding the run logs is full');
-    expect(runs.length).toBeGreaterThan(3);
 
     // the disk frees by itself: minFree is free again
     await waitUntil('the supervisor to free the disk', () => free() >= MIN_FREE, 30_000);

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "linux/atspi_tree.h"
@@ -217,6 +218,8 @@ void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes, std::u
   textRuns.U32(1);
   std::vector<std::string> docs;
   std::unordered_set<std::string> statics;
+  std::vector<std::string> early;              // text runs named by a query, not yet in the tree
+  std::unordered_map<std::string, int> runOf;  // parent path -> its text run fetched early (-1: several)
   bool first = true;
   while (!frontier.empty() && added < kMaxUncached) {
     std::vector<int> viaCollection, rest;
@@ -269,7 +272,9 @@ void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes, std::u
       wire::Conn& c = bus.WireCallMany(peer, calls, replies);
       for (size_t k = 0; k < docs.size(); k++)
         if (replies[frontier.size() + k].ok)
-          ForEachRef(c.Body(replies[frontier.size() + k]), [&](std::string_view p) { statics.emplace(p); });
+          ForEachRef(c.Body(replies[frontier.size() + k]), [&](std::string_view p) {
+            if (statics.emplace(p).second && !byPath.count(std::string(p))) early.emplace_back(p);
+          });
       docs.clear();
       for (size_t k2 = 0; k2 < frontier.size(); k2++) {
         if (!replies[k2].ok) continue;
@@ -280,8 +285,9 @@ void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes, std::u
           std::string path(p);
           auto known = byPath.find(path);
           if (known != byPath.end()) {
-            Node& k = nodes[known->second];
-            if (k.parent != parent) k.parent = parent, k.index = pos;
+            Node& k = nodes[known->second];  // re-attached (GTK has children whose Parent points elsewhere)
+            k.parent = parent;
+            k.index = pos;
             return;
           }
           Node n;
@@ -295,11 +301,36 @@ void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes, std::u
       }
     }
     if (!fresh.empty()) FetchInfo(bus, peer, nodes, fresh, false, g_askInterfaces ? nullptr : &statics);
+    if (!early.empty()) {
+      // The text runs the query named are fetched at once, their parents from their Parent property: an
+      // object whose one child is such a text run (a link and its text) then needs no GetChildren.
+      std::vector<int> runs;
+      for (std::string& path : early) {
+        Node n;
+        n.path = std::move(path);
+        byPath.emplace(n.path, static_cast<int>(nodes.size()));
+        runs.push_back(static_cast<int>(nodes.size()));
+        nodes.push_back(std::move(n));
+      }
+      early.clear();
+      FetchInfo(bus, peer, nodes, runs, true, &statics);
+      for (int i : runs) {
+        auto [it, single] = runOf.emplace(nodes[i].parent, i);
+        if (!single) it->second = -1;  // several: the parent's order needs its GetChildren
+      }
+      added += static_cast<int>(runs.size());
+    }
     std::vector<int> next;
     for (int i : fresh) {
       const Node& n = nodes[i];
       if (!g_askInterfaces && n.role == ATSPI_ROLE_DOCUMENT_WEB && n.childCount > 0) docs.push_back(n.path);
-      if (n.childCount > 0 && (expandHidden || HasState(n, ATSPI_STATE_SHOWING))) next.push_back(i);
+      if (n.childCount <= 0 || !(expandHidden || HasState(n, ATSPI_STATE_SHOWING))) continue;
+      auto run = n.childCount == 1 ? runOf.find(n.path) : runOf.end();
+      if (run != runOf.end() && run->second >= 0) {
+        nodes[run->second].index = 0;  // its only child, known already
+        continue;
+      }
+      next.push_back(i);
     }
     added += static_cast<int>(fresh.size());
     LinkChildren(nodes, byPath);
