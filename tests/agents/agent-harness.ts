@@ -4,7 +4,7 @@
  * repository with one commit as the workspace.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   call,
@@ -19,6 +19,10 @@ import { startModelServer, type Episode, type ModelServer } from '../fixtures/mo
 import { Harness, processesMentioning, REPO, waitUntil, type RunRecord } from '../helpers/harness.ts';
 
 export const KEYS = { openai: 'sk-test-openai-0123456789', anthropic: 'sk-ant-test-0123456789' };
+
+/** The line an agent ends with to report success (the worker's RUNBOARD_RESULT protocol). */
+export const succeeded = (summary: string): string =>
+  `RUNBOARD_RESULT: ${JSON.stringify({ status: 'SUCCESS', summary })}`;
 
 export function git(cwd: string, ...args: string[]): string {
   return execFileSync('git', args, {
@@ -68,6 +72,12 @@ export class AgentHarness {
 
   get workspace(): string {
     return this.h.workspace;
+  }
+
+  /** A folder beside the workspace, outside every grant (its realpath): what an agent is made to ask for. */
+  outside(name: string): string {
+    mkdirSync(path.join(this.h.root, name));
+    return realpathSync(path.join(this.h.root, name));
   }
 
   episodes(e: Episode[]): void {

@@ -7,24 +7,21 @@
 // command is refused there and the run ends needs-input with the ask; allowed once, the next run has
 // the folder writable in the jail and in codex (writable_roots), continues the same session, and the
 // file is there.
-import { existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FlowSpec } from '@runboard/supervisor/protocol';
-import { AgentHarness } from './agent-harness.ts';
+import { AgentHarness, succeeded } from './agent-harness.ts';
 
 let a: AgentHarness;
 let out: string;
 beforeAll(async () => {
   a = await AgentHarness.start();
-  mkdirSync(path.join(a.h.root, 'out'));
-  out = realpathSync(path.join(a.h.root, 'out'));
+  out = a.outside('out');
 });
 afterAll(async () => {
   await a.stop();
 });
-
-const ok = (summary: string): string => `RUNBOARD_RESULT: ${JSON.stringify({ status: 'SUCCESS', summary })}`;
 
 /** Runs the card (refused, asked), then again with the ask allowed once; the file must be written then. */
 async function askedThenAllowed(marker: string, flow: FlowSpec, file: string, text: string): Promise<void> {
@@ -61,7 +58,7 @@ describe("an agent's own permission refusals", () => {
           ({ body }) =>
             JSON.stringify(body).includes('Runboard:')
               ? { text: 'I was not allowed.' }
-              : { text: `Done.\n${ok('wrote the report')}` },
+              : { text: `Done.\n${succeeded('wrote the report')}` },
         ],
       },
     ]);
@@ -88,7 +85,7 @@ describe("an agent's own permission refusals", () => {
             JSON.stringify(body).includes('Runboard: the person allowed')
               ? { text: 'Allowed now: exporting again.', toolCalls: [cmd] }
               : { text: 'The sandbox refused the export: I need your permission.' },
-          { text: `Done.\n${ok('exported')}` },
+          { text: `Done.\n${succeeded('exported')}` },
         ],
       },
     ]);

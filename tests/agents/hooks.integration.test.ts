@@ -4,24 +4,21 @@
 // run waits (running, the ask on its record) for the person's answer (run/answer). Deny: the tool gets
 // Runboard's denial as its result and the agent goes on. A path inside the grants asks nothing.
 // (Allow: tests/agents/asks.integration.test.ts.)
-import { existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGrant } from '@runboard/supervisor/grants';
-import { AgentHarness } from './agent-harness.ts';
+import { AgentHarness, succeeded } from './agent-harness.ts';
 
 let a: AgentHarness;
 let out: string;
 beforeAll(async () => {
   a = await AgentHarness.start();
-  mkdirSync(path.join(a.h.root, 'out'));
-  out = realpathSync(path.join(a.h.root, 'out'));
+  out = a.outside('out');
 });
 afterAll(async () => {
   await a.stop();
 });
-
-const ok = (summary: string): string => `RUNBOARD_RESULT: ${JSON.stringify({ status: 'SUCCESS', summary })}`;
 
 /** The scripted model: it calls `call`; told "denied", it goes on and succeeds; else it says so. */
 function deniedThenOn(name: string, call: { name: string; arguments: Record<string, unknown> }) {
@@ -33,7 +30,7 @@ function deniedThenOn(name: string, call: { name: string; arguments: Record<stri
         { text: 'Exporting.', toolCalls: [call] },
         ({ body }) =>
           JSON.stringify(body).includes('Runboard: the person denied')
-            ? { text: `Without it, then.\n${ok('went on without the export')}` }
+            ? { text: `Without it, then.\n${succeeded('went on without the export')}` }
             : { text: 'The denial did not reach me.' },
       ],
     },
@@ -78,7 +75,7 @@ describe("the agent CLIs' hooks ask before the act", () => {
               { name: 'Write', arguments: { file_path: path.join(extra, 'report.md'), content: 'r\n' } },
             ],
           },
-          { text: `Done.\n${ok('wrote inside')}` },
+          { text: `Done.\n${succeeded('wrote inside')}` },
         ],
       },
     ]);
@@ -118,7 +115,7 @@ describe("the agent CLIs' hooks ask before the act", () => {
           { toolCalls: [{ name: 'Write', arguments: { file_path: keys, content: 'x' } }] },
           ({ body }) =>
             JSON.stringify(body).includes('Runboard refused this without asking the person')
-              ? { text: `Refused, going on.\n${ok('refused')}` }
+              ? { text: `Refused, going on.\n${succeeded('refused')}` }
               : { text: 'no refusal seen' },
         ],
       },

@@ -17,6 +17,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGrant } from '@runboard/supervisor/grants';
 import { statePaths } from '@runboard/supervisor/paths';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
+import {
+  CLICK_SEARCH,
+  compilerEpisode,
+  reflectCard,
+  reflectFlow,
+  stepAnswer,
+  stepEpisode,
+  writeRecording,
+} from '../fixtures/reflect-recording.ts';
 import type { DebugLogPage } from '../../host/src/shared/debug-log-types.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, REPO, waitUntil } from './helpers/board.ts';
 
@@ -25,16 +34,9 @@ const STEPS = 25;
 const CONFIG = `version: 1
 scheduler: { maxConcurrency: 2 }
 flows:
-  reflect: { runner: reflect, provider: openai, model: gpt-5-mini, prompt: ${JSON.stringify(path.join(REPO, 'prompts'))}, cap: 1, debug: true }
+  ${reflectFlow(', debug: true')}
   shell: { runner: command, cap: 1 }
 `;
-const win = { id: 1, app: 'shop', title: 'Shop', bounds: [0, 0, 800, 600] };
-const element = {
-  role: 'text',
-  name: 'Search',
-  bounds: [10, 10, 100, 20],
-  path: [{ role: 'text', name: 'Search', index: 0 }],
-};
 
 let model: ModelServer;
 let server: BoardServer;
@@ -57,64 +59,29 @@ beforeAll(async () => {
   await shotPage.close();
   model = await startModelServer({
     episodes: [
-      {
-        name: 'pass-b',
-        match: 'You are a workflow compiler',
-        requireTools: false,
-        turns: [
-          {
-            text: JSON.stringify({
-              detailed_task_description: 'Search the shop.',
-              success_criteria: 'Results are shown.',
-              task_params: [],
-              subtasks: [{ text: 'Search', expected_outcome: 'Results are listed.' }],
-              steps: Array.from({ length: STEPS }, (_, i) => ({ i, subtask: 0, action_value: null })),
-            }),
-          },
-        ],
-      },
-      {
-        name: 'pass-a',
-        match: 'You turn one recorded step',
-        requireTools: false,
-        turns: [
-          {
-            text: JSON.stringify({
-              expected_current_state: 'The shop is open.',
-              intent: 'DEBUG-LOG-INTENT click the search field.',
-              target: { primary: 'The search field', fallback: null },
-              post_action: ['Something changes.'],
-              action_value: null,
-            }),
-          },
-        ],
-      },
+      compilerEpisode({
+        detailed_task_description: 'Search the shop.',
+        success_criteria: 'Results are shown.',
+        task_params: [],
+        subtasks: [{ text: 'Search', expected_outcome: 'Results are listed.' }],
+        steps: Array.from({ length: STEPS }, (_, i) => ({ i, subtask: 0, action_value: null })),
+      }),
+      stepEpisode(stepAnswer('DEBUG-LOG-INTENT click the search field.')),
     ],
   });
   server = await BoardServer.start(
     CONFIG,
     {
-      'search.md': `---\ntitle: Search the shop\nflow: reflect\nworkspace: ./workspace\nrecording: ${REC}\n---\n# Task\nSearch the shop.\n`,
+      'search.md': reflectCard(REC),
     },
     BoardServer.withModel('openai', model.url),
   );
-  const rec = path.join(server.project, 'recordings', REC);
-  mkdirSync(path.join(rec, 'screenshots'), { recursive: true });
-  writeFileSync(path.join(rec, 'screenshots', 'start.png'), shot);
-  const steps = [];
-  for (let i = 1; i <= STEPS; i++) {
-    const name = `screenshots/${String(i).padStart(4, '0')}.png`;
-    writeFileSync(path.join(rec, name), shot);
-    steps.push({
-      step: i,
-      at: i * 500,
-      screenshot: name,
-      action: { type: 'click', x: 60, y: 20, button: 'left' },
-      window: win,
-      element,
-    });
-  }
-  writeFileSync(path.join(rec, 'manifest.jsonl'), steps.map((s) => JSON.stringify(s)).join('\n') + '\n');
+  writeRecording(
+    server.project,
+    REC,
+    shot,
+    Array.from({ length: STEPS }, (_, i) => ({ at: (i + 1) * 500, ...CLICK_SEARCH })),
+  );
   await server.api('POST', '/api/cards/search/move', { to: 'queued', index: 0 });
   runId = await waitUntil(
     'the reflect run to end',

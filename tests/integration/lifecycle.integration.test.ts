@@ -89,11 +89,21 @@ describe('run endings', () => {
       const { runId } = await hw.launch('sleep 300', { heartbeatTimeoutMs: 3000 });
       const done = hw.collect(runId);
       const pid = await workerPid(runId, hw);
-      await waitUntil('a first heartbeat', async () =>
-        (await hw.client.list({ activeOnly: true })).runs.some((r) => r.runId === runId && r.lastHeartbeat),
-      );
-      await sleep(3500); // healthy for longer than the timeout: heartbeats keep it alive
-      expect((await hw.client.list({ activeOnly: true })).runs.some((r) => r.runId === runId)).toBe(true);
+      const beatAt = async (): Promise<number | undefined> => {
+        const at = (await hw.client.list({ activeOnly: true })).runs.find(
+          (r) => r.runId === runId,
+        )?.lastHeartbeat;
+        return at ? Date.parse(at) : undefined;
+      };
+      let first: number | undefined;
+      await waitUntil('a first heartbeat', async () => (first = await beatAt()) !== undefined);
+      // healthy for longer than the timeout: heartbeats keep it alive. The supervisor's own times of the
+      // beats show it (a sleep in this process measured only the test's clock)
+      await waitUntil('heartbeats for longer than the timeout', async () => {
+        const last = await beatAt();
+        if (last === undefined) throw new Error('the run ended while its worker was beating');
+        return last - first! > 3500;
+      });
       process.kill(pid, 'SIGSTOP');
       const rec = await done;
       expect(rec.result.status).toBe('failed');
@@ -118,12 +128,13 @@ describe('run endings', () => {
     expect(rec.stdout).toBe('done\n');
   });
 
-  it('cancel is idempotent and stops a run with a stubborn double-forked grandchild within 2 s', async () => {
+  // How long the stop takes (the kill grace, 1 s by default, then SIGKILL) is a figure of
+  // `node bench/run.mjs bench/cancel.ts`, not a pass/fail bound: a loaded machine stretches any duration.
+  it('cancel is idempotent and stops a run with a stubborn double-forked grandchild', async () => {
     const marker = `rb-stubborn-${process.pid}-${Date.now()}`;
     const { runId } = await h.launch(stubbornGrandchild(marker));
     const done = h.collect(runId);
     await waitUntil('the grandchild', () => processesMentioning(marker).length > 0);
-    const t0 = Date.now();
     const first = await h.client.cancel(runId);
     const second = await h.client.cancel(runId);
     expect(first).toEqual({ runId, alreadyEnded: false, status: 'running' });
@@ -132,11 +143,9 @@ describe('run endings', () => {
     if (second.alreadyEnded) expect(second).toEqual({ runId, alreadyEnded: true, status: 'cancelled' });
     else expect(second.status).toBe('running');
     const rec = await done;
-    const took = Date.now() - t0;
     expect(rec.result.status).toBe('cancelled');
     expect(rec.result.termination?.reason).toBe('cancelled');
     expect(rec.result.exitCode).toBeNull(); // the command was killed, it did not exit
-    expect(took).toBeLessThan(2000);
     expect(processesMentioning(marker)).toEqual([]); // gone by the time the run is marked ended
     const third = await h.client.cancel(runId);
     expect(third).toEqual({ runId, alreadyEnded: true, status: 'cancelled' });
@@ -182,7 +191,6 @@ describe('supervisor death', () => {
         () =>
           processesMentioning(marker).length === 0 &&
           processesMentioning(`RUNBOARD_RUN_ID=${runId}`).length === 0,
-        3000,
       );
       const before = RunResult.parse(JSON.parse(readFileSync(path.join(logDir, 'result.json'), 'utf8')));
       expect(before.status).toBe('running'); // nobody was left to record the end…

@@ -5,12 +5,9 @@
  * that outlives its supervisor: a lost connection is made again (a new supervisor started) and the
  * attached runs are attached again.
  */
-import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { existsSync, openSync } from 'node:fs';
-import net from 'node:net';
+import type net from 'node:net';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   AttachRun,
   call,
@@ -23,7 +20,6 @@ import {
   CheckProviderKey,
   SetParamSecret,
   SetProviderKey,
-  connect,
   DetachRun,
   DidEnd,
   DidEvent,
@@ -42,10 +38,26 @@ import {
   type RunEvent,
   type RunResult,
 } from '@runboard/supervisor/protocol';
-import { ensurePrivateDir, type StatePaths } from '@runboard/supervisor/paths';
+import type { StatePaths } from '@runboard/supervisor/paths';
 import type { z } from 'zod';
 import { FileOutputReader } from './output-reader.ts';
+import {
+  openConnection,
+  socketAppearsOr,
+  SupervisorExited,
+  SupervisorUnavailable,
+  type ConnectOptions,
+} from './supervisor-start.ts';
 import { utf8Boundary } from '@runboard/supervisor/run-output';
+
+export { distDir, SupervisorUnavailable, type ConnectOptions } from './supervisor-start.ts';
+
+/** A promise with its resolve at hand. */
+function settles<T>(): { promise: Promise<T>; resolve: (v: T) => void } {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
 
 export interface AttachHandlers {
   onEvent?(event: RunEvent): void;
@@ -66,103 +78,14 @@ interface Attachment {
   reader?: FileOutputReader;
 }
 
-export class SupervisorUnavailable extends Error {}
-
-/** dist/ holding the process bundles, found from this file or the bundle that contains it. */
-export function distDir(): string {
-  if (process.env.RUNBOARD_DIST) return process.env.RUNBOARD_DIST;
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(path.join(dir, 'supervisor.mjs'))) return dir;
-    if (existsSync(path.join(dir, 'dist', 'supervisor.mjs'))) return path.join(dir, 'dist');
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error('runboard: dist/supervisor.mjs not found; run scripts/setup.sh');
-    dir = parent;
-  }
-}
-
-function tryConnect(socketPath: string): Promise<net.Socket | null> {
-  return new Promise((resolve) => {
-    const s = net.connect(socketPath);
-    s.once('connect', () => resolve(s));
-    s.once('error', () => resolve(null));
-  });
-}
-
-/** Starts a supervisor for this state root, detached, logging to supervisor/supervisor.log. */
-export function startSupervisor(paths: StatePaths): number {
-  ensurePrivateDir(paths.root);
-  ensurePrivateDir(paths.supervisorDir);
-  const logFd = openSync(path.join(paths.supervisorDir, 'supervisor.log'), 'a', 0o600);
-  const env = { ...process.env };
-  delete env.NODE_EXTRA_CA_CERTS; // faster start; the supervisor makes no TLS connections of its own
-  // In the Electron shell execPath is Electron: without this it would start a second app, not Node.
-  if (process.versions.electron) env.ELECTRON_RUN_AS_NODE = '1';
-  const child = spawn(process.execPath, [path.join(distDir(), 'supervisor.mjs')], {
-    detached: true,
-    stdio: ['ignore', 'ignore', logFd],
-    env,
-  });
-  child.unref();
-  return child.pid ?? 0;
-}
-
 /** The supervisor's connection was lost (it died, or was stopped) while a request waited for its answer. */
 export class SupervisorLost extends Error {}
-
-export interface ConnectOptions {
-  /** Start a supervisor when none runs. */
-  autoStart?: boolean;
-  timeoutMs?: number;
-  /**
-   * Read attached runs' output from their log files (the supervisor sends only sizes) where this
-   * process can open them; else (false, or files that are not the supervisor's) as bytes frames.
-   * Default true.
-   */
-  readFiles?: boolean;
-  /**
-   * A long-lived client (the board's): when the connection is lost, connect again, starting a new
-   * supervisor the same way (runs of a supervisor that died are recorded by its successor as
-   * `supervisor-died`), and attach again to every run that was attached, from the offsets reached.
-   * Calls made meanwhile wait for the new connection.
-   */
-  reconnect?: boolean;
-}
 
 export interface SupervisorClientEvents {
   /** The connection was lost; a new one is being made (reconnecting clients only). */
   lost: [reason: string];
   /** Connected again; attached runs are being attached again. */
   reconnected: [];
-}
-
-async function openConnection(
-  paths: StatePaths,
-  opts: ConnectOptions,
-): Promise<{ socket: net.Socket; conn: MessageConnection }> {
-  // No socket file: no supervisor to try, so one is started at once, before this function first
-  // yields (a board reading its cards meanwhile overlaps the supervisor's start with its own).
-  let socket = existsSync(paths.socket) ? await tryConnect(paths.socket) : null;
-  if (!socket && opts.autoStart) {
-    startSupervisor(paths);
-    const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
-    while (!socket && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 25));
-      socket = await tryConnect(paths.socket);
-    }
-  }
-  if (!socket) {
-    throw new SupervisorUnavailable(
-      opts.autoStart
-        ? `the supervisor did not come up; see ${path.join(paths.supervisorDir, 'supervisor.log')}`
-        : `no supervisor is running for ${paths.root} (start one with \`runboard run\`)`,
-    );
-  }
-  const s = socket;
-  s.on('error', () => undefined);
-  const conn = connect(s, s, { close: () => s.destroy() });
-  conn.listen();
-  return { socket: s, conn };
 }
 
 /** Between attempts to bring a lost supervisor back: growing, at most this long. */
@@ -177,6 +100,13 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
   private current: MessageConnection;
   /** While a lost connection is being replaced: resolves with the new one (or rejects when closed). */
   private reconnecting: Promise<MessageConnection> | undefined;
+  /**
+   * While reconnecting: why the last try failed when the supervisor it started exited before it
+   * served (a missing bundle, a crash): calls then fail at once saying so instead of waiting
+   * RECONNECT_WAIT_MS for a supervisor that cannot come; `tried` settles as such a try fails.
+   */
+  private cannotStart: string | undefined;
+  private tried = settles<string>();
 
   private constructor(
     first: { socket: net.Socket; conn: MessageConnection },
@@ -296,8 +226,13 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
           return this.adopt(next);
         } catch (err) {
           if (this.closed) throw err;
+          if (err instanceof SupervisorExited) {
+            this.cannotStart = err.message;
+            this.tried.resolve(err.message);
+            this.tried = settles<string>();
+          }
           process.emitWarning(`runboard: could not bring the supervisor back: ${(err as Error).message}`);
-          await new Promise((r) => setTimeout(r, delay));
+          await socketAppearsOr(this.paths, delay); // one started by anyone is taken at once
         }
       }
     };
@@ -333,6 +268,7 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
 
   /** Takes a new connection in and attaches again to every run that was attached. */
   private adopt(next: { socket: net.Socket; conn: MessageConnection }): MessageConnection {
+    this.cannotStart = undefined; // before 'reconnected': its listeners make calls
     this.socket = next.socket;
     this.current = next.conn;
     this.wire(next.conn);
@@ -357,20 +293,20 @@ export class SupervisorClient extends EventEmitter<SupervisorClientEvents> {
   private async ready(): Promise<MessageConnection> {
     const next = this.reconnecting;
     if (!next) return this.current;
+    const gone = (why?: string): SupervisorUnavailable =>
+      new SupervisorUnavailable(
+        `the supervisor went away and has not come back yet; see ${path.join(this.paths.supervisorDir, 'supervisor.log')}` +
+          (why ? ` (the last try: ${why.replace(/; see .*$/, '')})` : ''),
+      );
+    if (this.cannotStart) throw gone(this.cannotStart);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new SupervisorUnavailable(
-              `the supervisor went away and has not come back yet; see ${path.join(this.paths.supervisorDir, 'supervisor.log')}`,
-            ),
-          ),
-        RECONNECT_WAIT_MS,
-      );
+      timer = setTimeout(() => reject(gone()), RECONNECT_WAIT_MS);
     });
+    const failed = this.tried.promise.then((why) => Promise.reject(gone(why)));
+    failed.catch(() => undefined);
     try {
-      return await Promise.race([next, late]);
+      return await Promise.race([next, late, failed]);
     } finally {
       clearTimeout(timer);
     }
