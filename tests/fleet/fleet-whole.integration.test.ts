@@ -117,7 +117,7 @@ describe('the fleet whole', () => {
     // The board's side ends the run as its host stopped renewing the lease.
     const end = await board.collect(runId);
     expect(end.result.termination?.reason).toBe('heartbeat-timeout');
-  });
+  }, 120_000); // the dead host's run ends about four leases after its last renewal (decision 103)
 
   it('several boards on one fleet share one global cap, also across a Redis restart', async () => {
     const other = await anotherBoard();

@@ -121,7 +121,7 @@ describe('a fleet of supervisors on Redis', () => {
     expect((await again.done).status).toBe('succeeded');
     delete hosts.delta;
     await victim.stop(); // its folder goes too
-  });
+  }, 120_000); // a dead host's run ends about four leases after its last renewal (decision 103)
 
   it('a host cut off the network stops its own run before the board gives up on it: never two at once', async () => {
     const link = await CuttableLink.open(redis);
@@ -137,7 +137,7 @@ describe('a fleet of supervisors on Redis', () => {
     expect(r.termination?.reason).toBe('heartbeat-timeout');
     expect(r.metrics.host).toBe('epsilon');
     await link.restore();
-  });
+  }, 120_000); // a dead host's run ends about four leases after its last renewal (decision 103)
 
   it('runs queued while Redis restarts are neither lost nor run twice', async () => {
     const runs = await Promise.all(

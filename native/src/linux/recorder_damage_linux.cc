@@ -98,8 +98,7 @@ std::shared_ptr<const RecorderFrame> Recorder::Impl::FrameAt(unsigned long seria
     if (!frames.empty() && frames.back().first > serial) after = frames.back().second;
   }
   if (!after) return before;  // (no image: the display is going away)
-  if (composed.frame && composed.before == before->id && composed.after == after->id &&
-      composed.count == damagedCount)
+  if (composed.frame && composed.before == before->id && composed.after == after->id && composed.count == damagedCount)
     return composed.frame;  // events between the same two frames with no change between them
   auto out = std::make_shared<RecorderFrame>(*before);
   out->id = ++nextFrameId;

@@ -138,7 +138,11 @@ export async function scanProject(
   projectDir: string,
   going: RunResult[] = [],
 ): Promise<ProjectStorage> {
-  const texts = await cardTexts(projectDir);
+  // A card's own `lastRun:` is the board's pointer to its newest run, which keepPerCard keeps; it names
+  // the run for good only while the card waits on it (Needs input: the next run resumes from it).
+  const texts = (await cardTexts(projectDir)).map((t) =>
+    /^status:\s*needs-input\s*$/m.test(t) ? t : t.replace(/^lastRun:.*$/gm, ''),
+  );
   const named = new Set<string>();
   for (const t of texts) {
     for (const m of t.matchAll(/\b\d{8}-\d{6}-[0-9a-f]{6}\b/g)) named.add(m[0]);
