@@ -175,14 +175,22 @@ export class RetentionKeeper {
 
   /**
    * Until each project's minFree is free: oldest removable first, keeping per card the policy's
-   * keepPerCard, then 1, then 0 (what is going, named or not settled is never removable).
+   * keepPerCard, then 1, then (only after a write failed ENOSPC) 0; what is going, named or not
+   * settled is never removable.
    */
   private async pressurePass(trigger: Trigger): Promise<number> {
     let freed = 0;
     for (const project of this.o.projects()) {
       const policy = this.policy(project);
       if (!policy?.auto) continue;
-      for (const keep of [...new Set([policy.keepPerCard, Math.min(1, policy.keepPerCard), 0])]) {
+      // Low free space that other files may have caused thins a card's runs to its last one at most;
+      // only a write that failed (Runboard itself cannot go on) takes a card's last run too.
+      const steps = [
+        policy.keepPerCard,
+        Math.min(1, policy.keepPerCard),
+        ...(trigger === 'disk-full' ? [0] : []),
+      ];
+      for (const keep of [...new Set(steps)]) {
         const disk = await this.disk();
         if (!disk) return freed;
         const need = minFreeBytes(policy.minFree, disk.total) - disk.free;
