@@ -61,6 +61,7 @@ import {
 } from './run-jail.ts';
 import { commandReport, commandStartLine, directCommand } from './run-command.ts';
 import { ActiveMarker, goneScratch, StderrScan } from './run-files.ts';
+import { workerLogData } from './worker-log-data.ts';
 
 const DEFAULT_KILL_GRACE_MS = 1000;
 
@@ -418,7 +419,7 @@ export class Run {
         const note = agentNote(p.data);
         if (note.session) this.agentSession = note.session;
         if (note.refused) this.perms.denials.scanAgent(note.refused);
-        this.event('log', p.message, { level: p.level, ...(p.data ?? {}) });
+        this.event('log', p.message, { level: p.level, ...(workerLogData(p.data) ?? {}) });
       },
       onProgress: (p) => {
         this.liveness.output();
