@@ -36,6 +36,8 @@ export interface Invariant {
   name: string;
   held: boolean;
   detail: string;
+  /** false: nothing to judge it by in this soak (counted neither held nor broken, and said so) */
+  measured?: boolean;
 }
 
 /** A reason a person can read: words, not a stack, not an object's default text, not empty. */
@@ -83,7 +85,7 @@ async function stdoutOf(logDir: string): Promise<{ text: string; bytes: number }
 export function memoryFigure(
   memory: Map<number, { kind: ProcKind; samples: [number, number][] }>,
   kind: ProcKind,
-): { held: boolean; detail: string } {
+): { held: boolean; detail: string; measured?: boolean } {
   const lives = [...memory].filter(([, m]) => m.kind === kind);
   if (!lives.length) return { held: false, detail: `no ${kind} was ever seen` };
   const span = (s: [number, number][]): number => (s.length ? s[s.length - 1]![0] - s[0]![0] : 0);
@@ -93,6 +95,7 @@ export function memoryFigure(
   if (warm.length < 20 || span(warm) < 120_000)
     return {
       held: true,
+      measured: false,
       detail: `not measurable: its longest life (pid ${pid}) was ${mins} min (${lives.length} lives); needs 3`,
     };
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

@@ -467,9 +467,14 @@ faults w/o target   ${
 processes seen      ${[...new Set([...seenProcs.values()].map((p) => p.kind))].map((k) => `${k} ${[...seenProcs.values()].filter((p) => p.kind === k).length}`).join(', ')}
 board API errors    ${boardErrors} (while the board was being killed or restarted)
 invariants`);
-for (const i of invariants) console.log(`  ${i.held ? 'held  ' : 'BROKEN'} ${i.name}: ${i.detail}`);
+for (const i of invariants)
+  console.log(`  ${i.measured === false ? 'n/a   ' : i.held ? 'held  ' : 'BROKEN'} ${i.name}: ${i.detail}`);
 const broken = invariants.filter((i) => !i.held).length;
-console.log(`${invariants.length - broken} of ${invariants.length} invariants held`);
+const unmeasured = invariants.filter((i) => i.measured === false).length;
+console.log(
+  `${invariants.length - broken - unmeasured} of ${invariants.length} invariants held` +
+    (unmeasured ? `, ${unmeasured} not measurable in this soak` : ''),
+);
 writeFileSync(
   path.join(root, 'soak-report.json'),
   JSON.stringify({ seed: SEED, faults: faultLog, invariants, runs: runs.length }, null, 2),
