@@ -30,4 +30,7 @@ if [ "$#" -eq 0 ]; then
   # The suite's global setup built dist/ from these sources: the pass uses it as it is.
   RUNBOARD_BUNDLED=1 node scripts/test-loaded.mjs || status=$?
 fi
+# The very last lines name what failed in the suite, with why: CI keeps only the end of the output, and
+# the loaded pass prints after the suite (session 15's stop failed CI with only the loaded pass visible).
+node scripts/test-failures.mjs test-results/vitest.json || true
 exit "$status"
