@@ -1,7 +1,7 @@
 /**
  * The board store's watchers (board-store.ts): edits made outside the app (an editor, a script, `git
  * pull`, a run) are picked up live. cards/ and the project folder are watched with `fs.watch`, and every
- * burst of events is answered by a sweep (decision 105): each card file an event named is read again
+ * burst of events is answered by a sweep (decision 106): each card file an event named is read again
  * (a file gone is forgotten, a directory or link named *.md is a broken card saying so), and when an
  * event named nothing, or cards/ itself was replaced, every file in cards/ is. Nothing waits on a clock:
  * an event that comes while a sweep runs brings another sweep after it, so no change is dropped however
