@@ -8,14 +8,9 @@
  * Each is printed next to the kill grace (ratio), with the load average.
  * Usage: node bench/run.mjs bench/cancel.ts [--runs N] [--grace MS]
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { createGrant } from '@runboard/supervisor/grants';
-import { statePaths } from '@runboard/supervisor/paths';
 import type { RunResult } from '@runboard/supervisor/protocol';
-import { SupervisorClient } from '../host/src/core/supervisor-client.ts';
+import { benchSupervisor, loadAverage as load, pct } from './setup.ts';
 
 const { values } = parseArgs({
   options: { runs: { type: 'string', default: '10' }, grace: { type: 'string', default: '1000' } },
@@ -23,26 +18,10 @@ const { values } = parseArgs({
 const RUNS = Number(values.runs);
 const GRACE = Number(values.grace);
 
-const pct = (xs: number[], p: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
-};
-const load = (): string =>
-  os
-    .loadavg()
-    .map((l) => l.toFixed(1))
-    .join(' ');
-
 async function main(): Promise<void> {
-  const root = mkdtempSync(path.join(os.tmpdir(), 'rb-bench-cancel-'));
-  const paths = statePaths({ RUNBOARD_HOME: path.join(root, 'home') });
-  process.env.RUNBOARD_HOME = paths.root;
-  const ws = path.join(root, 'ws');
-  mkdirSync(ws);
-  const grant = createGrant(paths, ws);
-  const client = await SupervisorClient.connect(paths, { autoStart: true });
+  const bench = await benchSupervisor('rb-bench-cancel-');
+  const { client, card, grant, ws } = bench;
   const flow = { name: 'bench', runner: 'command' as const, killGraceMs: GRACE };
-  const card = { path: path.join(root, 'card.md'), title: 'bench' };
   const command = `trap '' TERM; (setsid sh -c 'trap "" TERM; exec sleep 300' &) ; echo spawned; sleep 300`;
   const own: number[] = [];
   const seen: number[] = [];
@@ -71,9 +50,7 @@ async function main(): Promise<void> {
       own.push(Date.parse(result.endedAt) - cancelTs);
     }
   } finally {
-    await client.shutdown(true).catch(() => undefined);
-    client.close();
-    rmSync(root, { recursive: true, force: true });
+    await bench.close();
   }
   const line = (what: string, xs: number[]): string =>
     `${what}: median ${pct(xs, 50).toFixed(0)} ms (${(pct(xs, 50) / GRACE).toFixed(2)}x the grace), ` +

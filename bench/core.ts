@@ -11,14 +11,12 @@
  * Usage: node bench/run.mjs bench/core.ts [--runs N] [--mb M] [--rounds R]
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { createGrant } from '@runboard/supervisor/grants';
-import { statePaths } from '@runboard/supervisor/paths';
 import type { RunResult } from '@runboard/supervisor/protocol';
-import { SupervisorClient } from '../host/src/core/supervisor-client.ts';
+import { benchSupervisor, cpuMs, pct, pool } from './setup.ts';
 
 const { values } = parseArgs({
   options: {
@@ -33,31 +31,10 @@ const MB = Number(values.mb);
 const CONC = Number(values.concurrency);
 const ROUNDS = Math.max(1, Number(values.rounds));
 
-const pct = (xs: number[], p: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
-};
 const f1 = (n: number): string => n.toFixed(1);
 
-async function pool<T>(n: number, conc: number, job: (i: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = [];
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: conc }, async () => {
-      while (next < n) {
-        const i = next++;
-        out[i] = await job(i);
-      }
-    }),
-  );
-  return out;
-}
-
 /** CPU time (user + system) of this process's children that have been waited for, ms. */
-function childrenCpuMs(): number {
-  const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[13]) + Number(f[14])) * 10;
-}
+const childrenCpuMs = (): number => cpuMs('self').children;
 
 /** CPU time of a run's own processes and its jail (which moves its output into the log files), ms. */
 function runCpu(r: RunResult): number {
@@ -86,15 +63,9 @@ function bareSpawn(): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  const root = mkdtempSync(path.join(os.tmpdir(), 'rb-bench-'));
-  const paths = statePaths({ RUNBOARD_HOME: path.join(root, 'home') });
-  process.env.RUNBOARD_HOME = paths.root;
-  const ws = path.join(root, 'ws');
-  mkdirSync(ws);
-  const grant = createGrant(paths, ws);
-  const client = await SupervisorClient.connect(paths, { autoStart: true });
+  const bench = await benchSupervisor('rb-bench-');
+  const { client, card, grant, ws } = bench;
   const flow = { name: 'bench', runner: 'command' as const };
-  const card = { path: path.join(root, 'card.md'), title: 'bench' };
 
   const launchOne = async (
     command: string,
@@ -164,10 +135,7 @@ async function main(): Promise<void> {
   // The supervisor lives for months: its memory must not grow with the runs it has done.
   const { pid: supervisorPid } = await client.status();
   /** CPU time (user + system) of the supervisor so far, ms (/proc's 10 ms ticks). */
-  const supervisorCpuMs = (): number => {
-    const f = readFileSync(`/proc/${supervisorPid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10;
-  };
+  const supervisorCpuMs = (): number => cpuMs(supervisorPid).own;
   const rssMb = (): number => {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${supervisorPid}/status`, 'utf8'));
     return m ? Number(m[1]) / 1024 : NaN;
@@ -364,9 +332,7 @@ async function main(): Promise<void> {
     `\nmachine: ${os.cpus().length} × ${os.cpus()[0]?.model}, node ${process.version}, ${new Date().toISOString()}`,
   );
 
-  await client.shutdown(true);
-  client.close();
-  rmSync(root, { recursive: true, force: true });
+  await bench.close();
 }
 
 main().catch((err: unknown) => {

@@ -7,16 +7,15 @@
  * from spawn to ready, wall and CPU time (medians of N): the fleet's code (BullMQ, ioredis) must not
  * slow that down.
  */
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createGrant } from '@runboard/supervisor/grants';
 import { statePaths } from '@runboard/supervisor/paths';
 import type { RunResult } from '@runboard/supervisor/protocol';
-import { SupervisorClient } from '../host/src/core/supervisor-client.ts';
 import { RedisServer } from '../tests/fleet/redis.ts';
+import { benchSupervisor, cpuMs, pct, spawnSupervisor } from './setup.ts';
 
 const { values } = parseArgs({
   options: {
@@ -28,17 +27,6 @@ const { values } = parseArgs({
 });
 const RUNS = Number(values.runs);
 const CONC = Number(values.concurrency);
-const pct = (xs: number[], p: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
-};
-
-/** CPU time (user + system) a process used so far, in ms. */
-function cpuMs(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // clock ticks of 1/100 s
-}
-
 /** Spawn to `ready` of a local-mode supervisor of `dist` on a fresh state root, `n` times: medians, ms. */
 async function supervisorStart(n: number, dist: string): Promise<{ wall: number; cpu: number }> {
   const wall: number[] = [];
@@ -48,15 +36,9 @@ async function supervisorStart(n: number, dist: string): Promise<{ wall: number;
     const env: NodeJS.ProcessEnv = { ...process.env, RUNBOARD_HOME: root };
     delete env.NODE_EXTRA_CA_CERTS;
     const t0 = performance.now();
-    const sv = spawn(process.execPath, [path.join(dist, 'supervisor.mjs')], {
-      env,
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
-    await new Promise<void>((r) =>
-      sv.stdout.on('data', (d: Buffer) => d.toString().includes('ready') && r()),
-    );
+    const sv = await spawnSupervisor(path.join(dist, 'supervisor.mjs'), env);
     wall.push(performance.now() - t0);
-    cpu.push(cpuMs(sv.pid!));
+    cpu.push(cpuMs(sv.pid!).own);
     sv.kill('SIGTERM');
     await new Promise((r) => sv.once('exit', r));
     rmSync(root, { recursive: true, force: true });
@@ -74,14 +56,9 @@ async function main(): Promise<void> {
     );
     return;
   }
-  const root = mkdtempSync(path.join(os.tmpdir(), 'rb-bench-fleet-'));
+  const bench = await benchSupervisor('rb-bench-fleet-', 'board');
+  const { root, ws, grant, client, card } = bench;
   const redis = await RedisServer.start(path.join(root, 'redis'));
-  const paths = statePaths({ RUNBOARD_HOME: path.join(root, 'board') });
-  process.env.RUNBOARD_HOME = paths.root;
-  const ws = path.join(root, 'ws');
-  mkdirSync(ws);
-  const grant = createGrant(paths, ws);
-  const client = await SupervisorClient.connect(paths, { autoStart: true });
   // The host: its own state root and grant of the same folder.
   const hostPaths = statePaths({ RUNBOARD_HOME: path.join(root, 'host') });
   createGrant(hostPaths, ws);
@@ -95,15 +72,12 @@ async function main(): Promise<void> {
     capacity: CONC,
     workspaces: { '.': ws },
   });
-  const host = spawn(process.execPath, [path.join(process.env.RUNBOARD_DIST!, 'supervisor.mjs')], {
+  const host = await spawnSupervisor(
+    path.join(process.env.RUNBOARD_DIST!, 'supervisor.mjs'),
     env,
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
-  await new Promise<void>((r) =>
-    host.stdout.on('data', (d: Buffer) => d.toString().includes('ready') && r()),
+    'the host supervisor',
   );
 
-  const card = { path: path.join(root, 'card.md'), title: 'bench' };
   writeFileSync(card.path, '# bench\n');
   const one = async (): Promise<number> => {
     const t0 = performance.now();
@@ -147,12 +121,10 @@ async function main(): Promise<void> {
       `| ${name} | ${m.p50.toFixed(0)} | ${m.p95.toFixed(0)} | ${m.perSec.toFixed(1)} | ${(m.p50 / local.p50).toFixed(2)}× | ${(m.perSec / local.perSec).toFixed(2)}× |`,
     );
   await client.setBackend({ backend: 'local' });
-  await client.shutdown(true).catch(() => undefined);
-  client.close();
   host.kill('SIGTERM');
   await new Promise((r) => host.once('exit', r));
   await redis.stop();
-  rmSync(root, { recursive: true, force: true });
+  await bench.close();
 }
 
 main().catch((err: unknown) => {

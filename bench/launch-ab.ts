@@ -14,15 +14,13 @@
  * Usage: node bench/run.mjs bench/launch-ab.ts -- --baseline DIR [--blocks 12] [--runs 20] [--concurrency 4]
  * (docs/benchmarks.md, "Launch against a baseline").
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { createGrant } from '@runboard/supervisor/grants';
-import { statePaths } from '@runboard/supervisor/paths';
-import type { Grant } from '@runboard/supervisor/protocol';
 import { SupervisorClient } from '../host/src/core/supervisor-client.ts';
+import { benchRoot, cpuMs as procCpuMs, pct, pool, spawnSupervisor, type BenchRoot } from './setup.ts';
 
 const { values } = parseArgs({
   options: {
@@ -42,31 +40,13 @@ const BLOCKS = Math.max(2, Number(values.blocks));
 const RUNS = Math.max(4, Number(values.runs));
 const CONC = Math.max(1, Number(values.concurrency));
 
-const pct = (xs: number[], p: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
-};
 const f1 = (n: number): string => n.toFixed(1);
 const f2 = (n: number): string => n.toFixed(2);
 
-async function pool<T>(n: number, conc: number, job: () => Promise<T>): Promise<T[]> {
-  const out: T[] = [];
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: conc }, async () => {
-      while (next++ < n) out.push(await job());
-    }),
-  );
-  return out;
-}
-
-interface Side {
+interface Side extends BenchRoot {
   name: string;
   supervisor: ChildProcess;
   client: SupervisorClient;
-  grant: Grant;
-  ws: string;
-  root: string;
 }
 
 /** A supervisor of the build in `dir` (its dist/ and native/build/Release), in a home of its own. */
@@ -78,26 +58,16 @@ async function startSide(name: string, dir: string): Promise<Side> {
       throw new Error(
         `${need} is missing: build ${dir} first (node native/scripts/build.mjs && node scripts/bundle.mjs there)`,
       );
-  const root = mkdtempSync(path.join(os.tmpdir(), `rb-ab-${name}-`));
-  const home = path.join(root, 'home');
-  const paths = statePaths({ RUNBOARD_HOME: home });
-  const ws = path.join(root, 'ws');
-  mkdirSync(ws);
-  const env: NodeJS.ProcessEnv = { ...process.env, RUNBOARD_HOME: home, RUNBOARD_NATIVE_DIR: nativeDir };
+  const b = benchRoot(`rb-ab-${name}-`);
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    RUNBOARD_HOME: b.paths.root,
+    RUNBOARD_NATIVE_DIR: nativeDir,
+  };
   delete env.RUNBOARD_DIST;
-  const supervisor = spawn(process.execPath, [supervisorJs], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  supervisor.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    supervisor.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('ready ')) resolve();
-    });
-    supervisor.once('exit', (code) => reject(new Error(`${name} supervisor exited (${code}): ${stderr}`)));
-  });
-  const client = await SupervisorClient.connect(paths);
-  return { name, supervisor, client, grant: createGrant(paths, ws), ws, root };
+  const supervisor = await spawnSupervisor(supervisorJs, env, `${name} supervisor`);
+  const client = await SupervisorClient.connect(b.paths);
+  return { ...b, name, supervisor, client };
 }
 
 /**
@@ -105,15 +75,14 @@ async function startSide(name: string, dir: string): Promise<Side> {
  * runs' processes each jail reaped): steadier on a loaded machine than any wall time.
  */
 function cpuMs(side: Side): { own: number; children: number } {
-  const f = readFileSync(`/proc/${side.supervisor.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return { own: (Number(f[11]) + Number(f[12])) * 10, children: (Number(f[13]) + Number(f[14])) * 10 };
+  return procCpuMs(side.supervisor.pid!);
 }
 
 /** One run of `true`: launch → the worker's `ready` as seen here, ms; `total`: launch → its end. */
 async function launchOne(side: Side): Promise<{ ready: number; total: number }> {
   const t0 = performance.now();
   const { runId } = await side.client.launch({
-    card: { path: path.join(side.root, 'card.md'), title: 'bench' },
+    card: side.card,
     flow: { name: 'bench', runner: 'command' },
     workspace: side.ws,
     grant: side.grant,

@@ -145,4 +145,38 @@ describe('one queueing, one run', () => {
     expect(readFileSync(path.join(server.workspace, 'runs.txt'), 'utf8')).toBe('ran\n');
     expect((await server.supervisorRuns()).map((r) => r.runId)).toEqual([run!.runId]);
   });
+
+  it('a card deleted and made again with the same work is queued anew: it runs, not takes the old run', async () => {
+    server = await BoardServer.start(shellConfig(), {});
+    // a card that ran once, then went to the trash and was written again the same (a template card made
+    // each day, a card put back from git): its launch is another queueing, though nothing on it differs
+    const fields = {
+      title: 'Again',
+      flow: 'shell',
+      workspace: server.workspace,
+      command: 'echo ran >> runs.txt',
+      body: '# Task\n',
+    };
+    const settled = () =>
+      waitUntil('the card settled', async () => {
+        const c = await server!.card('again');
+        return c?.column === 'done' || c?.column === 'failed' ? c : undefined;
+      });
+    const made = await server.api<{ id: string }>('POST', '/api/cards', { ...fields, queue: true });
+    expect(made.id).toBe('again');
+    const first = await settled();
+    expect(first.column).toBe('done');
+    const text = readFileSync(server.cardFile('again.md'), 'utf8');
+    await server.api('POST', '/api/cards/again/trash');
+    expect(existsSync(server.cardFile('again.md'))).toBe(false);
+    expect((await server.api<{ id: string }>('POST', '/api/cards', { ...fields, queue: true })).id).toBe(
+      'again',
+    );
+    // the same text as the first card's (the board's own state aside: its column, rank and run)
+    const work = (t: string): string => t.replace(/(status|rank|lastRun): .*\n/g, '');
+    expect(work(readFileSync(server.cardFile('again.md'), 'utf8'))).toBe(work(text));
+    const second = await settled();
+    expect(second.runId).not.toBe(first.runId);
+    expect(readFileSync(path.join(server.workspace, 'runs.txt'), 'utf8')).toBe('ran\nran\n');
+  });
 });

@@ -4,25 +4,13 @@
  * holds the task with its question, which the Q&A method answers (the one clarification round); a
  * provider's failure shows on the card in the board's view; a bad input is refused saying why.
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CardDetail, ExtractStart } from '../../host/src/shared/board-types.ts';
 import { BoardServer, waitUntil } from '../e2e/helpers/board.ts';
+import { EXTRACT_CONFIG, makeVideo, TASK_WITH_QUESTION } from '../fixtures/extract-board.ts';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
-import { REPO } from '../helpers/harness.ts';
-
-const ANSWER = `TaskDetected: true
-Status: TASK_FOUND
-NoTaskReason: none
-
-# Task
-Sign Ada up in the form app.
-
-## Questions
-- Which email address should the form get?
-`;
 
 let model: ModelServer;
 let server: BoardServer;
@@ -30,29 +18,9 @@ let video: string;
 
 beforeAll(async () => {
   model = await startModelServer();
-  server = await BoardServer.start(
-    `version: 1
-flows:
-  desktop:
-    runner: computer-use
-    provider: openai
-    prompt: ${path.join(REPO, 'prompts/execution_agent')}
-  extract:
-    runner: extract
-    provider: openai
-    model: gpt-5.2
-    prompt: ${path.join(REPO, 'prompts/task_extraction')}
-    timeout: 2m
-    extract: { frames: 2, frameWidth: 160 }
-`,
-    {},
-    BoardServer.withModel('openai', model.url),
-  );
+  server = await BoardServer.start(EXTRACT_CONFIG, {}, BoardServer.withModel('openai', model.url));
   video = path.join(server.workspace, 'demo.mp4'); // in the granted folder
-  execFileSync('ffmpeg', [
-    '-v', 'error', '-nostdin', '-y', '-f', 'lavfi', '-i', 'testsrc=size=320x240:rate=5', '-t', '2',
-    '-pix_fmt', 'yuv420p', video,
-  ]); // prettier-ignore
+  makeVideo(video);
 }, 60_000);
 
 afterAll(async () => {
@@ -67,7 +35,7 @@ const settled = async (id: string) => {
 
 describe('the board’s → task card', () => {
   it('makes a card with the task, whose question the Q&A panel answers', async () => {
-    model.setEpisodes([{ name: 'x', requireTools: false, turns: [{ text: ANSWER }] }]);
+    model.setEpisodes([{ name: 'x', requireTools: false, turns: [{ text: TASK_WITH_QUESTION }] }]);
     const started = await server.api<ExtractStart>('POST', '/api/extract', { file: video });
     expect(started.runId).toMatch(/^\d{8}-\d{6}-[0-9a-f]{6}$/);
     const card = await settled(started.cardId);
@@ -95,7 +63,9 @@ describe('the board’s → task card', () => {
   });
 
   it('a board restarted while an extraction runs still writes its task when the run ends', async () => {
-    model.setEpisodes([{ name: 'x', requireTools: false, turns: [{ text: ANSWER, delayMs: 4000 }] }]);
+    model.setEpisodes([
+      { name: 'x', requireTools: false, turns: [{ text: TASK_WITH_QUESTION, delayMs: 4000 }] },
+    ]);
     model.requests.length = 0;
     const started = await server.api<ExtractStart>('POST', '/api/extract', { file: video });
     await waitUntil('the model is asked', () => model.requests.some((r) => r.api === 'responses'));

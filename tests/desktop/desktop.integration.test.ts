@@ -1140,7 +1140,7 @@ describe('Chromium (web content, renderer accessibility on)', () => {
 
   it('spreads a big batch over several sockets to the page, and reads exactly what one socket reads', async () => {
     // at-spi2-atk answers one message per socket per turn of the app's main loop: a batch spread over N
-    // sockets is answered N per turn (decision 105). The replies are matched per socket; the output is
+    // sockets is answered N per turn (decision 108). The replies are matched per socket; the output is
     // the same, byte for byte, as the read over one socket (its time stamp aside).
     const args = ['read', '--window', PAGE_TITLE, '--visible-only=false', '--compact'];
     const untimed = (out: string) => out.replace(/"ts":\d+,/, '');

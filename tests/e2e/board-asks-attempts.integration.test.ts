@@ -5,8 +5,9 @@
  *   in Needs input whose run waits is "1/4 running · 1 waiting for you", not "0/4 running";
  * - "Allow always" says on its button and beside it that it is the flow's (every run of the flow);
  * - a card's attempts ask too: each attempt's run that waits at its tool call shows on the card with
- *   the attempt it belongs to, answered from the board (Deny) and from `runboard answer` (Allow), and
- *   each attempt's run goes on with its answer; then the workspace-copy panel of a non-git attempt.
+ *   the attempt it belongs to, every one at once in the inspector (the header counts each), answered
+ *   from the board (Deny) and from `runboard answer` (Allow), and each attempt's run goes on with its
+ *   answer; then the workspace-copy panel of a non-git attempt.
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
@@ -172,25 +173,27 @@ describe('live asks on the board: the header, Allow always, attempts', () => {
     await page.locator('[data-card-handle="attempts"]').click();
     const ins = page.getByRole('complementary', { name: 'Inspector: ATT-ASKS' });
     const asks = ins.getByRole('region', { name: 'Permission asks' });
-    const heading = asks.getByRole('heading', { name: /^Attempt [12] of 2 waits for your answer$/ });
-    const cli = async (): Promise<string> =>
-      /runboard answer (\S+) a1/.exec(await asks.locator('.ask-cli').innerText())![1]!;
-    const first = await heading.innerText();
-    const firstRun = await cli();
+    // every attempt that waits shows its ask at once (the header counts both), each with its
+    // attempt and its own run, each answerable
+    const attempt = (n: number) =>
+      asks.getByRole('group', { name: `Attempt ${n} of 2 waits for your answer` });
+    await attempt(1).waitFor();
+    await attempt(2).waitFor();
+    const cli = async (n: number): Promise<string> =>
+      /runboard answer (\S+) a1/.exec(await attempt(n).locator('.ask-cli').innerText())![1]!;
+    const firstRun = await cli(1);
+    const secondRun = await cli(2);
+    expect(secondRun).not.toBe(firstRun);
     expect(await seriousViolations(page)).toEqual([]);
     await page.screenshot({ path: path.join(ARTIFACTS, 'board-attempt-ask-1440.png') });
-    await asks
+    await attempt(1)
       .getByRole('group', { name: `Answer: read ${outside}` })
       .getByRole('button', { name: 'Deny' })
       .click();
 
-    // the other attempt's ask is shown now; answered from a terminal
-    await waitUntil('the other attempt’s ask', async () => {
-      const h = await heading.innerText().catch(() => '');
-      return h !== '' && h !== first;
-    });
-    const secondRun = await cli();
-    expect(secondRun).not.toBe(firstRun);
+    // attempt 1's ask is gone; attempt 2's still shows, and is answered from a terminal
+    await attempt(1).waitFor({ state: 'detached' });
+    expect(await cli(2)).toBe(secondRun);
     const answered = await run(
       process.execPath,
       [path.join(DIST, 'runboard.mjs'), 'answer', secondRun, 'a1', 'allow'],

@@ -6,7 +6,6 @@
  * browser's file chooser is uploaded into the project's videos/ and made a task the same way; what the
  * extraction refuses is removed again, and the upload route takes no bytes without the board's token.
  */
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -15,21 +14,10 @@ import { statePaths } from '@runboard/supervisor/paths';
 import type { Browser, Page } from 'playwright-core';
 import type { CardDetail } from '../../host/src/shared/board-types.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXTRACT_CONFIG, makeVideo, TASK_WITH_QUESTION } from '../fixtures/extract-board.ts';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
-import { REPO } from '../helpers/harness.ts';
 import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, waitUntil } from './helpers/board.ts';
-
-const ANSWER = `TaskDetected: true
-Status: TASK_FOUND
-NoTaskReason: none
-
-# Task
-Sign Ada up in the form app.
-
-## Questions
-- Which email address should the form get?
-`;
 
 let model: ModelServer;
 let server: BoardServer;
@@ -38,33 +26,9 @@ let page: Page;
 let video: string;
 let outside: string;
 
-const makeVideo = (file: string): void => {
-  execFileSync('ffmpeg', [
-    '-v', 'error', '-nostdin', '-y', '-f', 'lavfi', '-i', 'testsrc=size=320x240:rate=5', '-t', '2',
-    '-pix_fmt', 'yuv420p', file,
-  ]); // prettier-ignore
-};
-
 beforeAll(async () => {
   model = await startModelServer();
-  server = await BoardServer.start(
-    `version: 1
-flows:
-  desktop:
-    runner: computer-use
-    provider: openai
-    prompt: ${path.join(REPO, 'prompts/execution_agent')}
-  extract:
-    runner: extract
-    provider: openai
-    model: gpt-5.2
-    prompt: ${path.join(REPO, 'prompts/task_extraction')}
-    timeout: 2m
-    extract: { frames: 2, frameWidth: 160 }
-`,
-    {},
-    BoardServer.withModel('openai', model.url),
-  );
+  server = await BoardServer.start(EXTRACT_CONFIG, {}, BoardServer.withModel('openai', model.url));
   video = path.join(server.workspace, 'demo.mp4'); // in the granted folder
   makeVideo(video);
   mkdirSync(path.join(server.root, 'elsewhere'));
@@ -125,7 +89,7 @@ describe('Recordings → Import a video', () => {
   });
 
   it('makes a card with the task from an .mp4 in a granted folder', async () => {
-    model.setEpisodes([{ name: 'x', requireTools: false, turns: [{ text: ANSWER }] }]);
+    model.setEpisodes([{ name: 'x', requireTools: false, turns: [{ text: TASK_WITH_QUESTION }] }]);
     const panel = page.getByRole('dialog', { name: 'Recordings' });
     await panel.getByLabel('Import a video (.mp4, in a granted folder)').fill(video);
     expect(await seriousViolations(page)).toEqual([]);
@@ -180,7 +144,7 @@ describe('Recordings → Import a video', () => {
     expect(readdirSync(videosDir)).toEqual([]);
     const before = (await server.board()).cards.length;
 
-    model.setEpisodes([{ name: 'upload', requireTools: false, turns: [{ text: ANSWER }] }]);
+    model.setEpisodes([{ name: 'upload', requireTools: false, turns: [{ text: TASK_WITH_QUESTION }] }]);
     await chooser.setInputFiles({
       name: 'My Screen (1).mp4',
       mimeType: 'video/mp4',

@@ -9,19 +9,18 @@
  * under the test's root (state root, project, logs, artifacts) is searched for the value.
  * Real `runboard serve`, supervisor, jailed worker, GTK app, AT-SPI; the model server is the only double.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serializeWorkflow, type Workflow, type WorkflowStep } from '@runboard/supervisor/protocol';
-import { desktop, type Element } from '../../native/src/index.ts';
+import { desktop } from '../../native/src/index.ts';
 import { DesktopSession } from '../desktop/session.ts';
-import { formApp } from '../cu/cu-harness.ts';
 import { grayPatch } from '../helpers/gray-patch.ts';
 import { predictClick } from '../cu/replay-script.ts';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
 import { BoardServer, REPO, waitUntil, writeCardWorkflow } from './helpers/board.ts';
+import { FormApp } from './helpers/form-app.ts';
 
 const TITLE = 'Runboard Secret Form';
 const PIN = '4471905382';
@@ -30,50 +29,7 @@ const CARD = 'pin-card';
 let session: DesktopSession;
 let model: ModelServer;
 let server: BoardServer;
-let form: ChildProcess | undefined;
-
-async function startForm(): Promise<void> {
-  form = spawn('/usr/bin/python3', [formApp, '--title', TITLE], {
-    env: session.env,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const child = form;
-  await waitUntil(
-    `the window "${TITLE}" with its accessibility tree`,
-    async () => {
-      if (child.exitCode !== null) throw new Error(`form app exited with ${child.exitCode}`);
-      const win = (await desktop.listWindows({ title: TITLE })).find((w) => w.title === TITLE);
-      const tree = win && (await desktop.read({ windowId: win.id }).catch(() => undefined));
-      if (!win || !tree?.elements.length) return undefined;
-      await desktop.focus({ windowId: win.id });
-      return win;
-    },
-    20_000,
-  );
-}
-
-async function closeForm(): Promise<void> {
-  const f = form;
-  form = undefined;
-  if (!f || f.exitCode !== null) return;
-  const gone = new Promise((r) => f.once('exit', r));
-  f.kill('SIGTERM');
-  await gone;
-}
-
-async function element(pred: (e: Element) => boolean): Promise<Element> {
-  const out: Element[] = [];
-  const walk = (els: Element[]): void => {
-    for (const e of els) {
-      out.push(e);
-      walk(e.children);
-    }
-  };
-  walk((await desktop.read({ title: TITLE, visibleOnly: false })).elements);
-  const e = out.find(pred);
-  if (!e) throw new Error(`no such element in "${TITLE}"`);
-  return e;
-}
+const form = new FormApp(TITLE, () => session.env);
 
 /** The committed form workflow plus a sensitive `pin` typed into the (plain) Email field. */
 function pinWorkflow(emailName = 'Email'): string {
@@ -192,7 +148,7 @@ flows:
 }, 120_000);
 
 afterAll(async () => {
-  await closeForm();
+  await form.close();
   await server?.stop();
   await model?.close();
   await session?.stop();
@@ -205,7 +161,7 @@ describe('a sensitive parameter given to a replay', () => {
     'is kept by the supervisor, typed by locator, and left nowhere in clear',
     { timeout: 120_000 },
     async () => {
-      await startForm();
+      await form.start();
       await server.api('PUT', `/api/cards/${CARD}/params`, { params: { name: 'Grace Hopper', pin: PIN } });
       // The card holds a reference, never the value; the form gets nothing of it back.
       const params = front().params as Record<string, unknown>;
@@ -228,13 +184,13 @@ describe('a sensitive parameter given to a replay', () => {
       firstRun = card.runId;
       expect(card.column, readFileSync(server.cardFile(`${CARD}.md`), 'utf8')).toBe('done');
       // The run typed the value where the workflow says (read back through AT-SPI), by locator alone.
-      expect((await element((e) => e.role === 'text' && e.name === 'Email')).value).toBe(PIN);
-      expect((await element((e) => e.role === 'text' && e.name === 'Name')).value).toBe('Grace Hopper');
+      expect((await form.element((e) => e.role === 'text' && e.name === 'Email')).value).toBe(PIN);
+      expect((await form.element((e) => e.role === 'text' && e.name === 'Name')).value).toBe('Grace Hopper');
       expect(model.requests).toEqual([]);
 
       // The step screenshots after the PIN was typed show the Email field grey.
       const dir = runDir(card.runId!);
-      const email = await element((e) => e.role === 'text' && e.name === 'Email');
+      const email = await form.element((e) => e.role === 'text' && e.name === 'Email');
       const screenW = (await desktop.capture({ scale: 0.05, format: 'jpeg', cursor: false })).source[2];
       const events = readFileSync(path.join(dir, 'events.jsonl'), 'utf8')
         .split('\n')
@@ -262,11 +218,11 @@ describe('a sensitive parameter given to a replay', () => {
     'when its step drifts, the model types it by name and never sees it; the report says so',
     { timeout: 120_000 },
     async () => {
-      await closeForm();
-      await startForm();
+      await form.close();
+      await form.start();
       // The workflow's Email step now looks for a field the app does not have: the model is asked.
       writeCardWorkflow(server, CARD, pinWorkflow('E-mail'));
-      const email = await element((e) => e.role === 'text' && e.name === 'Email');
+      const email = await form.element((e) => e.role === 'text' && e.name === 'Email');
       model.setEpisodes([
         {
           name: 'drift',
@@ -288,7 +244,7 @@ describe('a sensitive parameter given to a replay', () => {
       await server.api('POST', `/api/cards/${CARD}/move`, { to: 'queued', index: 0 });
       const card = await ended(CARD, firstRun);
       expect(card.column, readFileSync(server.cardFile(`${CARD}.md`), 'utf8')).toBe('done');
-      expect((await element((e) => e.role === 'text' && e.name === 'Email')).value).toBe(PIN);
+      expect((await form.element((e) => e.role === 'text' && e.name === 'Email')).value).toBe(PIN);
       expect(model.requests).toHaveLength(2);
       for (const r of model.requests) expect(JSON.stringify(r.body)).not.toContain(PIN);
       const query = JSON.stringify(model.requests[1]!.body);

@@ -11,13 +11,13 @@
  * display the supervisor starts with the changed app, by locators alone again. The app's state is
  * read back through its accessibility tree. The model server is the only double.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkWorkflow, type Workflow } from '@runboard/supervisor/protocol';
-import { desktop, type Element, type ManifestStep } from '../../native/src/index.ts';
+import type { ManifestStep } from '../../native/src/index.ts';
 import { DesktopSession } from '../desktop/session.ts';
 import { formApp } from '../cu/cu-harness.ts';
 import { predictClick, predictDone } from '../cu/replay-script.ts';
@@ -25,6 +25,7 @@ import { formPassB, recordFormFill, requestParts, scriptedPassA } from '../cu/re
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
 import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, openCard, REPO, waitUntil } from './helpers/board.ts';
+import { FormApp } from './helpers/form-app.ts';
 
 const TITLE = 'Runboard Chain Form';
 
@@ -33,52 +34,9 @@ let model: ModelServer;
 let server: BoardServer;
 let browser: Browser;
 let page: Page;
-let form: ChildProcess | undefined;
+const form = new FormApp(TITLE, () => session.env);
 let recording: string;
 const schemaFile = (): string => path.join(server.project, 'cards', 'signup', 'schema.json');
-
-async function startForm(args: string[] = []): Promise<void> {
-  form = spawn('/usr/bin/python3', [formApp, '--title', TITLE, ...args], {
-    env: session.env,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const child = form;
-  await waitUntil(
-    `the window "${TITLE}" with its accessibility tree`,
-    async () => {
-      if (child.exitCode !== null) throw new Error(`form app exited with ${child.exitCode}`);
-      const win = (await desktop.listWindows({ title: TITLE })).find((w) => w.title === TITLE);
-      const tree = win && (await desktop.read({ windowId: win.id }).catch(() => undefined));
-      if (!win || !tree?.elements.length) return undefined;
-      await desktop.focus({ windowId: win.id });
-      return win;
-    },
-    20_000,
-  );
-}
-
-async function closeForm(): Promise<void> {
-  const f = form;
-  form = undefined;
-  if (!f || f.exitCode !== null) return;
-  const gone = new Promise((r) => f.once('exit', r));
-  f.kill('SIGTERM');
-  await gone;
-}
-
-async function element(pred: (e: Element) => boolean): Promise<Element> {
-  const out: Element[] = [];
-  const walk = (els: Element[]): void => {
-    for (const e of els) {
-      out.push(e);
-      walk(e.children);
-    }
-  };
-  walk((await desktop.read({ title: TITLE, visibleOnly: false })).elements);
-  const e = out.find(pred);
-  if (!e) throw new Error(`no such element in "${TITLE}"`);
-  return e;
-}
 
 /** Waits for a card's run (not run `after`, an earlier one) to end in one of the final columns. */
 async function ended(id: string, after?: string) {
@@ -174,7 +132,7 @@ flows:
 }, 120_000);
 
 afterAll(async () => {
-  await closeForm();
+  await form.close();
   await browser?.close();
   await server?.stop();
   await model?.close();
@@ -183,16 +141,16 @@ afterAll(async () => {
 
 describe('record → reflect → edit → replay', () => {
   it('records a person filling the form', async () => {
-    await startForm();
+    await form.start();
     recording = (
       await recordFormFill(
         path.join(server.project, 'recordings'),
-        await element((e) => e.role === 'text' && e.name === 'Name'),
-        await element((e) => e.role === 'push button' && e.name === 'Submit'),
+        await form.element((e) => e.role === 'text' && e.name === 'Name'),
+        await form.element((e) => e.role === 'push button' && e.name === 'Submit'),
       )
     ).id;
-    expect((await element((e) => e.name === 'Save status')).value).toBe('Saved: 1 time(s)');
-    await closeForm();
+    expect((await form.element((e) => e.name === 'Save status')).value).toBe('Saved: 1 time(s)');
+    await form.close();
   });
 
   it(
@@ -260,7 +218,7 @@ describe('record → reflect → edit → replay', () => {
     async () => {
       // The card becomes a replay card (its workflow stays in its folder).
       await setFlow('reflect', 'replay');
-      await startForm(['--variant', 'renamed']);
+      await form.start(['--variant', 'renamed']);
       await page.reload();
       const params = page.getByRole('region', { name: 'Replay parameters' });
       const field = params.getByRole('textbox', { name: 'person_name' });
@@ -273,9 +231,11 @@ describe('record → reflect → edit → replay', () => {
       lastRun = card.runId;
       expect(card.column, readFileSync(server.cardFile('signup.md'), 'utf8')).toBe('done');
       // The app holds the new value, the recorded email, and was saved once, by its "Send" button.
-      expect((await element((e) => e.role === 'text' && e.name === 'Name')).value).toBe('Grace Hopper');
-      expect((await element((e) => e.role === 'text' && e.name === 'Email')).value).toBe('ada@example.org');
-      expect((await element((e) => e.name === 'Save status')).value).toBe('Saved: 1 time(s)');
+      expect((await form.element((e) => e.role === 'text' && e.name === 'Name')).value).toBe('Grace Hopper');
+      expect((await form.element((e) => e.role === 'text' && e.name === 'Email')).value).toBe(
+        'ada@example.org',
+      );
+      expect((await form.element((e) => e.name === 'Save status')).value).toBe('Saved: 1 time(s)');
       // Every step by its locator: the model was not asked.
       expect(model.requests.slice(before)).toEqual([]);
     },
@@ -285,9 +245,9 @@ describe('record → reflect → edit → replay', () => {
     'asks the model exactly for the step whose button is named otherwise again, then goes back to locators',
     { timeout: 120_000 },
     async () => {
-      await closeForm();
-      await startForm(); // the app as recorded: its button says "Submit", the edited workflow "Send"
-      const submit = await element((e) => e.role === 'push button' && e.name === 'Submit');
+      await form.close();
+      await form.start(); // the app as recorded: its button says "Submit", the edited workflow "Send"
+      const submit = await form.element((e) => e.role === 'push button' && e.name === 'Submit');
       model.setEpisodes([
         {
           name: 'drift',
@@ -298,8 +258,8 @@ describe('record → reflect → edit → replay', () => {
       ]);
       const card = await replayAgain('Alan Turing');
       expect(card.column, readFileSync(server.cardFile('signup.md'), 'utf8')).toBe('done');
-      expect((await element((e) => e.role === 'text' && e.name === 'Name')).value).toBe('Alan Turing');
-      expect((await element((e) => e.name === 'Save status')).value).toBe('Saved: 1 time(s)');
+      expect((await form.element((e) => e.role === 'text' && e.name === 'Name')).value).toBe('Alan Turing');
+      expect((await form.element((e) => e.name === 'Save status')).value).toBe('Saved: 1 time(s)');
       const reqs = asked('Alan Turing');
       expect(reqs).toHaveLength(1);
       expect(JSON.stringify(reqs[0]!.body)).toContain('no push button \\"Send\\"');
@@ -310,8 +270,8 @@ describe('record → reflect → edit → replay', () => {
     'ends needs-input, not done, when a subtask’s outcome check never holds',
     { timeout: 120_000 },
     async () => {
-      await closeForm();
-      await startForm(['--variant', 'dead-submit']); // Submit does nothing
+      await form.close();
+      await form.start(['--variant', 'dead-submit']); // Submit does nothing
       const done = predictDone('it looks saved');
       model.setEpisodes([
         { name: 'dead', match: 'Edsger Dijkstra', indexBy: 'requests', turns: [done, done, done] },
@@ -321,8 +281,10 @@ describe('record → reflect → edit → replay', () => {
       expect(card.column, text).toBe('needs-input');
       expect(text).toContain('its expected outcome never appeared');
       expect(text).toContain('Saved: 1 time(s)');
-      expect((await element((e) => e.role === 'text' && e.name === 'Name')).value).toBe('Edsger Dijkstra');
-      expect((await element((e) => e.name === 'Save status')).value).toBe('Saved: never');
+      expect((await form.element((e) => e.role === 'text' && e.name === 'Name')).value).toBe(
+        'Edsger Dijkstra',
+      );
+      expect((await form.element((e) => e.name === 'Save status')).value).toBe('Saved: never');
     },
   );
 
@@ -337,7 +299,9 @@ describe('record → reflect → edit → replay', () => {
       expect(card.column, readFileSync(server.cardFile('signup.md'), 'utf8')).toBe('done');
       expect(asked('Barbara Liskov')).toEqual([]);
       // The form on the desktop in front is as the previous test left it.
-      expect((await element((e) => e.role === 'text' && e.name === 'Name')).value).toBe('Edsger Dijkstra');
+      expect((await form.element((e) => e.role === 'text' && e.name === 'Name')).value).toBe(
+        'Edsger Dijkstra',
+      );
     },
   );
 
@@ -347,12 +311,12 @@ describe('record → reflect → edit → replay', () => {
     async () => {
       const hog = spawn('sh', ['-c', 'while :; do :; done'], { stdio: 'ignore' });
       try {
-        await closeForm();
-        await startForm(['--variant', 'renamed']);
+        await form.close();
+        await form.start(['--variant', 'renamed']);
         const rec = await recordFormFill(
           path.join(server.project, 'recordings'),
-          await element((e) => e.role === 'text' && e.name === 'Name'),
-          await element((e) => e.role === 'push button' && e.name === 'Send'),
+          await form.element((e) => e.role === 'text' && e.name === 'Name'),
+          await form.element((e) => e.role === 'push button' && e.name === 'Send'),
         );
         const steps = readFileSync(path.join(rec.dir, 'manifest.jsonl'), 'utf8')
           .trim()
@@ -375,15 +339,15 @@ describe('record → reflect → edit → replay', () => {
         expect(meta.message.includes('could not keep up')).toBe(!meta.keptUp);
         // Replayed on the loaded desktop, by locators alone.
         await setFlow('replay-private', 'replay');
-        await closeForm();
-        await startForm(['--variant', 'renamed']);
+        await form.close();
+        await form.start(['--variant', 'renamed']);
         const before = model.requests.length;
         const card = await replayAgain('Margaret Hamilton');
         expect(card.column, readFileSync(server.cardFile('signup.md'), 'utf8')).toBe('done');
-        expect((await element((e) => e.role === 'text' && e.name === 'Name')).value).toBe(
+        expect((await form.element((e) => e.role === 'text' && e.name === 'Name')).value).toBe(
           'Margaret Hamilton',
         );
-        expect((await element((e) => e.name === 'Save status')).value).toBe('Saved: 1 time(s)');
+        expect((await form.element((e) => e.name === 'Save status')).value).toBe('Saved: 1 time(s)');
         expect(model.requests.slice(before)).toEqual([]);
       } finally {
         hog.kill('SIGKILL');

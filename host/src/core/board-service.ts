@@ -19,6 +19,7 @@ import {
   type BoardDelta,
   type BoardView,
   type FirstScreenView,
+  type CardAsks,
   type CardDetail,
   type CardFields,
   type CardForm,
@@ -241,10 +242,16 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
   }
 
   /** The permission asks of the card's last run still waiting for the person (card in Needs input). */
-  private openAsks(id: string, card: Card, runs: readonly RunResult[]): Pick<CardDetail, 'asks'> {
+  private openAsks(
+    id: string,
+    card: Card,
+    runs: readonly RunResult[],
+  ): Pick<CardDetail, 'asks' | 'otherAsks'> {
     if (this.scheduler.isActive(id)) {
-      // the oldest live run that waits (one of the card's attempts, or its run), as the supervisor
-      // recorded its asks (an event says which ask waits, the record what it is)
+      // every live run that waits (the card's run, or each of its attempts'), the oldest first, as the
+      // supervisor recorded its asks (an event says which ask waits, the record what it is): the header
+      // counts each, so the inspector shows each
+      const waiting: CardAsks[] = [];
       for (const w of this.asks.liveWaiting(id)) {
         const record = runs.find((r) => r.runId === w.runId)?.asks;
         const open = this.asks
@@ -256,17 +263,16 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
               ) ?? [],
           );
         if (open.length)
-          return {
-            asks: {
-              runId: w.runId,
-              flow: card.front.flow,
-              open,
-              live: true,
-              ...(w.attempt ? { attempt: w.attempt } : {}),
-            },
-          };
+          waiting.push({
+            runId: w.runId,
+            flow: card.front.flow,
+            open,
+            live: true,
+            ...(w.attempt ? { attempt: w.attempt } : {}),
+          });
       }
-      return {};
+      const [first, ...others] = waiting;
+      return first ? { asks: first, ...(others.length ? { otherAsks: others } : {}) } : {};
     }
     if (card.front.status !== 'needs-input' || !card.front.lastRun) return {};
     const last = runs.find((r) => r.runId === card.front.lastRun);

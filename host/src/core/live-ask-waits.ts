@@ -51,13 +51,26 @@ export class LiveAskWaits {
       let entry = runs.get(runId);
       if (!entry) runs.set(runId, (entry = { ...(attempt ? { attempt } : {}), asks: new Map() }));
       for (const a of ev.asks) entry.asks.set(a.id, a);
-    } else {
-      const entry = runs?.get(runId);
-      if (!entry?.asks.delete(ev.ask)) return;
-      if (entry.asks.size === 0) runs!.delete(runId);
-      if (runs!.size === 0) this.byCard.delete(cardId);
-    }
+    } else if (!this.drop(cardId, runId, ev.ask)) return;
     this.changed();
+  }
+
+  /**
+   * The supervisor took the person's answer to the ask (run/answer): it waits no more, whether or not
+   * the run's event saying so has come yet (that event then changes nothing). A card with several
+   * attempts that wait shows each; an answered one must not show again meanwhile.
+   */
+  answered(cardId: string, runId: string, askId: string): void {
+    if (this.drop(cardId, runId, askId)) this.changed();
+  }
+
+  private drop(cardId: string, runId: string, askId: string): boolean {
+    const runs = this.byCard.get(cardId);
+    const entry = runs?.get(runId);
+    if (!entry?.asks.delete(askId)) return false;
+    if (entry.asks.size === 0) runs!.delete(runId);
+    if (runs!.size === 0) this.byCard.delete(cardId);
+    return true;
   }
 
   /** The card's run ended (or was lost), or with `runId` one of its attempts' runs: nothing of it waits. */

@@ -130,6 +130,7 @@ export class PermissionAsks {
         `the run no longer waits for this answer (${(err as Error).message}): it timed out or the run ended; reload the board`,
       );
     }
+    this.live?.answered(cardId, runId, askId);
     let entry = this.answered.get(cardId);
     if (entry?.runId !== runId) this.answered.set(cardId, (entry = { runId, choices: new Map() }));
     entry.choices.set(askId, choice);

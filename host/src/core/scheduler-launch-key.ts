@@ -9,12 +9,33 @@
  * write `lastRun`, so a card queued again after a run (a retry, "Run again", a move) names that run.
  * A card that never ran has no `lastRun`: its key is its work (title, flow, command, body), so a new
  * card put at the same path later with other work is not mistaken for the old one.
+ *
+ * Both also carry the card file's identity on disk (its inode and change time): a repeated launch
+ * finds the very file the first one read, since the only write that could land in between is the
+ * run's start, which writes `lastRun`. A file written anew at the path (a card deleted and made again
+ * the same, a template card re-made each day, one put back from git or the trash) is another file,
+ * so its launch is another queueing and runs (decision 96).
  */
 import { createHash } from 'node:crypto';
+import { lstatSync } from 'node:fs';
 import type { Card } from './project.ts';
 
-export function launchKey(card: Card): string {
-  const h = createHash('sha256').update(`${card.file}\0`);
+/**
+ * The card file's identity: its inode and change time (ns), which a file written anew at the path
+ * cannot share with the old one (a rename or a write changes the change time). Not its device: a
+ * device number may differ after a reboot. `gone` when the file cannot be read (the key then says so).
+ */
+export function cardFileIdentity(file: string): string {
+  try {
+    const s = lstatSync(file, { bigint: true });
+    return `${s.ino}:${s.ctimeNs}`;
+  } catch {
+    return 'gone';
+  }
+}
+
+export function launchKey(card: Card, identity = cardFileIdentity(card.file)): string {
+  const h = createHash('sha256').update(`${card.file}\0${identity}\0`);
   if (card.front.lastRun) h.update(`after\0${card.front.lastRun}`);
   else
     h.update(

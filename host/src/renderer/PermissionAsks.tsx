@@ -3,13 +3,14 @@
  * sandbox refused the card's last run, or what its live run waits for at a tool call, as the
  * supervisor recorded it, with Allow once, Allow always for the flow, and Deny. The run's own words
  * are shown as evidence, never as what will be allowed. A live ask of one of the card's attempts says
- * which attempt waits, and every live ask the `runboard answer` command that answers it too.
+ * which attempt waits (every attempt that waits is shown, each answerable), and every live ask the
+ * `runboard answer` command that answers it too.
  */
 import { useState } from 'react';
 import type { PermissionAsk } from '@runboard/supervisor/protocol/data';
 import { describeAsk } from '../shared/asks.ts';
 import type { BoardApi } from '../shared/board-api.ts';
-import type { AskChoice, CardDetail } from '../shared/board-types.ts';
+import type { AskChoice, CardAsks, CardDetail } from '../shared/board-types.ts';
 
 function once(a: PermissionAsk): string {
   switch (a.kind) {
@@ -63,10 +64,13 @@ interface Props {
 
 export function PermissionAskPanel({ api, detail, onChanged, onError }: Props) {
   const [busy, setBusy] = useState(false);
-  const asks = detail.asks;
-  if (!asks || asks.open.length === 0) return null;
-  const live = asks.live === true;
-  const answer = (ask: PermissionAsk, choice: AskChoice): void => {
+  // the run that waited first, then the card's other live runs that wait (its other attempts): the
+  // header counts every one of their asks, so each is shown, with its attempt, and answerable
+  const groups = [detail.asks, ...(detail.otherAsks ?? [])].filter(
+    (g): g is CardAsks => !!g && g.open.length > 0,
+  );
+  if (groups.length === 0) return null;
+  const answer = (asks: CardAsks, ask: PermissionAsk, choice: AskChoice): void => {
     setBusy(true);
     api
       .answerAsk({ id: detail.card.id, runId: asks.runId, ask: ask.id, choice })
@@ -75,13 +79,33 @@ export function PermissionAskPanel({ api, detail, onChanged, onError }: Props) {
   };
   return (
     <section className="asks" aria-label="Permission asks">
-      <h3>
-        {live
-          ? asks.attempt
-            ? `Attempt ${asks.attempt.n} of ${asks.attempt.of} waits for your answer`
-            : 'The run waits for your answer'
-          : 'The run asks for a permission'}
-      </h3>
+      {groups.map((asks) => (
+        <AskGroup key={asks.runId} asks={asks} busy={busy} answer={answer} />
+      ))}
+    </section>
+  );
+}
+
+/** One run's asks: a heading saying whose (the run, or which attempt), then each ask with its answers. */
+function AskGroup({
+  asks,
+  busy,
+  answer,
+}: {
+  asks: CardAsks;
+  busy: boolean;
+  answer: (asks: CardAsks, ask: PermissionAsk, choice: AskChoice) => void;
+}) {
+  const live = asks.live === true;
+  const heading = live
+    ? asks.attempt
+      ? `Attempt ${asks.attempt.n} of ${asks.attempt.of} waits for your answer`
+      : 'The run waits for your answer'
+    : 'The run asks for a permission';
+  const headingId = `asks-${asks.runId}`;
+  return (
+    <div className="ask-run" role="group" aria-labelledby={headingId}>
+      <h3 id={headingId}>{heading}</h3>
       <ol className="ask-list">
         {asks.open.map((a) => {
           const what = describeAsk(a);
@@ -99,13 +123,17 @@ export function PermissionAskPanel({ api, detail, onChanged, onError }: Props) {
                 {live ? 'Asked for' : 'The run printed'}: <code>{a.evidence}</code>
               </p>
               <div className="ask-actions" role="group" aria-label={`Answer: ${what}`}>
-                <button className="primary" disabled={busy} onClick={() => answer(a, 'once')}>
+                <button className="primary" disabled={busy} onClick={() => answer(asks, a, 'once')}>
                   Allow once
                 </button>
-                <button disabled={busy} title={always(a, asks.flow)} onClick={() => answer(a, 'always')}>
+                <button
+                  disabled={busy}
+                  title={always(a, asks.flow)}
+                  onClick={() => answer(asks, a, 'always')}
+                >
                   Allow always for flow {asks.flow}
                 </button>
-                <button className="danger" disabled={busy} onClick={() => answer(a, 'deny')}>
+                <button className="danger" disabled={busy} onClick={() => answer(asks, a, 'deny')}>
                   Deny
                 </button>
               </div>
@@ -128,6 +156,6 @@ export function PermissionAskPanel({ api, detail, onChanged, onError }: Props) {
           );
         })}
       </ol>
-    </section>
+    </div>
   );
 }

@@ -177,22 +177,31 @@ export interface CardDetail {
   schedule?: ScheduleInfo;
   /**
    * Permissions the sandbox refused the card's last run that wait for the person's answer (the card is
-   * in Needs input): from the supervisor's record of that run.
+   * in Needs input): from the supervisor's record of that run. Of a card whose live runs wait at a tool
+   * call, the run that waited first.
    */
-  asks?: {
-    runId: string;
-    flow: string;
-    open: PermissionAsk[];
-    /** The card's run is live and waits at a tool call for the answer (supervisor run/answer). */
-    live?: boolean;
-    /** The run is attempt `n` of `of` of the card's (config `attempts:`). */
-    attempt?: { n: number; of: number };
-  };
+  asks?: CardAsks;
+  /**
+   * The card's other live runs that wait at a tool call (its other attempts), in the order they
+   * started to wait: each is answerable as `asks` is, and the header counts each of their asks.
+   */
+  otherAsks?: CardAsks[];
   /**
    * The card's last run as attempts (config `attempts:`; host/src/core/scheduler-attempts.ts): each
    * attempt's run (null: never started), the judge's run, the winner (from 1) and the verdict.
    */
   attempts?: { runs: (string | null)[]; judgeRun?: string; winner?: number; verdict?: string };
+}
+
+/** What one run of a card asks the person (CardDetail `asks`). */
+export interface CardAsks {
+  runId: string;
+  flow: string;
+  open: PermissionAsk[];
+  /** The card's run is live and waits at a tool call for the answer (supervisor run/answer). */
+  live?: boolean;
+  /** The run is attempt `n` of `of` of the card's (config `attempts:`). */
+  attempt?: { n: number; of: number };
 }
 
 /** The person's answer to a permission ask: allow once, allow always for the flow, or deny. */

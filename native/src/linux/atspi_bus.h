@@ -18,7 +18,7 @@ namespace runboard::desktop::atspi {
 // Where an application's objects are reached: GDBus calls through the bus daemon (conn, dest), and the
 // wire reader's calls (they come by the thousand) on the app's own peer-to-peer socket when it offers
 // one (p2p), else through the bus too. One peer-to-peer connection per process and app at most, besides
-// the ones a big batch spreads over (dbus_wire.h): at-spi2-atk never forgets a closed one (decision 105).
+// the ones a big batch spreads over (dbus_wire.h): at-spi2-atk never forgets a closed one (decision 108).
 struct Peer {
   GDBusConnection* conn = nullptr;
   std::string dest;     // the app's bus name ("" when conn is the app's own socket)

@@ -94,7 +94,7 @@ class Conn {
   // replies are then not ok); the connection is then closed and opened again at the next For.
   // On an app's own (peer-to-peer) socket a big batch is spread over several sockets to the app, opened
   // on the first such batch (SocketsFor): an app on at-spi2-atk dispatches one message per socket per
-  // main-loop turn, so N sockets with calls queued are answered N per turn (decision 105).
+  // main-loop turn, so N sockets with calls queued are answered N per turn (decision 108).
   bool CallMany(const std::vector<Call>& calls, std::vector<Reply>& replies, std::string_view dest,
                 int timeoutMs = 5000);
   // The body of a reply, valid until the next CallMany.
