@@ -18,7 +18,10 @@ npm run -s typecheck
 echo "== tests"
 mkdir -p test-results
 status=0
-npx vitest run --reporter=default --reporter=json --outputFile.json=test-results/vitest.json "$@" || status=$?
+# Its output is kept in test-results/vitest.log too: errors vitest caught outside any test (an unhandled
+# rejection after a test ended) fail the run with every test passed, and are named at the end from there.
+npx vitest run --reporter=default --reporter=json --outputFile.json=test-results/vitest.json "$@" 2>&1 |
+  tee test-results/vitest.log || status=$?
 # One plain closing line, whatever the reporter printed above.
 node -e '
   const r = JSON.parse(require("fs").readFileSync("test-results/vitest.json", "utf8"));
@@ -32,5 +35,5 @@ if [ "$#" -eq 0 ]; then
 fi
 # The very last lines name what failed in the suite, with why: CI keeps only the end of the output, and
 # the loaded pass prints after the suite (session 15's stop failed CI with only the loaded pass visible).
-node scripts/test-failures.mjs test-results/vitest.json || true
+node scripts/test-failures.mjs test-results/vitest.json test-results/vitest.log || true
 exit "$status"

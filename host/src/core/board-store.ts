@@ -111,13 +111,14 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     this.cardsDir = path.join(this.projectDir, 'cards');
     this.configFile = path.join(this.projectDir, 'config.yaml');
     this.watching = new BoardWatch({
+      projectDir: this.projectDir,
       cardsDir: this.cardsDir,
       configFile: this.configFile,
       cardFiles: () => this.cardFiles(),
+      knownFiles: () => [...this.idOf.keys(), ...this.broken.keys()],
       configText: () => this.configText(),
       reread: (file) => this.reread(file),
       forget: (file) => this.forget(file),
-      markBroken: (file, error) => this.markBroken(file, error, true),
       ingestConfig: (text) => this.ingestConfig(text),
       takeLoaded: () => {
         const loaded = this.loaded && { cards: this.loaded, config: this.loadedConfig };
@@ -448,9 +449,13 @@ export class BoardStore extends EventEmitter<StoreEvents> {
       // outside edit and put old state back (a card "running" again after its run had ended).
       text = file === this.configFile ? readRegularFileSync(file) : readCard(file);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return this.forget(file);
+      const gone = (err as NodeJS.ErrnoException).code === 'ENOENT';
+      if (gone && file !== this.configFile) return this.forget(file);
       if (file === this.configFile) {
-        this.configError = `${this.configFile}: ${(err as Error).message}`;
+        // the last good config stays; the file's return (or a new one) is read when it comes
+        this.configError = gone
+          ? `${this.configFile} is gone (deleted or renamed): the board keeps its last good config until the file is back`
+          : `${this.configFile}: ${(err as Error).message}`;
         this.emit('config');
       } else this.markBroken(file, (err as Error).message, true);
       return;

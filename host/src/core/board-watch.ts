@@ -1,10 +1,18 @@
 /**
  * The board store's watchers (board-store.ts): edits made outside the app (an editor, a script, `git
- * pull`) are picked up live through chokidar, which smooths over the platform differences of fs.watch
- * (rename-based saves, duplicate events, editors' temp files). What changed between the store's load()
- * and the watcher being ready is read then (catchUp). The user config is watched too: it is a layer of
- * the effective config.
+ * pull`, a run) are picked up live. cards/ and the project folder are watched with `fs.watch`, and every
+ * burst of events is answered by a sweep (decision 106): each card file an event named is read again
+ * (a file gone is forgotten, a directory or link named *.md is a broken card saying so), and when an
+ * event named nothing, or cards/ itself was replaced, every file in cards/ is. Nothing waits on a clock:
+ * an event that comes while a sweep runs brings another sweep after it, so no change is dropped however
+ * slow the disk or busy the board (chokidar's scan of a folder forgot events that came while it ran
+ * once the scan took more than a second: a card written then never appeared). A half-written file reads
+ * as a broken card until the rest of its write, which is an event of its own, brings it back.
+ * What changed between the store's load() and the watchers being armed is read then (catchUp). The
+ * user config is watched too (chokidar: one file outside the project, that may not exist yet): it is a
+ * layer of the effective config.
  */
+import { watch as fsWatch, statSync, type FSWatcher as FsWatcher } from 'node:fs';
 import path from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import { readCard } from './card-files.ts';
@@ -12,60 +20,61 @@ import { userConfigPath } from './project.ts';
 
 /** What the watchers do through the store (which keeps the cards). */
 export interface WatchedStore {
+  readonly projectDir: string;
   readonly cardsDir: string;
   readonly configFile: string;
-  /** The card files in cards/ now (absolute paths, sorted). */
+  /** The card files in cards/ now (absolute paths, sorted); throws when cards/ cannot be listed. */
   cardFiles(): string[];
+  /** The card files the store holds (cards and broken entries). */
+  knownFiles(): string[];
   configText(): string;
-  /** Reads a file again (a card or config.yaml) and takes in what it says now. */
+  /** Reads a file again (a card or config.yaml) and takes in what it says now (or that it is gone). */
   reread(file: string): void;
   /** The file is gone. */
   forget(file: string): void;
-  /** The entry is no card (a directory named *.md): a broken card saying so. */
-  markBroken(file: string, error: string): void;
   /** Takes in config.yaml's text (the user config changed under it). */
   ingestConfig(text: string): void;
   /** What load() read (once; undefined after): each card file's text, and config.yaml's. */
   takeLoaded(): { cards: Map<string, string | undefined>; config: string | undefined } | undefined;
 }
 
+/** A name in cards/ that may be a card: `*.md`, not hidden (editors' and the host's temp files are). */
+const cardName = (name: string): boolean => name.endsWith('.md') && !name.startsWith('.');
+
 export class BoardWatch {
-  private watcher: FSWatcher | undefined;
+  private projectWatch: FsWatcher | undefined;
+  private cardsWatch: FsWatcher | undefined;
+  /** The folder the cards watcher follows (device and inode): another one at cards/ is watched anew. */
+  private cardsId: string | undefined;
   private userWatcher: FSWatcher | undefined;
   private closed = false;
+  /** Names in cards/ that events named since the last sweep. */
+  private readonly dirty = new Set<string>();
+  /** Every file in cards/ is read at the next sweep (an event that named nothing, a new cards/). */
+  private everything = false;
+  private configDirty = false;
+  private sweepQueued = false;
 
   constructor(private readonly store: WatchedStore) {}
 
   /** Starts following changes made outside the app. */
   async start(): Promise<void> {
     if (this.closed) return;
-    const { cardsDir, configFile } = this.store;
-    this.watcher = watch([cardsDir, configFile], {
-      ignoreInitial: true,
-      depth: 0,
-      // a link is reported as what it is (a broken card saying so), not as what it points to
-      followSymlinks: false,
-      ignored: (p: string) => {
-        const base = path.basename(p);
-        return base.startsWith('.') || (p !== cardsDir && p !== configFile && !base.endsWith('.md'));
-      },
-      // A save in progress must not show as a broken card: wait until the file stops changing.
-      awaitWriteFinish: { stabilityThreshold: 60, pollInterval: 20 },
+    const { projectDir, configFile } = this.store;
+    // The project folder: config.yaml (saved in place or renamed over, deleted and made again) and
+    // cards/ itself (removed, replaced by a checkout).
+    this.projectWatch = fsWatch(projectDir, (_event, name) => {
+      if (!name || name === 'cards') this.everything = true;
+      if (!name || name === path.basename(configFile)) this.configDirty = true;
+      this.sweepSoon();
     });
-    const onFile = (file: string): void => {
-      this.store.reread(file);
-    };
-    this.watcher
-      .on('add', onFile)
-      .on('change', onFile)
-      .on('unlink', (file) => this.store.forget(file))
-      // a directory named *.md: a broken card saying so (chokidar reports it as a directory)
-      .on('addDir', (dir) => {
-        if (dir !== cardsDir) this.store.markBroken(dir, 'a directory, not a regular file');
-      })
-      .on('unlinkDir', (dir) => this.store.forget(dir));
-    await new Promise<void>((resolve) => this.watcher!.once('ready', () => resolve()));
-    if (this.closed) return;
+    this.projectWatch.on('error', () => {
+      // the project folder itself is gone: nothing to follow until a board opens it again
+      this.projectWatch?.close();
+      this.projectWatch = undefined;
+    });
+    // Armed before anything is listed: a change from here on brings a sweep.
+    this.armCards();
     this.catchUp();
     // The user config is a layer of the effective config: a change there is read as one of config.yaml.
     this.userWatcher = watch(userConfigPath(), {
@@ -87,15 +96,97 @@ export class BoardWatch {
 
   async close(): Promise<void> {
     this.closed = true;
-    await this.watcher?.close();
+    this.projectWatch?.close();
+    this.cardsWatch?.close();
     await this.userWatcher?.close();
   }
 
   /**
-   * Reads what changed between load() and the watcher being ready (the watcher reports only what
-   * changes after that): files whose text is not what load() read, new files, and files gone since.
+   * Watches the folder now at cards/ when it is not the one watched (the first time, or cards/ was
+   * removed or replaced): everything in it is read at the next sweep. False when there is no cards/.
+   */
+  private armCards(): boolean {
+    const { cardsDir } = this.store;
+    let id: string | undefined;
+    try {
+      const st = statSync(cardsDir);
+      if (st.isDirectory()) id = `${st.dev}:${st.ino}`;
+    } catch {
+      // no cards/ (removed): what it held is gone
+    }
+    if (id === this.cardsId && (this.cardsWatch || id === undefined)) return id !== undefined;
+    this.cardsWatch?.close();
+    this.cardsWatch = undefined;
+    this.cardsId = id;
+    this.everything = true;
+    if (id === undefined) return false;
+    try {
+      this.cardsWatch = fsWatch(cardsDir, (_event, name) => {
+        if (!name) this.everything = true;
+        else if (cardName(name)) this.dirty.add(name);
+        this.sweepSoon();
+      });
+    } catch {
+      this.cardsId = undefined; // gone again in between: the project folder's event comes
+      return false;
+    }
+    this.cardsWatch.on('error', () => {
+      // cards/ went away under the watcher: the next sweep looks at what is there now
+      this.cardsWatch?.close();
+      this.cardsWatch = undefined;
+      this.cardsId = undefined;
+      this.everything = true;
+      this.sweepSoon();
+    });
+    return true;
+  }
+
+  /** One sweep for a burst of events (all those delivered at once), after the current turn. */
+  private sweepSoon(): void {
+    if (this.sweepQueued || this.closed) return;
+    this.sweepQueued = true;
+    setImmediate(() => this.sweep());
+  }
+
+  /**
+   * Reads what the events since the last sweep named. Synchronous, like the host's own writes (a read
+   * that waited in the thread pool could return a version the host has replaced since): the events of
+   * anything that changes meanwhile arrive after it and bring the next sweep.
+   */
+  private sweep(): void {
+    this.sweepQueued = false;
+    if (this.closed) return;
+    const { store } = this;
+    if (this.configDirty) {
+      this.configDirty = false;
+      store.reread(store.configFile);
+    }
+    const names = [...this.dirty];
+    this.dirty.clear();
+    if (this.everything || !this.cardsWatch) {
+      // cards/ may be another folder now (or none): watch the one there, and read all it holds
+      const haveCards = this.armCards();
+      this.everything = false;
+      let now: string[] = [];
+      try {
+        if (haveCards) now = store.cardFiles();
+      } catch {
+        // cards/ went away meanwhile: its event comes
+      }
+      const present = new Set(now);
+      for (const file of store.knownFiles()) if (!present.has(file)) store.forget(file);
+      for (const file of now) store.reread(file);
+      return;
+    }
+    for (const name of names) store.reread(path.join(store.cardsDir, name));
+  }
+
+  /**
+   * Reads what changed between load() and the watchers being armed: files whose text is not what
+   * load() read, new files, and files gone since.
    */
   private catchUp(): void {
+    this.everything = false;
     const loaded = this.store.takeLoaded();
     if (!loaded) return;
     const { configFile } = this.store;

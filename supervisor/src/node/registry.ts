@@ -53,7 +53,8 @@ export class RunRegistry {
   /** In a fleet (scheduler.backend: redis): launches become jobs for the hosts of the fleet. */
   fleet: FleetGateway | undefined;
   private acceptingRuns = true;
-  private readonly settling = new Set<string>();
+  /** Keeps and discards going, by run: a second request for one joins it (settleWorktree). */
+  private readonly settling = new Map<string, { how: 'keep' | 'discard'; done: Promise<RunResult> }>();
   /** Launch keys: a second launch with a key returns the first one's run (launch-keys.ts). */
   private readonly keys: LaunchKeys;
 
@@ -220,8 +221,10 @@ export class RunRegistry {
   }
 
   /**
-   * Keep (merge) or discard an ended run's worktree; the new state goes into result.json.
-   * One operation per run at a time.
+   * Keep (merge) or discard an ended run's worktree or workspace copy; the new state goes into
+   * result.json. One operation per run at a time: the same asked again while it goes (a board started
+   * again while its keep was being applied, decision 107) waits for it and answers its outcome; the
+   * other is refused.
    */
   async settleWorktree(runId: string, how: 'keep' | 'discard'): Promise<RunResult> {
     const run = this.get(runId);
@@ -230,16 +233,32 @@ export class RunRegistry {
         ErrorCodes.InvalidState,
         `run ${runId} is still going; keep or discard it once it ended`,
       );
+    const going = this.settling.get(runId);
+    if (going) {
+      const doing = going.how === 'keep' ? 'kept' : 'discarded';
+      if (going.how !== how)
+        throw new ResponseError(
+          ErrorCodes.InvalidState,
+          `run ${runId}'s changes are being ${doing} already; ${how} it once that ended, if it still has them`,
+        );
+      this.deps.log.info({ runId, how }, `run ${runId} is being ${doing} already: this ${how} waits for it`);
+      return going.done;
+    }
     const result = run?.result ?? this.readResult(runId);
     if (!result) throw new ResponseError(ErrorCodes.RunNotFound, `no run ${runId}`);
     if (!result.worktree && !result.copy)
       throw new ResponseError(ErrorCodes.InvalidState, `run ${runId} has no worktree or workspace copy`);
-    if (this.settling.has(runId))
-      throw new ResponseError(
-        ErrorCodes.InvalidState,
-        `run ${runId}'s worktree is being kept or discarded already`,
-      );
-    this.settling.add(runId);
+    this.deps.log.info({ runId, how }, `${how === 'keep' ? 'keeping' : 'discarding'} run ${runId}'s changes`);
+    const done = this.settle(runId, result, how);
+    this.settling.set(runId, { how, done });
+    try {
+      return await done;
+    } finally {
+      this.settling.delete(runId);
+    }
+  }
+
+  private async settle(runId: string, result: RunResult, how: 'keep' | 'discard'): Promise<RunResult> {
     try {
       if (result.copy) result.copy = await settleCopy(result.copy, how);
       else
@@ -251,8 +270,6 @@ export class RunRegistry {
       if (err instanceof WorktreeError || err instanceof CopyError)
         throw new ResponseError(ErrorCodes.InvalidState, err.message);
       throw err;
-    } finally {
-      this.settling.delete(runId);
     }
   }
 

@@ -1,0 +1,122 @@
+/**
+ * A card written while the board's watcher is still looking at cards/ after an earlier change, on a
+ * slow disk (or a busy machine: the same slowness, from the thread pool's queue). Under load a card
+ * written after the page loaded never appeared (session 15, load 27): chokidar answered a change in
+ * cards/ with a scan of the folder, held the events that came during the scan for one more scan, and
+ * dropped them when the scan took over a second (its hold ends on a 1 s timer). Here one file's lstat
+ * is made slow on purpose (strace holds that one system call 3 s), so the scan takes that long every
+ * time, and the second card is written just after the scan listed the folder.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import { BoardStore } from '../../host/src/core/board-store.ts';
+
+const card = (id: string): string =>
+  `---\nid: ${id}\ntitle: ${id}\nflow: shell\nstatus: backlog\n---\n# Task\n`;
+
+let tracer: ChildProcess | undefined;
+let store: BoardStore | undefined;
+let dir: string | undefined;
+afterEach(async () => {
+  if (tracer && tracer.exitCode === null) {
+    const gone = new Promise((r) => tracer!.once('exit', r));
+    tracer.kill('SIGTERM'); // strace detaches, and the held call goes on
+    await gone;
+  }
+  await store?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  tracer = store = dir = undefined;
+});
+
+/** Waits until `ok()` holds, looked at after each change the store announces and each line strace prints. */
+function until(what: string, ok: () => boolean, on: (look: () => void) => () => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let off = (): void => undefined;
+    const timer = setTimeout(() => {
+      off();
+      reject(new Error(`never saw ${what}`));
+    }, 30_000);
+    const look = (): void => {
+      if (!ok()) return;
+      clearTimeout(timer);
+      off();
+      resolve();
+    };
+    off = on(look);
+    look();
+  });
+}
+
+it('a card written while the watcher looks at cards/ on a slow disk appears', async () => {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'rb-card-watch-'));
+  const cards = path.join(dir, 'cards');
+  mkdirSync(cards);
+  writeFileSync(path.join(dir, 'config.yaml'), 'version: 2\nflows:\n  shell: { runner: command }\n');
+  const slow = path.join(cards, 'slow.md');
+  writeFileSync(slow, card('slow'));
+  const s = (store = new BoardStore(dir));
+  s.load();
+  await s.watch();
+
+  // strace holds every stat of slow.md 3 s; it also prints each listing of cards/ (getdents64)
+  let out = '';
+  tracer = spawn(
+    'strace',
+    [
+      '-f',
+      '-p',
+      String(process.pid),
+      '-P',
+      slow,
+      '-P',
+      cards,
+      '-e',
+      'trace=statx,getdents64',
+      '-e',
+      'inject=statx:delay_enter=3000000',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  tracer.once('error', (err) => {
+    out += `strace could not start (${err.message}): install it (scripts/apt-packages.txt)\n`;
+  });
+  const lines: (() => void)[] = [];
+  tracer.stderr!.on('data', (d: Buffer) => {
+    out += d.toString();
+    for (const l of [...lines]) l();
+  });
+  const onTrace = (look: () => void): (() => void) => {
+    lines.push(look);
+    return () => lines.splice(lines.indexOf(look), 1);
+  };
+  const onStore = (look: () => void): (() => void) => {
+    s.on('cards', look);
+    return () => s.off('cards', look);
+  };
+  // strace says so once it holds every thread of this process ("Process N attached with M threads")
+  await until(`strace attached to this process (it said: ${out})`, () => /attached/.test(out), onTrace);
+
+  // a first card: the board looks at cards/ (a scan that lists it, then stats each file: 3 s)...
+  const listedAt = out.length;
+  writeFileSync(path.join(cards, 'a.md'), card('a'));
+  await until(
+    'the board listing cards/, or taking a.md in',
+    () => /getdents64/.test(out.slice(listedAt)) || s.get('a') !== undefined,
+    (look) => {
+      const offs = [onTrace(look), onStore(look)];
+      return () => offs.forEach((o) => o());
+    },
+  );
+  // ...and a second card written once the folder was listed, while that scan goes on
+  writeFileSync(path.join(cards, 'b.md'), card('b'));
+  await until('a.md and b.md on the board', () => !!s.get('a') && !!s.get('b'), onStore);
+  expect(
+    s
+      .all()
+      .map((c) => c.front.id)
+      .sort(),
+  ).toEqual(['a', 'b', 'slow']);
+});
