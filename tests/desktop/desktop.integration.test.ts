@@ -99,7 +99,7 @@ describe('reader', () => {
     try {
       let out = '';
       obs.stdout.on('data', (c: Buffer) => (out += c.toString()));
-      expect(await eventually(async () => out.includes('"snapshot"'), 20_000)).toBe(true);
+      expect(await eventually(async () => out.includes('"snapshot"'), 40_000)).toBe(true);
       expect(connectionsBetween(obs.pid!, form.pid)).toBe(1);
     } finally {
       obs.kill('SIGKILL');
@@ -1147,9 +1147,8 @@ describe('Chromium (web content, renderer accessibility on)', () => {
     const oneSocket = () =>
       s.run(args, { ...s.env, RUNBOARD_DESKTOP_TRACE: '1', RUNBOARD_ATSPI_SOCKETS: '1' });
     // The page has settled when two reads in a row agree (its layout may still move right after load).
-    expect(await eventually(async () => untimed(oneSocket().stdout) === untimed(oneSocket().stdout))).toBe(
-      true,
-    );
+    const settled = async () => untimed(oneSocket().stdout) === untimed(oneSocket().stdout);
+    expect(await eventually(settled, 40_000)).toBe(true);
     const spread = s.run(args, { ...s.env, RUNBOARD_DESKTOP_TRACE: '1' });
     const one = oneSocket();
     expect(spread.code, spread.stderr).toBe(0);
@@ -1166,7 +1165,7 @@ describe('Chromium (web content, renderer accessibility on)', () => {
     expect(biggest![1]).toBeGreaterThan(1);
     expect(sockets(one.stderr).every(([, n]) => n === 1)).toBe(true);
     expect(untimed(spread.stdout)).toBe(untimed(one.stdout));
-  });
+  }, 120_000);
 
   it('click --id presses the page button; type --id fills the search field', async () => {
     const go = cliId('btn', 'Go', ['--window', PAGE_TITLE]);
