@@ -28,6 +28,10 @@ const env: NodeJS.ProcessEnv = {
   RUNBOARD_HOME: path.join(tmp, 'home'),
   RUNBOARD_NATIVE_DIR: process.env.RUNBOARD_NATIVE_DIR,
   ...(process.env.RUNBOARD_DESKTOP_TRACE ? { RUNBOARD_DESKTOP_TRACE: '1' } : {}),
+  // the most sockets a big batch is spread over (dbus_wire.h; 1: none spread, as before session 16)
+  ...(process.env.RUNBOARD_ATSPI_SOCKETS
+    ? { RUNBOARD_ATSPI_SOCKETS: process.env.RUNBOARD_ATSPI_SOCKETS }
+    : {}),
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -184,6 +188,7 @@ try {
       const olds: number[] = [];
       let walked = 0;
       let returned = 0;
+      let same = true; // the read's output equals the old addon's (its "ts" aside) in every round
       // Chromium's CPU for each read (its main thread answers every call): steadier than wall time on a
       // loaded machine, where every process waits for a core.
       const pg = children.at(-1)!.pid!;
@@ -213,6 +218,8 @@ try {
           : undefined;
         if (warm) continue;
         if (o) olds.push(o.ms);
+        const untimed = (out: string) => out.replace(/"ts":\d+,/, '');
+        if (o && untimed(o.out) !== untimed(a.out)) same = false;
         ours.push(a.ms);
         theirs.push(b.ms);
         walked = Number(b.out.trim());
@@ -224,7 +231,7 @@ try {
       const cpuCell = (xs: number[]) =>
         xs.length ? `${median(xs).toFixed(0)} (${(median(xs) / median(cpu.theirs)).toFixed(2)}×)` : '-';
       rows.push(
-        `| ${lacks ? 'lacks the page (read while it loaded)' : 'holds the page (nothing read during the load)'} | ${items} | ${nodes} / ${walked} / ${returned} | ${ms(theirs)} | ${ms(ours)} | **${ratio(ours)}** | ${before ? `${ms(olds)} | ${ratio(olds)}` : '- | -'} | ${median(cpu.theirs).toFixed(0)} / ${cpuCell(cpu.ours)} / ${cpuCell(cpu.olds)} | ${median(zero).toFixed(0)} | ${os
+        `| ${lacks ? 'lacks the page (read while it loaded)' : 'holds the page (nothing read during the load)'} | ${items} | ${nodes} / ${walked} / ${returned} | ${ms(theirs)} | ${ms(ours)} | **${ratio(ours)}** | ${before ? `${ms(olds)} | ${ratio(olds)} | ${same ? 'yes' : '**no**'}` : '- | - | -'} | ${median(cpu.theirs).toFixed(0)} / ${cpuCell(cpu.ours)} / ${cpuCell(cpu.olds)} | ${median(zero).toFixed(0)} | ${os
           .loadavg()
           .map((x) => x.toFixed(1))
           .join(' ')} |`,
@@ -235,9 +242,9 @@ try {
       `\nHeavy tree: "${full}", ${ROUNDS} rounds in turns after a warm-up, whole processes, medians (all runs):\n`,
     );
     console.log(
-      "| Chromium's cache | GetItems items | nodes (addon / pyatspi walked / printed) | pyatspi walk ms | desktop-cli read ms | ratio | old addon ms | old ratio | Chromium CPU ms per read: pyatspi / read / old | `node -e 0` ms | load average at the end |",
+      "| Chromium's cache | GetItems items | nodes (addon / pyatspi walked / printed) | pyatspi walk ms | desktop-cli read ms | ratio | old addon ms | old ratio | same output as old | Chromium CPU ms per read: pyatspi / read / old | `node -e 0` ms | load average at the end |",
     );
-    console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const r of rows) console.log(r);
   }
   // ---- 1b. kept trees (observe, serve; HEAVY_KEPT=0 leaves them out): in process, the first read of a

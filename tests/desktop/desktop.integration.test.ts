@@ -41,6 +41,18 @@ async function status(title = TITLE): Promise<string> {
   )!.name;
 }
 
+/** Unix stream connections from a client process to the sockets a server process accepted (ss -xp). */
+function connectionsBetween(client: number, server: number): number {
+  const rows = execFileSync('ss', ['-xpnH'], { encoding: 'utf8' })
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter((f) => f[0] === 'u_str' && f.length >= 8);
+  const owned = (f: string[], pid: number) => f.slice(8).join(' ').includes(`pid=${pid},`);
+  // An accepted socket has the listening path as its own address; its peer is the client's socket.
+  const peers = new Set(rows.filter((f) => owned(f, server) && f[4] !== '*').map((f) => f[7]));
+  return rows.filter((f) => owned(f, client) && peers.has(f[5])).length;
+}
+
 /** desktop-cli read, as JSON, and the id of the element with that short role and title. */
 function cliId(r: string, t: string, args: string[] = ['--window', TITLE]): number {
   const res = s.run(['read', ...args, '--compact']);
@@ -74,6 +86,24 @@ describe('reader', () => {
     });
     const apps = s.run(['list', '--apps']);
     expect(apps.json).toContainEqual({ app: 'runboard-form', pid: w.pid, windows: 1 });
+  });
+
+  it('a process holds one private connection to an app (its calls through GDBus go over the bus)', async () => {
+    // at-spi2-atk keeps every peer-to-peer connection a client ever opened, closed or not, and looks at
+    // each one at every turn of its main loop (bridge.c: direct_connections only grow): a second
+    // private connection per process (GDBus's, besides the wire reader's) doubled what every read left
+    // behind in the app. A live observer of the form, its snapshot taken: its sockets to the form.
+    const obs = spawn(process.execPath, [s.cli, 'observe', '--window', TITLE, '--interval', '60000'], {
+      env: s.env,
+    });
+    try {
+      let out = '';
+      obs.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      expect(await eventually(async () => out.includes('"snapshot"'), 40_000)).toBe(true);
+      expect(connectionsBetween(obs.pid!, form.pid)).toBe(1);
+    } finally {
+      obs.kill('SIGKILL');
+    }
   });
 
   it('reads roles, names, values and bounds that agree with the layout', async () => {
@@ -1107,6 +1137,35 @@ describe('Chromium (web content, renderer accessibility on)', () => {
     expect(fast.stats.nodes).toBe(await desktop.naiveWalkForBench({ title: PAGE_TITLE }));
     expect(fast.stats.nodes).toBeGreaterThan(400);
   });
+
+  it('spreads a big batch over several sockets to the page, and reads exactly what one socket reads', async () => {
+    // at-spi2-atk answers one message per socket per turn of the app's main loop: a batch spread over N
+    // sockets is answered N per turn (decision 108). The replies are matched per socket; the output is
+    // the same, byte for byte, as the read over one socket (its time stamp aside).
+    const args = ['read', '--window', PAGE_TITLE, '--visible-only=false', '--compact'];
+    const untimed = (out: string) => out.replace(/"ts":\d+,/, '');
+    const oneSocket = () =>
+      s.run(args, { ...s.env, RUNBOARD_DESKTOP_TRACE: '1', RUNBOARD_ATSPI_SOCKETS: '1' });
+    // The page has settled when two reads in a row agree (its layout may still move right after load).
+    const settled = async () => untimed(oneSocket().stdout) === untimed(oneSocket().stdout);
+    expect(await eventually(settled, 40_000)).toBe(true);
+    const spread = s.run(args, { ...s.env, RUNBOARD_DESKTOP_TRACE: '1' });
+    const one = oneSocket();
+    expect(spread.code, spread.stderr).toBe(0);
+    expect(one.code, one.stderr).toBe(0);
+    const sockets = (trace: string) =>
+      [...trace.matchAll(/^wire batch: (\d+) x \w+: [\d.]+ ms \((\d+) sockets\)$/gm)].map((m) => [
+        Number(m[1]),
+        Number(m[2]),
+      ]);
+    // The page's biggest batch (its extents) has hundreds of calls: at least 64 per socket, 8 at most.
+    const biggest = sockets(spread.stderr).sort((a, b) => b[0]! - a[0]!)[0];
+    expect(biggest, spread.stderr).toBeDefined();
+    expect(biggest![1]).toBe(Math.min(8, Math.floor(biggest![0]! / 64)));
+    expect(biggest![1]).toBeGreaterThan(1);
+    expect(sockets(one.stderr).every(([, n]) => n === 1)).toBe(true);
+    expect(untimed(spread.stdout)).toBe(untimed(one.stdout));
+  }, 120_000);
 
   it('click --id presses the page button; type --id fills the search field', async () => {
     const go = cliId('btn', 'Go', ['--window', PAGE_TITLE]);

@@ -186,20 +186,23 @@ GVariant* Bus::CallOne(const Peer& peer, Call call, std::string* error) {
 
 wire::Conn& Bus::WireCallMany(const Peer& peer, const std::vector<wire::Call>& calls,
                               std::vector<wire::Reply>& replies) {
-  wire::Conn* c = wire::Conn::For(peer.address, !peer.dest.empty());
-  if (!c) throw DesktopError(kNoA11yBus, "cannot open a D-Bus connection to " + peer.address);
+  const bool direct = !peer.p2p.empty();
+  const std::string& address = direct ? peer.p2p : peer.address;
+  wire::Conn* c = wire::Conn::For(address, !direct);
+  if (!c) throw DesktopError(kNoA11yBus, "cannot open a D-Bus connection to " + address);
   auto t0 = g_get_monotonic_time();
-  c->CallMany(calls, replies, peer.dest);
+  c->CallMany(calls, replies, direct ? std::string_view() : std::string_view(peer.dest));
   roundTrips++;
   static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
   if (trace && !calls.empty())
-    g_printerr("wire batch: %zu x %.*s: %.1f ms\n", calls.size(), static_cast<int>(calls[0].member.size()),
-               calls[0].member.data(), (g_get_monotonic_time() - t0) / 1000.0);
+    g_printerr("wire batch: %zu x %.*s: %.1f ms (%zu sockets)\n", calls.size(),
+               static_cast<int>(calls[0].member.size()), calls[0].member.data(), (g_get_monotonic_time() - t0) / 1000.0,
+               c->SocketsFor(calls.size()));
   return *c;
 }
 
 std::vector<AppRef> Bus::Apps() {
-  Peer registry{conn_, "org.a11y.atspi.Registry", address_};
+  Peer registry{conn_, "org.a11y.atspi.Registry", address_, ""};
   std::string err;
   GVariant* r =
       CallOne(registry, {"/org/a11y/atspi/accessible/root", "org.a11y.atspi.Accessible", "GetChildren", nullptr}, &err);
@@ -219,7 +222,7 @@ std::vector<AppRef> Bus::Apps() {
     calls.push_back({"/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixProcessID",
                      g_variant_new("(s)", a.busName.c_str()), "org.freedesktop.DBus"});
   {
-    Replies pids{CallMany(Peer{conn_, "", address_}, calls)};
+    Replies pids{CallMany(Peer{conn_, "", address_, ""}, calls)};
     for (size_t i = 0; i < apps.size(); i++) {
       if (!pids.v[i]) continue;
       guint32 pid = 0;
@@ -235,7 +238,7 @@ std::vector<AppRef> Bus::Apps() {
                      g_variant_new("(ss)", "org.a11y.atspi.Accessible", "Name"), apps[i].busName});
     asked.push_back(i);
   }
-  Replies names{CallMany(Peer{conn_, "", address_}, calls)};
+  Replies names{CallMany(Peer{conn_, "", address_, ""}, calls)};
   for (size_t k = 0; k < asked.size(); k++) {
     if (!names.v[k]) continue;
     GVariant* v = nullptr;
@@ -249,34 +252,23 @@ std::vector<AppRef> Bus::Apps() {
 Peer Bus::PeerFor(const std::string& busName) {
   static std::map<std::string, Peer> peers;
   auto it = peers.find(busName);
-  if (it != peers.end()) {
-    if (!g_dbus_connection_is_closed(it->second.conn)) return it->second;
-    if (it->second.conn != conn_) g_object_unref(it->second.conn);
-    peers.erase(it);
-  }
-  Peer viaBus{conn_, busName, address_};
-  Peer chosen = viaBus;
+  if (it != peers.end()) return it->second;
+  Peer peer{conn_, busName, address_, ""};
   const char* p2p = std::getenv("RUNBOARD_ATSPI_P2P");
   if (!p2p || std::string(p2p) != "0") {
-    // Apps built on atk-bridge offer a private socket: talking to it directly skips the bus daemon's hop.
+    // Apps built on atk-bridge offer a private socket: the wire reader's calls skip the bus daemon's hop
+    // there. GDBus stays on the bus: a second private connection would stay in the app for its life.
     GVariant* r = CallOne(
-        viaBus, {"/org/a11y/atspi/accessible/root", "org.a11y.atspi.Application", "GetApplicationBusAddress", nullptr});
+        peer, {"/org/a11y/atspi/accessible/root", "org.a11y.atspi.Application", "GetApplicationBusAddress", nullptr});
     if (r) {
       const char* addr = nullptr;
       g_variant_get(r, "(&s)", &addr);
-      if (addr && *addr) {
-        GDBusConnection* c = g_dbus_connection_new_for_address_sync(addr, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT,
-                                                                    nullptr, nullptr, nullptr);
-        if (c) {
-          g_dbus_connection_set_exit_on_close(c, FALSE);
-          chosen = Peer{c, "", addr};
-        }
-      }
+      if (addr && *addr) peer.p2p = addr;
       g_variant_unref(r);
     }
   }
-  peers.emplace(busName, chosen);
-  return chosen;
+  peers.emplace(busName, peer);
+  return peer;
 }
 
 bool ProcessStopped(int pid) {

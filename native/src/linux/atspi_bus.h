@@ -15,12 +15,15 @@
 
 namespace runboard::desktop::atspi {
 
-// Where an application's objects are reached: directly (peer-to-peer socket the app offers) or
-// through the bus daemon.
+// Where an application's objects are reached: GDBus calls through the bus daemon (conn, dest), and the
+// wire reader's calls (they come by the thousand) on the app's own peer-to-peer socket when it offers
+// one (p2p), else through the bus too. One peer-to-peer connection per process and app at most, besides
+// the ones a big batch spreads over (dbus_wire.h): at-spi2-atk never forgets a closed one (decision 108).
 struct Peer {
   GDBusConnection* conn = nullptr;
-  std::string dest;     // "" on a peer-to-peer connection
-  std::string address;  // the socket's D-Bus address (the app's own, or the bus's), for wire::Conn
+  std::string dest;     // the app's bus name ("" when conn is the app's own socket)
+  std::string address;  // the bus's D-Bus address
+  std::string p2p;      // the app's own socket's address ("" when it offers none)
 };
 
 struct AppRef {

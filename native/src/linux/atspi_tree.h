@@ -81,6 +81,11 @@ uint32_t IfaceBit(std::string_view name);
 // knownStatic: paths known to be text runs (role static): they are not asked their role.
 void FetchInfo(Bus& bus, const Peer& peer, std::vector<Node>& nodes, const std::vector<int>& fresh, bool setParent,
                const std::unordered_set<std::string>* knownStatic = nullptr);
+// One child of a GetChildren reply, at position pos under parent: an object known already is moved
+// there (GTK has children whose Parent property points elsewhere); a new one is added to nodes, byPath
+// and fresh.
+void PlaceChild(std::vector<Node>& nodes, std::unordered_map<std::string, int>& byPath, std::string path,
+                const std::string& parent, int pos, std::vector<int>& fresh);
 // Children lists from the parents' paths, in index order.
 void LinkChildren(std::vector<Node>& nodes, std::unordered_map<std::string, int>& byPath);
 // Fetches the children of objects below `root` that have fewer than their child count.

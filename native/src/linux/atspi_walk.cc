@@ -130,6 +130,24 @@ void FetchInfo(Bus& bus, const Peer& peer, std::vector<Node>& nodes, const std::
   }
 }
 
+void PlaceChild(std::vector<Node>& nodes, std::unordered_map<std::string, int>& byPath, std::string path,
+                const std::string& parent, int pos, std::vector<int>& fresh) {
+  auto known = byPath.find(path);
+  if (known != byPath.end()) {
+    Node& k = nodes[known->second];  // re-attached (GTK has children whose Parent points elsewhere)
+    k.parent = parent;
+    k.index = pos;
+    return;
+  }
+  Node n;
+  n.path = std::move(path);
+  n.parent = parent;
+  n.index = pos;
+  byPath.emplace(n.path, static_cast<int>(nodes.size()));
+  fresh.push_back(static_cast<int>(nodes.size()));
+  nodes.push_back(std::move(n));
+}
+
 // An object reference list, a(so), as paths.
 template <typename F>
 static void ForEachRef(wire::Reader b, F&& f) {
@@ -280,24 +298,8 @@ void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes, std::u
         if (!replies[k2].ok) continue;
         int index = 0;
         const std::string parent = nodes[frontier[k2]].path;
-        ForEachRef(c.Body(replies[k2]), [&](std::string_view p) {
-          int pos = index++;
-          std::string path(p);
-          auto known = byPath.find(path);
-          if (known != byPath.end()) {
-            Node& k = nodes[known->second];  // re-attached (GTK has children whose Parent points elsewhere)
-            k.parent = parent;
-            k.index = pos;
-            return;
-          }
-          Node n;
-          n.path = std::move(path);
-          n.parent = parent;
-          n.index = pos;
-          byPath.emplace(n.path, static_cast<int>(nodes.size()));
-          fresh.push_back(static_cast<int>(nodes.size()));
-          nodes.push_back(std::move(n));
-        });
+        ForEachRef(c.Body(replies[k2]),
+                   [&](std::string_view p) { PlaceChild(nodes, byPath, std::string(p), parent, index++, fresh); });
       }
     }
     if (!fresh.empty()) FetchInfo(bus, peer, nodes, fresh, false, g_askInterfaces ? nullptr : &statics);

@@ -6,13 +6,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 
 namespace runboard::desktop::atspi::wire {
 namespace {
+
+// Sockets a big batch is spread over on an app's own socket, and the fewest calls that earn each one
+// (a GTK form's batches, under a hundred calls, keep to one; docs/bench-desktop.md, session 16).
+constexpr int kSockets = 8;
+constexpr size_t kCallsPerSocket = 64;
 
 size_t AlignUp(size_t v, size_t a) { return (v + a - 1) & ~(a - 1); }
 
@@ -145,6 +152,48 @@ size_t TypeLen(std::string_view sig) {
   return i < sig.size() ? i + 1 : 0;
 }
 
+// A connected socket for the first unix address of a list, with a receive timeout so that a peer that
+// never answers cannot hang the (blocking) authentication. -1 on failure.
+int ConnectUnix(const std::string& address) {
+  sockaddr_un sa;
+  socklen_t len = 0;
+  if (!UnixAddress(address, sa, len)) return -1;
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0) {
+    close(fd);
+    return -1;
+  }
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+bool SendAll(int fd, std::string_view s) {
+  return send(fd, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size());
+}
+
+// SASL EXTERNAL with the process's uid (the NUL byte first).
+std::string AuthLine() {
+  std::string uid = std::to_string(geteuid()), hex;
+  for (char ch : uid) {
+    static const char digits[] = "0123456789abcdef";
+    hex.push_back(digits[(ch >> 4) & 15]);
+    hex.push_back(digits[ch & 15]);
+  }
+  return std::string(1, '\0') + "AUTH EXTERNAL " + hex + "\r\n";
+}
+
+bool ReadAuthOk(int fd) {
+  std::string line;
+  char ch;
+  while (line.size() < 512 && line.find("\r\n") == std::string::npos) {
+    if (recv(fd, &ch, 1, 0) != 1) return false;
+    line.push_back(ch);
+  }
+  return line.compare(0, 3, "OK ") == 0;
+}
+
 }  // namespace
 
 void Reader::SkipValue(std::string_view sig) {
@@ -272,16 +321,10 @@ size_t Reader::Array(size_t elemAlign) {
 }
 
 std::unique_ptr<Conn> Conn::Connect(const std::string& address, bool bus) {
-  sockaddr_un sa;
-  socklen_t len = 0;
-  if (!UnixAddress(address, sa, len)) return nullptr;
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = ConnectUnix(address);
   if (fd < 0) return nullptr;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0) {
-    close(fd);
-    return nullptr;
-  }
   std::unique_ptr<Conn> c(new Conn(fd));
+  c->address_ = address;
   if (!c->Auth(bus)) return nullptr;
   return c;
 }
@@ -299,10 +342,44 @@ Conn* Conn::For(const std::string& address, bool bus) {
   }
   std::unique_ptr<Conn> c = Connect(address, bus);
   if (!c) return nullptr;
+  c->spread_ = !bus;  // a bus daemon has one connection to the app, whatever ours are
   return conns.emplace(address, std::move(c)).first->second.get();
 }
 
-Conn::~Conn() { close(fd_); }
+Conn::~Conn() {
+  for (Sock& k : socks_) close(k.fd);
+}
+
+size_t Conn::SocketsFor(size_t calls) const {
+  if (!spread_) return 1;
+  static const size_t most = [] {
+    const char* v = std::getenv("RUNBOARD_ATSPI_SOCKETS");  // for benchmarks: 1 turns the spreading off
+    int n = v ? std::atoi(v) : kSockets;
+    return static_cast<size_t>(std::min(std::max(n, 1), 32));
+  }();
+  return std::max<size_t>(1, std::min(most, calls / kCallsPerSocket));
+}
+
+void Conn::OpenSockets(size_t n) {
+  std::vector<int> fresh;
+  std::string auth = AuthLine();
+  while (socks_.size() + fresh.size() < n) {
+    int fd = ConnectUnix(address_);
+    if (fd < 0) break;
+    if (!SendAll(fd, auth)) {
+      close(fd);
+      break;
+    }
+    fresh.push_back(fd);
+  }
+  for (int fd : fresh) {  // every AUTH is sent before the first OK is read: one round trip for all
+    if (ReadAuthOk(fd) && SendAll(fd, "BEGIN\r\n")) {
+      socks_.emplace_back(fd);
+    } else {
+      close(fd);
+    }
+  }
+}
 
 void AppendCall(std::string& out, const Call& c, std::string_view dest, uint32_t serial) {
   AppendCallTo(out, c, dest, serial);
@@ -361,24 +438,7 @@ int ParseMessage(const char* m, size_t n, Message& msg) {
 // SASL EXTERNAL with the process's uid, then BEGIN (and Hello on a message bus). Blocking, with a
 // receive timeout so that a peer that never answers cannot hang the reader.
 bool Conn::Auth(bool bus) {
-  timeval tv{5, 0};
-  setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string uid = std::to_string(geteuid()), hex;
-  for (char ch : uid) {
-    static const char digits[] = "0123456789abcdef";
-    hex.push_back(digits[(ch >> 4) & 15]);
-    hex.push_back(digits[ch & 15]);
-  }
-  std::string hello = std::string(1, '\0') + "AUTH EXTERNAL " + hex + "\r\n";
-  if (send(fd_, hello.data(), hello.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hello.size())) return false;
-  std::string line;
-  char ch;
-  while (line.size() < 512 && line.find("\r\n") == std::string::npos) {
-    if (recv(fd_, &ch, 1, 0) != 1) return false;
-    line.push_back(ch);
-  }
-  if (line.compare(0, 3, "OK ") != 0) return false;
-  if (send(fd_, "BEGIN\r\n", 7, MSG_NOSIGNAL) != 7) return false;
+  if (!SendAll(fd_, AuthLine()) || !ReadAuthOk(fd_) || !SendAll(fd_, "BEGIN\r\n")) return false;
   if (bus) {
     std::vector<Call> calls{{"/org/freedesktop/DBus", "org.freedesktop.DBus", "Hello", "", ""}};
     std::vector<Reply> replies;
@@ -390,67 +450,89 @@ bool Conn::Auth(bool bus) {
 bool Conn::CallMany(const std::vector<Call>& calls, std::vector<Reply>& replies, std::string_view dest, int timeoutMs) {
   replies.assign(calls.size(), Reply{});
   if (broken_) return false;
-  std::string out;
-  size_t bytes = 0;
-  for (auto& c : calls) bytes += 160 + c.path.size() + c.body.size();
-  out.reserve(bytes);
-  uint32_t first = serial_ + 1;
-  for (auto& c : calls) AppendCallTo(out, c, dest, ++serial_);
-  size_t sent = 0, parsed = 0, used = 0, left = calls.size();
-  std::vector<char> buf(std::max<size_t>(1 << 16, bytes / 2));
+  size_t n = SocketsFor(calls.size());
+  if (n > socks_.size()) OpenSockets(n);
+  n = std::min(n, socks_.size());
+  // Socket k takes the calls [from, from + count): replies are matched by serial on their own socket.
+  struct Batch {
+    std::string out;
+    size_t sent = 0, parsed = 0, used = 0, from = 0, count = 0;
+    uint32_t first = 0;
+    std::vector<char> buf;
+  };
+  std::vector<Batch> b(n);
+  for (size_t k = 0; k < n; k++) {
+    Batch& x = b[k];
+    x.from = calls.size() * k / n;
+    x.count = calls.size() * (k + 1) / n - x.from;
+    size_t bytes = 0;
+    for (size_t i = x.from; i < x.from + x.count; i++) bytes += 160 + calls[i].path.size() + calls[i].body.size();
+    x.out.reserve(bytes);
+    x.first = socks_[k].serial + 1;
+    for (size_t i = x.from; i < x.from + x.count; i++) AppendCallTo(x.out, calls[i], dest, ++socks_[k].serial);
+    x.buf.resize(std::max<size_t>(1 << 16, bytes / 2));
+  }
+  size_t left = calls.size();
   int64_t deadline = NowMs() + timeoutMs;
   auto fail = [&] {
     broken_ = true;
     for (auto& r : replies) r.ok = false;
     return false;
   };
+  std::vector<pollfd> p(n);
   while (left > 0) {
-    pollfd p{fd_, static_cast<short>(POLLIN | (sent < out.size() ? POLLOUT : 0)), 0};
+    for (size_t k = 0; k < n; k++)
+      p[k] = pollfd{socks_[k].fd, static_cast<short>(POLLIN | (b[k].sent < b[k].out.size() ? POLLOUT : 0)), 0};
     int wait = static_cast<int>(deadline - NowMs());
     if (wait <= 0) return fail();
-    int n = poll(&p, 1, wait);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail();
-    if (p.revents & POLLOUT) {
-      ssize_t w = send(fd_, out.data() + sent, out.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (w < 0 && errno != EAGAIN && errno != EINTR) return fail();
-      if (w > 0) sent += static_cast<size_t>(w);
-    }
-    if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
-      if (buf.size() - used < (1 << 15)) buf.resize(buf.size() * 2);
-      ssize_t r = recv(fd_, buf.data() + used, buf.size() - used, MSG_DONTWAIT);
+    int ready = poll(p.data(), n, wait);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return fail();
+    for (size_t k = 0; k < n; k++) {
+      Batch& x = b[k];
+      int fd = socks_[k].fd;
+      if (p[k].revents & POLLOUT) {
+        ssize_t w = send(fd, x.out.data() + x.sent, x.out.size() - x.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0 && errno != EAGAIN && errno != EINTR) return fail();
+        if (w > 0) x.sent += static_cast<size_t>(w);
+      }
+      if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (x.buf.size() - x.used < (1 << 15)) x.buf.resize(x.buf.size() * 2);
+      ssize_t r = recv(fd, x.buf.data() + x.used, x.buf.size() - x.used, MSG_DONTWAIT);
       if (r == 0) return fail();
       if (r < 0 && errno != EAGAIN && errno != EINTR) return fail();
-      if (r > 0) used += static_cast<size_t>(r);
-    }
-    // Whole messages received so far.
-    while (used - parsed >= 16) {
-      const char* m = buf.data() + parsed;
-      Message msg;
-      int whole = ParseMessage(m, used - parsed, msg);
-      if (whole < 0) return fail();
-      if (whole == 0) break;
-      if ((msg.type == 2 || msg.type == 3) && msg.replyTo >= first && msg.replyTo - first < calls.size()) {
-        Reply& rep = replies[msg.replyTo - first];
-        rep.off = parsed + msg.bodyOff;
-        rep.len = msg.bodyLen;
-        rep.ok = msg.type == 2;
-        if (msg.type == 3) {
-          Reader b(m + msg.bodyOff, msg.bodyLen);
-          std::string_view text = msg.bodyLen ? b.Str() : std::string_view();
-          rep.error = std::string(msg.error) + (text.empty() ? "" : ": " + std::string(text));
+      if (r > 0) x.used += static_cast<size_t>(r);
+      // Whole messages received so far.
+      while (x.used - x.parsed >= 16) {
+        const char* m = x.buf.data() + x.parsed;
+        Message msg;
+        int whole = ParseMessage(m, x.used - x.parsed, msg);
+        if (whole < 0) return fail();
+        if (whole == 0) break;
+        if ((msg.type == 2 || msg.type == 3) && msg.replyTo >= x.first && msg.replyTo - x.first < x.count) {
+          Reply& rep = replies[x.from + (msg.replyTo - x.first)];
+          rep.off = x.parsed + msg.bodyOff;
+          rep.len = msg.bodyLen;
+          rep.sock = static_cast<uint32_t>(k);
+          rep.ok = msg.type == 2;
+          if (msg.type == 3) {
+            Reader e(m + msg.bodyOff, msg.bodyLen);
+            std::string_view text = msg.bodyLen ? e.Str() : std::string_view();
+            rep.error = std::string(msg.error) + (text.empty() ? "" : ": " + std::string(text));
+          }
+          left--;
         }
-        left--;
+        x.parsed += msg.total;
       }
-      size_t total = msg.total;
-      parsed += total;
     }
   }
-  // Everything a reply points at stays in in_ until the next batch; a message that came after the
-  // last reply (a signal) is dropped with the rest.
-  buf.resize(used);
-  in_.swap(buf);
-  if (parsed < used) broken_ = true;  // part of a later message was read: start afresh next time
+  // Everything a reply points at stays in its socket's buffer until the next batch; a message that came
+  // after the last reply (a signal) is dropped with the rest.
+  for (size_t k = 0; k < n; k++) {
+    b[k].buf.resize(b[k].used);
+    socks_[k].in.swap(b[k].buf);
+    if (b[k].parsed < b[k].used) broken_ = true;  // part of a later message was read: start afresh next time
+  }
   return true;
 }
 

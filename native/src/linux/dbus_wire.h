@@ -61,7 +61,8 @@ struct Call {
 struct Reply {
   bool ok = false;  // a method return (false: an error reply, or no reply)
   std::string error;
-  size_t off = 0, len = 0;  // the body inside the connection's buffer
+  size_t off = 0, len = 0;  // the body inside the buffer of the connection's socket `sock`
+  uint32_t sock = 0;
 };
 
 // A message's header, parsed in place (views into the bytes given to ParseMessage).
@@ -91,20 +92,37 @@ class Conn {
   // Sends every call, then reads until every reply came (pipelined, both directions in one poll loop
   // so that neither side blocks on a full socket). False when the connection failed or timed out (its
   // replies are then not ok); the connection is then closed and opened again at the next For.
+  // On an app's own (peer-to-peer) socket a big batch is spread over several sockets to the app, opened
+  // on the first such batch (SocketsFor): an app on at-spi2-atk dispatches one message per socket per
+  // main-loop turn, so N sockets with calls queued are answered N per turn (decision 108).
   bool CallMany(const std::vector<Call>& calls, std::vector<Reply>& replies, std::string_view dest,
                 int timeoutMs = 5000);
   // The body of a reply, valid until the next CallMany.
-  Reader Body(const Reply& r) const { return Reader(in_.data() + r.off, r.len); }
+  Reader Body(const Reply& r) const { return Reader(socks_[r.sock].in.data() + r.off, r.len); }
+  // How many sockets a batch of `calls` calls is spread over (1 on a message bus, on a connection from
+  // Open, and for small batches; RUNBOARD_ATSPI_SOCKETS sets the most, 8 by default).
+  size_t SocketsFor(size_t calls) const;
+  size_t sockets() const { return socks_.size(); }
   ~Conn();
 
  private:
-  explicit Conn(int fd) : fd_(fd) {}
+  struct Sock {
+    explicit Sock(int f) : fd(f) {}
+    int fd;
+    uint32_t serial = 0;
+    std::vector<char> in;  // the bytes of the last batch's replies
+  };
+  explicit Conn(int fd) : fd_(fd) { socks_.emplace_back(fd); }
   // Connects and authenticates (Open and For differ only in `bus`).
   static std::unique_ptr<Conn> Connect(const std::string& address, bool bus);
   bool Auth(bool bus);
-  int fd_;
-  uint32_t serial_ = 0;
-  std::vector<char> in_;
+  // Opens more sockets to the same peer until there are n (all authenticated in one round trip); fewer
+  // when some cannot be opened.
+  void OpenSockets(size_t n);
+  std::vector<Sock> socks_;
+  int fd_;  // socks_[0]'s
+  std::string address_;
+  bool spread_ = false;  // an app's own socket (For): big batches are spread
   bool broken_ = false;
 };
 

@@ -113,21 +113,8 @@ bool Refresh(WindowTree& t, const Dirty& d, bool expandHidden, int* refreshed) {
         b.Str();
         std::string path(b.Str());
         if (!b.ok()) break;
-        int pos = index++;
         now.insert(path);
-        auto known = byPath.find(path);
-        if (known != byPath.end()) {
-          nodes[known->second].parent = parent;
-          nodes[known->second].index = pos;
-          continue;
-        }
-        Node n;
-        n.path = std::move(path);
-        n.parent = parent;
-        n.index = pos;
-        byPath.emplace(n.path, static_cast<int>(nodes.size()));
-        fresh.push_back(static_cast<int>(nodes.size()));
-        nodes.push_back(std::move(n));
+        PlaceChild(nodes, byPath, std::move(path), parent, index++, fresh);
       }
       for (int ch : nodes[parents[k]].children)  // (the lists of the last LinkChildren)
         if (nodes[ch].parent == parent && !now.count(nodes[ch].path)) nodes[ch].parent.clear();
