@@ -12,52 +12,25 @@
  * saved") until serve is killed with SIGKILL.
  */
 import { execFileSync } from 'node:child_process';
-import {
-  appendFileSync,
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import YAML from 'yaml';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { RunResult } from '@runboard/supervisor/protocol';
-import { startModelServer, type ModelServer, type ScriptedTurn } from '../fixtures/model-server/server.ts';
+import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
 import { statePaths } from '@runboard/supervisor/paths';
-import { BoardServer, REPO, waitUntil } from '../e2e/helpers/board.ts';
+import { BoardServer, waitUntil } from '../e2e/helpers/board.ts';
+import { desktopFlow, exec, final } from '../fixtures/attempts-board.ts';
+import { ownDisk, type OwnDisk } from '../helpers/disk.ts';
 
 const CONFIG = `version: 1
 scheduler: { maxConcurrency: 4 }
 flows:
-  desktop:
-    runner: computer-use
-    provider: openai
-    model: gpt-test
-    prompt: ${path.join(REPO, 'prompts', 'execution_agent')}
-    cap: 3
-    attempts: 2
-    timeout: 3m
-    computerUse:
-      privateDisplay: true
-      displaySize: 800x600x24
-      maxSteps: 4
-`;
+${desktopFlow('desktop', { cap: 3, attempts: 2, timeout: '3m', maxSteps: 4 })}`;
 const CARD = `---\ntitle: ATT-KEPT\nflow: desktop\nworkspace: ./workspace\n---\n# Task\nATT-KEPT: write result.txt.\n\n## Success criteria\nresult.txt says two.\n`;
 
 const HELD = `---\ntitle: ATT-HELD\nflow: desktop\nworkspace: ./held\n---\n# Task\nATT-HELD: write result.txt.\n\n## Success criteria\nresult.txt says two.\n`;
-
-const exec = (command: string): ScriptedTurn => ({
-  toolCalls: [{ name: 'terminal_exec', arguments: { command, shell: true } }],
-});
-const final = (o: Record<string, unknown>): ScriptedTurn => ({
-  text: JSON.stringify({ error: '', questions: [], ...o }),
-});
 
 let model: ModelServer;
 let server: BoardServer;
@@ -92,32 +65,11 @@ afterAll(async () => {
 const front = (file = 'kept.md'): Record<string, unknown> =>
   YAML.parse(readFileSync(server.cardFile(file), 'utf8').split('---')[1]!) as Record<string, unknown>;
 
-/** The board's ledger folder on a 1 MiB tmpfs of its own; `fill()` leaves no byte for a ledger line. */
-function ledgerDisk(dir: string): { fill: () => void; free: () => void } {
-  const saved = mkdtempSync(path.join(os.tmpdir(), 'rb-ledger-'));
-  cpSync(dir, saved, { recursive: true });
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0700', 'tmpfs', dir]);
+/** The board's ledger folder on a 1 MiB tmpfs of its own (tests/helpers/disk.ts), unmounted after. */
+function ledgerDisk(dir: string): OwnDisk {
+  const disk = ownDisk(dir);
   mounted = dir;
-  cpSync(saved, dir, { recursive: true });
-  rmSync(saved, { recursive: true, force: true });
-  const filler = path.join(dir, 'filler');
-  return {
-    fill() {
-      // each log ends at a page boundary (an append within a page would take no space)
-      for (const name of readdirSync(dir).filter((n) => n.endsWith('.log'))) {
-        const size = statSync(path.join(dir, name)).size;
-        if (size % 4096) appendFileSync(path.join(dir, name), '\n'.repeat(4096 - (size % 4096)));
-      }
-      try {
-        execFileSync('dd', ['if=/dev/zero', `of=${filler}`, 'bs=4096'], { stdio: 'ignore' });
-      } catch {
-        // ENOSPC: full, as wanted
-      }
-    },
-    free() {
-      rmSync(filler, { force: true });
-    },
-  };
+  return disk;
 }
 
 it('a board killed after the winner was kept and before the card was written: restarted, the card is Done', async () => {

@@ -12,36 +12,17 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startModelServer, type ModelServer, type ScriptedTurn } from '../fixtures/model-server/server.ts';
-import { BoardServer, launchBrowser, openCard, REPO, waitUntil } from '../e2e/helpers/board.ts';
+import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
+import { BoardServer, launchBrowser, openCard, waitUntil } from '../e2e/helpers/board.ts';
+import { desktopFlow, exec, final, NO_VERDICT_JUDGE, resultCard } from '../fixtures/attempts-board.ts';
 import { statePaths } from '@runboard/supervisor/paths';
 
 const CONFIG = `version: 1
 scheduler: { maxConcurrency: 4 }
 limits: { displays: 2 }
 flows:
-  desktop:
-    runner: computer-use
-    provider: openai
-    model: gpt-test
-    prompt: ${path.join(REPO, 'prompts', 'execution_agent')}
-    cap: 3
-    attempts: 2
-    timeout: 3m
-    computerUse:
-      privateDisplay: true
-      displaySize: 800x600x24
-      maxSteps: 4
-`;
-const card = (title: string, extra = ''): string =>
-  `---\ntitle: ${title}\nflow: desktop\nworkspace: ./workspace\n${extra}---\n# Task\n${title}: write result.txt.\n\n## Success criteria\nresult.txt says what was asked.\n`;
-
-const exec = (command: string): ScriptedTurn => ({
-  toolCalls: [{ name: 'terminal_exec', arguments: { command, shell: true } }],
-});
-const final = (o: Record<string, unknown>): ScriptedTurn => ({
-  text: JSON.stringify({ error: '', questions: [], ...o }),
-});
+${desktopFlow('desktop', { cap: 3, attempts: 2, timeout: '3m', maxSteps: 4 })}`;
+const card = (title: string, extra = ''): string => resultCard(title, 'desktop', extra);
 
 let model: ModelServer;
 let server: BoardServer;
@@ -168,13 +149,7 @@ describe('attempts across a host restart', () => {
 
   it('a judge that fails leaves the successful attempts’ copies: the inspector keeps one into the folder', async () => {
     model.setEpisodes([
-      {
-        name: 'judge',
-        match: 'You are the judge of',
-        requireTools: false,
-        indexBy: 'requests',
-        turns: Array.from({ length: 4 }, () => ({ text: 'no verdict here' })),
-      },
+      NO_VERDICT_JUDGE,
       {
         name: 'nojudge',
         match: 'ATT-NOJUDGE',

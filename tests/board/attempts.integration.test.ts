@@ -17,60 +17,18 @@ import {
   type TurnFn,
 } from '../fixtures/model-server/server.ts';
 import { git } from '../agents/agent-harness.ts';
-import { writeFileSync } from 'node:fs';
 import type { Browser } from 'playwright-core';
-import { ARTIFACTS, BoardServer, launchBrowser, REPO, waitUntil } from '../e2e/helpers/board.ts';
+import { ARTIFACTS, BoardServer, gitWorkspace, launchBrowser, waitUntil } from '../e2e/helpers/board.ts';
 import { processesMentioning } from '../helpers/harness.ts';
 import { formApp } from '../cu/cu-harness.ts';
 import { toolOutputs } from '../fixtures/model-server/server.ts';
+import { desktopFlow, exec, final, resultCard } from '../fixtures/attempts-board.ts';
 
 const CONFIG = `version: 1
 scheduler: { maxConcurrency: 3 }
 flows:
-  desktop:
-    runner: computer-use
-    provider: openai
-    model: gpt-test
-    prompt: ${path.join(REPO, 'prompts', 'execution_agent')}
-    cap: 3
-    attempts: 3
-    timeout: 2m
-    computerUse:
-      privateDisplay: true
-      displaySize: 800x600x24
-      maxSteps: 3
-  bounded:
-    runner: computer-use
-    provider: openai
-    model: gpt-test
-    prompt: ${path.join(REPO, 'prompts', 'execution_agent')}
-    cap: 2
-    attempts: 2
-    judgeAfter: 1s
-    timeout: 2m
-    computerUse:
-      privateDisplay: true
-      displaySize: 800x600x24
-  capped:
-    runner: computer-use
-    provider: openai
-    model: gpt-test
-    prompt: ${path.join(REPO, 'prompts', 'execution_agent')}
-    cap: 2
-    timeout: 2m
-    computerUse:
-      privateDisplay: true
-      displaySize: 800x600x24
-`;
-const card = (title: string, flow: string, extra = ''): string =>
-  `---\ntitle: ${title}\nflow: ${flow}\nworkspace: ./workspace\n${extra}---\n# Task\n${title}: write result.txt.\n\n## Success criteria\nresult.txt says what was asked.\n`;
-
-const exec = (command: string): ScriptedTurn => ({
-  toolCalls: [{ name: 'terminal_exec', arguments: { command, shell: true } }],
-});
-const final = (o: Record<string, unknown>): ScriptedTurn => ({
-  text: JSON.stringify({ error: '', questions: [], ...o }),
-});
+${desktopFlow('desktop', { cap: 3, attempts: 3, timeout: '2m', maxSteps: 3 })}${desktopFlow('bounded', { cap: 2, attempts: 2, judgeAfter: '1s', timeout: '2m' })}${desktopFlow('capped', { cap: 2, timeout: '2m' })}`;
+const card = resultCard;
 /** The first turn of every attempt waits at a barrier until `count` attempts are waiting there. */
 const barrier = (t: ScriptedTurn, name: string, count: number): ScriptedTurn => ({
   ...t,
@@ -121,13 +79,7 @@ beforeAll(async () => {
       'bounded.md': card('ATT-BOUNDED', 'bounded'),
       'setup.md': card('ATT-SETUP', 'desktop', `attempts: 2\nsetup: ${JSON.stringify(SETUP)}\n`),
     },
-    BoardServer.withModel('openai', model.url, (paths) => {
-      const ws = path.join(path.dirname(paths.root), 'project', 'workspace');
-      git(ws, 'init', '-q', '-b', 'main');
-      writeFileSync(path.join(ws, 'README.md'), '# repo\n');
-      git(ws, 'add', '-A');
-      git(ws, 'commit', '-qm', 'initial');
-    }),
+    BoardServer.withModel('openai', model.url, gitWorkspace),
   );
   browser = await launchBrowser();
 }, 60_000);

@@ -9,22 +9,13 @@
  * on a small tmpfs filled to the last byte, serve killed with SIGKILL.
  */
 import { execFileSync } from 'node:child_process';
-import {
-  appendFileSync,
-  cpSync,
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-} from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { digestOf } from '@runboard/supervisor/ledger';
 import { BoardServer, shellCard, shellConfig, waitUntil } from '../e2e/helpers/board.ts';
 import { Harness } from '../helpers/harness.ts';
+import { ownDisk, type OwnDisk } from '../helpers/disk.ts';
 
 let server: BoardServer | undefined;
 let mounted: string | undefined;
@@ -35,33 +26,11 @@ afterEach(async () => {
   server = undefined;
 });
 
-/** The board's ledger folder on a 1 MiB tmpfs of its own; `fill(slack)` as in full-disk's test. */
-function ledgerDisk(dir: string): { fill: (slack: number) => void; free: () => void } {
-  const saved = mkdtempSync(path.join(os.tmpdir(), 'rb-ledger-'));
-  cpSync(dir, saved, { recursive: true });
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0700', 'tmpfs', dir]);
+/** The board's ledger folder on a 1 MiB tmpfs of its own (tests/helpers/disk.ts), unmounted after. */
+function ledgerDisk(dir: string): OwnDisk {
+  const disk = ownDisk(dir);
   mounted = dir;
-  cpSync(saved, dir, { recursive: true });
-  rmSync(saved, { recursive: true, force: true });
-  const filler = path.join(dir, 'filler');
-  return {
-    fill(slack) {
-      // each log ends `slack` bytes before a page boundary (an append within a page takes no space)
-      for (const name of readdirSync(dir).filter((n) => n.endsWith('.log'))) {
-        const size = statSync(path.join(dir, name)).size;
-        const pad = (((4096 - slack - size) % 4096) + 4096) % 4096;
-        if (pad) appendFileSync(path.join(dir, name), '\n'.repeat(pad));
-      }
-      try {
-        execFileSync('dd', ['if=/dev/zero', `of=${filler}`, 'bs=4096'], { stdio: 'ignore' });
-      } catch {
-        // ENOSPC: full, as wanted
-      }
-    },
-    free() {
-      rmSync(filler, { force: true });
-    },
-  };
+  return disk;
 }
 
 describe('one queueing, one run', () => {

@@ -8,24 +8,13 @@
  * last byte.
  */
 import { execFileSync } from 'node:child_process';
-import {
-  appendFileSync,
-  cpSync,
-  existsSync,
-  lstatSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { digestOf } from '@runboard/supervisor/ledger';
 import { runLogDir, statePaths } from '@runboard/supervisor/paths';
 import { BoardServer, DIST, shellCard, shellConfig, waitUntil } from '../e2e/helpers/board.ts';
+import { ownDisk as ownDiskOf, type OwnDisk } from '../helpers/disk.ts';
 
 let server: BoardServer | undefined;
 let mounted: string | undefined;
@@ -55,49 +44,11 @@ async function stopProcesses(s: BoardServer): Promise<void> {
   }
 }
 
-/**
- * Puts `dir` on a small tmpfs of its own, with what it held; returns how to fill it to the last byte.
- * `fill(slack)` leaves `slack` bytes of room in the last page of each ledger log (its appends then
- * fit, or are cut short, as on the soak's disk), none anywhere else.
- */
-function ownDisk(dir: string, size = '1m'): { fill: (slack?: number) => void; free: () => void } {
-  const saved = mkdtempSync(path.join(os.tmpdir(), 'rb-ledger-'));
-  // a stopped supervisor's socket may be left behind (it binds a new one when it starts)
-  const filter = (src: string): boolean => !lstatSync(src).isSocket();
-  cpSync(dir, saved, { recursive: true, filter });
-  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size},mode=0700`, 'tmpfs', dir]);
+/** `dir` on a small tmpfs of its own (tests/helpers/disk.ts), unmounted after the test. */
+function ownDisk(dir: string, size = '1m'): OwnDisk {
+  const disk = ownDiskOf(dir, size, 512);
   mounted = dir;
-  cpSync(saved, dir, { recursive: true, filter });
-  rmSync(saved, { recursive: true, force: true });
-  const fillers = [path.join(dir, 'filler-1'), path.join(dir, 'filler-2')];
-  return {
-    fill(slack = 0) {
-      // An append that fits in a file's last page takes no space: the logs end `slack` bytes before a
-      // page boundary first (empty lines, which the ledger skips).
-      const ledgers = existsSync(path.join(dir, 'ledger')) ? path.join(dir, 'ledger') : dir;
-      for (const name of readdirSync(ledgers).filter((n) => n.endsWith('.log'))) {
-        const size = statSync(path.join(ledgers, name)).size;
-        const pad = (((4096 - slack - size) % 4096) + 4096) % 4096;
-        if (pad) appendFileSync(path.join(ledgers, name), '\n'.repeat(pad));
-      }
-      const free = Number(
-        execFileSync('df', ['--output=avail', '-B1', dir], { encoding: 'utf8' }).split('\n')[1],
-      );
-      try {
-        if (free > 0) execFileSync('fallocate', ['-l', String(free), fillers[0]!], { stdio: 'ignore' });
-      } catch {
-        // refused past the free space: dd fills the rest
-      }
-      try {
-        execFileSync('dd', ['if=/dev/zero', `of=${fillers[1]}`, 'bs=512'], { stdio: 'ignore' });
-      } catch {
-        // ENOSPC: full, as wanted
-      }
-    },
-    free() {
-      for (const f of fillers) rmSync(f, { force: true });
-    },
-  };
+  return disk;
 }
 
 describe('a full state disk', () => {

@@ -3,13 +3,20 @@
  * against the scripted model server) edits a file in its own worktree; the inspector shows the files with
  * +/- and the diff itself; Keep merges the run's branch into the base branch of the user's repository.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
 import { git } from '../agents/agent-harness.ts';
-import { ARTIFACTS, BoardServer, launchBrowser, REPO, waitUntil } from '../e2e/helpers/board.ts';
+import {
+  ARTIFACTS,
+  BoardServer,
+  gitWorkspace,
+  launchBrowser,
+  REPO,
+  waitUntil,
+} from '../e2e/helpers/board.ts';
 
 const CONFIG = `version: 1
 scheduler: { maxConcurrency: 2 }
@@ -55,13 +62,7 @@ beforeAll(async () => {
   server = await BoardServer.start(
     CONFIG,
     { 'notes.md': CARD },
-    BoardServer.withModel('anthropic', model.url, (paths) => {
-      const ws = path.join(path.dirname(paths.root), 'project', 'workspace');
-      git(ws, 'init', '-q', '-b', 'main');
-      writeFileSync(path.join(ws, 'README.md'), '# repo\n');
-      git(ws, 'add', '-A');
-      git(ws, 'commit', '-qm', 'initial');
-    }),
+    BoardServer.withModel('anthropic', model.url, gitWorkspace),
   );
   browser = await launchBrowser();
 }, 60_000);

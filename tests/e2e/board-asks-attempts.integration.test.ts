@@ -16,8 +16,9 @@ import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startModelServer, type ModelServer, type ScriptedTurn } from '../fixtures/model-server/server.ts';
+import { desktopFlow, exec, NO_VERDICT_JUDGE } from '../fixtures/attempts-board.ts';
 import { seriousViolations } from './helpers/axe.ts';
-import { ARTIFACTS, BoardServer, DIST, launchBrowser, REPO, shellCard, waitUntil } from './helpers/board.ts';
+import { ARTIFACTS, BoardServer, DIST, launchBrowser, shellCard, waitUntil } from './helpers/board.ts';
 
 const run = promisify(execFile);
 
@@ -25,19 +26,7 @@ const CONFIG = `version: 1
 scheduler: { maxConcurrency: 4 }
 flows:
   shell: { runner: command, cap: 4 }
-  desktop:
-    runner: computer-use
-    provider: openai
-    model: gpt-test
-    prompt: ${path.join(REPO, 'prompts', 'execution_agent')}
-    cap: 2
-    attempts: 2
-    timeout: 3m
-    computerUse:
-      privateDisplay: true
-      displaySize: 800x600x24
-      maxSteps: 4
-`;
+${desktopFlow('desktop', { cap: 2, attempts: 2, timeout: '3m', maxSteps: 4 })}`;
 
 let model: ModelServer;
 let server: BoardServer;
@@ -137,9 +126,6 @@ describe('live asks on the board: the header, Allow always, attempts', () => {
 
   it("each attempt's ask shows with its attempt; one answered on the board, one by runboard answer", async () => {
     const notes = path.join(outside, 'notes.md');
-    const exec = (command: string): ScriptedTurn => ({
-      toolCalls: [{ name: 'terminal_exec', arguments: { command, shell: true } }],
-    });
     const variant = (n: number): ScriptedTurn[] => [
       { toolCalls: [{ name: 'read_document', arguments: { path: notes } }] },
       exec(`echo attempt-${n} > result-${n}.txt`),
@@ -147,13 +133,7 @@ describe('live asks on the board: the header, Allow always, attempts', () => {
     ];
     model.setEpisodes([
       // the judge gives no verdict: the attempts' copies stay for the person (the panel below)
-      {
-        name: 'judge',
-        match: 'You are the judge of',
-        requireTools: false,
-        indexBy: 'requests',
-        turns: Array.from({ length: 4 }, () => ({ text: 'no verdict here' })),
-      },
+      NO_VERDICT_JUDGE,
       { name: 'ask', match: 'ATT-ASKS', turns: [], variants: [variant(1), variant(2)] },
     ]);
     await page.waitForSelector('li[data-card-id="attempts"]');

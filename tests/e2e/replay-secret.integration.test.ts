@@ -19,7 +19,7 @@ import { DesktopSession } from '../desktop/session.ts';
 import { grayPatch } from '../helpers/gray-patch.ts';
 import { predictClick } from '../cu/replay-script.ts';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
-import { BoardServer, REPO, waitUntil, writeCardWorkflow } from './helpers/board.ts';
+import { BoardServer, cardRunEnded, REPO, waitUntil, writeCardWorkflow } from './helpers/board.ts';
 import { FormApp } from './helpers/form-app.ts';
 
 const TITLE = 'Runboard Secret Form';
@@ -96,18 +96,7 @@ const front = (): Record<string, unknown> => {
   return parse(/^---\n([\s\S]*?)\n---/.exec(text)![1]!) as Record<string, unknown>;
 };
 
-async function ended(id: string, after?: string) {
-  return waitUntil(
-    `card ${id} to end its run`,
-    async () => {
-      const c = await server.card(id);
-      return c?.runId && c.runId !== after && ['done', 'failed', 'needs-input'].includes(c.column)
-        ? c
-        : undefined;
-    },
-    90_000,
-  );
-}
+const ended = (id: string, after?: string) => cardRunEnded(server, id, after);
 
 /** The run's folder (its events, logs and artifacts) in the state root. */
 function runDir(runId: string): string {

@@ -24,7 +24,15 @@ import { predictClick, predictDone } from '../cu/replay-script.ts';
 import { formPassB, recordFormFill, requestParts, scriptedPassA } from '../cu/reflect-script.ts';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
 import { seriousViolations } from './helpers/axe.ts';
-import { ARTIFACTS, BoardServer, launchBrowser, openCard, REPO, waitUntil } from './helpers/board.ts';
+import {
+  ARTIFACTS,
+  BoardServer,
+  cardRunEnded,
+  launchBrowser,
+  openCard,
+  REPO,
+  waitUntil,
+} from './helpers/board.ts';
 import { FormApp } from './helpers/form-app.ts';
 
 const TITLE = 'Runboard Chain Form';
@@ -38,19 +46,7 @@ const form = new FormApp(TITLE, () => session.env);
 let recording: string;
 const schemaFile = (): string => path.join(server.project, 'cards', 'signup', 'schema.json');
 
-/** Waits for a card's run (not run `after`, an earlier one) to end in one of the final columns. */
-async function ended(id: string, after?: string) {
-  return waitUntil(
-    `card ${id} to end its run`,
-    async () => {
-      const c = await server.card(id);
-      return c?.runId && c.runId !== after && ['done', 'failed', 'needs-input'].includes(c.column)
-        ? c
-        : undefined;
-    },
-    90_000,
-  );
-}
+const ended = (id: string, after?: string) => cardRunEnded(server, id, after);
 let reflectRun: string | undefined;
 let lastRun: string | undefined;
 

@@ -14,6 +14,7 @@ import { statePaths, type StatePaths } from '@runboard/supervisor/paths';
 import type { Grant } from '@runboard/supervisor/protocol';
 import { SupervisorClient } from '../../host/src/core/supervisor-client.ts';
 import { DIST, pidAlive, processesMentioning, waitUntil } from '../helpers/harness.ts';
+import { fillDisk } from '../helpers/disk.ts';
 
 const run = promisify(execFile);
 const HOLD = 16 * 1024;
@@ -32,27 +33,6 @@ async function rb(args: string[]): Promise<{ code: number; stdout: string; stder
     const e = err as { code: number; stdout: string; stderr: string };
     return { code: e.code, stdout: e.stdout, stderr: e.stderr };
   }
-}
-
-/** Fills the filesystem of `dir` to its last block; returns how to free it. */
-function fill(dir: string): () => void {
-  const files = [path.join(dir, 'filler-1'), path.join(dir, 'filler-2')];
-  const free = Number(
-    execFileSync('df', ['--output=avail', '-B1', dir], { encoding: 'utf8' }).split('\n')[1],
-  );
-  try {
-    if (free > 0) execFileSync('fallocate', ['-l', String(free), files[0]!], { stdio: 'ignore' });
-  } catch {
-    // refused past the free space: dd fills the rest
-  }
-  try {
-    execFileSync('dd', ['if=/dev/zero', `of=${files[1]}`, 'bs=4096'], { stdio: 'ignore' });
-  } catch {
-    // ENOSPC: full, as wanted
-  }
-  return () => {
-    for (const f of files) rmSync(f, { force: true });
-  };
 }
 
 const rssKiB = (pid: number): number =>
@@ -106,7 +86,7 @@ afterAll(async () => {
 describe('a supervisor whose state root stays full', () => {
   it('holds a bounded log, keeps its memory, and `stop --force` ends it', async () => {
     const { pid, client } = await startSupervisor();
-    const free = fill(home);
+    const free = fillDisk(home);
     try {
       // warm: the first refusals (the log fails from here on)
       expect(await failedLaunches(client, 20)).toBe(20);
@@ -139,7 +119,7 @@ describe('a supervisor whose state root stays full', () => {
   it('`stop --force` ends a supervisor that does not answer (SIGKILL after the grace, said)', async () => {
     const { pid, client } = await startSupervisor();
     client.close();
-    const free = fill(home);
+    const free = fillDisk(home);
     try {
       process.kill(pid, 'SIGSTOP'); // answers nothing from here on; the kernel still accepts connections
       const stop = await rb(['supervisor', 'stop', '--force', '--grace', '1']);

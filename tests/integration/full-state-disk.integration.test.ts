@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunResult } from '@runboard/supervisor/protocol';
 import { Harness, processesMentioning, waitUntil } from '../helpers/harness.ts';
+import { fillDisk } from '../helpers/disk.ts';
 
 let h: Harness;
 let logs: string;
@@ -23,27 +24,6 @@ afterAll(async () => {
   await h?.stop();
 });
 
-/** Fills the filesystem of `dir` to its last block; returns how to free it. */
-function fill(dir: string): () => void {
-  const files = [path.join(dir, 'filler-1'), path.join(dir, 'filler-2')];
-  const free = Number(
-    execFileSync('df', ['--output=avail', '-B1', dir], { encoding: 'utf8' }).split('\n')[1],
-  );
-  try {
-    if (free > 0) execFileSync('fallocate', ['-l', String(free), files[0]!], { stdio: 'ignore' });
-  } catch {
-    // refused past the free space: dd fills the rest
-  }
-  try {
-    execFileSync('dd', ['if=/dev/zero', `of=${files[1]}`, 'bs=4096'], { stdio: 'ignore' });
-  } catch {
-    // ENOSPC: full, as wanted
-  }
-  return () => {
-    for (const f of files) rmSync(f, { force: true });
-  };
-}
-
 describe('a full state disk', () => {
   it('a run that ends while the disk is full still records its end (result.json, marker gone)', async () => {
     const go = path.join(h.workspace, `go-${Date.now()}`);
@@ -57,7 +37,7 @@ describe('a full state disk', () => {
         existsSync(path.join(logDir, 'stdout.log')) &&
         readFileSync(path.join(logDir, 'stdout.log'), 'utf8').includes('started'),
     );
-    const free = fill(logs);
+    const free = fillDisk(logs);
     try {
       writeFileSync(go, '');
       const rec = await done;

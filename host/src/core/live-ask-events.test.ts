@@ -87,4 +87,19 @@ describe('live ask events: one reader for the board and the CLI', () => {
     expect(w.waitingRuns('c', () => true)).toEqual([]);
     expect(changes).toBe(4);
   });
+
+  it('an answer the supervisor took leaves the waits at once; its event then changes nothing', () => {
+    let changes = 0;
+    const w = new LiveAskWaits(() => changes++);
+    w.event('c', 'r1', waits(), { n: 1, of: 2 });
+    w.event('c', 'r2', waits(), { n: 2, of: 2 });
+    w.answered('c', 'r1', 'a1');
+    // attempt 2 still waits, attempt 1 is not shown again beside it
+    expect(w.waitingRuns('c', () => true).map((r) => r.runId)).toEqual(['r2']);
+    expect(changes).toBe(3);
+    w.event('c', 'r1', log({ kind: 'ask-answer', ask: 'a1', choice: 'allow' }));
+    w.answered('c', 'r1', 'a1');
+    expect(changes).toBe(3);
+    expect(w.waitingRuns('c', () => true).map((r) => r.runId)).toEqual(['r2']);
+  });
 });

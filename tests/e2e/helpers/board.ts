@@ -14,6 +14,7 @@ import { writeProviderKey } from '../../../supervisor/src/common/secrets.ts';
 import type { BoardView } from '../../../host/src/shared/board-types.ts';
 
 import { processesMentioning } from '../../helpers/harness.ts';
+import { git } from '../../agents/agent-harness.ts';
 
 export const REPO = path.resolve(import.meta.dirname, '..', '..', '..');
 export const DIST = path.join(REPO, 'dist');
@@ -310,6 +311,32 @@ export class BoardServer {
 }
 
 /** A page on the board with card `id`'s inspector open (the token first, then the card by its URL). */
+/**
+ * `beforeServe` (or `withModel`'s `then`) that makes the project's workspace a git repository: branch
+ * main, one commit of a README.
+ */
+export function gitWorkspace(paths: StatePaths): void {
+  const ws = path.join(path.dirname(paths.root), 'project', 'workspace');
+  git(ws, 'init', '-q', '-b', 'main');
+  writeFileSync(path.join(ws, 'README.md'), '# repo\n');
+  git(ws, 'add', '-A');
+  git(ws, 'commit', '-qm', 'initial');
+}
+
+/** Waits for card `id`'s run (not run `after`, an earlier one) to end in one of the final columns. */
+export function cardRunEnded(server: BoardServer, id: string, after?: string) {
+  return waitUntil(
+    `card ${id} to end its run`,
+    async () => {
+      const c = await server.card(id);
+      return c?.runId && c.runId !== after && ['done', 'failed', 'needs-input'].includes(c.column)
+        ? c
+        : undefined;
+    },
+    90_000,
+  );
+}
+
 export async function openCard(
   server: BoardServer,
   browser: Browser,
