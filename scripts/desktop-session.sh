@@ -44,21 +44,37 @@ wait_for() { # wait_for SECONDS COMMAND... : poll until COMMAND succeeds
   done
 }
 
+# held N: display N is taken: a live server's lock, or a socket with no lock. The lock of a server that
+# died (killed) does not hold it: an X server starting there removes that lock and the stale socket
+# (as tests/helpers/xvfb.ts displayHeld; every crash used to waste a number for good).
+held() {
+  local lock="/tmp/.X$1-lock" pid
+  if [ -e "$lock" ]; then
+    pid=$(tr -dc 0-9 <"$lock" 2>/dev/null)
+    [ -z "$pid" ] || [ -d "/proc/$pid" ] # no pid yet: being written
+    return
+  fi
+  [ -e "/tmp/.X11-unix/X$1" ]
+}
+socket_inode() { stat -c %i "/tmp/.X11-unix/X$1" 2>/dev/null || true; }
+
 # start_x SECONDS LOG CMD...: starts the X server CMD on a display number of its own and exports DISPLAY
-# once its socket is there. The number is picked here (500-699, free of locks and sockets), not by the
-# server's -displayfd: that takes the lowest free number, which servers starting at the same moment
-# (tests run side by side) take too, and a display it reported was seen refused for seconds.
+# once its socket is there (a new one: not a dead server's). The number is picked here (500-699, not
+# held), not by the server's -displayfd: that takes the lowest free number, which servers starting at
+# the same moment (tests run side by side) take too, and a display it reported was seen refused for
+# seconds.
 start_x() {
   local secs=$1 log=$2; shift 2
-  local tries n pid deadline
+  local tries n pid deadline stale
   n=$((500 + RANDOM % 200))
   for ((tries = 0; tries < 40; tries++, n = 500 + (n - 499) % 200)); do
-    [ -e "/tmp/.X$n-lock" ] || [ -e "/tmp/.X11-unix/X$n" ] && continue
+    held "$n" && continue
+    stale=$(socket_inode "$n")
     "$@" ":$n" >"$log" 2>&1 &
     pid=$!
     deadline=$((SECONDS + secs))
     while kill -0 "$pid" 2>/dev/null; do
-      if [ -S "/tmp/.X11-unix/X$n" ]; then
+      if [ -S "/tmp/.X11-unix/X$n" ] && [ "$(socket_inode "$n")" != "$stale" ]; then
         pids+=("$pid")
         export DISPLAY=":$n"
         return 0

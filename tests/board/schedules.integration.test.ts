@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { CardDetail } from '../../host/src/shared/board-types.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, waitUntil } from '../e2e/helpers/board.ts';
 import { DIST } from '../helpers/harness.ts';
+import { TestClock } from '../helpers/schedule-clock.ts';
 
 const config = `version: 1
 scheduler:
@@ -21,9 +22,18 @@ const card = (title: string, command: string, schedule: string): string =>
   `---\ntitle: ${title}\nflow: shell\nworkspace: ./workspace\ncommand: ${JSON.stringify(command)}\nschedule: ${schedule}\n---\n# Task\n`;
 
 let server: BoardServer | undefined;
+/** The schedule clock: an hour before the 08:00 fires, moved onto them by each test (no window to meet). */
+let clock: TestClock | undefined;
+const clockEnv = (): { env: NodeJS.ProcessEnv } => {
+  clock = new TestClock('2026-01-05T07:00:00Z');
+  return { env: { RUNBOARD_SCHEDULE_CLOCK: clock.file } };
+};
+const eight = (): void => clock!.moveTo('2026-01-05T08:00:00Z');
 afterEach(async () => {
   await server?.stop();
   server = undefined;
+  clock?.remove();
+  clock = undefined;
 });
 
 interface ScheduleRow {
@@ -66,17 +76,17 @@ async function schedulesCli(s: BoardServer): Promise<Record<string, ScheduleRow>
 
 describe('scheduled cards', () => {
   it('a schedule fires with no board open: the supervisor runs the card, and the board opened later shows the run', async () => {
-    // The schedule clock starts 15 s before the card's 08:00 fire.
     server = await BoardServer.start(
       config,
       { 'nightly.md': card('Nightly', 'echo scheduled run', '{ cron: "0 8 * * *", timezone: UTC }') },
-      { env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:45Z' } },
+      clockEnv(),
     );
     const before = await server.card('nightly');
     expect(before?.schedule).toMatchObject({ text: 'cron 0 8 * * * (UTC)' });
     // The board is closed (serve stopped); the supervisor goes on alone.
     await closeBoard(server);
     expect((await schedulesCli(server)).nightly!.lastFire).toBeUndefined(); // not fired yet
+    eight();
     const ran = await waitUntil(
       'fired and ran with no board',
       async () => {
@@ -126,9 +136,10 @@ flows:
         'c.md': card('C', hold, at8).replace('flow: shell', 'flow: other'),
         'd.md': card('D', hold, at8).replace('flow: shell', 'flow: other'),
       },
-      { env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:45Z' } },
+      clockEnv(),
     );
     await closeBoard(server);
+    eight();
     // All four fire at 08:00: a (shell) and c (other) start; b waits for the shell cap, d for the
     // project's two runs.
     const fired = await waitUntil(
@@ -186,9 +197,10 @@ flows:
     server = await BoardServer.start(
       capped,
       { 'a.md': card('A', hold, at8), 'b.md': card('B', hold, at8) },
-      { env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:45Z' } },
+      clockEnv(),
     );
     await closeBoard(server);
+    eight();
     const fired = await waitUntil(
       'a started, b waits',
       async () => {
@@ -232,15 +244,16 @@ flows:
         'queue.md': card('Queue', slow, '{ cron: "0 8 * * *", timezone: UTC, overlap: queue }'),
         'broken.md': card('Broken', 'true', 'every 7 minutes'),
       },
-      { env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:50Z' } },
+      clockEnv(),
     );
-    // A person starts both cards just before the 08:00 fire.
+    // A person starts both cards before the 08:00 fire.
     await server.api('POST', '/api/cards/skip/move', { to: 'queued', index: 0 });
     await server.api('POST', '/api/cards/queue/move', { to: 'queued', index: 0 });
     await waitUntil('both running', async () => {
       const b = await server!.board();
       return b.cards.filter((c) => c.column === 'running').length === 2;
     });
+    eight();
     const skipped = await waitUntil('skip decided', async () => {
       const d = await server!.api<CardDetail>('GET', '/api/cards/skip');
       return d.schedule?.history.find((h) => h.decision === 'skipped');

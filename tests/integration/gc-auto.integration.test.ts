@@ -8,7 +8,9 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
+  readlinkSync,
   realpathSync,
   rmSync,
   statfsSync,
@@ -60,6 +62,7 @@ function card(id: string, extra = ''): string {
 async function launch(
   id: string,
   command: string,
+  key?: string,
 ): Promise<{ runId: string; logDir: string; ended: Promise<RunResult> }> {
   const { runId, logDir } = await client.launch({
     card: { path: path.join(project, 'cards', `${id}.md`), project, id, title: id },
@@ -67,6 +70,7 @@ async function launch(
     workspace: project,
     grant: listGrants(paths).find((g) => g.path === realpathSync(project))!,
     command,
+    ...(key ? { key } : {}),
   });
   const ended = new Promise<RunResult>((resolve, reject) => {
     client.attach(runId, { onEnd: resolve }).catch(reject);
@@ -124,7 +128,8 @@ describe('retention applied by the supervisor', () => {
     const runs: { runId: string; logDir: string; result: RunResult }[] = [];
     for (let i = 0; i < 9; i++) {
       const bytes = i < 8 ? 2_000_000 : 30_000_000;
-      const r = await launch('often', `head -c ${bytes} /dev/zero | tr "\\0" x`);
+      // each with a launch key, as the board's launches have (launch-keys.ts)
+      const r = await launch('often', `head -c ${bytes} /dev/zero | tr "\\0" x`, `often-queueing-${i}`);
       runs.push({ ...r, result: await r.ended });
     }
     expect(runs.slice(0, 8).map((r) => r.result.status)).toEqual(Array(8).fill('succeeded'));
@@ -149,6 +154,32 @@ describe('retention applied by the supervisor', () => {
     const log = readFileSync(path.join(paths.supervisorDir, 'supervisor.log'), 'utf8');
     expect(log).toMatch(
       /retention removed \d+ run log\(s\), 0 workspace copy\(ies\) and 0 recording\(s\) of .*freed \(disk-full\)/,
+    );
+
+    // the launch keys of the runs it removed go too, while the supervisor lives (they were kept until
+    // its next start, 30 days at most, before); the others stay
+    const keysDir = path.join(paths.supervisorDir, 'launch-keys');
+    const keyed = (): string =>
+      JSON.stringify(
+        readdirSync(keysDir)
+          .map((n) => readlinkSync(path.join(keysDir, n)))
+          .sort(),
+      );
+    const kept = (): string =>
+      JSON.stringify(
+        runs
+          .filter((r) => existsSync(r.logDir))
+          .map((r) => r.runId)
+          .sort(),
+      );
+    await waitUntil(
+      'only the keys of the runs kept',
+      () =>
+        keyed() === kept() &&
+        /pruned \d+ launch key\(s\) no launch can use \(runs removed\)/.test(
+          readFileSync(path.join(paths.supervisorDir, 'supervisor.log'), 'utf8'),
+        ),
+      30_000,
     );
 
     // work waiting for room then runs

@@ -12,10 +12,12 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIST, processesMentioning, sleep, waitUntil } from '../helpers/harness.ts';
+import { TestClock } from '../helpers/schedule-clock.ts';
 
 const run = promisify(execFile);
 let root: string;
 let env: NodeJS.ProcessEnv;
+let clock: TestClock;
 
 async function rb(
   args: string[],
@@ -44,11 +46,12 @@ function expectOneSentence(r: { code: number; stdout: string; stderr: string }, 
 
 beforeAll(() => {
   root = mkdtempSync(path.join(os.tmpdir(), 'rb-init-'));
-  // The supervisor init starts inherits this clock: 20 s before 08:00 UTC.
+  // The supervisor init starts inherits this clock: an hour before 08:00 UTC, until the test moves it.
+  clock = new TestClock('2026-01-05T07:00:00Z');
   env = {
     ...process.env,
     RUNBOARD_HOME: path.join(root, 'home'),
-    RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:40Z',
+    RUNBOARD_SCHEDULE_CLOCK: clock.file,
   };
   delete env.NODE_EXTRA_CA_CERTS;
   delete env.CI;
@@ -57,6 +60,7 @@ afterAll(async () => {
   await rb(['supervisor', 'stop', '--force'], root);
   await waitUntil('the supervisor to stop', () => processesMentioning(root).length === 0, 10_000);
   rmSync(root, { recursive: true, force: true });
+  clock.remove();
 });
 
 describe('a newcomer’s first commands', () => {
@@ -121,6 +125,7 @@ describe('a newcomer’s first commands', () => {
     const list = await rb(['schedules'], proj);
     expect(list.stdout).toMatch(/Odd {2}cards\/odd\.md\n {2}refused, never fires: .*every 7 minutes/);
     expect(list.stdout).toMatch(/Nightly {2}cards\/nightly\.md\n {2}cron 0 8 \* \* \* \(UTC\)/);
+    clock.moveTo('2026-01-05T08:00:00Z');
     let runId = '';
     await waitUntil(
       'the scheduled card ran with no board',

@@ -15,11 +15,15 @@ import {
   TakeScheduleFire,
 } from '@runboard/supervisor/protocol';
 import { DIST, Harness, waitUntil } from '../helpers/harness.ts';
+import { TestClock } from '../helpers/schedule-clock.ts';
 
 let h: Harness | undefined;
+let clock: TestClock | undefined;
 afterEach(async () => {
   await h?.stop();
   h = undefined;
+  clock?.remove();
+  clock = undefined;
 });
 
 const spec = (h: Harness, name: string, over: Partial<ScheduleSpec> = {}): ScheduleSpec => ({
@@ -51,12 +55,16 @@ const hhmm = (isoTimes: string[]): string[] => isoTimes.map((t) => t.slice(11, 1
 
 describe('schedules in the supervisor', () => {
   it('a fire on time is pending for the board, and a host that registered hears of it', async () => {
-    h = await Harness.start({ env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:54Z' } });
+    // an hour before the fire: the clock is moved onto it once the schedule is registered
+    clock = new TestClock('2026-01-05T07:00:00Z');
+    h = await Harness.start({ env: { RUNBOARD_SCHEDULE_CLOCK: clock.file } });
     const fired: string[] = [];
     on(h.client.conn, ScheduleDidFire, (p) => fired.push(`${p.cardPath} ${p.fireAt}`));
     const daily = spec(h, 'daily', { cron: '0 8 * * *', text: 'every day at 08:00' });
     await call(h.client.conn, SetSchedules, { project: h.root, schedules: [daily] });
     expect(hhmm((await schedules(h)).daily!.next)).toEqual(['08:00', '08:00', '08:00', '08:00', '08:00']);
+    expect(fired).toEqual([]);
+    clock.moveTo('2026-01-05T08:00:00Z');
     await waitUntil('fired', () => fired.length > 0, 20_000);
     expect(fired).toEqual([`${daily.cardPath} 2026-01-05T08:00:00.000Z`]);
     const s = (await schedules(h)).daily!;
@@ -78,7 +86,7 @@ describe('schedules in the supervisor', () => {
   });
 
   it('missed fires follow each card’s policy across a real restart, and every decision is kept', async () => {
-    h = await Harness.start({ env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:30Z' } });
+    h = await Harness.start({ env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:00:00Z' } });
     await call(h.client.conn, SetSchedules, {
       project: h.root,
       schedules: [
@@ -89,7 +97,7 @@ describe('schedules in the supervisor', () => {
         spec(h, 'capped', { missed: 'all', overlap: 'queue', cron: '*/5 * * * *', text: 'every 5 minutes' }),
       ],
     });
-    // Down from 07:59:30 until 13:00:30: hourly fires 08:00 … 13:00 (6) and 61 five-minute fires were missed.
+    // Down from 07:00 until 13:00:30: hourly fires 08:00 … 13:00 (6) and 72 five-minute fires were missed.
     // No board is connected after the restart, so the supervisor starts what the policies keep; these
     // cards have no files, so each start is refused and recorded as skipped, saying why.
     await restart(h, '2026-01-05T13:00:30Z');
@@ -148,9 +156,10 @@ describe('schedules in the supervisor', () => {
   });
 
   it('overlap: a fire while the card runs is skipped (overlap skip) or waits (overlap queue)', async () => {
-    h = await Harness.start({ env: { RUNBOARD_SCHEDULE_CLOCK: '2026-01-05T07:59:54Z' } });
+    clock = new TestClock('2026-01-05T07:00:00Z');
+    h = await Harness.start({ env: { RUNBOARD_SCHEDULE_CLOCK: clock.file } });
     const card = path.join(h.root, 'card.md'); // the harness launches its runs for this card
-    const { runId } = await h.launch('sleep 12');
+    const { runId } = await h.launch('sleep 600'); // until cancelled below
     const other = path.join(h.root, 'other.md');
     await call(h.client.conn, SetSchedules, {
       project: h.root,
@@ -159,6 +168,7 @@ describe('schedules in the supervisor', () => {
         { ...spec(h, 'other', { overlap: 'queue' }), cardPath: other },
       ],
     });
+    clock.moveTo('2026-01-05T08:00:00Z'); // the hourly fire, while the run goes
     await waitUntil('fired', async () => (await schedules(h!)).card!.lastFire !== undefined, 20_000);
     const s = await schedules(h);
     expect(s.card!.pending).toEqual([]);

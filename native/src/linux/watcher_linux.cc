@@ -298,7 +298,10 @@ void Watcher::Impl::Run() {
   while (!lost) {
     HandlePendingEvents(dpy, lost, [this](XEvent& ev) { HandleEvent(ev); });
     if (lost) break;
-    XFlush(dpy);
+    // Flushing may read: xcb takes in what the server sent while it waits to write, and poll() would
+    // not see those bytes again (the recorder's stop waited that way). Nothing is left to write after
+    // HandlePendingEvents' last XPending today; this keeps it so whatever is added before the poll.
+    if (XEventsQueued(dpy, QueuedAfterFlush) > 0) continue;
     pollfd fds[2] = {{fd, POLLIN, 0}, {wake, POLLIN, 0}};
     if (poll(fds, 2, -1) < 0) continue;  // EINTR
     if (fds[1].revents && !DrainCommands()) break;

@@ -31,9 +31,9 @@ import {
 import { ModelProxy, providerRoutes } from './model-proxy.ts';
 import { RunRegistry } from './registry.ts';
 import { SupervisorServer } from './server.ts';
-import { scheduleClock } from '@runboard/project/schedule';
 import { scheduleLauncher } from './schedule-launcher.ts';
 import { ScheduleBook } from './schedules.ts';
+import { scheduleClockOf } from './schedule-clock.ts';
 import { ProjectBook } from './projects.ts';
 import { RetentionKeeper } from './gc-auto.ts';
 import { fleetConfig } from './fleet/config.ts';
@@ -184,13 +184,15 @@ async function main(): Promise<void> {
     onDiskFull: (where) => keeper.diskFull(where),
   });
 
+  const clock = scheduleClockOf(process.env.RUNBOARD_SCHEDULE_CLOCK);
   const schedules = new ScheduleBook({
     file: path.join(paths.supervisorDir, 'schedules.json'),
     log,
-    now: scheduleClock(process.env.RUNBOARD_SCHEDULE_CLOCK),
+    now: clock.now,
     isRunning: (cardPath) => registry.list(true, 10_000).some((r) => r.card.path === cardPath),
     launcher: scheduleLauncher(paths, registry, log),
   });
+  clock.onMoved(() => schedules.clockMoved()); // a test moved the clock (schedule-clock.ts)
   const projects = new ProjectBook(path.join(paths.supervisorDir, 'projects.json'), schedules, log);
   // the retention policy applied by itself (gc-auto.ts); a full disk (above) starts a pass at once
   const keeper = new RetentionKeeper({
@@ -199,6 +201,7 @@ async function main(): Promise<void> {
     projects: () => projects.registered(),
     going: () => registry.list(true, 10_000),
     settle: (runId) => registry.settleWorktree(runId, 'discard').then(() => undefined),
+    pruneKeys: () => registry.pruneLaunchKeys(),
     // RUNBOARD_RETENTION_TICK_MS: how often intervals and free space are looked at (tests; default 1 min)
     ...(Number(process.env.RUNBOARD_RETENTION_TICK_MS) > 0
       ? { tickMs: Number(process.env.RUNBOARD_RETENTION_TICK_MS) }

@@ -148,6 +148,14 @@ export class ScheduleBook extends EventEmitter<{
     clearTimeout(this.timer);
   }
 
+  /** The clock was moved (a test's file clock, schedule-clock.ts): what is due now is decided at once. */
+  clockMoved(): void {
+    if (this.stopped) return;
+    this.catchUp(false);
+    this.startPending();
+    this.arm();
+  }
+
   /** The book's clock (injected in tests). */
   clock(): number {
     return this.now();
