@@ -11,7 +11,7 @@
  * The baseline is a checkout of the old commit with its own native build and bundles:
  *   git worktree add ../old <commit> && cd ../old && npm ci --ignore-scripts && \
  *     node native/scripts/build.mjs && node scripts/bundle.mjs
- * Usage: node bench/run.mjs bench/launch-ab.ts -- --baseline DIR [--blocks 12] [--runs 20] [--concurrency 4]
+ * Usage: node bench/run.mjs bench/launch-ab.ts --baseline DIR [--blocks 12] [--runs 20] [--concurrency 4]
  * (docs/benchmarks.md, "Launch against a baseline").
  */
 import type { ChildProcess } from 'node:child_process';

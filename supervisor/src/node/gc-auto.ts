@@ -8,7 +8,8 @@
  * run of each card, then those too. Never a run going, one a card names (workflow, attempts), or one
  * whose worktree or workspace copy is not settled (@runboard/supervisor/gc decides; the copies
  * themselves are discarded through the registry). What a pass removed goes to the log and to
- * `<supervisor>/retention.json`, which the board's Disk section shows. One pass at a time.
+ * `<supervisor>/retention.json`, which the board's Disk section shows. One pass at a time. The launch
+ * keys (launch-keys.ts) are pruned in the same chain: at the start, hourly, and after runs went.
  */
 import { readFile, rename, statfs, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -30,6 +31,8 @@ const TICK_MS = 60_000;
 const PRESSURE_GAP_MS = 2_000;
 /** The same after a pressure pass that found nothing to remove (all going, named or not settled). */
 const FRUITLESS_GAP_MS = 30_000;
+/** How often launch keys are pruned besides after a pass that removed runs (launch-keys.ts). */
+const KEYS_EVERY_MS = 3600_000;
 
 export type Trigger = 'interval' | 'low-space' | 'disk-full';
 
@@ -52,6 +55,11 @@ export interface KeeperOptions {
   going: () => RunResult[];
   /** Discards a run's workspace copy through the registry (its result says so). */
   settle: (runId: string) => Promise<void>;
+  /**
+   * Removes the launch keys no launch can use any more (old, or naming a run with no record; the
+   * registry's): at the start, every hour and after a pass that removed runs. Answers how many went.
+   */
+  pruneKeys?: () => Promise<number>;
   now?: () => number;
   tickMs?: number;
 }
@@ -65,6 +73,7 @@ export class RetentionKeeper {
   private lastFreed = 1;
   private readonly passes = new Map<string, PassRecord>();
   private loaded = false;
+  private keysPrunedAt = -Infinity;
   private readonly file: string;
   private readonly now: () => number;
 
@@ -114,6 +123,7 @@ export class RetentionKeeper {
 
   private tick(): void {
     this.run(async () => {
+      if (this.now() - this.keysPrunedAt >= KEYS_EVERY_MS) await this.pruneKeys('interval');
       await this.loadPasses();
       for (const project of this.o.projects()) {
         const policy = this.policy(project);
@@ -233,6 +243,8 @@ export class RetentionKeeper {
       freed,
       errors: out.errors.length,
     };
+    // the launch keys of the runs removed go with them (a key naming no run would only be taken over)
+    if (out.removedRuns.length) await this.pruneKeys('runs removed');
     // an interval pass is recorded always (its time is when the next is due); a pressure pass when it did something
     if (need === undefined || freed > 0 || out.errors.length) {
       this.passes.set(project, record);
@@ -252,6 +264,15 @@ export class RetentionKeeper {
         `retention removed ${out.removedRuns.length} run log(s), ${out.removedCopies.length} workspace copy(ies) and ${out.removedRecordings.length} recording(s) of ${project}: ${formatBytes(freed)} freed (${trigger})`,
       );
     return out;
+  }
+
+  /** Prunes the launch keys (within the chain: one pass at a time). */
+  private async pruneKeys(why: 'interval' | 'runs removed'): Promise<void> {
+    if (!this.o.pruneKeys) return;
+    this.keysPrunedAt = this.now();
+    const removed = await this.o.pruneKeys();
+    if (removed)
+      this.o.log.info({ removed, why }, `pruned ${removed} launch key(s) no launch can use (${why})`);
   }
 
   private async loadPasses(): Promise<void> {

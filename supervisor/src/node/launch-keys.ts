@@ -9,14 +9,15 @@
  * Each key is a symlink `<supervisor>/launch-keys/<sha256(card path, key)>` → the run id, made with
  * one `symlink(2)` before the run's record (result.json) exists and before anything is spawned: it
  * is on disk whole or not at all, and a key whose run has no record (the supervisor died in between,
- * or gc removed the run) names no run and is taken over by the next launch.
+ * or gc removed the run) names no run and is taken over by the next launch. Such keys, and keys older
+ * than 30 days, are pruned by retention's passes while the supervisor lives (`prune`).
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
-import { lstat, readdir, rm } from 'node:fs/promises';
+import { lstat, readdir, readlink } from 'node:fs/promises';
 import path from 'node:path';
 
-/** Keys older than this are removed when a supervisor starts (a board relaunches within minutes). */
+/** Keys older than this are removed (a board launches a card again within minutes, or days at most). */
 const KEY_TTL_MS = 30 * 24 * 3600_000;
 
 export class LaunchKeys {
@@ -52,21 +53,34 @@ export class LaunchKeys {
     rmSync(this.file(card, key), { force: true });
   }
 
-  /** Removes keys older than KEY_TTL_MS, off the event loop (at a supervisor's start). */
-  async prune(now = Date.now()): Promise<void> {
+  /**
+   * Removes the keys no launch can use any more: those older than KEY_TTL_MS, and those naming a run
+   * with no record (`known` says no: retention or gc removed it, or the supervisor died before
+   * writing it; such a key would only be taken over). Retention's passes call it while the supervisor
+   * lives (gc-auto.ts), so keys stay as many as the runs kept. Listed and looked at off the event
+   * loop; the removal itself is decided again at once, in one synchronous step with it, so a launch
+   * that took the key over meanwhile (it names that launch's run now) keeps it. Returns how many went.
+   */
+  async prune(known: (runId: string) => Promise<boolean>, now = Date.now()): Promise<number> {
     let names: string[];
     try {
       names = await readdir(this.dir);
     } catch {
-      return;
+      return 0;
     }
+    let removed = 0;
     for (const name of names) {
       const file = path.join(this.dir, name);
       try {
-        if (now - (await lstat(file)).mtimeMs > KEY_TTL_MS) await rm(file, { force: true });
+        const [st, runId] = await Promise.all([lstat(file), readlink(file)]);
+        if (now - st.mtimeMs <= KEY_TTL_MS && (await known(runId))) continue;
+        if (readlinkSync(file) !== runId) continue; // taken over by a launch since
+        rmSync(file, { force: true });
+        removed++;
       } catch {
-        // gone meanwhile, or the disk says no: the next start tries again
+        // gone meanwhile, or the disk says no: the next pass tries again
       }
     }
+    return removed;
   }
 }

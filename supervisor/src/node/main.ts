@@ -201,6 +201,7 @@ async function main(): Promise<void> {
     projects: () => projects.registered(),
     going: () => registry.list(true, 10_000),
     settle: (runId) => registry.settleWorktree(runId, 'discard').then(() => undefined),
+    pruneKeys: () => registry.pruneLaunchKeys(),
     // RUNBOARD_RETENTION_TICK_MS: how often intervals and free space are looked at (tests; default 1 min)
     ...(Number(process.env.RUNBOARD_RETENTION_TICK_MS) > 0
       ? { tickMs: Number(process.env.RUNBOARD_RETENTION_TICK_MS) }

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import { access } from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
 import { GrantError, validateGrant, validateReadable } from '../common/grants.ts';
@@ -65,7 +66,20 @@ export class RunRegistry {
     mkdirSync(path.join(paths.supervisorDir, 'active'), { recursive: true, mode: 0o700 });
     this.byCard = new CardIndex(paths.logsDir, (id) => this.readResult(id));
     this.keys = new LaunchKeys(path.join(paths.supervisorDir, 'launch-keys'));
-    void this.keys.prune();
+  }
+
+  /** Removes the launch keys no launch can use any more (launch-keys.ts); retention's passes call it. */
+  pruneLaunchKeys(): Promise<number> {
+    return this.keys.prune(async (runId) => {
+      // a run going has its record (an ended one may be remembered here after retention removed it)
+      if (this.active.has(runId)) return true;
+      try {
+        await access(path.join(runLogDir(this.paths, runId), 'result.json'));
+        return true;
+      } catch {
+        return false;
+      }
+    });
   }
 
   get activeCount(): number {
