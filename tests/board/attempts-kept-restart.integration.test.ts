@@ -209,14 +209,28 @@ it("a board killed while the supervisor applies the winner's keep: restarted, it
   execFileSync('fsfreeze', ['-f', dir]);
   const log = path.join(statePaths({ RUNBOARD_HOME: server.home }).supervisorDir, 'supervisor.log');
   const lines = (): string[] => readFileSync(log, 'utf8').split('\n').filter(Boolean);
-  const supervisorPid = (JSON.parse(lines().at(-1)!) as { pid: number }).pid;
+  // every line of the supervisor's log carries its pid (a line being written may not parse yet)
+  const supervisorPid = lines()
+    .map((l) => {
+      try {
+        return (JSON.parse(l) as { pid?: number }).pid;
+      } catch {
+        return undefined;
+      }
+    })
+    .filter((p) => p !== undefined)
+    .at(-1)!;
   const release = await fetch(`${model.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'x', messages: [{ role: 'user', content: 'RELEASE-THE-HELD-JUDGE' }] }),
   });
   expect(release.status).toBe(200);
-  await waitUntil('the supervisor applying the keep (its write held)', () => waitsOnFrozen(supervisorPid));
+  await waitUntil(
+    'the supervisor applying the keep (its write held)',
+    () => waitsOnFrozen(supervisorPid),
+    60_000,
+  );
   expect(front('held.md').verdict).toBeUndefined();
   // the board dies while the keep goes; a new one settles the card
   const killed = new Promise((r) => server.proc.once('exit', r));
@@ -225,16 +239,20 @@ it("a board killed while the supervisor applies the winner's keep: restarted, it
   const seenBefore = lines().length;
   await server.startServe();
   // it asked to keep the winner too (or, before, failed the card at once: "being kept already")
-  await waitUntil('the new board asks for the keep', async () => {
-    if (
-      lines()
-        .slice(seenBefore)
-        .some((l) => l.includes('is being kept already: this keep waits for it'))
-    )
-      return true;
-    const c = await server.card(id);
-    return c?.column === 'done' || c?.column === 'failed';
-  });
+  await waitUntil(
+    'the new board asks for the keep',
+    async () => {
+      if (
+        lines()
+          .slice(seenBefore)
+          .some((l) => l.includes('is being kept already: this keep waits for it'))
+      )
+        return true;
+      const c = await server.card(id);
+      return c?.column === 'done' || c?.column === 'failed';
+    },
+    60_000,
+  );
   execFileSync('fsfreeze', ['-u', dir]);
   const done = await waitUntil(
     'the card settled',

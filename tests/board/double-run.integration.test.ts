@@ -127,10 +127,14 @@ describe('one queueing, one run', () => {
       body: '# Task\n',
     };
     const settled = () =>
-      waitUntil('the card settled', async () => {
-        const c = await server!.card('again');
-        return c?.column === 'done' || c?.column === 'failed' ? c : undefined;
-      });
+      waitUntil(
+        'the card settled',
+        async () => {
+          const c = await server!.card('again');
+          return c?.column === 'done' || c?.column === 'failed' ? c : undefined;
+        },
+        60_000,
+      );
     const made = await server.api<{ id: string }>('POST', '/api/cards', { ...fields, queue: true });
     expect(made.id).toBe('again');
     const first = await settled();

@@ -5,7 +5,7 @@
  */
 import { desktop, Recording, type Element } from '../../native/src/index.ts';
 import { sleep } from '../desktop/session.ts';
-import type { TurnFn } from '../fixtures/model-server/server.ts';
+import type { Episode, TurnFn } from '../fixtures/model-server/server.ts';
 
 /** The values the person types; pass B makes them the parameters full_name and email. */
 export const TYPED = { full_name: 'Ada Lovelace', email: 'ada@example.org' };
@@ -101,6 +101,24 @@ const centre = (b: [number, number, number, number]): [number, number] => [
   b[0] + Math.floor(b[2] / 2),
   b[1] + Math.floor(b[3] / 2),
 ];
+
+/** The scripted model's episodes for reflect over a recording of the form `title`: pass B, then pass A. */
+export function formReflectEpisodes(title: string): Episode[] {
+  return [
+    {
+      name: 'pass-b',
+      match: 'You are a workflow compiler',
+      requireTools: false,
+      turns: [({ body }) => ({ text: JSON.stringify(formPassB(requestParts(body).text)) })],
+    },
+    {
+      name: 'pass-a',
+      match: 'You turn one recorded step',
+      requireTools: false,
+      turns: [scriptedPassA(title)],
+    },
+  ];
+}
 
 /**
  * A person fills the form (its Name field and Submit button given) while the recorder records into

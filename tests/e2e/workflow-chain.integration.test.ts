@@ -21,7 +21,7 @@ import type { ManifestStep } from '../../native/src/index.ts';
 import { DesktopSession } from '../desktop/session.ts';
 import { formApp } from '../cu/cu-harness.ts';
 import { predictClick, predictDone } from '../cu/replay-script.ts';
-import { formPassB, recordFormFill, requestParts, scriptedPassA } from '../cu/reflect-script.ts';
+import { formReflectEpisodes, recordFormFill } from '../cu/reflect-script.ts';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
 import { seriousViolations } from './helpers/axe.ts';
 import {
@@ -73,22 +73,7 @@ const asked = (marker: string) => model.requests.filter((r) => JSON.stringify(r.
 
 beforeAll(async () => {
   session = await DesktopSession.start();
-  model = await startModelServer({
-    episodes: [
-      {
-        name: 'pass-b',
-        match: 'You are a workflow compiler',
-        requireTools: false,
-        turns: [({ body }) => ({ text: JSON.stringify(formPassB(requestParts(body).text)) })],
-      },
-      {
-        name: 'pass-a',
-        match: 'You turn one recorded step',
-        requireTools: false,
-        turns: [scriptedPassA(TITLE)],
-      },
-    ],
-  });
+  model = await startModelServer({ episodes: formReflectEpisodes(TITLE) });
   const prompts = JSON.stringify(path.join(REPO, 'prompts'));
   const env = JSON.stringify({
     DISPLAY: session.env.DISPLAY,

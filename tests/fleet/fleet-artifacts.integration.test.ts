@@ -23,7 +23,7 @@ import { runLogDir } from '@runboard/supervisor/paths';
 import type { RunEvent, RunResult } from '@runboard/supervisor/protocol';
 import { RunFiles } from '../../host/src/core/run-files.ts';
 import type { Harness } from '../helpers/harness.ts';
-import { sleep, waitUntil } from '../helpers/harness.ts';
+import { waitUntil } from '../helpers/harness.ts';
 import { startGateway, startHost } from './hosts.ts';
 import type { RedisServer } from './redis.ts';
 
@@ -186,7 +186,8 @@ describe("a remote run's artifacts", () => {
     } finally {
       r.disconnect();
     }
-    await sleep(1500);
+    // The host meets them at its next record (the run's last line, once released): its own ids are no
+    // longer the stream's newest, and the ones it wrote are not where it put them.
     run.release();
     const { result, events } = await run.done;
     // The host finds records it did not write in the run's stream, and stops the run.

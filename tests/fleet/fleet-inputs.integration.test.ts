@@ -20,7 +20,7 @@ import { inputsKey } from '../../supervisor/src/node/fleet/inputs.ts';
 import { queueName, redisOptions } from '../../supervisor/src/node/fleet/job.ts';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
 import { act, final } from '../cu/cu-harness.ts';
-import { formPassB, requestParts, scriptedPassA, TYPED } from '../cu/reflect-script.ts';
+import { formReflectEpisodes, requestParts, TYPED } from '../cu/reflect-script.ts';
 import { REPO, waitUntil, type Harness } from '../helpers/harness.ts';
 import { startGateway, startHost } from './hosts.ts';
 import type { RedisServer } from './redis.ts';
@@ -85,20 +85,7 @@ const flow = (): FlowSpec => ({
 
 beforeAll(async () => {
   model = await startModelServer();
-  model.setEpisodes([
-    {
-      name: 'pass-b',
-      match: 'You are a workflow compiler',
-      requireTools: false,
-      turns: [({ body }) => ({ text: JSON.stringify(formPassB(requestParts(body).text)) })],
-    },
-    {
-      name: 'pass-a',
-      match: 'You turn one recorded step',
-      requireTools: false,
-      turns: [scriptedPassA(TITLE)],
-    },
-  ]);
+  model.setEpisodes(formReflectEpisodes(TITLE));
   ({ board, redis } = await startGateway());
   host = await startHost(redis.url, 'reflector', ['reflect'], 2, ['ws'], {
     RUNBOARD_PROVIDER_OPENAI_URL: model.url,

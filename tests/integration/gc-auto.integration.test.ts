@@ -63,12 +63,13 @@ async function launch(
   id: string,
   command: string,
   key?: string,
+  proj = project,
 ): Promise<{ runId: string; logDir: string; ended: Promise<RunResult> }> {
   const { runId, logDir } = await client.launch({
-    card: { path: path.join(project, 'cards', `${id}.md`), project, id, title: id },
+    card: { path: path.join(proj, 'cards', `${id}.md`), project: proj, id, title: id },
     flow: { name: 'shell', runner: 'command' },
-    workspace: project,
-    grant: listGrants(paths).find((g) => g.path === realpathSync(project))!,
+    workspace: proj,
+    grant: listGrants(paths).find((g) => g.path === realpathSync(proj))!,
     command,
     ...(key ? { key } : {}),
   });
@@ -255,6 +256,68 @@ describe('retention applied by the supervisor', () => {
         'retention.interval: expected an interval from 1m to 30d such as 30m, 1h or 1d (got "10s")',
       );
     } finally {
+      writeFileSync(cfg, before);
+    }
+  });
+
+  it('low space that other files caused thins each card to its last run; only a write that failed takes that too (c7f3a12)', async () => {
+    // this test's project alone: the first one's runs are left out of its passes
+    const cfg = path.join(project, 'config.yaml');
+    const before = readFileSync(cfg, 'utf8');
+    writeFileSync(cfg, `${before}  auto: false\n`);
+    const other = path.join(root, 'other');
+    mkdirSync(other, { recursive: true });
+    const init = await rb(['init', other]);
+    expect(init.code, init.stderr).toBe(0);
+    writeFileSync(
+      path.join(other, 'config.yaml'),
+      `${readFileSync(path.join(other, 'config.yaml'), 'utf8')}\nretention:\n  keepPerCard: 3\n  minFree: 12m\n`,
+    );
+    const filler = path.join(home, 'filler');
+    try {
+      // card a ran three times, card b twice: within keepPerCard, the policy alone removes none
+      const made: Record<string, string[]> = { a: [], b: [] };
+      for (const id of ['a', 'a', 'a', 'b', 'b']) {
+        const r = await launch(id, 'head -c 1000000 /dev/zero | tr "\\0" y', undefined, other);
+        expect((await r.ended).status).toBe('succeeded');
+        made[id]!.push(r.logDir);
+      }
+      // other files fill the disk: 1.5 MiB free, below minFree even with every run removed; the
+      // supervisor started again looks at the free space at once
+      client.close();
+      expect((await rb(['supervisor', 'stop'])).code).toBe(0);
+      writeFileSync(filler, Buffer.alloc(free() - 1.5 * 1024 * 1024));
+      expect((await rb(['supervisor', 'start'])).code).toBe(0);
+      client = await SupervisorClient.connect(paths);
+      const passOf = (): { trigger: string; removedRuns: number } | undefined => {
+        try {
+          return (
+            JSON.parse(readFileSync(path.join(paths.supervisorDir, 'retention.json'), 'utf8')) as {
+              passes: Record<string, { trigger: string; removedRuns: number }>;
+            }
+          ).passes[other];
+        } catch {
+          return undefined; // not written yet
+        }
+      };
+      await waitUntil('a low-space pass', () => passOf()?.trigger === 'low-space', 30_000);
+      // each card keeps its last run though minFree is still not free
+      expect(made.a!.map((d) => existsSync(d))).toEqual([false, false, true]);
+      expect(made.b!.map((d) => existsSync(d))).toEqual([false, true]);
+      expect(passOf()!.removedRuns).toBe(3);
+      expect(free()).toBeLessThan(12 * 1024 * 1024);
+
+      // a write that fails (a run's log on the full disk): then the last runs go too
+      const c = await launch('c', 'head -c 8000000 /dev/zero | tr "\\0" z', undefined, other);
+      const ended = await c.ended;
+      expect(ended.termination?.reason).toBe('log-write-failed');
+      await waitUntil(
+        'a disk-full pass',
+        () => passOf()?.trigger === 'disk-full' && !existsSync(made.a![2]!) && !existsSync(made.b![1]!),
+        30_000,
+      );
+    } finally {
+      rmSync(filler, { force: true });
       writeFileSync(cfg, before);
     }
   });

@@ -124,7 +124,11 @@ describe('resources', () => {
       'the run to leave the slot',
       () => readFileSync(path.join(dir, 'cgroup.procs'), 'utf8') === '',
     );
-    expect(free()).toBe(true);
+    // The lock goes when the last process holding it has closed its files. The slot's processes may be
+    // gone from cgroup.procs a moment before that on a busy machine (CI, load 23: held at the first look):
+    // what a user relies on is that it goes, not that it is gone at the same instant.
+    await waitUntil("the slot's lock to go with the jail", free);
+    expect(readFileSync(path.join(dir, 'cgroup.procs'), 'utf8')).toBe('');
   });
 
   // setpriv needs root to become nobody.

@@ -266,13 +266,17 @@ export class RetentionKeeper {
     return out;
   }
 
-  /** Prunes the launch keys (within the chain: one pass at a time). */
+  /** Prunes the launch keys (within the chain: one pass at a time); a failure never stops a pass. */
   private async pruneKeys(why: 'interval' | 'runs removed'): Promise<void> {
     if (!this.o.pruneKeys) return;
     this.keysPrunedAt = this.now();
-    const removed = await this.o.pruneKeys();
-    if (removed)
-      this.o.log.info({ removed, why }, `pruned ${removed} launch key(s) no launch can use (${why})`);
+    try {
+      const removed = await this.o.pruneKeys();
+      if (removed)
+        this.o.log.info({ removed, why }, `pruned ${removed} launch key(s) no launch can use (${why})`);
+    } catch (err) {
+      this.o.log.warn({ err: (err as Error).message }, 'launch keys not pruned; the next pass tries again');
+    }
   }
 
   private async loadPasses(): Promise<void> {

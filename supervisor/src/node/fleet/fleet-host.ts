@@ -204,6 +204,26 @@ export class FleetHost {
     }
   }
 
+  /**
+   * Back to the queue until `at` (no room here, or no slot of the fleet's caps): held, then moved. A
+   * move in flight when Redis went away is sent again once it is back (ioredis resends what it had
+   * not been answered), after the lease it was held for ran out in the outage: "Missing lock", though
+   * the job is this host's. It is held again (taken back, lease.ts) and moved again.
+   */
+  private async delay(job: Job, at: number, token?: string): Promise<never> {
+    const id = String(job.id);
+    for (;;) {
+      if (!(await this.holdToMove(id))) throw new Error(`${this.o.offer.name} lost the job before it ran`);
+      try {
+        await job.moveToDelayed(at, token);
+      } catch (err) {
+        if (/Missing lock/.test((err as Error).message)) continue;
+        throw err;
+      }
+      throw new DelayedError();
+    }
+  }
+
   private async take(job: Job, token?: string): Promise<RunJobResult> {
     // The job's id names the card file: it must be the run id the job carries (a strict pattern),
     // whatever a Redis writer put there.
@@ -214,9 +234,7 @@ export class FleetHost {
       );
     if (this.running >= this.o.offer.capacity) {
       // Another flow's worker took the last slot meanwhile: back to the queue for a moment.
-      await this.holdToMove(String(job.id)); // BullMQ moves it only with its lock
-      await job.moveToDelayed(Date.now() + 200, token);
-      throw new DelayedError();
+      return this.delay(job, Date.now() + 200, token);
     }
     this.running++; // taken at once: the checks below wait on Redis, and another job may come meanwhile
     // The fleet's caps (several boards on one fleet share them): the global one and the flow's, a slot
@@ -230,9 +248,7 @@ export class FleetHost {
     const bounded = capped(caps);
     if (bounded && !(await takeSlot(this.redis, runId, caps, SLOT_MS).catch(() => false))) {
       this.running--;
-      await this.holdToMove(String(job.id)); // BullMQ moves it only with its lock
-      await job.moveToDelayed(Date.now() + NO_SLOT_DELAY_MS, token);
-      throw new DelayedError();
+      return this.delay(job, Date.now() + NO_SLOT_DELAY_MS, token);
     }
     if (bounded) this.slots.set(runId, caps);
     const cardFile = path.join(this.o.cardsDir, `${runId}.md`);
