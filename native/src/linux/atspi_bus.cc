@@ -252,18 +252,32 @@ std::vector<AppRef> Bus::Apps() {
 Peer Bus::PeerFor(const std::string& busName) {
   static std::map<std::string, Peer> peers;
   auto it = peers.find(busName);
-  if (it != peers.end()) return it->second;
+  if (it != peers.end()) {
+    if (!g_dbus_connection_is_closed(it->second.conn)) return it->second;
+    if (it->second.conn != conn_) g_object_unref(it->second.conn);
+    peers.erase(it);
+  }
   Peer peer{conn_, busName, address_, ""};
   const char* p2p = std::getenv("RUNBOARD_ATSPI_P2P");
   if (!p2p || std::string(p2p) != "0") {
-    // Apps built on atk-bridge offer a private socket: the wire reader's calls skip the bus daemon's hop
-    // there. GDBus stays on the bus: a second private connection would stay in the app for its life.
+    // Apps built on atk-bridge offer a private socket: talking to it directly skips the bus daemon's hop,
+    // for GDBus's calls and the wire reader's. (GDBus over the bus instead, one private connection fewer
+    // per process, lost a race that GTK's focus after `type --key tab` had been winning: decision 108.)
     GVariant* r = CallOne(
         peer, {"/org/a11y/atspi/accessible/root", "org.a11y.atspi.Application", "GetApplicationBusAddress", nullptr});
     if (r) {
       const char* addr = nullptr;
       g_variant_get(r, "(&s)", &addr);
-      if (addr && *addr) peer.p2p = addr;
+      if (addr && *addr) {
+        peer.p2p = addr;
+        GDBusConnection* c = g_dbus_connection_new_for_address_sync(addr, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT,
+                                                                    nullptr, nullptr, nullptr);
+        if (c) {
+          g_dbus_connection_set_exit_on_close(c, FALSE);
+          peer.conn = c;
+          peer.dest = "";
+        }
+      }
       g_variant_unref(r);
     }
   }

@@ -15,13 +15,12 @@
 
 namespace runboard::desktop::atspi {
 
-// Where an application's objects are reached: GDBus calls through the bus daemon (conn, dest), and the
-// wire reader's calls (they come by the thousand) on the app's own peer-to-peer socket when it offers
-// one (p2p), else through the bus too. One peer-to-peer connection per process and app at most, besides
-// the ones a big batch spreads over (dbus_wire.h): at-spi2-atk never forgets a closed one (decision 108).
+// Where an application's objects are reached: directly (the peer-to-peer socket the app offers: GDBus's
+// connection, and the wire reader's sockets, dbus_wire.h) or through the bus daemon. at-spi2-atk never
+// forgets a private connection, closed or not (decision 108).
 struct Peer {
   GDBusConnection* conn = nullptr;
-  std::string dest;     // the app's bus name ("" when conn is the app's own socket)
+  std::string dest;     // "" when conn is the app's own socket
   std::string address;  // the bus's D-Bus address
   std::string p2p;      // the app's own socket's address ("" when it offers none)
 };

@@ -337,6 +337,10 @@ Conn* Conn::For(const std::string& address, bool bus) {
   auto it = conns.find(address);
   if (it != conns.end()) {
     if (!it->second->broken_) return it->second.get();
+    for (Sock& k : it->second->socks_) {  // its replies' bytes stay readable; its sockets go
+      close(k.fd);
+      k.fd = -1;
+    }
     broken.push_back(std::move(it->second));
     conns.erase(it);
   }
@@ -347,7 +351,8 @@ Conn* Conn::For(const std::string& address, bool bus) {
 }
 
 Conn::~Conn() {
-  for (Sock& k : socks_) close(k.fd);
+  for (Sock& k : socks_)
+    if (k.fd >= 0) close(k.fd);
 }
 
 size_t Conn::SocketsFor(size_t calls) const {
