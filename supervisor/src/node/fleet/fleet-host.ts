@@ -39,6 +39,12 @@ const ROSTER_TTL_MS = 3 * LEASE_MS;
 const SLOT_MS = FENCE_MS + LEASE_MS;
 /** A job whose slot is not free goes back to its queue for this long (then any host may take it). */
 const NO_SLOT_DELAY_MS = 250;
+/**
+ * Test-only fault (tests/fleet/fleet-end): `end`, `delay` (comma-separated) drop a job's lock right
+ * before this host's first move of it of that kind: the state a Redis outage longer than the lease leaves
+ * a move that was in flight when it began (resent by ioredis after the lock ran out). Never set it.
+ */
+const DROP_LOCK = new Set((process.env.RUNBOARD_FLEET_TEST_DROP_LOCK ?? '').split(',').filter(Boolean));
 
 export interface FleetHostOptions {
   redisUrl: string;
@@ -184,8 +190,10 @@ export class FleetHost {
   }
 
   /**
-   * Takes a job: its lease is held from now until BullMQ has its outcome (a Redis restart meanwhile
-   * must not leave the job without a lock when BullMQ moves it on: that needs the lock).
+   * Takes a job: its lease is held from now until it is moved on. The end is moved here too (`finish`),
+   * never by BullMQ: a Redis restart meanwhile may leave the job without a lock when the move reaches
+   * Redis, and BullMQ then only reports an error and leaves the job active, for the board to fail as
+   * stalled although it ran.
    */
   private async process(w: Worker, job: Job, token?: string): Promise<RunJobResult> {
     const id = String(job.id);
@@ -197,11 +205,60 @@ export class FleetHost {
     this.held.set(id, h);
     try {
       if (!(await this.holdToMove(id))) throw new Error(`${this.o.offer.name} lost the job as it took it`);
-      return await this.take(job, token);
+      let result: RunJobResult;
+      try {
+        result = await this.take(job, token);
+      } catch (err) {
+        if (err instanceof DelayedError) throw err; // moved back to its queue already (delay)
+        return await this.finish(job, token, { failed: err as Error });
+      }
+      return await this.finish(job, token, { result });
     } finally {
-      await this.holdToMove(id);
       if (this.held.get(id) === h) this.held.delete(id);
     }
+  }
+
+  /**
+   * Moves the job to completed (or failed: BullMQ's retries and backoff as it would apply them) with its
+   * token, held first, as BullMQ would after `process` but fetching no next job; then tells BullMQ to
+   * leave it (a DelayedError: BullMQ moves nothing then). A move that met "Missing lock" (sent before a
+   * Redis outage and resent after the lease ran out in it) is held again and sent again, as `delay`
+   * does. On BullMQ's own path that error is emitted, its moveToFailed meets the same, and the job stays
+   * active with no lock (Worker.processJob / handleCompleted, BullMQ 6.7).
+   */
+  private async finish(
+    job: Job,
+    token: string,
+    end: { result: RunJobResult } | { failed: Error },
+  ): Promise<never> {
+    const id = String(job.id);
+    const stacktrace = job.stacktrace;
+    for (let tries = 0; ; tries++) {
+      if (!(await this.holdToMove(id))) {
+        // Not this host's any more: ended already (a move answered before an outage and resent after
+        // it) or declared stalled by the board. Either way Redis has the job's end.
+        this.o.log.warn({ jobId: id }, "a fleet job was no longer this host's at its end");
+        throw new DelayedError();
+      }
+      await this.dropLockForTest('end', tries, id);
+      try {
+        if ('result' in end) await job.moveToCompleted(end.result, token, false);
+        else {
+          job.stacktrace = stacktrace; // each try adds the error's stack
+          await job.moveToFailed(end.failed, token, false);
+        }
+      } catch (err) {
+        if (/Missing lock/.test((err as Error).message)) continue;
+        throw err;
+      }
+      throw new DelayedError();
+    }
+  }
+
+  /** The test-only fault of `DROP_LOCK`: the job's lock deleted before the first move of `kind`. */
+  private async dropLockForTest(kind: string, tries: number, id: string): Promise<void> {
+    const h = this.held.get(id);
+    if (tries === 0 && h && DROP_LOCK.has(kind)) await this.redis.del(`${h.job.key}:lock`);
   }
 
   /**
@@ -212,8 +269,9 @@ export class FleetHost {
    */
   private async delay(job: Job, at: number, token?: string): Promise<never> {
     const id = String(job.id);
-    for (;;) {
+    for (let tries = 0; ; tries++) {
       if (!(await this.holdToMove(id))) throw new Error(`${this.o.offer.name} lost the job before it ran`);
+      await this.dropLockForTest('delay', tries, id);
       try {
         await job.moveToDelayed(at, token);
       } catch (err) {
