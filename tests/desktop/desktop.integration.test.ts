@@ -2,7 +2,7 @@
 // + AT-SPI bus + openbox): our GTK 3 form (tests/fixtures/desktop/form_app.py). Everything here
 // shares one mouse and one keyboard, so it runs in one file, in order.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { desktop, type Element, type KeyPress, type WindowInfo } from '../../native/src/index.ts';
@@ -1213,6 +1213,33 @@ describe('Chromium (web content, renderer accessibility on)', () => {
       second.stderr,
     ).toBe(true);
     expect(untimed(second.stdout)).toBe(untimed(first.stdout));
+  }, 120_000);
+
+  it("keeps the count in a file per app: the socket's path, a byte per extra socket; a gone app's file goes", async () => {
+    expect(await eventually(settled, 40_000)).toBe(true);
+    const runtime = runtimeDir('files');
+    const folder = path.join(runtime, 'runboard-atspi');
+    mkdirSync(folder, { mode: 0o700 });
+    writeFileSync(path.join(folder, '0123456789abcdef'), `${path.join(runtime, 'gone', 'socket')}\n...`);
+    const env = { ...s.env, RUNBOARD_DESKTOP_TRACE: '1', XDG_RUNTIME_DIR: runtime };
+    const read = s.run(bigRead, env);
+    expect(read.code, read.stderr).toBe(0);
+    const files = readdirSync(folder);
+    expect(files).toHaveLength(1); // the gone app's file was removed when this app's was made
+    const text = readFileSync(path.join(folder, files[0]!), 'utf8');
+    const socket = text.slice(0, text.indexOf('\n'));
+    expect(statSync(socket).isSocket()).toBe(true); // Chromium's own AT-SPI socket
+    expect(text.slice(socket.length + 1)).toBe('.'.repeat(biggest(read.stderr)![1]! - 1));
+    // A runtime folder others may write into is not used: nothing is spread.
+    const open = runtimeDir('open');
+    chmodSync(open, 0o777);
+    const unsafe = s.run(bigRead, { ...env, XDG_RUNTIME_DIR: open });
+    expect(unsafe.code, unsafe.stderr).toBe(0);
+    expect(
+      batches(unsafe.stderr).every(([, n]) => n === 1),
+      unsafe.stderr,
+    ).toBe(true);
+    expect(readdirSync(open)).toEqual([]);
   }, 120_000);
 
   it('click --id presses the page button; type --id fills the search field', async () => {
