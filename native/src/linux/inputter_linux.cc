@@ -154,6 +154,19 @@ void AppReadKeys(Display* d) {
   x11::CloseDisplay(own);
 }
 
+// Does the keyboard focus send keys to some window (a window, or the one under the pointer)? With none,
+// or the root window, no app has keys to handle and nothing is waited for.
+bool KeysGoToAWindow(Display* d) {
+  Window focus = None;
+  int revert = 0;
+  XGetInputFocus(d, &focus, &revert);
+  if (focus != PointerRoot) return focus != None && focus != DefaultRootWindow(d);
+  Window root = 0, child = 0;
+  int rx, ry, wx, wy;
+  unsigned mask = 0;
+  return XQueryPointer(d, DefaultRootWindow(d), &root, &child, &rx, &ry, &wx, &wy, &mask) && child != None;
+}
+
 void Pause(Display* d, int ms) {
   if (ms > 0) {
     XFlush(d);
@@ -558,7 +571,7 @@ void KeyCombo(const std::string& combo, int delayMs, bool waitHandled) {
   // GDK reads no further X event while one it translated waits in its queue, and answers a ping when
   // it reads it: the answer comes after every key before it was dispatched (a Tab's focus move is done
   // in its key-press handler). An input method that handles keys asynchronously (IBus) is not covered.
-  if (waitHandled) AppReadKeys(d);
+  if (waitHandled && KeysGoToAWindow(d)) AppReadKeys(d);
 }
 
 }  // namespace runboard::desktop
