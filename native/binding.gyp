@@ -21,7 +21,7 @@
             "src/linux/reader_linux.cc", "src/linux/actions_linux.cc", "src/linux/inputter_linux.cc",
             "src/linux/window_manager_linux.cc", "src/linux/capture_linux.cc", "src/linux/naive_walk_linux.cc",
             "src/linux/monitors_linux.cc", "src/linux/watcher_linux.cc", "src/linux/recorder_linux.cc", "src/linux/recorder_sources_linux.cc", "src/linux/recorder_focus_linux.cc", "src/linux/recorder_damage_linux.cc",
-            "src/linux/border_linux.cc", "src/linux/gio_lazy.cc", "src/linux/dbus_wire.cc", "src/linux/atspi_events.cc",
+            "src/linux/border_linux.cc", "src/linux/gio_lazy.cc", "src/linux/dbus_wire.cc", "src/linux/dbus_wire_budget.cc", "src/linux/atspi_events.cc",
             "src/linux/tree_cache.cc"
           ],
           "cflags_cc": ["<!@(pkg-config --cflags atspi-2 gio-2.0 libpng xft)"],

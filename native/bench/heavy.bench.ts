@@ -6,7 +6,7 @@
 // agent format (with --prune), and a screenshot's image tokens. Run through run.mjs (`heavy`), which
 // starts a test desktop around it. Needs python3-pyatspi (apt) for the baseline.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
@@ -17,6 +17,8 @@ const cli = process.argv[2]!;
 const repo = path.resolve(import.meta.dirname ?? '.', process.argv[3] ?? '.');
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'runboard-heavy-'));
 const children: ChildProcess[] = [];
+const runtimeDir = path.join(tmp, 'xdg');
+mkdirSync(runtimeDir, { mode: 0o700 });
 const ITEMS = Number(process.env.HEAVY_ITEMS ?? 940); // ~5,900 nodes in the page's window
 const ROUNDS = Number(process.env.HEAVY_ROUNDS ?? 3);
 
@@ -27,6 +29,10 @@ const env: NodeJS.ProcessEnv = {
   DBUS_SESSION_BUS_ADDRESS: process.env.DBUS_SESSION_BUS_ADDRESS,
   RUNBOARD_HOME: path.join(tmp, 'home'),
   RUNBOARD_NATIVE_DIR: process.env.RUNBOARD_NATIVE_DIR,
+  // A private runtime folder (a big batch is spread only with one: the app's budget of spread sockets is
+  // counted there), and a budget no round reaches: every read of a case spreads as the first would.
+  XDG_RUNTIME_DIR: runtimeDir,
+  RUNBOARD_ATSPI_SPREAD_BUDGET: '1000000',
   ...(process.env.RUNBOARD_DESKTOP_TRACE ? { RUNBOARD_DESKTOP_TRACE: '1' } : {}),
   // the most sockets a big batch is spread over (dbus_wire.h; 1: none spread, as before session 16)
   ...(process.env.RUNBOARD_ATSPI_SOCKETS

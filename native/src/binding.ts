@@ -96,7 +96,8 @@ interface RawBinding {
     button: number,
   ): Promise<void>;
   desktopType(text: string, delayMs: number): Promise<void>;
-  desktopKey(combo: string, delayMs: number): Promise<void>;
+  /** waitHandled 1: resolves once the focused app has handled the keys (a ping answered after them). */
+  desktopKey(combo: string, delayMs: number, waitHandled?: number): Promise<void>;
   desktopFocus(q: RawQuery): Promise<RawWindow>;
   desktopCapture(
     o: RawQuery & { region?: RawRect; scale?: number; format?: string; quality?: number; cursor?: boolean },

@@ -209,8 +209,9 @@ Napi::Value Type(const Napi::CallbackInfo& info) {
 Napi::Value Key(const Napi::CallbackInfo& info) {
   std::string combo = StrArg(info, 0);
   int delay = IntArg(info, 1, 0);
-  return Run(info.Env(), [combo, delay]() -> Marshal {
-    d::KeyCombo(combo, delay);
+  bool waitHandled = IntArg(info, 2, 0) != 0;
+  return Run(info.Env(), [combo, delay, waitHandled]() -> Marshal {
+    d::KeyCombo(combo, delay, waitHandled);
     return Undefined();
   });
 }

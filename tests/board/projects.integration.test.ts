@@ -185,12 +185,13 @@ describe('cards and flows a run writes into another project', () => {
       // C's card changed by a writer outside any jail (an editor; a run on the fallback with no mounts)
       writeFileSync(nightlyFile, changedNightly);
 
-      // B's board: the planted queued card waits for a confirm instead of running.
+      // B's board: the planted queued card waits for a confirm instead of running. (Its confirm is the
+      // card store's at once; the scheduler says why it waits at its next look: wait for both.)
       const waiting = await waitUntil(
         'the planted card waits or runs',
         async () => {
           const v = await b.card('planted');
-          return v && (v.confirm || v.column !== 'queued') ? v : undefined;
+          return v && ((v.confirm && v.waiting) || v.column !== 'queued') ? v : undefined;
         },
         20_000,
       );

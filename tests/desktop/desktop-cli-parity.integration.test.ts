@@ -211,6 +211,40 @@ describe('acting by text, ref and id, with the public output fields', () => {
     expect(tab).toMatchObject({ action: 'key', key: 'shift+tab', focused: { r: 'input', t: 'Email' } });
   });
 
+  it('a navigation key reports the focus the app moved to, even when the app reads the key late', async () => {
+    // The race made deterministic: the app is stopped (SIGSTOP) while the key is sent, so it has not
+    // handled it when the command would read the focus. The report waits until the app has.
+    ok(['type', ...W, '--target', 'Email', '--roles', 'input', '--key', 'tab']);
+    const focusedNow = async () => ((ok(['read', ...W, '--focused']).elements as Json[])[0] ?? {}).t;
+    expect(await eventually(async () => (await focusedNow()) === 'Password')).toBe(true);
+    const { pid } = (await desktop.listWindows({ title: TITLE })).find((w) => w.title === TITLE)!;
+    process.kill(pid, 'SIGSTOP');
+    let stderr = '';
+    let stdout = '';
+    try {
+      const key = spawn(process.execPath, [s.cli, 'type', '--key', 'shift+tab'], {
+        env: { ...s.env, RUNBOARD_DESKTOP_TRACE: '1' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const exited = new Promise<number | null>((resolve) => key.on('exit', (code) => resolve(code)));
+      let ended = false;
+      void exited.then(() => (ended = true));
+      key.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+      key.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      // until the command waits for the app to handle the key (or, as before the fix, has answered)
+      await eventually(async () => ended || stderr.includes('waiting for window'), 30_000);
+      process.kill(pid, 'SIGCONT');
+      expect(await exited, stderr).toBe(0);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    expect(JSON.parse(stdout), stderr).toMatchObject({
+      action: 'key',
+      key: 'shift+tab',
+      focused: { r: 'input', t: 'Email' },
+    });
+  });
+
   it('set-value sets an entry, a slider and a check box through the accessibility API; a password is not echoed', async () => {
     expect(
       ok(['set-value', ...W, '--text', 'Name', '--roles', 'input', '--value', 'Grace Hopper']),

@@ -2,6 +2,7 @@
 // + AT-SPI bus + openbox): our GTK 3 form (tests/fixtures/desktop/form_app.py). Everything here
 // shares one mouse and one keyboard, so it runs in one file, in order.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { desktop, type Element, type KeyPress, type WindowInfo } from '../../native/src/index.ts';
@@ -1138,33 +1139,107 @@ describe('Chromium (web content, renderer accessibility on)', () => {
     expect(fast.stats.nodes).toBeGreaterThan(400);
   });
 
+  // A big read of the page, with the wire reader's batches traced (sizes, sockets), as one-shot commands.
+  const bigRead = ['read', '--window', PAGE_TITLE, '--visible-only=false', '--compact'];
+  const untimed = (out: string) => out.replace(/"ts":\d+,/, '');
+  const oneSocket = () =>
+    s.run(bigRead, { ...s.env, RUNBOARD_DESKTOP_TRACE: '1', RUNBOARD_ATSPI_SOCKETS: '1' });
+  // The page has settled when two reads in a row agree (its layout may still move right after load).
+  const settled = async () => untimed(oneSocket().stdout) === untimed(oneSocket().stdout);
+  /** [calls, sockets] of each traced wire batch. */
+  const batches = (trace: string) =>
+    [...trace.matchAll(/^wire batch: (\d+) x \w+: [\d.]+ ms \((\d+) sockets\)$/gm)].map((m) => [
+      Number(m[1]),
+      Number(m[2]),
+    ]);
+  const biggest = (trace: string) => batches(trace).sort((a, b) => b[0]! - a[0]!)[0];
+  /** A fresh $XDG_RUNTIME_DIR (the budget of spread sockets is counted under it; without one, none spread). */
+  const runtimeDir = (name: string) => {
+    const dir = path.join(s.tmp, `xdg-${name}`);
+    mkdirSync(dir, { mode: 0o700 });
+    return dir;
+  };
+
   it('spreads a big batch over several sockets to the page, and reads exactly what one socket reads', async () => {
     // at-spi2-atk answers one message per socket per turn of the app's main loop: a batch spread over N
     // sockets is answered N per turn (decision 108). The replies are matched per socket; the output is
     // the same, byte for byte, as the read over one socket (its time stamp aside).
-    const args = ['read', '--window', PAGE_TITLE, '--visible-only=false', '--compact'];
-    const untimed = (out: string) => out.replace(/"ts":\d+,/, '');
-    const oneSocket = () =>
-      s.run(args, { ...s.env, RUNBOARD_DESKTOP_TRACE: '1', RUNBOARD_ATSPI_SOCKETS: '1' });
-    // The page has settled when two reads in a row agree (its layout may still move right after load).
-    const settled = async () => untimed(oneSocket().stdout) === untimed(oneSocket().stdout);
     expect(await eventually(settled, 40_000)).toBe(true);
-    const spread = s.run(args, { ...s.env, RUNBOARD_DESKTOP_TRACE: '1' });
+    const spread = s.run(bigRead, {
+      ...s.env,
+      RUNBOARD_DESKTOP_TRACE: '1',
+      XDG_RUNTIME_DIR: runtimeDir('spread'),
+    });
     const one = oneSocket();
     expect(spread.code, spread.stderr).toBe(0);
     expect(one.code, one.stderr).toBe(0);
-    const sockets = (trace: string) =>
-      [...trace.matchAll(/^wire batch: (\d+) x \w+: [\d.]+ ms \((\d+) sockets\)$/gm)].map((m) => [
-        Number(m[1]),
-        Number(m[2]),
-      ]);
     // The page's biggest batch (its extents) has hundreds of calls: at least 64 per socket, 8 at most.
-    const biggest = sockets(spread.stderr).sort((a, b) => b[0]! - a[0]!)[0];
-    expect(biggest, spread.stderr).toBeDefined();
-    expect(biggest![1]).toBe(Math.min(8, Math.floor(biggest![0]! / 64)));
-    expect(biggest![1]).toBeGreaterThan(1);
-    expect(sockets(one.stderr).every(([, n]) => n === 1)).toBe(true);
+    const big = biggest(spread.stderr);
+    expect(big, spread.stderr).toBeDefined();
+    expect(big![1]).toBe(Math.min(8, Math.floor(big![0]! / 64)));
+    expect(big![1]).toBeGreaterThan(1);
+    expect(batches(one.stderr).every(([, n]) => n === 1)).toBe(true);
     expect(untimed(spread.stdout)).toBe(untimed(one.stdout));
+    // Without a $XDG_RUNTIME_DIR there is no budget to count against: nothing is spread.
+    const noRuntime = s.run(bigRead, { ...s.env, RUNBOARD_DESKTOP_TRACE: '1' });
+    expect(noRuntime.code, noRuntime.stderr).toBe(0);
+    expect(
+      batches(noRuntime.stderr).every(([, n]) => n === 1),
+      noRuntime.stderr,
+    ).toBe(true);
+  }, 120_000);
+
+  it('spreads no more sockets to an app than its budget, counted across processes', async () => {
+    // Each socket a reader opens to the app stays in at-spi2-atk for the app's life and costs each of its
+    // later turns (decision 108): all our processes share a budget of extra sockets per app process.
+    // With a budget of 7 the first big read takes all (8 sockets), the next read spreads nothing.
+    expect(await eventually(settled, 40_000)).toBe(true);
+    const env = {
+      ...s.env,
+      RUNBOARD_DESKTOP_TRACE: '1',
+      XDG_RUNTIME_DIR: runtimeDir('budget'),
+      RUNBOARD_ATSPI_SPREAD_BUDGET: '7',
+    };
+    const first = s.run(bigRead, env);
+    const second = s.run(bigRead, env);
+    expect(first.code, first.stderr).toBe(0);
+    expect(second.code, second.stderr).toBe(0);
+    const big = biggest(first.stderr);
+    expect(big![0], first.stderr).toBeGreaterThanOrEqual(8 * 64); // the page's biggest batch earns 8
+    expect(big![1], first.stderr).toBe(8);
+    expect(batches(second.stderr).length, second.stderr).toBeGreaterThan(0);
+    expect(
+      batches(second.stderr).every(([, n]) => n === 1),
+      second.stderr,
+    ).toBe(true);
+    expect(untimed(second.stdout)).toBe(untimed(first.stdout));
+  }, 120_000);
+
+  it("keeps the count in a file per app: the socket's path, a byte per extra socket; a gone app's file goes", async () => {
+    expect(await eventually(settled, 40_000)).toBe(true);
+    const runtime = runtimeDir('files');
+    const folder = path.join(runtime, 'runboard-atspi');
+    mkdirSync(folder, { mode: 0o700 });
+    writeFileSync(path.join(folder, '0123456789abcdef'), `${path.join(runtime, 'gone', 'socket')}\n...`);
+    const env = { ...s.env, RUNBOARD_DESKTOP_TRACE: '1', XDG_RUNTIME_DIR: runtime };
+    const read = s.run(bigRead, env);
+    expect(read.code, read.stderr).toBe(0);
+    const files = readdirSync(folder);
+    expect(files).toHaveLength(1); // the gone app's file was removed when this app's was made
+    const text = readFileSync(path.join(folder, files[0]!), 'utf8');
+    const socket = text.slice(0, text.indexOf('\n'));
+    expect(statSync(socket).isSocket()).toBe(true); // Chromium's own AT-SPI socket
+    expect(text.slice(socket.length + 1)).toBe('.'.repeat(biggest(read.stderr)![1]! - 1));
+    // A runtime folder others may write into is not used: nothing is spread.
+    const open = runtimeDir('open');
+    chmodSync(open, 0o777);
+    const unsafe = s.run(bigRead, { ...env, XDG_RUNTIME_DIR: open });
+    expect(unsafe.code, unsafe.stderr).toBe(0);
+    expect(
+      batches(unsafe.stderr).every(([, n]) => n === 1),
+      unsafe.stderr,
+    ).toBe(true);
+    expect(readdirSync(open)).toEqual([]);
   }, 120_000);
 
   it('click --id presses the page button; type --id fills the search field', async () => {

@@ -152,9 +152,11 @@ export async function typeCmd(v: Values, positionals: string[]): Promise<Out> {
   let focused: boolean | undefined;
   if (found) focused = await focusElement(found, `element ${found.el.id}`);
   else if (hasTarget(targetOf(v))) await desktop.focus(targetOf(v));
+  // A navigation key without a target reports where the focus went: read it once the app handled the key.
+  const reportFocus = !found && key !== undefined && NAVIGATION.test(key);
   const typeIt = async () => {
     if (text !== undefined) await desktop.type(text, { delayMs });
-    if (key !== undefined) await desktop.key(key, { delayMs });
+    if (key !== undefined) await desktop.key(key, { delayMs, waitHandled: reportFocus });
   };
   const ver = found
     ? await verified(v, found.windowId, [
@@ -177,7 +179,7 @@ export async function typeCmd(v: Values, positionals: string[]): Promise<Out> {
   if (found) {
     value.focused = focused; // seed 003: whether the field had the focus before typing
     value.target = found.c;
-  } else if (key !== undefined && NAVIGATION.test(key)) {
+  } else if (reportFocus) {
     const f = await focusedElement();
     if (f) value.focused = f;
   }

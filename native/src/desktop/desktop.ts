@@ -242,9 +242,13 @@ export const desktop = {
   type(text: string, opts: { delayMs?: number } = {}): Promise<void> {
     return call(() => binding().desktopType(text, opts.delayMs ?? 0));
   },
-  /** A key combination: 'ctrl+shift+t', 'enter', 'alt+f4'. */
-  key(combo: string, opts: { delayMs?: number } = {}): Promise<void> {
-    return call(() => binding().desktopKey(combo, opts.delayMs ?? 0));
+  /**
+   * A key combination: 'ctrl+shift+t', 'enter', 'alt+f4'. With `waitHandled`, resolves once the app
+   * holding the focus has handled the keys (it answered a _NET_WM_PING sent after them; an app that
+   * takes no ping gets 250 ms, one that does not answer 20 s): a read then sees what the keys did.
+   */
+  key(combo: string, opts: { delayMs?: number; waitHandled?: boolean } = {}): Promise<void> {
+    return call(() => binding().desktopKey(combo, opts.delayMs ?? 0, opts.waitHandled ? 1 : 0));
   },
   focus(q: WindowQuery): Promise<WindowInfo> {
     return call(() => binding().desktopFocus(query(q)));

@@ -269,13 +269,13 @@ Peer Bus::PeerFor(const std::string& busName) {
       const char* addr = nullptr;
       g_variant_get(r, "(&s)", &addr);
       if (addr && *addr) {
-        peer.p2p = addr;
         GDBusConnection* c = g_dbus_connection_new_for_address_sync(addr, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT,
                                                                     nullptr, nullptr, nullptr);
-        if (c) {
+        if (c) {  // unreachable (a run in its own network namespace: the socket is abstract): the bus
           g_dbus_connection_set_exit_on_close(c, FALSE);
           peer.conn = c;
           peer.dest = "";
+          peer.p2p = addr;
         }
       }
       g_variant_unref(r);

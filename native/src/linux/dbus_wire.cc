@@ -362,13 +362,17 @@ size_t Conn::SocketsFor(size_t calls) const {
     int n = v ? std::atoi(v) : kSockets;
     return static_cast<size_t>(std::min(std::max(n, 1), 32));
   }();
-  return std::max<size_t>(1, std::min(most, calls / kCallsPerSocket));
+  return std::max<size_t>(1, std::min({most, cap_, calls / kCallsPerSocket}));
 }
 
 void Conn::OpenSockets(size_t n) {
   std::vector<int> fresh;
   std::string auth = AuthLine();
-  while (socks_.size() + fresh.size() < n) {
+  sockaddr_un sa;
+  socklen_t len = 0;
+  const size_t offset = offsetof(sockaddr_un, sun_path);
+  size_t more = UnixAddress(address_, sa, len) ? TakeSpreadSockets({sa.sun_path, len - offset}, n - socks_.size()) : 0;
+  while (fresh.size() < more) {
     int fd = ConnectUnix(address_);
     if (fd < 0) break;
     if (!SendAll(fd, auth)) {
@@ -384,6 +388,7 @@ void Conn::OpenSockets(size_t n) {
       close(fd);
     }
   }
+  if (socks_.size() < n) cap_ = socks_.size();
 }
 
 void AppendCall(std::string& out, const Call& c, std::string_view dest, uint32_t serial) {

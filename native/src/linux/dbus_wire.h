@@ -78,6 +78,11 @@ struct Message {
 int ParseMessage(const char* p, size_t n, Message& m);
 // Appends a method call (NO_AUTO_START) to out.
 void AppendCall(std::string& out, const Call& c, std::string_view dest, uint32_t serial);
+// How many of `want` extra sockets this process may open to the app listening at socketPath (an
+// abstract name starts with NUL), counted as opened: the app's budget of spread sockets, shared by all
+// our processes through a file under $XDG_RUNTIME_DIR/runboard-atspi (RUNBOARD_ATSPI_SPREAD_BUDGET, 48 by
+// default). 0 without a private $XDG_RUNTIME_DIR. dbus_wire_budget.cc.
+size_t TakeSpreadSockets(std::string_view socketPath, size_t want);
 
 class Conn {
  public:
@@ -100,7 +105,8 @@ class Conn {
   // The body of a reply, valid until the next CallMany.
   Reader Body(const Reply& r) const { return Reader(socks_[r.sock].in.data() + r.off, r.len); }
   // How many sockets a batch of `calls` calls is spread over (1 on a message bus, on a connection from
-  // Open, and for small batches; RUNBOARD_ATSPI_SOCKETS sets the most, 8 by default).
+  // Open, and for small batches; RUNBOARD_ATSPI_SOCKETS sets the most, 8 by default; no more than the
+  // app's budget of spread sockets gave, TakeSpreadSockets).
   size_t SocketsFor(size_t calls) const;
   size_t sockets() const { return socks_.size(); }
   ~Conn();
@@ -117,12 +123,13 @@ class Conn {
   static std::unique_ptr<Conn> Connect(const std::string& address, bool bus);
   bool Auth(bool bus);
   // Opens more sockets to the same peer until there are n (all authenticated in one round trip); fewer
-  // when some cannot be opened.
+  // when some cannot be opened or the app's budget is spent (then no more are asked for).
   void OpenSockets(size_t n);
   std::vector<Sock> socks_;
   int fd_;  // socks_[0]'s
   std::string address_;
-  bool spread_ = false;  // an app's own socket (For): big batches are spread
+  bool spread_ = false;    // an app's own socket (For): big batches are spread
+  size_t cap_ = SIZE_MAX;  // the most sockets, once OpenSockets got fewer than it asked for
   bool broken_ = false;
 };
 

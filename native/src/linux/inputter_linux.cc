@@ -525,7 +525,7 @@ void TypeText(const std::string& utf8, int delayMs) {
   }
 }
 
-void KeyCombo(const std::string& combo, int delayMs) {
+void KeyCombo(const std::string& combo, int delayMs, bool waitHandled) {
   Display* d = Dpy();
   std::vector<std::string> parts;
   size_t start = 0;
@@ -555,6 +555,10 @@ void KeyCombo(const std::string& combo, int delayMs) {
     Pause(d, delayMs);
   }
   XSync(d, False);
+  // GDK reads no further X event while one it translated waits in its queue, and answers a ping when
+  // it reads it: the answer comes after every key before it was dispatched (a Tab's focus move is done
+  // in its key-press handler). An input method that handles keys asynchronously (IBus) is not covered.
+  if (waitHandled) AppReadKeys(d);
 }
 
 }  // namespace runboard::desktop
