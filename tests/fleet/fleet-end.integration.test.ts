@@ -60,7 +60,9 @@ async function submit(command: string, extra: Record<string, unknown> = {}): Pro
 }
 
 /** The job's end state in Redis, once it has one; its failed reason and the run's status. */
-async function ended(jobId: string): Promise<{ state: string; reason: string; status: string | undefined }> {
+async function ended(
+  jobId: string,
+): Promise<{ state: string; reason: string; status: string | undefined; stacks: number }> {
   let state = '';
   await waitUntil(
     `job ${jobId} to end`,
@@ -72,7 +74,12 @@ async function ended(jobId: string): Promise<{ state: string; reason: string; st
   );
   const job = (await queue.getJob(jobId))!;
   const returned = job.returnvalue as { result?: { status?: string } } | null;
-  return { state, reason: job.failedReason ?? '', status: returned?.result?.status };
+  return {
+    state,
+    reason: job.failedReason ?? '',
+    status: returned?.result?.status,
+    stacks: job.stacktrace?.length ?? 0,
+  };
 }
 
 describe("a job whose lock is gone when its host moves it on (a Redis outage's leftover)", () => {
@@ -91,6 +98,7 @@ describe("a job whose lock is gone when its host moves it on (a Redis outage's l
     const r = await ended(id);
     expect(r.state).toBe('failed');
     expect(r.reason).toMatch(/UDP sockets.*--udp/);
+    expect(r.stacks).toBe(1); // its error's stack once, though it was moved twice
     expect(existsSync(marker)).toBe(false);
   }, 90_000);
 

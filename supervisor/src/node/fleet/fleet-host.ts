@@ -232,7 +232,7 @@ export class FleetHost {
     end: { result: RunJobResult } | { failed: Error },
   ): Promise<never> {
     const id = String(job.id);
-    const stacktrace = job.stacktrace;
+    const stacktrace = [...(job.stacktrace ?? [])]; // moveToFailed pushes the error's stack onto it
     for (let tries = 0; ; tries++) {
       if (!(await this.holdToMove(id))) {
         // Not this host's any more: ended already (a move answered before an outage and resent after
@@ -244,7 +244,7 @@ export class FleetHost {
       try {
         if ('result' in end) await job.moveToCompleted(end.result, token, false);
         else {
-          job.stacktrace = stacktrace; // each try adds the error's stack
+          job.stacktrace = [...stacktrace]; // once, whatever the tries
           await job.moveToFailed(end.failed, token, false);
         }
       } catch (err) {
