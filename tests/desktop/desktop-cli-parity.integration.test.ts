@@ -16,10 +16,13 @@ const TITLE = 'Parity Form';
 const DEAD = 'Parity Dead Form';
 const PASSWORD = 'parity-secret-pw';
 let s: DesktopSession;
+let holdDir: string;
 
 beforeAll(async () => {
   s = await DesktopSession.start();
-  await s.startForm(TITLE, {}, ['--password', PASSWORD]);
+  holdDir = path.join(s.tmp, 'hold-keys');
+  mkdirSync(holdDir);
+  await s.startForm(TITLE, {}, ['--password', PASSWORD, '--hold-keys', holdDir]);
 }, 60_000);
 
 afterAll(async () => {
@@ -212,13 +215,13 @@ describe('acting by text, ref and id, with the public output fields', () => {
   });
 
   it('a navigation key reports the focus the app moved to, even when the app reads the key late', async () => {
-    // The race made deterministic: the app is stopped (SIGSTOP) while the key is sent, so it has not
-    // handled it when the command would read the focus. The report waits until the app has.
+    // The race made deterministic: the app is busy (its main loop held by --hold-keys) from the first
+    // key it reads, so it has not handled the Tab when the command would read the focus, and it goes
+    // on only once the command waits for it. Before the fix the command read at once: no focus.
     ok(['type', ...W, '--target', 'Email', '--roles', 'input', '--key', 'tab']);
     const focusedNow = async () => ((ok(['read', ...W, '--focused']).elements as Json[])[0] ?? {}).t;
     expect(await eventually(async () => (await focusedNow()) === 'Password')).toBe(true);
-    const { pid } = (await desktop.listWindows({ title: TITLE })).find((w) => w.title === TITLE)!;
-    process.kill(pid, 'SIGSTOP');
+    writeFileSync(path.join(holdDir, 'hold'), '');
     let stderr = '';
     let stdout = '';
     try {
@@ -232,11 +235,11 @@ describe('acting by text, ref and id, with the public output fields', () => {
       key.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
       key.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
       // until the command waits for the app to handle the key (or, as before the fix, has answered)
-      await eventually(async () => ended || stderr.includes('waiting for window'), 30_000);
-      process.kill(pid, 'SIGCONT');
+      await eventually(async () => ended || stderr.includes('waiting for window'), 60_000);
+      writeFileSync(path.join(holdDir, 'release'), '');
       expect(await exited, stderr).toBe(0);
     } finally {
-      process.kill(pid, 'SIGCONT');
+      writeFileSync(path.join(holdDir, 'release'), '');
     }
     expect(JSON.parse(stdout), stderr).toMatchObject({
       action: 'key',

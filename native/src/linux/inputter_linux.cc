@@ -5,6 +5,7 @@
 // the keys typed so far (AppReadKeys): an app translates a key event with the mapping of the moment it
 // reads the event, so a busy app read earlier keys as the later characters (the loaded pass).
 #include <X11/XKBlib.h>
+#include <X11/Xatom.h>
 #include <X11/Xutil.h>
 #include <X11/extensions/XTest.h>
 #include <X11/keysym.h>
@@ -18,9 +19,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <string>
 #include <thread>
 
 #include "common/inputter.h"
+#include "linux/atspi_bus.h"
 #include "linux/x11_session.h"
 
 namespace runboard::desktop {
@@ -98,7 +101,23 @@ void IgnoreLost(Display*, void*) {}
 // far, the keys typed included: a _NET_WM_PING is sent to it after them (on a connection of its own,
 // once this one's requests are processed), and a client reads its events in order, so its answer
 // comes once it has read (and translated) those keys. An app that cannot be asked gets kRemapGraceMs.
-void AppReadKeys(Display* d) {
+// Is the process of window w (its _NET_WM_PID) stopped (SIGSTOP, a debugger)? It answers no ping then.
+bool AppStopped(Display* d, Window w) {
+  Atom pidAtom = XInternAtom(d, "_NET_WM_PID", False);
+  Atom type = 0;
+  int format = 0;
+  unsigned long n = 0, after = 0;
+  unsigned char* data = nullptr;
+  long pid = 0;
+  if (XGetWindowProperty(d, w, pidAtom, 0, 1, False, XA_CARDINAL, &type, &format, &n, &after, &data) == Success &&
+      data && n == 1 && format == 32)
+    pid = *reinterpret_cast<long*>(data);
+  if (data) XFree(data);
+  return pid > 0 && atspi::ProcessStopped(static_cast<int>(pid));
+}
+
+// With stoppedIsDone, a stopped app is not waited for (what it shows cannot be read until it runs).
+void AppReadKeys(Display* d, bool stoppedIsDone = false) {
   XSync(d, False);  // the keys are processed (delivered to the app's queue) before the ping is sent
   Display* own = nullptr;
   try {
@@ -114,6 +133,11 @@ void AppReadKeys(Display* d) {
     if (Trace()) std::fprintf(stderr, "type: the focused app takes no _NET_WM_PING: waiting %d ms\n", kRemapGraceMs);
     x11::CloseDisplay(own);
     Sleep(kRemapGraceMs);
+    return;
+  }
+  if (stoppedIsDone && AppStopped(own, target)) {
+    if (Trace()) std::fprintf(stderr, "type: the app of window 0x%lx is stopped: not waiting\n", target);
+    x11::CloseDisplay(own);
     return;
   }
   Window root = DefaultRootWindow(own);
@@ -568,10 +592,9 @@ void KeyCombo(const std::string& combo, int delayMs, bool waitHandled) {
     Pause(d, delayMs);
   }
   XSync(d, False);
-  // GDK reads no further X event while one it translated waits in its queue, and answers a ping when
-  // it reads it: the answer comes after every key before it was dispatched (a Tab's focus move is done
-  // in its key-press handler). An input method that handles keys asynchronously (IBus) is not covered.
-  if (waitHandled && KeysGoToAWindow(d)) AppReadKeys(d);
+  // A ping's answer comes after GDK dispatched every key before it (decision 110; not with an async
+  // input method such as IBus). A stopped app is not waited for: reads refuse it at once anyway.
+  if (waitHandled && KeysGoToAWindow(d)) AppReadKeys(d, true);
 }
 
 }  // namespace runboard::desktop
