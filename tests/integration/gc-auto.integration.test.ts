@@ -141,7 +141,15 @@ describe('retention applied by the supervisor', () => {
     expect(last.result.termination?.detail).toContain('the disk holding the run logs is full');
 
     // the disk frees by itself: minFree is free again
-    await waitUntil('the supervisor to free the disk', () => free() >= MIN_FREE, 30_000);
+    // (the space is free as soon as the pass removed the runs; its record is written after that)
+    const recorded = (): boolean => {
+      try {
+        return readFileSync(path.join(paths.supervisorDir, 'retention.json'), 'utf8').includes('disk-full');
+      } catch {
+        return false;
+      }
+    };
+    await waitUntil('the supervisor to free the disk', () => free() >= MIN_FREE && recorded(), 30_000);
     const record = JSON.parse(readFileSync(path.join(paths.supervisorDir, 'retention.json'), 'utf8')) as {
       passes: Record<string, { trigger: string; removedRuns: number; freed: number }>;
     };
