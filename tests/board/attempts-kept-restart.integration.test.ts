@@ -72,30 +72,36 @@ function ledgerDisk(dir: string): OwnDisk {
   return disk;
 }
 
+/**
+ * Episodes of two attempts that both write result.txt and a judge naming attempt 1, whose answer waits
+ * until the model server sees `releaseMatch` (the test holds the keep's way first).
+ */
+const judgeHeld = (release: string, releaseMatch: string, name: string, match: string) => [
+  {
+    name: 'judge',
+    match: 'You are the judge of',
+    requireTools: false,
+    indexBy: 'requests' as const,
+    turns: Array.from({ length: 4 }, () => ({
+      text: JSON.stringify({ winner: 1, reasons: 'it wrote two' }),
+      after: release,
+    })),
+  },
+  { name: release, match: releaseMatch, requireTools: false, turns: [{ text: 'ok' }] },
+  {
+    name,
+    match,
+    turns: [],
+    variants: [
+      [exec('echo two > result.txt'), final({ status: 'SUCCESS', summary: 'wrote two' })],
+      [exec('echo two > result.txt'), final({ status: 'SUCCESS', summary: 'wrote two as well' })],
+    ],
+  },
+];
+
 it('a board killed after the winner was kept and before the card was written: restarted, the card is Done', async () => {
-  model.setEpisodes([
-    {
-      name: 'judge',
-      match: 'You are the judge of',
-      requireTools: false,
-      indexBy: 'requests',
-      // the judge's answer waits for the test's release: the ledger's disk is filled first
-      turns: Array.from({ length: 4 }, () => ({
-        text: JSON.stringify({ winner: 1, reasons: 'it wrote two' }),
-        after: 'release',
-      })),
-    },
-    { name: 'release', match: 'RELEASE-THE-JUDGE', requireTools: false, turns: [{ text: 'ok' }] },
-    {
-      name: 'kept',
-      match: 'ATT-KEPT',
-      turns: [],
-      variants: [
-        [exec('echo two > result.txt'), final({ status: 'SUCCESS', summary: 'wrote two' })],
-        [exec('echo two > result.txt'), final({ status: 'SUCCESS', summary: 'wrote two as well' })],
-      ],
-    },
-  ]);
+  // the judge's answer waits for the test's release: the ledger's disk is filled first
+  model.setEpisodes(judgeHeld('release', 'RELEASE-THE-JUDGE', 'kept', 'ATT-KEPT'));
   // the ledger's folder moves to a disk of its own while serve is stopped (nothing writes it then)
   const ledgerDir = path.join(server.home, 'ledger');
   expect(existsSync(ledgerDir)).toBe(true);
@@ -165,29 +171,8 @@ function waitsOnFrozen(pid: number): boolean {
 }
 
 it("a board killed while the supervisor applies the winner's keep: restarted, it waits for that keep and the card is Done", async () => {
-  model.setEpisodes([
-    {
-      name: 'judge',
-      match: 'You are the judge of',
-      requireTools: false,
-      indexBy: 'requests',
-      // the judge's answer waits for the test's release: the workspace is frozen first
-      turns: Array.from({ length: 4 }, () => ({
-        text: JSON.stringify({ winner: 1, reasons: 'it wrote two' }),
-        after: 'release-held',
-      })),
-    },
-    { name: 'release-held', match: 'RELEASE-THE-HELD-JUDGE', requireTools: false, turns: [{ text: 'ok' }] },
-    {
-      name: 'held',
-      match: 'ATT-HELD',
-      turns: [],
-      variants: [
-        [exec('echo two > result.txt'), final({ status: 'SUCCESS', summary: 'wrote two' })],
-        [exec('echo two > result.txt'), final({ status: 'SUCCESS', summary: 'wrote two as well' })],
-      ],
-    },
-  ]);
+  // the judge's answer waits for the test's release: the workspace is frozen first
+  model.setEpisodes(judgeHeld('release-held', 'RELEASE-THE-HELD-JUDGE', 'held', 'ATT-HELD'));
   // the card's workspace is a file system of its own, granted as a person grants a folder
   const dir = path.join(server.project, 'held');
   const image = path.join(mkdtempSync(path.join(os.tmpdir(), 'rb-held-')), 'ext4.img');
