@@ -1,14 +1,14 @@
 /**
  * A job's lock gone at the moment its host moves it on (decision 103): what a Redis outage longer than
  * the lease leaves a move that was in flight when it began, resent by ioredis once Redis is back. The
- * host here drops the lock itself right before each first move (the test-only fault
- * RUNBOARD_FLEET_TEST_DROP_LOCK, fleet-host.ts), so the move meets "Missing lock" every time, not by
- * luck. The host must take the lock back and move the job again: a run that ran ends as it ended on the
+ * host here has its lock dropped right before each first move (the test-only fault drop-lock.mjs,
+ * loaded into the host's process with node's --import; the product has no knob for it), so the move
+ * meets "Missing lock" every time, not by luck. The host must take the lock back and move the job again: a run that ran ends as it ended on the
  * host (not failed as stalled by the board, nor left active), a refusal ends failed saying why, and a job
  * sent back to its queue (no slot of the fleet's cap) runs later.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,9 +24,10 @@ let queue: Queue;
 
 beforeAll(async () => {
   ({ board, redis } = await startGateway());
-  host = await startHost(redis.url, 'dropper', ['shell'], 2, ['.'], {
-    RUNBOARD_FLEET_TEST_DROP_LOCK: 'end,delay',
-  });
+  host = await startHost(redis.url, 'dropper', ['shell'], 2, ['.'], {}, undefined, undefined, [
+    '--import',
+    path.join(import.meta.dirname, 'drop-lock.mjs'),
+  ]);
   queue = new Queue(queueName('shell'), { connection: redisOptions(redis.url) });
 }, 120_000);
 
@@ -36,6 +37,13 @@ afterAll(async () => {
   await board?.stop();
   await redis?.stop();
 });
+
+/** The locks the fault dropped, of `kind`, for the job `id` (`end` / `delay`). */
+function dropped(kind: string, id: string): number {
+  const file = path.join(host.root, 'dropped-locks');
+  const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n') : [];
+  return lines.filter((l) => l.startsWith(`${kind} `) && l.includes(`:${id}:lock`)).length;
+}
 
 const newRunId = (): string => `20260101-000000-${randomBytes(3).toString('hex')}`;
 
@@ -88,6 +96,7 @@ describe("a job whose lock is gone when its host moves it on (a Redis outage's l
     const { result } = await board.collect(runId);
     expect(result.status, JSON.stringify(result.termination)).toBe('succeeded');
     expect(existsSync(path.join(host.workspace, 'end.txt'))).toBe(true);
+    expect(dropped('end', runId)).toBe(1); // the fault held: its end met "Missing lock" once
   }, 120_000);
 
   it('a job the host refuses ends failed saying why (not left active with no lock)', async () => {
@@ -100,6 +109,7 @@ describe("a job whose lock is gone when its host moves it on (a Redis outage's l
     expect(r.reason).toMatch(/UDP sockets.*--udp/);
     expect(r.stacks).toBe(1); // its error's stack once, though it was moved twice
     expect(existsSync(marker)).toBe(false);
+    expect(dropped('end', id)).toBe(1);
   }, 90_000);
 
   it("a job sent back to its queue (the fleet's cap taken) runs once the slot is free", async () => {
@@ -119,6 +129,8 @@ describe("a job whose lock is gone when its host moves it on (a Redis outage's l
       const r = await ended(id);
       expect(r.state, r.reason).toBe('completed');
       expect(r.status).toBe('succeeded');
+      expect(dropped('end', id)).toBe(1);
     }
+    expect(dropped('delay', second)).toBeGreaterThanOrEqual(1);
   }, 120_000);
 });

@@ -23,6 +23,8 @@ export async function startHost(
   folder?: string,
   /** The host's sandbox policy (fleet join's --tcp-port, --udp, --tmp-size, …). */
   sandbox?: Record<string, unknown>,
+  /** Node options for the host's process before its bundle (e.g. `--import` of a test-only fault). */
+  nodeArgs: string[] = [],
 ): Promise<Harness> {
   // The host's env names its own workspace: start once to make its folders and grant, then as a host.
   const h = await Harness.start({ env: { RUNBOARD_FLEET_LEASE_MS: String(LEASE_MS) } });
@@ -31,7 +33,8 @@ export async function startHost(
   const exited = new Promise((r) => h.supervisor.once('exit', r));
   h.supervisor.kill('SIGTERM');
   await exited;
-  await h.startSupervisor(undefined, {
+  const wrap = nodeArgs.length ? ([node, ...rest]: string[]) => [node!, ...nodeArgs, ...rest] : undefined;
+  await h.startSupervisor(wrap, {
     RUNBOARD_FLEET_LEASE_MS: String(LEASE_MS),
     RUNBOARD_FLEET_CARDS: path.join(h.root, 'fleet-cards'),
     RUNBOARD_FLEET_HOST: JSON.stringify({

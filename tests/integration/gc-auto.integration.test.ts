@@ -19,7 +19,7 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { listGrants } from '@runboard/supervisor/grants';
 import { statePaths, type StatePaths } from '@runboard/supervisor/paths';
 import type { RunResult } from '@runboard/supervisor/protocol';
@@ -98,6 +98,19 @@ beforeAll(async () => {
     `${readFileSync(path.join(project, 'config.yaml'), 'utf8')}\nretention:\n  keepPerCard: 0\n  minFree: 6m\n`,
   );
   client = await SupervisorClient.connect(paths);
+});
+
+// Each test ends the runs it started on its way; one that fails half-way leaves them going (the first
+// test's `live` run waits for a file), and the next test's 'supervisor stop' then met that run (CI,
+// session 16: two failures for one). Whatever is still going after a test, passed or failed, is
+// cancelled and waited for here; a test that closed its client (a supervisor restart) gets a new one.
+afterEach(async () => {
+  if (client?.isClosed) client = await SupervisorClient.connect(paths).catch(() => client);
+  if (!client || client.isClosed) return; // no supervisor: nothing can be going
+  const going = async (): Promise<string[]> =>
+    (await client.list({ activeOnly: true })).runs.map((r) => r.runId);
+  for (const runId of await going()) await client.cancel(runId);
+  await waitUntil('the runs a test left going to end', async () => (await going()).length === 0, 30_000);
 });
 
 afterAll(async () => {

@@ -5,7 +5,10 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
+  readlinkSync,
+  realpathSync,
   rmSync,
   symlinkSync,
   writeFileSync,
@@ -14,12 +17,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listGrants } from '@runboard/supervisor/grants';
+import { runLogDir, statePaths, type StatePaths } from '@runboard/supervisor/paths';
+import type { RunResult } from '@runboard/supervisor/protocol';
+import { SupervisorClient } from '../../host/src/core/supervisor-client.ts';
 import { DIST, processesMentioning, waitUntil } from '../helpers/harness.ts';
 
 const exec = promisify(execFile);
 let root: string;
 let project: string;
 let env: NodeJS.ProcessEnv;
+let paths: StatePaths;
 
 async function rb(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
@@ -72,6 +80,7 @@ beforeAll(async () => {
   root = mkdtempSync(path.join(os.tmpdir(), 'rb-gc-'));
   project = path.join(root, 'project');
   env = { ...process.env, RUNBOARD_HOME: path.join(root, 'home') };
+  paths = statePaths({ RUNBOARD_HOME: path.join(root, 'home') });
   delete env.NODE_EXTRA_CA_CERTS;
   mkdirSync(path.join(project, 'cards'), { recursive: true });
   mkdirSync(path.join(root, 'ws'));
@@ -156,6 +165,49 @@ describe('runboard gc', () => {
     expect(await exited).toBe(0);
     expect((await rb(['logs', liveRun.runId])).stdout).toBe('started\nreleased\n');
     expect(readFileSync(path.join(liveRun.logDir, 'stdout.log'), 'utf8')).toContain('released');
+  });
+
+  it('removes the launch keys of the runs it removes with them, not at the next hourly prune', async () => {
+    // runs of one card launched as the board launches them: each with its queueing's key
+    const file = card('keyed', 'seq 1 200');
+    const started = await rb(['supervisor', 'start']); // already going when the test before it ran
+    expect(started.code, started.stderr).toBe(0);
+    const client = await SupervisorClient.connect(paths);
+    const keyed: string[] = [];
+    try {
+      const grant = listGrants(paths).find((g) => g.path === realpathSync(path.join(root, 'ws')))!;
+      for (const key of ['queueing-1', 'queueing-2']) {
+        const { runId } = await client.launch({
+          card: { path: file, project, id: 'keyed', title: 'keyed' },
+          flow: { name: 'shell', runner: 'command' },
+          workspace: path.join(root, 'ws'),
+          grant,
+          command: 'seq 1 200',
+          key,
+        });
+        const ended = await new Promise<RunResult>((resolve, reject) => {
+          client.attach(runId, { onEnd: resolve }).catch(reject);
+        });
+        expect(ended.status).toBe('succeeded');
+        keyed.push(runId);
+      }
+    } finally {
+      client.close();
+    }
+    const keysDir = path.join(paths.supervisorDir, 'launch-keys');
+    const named = (): string[] => readdirSync(keysDir).map((n) => readlinkSync(path.join(keysDir, n)));
+    expect(named()).toEqual(expect.arrayContaining(keyed));
+
+    const wet = JSON.parse((await rb(['gc', '--yes', '--json'])).stdout) as {
+      removed: { runs: { id: string }[] };
+    };
+    const removed = wet.removed.runs.map((r) => r.id);
+    expect(removed).toContain(keyed[0]); // keepPerCard 1: the card's older run goes
+    expect(removed).not.toContain(keyed[1]);
+    for (const id of removed) expect(existsSync(runLogDir(paths, id))).toBe(false);
+    // its key went with it; the kept run's key stays
+    expect(named().filter((id) => removed.includes(id))).toEqual([]);
+    expect(named()).toContain(keyed[1]);
   });
 
   it('refuses a recordings folder that is a link, and a bad retention value with what to write', async () => {

@@ -4,6 +4,7 @@
  * starts at that instant and runs at real speed); processes, sockets and the state files are real.
  */
 import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ScheduleInfo, ScheduleSpec } from '@runboard/supervisor/protocol';
@@ -83,6 +84,33 @@ describe('schedules in the supervisor', () => {
     const after = (await schedules(h)).daily!;
     expect(after.pending).toEqual([]);
     expect(after.history.map((d) => d.decision)).toEqual(['pending', 'queued']);
+  });
+
+  it('a card saved just before its fire and registered just after it fires once (decision 111)', async () => {
+    clock = new TestClock('2026-01-05T07:00:00Z');
+    h = await Harness.start({ env: { RUNBOARD_SCHEDULE_CLOCK: clock.file } });
+    const fired: string[] = [];
+    on(h.client.conn, ScheduleDidFire, (p) => fired.push(`${path.basename(p.cardPath)} ${p.fireAt}`));
+    // fromSave: the board registers it as soon as it reads the card (no Confirm waited for)
+    const daily = { cron: '0 8 * * *', text: 'every day at 08:00', fromSave: true };
+    const early = spec(h, 'early', daily);
+    const late = spec(h, 'late', daily);
+    // a board is connected: it registered its project's schedules
+    await call(h.client.conn, SetSchedules, { project: h.root, schedules: [early] });
+    // a person saves a new card with a schedule (07:00 on the book's clock)...
+    writeFileSync(late.cardPath, '---\ntitle: late\nflow: shell\nschedule: every day at 08:00\n---\n');
+    // ...and 08:00 comes before the board registers it: the book decides the fire (early's shows it)
+    clock.moveTo('2026-01-05T08:00:00Z');
+    await waitUntil('the 08:00 fire of the card registered before', () => fired.length > 0, 20_000);
+    expect(fired).toEqual(['early.md 2026-01-05T08:00:00.000Z']);
+    await call(h.client.conn, SetSchedules, { project: h.root, schedules: [early, late] });
+    await waitUntil('the 08:00 fire of the card saved before it', () => fired.length > 1, 20_000);
+    // once: registering it again fires nothing more
+    await call(h.client.conn, SetSchedules, { project: h.root, schedules: [early, late] });
+    const s = (await schedules(h)).late!;
+    expect(s.pending).toEqual(['2026-01-05T08:00:00.000Z']);
+    expect(s.history.map((d) => d.decision)).toEqual(['pending']);
+    expect(fired).toEqual(['early.md 2026-01-05T08:00:00.000Z', 'late.md 2026-01-05T08:00:00.000Z']);
   });
 
   it('missed fires follow each card’s policy across a real restart, and every decision is kept', async () => {

@@ -69,6 +69,8 @@ export function scheduleOf(card: Card, zone?: string): Parsed<ResolvedSchedule> 
 
 export class HostSchedules {
   private lastSent = '';
+  /** Cards whose schedule waited for a person's Confirm at the last look (not registered then). */
+  private awaitingConfirm = new Set<string>();
   private syncTimer: NodeJS.Timeout | undefined;
   private takeTimer: NodeJS.Timeout | undefined;
   private taking = false;
@@ -168,10 +170,16 @@ export class HostSchedules {
 
   private specs(): ScheduleSpec[] {
     const out: ScheduleSpec[] = [];
+    const awaited = this.awaitingConfirm;
+    this.awaitingConfirm = new Set();
     for (const card of this.store.all()) {
       const r = scheduleOf(card);
+      if (!r?.ok) continue;
       // a schedule changed outside the board is not registered until a person confirms the card
-      if (!r?.ok || this.store.confirmation(card)) continue;
+      if (this.store.confirmation(card)) {
+        this.awaitingConfirm.add(card.file);
+        continue;
+      }
       const { cron, timezone, text, missed, overlap } = r.value;
       out.push({
         cardPath: card.file,
@@ -182,6 +190,9 @@ export class HostSchedules {
         text,
         missed,
         overlap,
+        // a fire since the card was saved is its own; one that came while it waited for a Confirm
+        // is not run by the Confirm (decision 111)
+        ...(awaited.has(card.file) ? {} : { fromSave: true }),
       });
     }
     return out.sort((a, b) => (a.cardPath < b.cardPath ? -1 : 1));

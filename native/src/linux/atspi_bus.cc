@@ -263,7 +263,7 @@ Peer Bus::PeerFor(const std::string& busName) {
     // Apps built on atk-bridge offer a private socket: the wire reader's big batches go there (spread
     // over several sockets, dbus_wire.h ForApp). GDBus's few calls go over the bus: at-spi2-atk keeps
     // every private connection for the app's life, and a one-shot command must not leave one per run
-    // (decision 111; the focus after a key is waited for, decision 110).
+    // (decision 113; the focus after a key is waited for, decision 110).
     GVariant* r = CallOne(
         peer, {"/org/a11y/atspi/accessible/root", "org.a11y.atspi.Application", "GetApplicationBusAddress", nullptr});
     if (r) {

@@ -18,7 +18,7 @@ namespace runboard::desktop::atspi {
 // Where an application's objects are reached: GDBus's calls through the bus daemon, the wire reader's
 // big batches on the app's own (peer-to-peer) socket when it offers one (dbus_wire.h ForApp). at-spi2-atk
 // never forgets a private connection, closed or not: each one costs every later turn of the app's main
-// loop (decisions 108, 111).
+// loop (decisions 108, 113).
 struct Peer {
   GDBusConnection* conn = nullptr;  // the bus
   std::string dest;                 // the app's name on the bus

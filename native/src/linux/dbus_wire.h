@@ -81,7 +81,7 @@ void AppendCall(std::string& out, const Call& c, std::string_view dest, uint32_t
 // How many of `want` sockets this process may open to the app listening at socketPath (an abstract name
 // starts with NUL), counted as opened: the app's budget of private sockets, shared by all our processes
 // through a file under $XDG_RUNTIME_DIR/runboard-atspi (RUNBOARD_ATSPI_SPREAD_BUDGET, 48 by default).
-// at-spi2-atk keeps every private connection for the app's life (decision 111): this is the bound on what
+// at-spi2-atk keeps every private connection for the app's life (decision 113): this is the bound on what
 // our processes leave in an app. 0 without a private $XDG_RUNTIME_DIR. dbus_wire_budget.cc.
 size_t TakeSpreadSockets(std::string_view socketPath, size_t want);
 // The fewest calls a batch needs to be sent on an app's own sockets rather than over the bus (it is then
@@ -99,7 +99,7 @@ class Conn {
   // process. nullptr when it cannot be opened.
   static Conn* ForBus(const std::string& address);
   // The connection to an app's own (peer-to-peer) socket for a batch of `calls` calls, or nullptr when
-  // the batch is to go over the bus: at-spi2-atk never forgets a private connection (decision 111), so
+  // the batch is to go over the bus: at-spi2-atk never forgets a private connection (decision 113), so
   // one is opened only for a batch big enough to be spread (kPrivateBatch calls) and only within the
   // app's budget (TakeSpreadSockets counts every socket, the first included); once open it is kept for
   // the process and used for every later batch. Nor when the socket cannot be reached (a run's jail

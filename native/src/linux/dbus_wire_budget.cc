@@ -1,4 +1,4 @@
-// The budget of private sockets per app process (decisions 108, 111): at-spi2-atk never forgets a
+// The budget of private sockets per app process (decisions 108, 113): at-spi2-atk never forgets a
 // private connection, and each one it keeps costs every later turn of the app's main loop, so the
 // sockets all our processes open to one app's own address (the first of a process's included; small
 // batches and GDBus's calls go over the bus and open none) are counted in a file of its own under

@@ -22,6 +22,7 @@ import {
   type StoredItem,
 } from '@runboard/project/retention';
 import { RunId, RunResult } from '../protocol/index.ts';
+import { launchKeysDir, pruneKeys } from './launch-keys.ts';
 import { runLogDir, type StatePaths } from './paths.ts';
 import { paramSecretsDir, deleteParamSecret } from './secrets.ts';
 
@@ -330,6 +331,11 @@ export async function collect(
     } catch (e) {
       out.errors.push(`${it.dir}: ${(e as Error).message}`);
     }
+  }
+  // the removed runs' launch keys with them: a key naming a run with no record only waits to be taken over
+  if (o.apply && out.removedRuns.length) {
+    const gone = new Set(out.removedRuns.map((r) => r.id));
+    await pruneKeys(launchKeysDir(paths), async (runId) => gone.has(runId));
   }
   if (o.secrets !== false)
     for (const s of storage.orphanSecrets) {

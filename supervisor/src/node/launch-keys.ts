@@ -10,12 +10,13 @@
  * one `symlink(2)` before the run's record (result.json) exists and before anything is spawned: it
  * is on disk whole or not at all, and a key whose run has no record (the supervisor died in between,
  * or gc removed the run) names no run and is taken over by the next launch. Such keys, and keys older
- * than 30 days, are pruned by retention's passes while the supervisor lives (`prune`).
+ * than 30 days, are pruned by retention's passes while the supervisor lives (`prune`); the keys of the
+ * runs a pass or `runboard gc` removes go with them (common/gc.ts `collect`).
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
-import { lstat, readdir, readlink } from 'node:fs/promises';
 import path from 'node:path';
+import { pruneKeys } from '../common/launch-keys.ts';
 
 /** Keys older than this are removed (a board launches a card again within minutes, or days at most). */
 const KEY_TTL_MS = 30 * 24 * 3600_000;
@@ -62,25 +63,6 @@ export class LaunchKeys {
    * that took the key over meanwhile (it names that launch's run now) keeps it. Returns how many went.
    */
   async prune(known: (runId: string) => Promise<boolean>, now = Date.now()): Promise<number> {
-    let names: string[];
-    try {
-      names = await readdir(this.dir);
-    } catch {
-      return 0;
-    }
-    let removed = 0;
-    for (const name of names) {
-      const file = path.join(this.dir, name);
-      try {
-        const [st, runId] = await Promise.all([lstat(file), readlink(file)]);
-        if (now - st.mtimeMs <= KEY_TTL_MS && (await known(runId))) continue;
-        if (readlinkSync(file) !== runId) continue; // taken over by a launch since
-        rmSync(file, { force: true });
-        removed++;
-      } catch {
-        // gone meanwhile, or the disk says no: the next pass tries again
-      }
-    }
-    return removed;
+    return pruneKeys(this.dir, async (runId, madeMs) => now - madeMs > KEY_TTL_MS || !(await known(runId)));
   }
 }

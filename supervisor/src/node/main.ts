@@ -33,7 +33,7 @@ import { RunRegistry } from './registry.ts';
 import { SupervisorServer } from './server.ts';
 import { scheduleLauncher } from './schedule-launcher.ts';
 import { ScheduleBook } from './schedules.ts';
-import { scheduleClockOf } from './schedule-clock.ts';
+import { cardSavedAt, scheduleClockOf } from './schedule-clock.ts';
 import { ProjectBook } from './projects.ts';
 import { RetentionKeeper } from './gc-auto.ts';
 import { fleetConfig } from './fleet/config.ts';
@@ -191,6 +191,7 @@ async function main(): Promise<void> {
     now: clock.now,
     isRunning: (cardPath) => registry.list(true, 10_000).some((r) => r.card.path === cardPath),
     launcher: scheduleLauncher(paths, registry, log),
+    savedAt: cardSavedAt(clock),
   });
   clock.onMoved(() => schedules.clockMoved()); // a test moved the clock (schedule-clock.ts)
   const projects = new ProjectBook(path.join(paths.supervisorDir, 'projects.json'), schedules, log);

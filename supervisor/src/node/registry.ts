@@ -25,6 +25,7 @@ import { diskSource, type AttachSource } from './attach.ts';
 import { allowedAsks, resumeFrom, withAllowed } from './launch-allow.ts';
 import { ResultFile } from './result-file.ts';
 import { CardIndex } from './run-index.ts';
+import { launchKeysDir } from '../common/launch-keys.ts';
 import { LaunchKeys } from './launch-keys.ts';
 import type { FleetGateway } from './fleet/gateway.ts';
 import type { RemoteRun } from './fleet/remote-run.ts';
@@ -65,7 +66,7 @@ export class RunRegistry {
   ) {
     mkdirSync(path.join(paths.supervisorDir, 'active'), { recursive: true, mode: 0o700 });
     this.byCard = new CardIndex(paths.logsDir, (id) => this.readResult(id));
-    this.keys = new LaunchKeys(path.join(paths.supervisorDir, 'launch-keys'));
+    this.keys = new LaunchKeys(launchKeysDir(paths));
   }
 
   /** Removes the launch keys no launch can use any more (launch-keys.ts); retention's passes call it. */

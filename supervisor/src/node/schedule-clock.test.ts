@@ -19,9 +19,14 @@ it('a file clock runs from the time in its file, and moves when another is writt
   expect(t).toBeLessThan(60 * 60_000); // it runs at real speed from 07:00
   const moved = new Promise<void>((resolve) => clock.onMoved(resolve));
   writeFileSync(file, '2026-01-05T08:00:00Z');
+  const before = Date.now();
   await moved;
   expect(clock.now()).toBeGreaterThanOrEqual(Date.parse('2026-01-05T08:00:00Z'));
   expect(clock.now()).toBeLessThan(Date.parse('2026-01-05T09:00:00Z'));
+  // what it said at an instant before the move is the 07:00 stretch's time, not the new one's
+  expect(clock.at(before)).toBeLessThan(Date.parse('2026-01-05T08:00:00Z'));
+  expect(clock.at(before)).toBeGreaterThanOrEqual(Date.parse('2026-01-05T07:00:00Z'));
+  expect(clock.at(Date.now())).toBeGreaterThanOrEqual(Date.parse('2026-01-05T08:00:00Z'));
 });
 
 it('an ISO time starts the clock there; a file without one is refused, saying what to write', () => {

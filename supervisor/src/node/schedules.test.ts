@@ -171,4 +171,53 @@ describe('the schedule book', () => {
     expect(book.list().map((x) => x.pending.length)).toEqual([1, 1]);
     book.stop();
   });
+  it('a card saved just before its fire and registered just after it fires once (decision 111)', () => {
+    let now = Date.parse('2026-01-05T07:59:00Z');
+    const saved = new Map<string, number>();
+    const fired: string[] = [];
+    const book = new ScheduleBook({
+      file: path.join(dir, 'schedules.json'),
+      log: pino({ level: 'silent' }),
+      now: () => now,
+      savedAt: (card) => saved.get(card),
+    });
+    book.on('fired', (f) => fired.push(`${path.basename(f.cardPath)} ${f.fireAt.slice(11, 19)}`));
+    const daily = { cron: '0 8 * * *', text: 'every day at 08:00', fromSave: true };
+    book.start();
+    book.set('/p', [spec('a', daily)]);
+    book.attach('/p'); // the board is connected (serveSchedules attaches after its first set)
+    // b is saved at 07:59:59.5 (its schedule new), the board reads it and registers it at 08:00:00.4
+    saved.set('/p/b.md', Date.parse('2026-01-05T07:59:59.500Z'));
+    now = Date.parse('2026-01-05T08:00:00.400Z');
+    vi.advanceTimersByTime(60_000);
+    expect(fired).toEqual(['a.md 08:00:00']);
+    // d too, but it waited for a person's Confirm (no fromSave): the Confirm does not run that fire
+    saved.set('/p/d.md', Date.parse('2026-01-05T07:59:59.500Z'));
+    const d = spec('d', { ...daily, fromSave: undefined });
+    book.set('/p', [spec('a', daily), spec('b', daily), d]);
+    vi.advanceTimersByTime(0);
+    expect(fired).toEqual(['a.md 08:00:00', 'b.md 08:00:00']);
+    // once: registered again (unchanged) and later ticks fire nothing more
+    book.set('/p', [spec('a', daily), spec('b', daily), d]);
+    now = Date.parse('2026-01-05T08:00:30Z');
+    vi.advanceTimersByTime(60_000);
+    expect(fired).toHaveLength(2);
+    // a's schedule changed in a file saved before 08:00 (still firing at 08:00): that fire was a's already
+    saved.set('/p/a.md', Date.parse('2026-01-05T07:59:59.900Z'));
+    book.set('/p', [spec('a', { ...daily, cron: '0 8 * * 1-5' }), spec('b', daily), d]);
+    vi.advanceTimersByTime(60_000);
+    expect(fired).toHaveLength(2);
+    const s = Object.fromEntries(book.list().map((x) => [x.cardId, x]));
+    expect(s.b!.pending).toEqual(['2026-01-05T08:00:00.000Z']);
+    expect(s.a!.pending).toEqual(['2026-01-05T08:00:00.000Z']);
+    expect(s.d!.pending).toEqual([]);
+    // A board that opens after the save registers from then on: nothing before it is the card's fire.
+    book.detach('/p');
+    saved.set('/p/c.md', Date.parse('2026-01-05T07:59:59.500Z'));
+    book.set('/p', [spec('a', { ...daily, cron: '0 8 * * 1-5' }), spec('b', daily), d, spec('c', daily)]);
+    book.attach('/p');
+    vi.advanceTimersByTime(60_000);
+    expect(fired).toHaveLength(2);
+    book.stop();
+  });
 });

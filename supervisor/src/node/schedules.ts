@@ -85,6 +85,11 @@ export interface ScheduleBookOptions {
   isRunning?: (cardPath: string) => boolean;
   /** Starts runs of fires while no board of their project is connected (none: fires wait for a board). */
   launcher?: ScheduleLauncher;
+  /**
+   * When the card file was last saved, on the book's clock (schedule-clock.ts `cardSavedAt`): a
+   * schedule a connected board registers fires from then, not only from its registration.
+   */
+  savedAt?: (cardPath: string) => number | undefined;
 }
 
 const iso = (t: number): string => new Date(t).toISOString();
@@ -103,6 +108,8 @@ export class ScheduleBook extends EventEmitter<{
   private stopped = false;
   /** Projects with a board connected (it registered their schedules): how many connections. */
   private readonly boards = new Map<string, number>();
+  /** When the first of those connections registered the project's schedules (the book's clock). */
+  private readonly attachedAt = new Map<string, number>();
 
   constructor(private readonly opts: ScheduleBookOptions) {
     super();
@@ -182,11 +189,11 @@ export class ScheduleBook extends EventEmitter<{
         old.project = project;
         continue;
       }
-      // New or changed: it fires from now on (nothing before it counts as missed).
+      // New or changed: it fires from when the card was saved, or from now when no board was there.
       this.entries.set(spec.cardPath, {
         spec,
         project,
-        through: now,
+        through: this.firesFrom(project, spec, now, old?.lastFire),
         pending: old?.pending ?? [],
         history: old?.history ?? [],
         started: old?.started ?? [],
@@ -196,6 +203,23 @@ export class ScheduleBook extends EventEmitter<{
     this.save();
     this.arm();
     return null;
+  }
+
+  /**
+   * Where a new or changed schedule starts (`through`: fires at or before it are not its own). Its
+   * card was saved before the board could register it (the board reads the file, then sends it): a
+   * fire due in between is the card's and fires once, unless the card's old schedule already fired it
+   * (`lastFire`). Only while a board of the project was connected when the card was saved, and when
+   * the board says so (`fromSave`: not a card that waited for a Confirm); otherwise it fires from now
+   * on (nothing before counts as missed), as before (decision 111).
+   */
+  private firesFrom(project: string, spec: ScheduleSpec, now: number, lastFire: number | undefined): number {
+    const attached = this.attachedAt.get(project);
+    const saved = attached === undefined || !spec.fromSave ? undefined : this.opts.savedAt?.(spec.cardPath);
+    // `saved - 1`: a fire at the very instant of the save is after it (fires are in (through, now])
+    let from = saved === undefined ? now : Math.min(now, Math.max(saved - 1, attached!));
+    if (lastFire !== undefined) from = Math.max(from, lastFire);
+    return from;
   }
 
   list(project?: string): ScheduleInfo[] {
@@ -235,6 +259,7 @@ export class ScheduleBook extends EventEmitter<{
 
   /** A board of `project` connected: from now on it takes the project's fires. */
   attach(project: string): void {
+    if (!this.boards.has(project)) this.attachedAt.set(project, this.now());
     this.boards.set(project, (this.boards.get(project) ?? 0) + 1);
     for (const e of this.entries.values()) if (e.project === project) delete e.waiting;
   }
@@ -244,6 +269,7 @@ export class ScheduleBook extends EventEmitter<{
     const n = (this.boards.get(project) ?? 0) - 1;
     if (n > 0) return void this.boards.set(project, n);
     this.boards.delete(project);
+    this.attachedAt.delete(project);
     this.startPending();
   }
 

@@ -93,6 +93,23 @@ describe('a workspace copy per run', () => {
     expect(kept.applied).not.toContain('a.txt');
   });
 
+  it('a conflict names its paths in path order, not in the order the walk met them', async () => {
+    // the walk meets a folder's files before what its folders hold, and its files as the thread pool
+    // answers their stats (8 at a time): the test above once listed "fresh.txt, a.txt" (CI, loaded)
+    const c = await createCopy(ws, path.join(copies, 'r1'), 1 << 20);
+    for (const [f, text] of [
+      ['z.txt', 'new'],
+      ['sub/b.txt', 'changed'],
+      ['a.txt', 'changed'],
+    ]) {
+      writeFileSync(path.join(c.path, f!), `the run’s ${text}\n`);
+      writeFileSync(path.join(ws, f!), `the person’s ${text}\n`);
+    }
+    const err = await keepCopy(c).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CopyError);
+    expect((err as Error).message).toContain("nothing was applied: a.txt, sub/b.txt, z.txt (the run's copy");
+  });
+
   it('a symlink put in the workspace after the copy does not lead the keep outside it', async () => {
     const outside = path.join(tmp, 'outside');
     mkdirSync(outside);

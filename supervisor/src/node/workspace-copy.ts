@@ -248,7 +248,11 @@ interface Change {
   was: Entry | null;
 }
 
-/** What the run changed in its copy against the manifest (parents before children). */
+/**
+ * What the run changed in its copy against the manifest, in path order (so parents before children).
+ * The walk meets a folder's entries in the order their stats come back from the thread pool, which
+ * varies from run to run: without the sort a conflict's list of paths came out in a different order.
+ */
 async function changesOf(copy: string, manifest: Manifest): Promise<Change[]> {
   const seen = new Set<string>();
   const out: Change[] = [];
@@ -263,7 +267,8 @@ async function changesOf(copy: string, manifest: Manifest): Promise<Change[]> {
     out.push({ rel, now: st, was });
   });
   for (const [rel, was] of Object.entries(manifest)) if (!seen.has(rel)) out.push({ rel, now: null, was });
-  return out;
+  // code-point order: a path sorts before every path it is a prefix of
+  return out.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
 }
 
 /**
@@ -355,7 +360,7 @@ export async function keepCopy(info: WorkspaceCopy): Promise<WorkspaceCopy> {
         const names = await withParent(root, ch.rel, async (dir) =>
           dir ? readdir(at(dir, path.basename(ch.rel))).catch(() => []) : [],
         );
-        for (const n of names)
+        for (const n of names.sort())
           if (!Object.hasOwn(manifest, `${ch.rel}/${n}`)) conflicts.push(`${ch.rel}/${n}`);
       }
     if (conflicts.length)

@@ -33,6 +33,12 @@ export const ScheduleSpec = z.object({
   text: Text(500),
   missed: MissedPolicy,
   overlap: OverlapPolicy,
+  /**
+   * The board registered it as soon as it read the card (it did not wait for a person's Confirm): a
+   * fire due since the card file was saved, while the board was connected, is the card's (decision
+   * 111). Absent: it fires from when the supervisor hears of it.
+   */
+  fromSave: z.optional(z.boolean()),
 });
 export type ScheduleSpec = z.infer<typeof ScheduleSpec>;
 
