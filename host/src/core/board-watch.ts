@@ -169,7 +169,7 @@ export class BoardWatch {
     const names = [...this.dirty];
     this.dirty.clear();
     // Cards kept at their last good version while their file did not read (a write going on, decision
-    // 113): one that no event named since is looked at again, and shown broken if it stayed as it was.
+    // 114): one that no event named since is looked at again, and shown broken if it stayed as it was.
     const kept = store.unsettled();
     const named = new Set(names.map((name) => path.join(store.cardsDir, name)));
     const look = (file: string): void =>

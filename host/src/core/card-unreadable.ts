@@ -1,5 +1,5 @@
 /**
- * Cards kept at their last good version while their file does not read (decision 113). A card file
+ * Cards kept at their last good version while their file does not read (decision 114). A card file
  * written in place (a shell's `>`, an editor that saves in place) is empty or half there between the
  * writer's truncation and its last write, and the watcher's sweep can read it then (board-watch.ts).
  * A card that read before is not shown broken for that moment: the board keeps its last good version,
