@@ -9,7 +9,7 @@
  * on a small tmpfs filled to the last byte, serve killed with SIGKILL.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { digestOf } from '@runboard/supervisor/ledger';
@@ -75,45 +75,65 @@ describe('one queueing, one run', () => {
     }
   });
 
-  it("a board killed while its run's start and end could not be saved does not run the card again", async () => {
-    server = await BoardServer.start(shellConfig('  backoff: { base: 100ms, retries: 1 }\n'), {
-      'once.md': shellCard('Once', 'echo ran >> runs.txt'),
-    });
-    const ledgerDir = path.join(server.home, 'ledger');
-    expect(existsSync(ledgerDir)).toBe(true);
-    // the ledger's folder moves to a disk of its own while serve is stopped (nothing writes it then)
-    const exited = new Promise((r) => server!.proc.once('exit', r));
-    server.proc.kill('SIGTERM');
-    await exited;
-    const disk = ledgerDisk(ledgerDir);
-    await server.startServe();
-    await waitUntil('the card on the board', () => server!.card('once'));
-    // room for the person's move to Queued and nothing more: the run's start and end are not saved
-    disk.fill(JSON.stringify({ f: 'cards/once.md', d: digestOf('') }).length + 1);
-    await server.api('POST', '/api/cards/once/move', { to: 'queued', index: 0 });
-    const [run] = await waitUntil('the run ended', async () => {
-      const runs = await server!.supervisorRuns();
-      return runs.length && runs.every((r) => r.status !== 'running') ? runs : undefined;
-    });
-    expect(run!.status).toBe('succeeded');
-    await waitUntil('the card waiting to save its run', async () =>
-      (await server!.card('once'))?.waiting?.includes('could not be saved'),
-    );
-    expect(readFileSync(server.cardFile('once.md'), 'utf8')).toMatch(/status: queued/);
-    // the board dies with the writes it kept; a new one finds the card queued, as its file says
-    const killed = new Promise((r) => server!.proc.once('exit', r));
-    server.proc.kill('SIGKILL');
-    await killed;
-    disk.free();
-    await server.startServe();
-    const done = await waitUntil('Done', async () => {
-      const c = await server!.card('once');
-      return c?.column === 'done' ? c : undefined;
-    });
-    expect(done.runId).toBe(run!.runId);
-    expect(readFileSync(path.join(server.workspace, 'runs.txt'), 'utf8')).toBe('ran\n');
-    expect((await server.supervisorRuns()).map((r) => r.runId)).toEqual([run!.runId]);
-  });
+  // `upgraded`: config.yaml is found at an older version by the board that comes back, which upgrades
+  // it before it loads the cards (board-store.ts load, upgradeConfigFiles): the upgrade writes the
+  // config alone (in place), never a card, so the card's launch key (its file's identity) holds.
+  it.each([
+    ['', false],
+    [', with config.yaml upgraded by the board that comes back', true],
+  ])(
+    "a board killed while its run's start and end could not be saved does not run the card again%s",
+    async (_, upgraded) => {
+      const config = shellConfig('  backoff: { base: 100ms, retries: 1 }\n');
+      server = await BoardServer.start(config, {
+        'once.md': shellCard('Once', 'echo ran >> runs.txt'),
+      });
+      const ledgerDir = path.join(server.home, 'ledger');
+      expect(existsSync(ledgerDir)).toBe(true);
+      // the ledger's folder moves to a disk of its own while serve is stopped (nothing writes it then)
+      const exited = new Promise((r) => server!.proc.once('exit', r));
+      server.proc.kill('SIGTERM');
+      await exited;
+      const disk = ledgerDisk(ledgerDir);
+      await server.startServe();
+      await waitUntil('the card on the board', () => server!.card('once'));
+      // room for the person's move to Queued and nothing more: the run's start and end are not saved
+      disk.fill(JSON.stringify({ f: 'cards/once.md', d: digestOf('') }).length + 1);
+      await server.api('POST', '/api/cards/once/move', { to: 'queued', index: 0 });
+      const [run] = await waitUntil('the run ended', async () => {
+        const runs = await server!.supervisorRuns();
+        return runs.length && runs.every((r) => r.status !== 'running') ? runs : undefined;
+      });
+      expect(run!.status).toBe('succeeded');
+      await waitUntil('the card waiting to save its run', async () =>
+        (await server!.card('once'))?.waiting?.includes('could not be saved'),
+      );
+      expect(readFileSync(server.cardFile('once.md'), 'utf8')).toMatch(/status: queued/);
+      // the board dies with the writes it kept; a new one finds the card queued, as its file says
+      const killed = new Promise((r) => server!.proc.once('exit', r));
+      server.proc.kill('SIGKILL');
+      await killed;
+      disk.free();
+      const configFile = path.join(server.project, 'config.yaml');
+      if (upgraded) {
+        expect(readFileSync(configFile, 'utf8')).toMatch(/^version: 2$/m); // the first board upgraded it
+        writeFileSync(configFile, config); // version 1 again: the next board upgrades it in the crash window
+      }
+      await server.startServe();
+      const done = await waitUntil('Done', async () => {
+        const c = await server!.card('once');
+        return c?.column === 'done' ? c : undefined;
+      });
+      expect(done.runId).toBe(run!.runId);
+      expect(readFileSync(path.join(server.workspace, 'runs.txt'), 'utf8')).toBe('ran\n');
+      expect((await server.supervisorRuns()).map((r) => r.runId)).toEqual([run!.runId]);
+      if (upgraded) {
+        expect(readFileSync(configFile, 'utf8')).toMatch(/^version: 2$/m);
+        // the card file the repeated launch read was the one the first launch read (then written Done)
+        expect(cardIdentity.ino).toBe(statSync(server.cardFile('once.md'), { bigint: true }).ino);
+      }
+    },
+  );
 
   it('a card deleted and made again with the same work is queued anew: it runs, not takes the old run', async () => {
     server = await BoardServer.start(shellConfig(), {});

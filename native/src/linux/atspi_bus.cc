@@ -186,18 +186,19 @@ GVariant* Bus::CallOne(const Peer& peer, Call call, std::string* error) {
 
 wire::Conn& Bus::WireCallMany(const Peer& peer, const std::vector<wire::Call>& calls,
                               std::vector<wire::Reply>& replies) {
-  const bool direct = !peer.p2p.empty();
-  const std::string& address = direct ? peer.p2p : peer.address;
-  wire::Conn* c = wire::Conn::For(address, !direct);
-  if (!c) throw DesktopError(kNoA11yBus, "cannot open a D-Bus connection to " + address);
+  // An app's own socket for a big batch within its budget (or once one is open), else the bus.
+  wire::Conn* c = peer.p2p.empty() ? nullptr : wire::Conn::ForApp(peer.p2p, calls.size());
+  const bool direct = c != nullptr;
+  if (!c) c = wire::Conn::ForBus(peer.address);
+  if (!c) throw DesktopError(kNoA11yBus, "cannot open a D-Bus connection to " + peer.address);
   auto t0 = g_get_monotonic_time();
   c->CallMany(calls, replies, direct ? std::string_view() : std::string_view(peer.dest));
   roundTrips++;
   static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
   if (trace && !calls.empty())
-    g_printerr("wire batch: %zu x %.*s: %.1f ms (%zu sockets)\n", calls.size(),
+    g_printerr("wire batch: %zu x %.*s: %.1f ms (%zu sockets%s)\n", calls.size(),
                static_cast<int>(calls[0].member.size()), calls[0].member.data(), (g_get_monotonic_time() - t0) / 1000.0,
-               c->SocketsFor(calls.size()));
+               c->SocketsFor(calls.size()), direct ? "" : ", bus");
   return *c;
 }
 
@@ -254,30 +255,21 @@ Peer Bus::PeerFor(const std::string& busName) {
   auto it = peers.find(busName);
   if (it != peers.end()) {
     if (!g_dbus_connection_is_closed(it->second.conn)) return it->second;
-    if (it->second.conn != conn_) g_object_unref(it->second.conn);
     peers.erase(it);
   }
   Peer peer{conn_, busName, address_, ""};
   const char* p2p = std::getenv("RUNBOARD_ATSPI_P2P");
   if (!p2p || std::string(p2p) != "0") {
-    // Apps built on atk-bridge offer a private socket: talking to it directly skips the bus daemon's hop,
-    // for GDBus's calls and the wire reader's. (GDBus over the bus instead, one private connection fewer
-    // per process, lost a race that GTK's focus after `type --key tab` had been winning: decision 108.)
+    // Apps built on atk-bridge offer a private socket: the wire reader's big batches go there (spread
+    // over several sockets, dbus_wire.h ForApp). GDBus's few calls go over the bus: at-spi2-atk keeps
+    // every private connection for the app's life, and a one-shot command must not leave one per run
+    // (decision 113; the focus after a key is waited for, decision 110).
     GVariant* r = CallOne(
         peer, {"/org/a11y/atspi/accessible/root", "org.a11y.atspi.Application", "GetApplicationBusAddress", nullptr});
     if (r) {
       const char* addr = nullptr;
       g_variant_get(r, "(&s)", &addr);
-      if (addr && *addr) {
-        GDBusConnection* c = g_dbus_connection_new_for_address_sync(addr, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT,
-                                                                    nullptr, nullptr, nullptr);
-        if (c) {  // unreachable (a run in its own network namespace: the socket is abstract): the bus
-          g_dbus_connection_set_exit_on_close(c, FALSE);
-          peer.conn = c;
-          peer.dest = "";
-          peer.p2p = addr;
-        }
-      }
+      if (addr && *addr) peer.p2p = addr;
       g_variant_unref(r);
     }
   }

@@ -15,14 +15,15 @@
 
 namespace runboard::desktop::atspi {
 
-// Where an application's objects are reached: directly (the peer-to-peer socket the app offers: GDBus's
-// connection, and the wire reader's sockets, dbus_wire.h) or through the bus daemon. at-spi2-atk never
-// forgets a private connection, closed or not (decision 108).
+// Where an application's objects are reached: GDBus's calls through the bus daemon, the wire reader's
+// big batches on the app's own (peer-to-peer) socket when it offers one (dbus_wire.h ForApp). at-spi2-atk
+// never forgets a private connection, closed or not: each one costs every later turn of the app's main
+// loop (decisions 108, 113).
 struct Peer {
-  GDBusConnection* conn = nullptr;
-  std::string dest;     // "" when conn is the app's own socket
-  std::string address;  // the bus's D-Bus address
-  std::string p2p;      // the app's own socket's address ("" when it offers none)
+  GDBusConnection* conn = nullptr;  // the bus
+  std::string dest;                 // the app's name on the bus
+  std::string address;              // the bus's D-Bus address
+  std::string p2p;                  // the app's own socket's address ("" when it offers none)
 };
 
 struct AppRef {

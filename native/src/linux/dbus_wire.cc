@@ -12,6 +12,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <set>
 
 namespace runboard::desktop::atspi::wire {
 namespace {
@@ -20,6 +21,7 @@ namespace {
 // (a GTK form's batches, under a hundred calls, keep to one; docs/bench-desktop.md, session 16).
 constexpr int kSockets = 8;
 constexpr size_t kCallsPerSocket = 64;
+static_assert(kPrivateBatch == 2 * kCallsPerSocket, "a batch goes to an app's own sockets when it is spread");
 
 size_t AlignUp(size_t v, size_t a) { return (v + a - 1) & ~(a - 1); }
 
@@ -331,23 +333,58 @@ std::unique_ptr<Conn> Conn::Connect(const std::string& address, bool bus) {
 
 std::unique_ptr<Conn> Conn::Open(const std::string& address) { return Connect(address, false); }
 
-Conn* Conn::For(const std::string& address, bool bus) {
+namespace {
+std::map<std::string, std::unique_ptr<Conn>>& Conns() {
   static std::map<std::string, std::unique_ptr<Conn>> conns;
+  return conns;
+}
+}  // namespace
+
+Conn* Conn::Kept(const std::string& address) {
   static std::vector<std::unique_ptr<Conn>> broken;  // kept: replies read from them may still be in use
+  auto& conns = Conns();
   auto it = conns.find(address);
-  if (it != conns.end()) {
-    if (!it->second->broken_) return it->second.get();
-    for (Sock& k : it->second->socks_) {  // its replies' bytes stay readable; its sockets go
-      close(k.fd);
-      k.fd = -1;
-    }
-    broken.push_back(std::move(it->second));
-    conns.erase(it);
+  if (it == conns.end()) return nullptr;
+  if (!it->second->broken_) return it->second.get();
+  for (Sock& k : it->second->socks_) {  // its replies' bytes stay readable; its sockets go
+    close(k.fd);
+    k.fd = -1;
   }
-  std::unique_ptr<Conn> c = Connect(address, bus);
-  if (!c) return nullptr;
-  c->spread_ = !bus;  // a bus daemon has one connection to the app, whatever ours are
-  return conns.emplace(address, std::move(c)).first->second.get();
+  broken.push_back(std::move(it->second));
+  conns.erase(it);
+  return nullptr;
+}
+
+Conn* Conn::Keep(std::unique_ptr<Conn> c) {
+  std::string address = c->address_;
+  return Conns().insert_or_assign(address, std::move(c)).first->second.get();
+}
+
+Conn* Conn::ForBus(const std::string& address) {
+  if (Conn* kept = Kept(address)) return kept;
+  std::unique_ptr<Conn> c = Connect(address, true);
+  return c ? Keep(std::move(c)) : nullptr;
+}
+
+Conn* Conn::ForApp(const std::string& address, size_t calls) {
+  static std::set<std::string> refused;  // unreachable, or the app's budget spent: the bus from now on
+  if (Conn* kept = Kept(address)) return kept;
+  if (calls < kPrivateBatch || refused.count(address)) return nullptr;
+  sockaddr_un sa;
+  socklen_t len = 0;
+  const size_t offset = offsetof(sockaddr_un, sun_path);
+  // The first socket is counted before it is opened: an app accepts it whatever we do next.
+  if (!UnixAddress(address, sa, len) || TakeSpreadSockets({sa.sun_path, len - offset}, 1) == 0) {
+    refused.insert(address);
+    return nullptr;
+  }
+  std::unique_ptr<Conn> c = Connect(address, false);
+  if (!c) {
+    refused.insert(address);
+    return nullptr;
+  }
+  c->spread_ = true;
+  return Keep(std::move(c));
 }
 
 Conn::~Conn() {

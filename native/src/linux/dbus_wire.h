@@ -78,11 +78,15 @@ struct Message {
 int ParseMessage(const char* p, size_t n, Message& m);
 // Appends a method call (NO_AUTO_START) to out.
 void AppendCall(std::string& out, const Call& c, std::string_view dest, uint32_t serial);
-// How many of `want` extra sockets this process may open to the app listening at socketPath (an
-// abstract name starts with NUL), counted as opened: the app's budget of spread sockets, shared by all
-// our processes through a file under $XDG_RUNTIME_DIR/runboard-atspi (RUNBOARD_ATSPI_SPREAD_BUDGET, 48 by
-// default). 0 without a private $XDG_RUNTIME_DIR. dbus_wire_budget.cc.
+// How many of `want` sockets this process may open to the app listening at socketPath (an abstract name
+// starts with NUL), counted as opened: the app's budget of private sockets, shared by all our processes
+// through a file under $XDG_RUNTIME_DIR/runboard-atspi (RUNBOARD_ATSPI_SPREAD_BUDGET, 48 by default).
+// at-spi2-atk keeps every private connection for the app's life (decision 113): this is the bound on what
+// our processes leave in an app. 0 without a private $XDG_RUNTIME_DIR. dbus_wire_budget.cc.
 size_t TakeSpreadSockets(std::string_view socketPath, size_t want);
+// The fewest calls a batch needs to be sent on an app's own sockets rather than over the bus (it is then
+// spread over at least two of them).
+constexpr size_t kPrivateBatch = 128;
 
 class Conn {
  public:
@@ -90,10 +94,17 @@ class Conn {
   // its own loop on fd() with AppendCall and ParseMessage (atspi_events.cc). nullptr on failure.
   static std::unique_ptr<Conn> Open(const std::string& address);
   int fd() const { return fd_; }
-  // A connection for an address ("unix:path=…" or "unix:abstract=…", the first unix entry of a
-  // list); `bus` when it is a message bus (Hello is sent, and calls name their destination).
-  // Connections are kept per address for the process. nullptr when it cannot be opened.
-  static Conn* For(const std::string& address, bool bus);
+  // The connection to a message bus at an address ("unix:path=…" or "unix:abstract=…", the first unix
+  // entry of a list): Hello is sent, and calls name their destination. Kept per address for the
+  // process. nullptr when it cannot be opened.
+  static Conn* ForBus(const std::string& address);
+  // The connection to an app's own (peer-to-peer) socket for a batch of `calls` calls, or nullptr when
+  // the batch is to go over the bus: at-spi2-atk never forgets a private connection (decision 113), so
+  // one is opened only for a batch big enough to be spread (kPrivateBatch calls) and only within the
+  // app's budget (TakeSpreadSockets counts every socket, the first included); once open it is kept for
+  // the process and used for every later batch. Nor when the socket cannot be reached (a run's jail
+  // has its own network namespace: the address is abstract), which is remembered for the process.
+  static Conn* ForApp(const std::string& address, size_t calls);
   // Sends every call, then reads until every reply came (pipelined, both directions in one poll loop
   // so that neither side blocks on a full socket). False when the connection failed or timed out (its
   // replies are then not ok); the connection is then closed and opened again at the next For.
@@ -119,8 +130,11 @@ class Conn {
     std::vector<char> in;  // the bytes of the last batch's replies
   };
   explicit Conn(int fd) : fd_(fd) { socks_.emplace_back(fd); }
-  // Connects and authenticates (Open and For differ only in `bus`).
+  // Connects and authenticates (Open and ForBus differ only in `bus`).
   static std::unique_ptr<Conn> Connect(const std::string& address, bool bus);
+  // The kept connection for an address, unless it broke (then it is put aside, its sockets closed).
+  static Conn* Kept(const std::string& address);
+  static Conn* Keep(std::unique_ptr<Conn> c);
   bool Auth(bool bus);
   // Opens more sockets to the same peer until there are n (all authenticated in one round trip); fewer
   // when some cannot be opened or the app's budget is spent (then no more are asked for).
@@ -128,7 +142,7 @@ class Conn {
   std::vector<Sock> socks_;
   int fd_;  // socks_[0]'s
   std::string address_;
-  bool spread_ = false;    // an app's own socket (For): big batches are spread
+  bool spread_ = false;    // an app's own socket (ForApp): big batches are spread
   size_t cap_ = SIZE_MAX;  // the most sockets, once OpenSockets got fewer than it asked for
   bool broken_ = false;
 };

@@ -1,11 +1,12 @@
-// The budget of spread sockets per app process (decision 108): at-spi2-atk never forgets a private
-// connection, and each one it keeps costs every later turn of the app's main loop, so the extra sockets
-// all our processes open to one app are counted in a file of its own under
+// The budget of private sockets per app process (decisions 108, 113): at-spi2-atk never forgets a
+// private connection, and each one it keeps costs every later turn of the app's main loop, so the
+// sockets all our processes open to one app's own address (the first of a process's included; small
+// batches and GDBus's calls go over the bus and open none) are counted in a file of its own under
 // $XDG_RUNTIME_DIR/runboard-atspi/, named by a hash of the app's socket address (unique per app process:
 // at-spi2-atk makes its folder with mkdtemp). The file holds the socket's path and a newline, then one
-// byte per extra socket opened: its size is the count. Writes are O_APPEND (atomic: no lock); two
-// processes that read the count at once may both spread, so the budget can be passed by one batch per
-// process reading at that moment, no more.
+// byte per socket opened: its size is the count. Writes are O_APPEND (atomic: no lock); two
+// processes that read the count at once may both open theirs, so the budget can be passed by one batch
+// per process reading at that moment, no more.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -25,7 +26,7 @@
 namespace runboard::desktop::atspi::wire {
 namespace {
 
-constexpr size_t kBudget = 48;  // extra sockets per app process, from all our processes: a few big reads
+constexpr size_t kBudget = 48;  // private sockets per app process, from all our processes: a few big reads
 
 size_t Budget() {
   static const size_t budget = [] {
