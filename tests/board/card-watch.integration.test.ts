@@ -7,7 +7,7 @@
  * is made slow on purpose (strace holds that one system call 3 s), so the scan takes that long every
  * time, and the second card is written just after the scan listed the folder.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,9 +18,11 @@ const card = (id: string): string =>
   `---\nid: ${id}\ntitle: ${id}\nflow: shell\nstatus: backlog\n---\n# Task\n`;
 
 let tracer: ChildProcess | undefined;
+let writer: ChildProcess | undefined;
 let store: BoardStore | undefined;
 let dir: string | undefined;
 afterEach(async () => {
+  if (writer && writer.exitCode === null) writer.kill('SIGKILL');
   if (tracer && tracer.exitCode === null) {
     const gone = new Promise((r) => tracer!.once('exit', r));
     tracer.kill('SIGTERM'); // strace detaches, and the held call goes on
@@ -28,7 +30,7 @@ afterEach(async () => {
   }
   await store?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
-  tracer = store = dir = undefined;
+  tracer = writer = store = dir = undefined;
 });
 
 /** Waits until `ok()` holds, looked at after each change the store announces and each line strace prints. */
@@ -119,4 +121,44 @@ it('a card written while the watcher looks at cards/ on a slow disk appears', as
       .map((c) => c.front.id)
       .sort(),
   ).toEqual(['a', 'b', 'slow']);
+});
+
+it('a card a shell rewrites with `>` keeps its last good version on the board while the write goes on', async () => {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'rb-card-watch-'));
+  const cards = path.join(dir, 'cards');
+  mkdirSync(cards);
+  writeFileSync(path.join(dir, 'config.yaml'), 'version: 2\nflows:\n  shell: { runner: command }\n');
+  const file = path.join(cards, 'a.md');
+  writeFileSync(file, card('a'));
+  const s = (store = new BoardStore(dir));
+  s.load();
+  await s.watch();
+  const onStore = (look: () => void): (() => void) => {
+    s.on('cards', look);
+    return () => s.off('cards', look);
+  };
+  let vanished = 0; // changes the store announced with the card off the board
+  s.on('cards', () => void (s.get('a') ? undefined : vanished++));
+  // The shell truncates a.md (`exec 3>`), then holds the rest of its write until the test says go.
+  const go = path.join(dir, 'go');
+  execFileSync('mkfifo', [go]);
+  const next = path.join(dir, 'next.md');
+  writeFileSync(next, card('a').replace('title: a', 'title: rewritten'));
+  writer = spawn('sh', ['-c', 'exec 3>"$1"; read go < "$2"; cat "$3" >&3', 'sh', file, go, next], {
+    stdio: 'ignore',
+  });
+  const exited = new Promise((r) => writer!.once('exit', r));
+  await until(
+    'the board reading the truncated a.md',
+    () => s.brokenCards().length > 0 || s.unreadableReason(file) !== undefined,
+    onStore,
+  );
+  expect(s.brokenCards()).toEqual([]);
+  expect(s.get('a')?.front.title).toBe('a');
+  writeFileSync(go, 'go\n'); // the shell writes the rest
+  await until('the rewritten card', () => s.get('a')?.front.title === 'rewritten', onStore);
+  await exited;
+  expect(s.unreadableReason(file)).toBeUndefined();
+  expect(s.brokenCards()).toEqual([]);
+  expect(vanished).toBe(0);
 });

@@ -46,6 +46,7 @@ import {
 } from './board-confirm.ts';
 import { restoreCardFile, trashCardFile, trashedCards } from './card-trash.ts';
 import { BoardWatch } from './board-watch.ts';
+import { UnreadableCards } from './card-unreadable.ts';
 import { diskError } from './disk-error.ts';
 
 export { patchFrontMatter, questionsOf, writeAtomic } from './card-files.ts';
@@ -75,6 +76,8 @@ export class BoardStore extends EventEmitter<StoreEvents> {
   /** id by file. */
   private readonly idOf = new Map<string, string>();
   private readonly broken = new Map<string, BrokenCard>();
+  /** Cards kept at their last good version while their file does not read (card-unreadable.ts). */
+  private readonly unreadable: UnreadableCards;
   /** What the host last wrote to each file: a watcher event with that content is our own echo. */
   private readonly written = new Map<string, string>();
   /** The watchers of cards/, config.yaml and the user config (board-watch.ts). */
@@ -110,6 +113,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     this.projectDir = path.resolve(projectDir);
     this.cardsDir = path.join(this.projectDir, 'cards');
     this.configFile = path.join(this.projectDir, 'config.yaml');
+    this.unreadable = new UnreadableCards(this.projectDir);
     this.watching = new BoardWatch({
       projectDir: this.projectDir,
       cardsDir: this.cardsDir,
@@ -118,6 +122,8 @@ export class BoardStore extends EventEmitter<StoreEvents> {
       knownFiles: () => [...this.idOf.keys(), ...this.broken.keys()],
       configText: () => this.configText(),
       reread: (file) => this.reread(file),
+      unsettled: () => this.unreadable.files(),
+      recheck: (file) => this.recheck(file),
       forget: (file) => this.forget(file),
       ingestConfig: (text) => this.ingestConfig(text),
       takeLoaded: () => {
@@ -255,6 +261,10 @@ export class BoardStore extends EventEmitter<StoreEvents> {
   idForFile(file: string): string | undefined {
     return this.idOf.get(path.resolve(file));
   }
+  /** Why a card shows its last good version (its file does not read now), or undefined. */
+  unreadableReason(file: string): string | undefined {
+    return this.unreadable.reason(file);
+  }
 
   /**
    * Changes a card's front matter (undefined removes a field), preserving everything else in the file
@@ -271,8 +281,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
      */
     opts: { confirm?: boolean } = {},
   ): Card {
-    const card = this.cards.get(id);
-    if (!card) throw new Error(`no card ${id}`);
+    const card = this.writable(id);
     // Read, change, write only if nobody wrote in between; else again on what they wrote (their edit
     // and ours both stay: ours touches only the fields in `patch`).
     for (let attempt = 1; ; attempt++) {
@@ -327,8 +336,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
 
   /** A copy of the card in a new file (its run state left out, its title marked as a copy). */
   duplicate(id: string): Card {
-    const card = this.cards.get(id);
-    if (!card) throw new Error(`no card ${id}`);
+    const card = this.writable(id);
     const source = readCard(card.file);
     const text = duplicateText(source, card.front.title);
     const stem = path.basename(card.file, '.md').replace(/-copy(-\d+)?$/, '');
@@ -350,6 +358,15 @@ export class BoardStore extends EventEmitter<StoreEvents> {
         return copy;
       }
     }
+  }
+
+  /** The card, unless its file does not read now: a write would cut off the rest of a write going on. */
+  private writable(id: string): Card {
+    const card = this.cards.get(id);
+    if (!card) throw new Error(`no card ${id}`);
+    const why = this.unreadable.reason(card.file);
+    if (why) throw new MoveRefused(why);
+    return card;
   }
 
   /** Writes a new card file only if no entry has that name (card-files.ts); false when it was taken. */
@@ -457,10 +474,10 @@ export class BoardStore extends EventEmitter<StoreEvents> {
           ? `${this.configFile} is gone (deleted or renamed): the board keeps its last good config until the file is back`
           : `${this.configFile}: ${(err as Error).message}`;
         this.emit('config');
-      } else this.markBroken(file, (err as Error).message, true);
+      } else this.notCard(file, (err as Error).message);
       return;
     }
-    if (this.written.get(file) === text) return;
+    if (this.written.get(file) === text && !this.unreadable.has(file)) return;
     this.written.delete(file);
     if (file === this.configFile) this.ingestConfig(text);
     else this.ingest(file, text, true);
@@ -484,7 +501,29 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     if (emit) this.emit('config');
   }
 
+  /**
+   * A sweep after the one that found the card unreadable, with no event of the file since: broken
+   * when the file is as it was then (it stayed so), else read again.
+   */
+  private recheck(file: string): void {
+    const error = this.unreadable.stayed(file);
+    if (error === undefined) return this.reread(file);
+    this.markBroken(file, error, true);
+  }
+
+  /**
+   * The file changed and does not read (or parse) as a card now: a card that read before keeps its
+   * last good version until it stays so (card-unreadable.ts); anything else is broken at once.
+   */
+  private notCard(file: string, error: string): void {
+    const id = this.idOf.get(file);
+    if (!id) return this.markBroken(file, error, true);
+    this.unreadable.keep(file, error);
+    this.emit('cards', { file, id, external: true });
+  }
+
   private forget(file: string): void {
+    this.unreadable.drop(file);
     this.cache?.forget(file);
     this.digests.delete(file);
     const id = this.idOf.get(file);
@@ -496,6 +535,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
 
   /** The entry at `file` is no card: shown as a broken card with `error` (`emit` as in ingest). */
   private markBroken(file: string, error: string, external?: boolean): void {
+    this.unreadable.drop(file);
     const oldId = this.idOf.get(file);
     if (oldId) this.cards.delete(oldId);
     this.idOf.delete(file);
@@ -514,7 +554,9 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     try {
       card = parseCard(file, text, this.projectDir, parseYaml);
     } catch (err) {
-      this.markBroken(file, (err as Error).message.replace(`${file}: `, ''), external);
+      const error = (err as Error).message.replace(`${file}: `, '');
+      if (external) this.notCard(file, error);
+      else this.markBroken(file, error, external);
       return undefined;
     }
     const patch: Record<string, unknown> = {};
@@ -541,6 +583,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     const oldId = this.idOf.get(file);
     if (oldId && oldId !== id) this.cards.delete(oldId);
     this.broken.delete(file);
+    this.unreadable.drop(file);
     this.cards.set(id, card);
     this.idOf.set(file, id);
     this.saveCacheSoon();

@@ -114,6 +114,8 @@ export class BoardViews {
       v.grant = { state: 'stale', folder: grant.grant, reason: grant.reason };
     const confirm = this.store.confirmation(card);
     if (confirm) v.confirm = confirm;
+    const unreadable = this.store.unreadableReason(card.file);
+    if (unreadable) v.unreadable = unreadable;
     return v;
   }
 

@@ -4,12 +4,15 @@
  */
 import {
   appendFileSync,
+  closeSync,
   mkdirSync,
+  openSync,
   mkdtempSync,
   renameSync,
   rmSync,
   unlinkSync,
   writeFileSync,
+  writeSync,
 } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -131,5 +134,51 @@ describe('BoardWatch', () => {
     );
     expect(store.get('gone')).toBeUndefined();
     expect(store.brokenCards().map((b) => b.error)).toEqual([expect.stringMatching(/^a directory/)]);
+  });
+  it("a card written in place (a shell's `>`) keeps its last good version until the rest of the write", async () => {
+    const file = path.join(cards, 'a.md');
+    let vanished = 0; // each change the store announced with a.md off the board
+    store.on('cards', () => void (store.get('a') ? undefined : vanished++));
+    const fd = openSync(file, 'w'); // truncated: what `>` and an editor saving in place do first
+    try {
+      await until(
+        store,
+        'the truncated a.md read',
+        () => store.brokenCards().some((b) => b.file === file) || !!store.unreadableReason(file),
+      );
+      expect(store.brokenCards()).toEqual([]);
+      expect(titleOf(store, 'a')).toBe('a');
+      expect(store.unreadableReason(file)).toMatch(/^cards\/a\.md does not read now \(.+\): the board keeps/);
+      // the board writes nothing over it meanwhile: a rename would cut off the rest of the write
+      expect(() => store.update('a', { status: 'queued' })).toThrow(/does not read now/);
+      writeSync(fd, card('a', 'rewritten'));
+    } finally {
+      closeSync(fd);
+    }
+    await until(store, 'the whole new text', () => titleOf(store, 'a') === 'rewritten');
+    expect(store.unreadableReason(file)).toBeUndefined();
+    expect(store.brokenCards()).toEqual([]);
+    expect(vanished).toBe(0);
+  });
+
+  it('a card that stays unreadable is shown broken at a later sweep that finds its file unchanged', async () => {
+    const file = path.join(cards, 'a.md');
+    writeFileSync(file, '---\nid: a\ntitle: [unclosed\n---\n');
+    await until(store, 'the bad a.md read', () =>
+      /front matter is not valid YAML/.test(store.unreadableReason(file) ?? ''),
+    );
+    expect(titleOf(store, 'a')).toBe('a');
+    // Other changes bring sweeps: the first may still name a.md (its write's own events), the second
+    // comes after every event of a.md (inotify keeps their order) and finds it as it was.
+    writeFileSync(path.join(cards, 'b.md'), card('b'));
+    await until(store, 'b.md', () => titleOf(store, 'b') === 'b');
+    writeFileSync(path.join(cards, 'c.md'), card('c'));
+    await until(store, 'a.md broken', () => store.brokenCards().some((b) => b.file === file));
+    expect(store.get('a')).toBeUndefined();
+    expect(store.unreadableReason(file)).toBeUndefined();
+    // fixed: a card again
+    writeFileSync(file, card('a', 'fixed'));
+    await until(store, 'a.md fixed', () => titleOf(store, 'a') === 'fixed');
+    expect(store.brokenCards()).toEqual([]);
   });
 });

@@ -6,8 +6,9 @@
  * event named nothing, or cards/ itself was replaced, every file in cards/ is. Nothing waits on a clock:
  * an event that comes while a sweep runs brings another sweep after it, so no change is dropped however
  * slow the disk or busy the board (chokidar's scan of a folder forgot events that came while it ran
- * once the scan took more than a second: a card written then never appeared). A half-written file reads
- * as a broken card until the rest of its write, which is an event of its own, brings it back.
+ * once the scan took more than a second: a card written then never appeared). A card file read while
+ * it is being written keeps its last good version (card-unreadable.ts) until the rest of its write,
+ * an event of its own, is read; a new file read half-written is a broken card until then.
  * What changed between the store's load() and the watchers being armed is read then (catchUp). The
  * user config is watched too (chokidar: one file outside the project, that may not exist yet): it is a
  * layer of the effective config.
@@ -30,6 +31,10 @@ export interface WatchedStore {
   configText(): string;
   /** Reads a file again (a card or config.yaml) and takes in what it says now (or that it is gone). */
   reread(file: string): void;
+  /** Cards kept at their last good version while their file does not read (card-unreadable.ts). */
+  unsettled(): string[];
+  /** A kept card no event named since it was found unreadable: broken if unchanged, else read again. */
+  recheck(file: string): void;
   /** The file is gone. */
   forget(file: string): void;
   /** Takes in config.yaml's text (the user config changed under it). */
@@ -163,6 +168,12 @@ export class BoardWatch {
     }
     const names = [...this.dirty];
     this.dirty.clear();
+    // Cards kept at their last good version while their file did not read (a write going on, decision
+    // 114): one that no event named since is looked at again, and shown broken if it stayed as it was.
+    const kept = store.unsettled();
+    const named = new Set(names.map((name) => path.join(store.cardsDir, name)));
+    const look = (file: string): void =>
+      kept.includes(file) && !named.has(file) ? store.recheck(file) : store.reread(file);
     if (this.everything || !this.cardsWatch) {
       // cards/ may be another folder now (or none): watch the one there, and read all it holds
       const haveCards = this.armCards();
@@ -175,10 +186,11 @@ export class BoardWatch {
       }
       const present = new Set(now);
       for (const file of store.knownFiles()) if (!present.has(file)) store.forget(file);
-      for (const file of now) store.reread(file);
+      for (const file of now) look(file);
       return;
     }
-    for (const name of names) store.reread(path.join(store.cardsDir, name));
+    for (const file of named) store.reread(file);
+    for (const file of kept) if (!named.has(file)) store.recheck(file);
   }
 
   /**

@@ -291,7 +291,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const queued = cards
       .filter((c) => c.front.status === 'queued' && !this.active.has(this.idOf(c)))
       .filter((c) => {
-        const why = this.store.confirmation(c)?.reason ?? this.writes.reason(this.idOf(c));
+        // a card whose file does not read now (being written) waits for it: its run would write it
+        const why =
+          this.store.confirmation(c)?.reason ??
+          this.writes.reason(this.idOf(c)) ??
+          this.store.unreadableReason(c.file);
         if (why) unconfirmed[this.idOf(c)] = why;
         return !why;
       })

@@ -258,6 +258,10 @@ export class HostSchedules {
     const id = String(card.front.id);
     const unconfirmed = this.store.confirmation(card);
     if (unconfirmed) return void (await take('skipped', unconfirmed.reason));
+    if (this.store.unreadableReason(card.file)) {
+      this.waiting = true; // taken once its file reads again (a write going on)
+      return;
+    }
     const busy = this.hooks.busy(id);
     if (busy) {
       if (s.overlap === 'queue' || this.behind.get(s.cardPath)?.has(fireAt)) {

@@ -91,7 +91,7 @@ const CardContent = memo(function CardContent({ card }: { card: CardView }) {
           {card.nextTryAt && card.column === 'queued' && (
             <div className="card-note backoff">next try at {time(card.nextTryAt)}</div>
           )}
-          {card.waiting && !card.confirm && !card.waiting.startsWith('backoff') && (
+          {card.waiting && !card.confirm && !card.unreadable && !card.waiting.startsWith('backoff') && (
             <div className="card-note clamp">{card.waiting}</div>
           )}
           {card.lastError && card.column !== 'done' && card.column !== 'running' && (
@@ -111,6 +111,11 @@ const CardContent = memo(function CardContent({ card }: { card: CardView }) {
           {card.confirm && (
             <div className="card-note needs" title={card.confirm.reason}>
               ⚠ changed outside the board: confirm it above
+            </div>
+          )}
+          {card.unreadable && (
+            <div className="card-note error clamp" role="status" title={card.unreadable}>
+              ⚠ its file does not read now: showing its last good version
             </div>
           )}
           {card.grant && (

@@ -235,9 +235,17 @@ export function Inspector({
       {isCancel(card.lastError) && card.column === 'backlog' && (
         <div className="banner note">The last run was cancelled.</div>
       )}
-      {card.column === 'queued' && card.waiting && !card.waiting.startsWith('backoff') && (
+      {card.column === 'queued' &&
+        card.waiting &&
+        !card.unreadable &&
+        !card.waiting.startsWith('backoff') && (
+          <div className="banner warn" role="status">
+            Waiting: {card.waiting}
+          </div>
+        )}
+      {card.unreadable && (
         <div className="banner warn" role="status">
-          Waiting: {card.waiting}
+          ⚠ {card.unreadable}.
         </div>
       )}
       {card.needs && <div className="banner warn">Needs: {card.needs}</div>}

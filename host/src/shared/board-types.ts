@@ -46,6 +46,11 @@ export interface CardView {
   locked: boolean;
   /** The parse error of a broken card (then most other fields are empty). */
   broken?: string;
+  /**
+   * The card's file does not read now (being written, or broken by an edit): the card shows its last
+   * good version, says this, and is not written or started until the file reads again.
+   */
+  unreadable?: string;
   runId?: string;
   progress?: { fraction?: number | undefined; message?: string | undefined };
   /** Why a queued card has not started. */
