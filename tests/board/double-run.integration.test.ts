@@ -127,11 +127,7 @@ describe('one queueing, one run', () => {
       expect(done.runId).toBe(run!.runId);
       expect(readFileSync(path.join(server.workspace, 'runs.txt'), 'utf8')).toBe('ran\n');
       expect((await server.supervisorRuns()).map((r) => r.runId)).toEqual([run!.runId]);
-      if (upgraded) {
-        expect(readFileSync(configFile, 'utf8')).toMatch(/^version: 2$/m);
-        // the card file the repeated launch read was the one the first launch read (then written Done)
-        expect(cardIdentity.ino).toBe(statSync(server.cardFile('once.md'), { bigint: true }).ino);
-      }
+      if (upgraded) expect(readFileSync(configFile, 'utf8')).toMatch(/^version: 2$/m); // it was upgraded
     },
   );
 

@@ -1,6 +1,8 @@
 // Real documents made by the libraries that write them: DOCX by `docx`, XLSX by exceljs, PDFs printed
-// by Debian's Chromium (one with text, one of an image only, as a scanner makes).
+// by Debian's Chromium (one with text, one of an image only, as a scanner makes), a PNG by ffmpeg.
+import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
 import * as D from 'docx';
 import ExcelJS from 'exceljs';
@@ -21,20 +23,18 @@ export async function printPdf(html: string, file: string): Promise<void> {
   }
 }
 
-/** A small PNG, screenshot by Chromium. */
-export async function png(): Promise<Buffer> {
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: CHROMIUM_ARGS,
-    headless: true,
-  });
-  try {
-    const page = await browser.newPage({ viewport: { width: 40, height: 30 } });
-    await page.setContent('<body style="margin:0;background:#c33"></body>');
-    return await page.screenshot();
-  } finally {
-    await browser.close();
-  }
+/**
+ * A small PNG written by ffmpeg's PNG encoder from one of its sources (default 40 × 30, all #cc3333;
+ * `gradients=s=64x48` for one of ~1.5 KB that does not compress away). Not a Chromium screenshot:
+ * DevTools' `Page.captureScreenshot` copies the page's compositor surface and answers "Unable to
+ * capture screenshot" when that copy comes back empty (Chromium tries it again 5 times at once, never
+ * a frame later; Playwright's clip resizes the view just before it). The computer-use tests' beforeAll
+ * failed so once in CI: a fixture has no reason to depend on a compositor.
+ */
+export async function png(source = 'color=c=0xcc3333:s=40x30'): Promise<Buffer> {
+  const args = ['-v', 'error', '-f', 'lavfi', '-i', `${source},format=rgb24`];
+  const out = ['-frames:v', '1', '-c:v', 'png', '-f', 'image2pipe', '-'];
+  return (await promisify(execFile)('ffmpeg', [...args, ...out], { encoding: 'buffer' })).stdout;
 }
 
 /** A PDF with text on two pages. */

@@ -27,6 +27,7 @@ import {
   writeRecording,
 } from '../fixtures/reflect-recording.ts';
 import type { DebugLogPage } from '../../host/src/shared/debug-log-types.ts';
+import { png } from '../documents/fixtures.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, REPO, waitUntil } from './helpers/board.ts';
 
 const REC = 'rec-20261127-200000-d1e2f3';
@@ -50,13 +51,9 @@ const raw = async (p: string): Promise<{ status: number; body: Record<string, un
 
 beforeAll(async () => {
   browser = await launchBrowser();
-  // a screenshot large enough that the supervisor writes it as its size (a real one, made by Chromium)
-  const shotPage = await browser.newPage({ viewport: { width: 64, height: 48 } });
-  await shotPage.setContent(
-    '<body style="margin:0;background:linear-gradient(45deg,#c33,#36c 40%,#fc3)"><b>shop</b></body>',
-  );
-  const shot = await shotPage.screenshot();
-  await shotPage.close();
+  // a screenshot large enough that the supervisor writes it as its size (a real PNG, made by ffmpeg:
+  // Chromium's page.screenshot can fail "Unable to capture screenshot", tests/documents/fixtures.ts)
+  const shot = await png('gradients=s=64x48');
   model = await startModelServer({
     episodes: [
       compilerEpisode({

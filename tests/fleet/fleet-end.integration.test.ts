@@ -12,7 +12,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { queueName, redisOptions } from '../../supervisor/src/node/fleet/job.ts';
+import { FLEET_JOB_VERSION, queueName, redisOptions } from '../../supervisor/src/node/fleet/job.ts';
 import { waitUntil, type Harness } from '../helpers/harness.ts';
 import { startGateway, startHost } from './hosts.ts';
 import type { RedisServer } from './redis.ts';
@@ -53,7 +53,7 @@ async function submit(command: string, extra: Record<string, unknown> = {}): Pro
   await queue.add(
     'run',
     {
-      v: 1,
+      v: FLEET_JOB_VERSION,
       runId,
       flow: { name: 'shell', runner: 'command' },
       workspace: '.',

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkWorkflow, type FlowSpec, type RunResult, type Workflow } from '@runboard/supervisor/protocol';
 import { writeProviderKey } from '../../supervisor/src/common/secrets.ts';
 import { inputsKey } from '../../supervisor/src/node/fleet/inputs.ts';
-import { queueName, redisOptions } from '../../supervisor/src/node/fleet/job.ts';
+import { FLEET_JOB_VERSION, queueName, redisOptions } from '../../supervisor/src/node/fleet/job.ts';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
 import { act, final } from '../cu/cu-harness.ts';
 import { formReflectEpisodes, requestParts, TYPED } from '../cu/reflect-script.ts';
@@ -278,7 +278,7 @@ describe("a run's inputs on a fleet host", () => {
     await queue.add(
       'run',
       {
-        v: 1,
+        v: FLEET_JOB_VERSION,
         runId,
         flow: { ...flow(), prompt: undefined, ...flowOver },
         workspace: 'ws',

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { queueName, redisOptions } from '../../supervisor/src/node/fleet/job.ts';
+import { FLEET_JOB_VERSION, queueName, redisOptions } from '../../supervisor/src/node/fleet/job.ts';
 import { waitUntil, type Harness } from '../helpers/harness.ts';
 import { startHost } from './hosts.ts';
 import { RedisServer } from './redis.ts';
@@ -43,14 +43,14 @@ const newRunId = (): string => `20260101-000000-${randomBytes(3).toString('hex')
 /** A job as a Redis writer puts it on the flow's queue; its end state and why (failed) or result. */
 async function submit(
   sandbox: Record<string, unknown> | undefined,
-  opts: { jobId?: string; command?: string } = {},
+  opts: { jobId?: string; command?: string; v?: unknown } = {},
 ): Promise<{ state: string; reason: string; result: { status?: string } | undefined }> {
   const runId = newRunId();
   const jobId = opts.jobId ?? runId;
   await queue.add(
     'run',
     {
-      v: 1,
+      v: 'v' in opts ? opts.v : FLEET_JOB_VERSION,
       runId,
       flow: { name: 'shell', runner: 'command', ...(sandbox ? { sandbox } : {}) },
       workspace: '.',
@@ -120,6 +120,21 @@ describe('fleet jobs from a Redis writer (attacks)', () => {
     expect(r.state, JSON.stringify(r.result)).toBe('failed');
     expect(r.reason).toMatch(why);
     expect(existsSync(marker)).toBe(false);
+  });
+
+  it('a job of another fleet version (a member of a mixed fleet) is refused, saying which to upgrade; nothing runs', async () => {
+    // as an older board's supervisor submits it: version 1, whose members judged leases by BullMQ's
+    // stalled check (decision 103); and one from a newer release than this host
+    const older = path.join(host.workspace, `older-${randomBytes(3).toString('hex')}`);
+    const r = await submit(undefined, { command: `touch ${older}`, v: 1 });
+    expect(r.state).toBe('failed');
+    expect(r.reason).toBe(
+      "guard refused the job: it is a fleet job of version 1 and guard runs version 2; every supervisor of a fleet must run the same Runboard release (an older one judges jobs' leases otherwise and can fail healthy runs): upgrade the board's supervisor that submitted it",
+    );
+    const newer = path.join(host.workspace, `newer-${randomBytes(3).toString('hex')}`);
+    const n = await submit(undefined, { command: `touch ${newer}`, v: FLEET_JOB_VERSION + 1 });
+    expect(n.reason).toMatch(/fleet job of version 3 and guard runs version 2; .*: upgrade guard$/);
+    for (const f of [older, newer]) expect(existsSync(f)).toBe(false);
   });
 
   it('a job asking to write outside what the host allows is refused', async () => {

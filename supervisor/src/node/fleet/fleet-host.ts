@@ -19,10 +19,12 @@ import type { RunRegistry } from '../registry.ts';
 import { forwardRecords } from './forward.ts';
 import {
   CANCEL_CHANNEL,
+  FLEET_JOB_VERSION,
   LEASE_MS,
   queueName,
   redisOptions,
   RunJob,
+  versionRefusal,
   withinMs,
   type HostOffer,
   type RunJobResult,
@@ -335,6 +337,9 @@ export class FleetHost {
 
   private async runJob(job: Job, cardFile: string, inputsDir: string): Promise<RunJobResult> {
     const { offer, registry, paths } = this.o;
+    // another version's job first, with what to do (its fields may mean something else there)
+    const v = (job.data as { v?: unknown } | undefined)?.v;
+    if (v !== FLEET_JOB_VERSION) throw new UnrecoverableError(versionRefusal(offer.name, v));
     const parsed = RunJob.safeParse(job.data);
     if (!parsed.success)
       throw new UnrecoverableError(

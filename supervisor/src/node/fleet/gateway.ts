@@ -20,6 +20,7 @@ import {
 import { launchedResult } from '../result-file.ts';
 import {
   CANCEL_CHANNEL,
+  FLEET_JOB_VERSION,
   LEASE_MS,
   queueName,
   recordStream,
@@ -263,7 +264,7 @@ export class FleetGateway implements RunMirror {
       extractInput: p.flow.extract?.input,
     });
     const job: RunJob = {
-      v: 1,
+      v: FLEET_JOB_VERSION,
       runId,
       flow,
       workspace: name,

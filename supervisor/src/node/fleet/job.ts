@@ -23,9 +23,27 @@ export function recordStream(runId: string): string {
 /** The channel a cancel goes out on; hosts running the run stop it. */
 export const CANCEL_CHANNEL = 'runboard:cancel';
 
+/**
+ * The version of the fleet's jobs, and of how its members treat them. Every supervisor of a fleet (the
+ * board's and the hosts') must run the same one; a host refuses a job of another (`versionRefusal`).
+ * 1: up to session 16 (before session 15's decision 103, a host's lease was BullMQ's lock, renewed
+ * and judged by BullMQ's stalled check in every member; since, the hosts hold their jobs and the
+ * board's supervisor alone judges a stall: an older member's stalled check could fail a newer host's
+ * healthy run after a Redis restart, and the two said the same version). 2: session 17 on, leases
+ * held by the hosts (decision 103), the version checked by every host.
+ */
+export const FLEET_JOB_VERSION = 2;
+
+/** Why a host refuses a job of another version, with what to do (`v`: the job's, as Redis holds it). */
+export function versionRefusal(host: string, v: unknown): string {
+  const known = typeof v === 'number' && Number.isInteger(v);
+  const older = !known || v < FLEET_JOB_VERSION;
+  return `${host} refused the job: it is a fleet job of ${known ? `version ${v}` : 'no known version'} and ${host} runs version ${FLEET_JOB_VERSION}; every supervisor of a fleet must run the same Runboard release (an older one judges jobs' leases otherwise and can fail healthy runs): upgrade ${older ? "the board's supervisor that submitted it" : host}`;
+}
+
 /** A run as a job: everything a host needs, nothing only the submitting machine may hold. */
 export const RunJob = z.object({
-  v: z.literal(1),
+  v: z.literal(FLEET_JOB_VERSION),
   runId: RunId,
   flow: FlowSpec,
   /** The card's workspace, relative to its project (`.` for the project folder itself). */
