@@ -57,9 +57,16 @@ function groupCpuMs(pgid: number): number {
   return ticks * 10; // USER_HZ 100
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+/** CPU time (user + system, ms) of this process's children that were waited for (a read's own CPU). */
+function childrenCpuMs(): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[13]) + Number(f[14])) * 10; // cutime + cstime, USER_HZ 100
+}
 
-function run(file: string, args: string[], nativeDir?: string): { ms: number; out: string } {
+function run(file: string, args: string[], nativeDir?: string): { ms: number; out: string; cpu: number } {
   const t = performance.now();
+  const c0 = childrenCpuMs();
   const r = spawnSync(file, args, {
     env: nativeDir ? { ...env, RUNBOARD_NATIVE_DIR: nativeDir } : env,
     encoding: 'utf8',
@@ -68,7 +75,7 @@ function run(file: string, args: string[], nativeDir?: string): { ms: number; ou
   const ms = performance.now() - t;
   if (r.status !== 0) throw new Error(`${file} ${args.join(' ')} failed: ${r.stderr}`);
   if (env.RUNBOARD_DESKTOP_TRACE && r.stderr) process.stderr.write(r.stderr);
-  return { ms, out: r.stdout };
+  return { ms, out: r.stdout, cpu: childrenCpuMs() - c0 };
 }
 const cliRun = (args: string[]) => run(process.execPath, [cli, ...args]);
 
@@ -199,6 +206,7 @@ try {
       // loaded machine, where every process waits for a core.
       const pg = children.at(-1)!.pid!;
       const cpu = { ours: [] as number[], theirs: [] as number[], olds: [] as number[] };
+      const own = { ours: [] as number[], olds: [] as number[] }; // the read process's own CPU
       const charged = <T>(into: number[] | undefined, f: () => T): T => {
         const c0 = groupCpuMs(pg);
         const r = f();
@@ -224,6 +232,8 @@ try {
           : undefined;
         if (warm) continue;
         if (o) olds.push(o.ms);
+        if (o) own.olds.push(o.cpu);
+        own.ours.push(a.cpu);
         const untimed = (out: string) => out.replace(/"ts":\d+,/, '');
         if (o && untimed(o.out) !== untimed(a.out)) same = false;
         ours.push(a.ms);
@@ -237,7 +247,7 @@ try {
       const cpuCell = (xs: number[]) =>
         xs.length ? `${median(xs).toFixed(0)} (${(median(xs) / median(cpu.theirs)).toFixed(2)}×)` : '-';
       rows.push(
-        `| ${lacks ? 'lacks the page (read while it loaded)' : 'holds the page (nothing read during the load)'} | ${items} | ${nodes} / ${walked} / ${returned} | ${ms(theirs)} | ${ms(ours)} | **${ratio(ours)}** | ${before ? `${ms(olds)} | ${ratio(olds)} | ${same ? 'yes' : '**no**'}` : '- | - | -'} | ${median(cpu.theirs).toFixed(0)} / ${cpuCell(cpu.ours)} / ${cpuCell(cpu.olds)} | ${median(zero).toFixed(0)} | ${os
+        `| ${lacks ? 'lacks the page (read while it loaded)' : 'holds the page (nothing read during the load)'} | ${items} | ${nodes} / ${walked} / ${returned} | ${ms(theirs)} | ${ms(ours)} | **${ratio(ours)}** | ${before ? `${ms(olds)} | ${ratio(olds)} | ${same ? 'yes' : '**no**'}` : '- | - | -'} | ${median(cpu.theirs).toFixed(0)} / ${cpuCell(cpu.ours)} / ${cpuCell(cpu.olds)} | ${median(own.ours).toFixed(0)} / ${own.olds.length ? median(own.olds).toFixed(0) : '-'} | ${median(zero).toFixed(0)} | ${os
           .loadavg()
           .map((x) => x.toFixed(1))
           .join(' ')} |`,
@@ -248,9 +258,9 @@ try {
       `\nHeavy tree: "${full}", ${ROUNDS} rounds in turns after a warm-up, whole processes, medians (all runs):\n`,
     );
     console.log(
-      "| Chromium's cache | GetItems items | nodes (addon / pyatspi walked / printed) | pyatspi walk ms | desktop-cli read ms | ratio | old addon ms | old ratio | same output as old | Chromium CPU ms per read: pyatspi / read / old | `node -e 0` ms | load average at the end |",
+      "| Chromium's cache | GetItems items | nodes (addon / pyatspi walked / printed) | pyatspi walk ms | desktop-cli read ms | ratio | old addon ms | old ratio | same output as old | Chromium CPU ms per read: pyatspi / read / old | the read's own CPU ms: read / old | `node -e 0` ms | load average at the end |",
     );
-    console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const r of rows) console.log(r);
   }
   // ---- 1b. kept trees (observe, serve; HEAVY_KEPT=0 leaves them out): in process, the first read of a

@@ -13,12 +13,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { BoardStore } from '../../host/src/core/board-store.ts';
+import { BoardServer, shellCard, shellConfig, waitUntil } from '../e2e/helpers/board.ts';
 
 const card = (id: string): string =>
   `---\nid: ${id}\ntitle: ${id}\nflow: shell\nstatus: backlog\n---\n# Task\n`;
 
 let tracer: ChildProcess | undefined;
 let writer: ChildProcess | undefined;
+let server: BoardServer | undefined;
 let store: BoardStore | undefined;
 let dir: string | undefined;
 afterEach(async () => {
@@ -29,8 +31,9 @@ afterEach(async () => {
     await gone;
   }
   await store?.close();
+  await server?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
-  tracer = writer = store = dir = undefined;
+  tracer = writer = server = store = dir = undefined;
 });
 
 /** Waits until `ok()` holds, looked at after each change the store announces and each line strace prints. */
@@ -161,4 +164,38 @@ it('a card a shell rewrites with `>` keeps its last good version on the board wh
   expect(s.unreadableReason(file)).toBeUndefined();
   expect(s.brokenCards()).toEqual([]);
   expect(vanished).toBe(0);
+});
+
+it('on the board (runboard serve): the card being written shows its last good version, marked, and is not moved', async () => {
+  const s = (server = await BoardServer.start(shellConfig(), { 'a.md': shellCard('Card A', 'true') }));
+  const file = s.cardFile('a.md');
+  await waitUntil('card a', () => s.card('a'));
+  const go = path.join(path.dirname(file), '..', 'go');
+  execFileSync('mkfifo', [go]);
+  const next = path.join(path.dirname(file), '..', 'next.md');
+  writeFileSync(next, shellCard('Card A rewritten', 'true'));
+  writer = spawn('sh', ['-c', 'exec 3>"$1"; read go < "$2"; cat "$3" >&3', 'sh', file, go, next], {
+    stdio: 'ignore',
+  });
+  const exited = new Promise((r) => writer!.once('exit', r));
+  const seen = await waitUntil('the board reading the truncated a.md', async () => {
+    const cards = (await s.board()).cards;
+    return cards.find((c) => c.broken) ?? cards.find((c) => c.id === 'a' && c.unreadable);
+  });
+  expect(seen).toMatchObject({
+    id: 'a',
+    title: 'Card A',
+    unreadable: expect.stringMatching(/^cards\/a\.md does not read now \(no front matter/),
+  });
+  // no write of it meanwhile: a move would rename half a file over the writer's
+  await expect(s.api('POST', '/api/cards/a/move', { to: 'queued', index: 0 })).rejects.toThrow(
+    /does not read now/,
+  );
+  writeFileSync(go, 'go\n'); // the shell writes the rest
+  await waitUntil('the rewritten card', async () => (await s.card('a'))?.title === 'Card A rewritten');
+  await exited;
+  const a = await s.card('a');
+  expect(a?.unreadable).toBeUndefined();
+  expect(a?.column).toBe('backlog');
+  expect((await s.board()).cards.filter((c) => c.broken)).toEqual([]);
 });

@@ -1,5 +1,8 @@
 // What `read` leaves for `click --id`: each shown element's signature (short role, title, bounds
-// relative to the window), per window, in one small 0600 file per display under the state root.
+// relative to the window), per window, in a 0600 file of its own per display under the state root, with
+// a small index (the windows' read times and the last one read). A read writes its window's file and the
+// index, and never parses the other windows' (one shared file was read, parsed and rewritten by every
+// read: ~20 ms of a 6,000-node page's read; docs/bench-desktop.md, session 17).
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Signature } from '../desktop/match.ts';
@@ -12,9 +15,9 @@ export interface WindowContext {
   elements: Record<string, Signature>;
 }
 
-interface ContextFile {
+interface ContextIndex {
   last?: number;
-  windows: Record<string, WindowContext>;
+  windows: Record<string, number>; // window id -> ts of its last read
 }
 
 const KEEP_WINDOWS = 16;
@@ -24,51 +27,68 @@ function tmpdir(): string {
   return process.env.TMPDIR || process.env.TMP || process.env.TEMP || '/tmp';
 }
 
+/** The folder of a display's read contexts: `index.json` and a `<window id>.json` per window. */
 export function contextPath(env: NodeJS.ProcessEnv = process.env): string {
   const uid = typeof process.getuid === 'function' ? process.getuid() : 0;
   const root = env.RUNBOARD_HOME ?? env.XDG_RUNTIME_DIR ?? path.join(tmpdir(), `runboard-${uid}`);
   const display = (env.DISPLAY ?? 'none').replace(/[^A-Za-z0-9.]/g, '_');
-  return path.join(root, 'desktop-cli', `read-context-${display}.json`);
+  return path.join(root, 'desktop-cli', `read-context-${display}`);
 }
 
-function load(file: string): ContextFile {
+function readJson(file: string): unknown {
   try {
-    const parsed = JSON.parse(readFileSync(file, 'utf8')) as ContextFile;
-    return parsed && typeof parsed.windows === 'object' ? parsed : { windows: {} };
+    return JSON.parse(readFileSync(file, 'utf8')) as unknown;
   } catch {
-    return { windows: {} };
+    return undefined;
   }
 }
 
-export function saveContext(ctx: WindowContext, file = contextPath()): void {
-  const all = load(file);
-  all.windows[String(ctx.windowId)] = ctx;
-  all.last = ctx.windowId;
-  const ids = Object.values(all.windows)
-    .sort((a, b) => b.ts - a.ts)
-    .slice(KEEP_WINDOWS)
-    .map((w) => String(w.windowId));
-  for (const id of ids) delete all.windows[id];
-  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+function loadIndex(dir: string): ContextIndex {
+  const parsed = readJson(path.join(dir, 'index.json')) as ContextIndex | undefined;
+  return parsed && typeof parsed.windows === 'object' && parsed.windows ? parsed : { windows: {} };
+}
+
+function loadWindow(dir: string, id: number): WindowContext | undefined {
+  const ctx = readJson(path.join(dir, `${id}.json`)) as WindowContext | undefined;
+  return ctx && ctx.windowId === id && typeof ctx.elements === 'object' ? ctx : undefined;
+}
+
+function writeAtomic(file: string, text: string): void {
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(all), { mode: 0o600 });
+  writeFileSync(tmp, text, { mode: 0o600 });
   renameSync(tmp, file);
 }
 
+export function saveContext(ctx: WindowContext, dir = contextPath()): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  writeAtomic(path.join(dir, `${ctx.windowId}.json`), JSON.stringify(ctx));
+  const index = loadIndex(dir);
+  index.windows[String(ctx.windowId)] = ctx.ts;
+  index.last = ctx.windowId;
+  const old = Object.entries(index.windows)
+    .sort((a, b) => b[1] - a[1])
+    .slice(KEEP_WINDOWS)
+    .map(([id]) => id);
+  for (const id of old) {
+    delete index.windows[id];
+    rmSync(path.join(dir, `${id}.json`), { force: true });
+  }
+  writeAtomic(path.join(dir, 'index.json'), JSON.stringify(index));
+}
+
 /** The context of a window, or of the last window read when windowId is undefined. */
-export function loadContext(windowId: number | undefined, file = contextPath()): WindowContext | undefined {
-  const all = load(file);
-  const id = windowId ?? all.last;
-  return id === undefined ? undefined : all.windows[String(id)];
+export function loadContext(windowId: number | undefined, dir = contextPath()): WindowContext | undefined {
+  const id = windowId ?? loadIndex(dir).last;
+  return id === undefined ? undefined : loadWindow(dir, id);
 }
 
 /** The most recently read window among the given ids. */
-export function latestContext(windowIds: number[], file = contextPath()): WindowContext | undefined {
-  const all = load(file);
-  return windowIds
-    .map((id) => all.windows[String(id)])
-    .filter((c): c is WindowContext => c !== undefined)
-    .sort((a, b) => b.ts - a.ts)[0];
+export function latestContext(windowIds: number[], dir = contextPath()): WindowContext | undefined {
+  const index = loadIndex(dir);
+  const latest = windowIds
+    .filter((id) => index.windows[String(id)] !== undefined)
+    .sort((a, b) => index.windows[String(b)]! - index.windows[String(a)]!)[0];
+  return latest === undefined ? undefined : loadWindow(dir, latest);
 }
 
 // ---- --since: the flat elements of recent reads, one file per read, kept 60 s ----
@@ -79,10 +99,10 @@ const SNAPSHOT_TTL_S = 60;
 
 function snapshotDir(env: NodeJS.ProcessEnv = process.env): string {
   const display = (env.DISPLAY ?? 'none').replace(/[^A-Za-z0-9.]/g, '_');
-  return path.join(path.dirname(contextPath(env)), `snapshots-${display}`);
+  return path.join(path.dirname(contextPath(env)), `snapshot-trees-${display}`); // trees since session 17
 }
 
-/** Keeps a read's flat elements under its ts (seconds); files older than 60 s are removed. */
+/** Keeps a read's compact tree under its ts (seconds); files older than 60 s are removed. */
 export function saveSnapshot(windowId: number, ts: number, elements: unknown[], dir = snapshotDir()): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const now = Math.floor(Date.now() / 1000);

@@ -153,18 +153,21 @@ export async function read(v: Values): Promise<Out> {
     tree = filterTree(tree, (e) => textMatches(e, text, v.exact === true));
   }
   if (v.focused) tree = filterTree(tree, (e) => e.f === true);
-  const refsById = refs(tree);
-  const flat = flatWithPaths(tree, refsById);
-  const before = since !== undefined ? loadSnapshot<FlatElement>(w.id, since) : undefined;
-  saveSnapshot(w.id, ts, flat);
+  // The flat list with refs and paths is a function of the tree: made only when an output needs it,
+  // and a snapshot keeps the tree (on a 6,000-node page the flat list cost every read ~20 ms to make and
+  // a bigger file to write; docs/bench-desktop.md, session 17).
+  let flatMemo: FlatElement[] | undefined;
+  const flatOf = () => (flatMemo ??= flatWithPaths(tree, refs(tree)));
+  const beforeTree = since !== undefined ? loadSnapshot<CompactElement>(w.id, since) : undefined;
+  saveSnapshot(w.id, ts, tree);
   const max = maxFor(v['max-elements'], 'max-elements', tree);
   if (since !== undefined) {
-    if (!before)
+    if (!beforeTree)
       throw new CliError(
         'USAGE',
         `no read of "${w.title}" at ts ${since} is kept (snapshots last 60 s): read again without --since`,
       );
-    const d = diff(before, flat);
+    const d = diff(flatWithPaths(beforeTree, refs(beforeTree)), flatOf());
     return {
       value: { app: w.app, pid: w.pid, window: w.title, ts, since, diff: d },
       agent: () => agentDiff(head(w), since, d),
@@ -173,12 +176,13 @@ export async function read(v: Values): Promise<Out> {
   // Seed 003's shapes: the tree, or --compact's flat list; --flat adds refs and path breadcrumbs.
   let elements: unknown;
   if (v.flat || (text !== undefined && !v.children) || v.focused) {
+    const flat = flatOf();
     const hits = text !== undefined ? flat.filter((e) => textMatches(e, text, v.exact === true)) : flat;
     elements = v.focused ? hits.filter((e) => e.f) : v.flat ? hits : hits.map(({ p: _p, ...e }) => e);
   } else elements = v.compact ? flatten(tree) : tree;
   return {
     value: { app: w.app, pid: w.pid, window: w.title, ts, elements },
-    agent: () => agentFormat(head(w), tree, max, flat),
+    agent: () => agentFormat(head(w), tree, max, flatOf()),
   };
 }
 
