@@ -13,12 +13,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { BoardStore } from '../../host/src/core/board-store.ts';
+import { BoardServer, shellCard, shellConfig, waitUntil } from '../e2e/helpers/board.ts';
 
 const card = (id: string): string =>
   `---\nid: ${id}\ntitle: ${id}\nflow: shell\nstatus: backlog\n---\n# Task\n`;
 
 let tracer: ChildProcess | undefined;
 let writer: ChildProcess | undefined;
+let server: BoardServer | undefined;
 let store: BoardStore | undefined;
 let dir: string | undefined;
 afterEach(async () => {
@@ -29,8 +31,9 @@ afterEach(async () => {
     await gone;
   }
   await store?.close();
+  await server?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
-  tracer = writer = store = dir = undefined;
+  tracer = writer = server = store = dir = undefined;
 });
 
 /** Waits until `ok()` holds, looked at after each change the store announces and each line strace prints. */
@@ -130,6 +133,15 @@ it('a card a shell rewrites with `>` keeps its last good version on the board wh
   writeFileSync(path.join(dir, 'config.yaml'), 'version: 2\nflows:\n  shell: { runner: command }\n');
   const file = path.join(cards, 'a.md');
   writeFileSync(file, card('a'));
+  // The FIFO and the new text in a folder of their own, made before the board watches: a write in the
+  // project folder is an event that brings a sweep, which could find a.md still truncated and (rightly,
+  // the file unchanged) call it broken (a folder in it is not watched inside).
+  const aside = path.join(dir, 'aside');
+  mkdirSync(aside);
+  const go = path.join(aside, 'go');
+  execFileSync('mkfifo', [go]);
+  const next = path.join(aside, 'next.md');
+  writeFileSync(next, card('a').replace('title: a', 'title: rewritten'));
   const s = (store = new BoardStore(dir));
   s.load();
   await s.watch();
@@ -140,10 +152,6 @@ it('a card a shell rewrites with `>` keeps its last good version on the board wh
   let vanished = 0; // changes the store announced with the card off the board
   s.on('cards', () => void (s.get('a') ? undefined : vanished++));
   // The shell truncates a.md (`exec 3>`), then holds the rest of its write until the test says go.
-  const go = path.join(dir, 'go');
-  execFileSync('mkfifo', [go]);
-  const next = path.join(dir, 'next.md');
-  writeFileSync(next, card('a').replace('title: a', 'title: rewritten'));
   writer = spawn('sh', ['-c', 'exec 3>"$1"; read go < "$2"; cat "$3" >&3', 'sh', file, go, next], {
     stdio: 'ignore',
   });
@@ -161,4 +169,39 @@ it('a card a shell rewrites with `>` keeps its last good version on the board wh
   expect(s.unreadableReason(file)).toBeUndefined();
   expect(s.brokenCards()).toEqual([]);
   expect(vanished).toBe(0);
+});
+
+it('on the board (runboard serve): the card being written shows its last good version, marked, and is not moved', async () => {
+  const s = (server = await BoardServer.start(shellConfig(), { 'a.md': shellCard('Card A', 'true') }));
+  const file = s.cardFile('a.md');
+  await waitUntil('card a', () => s.card('a'));
+  // outside the project folder (an event there brings a sweep: see the test above)
+  const go = path.join(s.root, 'go');
+  execFileSync('mkfifo', [go]);
+  const next = path.join(s.root, 'next.md');
+  writeFileSync(next, shellCard('Card A rewritten', 'true'));
+  writer = spawn('sh', ['-c', 'exec 3>"$1"; read go < "$2"; cat "$3" >&3', 'sh', file, go, next], {
+    stdio: 'ignore',
+  });
+  const exited = new Promise((r) => writer!.once('exit', r));
+  const seen = await waitUntil('the board reading the truncated a.md', async () => {
+    const cards = (await s.board()).cards;
+    return cards.find((c) => c.broken) ?? cards.find((c) => c.id === 'a' && c.unreadable);
+  });
+  expect(seen).toMatchObject({
+    id: 'a',
+    title: 'Card A',
+    unreadable: expect.stringMatching(/^cards\/a\.md does not read now \(no front matter/),
+  });
+  // no write of it meanwhile: a move would rename half a file over the writer's
+  await expect(s.api('POST', '/api/cards/a/move', { to: 'queued', index: 0 })).rejects.toThrow(
+    /does not read now/,
+  );
+  writeFileSync(go, 'go\n'); // the shell writes the rest
+  await waitUntil('the rewritten card', async () => (await s.card('a'))?.title === 'Card A rewritten');
+  await exited;
+  const a = await s.card('a');
+  expect(a?.unreadable).toBeUndefined();
+  expect(a?.column).toBe('backlog');
+  expect((await s.board()).cards.filter((c) => c.broken)).toEqual([]);
 });

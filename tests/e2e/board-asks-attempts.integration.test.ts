@@ -5,7 +5,8 @@
  *   in Needs input whose run waits is "1/4 running · 1 waiting for you", not "0/4 running";
  * - "Allow always" says on its button and beside it that it is the flow's (every run of the flow);
  * - a card's attempts ask too: each attempt's run that waits at its tool call shows on the card with
- *   the attempt it belongs to, every one at once in the inspector (the header counts each), answered
+ *   the attempt it belongs to, every one at once in the inspector (the header counts each; what each
+ *   answer does said once for the card, not once per attempt), answered
  *   from the board (Deny) and from `runboard answer` (Allow), and each attempt's run goes on with its
  *   answer; then the workspace-copy panel of a non-git attempt.
  */
@@ -164,8 +165,23 @@ describe('live asks on the board: the header, Allow always, attempts', () => {
     const firstRun = await cli(1);
     const secondRun = await cli(2);
     expect(secondRun).not.toBe(firstRun);
+    // what each answer does is said once for the card, below both asks (they ask the same), and each
+    // attempt keeps its own ask and buttons
+    const answerNotes = asks.locator('.ask-note');
+    await answerNotes
+      .getByText("Allow once lets this attempt's run read (not write)", { exact: false })
+      .waitFor();
+    expect(await answerNotes.count()).toBe(1);
+    for (const n of [1, 2])
+      await attempt(n)
+        .getByRole('group', { name: `Answer: read ${outside}` })
+        .getByRole('button', { name: 'Allow once' })
+        .waitFor();
     expect(await seriousViolations(page)).toEqual([]);
     await page.screenshot({ path: path.join(ARTIFACTS, 'board-attempt-ask-1440.png') });
+    await page.setViewportSize({ width: 800, height: 1000 });
+    await page.screenshot({ path: path.join(ARTIFACTS, 'board-attempt-ask-800.png') });
+    await page.setViewportSize({ width: 1440, height: 1000 });
     await attempt(1)
       .getByRole('group', { name: `Answer: read ${outside}` })
       .getByRole('button', { name: 'Deny' })

@@ -4,7 +4,8 @@
  * supervisor recorded it, with Allow once, Allow always for the flow, and Deny. The run's own words
  * are shown as evidence, never as what will be allowed. A live ask of one of the card's attempts says
  * which attempt waits (every attempt that waits is shown, each answerable), and every live ask the
- * `runboard answer` command that answers it too.
+ * `runboard answer` command that answers it too. What each answer does is said once for the card,
+ * below its asks (the attempts of a card ask the same, and each had repeated it).
  */
 import { useState } from 'react';
 import type { PermissionAsk } from '@runboard/supervisor/protocol/data';
@@ -54,6 +55,41 @@ function always(a: PermissionAsk, flow: string): string {
   }
 }
 
+/** What Allow once, Allow always and Deny do for this ask of this run. */
+function noteOf(asks: CardAsks, a: PermissionAsk): string {
+  const live = asks.live === true;
+  return (
+    `Allow once ${live ? onceLive(a, !!asks.attempt) : once(a)}. Allow always ${always(a, asks.flow)}` +
+    `${live ? ', and continues as Allow once does' : ''}. ` +
+    (live ? 'Deny tells the agent no: it goes on without it, and so does the run.' : 'Deny fails the card.')
+  );
+}
+
+/**
+ * What each answer does, once for the card: one paragraph when every ask's is the same (a card's
+ * attempts asking alike), else one per different ask, each saying which ask it is for.
+ */
+function AnswerNotes({ groups }: { groups: CardAsks[] }) {
+  const notes = new Map<string, string>();
+  for (const g of groups) for (const a of g.open) notes.set(noteOf(g, a), describeAsk(a));
+  return (
+    <div className="ask-help">
+      <h4>What each answer does</h4>
+      {notes.size === 1 ? (
+        <p className="muted ask-note">{[...notes.keys()][0]}</p>
+      ) : (
+        <ul className="ask-notes">
+          {[...notes].map(([note, what]) => (
+            <li key={note} className="muted ask-note">
+              <strong>{what}</strong>: {note}
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
+
 interface Props {
   api: BoardApi;
   detail: CardDetail;
@@ -82,6 +118,7 @@ export function PermissionAskPanel({ api, detail, onChanged, onError }: Props) {
       {groups.map((asks) => (
         <AskGroup key={asks.runId} asks={asks} busy={busy} answer={answer} />
       ))}
+      <AnswerNotes groups={groups} />
     </section>
   );
 }
@@ -137,18 +174,11 @@ function AskGroup({
                   Deny
                 </button>
               </div>
-              <p className="muted ask-note">
-                Allow once {live ? onceLive(a, !!asks.attempt) : once(a)}. Allow always {always(a, asks.flow)}
-                {live ? ', and continues as Allow once does' : ''}.{' '}
-                {live
-                  ? 'Deny tells the agent no: it goes on without it, and so does the run.'
-                  : 'Deny fails the card.'}
-              </p>
               {live && (
                 <p className="muted ask-cli">
                   From a terminal:{' '}
                   <code>
-                    runboard answer {asks.runId} {a.id} allow|deny
+                    runboard answer <span className="ask-id">{asks.runId}</span> {a.id} allow|deny
                   </code>
                 </p>
               )}

@@ -276,6 +276,8 @@ export interface GcOutcome {
   /** Workspace copies discarded (their runs settled as discarded). */
   removedCopies: FoundCopy[];
   removedSecrets: OrphanSecret[];
+  /** Launch keys of the removed runs, removed with them (launch-keys.ts). */
+  removedKeys: number;
   /** Removals that failed (a file the user cannot remove): said, not fatal. */
   errors: string[];
 }
@@ -307,6 +309,7 @@ export async function collect(
     removedRecordings: [],
     removedCopies: [],
     removedSecrets: [],
+    removedKeys: 0,
     errors: [],
   };
   const done = (it: FoundRun | FoundRecording | FoundCopy): void => {
@@ -335,7 +338,7 @@ export async function collect(
   // the removed runs' launch keys with them: a key naming a run with no record only waits to be taken over
   if (o.apply && out.removedRuns.length) {
     const gone = new Set(out.removedRuns.map((r) => r.id));
-    await pruneKeys(launchKeysDir(paths), async (runId) => gone.has(runId));
+    out.removedKeys = await pruneKeys(launchKeysDir(paths), async (runId) => gone.has(runId));
   }
   if (o.secrets !== false)
     for (const s of storage.orphanSecrets) {

@@ -244,7 +244,7 @@ export class RetentionKeeper {
       errors: out.errors.length,
     };
     // the launch keys of the runs removed go with them (a key naming no run would only be taken over)
-    if (out.removedRuns.length) await this.pruneKeys('runs removed');
+    if (out.removedRuns.length) await this.pruneKeys('runs removed', out.removedKeys);
     // an interval pass is recorded always (its time is when the next is due); a pressure pass when it did something
     if (need === undefined || freed > 0 || out.errors.length) {
       this.passes.set(project, record);
@@ -266,12 +266,15 @@ export class RetentionKeeper {
     return out;
   }
 
-  /** Prunes the launch keys (within the chain: one pass at a time); a failure never stops a pass. */
-  private async pruneKeys(why: 'interval' | 'runs removed'): Promise<void> {
+  /**
+   * Prunes the launch keys (within the chain: one pass at a time); a failure never stops a pass.
+   * `already`: the removed runs' keys the pass removed with them (common/gc.ts), said in the same line.
+   */
+  private async pruneKeys(why: 'interval' | 'runs removed', already = 0): Promise<void> {
     if (!this.o.pruneKeys) return;
     this.keysPrunedAt = this.now();
     try {
-      const removed = await this.o.pruneKeys();
+      const removed = already + (await this.o.pruneKeys());
       if (removed)
         this.o.log.info({ removed, why }, `pruned ${removed} launch key(s) no launch can use (${why})`);
     } catch (err) {
