@@ -133,6 +133,15 @@ it('a card a shell rewrites with `>` keeps its last good version on the board wh
   writeFileSync(path.join(dir, 'config.yaml'), 'version: 2\nflows:\n  shell: { runner: command }\n');
   const file = path.join(cards, 'a.md');
   writeFileSync(file, card('a'));
+  // The FIFO and the new text in a folder of their own, made before the board watches: a write in the
+  // project folder is an event that brings a sweep, which could find a.md still truncated and (rightly,
+  // the file unchanged) call it broken (a folder in it is not watched inside).
+  const aside = path.join(dir, 'aside');
+  mkdirSync(aside);
+  const go = path.join(aside, 'go');
+  execFileSync('mkfifo', [go]);
+  const next = path.join(aside, 'next.md');
+  writeFileSync(next, card('a').replace('title: a', 'title: rewritten'));
   const s = (store = new BoardStore(dir));
   s.load();
   await s.watch();
@@ -143,10 +152,6 @@ it('a card a shell rewrites with `>` keeps its last good version on the board wh
   let vanished = 0; // changes the store announced with the card off the board
   s.on('cards', () => void (s.get('a') ? undefined : vanished++));
   // The shell truncates a.md (`exec 3>`), then holds the rest of its write until the test says go.
-  const go = path.join(dir, 'go');
-  execFileSync('mkfifo', [go]);
-  const next = path.join(dir, 'next.md');
-  writeFileSync(next, card('a').replace('title: a', 'title: rewritten'));
   writer = spawn('sh', ['-c', 'exec 3>"$1"; read go < "$2"; cat "$3" >&3', 'sh', file, go, next], {
     stdio: 'ignore',
   });
@@ -170,9 +175,10 @@ it('on the board (runboard serve): the card being written shows its last good ve
   const s = (server = await BoardServer.start(shellConfig(), { 'a.md': shellCard('Card A', 'true') }));
   const file = s.cardFile('a.md');
   await waitUntil('card a', () => s.card('a'));
-  const go = path.join(path.dirname(file), '..', 'go');
+  // outside the project folder (an event there brings a sweep: see the test above)
+  const go = path.join(s.root, 'go');
   execFileSync('mkfifo', [go]);
-  const next = path.join(path.dirname(file), '..', 'next.md');
+  const next = path.join(s.root, 'next.md');
   writeFileSync(next, shellCard('Card A rewritten', 'true'));
   writer = spawn('sh', ['-c', 'exec 3>"$1"; read go < "$2"; cat "$3" >&3', 'sh', file, go, next], {
     stdio: 'ignore',
