@@ -13,7 +13,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { BoardStore } from '../../host/src/core/board-store.ts';
-import { BoardServer, shellCard, shellConfig, waitUntil } from '../e2e/helpers/board.ts';
+import type { Browser } from 'playwright-core';
+import {
+  ARTIFACTS,
+  BoardServer,
+  launchBrowser,
+  shellCard,
+  shellConfig,
+  waitUntil,
+} from '../e2e/helpers/board.ts';
 
 const card = (id: string): string =>
   `---\nid: ${id}\ntitle: ${id}\nflow: shell\nstatus: backlog\n---\n# Task\n`;
@@ -21,6 +29,7 @@ const card = (id: string): string =>
 let tracer: ChildProcess | undefined;
 let writer: ChildProcess | undefined;
 let server: BoardServer | undefined;
+let browser: Browser | undefined;
 let store: BoardStore | undefined;
 let dir: string | undefined;
 afterEach(async () => {
@@ -31,9 +40,10 @@ afterEach(async () => {
     await gone;
   }
   await store?.close();
+  await browser?.close();
   await server?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
-  tracer = writer = server = store = dir = undefined;
+  tracer = writer = server = browser = store = dir = undefined;
 });
 
 /** Waits until `ok()` holds, looked at after each change the store announces and each line strace prints. */
@@ -193,6 +203,14 @@ it('on the board (runboard serve): the card being written shows its last good ve
     title: 'Card A',
     unreadable: expect.stringMatching(/^cards\/a\.md does not read now \(no front matter/),
   });
+  // the page shows the card as it was, saying its file does not read now
+  browser = await launchBrowser();
+  const page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
+  await page.goto(s.url);
+  const tile = page.locator('li[data-card-id="a"]');
+  await tile.getByText('its file does not read now: showing its last good version').waitFor();
+  expect(await tile.locator('.card-title').innerText()).toBe('Card A');
+  await page.screenshot({ path: path.join(ARTIFACTS, 'board-card-being-written-1440.png') });
   // no write of it meanwhile: a move would rename half a file over the writer's
   await expect(s.api('POST', '/api/cards/a/move', { to: 'queued', index: 0 })).rejects.toThrow(
     /does not read now/,
