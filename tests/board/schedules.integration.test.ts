@@ -285,6 +285,28 @@ flows:
     expect(broken?.broken).toBeUndefined();
   });
 
+  it('a card that waited for a Confirm schedules from the Confirm: a fire that came meanwhile is not run', async () => {
+    server = await BoardServer.start(
+      config,
+      { 'keep.md': card('Keep', 'echo keep', '{ cron: "0 8 * * *", timezone: UTC }') },
+      clockEnv(),
+    );
+    await waitUntil('keep registered', async () => (await schedulesCli(server!)).keep !== undefined);
+    // written outside the board: it waits for a person's Confirm, its schedule not registered
+    server.writeCard('outside.md', card('Outside', 'echo outside', '{ cron: "0 8 * * *", timezone: UTC }'));
+    await waitUntil('outside waiting for a confirm', async () => (await server!.card('outside'))?.confirm);
+    eight(); // keep's fire says the supervisor has seen 08:00
+    await waitUntil('keep fired', async () => (await schedulesCli(server!)).keep!.lastFire !== undefined);
+    await server.confirmCard('outside');
+    await waitUntil('outside registered', async () => (await schedulesCli(server!)).outside !== undefined);
+    // a later look (the fire, had there been one, is decided as the registration is taken in)
+    const outside = (await schedulesCli(server)).outside!;
+    expect(outside.history).toEqual([]);
+    expect(outside.pending).toEqual([]);
+    expect(outside.next[0]).toBe('2026-01-06T08:00:00.000Z');
+    expect((await server.card('outside'))?.column).toBe('backlog');
+  });
+
   it('the inspector says what a phrase means (or why not) before saving it, then the card shows its next fire', async () => {
     server = await BoardServer.start(config, {
       'report.md': `---\ntitle: Weekly report\nflow: shell\nworkspace: ./workspace\ncommand: "echo report"\n---\n# Task\n`,
