@@ -101,6 +101,12 @@ describe('the agent format', () => {
     const els = json.elements as Json[];
     expect(els.find((e) => e.r === 'btn')).toMatchObject({ t: 'Submit', ref: 'submit', a: ['press'] });
     expect(els.every((e) => typeof e.p === 'string' && String(e.p).endsWith(String(e.r)))).toBe(true);
+    // The default read's JSON is made from the tree's JSON (the snapshot's) with the header around it:
+    // byte for byte what JSON.stringify of the parsed answer gives, and what --pretty says.
+    const plain = s.run(['read', ...W]);
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stdout).toBe(JSON.stringify(JSON.parse(plain.stdout)) + '\n');
+    expect(Object.keys(JSON.parse(plain.stdout) as Json)).toEqual(['app', 'pid', 'window', 'ts', 'elements']);
     const all = JSON.stringify(ok(['read', ...W]));
     const pruned = JSON.stringify(ok(['read', ...W, '--prune']));
     expect(pruned.length).toBeLessThan(all.length);
