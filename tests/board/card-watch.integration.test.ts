@@ -8,7 +8,7 @@
  * time, and the second card is written just after the scan listed the folder.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
@@ -222,4 +222,41 @@ it('on the board (runboard serve): the card being written shows its last good ve
   expect(a?.unreadable).toBeUndefined();
   expect(a?.column).toBe('backlog');
   expect((await s.board()).cards.filter((c) => c.broken)).toEqual([]);
+});
+
+it('a queued card being written does not start when a slot frees: it runs once, as written after', async () => {
+  const hold = 'while [ ! -e release ]; do sleep 0.1; done';
+  const s = (server = await BoardServer.start(shellConfig('', 1), {
+    'a.md': shellCard('A', hold),
+    'b.md': shellCard('B', 'echo old > b.txt'),
+  }));
+  await waitUntil('the cards', async () => (await s.card('a')) && (await s.card('b')));
+  await s.api('POST', '/api/cards/a/move', { to: 'queued', index: 0 });
+  await waitUntil('a running', async () => (await s.card('a'))?.column === 'running');
+  await s.api('POST', '/api/cards/b/move', { to: 'queued', index: 0 }); // waits for a's slot
+  await waitUntil('b queued', async () => (await s.card('b'))?.column === 'queued');
+  // a person rewrites b (still queued, another command); the shell holds after its truncation
+  const file = s.cardFile('b.md');
+  const go = path.join(s.root, 'go');
+  execFileSync('mkfifo', [go]);
+  const next = path.join(s.root, 'next.md');
+  writeFileSync(next, shellCard('B', 'echo new > b.txt', 'id: b\nstatus: queued\n'));
+  writer = spawn('sh', ['-c', 'exec 3>"$1"; read go < "$2"; cat "$3" >&3', 'sh', file, go, next], {
+    stdio: 'ignore',
+  });
+  const exited = new Promise((r) => writer!.once('exit', r));
+  await waitUntil('b being written', async () => (await s.card('b'))?.unreadable);
+  // a's slot frees: b, half written, must not start from its last good version
+  writeFileSync(path.join(s.workspace, 'release'), '');
+  await waitUntil('a done', async () => (await s.card('a'))?.column === 'done');
+  expect(await s.card('b')).toMatchObject({
+    column: 'queued',
+    waiting: expect.stringMatching(/does not read now/),
+  });
+  writeFileSync(go, 'go\n');
+  await exited;
+  await s.confirmCard('b'); // its new text was written outside the board
+  await waitUntil('b done', async () => (await s.card('b'))?.column === 'done', 30_000);
+  expect(readFileSync(path.join(s.workspace, 'b.txt'), 'utf8')).toBe('new\n');
+  expect((await s.api<{ runs: unknown[] }>('GET', '/api/cards/b')).runs).toHaveLength(1);
 });
