@@ -6,7 +6,7 @@
 // agent format (with --prune), and a screenshot's image tokens. Run through run.mjs (`heavy`), which
 // starts a test desktop around it. Needs python3-pyatspi (apt) for the baseline.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
@@ -77,7 +77,10 @@ function run(file: string, args: string[], nativeDir?: string): { ms: number; ou
   if (env.RUNBOARD_DESKTOP_TRACE && r.stderr) process.stderr.write(r.stderr);
   return { ms, out: r.stdout, cpu: childrenCpuMs() - c0 };
 }
-const cliRun = (args: string[]) => run(process.execPath, [cli, ...args]);
+// BENCH_CLI_FLAGS: node flags for this build's reads only (e.g. `--max-semi-space-size=16`, or
+// `--cpu-prof --cpu-prof-dir=<dir>`), to weigh a flag against the same bundle without it in the same turns.
+const cliFlags = (process.env.BENCH_CLI_FLAGS ?? '').split(' ').filter(Boolean);
+const cliRun = (args: string[]) => run(process.execPath, [...cliFlags, cli, ...args]);
 
 function chromium(url: string, dir: string): void {
   const c = spawn(
@@ -236,7 +239,16 @@ try {
         if (o) own.olds.push(o.cpu);
         own.ours.push(a.cpu);
         const untimed = (out: string) => out.replace(/"ts":\d+,/, '');
-        if (o && untimed(o.out) !== untimed(a.out)) same = false;
+        if (o && untimed(o.out) !== untimed(a.out)) {
+          same = false;
+          // BENCH_DIFF_DIR=<dir>: both outputs of a round that differ, to compare (diff <(jq . …)).
+          const dir = process.env.BENCH_DIFF_DIR;
+          if (dir) {
+            mkdirSync(dir, { recursive: true });
+            writeFileSync(path.join(dir, `round${i}-read.json`), a.out);
+            writeFileSync(path.join(dir, `round${i}-before.json`), o.out);
+          }
+        }
         ours.push(a.ms);
         theirs.push(b.ms);
         walked = Number(b.out.trim());

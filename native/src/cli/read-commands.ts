@@ -186,14 +186,12 @@ export async function read(v: Values): Promise<Out> {
     const hits = text !== undefined ? flat.filter((e) => textMatches(e, text, v.exact === true)) : flat;
     elements = v.focused ? hits.filter((e) => e.f) : v.flat ? hits : hits.map(({ p: _p, ...e }) => e);
   } else elements = v.compact ? flatten(tree) : tree;
-  const value = { app: w.app, pid: w.pid, window: w.title, ts, elements };
+  // elements last: the output's JSON can then be the header's with the tree's JSON after it.
+  const header = { app: w.app, pid: w.pid, window: w.title, ts };
   return {
-    value,
+    value: { ...header, elements },
     ...(elements === tree
-      ? {
-          json: () =>
-            `${JSON.stringify({ app: w.app, pid: w.pid, window: w.title, ts }).slice(0, -1)},"elements":${treeJson}}`,
-        }
+      ? { json: () => `${JSON.stringify(header).slice(0, -1)},"elements":${treeJson}}` }
       : {}),
     agent: () => agentFormat(head(w), tree, max, flatOf()),
   };
