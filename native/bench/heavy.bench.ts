@@ -185,6 +185,7 @@ try {
       return cacheItems();
     };
     const before = process.env.BENCH_NATIVE_BEFORE; // an earlier addon's directory, in the same turns
+    const cliBefore = process.env.BENCH_CLI_BEFORE ?? cli; // and its desktop-cli bundle, when given
     const wanted = (process.env.HEAVY_CASES ?? 'lacks,holds').split(',');
     const rows: string[] = [];
     for (const lacks of [true, false].filter((l) => wanted.includes(l ? 'lacks' : 'holds'))) {
@@ -225,7 +226,7 @@ try {
           ? charged(warm ? undefined : cpu.olds, () =>
               run(
                 process.execPath,
-                [cli, 'read', '--window', full, '--visible-only=false', '--compact'],
+                [cliBefore, 'read', '--window', full, '--visible-only=false', '--compact'],
                 before,
               ),
             )

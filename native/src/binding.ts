@@ -95,7 +95,8 @@ interface RawBinding {
     delay: number,
     button: number,
   ): Promise<void>;
-  desktopType(text: string, delayMs: number): Promise<void>;
+  /** waitHandled 1: as desktopKey. */
+  desktopType(text: string, delayMs: number, waitHandled?: number): Promise<void>;
   /** waitHandled 1: resolves once the focused app has handled the keys (a ping answered after them). */
   desktopKey(combo: string, delayMs: number, waitHandled?: number): Promise<void>;
   desktopFocus(q: RawQuery): Promise<RawWindow>;

@@ -200,8 +200,9 @@ Napi::Value Drag(const Napi::CallbackInfo& info) {
 Napi::Value Type(const Napi::CallbackInfo& info) {
   std::string text = StrArg(info, 0);
   int delay = IntArg(info, 1, 0);
-  return Run(info.Env(), [text, delay]() -> Marshal {
-    d::TypeText(text, delay);
+  bool waitHandled = IntArg(info, 2, 0) != 0;
+  return Run(info.Env(), [text, delay, waitHandled]() -> Marshal {
+    d::TypeText(text, delay, waitHandled);
     return Undefined();
   });
 }

@@ -8,12 +8,20 @@
  * time, and the second card is written just after the scan listed the folder.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { BoardStore } from '../../host/src/core/board-store.ts';
-import { BoardServer, shellCard, shellConfig, waitUntil } from '../e2e/helpers/board.ts';
+import type { Browser } from 'playwright-core';
+import {
+  ARTIFACTS,
+  BoardServer,
+  launchBrowser,
+  shellCard,
+  shellConfig,
+  waitUntil,
+} from '../e2e/helpers/board.ts';
 
 const card = (id: string): string =>
   `---\nid: ${id}\ntitle: ${id}\nflow: shell\nstatus: backlog\n---\n# Task\n`;
@@ -21,6 +29,7 @@ const card = (id: string): string =>
 let tracer: ChildProcess | undefined;
 let writer: ChildProcess | undefined;
 let server: BoardServer | undefined;
+let browser: Browser | undefined;
 let store: BoardStore | undefined;
 let dir: string | undefined;
 afterEach(async () => {
@@ -31,9 +40,10 @@ afterEach(async () => {
     await gone;
   }
   await store?.close();
+  await browser?.close();
   await server?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
-  tracer = writer = server = store = dir = undefined;
+  tracer = writer = server = browser = store = dir = undefined;
 });
 
 /** Waits until `ok()` holds, looked at after each change the store announces and each line strace prints. */
@@ -133,6 +143,15 @@ it('a card a shell rewrites with `>` keeps its last good version on the board wh
   writeFileSync(path.join(dir, 'config.yaml'), 'version: 2\nflows:\n  shell: { runner: command }\n');
   const file = path.join(cards, 'a.md');
   writeFileSync(file, card('a'));
+  // The FIFO and the new text in a folder of their own, made before the board watches: a write in the
+  // project folder is an event that brings a sweep, which could find a.md still truncated and (rightly,
+  // the file unchanged) call it broken (a folder in it is not watched inside).
+  const aside = path.join(dir, 'aside');
+  mkdirSync(aside);
+  const go = path.join(aside, 'go');
+  execFileSync('mkfifo', [go]);
+  const next = path.join(aside, 'next.md');
+  writeFileSync(next, card('a').replace('title: a', 'title: rewritten'));
   const s = (store = new BoardStore(dir));
   s.load();
   await s.watch();
@@ -143,10 +162,6 @@ it('a card a shell rewrites with `>` keeps its last good version on the board wh
   let vanished = 0; // changes the store announced with the card off the board
   s.on('cards', () => void (s.get('a') ? undefined : vanished++));
   // The shell truncates a.md (`exec 3>`), then holds the rest of its write until the test says go.
-  const go = path.join(dir, 'go');
-  execFileSync('mkfifo', [go]);
-  const next = path.join(dir, 'next.md');
-  writeFileSync(next, card('a').replace('title: a', 'title: rewritten'));
   writer = spawn('sh', ['-c', 'exec 3>"$1"; read go < "$2"; cat "$3" >&3', 'sh', file, go, next], {
     stdio: 'ignore',
   });
@@ -170,9 +185,10 @@ it('on the board (runboard serve): the card being written shows its last good ve
   const s = (server = await BoardServer.start(shellConfig(), { 'a.md': shellCard('Card A', 'true') }));
   const file = s.cardFile('a.md');
   await waitUntil('card a', () => s.card('a'));
-  const go = path.join(path.dirname(file), '..', 'go');
+  // outside the project folder (an event there brings a sweep: see the test above)
+  const go = path.join(s.root, 'go');
   execFileSync('mkfifo', [go]);
-  const next = path.join(path.dirname(file), '..', 'next.md');
+  const next = path.join(s.root, 'next.md');
   writeFileSync(next, shellCard('Card A rewritten', 'true'));
   writer = spawn('sh', ['-c', 'exec 3>"$1"; read go < "$2"; cat "$3" >&3', 'sh', file, go, next], {
     stdio: 'ignore',
@@ -187,6 +203,14 @@ it('on the board (runboard serve): the card being written shows its last good ve
     title: 'Card A',
     unreadable: expect.stringMatching(/^cards\/a\.md does not read now \(no front matter/),
   });
+  // the page shows the card as it was, saying its file does not read now
+  browser = await launchBrowser();
+  const page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
+  await page.goto(s.url);
+  const tile = page.locator('li[data-card-id="a"]');
+  await tile.getByText('its file does not read now: showing its last good version').waitFor();
+  expect(await tile.locator('.card-title').innerText()).toBe('Card A');
+  await page.screenshot({ path: path.join(ARTIFACTS, 'board-card-being-written-1440.png') });
   // no write of it meanwhile: a move would rename half a file over the writer's
   await expect(s.api('POST', '/api/cards/a/move', { to: 'queued', index: 0 })).rejects.toThrow(
     /does not read now/,
@@ -198,4 +222,41 @@ it('on the board (runboard serve): the card being written shows its last good ve
   expect(a?.unreadable).toBeUndefined();
   expect(a?.column).toBe('backlog');
   expect((await s.board()).cards.filter((c) => c.broken)).toEqual([]);
+});
+
+it('a queued card being written does not start when a slot frees: it runs once, as written after', async () => {
+  const hold = 'while [ ! -e release ]; do sleep 0.1; done';
+  const s = (server = await BoardServer.start(shellConfig('', 1), {
+    'a.md': shellCard('A', hold),
+    'b.md': shellCard('B', 'echo old > b.txt'),
+  }));
+  await waitUntil('the cards', async () => (await s.card('a')) && (await s.card('b')));
+  await s.api('POST', '/api/cards/a/move', { to: 'queued', index: 0 });
+  await waitUntil('a running', async () => (await s.card('a'))?.column === 'running');
+  await s.api('POST', '/api/cards/b/move', { to: 'queued', index: 0 }); // waits for a's slot
+  await waitUntil('b queued', async () => (await s.card('b'))?.column === 'queued');
+  // a person rewrites b (still queued, another command); the shell holds after its truncation
+  const file = s.cardFile('b.md');
+  const go = path.join(s.root, 'go');
+  execFileSync('mkfifo', [go]);
+  const next = path.join(s.root, 'next.md');
+  writeFileSync(next, shellCard('B', 'echo new > b.txt', 'id: b\nstatus: queued\n'));
+  writer = spawn('sh', ['-c', 'exec 3>"$1"; read go < "$2"; cat "$3" >&3', 'sh', file, go, next], {
+    stdio: 'ignore',
+  });
+  const exited = new Promise((r) => writer!.once('exit', r));
+  await waitUntil('b being written', async () => (await s.card('b'))?.unreadable);
+  // a's slot frees: b, half written, must not start from its last good version
+  writeFileSync(path.join(s.workspace, 'release'), '');
+  await waitUntil('a done', async () => (await s.card('a'))?.column === 'done');
+  expect(await s.card('b')).toMatchObject({
+    column: 'queued',
+    waiting: expect.stringMatching(/does not read now/),
+  });
+  writeFileSync(go, 'go\n');
+  await exited;
+  await s.confirmCard('b'); // its new text was written outside the board
+  await waitUntil('b done', async () => (await s.card('b'))?.column === 'done', 30_000);
+  expect(readFileSync(path.join(s.workspace, 'b.txt'), 'utf8')).toBe('new\n');
+  expect((await s.api<{ runs: unknown[] }>('GET', '/api/cards/b')).runs).toHaveLength(1);
 });

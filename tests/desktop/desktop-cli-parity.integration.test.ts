@@ -3,7 +3,7 @@
 // by what the app shows afterwards (read back through AT-SPI), plus the error paths and an
 // agent-format snapshot. The CLI is the bundle an agent runs, in a process of its own.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -101,6 +101,12 @@ describe('the agent format', () => {
     const els = json.elements as Json[];
     expect(els.find((e) => e.r === 'btn')).toMatchObject({ t: 'Submit', ref: 'submit', a: ['press'] });
     expect(els.every((e) => typeof e.p === 'string' && String(e.p).endsWith(String(e.r)))).toBe(true);
+    // The default read's JSON is made from the tree's JSON (the snapshot's) with the header around it:
+    // byte for byte what JSON.stringify of the parsed answer gives, and what --pretty says.
+    const plain = s.run(['read', ...W]);
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stdout).toBe(JSON.stringify(JSON.parse(plain.stdout)) + '\n');
+    expect(Object.keys(JSON.parse(plain.stdout) as Json)).toEqual(['app', 'pid', 'window', 'ts', 'elements']);
     const all = JSON.stringify(ok(['read', ...W]));
     const pruned = JSON.stringify(ok(['read', ...W, '--prune']));
     expect(pruned.length).toBeLessThan(all.length);
@@ -246,6 +252,35 @@ describe('acting by text, ref and id, with the public output fields', () => {
       key: 'shift+tab',
       focused: { r: 'input', t: 'Email' },
     });
+  });
+
+  it('type --text returns once the app has handled the text, even when the app reads it late', async () => {
+    // As the navigation key above: the app is held from the first key it reads. The command must not
+    // answer before the app has handled every key (a read right after it, or a screenshot in a run,
+    // showed the text cut short: 'Ada Lovela', CI under load).
+    ok(['set-value', ...W, '--text', 'Name', '--roles', 'input', '--value', '']);
+    expect(await eventually(async () => (await field('Name')) === '')).toBe(true);
+    rmSync(path.join(holdDir, 'release'), { force: true }); // an earlier test's, written after its hold ended
+    writeFileSync(path.join(holdDir, 'hold'), '');
+    let stderr = '';
+    let ended = false;
+    try {
+      const typed = spawn(
+        process.execPath,
+        [s.cli, 'type', ...W, '--target', 'Name', '--roles', 'input', '--text', 'Held Lovelace'],
+        { env: { ...s.env, RUNBOARD_DESKTOP_TRACE: '1' }, stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      const exited = new Promise<number | null>((resolve) => typed.on('exit', (code) => resolve(code)));
+      void exited.then(() => (ended = true));
+      typed.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      await eventually(async () => ended || stderr.includes('waiting for window'), 60_000);
+      expect(ended, `answered while the app had not read its keys:\n${stderr}`).toBe(false);
+      writeFileSync(path.join(holdDir, 'release'), '');
+      expect(await exited, stderr).toBe(0);
+    } finally {
+      writeFileSync(path.join(holdDir, 'release'), '');
+    }
+    expect(await field('Name')).toBe('Held Lovelace'); // at once: no wait for the app
   });
 
   it('set-value sets an entry, a slider and a check box through the accessibility API; a password is not echoed', async () => {

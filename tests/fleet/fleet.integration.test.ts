@@ -5,8 +5,10 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunResult } from '@runboard/supervisor/protocol';
+import { redisOptions } from '../../supervisor/src/node/fleet/job.ts';
 import { processesMentioning, sleep, waitUntil, type Harness } from '../helpers/harness.ts';
 import { startGateway, startHost as startFleetHost } from './hosts.ts';
 import { CuttableLink, type RedisServer } from './redis.ts';
@@ -87,6 +89,29 @@ describe('a fleet of supervisors on Redis', () => {
       /no host of the fleet offers flow "nobody" \(alpha offers "shell"; beta offers "shell", "slow"; gamma offers "other"\)/,
     );
     expect((await board.client.list({ limit: 1000 })).runs.length).toBe(before);
+  });
+
+  it('a launch of a flow a host of an older release offers is refused up front, saying which host to upgrade', async () => {
+    // as a host of a release before session 17 says what it offers: no fleet version (decision 115); it
+    // would take the flow's jobs from the queue and refuse them as "not a run of this version"
+    const r = new Redis(redisOptions(redis.url));
+    const entry = `runboard:fleet:host:${Buffer.from('elder').toString('hex')}`;
+    try {
+      await r.set(
+        entry,
+        JSON.stringify({ name: 'elder', flows: ['legacy'], workspaces: ['.'], capacity: 1 }),
+        'PX',
+        60_000,
+      );
+      const before = (await board.client.list({ limit: 1000 })).runs.length;
+      await expect(board.launch('true', { name: 'legacy' })).rejects.toThrow(
+        'the fleet cannot run this card: elder runs fleet version 1, and this supervisor 2: a host of another Runboard release offering flow "legacy" would refuse the runs of it that it takes; every supervisor of a fleet must run the same release: upgrade elder (or stop that host)',
+      );
+      expect((await board.client.list({ limit: 1000 })).runs.length).toBe(before);
+    } finally {
+      await r.del(entry);
+      r.disconnect();
+    }
   });
 
   it('cancel from the board stops the run on its host, and nothing of it stays running there', async () => {

@@ -123,7 +123,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
       configText: () => this.configText(),
       reread: (file) => this.reread(file),
       unsettled: () => this.unreadable.files(),
-      recheck: (file) => this.recheck(file),
+      recheck: (file, outside) => this.recheck(file, outside),
       forget: (file) => this.forget(file),
       ingestConfig: (text) => this.ingestConfig(text),
       takeLoaded: () => {
@@ -458,7 +458,8 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     return done;
   }
 
-  private reread(file: string): void {
+  /** False when the file holds what the host last wrote (the event was our own write's). */
+  private reread(file: string): boolean {
     let text: string;
     try {
       // Read at once, in step with the host's own writes (synchronous too): a read that waited in the
@@ -467,7 +468,10 @@ export class BoardStore extends EventEmitter<StoreEvents> {
       text = file === this.configFile ? readRegularFileSync(file) : readCard(file);
     } catch (err) {
       const gone = (err as NodeJS.ErrnoException).code === 'ENOENT';
-      if (gone && file !== this.configFile) return this.forget(file);
+      if (gone && file !== this.configFile) {
+        this.forget(file);
+        return true;
+      }
       if (file === this.configFile) {
         // the last good config stays; the file's return (or a new one) is read when it comes
         this.configError = gone
@@ -475,12 +479,13 @@ export class BoardStore extends EventEmitter<StoreEvents> {
           : `${this.configFile}: ${(err as Error).message}`;
         this.emit('config');
       } else this.notCard(file, (err as Error).message);
-      return;
+      return true;
     }
-    if (this.written.get(file) === text && !this.unreadable.has(file)) return;
+    if (this.written.get(file) === text && !this.unreadable.has(file)) return false;
     this.written.delete(file);
     if (file === this.configFile) this.ingestConfig(text);
     else this.ingest(file, text, true);
+    return true;
   }
 
   /**
@@ -502,13 +507,13 @@ export class BoardStore extends EventEmitter<StoreEvents> {
   }
 
   /**
-   * A sweep after the one that found the card unreadable, with no event of the file since: broken
-   * when the file is as it was then (it stayed so), else read again.
+   * A sweep after the one that found the card unreadable, with no event of the file since: read again
+   * when it changed; when it did not, broken if something else changed outside the board meanwhile.
    */
-  private recheck(file: string): void {
+  private recheck(file: string, outside: boolean): void {
     const error = this.unreadable.stayed(file);
-    if (error === undefined) return this.reread(file);
-    this.markBroken(file, error, true);
+    if (error === undefined) this.reread(file);
+    else if (outside) this.markBroken(file, error, true);
   }
 
   /**

@@ -29,12 +29,18 @@ export interface WatchedStore {
   /** The card files the store holds (cards and broken entries). */
   knownFiles(): string[];
   configText(): string;
-  /** Reads a file again (a card or config.yaml) and takes in what it says now (or that it is gone). */
-  reread(file: string): void;
+  /**
+   * Reads a file again (a card or config.yaml) and takes in what it says now (or that it is gone);
+   * false when it holds what the board last wrote there (the event was the board's own write).
+   */
+  reread(file: string): boolean;
   /** Cards kept at their last good version while their file does not read (card-unreadable.ts). */
   unsettled(): string[];
-  /** A kept card no event named since it was found unreadable: broken if unchanged, else read again. */
-  recheck(file: string): void;
+  /**
+   * A kept card no event named since it was found unreadable: read again if it changed; broken if it
+   * did not and `outside` (something else changed meanwhile, not by the board).
+   */
+  recheck(file: string, outside: boolean): void;
   /** The file is gone. */
   forget(file: string): void;
   /** Takes in config.yaml's text (the user config changed under it). */
@@ -162,22 +168,23 @@ export class BoardWatch {
     this.sweepQueued = false;
     if (this.closed) return;
     const { store } = this;
+    // whether anything changed that the board did not write itself (its own writes come back as events)
+    let outside = false;
     if (this.configDirty) {
       this.configDirty = false;
-      store.reread(store.configFile);
+      outside = store.reread(store.configFile);
     }
     const names = [...this.dirty];
     this.dirty.clear();
     // Cards kept at their last good version while their file did not read (a write going on, decision
-    // 114): one that no event named since is looked at again, and shown broken if it stayed as it was.
+    // 114): one that no event named since is looked at again below.
     const kept = store.unsettled();
     const named = new Set(names.map((name) => path.join(store.cardsDir, name)));
-    const look = (file: string): void =>
-      kept.includes(file) && !named.has(file) ? store.recheck(file) : store.reread(file);
     if (this.everything || !this.cardsWatch) {
       // cards/ may be another folder now (or none): watch the one there, and read all it holds
       const haveCards = this.armCards();
       this.everything = false;
+      outside = true;
       let now: string[] = [];
       try {
         if (haveCards) now = store.cardFiles();
@@ -186,11 +193,11 @@ export class BoardWatch {
       }
       const present = new Set(now);
       for (const file of store.knownFiles()) if (!present.has(file)) store.forget(file);
-      for (const file of now) look(file);
-      return;
-    }
-    for (const file of named) store.reread(file);
-    for (const file of kept) if (!named.has(file)) store.recheck(file);
+      for (const file of now) if (!kept.includes(file) || named.has(file)) store.reread(file);
+    } else for (const file of named) outside = store.reread(file) || outside;
+    // ...read again if it changed, and shown broken if it stayed as it was while something else changed
+    // outside the board (the board's own writes say nothing of a writer that is still going)
+    for (const file of kept) if (!named.has(file)) store.recheck(file, outside);
   }
 
   /**

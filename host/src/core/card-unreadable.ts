@@ -4,9 +4,10 @@
  * writer's truncation and its last write, and the watcher's sweep can read it then (board-watch.ts).
  * A card that read before is not shown broken for that moment: the board keeps its last good version,
  * marked with what is wrong, and makes no write of it (a rename over the file would cut off the rest
- * of the writer's text). It is shown broken only when it *stays* so: a later sweep in which no event
- * named the file finds it as it was when it failed (same inode, size, mtime and ctime). Its next
- * change is an event of its own, which reads it again.
+ * of the writer's text). It is shown broken only when it *stays* so: a later sweep brought by a
+ * change made outside the board (another card, config.yaml; the board's own writes say nothing of a
+ * writer still going), in which no event named the file, finds it as it was when it failed (same
+ * inode, size, mtime and ctime). Its next change is an event of its own, which reads it again.
  */
 import { statSync } from 'node:fs';
 import path from 'node:path';

@@ -15,6 +15,9 @@ export interface Out {
   agent?: string | (() => string);
   /** Printed as is (screenshot --output -). */
   raw?: string;
+  /** `value`'s compact JSON (JSON.stringify, no newline), when the command has most of it made already
+   *  (read: the tree's JSON, which its snapshot keeps too); used for --format json without --pretty. */
+  json?: () => string;
   /** A result that is also a failure (wait timed out, assert failed): printed, then this error, exit 1. */
   error?: CliError;
 }

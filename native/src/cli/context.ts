@@ -59,9 +59,19 @@ function writeAtomic(file: string, text: string): void {
   renameSync(tmp, file);
 }
 
-export function saveContext(ctx: WindowContext, dir = contextPath()): void {
+/** Writes a window's context. `elementsJson`, when given, is the JSON of `elements` made by the caller
+ *  (a read writes it as it walks the tree, without an object per element). */
+export function saveContext(
+  ctx: Omit<WindowContext, 'elements'> & ({ elements: WindowContext['elements'] } | { elementsJson: string }),
+  dir = contextPath(),
+): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  writeAtomic(path.join(dir, `${ctx.windowId}.json`), JSON.stringify(ctx));
+  const { windowId, title, app, ts } = ctx;
+  const json =
+    'elementsJson' in ctx
+      ? `${JSON.stringify({ windowId, title, app, ts }).slice(0, -1)},"elements":${ctx.elementsJson}}`
+      : JSON.stringify(ctx);
+  writeAtomic(path.join(dir, `${ctx.windowId}.json`), json);
   const index = loadIndex(dir);
   index.windows[String(ctx.windowId)] = ctx.ts;
   index.last = ctx.windowId;
@@ -102,8 +112,14 @@ function snapshotDir(env: NodeJS.ProcessEnv = process.env): string {
   return path.join(path.dirname(contextPath(env)), `snapshot-trees-${display}`); // trees since session 17
 }
 
-/** Keeps a read's compact tree under its ts (seconds); files older than 60 s are removed. */
-export function saveSnapshot(windowId: number, ts: number, elements: unknown[], dir = snapshotDir()): void {
+/** Keeps a read's compact tree (or its JSON, already made) under its ts (seconds); files older than
+ *  60 s are removed. */
+export function saveSnapshot(
+  windowId: number,
+  ts: number,
+  elements: unknown[] | string,
+  dir = snapshotDir(),
+): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const now = Math.floor(Date.now() / 1000);
   for (const f of readdirSync(dir)) {
@@ -112,7 +128,7 @@ export function saveSnapshot(windowId: number, ts: number, elements: unknown[], 
   }
   const file = path.join(dir, `${windowId}-${ts}.json`);
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(elements), { mode: 0o600 });
+  writeFileSync(tmp, typeof elements === 'string' ? elements : JSON.stringify(elements), { mode: 0o600 });
   renameSync(tmp, file);
 }
 

@@ -155,7 +155,8 @@ export async function typeCmd(v: Values, positionals: string[]): Promise<Out> {
   // A navigation key without a target reports where the focus went: read it once the app handled the key.
   const reportFocus = !found && key !== undefined && NAVIGATION.test(key);
   const typeIt = async () => {
-    if (text !== undefined) await desktop.type(text, { delayMs });
+    // the next command sees the text: the app has handled the keys (decision 119)
+    if (text !== undefined) await desktop.type(text, { delayMs, waitHandled: key === undefined });
     if (key !== undefined) await desktop.key(key, { delayMs, waitHandled: reportFocus });
   };
   const ver = found

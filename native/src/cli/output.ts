@@ -70,6 +70,7 @@ export function formatOf(v: Values, cmd: string): Format {
 
 export async function render(o: Out, fmt: Format, pretty: boolean): Promise<string> {
   if (o.raw !== undefined) return o.raw;
+  if (fmt === 'json' && !pretty && o.json) return o.json() + '\n';
   if (fmt === 'json') return JSON.stringify(o.value, null, pretty ? 2 : undefined) + '\n';
   if (fmt === 'agent' && o.agent !== undefined) return typeof o.agent === 'string' ? o.agent : o.agent();
   return (await yaml()).stringify(o.value);

@@ -25,7 +25,7 @@ void Click(int x, int y, MouseButton button, int count);
 void Scroll(int x, int y, int dx, int dy);
 void Drag(int fromX, int fromY, int toX, int toY, int steps, int stepDelayMs, MouseButton button);
 // Any Unicode text (UTF-8); characters missing from the layout are mapped onto free keycodes.
-void TypeText(const std::string& utf8, int delayMs);
+void TypeText(const std::string& utf8, int delayMs, bool waitHandled = false);
 // A combo such as "ctrl+shift+t", "enter", "alt+F4". With waitHandled, returns once the app holding the
 // focus has handled the keys (what it shows afterwards, its focus included, is what the keys made), or
 // after a bounded wait when it cannot be asked or does not answer.

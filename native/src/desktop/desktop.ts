@@ -238,9 +238,9 @@ export const desktop = {
       ),
     );
   },
-  /** Types any Unicode text into the focused window. */
-  type(text: string, opts: { delayMs?: number } = {}): Promise<void> {
-    return call(() => binding().desktopType(text, opts.delayMs ?? 0));
+  /** Types any Unicode text into the focused window; `waitHandled` as for `key`. */
+  type(text: string, opts: { delayMs?: number; waitHandled?: boolean } = {}): Promise<void> {
+    return call(() => binding().desktopType(text, opts.delayMs ?? 0, opts.waitHandled ? 1 : 0));
   },
   /**
    * A key combination: 'ctrl+shift+t', 'enter', 'alt+f4'. With `waitHandled`, resolves once the app

@@ -141,7 +141,9 @@ void AppReadKeys(Display* d, bool stoppedIsDone = false) {
     return;
   }
   Window root = DefaultRootWindow(own);
-  XSelectInput(own, root, SubstructureNotifyMask);
+  XSelectInput(own, root, SubstructureNotifyMask);  // the answer comes back to the root window
+  // A window closed or hidden by the keys (ctrl+w, alt+f4) answers no ping: its going ends the wait.
+  XSelectInput(own, target, StructureNotifyMask);
   static unsigned long serial = 0;
   const unsigned long stamp = ++serial;  // the answer echoes it: ours, not another pinger's
   XEvent ev{};
@@ -156,16 +158,19 @@ void AppReadKeys(Display* d, bool stoppedIsDone = false) {
   XFlush(own);
   if (Trace()) std::fprintf(stderr, "type: waiting for window 0x%lx to read its keys\n", target);
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kAppReadLimitMs);
-  bool answered = false;
-  while (!answered) {
-    while (!answered && XPending(own)) {
+  bool answered = false, gone = false;
+  while (!answered && !gone) {
+    while (!answered && !gone && XPending(own)) {
       XEvent got;
       XNextEvent(own, &got);
       answered = got.type == ClientMessage && got.xclient.message_type == protocols &&
                  static_cast<Atom>(got.xclient.data.l[0]) == ping &&
                  static_cast<unsigned long>(got.xclient.data.l[1]) == stamp &&
                  static_cast<Window>(got.xclient.data.l[2]) == target;
+      gone = (got.type == DestroyNotify && got.xdestroywindow.window == target) ||
+             (got.type == UnmapNotify && got.xunmap.window == target);
     }
+    if (gone) break;
     if (answered) break;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
@@ -174,7 +179,9 @@ void AppReadKeys(Display* d, bool stoppedIsDone = false) {
   }
   if (Trace())
     std::fprintf(stderr, "type: window 0x%lx %s\n", target,
-                 answered ? "has read its keys" : "did not answer: typing on");
+                 answered ? "has read its keys"
+                 : gone   ? "went away"
+                          : "did not answer: typing on");
   x11::CloseDisplay(own);
 }
 
@@ -539,7 +546,7 @@ void Drag(int fromX, int fromY, int toX, int toY, int steps, int stepDelayMs, Mo
   ClickDelivered(d, ours);
 }
 
-void TypeText(const std::string& utf8, int delayMs) {
+void TypeText(const std::string& utf8, int delayMs, bool waitHandled) {
   Display* d = Dpy();
   std::vector<KeySym> syms;
   for (uint32_t cp : DecodeUtf8(utf8)) syms.push_back(KeysymFor(cp));
@@ -560,6 +567,8 @@ void TypeText(const std::string& utf8, int delayMs) {
     XSync(d, False);
     start = end;
   }
+  // As KeyCombo: what the app shows after the text is read only once it has handled the keys.
+  if (waitHandled && !syms.empty() && KeysGoToAWindow(d)) AppReadKeys(d, true);
 }
 
 void KeyCombo(const std::string& combo, int delayMs, bool waitHandled) {

@@ -18,8 +18,11 @@ it('a file clock runs from the time in its file, and moves when another is writt
   expect(t).toBeGreaterThanOrEqual(0);
   expect(t).toBeLessThan(60 * 60_000); // it runs at real speed from 07:00
   const moved = new Promise<void>((resolve) => clock.onMoved(resolve));
-  writeFileSync(file, '2026-01-05T08:00:00Z');
+  // An instant before the move: the move's own instant is taken when the watcher sees the write, which can
+  // be the same millisecond as a Date.now() after it (CI); so the write waits for the next millisecond.
   const before = Date.now();
+  while (Date.now() === before);
+  writeFileSync(file, '2026-01-05T08:00:00Z');
   await moved;
   expect(clock.now()).toBeGreaterThanOrEqual(Date.parse('2026-01-05T08:00:00Z'));
   expect(clock.now()).toBeLessThan(Date.parse('2026-01-05T09:00:00Z'));

@@ -214,12 +214,13 @@ export async function desktopAction(ctx: ToolContext, a: Args): Promise<ToolResu
     case 'type': {
       const text = a.text;
       if (typeof text !== 'string') throw new InvalidToolCall('"text" must be a string');
-      await act('type', () => desktop.type(text));
+      // the next screenshot shows the text: the app has handled the keys (decision 119)
+      await act('type', () => desktop.type(text, { waitHandled: true }));
       return { output: { ok: true, typed: [...text].length }, changedScreen: true };
     }
     case 'key': {
       const keys = str(a, 'keys');
-      await act(`key ${keys}`, () => desktop.key(keys));
+      await act(`key ${keys}`, () => desktop.key(keys, { waitHandled: true }));
       return { output: { ok: true }, changedScreen: true };
     }
     case 'open_app': {

@@ -106,6 +106,7 @@ export class FleetHost {
       flows: o.offer.flows,
       workspaces: Object.keys(o.offer.workspaces),
       capacity: o.offer.capacity,
+      v: FLEET_JOB_VERSION,
     };
     const announce = (): Promise<void> =>
       advertise(this.redis, ad, ROSTER_TTL_MS).catch((err: Error) =>

@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { HostAd, whyNoHost } from './roster.ts';
 
-const h = (name: string, flows: string[], workspaces: string[]): HostAd => ({
+const h = (name: string, flows: string[], workspaces: string[], v: number | null = 2): HostAd => ({
   name,
   flows,
   workspaces,
   capacity: 1,
+  ...(v === null ? {} : { v }),
 });
 
 describe('whyNoHost', () => {
@@ -28,6 +29,18 @@ describe('whyNoHost', () => {
 
   it('does not take a workspace of a host that does not offer the flow', () => {
     expect(whyNoHost(roster, 'test', 'elsewhere')).toMatch(/a maps "\.", "ws"; b maps none/);
+  });
+
+  it('refuses while a host of another release offers the flow, naming which side to upgrade', () => {
+    // an older host says no version (releases before session 17): it would refuse the runs it takes
+    const mixed = [...roster, h('elder', ['build'], ['ws'], null)];
+    expect(whyNoHost(mixed, 'build', 'ws')).toBe(
+      'elder runs fleet version 1, and this supervisor 2: a host of another Runboard release offering flow "build" would refuse the runs of it that it takes; every supervisor of a fleet must run the same release: upgrade elder (or stop that host)',
+    );
+    expect(whyNoHost(mixed, 'test', 'ws')).toBeNull(); // elder does not offer `test`
+    expect(whyNoHost([...roster, h('next', ['build'], [], 3)], 'build', 'ws')).toMatch(
+      /next runs fleet version 3, .*: upgrade this board's supervisor \(or stop that host\)$/,
+    );
   });
 
   it('reads only entries of its shape (a Redis writer may write anything there)', () => {

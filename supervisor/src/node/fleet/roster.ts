@@ -10,6 +10,7 @@
  */
 import type { Redis } from 'ioredis';
 import * as z from 'zod/mini';
+import { FLEET_JOB_VERSION } from './job.ts';
 
 const PREFIX = 'runboard:fleet:host:';
 
@@ -18,6 +19,8 @@ export const HostAd = z.object({
   flows: z.array(z.string().check(z.maxLength(100))).check(z.maxLength(1000)),
   workspaces: z.array(z.string().check(z.maxLength(1024))).check(z.maxLength(1000)),
   capacity: z.int().check(z.minimum(1), z.maximum(1000)),
+  /** The fleet version of the jobs it takes (job.ts); hosts of releases before session 17 say none: 1. */
+  v: z.optional(z.int().check(z.minimum(0), z.maximum(1_000_000))),
 });
 export type HostAd = z.infer<typeof HostAd>;
 
@@ -62,7 +65,8 @@ const list = (xs: string[]): string => (xs.length ? xs.map((x) => JSON.stringify
 
 /**
  * Why no host of `roster` can run a job of `flow` in `workspace` (its project-relative name), in words
- * a person acts on; null when one can.
+ * a person acts on; null when one can. A host of another fleet version that offers the flow refuses
+ * the launch too: it would take some of the flow's jobs and refuse them (decision 115).
  */
 export function whyNoHost(roster: HostAd[], flow: string, workspace: string): string | null {
   const join = `runboard fleet join … --flows ${flow} --workspace ${workspace}=DIR`;
@@ -71,6 +75,13 @@ export function whyNoHost(roster: HostAd[], flow: string, workspace: string): st
   const offering = roster.filter((h) => h.flows.includes(flow));
   if (offering.length === 0)
     return `no host of the fleet offers flow "${flow}" (${roster.map((h) => `${h.name} offers ${list(h.flows)}`).join('; ')}): start one with \`${join}\``;
+  // a host of another release takes the flow's jobs from the same queue and refuses (or fails) them
+  const other = offering.filter((h) => (h.v ?? 1) !== FLEET_JOB_VERSION);
+  if (other.length) {
+    const older = other.filter((h) => (h.v ?? 1) < FLEET_JOB_VERSION).map((h) => h.name);
+    const newer = other.filter((h) => (h.v ?? 1) > FLEET_JOB_VERSION).map((h) => h.name);
+    return `${other.map((h) => `${h.name} runs fleet version ${h.v ?? 1}`).join('; ')}, and this supervisor ${FLEET_JOB_VERSION}: a host of another Runboard release offering flow "${flow}" would refuse the runs of it that it takes; every supervisor of a fleet must run the same release: ${[...(older.length ? [`upgrade ${older.join(', ')}`] : []), ...(newer.length ? ["upgrade this board's supervisor"] : [])].join(' and ')} (or stop ${other.length === 1 ? 'that host' : 'those hosts'})`;
+  }
   if (offering.some((h) => h.workspaces.includes(workspace))) return null;
   return `no host of the fleet that offers flow "${flow}" has workspace "${workspace}" (${offering.map((h) => `${h.name} maps ${list(h.workspaces)}`).join('; ')}): on a host, \`runboard grant DIR\` and join with \`--workspace ${workspace}=DIR\``;
 }

@@ -29,8 +29,8 @@ async function send(i: Input): Promise<void> {
   if (i.op === 'click') await desktop.click(i.at[0], i.at[1], { button: i.button, count: i.count });
   else if (i.op === 'scroll') await desktop.scroll(i.at[0], i.at[1], i.dx, i.dy);
   else if (i.op === 'drag') await desktop.drag(i.from, i.to, { button: i.button });
-  else if (i.op === 'key') await desktop.key(i.combo);
-  else await desktop.type(i.text);
+  else if (i.op === 'key') await desktop.key(i.combo, { waitHandled: true });
+  else await desktop.type(i.text, { waitHandled: true });
 }
 
 /**
