@@ -18,7 +18,7 @@
           "sources": [
             "src/linux/landlock.cc", "src/linux/sandbox_linux.cc", "src/linux/peer_linux.cc",
             "src/linux/x11_session.cc", "src/linux/atspi_bus.cc", "src/linux/atspi_tree.cc", "src/linux/atspi_walk.cc",
-            "src/linux/reader_linux.cc", "src/linux/actions_linux.cc", "src/linux/inputter_linux.cc",
+            "src/linux/reader_linux.cc", "src/linux/actions_linux.cc", "src/linux/inputter_linux.cc", "src/linux/keys_handled_linux.cc",
             "src/linux/window_manager_linux.cc", "src/linux/capture_linux.cc", "src/linux/naive_walk_linux.cc",
             "src/linux/monitors_linux.cc", "src/linux/watcher_linux.cc", "src/linux/recorder_linux.cc", "src/linux/recorder_sources_linux.cc", "src/linux/recorder_focus_linux.cc", "src/linux/recorder_damage_linux.cc",
             "src/linux/border_linux.cc", "src/linux/gio_lazy.cc", "src/linux/dbus_wire.cc", "src/linux/dbus_wire_budget.cc", "src/linux/atspi_events.cc",

@@ -3,7 +3,7 @@
  * clock is injected (RUNBOARD_SCHEDULE_CLOCK, passed to serve and the supervisor it starts); the
  * processes, sockets and files are real.
  */
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -305,6 +305,42 @@ flows:
     expect(outside.pending).toEqual([]);
     expect(outside.next[0]).toBe('2026-01-06T08:00:00.000Z');
     expect((await server.card('outside'))?.column).toBe('backlog');
+  });
+
+  it('a fire while its card is being written waits for the write, then queues the card (not skipped)', async () => {
+    server = await BoardServer.start(
+      config,
+      { 'daily.md': card('Daily', 'echo daily', '{ cron: "0 8 * * *", timezone: UTC }') },
+      clockEnv(),
+    );
+    await waitUntil('registered', async () => (await schedulesCli(server!)).daily !== undefined);
+    // the card rewritten in place with the same text: the shell truncates it and holds the rest
+    const file = server.cardFile('daily.md');
+    const text = readFileSync(file, 'utf8');
+    const go = path.join(server.root, 'go');
+    execFileSync('mkfifo', [go]);
+    const next = path.join(server.root, 'next.md');
+    writeFileSync(next, text);
+    const writer = spawn('sh', ['-c', 'exec 3>"$1"; read go < "$2"; cat "$3" >&3', 'sh', file, go, next], {
+      stdio: 'ignore',
+    });
+    const exited = new Promise((r) => writer.once('exit', r));
+    try {
+      await waitUntil('daily being written', async () => (await server!.card('daily'))?.unreadable);
+      eight();
+      await waitUntil(
+        'the 08:00 fire',
+        async () => (await schedulesCli(server!)).daily!.lastFire !== undefined,
+      );
+    } finally {
+      writeFileSync(go, 'go\n'); // the shell writes the rest
+    }
+    await exited;
+    const done = await waitUntil('daily ran', async () => {
+      const d = await server!.api<CardDetail>('GET', '/api/cards/daily');
+      return d.runs.length === 1 && d.runs[0]!.status === 'succeeded' ? d : undefined;
+    });
+    expect(done.schedule?.history.map((h) => h.decision)).toEqual(['pending', 'queued']);
   });
 
   it('the inspector says what a phrase means (or why not) before saving it, then the card shows its next fire', async () => {

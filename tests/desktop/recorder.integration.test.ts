@@ -280,21 +280,16 @@ describe('recording a person filling the form', () => {
 
 describe('pause, limits and the CLI', () => {
   it('records nothing while paused', async () => {
+    // No wait between the person's actions and the pause: a pause and a resume take effect at the X
+    // server's instant of the call, however late the recorder reads the events before them (decision
+    // 120; at load 20 the click was lost when the recorder read it after the pause).
     const email = await find('text', 'Email');
     const rec = await Recording.start({ dir: out });
     await desktop.click(...centre(email));
-    await sleep(200);
-    await rec.idle();
     rec.pause();
     await desktop.type('while-paused', { delayMs: 10 });
-    await sleep(200);
-    await rec.idle();
     rec.resume();
-    await sleep(200);
-    await rec.idle();
     await desktop.type('resumed', { delayMs: 10 });
-    await sleep(200);
-    await rec.idle();
     await rec.stop();
     const got = manifest(rec.dir).map((x) => x.action);
     expect(got).toEqual([

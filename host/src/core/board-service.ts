@@ -406,7 +406,8 @@ export class BoardService extends EventEmitter<{ changed: []; delta: [BoardDelta
 
   /** A person confirms a card changed outside the board, as the board showed it (`digest`). */
   confirmCard(id: string, digest: string): void {
-    this.card(id);
+    // its schedule, if any, fires from the Confirm on (decision 111)
+    this.schedules.confirmed(this.card(id).file);
     this.store.confirmCard(id, digest);
     this.deltas.soon(0);
     this.scheduler.kick();

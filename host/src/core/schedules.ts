@@ -69,8 +69,8 @@ export function scheduleOf(card: Card, zone?: string): Parsed<ResolvedSchedule> 
 
 export class HostSchedules {
   private lastSent = '';
-  /** Cards whose schedule waited for a person's Confirm at the last look (not registered then). */
-  private awaitingConfirm = new Set<string>();
+  /** Cards a person has just confirmed (changed outside the board): registered without `fromSave`. */
+  private readonly confirmedNow = new Set<string>();
   private syncTimer: NodeJS.Timeout | undefined;
   private takeTimer: NodeJS.Timeout | undefined;
   private taking = false;
@@ -170,16 +170,10 @@ export class HostSchedules {
 
   private specs(): ScheduleSpec[] {
     const out: ScheduleSpec[] = [];
-    const awaited = this.awaitingConfirm;
-    this.awaitingConfirm = new Set();
     for (const card of this.store.all()) {
       const r = scheduleOf(card);
-      if (!r?.ok) continue;
       // a schedule changed outside the board is not registered until a person confirms the card
-      if (this.store.confirmation(card)) {
-        this.awaitingConfirm.add(card.file);
-        continue;
-      }
+      if (!r?.ok || this.store.confirmation(card)) continue;
       const { cron, timezone, text, missed, overlap } = r.value;
       out.push({
         cardPath: card.file,
@@ -192,7 +186,7 @@ export class HostSchedules {
         overlap,
         // a fire since the card was saved is its own; one that came while it waited for a Confirm
         // is not run by the Confirm (decision 111)
-        ...(awaited.has(card.file) ? {} : { fromSave: true }),
+        ...(this.confirmedNow.has(card.file) ? {} : { fromSave: true }),
       });
     }
     return out.sort((a, b) => (a.cardPath < b.cardPath ? -1 : 1));
@@ -211,6 +205,12 @@ export class HostSchedules {
     if (key === this.lastSent || this.client.isClosed) return;
     await call(this.client.conn, SetSchedules, { project: this.store.projectDir, schedules });
     this.lastSent = key;
+    for (const s of schedules) this.confirmedNow.delete(s.cardPath); // registered from the Confirm on
+  }
+
+  /** A person confirmed the card (its text changed outside the board): it schedules from now on. */
+  confirmed(file: string): void {
+    this.confirmedNow.add(file);
   }
 
   private takeSoon(ms: number): void {

@@ -89,7 +89,8 @@ class Recorder {
   Recorder(RecorderOptions options, RecorderCallbacks callbacks);
   ~Recorder();  // Stop(), without waiting for the thread
   // Paused: no frames are taken and no events reported (modifier state is still followed); resuming
-  // takes a fresh frame at once.
+  // takes a fresh frame at once. Both take effect at the X server's instant of the call: an event the
+  // server generated before it is reported (or not) as before it, however late the thread reads it.
   void SetPaused(bool paused);
   void Stop();
   // Stops at an instant of the display server: every event it had generated before then is reported

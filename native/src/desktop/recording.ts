@@ -109,6 +109,8 @@ export class Recording {
   private limitTimer: NodeJS.Timeout | undefined;
   private stopping: Promise<RecordingSummary> | undefined;
   private paused = false;
+  /** The server time of the Ctrl+I that paused the recording: what came after it is not recorded. */
+  private pausedByKeyAt: number | undefined;
   /** Password fields and the fields named secret, per window: masked, and what is typed there kept out. */
   private readonly secrets: SecretFields;
   /** The field each key step went to, at its own time (recording-focus.ts). */
@@ -216,6 +218,7 @@ export class Recording {
   resume(): void {
     if (!this.paused || this.stopping) return;
     this.paused = false;
+    this.pausedByKeyAt = undefined;
     this.activeSince = Date.now();
     this.recorder.resume();
     this.video?.resume();
@@ -393,10 +396,14 @@ export class Recording {
         ),
       ]).then(([lookup, pointer]) => ({ lookup, ...(pointer ? { pointer } : {}) }));
       this.pause();
+      this.pausedByKeyAt = e.time;
       this.options.onContextRequest();
       return;
     }
-    if (this.paused) return;
+    // A pause takes effect at the X server's instant of the call (the recorder reports nothing after it),
+    // so an event that comes now but happened before it is recorded (decision 120); after a Ctrl+I,
+    // nothing after that key.
+    if (this.paused && this.pausedByKeyAt !== undefined && e.time >= this.pausedByKeyAt) return;
     // Read the window's accessibility tree now, while it still shows what the event went to.
     const t: Tracked = { ...e, arrived: Date.now(), lookup: this.lookup(e.window), seq: this.seq++ };
     this.focus.note(t, t.lookup);

@@ -90,6 +90,11 @@ struct Recorder::Impl : DesktopThread {
   // before it. Events up to it are reported, later ones are not; then the thread ends.
   Window stampWindow = 0;
   Atom stampAtom = 0;
+  // A pause or a resume takes effect at an instant of the X server too (SetPaused): a property change
+  // on the stamp window, made and synced from the caller's thread before SetPaused returns, so its
+  // PropertyNotify comes after every event generated before the call and before any generated after it.
+  Atom pauseAtom = 0;
+  std::deque<bool> pauseStamps;  // under `mu`: the state each stamp sent and not yet seen sets
   bool stampSent = false;
   bool stampSeen = false;
   unsigned long stopTime = 0;

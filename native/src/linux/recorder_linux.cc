@@ -21,6 +21,10 @@ namespace runboard::desktop {
 
 namespace {
 
+constexpr const char* kPauseAtom = "_RUNBOARD_RECORDER_PAUSE";
+
+void IgnoreLostPauser(Display*, void*) {}
+
 // The text a keysym types: Latin-1 keysyms are their code point, Unicode keysyms carry theirs;
 // everything else (Return, Tab, arrows, F-keys, modifiers) types nothing here.
 std::string KeysymText(KeySym sym) {
@@ -120,6 +124,7 @@ void Recorder::Impl::Open() {
   wa.event_mask = PropertyChangeMask;
   stampWindow = XCreateWindow(dpy, root, -1, -1, 1, 1, 0, 0, InputOnly, CopyFromParent, CWEventMask, &wa);
   stampAtom = XInternAtom(dpy, "_RUNBOARD_RECORDER_STOP", False);
+  pauseAtom = XInternAtom(dpy, kPauseAtom, False);
   XSync(dpy, False);
   if (lost) throw DesktopError(kNoDisplay, "the X display went away");
   // The server's clock against ours: a property change's PropertyNotify carries the server time.
@@ -257,6 +262,15 @@ void Recorder::Impl::HandleEvent(XEvent& ev) {
   }
   if (border && border->Handle(ev)) return;
   if (ev.type == PropertyNotify && ev.xproperty.window == stampWindow) {
+    if (ev.xproperty.atom == pauseAtom) {  // a pause or a resume, at its place among the events
+      std::lock_guard<std::mutex> lock(mu);
+      if (!pauseStamps.empty()) {
+        paused = pauseStamps.front();
+        pauseStamps.pop_front();
+      }
+      return;
+    }
+    if (ev.xproperty.atom != stampAtom) return;
     stampSeen = true;
     stopTime = ev.xproperty.time;
     return;
@@ -385,10 +399,30 @@ Recorder::Recorder(RecorderOptions options, RecorderCallbacks callbacks) : impl_
 Recorder::~Recorder() { Stop(); }
 
 void Recorder::SetPaused(bool paused) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  if (!impl_->Accepting()) return;
-  impl_->paused = paused;
-  impl_->Wake();
+  // At an instant of the X server (decision 120): the events generated before this call are reported
+  // as before it even when the thread reads them later (a loaded machine), none after it.
+  Display* own = nullptr;
+  try {
+    own = x11::OpenOwnDisplay("to pause the recording", IgnoreLostPauser, nullptr);
+  } catch (const DesktopError&) {
+    own = nullptr;  // the thread will find the display gone too; at once, as before
+  }
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (!impl_->Accepting()) {
+      if (own) x11::CloseDisplay(own);
+      return;
+    }
+    if (!own || !impl_->stampWindow) impl_->paused = paused;
+    else {
+      impl_->pauseStamps.push_back(paused);
+      Atom a = XInternAtom(own, kPauseAtom, False);
+      XChangeProperty(own, impl_->stampWindow, a, XA_INTEGER, 32, PropModeAppend, nullptr, 0);
+      XSync(own, False);
+    }
+    impl_->Wake();
+  }
+  if (own) x11::CloseDisplay(own);
 }
 
 void Recorder::Stop() { impl_->RequestStop(); }
