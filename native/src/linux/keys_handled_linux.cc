@@ -90,7 +90,6 @@ bool AppStopped(Display* d, Window w) {
   return pid > 0 && atspi::ProcessStopped(static_cast<int>(pid));
 }
 
-
 }  // namespace
 
 // Waits until the app holding the keyboard focus has read every event the server delivered to it so
