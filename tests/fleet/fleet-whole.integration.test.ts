@@ -59,7 +59,9 @@ function spansIn(...hs: Harness[]): [number, number][] {
       });
   });
 }
-const SPAN = 's=$(date +%s%N); sleep 1; echo "$s $(date +%s%N)" >> spans.log';
+/** A second's sleep named by this process (found in /proc by it, never another suite's `sleep 1`). */
+const NAP = `sleep 1.${String(process.pid).padStart(7, '0')}`;
+const SPAN = `s=$(date +%s%N); ${NAP}; echo "$s $(date +%s%N)" >> spans.log`;
 
 /** `runboard` as a person runs it on that machine (its own state root). */
 async function rb(home: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -138,7 +140,7 @@ describe('the fleet whole', () => {
     );
     await waitUntil(
       'a run going',
-      () => spansIn(...wide).length > 0 || processesMentioning('sleep 1').length > 0,
+      () => spansIn(...wide).length > 0 || processesMentioning(NAP).length > 0,
       20_000,
     );
     await redis.outage(LEASE_MS); // longer than a lease: the locks run out while it is down

@@ -43,6 +43,15 @@ afterAll(async () => {
   await redis?.stop();
 });
 
+/**
+ * The long sleep of this file's runs, named by this process: the processes of a run are found by it in
+ * /proc, and a plain `sleep 61` matched another suite's run of this test on the same machine (the lead's
+ * two clean-clone CIs at once: the link was cut before this run had started, and it waited for ever).
+ */
+const nap = (seconds: number): string => `sleep ${seconds}.${String(process.pid).padStart(7, '0')}`;
+const NAP = nap(60);
+const NAP61 = nap(61);
+
 describe('a fleet of supervisors on Redis', () => {
   it('spreads runs over the hosts that offer their flow, with their output mirrored where they were launched', async () => {
     const runs = await Promise.all(
@@ -115,12 +124,12 @@ describe('a fleet of supervisors on Redis', () => {
   });
 
   it('cancel from the board stops the run on its host, and nothing of it stays running there', async () => {
-    const { runId, done } = await runOn('slow', 'echo started; sleep 60');
+    const { runId, done } = await runOn('slow', `echo started; ${NAP}`);
     await waitUntil(
       'the run started on beta',
       () => {
         const f = path.join(board.root, 'home');
-        return existsSync(f) && processesMentioning('sleep 60').length > 0;
+        return existsSync(f) && processesMentioning(NAP).length > 0;
       },
       20_000,
     );
@@ -128,19 +137,19 @@ describe('a fleet of supervisors on Redis', () => {
     const r = await done;
     expect(r.status).toBe('cancelled');
     expect(r.metrics.host).toBe('beta');
-    await waitUntil('no process of the run left', () => processesMentioning('sleep 60').length === 0, 10_000);
+    await waitUntil('no process of the run left', () => processesMentioning(NAP).length === 0, 10_000);
   });
 
   it('a host killed mid-run: the run ends failed as stalled (never run twice), and the others go on', async () => {
     const victim = await startHost('delta', ['fragile'], 1);
-    const { done } = await runOn('fragile', 'echo "on $(basename $PWD)"; sleep 60');
-    await waitUntil('the run going on delta', () => processesMentioning('sleep 60').length > 0, 20_000);
+    const { done } = await runOn('fragile', `echo "on $(basename $PWD)"; ${NAP}`);
+    await waitUntil('the run going on delta', () => processesMentioning(NAP).length > 0, 20_000);
     victim.supervisor.kill('SIGKILL'); // its runs die with it (parent-death signal)
     const r = await done;
     expect(r.status).toBe('failed');
     expect(r.termination?.reason).toBe('heartbeat-timeout');
     expect(r.termination?.detail).toMatch(/stalled/);
-    expect(processesMentioning('sleep 60')).toEqual([]);
+    expect(processesMentioning(NAP)).toEqual([]);
     // The fleet still works.
     const again = await runOn('shell', 'echo still here');
     expect((await again.done).status).toBe('succeeded');
@@ -152,12 +161,12 @@ describe('a fleet of supervisors on Redis', () => {
     const link = await CuttableLink.open(redis);
     const cutoff = await startFleetHost(link.url, 'epsilon', ['remote'], 1);
     hosts.epsilon = cutoff;
-    const { done } = await runOn('remote', 'echo "on $(basename $PWD)"; sleep 61');
-    await waitUntil('the run going on epsilon', () => processesMentioning('sleep 61').length > 0, 20_000);
+    const { done } = await runOn('remote', `echo "on $(basename $PWD)"; ${NAP61}`);
+    await waitUntil('the run going on epsilon', () => processesMentioning(NAP61).length > 0, 20_000);
     await link.cut();
     const r = await done;
     // When the board ends the run (and a retry could start elsewhere), nothing of it runs any more.
-    expect(processesMentioning('sleep 61')).toEqual([]);
+    expect(processesMentioning(NAP61)).toEqual([]);
     expect(r.status).toBe('failed');
     expect(r.termination?.reason).toBe('heartbeat-timeout');
     expect(r.metrics.host).toBe('epsilon');
