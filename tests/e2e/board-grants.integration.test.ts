@@ -167,7 +167,7 @@ describe('folders granted from the board', () => {
     await expect.poll(() => answered).toBe(true);
     await picker.getByRole('button', { name: '📁 projects' }).waitFor(); // the first listing (home's) came in
     expect(await picker.getByLabel('Folder', { exact: true }).inputValue()).toBe(typed);
-    await picker.getByRole('button', { name: 'Go' }).click();
+    await picker.getByRole('button', { name: 'Go', exact: true }).click();
     await picker.getByRole('button', { name: `Grant ${typed}` }).waitFor();
     await page.keyboard.press('Escape');
     await picker.waitFor({ state: 'detached' });
@@ -189,7 +189,7 @@ describe('folders granted from the board', () => {
     await editor.getByRole('button', { name: 'Grant a folder…' }).click();
     const picker = page.getByRole('dialog', { name: 'Grant a folder' });
     await picker.getByLabel('Folder', { exact: true }).fill(server.home);
-    await picker.getByRole('button', { name: 'Go' }).click();
+    await picker.getByRole('button', { name: 'Go', exact: true }).click();
     await picker.getByRole('button', { name: `Grant ${server.home}` }).click();
     await picker.getByRole('alert').getByText(/state/).waitFor();
     await page.keyboard.press('Escape');
