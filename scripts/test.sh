@@ -10,6 +10,7 @@ bash scripts/setup.sh
 echo "== lint"
 npx eslint .
 node scripts/check-boundaries.mjs
+node scripts/check-conflict-markers.mjs
 npx prettier --check . --log-level warn
 bash scripts/check-cpp-format.sh
 # One tsconfig per environment: Node processes, the renderer (DOM, no Node), the tests.
