@@ -20,6 +20,7 @@ import { startModelServer, type ModelServer, type ScriptedTurn } from '../fixtur
 import { desktopFlow, exec, NO_VERDICT_JUDGE } from '../fixtures/attempts-board.ts';
 import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, DIST, launchBrowser, shellCard, waitUntil } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const run = promisify(execFile);
 
@@ -111,7 +112,7 @@ describe('live asks on the board: the header, Allow always, attempts', () => {
     const runId = (await server.card('header'))!.runId!;
     await asks.getByText(`runboard answer ${runId} a1 allow|deny`).waitFor();
     expect(await seriousViolations(page)).toEqual([]);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'board-header-waiting-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'board-header-waiting-1440.png'));
 
     await group.getByRole('button', { name: 'Deny' }).click();
     await page.locator(inColumn('header', 'running')).waitFor({ timeout: 30_000 });
@@ -178,9 +179,9 @@ describe('live asks on the board: the header, Allow always, attempts', () => {
         .getByRole('button', { name: 'Allow once' })
         .waitFor();
     expect(await seriousViolations(page)).toEqual([]);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'board-attempt-ask-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'board-attempt-ask-1440.png'));
     await page.setViewportSize({ width: 800, height: 1000 });
-    await page.screenshot({ path: path.join(ARTIFACTS, 'board-attempt-ask-800.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'board-attempt-ask-800.png'));
     await page.setViewportSize({ width: 1440, height: 1000 });
     await attempt(1)
       .getByRole('group', { name: `Answer: read ${outside}` })
@@ -217,11 +218,11 @@ describe('live asks on the board: the header, Allow always, attempts', () => {
     await copy.getByRole('button', { name: /^Keep/ }).waitFor();
     await copy.scrollIntoViewIfNeeded();
     expect(await seriousViolations(page)).toEqual([]);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-workspace-copy-1440.png') });
-    await copy.screenshot({ path: path.join(ARTIFACTS, 'inspector-workspace-copy.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'inspector-workspace-copy-1440.png'));
+    await savePicture(copy, path.join(ARTIFACTS, 'inspector-workspace-copy.png'));
     await copy.getByRole('button', { name: /^Keep/ }).click();
     await copy.getByText(/^kept: 1 path applied \(result-\d\.txt\)$/).waitFor();
-    await copy.screenshot({ path: path.join(ARTIFACTS, 'inspector-workspace-copy-kept.png') });
+    await savePicture(copy, path.join(ARTIFACTS, 'inspector-workspace-copy-kept.png'));
     const kept = readdirSync(server.workspace).filter((f) => /^result-\d\.txt$/.test(f));
     expect(kept).toHaveLength(1);
     expect(readFileSync(path.join(server.workspace, kept[0]!), 'utf8')).toMatch(/^attempt-\d\n$/);
