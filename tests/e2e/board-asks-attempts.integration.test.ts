@@ -40,6 +40,26 @@ const inColumn = (id: string, column: string): string =>
   `ul.cards[data-column="${column}"] li[data-card-id="${id}"]`;
 const header = (): Promise<string> => page.getByLabel('Runs going').innerText();
 
+/** The header's "N waiting for you" lies whole inside the run count's box, and that inside the header. */
+async function waitingShownWhole(width: number): Promise<void> {
+  const box = (sel: string): Promise<{ left: number; right: number; top: number; bottom: number }> =>
+    page.locator(sel).evaluate((e) => {
+      const { left, right, top, bottom } = e.getBoundingClientRect();
+      return { left, right, top, bottom };
+    });
+  const [text, slots, bar] = [
+    await box('header.topbar .waiting-you'),
+    await box('header.topbar .slots'),
+    await box('header.topbar'),
+  ];
+  const inside = (a: typeof text, b: typeof text): boolean =>
+    a.left >= b.left - 0.5 && a.right <= b.right + 0.5 && a.top >= b.top - 0.5 && a.bottom <= b.bottom + 0.5;
+  expect(
+    { width, waitingInSlots: inside(text, slots), slotsInHeader: inside(slots, bar) },
+    `at ${width} px: waiting ${JSON.stringify(text)}, slots ${JSON.stringify(slots)}, header ${JSON.stringify(bar)}`,
+  ).toEqual({ width, waitingInSlots: true, slotsInHeader: true });
+}
+
 /** A card whose command asks as Claude Code's PreToolUse hook does (the real hook) to write `file`, then waits for `release`. */
 function askingCard(file: string): string {
   const call = JSON.stringify({ tool_name: 'Write', tool_input: { file_path: file, content: 'x' } });
@@ -113,6 +133,13 @@ describe('live asks on the board: the header, Allow always, attempts', () => {
     await asks.getByText(`runboard answer ${runId} a1 allow|deny`).waitFor();
     expect(await seriousViolations(page)).toEqual([]);
     await savePicture(page, path.join(ARTIFACTS, 'board-header-waiting-1440.png'));
+    // narrower, the project's path and the flows' chips give way: "1 waiting for you" is never cut
+    for (const width of [1024, 800]) {
+      await page.setViewportSize({ width, height: 1000 });
+      await waitingShownWhole(width);
+      await savePicture(page, path.join(ARTIFACTS, `board-header-waiting-${width}.png`));
+    }
+    await page.setViewportSize({ width: 1440, height: 1000 });
 
     await group.getByRole('button', { name: 'Deny' }).click();
     await page.locator(inColumn('header', 'running')).waitFor({ timeout: 30_000 });
