@@ -140,7 +140,7 @@ export function jailCommand(i: JailCommandInput): JailCommand {
         workspace: i.workspace,
         card: spec.card,
         privateDisplay: !!i.display,
-        userDisplay: !!display,
+        userDisplay: display,
         userRuntimeDir: deps.baseEnv.XDG_RUNTIME_DIR,
         userHome: deps.baseEnv.HOME,
       })
