@@ -1,5 +1,5 @@
 // A recording's pause and the input still on its way to the recorder when it comes (decision 120, and
-// decision 122 for the order of the steps around it). The person's input is made by another process
+// decision 123 for the order of the steps around it). The person's input is made by another process
 // (desktop-cli, spawnSync): while it runs this process's JavaScript is blocked, so every event of it
 // is still in flight (in the X server, the recorder's thread or the addon's queue) when the pause or
 // the answer comes right after. That is a recorder running behind on a loaded machine, made certain:

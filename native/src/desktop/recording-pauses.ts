@@ -1,4 +1,4 @@
-// A recording's pauses that the recorder has not reached yet (decision 122). A pause takes effect at an
+// A recording's pauses that the recorder has not reached yet (decision 123). A pause takes effect at an
 // instant of the X server (decision 120); input the person made just before it may still be on its way
 // here when pause() returns (a recorder running behind). Until the recorder says it reached the
 // instant (types.ts `onPaused`, in the order of the input), the steps before the pause are not ended,

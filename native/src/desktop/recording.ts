@@ -379,7 +379,7 @@ export class Recording {
     if (pause) this.settle(pause);
   }
 
-  /** The steps made before a pause, then what the person added while it lasted (decision 122). */
+  /** The steps made before a pause, then what the person added while it lasted (decision 123). */
   private settle(pause: PendingPause): void {
     this.emit(this.grouper.flush());
     for (const add of pause.added) add();
@@ -403,7 +403,7 @@ export class Recording {
       return;
     }
     // After a Ctrl+I nothing after the key is recorded, until the recorder reached its pause's instant
-    // (then nothing reaches here until the resume's): however late the recorder reads it (decision 122).
+    // (then nothing reaches here until the resume's): however late the recorder reads it (decision 123).
     if (this.pending.afterKey(e.time)) return;
     const ctrlI = e.kind === 'keyPress' && e.text.toLowerCase() === 'i' && e.modifiers.includes('ctrl');
     if (ctrlI && this.options.onContextRequest) {
