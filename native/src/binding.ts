@@ -115,7 +115,10 @@ interface RawBinding {
   ) => RawWatcher;
   Recorder: new (
     options: { region?: RawRect; frameIntervalMs?: number; settleMs?: number; borderWidth?: number },
-    onMessage: (type: 'ready' | 'event' | 'focus' | 'error', payload: Record<string, unknown>) => void,
+    onMessage: (
+      type: 'ready' | 'event' | 'focus' | 'paused' | 'error',
+      payload: Record<string, unknown>,
+    ) => void,
   ) => RawRecorder;
   encodeImage(rgba: Buffer, width: number, height: number, format: string, quality: number): Promise<Buffer>;
 }

@@ -5,6 +5,7 @@
 // own (common/recorder.h). onMessage(type, payload): 'ready' {frame}; 'event' {kind, time, keycode,
 // keysym, key, text, modifierKey, modifiers, button, x, y, window, synthetic, device, frameId, frame?};
 // 'focus' {time, focused, app, path, role, name, bounds, editable, secret} or {error} (AT-SPI focus changes);
+// 'paused' {paused, time} (a setPaused took effect: after every event before its instant, before any after it);
 // 'error' {message, code} (the thread has ended). A frame ({id, width, height, source, data: RGBA}) is
 // copied into JavaScript once, with the first event that refers to it; later events carry its id only.
 // Lifetime as the watcher's (OpenBridge): stop() unrefs at once.
@@ -19,13 +20,14 @@ namespace runboard::napi {
 namespace {
 
 struct RecorderMsg {
-  enum Kind { kReady, kEvent, kError, kEnded, kDrained, kFocus } kind;
+  enum Kind { kReady, kEvent, kError, kEnded, kDrained, kFocus, kPaused } kind;
   d::RecordedEvent event;
   std::shared_ptr<const d::RecorderFrame> frame;
   std::string message, code;
   Napi::Promise::Deferred* deferred = nullptr;  // kDrained: drain()'s promise
-  unsigned long stopTime = 0;
-  d::RecordedFocus focus = {};  // kFocus
+  unsigned long time = 0;                       // kDrained: the stop's server time; kPaused: the pause's or resume's
+  d::RecordedFocus focus = {};                  // kFocus
+  bool paused = false;                          // kPaused
 };
 
 Napi::Object FrameValue(Napi::Env env, const d::RecorderFrame& f) {
@@ -43,7 +45,7 @@ void DeliverRecording(Napi::Env env, Napi::Function onMessage, RecorderMsg* msg,
   std::unique_ptr<RecorderMsg> m(msg);
   if (m->kind == RecorderMsg::kEnded) return BridgeEnded(env, state);
   if (m->kind == RecorderMsg::kDrained) {  // after every event it reported (the bridge keeps the order)
-    m->deferred->Resolve(Napi::Number::New(env, static_cast<double>(m->stopTime)));
+    m->deferred->Resolve(Napi::Number::New(env, static_cast<double>(m->time)));
     delete m->deferred;
     return;
   }
@@ -95,6 +97,10 @@ void DeliverRecording(Napi::Env env, Napi::Function onMessage, RecorderMsg* msg,
       payload.Set("editable", f.editable);
       payload.Set("secret", f.secret);
     }
+  } else if (m->kind == RecorderMsg::kPaused) {
+    type = "paused";
+    payload.Set("paused", m->paused);
+    payload.Set("time", static_cast<double>(m->time));
   } else {
     type = "error";
     payload.Set("message", m->message);
@@ -139,6 +145,12 @@ class NativeRecorder : public Napi::ObjectWrap<NativeRecorder> {
       m->focus = f;
       post(m);
     };
+    cb.paused = [post](bool paused, unsigned long time) {
+      auto* m = new RecorderMsg{RecorderMsg::kPaused, {}, nullptr, "", ""};
+      m->paused = paused;
+      m->time = time;
+      post(m);
+    };
     cb.failed = [post](const d::DesktopError& e) {
       post(new RecorderMsg{RecorderMsg::kError, {}, nullptr, e.what(), e.code()});
     };
@@ -172,7 +184,7 @@ class NativeRecorder : public Napi::ObjectWrap<NativeRecorder> {
     bool queued = recorder_->Drain([post, deferred](unsigned long t) {
       auto* m = new RecorderMsg{RecorderMsg::kDrained, {}, nullptr, "", ""};
       m->deferred = deferred;
-      m->stopTime = t;
+      m->time = t;
       post(m);
     });
     if (!queued) {

@@ -1,11 +1,17 @@
 /**
- * Attacks on the person's runtime folder (`$XDG_RUNTIME_DIR`) from inside a run: the AT-SPI spread
- * budget's files (`runboard-atspi/`, decision 108; native/src/linux/dbus_wire_budget.cc) are read by
- * our processes outside any jail, one file per app process, its size the count of sockets opened to the
- * app. A run that could write there could use up an app's budget (every later big read slower) or
- * remove its file (more connections left in the app for ever), or plant the folder before our
- * processes make it. A default run must not reach the runtime folder at all; a desktop run (the
- * person's display: its session bus lives there) reads it, and must write nothing in it.
+ * Attacks on the person's runtime folder (`$XDG_RUNTIME_DIR`) from inside a run.
+ *
+ * Its sockets: the systemd user manager (`systemd/private`), gpg-agent, ssh-agent, a rootless Docker or
+ * Podman socket (a full escape by itself), pipewire, keyrings. Read-only does not stop `connect()` on a
+ * pathname socket, so a desktop run (the person's display) sees only what it needs there: the session
+ * bus its flow names, its display's AT-SPI bus (`at-spi/bus_<N>`) and the spread budget folder
+ * (decision 122). A default run sees nothing of the folder.
+ *
+ * The AT-SPI spread budget's files (`runboard-atspi/`, decision 108; native/src/linux/dbus_wire_budget.cc)
+ * are read by our processes outside any jail, one file per app process, its size the count of sockets
+ * opened to the app. A run that could write there could use up an app's budget (every later big read
+ * slower) or remove its file (more connections left in the app for ever), or plant the folder before
+ * our processes make it: a desktop run reads it and must write nothing in it.
  */
 import {
   chmodSync,
@@ -18,10 +24,11 @@ import {
   writeFileSync,
 } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Harness } from '../helpers/harness.ts';
+import { Harness, type RunRecord } from '../helpers/harness.ts';
 import { startBareXvfb } from '../helpers/xvfb.ts';
 
 const MODES = ['its own user namespace', 'no namespaces (subreaper)'] as const;
@@ -31,6 +38,11 @@ let xvfb: ChildProcess | undefined;
 let display: string;
 /** The person's runtime folder, as the supervisor's environment names it. */
 let runtime: string;
+/** Another person's runtime folder, as a desktop flow names it, with sockets listening in it. */
+let person: string;
+/** The connections each planted socket (by its path below `person`) took. */
+const reached: Record<string, number> = {};
+const listeners: net.Server[] = [];
 const BUDGET = 'runboard-atspi';
 const APP = '0123456789abcdef';
 const COUNT = '/tmp/at-spi2-K3Y4Z1/socket\nxxx';
@@ -39,14 +51,102 @@ beforeAll(async () => {
   runtime = mkdtempSync(path.join(os.tmpdir(), 'rb-it-runtime-'));
   chmodSync(runtime, 0o700);
   ({ xvfb, display } = await startBareXvfb());
+  person = mkdtempSync(path.join(os.tmpdir(), 'rb-it-person-'));
+  chmodSync(person, 0o700);
+  for (const rel of [...NEEDED(display), ...DANGEROUS]) {
+    mkdirSync(path.dirname(path.join(person, rel)), { recursive: true, mode: 0o700 });
+    reached[rel] = 0;
+    const server = net.createServer((c) => {
+      reached[rel]!++;
+      c.end(`${rel}\n`); // the probe's answer: the run names what it reached
+    });
+    await new Promise<void>((r) => server.listen(path.join(person, rel), r));
+    listeners.push(server);
+  }
+  mkdirSync(path.join(person, BUDGET), { mode: 0o700 });
+  writeFileSync(path.join(person, BUDGET, APP), COUNT, { mode: 0o600 });
+  writeFileSync(path.join(person, SECRET), 'TICKET', { mode: 0o600 });
   harness[MODES[0]] = await Harness.start({ env: { XDG_RUNTIME_DIR: runtime } });
   harness[MODES[1]] = await Harness.start({ env: { XDG_RUNTIME_DIR: runtime, RUNBOARD_NAMESPACES: 'off' } });
 }, 60_000);
 afterAll(async () => {
   for (const h of Object.values(harness)) await h.stop();
   xvfb?.kill('SIGKILL');
+  for (const l of listeners) l.close();
   rmSync(runtime, { recursive: true, force: true });
+  if (person) rmSync(person, { recursive: true, force: true });
 });
+
+/** What a desktop run on display `d` needs in the runtime folder: the session bus, its AT-SPI bus. */
+const NEEDED = (d: string): string[] => ['bus', `at-spi/bus_${d.slice(1)}`];
+/**
+ * Stand-ins for what else listens there: a rootless Docker socket and the systemd user manager (each
+ * a way out of any sandbox), gpg-agent (signs and decrypts as the person), another display's AT-SPI
+ * bus (drives that session's apps), an app's own AT-SPI socket (left out by decision 122).
+ */
+const DANGEROUS = [
+  'docker.sock',
+  'systemd/private',
+  'gnupg/S.gpg-agent',
+  'at-spi/bus_1',
+  'at-spi2-socket-4242',
+];
+/** A file a run must not read there (a Kerberos ticket cache lives in the runtime folder). */
+const SECRET = 'krb5cc_1000';
+
+/**
+ * A run's probe of the runtime folder (argv: the folder, the sockets to try, comma-separated): one line
+ * per socket (what it answered, or why not), per folder listed, and for the secret file.
+ */
+const PROBE = `
+import errno, os, socket, sys
+rt = sys.argv[1]
+def why(e):
+    return "refused " + errno.errorcode.get(e.errno, "?")
+def connect(rel):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(os.path.join(rt, rel))
+        return "did " + s.recv(64).decode().strip()
+    except OSError as e:
+        return why(e)
+    finally:
+        s.close()
+def listing(rel):
+    try:
+        return "did " + ",".join(sorted(os.listdir(os.path.join(rt, rel))))
+    except OSError as e:
+        return why(e)
+def read(rel):
+    try:
+        return "did " + open(os.path.join(rt, rel)).read()
+    except OSError as e:
+        return why(e)
+for rel in sys.argv[2].split(","):
+    print("connect " + rel + ": " + connect(rel))
+for rel in [".", "at-spi", "systemd", "gnupg"]:
+    print("list " + rel + ": " + listing(rel))
+print("read ${SECRET}: " + read("${SECRET}"))
+`;
+
+/** The run's warnings that the person's runtime sockets are open to it. */
+function warned(rec: RunRecord): string[] {
+  return rec.events
+    .filter(
+      (e) => e.type === 'log' && (e.data as { kind?: string } | undefined)?.kind === 'runtime-sockets-open',
+    )
+    .map((e) => e.message ?? '');
+}
+
+/** The probe's lines by what they name ("connect bus" → "did bus"). */
+function probed(stdout: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of stdout.trim().split('\n')) {
+    const at = line.indexOf(': ');
+    out[line.slice(0, at)] = line.slice(at + 2);
+  }
+  return out;
+}
 
 /** The budget folder as our desktop-cli leaves it: an app's count file (3 sockets taken). */
 function budget(): string {
@@ -152,7 +252,7 @@ describe.each(MODES)(
       expect(snapshot()).toEqual(before);
     });
 
-    it("a desktop run (the person's display) reads the runtime folder and changes nothing in it", async () => {
+    it("a desktop run (the person's display) reads the budget folder and changes nothing in the runtime folder", async () => {
       budget();
       const before = snapshot();
       const rec = await h().run(['/usr/bin/python3', '-c', ATTACK, runtime, skip], {
@@ -163,6 +263,79 @@ describe.each(MODES)(
       for (const name of refused) expect(rec.stdout, rec.stdout).toContain(`${name}: refused `);
       expect(snapshot()).toEqual(before);
     });
+
+    it("a desktop run reaches only the sockets it needs in the person's runtime folder", async () => {
+      const before = { ...reached };
+      const rec = await h().run(
+        ['/usr/bin/python3', '-c', PROBE, person, [...NEEDED(display), ...DANGEROUS].join(',')],
+        {
+          desktop: true,
+          env: {
+            DISPLAY: display,
+            XDG_RUNTIME_DIR: person,
+            DBUS_SESSION_BUS_ADDRESS: `unix:path=${person}/bus`,
+          },
+        },
+      );
+      expect(rec.result.status, rec.stderr).toBe('succeeded');
+      const got = probed(rec.stdout);
+      // what it needs: the session bus the flow names, its display's AT-SPI bus
+      for (const rel of NEEDED(display)) expect(got[`connect ${rel}`], rec.stdout).toBe(`did ${rel}`);
+      // nothing else there is read or listed: a ticket cache, the agents' and managers' folders
+      expect(got[`read ${SECRET}`], rec.stdout).toMatch(/^refused /);
+      for (const rel of ['systemd', 'gnupg']) expect(got[`list ${rel}`], rec.stdout).toMatch(/^refused /);
+      if (mode === 'its own user namespace') {
+        // the folder holds the needed entries alone: nothing else is there to connect to
+        expect(got['list .'], rec.stdout).toBe(`did at-spi,bus,${BUDGET}`);
+        expect(got['list at-spi'], rec.stdout).toBe(`did bus_${display.slice(1)}`);
+        for (const rel of DANGEROUS) expect(got[`connect ${rel}`], rec.stdout).toMatch(/^refused /);
+        for (const rel of DANGEROUS) expect(reached[rel], rel).toBe(before[rel]);
+        expect(warned(rec)).toEqual([]);
+      } else {
+        // Landlock (ABI <= 7) governs no connect() on a pathname socket: the dangerous ones stay
+        // reachable by a name the run knows (docs/security-model.md, "Residuals"); not listed, not read,
+        // and the run says so to the person.
+        expect(got['list .'], rec.stdout).toMatch(/^refused /);
+        expect(got['list at-spi'], rec.stdout).toMatch(/^refused /);
+        expect(warned(rec)).toEqual([
+          expect.stringMatching(
+            /can connect to any socket in your runtime folder .*computerUse\.privateDisplay/,
+          ),
+        ]);
+      }
+    });
+
+    it.runIf(mode === 'its own user namespace')(
+      "a desktop flow reaches another socket there when its sandbox.read names it (the person's choice)",
+      async () => {
+        const rec = await h().run(
+          ['/usr/bin/python3', '-c', PROBE, person, 'gnupg/S.gpg-agent,docker.sock'],
+          {
+            desktop: true,
+            env: { DISPLAY: display, XDG_RUNTIME_DIR: person },
+            sandbox: { read: [path.join(person, 'gnupg', 'S.gpg-agent')] },
+          },
+        );
+        expect(rec.result.status, rec.stderr).toBe('succeeded');
+        const got = probed(rec.stdout);
+        expect(got['connect gnupg/S.gpg-agent'], rec.stdout).toBe('did gnupg/S.gpg-agent');
+        expect(got['connect docker.sock'], rec.stdout).toMatch(/^refused /);
+      },
+    );
+
+    it.runIf(mode === 'its own user namespace')(
+      "a default run reaches no socket of the person's runtime folder",
+      async () => {
+        const before = { ...reached };
+        const all = [...NEEDED(display), ...DANGEROUS];
+        const rec = await h().run(['/usr/bin/python3', '-c', PROBE, person, all.join(',')]);
+        expect(rec.result.status, rec.stderr).toBe('succeeded');
+        const got = probed(rec.stdout);
+        for (const rel of all) expect(got[`connect ${rel}`], rec.stdout).toMatch(/^refused /);
+        expect(got['list .'], rec.stdout).toMatch(/^refused /);
+        expect(reached).toEqual(before);
+      },
+    );
 
     it('a desktop run cannot make the budget folder before our processes do', async () => {
       rmSync(path.join(runtime, BUDGET), { recursive: true, force: true });

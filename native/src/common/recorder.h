@@ -81,6 +81,11 @@ struct RecorderCallbacks : ThreadEndCallbacks {
   std::function<void(std::shared_ptr<const RecorderFrame> first)> ready;
   std::function<void(const RecordedEvent&)> event;
   std::function<void(const RecordedFocus&)> focus;  // on another thread of the recorder's
+  // A pause or a resume (SetPaused) took effect, among the events: every event before its instant has
+  // been reported, none after it will be (until the next resume). `time`: the instant's server time,
+  // ms (0 when it could not be placed among the events: it took effect at the call, and this runs on
+  // the caller's thread).
+  std::function<void(bool paused, unsigned long time)> paused;
 };
 
 class Recorder {
@@ -90,7 +95,8 @@ class Recorder {
   ~Recorder();  // Stop(), without waiting for the thread
   // Paused: no frames are taken and no events reported (modifier state is still followed); resuming
   // takes a fresh frame at once. Both take effect at the X server's instant of the call: an event the
-  // server generated before it is reported (or not) as before it, however late the thread reads it.
+  // server generated before it is reported (or not) as before it, however late the thread reads it;
+  // `paused` says when the thread got there.
   void SetPaused(bool paused);
   void Stop();
   // Stops at an instant of the display server: every event it had generated before then is reported

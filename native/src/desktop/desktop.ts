@@ -136,6 +136,8 @@ function startRecorder(
             });
           } else if (type === 'focus') {
             options.onFocus?.(payload as unknown as RecordedFocus | { error: string });
+          } else if (type === 'paused') {
+            options.onPaused?.(payload as { paused: boolean; time: number });
           } else if (!started) reject(toDesktopError(payload));
           else {
             raw.stop();

@@ -10,6 +10,7 @@ import { desktop } from './desktop.ts';
 import { findPath, hitTest, manifestElement, masked } from './recording-elements.ts';
 import { rereadHit, StepFocus } from './recording-focus.ts';
 import { SecretFields, type Lookup } from './recording-masks.ts';
+import { PendingPauses, type PendingPause } from './recording-pauses.ts';
 import { endWarnings, lagOf, type Lag } from './recording-summary.ts';
 import { StepGrouper, type GroupedStep, type StepAction } from './steps.ts';
 import { ScreenVideo, type MicChoice, type VideoResult } from './video.ts';
@@ -109,8 +110,8 @@ export class Recording {
   private limitTimer: NodeJS.Timeout | undefined;
   private stopping: Promise<RecordingSummary> | undefined;
   private paused = false;
-  /** The server time of the Ctrl+I that paused the recording: what came after it is not recorded. */
-  private pausedByKeyAt: number | undefined;
+  /** The pauses the recorder has not reached yet: the input before them is still on its way. */
+  private readonly pending = new PendingPauses();
   /** Password fields and the fields named secret, per window: masked, and what is typed there kept out. */
   private readonly secrets: SecretFields;
   /** The field each key step went to, at its own time (recording-focus.ts). */
@@ -156,6 +157,7 @@ export class Recording {
         if ('error' in f) r.focus.timeline.unavailable = f.error;
         else r.focus.timeline.add(f);
       },
+      onPaused: (p) => r.reached(p),
     });
     // Only once the recorder runs: a display that cannot be recorded leaves no empty recording behind.
     mkdirSync(path.join(r.dir, 'screenshots'), { recursive: true });
@@ -207,9 +209,11 @@ export class Recording {
   pause(): void {
     if (this.paused || this.stopping) return;
     this.paused = true;
+    // Its steps are ended once the recorder reaches the pause's instant (reached()): input made just
+    // before it may still be on its way.
     this.recorder.pause();
+    this.pending.asked(Date.now());
     this.video?.pause();
-    this.emit(this.grouper.flush());
     if (this.activeSince !== null) this.activeMs += Date.now() - this.activeSince;
     this.activeSince = null;
     clearTimeout(this.limitTimer);
@@ -218,7 +222,6 @@ export class Recording {
   resume(): void {
     if (!this.paused || this.stopping) return;
     this.paused = false;
-    this.pausedByKeyAt = undefined;
     this.activeSince = Date.now();
     this.recorder.resume();
     this.video?.resume();
@@ -278,6 +281,8 @@ export class Recording {
     this.stopping = drained.then(async (stopTime) => {
       this.closed = true;
       this.recorder?.stop();
+      // A pause the recorder never reached (the stop came first): every event before it is in now.
+      for (const p of this.pending.left()) this.settle(p);
       this.emit(this.grouper.flush());
       const [, v0] = await Promise.all([this.writing, video]);
       let v = v0;
@@ -334,7 +339,8 @@ export class Recording {
       ...(candidates.length > 0 ? { candidates } : {}),
     };
     const context = this.contextLookup;
-    this.enqueue(async () => {
+    const at = Date.now() - this.started;
+    const write = async (): Promise<void> => {
       // The element it was taken from: the one under the pointer at Ctrl+I (the person points at the
       // value), else the focused field; so replay can read it by its locator, without a model.
       const c = await context;
@@ -347,14 +353,15 @@ export class Recording {
       const screenshot = await this.writeImage(frame, masks, String(this.steps + 1).padStart(4, '0'));
       const step: ManifestStep = {
         step: ++this.steps,
-        at: Date.now() - this.started,
+        at,
         screenshot,
         action,
         window: w && hit ? { id: w.id, app: w.app, title: w.title, bounds: w.bounds } : null,
         ...(w && hit ? { element: manifestElement(hit, this.secrets.isSecret) } : {}),
       };
       this.append(JSON.stringify(step) + '\n');
-    });
+    };
+    this.pending.add(() => this.enqueue(write));
   }
 
   /** Ctrl+I → details: a free-form note attached to the next step. */
@@ -362,15 +369,26 @@ export class Recording {
     if (this.stopping) return;
     if (typeof note !== 'string' || note.trim() === '')
       throw new TypeError('details need a note: what the next step is for, in words');
-    this.details.push(note.trim());
+    this.pending.add(() => this.details.push(note.trim()));
+  }
+
+  /** The recorder reached a pause's (or a resume's) instant: every event before it has come. */
+  private reached(p: { paused: boolean; time: number }): void {
+    if (!p.paused || this.closed) return;
+    const pause = this.pending.reached(p.time);
+    if (pause) this.settle(pause);
+  }
+
+  /** The steps made before a pause, then what the person added while it lasted (decision 123). */
+  private settle(pause: PendingPause): void {
+    this.emit(this.grouper.flush());
+    for (const add of pause.added) add();
   }
 
   /** When an event happened, ms since the recording started: its server time on the local clock. */
   private when(e: RecordedInput & { arrived: number }): number {
-    return Math.max(
-      0,
-      Number.isFinite(this.minDelay) ? e.time + this.minDelay - this.started : e.arrived - this.started,
-    );
+    const offset = Math.min(this.minDelay, this.pending.serverToLocal);
+    return Math.max(0, Number.isFinite(offset) ? e.time + offset - this.started : e.arrived - this.started);
   }
 
   private ingest(e: RecordedInput): void {
@@ -384,6 +402,9 @@ export class Recording {
       void this.stop();
       return;
     }
+    // After a Ctrl+I nothing after the key is recorded, until the recorder reached its pause's instant
+    // (then nothing reaches here until the resume's): however late the recorder reads it (decision 123).
+    if (this.pending.afterKey(e.time)) return;
     const ctrlI = e.kind === 'keyPress' && e.text.toLowerCase() === 'i' && e.modifiers.includes('ctrl');
     if (ctrlI && this.options.onContextRequest) {
       this.contextFrame = e.frame;
@@ -396,15 +417,12 @@ export class Recording {
         ),
       ]).then(([lookup, pointer]) => ({ lookup, ...(pointer ? { pointer } : {}) }));
       this.pause();
-      this.pausedByKeyAt = e.time;
+      this.pending.byKey(e.time);
       this.options.onContextRequest();
       return;
     }
-    // A pause takes effect at the X server's instant of the call (the recorder reports nothing after it),
-    // so an event that comes now but happened before it is recorded (decision 120); after a Ctrl+I,
-    // nothing after that key.
-    if (this.paused && this.pausedByKeyAt !== undefined && e.time >= this.pausedByKeyAt) return;
-    // Read the window's accessibility tree now, while it still shows what the event went to.
+    // (An event that comes while paused happened before the pause's instant: it is recorded, decision
+    // 120.) Read the window's accessibility tree now, while it still shows what the event went to.
     const t: Tracked = { ...e, arrived: Date.now(), lookup: this.lookup(e.window), seq: this.seq++ };
     this.focus.note(t, t.lookup);
     this.emit(this.grouper.feed(t));

@@ -259,6 +259,12 @@ export interface RecordInputOptions {
    * timeline (focus-timeline.ts). Called once with `{ error }` when they cannot be followed.
    */
   onFocus?: (f: RecordedFocus | { error: string }) => void;
+  /**
+   * A pause() or resume() took effect, in the order of the input: every event the server generated
+   * before its instant has been passed to onInput, none after it will be (until a resume). `time`: the
+   * instant's server time, ms (0: it could not be placed among the events and took effect at the call).
+   */
+  onPaused?: (p: { paused: boolean; time: number }) => void;
 }
 
 /** An element took (`focused`) or lost the accessibility focus at `time` (server ms, as input's). */

@@ -263,11 +263,17 @@ void Recorder::Impl::HandleEvent(XEvent& ev) {
   if (border && border->Handle(ev)) return;
   if (ev.type == PropertyNotify && ev.xproperty.window == stampWindow) {
     if (ev.xproperty.atom == pauseAtom) {  // a pause or a resume, at its place among the events
-      std::lock_guard<std::mutex> lock(mu);
-      if (!pauseStamps.empty()) {
-        paused = pauseStamps.front();
-        pauseStamps.pop_front();
+      bool applied = false;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!pauseStamps.empty()) {
+          paused = pauseStamps.front();
+          pauseStamps.pop_front();
+          applied = true;
+        }
       }
+      // After every event before it was reported: the caller can tell what is in flight from what is not.
+      if (applied && callbacks.paused) callbacks.paused(paused, ev.xproperty.time);
       return;
     }
     if (ev.xproperty.atom != stampAtom) return;
@@ -407,14 +413,17 @@ void Recorder::SetPaused(bool paused) {
   } catch (const DesktopError&) {
     own = nullptr;  // the thread will find the display gone too; at once, as before
   }
+  bool atOnce = false;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     if (!impl_->Accepting()) {
       if (own) x11::CloseDisplay(own);
       return;
     }
-    if (!own || !impl_->stampWindow) impl_->paused = paused;
-    else {
+    if (!own || !impl_->stampWindow) {
+      impl_->paused = paused;
+      atOnce = true;
+    } else {
       impl_->pauseStamps.push_back(paused);
       Atom a = XInternAtom(own, kPauseAtom, False);
       XChangeProperty(own, impl_->stampWindow, a, XA_INTEGER, 32, PropModeAppend, nullptr, 0);
@@ -423,6 +432,7 @@ void Recorder::SetPaused(bool paused) {
     impl_->Wake();
   }
   if (own) x11::CloseDisplay(own);
+  if (atOnce && impl_->callbacks.paused) impl_->callbacks.paused(paused, 0);
 }
 
 void Recorder::Stop() { impl_->RequestStop(); }

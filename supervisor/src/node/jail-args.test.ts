@@ -252,7 +252,7 @@ describe('reads as an allow-list', () => {
     expect(args.join(' ')).toContain('--read /usr --read /ws');
   });
 
-  it("gives the X socket folder to desktop runs only, the person's runtime dir to a user-display run", () => {
+  it("gives the X socket folder to desktop runs only, the bus sockets of the person's runtime dir to a user-display run", () => {
     const plain = runReadable({
       base: [],
       flow: flow(),
@@ -268,22 +268,44 @@ describe('reads as an allow-list', () => {
       flow: flow(),
       workspace: '/ws',
       card,
-      userDisplay: true,
+      userDisplay: ':3',
       userRuntimeDir: '/run/user/1',
       userHome: '/home/me',
     });
+    // an allow-list of entries, never the folder (decision 122): the default session bus, the display's
+    // AT-SPI bus, the spread budget's folder
     expect(user).toEqual([
       '/ws',
       '/p/cards/c.md',
       '/p/cards/c',
       '/tmp/.X11-unix',
-      '/run/user/1',
-      '/home/me/.cache/at-spi',
+      '/run/user/1/bus',
+      '/run/user/1/at-spi/bus_3',
+      '/run/user/1/runboard-atspi',
+      '/home/me/.cache/at-spi/bus_3',
     ]);
-    const bus = flow({ env: { DBUS_SESSION_BUS_ADDRESS: 'unix:path=/tmp/s/bus,guid=1' } });
-    expect(runReadable({ base: [], flow: bus, workspace: '/ws', card, userDisplay: true })).toContain(
+    // the session bus the flow names replaces the folder's default one
+    const bus = flow({
+      env: { DBUS_SESSION_BUS_ADDRESS: 'unix:path=/tmp/s/bus,guid=1', XDG_RUNTIME_DIR: '/run/user/2' },
+    });
+    expect(
+      runReadable({
+        base: [],
+        flow: bus,
+        workspace: '/ws',
+        card,
+        userDisplay: ':0',
+        userRuntimeDir: '/run/user/1',
+      }),
+    ).toEqual([
+      '/ws',
+      '/p/cards/c.md',
+      '/p/cards/c',
+      '/tmp/.X11-unix',
+      '/run/user/2/at-spi/bus_0',
+      '/run/user/2/runboard-atspi',
       '/tmp/s/bus',
-    );
+    ]);
   });
 
   it("reaches the person's display only for a desktop flow without a private display that names it", () => {

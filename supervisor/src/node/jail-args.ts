@@ -173,11 +173,44 @@ export interface ReadableInput {
   card: CardRef;
   /** The run's display kind: its X socket folder (masked to its own socket) and the person's runtime dir. */
   privateDisplay?: boolean;
-  userDisplay?: boolean;
+  /** The person's display (":N", userDisplay()) the run drives: what it needs of their runtime folder. */
+  userDisplay?: string | undefined;
   /** The person's XDG_RUNTIME_DIR (a user-display run's session bus and AT-SPI bus). */
   userRuntimeDir?: string | undefined;
   /** The person's HOME: AT-SPI's bus socket is in ~/.cache/at-spi where there is no runtime dir. */
   userHome?: string | undefined;
+}
+
+/**
+ * What a run on the person's display `display` (":N") may reach of their runtime folder `runtime`, an
+ * allow-list of entries (decision 122): the session bus (`buses`, the flow's DBUS_SESSION_BUS_ADDRESS;
+ * when it names none, the folder's `bus`, where systemd puts it and where libdbus and GDBus look), the
+ * display's AT-SPI bus (`at-spi/bus_N`, at-spi-bus-launcher's name; in `~/.cache/at-spi` where it had no
+ * runtime folder) and the spread budget's folder `runboard-atspi/` (read-only: decision 108). Nothing
+ * else there: read-only does not stop connect() on a pathname socket, and the folder holds the systemd
+ * user manager, agents (gpg, ssh), a rootless Docker or Podman socket, keyrings, other sessions' buses.
+ * The apps' own AT-SPI sockets (`at-spi2-socket-<pid>`) are left out too: a run cannot write the budget,
+ * so it never opens one (its reads go over the bus either way; docs/bench-desktop.md).
+ */
+export function userRuntimeReadable(
+  runtime: string | undefined,
+  display: string,
+  buses: string[],
+  home: string | undefined,
+): string[] {
+  const bus = `bus_${display.slice(1)}`;
+  const inRuntime = runtime && path.isAbsolute(runtime) ? runtime : undefined;
+  return [
+    ...(inRuntime
+      ? [
+          ...(buses.length ? [] : [path.join(inRuntime, 'bus')]),
+          path.join(inRuntime, 'at-spi', bus),
+          path.join(inRuntime, 'runboard-atspi'),
+        ]
+      : []),
+    ...buses.filter((b) => path.isAbsolute(b)),
+    ...(home && path.isAbsolute(home) ? [path.join(home, '.cache', 'at-spi', bus)] : []),
+  ];
 }
 
 /**
@@ -204,11 +237,7 @@ export function runReadable(i: ReadableInput): string[] {
     ...(flow.prompt ? [flow.prompt] : []),
     ...(flow.sandbox?.read ?? []),
     ...(i.privateDisplay || i.userDisplay ? ['/tmp/.X11-unix'] : []),
-    ...(runtime && path.isAbsolute(runtime) ? [runtime] : []),
-    ...buses.filter((b) => path.isAbsolute(b)),
-    ...(i.userDisplay && i.userHome && path.isAbsolute(i.userHome)
-      ? [path.join(i.userHome, '.cache', 'at-spi')]
-      : []),
+    ...(i.userDisplay ? userRuntimeReadable(runtime, i.userDisplay, buses, i.userHome) : []),
   ];
 }
 

@@ -140,7 +140,7 @@ export function jailCommand(i: JailCommandInput): JailCommand {
         workspace: i.workspace,
         card: spec.card,
         privateDisplay: !!i.display,
-        userDisplay: !!display,
+        userDisplay: display,
         userRuntimeDir: deps.baseEnv.XDG_RUNTIME_DIR,
         userHome: deps.baseEnv.HOME,
       })
@@ -191,6 +191,19 @@ type Sandbox = Extract<JailStatus, { event: 'sandbox' }>;
 export function memoryLimitOff(s: Started): string | undefined {
   return s.memoryBytes && s.memoryLimit !== 'cgroup'
     ? `this run has no memory limit: the jail could make no memory cgroup (${s.memoryError || 'unknown'}); sandbox.memory is not enforced on this machine`
+    : undefined;
+}
+
+/**
+ * The warning for a run on the person's display (`userDisplay`, ":N") that the jail could not keep off
+ * the other sockets of their runtime folder, or undefined: without a mount namespace (the subreaper
+ * fallback) the folder's allow-list is Landlock's, which refuses listing and reading there but governs
+ * no connect() on a pathname socket (ABI <= 7), so a socket the run names (`docker.sock`,
+ * `systemd/private`) stays reachable. docs/security-model.md "Residuals", decision 122.
+ */
+export function runtimeSocketsOpen(s: Started, userDisplay: string | undefined): string | undefined {
+  return userDisplay && s.containment !== 'pid-namespace'
+    ? `this run on your display ${userDisplay} can connect to any socket in your runtime folder ($XDG_RUNTIME_DIR) whose name it knows: this machine gives runs no user namespaces${s.namespaceError ? ` (${s.namespaceError})` : ''}, and Landlock does not govern connecting to a socket; give the flow computerUse.privateDisplay to keep it off your session`
     : undefined;
 }
 

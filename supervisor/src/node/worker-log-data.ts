@@ -33,6 +33,7 @@ export const SUPERVISOR_KINDS: ReadonlySet<string> = new Set([
   'resume-failed',
   'run',
   'running',
+  'runtime-sockets-open',
   'vision',
   'worktree',
 ]);

@@ -1,0 +1,130 @@
+// A recording's pause and the input still on its way to the recorder when it comes (decision 120, and
+// decision 123 for the order of the steps around it). The person's input is made by another process
+// (desktop-cli, spawnSync): while it runs this process's JavaScript is blocked, so every event of it
+// is still in flight (in the X server, the recorder's thread or the addon's queue) when the pause or
+// the answer comes right after. That is a recorder running behind on a loaded machine, made certain:
+// no sleeps, no load needed. The steps' order is asserted.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { desktop, Recording, type Element, type ManifestStep } from '../../native/src/index.ts';
+import { DesktopSession, eventually, findElement } from './session.ts';
+
+const TITLE = 'Runboard Recorder Pause Form';
+let s: DesktopSession;
+let out: string;
+
+beforeAll(async () => {
+  s = await DesktopSession.start();
+  await s.startForm(TITLE);
+  out = mkdtempSync(path.join(os.tmpdir(), 'runboard-recorder-pause-'));
+});
+
+afterAll(async () => {
+  rmSync(out, { recursive: true, force: true });
+  await s?.stop();
+  expect(s.leftovers(), 'processes the suite started and left running').toEqual([]);
+});
+
+const find = (role: string, name: string): Promise<Element> => findElement(TITLE, role, name);
+
+const centre = (e: Element): [number, number] => [
+  e.bounds[0] + Math.floor(e.bounds[2] / 2),
+  e.bounds[1] + Math.floor(e.bounds[3] / 2),
+];
+
+function manifest(dir: string): ManifestStep[] {
+  return readFileSync(path.join(dir, 'manifest.jsonl'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as ManifestStep);
+}
+
+/** The person's input, from another process; this process's JavaScript waits for it (nothing is read meanwhile). */
+function person(...args: string[]): void {
+  const r = s.run(args);
+  expect(r.code, `desktop-cli ${args.join(' ')}: ${r.stderr}`).toBe(0);
+}
+
+/** The Name field focused and empty, before a recording starts (none of this is recorded). */
+async function nameField(): Promise<void> {
+  const name = await find('text', 'Name');
+  await desktop.click(...centre(name));
+  await desktop.key('ctrl+a', { waitHandled: true });
+  await desktop.key('BackSpace', { waitHandled: true });
+  expect(await eventually(async () => (await find('text', 'Name')).value === '', 15_000)).toBe(true);
+}
+
+describe('input in flight at a pause', () => {
+  it('Pause (pause()) right after typing: the typing is a step before the extract and the note added while paused, not part of the typing after the resume', async () => {
+    await nameField();
+    const rec = await Recording.start({ dir: out, border: false });
+    person('type', '--text', 'before');
+    // At once: none of the typing has reached this process yet.
+    rec.pause();
+    rec.addExtract('the name typed');
+    rec.addDetails('after the pause');
+    rec.resume();
+    person('type', '--text', 'after');
+    await rec.stop();
+    const got = manifest(rec.dir);
+    expect(got.map((x) => x.action)).toEqual([
+      { type: 'type', text: 'before' },
+      { type: 'extract', query: 'the name typed' },
+      { type: 'type', text: 'after' },
+    ]);
+    expect(got.map((x) => x.details)).toEqual([undefined, undefined, 'after the pause']);
+    expect(got.map((x) => x.at)).toEqual([...got.map((x) => x.at)].sort((a, b) => a - b));
+  });
+
+  it('Ctrl+I right after typing: the typing is a step before the extract', async () => {
+    await nameField();
+    let asked = 0;
+    const rec = await Recording.start({ dir: out, border: false, onContextRequest: () => asked++ });
+    person('type', '--text', 'typed');
+    person('type', '--key', 'ctrl+i');
+    expect(await eventually(async () => rec.isPaused, 15_000)).toBe(true);
+    expect(asked).toBe(1);
+    rec.addExtract('the name typed');
+    rec.resume();
+    person('type', '--text', 'next');
+    await rec.stop();
+    const got = manifest(rec.dir);
+    expect(got.map((x) => x.action)).toEqual([
+      { type: 'type', text: 'typed' },
+      { type: 'extract', query: 'the name typed' },
+      { type: 'type', text: 'next' },
+    ]);
+    expect(got.map((x) => x.at)).toEqual([...got.map((x) => x.at)].sort((a, b) => a - b));
+  });
+
+  it('Ctrl+I answered before the recorder has read the keys after it: they are still not recorded, and the note goes to the step after the resume', async () => {
+    await nameField();
+    let answered!: () => void;
+    const asked = new Promise<void>((res) => (answered = res));
+    let answer = (): void => {};
+    const rec = await Recording.start({ dir: out, border: false, onContextRequest: () => answer() });
+    answer = () => {
+      // Answered at once, as the person's answer comes before a recorder running far behind has read
+      // the keys typed after the Ctrl+I (still in flight here: the person's process ran to its end).
+      rec.addExtract('the name typed');
+      rec.addDetails('the next step');
+      rec.resume();
+      answered();
+    };
+    person('type', '--text', 'kept');
+    person('type', '--key', 'ctrl+i');
+    person('type', '--text', 'asked'); // after the Ctrl+I, before the answer: not part of the recording
+    await asked;
+    person('type', '--key', 'Tab');
+    await rec.stop();
+    const got = manifest(rec.dir);
+    expect(got.map((x) => x.action)).toEqual([
+      { type: 'type', text: 'kept' },
+      { type: 'extract', query: 'the name typed' },
+      { type: 'press', key: 'Tab' },
+    ]);
+    expect(got.map((x) => x.details)).toEqual([undefined, undefined, 'the next step']);
+  });
+});
