@@ -12,7 +12,7 @@
       "cflags_cc!": ["-fno-exceptions"],
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "src"],
-      "sources": ["src/main.cc", "src/desktop_bridge.cc", "src/watcher_bridge.cc", "src/recorder_bridge.cc"],
+      "sources": ["src/main.cc", "src/desktop_bridge.cc", "src/watcher_bridge.cc", "src/recorder_bridge.cc", "src/common/element_json.cc"],
       "conditions": [
         ["OS=='linux'", {
           "sources": [

@@ -34,19 +34,6 @@ interface RawWindow {
   bounds: RawRect;
   focused: boolean;
 }
-export interface RawElement {
-  id: number;
-  role: string;
-  name: string;
-  value?: string;
-  description: string;
-  bounds: RawRect;
-  states: number;
-  secret: boolean;
-  actions: string[];
-  children: RawElement[];
-}
-
 interface RawBinding {
   sandboxSupport(): { landlockAbi: number; reason: string };
   peerIdentity(fd: number): {
@@ -66,11 +53,15 @@ interface RawBinding {
       bbox?: RawRect;
       visibleOnly?: boolean;
       actions?: boolean;
+      signatures?: boolean;
     },
   ): Promise<{
     window: RawWindow;
     scale: number;
-    elements: RawElement[];
+    /** The elements as one JSON text (native/src/common/element_json.h): Element objects already. */
+    elementsJson: string;
+    /** With `signatures` (native/src/common/element_json.h AppendSignaturesJson). */
+    signaturesJson?: string;
     stats: {
       nodes: number;
       returned: number;

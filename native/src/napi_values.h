@@ -79,24 +79,6 @@ inline Napi::Object WindowValue(Napi::Env env, const d::WindowInfo& w) {
   o.Set("focused", w.focused);
   return o;
 }
-inline Napi::Object ElementValue(Napi::Env env, const d::Element& e) {
-  auto o = Napi::Object::New(env);
-  o.Set("id", e.id);
-  o.Set("role", e.role);
-  o.Set("name", e.name);
-  if (!e.secret) o.Set("value", e.value);
-  o.Set("description", e.description);
-  o.Set("bounds", RectValue(env, e.bounds));
-  o.Set("states", e.states);
-  o.Set("secret", e.secret);
-  auto actions = Napi::Array::New(env, e.actions.size());
-  for (uint32_t i = 0; i < e.actions.size(); i++) actions.Set(i, e.actions[i]);
-  o.Set("actions", actions);
-  auto children = Napi::Array::New(env, e.children.size());
-  for (uint32_t i = 0; i < e.children.size(); i++) children.Set(i, ElementValue(env, e.children[i]));
-  o.Set("children", children);
-  return o;
-}
 inline d::MouseButton ButtonArg(const Napi::CallbackInfo& info, size_t i) {
   int b = IntArg(info, i, 1);
   if (b < 1 || b > 3) throw Napi::RangeError::New(info.Env(), "button must be 1 (left), 2 (middle) or 3 (right)");

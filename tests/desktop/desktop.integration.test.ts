@@ -1331,11 +1331,18 @@ describe('Chromium (web content, renderer accessibility on)', () => {
       allElements((await desktop.read({ title: PAGE_TITLE })).elements).some((e) => e.name === 'pressed 1');
     expect(await eventually(pressed)).toBe(true);
     const search = cliId('input', 'Search', ['--window', PAGE_TITLE]);
-    const typed = s.run(['type', '--id', String(search), '--window', PAGE_TITLE, '--text', 'héllo ✓']);
+    // Quotes, a backslash and non-ASCII text: the addon hands a read over as JSON it writes itself
+    // (element_json.h), which must escape them and keep the UTF-8 whole.
+    const text = 'héllo ✓ "quoted" C:\\dir\\ {[x]}';
+    const typed = s.run(['type', '--id', String(search), '--window', PAGE_TITLE, '--text', text]);
     expect(typed.code, typed.stderr).toBe(0);
     const value = async () =>
       allElements((await desktop.read({ title: PAGE_TITLE })).elements).find((e) => e.name === 'Search')
         ?.value;
-    expect(await eventually(async () => (await value()) === 'héllo ✓')).toBe(true);
+    expect(await eventually(async () => (await value()) === text)).toBe(true);
+    const cli = JSON.parse(s.run(['read', '--window', PAGE_TITLE, '--compact']).stdout) as {
+      elements: { t?: string; v?: string }[];
+    };
+    expect(cli.elements.find((e) => e.t === 'Search')?.v).toBe(text);
   });
 });

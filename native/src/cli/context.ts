@@ -1,18 +1,29 @@
-// What `read` leaves for `click --id`: each shown element's signature (short role, title, bounds
-// relative to the window), per window, in a 0600 file of its own per display under the state root, with
+// What `read` leaves for `click --id`: each shown element's signature (its platform role and whether it
+// is editable, from which its short role is made when it is looked up; title; bounds relative to the
+// window; the addon writes them, element_json.h), per window, in a 0600 file of its own per display under the state root, with
 // a small index (the windows' read times and the last one read). A read writes its window's file and the
 // index, and never parses the other windows' (one shared file was read, parsed and rewritten by every
 // read: ~20 ms of a 6,000-node page's read; docs/bench-desktop.md, session 17).
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { shortRole } from '../desktop/compact.ts';
 import type { Signature } from '../desktop/match.ts';
+import type { Rect } from '../desktop/types.ts';
+
+/** A signature as a read leaves it (the addon's `p`/`e`), or as reads before session 18 did (`r`). */
+export type StoredSignature = Signature | { p: string; e?: 1; t: string; b: Rect };
+
+/** The signature a stored one stands for: its short role made from the platform role when needed. */
+export function signatureOf(s: StoredSignature): Signature {
+  return 'r' in s ? s : { r: shortRole(s.p, s.e === 1), t: s.t, b: s.b };
+}
 
 export interface WindowContext {
   windowId: number;
   title: string;
   app: string;
   ts: number;
-  elements: Record<string, Signature>;
+  elements: Record<string, StoredSignature>;
 }
 
 interface ContextIndex {

@@ -1,12 +1,5 @@
 // desktop-cli's reading commands: list, read (the tree, --flat, --since diffs) and find.
-import {
-  allElements,
-  flatten,
-  platformRolesFor,
-  shortRole,
-  toCompact,
-  type CompactElement,
-} from '../desktop/compact.ts';
+import { flatten, platformRolesFor, toCompact, type CompactElement } from '../desktop/compact.ts';
 import { desktop } from '../desktop/desktop.ts';
 import { type ReadResult, type Rect, type WindowInfo, type WindowQuery } from '../desktop/types.ts';
 import { type Values, type Out, int, str, targetOf, rolesOf, parseBbox } from './args.ts';
@@ -50,25 +43,18 @@ export async function readWindow(
     ...(platformRoles ? { roles: platformRoles } : {}),
     ...(opts.bbox ? { bbox: opts.bbox } : {}),
     visibleOnly: opts.visibleOnly !== false,
+    signatures: true,
   });
   const tree = toCompact(result.elements, opts.roles);
-  const [ox, oy] = result.window.bounds;
-  // Each element's signature ({ r, t, b }: short role, title, bounds relative to the window) as JSON
-  // made in one pass, not an object per element then JSON.stringify (a 6,000-node page; session 17).
-  // Bounds are integers; ids are unique (a repeated id would parse as the last one, as an object keeps).
-  const sigs: string[] = [];
-  for (const el of allElements(result.elements)) {
-    const [x, y, bw, bh] = el.bounds;
-    sigs.push(
-      `"${el.id}":{"r":"${shortRole(el.role, el.editable)}"${el.name === undefined ? '' : `,"t":${JSON.stringify(el.name)}`},"b":[${x - ox},${y - oy},${bw},${bh}]}`,
-    );
-  }
+  // Each element's signature (platform role, editable, title, bounds relative to the window), as JSON the
+  // addon made in one pass: a JavaScript pass cost a 6,000-node page 10-25 ms of a process that never
+  // warms up (docs/bench-desktop.md, session 18).
   saveContext({
     windowId: result.window.id,
     title: result.window.title,
     app: result.window.app,
     ts: Date.now(),
-    elementsJson: `{${sigs.join(',')}}`,
+    elementsJson: result.signaturesJson ?? '{}',
   });
   return { result, tree };
 }

@@ -11,7 +11,7 @@ import { desktop } from '../desktop/desktop.ts';
 import { matchSignature, type Candidate } from '../desktop/match.ts';
 import { DesktopError, type Element, type WindowQuery } from '../desktop/types.ts';
 import { type Values, int, str, targetOf, hasTarget, rolesOf, centre, sleep } from './args.ts';
-import { latestContext, loadContext, type WindowContext } from './context.ts';
+import { latestContext, loadContext, signatureOf, type WindowContext } from './context.ts';
 import { CliError } from './errors.ts';
 import {
   agentFormat,
@@ -53,11 +53,12 @@ async function resolveId(v: Values, id: number): Promise<{ el: Element; window: 
   }
   if (!ctx)
     throw new CliError('NO_READ_CONTEXT', `no earlier read of that window to take element ${id} from`);
-  const sig = ctx.elements[String(id)];
-  if (!sig)
+  const stored = ctx.elements[String(id)];
+  if (!stored)
     throw new CliError('ELEMENT_NOT_FOUND', `element ${id} was not in the last read of "${ctx.title}"`, {
       id,
     });
+  const sig = signatureOf(stored);
   // Only elements of the remembered role can match: reading just those is much faster on big pages.
   const roles = sig.r !== 'other' ? platformRolesFor([sig.r]) : undefined;
   const windowId = ctx.windowId;

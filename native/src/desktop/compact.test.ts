@@ -89,5 +89,14 @@ describe('compact schema', () => {
     expect(shortAction('activate')).toBe('press');
     expect(shortAction('increment')).toBe('increment');
     expect(shortAction('showContextMenu')).toBeUndefined();
+    // an app's action may be named like a property every object has
+    expect(shortAction('constructor')).toBeUndefined();
+    expect(shortAction('toString')).toBeUndefined();
+  });
+
+  it('gives each short action once, in the order of the first platform action that gives it', () => {
+    const button = el({ actions: ['showContextMenu', 'Dismiss', 'click', 'press', 'constructor', 'close'] });
+    expect(toCompact([button])[0]!.a).toEqual(['cancel', 'press']);
+    expect(toCompact([el({ actions: ['doDefault'] })])[0]!.a).toBeUndefined();
   });
 });

@@ -123,9 +123,11 @@ const ACTION_TABLE: Record<string, string> = {
   decrement: 'decrement',
 };
 
+const ACTIONS = new Map(Object.entries(ACTION_TABLE));
+
 /** The compact name of a platform action, or undefined when it has none. */
 export function shortAction(name: string): string | undefined {
-  return ACTION_TABLE[name.toLowerCase()];
+  return ACTIONS.get(name.toLowerCase()); // a Map: an action named "constructor" is not Object's
 }
 
 /** The platform action name behind a short action name on an element, if it has one. */
@@ -144,6 +146,13 @@ export function toCompact(elements: Element[], roles?: string[], parentTitle?: s
       out.push(...children);
       continue;
     }
+    // The short actions, each once, in the order of the first platform action that gives it. A plain
+    // loop: this runs once per element of a one-shot process that never warms up (a 6,000-node page).
+    let actions: string[] | undefined;
+    for (const a of el.actions) {
+      const short = shortAction(a);
+      if (short !== undefined && !actions?.includes(short)) (actions ??= []).push(short);
+    }
     // A text leaf that only repeats its parent's title (Chromium: a link's or a button's text run)
     // carries nothing an agent can use: leave it out.
     if (
@@ -151,7 +160,7 @@ export function toCompact(elements: Element[], roles?: string[], parentTitle?: s
       el.children.length === 0 &&
       (r === 'static' || r === 'txt') &&
       el.name === parentTitle &&
-      !el.actions.some((a) => shortAction(a))
+      actions === undefined
     )
       continue;
     const c = { i: el.id, r } as CompactElement;
@@ -163,8 +172,7 @@ export function toCompact(elements: Element[], roles?: string[], parentTitle?: s
     if (!el.enabled) c.e = false;
     if (el.selected) c.s = true;
     if (children.length > 0) c.c = children;
-    const actions = [...new Set(el.actions.map(shortAction).filter((a): a is string => a !== undefined))];
-    if (actions.length > 0) c.a = actions;
+    if (actions) c.a = actions;
     if (el.secret) c.secret = true;
     out.push(c);
   }
@@ -179,9 +187,11 @@ export function flatten(elements: CompactElement[]): CompactElement[] {
   const out: CompactElement[] = [];
   const walk = (els: CompactElement[]) => {
     for (const el of els) {
-      const { c, ...rest } = el;
-      const empty = !rest.t && !rest.v && !rest.d && !rest.a && !rest.f && !rest.s && !rest.secret;
-      if (!(empty && (rest.r === 'group' || rest.r === 'scroll' || rest.r === 'other'))) out.push(rest);
+      const c = el.c;
+      const empty = !el.t && !el.v && !el.d && !el.a && !el.f && !el.s && !el.secret;
+      // an element without children goes in as it is (a copy of it would serialize the same)
+      if (!(empty && (el.r === 'group' || el.r === 'scroll' || el.r === 'other')))
+        out.push(c ? (({ c: _c, ...rest }) => rest)(el) : el);
       if (c) walk(c);
     }
   };

@@ -1,5 +1,5 @@
 // The typed, promise-based desktop facade. Every call runs on the addon's own desktop thread.
-import { binding, type RawElement, type RawRecorder, type RawWatcher } from '../binding.ts';
+import { binding, type RawRecorder, type RawWatcher } from '../binding.ts';
 import {
   DesktopError,
   type AppInfo,
@@ -26,15 +26,6 @@ import {
   type WindowQuery,
 } from './types.ts';
 
-// State bits as the addon sets them (native/src/common/desktop_types.h).
-const FOCUSED = 1 << 0;
-const ENABLED = 1 << 1;
-const SELECTED = 1 << 2;
-const VISIBLE = 1 << 3;
-const CHECKED = 1 << 4;
-const EDITABLE = 1 << 5;
-const FOCUSABLE = 1 << 6;
-
 const BUTTONS: Record<MouseButton, number> = { left: 1, middle: 2, right: 3 };
 
 // Modifier bits as the recorder sets them (native/src/common/recorder.h).
@@ -60,29 +51,6 @@ async function call<T>(fn: () => Promise<T>): Promise<T> {
       throw new DesktopError('NOT_BUILT', err.message);
     throw new DesktopError((err.code ?? 'INTERNAL') as DesktopErrorCode, err.message);
   }
-}
-
-function element(raw: RawElement): Element {
-  const s = raw.states;
-  const e: Element = {
-    id: raw.id,
-    role: raw.role,
-    name: raw.name,
-    description: raw.description,
-    bounds: raw.bounds,
-    focused: (s & FOCUSED) !== 0,
-    enabled: (s & ENABLED) !== 0,
-    selected: (s & SELECTED) !== 0,
-    visible: (s & VISIBLE) !== 0,
-    checked: (s & CHECKED) !== 0,
-    editable: (s & EDITABLE) !== 0,
-    focusable: (s & FOCUSABLE) !== 0,
-    secret: raw.secret,
-    actions: raw.actions,
-    children: raw.children.map(element),
-  };
-  if (!raw.secret && raw.value !== undefined) e.value = raw.value;
-  return e;
 }
 
 function query(q: WindowQuery = {}): WindowQuery {
@@ -195,8 +163,12 @@ export const desktop = {
     return call(() => binding().desktopListApps());
   },
   async read(options: ReadOptions = {}): Promise<ReadResult> {
-    const raw = await call(() => binding().desktopRead({ ...options, ...query(options) }));
-    return { ...raw, elements: raw.elements.map(element) };
+    const { elementsJson, ...raw } = await call(() =>
+      binding().desktopRead({ ...options, ...query(options) }),
+    );
+    // One JSON.parse: the addon wrote the Element objects (element_json.h), where an N-API object per
+    // element and a copy of each here cost a 6,000-node page ~20 ms (docs/bench-desktop.md, session 18).
+    return { ...raw, elements: JSON.parse(elementsJson) as Element[] };
   },
   /**
    * For long-lived processes (observe, serve): keep each window's tree between reads and re-read only

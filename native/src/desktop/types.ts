@@ -79,6 +79,8 @@ export interface ReadOptions extends WindowQuery {
   visibleOnly?: boolean;
   /** Read action names (default true). */
   actions?: boolean;
+  /** Also give `signaturesJson`: every element's signature for desktop-cli's read context. */
+  signatures?: boolean;
 }
 
 export interface ReadResult {
@@ -86,6 +88,12 @@ export interface ReadResult {
   /** The toolkit scale applied to the accessibility bounds (GDK_SCALE). */
   scale: number;
   elements: Element[];
+  /**
+   * With `signatures`: every element of the tree (pre-order) keyed by id, as JSON made by the addon:
+   * `{"<id>":{"p":<platform role>,"e":1 when editable,"t":<name>,"b":<bounds relative to the window>}}`
+   * (desktop-cli's read context, native/src/cli/context.ts).
+   */
+  signaturesJson?: string;
   stats: {
     nodes: number;
     returned: number;
