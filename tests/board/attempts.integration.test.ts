@@ -23,6 +23,7 @@ import { processesMentioning } from '../helpers/harness.ts';
 import { formApp } from '../cu/cu-harness.ts';
 import { toolOutputs } from '../fixtures/model-server/server.ts';
 import { desktopFlow, exec, final, resultCard } from '../fixtures/attempts-board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const CONFIG = `version: 1
 scheduler: { maxConcurrency: 3 }
@@ -169,7 +170,7 @@ describe('attempts', () => {
       .getByTitle('Model tokens and cost of the judge')
       .getByText(/^[\d,]+ tokens · /)
       .waitFor();
-    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-attempts.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'inspector-attempts.png'));
     await page.close();
   }, 200_000);
 

@@ -22,6 +22,7 @@ import {
   shellConfig,
   waitUntil,
 } from '../e2e/helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const card = (id: string): string =>
   `---\nid: ${id}\ntitle: ${id}\nflow: shell\nstatus: backlog\n---\n# Task\n`;
@@ -210,7 +211,7 @@ it('on the board (runboard serve): the card being written shows its last good ve
   const tile = page.locator('li[data-card-id="a"]');
   await tile.getByText('its file does not read now: showing its last good version').waitFor();
   expect(await tile.locator('.card-title').innerText()).toBe('Card A');
-  await page.screenshot({ path: path.join(ARTIFACTS, 'board-card-being-written-1440.png') });
+  await savePicture(page, path.join(ARTIFACTS, 'board-card-being-written-1440.png'));
   // no write of it meanwhile: a move would rename half a file over the writer's
   await expect(s.api('POST', '/api/cards/a/move', { to: 'queued', index: 0 })).rejects.toThrow(
     /does not read now/,

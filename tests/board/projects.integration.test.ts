@@ -27,6 +27,7 @@ import {
 } from '../e2e/helpers/board.ts';
 import { DIST } from '../helpers/harness.ts';
 import { statePaths } from '@runboard/supervisor/paths';
+import { savePicture } from '../helpers/picture.ts';
 
 const projectConfig = `version: 2
 scheduler:
@@ -260,7 +261,7 @@ describe('cards and flows a run writes into another project', () => {
         await page.goto(b.url);
         const banner = page.getByRole('region', { name: 'Changed outside the board' });
         await banner.getByText('flow "shell": sandbox changed').waitFor();
-        await page.screenshot({ path: path.join(ARTIFACTS, 'board-config-confirm.png') });
+        await savePicture(page, path.join(ARTIFACTS, 'board-config-confirm.png'));
         await banner.getByRole('button', { name: 'Confirm config.yaml' }).focus();
         await page.keyboard.press('Enter');
         // (the banner stays for the planted schedule card, still unconfirmed)

@@ -11,6 +11,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, REPO, waitUntil } from '../e2e/helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const result = (v: object): string => `RUNBOARD_RESULT: ${JSON.stringify(v)}`;
 
@@ -111,7 +112,7 @@ describe('questions from a run', () => {
     const questions = page.getByRole('region', { name: 'Questions' });
     await questions.getByText('Which branch should the fix go to?').waitFor();
     await questions.getByText('Questions (2 open of 2)').waitFor();
-    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-questions.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'inspector-questions.png'));
     await page.getByLabel('Answer to: Which branch should the fix go to?').fill('use main');
     // a choice fills the answer (the recommended one is marked)
     const choices = questions.getByRole('group', { name: 'Choices for: Keep the old API?' });
@@ -120,7 +121,7 @@ describe('questions from a run', () => {
     expect(await choices.getByRole('button', { name: /yes, until 2\.0/ }).getAttribute('aria-pressed')).toBe(
       'true',
     );
-    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-questions-choices.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'inspector-questions-choices.png'));
     await page.getByRole('button', { name: 'Answer & re-queue' }).click();
 
     // the answers are in the card (seed format) and the re-run, which reads the card, succeeds
@@ -131,7 +132,7 @@ describe('questions from a run', () => {
     );
     await questions.getByText('Questions (0 open of 2)').waitFor();
     expect((await server.card('ask'))?.openQuestions).toBeUndefined();
-    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-questions-answered.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'inspector-questions-answered.png'));
     const played = model.requests.filter((r) => r.episode).map((r) => r.episode);
     expect(played).toContain('ask');
     expect(played).toContain('answered');

@@ -11,6 +11,7 @@ import type { CardDetail } from '../../host/src/shared/board-types.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, waitUntil } from '../e2e/helpers/board.ts';
 import { DIST } from '../helpers/harness.ts';
 import { TestClock } from '../helpers/schedule-clock.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const config = `version: 1
 scheduler:
@@ -375,13 +376,13 @@ flows:
       await preview.getByText('on the first Monday of every month at 08:00 (America/New_York)').waitFor();
       expect(await preview.textContent()).toMatch(/cron 0 8 \* \* 1#1/);
       expect((await preview.textContent())!.split('·').length).toBeGreaterThanOrEqual(5); // five next fires
-      await page.screenshot({ path: path.join(ARTIFACTS, 'schedule-editor.png') });
+      await savePicture(page, path.join(ARTIFACTS, 'schedule-editor.png'));
       await page.getByRole('button', { name: 'Save schedule' }).click();
       await page.locator('li[data-card-id="report"] .card-note.schedule').waitFor();
       // The inspector shows the supervisor's record: the next five fires and the (empty) history.
       await page.locator('.schedule-next').waitFor();
       await page.getByText('History (0)').waitFor();
-      await page.screenshot({ path: path.join(ARTIFACTS, 'schedule-saved.png') });
+      await savePicture(page, path.join(ARTIFACTS, 'schedule-saved.png'));
     } finally {
       await browser.close();
     }

@@ -17,6 +17,7 @@ import {
   REPO,
   waitUntil,
 } from '../e2e/helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const CONFIG = `version: 1
 scheduler: { maxConcurrency: 2 }
@@ -88,7 +89,7 @@ describe('a run’s worktree in the inspector', () => {
     await wt.getByRole('button', { name: 'Show diff' }).click();
     const diff = page.getByLabel('Diff');
     await diff.getByText('+second line').waitFor();
-    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-worktree.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'inspector-worktree.png'));
 
     await wt.getByRole('button', { name: /^Keep/ }).click();
     await wt.getByText('kept: merged into main').waitFor();

@@ -13,6 +13,7 @@ import type { BoardView } from '../../host/src/shared/board-types.ts';
 import { seriousViolations } from '../e2e/helpers/axe.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, shellConfig, waitUntil } from '../e2e/helpers/board.ts';
 import { DesktopSession, findElement, sleep } from './session.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const TITLE = 'Runboard Board Recording Form';
 let s: DesktopSession;
@@ -65,7 +66,7 @@ describe('recordings in the board', () => {
     await desktop.key('ctrl+i');
     const ask = page.getByRole('dialog', { name: 'Recording paused (Ctrl+I)' });
     await ask.waitFor({ timeout: 15_000 });
-    await page.screenshot({ path: path.join(ARTIFACTS, 'recordings-ask.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'recordings-ask.png'));
     expect(await seriousViolations(page, '.settings.ask')).toEqual([]);
     // An empty query is refused in words, nothing is sent.
     await ask.getByRole('button', { name: 'Add and resume' }).click();
@@ -116,7 +117,7 @@ describe('recordings in the board', () => {
       () => thumbs.evaluateAll((imgs) => imgs.every((i) => (i as HTMLImageElement).naturalWidth > 0)),
       30_000,
     );
-    await page.screenshot({ path: path.join(ARTIFACTS, 'recordings-list.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'recordings-list.png'));
     expect(await seriousViolations(page, '.recordings-panel')).toEqual([]);
 
     // Turning it into a task needs an extraction flow, which this project lacks: the board says so.

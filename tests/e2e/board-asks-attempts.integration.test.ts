@@ -20,6 +20,7 @@ import { startModelServer, type ModelServer, type ScriptedTurn } from '../fixtur
 import { desktopFlow, exec, NO_VERDICT_JUDGE } from '../fixtures/attempts-board.ts';
 import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, DIST, launchBrowser, shellCard, waitUntil } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const run = promisify(execFile);
 
@@ -38,6 +39,26 @@ let outside: string;
 const inColumn = (id: string, column: string): string =>
   `ul.cards[data-column="${column}"] li[data-card-id="${id}"]`;
 const header = (): Promise<string> => page.getByLabel('Runs going').innerText();
+
+/** The header's "N waiting for you" lies whole inside the run count's box, and that inside the header. */
+async function waitingShownWhole(width: number): Promise<void> {
+  const box = (sel: string): Promise<{ left: number; right: number; top: number; bottom: number }> =>
+    page.locator(sel).evaluate((e) => {
+      const { left, right, top, bottom } = e.getBoundingClientRect();
+      return { left, right, top, bottom };
+    });
+  const [text, slots, bar] = [
+    await box('header.topbar .waiting-you'),
+    await box('header.topbar .slots'),
+    await box('header.topbar'),
+  ];
+  const inside = (a: typeof text, b: typeof text): boolean =>
+    a.left >= b.left - 0.5 && a.right <= b.right + 0.5 && a.top >= b.top - 0.5 && a.bottom <= b.bottom + 0.5;
+  expect(
+    { width, waitingInSlots: inside(text, slots), slotsInHeader: inside(slots, bar) },
+    `at ${width} px: waiting ${JSON.stringify(text)}, slots ${JSON.stringify(slots)}, header ${JSON.stringify(bar)}`,
+  ).toEqual({ width, waitingInSlots: true, slotsInHeader: true });
+}
 
 /** A card whose command asks as Claude Code's PreToolUse hook does (the real hook) to write `file`, then waits for `release`. */
 function askingCard(file: string): string {
@@ -111,7 +132,14 @@ describe('live asks on the board: the header, Allow always, attempts', () => {
     const runId = (await server.card('header'))!.runId!;
     await asks.getByText(`runboard answer ${runId} a1 allow|deny`).waitFor();
     expect(await seriousViolations(page)).toEqual([]);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'board-header-waiting-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'board-header-waiting-1440.png'));
+    // narrower, the project's path and the flows' chips give way: "1 waiting for you" is never cut
+    for (const width of [1024, 800]) {
+      await page.setViewportSize({ width, height: 1000 });
+      await waitingShownWhole(width);
+      await savePicture(page, path.join(ARTIFACTS, `board-header-waiting-${width}.png`));
+    }
+    await page.setViewportSize({ width: 1440, height: 1000 });
 
     await group.getByRole('button', { name: 'Deny' }).click();
     await page.locator(inColumn('header', 'running')).waitFor({ timeout: 30_000 });
@@ -178,9 +206,9 @@ describe('live asks on the board: the header, Allow always, attempts', () => {
         .getByRole('button', { name: 'Allow once' })
         .waitFor();
     expect(await seriousViolations(page)).toEqual([]);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'board-attempt-ask-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'board-attempt-ask-1440.png'));
     await page.setViewportSize({ width: 800, height: 1000 });
-    await page.screenshot({ path: path.join(ARTIFACTS, 'board-attempt-ask-800.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'board-attempt-ask-800.png'));
     await page.setViewportSize({ width: 1440, height: 1000 });
     await attempt(1)
       .getByRole('group', { name: `Answer: read ${outside}` })
@@ -217,11 +245,11 @@ describe('live asks on the board: the header, Allow always, attempts', () => {
     await copy.getByRole('button', { name: /^Keep/ }).waitFor();
     await copy.scrollIntoViewIfNeeded();
     expect(await seriousViolations(page)).toEqual([]);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-workspace-copy-1440.png') });
-    await copy.screenshot({ path: path.join(ARTIFACTS, 'inspector-workspace-copy.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'inspector-workspace-copy-1440.png'));
+    await savePicture(copy, path.join(ARTIFACTS, 'inspector-workspace-copy.png'));
     await copy.getByRole('button', { name: /^Keep/ }).click();
     await copy.getByText(/^kept: 1 path applied \(result-\d\.txt\)$/).waitFor();
-    await copy.screenshot({ path: path.join(ARTIFACTS, 'inspector-workspace-copy-kept.png') });
+    await savePicture(copy, path.join(ARTIFACTS, 'inspector-workspace-copy-kept.png'));
     const kept = readdirSync(server.workspace).filter((f) => /^result-\d\.txt$/.test(f));
     expect(kept).toHaveLength(1);
     expect(readFileSync(path.join(server.workspace, kept[0]!), 'utf8')).toMatch(/^attempt-\d\n$/);

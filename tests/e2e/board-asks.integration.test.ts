@@ -11,6 +11,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, shellConfig, waitUntil } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 let server: BoardServer;
 let browser: Browser;
@@ -76,7 +77,7 @@ describe('permission asks on the board', () => {
       )
       .waitFor();
     expect(await seriousViolations(page)).toEqual([]);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'board-asks-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'board-asks-1440.png'));
 
     await tabToButton(page, 'Allow once');
     await page.keyboard.press('Enter');

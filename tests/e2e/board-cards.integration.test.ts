@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGrant } from '@runboard/supervisor/grants';
 import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, waitUntil } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const CONFIG = `version: 1
 flows:
@@ -36,7 +37,7 @@ async function tabTo(p: Page, name: string): Promise<void> {
 }
 
 async function shot(name: string): Promise<void> {
-  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`) });
+  await savePicture(page, path.join(ARTIFACTS, `${name}.png`));
 }
 
 const cardsDir = (): string => path.join(server.project, 'cards');

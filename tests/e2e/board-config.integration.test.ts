@@ -11,6 +11,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, shellCard } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 let server: BoardServer;
 let browser: Browser;
@@ -53,7 +54,7 @@ describe('Settings → Configuration', () => {
   it('shows each effective value with its origin and the config warnings, reached by keyboard', async () => {
     // the board says there are warnings before anyone opens Settings
     await page.getByRole('status').filter({ hasText: 'The config has 4 warnings' }).waitFor();
-    await page.screenshot({ path: path.join(ARTIFACTS, 'board-config-warnings-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'board-config-warnings-1440.png'));
     await tabTo(() =>
       page.getByRole('button', { name: 'Settings' }).evaluate((b) => b === document.activeElement),
     );
@@ -112,7 +113,7 @@ describe('Settings → Configuration', () => {
 
     expect(await seriousViolations(page)).toEqual([]);
     await section.scrollIntoViewIfNeeded();
-    await page.screenshot({ path: path.join(ARTIFACTS, 'settings-config-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'settings-config-1440.png'));
     await page.keyboard.press('Escape');
     await settings.waitFor({ state: 'detached' });
   });

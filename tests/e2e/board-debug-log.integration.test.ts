@@ -29,6 +29,7 @@ import {
 import type { DebugLogPage } from '../../host/src/shared/debug-log-types.ts';
 import { png } from '../documents/fixtures.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, REPO, waitUntil } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const REC = 'rec-20261127-200000-d1e2f3';
 const STEPS = 25;
@@ -189,7 +190,7 @@ describe("a run's model debug log", () => {
     expect(await request.textContent()).toMatch(/\[image: \d+ KB\]/);
     await log.getByText('DEBUG-LOG-INTENT', { exact: false }).first().waitFor();
     await log.scrollIntoViewIfNeeded();
-    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-debug-log.png'), fullPage: true });
+    await savePicture(page, path.join(ARTIFACTS, 'inspector-debug-log.png'), { fullPage: true });
     expect(await page.content()).not.toContain('base64,iVBOR');
     await log.getByRole('button', { name: 'Previous' }).click();
     await log.getByText(/^1–20 · /).waitFor();

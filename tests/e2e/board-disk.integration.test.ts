@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ARTIFACTS, BoardServer, launchBrowser } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 let server: BoardServer;
 let browser: Browser;
@@ -49,6 +50,6 @@ describe('Settings → Disk', () => {
       'Retention is applied by the supervisor every 1h, and at once when the disk holding the state has less than 2% free',
     );
     await disk.scrollIntoViewIfNeeded();
-    await page.screenshot({ path: path.join(ARTIFACTS, 'settings-disk.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'settings-disk.png'));
   });
 });

@@ -8,6 +8,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, waitUntil } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const CONFIG = `version: 1
 scheduler:
@@ -62,7 +63,7 @@ describe('find and re-run cards', () => {
     await waitUntil('only alpha', async () => (await visibleCards(page)).join() === 'alpha', 3000);
     await page.getByRole('search').getByRole('status').getByText('1 of 3 cards').waitFor();
     expect(await seriousViolations(page)).toEqual([]);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'find-search-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'find-search-1440.png'));
     await page.keyboard.press('Escape'); // clears the search
     await page.getByRole('combobox', { name: 'Flow' }).selectOption('other');
     await waitUntil('only beta', async () => (await visibleCards(page)).join() === 'beta', 3000);
@@ -133,7 +134,7 @@ describe('find and re-run cards', () => {
     await ins.getByText('Runs (1)').waitFor();
     expect(await seriousViolations(page)).toEqual([]);
     await page.setViewportSize({ width: 1100, height: 800 });
-    await page.screenshot({ path: path.join(ARTIFACTS, 'find-retry-now-1100.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'find-retry-now-1100.png'));
     await press(page, 'button.push-right');
     // it ran at once (a second run), failed again, and waits anew: a hand retry starts the count afresh
     await ins.getByText('Runs (2)').waitFor({ timeout: 20_000 });

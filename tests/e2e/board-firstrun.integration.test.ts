@@ -12,6 +12,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, waitUntil } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const config = `version: 2
 flows:
@@ -69,9 +70,9 @@ describe('a newcomer’s first minutes on the board', () => {
     const header = (await page.locator('header.topbar').boundingBox())!;
     expect(header.height).toBeLessThan(50);
     expect(await seriousViolations(page)).toEqual([]);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'firstrun-board-1280.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'firstrun-board-1280.png'));
     await page.setViewportSize({ width: 1440, height: 900 });
-    await page.screenshot({ path: path.join(ARTIFACTS, 'firstrun-board-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'firstrun-board-1440.png'));
     await page.setViewportSize({ width: 1280, height: 720 });
     // compact: the whole checklist, key field included, is smaller than the key panel alone was (175 px)
     expect((await list.boundingBox())!.height).toBeLessThan(170);
@@ -98,7 +99,7 @@ describe('a newcomer’s first minutes on the board', () => {
     expect(log.y + 60).toBeLessThan(720); // the log's first lines are above the fold
     for (const col of await page.locator('.board .column').all())
       expect((await col.boundingBox())!.width).toBeGreaterThanOrEqual(169);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'firstrun-inspector-running-1280.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'firstrun-inspector-running-1280.png'));
     // cancelled: the run says what stopped it, not an empty exit code
     await ins.getByRole('button', { name: 'Cancel run' }).click();
     await ins.locator('.metrics dt', { hasText: 'Stopped by' }).waitFor({ timeout: 15_000 });
@@ -132,9 +133,9 @@ describe('a newcomer’s first minutes on the board', () => {
     await inspector('Blocked')
       .getByText(/Waiting: flow "ghost" is not in config.yaml: add it there, or Edit the card/)
       .waitFor();
-    await page.screenshot({ path: path.join(ARTIFACTS, 'firstrun-blocked-1280.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'firstrun-blocked-1280.png'));
     await page.setViewportSize({ width: 1440, height: 900 });
-    await page.screenshot({ path: path.join(ARTIFACTS, 'firstrun-blocked-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'firstrun-blocked-1440.png'));
     await page.setViewportSize({ width: 1280, height: 720 });
   });
 

@@ -14,6 +14,7 @@ import { findGrant } from '@runboard/supervisor/grants';
 import { statePaths } from '@runboard/supervisor/paths';
 import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, waitUntil } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const CONFIG = 'version: 1\nflows:\n  shell: { runner: command, cap: 2 }\n';
 
@@ -58,7 +59,7 @@ describe('folders granted from the board', () => {
     const ins = page.getByRole('complementary', { name: 'Inspector: Elsewhere' });
     await ins.getByText(/Runs of this card cannot start: its folder .*other is not granted/).waitFor();
     expect(await seriousViolations(page)).toEqual([]);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'grants-missing-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'grants-missing-1440.png'));
     await ins.getByRole('button', { name: /^Grant .*other$/ }).click();
     await waitUntil('the banner gone', async () => (await ins.getByText(/cannot start/).count()) === 0);
     expect(grantOf(path.join(server.project, 'other'))?.path).toBe(path.join(server.project, 'other'));
@@ -87,7 +88,7 @@ describe('folders granted from the board', () => {
     const ins = page.getByRole('complementary', { name: 'Inspector: Elsewhere' });
     await ins.getByText(/was replaced since it was granted/).waitFor();
     expect(await seriousViolations(page)).toEqual([]);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'grants-stale-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'grants-stale-1440.png'));
     await ins.getByRole('button', { name: 'Grant again' }).click();
     await waitUntil('the banner gone', async () => (await ins.getByText(/cannot start/).count()) === 0);
     await tile.getByText(/grant/).waitFor({ state: 'detached' });
@@ -123,7 +124,7 @@ describe('folders granted from the board', () => {
     const site = path.join(home, 'projects', 'site');
     await picker.getByRole('button', { name: `Grant ${site}` }).waitFor();
     expect(await seriousViolations(page)).toEqual([]);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'grants-picker-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'grants-picker-1440.png'));
     await picker.getByRole('button', { name: `Grant ${site}` }).click();
     await picker.waitFor({ state: 'detached' });
     expect(grantOf(site)?.path).toBe(site);

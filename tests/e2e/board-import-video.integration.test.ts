@@ -18,6 +18,7 @@ import { EXTRACT_CONFIG, makeVideo, TASK_WITH_QUESTION } from '../fixtures/extra
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
 import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, waitUntil } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 let model: ModelServer;
 let server: BoardServer;
@@ -93,7 +94,7 @@ describe('Recordings → Import a video', () => {
     const panel = page.getByRole('dialog', { name: 'Recordings' });
     await panel.getByLabel('Import a video (.mp4, in a granted folder)').fill(video);
     expect(await seriousViolations(page)).toEqual([]);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'import-video-1280.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'import-video-1280.png'));
     await panel.getByRole('button', { name: 'Make a task from it' }).click();
     // the panel closes and the new card opens in the inspector; the run writes its task
     await waitUntil('the panel closed', async () => (await panel.count()) === 0);
@@ -111,7 +112,7 @@ describe('Recordings → Import a video', () => {
     await inspector.getByText('Which email address should the form get?').first().waitFor();
     const detail = await server.api<CardDetail>('GET', `/api/cards/${card.id}`);
     expect(detail.body).toContain('# Task\nSign Ada up in the form app.');
-    await page.screenshot({ path: path.join(ARTIFACTS, 'import-video-task-1280.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'import-video-task-1280.png'));
     // the model saw frames of the video (images in its request)
     const asked = model.requests.find((r) => r.api === 'responses');
     expect(JSON.stringify(asked?.body ?? {})).toMatch(/input_image/);

@@ -12,6 +12,7 @@ import { readProviderKey } from '../../supervisor/src/common/secrets.ts';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
 import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, waitUntil } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const KEY = 'sk-board-entered-4f9a1c7e2b';
 const AGENT_NEEDS = '"an OpenAI key: write keys/providers/openai.key"';
@@ -74,7 +75,7 @@ describe('provider keys from the board', () => {
     await agent.getByText('needs: an OpenAI key: write keys/providers/openai.key').waitFor();
     await panel.getByText(/supervisor knows no provider "ghost"/).waitFor();
     expect(await seriousViolations(page)).toEqual([]);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'keys-onboarding-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'keys-onboarding-1440.png'));
     const field = panel.getByLabel('openai key');
     expect(await field.getAttribute('type')).toBe('password');
     await field.focus();
@@ -92,7 +93,7 @@ describe('provider keys from the board', () => {
     await inspector.getByText(/Needs met: openai key saved/).waitFor();
     expect(await inspector.textContent()).not.toContain('write keys/providers');
     expect(await inspector.getByText(/^Needs:/).count()).toBe(0);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'keys-needs-met-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'keys-needs-met-1440.png'));
     await page.keyboard.press('Escape');
     // the supervisor holds it, and asked the provider with it
     expect(readProviderKey(statePaths({ RUNBOARD_HOME: server.home }), 'openai')).toBe(KEY);
@@ -113,7 +114,7 @@ describe('provider keys from the board', () => {
     await openai.getByRole('button', { name: 'Check key' }).click();
     await openai.getByText(/accepted the key/).waitFor();
     expect(await seriousViolations(page)).toEqual([]);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'keys-settings-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'keys-settings-1440.png'));
     await openai.getByRole('button', { name: 'Remove key' }).click();
     await openai.getByText('no key', { exact: true }).waitFor();
     expect(readProviderKey(statePaths({ RUNBOARD_HOME: server.home }), 'openai')).toBeNull();

@@ -14,6 +14,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, DIST, launchBrowser, shellCard, waitUntil } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 let server: BoardServer;
 let browser: Browser;
@@ -81,7 +82,7 @@ describe('a live run that asks, on the board', () => {
     await asks.getByText('Deny tells the agent no', { exact: false }).waitFor();
     await ins.getByRole('button', { name: 'Cancel run' }).waitFor();
     expect(await seriousViolations(page)).toEqual([]);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'board-live-ask-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'board-live-ask-1440.png'));
 
     await asks
       .getByRole('group', { name: `Answer: write in ${reports}` })

@@ -9,6 +9,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, shellCard, shellConfig, waitUntil } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 let server: BoardServer;
 let browser: Browser;
@@ -70,7 +71,7 @@ describe('notifications', () => {
     await box.click();
     await waitUntil('checked', () => box.isChecked());
     expect(await seriousViolations(page)).toEqual([]);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'notify-settings-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'notify-settings-1440.png'));
     await page.keyboard.press('Escape');
     await runCard('second', 'done');
     await waitUntil('a note of the second job', async () =>

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FirstScreenView } from '../../host/src/shared/board-types.ts';
 import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, shellConfig, sleep, waitUntil } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const N = 2000;
 const COLS = ['backlog', 'done', 'failed'] as const;
@@ -114,7 +115,7 @@ describe('a 2,000-card board', () => {
     const last = page.locator(inColumn(LAST_BACKLOG, 'backlog'));
     expect(await last.getAttribute('aria-posinset')).toBe(String(BACKLOG));
     expect(await page.locator(inColumn('c0', 'backlog')).count()).toBe(0); // the top is unmounted
-    await page.screenshot({ path: path.join(ARTIFACTS, 'large-board-scrolled-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'large-board-scrolled-1440.png'));
     expect(await seriousViolations(page)).toEqual([]);
   });
 

@@ -12,6 +12,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, dragCard, launchBrowser, sleep, waitUntil } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const CONFIG = `# friction board
 version: 1
@@ -164,9 +165,9 @@ describe('board friction, keyboard only', () => {
     expect(await page.locator('.trend').count()).toBe(0);
     await noSeriousViolations('inspector of a running card');
     await page.setViewportSize({ width: 1100, height: 800 });
-    await page.screenshot({ path: path.join(ARTIFACTS, 'ux-inspector-running-1100.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'ux-inspector-running-1100.png'));
     await page.setViewportSize({ width: 1440, height: 900 });
-    await page.screenshot({ path: path.join(ARTIFACTS, 'ux-inspector-running-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'ux-inspector-running-1440.png'));
     // dragging the locked card across the page selects no text
     const box = (await h.boundingBox())!;
     const heading = (await page.locator('header.topbar h1').boundingBox())!;
@@ -232,7 +233,7 @@ describe('board friction, keyboard only', () => {
       expect(await dialog.getByText('Saved to config.yaml').count()).toBe(0);
     }
     expect(await max.getAttribute('aria-invalid')).toBe('true');
-    await page.screenshot({ path: path.join(ARTIFACTS, 'ux-settings-invalid-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'ux-settings-invalid-1440.png'));
     expect(readFileSync(path.join(server.project, 'config.yaml'), 'utf8')).toBe(before);
     await max.fill('3');
     await page.getByLabel('Cap of flow slow').fill('1');
@@ -244,7 +245,7 @@ describe('board friction, keyboard only', () => {
         .replace('cap: 2 # runs of this flow', 'cap: 1 # runs of this flow'),
     );
     await page.setViewportSize({ width: 1100, height: 800 });
-    await page.screenshot({ path: path.join(ARTIFACTS, 'ux-settings-1100.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'ux-settings-1100.png'));
     await page.setViewportSize({ width: 1440, height: 900 });
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'detached' });
@@ -278,7 +279,7 @@ describe('board friction, keyboard only', () => {
     });
     expect(icon.status).toBe(200);
     expect(icon.headers.get('content-type')).toBe('image/svg+xml');
-    await page.screenshot({ path: path.join(ARTIFACTS, 'ux-board-1440.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'ux-board-1440.png'));
     await page.setViewportSize({ width: 1100, height: 800 });
     await page.locator(handle('e-error')).focus();
     await page.keyboard.press('Enter');
@@ -287,7 +288,7 @@ describe('board friction, keyboard only', () => {
     const err = page.locator('aside.inspector .banner.error .clamp');
     expect(await err.evaluate((e) => e.scrollHeight > e.clientHeight + 10)).toBe(true);
     expect(await err.getAttribute('title')).toMatch(/goes on $/);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'ux-board-inspector-1100.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'ux-board-inspector-1100.png'));
     await noSeriousViolations('board with the inspector at 1,100 px');
   });
 });

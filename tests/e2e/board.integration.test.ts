@@ -9,6 +9,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLUMNS } from '../../host/src/shared/board-types.ts';
 import { ARTIFACTS, BoardServer, dragCard, launchBrowser, sleep, waitUntil } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const CONFIG = `# e2e board
 version: 1
@@ -99,7 +100,7 @@ describe('the board in a browser', () => {
     // ANSI colours become classes
     expect(await page.locator('.log-line .ansi-green-fg').first().textContent()).toBe('green line');
     await page.locator('.metrics .status', { hasText: 'succeeded' }).waitFor();
-    await page.screenshot({ path: path.join(ARTIFACTS, 'board-inspector-done.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'board-inspector-done.png'));
     // with the inspector open no column is under it: the board (which scrolls sideways) ends where the
     // inspector begins, and its columns keep a readable width instead of being squeezed (issue 31)
     const inspector = (await page.locator('aside.inspector').boundingBox())!;
@@ -135,7 +136,7 @@ describe('the board in a browser', () => {
         return { count: lines.length, firstWrong: wrong < 0 ? null : `#${wrong + 1}: ${lines[wrong]}` };
       }, runId);
       expect(streamed).toEqual({ count: 100_000, firstWrong: null });
-      await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-100k-lines.png') });
+      await savePicture(page, path.join(ARTIFACTS, 'inspector-100k-lines.png'));
       // scrolling up stops following; ticking follow goes back to the end
       const follow = page.getByRole('checkbox', { name: 'follow' });
       expect(await follow.isChecked()).toBe(true);
@@ -165,7 +166,7 @@ describe('the board in a browser', () => {
     await dragCard(page, 'long', 'backlog');
     await sleep(300);
     expect(await page.locator(cardSel('long', 'running')).count()).toBe(1);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'board-running.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'board-running.png'));
     const t0 = Date.now();
     await page.getByRole('button', { name: 'Cancel run' }).click();
     await waitUntil(
@@ -189,7 +190,7 @@ describe('the board in a browser', () => {
     expect(cfg).toMatch(/slow:\n {4}runner: command\n {4}cap: 1\n/);
     expect(cfg).toContain('# quick shell commands');
     expect(cfg).toContain('cap: 2 # runs of this flow at once');
-    await page.screenshot({ path: path.join(ARTIFACTS, 'settings.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'settings.png'));
     await page.getByRole('button', { name: 'Close settings' }).click();
 
     await server.api('POST', '/api/cards/slow-a/move', { to: 'queued', index: 0 });
@@ -227,7 +228,7 @@ describe('the board in a browser', () => {
     expect(await page.locator(cardSel('external', 'queued')).textContent()).toMatch(
       /changed outside the board/,
     );
-    await page.screenshot({ path: path.join(ARTIFACTS, 'board-confirm.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'board-confirm.png'));
     await confirm.focus();
     await page.keyboard.press('Enter');
     await page.waitForSelector(cardSel('external', 'done'), { timeout: 20_000 });
@@ -244,6 +245,6 @@ describe('the board in a browser', () => {
     );
     expect(await page.locator(cardSel('quick', 'done')).count()).toBe(1);
     await page.getByRole('button', { name: 'Close inspector' }).click();
-    await page.screenshot({ path: path.join(ARTIFACTS, 'board.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'board.png'));
   });
 });

@@ -13,6 +13,7 @@ import { statePaths } from '@runboard/supervisor/paths';
 import { startModelServer, type ModelServer } from '../fixtures/model-server/server.ts';
 import { act, final, formApp } from '../cu/cu-harness.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, REPO, waitUntil } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const CONFIG = `version: 1
 flows:
@@ -133,7 +134,7 @@ describe('a computer-use run in the inspector', () => {
     expect(await img.evaluate((el: HTMLImageElement) => [el.naturalWidth, el.naturalHeight])).toEqual([
       640, 480,
     ]);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'cu-live-view.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'cu-live-view.png'));
 
     await waitUntil('the run to succeed', async () => (await server.card('live'))?.column === 'done', 90_000);
     // After the end: no live frame (served or on disk), the panel is gone.
@@ -170,7 +171,7 @@ describe('a computer-use run in the inspector', () => {
     );
     // the bare image list is not shown next to it
     expect(await page.locator('.shots').count()).toBe(0);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'cu-filmstrip.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'cu-filmstrip.png'));
 
     // A thumbnail opens its screenshot large; → goes to the next step; Escape closes.
     await film.getByRole('button', { name: 'Open the screenshot of step 1' }).click();
@@ -179,7 +180,7 @@ describe('a computer-use run in the inspector', () => {
     const big = box.getByRole('img');
     await waitUntil('the large image', () => big.evaluate((e: HTMLImageElement) => e.naturalWidth === 400));
     expect((await big.boundingBox())!.width).toBeGreaterThan(400);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'cu-filmstrip-large.png') });
+    await savePicture(page, path.join(ARTIFACTS, 'cu-filmstrip-large.png'));
     await page.keyboard.press('ArrowRight');
     await page.getByRole('dialog', { name: 'Screenshot of step 2' }).waitFor();
     await page.keyboard.press('Escape');

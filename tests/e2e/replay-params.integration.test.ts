@@ -20,6 +20,7 @@ import {
   waitUntil,
   writeCardWorkflow,
 } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 // A replay flow whose provider has no key: a queued card waits for it instead of starting a run.
 const CONFIG = `version: 1
@@ -64,7 +65,7 @@ describe('replay parameters in the board', () => {
     expect(await seriousViolations(page)).toEqual([]);
     await form.getByRole('button', { name: 'Save and queue' }).click();
     await form.getByText('Saved; the card is queued.').waitFor();
-    await page.screenshot({ path: path.join(ARTIFACTS, 'replay-params.png'), fullPage: true });
+    await savePicture(page, path.join(ARTIFACTS, 'replay-params.png'), { fullPage: true });
     // only the value given; the empty email replays the recorded one
     expect(front().params).toEqual({ full_name: 'Grace Hopper' });
     // Queued: the scheduler took it (the project's folder is not granted here, so it stops on that).

@@ -34,6 +34,7 @@ import {
   waitUntil,
 } from './helpers/board.ts';
 import { FormApp } from './helpers/form-app.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const TITLE = 'Runboard Chain Form';
 
@@ -178,7 +179,7 @@ describe('record → reflect → edit → replay', () => {
     await page.getByRole('textbox', { name: 'Subtask 2 step 1 intent' }).fill('Press Send to save the form.');
     await status.getByText('The workflow is valid.').waitFor();
     expect(await seriousViolations(page)).toEqual([]);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'workflow-chain-edit.png'), fullPage: true });
+    await savePicture(page, path.join(ARTIFACTS, 'workflow-chain-edit.png'), { fullPage: true });
     await page.getByRole('button', { name: 'Save workflow' }).click();
     await page
       .getByRole('region', { name: 'Workflow' })

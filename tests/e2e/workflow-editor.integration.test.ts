@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serializeWorkflow, type Workflow } from '@runboard/supervisor/protocol';
 import { seriousViolations } from './helpers/axe.ts';
 import { ARTIFACTS, BoardServer, launchBrowser, openCard, REPO, writeCardWorkflow } from './helpers/board.ts';
+import { savePicture } from '../helpers/picture.ts';
 
 const CONFIG = `version: 1
 scheduler:
@@ -75,7 +76,7 @@ describe('the workflow editor', () => {
     await status(page).getByText('plan.subtasks[0].text').waitFor();
     await expect.poll(() => status(page).textContent()).toContain('{nobody} is neither a parameter');
     expect(await page.getByRole('button', { name: 'Save workflow' }).isDisabled()).toBe(true);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'workflow-editor-invalid.png'), fullPage: true });
+    await savePicture(page, path.join(ARTIFACTS, 'workflow-editor-invalid.png'), { fullPage: true });
     expect(await seriousViolations(page)).toEqual([]);
     // The host refuses it too, whole: the file is as it was.
     const wf = (await server.api<{ workflow: unknown }>('GET', '/api/cards/fill-form/workflow')).workflow as {
@@ -151,7 +152,7 @@ describe('the workflow editor', () => {
     await page.getByRole('textbox', { name: 'Subtask 1 outcome check value' }).fill('{person_name}');
     await page.getByRole('textbox', { name: 'Subtask 1 outcome check name' }).fill('Name');
     await status(page).getByText('The workflow is valid.').waitFor();
-    await page.screenshot({ path: path.join(ARTIFACTS, 'workflow-editor-locator.png'), fullPage: true });
+    await savePicture(page, path.join(ARTIFACTS, 'workflow-editor-locator.png'), { fullPage: true });
     expect(await seriousViolations(page)).toEqual([]);
   });
 
@@ -160,10 +161,10 @@ describe('the workflow editor', () => {
     await page.getByText('uses status_text').waitFor();
     await page.getByText('checks “Name” showing “{person_name}”').waitFor();
     await page.getByText('3 without a locator (the model does them)').waitFor();
-    await page.screenshot({ path: path.join(ARTIFACTS, 'workflow-editor-review.png'), fullPage: true });
+    await savePicture(page, path.join(ARTIFACTS, 'workflow-editor-review.png'), { fullPage: true });
     expect(await seriousViolations(page)).toEqual([]);
     await page.getByRole('tab', { name: /Parameters/ }).click();
-    await page.screenshot({ path: path.join(ARTIFACTS, 'workflow-editor-params.png'), fullPage: true });
+    await savePicture(page, path.join(ARTIFACTS, 'workflow-editor-params.png'), { fullPage: true });
     await page.getByRole('button', { name: 'Save workflow' }).click();
     await page
       .getByRole('region', { name: 'Workflow' })

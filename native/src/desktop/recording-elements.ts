@@ -13,71 +13,62 @@ function contains(b: Rect, x: number, y: number): boolean {
 /** Roles whose children are cut off at their edges (AT-SPI reports a scrolled-away child's bounds as they are). */
 const CLIPS = new Set(['scroll pane', 'viewport']);
 
-/** The deepest element whose bounds hold the point, with the path to it. */
-export function hitTest(
+/** An element with the path to it from the window's root. */
+type Found = { element: Element; path: ElementPathStep[] };
+
+/**
+ * Every element in tree order with its path (each step: its role's index among its siblings).
+ * `visit` says 'stop' to end the walk, 'skip' to leave the element's children out.
+ */
+function walkPaths(
   roots: Element[],
-  x: number,
-  y: number,
-): { element: Element; path: ElementPathStep[] } | undefined {
-  let best: { element: Element; path: ElementPathStep[] } | undefined;
-  const walk = (els: Element[], trail: ElementPathStep[]): void => {
+  visit: (e: Element, path: ElementPathStep[]) => 'stop' | 'skip' | void,
+): void {
+  const walk = (els: Element[], trail: ElementPathStep[]): boolean => {
     const seen = new Map<string, number>();
     for (const e of els) {
       const index = seen.get(e.role) ?? 0;
       seen.set(e.role, index + 1);
       const here = [...trail, { role: e.role, name: e.name, index }];
-      if (contains(e.bounds, x, y)) {
-        const area = e.bounds[2] * e.bounds[3];
-        const bestArea = best ? best.element.bounds[2] * best.element.bounds[3] : Infinity;
-        if (here.length > (best?.path.length ?? 0) || area < bestArea) best = { element: e, path: here };
-      } else if (CLIPS.has(e.role)) continue; // its children beyond its edges are scrolled out of sight
-      walk(e.children, here);
+      const next = visit(e, here);
+      if (next === 'stop' || (next !== 'skip' && walk(e.children, here))) return true;
     }
+    return false;
   };
   walk(roots, []);
+}
+
+/** The deepest element whose bounds hold the point, with the path to it. */
+export function hitTest(roots: Element[], x: number, y: number): Found | undefined {
+  let best: Found | undefined;
+  walkPaths(roots, (e, path) => {
+    // A clipping element's children beyond its edges are scrolled out of sight.
+    if (!contains(e.bounds, x, y)) return CLIPS.has(e.role) ? 'skip' : undefined;
+    const area = e.bounds[2] * e.bounds[3];
+    const bestArea = best ? best.element.bounds[2] * best.element.bounds[3] : Infinity;
+    if (path.length > (best?.path.length ?? 0) || area < bestArea) best = { element: e, path };
+  });
   return best;
 }
 
 /** Every element `pick` accepts, each with its path. */
-export function all(
-  roots: Element[],
-  pick: (e: Element) => boolean,
-): Array<{ element: Element; path: ElementPathStep[] }> {
-  const out: Array<{ element: Element; path: ElementPathStep[] }> = [];
-  const walk = (els: Element[], trail: ElementPathStep[]): void => {
-    const seen = new Map<string, number>();
-    for (const e of els) {
-      const index = seen.get(e.role) ?? 0;
-      seen.set(e.role, index + 1);
-      const here = [...trail, { role: e.role, name: e.name, index }];
-      if (pick(e)) out.push({ element: e, path: here });
-      walk(e.children, here);
-    }
-  };
-  walk(roots, []);
+export function all(roots: Element[], pick: (e: Element) => boolean): Found[] {
+  const out: Found[] = [];
+  walkPaths(roots, (e, path) => {
+    if (pick(e)) out.push({ element: e, path });
+  });
   return out;
 }
 
-export function findPath(
-  roots: Element[],
-  pick: (e: Element) => boolean,
-): { element: Element; path: ElementPathStep[] } | undefined {
-  const walk = (
-    els: Element[],
-    trail: ElementPathStep[],
-  ): { element: Element; path: ElementPathStep[] } | undefined => {
-    const seen = new Map<string, number>();
-    for (const e of els) {
-      const index = seen.get(e.role) ?? 0;
-      seen.set(e.role, index + 1);
-      const here = [...trail, { role: e.role, name: e.name, index }];
-      if (pick(e)) return { element: e, path: here };
-      const inner = walk(e.children, here);
-      if (inner) return inner;
-    }
-    return undefined;
-  };
-  return walk(roots, []);
+/** The first element in tree order that `pick` accepts, with its path. */
+export function findPath(roots: Element[], pick: (e: Element) => boolean): Found | undefined {
+  let found: Found | undefined;
+  walkPaths(roots, (e, path) => {
+    if (!pick(e)) return undefined;
+    found = { element: e, path };
+    return 'stop';
+  });
+  return found;
 }
 
 /**

@@ -20,10 +20,10 @@
 #include <cstdlib>
 #include <map>
 #include <string>
-#include <thread>
 
 #include "common/inputter.h"
 #include "linux/atspi_bus.h"
+#include "linux/input_util_linux.h"
 #include "linux/keys_handled_linux.h"
 #include "linux/x11_session.h"
 
@@ -40,18 +40,6 @@ Display* Dpy() {
     checked = true;
   }
   return s.dpy();
-}
-
-// How long an app that can be asked is waited for (a hung app would hold the typing for ever).
-constexpr int kAppReadLimitMs = 20000;
-
-void Sleep(int ms) {
-  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-}
-
-bool Trace() {
-  static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
-  return trace;
 }
 
 void Pause(Display* d, int ms) {

@@ -9,11 +9,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <thread>
 
 #include "common/inputter.h"
 #include "linux/atspi_bus.h"
+#include "linux/input_util_linux.h"
 #include "linux/x11_session.h"
 
 namespace runboard::desktop {
@@ -22,17 +21,6 @@ namespace {
 // For an app that cannot be asked whether it has read its keys (no _NET_WM_PING): how long keycodes
 // typed on stay as they were before they are mapped to other characters.
 constexpr int kRemapGraceMs = 250;
-// How long an app that can be asked is waited for (a hung app would hold the typing for ever).
-constexpr int kAppReadLimitMs = 20000;
-
-void Sleep(int ms) {
-  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-}
-
-bool Trace() {
-  static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
-  return trace;
-}
 
 // Does the window take _NET_WM_PING (EWMH: the client answers it, in order with its other events)?
 bool TakesPing(Display* d, Window w, Atom ping) {

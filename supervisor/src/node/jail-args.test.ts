@@ -284,6 +284,27 @@ describe('reads as an allow-list', () => {
       '/run/user/1/runboard-atspi',
       '/home/me/.cache/at-spi/bus_3',
     ]);
+    // a screen in the flow's DISPLAY: at-spi-bus-launcher names the bus by its own DISPLAY, as written
+    const screen = flow({ env: { DISPLAY: ':3.0' } });
+    expect(
+      runReadable({
+        base: [],
+        flow: screen,
+        workspace: '/ws',
+        card,
+        userDisplay: ':3',
+        userRuntimeDir: '/r',
+      }),
+    ).toEqual([
+      '/ws',
+      '/p/cards/c.md',
+      '/p/cards/c',
+      '/tmp/.X11-unix',
+      '/r/bus',
+      '/r/at-spi/bus_3',
+      '/r/at-spi/bus_3.0',
+      '/r/runboard-atspi',
+    ]);
     // the session bus the flow names replaces the folder's default one
     const bus = flow({
       env: { DBUS_SESSION_BUS_ADDRESS: 'unix:path=/tmp/s/bus,guid=1', XDG_RUNTIME_DIR: '/run/user/2' },

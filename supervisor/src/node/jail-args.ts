@@ -182,11 +182,12 @@ export interface ReadableInput {
 }
 
 /**
- * What a run on the person's display `display` (":N") may reach of their runtime folder `runtime`, an
- * allow-list of entries (decision 122): the session bus (`buses`, the flow's DBUS_SESSION_BUS_ADDRESS;
- * when it names none, the folder's `bus`, where systemd puts it and where libdbus and GDBus look), the
- * display's AT-SPI bus (`at-spi/bus_N`, at-spi-bus-launcher's name; in `~/.cache/at-spi` where it had no
- * runtime folder) and the spread budget's folder `runboard-atspi/` (read-only: decision 108). Nothing
+ * What a run on the person's display `display` (":N", or ":N.S" as the flow's DISPLAY names it) may
+ * reach of their runtime folder `runtime`, an allow-list of entries (decision 122): the session bus
+ * (`buses`, the flow's DBUS_SESSION_BUS_ADDRESS; when it names none, the folder's `bus`, where systemd
+ * puts it and where libdbus and GDBus look), the display's AT-SPI bus (`at-spi/bus_N`: at-spi-bus-launcher
+ * names it by its own DISPLAY after the colon, screen included, so `bus_N.S` too when the flow names a
+ * screen; in `~/.cache/at-spi` where it had no runtime folder) and the spread budget's folder `runboard-atspi/` (read-only: decision 108). Nothing
  * else there: read-only does not stop connect() on a pathname socket, and the folder holds the systemd
  * user manager, agents (gpg, ssh), a rootless Docker or Podman socket, keyrings, other sessions' buses.
  * The apps' own AT-SPI sockets (`at-spi2-socket-<pid>`) are left out too: a run cannot write the budget,
@@ -198,18 +199,19 @@ export function userRuntimeReadable(
   buses: string[],
   home: string | undefined,
 ): string[] {
-  const bus = `bus_${display.slice(1)}`;
+  const n = display.slice(1);
+  const names = [...new Set([`bus_${n.replace(/\.\d+$/, '')}`, `bus_${n}`])];
   const inRuntime = runtime && path.isAbsolute(runtime) ? runtime : undefined;
   return [
     ...(inRuntime
       ? [
           ...(buses.length ? [] : [path.join(inRuntime, 'bus')]),
-          path.join(inRuntime, 'at-spi', bus),
+          ...names.map((b) => path.join(inRuntime, 'at-spi', b)),
           path.join(inRuntime, 'runboard-atspi'),
         ]
       : []),
     ...buses.filter((b) => path.isAbsolute(b)),
-    ...(home && path.isAbsolute(home) ? [path.join(home, '.cache', 'at-spi', bus)] : []),
+    ...(home && path.isAbsolute(home) ? names.map((b) => path.join(home, '.cache', 'at-spi', b)) : []),
   ];
 }
 
@@ -237,7 +239,9 @@ export function runReadable(i: ReadableInput): string[] {
     ...(flow.prompt ? [flow.prompt] : []),
     ...(flow.sandbox?.read ?? []),
     ...(i.privateDisplay || i.userDisplay ? ['/tmp/.X11-unix'] : []),
-    ...(i.userDisplay ? userRuntimeReadable(runtime, i.userDisplay, buses, i.userHome) : []),
+    ...(i.userDisplay
+      ? userRuntimeReadable(runtime, flow.env?.DISPLAY ?? i.userDisplay, buses, i.userHome)
+      : []),
   ];
 }
 

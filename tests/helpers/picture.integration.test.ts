@@ -1,0 +1,115 @@
+/**
+ * `savePicture` (tests/helpers/picture.ts) against Debian's Chromium, failing for real. A page 40,000
+ * CSS px square, taken whole (`fullPage`), is more than Chromium's GPU process can copy: that process
+ * exits (its log says "GPU process exited unexpectedly") and DevTools answers "Unable to capture
+ * screenshot", the answer CI met in session 16 from another cause (a view with no frame to copy for a
+ * moment). Chromium starts a new GPU process, and the renderer paints again once it is there, which is
+ * what the helper waits for. The page shrinks when the first capture has failed, as a view comes
+ * back, and the next capture makes the picture. A page that stays too large fails after the tries,
+ * naming the file; any other error fails at once.
+ *
+ * Each test has a browser of its own: Chromium gives up (the browser exits) at its third GPU process
+ * lost, so no browser here loses more than two.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { launchBrowser } from '../e2e/helpers/board.ts';
+import { isCaptureFailure, savePicture } from './picture.ts';
+
+/** Larger than Chromium can copy in one piece (33,000 px square fails too; 9,000 does not). */
+const TOO_LARGE = 40_000;
+/** The page's size once it is small again. */
+const SMALL = { width: 320, height: 200 };
+
+let browser: Browser | undefined;
+let page: Page;
+const dir = mkdtempSync(path.join(os.tmpdir(), 'rb-picture-'));
+
+beforeEach(async () => {
+  browser = await launchBrowser();
+  page = await browser.newPage({ viewport: { width: 800, height: 600 } });
+  await page.setContent(
+    `<style>body{margin:0}</style><div id="box" style="width:${TOO_LARGE}px;height:${TOO_LARGE}px;` +
+      'background:linear-gradient(#2a6,#26a)">a picture</div>',
+  );
+});
+
+afterEach(async () => {
+  await browser?.close();
+  browser = undefined;
+});
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Makes the page small: the box fits in the viewport and nothing scrolls. */
+async function shrink(p: Page): Promise<void> {
+  await p.evaluate(({ width, height }) => {
+    const box = document.getElementById('box')!;
+    box.style.width = `${width}px`;
+    box.style.height = `${height}px`;
+  }, SMALL);
+}
+
+/** Width and height from a PNG's header. */
+function pngSize(file: string): { width: number; height: number } {
+  const b = readFileSync(file);
+  expect(b.subarray(1, 4).toString()).toBe('PNG');
+  return { width: b.readUInt32BE(16), height: b.readUInt32BE(20) };
+}
+
+describe('savePicture', () => {
+  it('takes the picture after a capture that Chromium could not make, once the page has painted again', async () => {
+    const file = path.join(dir, 'retried.png');
+    const failures: string[] = [];
+    await savePicture(page, file, {
+      fullPage: true,
+      onCaptureFailed: async (attempt, error) => {
+        failures.push(`${attempt}: ${error.message.split('\n')[0]}`);
+        await shrink(page);
+      },
+    });
+    // The first capture failed for real, with Chromium's own words; the second made the picture.
+    expect(failures).toEqual([
+      '1: page.screenshot: Protocol error (Page.captureScreenshot): Unable to capture screenshot',
+    ]);
+    // The picture is of the page as it was painted after the failure: the viewport, nothing larger.
+    expect(pngSize(file)).toEqual({ width: 800, height: 600 });
+  });
+
+  it('fails after its tries, naming the file', async () => {
+    const file = path.join(dir, 'never.png');
+    const attempts: number[] = [];
+    const error = await savePicture(page, file, {
+      fullPage: true,
+      tries: 2,
+      onCaptureFailed: (attempt) => {
+        attempts.push(attempt);
+      },
+    }).catch((e: unknown) => e);
+    expect(attempts).toEqual([1, 2]);
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message).toContain(`the picture ${file} could not be taken`);
+    expect(isCaptureFailure((error as Error).cause)).toBe(true);
+    expect(existsSync(file)).toBe(false);
+  });
+
+  it('fails at once on any other error (a zero-sized view), without trying again', async () => {
+    await shrink(page);
+    await page.setViewportSize({ width: 0, height: 0 });
+    const file = path.join(dir, 'zero.png');
+    let calls = 0;
+    const error = await savePicture(page, file, {
+      onCaptureFailed: () => {
+        calls++;
+      },
+    }).catch((e: unknown) => e);
+    expect(calls).toBe(0);
+    expect(String(error)).toContain('Cannot take screenshot with 0 width');
+    expect(isCaptureFailure(error)).toBe(false);
+  });
+});
