@@ -54,12 +54,17 @@ interface RawBinding {
       visibleOnly?: boolean;
       actions?: boolean;
       signatures?: boolean;
+      /** compact.ts compactTables, and the short roles to keep */
+      compact?: { roles: string[]; actions: string[]; keep?: string[] };
+      elements?: boolean;
     },
   ): Promise<{
     window: RawWindow;
     scale: number;
     /** The elements as one JSON text (native/src/common/element_json.h): Element objects already. */
-    elementsJson: string;
+    elementsJson?: string;
+    /** With `compact` (element_json.h AppendCompactJson). */
+    compactJson?: string;
     /** With `signatures` (native/src/common/element_json.h AppendSignaturesJson). */
     signaturesJson?: string;
     stats: {
@@ -101,6 +106,10 @@ interface RawBinding {
     format: 'png' | 'jpeg' | 'raw';
   }>;
   desktopNaiveWalkForBench(q: RawQuery): Promise<number>;
+  desktopCompactJsonForTest(
+    elements: unknown[],
+    compact: { roles: string[]; actions: string[]; keep?: string[] },
+  ): string;
   desktopPointer(): Promise<{
     x: number;
     y: number;

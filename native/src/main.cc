@@ -106,6 +106,63 @@ Napi::String AsciiString(Napi::Env env, const std::string& s) {
   return Napi::String(env, v);
 }
 
+// compact.ts compactTables (pairs as flat arrays) and the short roles to keep.
+d::CompactRules CompactRulesFrom(const Napi::Object& c) {
+  d::CompactRules rules;
+  auto pairs = [&](const char* key, std::unordered_map<std::string, std::string>& into) {
+    if (!c.Get(key).IsArray()) throw Napi::TypeError::New(c.Env(), std::string("compact.") + key + " must be an array");
+    auto a = c.Get(key).As<Napi::Array>();
+    for (uint32_t i = 0; i + 1 < a.Length(); i += 2)
+      into[a.Get(i).ToString().Utf8Value()] = a.Get(i + 1).ToString().Utf8Value();
+  };
+  pairs("roles", rules.roles);
+  pairs("actions", rules.actions);
+  if (c.Get("keep").IsArray()) {
+    auto keep = c.Get("keep").As<Napi::Array>();
+    for (uint32_t i = 0; i < keep.Length(); i++) rules.keep.insert(keep.Get(i).ToString().Utf8Value());
+  }
+  return rules;
+}
+
+// An Element of the facade (types.ts) back into the reader's shape: for the compact tree's test only.
+d::Element ElementFrom(const Napi::Object& o) {
+  d::Element e;
+  e.id = static_cast<int>(Int(o, "id", 0));
+  e.role = Str(o, "role");
+  e.name = Str(o, "name");
+  e.value = Str(o, "value");
+  e.description = Str(o, "description");
+  if (o.Get("bounds").IsArray()) e.bounds = RectFrom(o.Get("bounds"));
+  const std::pair<const char*, uint32_t> bits[] = {
+      {"focused", d::kFocused}, {"enabled", d::kEnabled},   {"selected", d::kSelected},   {"visible", d::kVisible},
+      {"checked", d::kChecked}, {"editable", d::kEditable}, {"focusable", d::kFocusable},
+  };
+  for (auto& [key, bit] : bits)
+    if (Bool(o, key, false)) e.states |= bit;
+  e.secret = Bool(o, "secret", false);
+  if (o.Get("actions").IsArray()) {
+    auto a = o.Get("actions").As<Napi::Array>();
+    for (uint32_t i = 0; i < a.Length(); i++) e.actions.push_back(a.Get(i).ToString().Utf8Value());
+  }
+  if (o.Get("children").IsArray()) {
+    auto a = o.Get("children").As<Napi::Array>();
+    for (uint32_t i = 0; i < a.Length(); i++) e.children.push_back(ElementFrom(a.Get(i).As<Napi::Object>()));
+  }
+  return e;
+}
+
+// The addon's compact tree of given elements (tests: it must be compact.ts toCompact's, rule by rule).
+Napi::Value CompactJsonForTest(const Napi::CallbackInfo& info) {
+  if (info.Length() < 2 || !info[0].IsArray() || !info[1].IsObject())
+    throw Napi::TypeError::New(info.Env(), "expected (elements, compact tables)");
+  std::vector<d::Element> els;
+  auto a = info[0].As<Napi::Array>();
+  for (uint32_t i = 0; i < a.Length(); i++) els.push_back(ElementFrom(a.Get(i).As<Napi::Object>()));
+  std::string out;
+  d::AppendCompactJson(out, els, CompactRulesFrom(info[1].As<Napi::Object>()));
+  return AsciiString(info.Env(), out);
+}
+
 Napi::Value Read(const Napi::CallbackInfo& info) {
   auto o = ObjArg(info, 0);
   d::ReadOptions opts;
@@ -121,22 +178,29 @@ Napi::Value Read(const Napi::CallbackInfo& info) {
     auto roles = o.Get("roles").As<Napi::Array>();
     for (uint32_t i = 0; i < roles.Length(); i++) opts.roles.push_back(roles.Get(i).As<Napi::String>().Utf8Value());
   }
+  // What the reader hands over, each as JSON made on the desktop thread (element_json.h): the elements
+  // (unless `elements: false`), desktop-cli's signatures, and the compact tree by compact.ts's tables.
+  bool elements = Bool(o, "elements", true);
   bool signatures = Bool(o, "signatures", false);
-  return Run(info.Env(), [opts, signatures]() -> Marshal {
+  std::shared_ptr<d::CompactRules> compact;
+  if (o.Get("compact").IsObject())
+    compact = std::make_shared<d::CompactRules>(CompactRulesFrom(o.Get("compact").As<Napi::Object>()));
+  return Run(info.Env(), [opts, elements, signatures, compact]() -> Marshal {
     auto r = std::make_shared<d::ReadResult>(d::ReadTree(opts));
-    // The elements go to JavaScript as one JSON text, made here on the desktop thread (element_json.h);
-    // so do desktop-cli's signatures when asked for.
     auto json = std::make_shared<std::string>();
-    d::AppendElementsJson(*json, r->elements);
+    if (elements) d::AppendElementsJson(*json, r->elements);
     auto sigs = std::make_shared<std::string>();
     if (signatures) d::AppendSignaturesJson(*sigs, r->elements, r->window.bounds.x, r->window.bounds.y);
+    auto tree = std::make_shared<std::string>();
+    if (compact) d::AppendCompactJson(*tree, r->elements, *compact);
     r->elements.clear();
-    return [r, json, sigs, signatures](Napi::Env env) {
+    return [r, json, sigs, tree, elements, signatures, compact](Napi::Env env) {
       auto out = Napi::Object::New(env);
       out.Set("window", WindowValue(env, r->window));
       out.Set("scale", r->scale);
-      out.Set("elementsJson", AsciiString(env, *json));
+      if (elements) out.Set("elementsJson", AsciiString(env, *json));
       if (signatures) out.Set("signaturesJson", AsciiString(env, *sigs));
+      if (compact) out.Set("compactJson", AsciiString(env, *tree));
       auto stats = Napi::Object::New(env);
       stats.Set("nodes", r->stats.nodes);
       stats.Set("returned", r->stats.returned);
@@ -372,6 +436,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("Recorder", DefineRecorder(env));
   exports.Set("encodeImage", Napi::Function::New(env, EncodeImage));
   exports.Set("desktopNaiveWalkForBench", Napi::Function::New(env, NaiveWalk));
+  exports.Set("desktopCompactJsonForTest", Napi::Function::New(env, CompactJsonForTest));
   return exports;
 }
 

@@ -6,7 +6,7 @@ import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSyn
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { desktop, type Element, type KeyPress, type WindowInfo } from '../../native/src/index.ts';
-import { allElements } from '../../native/src/desktop/compact.ts';
+import { allElements, platformRolesFor, toCompact } from '../../native/src/desktop/compact.ts';
 import { decodePng } from './png.ts';
 import {
   type CliResult,
@@ -105,6 +105,27 @@ function cliId(r: string, t: string, args: string[] = ['--window', TITLE]): numb
   const hit = els.filter((e) => e.r === r && e.t === t);
   expect(hit, `${r} "${t}" in ${res.stdout}`).toHaveLength(1);
   return hit[0]!.i;
+}
+
+/**
+ * desktop-cli's reads take the compact tree the addon makes (element_json.h AppendCompactJson); the
+ * workers make it in JavaScript (compact.ts toCompact). Both must give the same tree, key order included,
+ * for the same read, whole or kept to some short roles (with the reader's role filter, as the CLI asks).
+ */
+async function expectCompactParity(title: string, keeps: string[][]): Promise<number> {
+  let compared = 0;
+  for (const keep of [[], ...keeps]) {
+    const r = await desktop.read({
+      title,
+      visibleOnly: false,
+      compact: keep.length ? { keep } : {},
+      ...(keep.length ? { roles: platformRolesFor(keep) } : {}),
+    });
+    const mine = JSON.stringify(toCompact(r.elements, keep.length ? keep : undefined));
+    expect(JSON.stringify(JSON.parse(r.compactJson!)), `keep [${keep.join(', ')}]`).toBe(mine);
+    compared += allElements(r.elements).length;
+  }
+  return compared;
 }
 
 describe('reader', () => {
@@ -226,6 +247,15 @@ describe('reader', () => {
     const fast = await desktop.read({ title: TITLE, visibleOnly: false });
     expect(fast.stats.nodes).toBe(await desktop.naiveWalkForBench({ title: TITLE }));
     expect(fast.stats.nodes).toBeGreaterThan(80);
+  });
+
+  it("the addon's compact tree is toCompact's, whole and kept to some roles", async () => {
+    expect(
+      await expectCompactParity(TITLE, [
+        ['input', 'btn'],
+        ['txt', 'chk', 'static'],
+      ]),
+    ).toBeGreaterThan(80);
   });
 
   it('applies depth, roles and bbox while reading; ids stay the same whatever the filters', async () => {
@@ -1209,6 +1239,10 @@ describe('Chromium (web content, renderer accessibility on)', () => {
       expect(o).toContain('Secret');
       expect(o).not.toContain(WEB_SECRET);
     }
+  });
+
+  it("the addon's compact tree of the page is toCompact's, whole and kept to some roles", async () => {
+    expect(await expectCompactParity(PAGE_TITLE, [['lnk'], ['web', 'static', 'input']])).toBeGreaterThan(400);
   });
 
   it("the batched read sees every node of the page that libatspi's walk sees", async () => {

@@ -388,7 +388,7 @@ export async function fill(v: Values): Promise<Out> {
   if (method !== 'set-value' && method !== 'type')
     throw new CliError('USAGE', '--method must be set-value or type');
   // One read for every field.
-  const { result, tree } = await readWindow(targetOf(v));
+  const { result, tree } = await readWindow(targetOf(v), { elements: true });
   const windowId = result.window.id;
   const els = allElements(result.elements);
   const results: Record<string, unknown>[] = [];

@@ -1,5 +1,5 @@
 // desktop-cli's reading commands: list, read (the tree, --flat, --since diffs) and find.
-import { flatten, platformRolesFor, toCompact, type CompactElement } from '../desktop/compact.ts';
+import { flatten, platformRolesFor, type CompactElement } from '../desktop/compact.ts';
 import { desktop } from '../desktop/desktop.ts';
 import { type ReadResult, type Rect, type WindowInfo, type WindowQuery } from '../desktop/types.ts';
 import { type Values, type Out, int, str, targetOf, rolesOf, parseBbox } from './args.ts';
@@ -22,14 +22,22 @@ import {
 } from './format.ts';
 
 export interface Read {
+  /** The read; its `elements` only when readWindow was asked for them (`elements: true`). */
   result: ReadResult;
   tree: CompactElement[];
+  /** The tree's JSON as the addon made it (ASCII: other characters are \u escapes). */
+  treeJson: string;
 }
 
-/** Reads a window, leaves its signatures for --id (context.ts) and returns its compact tree. */
+/**
+ * Reads a window, leaves its signatures for --id (context.ts) and returns its compact tree. The addon
+ * makes the compact tree and the signatures as JSON (element_json.h); the elements themselves only for
+ * a caller that asks (`elements: true`): on a 6,000-node page an object per element in JavaScript cost a
+ * one-shot process ~20 ms more (docs/bench-desktop.md, session 18).
+ */
 export async function readWindow(
   q: WindowQuery,
-  opts: { depth?: number; roles?: string[]; bbox?: Rect; visibleOnly?: boolean } = {},
+  opts: { depth?: number; roles?: string[]; bbox?: Rect; visibleOnly?: boolean; elements?: boolean } = {},
 ): Promise<Read> {
   let platformRoles: string[] | undefined;
   try {
@@ -44,11 +52,10 @@ export async function readWindow(
     ...(opts.bbox ? { bbox: opts.bbox } : {}),
     visibleOnly: opts.visibleOnly !== false,
     signatures: true,
+    compact: opts.roles ? { keep: opts.roles } : {},
+    elements: opts.elements === true,
   });
-  const tree = toCompact(result.elements, opts.roles);
-  // Each element's signature (platform role, editable, title, bounds relative to the window), as JSON the
-  // addon made in one pass: a JavaScript pass cost a 6,000-node page 10-25 ms of a process that never
-  // warms up (docs/bench-desktop.md, session 18).
+  const treeJson = result.compactJson ?? '[]';
   saveContext({
     windowId: result.window.id,
     title: result.window.title,
@@ -56,7 +63,15 @@ export async function readWindow(
     ts: Date.now(),
     elementsJson: result.signaturesJson ?? '{}',
   });
-  return { result, tree };
+  return { result, tree: JSON.parse(treeJson) as CompactElement[], treeJson };
+}
+
+/**
+ * The JSON of a tree for output: the addon's when it is the same bytes as JSON.stringify's (nothing
+ * escaped as \u: the addon's JSON is ASCII), else JSON.stringify's (text as it is, not escaped).
+ */
+export function outputJson(tree: CompactElement[], addonJson: string | undefined): string {
+  return addonJson !== undefined && !addonJson.includes('\\u') ? addonJson : JSON.stringify(tree);
 }
 
 export const head = (w: WindowInfo) => ({ window: w.title, app: w.app, pid: w.pid });
@@ -112,7 +127,11 @@ export async function read(v: Values): Promise<Out> {
   const depth = int(v.depth, 'depth', 0);
   const bbox = parseBbox(v.bbox);
   const since = int(v.since, 'since', 0);
-  const { result, tree: whole } = await readWindow(targetOf(v), {
+  const {
+    result,
+    tree: whole,
+    treeJson: wholeJson,
+  } = await readWindow(targetOf(v), {
     ...(depth !== undefined && depth > 0 ? { depth } : {}),
     ...(roles ? { roles } : {}),
     ...(bbox ? { bbox } : {}),
@@ -147,10 +166,12 @@ export async function read(v: Values): Promise<Out> {
   let flatMemo: FlatElement[] | undefined;
   const flatOf = () => (flatMemo ??= flatWithPaths(tree, refs(tree)));
   const beforeTree = since !== undefined ? loadSnapshot<CompactElement>(w.id, since) : undefined;
-  // The tree's JSON is made once: the snapshot keeps it, and the default output (the tree, compact
-  // JSON) is it with the header around it (JSON.stringify of that object, byte for byte).
-  const treeJson = JSON.stringify(tree);
-  saveSnapshot(w.id, ts, treeJson);
+  // The snapshot keeps the tree's JSON (the addon's when the tree is the whole read: its \u escapes
+  // parse back the same), and the default output (the tree, compact JSON) is the tree's JSON with the
+  // header around it (JSON.stringify of that object, byte for byte).
+  let outMemo: string | undefined;
+  const treeOut = () => (outMemo ??= outputJson(tree, tree === whole ? wholeJson : undefined));
+  saveSnapshot(w.id, ts, tree === whole ? wholeJson : treeOut());
   const maxFlag = int(v['max-elements'], 'max-elements', 0); // checked now, the page's cap made if asked
   if (since !== undefined) {
     if (!beforeTree)
@@ -176,7 +197,7 @@ export async function read(v: Values): Promise<Out> {
   return {
     value: { ...header, elements },
     ...(elements === tree
-      ? { json: () => `${JSON.stringify(header).slice(0, -1)},"elements":${treeJson}}` }
+      ? { json: () => `${JSON.stringify(header).slice(0, -1)},"elements":${treeOut()}}` }
       : {}),
     agent: () => agentFormat(head(w), tree, maxFlag ?? webCap(tree), flatOf()),
   };

@@ -121,7 +121,7 @@ export async function locate(
   const text = str(v[textFlag]);
   const ref = str(v[refFlag]);
   if (text === undefined && ref === undefined) return undefined;
-  const { result, tree: whole } = await readWindow(targetOf(v));
+  const { result, tree: whole } = await readWindow(targetOf(v), { elements: true });
   let tree = whole;
   const scopeId = int(v['scope-id'], 'scope-id', 0);
   if (scopeId !== undefined) {

@@ -96,7 +96,92 @@ void AppendSignatures(std::string& out, const std::vector<Element>& elements, in
   }
 }
 
+// compact.ts shortRole: 'text' is an input when editable, a text otherwise; then the table; else 'other'.
+const std::string& ShortRole(const Element& e, const CompactRules& rules) {
+  static const std::string kInput = "input", kTxt = "txt", kOther = "other";
+  if (e.role == "text") return (e.states & kEditable) ? kInput : kTxt;
+  auto it = rules.roles.find(e.role);
+  return it == rules.roles.end() ? kOther : it->second;
+}
+
+// compact.ts toCompact, writing each element into `out` (a JSON array's items; `first` says whether a comma
+// goes before the next). An element whose role is not kept gives its children in its place.
+void AppendCompact(std::string& out, bool& first, const std::vector<Element>& elements, const CompactRules& rules,
+                   const std::string* parentTitle) {
+  char num[96];
+  for (const auto& el : elements) {
+    const std::string& r = ShortRole(el, rules);
+    const bool shown = rules.keep.empty() || rules.keep.count(r) > 0;
+    if (!shown) {
+      AppendCompact(out, first, el.children, rules, nullptr);
+      continue;
+    }
+    // the short actions, each once, in the order of the first platform action that gives it
+    std::vector<const std::string*> actions;
+    for (const auto& a : el.actions) {
+      std::string lower = a;
+      for (auto& ch : lower)
+        if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+      auto it = rules.actions.find(lower);
+      if (it == rules.actions.end()) continue;
+      bool seen = false;
+      for (auto* s : actions) seen = seen || *s == it->second;
+      if (!seen) actions.push_back(&it->second);
+    }
+    // a text leaf that only repeats its parent's title carries nothing an agent can use
+    if (parentTitle && el.children.empty() && (r == "static" || r == "txt") && el.name == *parentTitle &&
+        actions.empty())
+      continue;
+    if (!first) out += ',';
+    first = false;
+    snprintf(num, sizeof num, "{\"i\":%d,\"r\":", el.id);
+    out += num;
+    AppendJsonString(out, r);
+    if (!el.name.empty()) {
+      out += ",\"t\":";
+      AppendJsonString(out, el.name);
+    }
+    if (!el.secret && !el.value.empty()) {
+      out += ",\"v\":";
+      AppendJsonString(out, el.value);
+    }
+    if (!el.description.empty()) {
+      out += ",\"d\":";
+      AppendJsonString(out, el.description);
+    }
+    snprintf(num, sizeof num, ",\"b\":[%d,%d,%d,%d]", el.bounds.x, el.bounds.y, el.bounds.w, el.bounds.h);
+    out += num;
+    if (el.states & kFocused) out += ",\"f\":true";
+    if (!(el.states & kEnabled)) out += ",\"e\":false";
+    if (el.states & kSelected) out += ",\"s\":true";
+    // the children, written in place: taken back when none of them gives anything
+    const size_t mark = out.size();
+    out += ",\"c\":[";
+    bool noKids = true;
+    AppendCompact(out, noKids, el.children, rules, el.name.empty() ? nullptr : &el.name);
+    if (noKids) out.resize(mark);
+    else out += ']';
+    if (!actions.empty()) {
+      out += ",\"a\":[";
+      for (size_t i = 0; i < actions.size(); i++) {
+        if (i > 0) out += ',';
+        AppendJsonString(out, *actions[i]);
+      }
+      out += ']';
+    }
+    if (el.secret) out += ",\"secret\":true";
+    out += '}';
+  }
+}
+
 }  // namespace
+
+void AppendCompactJson(std::string& out, const std::vector<Element>& elements, const CompactRules& rules) {
+  bool first = true;
+  out += '[';
+  AppendCompact(out, first, elements, rules, nullptr);
+  out += ']';
+}
 
 void AppendSignaturesJson(std::string& out, const std::vector<Element>& elements, int originX, int originY) {
   bool first = true;

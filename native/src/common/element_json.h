@@ -4,6 +4,8 @@
 // Plain C++: no Node, no platform headers.
 #pragma once
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/desktop_types.h"
@@ -24,6 +26,19 @@ void AppendElementsJson(std::string& out, const std::vector<Element>& elements);
 // `click --id` finds the element by again, made here in one pass (a JavaScript pass over a 6,000-node
 // page took 10-25 ms of a one-shot process that never warms up).
 void AppendSignaturesJson(std::string& out, const std::vector<Element>& elements, int originX, int originY);
+
+// The compact schema's tables, given by native/src/desktop/compact.ts (`compactTables`): platform role ->
+// short role, lowercased platform action -> short action, and the short roles to keep (none: all).
+struct CompactRules {
+  std::unordered_map<std::string, std::string> roles, actions;
+  std::unordered_set<std::string> keep;
+};
+
+// Appends the compact tree (a JSON array of CompactElement) that compact.ts `toCompact` makes of the same
+// elements, byte for byte: the same rules, in the same order (tests/desktop/desktop.integration compares
+// the two on a GTK window and a Chromium page). desktop-cli's reads take it instead of the elements: on a
+// 6,000-node page that is ~20 ms less of a one-shot process (docs/bench-desktop.md, session 18).
+void AppendCompactJson(std::string& out, const std::vector<Element>& elements, const CompactRules& rules);
 
 // A JSON string literal of s (quotes included), appended to out.
 void AppendJsonString(std::string& out, const std::string& s);

@@ -125,6 +125,17 @@ const ACTION_TABLE: Record<string, string> = {
 
 const ACTIONS = new Map(Object.entries(ACTION_TABLE));
 
+/**
+ * The tables the addon makes the same compact tree by (native/src/common/element_json.h
+ * AppendCompactJson, for desktop-cli's reads), as [key, value, key, value, ...]: platform role -> short
+ * role, platform action (lowercase) -> short action. The rules are toCompact's, written in C++ too;
+ * tests/desktop/desktop.integration checks the two trees are the same on real windows.
+ */
+export const compactTables = {
+  roles: [...BY_PLATFORM].flat(),
+  actions: [...ACTIONS].flat(),
+};
+
 /** The compact name of a platform action, or undefined when it has none. */
 export function shortAction(name: string): string | undefined {
   return ACTIONS.get(name.toLowerCase()); // a Map: an action named "constructor" is not Object's

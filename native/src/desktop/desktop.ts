@@ -1,5 +1,6 @@
 // The typed, promise-based desktop facade. Every call runs on the addon's own desktop thread.
 import { binding, type RawRecorder, type RawWatcher } from '../binding.ts';
+import { compactTables } from './compact.ts';
 import {
   DesktopError,
   type AppInfo,
@@ -163,12 +164,17 @@ export const desktop = {
     return call(() => binding().desktopListApps());
   },
   async read(options: ReadOptions = {}): Promise<ReadResult> {
+    const { compact, ...rest } = options;
     const { elementsJson, ...raw } = await call(() =>
-      binding().desktopRead({ ...options, ...query(options) }),
+      binding().desktopRead({
+        ...rest,
+        ...query(options),
+        ...(compact ? { compact: { ...compactTables, keep: compact.keep } } : {}),
+      }),
     );
     // One JSON.parse: the addon wrote the Element objects (element_json.h), where an N-API object per
     // element and a copy of each here cost a 6,000-node page ~20 ms (docs/bench-desktop.md, session 18).
-    return { ...raw, elements: JSON.parse(elementsJson) as Element[] };
+    return { ...raw, elements: elementsJson === undefined ? [] : (JSON.parse(elementsJson) as Element[]) };
   },
   /**
    * For long-lived processes (observe, serve): keep each window's tree between reads and re-read only
@@ -284,6 +290,10 @@ export const desktop = {
   /** Benchmark baseline only: libatspi's one-call-per-attribute walk; resolves to the node count. */
   naiveWalkForBench(q: WindowQuery): Promise<number> {
     return call(() => binding().desktopNaiveWalkForBench(query(q)));
+  },
+  /** The addon's compact tree (JSON) of given elements, as its reads make it: for tests. */
+  compactJsonForTest(elements: Element[], keep?: string[]): string {
+    return binding().desktopCompactJsonForTest(elements, { ...compactTables, keep });
   },
 };
 

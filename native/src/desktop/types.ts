@@ -81,6 +81,13 @@ export interface ReadOptions extends WindowQuery {
   actions?: boolean;
   /** Also give `signaturesJson`: every element's signature for desktop-cli's read context. */
   signatures?: boolean;
+  /**
+   * Also give `compactJson`: the compact tree compact.ts `toCompact(elements, keep)` makes, made by the
+   * addon (desktop-cli's reads: no object per element in a one-shot process).
+   */
+  compact?: { keep?: string[] };
+  /** Give the elements (default true); false: `elements` is empty (a read that needs only compactJson). */
+  elements?: boolean;
 }
 
 export interface ReadResult {
@@ -94,6 +101,8 @@ export interface ReadResult {
    * (desktop-cli's read context, native/src/cli/context.ts).
    */
   signaturesJson?: string;
+  /** With `compact`: the compact tree's JSON (CompactElement[]). */
+  compactJson?: string;
   stats: {
     nodes: number;
     returned: number;
