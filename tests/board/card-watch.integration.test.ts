@@ -212,6 +212,21 @@ it('on the board (runboard serve): the card being written shows its last good ve
   await tile.getByText('its file does not read now: showing its last good version').waitFor();
   expect(await tile.locator('.card-title').innerText()).toBe('Card A');
   await savePicture(page, path.join(ARTIFACTS, 'board-card-being-written-1440.png'));
+  // the inspector says why; neither its Run nor Getting started's can be pressed meanwhile (the
+  // board would refuse the run: a click did nothing, Getting started's said nothing either)
+  await page.locator('[data-card-handle="a"]').click();
+  const ins = page.getByRole('complementary', { name: 'Inspector: Card A' });
+  await ins.getByText('cards/a.md does not read now').waitFor();
+  const run = ins.getByRole('button', { name: 'Run', exact: true });
+  expect(await run.isDisabled()).toBe(true);
+  expect(await run.getAttribute('title')).toMatch(/being written/);
+  const started = page.getByRole('region', { name: 'Getting started' });
+  const tryIt = started.getByRole('button', { name: /^Run “/ });
+  expect(await tryIt.isDisabled()).toBe(true);
+  await started.getByText('its file is being written: it can run once the file reads again').waitFor();
+  await savePicture(page, path.join(ARTIFACTS, 'inspector-card-being-written-1440.png'));
+  await page.setViewportSize({ width: 800, height: 900 });
+  await savePicture(page, path.join(ARTIFACTS, 'inspector-card-being-written-800.png'));
   // no write of it meanwhile: a move would rename half a file over the writer's
   await expect(s.api('POST', '/api/cards/a/move', { to: 'queued', index: 0 })).rejects.toThrow(
     /does not read now/,
@@ -219,6 +234,9 @@ it('on the board (runboard serve): the card being written shows its last good ve
   writeFileSync(go, 'go\n'); // the shell writes the rest
   await waitUntil('the rewritten card', async () => (await s.card('a'))?.title === 'Card A rewritten');
   await exited;
+  // once it reads, both Runs can be pressed again
+  await waitUntil('Run pressable again', async () => (await run.isEnabled()) && (await tryIt.isEnabled()));
+  expect(await tryIt.innerText()).toBe('Run “Card A rewritten”');
   const a = await s.card('a');
   expect(a?.unreadable).toBeUndefined();
   expect(a?.column).toBe('backlog');

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { desktop, Recording, type Element, type ManifestStep } from '../../native/src/index.ts';
 import { decodePng } from './png.ts';
+import { centre, manifest } from './recorder-helpers.ts';
 import { DesktopSession, eventually, findElement, repo, sleep } from './session.ts';
 
 const TITLE = 'Runboard Keys Form';
@@ -49,18 +50,6 @@ const focused = (title: string, role: string, name: string): Promise<boolean> =>
     (e) => e.focused,
     () => false,
   );
-const centre = (e: Element): [number, number] => [
-  e.bounds[0] + Math.floor(e.bounds[2] / 2),
-  e.bounds[1] + Math.floor(e.bounds[3] / 2),
-];
-
-function manifest(dir: string): ManifestStep[] {
-  return readFileSync(path.join(dir, 'manifest.jsonl'), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as ManifestStep);
-}
-
 /** Where each step went: a click's element, a key step's field. */
 const fields = (steps: ManifestStep[]): (string | undefined)[] =>
   steps.map((x) => (x.action.type === 'click' ? x.element?.name : x.focus?.name));

@@ -4,11 +4,12 @@
 // is still in flight (in the X server, the recorder's thread or the addon's queue) when the pause or
 // the answer comes right after. That is a recorder running behind on a loaded machine, made certain:
 // no sleeps, no load needed. The steps' order is asserted.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { desktop, Recording, type Element, type ManifestStep } from '../../native/src/index.ts';
+import { desktop, Recording, type Element } from '../../native/src/index.ts';
+import { centre, manifest } from './recorder-helpers.ts';
 import { DesktopSession, eventually, findElement } from './session.ts';
 
 const TITLE = 'Runboard Recorder Pause Form';
@@ -22,24 +23,12 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  rmSync(out, { recursive: true, force: true });
-  await s?.stop();
-  expect(s.leftovers(), 'processes the suite started and left running').toEqual([]);
+  await s?.stop(); // first: a beforeAll that failed half-way leaves no desktop behind either
+  if (out) rmSync(out, { recursive: true, force: true });
+  expect(s?.leftovers() ?? [], 'processes the suite started and left running').toEqual([]);
 });
 
 const find = (role: string, name: string): Promise<Element> => findElement(TITLE, role, name);
-
-const centre = (e: Element): [number, number] => [
-  e.bounds[0] + Math.floor(e.bounds[2] / 2),
-  e.bounds[1] + Math.floor(e.bounds[3] / 2),
-];
-
-function manifest(dir: string): ManifestStep[] {
-  return readFileSync(path.join(dir, 'manifest.jsonl'), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as ManifestStep);
-}
 
 /** The person's input, from another process; this process's JavaScript waits for it (nothing is read meanwhile). */
 function person(...args: string[]): void {

@@ -17,6 +17,7 @@ import {
   type WindowInfo,
 } from '../../native/src/index.ts';
 import { decodePng, type Image } from './png.ts';
+import { centre, manifest } from './recorder-helpers.ts';
 import { DesktopSession, eventually, findElement, repo, sleep } from './session.ts';
 
 const TITLE = 'Runboard Recorder Form';
@@ -39,19 +40,6 @@ afterAll(async () => {
 });
 
 const find = (role: string, name: string): Promise<Element> => findElement(TITLE, role, name);
-
-const centre = (e: Element): [number, number] => [
-  e.bounds[0] + Math.floor(e.bounds[2] / 2),
-  e.bounds[1] + Math.floor(e.bounds[3] / 2),
-];
-
-function manifest(dir: string): ManifestStep[] {
-  return readFileSync(path.join(dir, 'manifest.jsonl'), 'utf8')
-    .trim()
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as ManifestStep);
-}
 
 /** Every file of a recording, as Latin-1 text (images are compressed: their pixels are checked apart). */
 function allText(dir: string): string {

@@ -432,6 +432,7 @@ export function App({ api }: { api: BoardApi }) {
           }
           onChanged={() => void refresh()}
           onOpen={setSelected}
+          onError={setError}
           onDismiss={() => {
             const hidden = [...firstRunHidden, board.project];
             localStorage.setItem('runboard.firstRunHidden', JSON.stringify(hidden));

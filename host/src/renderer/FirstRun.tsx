@@ -11,8 +11,12 @@ export interface FirstRunState {
   ungranted: string[];
   /** Some card has run (or runs). */
   tried: boolean;
-  /** The card to try: a backlog card with no runs, of a flow that needs no key when there is one. */
-  toTry?: { id: string; title: string };
+  /**
+   * The card to try: a backlog card with no runs, of a flow that needs no key when there is one, whose
+   * file reads when there is one; `writing` when its file does not read now (being written: decision
+   * 114), so that it cannot run until it does.
+   */
+  toTry?: { id: string; title: string; writing?: boolean };
 }
 
 export function firstRunState(board: BoardView, keyless: (flow: string) => boolean): FirstRunState {
@@ -23,8 +27,15 @@ export function firstRunState(board: BoardView, keyless: (flow: string) => boole
     (c) => c.runId !== undefined || (c.column !== 'backlog' && c.column !== 'queued'),
   );
   const candidates = board.cards.filter((c) => c.column === 'backlog' && !c.broken);
-  const pick = candidates.find((c) => keyless(c.flow)) ?? candidates[0];
-  return { ungranted, tried, ...(pick ? { toTry: { id: pick.id, title: pick.title } } : {}) };
+  const readable = candidates.filter((c) => !c.unreadable);
+  const pool = readable.length > 0 ? readable : candidates;
+  const pick = pool.find((c) => keyless(c.flow)) ?? pool[0];
+  if (!pick) return { ungranted, tried };
+  return {
+    ungranted,
+    tried,
+    toTry: { id: pick.id, title: pick.title, ...(pick.unreadable ? { writing: true } : {}) },
+  };
 }
 
 function Step({ done, children }: { done: boolean; children: ReactNode }) {
@@ -46,6 +57,7 @@ export function FirstRun({
   onChanged,
   onOpen,
   onDismiss,
+  onError,
 }: {
   api: BoardApi;
   state: FirstRunState;
@@ -54,8 +66,12 @@ export function FirstRun({
   onChanged: () => void;
   onOpen: (id: string) => void;
   onDismiss: () => void;
+  /** Says why the board refused a grant or a run. */
+  onError: (message: string) => void;
 }) {
   const granted = state.ungranted.length === 0;
+  const refused = (e: Error): void => onError(e.message);
+  const writing = 'its file is being written: it can run once the file reads again';
   return (
     <section className="first-run" aria-label="Getting started">
       <div className="first-run-head">
@@ -73,7 +89,7 @@ export function FirstRun({
               Let runs use {state.ungranted.length === 1 ? 'the folder' : 'the folders'} of these cards (they
               see nothing outside it):{' '}
               {state.ungranted.map((f) => (
-                <button key={f} onClick={() => void api.grantFolder({ path: f }).then(onChanged)}>
+                <button key={f} onClick={() => void api.grantFolder({ path: f }).then(onChanged, refused)}>
                   Grant {f}
                 </button>
               ))}
@@ -89,12 +105,17 @@ export function FirstRun({
               Try a card:{' '}
               <button
                 className="primary"
-                disabled={!granted}
-                onClick={() => void api.requeue({ id: state.toTry!.id }).then(() => onOpen(state.toTry!.id))}
+                disabled={!granted || state.toTry.writing}
+                title={state.toTry.writing ? writing : undefined}
+                onClick={() =>
+                  void api.requeue({ id: state.toTry!.id }).then(() => onOpen(state.toTry!.id), refused)
+                }
               >
                 Run “{state.toTry.title}”
               </button>{' '}
-              <span className="muted">(or drag any card into Queued)</span>
+              <span className="muted">
+                {state.toTry.writing ? `(${writing})` : '(or drag any card into Queued)'}
+              </span>
             </>
           ) : (
             'Try a card: make one with New card, then press Run in its inspector.'

@@ -113,6 +113,8 @@ const realQuestions = (text: string): string =>
 
 /** A user's cancel is no error: shown in a neutral tone. */
 const isCancel = (lastError: string | undefined): boolean => lastError === 'cancelled';
+/** Why Run is off for a card whose file does not read now (being written: decision 114). */
+const BEING_WRITTEN = 'Its file is being written: it can run once the file reads again';
 
 export function Inspector({
   api,
@@ -187,14 +189,22 @@ export function Inspector({
       <div className="inspector-meta">
         <span className="flow">{card.flow}</span> · <span>{card.file}</span> · <span>{card.column}</span>
         {(card.column === 'done' || card.column === 'failed' || (card.column === 'backlog' && run)) && (
-          <button className="primary push-right" onClick={() => act(api.requeue({ id: card.id }))}>
+          <button
+            className="primary push-right"
+            disabled={!!card.unreadable}
+            title={card.unreadable ? BEING_WRITTEN : undefined}
+            onClick={() => act(api.requeue({ id: card.id }))}
+          >
             Run again
           </button>
         )}
         {card.column === 'backlog' && !run && !card.broken && (
           <button
             className="primary push-right"
-            title="Moves the card into Queued: it starts when its flow has room"
+            disabled={!!card.unreadable}
+            title={
+              card.unreadable ? BEING_WRITTEN : 'Moves the card into Queued: it starts when its flow has room'
+            }
             onClick={() => act(api.requeue({ id: card.id }))}
           >
             Run

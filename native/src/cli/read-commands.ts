@@ -63,10 +63,9 @@ export const head = (w: WindowInfo) => ({ window: w.title, app: w.app, pid: w.pi
 
 /** The public tool's cap for web pages in the agent format: 200 lines unless --max-elements says. */
 export function maxFor(v: unknown, flag: string, tree: CompactElement[]): number {
-  const n = int(v, flag, 0);
-  if (n !== undefined) return n;
-  return allCompact(tree).some((e) => e.r === 'web') ? 200 : 0;
+  return int(v, flag, 0) ?? webCap(tree);
 }
+const webCap = (tree: CompactElement[]) => (allCompact(tree).some((e) => e.r === 'web') ? 200 : 0);
 
 export async function list(v: Values): Promise<Out> {
   if (v.apps) {
@@ -152,7 +151,7 @@ export async function read(v: Values): Promise<Out> {
   // JSON) is it with the header around it (JSON.stringify of that object, byte for byte).
   const treeJson = JSON.stringify(tree);
   saveSnapshot(w.id, ts, treeJson);
-  const max = maxFor(v['max-elements'], 'max-elements', tree);
+  const maxFlag = int(v['max-elements'], 'max-elements', 0); // checked now, the page's cap made if asked
   if (since !== undefined) {
     if (!beforeTree)
       throw new CliError(
@@ -179,7 +178,7 @@ export async function read(v: Values): Promise<Out> {
     ...(elements === tree
       ? { json: () => `${JSON.stringify(header).slice(0, -1)},"elements":${treeJson}}` }
       : {}),
-    agent: () => agentFormat(head(w), tree, max, flatOf()),
+    agent: () => agentFormat(head(w), tree, maxFlag ?? webCap(tree), flatOf()),
   };
 }
 
