@@ -62,7 +62,8 @@ async function waitingShownWhole(width: number): Promise<void> {
 
 /**
  * The inspector's line under its title (flow · file · column, and its button) breaks between its
- * parts, never inside one ("needs-/input", "Cancel/run" in a 340 px inspector), and stays inside it.
+ * parts, never inside one ("needs-/input", "Cancel/run" in a 340 px inspector), and stays inside it;
+ * nothing in the inspector is wider than it.
  */
 async function metaLineWhole(width: number): Promise<void> {
   const got = await page.locator('.inspector .inspector-meta').evaluate((meta) => {
@@ -73,12 +74,15 @@ async function metaLineWhole(width: number): Promise<void> {
       r.selectNodeContents(e);
       return new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size;
     };
+    const inspector = meta.closest('.inspector')!;
     return {
       broken: parts.filter((e) => lines(e) > 1).map((e) => e.innerText),
       outside: parts.filter((e) => e.getBoundingClientRect().right > right + 0.5).map((e) => e.innerText),
+      // nothing in the inspector sticks out sideways (a command's long progress line did at 1024)
+      sideways: inspector.scrollWidth - inspector.clientWidth,
     };
   });
-  expect(got, `the inspector's meta line at ${width} px`).toEqual({ broken: [], outside: [] });
+  expect(got, `the inspector at ${width} px`).toEqual({ broken: [], outside: [], sideways: 0 });
 }
 
 /** A card whose command asks as Claude Code's PreToolUse hook does (the real hook) to write `file`, then waits for `release`. */
