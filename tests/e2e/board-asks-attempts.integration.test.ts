@@ -60,6 +60,31 @@ async function waitingShownWhole(width: number): Promise<void> {
   ).toEqual({ width, waitingInSlots: true, slotsInHeader: true });
 }
 
+/**
+ * The inspector's line under its title (flow · file · column, and its button) breaks between its
+ * parts, never inside one ("needs-/input", "Cancel/run" in a 340 px inspector), and stays inside it;
+ * nothing in the inspector is wider than it.
+ */
+async function metaLineWhole(width: number): Promise<void> {
+  const got = await page.locator('.inspector .inspector-meta').evaluate((meta) => {
+    const right = meta.getBoundingClientRect().right;
+    const parts = [...meta.children] as HTMLElement[];
+    const lines = (e: HTMLElement): number => {
+      const r = document.createRange();
+      r.selectNodeContents(e);
+      return new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size;
+    };
+    const inspector = meta.closest('.inspector')!;
+    return {
+      broken: parts.filter((e) => lines(e) > 1).map((e) => e.innerText),
+      outside: parts.filter((e) => e.getBoundingClientRect().right > right + 0.5).map((e) => e.innerText),
+      // nothing in the inspector sticks out sideways (a command's long progress line did at 1024)
+      sideways: inspector.scrollWidth - inspector.clientWidth,
+    };
+  });
+  expect(got, `the inspector at ${width} px`).toEqual({ broken: [], outside: [], sideways: 0 });
+}
+
 /** A card whose command asks as Claude Code's PreToolUse hook does (the real hook) to write `file`, then waits for `release`. */
 function askingCard(file: string): string {
   const call = JSON.stringify({ tool_name: 'Write', tool_input: { file_path: file, content: 'x' } });
@@ -137,6 +162,7 @@ describe('live asks on the board: the header, Allow always, attempts', () => {
     for (const width of [1024, 800]) {
       await page.setViewportSize({ width, height: 1000 });
       await waitingShownWhole(width);
+      await metaLineWhole(width);
       await savePicture(page, path.join(ARTIFACTS, `board-header-waiting-${width}.png`));
     }
     await page.setViewportSize({ width: 1440, height: 1000 });
@@ -208,6 +234,7 @@ describe('live asks on the board: the header, Allow always, attempts', () => {
     expect(await seriousViolations(page)).toEqual([]);
     await savePicture(page, path.join(ARTIFACTS, 'board-attempt-ask-1440.png'));
     await page.setViewportSize({ width: 800, height: 1000 });
+    await metaLineWhole(800);
     await savePicture(page, path.join(ARTIFACTS, 'board-attempt-ask-800.png'));
     await page.setViewportSize({ width: 1440, height: 1000 });
     await attempt(1)

@@ -183,15 +183,17 @@ export interface ReadableInput {
 
 /**
  * What a run on the person's display `display` (":N", or ":N.S" as the flow's DISPLAY names it) may
- * reach of their runtime folder `runtime`, an allow-list of entries (decision 122): the session bus
- * (`buses`, the flow's DBUS_SESSION_BUS_ADDRESS; when it names none, the folder's `bus`, where systemd
- * puts it and where libdbus and GDBus look), the display's AT-SPI bus (`at-spi/bus_N`: at-spi-bus-launcher
- * names it by its own DISPLAY after the colon, screen included, so `bus_N.S` too when the flow names a
- * screen; in `~/.cache/at-spi` where it had no runtime folder) and the spread budget's folder `runboard-atspi/` (read-only: decision 108). Nothing
- * else there: read-only does not stop connect() on a pathname socket, and the folder holds the systemd
- * user manager, agents (gpg, ssh), a rootless Docker or Podman socket, keyrings, other sessions' buses.
- * The apps' own AT-SPI sockets (`at-spi2-socket-<pid>`) are left out too: a run cannot write the budget,
- * so it never opens one (its reads go over the bus either way; docs/bench-desktop.md).
+ * reach of their runtime folder `runtime`, an allow-list of entries (decision 122):
+ * - the session bus (`buses`, the flow's DBUS_SESSION_BUS_ADDRESS; when it names none, the folder's
+ *   `bus`, where systemd puts it and where libdbus and GDBus look);
+ * - the display's AT-SPI bus (`at-spi/bus_N`: at-spi-bus-launcher names it by its own DISPLAY after the
+ *   colon, screen included, so `bus_N.S` too when the flow names a screen; in `~/.cache/at-spi` where
+ *   the launcher had no runtime folder);
+ * - the spread budget's folder `runboard-atspi/` (read-only: decision 108).
+ * Nothing else there: read-only does not stop connect() on a pathname socket, and the folder holds the
+ * systemd user manager, agents (gpg, ssh), a rootless Docker or Podman socket, keyrings, other sessions'
+ * buses. The apps' own AT-SPI sockets (`at-spi2-socket-<pid>`) are left out too: a run cannot write the
+ * budget, so it never opens one (its reads go over the bus either way; docs/bench-desktop.md).
  */
 export function userRuntimeReadable(
   runtime: string | undefined,
