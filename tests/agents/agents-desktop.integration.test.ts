@@ -2,6 +2,8 @@
 // flow says `desktop: true` gets `desktop-cli serve` as its MCP server for that run only, and presses a
 // button in our GTK test app with it. The app's own state, read back through the accessibility tree,
 // proves it. codex runs with its own sandbox on, as config.yaml gives it (`agentSandbox: auto`).
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { desktop } from '../../native/src/index.ts';
@@ -30,8 +32,12 @@ function submitId(title: string): number {
 }
 let s: DesktopSession;
 let a: AgentHarness;
+let runtimeDir: string;
 
 beforeAll(async () => {
+  runtimeDir = mkdtempSync(path.join(os.tmpdir(), 'rb-agents-runtime-'));
+  chmodSync(runtimeDir, 0o700);
+  mkdirSync(path.join(runtimeDir, 'runboard-atspi'), { mode: 0o700 }); // kept in the run, read-only
   s = await DesktopSession.start();
   await s.startForm(CLAUDE_FORM);
   await s.startForm(CODEX_FORM);
@@ -40,6 +46,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await a?.stop();
   await s?.stop();
+  if (runtimeDir) rmSync(runtimeDir, { recursive: true, force: true });
 });
 
 /** The form's status line ("status: idle", "clicked Submit 1"): the app's own state. */
@@ -73,7 +80,10 @@ describe('claude with the desktop as an MCP server', () => {
         desktop: true,
         // X11's socket is an abstract Unix socket; the display and the session bus come from the flow.
         sandbox: { allowAbstractUnix: true },
-        env: desktopEnv(),
+        // The person's runtime folder, as a desktop flow on their display has it: read-only in the run,
+        // with only the buses there (decision 122). desktop-cli keeps its read context elsewhere then
+        // (the click by id needs it).
+        env: { ...desktopEnv(), XDG_RUNTIME_DIR: runtimeDir },
       }),
     );
     expect(rec.result.status, rec.result.summary + rec.stderr).toBe('succeeded');

@@ -4,7 +4,16 @@
 // a small index (the windows' read times and the last one read). A read writes its window's file and the
 // index, and never parses the other windows' (one shared file was read, parsed and rewritten by every
 // read: ~20 ms of a 6,000-node page's read; docs/bench-desktop.md, session 17).
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { shortRole } from '../desktop/compact.ts';
 import type { Signature } from '../desktop/match.ts';
@@ -38,12 +47,41 @@ function tmpdir(): string {
   return process.env.TMPDIR || process.env.TMP || process.env.TEMP || '/tmp';
 }
 
+/**
+ * Where desktop-cli keeps its state: `$RUNBOARD_HOME`, else the runtime folder when desktop-cli can keep
+ * its folder there, else `<tmp>/runboard-<uid>`. A run on the person's display sees their runtime folder
+ * read-only, with only the buses in it (decision 122): its reads keep their context in its own tmp.
+ */
+function stateRoot(env: NodeJS.ProcessEnv): string {
+  if (env.RUNBOARD_HOME) return env.RUNBOARD_HOME;
+  const uid = typeof process.getuid === 'function' ? process.getuid() : 0;
+  const runtime = env.XDG_RUNTIME_DIR;
+  if (runtime && path.isAbsolute(runtime) && canKeep(path.join(runtime, 'desktop-cli'))) return runtime;
+  return path.join(tmpdir(), `runboard-${uid}`);
+}
+
+const keeps = new Map<string, boolean>();
+/** Whether a folder is there or can be made, and takes new entries: made and removed once per process
+ *  (a read-only mount says EROFS; Landlock, which does not answer access(2), says EACCES then). */
+function canKeep(dir: string): boolean {
+  let ok = keeps.get(dir);
+  if (ok === undefined) {
+    try {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      rmdirSync(mkdtempSync(path.join(dir, '.probe-')));
+      ok = true;
+    } catch {
+      ok = false; // read-only or absent here: the tmp folder
+    }
+    keeps.set(dir, ok);
+  }
+  return ok;
+}
+
 /** The folder of a display's read contexts: `index.json` and a `<window id>.json` per window. */
 export function contextPath(env: NodeJS.ProcessEnv = process.env): string {
-  const uid = typeof process.getuid === 'function' ? process.getuid() : 0;
-  const root = env.RUNBOARD_HOME ?? env.XDG_RUNTIME_DIR ?? path.join(tmpdir(), `runboard-${uid}`);
   const display = (env.DISPLAY ?? 'none').replace(/[^A-Za-z0-9.]/g, '_');
-  return path.join(root, 'desktop-cli', `read-context-${display}`);
+  return path.join(stateRoot(env), 'desktop-cli', `read-context-${display}`);
 }
 
 function readJson(file: string): unknown {
