@@ -220,6 +220,9 @@ it('on the board (runboard serve): the card being written shows its last good ve
   const run = ins.getByRole('button', { name: 'Run', exact: true });
   expect(await run.isDisabled()).toBe(true);
   expect(await run.getAttribute('title')).toMatch(/being written/);
+  // and it does not tell the person to press it
+  await ins.getByText('No runs yet: it can run once its file reads again.').waitFor();
+  expect(await ins.getByText('press Run').count()).toBe(0);
   const started = page.getByRole('region', { name: 'Getting started' });
   const tryIt = started.getByRole('button', { name: /^Run “/ });
   expect(await tryIt.isDisabled()).toBe(true);
@@ -236,6 +239,7 @@ it('on the board (runboard serve): the card being written shows its last good ve
   await exited;
   // once it reads, both Runs can be pressed again
   await waitUntil('Run pressable again', async () => (await run.isEnabled()) && (await tryIt.isEnabled()));
+  await ins.getByText('No runs yet: press Run (or drag the card into Queued).').waitFor();
   expect(await tryIt.innerText()).toBe('Run “Card A rewritten”');
   const a = await s.card('a');
   expect(a?.unreadable).toBeUndefined();

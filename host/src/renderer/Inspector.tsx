@@ -325,7 +325,9 @@ export function Inspector({
                 ? card.waiting
                   ? 'No runs yet: it waits (why is above).'
                   : 'No runs yet: it starts when its flow has room.'
-                : 'No runs yet: press Run (or drag the card into Queued).'}
+                : card.unreadable
+                  ? 'No runs yet: it can run once its file reads again.'
+                  : 'No runs yet: press Run (or drag the card into Queued).'}
             </p>
           ))}
         <ol className="run-list">
