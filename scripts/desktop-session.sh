@@ -56,25 +56,27 @@ held() {
   fi
   [ -e "/tmp/.X11-unix/X$1" ]
 }
-socket_inode() { stat -c %i "/tmp/.X11-unix/X$1" 2>/dev/null || true; }
 
 # start_x SECONDS LOG CMD...: starts the X server CMD on a display number of its own and exports DISPLAY
-# once its socket is there (a new one: not a dead server's). The number is picked here (500-699, not
-# held), not by the server's -displayfd: that takes the lowest free number, which servers starting at
-# the same moment (tests run side by side) take too, and a display it reported was seen refused for
-# seconds.
+# once the server says it listens (-displayfd, given the number). The number is picked here (500-699,
+# not held), not by the server (-displayfd alone): that takes the lowest free number, which servers
+# starting at the same moment (tests run side by side) take too, and a display it reported was seen
+# refused for seconds.
 start_x() {
   local secs=$1 log=$2; shift 2
-  local tries n pid deadline stale
+  local tries n pid deadline
   n=$((500 + RANDOM % 200))
   for ((tries = 0; tries < 40; tries++, n = 500 + (n - 499) % 200)); do
     held "$n" && continue
-    stale=$(socket_inode "$n")
-    "$@" ":$n" >"$log" 2>&1 &
+    # Ready when the server says so: given its number, -displayfd writes it once the sockets listen
+    # (a new socket can get a dead server's inode number back, so "a socket with another inode" could
+    # wait for ever: session 18).
+    : >"$tmp/displayfd"
+    "$@" ":$n" -displayfd 3 3>"$tmp/displayfd" >"$log" 2>&1 &
     pid=$!
     deadline=$((SECONDS + secs))
     while kill -0 "$pid" 2>/dev/null; do
-      if [ -S "/tmp/.X11-unix/X$n" ] && [ "$(socket_inode "$n")" != "$stale" ]; then
+      if [ -s "$tmp/displayfd" ]; then
         pids+=("$pid")
         export DISPLAY=":$n"
         return 0
