@@ -176,6 +176,49 @@ describe('folders granted from the board', () => {
     await editor.waitFor({ state: 'detached' });
   });
 
+  it('a listing that comes in while the person is in the Folder field does not put its path before what they type', async () => {
+    // a person clicks into the field, the first listing comes in, then they type (CI once saw Playwright's
+    // fill select the field's text, the listing land, and the path typed after the listing's)
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let answered = false;
+    await page.route(
+      '**/api/folders*',
+      async (route) => {
+        await held;
+        await route.continue();
+        answered = true;
+      },
+      { times: 1 },
+    );
+    await page.getByRole('button', { name: 'New card', exact: true }).click();
+    const editor = page.getByRole('dialog', { name: 'New card' });
+    await editor.getByRole('button', { name: 'Grant a folder…' }).click();
+    const picker = page.getByRole('dialog', { name: 'Grant a folder' });
+    const field = picker.getByLabel('Folder', { exact: true });
+    await field.click();
+    await page.keyboard.press('Control+A'); // about to type over whatever is there
+    release();
+    await expect.poll(() => answered).toBe(true);
+    await picker.getByRole('button', { name: '📁 projects' }).waitFor(); // the listing is shown
+    const typed = path.join(home, 'projects', 'site');
+    await page.keyboard.type(typed);
+    expect(await field.inputValue()).toBe(typed);
+    await page.keyboard.press('Enter');
+    await picker.getByRole('button', { name: `Grant ${typed}` }).waitFor();
+    expect(await field.inputValue()).toBe(typed);
+    // leaving the field without typing shows the folder listed
+    await picker.getByRole('button', { name: /^↑ Up to / }).click();
+    await picker.getByRole('button', { name: `Grant ${path.join(home, 'projects')}` }).waitFor();
+    await field.click();
+    await page.keyboard.press('Tab');
+    expect(await field.inputValue()).toBe(path.join(home, 'projects'));
+    await page.keyboard.press('Escape');
+    await picker.waitFor({ state: 'detached' });
+    await page.keyboard.press('Escape');
+    await editor.waitFor({ state: 'detached' });
+  });
+
   it('refuses to grant Runboard state or a relative path, and to list what is not a folder, saying why', async () => {
     await expect(server.api('POST', '/api/grants', { path: server.home })).rejects.toThrow(/400 .*state/);
     await expect(server.api('POST', '/api/grants', { path: 'relative/dir' })).rejects.toThrow(

@@ -26,10 +26,17 @@ export function FolderPicker({
   const [error, setError] = useState<string>();
   const [typed, setTyped] = useState('');
   const pathId = useId();
-  // The person is typing a path: a listing that arrives meanwhile does not overwrite what they typed.
+  // The person is typing a path, or is in the field (perhaps with its text selected, about to type over
+  // it): a listing that arrives meanwhile does not overwrite the field. Setting an input's value moves
+  // its caret to the end, so what they type next would be appended to the listing's path.
   const typing = useRef(false);
+  const inField = useRef(false);
+  const shown = useRef<string | undefined>(undefined);
+  // Go (or Enter in the field) asked for a folder: its listing shows its path, focus or not
+  const asked = useRef(false);
   const go = (path: string | undefined): void => {
     typing.current = false;
+    asked.current = true;
     setAt(path);
   };
   useEffect(() => {
@@ -38,10 +45,16 @@ export function FolderPicker({
       (l) => {
         if (!live) return;
         setListing(l);
-        if (!typing.current) setTyped(l.path);
+        shown.current = l.path;
+        if (!typing.current && (asked.current || !inField.current)) setTyped(l.path);
+        asked.current = false;
         setError(undefined);
       },
-      (e: Error) => live && setError(e.message),
+      (e: Error) => {
+        if (!live) return;
+        asked.current = false;
+        setError(e.message);
+      },
     );
     return () => {
       live = false;
@@ -83,6 +96,14 @@ export function FolderPicker({
           id={pathId}
           className="mono"
           value={typed}
+          onFocus={() => {
+            inField.current = true;
+          }}
+          onBlur={() => {
+            inField.current = false;
+            // left without typing: the field shows the folder listed
+            if (!typing.current && shown.current !== undefined) setTyped(shown.current);
+          }}
           onChange={(e) => {
             typing.current = true;
             setTyped(e.target.value);
