@@ -14,46 +14,6 @@ namespace {
 
 constexpr int kTimeoutMs = 5000;
 
-// The AT-SPI bus address: the root window property at-spi-bus-launcher sets (what libatspi reads
-// first), else ask org.a11y.Bus on the session bus. Never autolaunch a bus (the "two buses" trap).
-std::string BusAddress() {
-  if (const char* env = std::getenv("AT_SPI_BUS_ADDRESS"); env && *env) return env;
-  try {
-    auto& x = x11::Session::Get();
-    std::string fromRoot = x.Text(x.root(), "AT_SPI_BUS");
-    if (!fromRoot.empty()) return fromRoot;
-  } catch (const DesktopError&) {}
-  const char* session = std::getenv("DBUS_SESSION_BUS_ADDRESS");
-  if (!session || !*session)
-    throw DesktopError(kNoA11yBus,
-                       "no AT-SPI bus: the display has no AT_SPI_BUS property and DBUS_SESSION_BUS_ADDRESS is not set");
-  GError* err = nullptr;
-  GDBusConnection* sb = g_dbus_connection_new_for_address_sync(
-      session,
-      static_cast<GDBusConnectionFlags>(G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                        G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION),
-      nullptr, nullptr, &err);
-  if (!sb) {
-    std::string msg = err ? err->message : "?";
-    g_clear_error(&err);
-    throw DesktopError(kNoA11yBus, "cannot reach the session bus: " + msg);
-  }
-  GVariant* r = g_dbus_connection_call_sync(sb, "org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress", nullptr,
-                                            G_VARIANT_TYPE("(s)"), G_DBUS_CALL_FLAGS_NONE, kTimeoutMs, nullptr, &err);
-  g_dbus_connection_close_sync(sb, nullptr, nullptr);
-  g_object_unref(sb);
-  if (!r) {
-    std::string msg = err ? err->message : "?";
-    g_clear_error(&err);
-    throw DesktopError(kNoA11yBus, "the session bus has no AT-SPI bus (org.a11y.Bus): " + msg);
-  }
-  const char* addr = nullptr;
-  g_variant_get(r, "(&s)", &addr);
-  std::string out = addr ? addr : "";
-  g_variant_unref(r);
-  return out;
-}
-
 // Replies are taken off the connection by a filter, on GDBus's own worker thread, and matched to
 // their calls by serial number: no GTask and no main-loop dispatch per call, which is most of what a
 // call costs the client when hundreds are in flight.
@@ -107,11 +67,53 @@ Pending& PendingFor(GDBusConnection* conn) {
 
 }  // namespace
 
+// The root window property at-spi-bus-launcher sets (what libatspi reads first), else ask org.a11y.Bus on
+// the session bus. Never autolaunch a bus (the "two buses" trap).
+std::string BusAddress(const std::function<std::string()>& rootProperty) {
+  if (const char* env = std::getenv("AT_SPI_BUS_ADDRESS"); env && *env) return env;
+  std::string fromRoot = rootProperty();
+  if (!fromRoot.empty()) return fromRoot;
+  const char* session = std::getenv("DBUS_SESSION_BUS_ADDRESS");
+  if (!session || !*session)
+    throw DesktopError(kNoA11yBus,
+                       "no AT-SPI bus: the display has no AT_SPI_BUS property and DBUS_SESSION_BUS_ADDRESS is not set");
+  GError* err = nullptr;
+  GDBusConnection* sb = g_dbus_connection_new_for_address_sync(
+      session,
+      static_cast<GDBusConnectionFlags>(G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                        G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION),
+      nullptr, nullptr, &err);
+  if (!sb) {
+    std::string msg = err ? err->message : "?";
+    g_clear_error(&err);
+    throw DesktopError(kNoA11yBus, "cannot reach the session bus: " + msg);
+  }
+  GVariant* r = g_dbus_connection_call_sync(sb, "org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress", nullptr,
+                                            G_VARIANT_TYPE("(s)"), G_DBUS_CALL_FLAGS_NONE, kTimeoutMs, nullptr, &err);
+  g_dbus_connection_close_sync(sb, nullptr, nullptr);
+  g_object_unref(sb);
+  if (!r) {
+    std::string msg = err ? err->message : "?";
+    g_clear_error(&err);
+    throw DesktopError(kNoA11yBus, "the session bus has no AT-SPI bus (org.a11y.Bus): " + msg);
+  }
+  const char* addr = nullptr;
+  g_variant_get(r, "(&s)", &addr);
+  std::string out = addr ? addr : "";
+  g_variant_unref(r);
+  return out;
+}
+
 Bus& Bus::Get() {
   static Bus b;
   if (b.conn_ && g_dbus_connection_is_closed(b.conn_)) b.conn_ = nullptr;  // the bus went away: reconnect
   if (!b.conn_) {
-    std::string addr = BusAddress();
+    std::string addr = BusAddress([] {
+      try {
+        auto& x = x11::Session::Get();
+        return x.Text(x.root(), "AT_SPI_BUS");
+      } catch (const DesktopError&) { return std::string(); }
+    });
     b.address_ = addr;
     GError* err = nullptr;
     b.conn_ = g_dbus_connection_new_for_address_sync(

@@ -6,6 +6,7 @@
 #include <gio/gio.h>
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -61,6 +62,11 @@ class Bus {
   GDBusConnection* conn_ = nullptr;
   std::string address_;
 };
+
+// The AT-SPI bus's address: AT_SPI_BUS_ADDRESS, else the root window's AT_SPI_BUS as `rootProperty` reads
+// it (on the caller's own display connection; "" when unset or unreadable), else org.a11y.Bus's answer on
+// the session bus. Throws DesktopError(NO_ACCESSIBILITY_BUS) saying why there is none.
+std::string BusAddress(const std::function<std::string()>& rootProperty);
 
 // Whether a process is stopped (SIGSTOP, job control, a debugger): it answers no D-Bus call until it
 // is continued, so each call to it would wait the whole timeout (5 s).

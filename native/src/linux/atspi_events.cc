@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "linux/dbus_wire.h"
+#include "linux/input_util_linux.h"
 
 namespace runboard::desktop::atspi {
 
@@ -49,8 +50,7 @@ void Note(Events::State* s, const wire::Message& m) {
   if (m.iface != "org.a11y.atspi.Event.Object" || m.sender.empty()) return;
   bool children = m.member == "ChildrenChanged";
   if (!children && m.member != "PropertyChange" && m.member != "StateChanged") return;
-  static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
-  if (trace)
+  if (Trace())
     std::fprintf(stderr, "event: %.*s %.*s %.*s\n", static_cast<int>(m.sender.size()), m.sender.data(),
                  static_cast<int>(m.member.size()), m.member.data(), static_cast<int>(m.path.size()), m.path.data());
   std::lock_guard<std::mutex> lock(s->mu);

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <string_view>
 
+#include "linux/input_util_linux.h"
 #include "linux/lazy_lib.h"
 
 namespace runboard::desktop::atspi {
@@ -272,7 +273,7 @@ void LoadTree(WindowTree& t, bool expandHidden) {
   byPath.clear();
   t.nodes.clear();
 
-  static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
+  const bool trace = Trace();
   auto t0 = g_get_monotonic_time();
   if (trace) g_printerr("load: window + apps found\n");
   {

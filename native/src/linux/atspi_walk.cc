@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "linux/atspi_tree.h"
+#include "linux/input_util_linux.h"
 
 namespace runboard::desktop::atspi {
 
@@ -211,8 +212,7 @@ void ExpandUncached(Bus& bus, const Peer& peer, std::vector<Node>& nodes, std::u
   rule.U32(ATSPI_Collection_SORT_ORDER_CANONICAL);
   rule.I32(0);
   rule.U32(1);  // traverse
-  static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
-  if (trace)
+  if (Trace())
     for (int i : frontier)
       g_printerr("uncached: %s \"%s\" children %zu/%d\n", RoleName(nodes[i].role).c_str(), nodes[i].name.c_str(),
                  nodes[i].children.size(), nodes[i].childCount);

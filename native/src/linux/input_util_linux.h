@@ -1,5 +1,5 @@
-// What the Linux input code shares (inputter_linux.cc, keys_handled_linux.cc): how long an app is
-// waited for, a sleep, and whether to trace.
+// What the Linux desktop code shares: how long an app is waited for and a sleep (inputter_linux.cc,
+// keys_handled_linux.cc), and whether to trace (the input, the reader, the AT-SPI bus and trees).
 #pragma once
 
 #include <chrono>
@@ -15,7 +15,7 @@ inline void Sleep(int ms) {
   if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
-// RUNBOARD_DESKTOP_TRACE set: what the input waits for is said on stderr.
+// RUNBOARD_DESKTOP_TRACE set: what the input waits for, a read's phases and batches are said on stderr.
 inline bool Trace() {
   static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
   return trace;

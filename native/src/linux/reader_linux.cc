@@ -11,6 +11,7 @@
 
 #include "common/reader.h"
 #include "linux/atspi_tree.h"
+#include "linux/input_util_linux.h"
 #include "linux/tree_cache.h"
 
 namespace runboard::desktop {
@@ -188,9 +189,8 @@ std::vector<AppInfo> ListApps() {
 
 ReadResult ReadTree(const ReadOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
-  static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
   auto phase = [&](const char* what) {
-    if (trace)
+    if (Trace())
       std::fprintf(stderr, "read: %s at %.1f ms\n", what,
                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   };

@@ -1,6 +1,7 @@
 // The Linux recorder's sources of an event's details, beside the thread that runs it (recorder_linux.cc):
 // XRecord for where the pointer was at a button event, the AT-SPI bus for the focus timeline, and the
 // top-level client window an event went to.
+#include "linux/atspi_bus.h"
 #include "linux/recorder_impl_linux.h"
 
 namespace runboard::desktop {
@@ -21,9 +22,8 @@ void OnRecorded(XPointer closure, XRecordInterceptData* d) {
 
 }  // namespace
 
-// The AT-SPI bus: AT_SPI_BUS_ADDRESS, else the root window's AT_SPI_BUS (what at-spi-bus-launcher sets),
-// else org.a11y.Bus on the session bus. A recording without it still records; its steps then say their
-// focus could not be followed.
+// The AT-SPI bus (atspi::BusAddress, as the reader finds it). A recording without it still records; its
+// steps then say their focus could not be followed.
 void Recorder::Impl::StartFocus() {
   if (!callbacks.focus) return;
   auto fail = [this](const std::string& why) {
@@ -32,43 +32,21 @@ void Recorder::Impl::StartFocus() {
     callbacks.focus(f);
   };
   std::string address;
-  if (const char* env = std::getenv("AT_SPI_BUS_ADDRESS"); env && *env) address = env;
-  if (address.empty()) {
-    Atom type = None;
-    int format = 0;
-    unsigned long n = 0, after = 0;
-    unsigned char* data = nullptr;
-    if (XGetWindowProperty(dpy, root, XInternAtom(dpy, "AT_SPI_BUS", False), 0, 1024, False, AnyPropertyType, &type,
-                           &format, &n, &after, &data) == Success &&
-        data && format == 8)
-      address.assign(reinterpret_cast<char*>(data), n);
-    if (data) XFree(data);
-  }
-  if (address.empty()) {
-    const char* session = std::getenv("DBUS_SESSION_BUS_ADDRESS");
-    if (!session || !*session) return fail("no AT-SPI bus (no AT_SPI_BUS on the display, no DBUS_SESSION_BUS_ADDRESS)");
-    try {
-      GError* err = nullptr;
-      GDBusConnection* sb = g_dbus_connection_new_for_address_sync(
-          session,
-          static_cast<GDBusConnectionFlags>(G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                            G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION),
-          nullptr, nullptr, &err);
-      g_clear_error(&err);
-      if (!sb) return fail("cannot reach the session bus");
-      GVariant* r =
-          g_dbus_connection_call_sync(sb, "org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress", nullptr,
-                                      G_VARIANT_TYPE("(s)"), G_DBUS_CALL_FLAGS_NONE, 3000, nullptr, &err);
-      g_clear_error(&err);
-      g_dbus_connection_close_sync(sb, nullptr, nullptr);
-      g_object_unref(sb);
-      if (!r) return fail("the session bus has no AT-SPI bus (org.a11y.Bus)");
-      const char* a = nullptr;
-      g_variant_get(r, "(&s)", &a);
-      address = a ? a : "";
-      g_variant_unref(r);
-    } catch (const DesktopError& e) { return fail(e.what()); }
-  }
+  try {
+    address = atspi::BusAddress([this] {  // the root window's property, on this thread's own connection
+      std::string out;
+      Atom type = None;
+      int format = 0;
+      unsigned long n = 0, after = 0;
+      unsigned char* data = nullptr;
+      if (XGetWindowProperty(dpy, root, XInternAtom(dpy, "AT_SPI_BUS", False), 0, 1024, False, AnyPropertyType, &type,
+                             &format, &n, &after, &data) == Success &&
+          data && format == 8)
+        out.assign(reinterpret_cast<char*>(data), n);
+      if (data) XFree(data);
+      return out;
+    });
+  } catch (const DesktopError& e) { return fail(e.what()); }
   try {
     focusListener = std::make_unique<FocusListener>(
         address, [this](int64_t mono) { return static_cast<unsigned long>(mono - monoMinusServer.load()); },

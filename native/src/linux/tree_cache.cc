@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "linux/atspi_events.h"
+#include "linux/input_util_linux.h"
 
 namespace runboard::desktop::atspi {
 namespace {
@@ -28,11 +29,6 @@ struct Kept {
 bool g_keep = false;
 std::vector<Kept> g_kept;
 uint64_t g_clock = 0;
-
-bool Trace() {
-  static const bool trace = std::getenv("RUNBOARD_DESKTOP_TRACE") != nullptr;
-  return trace;
-}
 
 // Toolkits whose events were seen to name every change a read would see (tests/desktop,
 // tree-cache): GTK. Chromium 156 sent none for its page content (a page filled or changed after the
