@@ -5,7 +5,7 @@
 // the answer comes right after. That is a recorder running behind on a loaded machine, made certain:
 // no sleeps, no load needed. The steps' order is asserted. An extract added without a Ctrl+I (the
 // Pause button, or not paused) is placed at its own instant among the input and carries the screen and
-// the element as they are when it is added (decision 129).
+// the element as they are when it is added (decision 130).
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

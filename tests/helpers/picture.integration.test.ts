@@ -10,13 +10,20 @@
  *
  * Each test has a browser of its own: Chromium gives up (the browser exits) at its third GPU process
  * lost, so no browser here loses more than two.
+ *
+ * A hidden page: Playwright keeps every page it opens shown (its focus emulation counts as a capture
+ * of the page), so the test of a hidden page drives a Chromium Playwright attached to with
+ * `noDefaults`, whose first window's tab really hides (`document.visibilityState` "hidden") when
+ * another tab opens in front of it.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { launchBrowser } from '../e2e/helpers/board.ts';
+import { CHROMIUM_ARGS, launchBrowser } from '../e2e/helpers/board.ts';
 import { isCaptureFailure, savePicture } from './picture.ts';
 
 /** Larger than Chromium can copy in one piece (33,000 px square fails too; 9,000 does not). */
@@ -25,6 +32,8 @@ const TOO_LARGE = 40_000;
 const SMALL = { width: 320, height: 200 };
 
 let browser: Browser | undefined;
+/** The Chromium of the hidden-page test (started by the test, not by Playwright). */
+let chrome: ChildProcess | undefined;
 let page: Page;
 const dir = mkdtempSync(path.join(os.tmpdir(), 'rb-picture-'));
 
@@ -40,6 +49,12 @@ beforeEach(async () => {
 afterEach(async () => {
   await browser?.close();
   browser = undefined;
+  // Also after a failure (a timeout): the test's own Chromium ends with it.
+  if (chrome && chrome.exitCode === null && chrome.signalCode === null) {
+    chrome.kill();
+    await once(chrome, 'exit');
+  }
+  chrome = undefined;
 });
 
 afterAll(() => {
@@ -111,5 +126,64 @@ describe('savePicture', () => {
     expect(calls).toBe(0);
     expect(String(error)).toContain('Cannot take screenshot with 0 width');
     expect(isCaptureFailure(error)).toBe(false);
+  });
+
+  it('fails at once, naming the file, when the page is hidden (it would paint no frame to wait for)', async () => {
+    const started = spawn(
+      '/usr/bin/chromium',
+      [
+        ...CHROMIUM_ARGS,
+        '--remote-debugging-port=0',
+        `--user-data-dir=${path.join(dir, 'profile')}`,
+        'about:blank',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    chrome = started;
+    // Chromium says where DevTools listens once it does.
+    let said = '';
+    const endpoint = await new Promise<string>((resolve, reject) => {
+      started.stderr.on('data', (d: Buffer) => {
+        said += d.toString();
+        const ws = /ws:\/\/\S+/.exec(said);
+        if (ws) resolve(ws[0]);
+      });
+      started.once('exit', (code) =>
+        reject(new Error(`chromium exited (${code}) before DevTools listened: ${said}`)),
+      );
+    });
+    const attached = await chromium.connectOverCDP(endpoint, { noDefaults: true });
+    const context = attached.contexts()[0]!;
+    const tab = context.pages()[0]!;
+    await tab.setViewportSize({ width: 800, height: 600 });
+    await tab.setContent(
+      `<div style="width:${TOO_LARGE}px;height:${TOO_LARGE}px;background:#26a">a picture</div>`,
+    );
+    const file = path.join(dir, 'hidden.png');
+    const failures: number[] = [];
+    const error = await savePicture(tab, file, {
+      fullPage: true,
+      onCaptureFailed: async (attempt) => {
+        failures.push(attempt);
+        // Another tab in front of it: the page is hidden for real, and nothing will show it again.
+        // The renderer hears of it on another channel than DevTools': wait for it in the page.
+        await context.newPage();
+        await tab.evaluate(
+          () =>
+            document.visibilityState === 'hidden' ||
+            new Promise<boolean>((resolve) => {
+              document.addEventListener('visibilitychange', () => resolve(true), { once: true });
+            }),
+        );
+      },
+    }).catch((e: unknown) => e);
+    // One capture failed for real; none was tried again, and no frame was waited for.
+    expect(failures).toEqual([1]);
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message).toContain(`the picture ${file} could not be taken`);
+    expect((error as Error).message).toContain('the page is hidden');
+    expect(isCaptureFailure((error as Error).cause)).toBe(true);
+    expect(existsSync(file)).toBe(false);
+    await attached.close();
   });
 });

@@ -5,10 +5,14 @@
  * view's compositor surface comes back empty five times back to back (page_handler.cc, session 17's
  * lessons in DEVELOPERS.md): the view had no frame to copy then. That fails a test whose behaviour
  * was right, so `savePicture` waits, on exactly that error, for the page to paint a new frame (two
- * `requestAnimationFrame`s in the page, after it is visible again: a condition, not a sleep) and
- * tries again, up to `PICTURE_TRIES` times in all; then it fails, naming the file. Any other error
- * fails at once. A picture a test asserts on (pixels compared, an image read back) is taken with
- * `screenshot()` itself, so that its failure stays loud.
+ * `requestAnimationFrame`s in the page: a condition, not a sleep) and tries again, up to
+ * `PICTURE_TRIES` times in all; then it fails, naming the file. Any other error fails at once.
+ * A hidden page (a background tab, a minimized window) paints no frames until something outside the
+ * test's await shows it, so waiting for its frame could last until the test's timeout: when the page
+ * is hidden at that point, or hides before its frames come, `savePicture` fails at once, naming the
+ * file and why. The wait for a visible page's frames has no bound of its own: on a loaded machine the
+ * frames come late, but they come. A picture a test asserts on (pixels compared, an image read back)
+ * is taken with `screenshot()` itself, so that its failure stays loud.
  */
 import type { Locator, Page } from 'playwright-core';
 
@@ -59,30 +63,54 @@ export async function savePicture(
           { cause: error },
         );
       }
-      await nextFrame(page);
+      let frame: 'painted' | 'hidden';
+      try {
+        frame = await nextFrame(page);
+      } catch (waitError) {
+        throw new Error(
+          `the picture ${file} could not be taken: Chromium answered "${CAPTURE_FAILED}", and the wait ` +
+            `for the page's next frame failed: ${(waitError as Error).message.split('\n')[0]}`,
+          { cause: waitError },
+        );
+      }
+      if (frame === 'hidden') {
+        throw new Error(
+          `the picture ${file} could not be taken: Chromium answered "${CAPTURE_FAILED}" and the page is ` +
+            'hidden (a background tab or a minimized window), which paints no frame to capture until it is ' +
+            'shown: bring it to the front (page.bringToFront()) before taking its picture',
+          { cause: error },
+        );
+      }
     }
   }
 }
 
-/** Resolves once the page is visible and has painted a new frame (two animation frames). */
-export async function nextFrame(page: Page): Promise<void> {
-  await page.evaluate(
+/**
+ * Resolves `'painted'` once the page has painted a new frame (two animation frames), or `'hidden'` at
+ * once when the page is hidden, or when it hides before those frames: a hidden page runs no animation
+ * frames, and nothing the awaiting test does can show it. Checked and listened for in one task of the
+ * page, so a change of visibility cannot fall between the look and the listener.
+ */
+export async function nextFrame(page: Page): Promise<'painted' | 'hidden'> {
+  return page.evaluate(
     () =>
-      new Promise<void>((resolve) => {
-        const twoFrames = (): void => {
-          requestAnimationFrame(() => requestAnimationFrame(() => resolve()));
-        };
-        if (document.visibilityState === 'visible') {
-          twoFrames();
+      new Promise<'painted' | 'hidden'>((resolve) => {
+        if (document.visibilityState !== 'visible') {
+          resolve('hidden');
           return;
         }
-        // A hidden page runs no animation frames: wait for it to be shown first.
-        const shown = (): void => {
-          if (document.visibilityState !== 'visible') return;
-          document.removeEventListener('visibilitychange', shown);
-          twoFrames();
+        const hidden = (): void => {
+          if (document.visibilityState === 'visible') return;
+          document.removeEventListener('visibilitychange', hidden);
+          resolve('hidden');
         };
-        document.addEventListener('visibilitychange', shown);
+        document.addEventListener('visibilitychange', hidden);
+        requestAnimationFrame(() =>
+          requestAnimationFrame(() => {
+            document.removeEventListener('visibilitychange', hidden);
+            resolve('painted');
+          }),
+        );
       }),
   );
 }

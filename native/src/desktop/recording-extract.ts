@@ -2,7 +2,7 @@
 // screenshot and store an extract event"; recording.ts `addExtract`). With Ctrl+I that is the screen
 // and the window at the key, read then (the prompt opens next); with the Pause button, or while not
 // paused, it is the screen and the window with the keyboard focus as they are when the extract is added
-// (decision 129). The element is the one under the pointer then, else the focused field; a step without
+// (decision 130). The element is the one under the pointer then, else the focused field; a step without
 // one says why (`elementMissing`).
 import type { ManifestStep } from '@runboard/project/recording';
 import { desktop } from './desktop.ts';

@@ -337,7 +337,7 @@ export class Recording {
    * candidate values. After a Ctrl+I (until the resume) its screenshot is the pre-action state at the key
    * and its element the one under the pointer then (else the focused field), and it is written after the
    * steps made before that pause. Otherwise (the Pause button, or not paused) it is the screen and the
-   * focused window's element as they are now, placed among the input at this instant (decision 129).
+   * focused window's element as they are now, placed among the input at this instant (decision 130).
    */
   addExtract(query: string, candidates: string[] = []): void {
     if (this.stopping) return;
