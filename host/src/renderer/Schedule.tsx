@@ -115,7 +115,11 @@ function ScheduleEditor({
       </label>
       {shown &&
         (shown.ok ? (
-          <div className={`schedule-preview${checking ? ' checking' : ''}`} role="status" aria-busy={checking}>
+          <div
+            className={`schedule-preview${checking ? ' checking' : ''}`}
+            role="status"
+            aria-busy={checking}
+          >
             ✓ {shown.text} · cron <code>{shown.cron}</code>
             <br />
             Next (your time): {shown.next.map(when).join(' · ')}
