@@ -368,7 +368,30 @@ flows:
       await page.click('li[data-card-id="report"]');
       await page.getByText('Schedule: none').click();
       await page.getByLabel('Time zone').fill('America/New_York');
+      // a slow host answers the first text's preview after the second's: the form shows the second's
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let asked = false;
+      let answered = false;
+      await page.route(
+        '**/api/schedule/preview',
+        async (route) => {
+          asked = true;
+          await held;
+          await route.continue();
+          answered = true;
+        },
+        { times: 1 },
+      );
+      await page.getByLabel('Schedule', { exact: true }).fill('every day at 9');
+      await expect.poll(() => asked).toBe(true);
       await page.getByLabel('Schedule', { exact: true }).fill('every 7 minutes');
+      await page.getByText(/cannot repeat evenly/).waitFor();
+      release();
+      await expect.poll(() => answered).toBe(true);
+      // the page has taken the late answer (its promise, then React's render) before this looks
+      await page.evaluate(() => new Promise((r) => setTimeout(() => requestAnimationFrame(r), 50)));
+      expect(await page.locator('.schedule-preview').count()).toBe(0);
       await page.getByText(/cannot repeat evenly/).waitFor();
       expect(await page.getByRole('button', { name: 'Save schedule' }).isDisabled()).toBe(true);
       await page.getByLabel('Schedule', { exact: true }).fill('on the first Monday of the month at 8');

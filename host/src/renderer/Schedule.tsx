@@ -54,7 +54,9 @@ function ScheduleEditor({
   const [timezone, setTimezone] = useState(current?.timezone ?? '');
   const [missed, setMissed] = useState<ScheduleEdit['missed'] | ''>(current?.missed ?? '');
   const [overlap, setOverlap] = useState<ScheduleEdit['overlap'] | ''>(current?.overlap ?? '');
-  const [preview, setPreview] = useState<SchedulePreview>();
+  // The preview of what is in the form now: an answer for an earlier text (a slow host answers out of
+  // order, or after the person typed on) is never shown, and never enables Save.
+  const [answer, setAnswer] = useState<{ key: string; preview: SchedulePreview }>();
   const [error, setError] = useState('');
   const edit: ScheduleEdit = {
     text,
@@ -63,14 +65,25 @@ function ScheduleEditor({
     ...(overlap ? { overlap } : {}),
   };
   const key = JSON.stringify(edit);
+  const preview = answer?.key === key ? answer.preview : undefined;
+  // while the new text is checked, the last answer stays in place, dimmed (no jump), and Save is off
+  const shown = preview ?? (text.trim() ? answer?.preview : undefined);
+  const checking = shown !== undefined && preview === undefined;
   useEffect(() => {
-    if (!text.trim()) return setPreview(undefined);
+    if (!text.trim()) return setAnswer(undefined);
+    let live = true;
+    const shown = (p: SchedulePreview): void => {
+      if (live) setAnswer({ key, preview: p });
+    };
     const t = setTimeout(() => {
       api
         .previewSchedule(JSON.parse(key) as ScheduleEdit)
-        .then(setPreview, (e: Error) => setPreview({ ok: false, error: e.message }));
+        .then(shown, (e: Error) => shown({ ok: false, error: e.message }));
     }, 200);
-    return () => clearTimeout(t);
+    return () => {
+      live = false;
+      clearTimeout(t);
+    };
   }, [api, key, text]);
   const save = (schedule: ScheduleEdit | null): void => {
     api.setSchedule({ id: cardId, schedule }).then(onDone, (e: Error) => setError(e.message));
@@ -100,16 +113,20 @@ function ScheduleEditor({
           <option value="queue">queue it</option>
         </select>
       </label>
-      {preview &&
-        (preview.ok ? (
-          <div className="schedule-preview" role="status">
-            ✓ {preview.text} · cron <code>{preview.cron}</code>
+      {shown &&
+        (shown.ok ? (
+          <div
+            className={`schedule-preview${checking ? ' checking' : ''}`}
+            role="status"
+            aria-busy={checking}
+          >
+            ✓ {shown.text} · cron <code>{shown.cron}</code>
             <br />
-            Next (your time): {preview.next.map(when).join(' · ')}
+            Next (your time): {shown.next.map(when).join(' · ')}
           </div>
         ) : (
-          <div className="banner error" role="status">
-            {preview.error}
+          <div className={`banner error${checking ? ' checking' : ''}`} role="status" aria-busy={checking}>
+            {shown.error}
           </div>
         ))}
       {error && <div className="banner error">{error}</div>}

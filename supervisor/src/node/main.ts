@@ -37,14 +37,8 @@ import { cardSavedAt, scheduleClockOf } from './schedule-clock.ts';
 import { ProjectBook } from './projects.ts';
 import { RetentionKeeper } from './gc-auto.ts';
 import { fleetConfig } from './fleet/config.ts';
-import {
-  insideAny,
-  installReadTrees,
-  outermost,
-  readablePath,
-  rootOnlyEntries,
-  systemReadTrees,
-} from './reads.ts';
+import { insideAny, installReadTrees, outermost, readablePath, systemReadTrees } from './reads.ts';
+import { RootOnlyEntries } from './root-only.ts';
 import { loadFleetHost, loadGateway, restoreBackend } from './fleet/backend.ts';
 
 const VERSION = '0.1.0';
@@ -140,6 +134,9 @@ async function main(): Promise<void> {
   // The loopback model proxy (a listener per run); keys are read at each request, never logged.
   const proxy = new ModelProxy(providerRoutes(process.env), (p) => readProviderKey(paths, p), log);
 
+  const useNamespaces = process.env.RUNBOARD_NAMESPACES !== 'off';
+  // covered in a root run's mount namespace (none without namespaces: DAC is all there is then)
+  const rootOnly = process.getuid?.() === 0 && useNamespaces ? new RootOnlyEntries('/etc', log) : undefined;
   const hiddenPaths = [...new Set([paths.root, paths.runtimeDir].map((p) => realpathSync(p)))];
   const readTrees = outermost([
     ...systemReadTrees(),
@@ -166,13 +163,14 @@ async function main(): Promise<void> {
     // trees are added per run.
     readTrees,
     // a root run reads what root reads: what only root may read in /etc is covered in its namespace
-    blanked: process.getuid?.() === 0 ? rootOnlyEntries('/etc') : [],
+    // (found at the first run and again after /etc changed, not at the start: root-only.ts)
+    ...(rootOnly ? { blanked: () => rootOnly.current() } : {}),
     runPath: readablePath(process.env.PATH, readTrees),
     protectedPaths,
     grantedPaths: () => listGrants(paths).map((g) => g.path),
     landlockAbi,
     landlockReason,
-    useNamespaces: process.env.RUNBOARD_NAMESPACES !== 'off',
+    useNamespaces,
     supervisorDir: paths.supervisorDir,
     baseEnv: process.env,
     proxy,

@@ -15,8 +15,8 @@ export interface RunDeps {
   /** Trees no run may read: the state root (keys, grants, other runs' logs and scratch dirs). */
   hiddenPaths: string[];
   /** The system's trees and Runboard's install, which every run may read (reads.ts); [] reads all. */
-  /** Files and folders in those trees only root may read, covered for a root run (rootOnlyEntries). */
-  blanked?: string[];
+  /** Files and folders in those trees only root may read now, covered for a root run (root-only.ts). */
+  blanked?: () => string[];
   readTrees?: string[];
   /** The PATH runs get: the supervisor's without the folders they cannot read (reads.ts). */
   runPath?: string;

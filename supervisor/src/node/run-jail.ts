@@ -150,7 +150,7 @@ export function jailCommand(i: JailCommandInput): JailCommand {
     workspace: i.workspace,
     writable: i.writable,
     hiddenPaths: deps.hiddenPaths,
-    blanked: deps.blanked,
+    blanked: deps.blanked?.(),
     workerArgv: i.direct ?? deps.workerArgv,
     init: i.direct !== undefined,
     parentPid: process.pid,
