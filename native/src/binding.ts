@@ -125,7 +125,7 @@ interface RawBinding {
   Recorder: new (
     options: { region?: RawRect; frameIntervalMs?: number; settleMs?: number; borderWidth?: number },
     onMessage: (
-      type: 'ready' | 'event' | 'focus' | 'paused' | 'error',
+      type: 'ready' | 'event' | 'focus' | 'paused' | 'mark' | 'error',
       payload: Record<string, unknown>,
     ) => void,
   ) => RawRecorder;
@@ -134,6 +134,8 @@ interface RawBinding {
 
 export interface RawRecorder {
   setPaused(paused: boolean): void;
+  /** Marks the X server's instant of the call; true: a 'mark' message {time, frame} follows, in order. */
+  mark(): boolean;
   stop(): void;
   /** Stops at an instant of the X server, after delivering every event before it; its server time (0: ended already). */
   drain(): Promise<number>;

@@ -6,6 +6,7 @@
 // keysym, key, text, modifierKey, modifiers, button, x, y, window, synthetic, device, frameId, frame?};
 // 'focus' {time, focused, app, path, role, name, bounds, editable, secret} or {error} (AT-SPI focus changes);
 // 'paused' {paused, time} (a setPaused took effect: after every event before its instant, before any after it);
+// 'mark' {time, frame?} (a mark() reached, in the same order; the screen at its instant);
 // 'error' {message, code} (the thread has ended). A frame ({id, width, height, source, data: RGBA}) is
 // copied into JavaScript once, with the first event that refers to it; later events carry its id only.
 // Lifetime as the watcher's (OpenBridge): stop() unrefs at once.
@@ -20,14 +21,14 @@ namespace runboard::napi {
 namespace {
 
 struct RecorderMsg {
-  enum Kind { kReady, kEvent, kError, kEnded, kDrained, kFocus, kPaused } kind;
+  enum Kind { kReady, kEvent, kError, kEnded, kDrained, kFocus, kPaused, kMarked } kind;
   d::RecordedEvent event;
   std::shared_ptr<const d::RecorderFrame> frame;
   std::string message, code;
   Napi::Promise::Deferred* deferred = nullptr;  // kDrained: drain()'s promise
-  unsigned long time = 0;                       // kDrained: the stop's server time; kPaused: the pause's or resume's
-  d::RecordedFocus focus = {};                  // kFocus
-  bool paused = false;                          // kPaused
+  unsigned long time = 0;  // kDrained: the stop's server time; kPaused: the pause's or resume's; kMarked: the mark's
+  d::RecordedFocus focus = {};  // kFocus
+  bool paused = false;          // kPaused
 };
 
 Napi::Object FrameValue(Napi::Env env, const d::RecorderFrame& f) {
@@ -97,6 +98,10 @@ void DeliverRecording(Napi::Env env, Napi::Function onMessage, RecorderMsg* msg,
       payload.Set("editable", f.editable);
       payload.Set("secret", f.secret);
     }
+  } else if (m->kind == RecorderMsg::kMarked) {
+    type = "mark";  // a frame of its own each time (marks are rare): the events' frame ids are left as they are
+    payload.Set("time", static_cast<double>(m->time));
+    if (m->frame) payload.Set("frame", FrameValue(env, *m->frame));
   } else if (m->kind == RecorderMsg::kPaused) {
     type = "paused";
     payload.Set("paused", m->paused);
@@ -114,8 +119,8 @@ class NativeRecorder : public Napi::ObjectWrap<NativeRecorder> {
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(
         env, "Recorder",
-        {InstanceMethod("setPaused", &NativeRecorder::SetPaused), InstanceMethod("stop", &NativeRecorder::Stop),
-         InstanceMethod("drain", &NativeRecorder::Drain)});
+        {InstanceMethod("setPaused", &NativeRecorder::SetPaused), InstanceMethod("mark", &NativeRecorder::Mark),
+         InstanceMethod("stop", &NativeRecorder::Stop), InstanceMethod("drain", &NativeRecorder::Drain)});
   }
 
   explicit NativeRecorder(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeRecorder>(info) {
@@ -151,6 +156,11 @@ class NativeRecorder : public Napi::ObjectWrap<NativeRecorder> {
       m->time = time;
       post(m);
     };
+    cb.marked = [post](unsigned long time, std::shared_ptr<const d::RecorderFrame> f) {
+      auto* m = new RecorderMsg{RecorderMsg::kMarked, {}, std::move(f), "", ""};
+      m->time = time;
+      post(m);
+    };
     cb.failed = [post](const d::DesktopError& e) {
       post(new RecorderMsg{RecorderMsg::kError, {}, nullptr, e.what(), e.code()});
     };
@@ -167,6 +177,9 @@ class NativeRecorder : public Napi::ObjectWrap<NativeRecorder> {
     recorder_->SetPaused(info.Length() > 0 && info[0].ToBoolean().Value());
     return info.Env().Undefined();
   }
+
+  // mark(): whether a 'mark' message ({time, frame}) will follow, after every event before the call.
+  Napi::Value Mark(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), recorder_->Mark()); }
 
   Napi::Value Stop(const Napi::CallbackInfo& info) {
     StopBridge(info.Env(), state_.get());

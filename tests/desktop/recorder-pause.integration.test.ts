@@ -3,13 +3,16 @@
 // (desktop-cli, spawnSync): while it runs this process's JavaScript is blocked, so every event of it
 // is still in flight (in the X server, the recorder's thread or the addon's queue) when the pause or
 // the answer comes right after. That is a recorder running behind on a loaded machine, made certain:
-// no sleeps, no load needed. The steps' order is asserted.
-import { mkdtempSync, rmSync } from 'node:fs';
+// no sleeps, no load needed. The steps' order is asserted. An extract added without a Ctrl+I (the
+// Pause button, or not paused) is placed at its own instant among the input and carries the screen and
+// the element as they are when it is added (decision 130).
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { desktop, Recording, type Element } from '../../native/src/index.ts';
-import { centre, manifest } from './recorder-helpers.ts';
+import { decodePng } from './png.ts';
+import { centre, crop, differing, manifest, painted } from './recorder-helpers.ts';
 import { DesktopSession, eventually, findElement } from './session.ts';
 
 const TITLE = 'Runboard Recorder Pause Form';
@@ -115,5 +118,55 @@ describe('input in flight at a pause', () => {
       { type: 'press', key: 'Tab' },
     ]);
     expect(got.map((x) => x.details)).toEqual([undefined, undefined, 'the next step']);
+  });
+
+  it("Pause, then an extract: it carries the screen and the element as they are when it is added, not the start's screen and no element", async () => {
+    await nameField(); // the pointer rests on the Name field (its click)
+    const field = (await find('text', 'Name')).bounds;
+    const whole: [number, number, number, number] = [0, 0, field[2], field[3]];
+    const rec = await Recording.start({ dir: out, border: false });
+    const startFile = path.join(rec.dir, 'screenshots', 'start.png');
+    expect(await eventually(async () => existsSync(startFile), 15_000)).toBe(true);
+    const start = crop(decodePng(readFileSync(startFile)), field); // the field empty
+    person('type', '--text', 'before');
+    rec.pause();
+    person('type', '--text', 'during'); // while paused: not recorded, but on the screen at the extract
+    expect(await eventually(async () => (await find('text', 'Name')).value === 'beforeduring', 15_000)).toBe(
+      true,
+    );
+    await painted(field, start, 0.02);
+    rec.addExtract('the name typed');
+    rec.resume();
+    await rec.stop();
+    const got = manifest(rec.dir);
+    expect(got.map((x) => x.action)).toEqual([
+      { type: 'type', text: 'before' },
+      { type: 'extract', query: 'the name typed' },
+    ]);
+    const extract = got[1]!;
+    expect(extract.element).toMatchObject({ role: 'text', name: 'Name' });
+    expect(extract.window?.title).toBe(TITLE);
+    expect(extract.elementMissing).toBeUndefined();
+    // The screen when it was added shows the typed name; the start's had the field empty.
+    const seen = crop(decodePng(readFileSync(path.join(rec.dir, extract.screenshot))), field);
+    expect(differing(seen, start, whole), "the typed name in the extract's screenshot").toBeGreaterThan(0.02);
+  });
+
+  it('an extract added while not paused goes where it happened among the input still on its way', async () => {
+    await nameField();
+    const rec = await Recording.start({ dir: out, border: false });
+    person('type', '--text', 'first');
+    // At once: none of the typing has reached this process yet; the extract comes after all of it.
+    rec.addExtract('the first word');
+    person('type', '--text', 'second');
+    await rec.stop();
+    const got = manifest(rec.dir);
+    expect(got.map((x) => x.action)).toEqual([
+      { type: 'type', text: 'first' },
+      { type: 'extract', query: 'the first word' },
+      { type: 'type', text: 'second' },
+    ]);
+    expect(got[1]!.element).toMatchObject({ role: 'text', name: 'Name' });
+    expect(got.map((x) => x.at)).toEqual([...got.map((x) => x.at)].sort((a, b) => a - b));
   });
 });

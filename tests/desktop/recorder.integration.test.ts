@@ -16,8 +16,8 @@ import {
   type ManifestStep,
   type WindowInfo,
 } from '../../native/src/index.ts';
-import { decodePng, type Image } from './png.ts';
-import { centre, manifest } from './recorder-helpers.ts';
+import { decodePng } from './png.ts';
+import { centre, crop, differing, manifest, painted, shot } from './recorder-helpers.ts';
 import { DesktopSession, eventually, findElement, repo, sleep } from './session.ts';
 
 const TITLE = 'Runboard Recorder Form';
@@ -51,50 +51,6 @@ function allText(dir: string): string {
   };
   walk(dir);
   return files.map((f) => readFileSync(f, 'latin1')).join('\n');
-}
-
-/** Share of pixels that differ (by more than a little) between two images in a screen rectangle. */
-function differing(a: Image, b: Image, r: [number, number, number, number]): number {
-  let n = 0;
-  for (let y = r[1]; y < r[1] + r[3]; y++)
-    for (let x = r[0]; x < r[0] + r[2]; x++) {
-      const i = (y * a.width + x) * 3;
-      if (
-        Math.abs(a.rgb[i]! - b.rgb[i]!) +
-          Math.abs(a.rgb[i + 1]! - b.rgb[i + 1]!) +
-          Math.abs(a.rgb[i + 2]! - b.rgb[i + 2]!) >
-        30
-      )
-        n++;
-    }
-  return n / (r[2] * r[3]);
-}
-
-/** The screen (a region of it; [0,0,0,0]: all of it) now, as RGB. */
-async function shot(region: [number, number, number, number]): Promise<Image> {
-  const all = region[2] === 0;
-  const c = await desktop.capture({ ...(all ? {} : { region }), format: 'raw', cursor: false });
-  const rgb = Buffer.alloc(c.width * c.height * 3);
-  for (let i = 0, j = 0; i < c.data.length; i += 4, j += 3) c.data.copy(rgb, j, i, i + 3);
-  return { width: c.width, height: c.height, rgb };
-}
-
-/** `r` of a whole-screen image, as an image of its own. */
-function crop(img: Image, r: [number, number, number, number]): Image {
-  const rgb = Buffer.alloc(r[2] * r[3] * 3);
-  for (let y = 0; y < r[3]; y++)
-    rgb.set(
-      img.rgb.subarray(((r[1] + y) * img.width + r[0]) * 3, ((r[1] + y) * img.width + r[0] + r[2]) * 3),
-      y * r[2] * 3,
-    );
-  return { width: r[2], height: r[3], rgb };
-}
-
-/** Waits until the app has painted a change in `r`: more than `share` of its pixels differ from `before`. */
-async function painted(r: [number, number, number, number], before: Image, share: number): Promise<void> {
-  const whole: [number, number, number, number] = [0, 0, r[2], r[3]];
-  const ok = await eventually(async () => differing(before, await shot(r), whole) > share, 15_000);
-  if (!ok) throw new Error(`the app never painted the change at ${r.join(',')}`);
 }
 
 describe('recording a person filling the form', () => {

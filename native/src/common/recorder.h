@@ -86,6 +86,10 @@ struct RecorderCallbacks : ThreadEndCallbacks {
   // ms (0 when it could not be placed among the events: it took effect at the call, and this runs on
   // the caller's thread).
   std::function<void(bool paused, unsigned long time)> paused;
+  // A mark (Mark) was reached, among the events: every event before its instant has been reported, none
+  // after it yet. `time`: the instant's server time, ms; `frame`: the screen at that instant (taken then
+  // if it changed since the newest frame, paused or not).
+  std::function<void(unsigned long time, std::shared_ptr<const RecorderFrame> frame)> marked;
 };
 
 class Recorder {
@@ -98,6 +102,10 @@ class Recorder {
   // server generated before it is reported (or not) as before it, however late the thread reads it;
   // `paused` says when the thread got there.
   void SetPaused(bool paused);
+  // Marks the X server's instant of the call (as SetPaused places a pause), paused or not: `marked`
+  // follows on the thread, in the events' order. False when it cannot be placed (the recorder has ended,
+  // or no display connection could be opened): then no `marked` follows.
+  bool Mark();
   void Stop();
   // Stops at an instant of the display server: every event it had generated before then is reported
   // first (none after), then `done(stopTime)` runs on the recorder's thread (server time, ms; 0 when

@@ -123,6 +123,7 @@ function startRecorder(
               firstFrame,
               pause: () => raw.setPaused(true),
               resume: () => raw.setPaused(false),
+              mark: () => raw.mark(),
               stop: () => raw.stop(),
               drain: () => raw.drain(),
             });
@@ -139,6 +140,9 @@ function startRecorder(
             options.onFocus?.(payload as unknown as RecordedFocus | { error: string });
           } else if (type === 'paused') {
             options.onPaused?.(payload as { paused: boolean; time: number });
+          } else if (type === 'mark') {
+            const frame = (payload.frame as RecorderFrame | undefined) ?? [...frames.values()].at(-1)!;
+            options.onMark?.({ time: payload.time as number, frame });
           } else if (!started) reject(toDesktopError(payload));
           else {
             raw.stop();

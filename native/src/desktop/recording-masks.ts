@@ -11,6 +11,8 @@ import { maskVideo, type VideoResult } from './video.ts';
 export interface Lookup {
   tree?: ReadResult;
   window?: WindowInfo;
+  /** Why the tree could not be read (when it could not). */
+  error?: string;
 }
 
 /** What the secret test looks at: an element of a read, or a focus change. */

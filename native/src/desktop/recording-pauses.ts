@@ -48,9 +48,16 @@ export class PendingPauses {
   /** The recorder reached the oldest pause's instant (its server time; 0: not known): that pause. */
   reached(time: number): PendingPause | undefined {
     const p = this.pending.shift();
-    // The instant was before the call returned: a bound on the offset, as each event's delay is.
-    if (p && time > 0) this.serverToLocal = Math.min(this.serverToLocal, p.returned - time);
+    if (p && time > 0) this.sample(p.returned, time);
     return p;
+  }
+
+  /**
+   * An instant of the server (`time`) placed before a call that returned at local `returned` (a pause's,
+   * a mark's): a bound on the offset, as each event's delay is.
+   */
+  sample(returned: number, time: number): void {
+    this.serverToLocal = Math.min(this.serverToLocal, returned - time);
   }
 
   /** The pauses the recorder will not reach (it stopped first), oldest first. */

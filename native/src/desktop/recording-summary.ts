@@ -44,3 +44,22 @@ export function endWarnings(o: { lag: Lag; focusUnavailable: string | undefined;
     );
   return { keptUp, warnings };
 }
+
+/** How a recording ended, as recording.json says it. */
+export interface Ending {
+  endedAt: string;
+  durationMs: number;
+  steps: number;
+  bytes: number;
+  stopReason: string;
+  message: string;
+  keptUp: boolean;
+  lagMs: Lag;
+}
+
+/** recording.json's fields about the ending (of the summary), or `recording: true` while it goes on. */
+export function endingMeta(s: Ending | null): Ending | { recording: true } {
+  if (!s) return { recording: true };
+  const { endedAt, durationMs, steps, bytes, stopReason, message, keptUp, lagMs } = s;
+  return { endedAt, durationMs, steps, bytes, stopReason, message, keptUp, lagMs };
+}

@@ -8,10 +8,11 @@ import path from 'node:path';
 import { newRecordingId, type ManifestStep, type StopReason } from '@runboard/project/recording';
 import { desktop } from './desktop.ts';
 import { findPath, hitTest, manifestElement, masked } from './recording-elements.ts';
+import { extractSource, hereNow, pointerNow, type Here } from './recording-extract.ts';
 import { rereadHit, StepFocus } from './recording-focus.ts';
 import { SecretFields, type Lookup } from './recording-masks.ts';
 import { PendingPauses, type PendingPause } from './recording-pauses.ts';
-import { endWarnings, lagOf, type Lag } from './recording-summary.ts';
+import { endingMeta, endWarnings, lagOf, type Lag } from './recording-summary.ts';
 import { StepGrouper, type GroupedStep, type StepAction } from './steps.ts';
 import { ScreenVideo, type MicChoice, type VideoResult } from './video.ts';
 import { type InputRecorder, type RecordedInput, type RecorderFrame, type Rect } from './types.ts';
@@ -123,9 +124,12 @@ export class Recording {
   private seq = 0;
   private readonly delays: number[] = [];
   private readonly images = new Map<string, string>(); // frame id + masks → file
-  private contextFrame: RecorderFrame | undefined; // the pre-action state when Ctrl+I was pressed
-  /** Where the pointer was at Ctrl+I and what the window showed then: the element an extract reads. */
-  private contextLookup: Promise<{ lookup: Lookup; pointer?: [number, number] }> | undefined;
+  /** The pause of a Ctrl+I (until the resume): the screen, window and pointer at the key, for an extract. */
+  private keyContext: { frame: RecorderFrame; here: Promise<Here> } | undefined;
+  /** Extracts added by the Pause button or while not paused, waiting for their mark (oldest first). */
+  private readonly marks: ((m: { time: number; frame: RecorderFrame }) => void)[] = [];
+  /** The newest frame the recorder sent: an extract's screen when its instant could not be placed. */
+  private newest!: RecorderFrame;
   private details: string[] = []; // notes for the next step
   private video: ScreenVideo | undefined;
   private sizeTimer: NodeJS.Timeout | undefined;
@@ -158,7 +162,9 @@ export class Recording {
         else r.focus.timeline.add(f);
       },
       onPaused: (p) => r.reached(p),
+      onMark: (m) => r.marks.shift()?.(m),
     });
+    r.newest = r.recorder.firstFrame;
     // Only once the recorder runs: a display that cannot be recorded leaves no empty recording behind.
     mkdirSync(path.join(r.dir, 'screenshots'), { recursive: true });
     writeFileSync(path.join(r.dir, 'manifest.jsonl'), '');
@@ -222,6 +228,7 @@ export class Recording {
   resume(): void {
     if (!this.paused || this.stopping) return;
     this.paused = false;
+    this.keyContext = undefined;
     this.activeSince = Date.now();
     this.recorder.resume();
     this.video?.resume();
@@ -283,6 +290,7 @@ export class Recording {
       this.recorder?.stop();
       // A pause the recorder never reached (the stop came first): every event before it is in now.
       for (const p of this.pending.left()) this.settle(p);
+      for (const place of this.marks.splice(0)) place({ time: 0, frame: this.newest });
       this.emit(this.grouper.flush());
       const [, v0] = await Promise.all([this.writing, video]);
       let v = v0;
@@ -325,43 +333,61 @@ export class Recording {
   }
 
   /**
-   * Ctrl+I → extract: a step that asks a replay to read `query` off the screen as it is now (the
-   * screenshot is the pre-action state at Ctrl+I), with optional candidate values.
+   * An extract: a step that asks a replay to read `query` off the screen at this point, with optional
+   * candidate values. After a Ctrl+I (until the resume) its screenshot is the pre-action state at the key
+   * and its element the one under the pointer then (else the focused field), and it is written after the
+   * steps made before that pause. Otherwise (the Pause button, or not paused) it is the screen and the
+   * focused window's element as they are now, placed among the input at this instant (decision 130).
    */
   addExtract(query: string, candidates: string[] = []): void {
     if (this.stopping) return;
     if (typeof query !== 'string' || query.trim() === '')
       throw new TypeError('an extract needs a query: what to read off the screen (e.g. "the order number")');
-    const frame = this.contextFrame ?? this.recorder.firstFrame;
     const action: StepAction = {
       type: 'extract',
       query: query.trim(),
       ...(candidates.length > 0 ? { candidates } : {}),
     };
-    const context = this.contextLookup;
-    const at = Date.now() - this.started;
-    const write = async (): Promise<void> => {
-      // The element it was taken from: the one under the pointer at Ctrl+I (the person points at the
-      // value), else the focused field; so replay can read it by its locator, without a model.
-      const c = await context;
-      const roots = c?.lookup.tree?.elements ?? [];
-      const hit =
-        (c?.pointer ? hitTest(roots, c.pointer[0], c.pointer[1]) : undefined) ??
-        findPath(roots, (x) => x.focused && x.editable);
-      const w = c?.lookup.window;
-      const masks = this.secrets.masksFor(c ? [c.lookup] : []);
-      const screenshot = await this.writeImage(frame, masks, String(this.steps + 1).padStart(4, '0'));
-      const step: ManifestStep = {
-        step: ++this.steps,
-        at,
-        screenshot,
-        action,
-        window: w && hit ? { id: w.id, app: w.app, title: w.title, bounds: w.bounds } : null,
-        ...(w && hit ? { element: manifestElement(hit, this.secrets.isSecret) } : {}),
-      };
-      this.append(JSON.stringify(step) + '\n');
+    const key = this.keyContext;
+    const called = Date.now();
+    if (key) {
+      const at = called - this.started;
+      this.pending.add(() => this.enqueue(() => this.writeExtract(action, () => at, key.frame, key.here)));
+      return;
+    }
+    const here = hereNow((id) => this.lookup(id));
+    const place = ({ time, frame }: { time: number; frame: RecorderFrame }): void => {
+      // Every event before the instant has come: the step in progress ends before the extract.
+      this.emit(this.grouper.flush());
+      const at = (): number => (time > 0 ? this.when({ time, arrived: called }) : called - this.started);
+      this.enqueue(() => this.writeExtract(action, at, frame, here));
     };
-    this.pending.add(() => this.enqueue(write));
+    if (this.recorder.mark()) {
+      const returned = Date.now(); // the mark's instant was before it: a bound on the clocks' offset
+      this.marks.push((m) => {
+        if (m.time > 0) this.pending.sample(returned, m.time);
+        place(m);
+      });
+    } else place({ time: 0, frame: this.newest });
+  }
+
+  private async writeExtract(
+    action: StepAction,
+    at: () => number,
+    frame: RecorderFrame,
+    here: Promise<Here>,
+  ): Promise<void> {
+    const h = await here;
+    const masks = this.secrets.masksFor([h.lookup]);
+    const screenshot = await this.writeImage(frame, masks, String(this.steps + 1).padStart(4, '0'));
+    const step: ManifestStep = {
+      step: ++this.steps,
+      at: at(),
+      screenshot,
+      action,
+      ...extractSource(h, this.secrets.isSecret),
+    };
+    this.append(JSON.stringify(step) + '\n');
   }
 
   /** Ctrl+I → details: a free-form note attached to the next step. */
@@ -386,13 +412,14 @@ export class Recording {
   }
 
   /** When an event happened, ms since the recording started: its server time on the local clock. */
-  private when(e: RecordedInput & { arrived: number }): number {
+  private when(e: { time: number; arrived: number }): number {
     const offset = Math.min(this.minDelay, this.pending.serverToLocal);
     return Math.max(0, Number.isFinite(offset) ? e.time + offset - this.started : e.arrived - this.started);
   }
 
   private ingest(e: RecordedInput): void {
     if (this.closed) return;
+    this.newest = e.frame;
     // The wall-clock delay of each event (its server time against when it reached here); the smallest is
     // the server-to-local clock offset, the rest is how far behind the recorder ran.
     const delay = Date.now() - e.time;
@@ -407,15 +434,12 @@ export class Recording {
     if (this.pending.afterKey(e.time)) return;
     const ctrlI = e.kind === 'keyPress' && e.text.toLowerCase() === 'i' && e.modifiers.includes('ctrl');
     if (ctrlI && this.options.onContextRequest) {
-      this.contextFrame = e.frame;
       // read now, while the screen is what the person pointed at (the prompt opens next)
-      this.contextLookup = Promise.all([
-        this.lookup(e.window),
-        desktop.pointer().then(
-          (p): [number, number] | undefined => (p.onScreen ? [p.x, p.y] : undefined),
-          () => undefined,
-        ),
-      ]).then(([lookup, pointer]) => ({ lookup, ...(pointer ? { pointer } : {}) }));
+      const here = Promise.all([this.lookup(e.window), pointerNow()]).then(([lookup, pointer]): Here => ({
+        lookup,
+        ...(pointer ? { pointer } : {}),
+      }));
+      this.keyContext = { frame: e.frame, here };
       this.pause();
       this.pending.byKey(e.time);
       this.options.onContextRequest();
@@ -437,8 +461,9 @@ export class Recording {
       .read({ windowId, actions: false })
       .then(
         (tree): Lookup => ({ tree, window: tree.window }),
-        async (): Promise<Lookup> => ({
+        async (err: unknown): Promise<Lookup> => ({
           window: (await desktop.listWindows({ windowId }).catch(() => []))[0],
+          error: (err as Error).message,
         }),
       )
       .finally(() => this.inFlight.delete(windowId));
@@ -542,18 +567,7 @@ export class Recording {
       limits: this.limits,
       ...(this.video ? { video: 'video.mp4', audio: this.video.audio } : {}),
       warnings: this.warnings,
-      ...(summary
-        ? {
-            endedAt: summary.endedAt,
-            durationMs: summary.durationMs,
-            steps: summary.steps,
-            bytes: summary.bytes,
-            stopReason: summary.stopReason,
-            message: summary.message,
-            keptUp: summary.keptUp,
-            lagMs: summary.lagMs,
-          }
-        : { recording: true }),
+      ...endingMeta(summary),
     };
     writeFileSync(path.join(this.dir, 'recording.json'), JSON.stringify(meta, null, 2) + '\n');
   }

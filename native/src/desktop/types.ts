@@ -274,6 +274,11 @@ export interface RecordInputOptions {
    * instant's server time, ms (0: it could not be placed among the events and took effect at the call).
    */
   onPaused?: (p: { paused: boolean; time: number }) => void;
+  /**
+   * A mark() reached, among the events: every event before its instant has been passed to onInput, none
+   * after it yet. `time`: its server time, ms; `frame`: the screen at that instant.
+   */
+  onMark?: (m: { time: number; frame: RecorderFrame }) => void;
 }
 
 /** An element took (`focused`) or lost the accessibility focus at `time` (server ms, as input's). */
@@ -298,6 +303,12 @@ export interface InputRecorder {
   /** No frames, no events until resume() (which takes a fresh frame at once). */
   pause(): void;
   resume(): void;
+  /**
+   * Marks the X server's instant of the call, paused or not: `onMark` follows once every event before it
+   * has been passed on, with the screen then. False when it cannot be placed (the recorder has ended):
+   * no `onMark` follows.
+   */
+  mark(): boolean;
   /** Ends the recorder; no callback runs after it, and it no longer keeps the process alive. */
   stop(): void;
   /**

@@ -48,6 +48,7 @@ void Recorder::Impl::NoteDamage(const XDamageNotifyEvent& d, unsigned long seria
 }
 
 bool Recorder::Impl::ReportsFrame(const XEvent& ev) const {
+  if (ev.type == PropertyNotify) return ev.xproperty.window == stampWindow && ev.xproperty.atom == markAtom;
   if (ev.type != GenericEvent || ev.xcookie.extension != xiOpcode || !ev.xcookie.data) return false;
   const auto* raw = static_cast<const XIRawEvent*>(ev.xcookie.data);
   if (raw->deviceid != raw->sourceid) return false;

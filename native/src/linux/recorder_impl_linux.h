@@ -95,6 +95,10 @@ struct Recorder::Impl : DesktopThread {
   // PropertyNotify comes after every event generated before the call and before any generated after it.
   Atom pauseAtom = 0;
   std::deque<bool> pauseStamps;  // under `mu`: the state each stamp sent and not yet seen sets
+  // A mark (Mark): another property change on the stamp window; when it comes, `marked` with the screen
+  // at it (an extract added to the recording: where it happened among the input, and what it showed).
+  Atom markAtom = 0;
+  int marksSent = 0;  // under `mu`: marks sent and not yet seen
   bool stampSent = false;
   bool stampSeen = false;
   unsigned long stopTime = 0;
@@ -124,7 +128,7 @@ struct Recorder::Impl : DesktopThread {
     return damageEvent && !damaged.empty() && !frames.empty() && damaged.back().serial >= frames.back().first;
   }
   void NoteDamage(const XDamageNotifyEvent& d, unsigned long serial);
-  // Whether an event is an input event reported with a frame (its cookie's data claimed).
+  // Whether an event is an input event reported with a frame (its cookie's data claimed), or a mark.
   bool ReportsFrame(const XEvent& ev) const;
   // Whether, in events read together, an input event met a screen changed since the newest frame: then
   // the frame after it is taken first, before each event's round trips.

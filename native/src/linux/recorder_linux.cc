@@ -22,8 +22,16 @@ namespace runboard::desktop {
 namespace {
 
 constexpr const char* kPauseAtom = "_RUNBOARD_RECORDER_PAUSE";
+constexpr const char* kMarkAtom = "_RUNBOARD_RECORDER_MARK";
 
 void IgnoreLostPauser(Display*, void*) {}
+
+// A connection of the caller's own for a stamp (a pause, a resume, a mark); nullptr when none opens.
+Display* OpenStamper(const char* purpose) {
+  try {
+    return x11::OpenOwnDisplay(purpose, IgnoreLostPauser, nullptr);
+  } catch (const DesktopError&) { return nullptr; }
+}
 
 // The text a keysym types: Latin-1 keysyms are their code point, Unicode keysyms carry theirs;
 // everything else (Return, Tab, arrows, F-keys, modifiers) types nothing here.
@@ -125,6 +133,7 @@ void Recorder::Impl::Open() {
   stampWindow = XCreateWindow(dpy, root, -1, -1, 1, 1, 0, 0, InputOnly, CopyFromParent, CWEventMask, &wa);
   stampAtom = XInternAtom(dpy, "_RUNBOARD_RECORDER_STOP", False);
   pauseAtom = XInternAtom(dpy, kPauseAtom, False);
+  markAtom = XInternAtom(dpy, kMarkAtom, False);
   XSync(dpy, False);
   if (lost) throw DesktopError(kNoDisplay, "the X display went away");
   // The server's clock against ours: a property change's PropertyNotify carries the server time.
@@ -276,6 +285,25 @@ void Recorder::Impl::HandleEvent(XEvent& ev) {
       if (applied && callbacks.paused) callbacks.paused(paused, ev.xproperty.time);
       return;
     }
+    if (ev.xproperty.atom == markAtom) {
+      bool ours = false;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        ours = marksSent > 0;
+        if (ours) marksSent--;
+      }
+      if (!ours || stampSeen || !callbacks.marked) return;
+      // The screen at the mark's instant, placed by its serial as an input event's is (paused or not);
+      // without DAMAGE no frame says what changed since the newest (none is taken while paused): one now.
+      std::shared_ptr<const RecorderFrame> frame;
+      if (damageEvent) frame = FrameAt(ev.xproperty.serial);
+      else {
+        TakeFrame();
+        if (!frames.empty()) frame = frames.back().second;
+      }
+      callbacks.marked(ev.xproperty.time, frame);
+      return;
+    }
     if (ev.xproperty.atom != stampAtom) return;
     stampSeen = true;
     stopTime = ev.xproperty.time;
@@ -407,12 +435,8 @@ Recorder::~Recorder() { Stop(); }
 void Recorder::SetPaused(bool paused) {
   // At an instant of the X server (decision 120): the events generated before this call are reported
   // as before it even when the thread reads them later (a loaded machine), none after it.
-  Display* own = nullptr;
-  try {
-    own = x11::OpenOwnDisplay("to pause the recording", IgnoreLostPauser, nullptr);
-  } catch (const DesktopError&) {
-    own = nullptr;  // the thread will find the display gone too; at once, as before
-  }
+  // No connection: the thread will find the display gone too; at once, as before.
+  Display* own = OpenStamper("to pause the recording");
   bool atOnce = false;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
@@ -433,6 +457,25 @@ void Recorder::SetPaused(bool paused) {
   }
   if (own) x11::CloseDisplay(own);
   if (atOnce && impl_->callbacks.paused) impl_->callbacks.paused(paused, 0);
+}
+
+bool Recorder::Mark() {
+  Display* own = OpenStamper("to mark the recording");
+  if (!own) return false;
+  bool sent = false;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->Accepting() && impl_->stampWindow) {
+      impl_->marksSent++;
+      XChangeProperty(own, impl_->stampWindow, XInternAtom(own, kMarkAtom, False), XA_INTEGER, 32, PropModeAppend,
+                      nullptr, 0);
+      XSync(own, False);
+      impl_->Wake();
+      sent = true;
+    }
+  }
+  x11::CloseDisplay(own);
+  return sent;
 }
 
 void Recorder::Stop() { impl_->RequestStop(); }

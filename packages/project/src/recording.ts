@@ -57,6 +57,11 @@ export interface ManifestStep {
   window: { id: number; app: string; title: string; bounds: Bounds } | null;
   /** Pointer steps: the accessibility element under the pointer; extracts: the one they were taken from. */
   element?: ManifestElement;
+  /**
+   * Extracts without an `element`: why (no window had the keyboard focus, its accessibility tree could not
+   * be read, or nothing lay under the pointer and no field had the focus).
+   */
+  elementMissing?: string;
   /** Key steps: the element that had the focus at the step's own time (the recorder's focus timeline). */
   focus?: ManifestElement;
   /**
