@@ -30,6 +30,12 @@ flows:
   shell: { runner: command, cap: 4 }
 ${desktopFlow('desktop', { cap: 2, attempts: 2, timeout: '3m', maxSteps: 4 })}`;
 
+/**
+ * The project folder's name: long, as real projects' paths are (the header's path is capped at 30vw,
+ * 307 px at 1024), so the header at 1024 is short of room whatever the test root's random name.
+ */
+const PROJECT = 'quarterly-reports-and-exports-for-the-board';
+
 let model: ModelServer;
 let server: BoardServer;
 let browser: Browser;
@@ -60,10 +66,25 @@ async function waitingShownWhole(width: number): Promise<void> {
   ).toEqual({ width, waitingInSlots: true, slotsInHeader: true });
 }
 
+/** The first busy flow's chip ("shell 1/4") lies whole inside the run count's box: not wrapped away. */
+async function chipShown(width: number): Promise<void> {
+  const got = await page.locator('header.topbar .slots').evaluate((slots) => {
+    const chip = slots.querySelector('.flowcap');
+    const s = slots.getBoundingClientRect();
+    const c = chip?.getBoundingClientRect();
+    return {
+      chip: chip?.textContent,
+      inside: !!c && c.left >= s.left - 0.5 && c.right <= s.right + 0.5 && c.bottom <= s.bottom + 0.5,
+    };
+  });
+  expect(got, `the header at ${width} px`).toEqual({ chip: 'shell 1/4', inside: true });
+}
+
 /**
  * The inspector's line under its title (flow · file · column, and its button) breaks between its
  * parts, never inside one ("needs-/input", "Cancel/run" in a 340 px inspector), and stays inside it;
- * nothing in the inspector is wider than it.
+ * so does the run's heading's "Export run" (it broke into "Export/run"); nothing in the inspector is
+ * wider than it.
  */
 async function metaLineWhole(width: number): Promise<void> {
   const got = await page.locator('.inspector .inspector-meta').evaluate((meta) => {
@@ -75,8 +96,11 @@ async function metaLineWhole(width: number): Promise<void> {
       return new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size;
     };
     const inspector = meta.closest('.inspector')!;
+    const exportRun = inspector.querySelector<HTMLElement>('section.run h3 > button');
     return {
-      broken: parts.filter((e) => lines(e) > 1).map((e) => e.innerText),
+      broken: [...parts, ...(exportRun ? [exportRun] : [])]
+        .filter((e) => lines(e) > 1)
+        .map((e) => e.innerText),
       outside: parts.filter((e) => e.getBoundingClientRect().right > right + 0.5).map((e) => e.innerText),
       // nothing in the inspector sticks out sideways (a command's long progress line did at 1024)
       sideways: inspector.scrollWidth - inspector.clientWidth,
@@ -115,10 +139,11 @@ beforeAll(async () => {
         outside = realpathSync(outside);
         writeFileSync(path.join(outside, 'notes.md'), 'the-notes-beside-the-workspace\n');
         writeFileSync(
-          path.join(root, 'project', 'cards', 'header.md'),
+          path.join(root, PROJECT, 'cards', 'header.md'),
           askingCard(path.join(outside, 'report.txt')),
         );
       },
+      projectName: PROJECT,
     },
   );
   browser = await launchBrowser();
@@ -156,12 +181,17 @@ describe('live asks on the board: the header, Allow always, attempts', () => {
       .waitFor();
     const runId = (await server.card('header'))!.runId!;
     await asks.getByText(`runboard answer ${runId} a1 allow|deny`).waitFor();
+    // its run's section too: metaLineWhole checks its heading's button
+    await ins.getByRole('region', { name: `Run ${runId}` }).waitFor();
     expect(await seriousViolations(page)).toEqual([]);
+    await chipShown(1440);
     await savePicture(page, path.join(ARTIFACTS, 'board-header-waiting-1440.png'));
-    // narrower, the project's path and the flows' chips give way: "1 waiting for you" is never cut
+    // narrower, the project's path and the flows' chips give way: "1 waiting for you" is never cut;
+    // at 1024 the path leaves room for the count and one chip (it hid "shell 1/4" there)
     for (const width of [1024, 800]) {
       await page.setViewportSize({ width, height: 1000 });
       await waitingShownWhole(width);
+      if (width === 1024) await chipShown(width);
       await metaLineWhole(width);
       await savePicture(page, path.join(ARTIFACTS, `board-header-waiting-${width}.png`));
     }

@@ -27,14 +27,17 @@ let server: BoardServer;
 let browser: Browser;
 let page: Page;
 let file: string;
+let otherFile: string;
 
 const status = (p: Page): Locator => p.locator('.workflow-editor [role="status"]');
 
 beforeAll(async () => {
   server = await BoardServer.start(CONFIG, {
     'fill-form.md': '---\ntitle: Fill the form\nflow: replay\ncommand: "true"\n---\n# Task\nFill the form.\n',
+    'other-form.md': '---\ntitle: Other form\nflow: replay\ncommand: "true"\n---\n# Task\nFill it again.\n',
   });
   file = writeCardWorkflow(server, 'fill-form', SAMPLE);
+  otherFile = writeCardWorkflow(server, 'other-form', SAMPLE);
   browser = await launchBrowser();
   page = await openCard(server, browser, 'fill-form', 'Fill the form');
 });
@@ -179,5 +182,37 @@ describe('the workflow editor', () => {
     submit.name = 'Send';
     submit.path = [{ role: 'push button', name: 'Send', index: 0 }];
     expect(readFileSync(file, 'utf8')).toBe(serializeWorkflow(w));
+  });
+
+  it('unsaved edits stay with their card: another card never shows them, and coming back finds them', async () => {
+    const saved = readFileSync(file, 'utf8');
+    await page
+      .getByRole('region', { name: 'Workflow' })
+      .getByRole('button', { name: 'Edit workflow' })
+      .click();
+    const name = page.getByRole('textbox', { name: 'Parameter 1 name' });
+    await name.fill('someone');
+    await name.blur();
+    await page.getByRole('tab', { name: 'Parameters (2)' }).waitFor();
+    await page.click('li[data-card-id="other-form"]');
+    await page.getByRole('complementary', { name: 'Inspector: Other form' }).waitFor();
+    // the other card's own workflow, and no editor holding the first card's edits
+    await page
+      .getByRole('region', { name: 'Workflow' })
+      .getByText('cards/other-form/schema.json: 3 subtasks, 8 steps, parameters: full_name, email')
+      .waitFor();
+    expect(await page.locator('.workflow-editor').count()).toBe(0);
+    await page.click('li[data-card-id="fill-form"]');
+    await page.getByRole('complementary', { name: 'Inspector: Fill the form' }).waitFor();
+    await expect
+      .poll(() => page.getByRole('textbox', { name: 'Parameter 1 name' }).inputValue())
+      .toBe('someone');
+    await page.locator('.workflow-editor').getByRole('button', { name: 'Cancel' }).click();
+    await page
+      .getByRole('region', { name: 'Workflow' })
+      .getByText('parameters: person_name, email')
+      .waitFor();
+    expect(readFileSync(file, 'utf8')).toBe(saved);
+    expect(readFileSync(otherFile, 'utf8')).toBe(SAMPLE);
   });
 });

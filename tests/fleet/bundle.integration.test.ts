@@ -38,4 +38,20 @@ describe("the supervisor's bundle", () => {
     const lazy = staticClosure(path.join(DIST, gateway![1]!));
     expect(lazy.some((f) => readFileSync(f, 'utf8').includes('moveToActive'))).toBe(true);
   });
+
+  it("loads the fleet's job schemas, inputs and artifacts only with a fleet", () => {
+    // The sources of each file, from its source map: the start checks a fleet's Redis URL
+    // (fleet/redis-url.ts) without evaluating the job's zod schemas.
+    const sources = (files: string[]): string[] =>
+      files.flatMap((f) => (JSON.parse(readFileSync(`${f}.map`, 'utf8')) as { sources: string[] }).sources);
+    const fleetOnly = /supervisor\/src\/node\/fleet\/(job|inputs|artifacts)\.ts$/;
+    const eager = sources(staticClosure(path.join(DIST, 'supervisor.mjs')));
+    expect(eager.some((s) => s.endsWith('fleet/redis-url.ts'))).toBe(true);
+    expect(eager.filter((s) => fleetOnly.test(s))).toEqual([]);
+    const gateway = readFileSync(path.join(DIST, 'supervisor.mjs'), 'utf8').match(
+      /import\("(\.\/supervisor-chunks\/gateway-[^"]+\.mjs)"\)/,
+    );
+    const lazy = sources(staticClosure(path.join(DIST, gateway![1]!)));
+    expect(lazy.filter((s) => fleetOnly.test(s)).length).toBe(3);
+  });
 });

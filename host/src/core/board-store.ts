@@ -6,20 +6,13 @@
  * config and reports the error. Only regular files are read, without blocking (regular-file.ts): a
  * directory or a FIFO named *.md is a broken card saying so. Cards and config.yaml changed outside the
  * board wait for a person's confirm (the ledger: board-confirm.ts; config-changes.ts says what changed);
- * deleted cards go to the trash folder (card-trash.ts).
+ * config.yaml as the board holds it is board-config.ts; deleted cards go to the trash folder
+ * (card-trash.ts).
  */
 import { EventEmitter } from 'node:events';
 import { cpSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import {
-  parseCard,
-  parseConfig,
-  readUserConfig,
-  upgradeConfigFiles,
-  type Card,
-  type CardFrontMatter,
-  type ProjectConfig,
-} from './project.ts';
+import { parseCard, type Card, type CardFrontMatter, type ProjectConfig } from './project.ts';
 import type { TrashedCard } from '../shared/board-types.ts';
 import { cardText, duplicateText, slugOf } from './card-edit.ts';
 import type { CardParseCache } from './card-parse-cache.ts';
@@ -39,11 +32,11 @@ import {
 import {
   confirmationOf,
   confirmFirst,
-  configState,
   wouldRun,
   type ConfigChange,
   type Confirmation,
 } from './board-confirm.ts';
+import { BoardConfig } from './board-config.ts';
 import { restoreCardFile, trashCardFile, trashedCards } from './card-trash.ts';
 import { BoardWatch } from './board-watch.ts';
 import { UnreadableCards } from './card-unreadable.ts';
@@ -69,8 +62,8 @@ export interface StoreEvents {
 export class BoardStore extends EventEmitter<StoreEvents> {
   readonly cardsDir: string;
   readonly configFile: string;
-  config!: ProjectConfig;
-  configError: string | undefined;
+  /** config.yaml as the board holds it: its config, error and waiting change (board-config.ts). */
+  private readonly held: BoardConfig;
   /** Cards by id. */
   private readonly cards = new Map<string, Card>();
   /** id by file. */
@@ -94,10 +87,6 @@ export class BoardStore extends EventEmitter<StoreEvents> {
   private readonly ledger: Ledger | undefined;
   /** The digest of each card file's text as last read. */
   private readonly digests = new Map<string, string>();
-  /** The confirmed config.yaml text the board launches with while a changed one waits. */
-  private confirmedText: string | undefined;
-  /** config.yaml changed outside the board and waits for a person's confirm. */
-  configChange: ConfigChange | undefined;
 
   /**
    * `cache`: earlier front matter parses (card-parse-cache.ts); without it every card is parsed.
@@ -113,6 +102,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     this.projectDir = path.resolve(projectDir);
     this.cardsDir = path.join(this.projectDir, 'cards');
     this.configFile = path.join(this.projectDir, 'config.yaml');
+    this.held = new BoardConfig(this.configFile, this.projectDir, this.ledger, () => this.emit('config'));
     this.unreadable = new UnreadableCards(this.projectDir);
     this.watching = new BoardWatch({
       projectDir: this.projectDir,
@@ -125,7 +115,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
       unsettled: () => this.unreadable.files(),
       recheck: (file, outside) => this.recheck(file, outside),
       forget: (file) => this.forget(file),
-      ingestConfig: (text) => this.ingestConfig(text),
+      ingestConfig: (text) => this.held.ingest(text),
       takeLoaded: () => {
         const loaded = this.loaded && { cards: this.loaded, config: this.loadedConfig };
         this.loaded = undefined;
@@ -135,31 +125,23 @@ export class BoardStore extends EventEmitter<StoreEvents> {
     });
   }
 
+  /** The config the board launches with (the last good and confirmed one). */
+  get config(): ProjectConfig {
+    return this.held.config;
+  }
+  /** Why config.yaml does not load now (the last good config stays), or undefined. */
+  get configError(): string | undefined {
+    return this.held.error;
+  }
+  /** config.yaml changed outside the board and waits for a person's confirm. */
+  get configChange(): ConfigChange | undefined {
+    return this.held.change;
+  }
+
   /** Loads everything (throws when there was never a good config), assigns missing ids/status. */
   load(): void {
     const ledger = this.ledger;
-    let before: string | undefined;
-    try {
-      before = readRegularFileSync(this.configFile);
-    } catch {
-      // said below
-    }
-    // Older config files are written as the current version first (comments kept; config.ts).
-    upgradeConfigFiles(this.projectDir);
-    let configText: string;
-    try {
-      configText = readRegularFileSync(this.configFile);
-    } catch (err) {
-      throw new Error(`${this.configFile}: ${(err as Error).message}`);
-    }
-    // the upgrade of a confirmed config is confirmed too (the board wrote it on top of that)
-    if (ledger && !ledger.fresh && before !== undefined && before !== configText)
-      if (ledger.confirmed(this.configFile, digestOf(before))) ledger.recordConfig(configText);
-    if (ledger?.fresh) ledger.recordConfig(configText);
-    this.confirmedText = ledger ? ledger.confirmedConfig() : configText;
-    this.config = parseConfig(this.configFile, configText, readUserConfig());
-    if (this.confirmedText !== configText) this.ingestConfig(configText, false);
-    this.loadedConfig = configText;
+    this.loadedConfig = this.held.load();
     this.loaded = new Map();
     for (const file of this.cardFiles()) {
       let text: string;
@@ -207,15 +189,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
 
   /** A person confirms config.yaml as the board showed it (`digest`): the board launches with it. */
   confirmConfig(digest: string): void {
-    const text = this.configText();
-    const change = this.configChange;
-    if (!change || change.digest !== digest || digestOf(text) !== digest)
-      throw new MoveRefused(
-        'config.yaml changed again since the board showed it (or has no change to confirm): look at it again, then confirm',
-      );
-    this.ledger?.recordConfig(text);
-    this.confirmedText = text;
-    this.ingestConfig(text);
+    this.held.confirm(digest);
   }
 
   /** The card files in cards/ now (absolute paths, sorted). */
@@ -301,14 +275,9 @@ export class BoardStore extends EventEmitter<StoreEvents> {
 
   /** Rewrites config.yaml with `edit` (core/config-edit.ts changes only the values it sets). */
   updateConfig(edit: (text: string) => string): void {
-    if (this.configChange)
-      throw new MoveRefused(
-        'config.yaml changed outside the board and waits for your confirm: confirm it (or undo that change) first',
-      );
-    const next = edit(readRegularFileSync(this.configFile));
-    parseConfig(this.configFile, next, readUserConfig()); // refuse to write a config that would not load
+    const next = this.held.edited(edit);
     this.write(this.configFile, next, undefined, true);
-    this.ingestConfig(next);
+    this.held.ingest(next);
   }
 
   /** The file of a broken card, by its path relative to the project folder. */
@@ -415,7 +384,7 @@ export class BoardStore extends EventEmitter<StoreEvents> {
   }
 
   configText(): string {
-    return readRegularFileSync(this.configFile);
+    return this.held.text();
   }
 
   /**
@@ -472,38 +441,15 @@ export class BoardStore extends EventEmitter<StoreEvents> {
         this.forget(file);
         return true;
       }
-      if (file === this.configFile) {
-        // the last good config stays; the file's return (or a new one) is read when it comes
-        this.configError = gone
-          ? `${this.configFile} is gone (deleted or renamed): the board keeps its last good config until the file is back`
-          : `${this.configFile}: ${(err as Error).message}`;
-        this.emit('config');
-      } else this.notCard(file, (err as Error).message);
+      if (file === this.configFile) this.held.unreadable(err as NodeJS.ErrnoException);
+      else this.notCard(file, (err as Error).message);
       return true;
     }
     if (this.written.get(file) === text && !this.unreadable.has(file)) return false;
     this.written.delete(file);
-    if (file === this.configFile) this.ingestConfig(text);
+    if (file === this.configFile) this.held.ingest(text);
     else this.ingest(file, text, true);
     return true;
-  }
-
-  /**
-   * Takes in config.yaml's text: a confirmed one (or any, without a ledger) becomes the config; a
-   * changed one waits as `configChange` while the board keeps the last confirmed config.
-   */
-  private ingestConfig(text: string, emit = true): void {
-    try {
-      const next = configState(this.configFile, text, readUserConfig(), this.ledger, {
-        config: this.config,
-        confirmedText: this.confirmedText,
-      });
-      this.configError = undefined;
-      ({ config: this.config, confirmedText: this.confirmedText, configChange: this.configChange } = next);
-    } catch (err) {
-      this.configError = (err as Error).message;
-    }
-    if (emit) this.emit('config');
   }
 
   /**

@@ -291,8 +291,10 @@ export function Inspector({
           <Markdown text={body.trim()} />
         </div>
       </details>
+      {/* each card's own forms are remounted for another card (keyed by it): what was typed or being edited
+          for one card, or a late answer for it, never shows under another, nor is saved into it */}
       {detail.questionList.length > 0 ? (
-        <Questions api={api} detail={detail} onChanged={onChanged} onError={setError} />
+        <Questions key={card.id} api={api} detail={detail} onChanged={onChanged} onError={setError} />
       ) : (
         otherQuestionText && (
           <section className="questions" aria-label="Questions">
@@ -301,9 +303,15 @@ export function Inspector({
           </section>
         )
       )}
-      <ScheduleSection api={api} detail={detail} onChanged={onChanged} />
-      <WorkflowSection api={api} cardId={card.id} locked={!!card.locked} />
-      <ReplayParamsSection api={api} cardId={card.id} locked={!!card.locked} onChanged={onChanged} />
+      <ScheduleSection key={`schedule-${card.id}`} api={api} detail={detail} onChanged={onChanged} />
+      <WorkflowSection key={`workflow-${card.id}`} api={api} cardId={card.id} locked={!!card.locked} />
+      <ReplayParamsSection
+        key={`params-${card.id}`}
+        api={api}
+        cardId={card.id}
+        locked={!!card.locked}
+        onChanged={onChanged}
+      />
       <AttemptsSection api={api} detail={detail} selected={run?.runId} onSelect={setRunId} />
       <section className="runs" aria-label="Runs">
         <h3>

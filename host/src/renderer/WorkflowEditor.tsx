@@ -5,7 +5,7 @@
  * locator replay finds the element by), dependencies on upstream extracts, and a review of the plan. Every edit is checked by the host with the one workflow
  * schema and its problems are shown; Save writes only a valid whole.
  */
-import { useContext, useEffect, useState } from 'react';
+import { useContext, useEffect, useRef, useState } from 'react';
 import type {
   Workflow,
   WorkflowParam,
@@ -27,13 +27,26 @@ import { OutcomeCheckEditor, StepsEditor } from './WorkflowSteps.tsx';
 
 type Tab = 'params' | 'subtasks' | 'review';
 
+/**
+ * Unsaved edits per card, for this page's life: the inspector shows another card (the sections are
+ * remounted per card) and coming back finds the editor open with the edits, based on the text they
+ * were made on (a save over a file changed meanwhile is refused as a conflict, as always).
+ */
+const drafts = new Map<string, { w: Workflow; base: string | undefined }>();
+
 /** The card's workflow in the inspector: a summary, and the editor behind "Edit workflow". */
 export function WorkflowSection({ api, cardId, locked }: { api: BoardApi; cardId: string; locked: boolean }) {
   const [view, setView] = useState<CardWorkflowView>();
-  const [editing, setEditing] = useState(false);
+  const [editing, setEditing] = useState(() => drafts.has(cardId));
   const [error, setError] = useState('');
+  // the newest load's answer only (a load after a save may cross the first one's)
+  const loads = useRef(0);
   const load = (): void => {
-    api.workflow({ id: cardId }).then(setView, (e: Error) => setError(e.message));
+    const n = ++loads.current;
+    api.workflow({ id: cardId }).then(
+      (v) => n === loads.current && setView(v),
+      (e: Error) => n === loads.current && setError(e.message),
+    );
   };
   useEffect(load, [api, cardId]);
   if (!view || (view.text === undefined && !view.problems.length)) return null;
@@ -67,8 +80,8 @@ export function WorkflowSection({ api, cardId, locked }: { api: BoardApi; cardId
           <WorkflowEditor
             api={api}
             cardId={cardId}
-            initial={w}
-            base={view.text}
+            initial={drafts.get(cardId)?.w ?? w}
+            base={drafts.has(cardId) ? drafts.get(cardId)!.base : view.text}
             onClose={(saved) => {
               setEditing(false);
               if (saved) load();
@@ -113,22 +126,34 @@ export function WorkflowEditor({
   const edit = (f: (w: Workflow) => Workflow): void => setW((cur) => renumber(f(copy(cur))));
   const key = JSON.stringify(w);
   useEffect(() => {
+    drafts.set(cardId, { w, base });
     setChecking(true);
+    // an answer for an earlier edit (a slow host answers out of order) is dropped: the problems shown
+    // are the workflow's as it is now
+    let live = true;
     const t = setTimeout(() => {
       api.checkWorkflow({ id: cardId, workflow: w }).then(
         (r) => {
+          if (!live) return;
           setProblems(r.problems);
           setChecking(false);
         },
-        (e: Error) => setError(e.message),
+        (e: Error) => live && setError(e.message),
       );
     }, 250);
-    return () => clearTimeout(t);
+    return () => {
+      live = false;
+      clearTimeout(t);
+    };
     // the workflow's JSON is the dependency (a new object after every edit, equal or not)
   }, [key]);
+  const close = (saved: boolean): void => {
+    drafts.delete(cardId);
+    onClose(saved);
+  };
   const save = (): void => {
     api.saveWorkflow({ id: cardId, workflow: w, ...(base !== undefined ? { base } : {}) }).then(
-      (r) => (r.saved ? onClose(true) : setProblems(r.problems)),
+      (r) => (r.saved ? close(true) : setProblems(r.problems)),
       (e: Error) => setError(e.message),
     );
   };
@@ -177,7 +202,7 @@ export function WorkflowEditor({
         <button type="button" className="primary" disabled={checking || problems.length > 0} onClick={save}>
           Save workflow
         </button>
-        <button type="button" onClick={() => onClose(false)}>
+        <button type="button" onClick={() => close(false)}>
           Cancel
         </button>
       </div>

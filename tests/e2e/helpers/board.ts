@@ -146,8 +146,9 @@ export class BoardServer {
   private constructor(
     readonly root: string,
     extraEnv: NodeJS.ProcessEnv = {},
+    projectName = 'project',
   ) {
-    this.project = path.join(root, 'project');
+    this.project = path.join(root, projectName);
     this.home = path.join(root, 'home');
     this.workspace = path.join(this.project, 'workspace');
     mkdirSync(path.join(this.project, 'cards'), { recursive: true });
@@ -179,10 +180,13 @@ export class BoardServer {
   static async start(
     config: string,
     cards: Record<string, string>,
-    /** Extra environment of serve and its supervisor; `beforeServe` runs once the state root exists. */
-    opts: { env?: NodeJS.ProcessEnv; beforeServe?: (paths: StatePaths) => void } = {},
+    /**
+     * Extra environment of serve and its supervisor; `beforeServe` runs once the state root exists;
+     * `projectName`: the project folder's name in the test's root (`project`).
+     */
+    opts: { env?: NodeJS.ProcessEnv; beforeServe?: (paths: StatePaths) => void; projectName?: string } = {},
   ): Promise<BoardServer> {
-    const s = new BoardServer(mkdtempSync(path.join(os.tmpdir(), 'rb-e2e-')), opts.env);
+    const s = new BoardServer(mkdtempSync(path.join(os.tmpdir(), 'rb-e2e-')), opts.env, opts.projectName);
     writeFileSync(path.join(s.project, 'config.yaml'), config);
     for (const [name, text] of Object.entries(cards)) s.writeCard(name, text);
     const paths = statePaths({ RUNBOARD_HOME: s.home });

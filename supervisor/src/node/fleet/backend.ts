@@ -12,7 +12,7 @@ import { JsonRpcCodes, ResponseError } from '../../protocol/index.ts';
 import type { RunRegistry } from '../registry.ts';
 import type * as FleetHostModule from './fleet-host.ts';
 import type * as GatewayModule from './gateway.ts';
-import { redisOptions } from './job.ts';
+import { redisOptions } from './redis-url.ts';
 
 /**
  * The fleet's code (BullMQ, ioredis: most of the supervisor's bundle) is loaded only when a fleet is

@@ -5,7 +5,8 @@
 import os from 'node:os';
 import path from 'node:path';
 import * as z from 'zod/mini';
-import { redisOptions, type HostOffer } from './job.ts';
+import type { HostOffer } from './job.ts';
+import { redisOptions } from './redis-url.ts';
 import { HostPolicy } from './policy.ts';
 
 const HostSpec = z.object({
