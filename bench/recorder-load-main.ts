@@ -7,6 +7,7 @@
  * (a click's element or a typed word's focused field not the one it went to), and how many recordings
  * said they could not keep up (keptUp: false).
  *   node bench/recorder-load.mjs [runs per case] [hogs per core, comma-separated; default 0,2,4,8]
+ * It prints the machine's load average as it was before the bench started anything.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -101,6 +102,9 @@ async function once(out: string, hogs: number) {
 }
 
 async function main(): Promise<void> {
+  // The machine's load before the bench adds any (its desktop, its load processes): read after them, the
+  // 1-minute average is mostly the bench's own hogs.
+  const before = os.loadavg();
   console.error('bench: starting the test desktop');
   const s = await DesktopSession.start();
   const out = mkdtempSync(path.join(os.tmpdir(), 'runboard-recorder-bench-'));
@@ -129,8 +133,9 @@ async function main(): Promise<void> {
         `| ${perCore === 0 ? 'quiet' : `${perCore}× hogs per core (${perCore * CORES})`} | ${Math.round(quantile(lags.p50, 0.5))} | ${Math.round(Math.max(...lags.p99))} | ${lost}/${n} | ${wrong}/${n} | ${behind}/${RUNS} |`,
       );
     }
+    const [one, five] = before.map((x) => x.toFixed(1));
     console.log(
-      `recorder under load: ${RUNS} runs per case, ${CORES} cores, load before: ${os.loadavg()[0]!.toFixed(1)}`,
+      `recorder under load: ${RUNS} runs per case, ${CORES} cores, load before (1/5 min, before the bench started anything): ${one}/${five}, after: ${os.loadavg()[0]!.toFixed(1)}`,
     );
     console.log(
       '| case | lag p50 (median of runs), ms | lag p99 (worst run), ms | steps lost | steps misattributed | said it fell behind |',

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { all, findPath, hitTest } from './recording-elements.ts';
-import type { Element, Rect } from './types.ts';
+import { extractSource } from './recording-extract.ts';
+import type { Element, ReadResult, Rect, WindowInfo } from './types.ts';
 
 let id = 0;
 function el(role: string, name: string, bounds: Rect, children: Element[] = [], focused = false): Element {
@@ -64,5 +65,60 @@ describe('the recorder finds elements with their paths', () => {
       ['Form#0', 'Log#0', 'row 1#0'],
       ['Form#0', 'Log#0', 'row 2#1'],
     ]);
+  });
+});
+
+// An extract's element (recording-extract.ts), from a read of the form.
+const window: WindowInfo = {
+  id: 7,
+  pid: 1,
+  app: 'form',
+  appClass: 'Form',
+  title: 'The Form',
+  bounds: [0, 0, 400, 300],
+  focused: true,
+};
+const formRead = (focusedField: boolean): ReadResult => ({
+  window,
+  scale: 1,
+  stats: { nodes: 3, returned: 3, roundTrips: 1, ms: 1 },
+  elements: [
+    el(
+      'frame',
+      'Form',
+      [0, 0, 400, 300],
+      [el('text', 'Name', [10, 10, 200, 20], [], focusedField), el('label', 'Total', [10, 40, 200, 20])],
+    ),
+  ],
+});
+const secret = (e: Element): boolean => e.secret;
+const win = { id: 7, app: 'form', title: 'The Form', bounds: [0, 0, 400, 300] };
+
+describe("an extract's element", () => {
+  it('is the one under the pointer, else the focused field, with its window', () => {
+    const under = extractSource({ lookup: { tree: formRead(true), window }, pointer: [20, 45] }, secret);
+    expect(under).toMatchObject({ window: win, element: { role: 'label', name: 'Total' } });
+    expect(under.elementMissing).toBeUndefined();
+    const field = extractSource({ lookup: { tree: formRead(true), window }, pointer: [900, 900] }, secret);
+    expect(field).toMatchObject({ window: win, element: { role: 'text', name: 'Name' } });
+  });
+
+  it('is absent with why: no window, a tree that could not be read, nothing there', () => {
+    expect(extractSource({ lookup: {}, why: 'no window had the keyboard focus' }, secret)).toEqual({
+      window: null,
+      elementMissing: 'no window had the keyboard focus',
+    });
+    expect(extractSource({ lookup: { window, error: 'APP_NOT_RESPONDING' } }, secret)).toEqual({
+      window: null,
+      elementMissing:
+        'the accessibility tree of the window "The Form" (form) could not be read (APP_NOT_RESPONDING)',
+    });
+    expect(extractSource({ lookup: { tree: formRead(false), window }, pointer: [900, 900] }, secret)).toEqual(
+      {
+        window: null,
+        elementMissing:
+          'nothing in the window "The Form" (form) lay under the pointer at (900, 900), and no field there had the focus',
+      },
+    );
   });
 });
