@@ -55,20 +55,23 @@ export {
 } from './desktop/compact.ts';
 export { matchSignature, type Candidate, type MatchResult, type Signature } from './desktop/match.ts';
 export {
-  deleteRecording,
-  listRecordings,
   Recording,
   RECORDING_LIMITS,
   BORDER_WIDTH,
-  type RecordingInfo,
-  hitTest,
+  type RecordingOptions,
+  type RecordingSummary,
+} from './desktop/recording.ts';
+export { hitTest } from './desktop/recording-elements.ts';
+// The recording format's types and its list/delete, as native exported them before they moved.
+export {
+  deleteRecording,
+  listRecordings,
   type ElementPathStep,
   type ManifestElement,
   type ManifestStep,
-  type RecordingOptions,
-  type RecordingSummary,
+  type RecordingInfo,
   type StopReason,
-} from './desktop/recording.ts';
+} from '@runboard/project/recording';
 export {
   ScreenVideo,
   VideoError,

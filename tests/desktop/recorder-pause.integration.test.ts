@@ -169,4 +169,19 @@ describe('input in flight at a pause', () => {
     expect(got[1]!.element).toMatchObject({ role: 'text', name: 'Name' });
     expect(got.map((x) => x.at)).toEqual([...got.map((x) => x.at)].sort((a, b) => a - b));
   });
+
+  it('a note added while not paused goes to the step after it, not to the typing still on its way', async () => {
+    await nameField();
+    const rec = await Recording.start({ dir: out, border: false });
+    person('type', '--text', 'first');
+    rec.addDetails('the second word'); // at once: the typing has not reached this process yet
+    person('type', '--text', 'second');
+    await rec.stop();
+    const got = manifest(rec.dir);
+    expect(got.map((x) => x.action)).toEqual([
+      { type: 'type', text: 'first' },
+      { type: 'type', text: 'second' },
+    ]);
+    expect(got.map((x) => x.details)).toEqual([undefined, 'the second word']);
+  });
 });

@@ -356,19 +356,27 @@ export class Recording {
       return;
     }
     const here = hereNow((id) => this.lookup(id));
-    const place = ({ time, frame }: { time: number; frame: RecorderFrame }): void => {
-      // Every event before the instant has come: the step in progress ends before the extract.
-      this.emit(this.grouper.flush());
+    this.atMark(({ time, frame }) => {
       const at = (): number => (time > 0 ? this.when({ time, arrived: called }) : called - this.started);
       this.enqueue(() => this.writeExtract(action, at, frame, here));
+    });
+  }
+
+  /**
+   * Runs `then` with the screen at this instant of the X server once the recorder has read every event
+   * before it (a mark), after ending the step in progress (decision 130).
+   */
+  private atMark(then: (m: { time: number; frame: RecorderFrame }) => void): void {
+    const place = (m: { time: number; frame: RecorderFrame }): void => {
+      this.emit(this.grouper.flush());
+      then(m);
     };
-    if (this.recorder.mark()) {
-      const returned = Date.now(); // the mark's instant was before it: a bound on the clocks' offset
-      this.marks.push((m) => {
-        if (m.time > 0) this.pending.sample(returned, m.time);
-        place(m);
-      });
-    } else place({ time: 0, frame: this.newest });
+    if (!this.recorder.mark()) return place({ time: 0, frame: this.newest });
+    const returned = Date.now(); // the mark's instant was before it: a bound on the clocks' offset
+    this.marks.push((m) => {
+      if (m.time > 0) this.pending.sample(returned, m.time);
+      place(m);
+    });
   }
 
   private async writeExtract(
@@ -390,12 +398,17 @@ export class Recording {
     this.append(JSON.stringify(step) + '\n');
   }
 
-  /** Ctrl+I → details: a free-form note attached to the next step. */
+  /**
+   * Ctrl+I → details: a free-form note attached to the next step: while paused, the first after the
+   * pause; otherwise the first after this instant among the input (a mark, as an extract's).
+   */
   addDetails(note: string): void {
     if (this.stopping) return;
     if (typeof note !== 'string' || note.trim() === '')
       throw new TypeError('details need a note: what the next step is for, in words');
-    this.pending.add(() => this.details.push(note.trim()));
+    const add = (): void => void this.details.push(note.trim());
+    if (this.paused) this.pending.add(add);
+    else this.atMark(add);
   }
 
   /** The recorder reached a pause's (or a resume's) instant: every event before it has come. */
@@ -572,16 +585,3 @@ export class Recording {
     writeFileSync(path.join(this.dir, 'recording.json'), JSON.stringify(meta, null, 2) + '\n');
   }
 }
-
-export { hitTest } from './recording-elements.ts';
-
-// The format's types and its list/delete, as native exported them before they moved.
-export {
-  deleteRecording,
-  listRecordings,
-  type ElementPathStep,
-  type ManifestElement,
-  type ManifestStep,
-  type RecordingInfo,
-  type StopReason,
-} from '@runboard/project/recording';
