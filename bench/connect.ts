@@ -1,6 +1,6 @@
 /**
  * What a connect() costs a run in the subreaper fallback, where the jail makes every connect(), every
- * sendto() with an address and every sendmsg() itself (decision 128), against the mount mode (a user
+ * sendto() with an address and every sendmsg() itself (decision 133), against the mount mode (a user
  * namespace: the run's calls go straight to the kernel). Inside a real run, a Python loop times:
  *   - connect+close of a Unix stream socket to a server of the run's own in its workspace;
  *   - sendmsg() of 64 bytes on a connected Unix socket, blocking (answered on a thread of the jail's) and

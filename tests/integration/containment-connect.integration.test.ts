@@ -1,5 +1,5 @@
 /**
- * Pathname Unix sockets outside what a run was given, attacked from inside a run (decision 128).
+ * Pathname Unix sockets outside what a run was given, attacked from inside a run (decision 133).
  *
  * Landlock (ABI <= 7) has no right for `connect()` on a pathname socket, and a seccomp filter cannot
  * read the address. With a user namespace the jail hides such sockets (mounts); in the subreaper fallback

@@ -276,7 +276,7 @@ describe.each(MODES)(
       expect(got[`read ${SECRET}`], rec.stdout).toMatch(/^refused /);
       for (const rel of ['systemd', 'gnupg']) expect(got[`list ${rel}`], rec.stdout).toMatch(/^refused /);
       // nothing else there is reached, whatever its name: with a user namespace it is not there, in the
-      // subreaper fallback the jail makes the run's connections and refuses it (decision 128)
+      // subreaper fallback the jail makes the run's connections and refuses it (decision 133)
       for (const rel of DANGEROUS) expect(got[`connect ${rel}`], rec.stdout).toMatch(/^refused /);
       for (const rel of DANGEROUS) expect(reached[rel], rel).toBe(before[rel]);
       if (mode === 'its own user namespace') {

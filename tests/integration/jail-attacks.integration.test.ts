@@ -239,7 +239,7 @@ for (const mode of ['namespaces', 'no namespaces'] as const) {
 
     it.skipIf(mode !== 'no namespaces')('a run cannot use the supervisor socket', async () => {
       // Without a mount namespace the socket is there, but the jail makes the run's connections and the
-      // socket is none the run was given: refused (decision 128). Before, the connection was made and
+      // socket is none the run was given: refused (decision 133). Before, the connection was made and
       // the supervisor refused the run's request (1040, its peer is no client); it still would.
       const script = `const s = require('net').connect(${JSON.stringify(h.paths.socket)});
         s.on('error', (e) => console.log(e.code));

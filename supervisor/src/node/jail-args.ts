@@ -268,7 +268,7 @@ export function displayMasks(
 
 /**
  * The machine's sockets every run may connect to in the subreaper fallback, where the jail makes a run's
- * connections itself (decision 128): name lookups that read only what the files would give (nscd's
+ * connections itself (decision 133): name lookups that read only what the files would give (nscd's
  * cache of passwd, group and hosts) and systemd-resolved's varlink socket, which `nss-resolve` asks for
  * host names (a run with `sandbox.tcpPorts` reaches hosts by name through it, without UDP). Not the
  * journal or syslog (`/dev/log`: a run's output is its log, and it would write as the person), not the
