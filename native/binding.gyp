@@ -35,7 +35,7 @@
       "cflags_cc": ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror"],
       "include_dirs": ["src"],
       "conditions": [
-        ["OS=='linux'", { "sources": ["src/linux/jail.cc", "src/linux/jail_child.cc", "src/linux/jail_common.cc", "src/linux/jail_options.cc", "src/linux/landlock.cc", "src/linux/live_grants.cc", "src/linux/mounts.cc", "src/linux/pids_limit.cc", "src/linux/seccomp_net.cc", "src/linux/output_pump.cc"] }]
+        ["OS=='linux'", { "sources": ["src/linux/jail.cc", "src/linux/jail_child.cc", "src/linux/jail_common.cc", "src/linux/jail_options.cc", "src/linux/landlock.cc", "src/linux/live_grants.cc", "src/linux/mounts.cc", "src/linux/pids_limit.cc", "src/linux/seccomp_net.cc", "src/linux/seccomp_connect.cc", "src/linux/output_pump.cc"] }]
       ]
     }
   ]

@@ -21,7 +21,8 @@
 // (codex's bubblewrap), which a Landlock filesystem domain makes impossible (it forbids mounts).
 //
 // Network: Landlock's TCP port rules, and a seccomp filter for what they miss (MPTCP, Fast Open, UDP unless
-// --udp, other socket kinds), whose listen() calls this process answers (linux/seccomp_net.h).
+// --udp, other socket kinds), whose listen() calls this process answers (linux/seccomp_net.h); in the
+// subreaper mode also connect() and the sends that can name an address (linux/seccomp_connect.h).
 //
 // Masks (--mask DIR, --keep DIR/NAME): with a mount namespace of the run's own, DIR is covered by an empty,
 // read-only tmpfs in which only the kept entries appear (bind mounts of the originals). A private-display
@@ -39,6 +40,7 @@
 // and namespaces, the fork, and the wait for the run with its output, its listen() calls and its end.
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/prctl.h>
@@ -189,6 +191,20 @@ void ReportExit(int status, const rusage& usage, const std::string& memoryField,
   Status(line);
 }
 
+// What a run in the subreaper fallback may connect to by path: sockets in its writable trees, and those its
+// allow-list names (--read entries, decision 122's list, and --connect), all as real paths.
+runboard::seccomp::ConnectRules ConnectRulesOf(const Options& o) {
+  runboard::seccomp::ConnectRules rules;
+  auto real = [](const std::string& p) {
+    char buf[PATH_MAX];
+    return realpath(p.c_str(), buf) ? std::string(buf) : p;
+  };
+  for (const auto& w : o.policy.writable) rules.trees.push_back(real(w));
+  for (const auto& r : o.policy.readable) rules.sockets.push_back(r);
+  for (const auto& c : o.connect) rules.sockets.push_back(real(c));
+  return rules;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -265,6 +281,20 @@ int main(int argc, char** argv) {
     std::string err = broker.Open();
     if (!err.empty()) Die("sandbox setup failed: " + err, 125);
   }
+  // Without namespaces nothing hides a pathname socket: the jail makes the run's connections itself
+  // (linux/seccomp_connect.h), from a Landlock domain with the run's network rules, in which the run's own
+  // domain is nested (so its abstract sockets are the jail's to reach too).
+  if (useLandlock && containment == "subreaper") {
+    o.net.brokerConnect = true;
+    runboard::landlock::Policy netOnly;
+    netOnly.restrictFs = false;
+    netOnly.scopeSignals = false;
+    netOnly.tcpConnectPorts = o.policy.tcpConnectPorts;
+    netOnly.scopeAbstractUnix = o.policy.scopeAbstractUnix;
+    std::string err = runboard::landlock::RestrictSelf(netOnly, landlockAbi);
+    if (!err.empty()) Die("sandbox setup failed: " + err, 125);
+    broker.SetConnectRules(ConnectRulesOf(o));
+  }
 
   // The child sees EOF here if we are gone before it armed PDEATHSIG; and it execs the run only once a
   // byte came: then it is in the run's pids cgroup (moved while it sets up its sandbox).
@@ -311,6 +341,7 @@ int main(int argc, char** argv) {
   const char* memoryLimit = cgroup.memoryActive() ? "cgroup" : "none";
   if (memoryBytes > 0 && !cgroup.memoryActive() && memoryError.empty()) memoryError = moveError;
   broker.ParentSide();
+  if (o.net.brokerConnect) broker.SetChild(child);
   if (pumping) pump.ParentSide();
   if (maxProcs > 0 && pidsLimit == "none" && containment == "pid-namespace") pidsLimit = "rlimit";
   Status("{\"event\":\"started\",\"pid\":" + std::to_string(child) + ",\"containment\":\"" + containment +

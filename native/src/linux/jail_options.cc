@@ -20,7 +20,7 @@ void Usage() {
       "                     [--hide DIR]...\n"
       "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp SIZE]\n"
       "                     [--max-procs N] [--memory BYTES] [--env-fd N] [--read PATH]... [--read-only PATH]...\n"
-      "                     [--blank PATH]...\n"
+      "                     [--blank PATH]... [--connect SOCKET]...\n"
       "                     [--ask-deletes] [--remove REL]...\n"
       "                     [--tcp PORT]... [--udp] [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts]\n"
       "                     [--no-landlock] [--no-namespaces] [--output-fds STDOUT,STDERR,ORDER] [--init]\n"
@@ -90,6 +90,7 @@ Options ParseArgs(int argc, char** argv) {
       if (memoryBytes < (1LL << 20)) Die("--memory: a number of bytes of at least 1 MiB is expected", 2);
     } else if (a == "--read-only") readOnly.push_back(next());
     else if (a == "--blank") o.blank.push_back(next());
+    else if (a == "--connect") o.connect.push_back(next());
     else if (a == "--read") {
       // A tree the run may read (an allow-list: with any --read, nothing else is readable). Missing
       // ones are skipped; a link counts as its target, resolved once, here.

@@ -29,6 +29,9 @@ struct Options {
   int controlFd = -1;
   int grantSock[2] = {-1, -1};  // the child hands the slots to the jail on it
   seccomp::NetPolicy net;
+  // --connect: sockets the run may connect to by path in the subreaper fallback, besides those in its
+  // writable trees and its --read entries naming sockets (linux/seccomp_connect.h).
+  std::vector<std::string> connect;
   char** command = nullptr;  // COMMAND [ARG]..., argv's NULL-terminated tail
 };
 

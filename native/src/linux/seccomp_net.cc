@@ -38,6 +38,7 @@ constexpr int kTcpFastOpen = 23;
 constexpr int kTcpFastOpenConnect = 30;
 constexpr unsigned kPidfdThread = O_EXCL;  // PIDFD_THREAD, Linux 6.9
 constexpr uint32_t kX32SyscallBit = 0x40000000;
+constexpr unsigned long kWaitKillableRecv = 1UL << 5;  // SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, Linux 5.19
 #ifndef SECCOMP_IOCTL_NOTIF_ID_VALID
 #define SECCOMP_IOCTL_NOTIF_ID_VALID SECCOMP_IOW(2, __u64)
 #endif
@@ -110,9 +111,10 @@ std::vector<sock_filter> BuildFilter(const NetPolicy& policy) {
   p.JumpIf(BPF_JGE, kX32SyscallBit, "kill");
 #endif
   jumpTable({{__NR_socket, "socket"},
-             {__NR_sendto, "flags-in-arg3"},
-             {__NR_sendmmsg, "flags-in-arg3"},
-             {__NR_sendmsg, "flags-in-arg2"},
+             {__NR_sendto, "sendto"},
+             {__NR_sendmmsg, "sendmmsg"},
+             {__NR_sendmsg, "sendmsg"},
+             {__NR_connect, "connect"},
              {__NR_setsockopt, "setsockopt"},
              {__NR_listen, "listen"},
              {__NR_io_uring_setup, "io-uring"},
@@ -132,13 +134,29 @@ std::vector<sock_filter> BuildFilter(const NetPolicy& policy) {
   allowOnly("stream", Arg(2), {0, IPPROTO_TCP});
   if (policy.udp) allowOnly("dgram", Arg(2), {0, IPPROTO_UDP});
 
-  // TCP Fast Open would send data without connect(), past what the proxy rules see.
-  for (const auto& [label, flagsArg] : {std::pair{"flags-in-arg3", 3}, std::pair{"flags-in-arg2", 2}}) {
-    p.Label(label);
-    p.Load(Arg(flagsArg));
-    p.JumpIf(BPF_JSET, MSG_FASTOPEN, "deny");
-    p.Return(SECCOMP_RET_ALLOW);
-  }
+  // TCP Fast Open would send data without connect(), past what the proxy rules see. In the fallback an
+  // address a send names goes to the broker (a filter cannot read it), as connect() does.
+  const uint32_t broker = policy.brokerConnect ? SECCOMP_RET_USER_NOTIF : SECCOMP_RET_ALLOW;
+  p.Label("sendto");
+  p.Load(Arg(3));
+  p.JumpIf(BPF_JSET, MSG_FASTOPEN, "deny");
+  p.Load(Arg(4));  // the address: a 64-bit pointer, both halves
+  p.JumpIf(BPF_JEQ, 0, "sendto-low-0");
+  p.Return(broker);
+  p.Label("sendto-low-0");
+  p.Load(Arg(4) + 4);
+  p.JumpIf(BPF_JEQ, 0, "allow");
+  p.Return(broker);
+  p.Label("sendmsg");
+  p.Load(Arg(2));
+  p.JumpIf(BPF_JSET, MSG_FASTOPEN, "deny");
+  p.Return(broker);
+  p.Label("sendmmsg");
+  p.Load(Arg(3));
+  p.JumpIf(BPF_JSET, MSG_FASTOPEN, "deny");
+  p.Return(policy.brokerConnect ? Refuse(ENOSYS) : SECCOMP_RET_ALLOW);
+  p.Label("connect");
+  p.Return(broker);
 
   p.Label("setsockopt");
   dispatch(Arg(1), {{IPPROTO_TCP, "tcp-option"}});
@@ -205,7 +223,29 @@ int ReceiveFd(int channel) {
   return fd;
 }
 
-// A pidfd for the task that made the call. The notification names a thread; its own pidfd (Linux 6.9+)
+// The fd whose number the child `child` wrote on `channel`, taken from it (pidfd_getfd; the child waits for
+// the answer byte); -1 at EOF or when it cannot be taken, -2 when nothing is there yet.
+int TakeFd(int channel, pid_t child) {
+  int number;
+  ssize_t n;
+  do n = recv(channel, &number, sizeof number, MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+  if (n < 0 && errno == EAGAIN) return -2;
+  if (n != static_cast<ssize_t>(sizeof number)) return -1;
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, child, 0));
+  int fd = pidfd < 0 ? -1 : static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, number, 0));
+  if (pidfd >= 0) close(pidfd);
+  char ack = fd >= 0 ? 'y' : 'n';
+  if (send(channel, &ack, 1, MSG_NOSIGNAL) != 1 && fd >= 0) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+// The notification names a thread; its own pidfd (Linux 6.9+)
 // sees its file table even if it unshared it, older kernels take the thread group's leader.
 int PidfdOf(pid_t tid) {
   int fd = static_cast<int>(syscall(SYS_pidfd_open, tid, 0));
@@ -223,8 +263,6 @@ int PidfdOf(pid_t tid) {
   return static_cast<int>(syscall(SYS_pidfd_open, atoi(tgid + 6), 0));
 }
 
-}  // namespace
-
 std::string ListenBroker::Open() {
   if (kArch == 0) return "no seccomp filter for this architecture (network rules beyond Landlock)";
   int fds[2];
@@ -241,10 +279,26 @@ std::string ListenBroker::ConfineSelf(const NetPolicy& policy) {
   if (code.empty()) return "seccomp filter: a jump out of range";
   sock_fprog prog{static_cast<unsigned short>(code.size()), code.data()};
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return Errno("prctl(NO_NEW_PRIVS)");
-  int listener =
-      static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog));
+  // A caller waiting for its answer is not woken by other signals once the jail has its call (Linux 5.19):
+  // a connect or send the jail made must not be made again by the restarted call.
+  unsigned long flags = SECCOMP_FILTER_FLAG_NEW_LISTENER | (policy.brokerConnect ? kWaitKillableRecv : 0);
+  int listener = static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog));
+  if (listener < 0 && errno == EINVAL && (flags & kWaitKillableRecv))
+    listener = static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog));
   if (listener < 0) return Errno("seccomp(SET_MODE_FILTER)");
-  bool sent = SendFd(peer_, listener);
+  // With the connect broker sendmsg() is the broker's already, and the broker has no listener yet: the
+  // child names the fd and waits until the jail took it (pidfd_getfd) instead of sending it.
+  bool sent;
+  if (policy.brokerConnect) {
+    char ack = 0;
+    sent = write(peer_, &listener, sizeof listener) == static_cast<ssize_t>(sizeof listener);
+    ssize_t n;
+    do n = sent ? read(peer_, &ack, 1) : -1;
+    while (n < 0 && errno == EINTR);
+    if (sent && ack != 'y') errno = EPERM, sent = false;
+  } else {
+    sent = SendFd(peer_, listener);
+  }
   int saved = errno;
   close(listener);
   close(peer_);
@@ -261,7 +315,7 @@ void ListenBroker::ParentSide() {
 void ListenBroker::Serve(short revents) {
   if (listener_ < 0) {  // the child's message: the notification fd, or EOF if it never got that far
     if (channel_ < 0) return;
-    int fd = ReceiveFd(channel_);
+    int fd = child_ > 0 ? TakeFd(channel_, child_) : ReceiveFd(channel_);
     if (fd == -2) return;
     listener_ = fd;
     close(channel_);
@@ -285,6 +339,7 @@ void ListenBroker::Answer() {
   auto* req = reinterpret_cast<seccomp_notif*>(reqBuf.data());
   auto* resp = reinterpret_cast<seccomp_notif_resp*>(respBuf.data());
   if (ioctl(listener_, SECCOMP_IOCTL_NOTIF_RECV, req) < 0) return;  // the caller is gone (or a signal took it)
+  if (IsConnectCall(req->data.nr)) return AnswerConnect(listener_, *req, rules_);
   resp->id = req->id;
   int error = 0;
   int pidfd = req->data.nr == __NR_listen ? PidfdOf(static_cast<pid_t>(req->pid)) : -1;

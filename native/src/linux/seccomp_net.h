@@ -20,14 +20,29 @@
 //    syscall numbers are not checked here.
 // Refusals return EACCES (EPERM for io_uring, like a kernel with io_uring disabled), so tools see an
 // ordinary error.
+//  * connect(), sendto() with an address and sendmsg(), in the subreaper fallback only (brokerConnect):
+//    handed to the broker too, which makes each call itself (linux/seccomp_connect.h); sendmmsg() there
+//    says ENOSYS (callers such as glibc's resolver then send one by one).
 #pragma once
+#include <sys/types.h>
+
 #include <string>
+#include <utility>
+
+#include "linux/seccomp_connect.h"
 
 namespace runboard::seccomp {
 
 struct NetPolicy {
   bool udp = false;  // UDP sockets (DNS, QUIC, ...) allowed
+  // The subreaper fallback: connect() and the sends that can name an address go to the broker, which
+  // makes them itself (linux/seccomp_connect.h). The jail is then in a Landlock domain with the run's
+  // network rules, which the run's own domain is nested in.
+  bool brokerConnect = false;
 };
+
+// A pidfd for the task (a thread) that made a call.
+int PidfdOf(pid_t tid);
 
 // The jail's end of the filter. Open() before fork; the child calls ConfineSelf() right before exec; the
 // parent polls PollFd() and calls Serve() when it is ready.
@@ -45,12 +60,18 @@ class ListenBroker {
   int PollFd() const { return listener_ >= 0 ? listener_ : channel_; }
   // Receives the notification fd, or answers one listen() call. `revents` is what poll() returned.
   void Serve(short revents);
+  // What connect() may reach (brokerConnect), set in the parent before it polls.
+  void SetConnectRules(ConnectRules rules) { rules_ = std::move(rules); }
+  // The child, with the connect broker: the notification fd is taken from it (it cannot send it).
+  void SetChild(pid_t child) { child_ = child; }
 
  private:
   void Answer();
   int channel_ = -1;   // parent's (or child's) end of the socketpair
   int peer_ = -1;      // the other end, until fork
   int listener_ = -1;  // the notification fd, in the parent
+  ConnectRules rules_;
+  pid_t child_ = 0;
 };
 
 }  // namespace runboard::seccomp

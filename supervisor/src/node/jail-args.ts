@@ -266,6 +266,17 @@ export function displayMasks(
   return args;
 }
 
+/**
+ * The machine's sockets every run may connect to in the subreaper fallback, where the jail makes a run's
+ * connections itself (decision 128): name lookups that read only what the files would give (nscd's
+ * cache of passwd, group and hosts) and systemd-resolved's varlink socket, which `nss-resolve` asks for
+ * host names (a run with `sandbox.tcpPorts` reaches hosts by name through it, without UDP). Not the
+ * journal or syslog (`/dev/log`: a run's output is its log, and it would write as the person), not the
+ * system bus. With namespaces these are not needed: the jail's mounts hide nothing of /run's that a run
+ * reaches (its read allow-list does not include /run).
+ */
+export const SYSTEM_SOCKETS = ['/run/nscd/socket', '/run/systemd/resolve/io.systemd.Resolve'] as const;
+
 /** The jail's argv (without the jail's own path): its options, `--`, then the worker's command line. */
 export function buildJailArgs(i: JailArgsInput): string[] {
   const { flow } = i;
@@ -311,6 +322,15 @@ export function buildJailArgs(i: JailArgsInput): string[] {
   if (i.privateTmpSize) args.push('--private-tmp', i.privateTmpSize);
   for (const r of i.readOnly ?? []) args.push('--read-only', r);
   if (i.landlockAbi <= 0) args.push('--no-landlock');
+  // What the run may connect to by path where the jail has no namespaces to hide the rest (the
+  // subreaper fallback, which the jail may also fall into at run time): besides its writable trees and
+  // the sockets its read allow-list names (the session and AT-SPI buses, decision 122), the display's X
+  // socket and the machine's lookups.
+  if (i.landlockAbi > 0) {
+    if (!i.privateDisplay && i.userDisplay)
+      args.push('--connect', `/tmp/.X11-unix/X${i.userDisplay.slice(1)}`);
+    for (const s of SYSTEM_SOCKETS) args.push('--connect', s);
+  }
   if (!i.useNamespaces) args.push('--no-namespaces');
   if (i.init) args.push('--init');
   args.push('--', ...i.workerArgv);

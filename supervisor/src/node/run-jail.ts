@@ -194,19 +194,6 @@ export function memoryLimitOff(s: Started): string | undefined {
     : undefined;
 }
 
-/**
- * The warning for a run on the person's display (`userDisplay`, ":N") that the jail could not keep off
- * the other sockets of their runtime folder, or undefined: without a mount namespace (the subreaper
- * fallback) the folder's allow-list is Landlock's, which refuses listing and reading there but governs
- * no connect() on a pathname socket (ABI <= 7), so a socket the run names (`docker.sock`,
- * `systemd/private`) stays reachable. docs/security-model.md "Residuals", decision 122.
- */
-export function runtimeSocketsOpen(s: Started, userDisplay: string | undefined): string | undefined {
-  return userDisplay && s.containment !== 'pid-namespace'
-    ? `this run on your display ${userDisplay} can connect to any socket in your runtime folder ($XDG_RUNTIME_DIR) whose name it knows: this machine gives runs no user namespaces${s.namespaceError ? ` (${s.namespaceError})` : ''}, and Landlock does not govern connecting to a socket; give the flow computerUse.privateDisplay to keep it off your session`
-    : undefined;
-}
-
 /** The run's `sandbox` event: how the jail confined it. */
 export function sandboxLine(s: Sandbox): string {
   return s.fs === 'mounts'

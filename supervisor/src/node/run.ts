@@ -55,7 +55,6 @@ import {
   agentSandboxOff,
   killRun,
   memoryLimitOff,
-  runtimeSocketsOpen,
   sandboxLine,
   streamEnd,
   type JailProcess,
@@ -63,7 +62,6 @@ import {
 import { commandReport, commandStartLine, directCommand } from './run-command.ts';
 import { ActiveMarker, goneScratch, StderrScan } from './run-files.ts';
 import { workerLogData } from './worker-log-data.ts';
-import { userDisplay } from './jail-args.ts';
 
 const DEFAULT_KILL_GRACE_MS = 1000;
 
@@ -350,8 +348,6 @@ export class Run {
         void this.writeMarker(this.child?.pid ?? 0); // the pids, once the run's first process exists
         const noLimit = memoryLimitOff(s);
         if (noLimit) this.event('log', noLimit, { kind: 'memory-limit-off', level: 'warn' });
-        const open = runtimeSocketsOpen(s, this.made.display ? undefined : userDisplay(this.spec.flow));
-        if (open) this.event('log', open, { kind: 'runtime-sockets-open', level: 'warn' });
         break;
       }
       case 'sandbox': {
