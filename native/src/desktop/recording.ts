@@ -126,7 +126,7 @@ export class Recording {
   private readonly images = new Map<string, string>(); // frame id + masks → file
   /** The pause of a Ctrl+I (until the resume): the screen, window and pointer at the key, for an extract. */
   private keyContext: { frame: RecorderFrame; here: Promise<Here> } | undefined;
-  /** Extracts added by the Pause button or while not paused, waiting for their mark (oldest first). */
+  /** Extracts and notes added outside a Ctrl+I's pause, waiting for their mark (oldest first). */
   private readonly marks: ((m: { time: number; frame: RecorderFrame }) => void)[] = [];
   /** The newest frame the recorder sent: an extract's screen when its instant could not be placed. */
   private newest!: RecorderFrame;
