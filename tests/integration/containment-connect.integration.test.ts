@@ -225,6 +225,27 @@ def dgram_pair():
     x.sendto(b"pair", log)
     return "did"
 attempt("dgram-pair", dgram_pair)
+
+# A sendmsg whose ancillary header claims more than it holds (and an fd count past SCM_MAX_FD): the
+# kernel says EINVAL; in the fallback the jail reads it, and must say the same and live on.
+class Iov(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+class Msg(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint), ("iov", ctypes.POINTER(Iov)),
+                ("iovlen", ctypes.c_size_t), ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+def bad_control(cmsg_len):
+    x, y = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    payload = ctypes.create_string_buffer(b"x", 1)
+    iov = Iov(ctypes.cast(payload, ctypes.c_void_p), 1)
+    control = ctypes.create_string_buffer(24)
+    ctypes.memmove(control, (ctypes.c_size_t * 1)(cmsg_len), 8)
+    ctypes.memmove(ctypes.addressof(control) + 8, (ctypes.c_int * 2)(socket.SOL_SOCKET, socket.SCM_RIGHTS), 8)
+    msg = Msg(None, 0, ctypes.pointer(iov), 1, ctypes.cast(control, ctypes.c_void_p), 24, 0)
+    r = libc.sendmsg(x.fileno(), ctypes.byref(msg), 0)
+    return "did" if r >= 0 else "refused " + errno.errorcode.get(ctypes.get_errno(), "?")
+attempt("cmsg-overrun", lambda: bad_control(100000))
+attempt("still-there", lambda: connect(target))
 `;
 
 /** The attack's lines by name. */
@@ -439,6 +460,9 @@ describe.each(MODES)('pathname Unix sockets a run was not given (%s)', (mode) =>
     // person's; every attack above already fails on the old jail without this one)
     expect(got.swap, rec.stdout).not.toContain('person');
     for (const name of DGRAM_ATTACKS) expect(got[name], `${name}\n${rec.stdout}`).toMatch(/^refused /);
+    // a malformed sendmsg: refused as the kernel refuses it, and the jail still answers afterwards
+    expect(got['cmsg-overrun'], rec.stdout).toBe('refused EINVAL');
+    expect(got['still-there'], rec.stdout).toMatch(/^refused /);
     expect(streamReached).toBe(before);
     expect(received()).toBe('');
   });

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -33,7 +34,8 @@ namespace {
 constexpr int kMaxCalls = 64;             // calls answered at once; more wait for none (EAGAIN)
 constexpr size_t kMaxData = 1 << 20;      // bytes of one send copied (a stream send is cut there)
 constexpr size_t kMaxControl = 64 << 10;  // ancillary data of one sendmsg (the kernel's optmem is smaller)
-constexpr size_t kMaxIov = 1024;          // UIO_MAXIOV
+constexpr size_t kMaxIov = 1024;
+constexpr size_t kMaxPassedFds = 253;  // SCM_MAX_FD          // UIO_MAXIOV
 constexpr size_t kPathOffset = offsetof(sockaddr_un, sun_path);
 std::atomic<int> gCalls{0};
 
@@ -225,7 +227,10 @@ int DoSendmsg(Call* c, long* val) {
   error = ReadMem(tid, m.iov, iov.data(), iov.size() * sizeof(UserIovec));
   if (error) return error;
   size_t total = 0;
-  for (const auto& v : iov) total += v.len;
+  for (const auto& v : iov) {
+    if (v.len > static_cast<uint64_t>(SSIZE_MAX) - total) return EINVAL;  // as the kernel says
+    total += v.len;
+  }
   if (total > kMaxData && !IsStream(c->sock)) return EMSGSIZE;
   std::vector<char> data(std::min(total, kMaxData));
   size_t at = 0;
@@ -255,7 +260,11 @@ int DoSendmsg(Call* c, long* val) {
   if (m.control && m.controllen) {
     out.msg_control = control.data();
     out.msg_controllen = m.controllen;
+    const char* end = reinterpret_cast<const char*>(control.data()) + m.controllen;
     for (cmsghdr* h = CMSG_FIRSTHDR(&out); h; h = CMSG_NXTHDR(&out, h)) {
+      // Each header within what was copied (the caller's lengths are not to be trusted).
+      if (h->cmsg_len < sizeof(cmsghdr) || h->cmsg_len > static_cast<size_t>(end - reinterpret_cast<char*>(h)))
+        return EINVAL;
       // The caller's credentials (GDBus sends them to authenticate): the kernel takes only the sender's
       // own pid, and the sender is the jail now (the peer sees the jail's pid, as after its connect()).
       if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS && h->cmsg_len >= CMSG_LEN(sizeof(ucred))) {
@@ -267,6 +276,7 @@ int DoSendmsg(Call* c, long* val) {
       }
       if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS || h->cmsg_len < CMSG_LEN(0)) continue;
       size_t n = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      if (n > kMaxPassedFds) return EINVAL;  // SCM_MAX_FD, as the kernel says
       int* fds = reinterpret_cast<int*>(CMSG_DATA(h));
       for (size_t i = 0; i < n; ++i) {
         int mine = static_cast<int>(syscall(SYS_pidfd_getfd, c->pidfd, fds[i], 0));
