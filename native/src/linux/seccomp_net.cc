@@ -304,7 +304,14 @@ std::string ListenBroker::ConfineSelf(const NetPolicy& policy) {
   close(peer_);
   peer_ = -1;
   errno = saved;
-  return sent ? "" : Errno("passing the seccomp listener to the jail");
+  if (sent) return "";
+  // Without namespaces the jail must take the run's sockets (pidfd_getfd), the listener first: where it
+  // may not (Yama's kernel.yama.ptrace_scope 2 or 3 for a supervisor that is not root), say so.
+  if (policy.brokerConnect)
+    return Errno(
+        "the jail could not take the network filter's listener from the run (pidfd_getfd; with "
+        "kernel.yama.ptrace_scope 2 or 3 only root may, and runs without user namespaces need it)");
+  return Errno("passing the seccomp listener to the jail");
 }
 
 void ListenBroker::ParentSide() {
