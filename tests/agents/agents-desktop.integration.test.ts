@@ -78,8 +78,8 @@ describe('claude with the desktop as an MCP server', () => {
       a.flow('claude', {
         worktree: false,
         desktop: true,
-        // X11's socket is an abstract Unix socket; the display and the session bus come from the flow.
-        sandbox: { allowAbstractUnix: true },
+        // The display and the session bus come from the flow; no allowAbstractUnix: X clients take the
+        // display's path socket (decision 134).
         // The person's runtime folder, as a desktop flow on their display has it: read-only in the run,
         // with only the buses there (decision 122). desktop-cli keeps its read context elsewhere then
         // (the click by id needs it).
@@ -134,7 +134,7 @@ describe('codex with the desktop as an MCP server', () => {
       a.flow('codex', {
         worktree: false,
         desktop: true,
-        sandbox: { allowAbstractUnix: true, agentSandbox: 'auto' },
+        sandbox: { agentSandbox: 'auto' },
         env: desktopEnv(),
       }),
     );

@@ -31,7 +31,6 @@ const flowYaml = (name: string, env: NodeJS.ProcessEnv): string => `  ${name}:
     cap: 1
     timeout: 2m
     env: { DISPLAY: "${env.DISPLAY}", DBUS_SESSION_BUS_ADDRESS: "${env.DBUS_SESSION_BUS_ADDRESS}" }
-    sandbox: { allowAbstractUnix: true }
     computerUse: { takeover: false, imageMaxWidth: 320 }
 `;
 const card = (title: string, flow: string): string =>
@@ -128,7 +127,6 @@ describe('computer-use runs on the real display', () => {
             DISPLAY: session.env.DISPLAY!,
             DBUS_SESSION_BUS_ADDRESS: session.env.DBUS_SESSION_BUS_ADDRESS!,
           },
-          sandbox: { allowAbstractUnix: true },
           computerUse: { takeover: false, imageMaxWidth: 320 },
         },
         workspace: server.workspace,

@@ -95,7 +95,7 @@ export class CuHarness {
       heartbeatTimeoutMs: 30_000,
       timeoutMs: 120_000,
       prompt: path.join(REPO, 'prompts', 'execution_agent'),
-      sandbox: { allowAbstractUnix: true },
+      // no allowAbstractUnix: X clients in the run take the display's path socket (decision 134)
       ...(this.session
         ? {
             env: {

@@ -124,7 +124,6 @@ flows:
     prompt: ${JSON.stringify(path.join(REPO, 'prompts', 'replay_agent'))}
     cap: 1
     env: ${env}
-    sandbox: { allowAbstractUnix: true }
     computerUse: { imageMaxWidth: 640 }
 `,
     {

@@ -93,7 +93,6 @@ flows:
     prompt: ${JSON.stringify(path.join(REPO, 'prompts', 'replay_agent'))}
     cap: 1
     env: ${env}
-    sandbox: { allowAbstractUnix: true }
     computerUse: { imageMaxWidth: 640 }
   replay-private:
     runner: replay

@@ -23,12 +23,12 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Harness } from '../helpers/harness.ts';
+import { Harness, waitUntil } from '../helpers/harness.ts';
 import { startBareXvfb } from '../helpers/xvfb.ts';
 
 const MODES = ['its own user namespace', 'no namespaces (subreaper)'] as const;
@@ -223,6 +223,140 @@ const REFUSED = [
   'replace-folder',
   'plant-folder',
 ];
+
+/**
+ * A run's connects to abstract names (argv: the names, comma-separated, "@" for the leading NUL): one line
+ * each, "did" with what the server said or "refused ERRNO".
+ */
+const ABSTRACT = `
+import errno, socket, sys
+for name in sys.argv[1].split(","):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(20)
+    try:
+        s.connect("\\0" + name[1:])
+        print("abstract " + name + ": did " + s.recv(64).decode().strip())
+    except OSError as e:
+        print("abstract " + name + ": refused " + errno.errorcode.get(e.errno, "?"))
+    finally:
+        s.close()
+`;
+
+/** A listener on an abstract name (argv: the name without its NUL): a line when it listens, one per connection. */
+const SHIM = `
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind("\\0" + sys.argv[1])
+s.listen(8)
+print("listening")
+while True:
+    c, _ = s.accept()
+    print("taken")
+    c.sendall(b"shim\\n")
+    c.close()
+`;
+
+/** A GTK client opening the display the way apps do (GDK, through Xlib and libxcb). */
+const GDK = `
+import gi, sys
+gi.require_version("Gdk", "3.0")
+from gi.repository import Gdk
+d = Gdk.Display.open(sys.argv[1])
+print("gdk: " + (d.get_name() if d else "none"))
+`;
+
+describe.each(MODES)("the person's display without sandbox.allowAbstractUnix (%s)", (mode) => {
+  const h = (): Harness => harness[mode]!;
+  /**
+   * A listener on an abstract name, as a containerd shim's (CVE-2020-15257), in Python (node's listen
+   * binds the name padded with NULs to the address's full size, which no exact-length client names): it
+   * prints a line per connection it takes.
+   */
+  let shim: ChildProcess;
+  let shimName: string;
+  let shimOut = '';
+  beforeAll(async () => {
+    shimName = `@rb-it-shim-${process.pid}-${mode.length}`;
+    shim = spawn('/usr/bin/python3', ['-u', '-c', SHIM, shimName.slice(1)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    shim.stdout!.on('data', (d: Buffer) => (shimOut += d.toString()));
+    await waitUntil('the shim listens', () => shimOut.includes('listening\n'), 50_000);
+  });
+  afterAll(() => {
+    shim.kill('SIGKILL');
+  });
+  const desktop = () => ({ desktop: true, env: { DISPLAY: display, XDG_RUNTIME_DIR: runtime } });
+
+  const taken = (): number => shimOut.split('taken\n').length - 1;
+
+  it("a desktop run reaches no abstract socket of the machine, X's included", async () => {
+    const before = taken();
+    const x = `@/tmp/.X11-unix/X${display.slice(1)}`;
+    const rec = await h().run(['/usr/bin/python3', '-c', ABSTRACT, [shimName, x].join(',')], desktop());
+    expect(rec.result.status, rec.stderr).toBe('succeeded');
+    const got = probed(rec.stdout);
+    // Landlock's scope refuses another's abstract name; an X display's is answered as if no one listened
+    // there (decision 134), on which X clients take the display's path socket
+    expect(got[`abstract ${shimName}`], rec.stdout).toBe('refused EPERM');
+    expect(got[`abstract ${x}`], rec.stdout).toBe('refused ECONNREFUSED');
+    expect(taken()).toBe(before);
+  });
+
+  it('the same run with allowAbstractUnix reaches that listener (it is live: the refusal above is the scope)', async () => {
+    const before = taken();
+    const rec = await h().run(['/usr/bin/python3', '-c', ABSTRACT, shimName], {
+      ...desktop(),
+      sandbox: { allowAbstractUnix: true },
+    });
+    expect(rec.result.status, rec.stderr).toBe('succeeded');
+    expect(probed(rec.stdout)[`abstract ${shimName}`], rec.stdout).toBe('did shim');
+    await waitUntil('the shim counts the connection', () => taken() === before + 1, 30_000);
+  });
+
+  it('X clients in a desktop run open the display by its path socket: Xlib (xdpyinfo), GDK', async () => {
+    const rec = await h().run(
+      [
+        '/bin/sh',
+        '-c',
+        'xdpyinfo | grep "^name of display" && /usr/bin/python3 -c "$1" "$DISPLAY"',
+        'sh',
+        GDK,
+      ],
+      desktop(),
+    );
+    expect(rec.result.status, rec.stderr + rec.stdout).toBe('succeeded');
+    expect(rec.stdout).toContain(`name of display:    ${display}`);
+    expect(rec.stdout).toContain(`gdk: ${display}`);
+  });
+
+  it('a run of its own abstract server still reaches it (its own domain)', async () => {
+    const rec = await h().run(
+      [
+        '/usr/bin/python3',
+        '-c',
+        `
+import os, socket, threading
+name = "\\0rb-it-own-%d" % os.getpid()
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(name)
+srv.listen(1)
+def serve():
+    c, _ = srv.accept()
+    c.sendall(b"own")
+    c.close()
+threading.Thread(target=serve).start()
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(name)
+print("own: " + s.recv(8).decode())
+`,
+      ],
+      desktop(),
+    );
+    expect(rec.result.status, rec.stderr).toBe('succeeded');
+    expect(rec.stdout).toContain('own: own');
+  });
+});
 
 describe.each(MODES)(
   "the AT-SPI spread budget's files (the person's runtime folder), attacked from a run (%s)",

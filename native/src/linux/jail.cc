@@ -22,7 +22,8 @@
 //
 // Network: Landlock's TCP port rules, and a seccomp filter for what they miss (MPTCP, Fast Open, UDP unless
 // --udp, other socket kinds), whose listen() calls this process answers (linux/seccomp_net.h); in the
-// subreaper mode also connect() and the sends that can name an address (linux/seccomp_connect.h).
+// subreaper mode also connect() and the sends that can name an address (linux/seccomp_connect.h), and with a
+// mount namespace connect() of a run on the person's display (--abstract-absent: abstract names only).
 //
 // Masks (--mask DIR, --keep DIR/NAME): with a mount namespace of the run's own, DIR is covered by an empty,
 // read-only tmpfs in which only the kept entries appear (bind mounts of the originals). A private-display
@@ -284,8 +285,13 @@ int main(int argc, char** argv) {
   // Without namespaces nothing hides a pathname socket: the jail makes the run's connections itself
   // (linux/seccomp_connect.h), from a Landlock domain with the run's network rules, in which the run's own
   // domain is nested (so its abstract sockets are the jail's to reach too).
-  if (useLandlock && containment == "subreaper") {
-    o.net.brokerConnect = true;
+  // With a mount namespace a run on the person's display (--abstract-absent) has its connect() to an X
+  // display's abstract name judged so, from the same kind of domain: a refused one says ECONNREFUSED, and
+  // libxcb takes X's path socket (decision 134); every other connect continues in the run as it is.
+  const bool displayNames = o.net.brokerAbstract && containment != "subreaper" && o.policy.scopeAbstractUnix;
+  o.net.brokerAbstract = displayNames;
+  if (useLandlock && (containment == "subreaper" || displayNames)) {
+    o.net.brokerConnect = containment == "subreaper";
     runboard::landlock::Policy netOnly;
     netOnly.restrictFs = false;
     netOnly.scopeSignals = false;
@@ -293,7 +299,9 @@ int main(int argc, char** argv) {
     netOnly.scopeAbstractUnix = o.policy.scopeAbstractUnix;
     std::string err = runboard::landlock::RestrictSelf(netOnly, landlockAbi);
     if (!err.empty()) Die("sandbox setup failed: " + err, 125);
-    broker.SetConnectRules(ConnectRulesOf(o));
+    auto rules = ConnectRulesOf(o);
+    rules.displayNamesOnly = displayNames;
+    broker.SetConnectRules(std::move(rules));
   }
 
   // The child sees EOF here if we are gone before it armed PDEATHSIG; and it execs the run only once a

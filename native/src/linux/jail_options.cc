@@ -14,18 +14,18 @@ namespace runboard::jail {
 namespace {
 
 void Usage() {
-  fprintf(
-      stderr,
-      "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--write-fd N] [--device FILE]...\n"
-      "                     [--hide DIR]...\n"
-      "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp SIZE]\n"
-      "                     [--max-procs N] [--memory BYTES] [--env-fd N] [--read PATH]... [--read-only PATH]...\n"
-      "                     [--blank PATH]... [--connect SOCKET]...\n"
-      "                     [--ask-deletes] [--remove REL]...\n"
-      "                     [--tcp PORT]... [--udp] [--allow-abstract-unix] [--fs-mounts[-if-possible]] [--ro-mounts]\n"
-      "                     [--no-landlock] [--no-namespaces] [--output-fds STDOUT,STDERR,ORDER] [--init]\n"
-      "                     [--control-fd N]\n"
-      "                     -- COMMAND [ARG]...\n");
+  fprintf(stderr,
+          "usage: runboard-jail [--status-fd N] [--parent-pid P] [--write DIR]... [--write-fd N] [--device FILE]...\n"
+          "                     [--hide DIR]...\n"
+          "                     [--mask DIR]... [--keep DIR/NAME]... [--private-tmp SIZE]\n"
+          "                     [--max-procs N] [--memory BYTES] [--env-fd N] [--read PATH]... [--read-only PATH]...\n"
+          "                     [--blank PATH]... [--connect SOCKET]...\n"
+          "                     [--ask-deletes] [--remove REL]...\n"
+          "                     [--tcp PORT]... [--udp] [--allow-abstract-unix] [--abstract-absent]\n"
+          "                     [--fs-mounts[-if-possible]] [--ro-mounts]\n"
+          "                     [--no-landlock] [--no-namespaces] [--output-fds STDOUT,STDERR,ORDER] [--init]\n"
+          "                     [--control-fd N]\n"
+          "                     -- COMMAND [ARG]...\n");
   _exit(2);
 }
 
@@ -106,6 +106,9 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--tcp") policy.tcpConnectPorts.push_back(static_cast<uint16_t>(atoi(next())));
     else if (a == "--udp") net.udp = true;
     else if (a == "--allow-abstract-unix") policy.scopeAbstractUnix = false;
+    // An X display's abstract name the run may not reach says ECONNREFUSED to connect() with a mount
+    // namespace too, as in the subreaper fallback: X clients then take the display's path (decision 134).
+    else if (a == "--abstract-absent") net.brokerAbstract = true;
     else if (a == "--no-landlock") useLandlock = false;
     else if (a == "--fs-mounts") fsByMounts = true;
     else if (a == "--fs-mounts-if-possible") fsByMounts = fsIfPossible = true;

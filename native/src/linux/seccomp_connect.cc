@@ -147,6 +147,17 @@ int Address(Call* c, const std::vector<char>& raw, sockaddr_storage* addr, sockl
   return 0;
 }
 
+// Whether a caller's address is an X display's abstract name (`@/tmp/.X11-unix/X<N>`, which libxcb tries
+// before the display's path socket, falling back only on ECONNREFUSED or ENOENT).
+bool IsDisplayName(const std::vector<char>& raw) {
+  static constexpr char kPrefix[] = "/tmp/.X11-unix/X";
+  constexpr size_t kAt = kPathOffset + 1, kLength = sizeof kPrefix - 1;
+  sa_family_t family = 0;
+  if (raw.size() <= kAt + kLength) return false;
+  memcpy(&family, raw.data(), sizeof family);
+  return family == AF_UNIX && raw[kPathOffset] == 0 && memcmp(raw.data() + kAt, kPrefix, kLength) == 0;
+}
+
 // The caller's address argument (`ptr`, `size`), copied.
 int ReadAddress(Call* c, uint64_t ptr, uint64_t size, std::vector<char>* raw) {
   if (size > sizeof(sockaddr_storage) || static_cast<int64_t>(static_cast<int32_t>(size)) < 0) return EINVAL;
@@ -184,7 +195,9 @@ int DoConnect(Call* c, long* val) {
   if (error) return error;
   if (!StillPending(*c)) return ESRCH;
   *val = connect(c->sock, reinterpret_cast<sockaddr*>(&addr), len);
-  return *val < 0 ? errno : 0;
+  error = *val < 0 ? errno : 0;
+  // An X display's abstract name out of the run's reach is answered as one no one listens on (decision 134).
+  return error == EPERM && IsDisplayName(raw) ? ECONNREFUSED : error;
 }
 
 // sendto(fd, buf, size, flags, addr, len) with an address (the filter lets the others through).
@@ -318,6 +331,27 @@ void Finish(std::unique_ptr<Call> c, int error) {
   ioctl(c->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);  // ENOENT: the caller is gone
 }
 
+// With a mount namespace (rules.displayNamesOnly), where the jail cannot start threads (it unshared its pid
+// namespace) nor resolve paths as the run sees them: a connect() to an X display's abstract name that the
+// jail's domain refuses (the person's X server) is answered ECONNREFUSED, without reaching it; every other
+// connect continues in the run as the filter would have let it, judged by the kernel and the run's own
+// domain (a thread swapping the address meanwhile gains nothing). Whether the run may reach the name is
+// asked by a non-blocking probe socket of the jail's own, so a run's own X server (a nested domain)
+// stays reachable; Landlock refuses before anything is queued to the listener. 0: continue.
+int DisplayNameRefused(const seccomp_notif& req) {
+  const uint64_t size = req.data.args[2] & 0xffffffffu;
+  if (size > sizeof(sockaddr_un)) return 0;
+  std::vector<char> raw(size);
+  if (ReadMem(static_cast<pid_t>(req.pid), req.data.args[1], raw.data(), raw.size()) != 0 || !IsDisplayName(raw))
+    return 0;
+  int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (probe < 0) return 0;
+  int refused =
+      connect(probe, reinterpret_cast<const sockaddr*>(raw.data()), static_cast<socklen_t>(size)) < 0 && errno == EPERM;
+  close(probe);
+  return refused ? ECONNREFUSED : 0;
+}
+
 void* Serve(void* arg) {
   std::unique_ptr<Call> c(static_cast<Call*>(arg));
   int error = c->sock >= 0 ? 0 : Take(c.get());
@@ -337,6 +371,16 @@ void AnswerConnect(int listener, const seccomp_notif& req, const ConnectRules& r
     resp.error = -error;
     ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
   };
+  if (rules.displayNamesOnly) {
+    if (req.data.nr != __NR_connect) return refuse(ENOSYS);
+    int error = DisplayNameRefused(req);
+    if (error) return refuse(error);
+    seccomp_notif_resp resp{};
+    resp.id = req.id;
+    resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);  // ENOENT: the caller is gone
+    return;
+  }
   auto c = std::make_unique<Call>();
   c->req = req;
   c->rules = &rules;

@@ -14,6 +14,12 @@
 //    or the fd for a Unix socket, between a check and the call.
 // A send that cannot block is made in the jail's loop; a connect, or a send on a blocking socket, on a thread
 // of its own (a blocking call waits there, not in the jail's loop), at most kMaxCalls at once (more: EAGAIN).
+// A connect() to an X display's abstract name (`@/tmp/.X11-unix/X<N>`) that the jail's domain refuses (EPERM:
+// Landlock's scope) says ECONNREFUSED, as if no one listened there: nothing is reached, and libxcb, which
+// tries that name first, falls back to the display's path socket on that answer alone (decision 134).
+// With a mount namespace (displayNamesOnly: a run on the person's display) only connect() comes here, and only
+// that answer is the jail's: every other connect continues in the run as the filter would have let it (a
+// thread swapping the address meanwhile gets what the kernel and the run's own domain say).
 #pragma once
 #include <linux/seccomp.h>
 
@@ -25,6 +31,7 @@ namespace runboard::seccomp {
 struct ConnectRules {
   std::vector<std::string> trees;    // real paths: a socket below one of them may be reached (writable trees)
   std::vector<std::string> sockets;  // real paths of the sockets the run was given (its allow-list)
+  bool displayNamesOnly = false;     // a mount namespace: only X's refused abstract names are the jail's
 };
 
 // Whether `nr` is a call the connect broker answers.

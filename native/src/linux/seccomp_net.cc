@@ -156,7 +156,7 @@ std::vector<sock_filter> BuildFilter(const NetPolicy& policy) {
   p.JumpIf(BPF_JSET, MSG_FASTOPEN, "deny");
   p.Return(policy.brokerConnect ? Refuse(ENOSYS) : SECCOMP_RET_ALLOW);
   p.Label("connect");
-  p.Return(broker);
+  p.Return(policy.brokerConnect || policy.brokerAbstract ? SECCOMP_RET_USER_NOTIF : SECCOMP_RET_ALLOW);
 
   p.Label("setsockopt");
   dispatch(Arg(1), {{IPPROTO_TCP, "tcp-option"}});
@@ -281,7 +281,8 @@ std::string ListenBroker::ConfineSelf(const NetPolicy& policy) {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return Errno("prctl(NO_NEW_PRIVS)");
   // A caller waiting for its answer is not woken by other signals once the jail has its call (Linux 5.19):
   // a connect or send the jail made must not be made again by the restarted call.
-  unsigned long flags = SECCOMP_FILTER_FLAG_NEW_LISTENER | (policy.brokerConnect ? kWaitKillableRecv : 0);
+  const bool brokered = policy.brokerConnect || policy.brokerAbstract;
+  unsigned long flags = SECCOMP_FILTER_FLAG_NEW_LISTENER | (brokered ? kWaitKillableRecv : 0);
   int listener = static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog));
   if (listener < 0 && errno == EINVAL && (flags & kWaitKillableRecv))
     listener = static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog));

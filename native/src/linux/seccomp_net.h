@@ -23,6 +23,9 @@
 //  * connect(), sendto() with an address and sendmsg(), in the subreaper fallback only (brokerConnect):
 //    handed to the broker too, which makes each call itself (linux/seccomp_connect.h); sendmmsg() there
 //    says ENOSYS (callers such as glibc's resolver then send one by one).
+//  * connect() alone, with a mount namespace, for a run on the person's display (brokerAbstract): the broker
+//    answers a connect to an X display's abstract name the run may not reach ECONNREFUSED and lets every
+//    other one continue as it was (linux/seccomp_connect.h; decision 134).
 #pragma once
 #include <sys/types.h>
 
@@ -39,6 +42,11 @@ struct NetPolicy {
   // makes them itself (linux/seccomp_connect.h). The jail is then in a Landlock domain with the run's
   // network rules, which the run's own domain is nested in.
   bool brokerConnect = false;
+  // With a mount namespace, for a run on the person's display: connect() goes to the broker, which answers a
+  // connect to an X display's abstract name that its own Landlock domain (the run's network rules) refuses
+  // ECONNREFUSED, as if no one listened there (libxcb then takes X's path socket; decision 134), and lets
+  // every other connect continue.
+  bool brokerAbstract = false;
 };
 
 // A pidfd for the task (a thread) that made a call.

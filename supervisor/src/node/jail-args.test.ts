@@ -348,6 +348,13 @@ describe('reads as an allow-list', () => {
     );
     expect(args).toContain('--mask /tmp/.X11-unix --keep /tmp/.X11-unix/X5');
     expect(args).toContain('--allow-abstract-unix');
+    expect(args).not.toContain('--abstract-absent');
+    // without allowAbstractUnix the jail answers a refused abstract connect as nobody there, so X clients
+    // take the display's path socket (decision 134)
+    const scoped = buildJailArgs(base({}, { userDisplay: ':5' }));
+    expect(scoped).toContain('--abstract-absent');
+    expect(scoped).not.toContain('--allow-abstract-unix');
+    expect(buildJailArgs(base({}))).not.toContain('--abstract-absent');
   });
 
   it("drops from the run's PATH the folders it cannot read", () => {

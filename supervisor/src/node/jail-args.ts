@@ -309,6 +309,11 @@ export function buildJailArgs(i: JailArgsInput): string[] {
   // the person's display alone of the X sockets
   if (!i.privateDisplay && i.userDisplay && i.useNamespaces)
     args.push('--mask', '/tmp/.X11-unix', '--keep', `/tmp/.X11-unix/X${i.userDisplay.slice(1)}`);
+  // X clients (libxcb) try the display's abstract name first and take its path socket only when that
+  // connect says ECONNREFUSED: the jail answers so for an abstract name the run may not reach (it does in
+  // the subreaper fallback already), so X works without opening every abstract socket (decision 134).
+  if (!i.privateDisplay && i.userDisplay && i.useNamespaces && !flow.sandbox?.allowAbstractUnix)
+    args.push('--abstract-absent');
   // 'auto': the jail confines by mounts where it can make the namespaces, else by Landlock as usual.
   const agentSandbox = flow.runner === 'codex' ? flow.sandbox?.agentSandbox : undefined;
   if (agentSandbox === true) args.push('--fs-mounts');
