@@ -203,16 +203,20 @@ std::vector<std::vector<std::string>> ActionNames(Bus& bus, const Peer& peer, co
 bool HasState(const Node& n, int state) { return (n.states >> state) & 1; }
 
 const std::string& RoleName(uint32_t role) {
-  static std::vector<std::string> names;
-  if (names.empty()) {
+  // Made once, whole, before any thread sees it (a static's initialisation is thread-safe): the recorder's
+  // thread and the desktop thread both ask, and a table filled on first use let the second caller see it
+  // half filled ("push button" read as "unknown", CI once). A throw leaves it to the next call.
+  static const std::vector<std::string> names = [] {
     auto roleName =
         lazy::Need(RB_LAZY(lazy::Atspi, atspi_role_get_name), lazy::Atspi(), "atspi_role_get_name", kNoA11yBus);
+    std::vector<std::string> all;
     for (int r = 0; r < ATSPI_ROLE_COUNT; r++) {
       gchar* s = roleName(static_cast<AtspiRole>(r));
-      names.emplace_back(s ? s : "unknown");
+      all.emplace_back(s ? s : "unknown");
       g_free(s);
     }
-  }
+    return all;
+  }();
   static const std::string unknown = "unknown";
   return role < names.size() ? names[role] : unknown;
 }
