@@ -12,11 +12,11 @@ describe('PendingPauses', () => {
     p.asked(2000);
     p.add(() => done.push('during the second'));
     expect(done).toEqual(['now']);
-    const first = p.reached(900);
+    const first = p.reached();
     first!.added.forEach((f) => f());
     expect(done).toEqual(['now', 'during the first']);
     expect(p.left().flatMap((x) => x.added.map(() => 'left'))).toEqual(['left']);
-    expect(p.reached(0)).toBeUndefined();
+    expect(p.reached()).toBeUndefined();
   });
 
   it('after a Ctrl+I, events at or after the key until its pause is reached', () => {
@@ -26,21 +26,7 @@ describe('PendingPauses', () => {
     p.byKey(40);
     p.byKey(45); // a later key before the same instant: the first one counts
     expect([p.afterKey(39), p.afterKey(40), p.afterKey(60)]).toEqual([false, true, true]);
-    p.reached(41);
+    p.reached();
     expect(p.afterKey(60)).toBe(false);
-  });
-
-  it('takes the clock from each instant and when its call returned: the smallest offset', () => {
-    const p = new PendingPauses();
-    expect(p.serverToLocal).toBe(Infinity);
-    p.asked(10_500);
-    p.asked(20_400);
-    p.reached(500);
-    expect(p.serverToLocal).toBe(10_000);
-    p.reached(10_410);
-    expect(p.serverToLocal).toBe(9_990);
-    p.asked(30_000);
-    p.reached(0); // not placed among the events: no sample
-    expect(p.serverToLocal).toBe(9_990);
   });
 });

@@ -16,8 +16,6 @@ export interface PendingPause {
 
 export class PendingPauses {
   private readonly pending: PendingPause[] = [];
-  /** Local ms less server ms, from pauses' instants: no more than the true offset's upper bound. */
-  serverToLocal = Infinity;
 
   /** A pause was asked for; `returned`: Date.now() right after the recorder's pause() returned. */
   asked(returned: number): void {
@@ -45,19 +43,9 @@ export class PendingPauses {
     else f();
   }
 
-  /** The recorder reached the oldest pause's instant (its server time; 0: not known): that pause. */
-  reached(time: number): PendingPause | undefined {
-    const p = this.pending.shift();
-    if (p && time > 0) this.sample(p.returned, time);
-    return p;
-  }
-
-  /**
-   * An instant of the server (`time`) placed before a call that returned at local `returned` (a pause's,
-   * a mark's): a bound on the offset, as each event's delay is.
-   */
-  sample(returned: number, time: number): void {
-    this.serverToLocal = Math.min(this.serverToLocal, returned - time);
+  /** The recorder reached the oldest pause's instant: that pause. */
+  reached(): PendingPause | undefined {
+    return this.pending.shift();
   }
 
   /** The pauses the recorder will not reach (it stopped first), oldest first. */

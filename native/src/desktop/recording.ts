@@ -13,6 +13,7 @@ import { rereadHit, StepFocus } from './recording-focus.ts';
 import { SecretFields, type Lookup } from './recording-masks.ts';
 import { PendingPauses, type PendingPause } from './recording-pauses.ts';
 import { endingMeta, endWarnings, lagOf, type Lag } from './recording-summary.ts';
+import { ServerClock } from './server-clock.ts';
 import { StepGrouper, type GroupedStep, type StepAction } from './steps.ts';
 import { ScreenVideo, type MicChoice, type VideoResult } from './video.ts';
 import { type InputRecorder, type RecordedInput, type RecorderFrame, type Rect } from './types.ts';
@@ -113,6 +114,7 @@ export class Recording {
   private paused = false;
   /** The pauses the recorder has not reached yet: the input before them is still on its way. */
   private readonly pending = new PendingPauses();
+  private readonly clock = new ServerClock();
   /** Password fields and the fields named secret, per window: masked, and what is typed there kept out. */
   private readonly secrets: SecretFields;
   /** The field each key step went to, at its own time (recording-focus.ts). */
@@ -165,6 +167,7 @@ export class Recording {
       onMark: (m) => r.marks.shift()?.(m),
     });
     r.newest = r.recorder.firstFrame;
+    r.atMark(() => {}); // the clocks' offset, before any step needs it
     // Only once the recorder runs: a display that cannot be recorded leaves no empty recording behind.
     mkdirSync(path.join(r.dir, 'screenshots'), { recursive: true });
     writeFileSync(path.join(r.dir, 'manifest.jsonl'), '');
@@ -374,7 +377,7 @@ export class Recording {
     if (!this.recorder.mark()) return place({ time: 0, frame: this.newest });
     const returned = Date.now(); // the mark's instant was before it: a bound on the clocks' offset
     this.marks.push((m) => {
-      if (m.time > 0) this.pending.sample(returned, m.time);
+      this.clock.observe(returned, m.time);
       place(m);
     });
   }
@@ -414,8 +417,10 @@ export class Recording {
   /** The recorder reached a pause's (or a resume's) instant: every event before it has come. */
   private reached(p: { paused: boolean; time: number }): void {
     if (!p.paused || this.closed) return;
-    const pause = this.pending.reached(p.time);
-    if (pause) this.settle(pause);
+    const pause = this.pending.reached();
+    if (!pause) return;
+    this.clock.observe(pause.returned, p.time);
+    this.settle(pause);
   }
 
   /** The steps made before a pause, then what the person added while it lasted (decision 123). */
@@ -426,8 +431,7 @@ export class Recording {
 
   /** When an event happened, ms since the recording started: its server time on the local clock. */
   private when(e: { time: number; arrived: number }): number {
-    const offset = Math.min(this.minDelay, this.pending.serverToLocal);
-    return Math.max(0, Number.isFinite(offset) ? e.time + offset - this.started : e.arrived - this.started);
+    return Math.max(0, (this.clock.toLocal(e.time) ?? e.arrived) - this.started);
   }
 
   private ingest(e: RecordedInput): void {
@@ -435,7 +439,9 @@ export class Recording {
     this.newest = e.frame;
     // The wall-clock delay of each event (its server time against when it reached here); the smallest is
     // the server-to-local clock offset, the rest is how far behind the recorder ran.
-    const delay = Date.now() - e.time;
+    const now = Date.now();
+    const delay = now - e.time;
+    this.clock.observe(now, e.time);
     this.minDelay = Math.min(this.minDelay, delay);
     if (this.delays.length < 100_000) this.delays.push(delay);
     if (e.kind === 'keyPress' && this.options.stopKey && e.key === this.options.stopKey) {
