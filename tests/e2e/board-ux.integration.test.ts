@@ -60,6 +60,7 @@ beforeAll(async () => {
     'a-first.md': card('Say hello', 'echo hello'),
     'b-long.md': card('Count slowly', 'for i in $(seq 1 600); do echo "tick $i"; sleep 0.1; done'),
     'c-none.md': card('No questions', 'true', '', '\n## Questions\n- None.\n'),
+    'c-stale.md': card('Answered late', 'for i in $(seq 1 600); do sleep 0.1; done'),
     'd-ungranted.md': card('Outside the grant', 'true').replace('./workspace', './elsewhere'),
     'e-error.md': card(
       'Fails loudly',
@@ -133,6 +134,44 @@ describe('board friction, keyboard only', () => {
     expect(await focusedCard(page)).toBe('a-first');
     await page.unroute('**/api/cards/a-first');
     writeFileSync(file, readFileSync(file, 'utf8').replace('title: Say hello!', 'title: Say hello'));
+  });
+
+  it('an older answer about the open card that comes after a newer one does not take the inspector back', async () => {
+    await page.locator(handle('c-stale')).focus();
+    await page.keyboard.press('Enter');
+    const inspector = page.getByRole('complementary', { name: 'Inspector: Answered late' });
+    await inspector.waitFor();
+    await inspector.getByText('No runs yet').waitFor();
+    // The first answer about this card from now on is read at once (the card as it is then) and held;
+    // the ones after it go through. On a loaded machine two asks for the open card's details (a
+    // delta's, a refresh's) cross like this: the host answers them in parallel.
+    let release: (() => void) | undefined;
+    let heldOut = false;
+    await page.route('**/api/cards/c-stale', async (route) => {
+      if (release === undefined) {
+        const response = await route.fetch();
+        const go = new Promise<void>((r) => (release = r));
+        await go;
+        await route.fulfill({ response });
+        heldOut = true;
+        return;
+      }
+      await route.continue();
+    });
+    await server.api('POST', '/api/cards/c-stale/move', { to: 'queued', index: 0 });
+    await waitUntil('an answer held', () => release !== undefined, 15_000);
+    await page.waitForSelector(inColumn('c-stale', 'running'), { timeout: 15_000 });
+    await server.api('POST', '/api/cards/c-stale/cancel');
+    await page.waitForSelector(inColumn('c-stale', 'backlog'), { timeout: 15_000 });
+    // the newer answer shows the cancelled run
+    await inspector.locator('.metrics .status', { hasText: 'cancelled' }).waitFor({ timeout: 15_000 });
+    release!();
+    await waitUntil('the held answer in', () => heldOut, 10_000);
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    expect(await inspector.locator('.metrics .status').textContent()).toMatch(/cancelled/);
+    expect(await inspector.getByText('No runs yet').count()).toBe(0);
+    await page.unroute('**/api/cards/c-stale');
+    await page.keyboard.press('Escape');
   });
 
   it('a Backlog card cannot go straight to Done: the board method refuses it, the drop says why', async () => {
