@@ -11,7 +11,15 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seriousViolations } from './helpers/axe.ts';
-import { ARTIFACTS, BoardServer, dragCard, launchBrowser, sleep, waitUntil } from './helpers/board.ts';
+import {
+  ARTIFACTS,
+  BoardServer,
+  dragCard,
+  holdFirstAnswer,
+  launchBrowser,
+  sleep,
+  waitUntil,
+} from './helpers/board.ts';
 import { savePicture } from '../helpers/picture.ts';
 
 const CONFIG = `# friction board
@@ -145,32 +153,19 @@ describe('board friction, keyboard only', () => {
     // The first answer about this card from now on is read at once (the card as it is then) and held;
     // the ones after it go through. On a loaded machine two asks for the open card's details (a
     // delta's, a refresh's) cross like this: the host answers them in parallel.
-    let release: (() => void) | undefined;
-    let heldOut = false;
-    await page.route('**/api/cards/c-stale', async (route) => {
-      if (release === undefined) {
-        const response = await route.fetch();
-        const go = new Promise<void>((r) => (release = r));
-        await go;
-        await route.fulfill({ response });
-        heldOut = true;
-        return;
-      }
-      await route.continue();
-    });
+    const held = await holdFirstAnswer(page, '**/api/cards/c-stale');
     await server.api('POST', '/api/cards/c-stale/move', { to: 'queued', index: 0 });
-    await waitUntil('an answer held', () => release !== undefined, 15_000);
+    await held.asked;
     await page.waitForSelector(inColumn('c-stale', 'running'), { timeout: 15_000 });
     await server.api('POST', '/api/cards/c-stale/cancel');
     await page.waitForSelector(inColumn('c-stale', 'backlog'), { timeout: 15_000 });
     // the newer answer shows the cancelled run
     await inspector.locator('.metrics .status', { hasText: 'cancelled' }).waitFor({ timeout: 15_000 });
-    release!();
-    await waitUntil('the held answer in', () => heldOut, 10_000);
+    held.release();
+    await held.answered;
     await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
     expect(await inspector.locator('.metrics .status').textContent()).toMatch(/cancelled/);
     expect(await inspector.getByText('No runs yet').count()).toBe(0);
-    await page.unroute('**/api/cards/c-stale');
     await page.keyboard.press('Escape');
   });
 
