@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CardDetail } from '../../host/src/shared/board-types.ts';
-import { ARTIFACTS, BoardServer, launchBrowser, waitUntil } from '../e2e/helpers/board.ts';
+import { ARTIFACTS, BoardServer, holdFirstAnswer, launchBrowser, waitUntil } from '../e2e/helpers/board.ts';
 import { DIST } from '../helpers/harness.ts';
 import { TestClock } from '../helpers/schedule-clock.ts';
 import { savePicture } from '../helpers/picture.ts';
@@ -369,26 +369,13 @@ flows:
       await page.getByText('Schedule: none').click();
       await page.getByLabel('Time zone').fill('America/New_York');
       // a slow host answers the first text's preview after the second's: the form shows the second's
-      let release!: () => void;
-      const held = new Promise<void>((r) => (release = r));
-      let asked = false;
-      let answered = false;
-      await page.route(
-        '**/api/schedule/preview',
-        async (route) => {
-          asked = true;
-          await held;
-          await route.continue();
-          answered = true;
-        },
-        { times: 1 },
-      );
+      const first = await holdFirstAnswer(page, '**/api/schedule/preview');
       await page.getByLabel('Schedule', { exact: true }).fill('every day at 9');
-      await expect.poll(() => asked).toBe(true);
+      await first.asked;
       await page.getByLabel('Schedule', { exact: true }).fill('every 7 minutes');
       await page.getByText(/cannot repeat evenly/).waitFor();
-      release();
-      await expect.poll(() => answered).toBe(true);
+      first.release();
+      await first.answered;
       // the page has taken the late answer (its promise, then React's render) before this looks
       await page.evaluate(() => new Promise((r) => setTimeout(() => requestAnimationFrame(r), 50)));
       expect(await page.locator('.schedule-preview').count()).toBe(0);

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { desktop } from '../../native/src/index.ts';
 import { allElements } from '../../native/src/desktop/compact.ts';
 import { decodePng } from './png.ts';
-import { DesktopSession, eventually, formApp, repo } from './session.ts';
+import { DesktopSession, eventually, formApp } from './session.ts';
 
 const TITLE = 'Parity Form';
 const DEAD = 'Parity Dead Form';
@@ -665,25 +665,7 @@ describe('errors: vanished window, stale id, no display, bad flags', () => {
 describe('Chromium', () => {
   const PAGE = 'Runboard Test Page - Chromium';
   beforeAll(async () => {
-    s.spawnApp(
-      'chromium',
-      [
-        '--no-sandbox',
-        '--no-first-run',
-        '--no-default-browser-check',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--disable-gpu',
-        '--password-store=basic',
-        `--user-data-dir=${s.tmp}/chromium`,
-        '--force-renderer-accessibility',
-        '--window-position=560,20',
-        '--window-size=700,760',
-        `file://${path.join(repo, 'tests', 'fixtures', 'desktop', 'page.html')}`,
-      ],
-      { ACCESSIBILITY_ENABLED: '1' },
-    );
+    s.spawnTestPage();
     const ready = await eventually(async () => {
       const tree = await desktop.read({ title: PAGE }).catch(() => undefined);
       return tree && allElements(tree.elements).some((e) => e.role === 'push button' && e.name === 'Go');

@@ -108,6 +108,19 @@ function cliId(r: string, t: string, args: string[] = ['--window', TITLE]): numb
 }
 
 /**
+ * The form's Name field emptied by desktop-cli (select all, then BackSpace), tried until it is empty: on
+ * a loaded machine one ctrl+a went out before the field had the focus (CI, 2026-11-23).
+ */
+async function emptyName(): Promise<void> {
+  await eventually(async () => {
+    const res = s.run(['type', '--id', String(cliId('input', 'Name')), '--window', TITLE, '--key', 'ctrl+a']);
+    expect(res.code, res.stderr).toBe(0);
+    expect(s.run(['type', '--key', 'BackSpace']).code).toBe(0);
+    return (await find('text', 'Name')).value === '';
+  }, 10_000);
+}
+
+/**
  * desktop-cli's reads take the compact tree the addon makes (element_json.h AppendCompactJson); the
  * workers make it in JavaScript (compact.ts toCompact). Both must give the same tree, key order included,
  * for the same read, whole or kept to some short roles (with the reader's role filter, as the CLI asks).
@@ -378,22 +391,7 @@ describe('input and focus', () => {
       Array.from({ length: n }, (_, i) => String.fromCodePoint(from + i)).join('');
     const a = cjk(0x4e00, 60);
     const b = cjk(0x5000, 40);
-    // An empty field first (what is tested is the typing): on a loaded machine one ctrl+a went out
-    // before the field had the focus (CI, 2026-11-23), so this is tried until the field is empty.
-    await eventually(async () => {
-      const res = s.run([
-        'type',
-        '--id',
-        String(cliId('input', 'Name')),
-        '--window',
-        TITLE,
-        '--key',
-        'ctrl+a',
-      ]);
-      expect(res.code, res.stderr).toBe(0);
-      expect(s.run(['type', '--key', 'BackSpace']).code).toBe(0);
-      return (await find('text', 'Name')).value === '';
-    }, 10_000);
+    await emptyName(); // an empty field first (what is tested is the typing)
     expect((await find('text', 'Name')).value).toBe('');
     await desktop.type(a); // in-process: mapped and typed in chunks (Xvfb's keymap has ~19 usable keycodes)
     const other = s.run(['type', '--text', b]); // another process re-uses the slots the first one mapped
@@ -409,20 +407,7 @@ describe('input and focus', () => {
     // more distinct mapped characters than free keycodes is typed: typing must wait for the app to
     // have read its keys before it maps a keycode typed on to another character.
     const text = Array.from({ length: 60 }, (_, i) => String.fromCodePoint(0x5100 + i)).join('');
-    await eventually(async () => {
-      const res = s.run([
-        'type',
-        '--id',
-        String(cliId('input', 'Name')),
-        '--window',
-        TITLE,
-        '--key',
-        'ctrl+a',
-      ]);
-      expect(res.code, res.stderr).toBe(0);
-      expect(s.run(['type', '--key', 'BackSpace']).code).toBe(0);
-      return (await find('text', 'Name')).value === '';
-    }, 10_000);
+    await emptyName();
     process.kill(form.pid, 'SIGSTOP');
     let stderr = '';
     let stopped = true;
@@ -1188,27 +1173,7 @@ describe('Chromium (web content, renderer accessibility on)', () => {
   const WEB_SECRET = 'chromium-secret-pw';
 
   beforeAll(async () => {
-    const page = path.join(repo, 'tests', 'fixtures', 'desktop', 'page.html');
-    // As root Chromium needs --no-sandbox; web content reaches AT-SPI only with both the variable and the flag.
-    s.spawnApp(
-      'chromium',
-      [
-        '--no-sandbox',
-        '--no-first-run',
-        '--no-default-browser-check',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--disable-gpu',
-        '--password-store=basic',
-        `--user-data-dir=${s.tmp}/chromium`,
-        '--force-renderer-accessibility',
-        '--window-position=560,20',
-        '--window-size=700,760',
-        `file://${page}`,
-      ],
-      { ACCESSIBILITY_ENABLED: '1' },
-    );
+    s.spawnTestPage();
     const ready = await eventually(async () => {
       const tree = await desktop.read({ title: PAGE_TITLE }).catch(() => undefined);
       return tree && allElements(tree.elements).some((e) => e.role === 'push button' && e.name === 'Go');

@@ -9,8 +9,14 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { desktop, Recording, type Element } from '../../native/src/index.ts';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  desktop,
+  Recording,
+  type Element,
+  type ManifestStep,
+  type RecordingOptions,
+} from '../../native/src/index.ts';
 import { decodePng } from './png.ts';
 import { centre, crop, differing, manifest, painted } from './recorder-helpers.ts';
 import { DesktopSession, eventually, findElement } from './session.ts';
@@ -39,19 +45,34 @@ function person(...args: string[]): void {
   expect(r.code, `desktop-cli ${args.join(' ')}: ${r.stderr}`).toBe(0);
 }
 
-/** The Name field focused and empty, before a recording starts (none of this is recorded). */
-async function nameField(): Promise<void> {
-  const name = await find('text', 'Name');
-  await desktop.click(...centre(name));
-  await desktop.key('ctrl+a', { waitHandled: true });
-  await desktop.key('BackSpace', { waitHandled: true });
-  expect(await eventually(async () => (await find('text', 'Name')).value === '', 15_000)).toBe(true);
+/** A recording into the suite's folder, without the border (no window of its own over the form). */
+const record = (options: Omit<RecordingOptions, 'dir'> = {}): Promise<Recording> =>
+  Recording.start({ dir: out, border: false, ...options });
+
+/** Stops the recording and reads its steps. */
+async function steps(rec: Recording): Promise<ManifestStep[]> {
+  await rec.stop();
+  return manifest(rec.dir);
+}
+
+/** The steps' instants never go back. */
+function inOrder(got: ManifestStep[]): void {
+  expect(got.map((x) => x.at)).toEqual([...got.map((x) => x.at)].sort((a, b) => a - b));
 }
 
 describe('input in flight at a pause', () => {
+  // Each test starts with the Name field focused and empty, before its recording starts (none of this
+  // is recorded); the pointer rests on the field (its click).
+  beforeEach(async () => {
+    const name = await find('text', 'Name');
+    await desktop.click(...centre(name));
+    await desktop.key('ctrl+a', { waitHandled: true });
+    await desktop.key('BackSpace', { waitHandled: true });
+    expect(await eventually(async () => (await find('text', 'Name')).value === '', 15_000)).toBe(true);
+  });
+
   it('Pause (pause()) right after typing: the typing is a step before the extract and the note added while paused, not part of the typing after the resume', async () => {
-    await nameField();
-    const rec = await Recording.start({ dir: out, border: false });
+    const rec = await record();
     person('type', '--text', 'before');
     // At once: none of the typing has reached this process yet.
     rec.pause();
@@ -59,21 +80,19 @@ describe('input in flight at a pause', () => {
     rec.addDetails('after the pause');
     rec.resume();
     person('type', '--text', 'after');
-    await rec.stop();
-    const got = manifest(rec.dir);
+    const got = await steps(rec);
     expect(got.map((x) => x.action)).toEqual([
       { type: 'type', text: 'before' },
       { type: 'extract', query: 'the name typed' },
       { type: 'type', text: 'after' },
     ]);
     expect(got.map((x) => x.details)).toEqual([undefined, undefined, 'after the pause']);
-    expect(got.map((x) => x.at)).toEqual([...got.map((x) => x.at)].sort((a, b) => a - b));
+    inOrder(got);
   });
 
   it('Ctrl+I right after typing: the typing is a step before the extract', async () => {
-    await nameField();
     let asked = 0;
-    const rec = await Recording.start({ dir: out, border: false, onContextRequest: () => asked++ });
+    const rec = await record({ onContextRequest: () => asked++ });
     person('type', '--text', 'typed');
     person('type', '--key', 'ctrl+i');
     expect(await eventually(async () => rec.isPaused, 15_000)).toBe(true);
@@ -81,22 +100,20 @@ describe('input in flight at a pause', () => {
     rec.addExtract('the name typed');
     rec.resume();
     person('type', '--text', 'next');
-    await rec.stop();
-    const got = manifest(rec.dir);
+    const got = await steps(rec);
     expect(got.map((x) => x.action)).toEqual([
       { type: 'type', text: 'typed' },
       { type: 'extract', query: 'the name typed' },
       { type: 'type', text: 'next' },
     ]);
-    expect(got.map((x) => x.at)).toEqual([...got.map((x) => x.at)].sort((a, b) => a - b));
+    inOrder(got);
   });
 
   it('Ctrl+I answered before the recorder has read the keys after it: they are still not recorded, and the note goes to the step after the resume', async () => {
-    await nameField();
     let answered!: () => void;
     const asked = new Promise<void>((res) => (answered = res));
     let answer = (): void => {};
-    const rec = await Recording.start({ dir: out, border: false, onContextRequest: () => answer() });
+    const rec = await record({ onContextRequest: () => answer() });
     answer = () => {
       // Answered at once, as the person's answer comes before a recorder running far behind has read
       // the keys typed after the Ctrl+I (still in flight here: the person's process ran to its end).
@@ -110,8 +127,7 @@ describe('input in flight at a pause', () => {
     person('type', '--text', 'asked'); // after the Ctrl+I, before the answer: not part of the recording
     await asked;
     person('type', '--key', 'Tab');
-    await rec.stop();
-    const got = manifest(rec.dir);
+    const got = await steps(rec);
     expect(got.map((x) => x.action)).toEqual([
       { type: 'type', text: 'kept' },
       { type: 'extract', query: 'the name typed' },
@@ -121,10 +137,9 @@ describe('input in flight at a pause', () => {
   });
 
   it("Pause, then an extract: it carries the screen and the element as they are when it is added, not the start's screen and no element", async () => {
-    await nameField(); // the pointer rests on the Name field (its click)
     const field = (await find('text', 'Name')).bounds;
     const whole: [number, number, number, number] = [0, 0, field[2], field[3]];
-    const rec = await Recording.start({ dir: out, border: false });
+    const rec = await record();
     const startFile = path.join(rec.dir, 'screenshots', 'start.png');
     expect(await eventually(async () => existsSync(startFile), 15_000)).toBe(true);
     const start = crop(decodePng(readFileSync(startFile)), field); // the field empty
@@ -137,8 +152,7 @@ describe('input in flight at a pause', () => {
     await painted(field, start, 0.02);
     rec.addExtract('the name typed');
     rec.resume();
-    await rec.stop();
-    const got = manifest(rec.dir);
+    const got = await steps(rec);
     expect(got.map((x) => x.action)).toEqual([
       { type: 'type', text: 'before' },
       { type: 'extract', query: 'the name typed' },
@@ -153,31 +167,27 @@ describe('input in flight at a pause', () => {
   });
 
   it('an extract added while not paused goes where it happened among the input still on its way', async () => {
-    await nameField();
-    const rec = await Recording.start({ dir: out, border: false });
+    const rec = await record();
     person('type', '--text', 'first');
     // At once: none of the typing has reached this process yet; the extract comes after all of it.
     rec.addExtract('the first word');
     person('type', '--text', 'second');
-    await rec.stop();
-    const got = manifest(rec.dir);
+    const got = await steps(rec);
     expect(got.map((x) => x.action)).toEqual([
       { type: 'type', text: 'first' },
       { type: 'extract', query: 'the first word' },
       { type: 'type', text: 'second' },
     ]);
     expect(got[1]!.element).toMatchObject({ role: 'text', name: 'Name' });
-    expect(got.map((x) => x.at)).toEqual([...got.map((x) => x.at)].sort((a, b) => a - b));
+    inOrder(got);
   });
 
   it('a note added while not paused goes to the step after it, not to the typing still on its way', async () => {
-    await nameField();
-    const rec = await Recording.start({ dir: out, border: false });
+    const rec = await record();
     person('type', '--text', 'first');
     rec.addDetails('the second word'); // at once: the typing has not reached this process yet
     person('type', '--text', 'second');
-    await rec.stop();
-    const got = manifest(rec.dir);
+    const got = await steps(rec);
     expect(got.map((x) => x.action)).toEqual([
       { type: 'type', text: 'first' },
       { type: 'type', text: 'second' },

@@ -12,6 +12,7 @@ import { cliBuildOptions, yamlBuildOptions } from '../../native/scripts/bundle-c
 
 export const repo = path.resolve(import.meta.dirname, '..', '..');
 export const formApp = path.join(repo, 'tests', 'fixtures', 'desktop', 'form_app.py');
+export const testPage = path.join(repo, 'tests', 'fixtures', 'desktop', 'page.html');
 const nativeDir = path.join(repo, 'native', 'build', 'Release');
 
 export interface CliResult {
@@ -124,6 +125,33 @@ export class DesktopSession {
     const child = spawn(cmd, args, { env: { ...this.env, ...env }, stdio: 'ignore', detached: true });
     this.apps.push(child);
     return child;
+  }
+
+  /**
+   * Debian's Chromium on the test page (its window "Runboard Test Page - Chromium", 700x760 at 560,20),
+   * its web content on AT-SPI: that takes both ACCESSIBILITY_ENABLED and --force-renderer-accessibility
+   * (and as root, --no-sandbox). It does not wait for the page.
+   */
+  spawnTestPage(): ChildProcess {
+    return this.spawnApp(
+      'chromium',
+      [
+        '--no-sandbox',
+        '--no-first-run',
+        '--no-default-browser-check',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--disable-gpu',
+        '--password-store=basic',
+        `--user-data-dir=${this.tmp}/chromium`,
+        '--force-renderer-accessibility',
+        '--window-position=560,20',
+        '--window-size=700,760',
+        `file://${testPage}`,
+      ],
+      { ACCESSIBILITY_ENABLED: '1' },
+    );
   }
 
   /** Runs desktop-cli (the bundle, as an agent would) and parses its stdout as JSON when it is. */

@@ -3,11 +3,10 @@
 // of this file's own: the GTK form (kept: a change must show in a read served from the kept tree, and
 // agree with a whole read) and a Chromium page (not kept: its page content sends no events).
 import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { desktop, type Element, type ReadResult } from '../../native/src/index.ts';
 import { allElements } from '../../native/src/desktop/compact.ts';
-import { DesktopSession, eventually, formApp, repo } from './session.ts';
+import { DesktopSession, eventually, formApp } from './session.ts';
 
 const TITLE = 'Runboard Kept Form';
 const PAGE_TITLE = 'Runboard Test Page - Chromium';
@@ -118,26 +117,7 @@ describe('kept trees', () => {
   });
 
   it('Chromium: its page content sends no events, so its tree is read whole at every read, and a change shows', async () => {
-    const page = path.join(repo, 'tests', 'fixtures', 'desktop', 'page.html');
-    s.spawnApp(
-      'chromium',
-      [
-        '--no-sandbox',
-        '--no-first-run',
-        '--no-default-browser-check',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--disable-gpu',
-        '--password-store=basic',
-        `--user-data-dir=${s.tmp}/chromium`,
-        '--force-renderer-accessibility',
-        '--window-position=560,20',
-        '--window-size=700,760',
-        `file://${page}`,
-      ],
-      { ACCESSIBILITY_ENABLED: '1' },
-    );
+    s.spawnTestPage();
     // Read while the page loads, as an agent would: a kept tree would miss the page (Chromium fills and
     // changes its document without the events a kept tree follows), so Chromium's trees are not kept.
     let last: ReadResult | undefined;

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findGrant } from '@runboard/supervisor/grants';
 import { statePaths } from '@runboard/supervisor/paths';
 import { seriousViolations } from './helpers/axe.ts';
-import { ARTIFACTS, BoardServer, launchBrowser, waitUntil } from './helpers/board.ts';
+import { ARTIFACTS, BoardServer, holdFirstAnswer, launchBrowser, waitUntil } from './helpers/board.ts';
 import { savePicture } from '../helpers/picture.ts';
 
 const CONFIG = 'version: 1\nflows:\n  shell: { runner: command, cap: 2 }\n';
@@ -98,19 +98,7 @@ describe('folders granted from the board', () => {
   it('the folder picker starts at home, walks down, grants a folder, and the new card works there', async () => {
     // The editor's first form (with its default workspace) answered only after the grant, as a slow
     // host did in a CI run: the folder the person granted stays the card's workspace.
-    let releaseForm!: () => void;
-    const formHeld = new Promise<void>((r) => (releaseForm = r));
-    let formAnswered = false;
-    await page.route(
-      '**/api/card-form',
-      async (route) => {
-        const early = await route.fetch(); // the host's answer from before the grant, delivered late
-        await formHeld;
-        await route.fulfill({ response: early });
-        formAnswered = true;
-      },
-      { times: 1 },
-    );
+    const form = await holdFirstAnswer(page, '**/api/card-form'); // answered before the grant, delivered late
     await page.getByRole('button', { name: 'New card', exact: true }).click();
     const editor = page.getByRole('dialog', { name: 'New card' });
     await editor.getByLabel('Title').fill('Build the site');
@@ -129,10 +117,8 @@ describe('folders granted from the board', () => {
     await picker.waitFor({ state: 'detached' });
     expect(grantOf(site)?.path).toBe(site);
     await expect.poll(() => editor.getByLabel('Workspace').inputValue()).toBe(site);
-    const lateForm = page.waitForResponse('**/api/card-form');
-    releaseForm();
-    await lateForm;
-    await expect.poll(() => formAnswered).toBe(true);
+    form.release();
+    await form.answered;
     // the page has taken the late answer (its promise, then React's render) before this looks
     await page.evaluate(() => new Promise((r) => setTimeout(() => requestAnimationFrame(r), 50)));
     expect(await editor.getByLabel('Workspace').inputValue()).toBe(site);
@@ -146,26 +132,15 @@ describe('folders granted from the board', () => {
 
   it('a path typed while the first listing loads is kept, and Go lists that folder', async () => {
     // the host answers the picker's first listing slowly (as on a loaded machine)
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    let answered = false;
-    await page.route(
-      '**/api/folders*',
-      async (route) => {
-        await held;
-        await route.continue();
-        answered = true;
-      },
-      { times: 1 },
-    );
+    const listing = await holdFirstAnswer(page, '**/api/folders*');
     await page.getByRole('button', { name: 'New card', exact: true }).click();
     const editor = page.getByRole('dialog', { name: 'New card' });
     await editor.getByRole('button', { name: 'Grant a folder…' }).click();
     const picker = page.getByRole('dialog', { name: 'Grant a folder' });
     const typed = path.join(home, 'projects');
     await picker.getByLabel('Folder', { exact: true }).fill(typed);
-    release();
-    await expect.poll(() => answered).toBe(true);
+    listing.release();
+    await listing.answered;
     await picker.getByRole('button', { name: '📁 projects' }).waitFor(); // the first listing (home's) came in
     expect(await picker.getByLabel('Folder', { exact: true }).inputValue()).toBe(typed);
     await picker.getByRole('button', { name: 'Go', exact: true }).click();
@@ -179,18 +154,7 @@ describe('folders granted from the board', () => {
   it('a listing that comes in while the person is in the Folder field does not put its path before what they type', async () => {
     // a person clicks into the field, the first listing comes in, then they type (CI once saw Playwright's
     // fill select the field's text, the listing land, and the path typed after the listing's)
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    let answered = false;
-    await page.route(
-      '**/api/folders*',
-      async (route) => {
-        await held;
-        await route.continue();
-        answered = true;
-      },
-      { times: 1 },
-    );
+    const listing = await holdFirstAnswer(page, '**/api/folders*');
     await page.getByRole('button', { name: 'New card', exact: true }).click();
     const editor = page.getByRole('dialog', { name: 'New card' });
     await editor.getByRole('button', { name: 'Grant a folder…' }).click();
@@ -198,8 +162,8 @@ describe('folders granted from the board', () => {
     const field = picker.getByLabel('Folder', { exact: true });
     await field.click();
     await page.keyboard.press('Control+A'); // about to type over whatever is there
-    release();
-    await expect.poll(() => answered).toBe(true);
+    listing.release();
+    await listing.answered;
     await picker.getByRole('button', { name: '📁 projects' }).waitFor(); // the listing is shown
     const typed = path.join(home, 'projects', 'site');
     await page.keyboard.type(typed);

@@ -11,7 +11,15 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seriousViolations } from './helpers/axe.ts';
-import { ARTIFACTS, BoardServer, dragCard, launchBrowser, sleep, waitUntil } from './helpers/board.ts';
+import {
+  ARTIFACTS,
+  BoardServer,
+  dragCard,
+  holdFirstAnswer,
+  launchBrowser,
+  sleep,
+  waitUntil,
+} from './helpers/board.ts';
 import { savePicture } from '../helpers/picture.ts';
 
 const CONFIG = `# friction board
@@ -60,6 +68,7 @@ beforeAll(async () => {
     'a-first.md': card('Say hello', 'echo hello'),
     'b-long.md': card('Count slowly', 'for i in $(seq 1 600); do echo "tick $i"; sleep 0.1; done'),
     'c-none.md': card('No questions', 'true', '', '\n## Questions\n- None.\n'),
+    'c-stale.md': card('Answered late', 'for i in $(seq 1 600); do sleep 0.1; done'),
     'd-ungranted.md': card('Outside the grant', 'true').replace('./workspace', './elsewhere'),
     'e-error.md': card(
       'Fails loudly',
@@ -133,6 +142,31 @@ describe('board friction, keyboard only', () => {
     expect(await focusedCard(page)).toBe('a-first');
     await page.unroute('**/api/cards/a-first');
     writeFileSync(file, readFileSync(file, 'utf8').replace('title: Say hello!', 'title: Say hello'));
+  });
+
+  it('an older answer about the open card that comes after a newer one does not take the inspector back', async () => {
+    await page.locator(handle('c-stale')).focus();
+    await page.keyboard.press('Enter');
+    const inspector = page.getByRole('complementary', { name: 'Inspector: Answered late' });
+    await inspector.waitFor();
+    await inspector.getByText('No runs yet').waitFor();
+    // The first answer about this card from now on is read at once (the card as it is then) and held;
+    // the ones after it go through. On a loaded machine two asks for the open card's details (a
+    // delta's, a refresh's) cross like this: the host answers them in parallel.
+    const held = await holdFirstAnswer(page, '**/api/cards/c-stale');
+    await server.api('POST', '/api/cards/c-stale/move', { to: 'queued', index: 0 });
+    await held.asked;
+    await page.waitForSelector(inColumn('c-stale', 'running'), { timeout: 15_000 });
+    await server.api('POST', '/api/cards/c-stale/cancel');
+    await page.waitForSelector(inColumn('c-stale', 'backlog'), { timeout: 15_000 });
+    // the newer answer shows the cancelled run
+    await inspector.locator('.metrics .status', { hasText: 'cancelled' }).waitFor({ timeout: 15_000 });
+    held.release();
+    await held.answered;
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    expect(await inspector.locator('.metrics .status').textContent()).toMatch(/cancelled/);
+    expect(await inspector.getByText('No runs yet').count()).toBe(0);
+    await page.keyboard.press('Escape');
   });
 
   it('a Backlog card cannot go straight to Done: the board method refuses it, the drop says why', async () => {

@@ -164,13 +164,30 @@ export function App({ api }: { api: BoardApi }) {
   const boardRef = useRef(board);
   boardRef.current = board;
 
+  /**
+   * The open card's details, asked for by several paths at once (a delta's, a refresh's, the
+   * selection's): the host answers them in parallel, so an answer may come after one asked for later.
+   * Each ask takes a number; an answer older than the one shown is dropped (it took a cancelled run back
+   * to "running", and nothing came after it to correct that).
+   */
+  const detailAsks = useRef({ asked: 0, shown: 0 });
+  const askDetail = useCallback(
+    async (id: string): Promise<{ d: CardDetail; newest: boolean }> => {
+      const n = ++detailAsks.current.asked;
+      const d = await api.card({ id });
+      const newest = n > detailAsks.current.shown;
+      if (newest) detailAsks.current.shown = n;
+      return { d, newest };
+    },
+    [api],
+  );
   const refreshDetail = useCallback(async () => {
     const id = selectedRef.current;
     if (!id || id.startsWith('broken:')) return;
-    const d = await api.card({ id });
+    const { d, newest } = await askDetail(id);
     // an answer that comes after the card was closed (or another opened) must not open it again
-    if (selectedRef.current === id) setDetail(d);
-  }, [api]);
+    if (newest && selectedRef.current === id) setDetail(d);
+  }, [askDetail]);
 
   /** Deltas applied so far: a board fetched while one was applied may be older than it. */
   const applied = useRef(0);
@@ -238,9 +255,8 @@ export function App({ api }: { api: BoardApi }) {
   useEffect(() => {
     if (!selected || selected.startsWith('broken:')) return setDetail(undefined);
     let live = true;
-    api
-      .card({ id: selected })
-      .then((d) => live && setDetail(d))
+    askDetail(selected)
+      .then(({ d, newest }) => live && newest && setDetail(d))
       .catch((e: Error) => {
         if (!live) return;
         // a URL naming a card that is not (or no longer) on the board
@@ -250,7 +266,7 @@ export function App({ api }: { api: BoardApi }) {
     return () => {
       live = false;
     };
-  }, [api, selected, setSelected]);
+  }, [askDetail, selected, setSelected]);
 
   const onMove = (m: MoveIntent): void => {
     if (!board || isFirstScreen(board)) return;

@@ -67,6 +67,22 @@ Pending& PendingFor(GDBusConnection* conn) {
 
 }  // namespace
 
+GDBusConnection* ConnectBus(const std::string& address, const std::string& failure) {
+  GError* err = nullptr;
+  GDBusConnection* conn = g_dbus_connection_new_for_address_sync(
+      address.c_str(),
+      static_cast<GDBusConnectionFlags>(G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                        G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION),
+      nullptr, nullptr, &err);
+  if (!conn) {
+    std::string msg = err ? err->message : "?";
+    g_clear_error(&err);
+    throw DesktopError(kNoA11yBus, failure + ": " + msg);
+  }
+  g_dbus_connection_set_exit_on_close(conn, FALSE);
+  return conn;
+}
+
 // The root window property at-spi-bus-launcher sets (what libatspi reads first), else ask org.a11y.Bus on
 // the session bus. Never autolaunch a bus (the "two buses" trap).
 std::string BusAddress(const std::function<std::string()>& rootProperty) {
@@ -77,17 +93,8 @@ std::string BusAddress(const std::function<std::string()>& rootProperty) {
   if (!session || !*session)
     throw DesktopError(kNoA11yBus,
                        "no AT-SPI bus: the display has no AT_SPI_BUS property and DBUS_SESSION_BUS_ADDRESS is not set");
+  GDBusConnection* sb = ConnectBus(session, "cannot reach the session bus");
   GError* err = nullptr;
-  GDBusConnection* sb = g_dbus_connection_new_for_address_sync(
-      session,
-      static_cast<GDBusConnectionFlags>(G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                        G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION),
-      nullptr, nullptr, &err);
-  if (!sb) {
-    std::string msg = err ? err->message : "?";
-    g_clear_error(&err);
-    throw DesktopError(kNoA11yBus, "cannot reach the session bus: " + msg);
-  }
   GVariant* r = g_dbus_connection_call_sync(sb, "org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress", nullptr,
                                             G_VARIANT_TYPE("(s)"), G_DBUS_CALL_FLAGS_NONE, kTimeoutMs, nullptr, &err);
   g_dbus_connection_close_sync(sb, nullptr, nullptr);
@@ -115,18 +122,7 @@ Bus& Bus::Get() {
       } catch (const DesktopError&) { return std::string(); }
     });
     b.address_ = addr;
-    GError* err = nullptr;
-    b.conn_ = g_dbus_connection_new_for_address_sync(
-        addr.c_str(),
-        static_cast<GDBusConnectionFlags>(G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                          G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION),
-        nullptr, nullptr, &err);
-    if (!b.conn_) {
-      std::string msg = err ? err->message : "?";
-      g_clear_error(&err);
-      throw DesktopError(kNoA11yBus, "cannot connect to the AT-SPI bus at " + addr + ": " + msg);
-    }
-    g_dbus_connection_set_exit_on_close(b.conn_, FALSE);
+    b.conn_ = ConnectBus(addr, "cannot connect to the AT-SPI bus at " + addr);
   }
   return b;
 }

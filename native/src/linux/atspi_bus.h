@@ -1,7 +1,7 @@
 // The AT-SPI bus seen through GDBus, with pipelined calls: every request of a batch is sent before the
 // first reply is awaited, so a batch costs about one round trip plus the app's own work (see
 // shared/DESKTOP-NOTES.md: ~10x faster than libatspi's one blocking call per attribute).
-// Internal to the Linux backend; used on the desktop thread only.
+// Internal to the Linux backend; Bus is used on the desktop thread only (ConnectBus and BusAddress on any).
 #pragma once
 #include <gio/gio.h>
 
@@ -62,6 +62,11 @@ class Bus {
   GDBusConnection* conn_ = nullptr;
   std::string address_;
 };
+
+// A connection to the message bus at `address` (the AT-SPI bus, or the session bus to ask it where that
+// is), as a client of the bus daemon; the process lives on when the bus goes away. Throws
+// DesktopError(NO_ACCESSIBILITY_BUS): `failure`, then GDBus's reason.
+GDBusConnection* ConnectBus(const std::string& address, const std::string& failure);
 
 // The AT-SPI bus's address: AT_SPI_BUS_ADDRESS, else the root window's AT_SPI_BUS as `rootProperty` reads
 // it (on the caller's own display connection; "" when unset or unreadable), else org.a11y.Bus's answer on

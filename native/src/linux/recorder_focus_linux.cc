@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "linux/atspi_bus.h"
 #include "linux/atspi_tree.h"
 
 namespace runboard::desktop {
@@ -150,18 +151,7 @@ FocusListener::FocusListener(const std::string& address, std::function<unsigned 
     : state_(std::make_shared<State>()) {
   state_->toServerTime = std::move(toServerTime);
   state_->sink = std::move(sink);
-  GError* err = nullptr;
-  GDBusConnection* conn = g_dbus_connection_new_for_address_sync(
-      address.c_str(),
-      static_cast<GDBusConnectionFlags>(G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                        G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION),
-      nullptr, nullptr, &err);
-  if (!conn) {
-    std::string msg = err ? err->message : "?";
-    g_clear_error(&err);
-    throw DesktopError(kNoA11yBus, "cannot connect to the AT-SPI bus at " + address + ": " + msg);
-  }
-  g_dbus_connection_set_exit_on_close(conn, FALSE);
+  GDBusConnection* conn = atspi::ConnectBus(address, "cannot connect to the AT-SPI bus at " + address);
   state_->conn = conn;
   state_->filter = g_dbus_connection_add_filter(conn, OnMessage, new std::shared_ptr<State>(state_),
                                                 [](gpointer p) { delete static_cast<std::shared_ptr<State>*>(p); });

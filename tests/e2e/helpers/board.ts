@@ -362,3 +362,46 @@ export function writeCardWorkflow(server: BoardServer, id: string, text: string)
   writeFileSync(file, text);
   return file;
 }
+
+/** A first answer held back by {@link holdFirstAnswer}. */
+export interface HeldAnswer {
+  /** Resolves when the page has asked (the request is in the route). */
+  asked: Promise<void>;
+  /** Lets the held answer go to the page. */
+  release(): void;
+  /** Resolves when the page has been given the answer (rejects if the route failed). */
+  answered: Promise<void>;
+}
+
+/**
+ * Holds the host's answer to the page's first request matching `glob` (Playwright's `page.route`, once):
+ * the host answers at once, as it would have then, and the page gets that answer only after `release()`,
+ * as from a slow host. Later requests go through untouched.
+ */
+export async function holdFirstAnswer(page: Page, glob: string): Promise<HeldAnswer> {
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let markAsked!: () => void;
+  const asked = new Promise<void>((r) => (markAsked = r));
+  let settle!: (error?: unknown) => void;
+  const answered = new Promise<void>((resolve, reject) => {
+    settle = (error) => (error === undefined ? resolve() : reject(error));
+  });
+  answered.catch(() => {}); // a test that ended before awaiting it does not report it
+  await page.route(
+    glob,
+    async (route) => {
+      markAsked();
+      try {
+        const early = await route.fetch();
+        await held;
+        await route.fulfill({ response: early });
+        settle();
+      } catch (e) {
+        settle(e instanceof Error ? e : new Error(String(e)));
+      }
+    },
+    { times: 1 },
+  );
+  return { asked, release, answered };
+}
