@@ -402,6 +402,18 @@ const collision: CollisionDetection = (args) => {
   return closestCorners(args);
 };
 
+/** Scrolls `scroller` sideways (only) so that `item` is whole inside its padding box; its left first. */
+function keepInView(scroller: HTMLElement, item: HTMLElement): void {
+  const s = scroller.getBoundingClientRect();
+  const r = item.getBoundingClientRect();
+  const style = getComputedStyle(scroller);
+  const left = s.left + parseFloat(style.paddingLeft);
+  const right = s.right - parseFloat(style.paddingRight) - (scroller.offsetWidth - scroller.clientWidth);
+  let by = r.right > right ? r.right - right : 0;
+  if (r.left - by < left) by = r.left - left;
+  if (by) scroller.scrollLeft += by;
+}
+
 export function Board({
   board,
   selected,
@@ -502,6 +514,23 @@ export function Board({
   useEffect(() => {
     if (selected) reveal(selected, false);
   }, [selected, reveal]);
+  // The open card's column stays whole in view: when the card is opened or moves to another column,
+  // and whenever the board's box changes width (the inspector opening narrows it, the window is made
+  // narrower; decision 137). Scrolling the board by hand meanwhile is left alone.
+  const boardEl = useRef<HTMLDivElement>(null);
+  const openColumn = selected ? board.cards.find((c) => c.id === selected)?.column : undefined;
+  useEffect(() => {
+    const el = boardEl.current;
+    if (!el || !openColumn) return;
+    const show = (): void => {
+      const col = el.querySelector(`ul.cards[data-column="${openColumn}"]`)?.closest('.column');
+      if (col instanceof HTMLElement) keepInView(el, col);
+    };
+    show();
+    const seen = new ResizeObserver(show);
+    seen.observe(el);
+    return () => seen.disconnect();
+  }, [openColumn]);
   const onDragEnd = (e: DragEndEvent): void => {
     active.current = undefined;
     setDragging(undefined);
@@ -530,7 +559,7 @@ export function Board({
       }}
     >
       <PinContext.Provider value={pins}>
-        <div className="board" role="region" aria-label="Board">
+        <div ref={boardEl} className="board" role="region" aria-label="Board">
           {COLUMNS.map((col) => (
             <ColumnView
               key={col}

@@ -13,11 +13,13 @@ import { WorkflowSection } from './WorkflowEditor.tsx';
 import { RunPanel, STATUS_CLASS, TrendChart, Worktree, fmtMs } from './RunPanel.tsx';
 import { WorkspaceCopy } from './WorkspaceCopy.tsx';
 import { AttemptsSection } from './Attempts.tsx';
+import { StaleDraft, useCardDraft } from './CardDraft.tsx';
 import { sumUsage, usageText } from '../shared/usage-text.ts';
 
 /**
  * The card's questions (its `## Questions`): open ones with an answer box, answered ones with their
  * answer. Answers are written into the card file (seed format); "Answer & re-queue" also queues it.
+ * Answers typed and not sent stay with the card while another card is looked at (CardDraft.tsx).
  */
 function Questions({
   api,
@@ -30,16 +32,30 @@ function Questions({
   onChanged: () => void;
   onError: (m: string) => void;
 }) {
-  const [draft, setDraft] = useState<Record<number, string>>({});
   const list = detail.questionList;
+  // answers typed and not sent stay with the card (decision 137), made on the questions as listed now:
+  // once the card's questions change (answered elsewhere, a run asked more), they are not sent by number
+  const answers = useCardDraft<Record<number, string>>(
+    detail.card.id,
+    'answers',
+    {},
+    JSON.stringify(list.map((q) => [q.text, q.answered])),
+  );
+  const draft = answers.value;
+  const setDraft = (i: number, a: string): void =>
+    answers.set((cur) => {
+      const next = { ...cur, [i]: a };
+      if (!a) delete next[i];
+      return next;
+    });
   const open = list.filter((q) => !q.answered).length;
   const save = (requeue: boolean): void => {
-    const answers = Object.entries(draft)
+    const typed = Object.entries(draft)
       .filter(([, a]) => a.trim())
       .map(([i, answer]) => ({ index: Number(i), answer }));
-    api.answer({ id: detail.card.id, answers, requeue }).then(
+    api.answer({ id: detail.card.id, answers: typed, requeue }).then(
       () => {
-        setDraft({});
+        answers.drop();
         onChanged();
       },
       (e: Error) => onError(e.message),
@@ -68,7 +84,7 @@ function Questions({
                         aria-pressed={(draft[i] ?? '') === o}
                         disabled={detail.card.locked}
                         title={o === q.recommended ? 'recommended' : undefined}
-                        onClick={() => setDraft({ ...draft, [i]: o })}
+                        onClick={() => setDraft(i, o)}
                       >
                         {o}
                         {o === q.recommended && <span className="rec"> · recommended</span>}
@@ -81,7 +97,7 @@ function Questions({
                   aria-label={`Answer to: ${q.text}`}
                   value={draft[i] ?? ''}
                   disabled={detail.card.locked}
-                  onChange={(e) => setDraft({ ...draft, [i]: e.target.value })}
+                  onChange={(e) => setDraft(i, e.target.value)}
                   placeholder={q.options ? 'or answer in your own words' : undefined}
                 />
               </>
@@ -89,10 +105,13 @@ function Questions({
           </li>
         ))}
       </ol>
+      {answers.stale && <StaleDraft what="Its questions" onDiscard={answers.drop} />}
       {open > 0 && !detail.card.locked && (
         <div className="question-actions">
-          <button onClick={() => save(false)}>Save answers</button>
-          <button className="primary" onClick={() => save(true)}>
+          <button disabled={answers.stale} onClick={() => save(false)}>
+            Save answers
+          </button>
+          <button className="primary" disabled={answers.stale} onClick={() => save(true)}>
             Answer &amp; re-queue
           </button>
         </div>
@@ -292,7 +311,8 @@ export function Inspector({
         </div>
       </details>
       {/* each card's own forms are remounted for another card (keyed by it): what was typed or being edited
-          for one card, or a late answer for it, never shows under another, nor is saved into it */}
+          for one card, or a late answer for it, never shows under another, nor is saved into it; what was
+          typed comes back with its card (CardDraft.tsx, decision 137) */}
       {detail.questionList.length > 0 ? (
         <Questions key={card.id} api={api} detail={detail} onChanged={onChanged} onError={setError} />
       ) : (

@@ -164,6 +164,7 @@ function AskGroup({
                   Allow once
                 </button>
                 <button
+                  className="always"
                   disabled={busy}
                   title={always(a, asks.flow)}
                   onClick={() => answer(asks, a, 'always')}

@@ -1,11 +1,13 @@
 /**
  * A card's schedule: the line on the card (next fire) and the inspector's section: the schedule in
  * words, its next five fires, fires waiting for the board, what became of each fire, and an editor
- * that shows what a phrase means (or why it is refused) before it is saved.
+ * that shows what a phrase means (or why it is refused) before it is saved, and keeps what was typed
+ * while other cards are looked at (CardDraft.tsx).
  */
 import { useEffect, useState } from 'react';
 import type { BoardApi } from '../shared/board-api.ts';
 import type { CardDetail, CardSchedule, ScheduleEdit, SchedulePreview } from '../shared/board-types.ts';
+import { dropCardDraft, hasCardDraft, StaleDraft, useCardDraft } from './CardDraft.tsx';
 
 const when = (iso: string): string =>
   new Date(iso).toLocaleString(undefined, {
@@ -39,6 +41,14 @@ function TextField(p: { label: string; value: string; set: (v: string) => void; 
   );
 }
 
+/** The editor's fields as typed ('' for a policy: its default). */
+interface ScheduleForm {
+  text: string;
+  timezone: string;
+  missed: ScheduleEdit['missed'] | '';
+  overlap: ScheduleEdit['overlap'] | '';
+}
+
 function ScheduleEditor({
   api,
   cardId,
@@ -50,10 +60,18 @@ function ScheduleEditor({
   current: CardSchedule | undefined;
   onDone: () => void;
 }) {
-  const [text, setText] = useState(current?.source ?? '');
-  const [timezone, setTimezone] = useState(current?.timezone ?? '');
-  const [missed, setMissed] = useState<ScheduleEdit['missed'] | ''>(current?.missed ?? '');
-  const [overlap, setOverlap] = useState<ScheduleEdit['overlap'] | ''>(current?.overlap ?? '');
+  // the form is a draft of the card's schedule (decision 137): it stays while other cards are looked at
+  const draft = useCardDraft<ScheduleForm>(cardId, 'schedule', {
+    text: current?.source ?? '',
+    timezone: current?.timezone ?? '',
+    missed: current?.missed ?? '',
+    overlap: current?.overlap ?? '',
+  });
+  const { text, timezone, missed, overlap } = draft.value;
+  const setText = (v: string): void => draft.set((f) => ({ ...f, text: v }));
+  const setTimezone = (v: string): void => draft.set((f) => ({ ...f, timezone: v }));
+  const setMissed = (v: ScheduleForm['missed']): void => draft.set((f) => ({ ...f, missed: v }));
+  const setOverlap = (v: ScheduleForm['overlap']): void => draft.set((f) => ({ ...f, overlap: v }));
   // The preview of what is in the form now: an answer for an earlier text (a slow host answers out of
   // order, or after the person typed on) is never shown, and never enables Save.
   const [answer, setAnswer] = useState<{ key: string; preview: SchedulePreview }>();
@@ -86,21 +104,27 @@ function ScheduleEditor({
     };
   }, [api, key, text]);
   const save = (schedule: ScheduleEdit | null): void => {
-    api.setSchedule({ id: cardId, schedule }).then(onDone, (e: Error) => setError(e.message));
+    api.setSchedule({ id: cardId, schedule }).then(
+      () => {
+        draft.drop();
+        onDone();
+      },
+      (e: Error) => setError(e.message),
+    );
   };
   return (
     <form
       className="schedule-editor"
       onSubmit={(e) => {
         e.preventDefault();
-        if (preview?.ok) save(edit);
+        if (preview?.ok && !draft.stale) save(edit);
       }}
     >
       <TextField label="Schedule" value={text} set={setText} hint="every weekday at 9:00" />
       <TextField label="Time zone" value={timezone} set={setTimezone} hint="this machine's" />
       <label>
         Missed runs{' '}
-        <select value={missed} onChange={(e) => setMissed(e.target.value as ScheduleEdit['missed'] | '')}>
+        <select value={missed} onChange={(e) => setMissed(e.target.value as ScheduleForm['missed'])}>
           <option value="">latest once (default)</option>
           <option value="skip">skip</option>
           <option value="all">all (at most 10)</option>
@@ -108,7 +132,7 @@ function ScheduleEditor({
       </label>
       <label>
         While running{' '}
-        <select value={overlap} onChange={(e) => setOverlap(e.target.value as ScheduleEdit['overlap'] | '')}>
+        <select value={overlap} onChange={(e) => setOverlap(e.target.value as ScheduleForm['overlap'])}>
           <option value="">skip the fire (default)</option>
           <option value="queue">queue it</option>
         </select>
@@ -130,8 +154,9 @@ function ScheduleEditor({
           </div>
         ))}
       {error && <div className="banner error">{error}</div>}
+      {draft.stale && <StaleDraft what="Its schedule" onDiscard={draft.drop} />}
       <div className="schedule-buttons">
-        <button type="submit" disabled={!preview?.ok}>
+        <button type="submit" disabled={!preview?.ok || draft.stale}>
           Save schedule
         </button>
         {current && (
@@ -155,8 +180,13 @@ export function ScheduleSection({
 }) {
   const { card, schedule: info } = detail;
   const s = card.schedule;
-  const [editing, setEditing] = useState(false);
-  useEffect(() => setEditing(false), [card.id]);
+  // open again on coming back to a card whose schedule was being typed (the section is keyed by the card)
+  const [editing, setEditingState] = useState(() => hasCardDraft(card.id, 'schedule'));
+  const setEditing = (open: boolean): void => {
+    // closing the editor is its cancel: what was typed is dropped
+    if (!open) dropCardDraft(card.id, 'schedule');
+    setEditingState(open);
+  };
   const editor = (
     <ScheduleEditor
       api={api}

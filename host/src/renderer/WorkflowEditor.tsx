@@ -24,20 +24,15 @@ import {
 } from '../shared/workflow-edit.ts';
 import { Choices, type Edit } from './workflow-choices.ts';
 import { OutcomeCheckEditor, StepsEditor } from './WorkflowSteps.tsx';
+import { hasCardDraft, StaleDraft, useCardDraft } from './CardDraft.tsx';
 
 type Tab = 'params' | 'subtasks' | 'review';
-
-/**
- * Unsaved edits per card, for this page's life: the inspector shows another card (the sections are
- * remounted per card) and coming back finds the editor open with the edits, based on the text they
- * were made on (a save over a file changed meanwhile is refused as a conflict, as always).
- */
-const drafts = new Map<string, { w: Workflow; base: string | undefined }>();
 
 /** The card's workflow in the inspector: a summary, and the editor behind "Edit workflow". */
 export function WorkflowSection({ api, cardId, locked }: { api: BoardApi; cardId: string; locked: boolean }) {
   const [view, setView] = useState<CardWorkflowView>();
-  const [editing, setEditing] = useState(() => drafts.has(cardId));
+  // unsaved edits are the card's draft (CardDraft.tsx): coming back to the card finds the editor open with them
+  const [editing, setEditing] = useState(() => hasCardDraft(cardId, 'workflow'));
   const [error, setError] = useState('');
   // the newest load's answer only (a load after a save may cross the first one's)
   const loads = useRef(0);
@@ -80,8 +75,8 @@ export function WorkflowSection({ api, cardId, locked }: { api: BoardApi; cardId
           <WorkflowEditor
             api={api}
             cardId={cardId}
-            initial={drafts.get(cardId)?.w ?? w}
-            base={drafts.has(cardId) ? drafts.get(cardId)!.base : view.text}
+            initial={w}
+            base={view.text ?? ''}
             onClose={(saved) => {
               setEditing(false);
               if (saved) load();
@@ -115,18 +110,21 @@ export function WorkflowEditor({
   api: BoardApi;
   cardId: string;
   initial: Workflow;
-  base: string | undefined;
+  /** The file's text the workflow was read from: a draft keeps the one it was made on, for the save. */
+  base: string;
   onClose: (saved: boolean) => void;
 }) {
-  const [w, setW] = useState<Workflow>(() => copy(initial));
+  // the edits are a draft of the card's (decision 137), kept while other cards are looked at; one made on
+  // an older file is stale: shown, not saved (the host refuses a save whose base is not the file, too)
+  const draft = useCardDraft<Workflow>(cardId, 'workflow', initial, base);
+  const w = draft.value;
   const [tab, setTab] = useState<Tab>('params');
   const [problems, setProblems] = useState<WorkflowProblem[]>([]);
   const [checking, setChecking] = useState(false);
   const [error, setError] = useState('');
-  const edit = (f: (w: Workflow) => Workflow): void => setW((cur) => renumber(f(copy(cur))));
+  const edit = (f: (w: Workflow) => Workflow): void => draft.set((cur) => renumber(f(copy(cur))));
   const key = JSON.stringify(w);
   useEffect(() => {
-    drafts.set(cardId, { w, base });
     setChecking(true);
     // an answer for an earlier edit (a slow host answers out of order) is dropped: the problems shown
     // are the workflow's as it is now
@@ -148,11 +146,11 @@ export function WorkflowEditor({
     // the workflow's JSON is the dependency (a new object after every edit, equal or not)
   }, [key]);
   const close = (saved: boolean): void => {
-    drafts.delete(cardId);
+    draft.drop();
     onClose(saved);
   };
   const save = (): void => {
-    api.saveWorkflow({ id: cardId, workflow: w, ...(base !== undefined ? { base } : {}) }).then(
+    api.saveWorkflow({ id: cardId, workflow: w, base: draft.base }).then(
       (r) => (r.saved ? close(true) : setProblems(r.problems)),
       (e: Error) => setError(e.message),
     );
@@ -193,13 +191,19 @@ export function WorkflowEditor({
         )}
       </div>
       {error && <div className="banner error">{error}</div>}
+      {draft.stale && <StaleDraft what="Its workflow file" onDiscard={draft.drop} />}
       <div role="tabpanel" aria-label={tabs.find(([t]) => t === tab)![1]}>
         {tab === 'params' && <ParamsEditor w={w} edit={edit} />}
         {tab === 'subtasks' && <SubtasksEditor w={w} edit={edit} />}
         {tab === 'review' && <Review w={w} />}
       </div>
       <div className="workflow-buttons">
-        <button type="button" className="primary" disabled={checking || problems.length > 0} onClick={save}>
+        <button
+          type="button"
+          className="primary"
+          disabled={checking || problems.length > 0 || draft.stale}
+          onClick={save}
+        >
           Save workflow
         </button>
         <button type="button" onClick={() => close(false)}>

@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
 import { createGrant } from '@runboard/supervisor/grants';
 import { statePaths, type StatePaths } from '@runboard/supervisor/paths';
 import { writeProviderKey } from '../../../supervisor/src/common/secrets.ts';
@@ -361,6 +362,29 @@ export function writeCardWorkflow(server: BoardServer, id: string, text: string)
   mkdirSync(path.dirname(file), { recursive: true });
   writeFileSync(file, text);
   return file;
+}
+
+/**
+ * A suite on one board with one card's inspector open: `start` makes the board in `beforeAll`, then
+ * card `id` is opened in Debian's Chromium; both are stopped in `afterAll`. Its parts are there once
+ * `beforeAll` ran.
+ */
+export function suiteOnCard(
+  start: () => Promise<BoardServer>,
+  id: string,
+  title: string,
+): { server: BoardServer; browser: Browser; page: Page } {
+  const suite = {} as { server: BoardServer; browser: Browser; page: Page };
+  beforeAll(async () => {
+    suite.server = await start();
+    suite.browser = await launchBrowser();
+    suite.page = await openCard(suite.server, suite.browser, id, title);
+  });
+  afterAll(async () => {
+    await suite.browser?.close();
+    await suite.server?.stop();
+  });
+  return suite;
 }
 
 /** A first answer held back by {@link holdFirstAnswer}. */
