@@ -2,7 +2,7 @@
 // moved by the arrow keys while its app runs behind (stopped with SIGSTOP while the keys are pressed),
 // and a dialog opened and closed with Enter; and a plain field named secret when the recording starts
 // (a PIN that shows its text): kept out of every byte of the recording, grey in every screenshot.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,25 +20,12 @@ let out: string;
 
 beforeAll(async () => {
   s = await DesktopSession.start();
-  app = spawn('/usr/bin/python3', [path.join(repo, 'tests/fixtures/desktop/keys_app.py'), '--title', TITLE], {
-    env: s.env,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const up = await eventually(
-    async () => (await findElement(TITLE, 'radio button', 'Large').catch(() => null)) !== null,
-    20_000,
-  );
-  if (!up) throw new Error(`the window "${TITLE}" did not appear`);
+  app = await s.startKeysApp(TITLE);
   await desktop.focus({ title: TITLE });
   out = mkdtempSync(path.join(os.tmpdir(), 'runboard-recorder-keys-'));
 });
 
 afterAll(async () => {
-  if (app && app.exitCode === null) {
-    const gone = new Promise((r) => app.once('exit', r));
-    app.kill('SIGTERM');
-    await gone;
-  }
   rmSync(out, { recursive: true, force: true });
   await s?.stop();
 });

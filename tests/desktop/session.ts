@@ -102,6 +102,25 @@ export class DesktopSession {
     }
   }
 
+  /** Starts the GTK keys app (keys_app.py: Code, a radio group, PIN) and waits for its accessibility tree. */
+  async startKeysApp(title: string): Promise<ChildProcess> {
+    const child = spawn(
+      '/usr/bin/python3',
+      [path.join(repo, 'tests/fixtures/desktop/keys_app.py'), '--title', title],
+      {
+        env: this.env,
+        stdio: ['ignore', 'ignore', 'inherit'],
+      },
+    );
+    this.apps.push(child);
+    const up = await eventually(
+      async () => (await findElement(title, 'radio button', 'Large').catch(() => null)) !== null,
+      20_000,
+    );
+    if (!up) throw new Error(`the window "${title}" did not appear`);
+    return child;
+  }
+
   spawnApp(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
     const child = spawn(cmd, args, { env: { ...this.env, ...env }, stdio: 'ignore', detached: true });
     this.apps.push(child);

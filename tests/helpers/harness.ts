@@ -2,10 +2,11 @@
  * A real supervisor on a private state root, for integration tests: its own RUNBOARD_HOME, a granted
  * workspace, a connected client, and a teardown that fails the test if any process of it is left.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { createGrant } from '@runboard/supervisor/grants';
 import { statePaths, type StatePaths } from '@runboard/supervisor/paths';
 import type { FlowSpec, Grant, RunEvent, RunResult } from '@runboard/supervisor/protocol';
@@ -19,6 +20,31 @@ export interface RunRecord {
   events: RunEvent[];
   stdout: string;
   stderr: string;
+}
+
+/** What a command printed and how it exited. */
+export interface CliOutcome {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the bundled `runboard` (dist/runboard.mjs) to its end: a non-zero exit is returned, not thrown. */
+export async function runboardCli(
+  args: string[],
+  options: { env: NodeJS.ProcessEnv; cwd: string; maxBuffer?: number },
+): Promise<CliOutcome> {
+  try {
+    const r = await promisify(execFile)(
+      process.execPath,
+      [path.join(DIST, 'runboard.mjs'), ...args],
+      options,
+    );
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as CliOutcome;
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
 }
 
 export function sleep(ms: number): Promise<void> {

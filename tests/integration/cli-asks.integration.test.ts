@@ -1,27 +1,17 @@
 // A run that waits at a tool call, met from a terminal (issue 28): `runboard run` says what the run asks
 // and how to answer, and `runboard answer` answers it (a real CLI, its own state root and supervisor, a
 // real run asking on its ask socket before the act).
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { DIST, processesMentioning, waitUntil } from '../helpers/harness.ts';
+import { type CliOutcome, DIST, processesMentioning, runboardCli, waitUntil } from '../helpers/harness.ts';
 
-const exec = promisify(execFile);
 let root: string;
 let env: NodeJS.ProcessEnv;
 
-async function rb(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await exec(process.execPath, [path.join(DIST, 'runboard.mjs'), ...args], { env, cwd: root });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const rb = (args: string[]): Promise<CliOutcome> => runboardCli(args, { env, cwd: root });
 
 beforeAll(async () => {
   root = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'rb-cli-asks-')));

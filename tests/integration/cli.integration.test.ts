@@ -1,32 +1,16 @@
 // The `runboard` CLI as a user runs it: a real process, its own state root, its own supervisor.
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DIST, processesMentioning, waitUntil } from '../helpers/harness.ts';
+import { type CliOutcome, DIST, processesMentioning, runboardCli, waitUntil } from '../helpers/harness.ts';
 
-const run = promisify(execFile);
 let root: string;
 let env: NodeJS.ProcessEnv;
 
-async function rb(
-  args: string[],
-  opts: { cwd?: string } = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await run(process.execPath, [path.join(DIST, 'runboard.mjs'), ...args], {
-      env,
-      cwd: opts.cwd ?? root,
-      maxBuffer: 64 * 1024 * 1024,
-    });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const rb = (args: string[], opts: { cwd?: string } = {}): Promise<CliOutcome> =>
+  runboardCli(args, { env, cwd: opts.cwd ?? root, maxBuffer: 64 * 1024 * 1024 });
 
 function card(name: string, command: string, flow = 'shell'): string {
   const file = path.join(root, 'project', 'cards', `${name}.md`);

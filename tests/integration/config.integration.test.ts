@@ -1,29 +1,18 @@
 // The layered config as a user meets it: `runboard config` (the effective config, where each value came
 // from, upgrades that keep comments, errors naming the file) and a run that takes a value from the user
 // config. Real processes, files and supervisor; the user config lives under the test's RUNBOARD_HOME.
-import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DIST, processesMentioning, waitUntil } from '../helpers/harness.ts';
+import { type CliOutcome, processesMentioning, runboardCli, waitUntil } from '../helpers/harness.ts';
 
-const run = promisify(execFile);
 let root: string;
 let env: NodeJS.ProcessEnv;
 let project: string;
 let userFile: string;
 
-async function rb(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await run(process.execPath, [path.join(DIST, 'runboard.mjs'), ...args], { env, cwd: project });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const rb = (args: string[]): Promise<CliOutcome> => runboardCli(args, { env, cwd: project });
 
 const PROJECT = `# the team's board
 version: 1 # the format

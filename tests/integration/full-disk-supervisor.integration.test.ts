@@ -3,20 +3,24 @@
 // launch failed, its memory grew 295 → 1330 MiB in 6 minutes, and `runboard supervisor stop --force`
 // did not end it. Here the state root is a small tmpfs filled to its last block, the supervisor is
 // started as a user starts it, and launches fail on the full disk.
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGrant } from '@runboard/supervisor/grants';
 import { statePaths, type StatePaths } from '@runboard/supervisor/paths';
 import type { Grant } from '@runboard/supervisor/protocol';
 import { SupervisorClient } from '../../host/src/core/supervisor-client.ts';
-import { DIST, pidAlive, processesMentioning, waitUntil } from '../helpers/harness.ts';
+import {
+  type CliOutcome,
+  pidAlive,
+  processesMentioning,
+  runboardCli,
+  waitUntil,
+} from '../helpers/harness.ts';
 import { fillDisk } from '../helpers/disk.ts';
 
-const run = promisify(execFile);
 const HOLD = 16 * 1024;
 let root: string;
 let home: string;
@@ -25,15 +29,7 @@ let env: NodeJS.ProcessEnv;
 let grant: Grant;
 let mounted = false;
 
-async function rb(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await run(process.execPath, [path.join(DIST, 'runboard.mjs'), ...args], { env, cwd: root });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const rb = (args: string[]): Promise<CliOutcome> => runboardCli(args, { env, cwd: root });
 
 const rssKiB = (pid: number): number =>
   Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);

@@ -3,7 +3,7 @@
 // by real runs of a registered project; when a run's log write fails ENOSPC the supervisor prunes at
 // once, past the policy, until `retention.minFree` is free: the disk frees by itself, a launch then
 // succeeds, and a run still going, a run a card names and the run that hit the full disk stay.
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -18,16 +18,14 @@ import {
 } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { listGrants } from '@runboard/supervisor/grants';
 import { statePaths, type StatePaths } from '@runboard/supervisor/paths';
 import type { RunResult } from '@runboard/supervisor/protocol';
 import { diskUsageView } from '../../host/src/core/gc.ts';
 import { SupervisorClient } from '../../host/src/core/supervisor-client.ts';
-import { DIST, processesMentioning, waitUntil } from '../helpers/harness.ts';
+import { type CliOutcome, processesMentioning, runboardCli, waitUntil } from '../helpers/harness.ts';
 
-const run = promisify(execFile);
 const MIN_FREE = 6 * 1024 * 1024;
 let root: string;
 let home: string;
@@ -37,15 +35,7 @@ let env: NodeJS.ProcessEnv;
 let mounted = false;
 let client: SupervisorClient;
 
-async function rb(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await run(process.execPath, [path.join(DIST, 'runboard.mjs'), ...args], { env, cwd: project });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const rb = (args: string[]): Promise<CliOutcome> => runboardCli(args, { env, cwd: project });
 
 const free = (): number => {
   const s = statfsSync(home);

@@ -1,6 +1,6 @@
 // `runboard gc` as a user runs it (issue 34 item 4): real runs of a real supervisor, real recordings
 // and stored values on disk; one run is still going while gc removes the rest around it.
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -15,29 +15,19 @@ import {
 } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listGrants } from '@runboard/supervisor/grants';
 import { runLogDir, statePaths, type StatePaths } from '@runboard/supervisor/paths';
 import type { RunResult } from '@runboard/supervisor/protocol';
 import { SupervisorClient } from '../../host/src/core/supervisor-client.ts';
-import { DIST, processesMentioning, waitUntil } from '../helpers/harness.ts';
+import { type CliOutcome, DIST, processesMentioning, runboardCli, waitUntil } from '../helpers/harness.ts';
 
-const exec = promisify(execFile);
 let root: string;
 let project: string;
 let env: NodeJS.ProcessEnv;
 let paths: StatePaths;
 
-async function rb(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await exec(process.execPath, [path.join(DIST, 'runboard.mjs'), ...args], { env, cwd: project });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const rb = (args: string[]): Promise<CliOutcome> => runboardCli(args, { env, cwd: project });
 
 function card(name: string, command: string, extra = ''): string {
   const file = path.join(project, 'cards', `${name}.md`);

@@ -5,36 +5,27 @@
  * and a scheduled card of an init'ed project firing with no board ever opened (the schedule clock is
  * injected; processes, sockets and files are real).
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DIST, processesMentioning, sleep, waitUntil } from '../helpers/harness.ts';
+import {
+  type CliOutcome,
+  DIST,
+  processesMentioning,
+  runboardCli,
+  sleep,
+  waitUntil,
+} from '../helpers/harness.ts';
 import { TestClock } from '../helpers/schedule-clock.ts';
 
-const run = promisify(execFile);
 let root: string;
 let env: NodeJS.ProcessEnv;
 let clock: TestClock;
 
-async function rb(
-  args: string[],
-  cwd: string,
-  extra: NodeJS.ProcessEnv = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await run(process.execPath, [path.join(DIST, 'runboard.mjs'), ...args], {
-      env: { ...env, ...extra },
-      cwd,
-    });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const rb = (args: string[], cwd: string, extra: NodeJS.ProcessEnv = {}): Promise<CliOutcome> =>
+  runboardCli(args, { env: { ...env, ...extra }, cwd });
 
 /** One line on stderr, exit 2, naming the command to run, and no stack trace. */
 function expectOneSentence(r: { code: number; stdout: string; stderr: string }, says: RegExp): void {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { fieldKey, SecretFields, secretTest } from './recording-masks.ts';
-import type { Element, ReadResult, Rect } from './types.ts';
+import { ScreenWatch } from './recording-screen.ts';
+import type { Element, ReadResult, Rect, WindowInfo } from './types.ts';
 
 const el = (name: string, bounds: Rect, o: Partial<Element> = {}): Element =>
   ({
@@ -14,8 +15,11 @@ const el = (name: string, bounds: Rect, o: Partial<Element> = {}): Element =>
     ...o,
   }) as Element;
 
-const read = (id: number, elements: Element[]): ReadResult =>
-  ({ window: { id }, elements }) as unknown as ReadResult;
+const win = (id: number, bounds: Rect = [0, 0, 500, 400]): WindowInfo =>
+  ({ id, bounds, title: `w${id}`, app: 'app' }) as WindowInfo;
+
+const read = (id: number, elements: Element[], bounds?: Rect): ReadResult =>
+  ({ window: win(id, bounds), elements }) as unknown as ReadResult;
 
 describe('the recorder’s secret fields', () => {
   it('a password field always; a plain field when the person named it (case and spacing ignored)', () => {
@@ -35,9 +39,72 @@ describe('the recorder’s secret fields', () => {
     expect(first).toEqual([[88, 88, 224, 54]]);
     // the field grew: both rectangles; a read that failed (no tree) still gets the window's masks
     s.masksFor([{ tree: read(7, [{ ...pin, bounds: [100, 104, 200, 30] }]) }]);
-    expect(s.masksFor([{ window: { id: 7 } as never }])).toHaveLength(2);
-    expect(s.masksFor([{ window: { id: 8 } as never }])).toEqual([]);
-    expect(s.near([{ window: { id: 7 } as never }])).toBe(true);
-    expect(s.near([{ window: { id: 8 } as never }])).toBe(false);
+    expect(s.masksFor([{ window: win(7) }])).toHaveLength(2);
+    // a step in another window whose list of windows failed: every window known, where it was last
+    expect(s.masksFor([{ window: win(8) }])).toHaveLength(2);
+    expect(s.near([{ window: win(7) }])).toBe(true);
+    expect(s.near([{ window: win(8) }])).toBe(false);
+  });
+
+  it('masks every window on screen, a moved one where it is (and where it was, once), a closed one no more', () => {
+    const s = new SecretFields();
+    const pw = el('Password', [150, 140, 200, 30], { secret: true });
+    // Read at the start (window 7 at 100,100); the steps go to window 9, which has none.
+    s.masksFor([{ tree: read(7, [pw], [100, 100, 500, 400]) }], [win(7, [100, 100, 500, 400])]);
+    const on = [win(7, [100, 100, 500, 400]), win(9, [700, 0, 300, 300])];
+    expect(s.masksFor([{ window: win(9, [700, 0, 300, 300]) }], on)).toEqual([[138, 128, 224, 54]]);
+    // Window 7 moved 40 px down: this screenshot may be from before the move, the next is not.
+    const moved = [win(7, [100, 140, 500, 400]), win(9, [700, 0, 300, 300])];
+    expect(s.masksFor([], moved)).toEqual([
+      [138, 168, 224, 54],
+      [138, 128, 224, 54],
+    ]);
+    expect(s.masksFor([], moved)).toEqual([[138, 168, 224, 54]]);
+    // Closed: no longer masked (its id may come back as another window), but the video keeps it.
+    expect(s.masksFor([], [win(9, [700, 0, 300, 300])])).toEqual([]);
+    expect(s.masksFor([], [win(7, [100, 140, 500, 400])])).toEqual([]);
+    expect(s.all()).toEqual([
+      [138, 128, 224, 54],
+      [138, 168, 224, 54],
+    ]);
+  });
+});
+
+describe('the windows on screen at each event', () => {
+  it('reads a window once when it appears, again when it changes size, never when it only moves', async () => {
+    let windows: WindowInfo[] = [win(1), win(2, [600, 0, 300, 300])];
+    const reads: number[] = [];
+    const watch = new ScreenWatch(
+      new SecretFields(),
+      () => {},
+      () => Promise.resolve(windows),
+      (id) => {
+        reads.push(id);
+        const w = windows.find((x) => x.id === id)!;
+        if (id === 3) return Promise.reject(new Error('the app is stopped'));
+        return Promise.resolve(read(id, [], w.bounds));
+      },
+    );
+    const first = await watch.now();
+    expect(await watch.settle([first])).toMatchObject({ warnings: [] });
+    expect(reads).toEqual([1, 2]);
+    await watch.now();
+    windows = [win(1, [40, 40, 500, 400]), win(2, [600, 0, 320, 300]), win(3)];
+    const later = await watch.now();
+    expect(reads).toEqual([1, 2, 2, 3]); // 1 moved (no read), 2 resized, 3 new
+    const { warnings } = await watch.settle([later, later]);
+    expect(warnings).toEqual([
+      'the window "w3" (app) could not be checked for secret fields: its accessibility tree could not be ' +
+        'read (the app is stopped); a password shown in it is not masked in the screenshots or the video',
+    ]);
+    await watch.now(); // not read again when it failed, nor warned about twice
+    expect(reads).toEqual([1, 2, 2, 3]);
+    expect((await watch.settle([later])).warnings).toEqual([]);
+    // Closed, and a window with its id opens: that one is read.
+    windows = [win(1, [40, 40, 500, 400])];
+    await watch.now();
+    windows = [win(1, [40, 40, 500, 400]), win(2, [600, 0, 320, 300])];
+    await watch.now();
+    expect(reads).toEqual([1, 2, 2, 3, 2]);
   });
 });

@@ -11,6 +11,7 @@ import { findPath, hitTest, manifestElement, masked } from './recording-elements
 import { extractSource, hereNow, pointerNow, type Here } from './recording-extract.ts';
 import { rereadHit, StepFocus } from './recording-focus.ts';
 import { SecretFields, type Lookup } from './recording-masks.ts';
+import { ScreenWatch, type Screen } from './recording-screen.ts';
 import { PendingPauses, type PendingPause } from './recording-pauses.ts';
 import { endingMeta, endWarnings, lagOf, type Lag } from './recording-summary.ts';
 import { ServerClock } from './server-clock.ts';
@@ -89,8 +90,13 @@ export interface RecordingSummary {
   stopTime?: number;
 }
 
-/** An input event as the recorder keeps it: when it arrived, its window's read, its place in the order. */
-type Tracked = RecordedInput & { arrived: number; lookup: Promise<Lookup>; seq: number };
+/** An input event as the recorder keeps it: when it arrived, its window's read, the screen's windows. */
+type Tracked = RecordedInput & {
+  arrived: number;
+  lookup: Promise<Lookup>;
+  screen: Promise<Screen>;
+  seq: number;
+};
 
 export class Recording {
   readonly id: string;
@@ -119,7 +125,11 @@ export class Recording {
   private readonly secrets: SecretFields;
   /** The field each key step went to, at its own time (recording-focus.ts). */
   private readonly focus: StepFocus;
-  private readonly inFlight = new Map<number, Promise<Lookup>>();
+  /**
+   * The reads of windows (a step's, one at a time per window), and the windows on screen at each event,
+   * read when new or resized: what each screenshot masks (decision 136).
+   */
+  private readonly screen: ScreenWatch;
   /** After the stop's instant was drained: no more input. */
   private closed = false;
   private minDelay = Infinity;
@@ -127,7 +137,7 @@ export class Recording {
   private readonly delays: number[] = [];
   private readonly images = new Map<string, string>(); // frame id + masks → file
   /** The pause of a Ctrl+I (until the resume): the screen, window and pointer at the key, for an extract. */
-  private keyContext: { frame: RecorderFrame; here: Promise<Here> } | undefined;
+  private keyContext: { frame: RecorderFrame; here: Promise<Here>; screen: Promise<Screen> } | undefined;
   /** Extracts and notes added outside a Ctrl+I's pause, waiting for their mark (oldest first). */
   private readonly marks: ((m: { time: number; frame: RecorderFrame }) => void)[] = [];
   /** The newest frame the recorder sent: an extract's screen when its instant could not be placed. */
@@ -147,6 +157,7 @@ export class Recording {
     this.format = options.imageFormat ?? 'png';
     this.secrets = new SecretFields(options.secretFields ?? []);
     this.focus = new StepFocus(this.secrets);
+    this.screen = new ScreenWatch(this.secrets, (w) => this.warnings.push(w));
     this.done = new Promise((res) => (this.resolveDone = res));
   }
 
@@ -174,18 +185,13 @@ export class Recording {
     if (options.video) await r.startVideo(options.video);
     r.writeMeta(null);
     r.enqueue(async () => {
-      // Password fields of every window on screen are masked in the start screenshot too.
-      const windows = await desktop.listWindows().catch(() => []);
-      const trees = await Promise.all(
-        windows.map((w) => desktop.read({ windowId: w.id, actions: false }).catch(() => undefined)),
-      );
-      const read = trees.filter((t) => t !== undefined);
+      // Every window on screen is read: its password fields are masked from the start screenshot on.
+      const { masks, read } = await r.screen.masksAt([await r.screen.now()]);
       // The field focused before the recording began: the timeline's first entry.
-      for (const tree of read) {
-        const f = findPath(tree.elements, (e) => e.focused);
+      for (const { tree } of read) {
+        const f = tree && findPath(tree.elements, (e) => e.focused);
         if (f) r.focus.timeline.add({ ...f.element, time: 0, focused: true, app: '', path: '' });
       }
-      const masks = r.secrets.masksFor(read.map((tree) => ({ tree })));
       await r.writeImage(r.recorder.firstFrame, masks, 'start');
     });
     r.armLimit();
@@ -198,7 +204,7 @@ export class Recording {
    * so that a heavily loaded machine cannot make a read answer after the next action.)
    */
   async idle(): Promise<void> {
-    while (this.inFlight.size > 0) await Promise.all(this.inFlight.values());
+    await this.screen.idle();
   }
 
   /** The microphone the video records, null for none; undefined without a video. */
@@ -297,6 +303,8 @@ export class Recording {
       this.emit(this.grouper.flush());
       const [, v0] = await Promise.all([this.writing, video]);
       let v = v0;
+      // A window that opened after the last step is read too: the video shows it.
+      if (v) await this.screen.masksAt([await this.screen.now()]);
       for (const w of v?.warnings ?? []) if (!this.warnings.includes(w)) this.warnings.push(w);
       if (v && !v.complete) this.warnings.push(`the screen video is incomplete: ${v.error}`);
       if (v)
@@ -355,13 +363,16 @@ export class Recording {
     const called = Date.now();
     if (key) {
       const at = called - this.started;
-      this.pending.add(() => this.enqueue(() => this.writeExtract(action, () => at, key.frame, key.here)));
+      this.pending.add(() =>
+        this.enqueue(() => this.writeExtract(action, () => at, key.frame, key.here, key.screen)),
+      );
       return;
     }
-    const here = hereNow((id) => this.lookup(id));
+    const here = hereNow((id) => this.screen.lookup(id));
+    const screen = this.screen.now();
     this.atMark(({ time, frame }) => {
       const at = (): number => (time > 0 ? this.when({ time, arrived: called }) : called - this.started);
-      this.enqueue(() => this.writeExtract(action, at, frame, here));
+      this.enqueue(() => this.writeExtract(action, at, frame, here, screen));
     });
   }
 
@@ -387,9 +398,10 @@ export class Recording {
     at: () => number,
     frame: RecorderFrame,
     here: Promise<Here>,
+    screen: Promise<Screen>,
   ): Promise<void> {
     const h = await here;
-    const masks = this.secrets.masksFor([h.lookup]);
+    const { masks } = await this.screen.masksAt([await screen], [h.lookup]);
     const screenshot = await this.writeImage(frame, masks, String(this.steps + 1).padStart(4, '0'));
     const step: ManifestStep = {
       step: ++this.steps,
@@ -454,11 +466,13 @@ export class Recording {
     const ctrlI = e.kind === 'keyPress' && e.text.toLowerCase() === 'i' && e.modifiers.includes('ctrl');
     if (ctrlI && this.options.onContextRequest) {
       // read now, while the screen is what the person pointed at (the prompt opens next)
-      const here = Promise.all([this.lookup(e.window), pointerNow()]).then(([lookup, pointer]): Here => ({
-        lookup,
-        ...(pointer ? { pointer } : {}),
-      }));
-      this.keyContext = { frame: e.frame, here };
+      const here = Promise.all([this.screen.lookup(e.window), pointerNow()]).then(
+        ([lookup, pointer]): Here => ({
+          lookup,
+          ...(pointer ? { pointer } : {}),
+        }),
+      );
+      this.keyContext = { frame: e.frame, here, screen: this.screen.now() };
       this.pause();
       this.pending.byKey(e.time);
       this.options.onContextRequest();
@@ -466,28 +480,10 @@ export class Recording {
     }
     // (An event that comes while paused happened before the pause's instant: it is recorded, decision
     // 120.) Read the window's accessibility tree now, while it still shows what the event went to.
-    const t: Tracked = { ...e, arrived: Date.now(), lookup: this.lookup(e.window), seq: this.seq++ };
+    const [lookup, screen] = [this.screen.lookup(e.window), this.screen.now()];
+    const t: Tracked = { ...e, arrived: Date.now(), lookup, screen, seq: this.seq++ };
     this.focus.note(t, t.lookup);
     this.emit(this.grouper.feed(t));
-  }
-
-  /** One read of a window's tree at a time; events that arrive meanwhile share it. */
-  private lookup(windowId: number): Promise<Lookup> {
-    if (!windowId) return Promise.resolve({});
-    const pending = this.inFlight.get(windowId);
-    if (pending) return pending;
-    const p = desktop
-      .read({ windowId, actions: false })
-      .then(
-        (tree): Lookup => ({ tree, window: tree.window }),
-        async (err: unknown): Promise<Lookup> => ({
-          window: (await desktop.listWindows({ windowId }).catch(() => []))[0],
-          error: (err as Error).message,
-        }),
-      )
-      .finally(() => this.inFlight.delete(windowId));
-    this.inFlight.set(windowId, p);
-    return p;
   }
 
   private emit(steps: GroupedStep<Tracked>[]): void {
@@ -529,7 +525,7 @@ export class Recording {
       // A secret flag follows the field that really had the focus.
       if (action.type === 'type' && f.secret) action = { type: 'type', secret: true };
     }
-    const masks = this.secrets.masksFor(lookups);
+    const { masks } = await this.screen.masksAt(await Promise.all(s.events.map((e) => e.screen)), lookups);
     const screenshot = await this.writeImage(first.frame, masks, String(this.steps + 1).padStart(4, '0'));
     const w = lookups.find((l) => l.window)?.window;
     const step: ManifestStep = {
