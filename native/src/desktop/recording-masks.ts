@@ -59,8 +59,9 @@ export class SecretFields {
    * now (a field is kept relative to its window, so a moved window's fields move with it; a window that
    * moved since the last screenshot is masked at both places, since the screenshot may be from before
    * the move). Every read in `lookups` is learnt first. A window known before but not in `screen` has
-   * closed: it is forgotten (X reuses window ids). Without `screen` (the windows could not be listed),
-   * every known window is masked where it was last.
+   * closed: it is masked where it was last this once (the screenshot may be from before it closed), then
+   * forgotten (X reuses window ids). Without `screen` (the windows could not be listed), every known
+   * window is masked where it was last.
    */
   masksFor(lookups: Lookup[], screen?: WindowInfo[]): Rect[] {
     for (const l of lookups) if (l.tree) this.learn(l.tree);
@@ -70,9 +71,6 @@ export class SecretFields {
       const w = l.window ?? l.tree?.window;
       if (w && !where.has(w.id)) where.set(w.id, w.bounds);
     }
-    if (screen) {
-      for (const id of [...this.known.keys()]) if (!where.has(id)) this.known.delete(id);
-    }
     const out = new Map<string, Rect>();
     for (const [id, k] of this.known) {
       const b = where.get(id);
@@ -80,6 +78,7 @@ export class SecretFields {
       if (b) origins.push([b[0], b[1]]);
       if (k.at && (!b || k.at[0] !== b[0] || k.at[1] !== b[1])) origins.push(k.at);
       if (b) k.at = [b[0], b[1]];
+      else if (screen) this.known.delete(id);
       for (const [ox, oy] of origins)
         for (const [x, y, w, h] of k.fields.values()) {
           const r: Rect = [x + ox, y + oy, w, h];
