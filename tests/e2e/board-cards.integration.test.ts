@@ -6,7 +6,15 @@
  * an alias bomb, another card's id, markup in a title) leave the board working and the link's target
  * unread. Every view: a screenshot and no serious axe-core violation.
  */
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -133,6 +141,28 @@ describe('cards written from the board', () => {
     await shot('cards-edit-conflict-1440');
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'detached' });
+  });
+
+  it('an edit of the task made outside shows in the open inspector, though the card looks the same on the board', async () => {
+    const ins = page.getByRole('complementary', { name: 'Inspector: Release notes 2.0' });
+    const file = path.join(cardsDir(), 'notes.md');
+    await ins.getByText('Their text.').waitFor();
+    // An editor's save (write, then rename over): title, column and everything the board shows stay.
+    const tmp = `${file}.saving`;
+    writeFileSync(tmp, readFileSync(file, 'utf8').replace('Their text.', 'Edited in their editor.'));
+    renameSync(tmp, file);
+    await ins.getByText('Edited in their editor.').waitFor();
+    // Twice in a row, back to the text before (a change undone within the board's coalescing of
+    // updates): what the inspector shows is still the file's.
+    writeFileSync(tmp, readFileSync(file, 'utf8').replace('Edited in their editor.', 'Undone.'));
+    renameSync(tmp, file);
+    writeFileSync(tmp, readFileSync(file, 'utf8').replace('Undone.', 'Edited in their editor.'));
+    renameSync(tmp, file);
+    await waitUntil('both edits seen by the board', async () => {
+      const d = await server.api<{ body: string }>('GET', '/api/cards/notes');
+      return d.body.includes('Edited in their editor.');
+    });
+    await ins.getByText('Edited in their editor.').waitFor();
   });
 
   it('duplicates a card, then deletes the copy to the trash and undoes that', async () => {

@@ -164,6 +164,9 @@ describe('what was typed into a card stays with it', () => {
       'the board read the questions open again',
       async () => (await suite.server.card('asked'))?.openQuestions === 2,
     );
+    // the open inspector shows it in place: the answers' write and this one may fall in one update of
+    // the board, whose card then looks as before both, and the page still asks again (decision 138)
+    await suite.page.getByText('Answer: main').waitFor({ state: 'detached' });
     await show('other', 'Other');
     await show('asked', 'Asked');
     await expect.poll(() => answer('Which branch should the fix go to?').inputValue()).toBe('');

@@ -25,6 +25,9 @@ import type { RunWaits } from './live-ask-waits.ts';
 export class BoardViews {
   /** Cards are new objects when their file changes, so the count is parsed once per version. */
   private readonly openCount = new WeakMap<Card, number>();
+  /** Each version of a card (a new object) has its own number: `CardView.rev`. */
+  private readonly revs = new WeakMap<Card, number>();
+  private lastRev = 0;
   /** When each card file was first seen: the order of cards without a rank. */
   readonly arrivals = new Arrivals((file) => statSync(file).mtimeMs);
 
@@ -66,6 +69,12 @@ export class BoardViews {
     return n;
   }
 
+  private revOf(card: Card): number {
+    let n = this.revs.get(card);
+    if (n === undefined) this.revs.set(card, (n = ++this.lastRev));
+    return n;
+  }
+
   cardView(card: Card): CardView {
     const id = String(card.front.id);
     const f = card.front;
@@ -77,6 +86,7 @@ export class BoardViews {
       flow: f.flow,
       column,
       locked: this.scheduler.isActive(id),
+      rev: this.revOf(card),
     };
     if (f.rank !== undefined) v.rank = f.rank;
     else v.arrival = this.arrivals.of(card.file);

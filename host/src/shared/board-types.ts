@@ -44,6 +44,13 @@ export interface CardView {
   arrival?: number;
   /** Running cards are locked: not editable, not draggable (cancel first). */
   locked: boolean;
+  /**
+   * The version of the card's file the board holds: it changes whenever the file was taken in anew
+   * (an edit outside, the board's own write), also when nothing else here changed (a task's text, a
+   * question answered and asked again within one update): the page then asks for the card's details
+   * again (decision 138).
+   */
+  rev?: number;
   /** The parse error of a broken card (then most other fields are empty). */
   broken?: string;
   /**
