@@ -14,7 +14,7 @@
  * refused). docs/computer-use.md has the details and the start/teardown figures.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 // The stack, as one script run by bash inside the jail. $1: env file, $2: display number, $3: WxHxD,
@@ -110,11 +110,7 @@ function pickDisplayNumber(): number {
       rmSync(lock, { force: true });
       rmSync(socket, { force: true });
     }
-    try {
-      writeFileSync(lock, `${String(process.pid).padStart(10)}\n`, { flag: 'wx', mode: 0o444 });
-    } catch {
-      continue; // someone took it between our look and our lock
-    }
+    if (!lockWhole(lock)) continue; // someone took it between our look and our lock
     reserved.add(n);
     return n;
   }
@@ -122,6 +118,26 @@ function pickDisplayNumber(): number {
 }
 
 const lockFile = (n: number): string => `/tmp/.X${n}-lock`;
+
+/**
+ * Takes `lock` with our pid in it, whole: written to a file of our own, then linked into place (as X
+ * does). Created then written, another supervisor could read it empty in between, take it for a dead
+ * lock (heldByLive), remove it and take the same display number.
+ */
+function lockWhole(lock: string): boolean {
+  const mine = `${lock}.${process.pid}`;
+  rmSync(mine, { force: true }); // one left by a killed process of the same pid
+  writeFileSync(mine, `${String(process.pid).padStart(10)}\n`, { mode: 0o444 });
+  try {
+    linkSync(mine, lock);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  } finally {
+    rmSync(mine, { force: true });
+  }
+}
 
 function release(n: number): void {
   reserved.delete(n);
