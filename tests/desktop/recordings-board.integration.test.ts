@@ -3,7 +3,8 @@
 // it and shows it going; a scripted person (XTest) clicks into the GTK form, types, and presses Ctrl+I;
 // the board asks for an extract, which lands in the manifest with its candidates; Stop from the
 // board; the list shows its duration, size, event count and thumbnails; "Turn into a task" asks the
-// extraction (which says what is missing here); Delete removes its folder.
+// extraction (which says what is missing here); Delete removes its folder. A poll's answer read before
+// the Stop and delivered after the Stop's does not show the recording going again.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -11,7 +12,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { desktop, type ManifestStep } from '../../native/src/index.ts';
 import type { BoardView } from '../../host/src/shared/board-types.ts';
 import { seriousViolations } from '../e2e/helpers/axe.ts';
-import { ARTIFACTS, BoardServer, launchBrowser, shellConfig, waitUntil } from '../e2e/helpers/board.ts';
+import {
+  ARTIFACTS,
+  BoardServer,
+  holdFirstAnswer,
+  launchBrowser,
+  shellConfig,
+  waitUntil,
+} from '../e2e/helpers/board.ts';
 import { DesktopSession, findElement, sleep } from './session.ts';
 import { savePicture } from '../helpers/picture.ts';
 
@@ -128,5 +136,25 @@ describe('recordings in the board', () => {
     await item.getByRole('button', { name: 'Delete for good' }).click();
     await panel.getByText('No recordings yet.').waitFor();
     expect(existsSync(path.join(board.project, 'recordings', id))).toBe(false);
+  }, 60_000);
+
+  it("a poll's answer read before Stop and delivered after it does not show the recording going again", async () => {
+    const panel = page.getByRole('dialog', { name: 'Recordings' });
+    const going = page.getByRole('status', { name: 'Recording' });
+    await panel.getByLabel('Screen video').uncheck(); // (no video: the least a recording needs)
+    await panel.getByRole('button', { name: 'Record', exact: true }).click();
+    await going.waitFor({ timeout: 30_000 });
+    // The next poll is answered at once (recording) and held, as a slow host's answer on a loaded
+    // machine; the Stop's own ask goes through and says stopped.
+    const poll = await holdFirstAnswer(page, '**/api/recordings');
+    await poll.read;
+    await panel.getByRole('button', { name: 'Stop recording' }).click();
+    await going.waitFor({ state: 'detached', timeout: 30_000 });
+    await panel.getByRole('button', { name: 'Record', exact: true }).waitFor();
+    poll.release();
+    await poll.answered;
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    expect(await going.count()).toBe(0);
+    expect(await panel.getByRole('button', { name: 'Stop recording' }).count()).toBe(0);
   }, 60_000);
 });

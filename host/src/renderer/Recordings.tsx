@@ -361,8 +361,24 @@ export function Recordings({ api, onOpenCard }: { api: BoardApi; onOpenCard: (id
   const [error, setError] = useState<string>();
   const [starting, setStarting] = useState(false);
   const button = useRef<HTMLButtonElement>(null);
+  /**
+   * The polls, a Stop's, a Record's and a Delete's asks for the view are answered in parallel: an older
+   * poll's answer could come after the Stop's and show the recording going again until the next poll.
+   * Each ask takes a number; an answer older than the one shown is dropped (as App.tsx `askDetail`).
+   */
+  const asks = useRef({ asked: 0, shown: 0 });
   const load = useCallback(() => {
-    api.recordings().then(setView, (e: Error) => setError(e.message));
+    const n = ++asks.current.asked;
+    api.recordings().then(
+      (v) => {
+        if (n < asks.current.shown) return;
+        asks.current.shown = n;
+        setView(v);
+      },
+      (e: Error) => {
+        if (n > asks.current.shown) setError(e.message);
+      },
+    );
   }, [api]);
   const busy = open || !!view?.active;
   useEffect(() => {

@@ -391,6 +391,8 @@ export function suiteOnCard(
 export interface HeldAnswer {
   /** Resolves when the page has asked (the request is in the route). */
   asked: Promise<void>;
+  /** Resolves when the host has answered (read as things were then, and held; rejects as `answered`). */
+  read: Promise<void>;
   /** Lets the held answer go to the page. */
   release(): void;
   /** Resolves when the page has been given the answer (rejects if the route failed). */
@@ -407,6 +409,11 @@ export async function holdFirstAnswer(page: Page, glob: string): Promise<HeldAns
   const held = new Promise<void>((r) => (release = r));
   let markAsked!: () => void;
   const asked = new Promise<void>((r) => (markAsked = r));
+  let markRead!: (error?: unknown) => void;
+  const read = new Promise<void>((resolve, reject) => {
+    markRead = (error) => (error === undefined ? resolve() : reject(error));
+  });
+  read.catch(() => {});
   let settle!: (error?: unknown) => void;
   const answered = new Promise<void>((resolve, reject) => {
     settle = (error) => (error === undefined ? resolve() : reject(error));
@@ -418,14 +425,17 @@ export async function holdFirstAnswer(page: Page, glob: string): Promise<HeldAns
       markAsked();
       try {
         const early = await route.fetch();
+        markRead();
         await held;
         await route.fulfill({ response: early });
         settle();
       } catch (e) {
-        settle(e instanceof Error ? e : new Error(String(e)));
+        const error = e instanceof Error ? e : new Error(String(e));
+        markRead(error); // (no-op once read)
+        settle(error);
       }
     },
     { times: 1 },
   );
-  return { asked, release, answered };
+  return { asked, read, release, answered };
 }
