@@ -120,27 +120,20 @@ describe('board friction, keyboard only', () => {
     await page.keyboard.press('Enter');
     const inspector = page.getByRole('complementary', { name: 'Inspector: Say hello' });
     await inspector.waitFor();
-    // from now on the host answers slowly about this card (as on a loaded machine)
-    let asked = 0;
-    let answered = 0;
-    await page.route('**/api/cards/a-first', async (route) => {
-      asked++;
-      await sleep(1500);
-      await route.continue();
-      answered++;
-    });
+    // the next answer about this card is held until the card is closed (a slow host, a loaded machine)
+    const held = await holdFirstAnswer(page, '**/api/cards/a-first');
     // the card changes on disk: the board asks for the open card's details again
     const file = server.cardFile('a-first.md');
     const text = readFileSync(file, 'utf8');
     writeFileSync(file, text.replace('title: Say hello', 'title: Say hello!'));
-    await waitUntil('the board asking for the card', () => asked > 0, 10_000);
+    await held.asked;
     await page.keyboard.press('Escape');
     await inspector.waitFor({ state: 'detached' });
-    await waitUntil('the slow answer in', () => answered >= asked, 10_000);
+    held.release();
+    await held.answered;
     await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
     expect(await inspector.count()).toBe(0);
     expect(await focusedCard(page)).toBe('a-first');
-    await page.unroute('**/api/cards/a-first');
     writeFileSync(file, readFileSync(file, 'utf8').replace('title: Say hello!', 'title: Say hello'));
   });
 
@@ -155,7 +148,7 @@ describe('board friction, keyboard only', () => {
     // delta's, a refresh's) cross like this: the host answers them in parallel.
     const held = await holdFirstAnswer(page, '**/api/cards/c-stale');
     await server.api('POST', '/api/cards/c-stale/move', { to: 'queued', index: 0 });
-    await held.asked;
+    await held.read; // (read before the cancel)
     await page.waitForSelector(inColumn('c-stale', 'running'), { timeout: 15_000 });
     await server.api('POST', '/api/cards/c-stale/cancel');
     await page.waitForSelector(inColumn('c-stale', 'backlog'), { timeout: 15_000 });
