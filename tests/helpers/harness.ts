@@ -65,7 +65,7 @@ export async function waitUntil(
 
 /** Pids of live processes whose command line or environment mentions `needle`. */
 /** A process's command line, for a message ('' when it is gone). */
-function commandLine(pid: number): string {
+export function commandLine(pid: number): string {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim().slice(0, 200);
   } catch {

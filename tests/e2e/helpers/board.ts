@@ -14,7 +14,7 @@ import { statePaths, type StatePaths } from '@runboard/supervisor/paths';
 import { writeProviderKey } from '../../../supervisor/src/common/secrets.ts';
 import type { BoardView } from '../../../host/src/shared/board-types.ts';
 
-import { processesMentioning } from '../../helpers/harness.ts';
+import { commandLine, processesMentioning } from '../../helpers/harness.ts';
 import { git } from '../../agents/agent-harness.ts';
 
 export const REPO = path.resolve(import.meta.dirname, '..', '..', '..');
@@ -307,8 +307,10 @@ export class BoardServer {
     await waitUntil('no leftover processes', () => processesMentioning(this.root).length === 0, 8000).catch(
       () => {
         const left = processesMentioning(this.root);
+        // what each was, read before it is killed (a bare pid said nothing in CI)
+        const what = left.map((pid) => `${pid} (${commandLine(pid)})`).join(', ');
         for (const pid of left) process.kill(pid, 'SIGKILL');
-        throw new Error(`processes left behind: ${left.join(', ')}`);
+        throw new Error(`processes left behind: ${what}`);
       },
     );
     rmSync(this.root, { recursive: true, force: true });
