@@ -47,6 +47,11 @@ export interface AttachSource extends OutputSource {
    * sent as it is once committed, instead of being read back from the file.
    */
   recentEvent(offset: number): { event: RunEvent; end: number } | undefined;
+  /**
+   * Settles once the output files exist (true) or never will (false). A live run makes them after
+   * its launch was answered, so a client attached at once would otherwise find none to point at.
+   */
+  outputMade(): Promise<boolean>;
   result(): Promise<RunResult>;
 }
 
@@ -138,7 +143,10 @@ export async function streamRun(
   mode: OutputMode = 'json',
 ): Promise<void> {
   const runId = src.runId;
-  const id = mode === 'files' ? await stat(path.join(src.dir, 'stdout.log')).catch(() => null) : null;
+  const id =
+    mode === 'files' && (await src.outputMade())
+      ? await stat(path.join(src.dir, 'stdout.log')).catch(() => null)
+      : null;
   const bytes = mode !== 'json';
   await Promise.all([
     pumpEvents(src, from.events, (event) => notify(conn, DidEvent, { runId, event }), abort),
@@ -184,6 +192,7 @@ export async function diskSource(logDir: string, runId: string, result: RunResul
     isFinal: () => true,
     eventOffset: () => undefined,
     recentEvent: () => undefined,
+    outputMade: async () => true,
     signals: new EventEmitter(),
     result: async () => result,
   };

@@ -31,6 +31,11 @@ export interface RunOutput extends EventEmitter<{ grow: []; failed: [string, Nod
   readonly committed: Readonly<Record<OutputFile, number>>;
   /** Bytes lost after a failed write. */
   readonly dropped: number;
+  /**
+   * Settles once the files exist (true) or never will (false: they could not be made, or the run
+   * ended first): a client that reads them itself waits for it before it looks for them.
+   */
+  readonly made: Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -44,6 +49,9 @@ export class OutputFiles extends AppendFiles<OutputFile> implements RunOutput {
   /** Bytes of each stream taken (on disk or queued). */
   private readonly taken: Record<OutputStream, number> = { stdout: 0, stderr: 0 };
   private last: OutputStream | undefined;
+
+  /** The constructor makes them or throws. */
+  readonly made = Promise.resolve(true);
 
   /** Creates (or opens for append) the three files in `dir`; throws when one cannot be opened. */
   constructor(dir: string) {
@@ -81,10 +89,13 @@ export class JailOutput
 
   private opening: Promise<void> | undefined;
   private closed = false;
+  readonly made: Promise<boolean>;
+  private settleMade!: (made: boolean) => void;
 
   constructor(dir: string) {
     super();
     this.paths = outputPaths(dir);
+    this.made = new Promise((resolve) => (this.settleMade = resolve));
   }
 
   /**
@@ -102,10 +113,12 @@ export class JailOutput
       const failed = made.find((m) => m.status === 'rejected');
       if (failed || this.closed) {
         for (const fd of fds) closeSync(fd);
+        this.settleMade(false);
         if (failed) throw failed.reason;
         throw new Error('the run ended before its output files were made');
       }
       this.fds = fds;
+      this.settleMade(true);
     })();
     return this.opening;
   }
@@ -142,6 +155,7 @@ export class JailOutput
 
   close(): Promise<void> {
     this.closed = true;
+    this.settleMade(false); // no-op once they were made
     this.handedOver();
     return Promise.resolve();
   }

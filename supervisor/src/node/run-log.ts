@@ -122,6 +122,7 @@ export class RunLog<O extends RunOutput = OutputFiles> {
       isFinal: () => this.final,
       eventOffset: (seq) => this.eventOffsets[seq],
       recentEvent: (offset) => this.recent.get(offset),
+      outputMade: () => output.made,
       signals,
       result,
     };
