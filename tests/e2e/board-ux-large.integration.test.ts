@@ -11,7 +11,15 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FirstScreenView } from '../../host/src/shared/board-types.ts';
 import { seriousViolations } from './helpers/axe.ts';
-import { ARTIFACTS, BoardServer, launchBrowser, shellConfig, sleep, waitUntil } from './helpers/board.ts';
+import {
+  ARTIFACTS,
+  BoardServer,
+  keyboardMove,
+  launchBrowser,
+  shellConfig,
+  sleep,
+  waitUntil,
+} from './helpers/board.ts';
 import { savePicture } from '../helpers/picture.ts';
 
 const N = 2000;
@@ -125,11 +133,7 @@ describe('a 2,000-card board', () => {
     expect(await page.locator(inColumn('c1', 'done')).count()).toBe(0);
     // the last Backlog card, on screen after the scroll: Space, → (Queued), Space
     await page.locator(`[data-card-handle="${LAST_BACKLOG}"]`).focus();
-    await page.keyboard.press('Space');
-    await sleep(150);
-    await page.keyboard.press('ArrowRight');
-    await sleep(150);
-    await page.keyboard.press('Space');
+    await keyboardMove(page, ['ArrowRight'], 'queued');
     // it runs (`true`) and ends at the top of Done, out of the view there
     await page.waitForSelector(inColumn(LAST_BACKLOG, 'done'), { timeout: 30_000 });
     await waitUntil('focus on the moved card', async () => (await focusedCard(page)) === LAST_BACKLOG, 5000);

@@ -16,8 +16,8 @@ import {
   BoardServer,
   dragCard,
   holdFirstAnswer,
+  keyboardMove,
   launchBrowser,
-  sleep,
   waitUntil,
 } from './helpers/board.ts';
 import { savePicture } from '../helpers/picture.ts';
@@ -94,11 +94,7 @@ describe('board friction, keyboard only', () => {
 
   it('a keyboard drop keeps the focus on the moved card; Enter opens it, focus goes in, Escape closes and returns it', async () => {
     await tabTo(page, handle('a-first'));
-    await page.keyboard.press('Space');
-    await sleep(150);
-    await page.keyboard.press('ArrowRight');
-    await sleep(150);
-    await page.keyboard.press('Space');
+    await keyboardMove(page, ['ArrowRight'], 'queued');
     await page.waitForSelector(inColumn('a-first', 'done'), { timeout: 20_000 });
     await waitUntil('focus on the moved card', async () => (await focusedCard(page)) === 'a-first', 3000);
 

@@ -8,7 +8,15 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLUMNS } from '../../host/src/shared/board-types.ts';
-import { ARTIFACTS, BoardServer, dragCard, launchBrowser, sleep, waitUntil } from './helpers/board.ts';
+import {
+  ARTIFACTS,
+  BoardServer,
+  dragCard,
+  keyboardMove,
+  launchBrowser,
+  sleep,
+  waitUntil,
+} from './helpers/board.ts';
 import { savePicture } from '../helpers/picture.ts';
 
 const CONFIG = `# e2e board
@@ -151,11 +159,7 @@ describe('the board in a browser', () => {
 
   it('keyboard drag queues a long run; Cancel stops it within 2 s', async () => {
     await page.locator(`${cardSel('long')} [data-card-handle]`).focus();
-    await page.keyboard.press('Space');
-    await sleep(150);
-    await page.keyboard.press('ArrowRight');
-    await sleep(150);
-    await page.keyboard.press('Space');
+    await keyboardMove(page, ['ArrowRight'], 'queued');
     await page.waitForSelector(cardSel('long', 'running'), { timeout: 15_000 });
     // Enter opens a card in the inspector
     await page.locator(`${cardSel('long')} [data-card-handle]`).focus();
@@ -163,8 +167,8 @@ describe('the board in a browser', () => {
     await page.getByRole('complementary', { name: 'Inspector: Count slowly' }).waitFor();
     await page.getByRole('log', { name: 'Run output' }).getByText('tick 5', { exact: true }).waitFor();
     // the running card is locked: a drag out of Running does nothing
-    await dragCard(page, 'long', 'backlog');
-    await sleep(300);
+    await dragCard(page, 'long', 'backlog', true);
+    await sleep(300); // a move it made would have shown by now (nothing to wait for when there is none)
     expect(await page.locator(cardSel('long', 'running')).count()).toBe(1);
     await savePicture(page, path.join(ARTIFACTS, 'board-running.png'));
     const t0 = Date.now();

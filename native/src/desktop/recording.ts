@@ -204,6 +204,8 @@ export class Recording {
    * so that a heavily loaded machine cannot make a read answer after the next action.)
    */
   async idle(): Promise<void> {
+    // every event made before this instant has come first (a mark; no step is ended by it)
+    if (!this.stopping && this.recorder.mark()) await new Promise<void>((r) => this.marks.push(() => r()));
     await this.screen.idle();
   }
 

@@ -12,7 +12,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { createGrant } from '@runboard/supervisor/grants';
 import { statePaths, type StatePaths } from '@runboard/supervisor/paths';
 import { writeProviderKey } from '../../../supervisor/src/common/secrets.ts';
-import type { BoardView } from '../../../host/src/shared/board-types.ts';
+import { COLUMN_TITLES, type BoardView, type Column } from '../../../host/src/shared/board-types.ts';
 
 import { commandLine, processesMentioning } from '../../helpers/harness.ts';
 import { git } from '../../agents/agent-harness.ts';
@@ -68,8 +68,24 @@ async function diagnoseBoards(): Promise<string> {
   return `\n--- what the boards showed then ---\n${parts.join('\n')}`;
 }
 
-/** Drags the card `id` by mouse into the column `toColumn` (near its end), as a person would. */
-export async function dragCard(p: Page, id: string, toColumn: string): Promise<void> {
+/** Waits until the drag's live region (what a screen reader is told) matches `said`. */
+async function announced(p: Page, said: RegExp, timeout = 10_000): Promise<void> {
+  await p
+    .locator('[id^="DndLiveRegion"]')
+    .filter({ hasText: said })
+    .first()
+    .waitFor({ state: 'attached', timeout });
+}
+
+/** What the drag announces when a card is over column `to` (the column itself, or a card in it). */
+const overColumn = (to: Column): RegExp => new RegExp(`is over (the )?${COLUMN_TITLES[to]}\\b`);
+
+/**
+ * Drags the card `id` by mouse into the column `toColumn` (near its end), as a person would, and
+ * lets go once the board says the card is over it (`locked`: a card that cannot be picked up; the
+ * same gestures, nothing waited for).
+ */
+export async function dragCard(p: Page, id: string, toColumn: Column, locked = false): Promise<void> {
   const from = await p.locator(`li[data-card-id="${id}"]`).boundingBox();
   const to = await p.locator(`ul.cards[data-column="${toColumn}"]`).boundingBox();
   if (!from || !to) throw new Error('nothing to drag');
@@ -77,8 +93,25 @@ export async function dragCard(p: Page, id: string, toColumn: string): Promise<v
   await p.mouse.down();
   await p.mouse.move(from.x + from.width / 2 + 10, from.y + from.height / 2, { steps: 3 });
   await p.mouse.move(to.x + to.width / 2, to.y + 40, { steps: 12 });
-  await sleep(100);
+  if (!locked) await announced(p, overColumn(toColumn)); // the drop lands where the board says
   await p.mouse.up();
+}
+
+/**
+ * Moves the focused card by keyboard, as a person would: Space picks it up, each arrow is pressed
+ * once the board is listening for it, and Space drops it once the board says it is over `to`.
+ */
+export async function keyboardMove(p: Page, arrows: string[], to: Column): Promise<void> {
+  await p.keyboard.press('Space');
+  // (the pick-up is said, then at once where the card is over: the region keeps only the last; a
+  // drag before this one ended saying where it was dropped or that it was cancelled)
+  await announced(p, /Picked up card|is over/);
+  // the keyboard sensor starts listening for arrows on a timer of 0 after the pick-up: one of ours,
+  // set later, runs after it
+  await p.evaluate(() => new Promise((r) => setTimeout(r, 0)));
+  for (const key of arrows) await p.keyboard.press(key);
+  await announced(p, overColumn(to));
+  await p.keyboard.press('Space');
 }
 
 /** A project config with one flow, `shell` (the command runner, cap 4); `extra` goes under `scheduler:`. */
