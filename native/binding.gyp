@@ -16,7 +16,7 @@
       "conditions": [
         ["OS=='linux'", {
           "sources": [
-            "src/linux/landlock.cc", "src/linux/sandbox_linux.cc", "src/linux/peer_linux.cc",
+            "src/linux/landlock.cc", "src/linux/sandbox_linux.cc", "src/linux/peer_linux.cc", "src/linux/process_lock_linux.cc",
             "src/linux/x11_session.cc", "src/linux/atspi_bus.cc", "src/linux/atspi_tree.cc", "src/linux/atspi_walk.cc",
             "src/linux/reader_linux.cc", "src/linux/actions_linux.cc", "src/linux/inputter_linux.cc", "src/linux/keys_handled_linux.cc",
             "src/linux/window_manager_linux.cc", "src/linux/capture_linux.cc", "src/linux/naive_walk_linux.cc",

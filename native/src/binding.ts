@@ -36,6 +36,7 @@ interface RawWindow {
 }
 interface RawBinding {
   sandboxSupport(): { landlockAbi: number; reason: string };
+  holdProcessLock(path: string): boolean;
   peerIdentity(fd: number): {
     pid: number;
     uid: number;

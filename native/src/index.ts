@@ -39,6 +39,16 @@ export function peerIdentity(fd: number): PeerIdentity {
   return binding().peerIdentity(fd);
 }
 
+/**
+ * Takes the exclusive lock on the file `path` (made 0600 when missing) for the rest of this process's
+ * life, without waiting: true when this process now holds it, false when another one does. The kernel
+ * lets it go however the process ends, so a killed holder never leaves it taken. Throws when the file
+ * cannot be opened or locked.
+ */
+export function holdProcessLock(path: string): boolean {
+  return binding().holdProcessLock(path);
+}
+
 export { desktop, type Desktop } from './desktop/desktop.ts';
 export * from './desktop/types.ts';
 export {

@@ -5,6 +5,7 @@
 #include <napi.h>
 
 #include "common/peer.h"
+#include "common/process_lock.h"
 
 #include "common/actions.h"
 #include "common/capture.h"
@@ -45,6 +46,15 @@ Napi::Value PeerIdentity(const Napi::CallbackInfo& info) {
   for (size_t i = 0; i < peer.ancestors.size(); i++) ancestors.Set(i, peer.ancestors[i]);
   out.Set("ancestors", ancestors);
   return out;
+}
+
+Napi::Value HoldProcessLock(const Napi::CallbackInfo& info) {
+  auto env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "holdProcessLock(path: string)");
+  std::string err = runboard::HoldProcessLock(info[0].As<Napi::String>().Utf8Value());
+  if (err == "held") return Napi::Boolean::New(env, false);
+  if (!err.empty()) throw Napi::Error::New(env, err);
+  return Napi::Boolean::New(env, true);
 }
 
 using namespace runboard::napi;  // NOLINT: the marshalling helpers
@@ -415,6 +425,7 @@ Napi::Value NaiveWalk(const Napi::CallbackInfo& info) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("sandboxSupport", Napi::Function::New(env, SandboxSupport));
   exports.Set("peerIdentity", Napi::Function::New(env, PeerIdentity));
+  exports.Set("holdProcessLock", Napi::Function::New(env, HoldProcessLock));
   InitDesktopBridge(env);
   exports.Set("desktopListWindows", Napi::Function::New(env, ListWindows));
   exports.Set("desktopListMonitors", Napi::Function::New(env, ListMonitors));

@@ -63,7 +63,6 @@ export async function waitUntil(
   }
 }
 
-/** Pids of live processes whose command line or environment mentions `needle`. */
 /** A process's command line, for a message ('' when it is gone). */
 export function commandLine(pid: number): string {
   try {
@@ -73,6 +72,7 @@ export function commandLine(pid: number): string {
   }
 }
 
+/** Pids of live processes whose command line or environment mentions `needle`. */
 export function processesMentioning(needle: string): number[] {
   const out: number[] = [];
   for (const d of readdirSync('/proc')) {

@@ -65,6 +65,9 @@ export function startSupervisor(paths: StatePaths): StartedSupervisor {
   return { pid: child.pid ?? 0, exited: () => exit };
 }
 
+/** How a supervisor ends that found another one serving, or starting, for its state root. */
+const GAVE_WAY = 'exited with 0';
+
 export interface ConnectOptions {
   /** Start a supervisor when none runs. */
   autoStart?: boolean;
@@ -101,7 +104,8 @@ export async function openConnection(
       // read before the try: a supervisor that exited because another serves first leaves that one's socket
       exit = started.exited();
       socket = await tryConnect(paths.socket);
-      if (exit !== undefined) break;
+      // exit 0: it gave way to another one, serving or still starting (the lock): that one is waited for
+      if (exit !== undefined && exit !== GAVE_WAY) break;
     }
   }
   if (!socket && exit !== undefined)

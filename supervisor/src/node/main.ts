@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { config as zodConfig } from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
-import { jailPath, peerIdentity, sandboxSupport } from '@runboard/native';
+import { holdProcessLock, jailPath, peerIdentity, sandboxSupport } from '@runboard/native';
 import { keepOwnGitDirsIn } from '../common/git.ts';
 import { listGrants, revokeRefusedGrants } from '../common/grants.ts';
 import { desktopSocketDirs, installDirs, protectedConflict } from '../common/protected-dirs.ts';
@@ -112,6 +112,15 @@ async function main(): Promise<void> {
   ensurePrivateDir(paths.root);
   ensurePrivateDir(paths.runtimeDir);
   ensurePrivateDir(paths.supervisorDir);
+  // One supervisor per state root from here on. Two started at once (two clients finding none) both
+  // took a dead one's socket for stale: the second unlinked the first's new socket and served too,
+  // the first went on unseen (its runs, schedules and git dirs beside the second's) and never ended.
+  if (!holdProcessLock(path.join(paths.supervisorDir, 'supervisor.lock'))) {
+    process.stderr.write(
+      `runboard supervisor: another supervisor is already serving ${paths.socket} (or starting to)\n`,
+    );
+    process.exit(0);
+  }
   ensurePrivateDir(paths.scratchDir);
 
   const sandbox = sandboxSupport();
