@@ -126,7 +126,7 @@ interface RawBinding {
   Recorder: new (
     options: { region?: RawRect; frameIntervalMs?: number; settleMs?: number; borderWidth?: number },
     onMessage: (
-      type: 'ready' | 'event' | 'focus' | 'paused' | 'mark' | 'error',
+      type: 'ready' | 'event' | 'focus' | 'paused' | 'mark' | 'window' | 'error',
       payload: Record<string, unknown>,
     ) => void,
   ) => RawRecorder;

@@ -7,6 +7,7 @@
 // 'focus' {time, focused, app, path, role, name, bounds, editable, secret} or {error} (AT-SPI focus changes);
 // 'paused' {paused, time} (a setPaused took effect: after every event before its instant, before any after it);
 // 'mark' {time, frame?} (a mark() reached, in the same order; the screen at its instant);
+// 'window' {window, bounds, mapped} (a top-level window mapped, moved or resized, or unmapped);
 // 'error' {message, code} (the thread has ended). A frame ({id, width, height, source, data: RGBA}) is
 // copied into JavaScript once, with the first event that refers to it; later events carry its id only.
 // Lifetime as the watcher's (OpenBridge): stop() unrefs at once.
@@ -21,14 +22,15 @@ namespace runboard::napi {
 namespace {
 
 struct RecorderMsg {
-  enum Kind { kReady, kEvent, kError, kEnded, kDrained, kFocus, kPaused, kMarked } kind;
+  enum Kind { kReady, kEvent, kError, kEnded, kDrained, kFocus, kPaused, kMarked, kWindow } kind;
   d::RecordedEvent event;
   std::shared_ptr<const d::RecorderFrame> frame;
   std::string message, code;
   Napi::Promise::Deferred* deferred = nullptr;  // kDrained: drain()'s promise
   unsigned long time = 0;  // kDrained: the stop's server time; kPaused: the pause's or resume's; kMarked: the mark's
-  d::RecordedFocus focus = {};  // kFocus
-  bool paused = false;          // kPaused
+  d::RecordedFocus focus = {};    // kFocus
+  bool paused = false;            // kPaused
+  d::RecordedWindow window = {};  // kWindow
 };
 
 Napi::Object FrameValue(Napi::Env env, const d::RecorderFrame& f) {
@@ -102,6 +104,11 @@ void DeliverRecording(Napi::Env env, Napi::Function onMessage, RecorderMsg* msg,
     type = "mark";  // a frame of its own each time (marks are rare): the events' frame ids are left as they are
     payload.Set("time", static_cast<double>(m->time));
     if (m->frame) payload.Set("frame", FrameValue(env, *m->frame));
+  } else if (m->kind == RecorderMsg::kWindow) {
+    type = "window";
+    payload.Set("window", static_cast<double>(m->window.window));
+    payload.Set("bounds", RectValue(env, m->window.bounds));
+    payload.Set("mapped", m->window.mapped);
   } else if (m->kind == RecorderMsg::kPaused) {
     type = "paused";
     payload.Set("paused", m->paused);
@@ -159,6 +166,11 @@ class NativeRecorder : public Napi::ObjectWrap<NativeRecorder> {
     cb.marked = [post](unsigned long time, std::shared_ptr<const d::RecorderFrame> f) {
       auto* m = new RecorderMsg{RecorderMsg::kMarked, {}, std::move(f), "", ""};
       m->time = time;
+      post(m);
+    };
+    cb.window = [post](const d::RecordedWindow& w) {
+      auto* m = new RecorderMsg{RecorderMsg::kWindow, {}, nullptr, "", ""};
+      m->window = w;
       post(m);
     };
     cb.failed = [post](const d::DesktopError& e) {

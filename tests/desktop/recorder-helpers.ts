@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { desktop, type Element, type ManifestStep } from '../../native/src/index.ts';
-import type { Image } from './png.ts';
+import { decodePng, type Image } from './png.ts';
 import { eventually } from './session.ts';
 
 /** The middle of an element's bounds, where a click on it goes. */
@@ -66,4 +66,16 @@ export function crop(img: Image, r: [number, number, number, number]): Image {
       y * r[2] * 3,
     );
   return { width: r[2], height: r[3], rgb };
+}
+
+/** The points of `r` (inset by `inset`, clipped to the image) in a PNG screenshot that are not the mask's grey. */
+export function unmasked(file: string, r: [number, number, number, number], inset = 0): number {
+  const img = decodePng(readFileSync(file));
+  let n = 0;
+  for (let y = Math.max(0, r[1] + inset); y < Math.min(img.height, r[1] + r[3] - inset); y++)
+    for (let x = Math.max(0, r[0] + inset); x < Math.min(img.width, r[0] + r[2] - inset); x++) {
+      const i = (y * img.width + x) * 3;
+      if (img.rgb[i] !== 0x80 || img.rgb[i + 1] !== 0x80 || img.rgb[i + 2] !== 0x80) n++;
+    }
+  return n;
 }

@@ -76,6 +76,15 @@ struct RecordedFocus {
   std::string error;  // set (and nothing else) when focus changes cannot be followed at all
 };
 
+// A top-level window shown, moved, resized or hidden (decision 140), as the server reports it on the
+// root: the window manager's frame, whose rectangle is what a window listing calls the window's bounds.
+// Reported for windows the window manager manages (override-redirect ones, menus and tooltips, are not).
+struct RecordedWindow {
+  uint64_t window = 0;  // the client window inside the frame (as events and listings name it)
+  Rect bounds;          // the frame on the screen
+  bool mapped = true;   // false: unmapped or destroyed (bounds: where it was)
+};
+
 struct RecorderCallbacks : ThreadEndCallbacks {
   // Listening; `first` is the frame at the start.
   std::function<void(std::shared_ptr<const RecorderFrame> first)> ready;
@@ -90,6 +99,9 @@ struct RecorderCallbacks : ThreadEndCallbacks {
   // after it yet. `time`: the instant's server time, ms; `frame`: the screen at that instant (taken then
   // if it changed since the newest frame, paused or not).
   std::function<void(unsigned long time, std::shared_ptr<const RecorderFrame> frame)> marked;
+  // Every top-level window that is mapped, moved or resized, or unmapped (in the server's order, as
+  // it happens, paused or not: what the video's masks follow between input events, decision 140).
+  std::function<void(const RecordedWindow&)> window;
 };
 
 class Recorder {

@@ -19,6 +19,7 @@ import {
   type MouseButton,
   type ReadOptions,
   type RecordedFocus,
+  type RecordedWindow,
   type RecordedInput,
   type RecorderFrame,
   type RecordInputOptions,
@@ -143,6 +144,8 @@ function startRecorder(
           } else if (type === 'mark') {
             const frame = (payload.frame as RecorderFrame | undefined) ?? [...frames.values()].at(-1)!;
             options.onMark?.({ time: payload.time as number, frame });
+          } else if (type === 'window') {
+            options.onWindow?.(payload as unknown as RecordedWindow);
           } else if (!started) reject(toDesktopError(payload));
           else {
             raw.stop();

@@ -176,6 +176,10 @@ export class Recording {
       },
       onPaused: (p) => r.reached(p),
       onMark: (m) => r.marks.shift()?.(m),
+      // Windows mapped, moved or unmapped between the events: the video's masks follow them (decision 140).
+      onWindow: (w) => {
+        if (!r.closed) r.screen.changed(w);
+      },
     });
     r.newest = r.recorder.firstFrame;
     r.atMark(() => {}); // the clocks' offset, before any step needs it

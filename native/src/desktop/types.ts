@@ -279,6 +279,18 @@ export interface RecordInputOptions {
    * after it yet. `time`: its server time, ms; `frame`: the screen at that instant.
    */
   onMark?: (m: { time: number; frame: RecorderFrame }) => void;
+  /**
+   * A top-level window the window manager manages was mapped, moved or resized, or unmapped, as the
+   * server reports it (decision 140): what the video's masks follow between input events.
+   */
+  onWindow?: (w: RecordedWindow) => void;
+}
+
+/** A window shown, moved, resized or hidden; `bounds`: its frame, as WindowInfo's (where it was, if hidden). */
+export interface RecordedWindow {
+  window: number;
+  bounds: Rect;
+  mapped: boolean;
 }
 
 /** An element took (`focused`) or lost the accessibility focus at `time` (server ms, as input's). */

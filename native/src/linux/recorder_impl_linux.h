@@ -134,6 +134,14 @@ struct Recorder::Impl : DesktopThread {
   // the frame after it is taken first, before each event's round trips.
   bool FrameFirst(const std::vector<XEvent>& batch) const;
   Window ClientOf(Window w);
+  // The window manager's frames on screen (root children mapped, not override-redirect): their client
+  // and rectangle, for `window` reports (recorder_sources_linux.cc).
+  struct Shown {
+    Window client;
+    Rect bounds;
+  };
+  std::map<Window, Shown> shown;
+  void NoteWindow(const XEvent& ev);
   void HandleEvent(XEvent& ev);
   // Removes the border now, or on a lost display forgets it (its Display must not be touched again;
   // the server removed its windows with the connection).

@@ -128,6 +128,8 @@ void Recorder::Impl::Open() {
     damage = XDamageCreate(dpy, root, XDamageReportRawRectangles);
   else damageEvent = 0;
   if (options.borderWidth > 0) border = std::make_unique<x11::RecordingBorder>(dpy, root, area, options.borderWidth);
+  // The windows' maps, moves and unmaps (decision 140); the border selects the same on this connection.
+  XSelectInput(dpy, root, SubstructureNotifyMask);
   XSetWindowAttributes wa{};
   wa.event_mask = PropertyChangeMask;
   stampWindow = XCreateWindow(dpy, root, -1, -1, 1, 1, 0, 0, InputOnly, CopyFromParent, CWEventMask, &wa);
@@ -269,6 +271,7 @@ void Recorder::Impl::HandleEvent(XEvent& ev) {
     NoteDamage(reinterpret_cast<const XDamageNotifyEvent&>(ev), ev.xany.serial);
     return;
   }
+  NoteWindow(ev);
   if (border && border->Handle(ev)) return;
   if (ev.type == PropertyNotify && ev.xproperty.window == stampWindow) {
     if (ev.xproperty.atom == pauseAtom) {  // a pause or a resume, at its place among the events

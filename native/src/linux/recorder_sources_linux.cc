@@ -138,4 +138,64 @@ Window Recorder::Impl::ClientOf(Window w) {
   return w;
 }
 
+// A map, move, resize or unmap of a top-level window, reported with its client and its frame's
+// rectangle. A round trip or two only when a frame is first seen (its client, as ClientOf finds an
+// event's); a move is the event's own numbers. A restack (the same rectangle) is not reported.
+void Recorder::Impl::NoteWindow(const XEvent& ev) {
+  if (!callbacks.window || stampSeen) return;
+  Window frame = 0;
+  bool mapped = true;
+  Rect bounds;
+  switch (ev.type) {
+    case MapNotify:
+      if (ev.xmap.event != root || ev.xmap.override_redirect) return;
+      frame = ev.xmap.window;
+      break;
+    case ConfigureNotify: {
+      const XConfigureEvent& c = ev.xconfigure;
+      if (c.event != root || c.override_redirect) return;
+      frame = c.window;
+      bounds = {c.x, c.y, c.width + 2 * c.border_width, c.height + 2 * c.border_width};
+      break;
+    }
+    case UnmapNotify:
+      if (ev.xunmap.event != root) return;
+      frame = ev.xunmap.window;
+      mapped = false;
+      break;
+    case DestroyNotify:
+      if (ev.xdestroywindow.event != root) return;
+      frame = ev.xdestroywindow.window;
+      mapped = false;
+      break;
+    default:
+      return;
+  }
+  if (frame == stampWindow || (border && border->Owns(frame))) return;
+  auto it = shown.find(frame);
+  if (!mapped) {
+    if (it == shown.end()) return;
+    RecordedWindow w{it->second.client, it->second.bounds, false};
+    shown.erase(it);
+    callbacks.window(w);
+    return;
+  }
+  if (it == shown.end()) {
+    // First seen (mapped now, or before the recording began): only a viewable frame of the manager's.
+    XWindowAttributes a{};
+    if (!XGetWindowAttributes(dpy, frame, &a) || a.map_state != IsViewable || a.override_redirect) return;
+    Window client = ClientOf(frame);
+    if (!client) return;
+    it = shown.emplace(frame, Shown{client, {a.x, a.y, a.width + 2 * a.border_width, a.height + 2 * a.border_width}})
+             .first;
+  } else if (ev.type != ConfigureNotify) {
+    return;  // mapped again without an unmap seen: nothing new
+  } else if (bounds.x == it->second.bounds.x && bounds.y == it->second.bounds.y && bounds.w == it->second.bounds.w &&
+             bounds.h == it->second.bounds.h) {
+    return;  // restacked
+  }
+  if (ev.type == ConfigureNotify) it->second.bounds = bounds;
+  callbacks.window(RecordedWindow{it->second.client, it->second.bounds, true});
+}
+
 }  // namespace runboard::desktop
