@@ -281,8 +281,12 @@ export function App({ api }: { api: BoardApi }) {
   }, [askDetail, selected, setSelected]);
 
   const onMove = (m: MoveIntent): void => {
-    if (!board || isFirstScreen(board)) return;
-    setBoard(applyMove(board, m));
+    const b = boardRef.current;
+    if (!b || isFirstScreen(b)) return;
+    // boardRef too, at once: a delta that comes before the next render applies on top of the move
+    const next = applyMove(b, m);
+    boardRef.current = next;
+    setBoard(next);
     api.move({ id: m.id, to: m.to, index: m.index }).then(
       () => setError(undefined),
       (e: Error) => {
