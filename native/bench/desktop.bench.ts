@@ -9,6 +9,7 @@ import path from 'node:path';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { desktop } from '../src/desktop/desktop.ts';
 import { allElements, platformRolesFor, shortRole, toVerbose } from '../src/desktop/compact.ts';
+import { chromiumWindow } from '../../tests/helpers/chromium.ts';
 
 const cli = process.argv[2]!;
 const repo = path.resolve(import.meta.dirname ?? '.', process.argv[3] ?? '.');
@@ -183,6 +184,13 @@ function start(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): void {
   children.push(spawn(cmd, args, { env: { ...process.env, ...env }, stdio: 'ignore', detached: true }));
 }
 
+/** Chromium on the test page (`query` after its URL), 1000x780 at 0,0, a fresh profile in `profile`. */
+function testPage(profile: string, query: string): void {
+  const url = `file://${path.join(repo, 'tests/fixtures/desktop/page.html')}${query}`;
+  const { args, env } = chromiumWindow({ profile, at: [0, 0], size: [1000, 780], url });
+  start('chromium', args, env);
+}
+
 interface Target {
   name: string;
   title: string;
@@ -328,25 +336,7 @@ try {
     field: 'Name',
   });
   startUpBreakdown('Runboard Test Form');
-  start(
-    'chromium',
-    [
-      '--no-sandbox',
-      '--no-first-run',
-      '--no-default-browser-check',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--disable-gpu',
-      '--password-store=basic',
-      `--user-data-dir=${tmp}/chromium`,
-      '--force-renderer-accessibility',
-      '--window-position=0,0',
-      '--window-size=1000,780',
-      `file://${path.join(repo, 'tests/fixtures/desktop/page.html')}`,
-    ],
-    { ACCESSIBILITY_ENABLED: '1' },
-  );
+  testPage(`${tmp}/chromium`, '');
   await waitFor('Runboard Test Page - Chromium', (names) => names.includes('Item 60'));
   await measureTarget({
     name: 'Chromium page',
@@ -372,25 +362,7 @@ try {
   );
   for (const c of children.splice(0)) process.kill(-c.pid!, 'SIGKILL');
   // The issue's reference size: a page whose window has about 260 nodes (?items=2 gives 262 here).
-  start(
-    'chromium',
-    [
-      '--no-sandbox',
-      '--no-first-run',
-      '--no-default-browser-check',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--disable-gpu',
-      '--password-store=basic',
-      `--user-data-dir=${tmp}/chromium2`,
-      '--force-renderer-accessibility',
-      '--window-position=0,0',
-      '--window-size=1000,780',
-      `file://${path.join(repo, 'tests/fixtures/desktop/page.html')}?items=2`,
-    ],
-    { ACCESSIBILITY_ENABLED: '1' },
-  );
+  testPage(`${tmp}/chromium2`, '?items=2');
   const small = 'Runboard Test Page (2 items) - Chromium';
   await waitFor(small, (names) => names.includes('Item 2'));
   await sleep(500);

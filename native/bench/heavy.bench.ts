@@ -12,6 +12,7 @@ import path from 'node:path';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { allElements } from '../src/desktop/compact.ts';
 import { desktop } from '../src/desktop/desktop.ts';
+import { chromiumWindow } from '../../tests/helpers/chromium.ts';
 
 const cli = process.argv[2]!;
 const repo = path.resolve(import.meta.dirname ?? '.', process.argv[3] ?? '.');
@@ -83,25 +84,8 @@ const cliFlags = (process.env.BENCH_CLI_FLAGS ?? '').split(' ').filter(Boolean);
 const cliRun = (args: string[]) => run(process.execPath, [...cliFlags, cli, ...args]);
 
 function chromium(url: string, dir: string): void {
-  const c = spawn(
-    'chromium',
-    [
-      '--no-sandbox',
-      '--no-first-run',
-      '--no-default-browser-check',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--disable-gpu',
-      '--password-store=basic',
-      `--user-data-dir=${path.join(tmp, dir)}`,
-      '--force-renderer-accessibility',
-      '--window-position=0,0',
-      '--window-size=1000,780',
-      url,
-    ],
-    { env: { ...env, ACCESSIBILITY_ENABLED: '1' }, stdio: 'ignore', detached: true },
-  );
+  const w = chromiumWindow({ profile: path.join(tmp, dir), at: [0, 0], size: [1000, 780], url });
+  const c = spawn('chromium', w.args, { env: { ...env, ...w.env }, stdio: 'ignore', detached: true });
   children.push(c);
 }
 

@@ -9,6 +9,7 @@ import { allElements } from '../../native/src/desktop/compact.ts';
 import { desktop, type Element, type WindowInfo } from '../../native/src/index.ts';
 // @ts-expect-error: a plain .mjs build script without type declarations
 import { cliBuildOptions, yamlBuildOptions } from '../../native/scripts/bundle-cli.mjs';
+import { chromiumWindow } from '../helpers/chromium.ts';
 
 export const repo = path.resolve(import.meta.dirname, '..', '..');
 export const formApp = path.join(repo, 'tests', 'fixtures', 'desktop', 'form_app.py');
@@ -133,25 +134,13 @@ export class DesktopSession {
    * (and as root, --no-sandbox). It does not wait for the page.
    */
   spawnTestPage(): ChildProcess {
-    return this.spawnApp(
-      'chromium',
-      [
-        '--no-sandbox',
-        '--no-first-run',
-        '--no-default-browser-check',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--disable-gpu',
-        '--password-store=basic',
-        `--user-data-dir=${this.tmp}/chromium`,
-        '--force-renderer-accessibility',
-        '--window-position=560,20',
-        '--window-size=700,760',
-        `file://${testPage}`,
-      ],
-      { ACCESSIBILITY_ENABLED: '1' },
-    );
+    const { args, env } = chromiumWindow({
+      profile: `${this.tmp}/chromium`,
+      at: [560, 20],
+      size: [700, 760],
+      url: `file://${testPage}`,
+    });
+    return this.spawnApp('chromium', args, env);
   }
 
   /** Runs desktop-cli (the bundle, as an agent would) and parses its stdout as JSON when it is. */

@@ -3,8 +3,8 @@
  * moves keep the focus, the inspector and Settings take and give back the focus and close on Escape,
  * a running card is openable (not "disabled"), Backlog cards cannot skip to Done, the config.yaml
  * banner clears once the file is fixed, Settings refuses bad numbers and changes only the values it
- * sets, the inspector's wording, and no serious axe-core violation on the board, the inspector and
- * Settings. Screenshots at 1,100 and 1,440 px land in test-results/ (look at them).
+ * sets, the inspector's wording, an older answer (the open card's, the whole board's) never takes
+ * the page back, and no serious axe-core violation on the board, the inspector and Settings. Screenshots at 1,100 and 1,440 px land in test-results/ (look at them).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -156,6 +156,32 @@ describe('board friction, keyboard only', () => {
     expect(await inspector.locator('.metrics .status').textContent()).toMatch(/cancelled/);
     expect(await inspector.getByText('No runs yet').count()).toBe(0);
     await page.keyboard.press('Escape');
+  });
+
+  it('an older answer about the whole board that comes after a newer one does not take the board back', async () => {
+    // A page loaded from a slow host: its first two asks for the whole board (the load's, the event
+    // stream's open) are read at once and held. A page that shows only its first screen asks for the
+    // whole board again on every change, so a card edited meanwhile reaches it by a third ask, and
+    // the two older answers come after that one.
+    const p = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    const file = server.cardFile('c-none.md');
+    const text = readFileSync(file, 'utf8');
+    try {
+      const held = [await holdFirstAnswer(p, '**/api/board'), await holdFirstAnswer(p, '**/api/board')];
+      await p.goto(server.url);
+      await Promise.all(held.map((h) => h.read)); // (both read before the edit)
+      writeFileSync(file, text.replace('title: No questions', 'title: No questions at all'));
+      const title = (q: Page) => q.locator(`${handle('c-none')} .card-title`);
+      await title(p).filter({ hasText: 'No questions at all' }).waitFor();
+      for (const h of held) h.release();
+      await Promise.all(held.map((h) => h.answered));
+      await p.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      expect(await title(p).textContent()).toBe('No questions at all');
+    } finally {
+      await p.close();
+      writeFileSync(file, text);
+      await page.locator(`${handle('c-none')} .card-title`, { hasText: /^No questions$/ }).waitFor();
+    }
   });
 
   it('a Backlog card cannot go straight to Done: the board method refuses it, the drop says why', async () => {

@@ -191,10 +191,22 @@ export function App({ api }: { api: BoardApi }) {
 
   /** Deltas applied so far: a board fetched while one was applied may be older than it. */
   const applied = useRef(0);
+  /**
+   * The whole board, asked for by several paths at once (the load, the event stream's (re)open, a
+   * missed delta, a form's save): the host answers them in parallel, so an answer may come after one
+   * asked for later. Each ask takes a number, as the card's details do (`askDetail`).
+   */
+  const boardAsks = useRef({ asked: 0, shown: 0 });
   const refresh = useCallback(async () => {
     try {
+      const n = ++boardAsks.current.asked;
       const before = applied.current;
       const b = await api.board();
+      // An answer to an older ask than the one shown would take the board back (a page loaded from a
+      // slow host showed a card as it was before an edit the newer answer had shown), and nothing
+      // more would come to correct it.
+      if (n < boardAsks.current.shown) return;
+      boardAsks.current.shown = n;
       // A delta that came while this answer was on its way, and is newer than it, stays: the answer
       // would take the board back, and nothing more would come to correct it (a Deny's card stayed in
       // Needs input: the delta moving it back to Running arrived before the board asked for after the
@@ -269,8 +281,12 @@ export function App({ api }: { api: BoardApi }) {
   }, [askDetail, selected, setSelected]);
 
   const onMove = (m: MoveIntent): void => {
-    if (!board || isFirstScreen(board)) return;
-    setBoard(applyMove(board, m));
+    const b = boardRef.current;
+    if (!b || isFirstScreen(b)) return;
+    // boardRef too, at once: a delta that comes before the next render applies on top of the move
+    const next = applyMove(b, m);
+    boardRef.current = next;
+    setBoard(next);
     api.move({ id: m.id, to: m.to, index: m.index }).then(
       () => setError(undefined),
       (e: Error) => {

@@ -169,7 +169,7 @@ function AskGroup({
                   title={always(a, asks.flow)}
                   onClick={() => answer(asks, a, 'always')}
                 >
-                  Allow always for flow {asks.flow}
+                  <span>Allow always</span> <span>for flow {asks.flow}</span>
                 </button>
                 <button className="danger" disabled={busy} onClick={() => answer(asks, a, 'deny')}>
                   Deny

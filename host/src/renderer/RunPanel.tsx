@@ -253,11 +253,11 @@ export function RunPanel({
         )}
         {run.status !== 'running' && (
           <>
-            <div>
+            <div className="figure">
               <dt>Output</dt>
               <dd>{`${fmtBytes(run.stdoutBytes)} out · ${fmtBytes(run.stderrBytes)} err`}</dd>
             </div>
-            <div>
+            <div className="figure">
               <dt>I/O</dt>
               <dd>
                 {fmtBytes(run.bytesRead)} read · {fmtBytes(run.bytesWritten)} written

@@ -43,6 +43,34 @@ import { loadFleetHost, loadGateway, restoreBackend } from './fleet/backend.ts';
 
 const VERSION = '0.1.0';
 
+/** Whether something answers on the socket now. */
+function answers(socketPath: string): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const c = net.connect(socketPath, () => {
+      c.destroy();
+      resolve(true);
+    });
+    c.on('error', () => resolve(false));
+  });
+}
+
+/**
+ * Takes this state root's supervisor lock (decision 139): true once held, false when another
+ * supervisor serves. Held by one that is still starting, or already stopping (its socket closed, its
+ * process not yet gone), it is tried again until that one serves or is gone, so a start in those
+ * moments neither gives way to nobody nor serves beside it.
+ */
+async function takeTheLock(lockFile: string, socketPath: string, log: pino.Logger): Promise<boolean> {
+  const deadline = Date.now() + 60_000;
+  for (let tries = 0; !holdProcessLock(lockFile); tries++) {
+    if ((await answers(socketPath)) || Date.now() > deadline) return false;
+    if (tries === 0)
+      log.info({ lockFile }, 'another supervisor holds the lock and does not serve: waiting for it');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return true;
+}
+
 async function listen(server: net.Server, socketPath: string): Promise<'listening' | 'taken'> {
   for (let attempt = 0; attempt < 2; attempt++) {
     const outcome = await new Promise<'ok' | 'inuse'>((resolve, reject) => {
@@ -61,14 +89,7 @@ async function listen(server: net.Server, socketPath: string): Promise<'listenin
       return 'listening';
     }
     // Someone's socket file: alive (another supervisor) or stale (a dead one's)?
-    const alive = await new Promise<boolean>((resolve) => {
-      const c = net.connect(socketPath, () => {
-        c.destroy();
-        resolve(true);
-      });
-      c.on('error', () => resolve(false));
-    });
-    if (alive) return 'taken';
+    if (await answers(socketPath)) return 'taken';
     unlinkSync(socketPath);
   }
   throw new Error(`cannot listen on ${socketPath}`);
@@ -115,10 +136,8 @@ async function main(): Promise<void> {
   // One supervisor per state root from here on. Two started at once (two clients finding none) both
   // took a dead one's socket for stale: the second unlinked the first's new socket and served too,
   // the first went on unseen (its runs, schedules and git dirs beside the second's) and never ended.
-  if (!holdProcessLock(path.join(paths.supervisorDir, 'supervisor.lock'))) {
-    process.stderr.write(
-      `runboard supervisor: another supervisor is already serving ${paths.socket} (or starting to)\n`,
-    );
+  if (!(await takeTheLock(path.join(paths.supervisorDir, 'supervisor.lock'), paths.socket, log))) {
+    process.stderr.write(`runboard supervisor: another supervisor is already serving ${paths.socket}\n`);
     process.exit(0);
   }
   ensurePrivateDir(paths.scratchDir);

@@ -14,6 +14,7 @@ import { statePaths, type StatePaths } from '@runboard/supervisor/paths';
 import { writeProviderKey } from '../../../supervisor/src/common/secrets.ts';
 import { COLUMN_TITLES, type BoardView, type Column } from '../../../host/src/shared/board-types.ts';
 
+import { CHROMIUM_FLAGS } from '../../helpers/chromium.ts';
 import { commandLine, processesMentioning } from '../../helpers/harness.ts';
 import { git } from '../../agents/agent-harness.ts';
 
@@ -21,16 +22,8 @@ export const REPO = path.resolve(import.meta.dirname, '..', '..', '..');
 export const DIST = path.join(REPO, 'dist');
 export const ARTIFACTS = path.join(REPO, 'test-results');
 
-export const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+/** Headless Chromium's command line (tests/helpers/chromium.ts has what every Chromium of ours takes). */
+export const CHROMIUM_ARGS = ['--headless', ...CHROMIUM_FLAGS];
 
 export function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true });

@@ -5,7 +5,9 @@
  * file is removed when the run ends (the step screenshots are the run's record, the live frame is not).
  *
  * It stays out of the loop's way: a tick whose previous capture is still going is skipped (a slow
- * capture never piles up), and a capture that fails is counted, not fatal. The addon runs desktop calls
+ * capture never piles up), and a capture that fails is counted, not fatal. Each step's screenshot also
+ * asks for a frame (`now`): on a busy machine, where the loop's calls to the addon leave the timer's
+ * frames little room, the view still shows what every step did. The addon runs desktop calls
  * one at a time on its own thread, so a frame taken while the loop captures or acts delays that call by
  * one small capture; docs/bench-computer-use.md measures what that costs per step.
  */
@@ -41,6 +43,8 @@ export class LiveFrames {
   private inFlight: Promise<void> | null = null;
   private screenWidth: number | undefined;
   private stopped = false;
+  /** A frame was asked for while one was being taken: the next one starts when that one ends. */
+  private asked = false;
   private readonly ms: number[] = [];
   private frames = 0;
   private skipped = 0;
@@ -65,7 +69,23 @@ export class LiveFrames {
       this.skipped++;
       return;
     }
-    this.inFlight = this.frame().finally(() => (this.inFlight = null));
+    this.take();
+  }
+
+  /** A frame as soon as the one being taken (if any) is written: a step's effect, on screen now. */
+  now(): void {
+    if (this.stopped) return;
+    if (this.inFlight) this.asked = true;
+    else this.take();
+  }
+
+  private take(): void {
+    this.inFlight = this.frame().finally(() => {
+      this.inFlight = null;
+      if (!this.asked) return;
+      this.asked = false;
+      this.now();
+    });
   }
 
   private async frame(): Promise<void> {
@@ -98,7 +118,7 @@ export class LiveFrames {
   async stop(): Promise<LiveFrameStats> {
     this.stopped = true;
     clearInterval(this.timer);
-    await this.inFlight;
+    while (this.inFlight) await this.inFlight;
     for (const f of [LIVE_FRAME_FILE, TEMP_FILE]) rmSync(path.join(this.dir, f), { force: true });
     const sorted = [...this.ms].sort((a, b) => a - b);
     const r = (n: number | undefined): number => Math.round((n ?? 0) * 10) / 10;

@@ -23,6 +23,8 @@ export interface ScreenOptions {
   maxBytes: number;
   /** The run's masks, shared with its live view (default: this screen's own). */
   masks?: ScreenMasks | undefined;
+  /** After each capture for a step (the live view takes a frame then). */
+  onShot?: (() => void) | undefined;
 }
 
 const QUALITIES = [80, 65, 50, 35];
@@ -75,6 +77,7 @@ export class Screen {
         const r = await this.grab(scale, quality);
         const base64Bytes = b64len(r.data.length);
         if (base64Bytes <= this.opts.maxBytes || (scale <= 0.05 && quality === QUALITIES.at(-1))) {
+          this.opts.onShot?.();
           return {
             data: r.data,
             mime: 'image/jpeg',

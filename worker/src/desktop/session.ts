@@ -39,6 +39,8 @@ export interface DesktopRun {
   artifacts: string;
   /** What every picture of the display keeps grey (the model's, the filmstrip's, the live view's). */
   masks: ScreenMasks;
+  /** Called after each step's screenshot: the live view (a private display's) takes a frame. */
+  onShot: () => void;
 }
 
 const LIVE_FRAME_MS = 1000;
@@ -80,7 +82,12 @@ export const DEFAULTS = {
 };
 
 /** The flow's budgets (or the defaults) and the screen the model sees. */
-export function budgets(ctx: RunnerContext, region: Rect | undefined, masks?: ScreenMasks) {
+export function budgets(
+  ctx: RunnerContext,
+  region: Rect | undefined,
+  masks?: ScreenMasks,
+  onShot?: () => void,
+) {
   const cu = ctx.spec.flow.computerUse ?? {};
   return {
     maxSteps: cu.maxSteps ?? DEFAULTS.maxSteps,
@@ -93,6 +100,7 @@ export function budgets(ctx: RunnerContext, region: Rect | undefined, masks?: Sc
       maxWidth: cu.imageMaxWidth ?? DEFAULTS.imageMaxWidth,
       maxBytes: cu.imageMaxBytes ?? DEFAULTS.imageMaxBytes,
       masks,
+      onShot,
     }),
   };
 }
@@ -141,7 +149,8 @@ export async function onDesktop(
     });
   }
   try {
-    const outcome = await guarded(ctx, abort, hudText, artifacts, masks, body);
+    const onShot = (): void => live?.now();
+    const outcome = await guarded(ctx, abort, hudText, artifacts, masks, onShot, body);
     const stats = await live?.stop();
     return stats ? { ...outcome, metrics: { ...outcome.metrics, ...stats } } : outcome;
   } finally {
@@ -155,6 +164,7 @@ async function guarded(
   hudText: string,
   artifacts: string,
   masks: ScreenMasks,
+  onShot: () => void,
   body: (d: DesktopRun) => Promise<RunnerOutcome>,
 ): Promise<RunnerOutcome> {
   const cu = ctx.spec.flow.computerUse ?? {};
@@ -215,7 +225,7 @@ async function guarded(
     }
   }
   try {
-    return await body({ region, guard, artifacts, masks });
+    return await body({ region, guard, artifacts, masks, onShot });
   } finally {
     watcher?.stop();
   }

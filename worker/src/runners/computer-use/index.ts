@@ -33,7 +33,7 @@ export class ComputerUseRunner extends DesktopRunner {
     }
     const api = apiOf(spec.model.provider, spec.flow.computerUse?.api);
     const model = spec.model.model ?? prompt.config.llm.model ?? 'gpt-5.2-codex';
-    return onDesktop(ctx, this.abort, HUD_TEXT, ({ region, guard, artifacts }) =>
+    return onDesktop(ctx, this.abort, HUD_TEXT, ({ region, guard, artifacts, onShot }) =>
       new Loop(
         ctx,
         prompt,
@@ -43,7 +43,7 @@ export class ComputerUseRunner extends DesktopRunner {
         artifacts,
         this.abort.signal,
         guard,
-        budgets(ctx, region),
+        budgets(ctx, region, undefined, onShot),
       ).run(),
     );
   }

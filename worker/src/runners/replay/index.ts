@@ -68,9 +68,9 @@ export class ReplayRunner extends DesktopRunner {
     });
     const api = apiOf(spec.model.provider, spec.flow.computerUse?.api);
     const model = spec.model.model ?? prompt.config.llm.model ?? 'gpt-5.2-codex';
-    return onDesktop(ctx, this.abort, HUD_TEXT, ({ region, guard, artifacts, masks }) =>
+    return onDesktop(ctx, this.abort, HUD_TEXT, ({ region, guard, artifacts, masks, onShot }) =>
       new Replay(ctx, plan, values, prompt, api, model, artifacts, this.abort.signal, guard, {
-        ...budgets(ctx, region, masks),
+        ...budgets(ctx, region, masks, onShot),
         ...REPLAY,
       }).run(),
     );
