@@ -19,9 +19,9 @@ import { manifest, unmasked } from './recorder-helpers.ts';
 import { DesktopSession, eventually, findElement, sleep } from './session.ts';
 
 /** The windows' titles: one dragged, one opened and closed, one without a tree, one whose app stops. */
-const [DRAGGED, BRIEF, UNREAD, HUNG] = ['Dragged', 'Brief', 'Unread', 'Hung'].map(
+const [DRAGGED, BRIEF, UNREAD, HUNG, SHIFTED] = ['Dragged', 'Brief', 'Unread', 'Hung', 'Shifted'].map(
   (w) => `Runboard Between ${w}`,
-) as [string, string, string, string];
+) as [string, string, string, string, string];
 /**
  * Points of the bare desktop (no window ever covers them here): the clicks that make the events, each
  * at another point (two at one point soon after each other would be one double click).
@@ -165,6 +165,8 @@ describe('secret fields between the input events, and windows that cannot be rea
     await event(); // 5
     summary = await rec.stop();
     shots = manifest(dir).map((x) => path.join(dir, x.screenshot));
+    for (const pid of [drag.pid, hung.pid]) process.kill(pid, 'SIGTERM'); // the next recording's screen is its own
+    await eventually(async () => (await desktop.listWindows()).length === 0, 15_000);
   }, 180_000);
 
   it('made one step for each event', () => {
@@ -195,5 +197,52 @@ describe('secret fields between the input events, and windows that cannot be rea
 
   it('covers a window opened and closed between two events in the video', () => {
     expect(greyInEveryFrame(path.join(dir, 'video.mp4'), brief, screen)).toBeGreaterThan(0.97);
+  });
+});
+
+describe('a secret field that moves inside its window, the window keeping its size', () => {
+  let dir: string;
+  let shots: string[];
+  let before: Rect;
+  let after: Rect;
+  let screen: { width: number; height: number };
+
+  beforeAll(async () => {
+    const shot = await desktop.capture({ format: 'raw' });
+    screen = { width: shot.width, height: shot.height };
+    const form = await s.startForm(SHIFTED, {}, [
+      ...['--password', 'shifted-pw', '--x', '0', '--y', '0', '--swap-on-winch'],
+    ]);
+    const size = form.bounds.slice(2).join('x');
+    before = await passwordOf(SHIFTED);
+    const rec = await Recording.start({ dir: out, display: s.env.DISPLAY!, video: { mic: 'none' } });
+    dir = rec.dir;
+    await desktop.click(...FREE[0]!);
+    await rec.idle();
+    // A row appears above it, or the layout changes: the field is elsewhere in the same window.
+    process.kill(form.pid, 'SIGWINCH');
+    expect(await eventually(async () => (await passwordOf(SHIFTED))[1] !== before[1], 15_000)).toBe(true);
+    after = await passwordOf(SHIFTED);
+    const [now] = await desktop.listWindows({ title: SHIFTED });
+    expect(now!.bounds.slice(2).join('x'), 'the window kept its size').toBe(size);
+    await sleep(300); // the video takes frames of it there
+    await desktop.click(...FREE[1]!);
+    await rec.idle();
+    await rec.stop();
+    shots = manifest(dir).map((x) => path.join(dir, x.screenshot));
+  }, 120_000);
+
+  it('masks it where it is now in the next step’s screenshot, and where it was', () => {
+    expect(shots).toHaveLength(2);
+    expect(unmasked(shots[0]!, before), 'step 1: where it was').toBe(0);
+    expect(unmasked(shots[1]!, after), 'step 2: where it is now').toBe(0);
+  });
+
+  it('covers both its places in every frame of the video', () => {
+    for (const [what, r] of [
+      ['where it was', before],
+      ['where it went', after],
+    ] as const)
+      expect(greyInEveryFrame(path.join(dir, 'video.mp4'), r, screen), what).toBeGreaterThan(0.97);
   });
 });

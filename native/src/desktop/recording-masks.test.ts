@@ -162,4 +162,28 @@ describe('the windows on screen at each event', () => {
     await watch.now();
     expect(reads).toEqual([1, 2, 2, 3, 4, 4, 2]);
   });
+
+  it('looks for a window’s secret fields again at each listing, the window keeping its size', async () => {
+    const fieldReads: string[][] = [];
+    let at: Rect = [150, 140, 200, 30];
+    const secrets = new SecretFields();
+    const watch = new ScreenWatch(
+      secrets,
+      () => {},
+      () => Promise.resolve([win(1)]),
+      (id) => Promise.resolve(read(id, [el('Password', at, { secret: true })])),
+      (id, roles) => {
+        fieldReads.push(roles);
+        return Promise.resolve(read(id, [el('Password', at, { secret: true })]));
+      },
+    );
+    expect((await watch.masksAt([await watch.now()])).masks).toEqual([[138, 128, 224, 54]]);
+    expect(fieldReads).toEqual([]); // read whole as it appeared
+    at = [150, 40, 200, 30]; // a row above it went away
+    expect((await watch.masksAt([await watch.now()])).masks).toEqual([
+      [138, 128, 224, 54],
+      [138, 28, 224, 54],
+    ]);
+    expect(fieldReads).toEqual([['password text']]);
+  });
 });

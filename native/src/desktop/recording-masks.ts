@@ -115,8 +115,14 @@ export class SecretFields {
   private readonly masked = new Map<string, Rect>();
   readonly isSecret: (e: SecretProbe) => boolean;
 
+  /** The roles a secret field can have: password fields; with fields named secret, the editable ones. */
+  readonly roles: string[];
+
   constructor(names: readonly string[] = []) {
     this.isSecret = secretTest(names);
+    this.roles = names.some((n) => fieldKey(n) !== '')
+      ? ['password text', 'text', 'entry', 'spin button']
+      : ['password text'];
   }
 
   /** What is known of the window that has this id now. */

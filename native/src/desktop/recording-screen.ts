@@ -7,6 +7,8 @@
 // to their window, recording-masks.ts). Between the events, the server's reports of windows mapped,
 // moved or resized (`changed`, decision 140) place them for the video, and a window mapped or resized is
 // read then, not at the next event only: a window opened and closed between two events is masked too.
+// A window read at its size that holds secret fields has them alone read again at each listing: a
+// field can move inside a window that keeps its size.
 import { desktop } from './desktop.ts';
 import type { KnownWindow, Lookup, SecretFields } from './recording-masks.ts';
 import type { ReadResult, RecordedWindow, Rect, WindowInfo } from './types.ts';
@@ -47,14 +49,46 @@ export class ScreenWatch {
   /** Windows whose read failed quickly while they were new: read again at the next listing. */
   private readonly retry = new Set<number>();
 
-  /** `warn`: a warning for the recording; `list` and `read`: the desktop's (a test's stand-ins). */
+  /** Reads of the secret fields alone (a window known to have some), one at a time per window. */
+  private readonly fieldReads = new Map<number, Promise<Lookup>>();
+
+  /**
+   * `warn`: a warning for the recording; `list`, `read` and `readFields` (a read of the elements of
+   * these roles only): the desktop's (a test's stand-ins).
+   */
   constructor(
     private readonly secrets: SecretFields,
     private readonly warn: (message: string) => void,
     private readonly list: () => Promise<WindowInfo[]> = () => desktop.listWindows(),
     private readonly read: (windowId: number) => Promise<ReadResult> = (windowId) =>
       desktop.read({ windowId, actions: false }),
+    private readonly readFields: (windowId: number, roles: string[]) => Promise<ReadResult> = (
+      windowId,
+      roles,
+    ) => desktop.read({ windowId, roles, actions: false }),
   ) {}
+
+  /**
+   * Where a window's secret fields are now (decision 140): a field can move inside a window that keeps
+   * its size (a message shown above it), which no listing sees. A read of the secret fields' roles only
+   * (the reader gives extents to the kept roles alone). One that fails leaves the window unread.
+   */
+  private fieldsOf(windowId: number): Promise<Lookup> {
+    const pending = this.fieldReads.get(windowId);
+    if (pending) return pending;
+    const p = this.readFields(windowId, this.secrets.roles)
+      .then(
+        (tree): Lookup => ({ tree, window: tree.window }),
+        (err: unknown): Lookup => ({ error: (err as Error).message }),
+      )
+      .then((l) => {
+        this.secrets.note(windowId, l);
+        return l;
+      })
+      .finally(() => this.fieldReads.delete(windowId));
+    this.fieldReads.set(windowId, p);
+    return p;
+  }
 
   /** One read of a window's tree at a time; events that arrive meanwhile share it. */
   lookup(windowId: number): Promise<Lookup> {
@@ -119,7 +153,8 @@ export class ScreenWatch {
   /** Resolves once the listing and every read under way have answered. */
   async idle(): Promise<void> {
     await this.listing;
-    while (this.inFlight.size > 0) await Promise.all(this.inFlight.values());
+    while (this.inFlight.size + this.fieldReads.size > 0)
+      await Promise.all([...this.inFlight.values(), ...this.fieldReads.values()]);
   }
 
   private readNew(windows: WindowInfo[]): Screen {
@@ -132,7 +167,13 @@ export class ScreenWatch {
       // A read started meanwhile (a window's map, a step's): this screen's masks wait for it too.
       const pending = this.inFlight.get(w.id);
       if (pending) reads.push({ window: w, lookup: pending });
-      if (this.sizes.get(w.id) === sizeOf(w) && !(this.retry.has(w.id) && !pending)) continue;
+      if (this.sizes.get(w.id) === sizeOf(w) && !(this.retry.has(w.id) && !pending)) {
+        // Read at this size: its secret fields, if it has any, are looked for again (they may have moved).
+        const k = this.secrets.record(w.id);
+        if (!pending && k.fields.size > 0 && !k.unread)
+          reads.push({ window: w, lookup: this.fieldsOf(w.id) });
+        continue;
+      }
       this.retry.delete(w.id);
       // Not read again when it fails: an app that does not answer would hold every step up.
       this.sizes.set(w.id, sizeOf(w));
