@@ -163,10 +163,12 @@ describe('retention applied by the supervisor', () => {
     // never: the run going, the run a card names
     expect(readFileSync(path.join(live.logDir, 'stdout.log'), 'utf8')).toBe('live\n');
     expect(existsSync(path.join(named.logDir, 'result.json'))).toBe(true);
-    const log = readFileSync(path.join(paths.supervisorDir, 'supervisor.log'), 'utf8');
-    expect(log).toMatch(
-      /retention removed \d+ run log\(s\), 0 workspace copy\(ies\) and 0 recording\(s\) of .*freed \(disk-full\)/,
-    );
+    // the pass in the supervisor's log, in words (the log is written after the record, off the loop)
+    const said =
+      /retention removed \d+ run log\(s\), 0 workspace copy\(ies\) and 0 recording\(s\) of .*freed \(disk-full\)/;
+    const log = (): string => readFileSync(path.join(paths.supervisorDir, 'supervisor.log'), 'utf8');
+    await waitUntil('the pass in the supervisor log', () => said.test(log()), 30_000).catch(() => undefined);
+    expect(log()).toMatch(said);
 
     // the launch keys of the runs it removed go too, while the supervisor lives (they were kept until
     // its next start, 30 days at most, before); the others stay
