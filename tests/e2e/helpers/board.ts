@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { createGrant } from '@runboard/supervisor/grants';
 import { statePaths, type StatePaths } from '@runboard/supervisor/paths';
 import { writeProviderKey } from '../../../supervisor/src/common/secrets.ts';
@@ -59,6 +59,47 @@ async function diagnoseBoards(): Promise<string> {
     ),
   );
   return `\n--- what the boards showed then ---\n${parts.join('\n')}`;
+}
+
+/**
+ * What the page shows, for a failed test's message: each open dialog's name, its fields' values, its
+ * buttons' names and alerts, and where the focus is (a CI failure said only which click timed out).
+ */
+export async function pageState(p: Page): Promise<string> {
+  try {
+    const dialogs = await p.getByRole('dialog').evaluateAll((ds) =>
+      ds.map((d) => ({
+        dialog: d.getAttribute('aria-label') ?? d.getAttribute('aria-labelledby') ?? '',
+        fields: [...d.querySelectorAll('input, textarea, select')].map(
+          (e) => `${e.id}=${JSON.stringify((e as unknown as { value: string }).value)}`,
+        ),
+        buttons: [...d.querySelectorAll('button')].map((b) => (b.textContent ?? '').trim()).slice(0, 30),
+        alerts: [...d.querySelectorAll('[role="alert"]')].map((a) => (a.textContent ?? '').trim()),
+      })),
+    );
+    const focus = await p.evaluate(() => {
+      // (this file is type-checked without the DOM's types: the page's document, by its shape)
+      type El = { tagName: string; id: string; className: string; textContent: string | null };
+      const a = (globalThis as unknown as { document: { activeElement: El | null } }).document.activeElement;
+      return a
+        ? `${a.tagName.toLowerCase()}#${a.id}.${a.className} ${(a.textContent ?? '').trim().slice(0, 60)}`
+        : '';
+    });
+    return JSON.stringify({ dialogs, focus }, null, 1);
+  } catch (err) {
+    return `(the page could not be read: ${(err as Error).message})`;
+  }
+}
+
+/** Prints what the page shows when a test of the file fails (call at the top of a describe). */
+export function explainFailures(page: () => Page | undefined): void {
+  beforeEach((ctx) => {
+    ctx.onTestFailed(async () => {
+      const p = page();
+      if (p)
+        console.error(`--- what the page showed when "${ctx.task.name}" failed ---\n${await pageState(p)}`);
+    });
+  });
 }
 
 /** Waits until the drag's live region (what a screen reader is told) matches `said`. */
