@@ -58,12 +58,19 @@ function answers(socketPath: string): Promise<boolean> {
  * Takes this state root's supervisor lock (decision 139): true once held, false when another
  * supervisor serves. Held by one that is still starting, or already stopping (its socket closed, its
  * process not yet gone), it is tried again until that one serves or is gone, so a start in those
- * moments neither gives way to nobody nor serves beside it.
+ * moments neither gives way to nobody nor serves beside it; after a minute of neither, it exits
+ * saying so (not "serving": nothing serves).
  */
 async function takeTheLock(lockFile: string, socketPath: string, log: pino.Logger): Promise<boolean> {
   const deadline = Date.now() + 60_000;
   for (let tries = 0; !holdProcessLock(lockFile); tries++) {
-    if ((await answers(socketPath)) || Date.now() > deadline) return false;
+    if (await answers(socketPath)) return false;
+    if (Date.now() > deadline) {
+      process.stderr.write(
+        `runboard supervisor: another process has held ${lockFile} for a minute without serving ${socketPath}\n`,
+      );
+      process.exit(0);
+    }
     if (tries === 0)
       log.info({ lockFile }, 'another supervisor holds the lock and does not serve: waiting for it');
     await new Promise((r) => setTimeout(r, 50));
